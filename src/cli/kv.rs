@@ -1,0 +1,6 @@
+//! Arguments of `iolab kv` (issue: database workloads).
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct KvArgs {}

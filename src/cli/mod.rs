@@ -1,0 +1,29 @@
+//! Command-line definitions (clap derive) only; no behaviour lives here.
+//! Each verb's arguments are in a file of their own.
+
+pub mod kv;
+pub mod trace;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "iolab",
+    version,
+    about = "A storage performance lab in one command",
+    long_about = "iolab characterizes a storage stack from the device up to the database: \
+IOPS and bandwidth per block size and queue depth, exact latency distributions, \
+where the time of a request goes, and what a database gets out of it."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Key-value / database workloads (YCSB, db_bench style) on embedded engines
+    Kv(kv::KvArgs),
+    /// Per-request latency breakdown through the I/O stack
+    Trace(trace::TraceArgs),
+}

@@ -1,0 +1,7 @@
+//! `iolab kv`: database workloads.
+
+use crate::cli::kv::KvArgs;
+
+pub fn run(_args: KvArgs) -> anyhow::Result<()> {
+    anyhow::bail!("iolab kv is not built yet")
+}

@@ -1,0 +1,1 @@
+//! Database workloads on embedded engines (YCSB, db_bench style).

@@ -1,0 +1,10 @@
+//! iolab: a storage performance lab in one command.
+//!
+//! The library holds every part of the tool; `main.rs` only parses the command
+//! line and dispatches to `commands`. See docs/ARCHITECTURE.md for the map.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod kv;
+pub mod trace;

@@ -1,0 +1,15 @@
+//! iolab binary: parse the command line, dispatch, print the error chain, exit.
+
+use clap::Parser;
+
+fn main() {
+    let cli = iolab::cli::Cli::parse();
+    if let Err(err) = iolab::commands::dispatch(cli) {
+        let mut msg = format!("iolab: error: {err}");
+        for cause in err.chain().skip(1) {
+            msg.push_str(&format!("\n  caused by: {cause}"));
+        }
+        eprintln!("{msg}");
+        std::process::exit(iolab::error::exit_code(&err));
+    }
+}

@@ -1,0 +1,1 @@
+//! Per-request latency breakdown through the I/O stack (tracefs).
