@@ -5,6 +5,8 @@
 
 pub mod cli;
 pub mod commands;
+pub mod engine;
 pub mod error;
 pub mod kv;
+pub mod measure;
 pub mod trace;

@@ -1,0 +1,1 @@
+//! aio engine (to be written).

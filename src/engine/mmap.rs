@@ -1,0 +1,1 @@
+//! mmap engine (to be written).

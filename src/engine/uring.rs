@@ -1,0 +1,1 @@
+//! uring engine (to be written).
