@@ -8,7 +8,10 @@ pub struct AioEngine;
 
 impl AioEngine {
     pub fn new(_setup: &EngineSetup) -> io::Result<AioEngine> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "engine not built yet"))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "engine not built yet",
+        ))
     }
 }
 

@@ -8,7 +8,10 @@ pub struct MmapEngine;
 
 impl MmapEngine {
     pub fn new(_setup: &EngineSetup) -> io::Result<MmapEngine> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "engine not built yet"))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "engine not built yet",
+        ))
     }
 }
 

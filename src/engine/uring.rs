@@ -8,7 +8,10 @@ pub struct UringEngine;
 
 impl UringEngine {
     pub fn new(_setup: &EngineSetup) -> io::Result<UringEngine> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "engine not built yet"))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "engine not built yet",
+        ))
     }
 }
 
