@@ -1,5 +1,8 @@
 //! Plans: what the user asked for, parsed and validated before anything runs.
 
+pub mod experiment;
 pub mod job;
 pub mod parse;
+pub mod planfile;
 pub mod profile;
+pub mod sweep;

@@ -21,10 +21,11 @@ use crate::error::usage;
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
 use crate::measure::rusage::RusageSnapshot;
-use crate::plan::job::{JobSpec, RegionMode};
+use crate::plan::job::{Arrival, JobSpec, RegionMode};
 use crate::plan::parse::format_size;
 use crate::results::{time, BatchStats, OpStats, Point, Totals};
 use crate::runner::buffers::BufferPool;
+use crate::runner::openloop::{self, OpenLoopSpec};
 use crate::runner::pattern::{PatternSpec, RequestGen};
 use crate::runner::recorder::{Recorder, CLAT, LAT, LAT_KINDS, SLAT};
 use crate::runner::worker::{self, LoopSpec, RequestLog};
@@ -239,6 +240,9 @@ pub fn run_job_with_clock<C: Clock>(
                     Ok((pool, gen))
                 })();
                 let mut rec = Recorder::new(0, expected_s.map(|s| s as usize + 2).unwrap_or(60));
+                if spec.open_loop.is_some() {
+                    rec.open_loop = Some(Default::default());
+                }
                 let mut log = record.map(RequestLog::with_capacity);
                 let (mut pool, mut gen) = match setup_result {
                     Ok(v) => v,
@@ -282,6 +286,11 @@ pub fn run_job_with_clock<C: Clock>(
                     },
                     region_start,
                     region_len,
+                    open_loop: spec.open_loop.map(|o| OpenLoopSpec {
+                        mean_gap_ns: 1e9 * n as f64 / o.rate_iops,
+                        poisson: o.arrival == Arrival::Poisson,
+                        seed,
+                    }),
                 };
                 let (g, p, r, l) = (&mut gen, &mut pool, &mut rec, log.as_mut());
                 let outcome = if job_stop.load(Ordering::SeqCst) {
@@ -447,6 +456,10 @@ pub fn params_of(spec: &JobSpec) -> BTreeMap<String, String> {
     if let Some(k) = spec.batch {
         p.insert("batch".into(), k.to_string());
     }
+    if let Some(ol) = &spec.open_loop {
+        p.insert("rate".into(), format!("{:.0}", ol.rate_iops));
+        p.insert("arrival".into(), ol.arrival.name().into());
+    }
     p
 }
 
@@ -522,6 +535,22 @@ fn build_point(
         warnings.push("no request completed in the measured phase (runtime too short, or ramp longer than the run)".into());
     }
     let _ = kind;
+    let mut extra = BTreeMap::new();
+    if let (Some(o), Some(ol)) = (&rec.open_loop, &spec.open_loop) {
+        for (k, name) in [(0, "read"), (1, "write")] {
+            if !o.intended[k].is_empty() {
+                histograms.insert(format!("{name}.lat_intended"), o.intended[k].encode());
+            }
+        }
+        let v = openloop::summary(o, ol.rate_iops, ol.arrival.name(), total.iops, spec.jobs);
+        if total.iops < 0.95 * ol.rate_iops {
+            warnings.push(format!(
+                "target rate not reached: {:.0} of {:.0} IOPS ({} requests still due at the end); latency from the intended issue time includes the queueing",
+                total.iops, ol.rate_iops, o.final_backlog
+            ));
+        }
+        extra.insert("open_loop".into(), v);
+    }
     Point {
         name: spec.name.clone(),
         job: Some(spec.clone()),
@@ -544,6 +573,6 @@ fn build_point(
         errors: rec.errors.clone(),
         warnings,
         histograms,
-        extra: BTreeMap::new(),
+        extra,
     }
 }
