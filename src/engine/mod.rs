@@ -168,3 +168,6 @@ pub struct FeatureProbe {
 pub fn completion_error(res: i64) -> io::Error {
     io::Error::from_raw_os_error((-res) as i32)
 }
+
+#[cfg(test)]
+pub(crate) mod test_support;
