@@ -74,6 +74,11 @@ pub struct AioEngine {
     in_flight: usize,
 }
 
+// SAFETY: the engine exclusively owns its context, iocbs and pointer array
+// (the pointers point into its own boxed slice); an AIO context belongs to
+// the process, not to the thread that created it.
+unsafe impl Send for AioEngine {}
+
 fn last_errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
