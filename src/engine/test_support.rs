@@ -3,45 +3,45 @@
 //! tmpfs), a deterministic byte pattern, and a small driver that runs a batch
 //! of requests through any `Engine` the way the runner does.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use super::{Completion, Engine, EngineSetup, IoRequest, OpKind, UringOptions};
+use crate::runner::buffers::BufferPool;
 
 /// Block size used by the tests (a multiple of every logical block size here).
 pub const BS: usize = 4096;
 
-/// A zeroed, 4096-aligned buffer pool of `slots` blocks of `BS` bytes.
+/// The runner's aligned buffer pool with `BS`-byte slots, plus the views the
+/// tests need.
 pub struct AlignedPool {
-    ptr: *mut u8,
-    layout: Layout,
+    inner: BufferPool,
     pub slots: usize,
 }
 
 impl AlignedPool {
     pub fn new(slots: usize) -> Self {
-        let layout = Layout::from_size_align(slots * BS, 4096).expect("layout");
-        // SAFETY: non-zero size (slots >= 1 in every test).
-        let ptr = unsafe { alloc_zeroed(layout) };
-        assert!(!ptr.is_null(), "allocation failed");
-        AlignedPool { ptr, layout, slots }
+        let mut p = AlignedPool {
+            inner: BufferPool::new(slots, BS, 1).expect("buffer pool"),
+            slots,
+        };
+        p.clear();
+        p
     }
 
     pub fn base(&self) -> *mut u8 {
-        self.ptr
+        self.inner.base()
     }
 
     pub fn len(&self) -> usize {
-        self.layout.size()
+        self.inner.len()
     }
 
     pub fn slot_ptr(&self, slot: usize) -> *mut u8 {
         assert!(slot < self.slots);
-        // SAFETY: in bounds of the allocation.
-        unsafe { self.ptr.add(slot * BS) }
+        self.inner.slot_ptr(slot)
     }
 
     pub fn slot(&self, slot: usize) -> &[u8] {
@@ -50,20 +50,13 @@ impl AlignedPool {
     }
 
     pub fn slot_mut(&mut self, slot: usize) -> &mut [u8] {
-        // SAFETY: in bounds; no request is in flight when tests write.
-        unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(slot), BS) }
+        self.inner.slot(slot, BS)
     }
 
     pub fn clear(&mut self) {
-        // SAFETY: whole allocation, nothing in flight.
-        unsafe { std::ptr::write_bytes(self.ptr, 0, self.layout.size()) }
-    }
-}
-
-impl Drop for AlignedPool {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr, self.layout) }
+        for s in 0..self.slots {
+            self.slot_mut(s).fill(0);
+        }
     }
 }
 

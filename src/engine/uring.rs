@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{Completion, Engine, EngineSetup, FeatureProbe, IoRequest, OpKind, UringOptions};
+use crate::target::sysfs;
 
 /// Idle time (ms) before the SQPOLL kernel thread sleeps.
 pub const SQPOLL_IDLE_MS: u32 = 2000;
@@ -561,20 +562,10 @@ fn poll_queue_state(fd: RawFd) -> Option<(String, String)> {
     } else {
         st.st_dev
     };
-    let sys = std::fs::canonicalize(format!(
-        "/sys/dev/block/{}:{}",
-        libc::major(dev),
-        libc::minor(dev)
-    ))
-    .ok()?;
-    let dir = if sys.join("queue").is_dir() {
-        sys
-    } else {
-        sys.parent()?.to_path_buf()
-    };
-    let disk = dir.file_name()?.to_string_lossy().into_owned();
-    let value = std::fs::read_to_string(dir.join("queue/io_poll")).ok()?;
-    Some((format!("/sys/block/{disk}/queue/io_poll"), value))
+    let (_, disk) = sysfs::device_names(sysfs::DevNum::from_raw(dev))?;
+    let path = format!("/sys/block/{disk}/queue/io_poll");
+    let value = std::fs::read_to_string(&path).ok()?;
+    Some((path, value))
 }
 
 #[cfg(test)]
