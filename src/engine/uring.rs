@@ -562,7 +562,11 @@ fn poll_queue_state(fd: RawFd) -> Option<(String, String)> {
     } else {
         st.st_dev
     };
-    let (_, disk) = sysfs::device_names(sysfs::DevNum::from_raw(dev))?;
+    let (_, disk) = sysfs::device_names(sysfs::DevNum::from_raw(dev)).or_else(|| {
+        // An anonymous st_dev (btrfs, overlay): resolve through the path.
+        let path = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+        sysfs::device_names(sysfs::devnum_of_path(&path)?)
+    })?;
     let path = format!("/sys/block/{disk}/queue/io_poll");
     let value = std::fs::read_to_string(&path).ok()?;
     Some((path, value))
