@@ -2,3 +2,6 @@
 
 pub mod buffers;
 pub mod verify;
+pub mod pattern;
+pub mod recorder;
+pub mod worker;
