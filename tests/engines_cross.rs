@@ -11,13 +11,24 @@ use iolab::engine::aio::AioEngine;
 use iolab::engine::mmap::MmapEngine;
 use iolab::engine::psync::PsyncEngine;
 use iolab::engine::uring::{probe_uring, UringEngine};
-use iolab::engine::{Completion, Engine, EngineSetup, IoRequest, OpKind, UringOptions};
+use iolab::engine::{Engine, OpKind, UringOptions};
 use iolab::runner::buffers::BufferPool;
 use iolab::target::sysfs;
 
-const BS: usize = 4096;
 const DEPTH: usize = 8;
 const SIZE: u64 = 256 * BS as u64;
+
+mod engines_common;
+use engines_common::{open, run, setup, BS};
+
+/// psync completes inside `queue`, one request at a time.
+fn chunk(engine: &str) -> usize {
+    if engine == "psync" {
+        1
+    } else {
+        DEPTH
+    }
+}
 
 fn assert_send<T: Send>() {}
 
@@ -28,25 +39,8 @@ fn engines_are_send() {
     assert_send::<MmapEngine>();
 }
 
-fn open(path: &std::path::Path, direct: bool) -> File {
-    let mut oo = OpenOptions::new();
-    oo.read(true).write(true);
-    if direct {
-        oo.custom_flags(libc::O_DIRECT);
-    }
-    oo.open(path).expect("open")
-}
-
 fn make(name: &str, file: &File, pool: &BufferPool) -> Box<dyn Engine> {
-    let mut setup = EngineSetup {
-        fd: file.as_raw_fd(),
-        file_size: SIZE,
-        depth: DEPTH as u32,
-        pool_base: pool.base(),
-        pool_len: pool.len(),
-        uring: UringOptions::default(),
-        writable: true,
-    };
+    let mut setup = setup(file, SIZE, DEPTH, pool, UringOptions::default());
     match name {
         "psync" => Box::new(PsyncEngine::new(file.as_raw_fd())),
         "aio" => Box::new(AioEngine::new(&setup).expect("aio")),
@@ -62,35 +56,6 @@ fn make(name: &str, file: &File, pool: &BufferPool) -> Box<dyn Engine> {
         }
         "mmap" => Box::new(MmapEngine::new(&setup).expect("mmap")),
         _ => unreachable!(),
-    }
-}
-
-/// Run requests for slots 0..n at `offs` one batch at a time (one at a time
-/// for psync, which completes inside `queue`).
-fn run(engine: &mut dyn Engine, pool: &BufferPool, op: OpKind, offs: &[u64], one_at_a_time: bool) {
-    let mut out: Vec<Completion> = Vec::with_capacity(DEPTH);
-    let chunk = if one_at_a_time { 1 } else { DEPTH };
-    for (c, group) in offs.chunks(chunk).enumerate() {
-        for (i, &off) in group.iter().enumerate() {
-            let slot = c * chunk + i;
-            let req = IoRequest {
-                slot: slot as u32,
-                op,
-                offset: off,
-                len: BS as u32,
-                buf: pool.slot_ptr(slot),
-            };
-            engine.queue(req).expect("queue");
-        }
-        engine.submit().expect("submit");
-        let mut got = 0;
-        while got < group.len() {
-            out.clear();
-            got += engine.reap(1, &mut out).expect("reap");
-            for x in &out {
-                assert_eq!(x.result, BS as i64, "{op:?} slot {} failed", x.slot);
-            }
-        }
     }
 }
 
@@ -110,14 +75,14 @@ fn every_engine_reads_what_every_other_wrote() {
             let f = open(&path, direct);
             {
                 let mut w = make(writer, &f, &wpool);
-                run(w.as_mut(), &wpool, OpKind::Write, &offs, *writer == "psync");
+                run(w.as_mut(), &wpool, OpKind::Write, &offs, chunk(writer));
                 w.fsync().expect("fsync");
             }
             for reader in engines {
                 let mut rpool = BufferPool::new(DEPTH, BS, 999).unwrap();
                 let rf = open(&path, direct);
                 let mut r = make(reader, &rf, &rpool);
-                run(r.as_mut(), &rpool, OpKind::Read, &offs, reader == "psync");
+                run(r.as_mut(), &rpool, OpKind::Read, &offs, chunk(reader));
                 drop(r);
                 for s in 0..DEPTH {
                     assert!(
