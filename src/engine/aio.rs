@@ -14,7 +14,8 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use super::{Completion, Engine, EngineSetup, IoRequest, OpKind};
+use super::uring::{is_direct, probe_offset, ProbeBuf, PROBE_BS};
+use super::{Completion, Engine, EngineSetup, FeatureProbe, IoRequest, OpKind, UringOptions};
 
 /// `aio_context_t`.
 type AioContext = libc::c_ulong;
@@ -279,6 +280,78 @@ impl Drop for AioEngine {
     }
 }
 
+/// Check kernel AIO on `fd` before a run: one real 4 KiB read through an
+/// AIO context (at the first block holding data), and whether the requests
+/// will really be asynchronous (only with O_DIRECT). Never fails; the second
+/// entry's `detail` is the warning to show for a buffered aio job.
+pub fn probe_aio(fd: RawFd) -> Vec<FeatureProbe> {
+    let (supported, detail) = match probe_read(fd) {
+        Ok(n) => (true, format!("aio: a 4 KiB probe read returned {n} bytes")),
+        Err(why) => (
+            false,
+            format!(
+                "aio is not usable on this target: {why}; use another engine (psync or io_uring)"
+            ),
+        ),
+    };
+    let direct = is_direct(fd);
+    let async_detail = if direct {
+        "aio requests run asynchronously (the target is open with O_DIRECT)".to_string()
+    } else {
+        "kernel AIO is synchronous without O_DIRECT: io_submit does each request before returning, so queue depth has no effect; run with direct I/O, or use io_uring for buffered asynchronous I/O".to_string()
+    };
+    vec![
+        FeatureProbe {
+            feature: "aio".into(),
+            supported,
+            detail,
+        },
+        FeatureProbe {
+            feature: "aio asynchronous".into(),
+            supported: direct,
+            detail: async_detail,
+        },
+    ]
+}
+
+fn probe_read(fd: RawFd) -> Result<i64, String> {
+    let buf = ProbeBuf::new().ok_or_else(|| "out of memory".to_string())?;
+    let setup = EngineSetup {
+        fd,
+        file_size: 0,
+        depth: 1,
+        pool_base: buf.ptr,
+        pool_len: PROBE_BS,
+        uring: UringOptions::default(),
+        writable: false,
+    };
+    let mut e = AioEngine::new(&setup).map_err(|e| e.to_string())?;
+    let req = IoRequest {
+        slot: 0,
+        op: OpKind::Read,
+        offset: probe_offset(fd),
+        len: PROBE_BS as u32,
+        buf: buf.ptr,
+    };
+    e.queue(req).map_err(|e| e.to_string())?;
+    e.submit().map_err(|e| format!("io_submit: {e}"))?;
+    let mut out = Vec::with_capacity(1);
+    while out.is_empty() {
+        e.reap(1, &mut out)
+            .map_err(|e| format!("io_getevents: {e}"))?;
+    }
+    // io_destroy (in drop) waits for the read, so the buffer is free after.
+    drop(e);
+    drop(buf);
+    match out[0].result {
+        r if r >= 0 => Ok(r),
+        r => Err(format!(
+            "a 4 KiB read completed with {}",
+            io::Error::from_raw_os_error((-r) as i32)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +453,23 @@ mod tests {
             };
             assert_eq!(x.result, expect, "slot {}", x.slot);
         }
+    }
+
+    #[test]
+    fn aio_probe_reports_buffered_as_synchronous() {
+        let dir = scratch_dir();
+        let d = scratch_file(&dir, "pd", SIZE, true);
+        let p = probe_aio(d.as_raw_fd());
+        assert!(p[0].supported && p[1].supported, "{p:?}");
+        let b = scratch_file(&dir, "pb", SIZE, false);
+        let p = probe_aio(b.as_raw_fd());
+        assert!(p[0].supported, "{}", p[0].detail);
+        assert!(
+            !p[1].supported && p[1].detail.contains("O_DIRECT"),
+            "{}",
+            p[1].detail
+        );
+        assert!(!probe_aio(-1)[0].supported);
     }
 
     #[test]

@@ -164,6 +164,18 @@ pub struct FeatureProbe {
     pub detail: String,
 }
 
+/// Probe the optional features of `kind` on the open target `fd`, for
+/// provenance and warnings: io_uring (base and each option in `uring`) and
+/// aio (works; asynchronous, i.e. O_DIRECT). Other engines have nothing to
+/// probe. Use `uring::check_uring_features` to refuse a run instead.
+pub fn probe_engine(kind: EngineKind, fd: RawFd, uring: &UringOptions) -> Vec<FeatureProbe> {
+    match kind {
+        EngineKind::IoUring => uring::probe_uring(fd, uring),
+        EngineKind::Aio => aio::probe_aio(fd),
+        _ => Vec::new(),
+    }
+}
+
 /// Turn a negative-errno completion result into an error.
 pub fn completion_error(res: i64) -> io::Error {
     io::Error::from_raw_os_error((-res) as i32)

@@ -328,12 +328,12 @@ impl Feature {
     }
 }
 
-const PROBE_BS: usize = 4096;
+pub(super) const PROBE_BS: usize = 4096;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A 4 KiB, 4 KiB-aligned buffer for one probe read.
-struct ProbeBuf {
-    ptr: *mut u8,
+pub(super) struct ProbeBuf {
+    pub(super) ptr: *mut u8,
 }
 
 impl ProbeBuf {
@@ -341,14 +341,14 @@ impl ProbeBuf {
         std::alloc::Layout::from_size_align(PROBE_BS, PROBE_BS).expect("static layout")
     }
 
-    fn new() -> Option<ProbeBuf> {
+    pub(super) fn new() -> Option<ProbeBuf> {
         // SAFETY: non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(Self::layout()) };
         (!ptr.is_null()).then_some(ProbeBuf { ptr })
     }
 
     /// The kernel may still write here (the read never completed): leak it.
-    fn leak(self) {
+    pub(super) fn leak(self) {
         std::mem::forget(self);
     }
 }
@@ -501,7 +501,7 @@ fn probe_read(fd: RawFd, f: Feature) -> Result<i32, String> {
 
 /// Where the probe reads: the first 4 KiB block holding data (a read of a
 /// hole never reaches the device), or 0 when the file has none.
-fn probe_offset(fd: RawFd) -> u64 {
+pub(super) fn probe_offset(fd: RawFd) -> u64 {
     // SAFETY: lseek on a descriptor we were given; the probe reads with
     // pread-style offsets, so moving the file position is harmless.
     let off = unsafe { libc::lseek(fd, 0, libc::SEEK_DATA) };
@@ -542,7 +542,7 @@ fn explain(fd: RawFd, f: Feature, errno: i32) -> String {
     format!("a 4 KiB probe read completed with {err}; {}", f.remedy())
 }
 
-fn is_direct(fd: RawFd) -> bool {
+pub(super) fn is_direct(fd: RawFd) -> bool {
     // SAFETY: F_GETFL on a descriptor we were given.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     fl >= 0 && fl & libc::O_DIRECT != 0
