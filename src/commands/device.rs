@@ -321,6 +321,11 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
         .as_deref()
         .map(|r| sweep::parse_rate_axis("--rate", r))
         .transpose()?;
+    if rates.is_some() {
+        for j in &jobs {
+            Session::with_rate(j, 1000.0, arrival).validate()?;
+        }
+    }
     if !(a.knee_factor > 1.0 && a.knee_factor.is_finite()) {
         return Err(usage("--knee-factor", "the factor must be greater than 1"));
     }
@@ -526,6 +531,8 @@ struct Session<'a> {
     done_points: usize,
     started: Instant,
     failures: usize,
+    /// The first "cannot run" error: returned when no point ran at all.
+    first_skip: Option<anyhow::Error>,
 }
 
 /// What a point run returned.
@@ -621,6 +628,9 @@ impl Session<'_> {
                 let is_usage = e.chain().any(|c| c.downcast_ref::<UsageError>().is_some());
                 let setup = format!("{e:#}").contains("cannot set up");
                 self.skip(job, exp, format!("{e:#}"), !(is_usage || setup))?;
+                if self.first_skip.is_none() {
+                    self.first_skip = Some(e);
+                }
                 return Ok(Ran::Skipped);
             }
         };
@@ -706,7 +716,11 @@ impl Session<'_> {
             rate_iops: rate,
             arrival,
         });
-        r.name = format!("{}-rate{rate:.0}", j.name);
+        r.name = if j.name == j.default_name() {
+            r.default_name()
+        } else {
+            format!("{}-rate{rate:.0}", j.name)
+        };
         r
     }
 
@@ -761,7 +775,11 @@ impl Session<'_> {
                 },
             };
             if open_loop.is_none() {
-                sj.name = format!("{}-qd{}", j.name, v as u32);
+                sj.name = if j.name == j.default_name() {
+                    sj.default_name()
+                } else {
+                    format!("{}-qd{}", j.name, v as u32)
+                };
             }
             sj.name = format!("{}-target-step{step}", sj.name);
             let point = match self.run_point(&sj, exp, &[])? {
@@ -945,6 +963,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         done_points: 0,
         started: Instant::now(),
         failures: 0,
+        first_skip: None,
     };
     s.save()?;
     if !quiet {
@@ -964,6 +983,12 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     s.save()?;
     let results = s.results;
     let failures = s.failures;
+    if results.points.is_empty() && !results.interrupted {
+        if let Some(e) = s.first_skip {
+            drop(target);
+            return Err(e);
+        }
+    }
     if a.json.as_deref() == Some(std::path::Path::new("-")) {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else if let (Some(p), false) = (&a.json, quiet) {

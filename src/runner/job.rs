@@ -129,8 +129,13 @@ fn drive<C: Clock, E: Engine>(
     rec: &mut Recorder,
     log: Option<&mut RequestLog>,
     stop: &AtomicBool,
+    open_loop: Option<&OpenLoopSpec>,
 ) -> Result<(), String> {
-    worker::run(&mut engine, clock, ls, gen, pool, rec, log, stop).map_err(|e| e.to_string())
+    match open_loop {
+        Some(ol) => openloop::run(&mut engine, clock, ls, ol, gen, pool, rec, stop),
+        None => worker::run(&mut engine, clock, ls, gen, pool, rec, log, stop),
+    }
+    .map_err(|e| e.to_string())
 }
 
 pub fn run_job_with_clock<C: Clock>(
@@ -286,20 +291,29 @@ pub fn run_job_with_clock<C: Clock>(
                     },
                     region_start,
                     region_len,
-                    open_loop: spec.open_loop.map(|o| OpenLoopSpec {
-                        mean_gap_ns: 1e9 * n as f64 / o.rate_iops,
-                        poisson: o.arrival == Arrival::Poisson,
-                        seed,
-                    }),
                 };
+                let ol = spec.open_loop.map(|o| OpenLoopSpec {
+                    mean_gap_ns: 1e9 * n as f64 / o.rate_iops,
+                    poisson: o.arrival == Arrival::Poisson,
+                    seed,
+                });
+                let ol = ol.as_ref();
                 let (g, p, r, l) = (&mut gen, &mut pool, &mut rec, log.as_mut());
                 let outcome = if job_stop.load(Ordering::SeqCst) {
                     Err("another worker failed to start".to_string())
                 } else {
                     match spec.engine {
-                        EngineKind::Null => {
-                            drive(NullEngine::new(depth), &clock, &ls, g, p, r, l, job_stop)
-                        }
+                        EngineKind::Null => drive(
+                            NullEngine::new(depth),
+                            &clock,
+                            &ls,
+                            g,
+                            p,
+                            r,
+                            l,
+                            job_stop,
+                            ol,
+                        ),
                         EngineKind::Psync => drive(
                             PsyncEngine::new(setup.fd),
                             &clock,
@@ -309,17 +323,18 @@ pub fn run_job_with_clock<C: Clock>(
                             r,
                             l,
                             job_stop,
+                            ol,
                         ),
                         EngineKind::Aio => match AioEngine::new(&setup) {
-                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop),
+                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop, ol),
                             Err(e) => Err(format!("cannot set up kernel AIO: {e}")),
                         },
                         EngineKind::IoUring => match UringEngine::new(&setup) {
-                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop),
+                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop, ol),
                             Err(e) => Err(format!("cannot set up io_uring: {e}")),
                         },
                         EngineKind::Mmap => match MmapEngine::new(&setup) {
-                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop),
+                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop, ol),
                             Err(e) => Err(format!("cannot map the target: {e}")),
                         },
                         EngineKind::Fake => match as_virtual(&clock) {
@@ -334,6 +349,7 @@ pub fn run_job_with_clock<C: Clock>(
                                     r,
                                     l,
                                     job_stop,
+                                    ol,
                                 )
                             }
                             None => Err("the fake engine needs the virtual clock".to_string()),

@@ -10,7 +10,6 @@ use crate::engine::{Completion, Engine, IoRequest, OpKind};
 use crate::interrupt;
 use crate::measure::clock::Clock;
 use crate::runner::buffers::BufferPool;
-use crate::runner::openloop::{self, OpenLoopSpec};
 use crate::runner::pattern::RequestGen;
 use crate::runner::recorder::Recorder;
 use crate::runner::verify;
@@ -32,8 +31,6 @@ pub struct LoopSpec {
     pub verify_bs: Option<u64>,
     pub region_start: u64,
     pub region_len: u64,
-    /// Issue on a schedule instead (`--rate`); see `openloop`.
-    pub open_loop: Option<OpenLoopSpec>,
 }
 
 /// One request as seen from user space, for the stack breakdown.
@@ -142,9 +139,6 @@ pub fn run<C: Clock, E: Engine>(
     mut log: Option<&mut RequestLog>,
     stop: &AtomicBool,
 ) -> Result<(), WorkerError> {
-    if let Some(ol) = &spec.open_loop {
-        return openloop::run(engine, clock, spec, ol, gen, pool, rec, stop);
-    }
     let depth = spec.depth as usize;
     let mut slots = vec![Slot::default(); depth];
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
