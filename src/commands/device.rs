@@ -296,14 +296,6 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
         }
         None => sweep::expand(&base, &axes_from_args(a)?)?,
     };
-    if let Some(b) = budget {
-        if a.profile
-            .as_deref()
-            .is_none_or(|p| !p.starts_with("batched"))
-        {
-            sweep::apply_budget(&mut jobs, b, 100_000_000)?;
-        }
-    }
     for j in &mut jobs {
         if j.name.is_empty() {
             j.name = j.default_name();
@@ -388,14 +380,26 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
                 })
         })
         .transpose()?;
-    Ok(Experiment {
+    let mut exp = Experiment {
         name: name.to_string(),
         jobs,
         mode,
         precondition,
         purge: a.purge,
         knee_factor: a.knee_factor,
-    })
+    };
+    if let Some(b) = budget {
+        if a.profile
+            .as_deref()
+            .is_none_or(|p| !p.starts_with("batched"))
+        {
+            // Rates, searches and rounds run each job several times: share
+            // the budget among the estimated number of points.
+            let runs_per_job = (exp.estimate().0 / exp.jobs.len().max(1)).max(1) as u64;
+            sweep::apply_budget(&mut exp.jobs, b / runs_per_job, 100_000_000)?;
+        }
+    }
+    Ok(exp)
 }
 
 /// Every experiment to run: the plan file's, or the one the flags describe.
