@@ -8,7 +8,7 @@ p99 latency; then the overhead comparison (null engine; io_uring on tmpfs)
 and iolab's timer cost. Output is Markdown, ready for docs/benchmarks.md.
 
 Usage: bench/device_vs_fio.py [--rounds 3] [--runtime 5] [--dir /var/tmp]
-                              [--only agreement|overhead]
+                              [--only agreement|overhead] [--job SUBSTRING]
 """
 import argparse
 import json
@@ -103,6 +103,8 @@ def agreement(args, path):
     print("| job | iolab IOPS | fio IOPS | IOPS ratio | mean lat ratio | p99 lat ratio |")
     print("|---|---:|---:|---|---|---|")
     for name, rw, bs, qd, engine, mix in AGREEMENT_JOBS:
+        if args.job and args.job not in name:
+            continue
         pairs = interleaved(args.rounds,
                             lambda: iolab_job(path, rw, bs, qd, engine, mix, args.runtime, ["--direct"] if engine != "null" else []),
                             lambda: fio_job(path, rw, bs, qd, engine, mix, args.runtime, ["--direct=1"]))
@@ -145,6 +147,7 @@ def main():
     ap.add_argument("--runtime", type=int, default=5)
     ap.add_argument("--dir", default="/var/tmp")
     ap.add_argument("--only", choices=["agreement", "overhead"])
+    ap.add_argument("--job", help="run only agreement jobs whose name contains this")
     args = ap.parse_args()
     if not os.path.exists(IOLAB):
         sys.exit("build first: cargo build --release")

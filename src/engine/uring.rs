@@ -38,15 +38,35 @@ pub struct UringEngine {
     in_flight: usize,
 }
 
-fn build_ring(depth: u32, opts: &UringOptions) -> io::Result<IoUring> {
-    let mut b = IoUring::builder();
-    if opts.sqpoll {
-        b.setup_sqpoll(SQPOLL_IDLE_MS);
-    }
-    if opts.iopoll {
-        b.setup_iopoll();
-    }
-    b.build(depth.max(1))
+/// `lean` adds the single-issuer / cooperative / deferred task-run flags
+/// (completions are then only posted when the ring is entered to wait).
+fn build_ring(depth: u32, opts: &UringOptions, lean: bool) -> io::Result<IoUring> {
+    let build = |lean: bool| {
+        let mut b = IoUring::builder();
+        if opts.sqpoll {
+            b.setup_sqpoll(SQPOLL_IDLE_MS);
+        }
+        if opts.iopoll {
+            b.setup_iopoll();
+        }
+        if lean {
+            // One thread submits and reaps (the worker that built the ring):
+            // no IPIs for completion task work; run it when we reap (like fio).
+            b.setup_single_issuer().setup_coop_taskrun();
+            if !opts.sqpoll {
+                b.setup_defer_taskrun();
+            }
+        }
+        b.build(depth.max(1))
+    };
+    // Kernels before 6.1 refuse the lean flags with EINVAL: fall back.
+    build(lean).or_else(|e| {
+        if lean && is_errno(&e, libc::EINVAL) {
+            build(false)
+        } else {
+            Err(e)
+        }
+    })
 }
 
 fn with_context(e: io::Error, what: &str) -> io::Error {
@@ -61,7 +81,7 @@ impl UringEngine {
     /// Build a ring of `setup.depth` entries honouring `setup.uring`.
     pub fn new(setup: &EngineSetup) -> io::Result<UringEngine> {
         let opts = setup.uring;
-        let ring = build_ring(setup.depth, &opts).map_err(|e| with_context(e, "setup"))?;
+        let ring = build_ring(setup.depth, &opts, true).map_err(|e| with_context(e, "setup"))?;
         if opts.fixed_buffers {
             if setup.pool_base.is_null() || setup.pool_len == 0 {
                 return Err(io::Error::new(
@@ -433,7 +453,8 @@ fn probe_one(fd: RawFd, f: Feature) -> FeatureProbe {
 fn probe_read(fd: RawFd, f: Feature) -> Result<i32, String> {
     let opts = f.options();
     let fix = f.remedy();
-    let ring = match build_ring(4, &opts) {
+    // The probe polls the completion queue, so no deferred task work here.
+    let ring = match build_ring(4, &opts, false) {
         Ok(r) => r,
         Err(e) => return Err(format!("setting up the ring failed ({e}); {fix}")),
     };
