@@ -136,6 +136,41 @@ impl UringEngine {
         e.user_data(req.slot as u64)
     }
 
+    /// With SQPOLL the kernel thread moves the SQ head only after it has
+    /// issued a whole batch, and requests of that batch may already have
+    /// completed and been reaped: the SQ can look full with fewer than
+    /// `depth` requests in flight. Wake the thread if it sleeps and wait
+    /// until it has consumed an entry. (Without SQPOLL the SQ is empty after
+    /// every `submit`, so this never runs.)
+    #[cold]
+    fn wait_for_sq_space(&mut self) -> io::Result<()> {
+        for _ in 0..10_000 {
+            if !self.ring.submission().is_full() {
+                return Ok(());
+            }
+            let r = if self.opts.sqpoll {
+                match self.ring.submit() {
+                    Ok(_) => self.ring.submitter().squeue_wait(),
+                    Err(e) => Err(e),
+                }
+            } else {
+                self.ring.submit()
+            };
+            match r {
+                Ok(_) => {}
+                Err(e)
+                    if is_errno(&e, libc::EINTR)
+                        || is_errno(&e, libc::EAGAIN)
+                        || is_errno(&e, libc::EBUSY) =>
+                {
+                    std::thread::yield_now()
+                }
+                Err(e) => return Err(with_context(e, "waiting for submission queue space")),
+            }
+        }
+        Ok(())
+    }
+
     /// Move up to `room` CQEs into `out`.
     #[inline]
     fn drain(&mut self, out: &mut Vec<Completion>, room: usize) -> usize {
@@ -164,16 +199,18 @@ impl Engine for UringEngine {
     fn queue(&mut self, req: IoRequest) -> io::Result<()> {
         let e = self.entry(&req);
         // SAFETY: the buffer stays valid until the request completes (runner contract).
-        match unsafe { self.ring.submission().push(&e) } {
-            Ok(()) => {
-                self.staged += 1;
-                Ok(())
+        if unsafe { self.ring.submission().push(&e) }.is_err() {
+            self.wait_for_sq_space()?;
+            // SAFETY: as above.
+            if unsafe { self.ring.submission().push(&e) }.is_err() {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "io_uring submission queue full",
+                ));
             }
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                "io_uring submission queue full",
-            )),
         }
+        self.staged += 1;
+        Ok(())
     }
 
     fn submit(&mut self) -> io::Result<usize> {
@@ -694,6 +731,55 @@ mod tests {
             0,
             "min is clamped to what is in flight"
         );
+    }
+
+    /// Closed loop like the runner's: refill each slot as soon as it is
+    /// reaped. With SQPOLL the SQ can look full while the kernel thread is
+    /// mid-batch; queue must wait for space instead of failing. (This race
+    /// is timing dependent: tests/engines_runner.rs hit it reliably before
+    /// the fix, this smaller loop does not always.)
+    #[test]
+    fn uring_sqpoll_closed_loop_refills() {
+        let dir = scratch_dir();
+        let f = scratch_file(&dir, "loop", SIZE, false);
+        let depth = 16;
+        let pool = AlignedPool::new(depth);
+        let opts = UringOptions {
+            sqpoll: true,
+            fixed_buffers: true,
+            ..Default::default()
+        };
+        let mut e = engine(&f, &pool, depth as u32, opts);
+        let total = 20_000u64;
+        let mut issued = 0u64;
+        let mut done = 0u64;
+        let mut out = Vec::with_capacity(depth);
+        for s in 0..depth {
+            e.queue(req(&pool, s, OpKind::Read, (issued % 256) * 4096))
+                .unwrap();
+            issued += 1;
+        }
+        e.submit().unwrap();
+        while done < total {
+            out.clear();
+            let n = e.reap(1, &mut out).unwrap();
+            done += n as u64;
+            for c in &out {
+                assert_eq!(c.result, BS as i64);
+                if issued < total {
+                    e.queue(req(
+                        &pool,
+                        c.slot as usize,
+                        OpKind::Read,
+                        (issued % 256) * 4096,
+                    ))
+                    .unwrap();
+                    issued += 1;
+                }
+            }
+            e.submit().unwrap();
+        }
+        assert_eq!(done, total);
     }
 
     #[test]
