@@ -56,7 +56,8 @@ fn pass<E: Engine>(
     })
     .expect("pattern");
     let mut rec = Recorder::new(0, 4);
-    worker::run(engine, &clock, &spec, &mut gen, pool, &mut rec, None).expect("worker run");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    worker::run(engine, &clock, &spec, &mut gen, pool, &mut rec, None, &stop).expect("worker run");
     rec
 }
 

@@ -181,5 +181,32 @@ pub fn completion_error(res: i64) -> io::Error {
     io::Error::from_raw_os_error((-res) as i32)
 }
 
+/// Check, before anything is timed, that the optional features a job asks
+/// for work on this target (an unsupported one is an error that names it);
+/// returns what was probed, for provenance.
+pub fn probe_features(
+    kind: EngineKind,
+    fd: RawFd,
+    uring: &UringOptions,
+) -> anyhow::Result<Vec<FeatureProbe>> {
+    match kind {
+        EngineKind::IoUring => {
+            let probes = uring::probe_uring(fd, uring);
+            let flag = |feature: &str| match feature {
+                "io_uring fixed buffers" => "--uring-fixed-buffers",
+                "io_uring fixed files" => "--uring-fixed-files",
+                "io_uring SQPOLL" => "--uring-sqpoll",
+                "io_uring IOPOLL" => "--uring-iopoll",
+                _ => "--engine",
+            };
+            match probes.iter().find(|p| !p.supported) {
+                Some(bad) => Err(crate::error::usage(flag(&bad.feature), bad.detail.clone())),
+                None => Ok(probes),
+            }
+        }
+        _ => Ok(probe_engine(kind, fd, uring)),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod test_support;

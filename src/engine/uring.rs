@@ -136,41 +136,6 @@ impl UringEngine {
         e.user_data(req.slot as u64)
     }
 
-    /// With SQPOLL the kernel thread moves the SQ head only after it has
-    /// issued a whole batch, and requests of that batch may already have
-    /// completed and been reaped: the SQ can look full with fewer than
-    /// `depth` requests in flight. Wake the thread if it sleeps and wait
-    /// until it has consumed an entry. (Without SQPOLL the SQ is empty after
-    /// every `submit`, so this never runs.)
-    #[cold]
-    fn wait_for_sq_space(&mut self) -> io::Result<()> {
-        for _ in 0..10_000 {
-            if !self.ring.submission().is_full() {
-                return Ok(());
-            }
-            let r = if self.opts.sqpoll {
-                match self.ring.submit() {
-                    Ok(_) => self.ring.submitter().squeue_wait(),
-                    Err(e) => Err(e),
-                }
-            } else {
-                self.ring.submit()
-            };
-            match r {
-                Ok(_) => {}
-                Err(e)
-                    if is_errno(&e, libc::EINTR)
-                        || is_errno(&e, libc::EAGAIN)
-                        || is_errno(&e, libc::EBUSY) =>
-                {
-                    std::thread::yield_now()
-                }
-                Err(e) => return Err(with_context(e, "waiting for submission queue space")),
-            }
-        }
-        Ok(())
-    }
-
     /// Move up to `room` CQEs into `out`.
     #[inline]
     fn drain(&mut self, out: &mut Vec<Completion>, room: usize) -> usize {
@@ -198,19 +163,30 @@ impl Engine for UringEngine {
     #[inline]
     fn queue(&mut self, req: IoRequest) -> io::Result<()> {
         let e = self.entry(&req);
-        // SAFETY: the buffer stays valid until the request completes (runner contract).
-        if unsafe { self.ring.submission().push(&e) }.is_err() {
-            self.wait_for_sq_space()?;
-            // SAFETY: as above.
-            if unsafe { self.ring.submission().push(&e) }.is_err() {
-                return Err(io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    "io_uring submission queue full",
-                ));
+        loop {
+            // SAFETY: the buffer stays valid until the request completes (runner contract).
+            let pushed = unsafe { self.ring.submission().push(&e) };
+            match pushed {
+                Ok(()) => {
+                    self.staged += 1;
+                    return Ok(());
+                }
+                // With SQPOLL the kernel thread advances the SQ head only
+                // after a whole batch, so a request can complete (inline, from
+                // the page cache) before its slot is released: wait for room.
+                Err(_) if self.opts.sqpoll => match self.ring.submitter().squeue_wait() {
+                    Ok(_) => {}
+                    Err(e) if is_errno(&e, libc::EINTR) => {}
+                    Err(e) => return Err(with_context(e, "wait for submission queue space")),
+                },
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        "io_uring submission queue full",
+                    ))
+                }
             }
         }
-        self.staged += 1;
-        Ok(())
     }
 
     fn submit(&mut self) -> io::Result<usize> {
@@ -797,7 +773,7 @@ mod tests {
         let mut total = 0;
         while total < 8 {
             out.clear();
-            out.extend(std::iter::repeat(Completion::default()).take(5));
+            out.extend(std::iter::repeat_n(Completion::default(), 5));
             let n = e.reap(3, &mut out).unwrap();
             assert!(n <= 3 && out.len() <= out.capacity());
             total += n;

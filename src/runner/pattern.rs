@@ -48,7 +48,10 @@ impl RequestGen {
     pub fn new(spec: &PatternSpec) -> Result<RequestGen, String> {
         let max_bs = spec.bs.iter().map(|b| b.0).max().unwrap_or(0);
         if max_bs > spec.region_len {
-            return Err(format!("block size {max_bs} is larger than the region of {} bytes", spec.region_len));
+            return Err(format!(
+                "block size {max_bs} is larger than the region of {} bytes",
+                spec.region_len
+            ));
         }
         let mut cum = Vec::new();
         let mut acc = 0u64;
@@ -56,7 +59,11 @@ impl RequestGen {
             acc += w as u64;
             cum.push(acc);
         }
-        let slots = spec.bs.iter().map(|&(b, _)| (spec.region_len - b) / spec.align + 1).collect();
+        let slots = spec
+            .bs
+            .iter()
+            .map(|&(b, _)| (spec.region_len - b) / spec.align + 1)
+            .collect();
         Ok(RequestGen {
             rng: SmallRng::seed_from_u64(spec.seed),
             read_pct: spec.read_pct as u64,
@@ -73,7 +80,7 @@ impl RequestGen {
     }
 
     #[inline(always)]
-    pub fn next(&mut self) -> (OpKind, u64, u64) {
+    pub fn next_request(&mut self) -> (OpKind, u64, u64) {
         let op = match self.read_pct {
             100 => OpKind::Read,
             0 => OpKind::Write,
@@ -112,7 +119,15 @@ mod tests {
     use super::*;
 
     fn spec(read_pct: u8, random: bool, bs: Vec<(u64, u32)>) -> PatternSpec {
-        PatternSpec { read_pct, random, bs, align: 4096, region_start: 1 << 20, region_len: 1 << 20, seed: 42 }
+        PatternSpec {
+            read_pct,
+            random,
+            bs,
+            align: 4096,
+            region_start: 1 << 20,
+            region_len: 1 << 20,
+            seed: 42,
+        }
     }
 
     #[test]
@@ -120,27 +135,36 @@ mod tests {
         let mut g = RequestGen::new(&spec(70, true, vec![(4096, 70), (65536, 30)])).unwrap();
         let (mut reads, mut big) = (0, 0);
         for _ in 0..100_000 {
-            let (op, off, len) = g.next();
+            let (op, off, len) = g.next_request();
             assert_eq!(off % 4096, 0);
             assert!(off >= 1 << 20 && off + len <= 2 << 20);
             reads += (op == OpKind::Read) as u32;
             big += (len == 65536) as u32;
         }
-        assert!((reads as f64 / 1e5 - 0.70).abs() < 0.01, "read share {reads}");
+        assert!(
+            (reads as f64 / 1e5 - 0.70).abs() < 0.01,
+            "read share {reads}"
+        );
         assert!((big as f64 / 1e5 - 0.30).abs() < 0.01, "64k share {big}");
     }
 
     #[test]
     fn sequential_wraps() {
         let mut g = RequestGen::new(&spec(100, false, vec![(262144, 100)])).unwrap();
-        let offs: Vec<u64> = (0..6).map(|_| g.next().1 - (1 << 20)).collect();
+        let offs: Vec<u64> = (0..6).map(|_| g.next_request().1 - (1 << 20)).collect();
         assert_eq!(offs, vec![0, 262144, 524288, 786432, 0, 262144]);
     }
 
     #[test]
     fn same_seed_same_sequence_and_too_small_region() {
-        let a: Vec<_> = { let mut g = RequestGen::new(&spec(50, true, vec![(4096, 100)])).unwrap(); (0..100).map(|_| g.next()).collect() };
-        let b: Vec<_> = { let mut g = RequestGen::new(&spec(50, true, vec![(4096, 100)])).unwrap(); (0..100).map(|_| g.next()).collect() };
+        let a: Vec<_> = {
+            let mut g = RequestGen::new(&spec(50, true, vec![(4096, 100)])).unwrap();
+            (0..100).map(|_| g.next_request()).collect()
+        };
+        let b: Vec<_> = {
+            let mut g = RequestGen::new(&spec(50, true, vec![(4096, 100)])).unwrap();
+            (0..100).map(|_| g.next_request()).collect()
+        };
         assert_eq!(a, b);
         assert!(RequestGen::new(&spec(100, true, vec![(4 << 20, 100)])).is_err());
     }

@@ -30,7 +30,12 @@ pub struct Interval {
 
 impl Interval {
     fn new() -> Interval {
-        Interval { ops: 0, bytes: 0, lat_sum: 0, hist: LatencyHistogram::with_sigfig(2) }
+        Interval {
+            ops: 0,
+            bytes: 0,
+            lat_sum: 0,
+            hist: LatencyHistogram::with_sigfig(2),
+        }
     }
 }
 
@@ -72,10 +77,25 @@ impl Recorder {
         }
     }
 
+    /// Set the start of the measured phase (once the shared start is known).
+    pub fn start_at(&mut self, measure_start: u64) {
+        self.measure_start = measure_start;
+        self.last_done = measure_start;
+        self.next_boundary = measure_start + INTERVAL_NS;
+    }
+
     /// Record one completed request. `t_sub` equal to `t_prep` means a
     /// synchronous engine: no submission latency is recorded.
     #[inline(always)]
-    pub fn record(&mut self, op: OpKind, bytes: u64, t_prep: u64, t_sub: u64, t_done: u64, sync: bool) {
+    pub fn record(
+        &mut self,
+        op: OpKind,
+        bytes: u64,
+        t_prep: u64,
+        t_sub: u64,
+        t_done: u64,
+        sync: bool,
+    ) {
         let k = op.index();
         let lat = t_done.saturating_sub(t_prep);
         if !sync {
@@ -126,7 +146,9 @@ impl Recorder {
     pub fn record_mismatch(&mut self, offset: u64, reason: String) {
         self.verify.mismatches += 1;
         if self.verify.first_mismatches.len() < MAX_LISTED_MISMATCHES {
-            self.verify.first_mismatches.push(VerifyMismatch { offset, reason });
+            self.verify
+                .first_mismatches
+                .push(VerifyMismatch { offset, reason });
         }
     }
 
@@ -150,7 +172,11 @@ impl Recorder {
         while self.intervals.len() < used {
             self.intervals.push(Interval::new());
         }
-        for (mine, theirs) in self.intervals.iter_mut().zip(other.intervals.iter().take(used)) {
+        for (mine, theirs) in self
+            .intervals
+            .iter_mut()
+            .zip(other.intervals.iter().take(used))
+        {
             mine.ops += theirs.ops;
             mine.bytes += theirs.bytes;
             mine.lat_sum += theirs.lat_sum;
@@ -172,20 +198,30 @@ impl Recorder {
     /// The per-second series up to `end` (the last interval may be partial).
     pub fn series(&self, end: u64) -> Vec<SeriesPoint> {
         let span = end.saturating_sub(self.measure_start);
-        let n = (span.div_ceil(INTERVAL_NS) as usize).min(self.intervals.len()).max(1);
+        let n = (span.div_ceil(INTERVAL_NS) as usize)
+            .min(self.intervals.len())
+            .max(1);
         self.intervals[..n]
             .iter()
             .enumerate()
             .map(|(i, iv)| {
                 let start = i as u64 * INTERVAL_NS;
-                let len = (span.saturating_sub(start)).min(INTERVAL_NS).max(1) as f64 / 1e9;
+                let len = span.saturating_sub(start).clamp(1, INTERVAL_NS) as f64 / 1e9;
                 SeriesPoint {
                     t_s: i as f64,
                     len_s: len,
                     iops: iv.ops as f64 / len,
                     mib_s: iv.bytes as f64 / len / (1 << 20) as f64,
-                    mean_ns: if iv.ops > 0 { iv.lat_sum as f64 / iv.ops as f64 } else { 0.0 },
-                    p99_ns: if iv.ops > 0 { iv.hist.value_at_percentile(99.0) } else { 0 },
+                    mean_ns: if iv.ops > 0 {
+                        iv.lat_sum as f64 / iv.ops as f64
+                    } else {
+                        0.0
+                    },
+                    p99_ns: if iv.ops > 0 {
+                        iv.hist.value_at_percentile(99.0)
+                    } else {
+                        0
+                    },
                 }
             })
             .collect()

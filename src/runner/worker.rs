@@ -4,6 +4,7 @@
 //! submission and one after reaping. Nothing here allocates, locks or prints.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::engine::{Completion, Engine, IoRequest, OpKind};
 use crate::interrupt;
@@ -55,7 +56,11 @@ impl RequestLog {
     pub fn with_capacity(n: usize) -> RequestLog {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
-        RequestLog { records: Vec::with_capacity(n), dropped: 0, tid }
+        RequestLog {
+            records: Vec::with_capacity(n),
+            dropped: 0,
+            tid,
+        }
     }
 
     #[inline]
@@ -97,14 +102,20 @@ impl VerifyState {
 /// Why a worker stopped early.
 #[derive(Debug)]
 pub enum WorkerError {
-    Io { op: OpKind, offset: u64, err: io::Error },
+    Io {
+        op: OpKind,
+        offset: u64,
+        err: io::Error,
+    },
     Engine(io::Error),
 }
 
 impl std::fmt::Display for WorkerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            WorkerError::Io { op, offset, err } => write!(f, "{} at offset {offset} failed: {err}", op.name()),
+            WorkerError::Io { op, offset, err } => {
+                write!(f, "{} at offset {offset} failed: {err}", op.name())
+            }
             WorkerError::Engine(e) => write!(f, "engine error: {e}"),
         }
     }
@@ -117,6 +128,7 @@ impl From<io::Error> for WorkerError {
 }
 
 /// Run the loop until a limit or the global stop flag.
+#[allow(clippy::too_many_arguments)]
 pub fn run<C: Clock, E: Engine>(
     engine: &mut E,
     clock: &C,
@@ -125,6 +137,7 @@ pub fn run<C: Clock, E: Engine>(
     pool: &mut BufferPool,
     rec: &mut Recorder,
     mut log: Option<&mut RequestLog>,
+    stop: &AtomicBool,
 ) -> Result<(), WorkerError> {
     let depth = spec.depth as usize;
     let mut slots = vec![Slot::default(); depth];
@@ -146,7 +159,8 @@ pub fn run<C: Clock, E: Engine>(
 
     loop {
         // Fill free slots (a whole batch at a time in batch mode).
-        let may_fill = !stopping && !(spec.batch && in_flight > 0) && !(spec.fsync_every > 0 && writes_since_sync >= spec.fsync_every as u64);
+        let sync_due = spec.fsync_every > 0 && writes_since_sync >= spec.fsync_every as u64;
+        let may_fill = !(stopping || (spec.batch && in_flight > 0) || sync_due);
         if may_fill {
             if spec.batch {
                 batch_start = t;
@@ -160,16 +174,30 @@ pub fn run<C: Clock, E: Engine>(
                 let (op, offset, len, checkable) = match vstate {
                     Some(_) => next_non_overlapping(gen, &slots),
                     None => {
-                        let (op, offset, len) = gen.next();
+                        let (op, offset, len) = gen.next_request();
                         (op, offset, len, true)
                     }
                 };
                 let buf = pool.slot_ptr(s as usize);
-                slots[s as usize] = Slot { op: Some(op), offset, len, t_prep: t, t_sub: t, checkable, seq: 0 };
+                slots[s as usize] = Slot {
+                    op: Some(op),
+                    offset,
+                    len,
+                    t_prep: t,
+                    t_sub: t,
+                    checkable,
+                    seq: 0,
+                };
                 if let (Some(v), OpKind::Write) = (vstate.as_mut(), op) {
                     stamp_write(v, &mut slots[s as usize], pool, s as usize);
                 }
-                let req = IoRequest { slot: s, op, offset, len: len as u32, buf };
+                let req = IoRequest {
+                    slot: s,
+                    op,
+                    offset,
+                    len: len as u32,
+                    buf,
+                };
                 if spec.sync_engine {
                     // Synchronous: the I/O happens inside queue; time around it.
                     let t0 = clock.now();
@@ -221,9 +249,16 @@ pub fn run<C: Clock, E: Engine>(
                 let err = if c.result < 0 {
                     io::Error::from_raw_os_error((-c.result) as i32)
                 } else {
-                    io::Error::new(io::ErrorKind::UnexpectedEof, format!("short transfer: {} of {} bytes", c.result, slot.len))
+                    io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("short transfer: {} of {} bytes", c.result, slot.len),
+                    )
                 };
-                return Err(WorkerError::Io { op, offset: slot.offset, err });
+                return Err(WorkerError::Io {
+                    op,
+                    offset: slot.offset,
+                    err,
+                });
             }
             if let Some(v) = vstate.as_mut() {
                 complete_verify(v, &slot, pool, s, rec);
@@ -232,7 +267,14 @@ pub fn run<C: Clock, E: Engine>(
                 writes_since_sync += 1;
             }
             if t_done >= spec.measure_start {
-                rec.record(op, slot.len, slot.t_prep, slot.t_sub, t_done, spec.sync_engine);
+                rec.record(
+                    op,
+                    slot.len,
+                    slot.t_prep,
+                    slot.t_sub,
+                    t_done,
+                    spec.sync_engine,
+                );
                 if let Some(l) = log.as_deref_mut() {
                     l.push(RequestRecord {
                         op,
@@ -252,7 +294,7 @@ pub fn run<C: Clock, E: Engine>(
         if spec.batch && in_flight == 0 && t_done >= spec.measure_start {
             rec.record_batch(t_done - batch_start);
         }
-        if t_done >= spec.deadline || interrupt::stop_requested() {
+        if t_done >= spec.deadline || stop.load(Ordering::Relaxed) || interrupt::stop_requested() {
             stopping = true;
         }
         t = t_done;
@@ -261,9 +303,19 @@ pub fn run<C: Clock, E: Engine>(
 }
 
 #[cold]
-fn do_fsync<C: Clock, E: Engine>(engine: &mut E, clock: &C, rec: &mut Recorder, spec: &LoopSpec, _t: u64) -> Result<u64, WorkerError> {
+fn do_fsync<C: Clock, E: Engine>(
+    engine: &mut E,
+    clock: &C,
+    rec: &mut Recorder,
+    spec: &LoopSpec,
+    _t: u64,
+) -> Result<u64, WorkerError> {
     let t0 = clock.now();
-    engine.fsync().map_err(|err| WorkerError::Io { op: OpKind::Fsync, offset: 0, err })?;
+    engine.fsync().map_err(|err| WorkerError::Io {
+        op: OpKind::Fsync,
+        offset: 0,
+        err,
+    })?;
     let t1 = clock.now();
     if t1 >= spec.measure_start {
         rec.record(OpKind::Fsync, 0, t0, t0, t1, true);
@@ -276,16 +328,18 @@ fn do_fsync<C: Clock, E: Engine>(engine: &mut E, clock: &C, rec: &mut Recorder, 
 /// Gives up after a few tries and marks the request uncheckable instead.
 #[cold]
 fn next_non_overlapping(gen: &mut RequestGen, slots: &[Slot]) -> (OpKind, u64, u64, bool) {
-    let mut last = gen.next();
+    let mut last = gen.next_request();
     for _ in 0..64 {
         let (op, offset, _) = last;
-        let clash = slots
-            .iter()
-            .any(|o| o.op.is_some() && o.offset == offset && (op == OpKind::Write || o.op == Some(OpKind::Write)));
+        let clash = slots.iter().any(|o| {
+            o.op.is_some()
+                && o.offset == offset
+                && (op == OpKind::Write || o.op == Some(OpKind::Write))
+        });
         if !clash {
             return (last.0, last.1, last.2, true);
         }
-        last = gen.next();
+        last = gen.next_request();
     }
     (last.0, last.1, last.2, false)
 }
@@ -300,7 +354,13 @@ fn stamp_write(v: &mut VerifyState, slot: &mut Slot, pool: &mut BufferPool, s: u
 
 /// Record a write's sequence, or check a read's data.
 #[cold]
-fn complete_verify(v: &mut VerifyState, slot: &Slot, pool: &mut BufferPool, s: usize, rec: &mut Recorder) {
+fn complete_verify(
+    v: &mut VerifyState,
+    slot: &Slot,
+    pool: &mut BufferPool,
+    s: usize,
+    rec: &mut Recorder,
+) {
     let block = v.block(slot.offset);
     match slot.op {
         Some(OpKind::Write) => v.expected[block] = slot.seq,
