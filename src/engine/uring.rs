@@ -730,6 +730,55 @@ mod tests {
         );
     }
 
+    /// Closed loop like the runner's: refill each slot as soon as it is
+    /// reaped. With SQPOLL the SQ can look full while the kernel thread is
+    /// mid-batch; queue must wait for space instead of failing. (This race
+    /// is timing dependent: tests/engines_runner.rs hit it reliably before
+    /// the fix, this smaller loop does not always.)
+    #[test]
+    fn uring_sqpoll_closed_loop_refills() {
+        let dir = scratch_dir();
+        let f = scratch_file(&dir, "loop", SIZE, false);
+        let depth = 16;
+        let pool = AlignedPool::new(depth);
+        let opts = UringOptions {
+            sqpoll: true,
+            fixed_buffers: true,
+            ..Default::default()
+        };
+        let mut e = engine(&f, &pool, depth as u32, opts);
+        let total = 20_000u64;
+        let mut issued = 0u64;
+        let mut done = 0u64;
+        let mut out = Vec::with_capacity(depth);
+        for s in 0..depth {
+            e.queue(req(&pool, s, OpKind::Read, (issued % 256) * 4096))
+                .unwrap();
+            issued += 1;
+        }
+        e.submit().unwrap();
+        while done < total {
+            out.clear();
+            let n = e.reap(1, &mut out).unwrap();
+            done += n as u64;
+            for c in &out {
+                assert_eq!(c.result, BS as i64);
+                if issued < total {
+                    e.queue(req(
+                        &pool,
+                        c.slot as usize,
+                        OpKind::Read,
+                        (issued % 256) * 4096,
+                    ))
+                    .unwrap();
+                    issued += 1;
+                }
+            }
+            e.submit().unwrap();
+        }
+        assert_eq!(done, total);
+    }
+
     #[test]
     fn uring_reap_respects_out_capacity() {
         let dir = scratch_dir();
