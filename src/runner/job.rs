@@ -217,6 +217,7 @@ pub fn run_job_with_clock<C: Clock>(
         .map(|d| DiskSampler::new(d.disk.clone()));
 
     let started_at = time::now_rfc3339();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let (results, sys) = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, fd) in fds.into_iter().enumerate() {
@@ -225,7 +226,9 @@ pub fn run_job_with_clock<C: Clock>(
             let (region_start, region_len) = regions[i];
             let cpus = spec.cpus.clone();
             let record = opts.record_requests;
+            let done = DoneSignal(done_tx.clone());
             handles.push(scope.spawn(move || {
+                let _done = done;
                 if let Some(cpus) = &cpus {
                     pin_to_cpu(cpus[i % cpus.len()]);
                 }
@@ -368,6 +371,7 @@ pub fn run_job_with_clock<C: Clock>(
             }));
         }
 
+        drop(done_tx);
         barrier.wait();
         start.store(clock.now(), Ordering::SeqCst);
         let wall0 = std::time::Instant::now();
@@ -380,8 +384,15 @@ pub fn run_job_with_clock<C: Clock>(
         let d0 = disk.as_ref().and_then(|d| d.sample());
         let t_measure = std::time::Instant::now();
         let mut last_tick = std::time::Instant::now();
-        while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(20));
+        // Wake when a worker ends (not on a polling period) or to report progress.
+        let mut finished = 0;
+        while finished < n {
+            let wait = Duration::from_secs(1).saturating_sub(last_tick.elapsed());
+            match done_rx.recv_timeout(wait.max(Duration::from_millis(1))) {
+                Ok(()) => finished += 1,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
             if let Some(cb) = opts.on_progress {
                 if last_tick.elapsed() >= Duration::from_secs(1) {
                     last_tick = std::time::Instant::now();
@@ -431,6 +442,15 @@ pub fn run_job_with_clock<C: Clock>(
         request_logs: logs,
         features,
     })
+}
+
+/// Tells the main thread that a worker ended, on every way out (even a panic).
+struct DoneSignal(std::sync::mpsc::Sender<()>);
+
+impl Drop for DoneSignal {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
 }
 
 fn as_virtual<C: Clock>(clock: &C) -> Option<VirtualClock> {
