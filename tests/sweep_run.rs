@@ -288,3 +288,29 @@ fn budget_too_small_and_bad_rates_exit_2() {
         );
     }
 }
+
+/// Rate search (open loop): one 100 us server holds its service time as
+/// latency up to 10k IOPS with uniform arrivals, so the answer is the
+/// closed-loop maximum itself.
+#[test]
+fn latency_target_searches_the_rate_in_open_loop() {
+    let mut a = FAKE.to_vec();
+    a.extend([
+        "--qd",
+        "64",
+        "--latency-target",
+        "300us",
+        "--rate",
+        "1",
+        "--runtime",
+        "1s",
+    ]);
+    let r = ok(&a);
+    let t = &r["analysis"]["latency_target"][0];
+    assert_eq!(t["variable"], "rate", "{t}");
+    let answer = f(&t["answer"]);
+    assert!(answer > 9_000.0 && answer <= 10_001.0, "{t}");
+    let steps = t["steps"].as_array().unwrap();
+    assert!(steps.len() >= 5, "doubling from 1/64 of the maximum: {t}");
+    assert_eq!(r["points"][0]["extra"]["role"], "closed_loop_max");
+}
