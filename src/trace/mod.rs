@@ -10,3 +10,5 @@ pub mod format;
 pub mod reader;
 pub mod ringbuf;
 pub mod tracefs;
+pub mod correlate;
+pub mod stages;
