@@ -1,7 +1,372 @@
-//! `iolab trace`: per-request latency breakdown.
+//! `iolab trace`: per-request latency breakdown through the I/O stack.
+//! Probes capabilities, prepares the scratch file, runs every configuration
+//! (scheduler x engine x queue depth) untraced and traced, prints the
+//! btt-style tables and writes the results and optional blktrace exports.
+
+use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
+
+use anyhow::{Context, Result};
 
 use crate::cli::trace::TraceArgs;
+use crate::engine::EngineKind;
+use crate::error::usage;
+use crate::interrupt;
+use crate::plan::parse::{parse_duration_ns, parse_size};
+use crate::results::{Point, Provenance, Results, Totals};
+use crate::target::sysfs::DevNum;
+use crate::target::{self, TargetOptions};
+use crate::trace::blkexport;
+use crate::trace::config::{run_config, ConfigResult, SchedulerGuard, Setup};
+use crate::trace::driver::DriverJob;
+use crate::trace::events::kdev;
+use crate::trace::extents::ExtentMap;
+use crate::trace::session::disk_irqs;
+use crate::trace::stages::render;
+use crate::trace::tracefs;
 
-pub fn run(_args: TraceArgs) -> anyhow::Result<()> {
-    anyhow::bail!("iolab trace is not built yet")
+fn list(field: &str, s: &str) -> Result<Vec<String>> {
+    let v: Vec<String> = s
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if v.is_empty() {
+        return Err(usage(field, "empty list"));
+    }
+    Ok(v)
+}
+
+pub fn run(args: TraceArgs) -> Result<()> {
+    interrupt::install();
+    let size = parse_size("--size", &args.size)?;
+    let bs = parse_size("--bs", &args.bs)?;
+    if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {
+        return Err(usage("--bs", "must be a multiple of 512 up to 64M"));
+    }
+    let runtime = parse_duration_ns("--runtime", &args.runtime)?;
+    let write = match args.rw.as_str() {
+        "randread" => false,
+        "randwrite" => true,
+        other => {
+            return Err(usage(
+                "--rw",
+                format!("{other:?}: use randread or randwrite"),
+            ))
+        }
+    };
+    let mut engines = Vec::new();
+    for e in list("--engine", &args.engine)? {
+        let (name, sqpoll) = match e.strip_suffix("+sqpoll") {
+            Some(n) => (n.to_string(), true),
+            None => (e.clone(), false),
+        };
+        match EngineKind::parse(&name) {
+            Some(k @ (EngineKind::Psync | EngineKind::Aio | EngineKind::IoUring)) => {
+                if sqpoll && k != EngineKind::IoUring {
+                    return Err(usage("--engine", "+sqpoll applies to io_uring only"));
+                }
+                engines.push((k, sqpoll));
+            }
+            _ => {
+                return Err(usage(
+                    "--engine",
+                    format!("{e:?}: use psync, aio, io_uring or io_uring+sqpoll"),
+                ))
+            }
+        }
+    }
+    let mut qds = Vec::new();
+    for q in list("--qd", &args.qd)? {
+        match q.parse::<u32>() {
+            Ok(n) if (1..=4096).contains(&n) => qds.push(n),
+            _ => {
+                return Err(usage(
+                    "--qd",
+                    format!("{q:?}: a queue depth from 1 to 4096"),
+                ))
+            }
+        }
+    }
+    let export_dev = match &args.export_dev {
+        Some(s) => {
+            Some(DevNum::parse(s).ok_or_else(|| usage("--export-dev", "use MAJ:MIN, e.g. 8:0"))?)
+        }
+        None => None,
+    };
+
+    // Capabilities first: without them the job still runs, untraced.
+    let caps = tracefs::probe();
+    match &caps.why_not {
+        None => println!(
+            "tracing: tracefs at {}{}, private instance iolab-{}",
+            tracefs::TRACEFS,
+            if caps.mounted_by_us {
+                " (mounted by iolab)"
+            } else {
+                ""
+            },
+            std::process::id()
+        ),
+        Some(why) => println!("tracing: unavailable ({why}); running the job untraced"),
+    }
+
+    let opts = TargetOptions {
+        path: Some(args.dir.clone()),
+        size: Some(size),
+        ..Default::default()
+    };
+    let tgt = target::prepare(&opts, write, None, args.seed)?;
+    let (fd, direct) = tgt.open(write, true)?;
+    if !direct {
+        return Err(usage(
+            "--dir",
+            format!(
+                "{} does not support O_DIRECT; tracing needs requests to reach the device",
+                args.dir.display()
+            ),
+        ));
+    }
+    let disk = tgt
+        .disk
+        .clone()
+        .ok_or_else(|| usage("--dir", "cannot find the block device under this directory"))?;
+    let whole = std::fs::read_to_string(format!("/sys/block/{}/dev", disk.disk))
+        .ok()
+        .and_then(|s| DevNum::parse(&s))
+        .context("reading the disk's device number")?;
+    let part_start = if disk.device != disk.disk {
+        std::fs::read_to_string(format!("/sys/block/{}/{}/start", disk.disk, disk.device))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let extents = ExtentMap::of_fd(fd.as_raw_fd(), size, part_start)
+        .unwrap_or_else(|_| ExtentMap::identity(part_start));
+    let irqs = disk_irqs(&disk.disk);
+    println!(
+        "target: {} ({} MiB) on {} {} scheduler {}, irq {:?}",
+        tgt.path.display(),
+        size >> 20,
+        disk.disk,
+        whole.text(),
+        disk.scheduler.clone().unwrap_or_default(),
+        irqs
+    );
+    let setup = Setup {
+        caps,
+        fd: fd.as_raw_fd(),
+        size,
+        extents,
+        kdev: kdev(whole.major, whole.minor),
+        irqs,
+        buffer_kb: args.buffer_kb,
+    };
+
+    let schedulers: Vec<Option<String>> = match &args.scheduler {
+        Some(s) => {
+            let (avail, _) = SchedulerGuard::available(&disk.disk)?;
+            let want = list("--scheduler", s)?;
+            for w in &want {
+                if !avail.contains(w) {
+                    return Err(usage(
+                        "--scheduler",
+                        format!(
+                            "{w:?} is not available for {} (have {})",
+                            disk.disk,
+                            avail.join(", ")
+                        ),
+                    ));
+                }
+            }
+            want.into_iter().map(Some).collect()
+        }
+        None => vec![None],
+    };
+
+    let mut results = Results::new("trace", Provenance::collect(args.seed));
+    let mut all: Vec<ConfigResult> = Vec::new();
+    'outer: for sched in &schedulers {
+        let _guard = match sched {
+            Some(s) => Some(SchedulerGuard::switch(&disk.disk, s)?),
+            None => None,
+        };
+        let sched_name = sched
+            .clone()
+            .unwrap_or_else(|| disk.scheduler.clone().unwrap_or_default());
+        for &(engine, sqpoll) in &engines {
+            let depths: Vec<u32> = if engine.is_sync() {
+                vec![1]
+            } else {
+                qds.clone()
+            };
+            for qd in depths {
+                let job = DriverJob {
+                    engine,
+                    sqpoll,
+                    depth: qd,
+                    bs: bs as u32,
+                    write,
+                    duration_ns: runtime,
+                    max_ops: args.max_ops,
+                    seed: args.seed,
+                };
+                let (res, cap, _) = run_config(&setup, &job, &sched_name, !args.no_overhead)?;
+                print_config(&res);
+                if let (Some(dir), Some(cap)) = (&args.export, &cap) {
+                    let dev = export_dev.unwrap_or(whole);
+                    let name = res.label.replace([' ', '+'], "_");
+                    let files =
+                        blkexport::export(&cap.events, dir, &name, kdev(dev.major, dev.minor))?;
+                    println!(
+                        "blktrace export: {} file(s) {}/{}.blktrace.*",
+                        files.len(),
+                        dir.display(),
+                        name
+                    );
+                }
+                results.points.push(point(&res, bs));
+                let stop = res.interrupted;
+                all.push(res);
+                if let Some(out) = &args.output {
+                    results.write_atomic(out)?;
+                }
+                if stop {
+                    break 'outer;
+                }
+            }
+        }
+    }
+    if all.len() > 1 {
+        println!("\n{}", summary(&all));
+    }
+    results.interrupted = all.iter().any(|r| r.interrupted);
+    results.complete = !results.interrupted;
+    if let Some(out) = &args.output {
+        results.write_atomic(out)?;
+        println!("results: {}", out.display());
+    }
+    drop(fd);
+    drop(tgt);
+    if results.interrupted {
+        return Err(anyhow::Error::new(crate::error::Interrupted));
+    }
+    Ok(())
+}
+
+fn print_config(r: &ConfigResult) {
+    println!("\n== {} ==", r.label);
+    if let Some(b) = &r.breakdown {
+        print!("{}", render(b));
+    }
+    let ov = match (r.untraced_mean_ns, r.overhead) {
+        (Some(u), Some(o)) => format!(
+            "tracing overhead: mean latency {:.1} us traced vs {:.1} us untraced ({:+.1}%), IOPS {:.0} vs {:.0}",
+            r.traced_mean_ns / 1e3,
+            u / 1e3,
+            o * 100.0,
+            r.traced_iops,
+            r.untraced_iops.unwrap_or(0.0)
+        ),
+        (Some(u), None) => format!("untraced: mean latency {:.1} us, IOPS {:.0}", u / 1e3, r.untraced_iops.unwrap_or(0.0)),
+        _ => format!("traced: mean latency {:.1} us, IOPS {:.0}", r.traced_mean_ns / 1e3, r.traced_iops),
+    };
+    println!("{ov}");
+    if let Some(l) = &r.lost {
+        let lost = l.total() + r.missed_in_pages;
+        if lost > 0 {
+            println!("WARNING: the kernel dropped {lost} trace events (overrun {}, dropped {}); raise --buffer-kb", l.overrun, l.dropped);
+        } else {
+            println!(
+                "events: {} in {} pages, none lost; {} requests without a matching block I/O",
+                r.events, r.pages, r.unmatched_requests
+            );
+        }
+    }
+}
+
+fn summary(all: &[ConfigResult]) -> String {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header([
+        "configuration",
+        "mean us",
+        "software us",
+        "block us",
+        "device us",
+        "software %",
+        "overhead",
+    ]);
+    for r in all {
+        let Some(b) = &r.breakdown else { continue };
+        let mean = b.total.mean_ns;
+        let block: f64 = b
+            .stages
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.stage.as_str(),
+                    "Q2G" | "G2I" | "I2D" | "G2D" | "Q2M" | "M2D" | "Q2D"
+                )
+            })
+            .map(|s| s.mean_ns * s.n as f64 / b.requests.max(1) as f64)
+            .sum();
+        t.add_row([
+            r.label.clone(),
+            format!("{:.1}", mean / 1e3),
+            format!("{:.1}", mean * b.software_share / 1e3),
+            format!("{:.1}", block / 1e3),
+            format!("{:.1}", mean * b.device_share / 1e3),
+            format!("{:.1}%", b.software_share * 100.0),
+            r.overhead
+                .map(|o| format!("{:+.1}%", o * 100.0))
+                .unwrap_or_default(),
+        ]);
+    }
+    t.to_string()
+}
+
+fn point(r: &ConfigResult, bs: u64) -> Point {
+    let mut params = BTreeMap::new();
+    params.insert("engine".into(), r.engine.clone());
+    params.insert("qd".into(), r.qd.to_string());
+    params.insert("scheduler".into(), r.scheduler.clone());
+    params.insert("bs".into(), bs.to_string());
+    let mut extra = BTreeMap::new();
+    extra.insert(
+        "trace".into(),
+        serde_json::to_value(r).unwrap_or(serde_json::Value::Null),
+    );
+    let iops = if r.traced_iops > 0.0 {
+        r.traced_iops
+    } else {
+        r.untraced_iops.unwrap_or(0.0)
+    };
+    Point {
+        name: r.label.clone(),
+        job: None,
+        params,
+        started_at: crate::results::time::now_rfc3339(),
+        duration_ns: 0,
+        ramp_ns: 0,
+        direct: true,
+        ops: BTreeMap::new(),
+        total: Totals {
+            ops: 0,
+            bytes: 0,
+            iops,
+            mib_s: iops * bs as f64 / (1 << 20) as f64,
+        },
+        batch: None,
+        cpu: Default::default(),
+        device: None,
+        series: Vec::new(),
+        verify: None,
+        errors: BTreeMap::new(),
+        warnings: Vec::new(),
+        histograms: BTreeMap::new(),
+        extra,
+    }
 }

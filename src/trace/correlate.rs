@@ -115,7 +115,14 @@ pub fn block_timelines(events: &[Event]) -> (Vec<BioTimeline>, BlockStats) {
                 Some(b) => {
                     bios[b].g = Some(e.ts);
                     let nr = bios[b].nr_sector as u64;
-                    rqs.push(Rq { dev: e.dev, sector: e.a, nr, g: Some(e.ts), bios: vec![b], ..Default::default() });
+                    rqs.push(Rq {
+                        dev: e.dev,
+                        sector: e.a,
+                        nr,
+                        g: Some(e.ts),
+                        bios: vec![b],
+                        ..Default::default()
+                    });
                     let r = rqs.len() - 1;
                     by_start.insert(key, r);
                     by_end.insert((e.dev, e.a + nr), r);
@@ -322,7 +329,11 @@ impl Joiner {
 
     /// Build the timeline of one user request.
     pub fn join(&self, u: &UserStamp) -> Timeline {
-        let mut t = Timeline { p: u.prepare, u: u.done, ..Default::default() };
+        let mut t = Timeline {
+            p: u.prepare,
+            u: u.done,
+            ..Default::default()
+        };
         let first = u.sector.unwrap_or(u.offset / 512);
         let end = first + (u64::from(u.len) / 512).max(1);
         // Bios of this request: sector in range, queued inside the request's window.
@@ -381,7 +392,12 @@ impl Joiner {
         // Entry of the submitting syscall: the last one on this thread before Q
         // (or before the completion stamp when no block I/O happened).
         let until = t.q.unwrap_or(u.done);
-        t.e = last_in(self.sys_enter.get(&u.tid), u.prepare, until, &self.submit_nrs);
+        t.e = last_in(
+            self.sys_enter.get(&u.tid),
+            u.prepare,
+            until,
+            &self.submit_nrs,
+        );
         if t.q.is_none() {
             t.x = last_in(self.sys_exit.get(&u.tid), u.prepare, u.done, &self.reap_nrs);
         }
@@ -392,11 +408,20 @@ impl Joiner {
 fn first_in(v: Option<&Vec<(u64, i64)>>, from: u64, to: u64, nrs: &[i64]) -> Option<u64> {
     let v = v?;
     let k = v.partition_point(|&(ts, _)| ts < from);
-    v[k..].iter().take_while(|&&(ts, _)| ts <= to).find(|(_, nr)| nrs.contains(nr)).map(|&(ts, _)| ts)
+    v[k..]
+        .iter()
+        .take_while(|&&(ts, _)| ts <= to)
+        .find(|(_, nr)| nrs.contains(nr))
+        .map(|&(ts, _)| ts)
 }
 
 fn last_in(v: Option<&Vec<(u64, i64)>>, from: u64, to: u64, nrs: &[i64]) -> Option<u64> {
     let v = v?;
     let k = v.partition_point(|&(ts, _)| ts <= to);
-    v[..k].iter().rev().take_while(|&&(ts, _)| ts >= from).find(|(_, nr)| nrs.contains(nr)).map(|&(ts, _)| ts)
+    v[..k]
+        .iter()
+        .rev()
+        .take_while(|&&(ts, _)| ts >= from)
+        .find(|(_, nr)| nrs.contains(nr))
+        .map(|&(ts, _)| ts)
 }

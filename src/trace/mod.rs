@@ -5,10 +5,16 @@
 //! decodes records, `correlate` builds per-request timelines, `stages` turns
 //! them into a btt-style breakdown, and `blkexport` writes blktrace files.
 
+pub mod blkexport;
+pub mod config;
+pub mod correlate;
+pub mod driver;
 pub mod events;
+pub mod extents;
 pub mod format;
 pub mod reader;
 pub mod ringbuf;
-pub mod tracefs;
-pub mod correlate;
+pub mod session;
 pub mod stages;
+pub mod standin;
+pub mod tracefs;

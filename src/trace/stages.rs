@@ -162,7 +162,10 @@ pub fn breakdown(timelines: &[Timeline]) -> Breakdown {
     for t in timelines {
         totals.push(t.u.saturating_sub(t.p));
         for (name, d) in split(t) {
-            let k = ORDER.iter().position(|&o| o == name).unwrap_or(ORDER.len() - 2);
+            let k = ORDER
+                .iter()
+                .position(|&o| o == name)
+                .unwrap_or(ORDER.len() - 2);
             per[k].push(d);
             if is_device(name) {
                 device += d as u128;
@@ -187,7 +190,11 @@ pub fn breakdown(timelines: &[Timeline]) -> Breakdown {
         .filter(|(_, v)| !v.is_empty())
         .map(|(name, v)| stats(name, v, denom))
         .collect();
-    let device_share = if denom > 0.0 { device as f64 / denom } else { 0.0 };
+    let device_share = if denom > 0.0 {
+        device as f64 / denom
+    } else {
+        0.0
+    };
     Breakdown {
         requests: timelines.len() as u64,
         stages,
@@ -212,7 +219,9 @@ fn us(ns: f64) -> String {
 pub fn render(b: &Breakdown) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
-    table.set_header(["stage", "min us", "mean us", "p50 us", "p99 us", "p99.9 us", "max us", "N", "share"]);
+    table.set_header([
+        "stage", "min us", "mean us", "p50 us", "p99 us", "p99.9 us", "max us", "N", "share",
+    ]);
     let row = |s: &StageStats, share: bool| -> Vec<String> {
         vec![
             s.stage.clone(),
@@ -223,7 +232,11 @@ pub fn render(b: &Breakdown) -> String {
             us(s.p999_ns as f64),
             us(s.max_ns as f64),
             s.n.to_string(),
-            if share { format!("{:.1}%", s.share * 100.0) } else { String::new() },
+            if share {
+                format!("{:.1}%", s.share * 100.0)
+            } else {
+                String::new()
+            },
         ]
     };
     for s in &b.stages {

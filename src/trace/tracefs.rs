@@ -110,15 +110,25 @@ impl Instance {
         }
         fs::create_dir(&dir)
             .with_context(|| format!("creating tracing instance {}", dir.display()))?;
+        // The guard exists from here on, so every error below removes the instance.
         let mut inst = Instance {
             dir,
             tracefs: tracefs.clone(),
             unmount: caps.mounted_by_us,
-            header_page: HeaderPage::parse(&read(&tracefs.join("events/header_page"))?)?,
-            header_event: HeaderEvent::parse(&read(&tracefs.join("events/header_event"))?)?,
+            header_page: HeaderPage {
+                timestamp_offset: 0,
+                commit_offset: 8,
+                commit_size: 8,
+                data_offset: 16,
+                data_size: 4080,
+            },
+            header_event: HeaderEvent::default(),
             formats: Vec::new(),
-            cpus: online_cpus()?,
+            cpus: Vec::new(),
         };
+        inst.header_page = HeaderPage::parse(&read(&tracefs.join("events/header_page"))?)?;
+        inst.header_event = HeaderEvent::parse(&read(&tracefs.join("events/header_event"))?)?;
+        inst.cpus = online_cpus()?;
         inst.write("tracing_on", "0")?;
         inst.write("trace_clock", "mono")?;
         inst.write("buffer_size_kb", &buffer_kb.to_string())?;
@@ -254,8 +264,27 @@ impl CpuStats {
     }
 }
 
+/// Read a tracefs file with one large buffer: some tracefs files regenerate
+/// their text on every read and return EOF after a short first read.
 fn read(p: &Path) -> Result<String> {
-    fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+    use std::io::Read;
+    let mut f = fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
+    let mut buf = vec![0u8; 256 << 10];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        let n = f
+            .read(&mut buf[len..])
+            .with_context(|| format!("reading {}", p.display()))?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).with_context(|| format!("{} is not text", p.display()))
 }
 
 /// Online CPUs from /sys/devices/system/cpu/online (e.g. "0-1").
