@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::correlate::Timeline;
 
 /// Names of the intervals between consecutive timeline edges.
-fn stage_name(from: &str, to: &str) -> &'static str {
+fn stage_name(from: &'static str, to: &'static str) -> &'static str {
     match (from, to) {
         ("P", "E") => "user prepare",
         ("E", "Q") => "syscall+submit",
@@ -28,6 +28,9 @@ fn stage_name(from: &str, to: &str) -> &'static str {
         ("E", "X") => "syscall (no block I/O)",
         ("P", "X") => "prepare+syscall",
         ("P", "U") => "untraced",
+        // A request re-dispatched after a requeue, or whose D was not seen.
+        ("I", "irq") | ("G", "irq") | ("M", "irq") | ("Q", "irq") => "?2irq (no D seen)",
+        ("I", "C") | ("G", "C") | ("M", "C") | ("Q", "C") => "?2C (no D seen)",
         _ => "other",
     }
 }
@@ -53,19 +56,24 @@ pub const ORDER: &[&str] = &[
     "syscall (no block I/O)",
     "prepare+syscall",
     "untraced",
+    "?2irq (no D seen)",
+    "?2C (no D seen)",
     "other",
     "residual",
 ];
 
 /// Stages that are the device's time (the rest is software).
 pub fn is_device(stage: &str) -> bool {
-    matches!(stage, "D2irq device" | "D2C device")
+    matches!(
+        stage,
+        "D2irq device" | "D2C device" | "?2irq (no D seen)" | "?2C (no D seen)"
+    )
 }
 
 /// Split one timeline into named stages; the residual is the total minus the
 /// sum of stages (non-zero only when edges are out of order).
 pub fn split(t: &Timeline) -> Vec<(&'static str, u64)> {
-    let pts: [(&str, Option<u64>); 11] = [
+    let pts: [(&'static str, Option<u64>); 11] = [
         ("P", Some(t.p)),
         ("E", t.e),
         ("Q", t.q),
@@ -79,7 +87,7 @@ pub fn split(t: &Timeline) -> Vec<(&'static str, u64)> {
         ("U", Some(t.u)),
     ];
     let mut out = Vec::with_capacity(10);
-    let mut prev: Option<(&str, u64)> = None;
+    let mut prev: Option<(&'static str, u64)> = None;
     let mut sum = 0u64;
     for (label, ts) in pts {
         let Some(ts) = ts else { continue };
