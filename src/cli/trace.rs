@@ -6,6 +6,13 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct TraceArgs {
+    #[command(flatten)]
+    pub opts: Box<TraceOpts>,
+}
+
+/// The options themselves (boxed so the CLI enum stays small).
+#[derive(Debug, Args)]
+pub struct TraceOpts {
     /// Directory for the scratch file (must be on a real block device)
     #[arg(long, default_value = "/var/tmp")]
     pub dir: PathBuf,

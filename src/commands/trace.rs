@@ -38,6 +38,7 @@ fn list(field: &str, s: &str) -> Result<Vec<String>> {
 }
 
 pub fn run(args: TraceArgs) -> Result<()> {
+    let args = *args.opts;
     interrupt::install();
     let size = parse_size("--size", &args.size)?;
     let bs = parse_size("--bs", &args.bs)?;
@@ -97,6 +98,11 @@ pub fn run(args: TraceArgs) -> Result<()> {
 
     // Capabilities first: without them the job still runs, untraced.
     let caps = tracefs::probe();
+    if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
+        for name in tracefs::remove_stale(t) {
+            println!("tracing: removed stale instance {name} of a process that no longer exists");
+        }
+    }
     match &caps.why_not {
         None => println!(
             "tracing: tracefs at {}{}, private instance iolab-{}",

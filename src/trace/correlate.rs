@@ -366,7 +366,7 @@ impl Joiner {
             t.c = last_c.map(|c| c.0);
             t.requeues = h.requeues;
             t.merged = h.m.is_some();
-            t.cross_cpu = last_c.map_or(false, |(_, cpu)| cpu != h.q_cpu);
+            t.cross_cpu = last_c.is_some_and(|(_, cpu)| cpu != h.q_cpu);
             if let (Some(d), Some(c)) = (t.d, t.c) {
                 // Last device interrupt in [D, C].
                 let k = self.irqs.partition_point(|&x| x <= c);

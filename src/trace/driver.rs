@@ -121,8 +121,7 @@ pub fn run(job: &DriverJob, fd: RawFd, size: u64, extents: &ExtentMap) -> Result
         if !issuing && inflight == 0 {
             break;
         }
-        while issuing {
-            let Some(slot) = free.pop() else { break };
+        while let Some(slot) = if issuing { free.pop() } else { None } {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;

@@ -307,6 +307,29 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>> {
     Ok(out)
 }
 
+/// Remove `iolab-<pid>` instances whose process is gone (left by a process
+/// killed with SIGKILL or aborted by a second Ctrl-C). Returns their names.
+pub fn remove_stale(tracefs: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    for name in iolab_instances(tracefs) {
+        let Some(pid) = name
+            .strip_prefix("iolab-")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let dir = tracefs.join("instances").join(&name);
+        let _ = fs::write(dir.join("tracing_on"), "0");
+        if fs::remove_dir(&dir).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
 /// Instances named `iolab-*` currently present (for tests and leak checks).
 pub fn iolab_instances(tracefs: &Path) -> Vec<String> {
     fs::read_dir(tracefs.join("instances"))
