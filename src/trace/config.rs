@@ -36,6 +36,10 @@ pub struct ConfigResult {
     pub events: usize,
     pub pages: usize,
     pub unmatched_requests: u64,
+    /// Mean Q2C and D2C over every completed bio of the capture (all I/O on
+    /// the device, not only the job's): what btt computes from the same events.
+    pub capture_q2c_mean_ns: Option<f64>,
+    pub capture_d2c_mean_ns: Option<f64>,
     pub interrupted: bool,
 }
 
@@ -85,6 +89,8 @@ pub fn run_config(
         events: 0,
         pages: 0,
         unmatched_requests: 0,
+        capture_q2c_mean_ns: None,
+        capture_d2c_mean_ns: None,
         interrupted: untraced.as_ref().is_some_and(|u| u.interrupted),
     };
     if setup.caps.why_not.is_some() || res.interrupted {
@@ -115,6 +121,22 @@ pub fn run_config(
         }
     }
     let (bios, bstats) = block_timelines(&cap.events);
+    let mean = |v: Vec<u64>| {
+        (!v.is_empty()).then(|| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64)
+    };
+    // Like btt: one Q2C per request that a bio started (merged bios and split
+    // tails ride on another bio's request).
+    let own = || bios.iter().filter(|b| b.m.is_none() && b.g.is_some());
+    res.capture_q2c_mean_ns = mean(
+        own()
+            .filter_map(|b| b.c.map(|c| c.saturating_sub(b.q)))
+            .collect(),
+    );
+    res.capture_d2c_mean_ns = mean(
+        own()
+            .filter_map(|b| Some(b.c?.saturating_sub(b.d?)))
+            .collect(),
+    );
     let joiner = Joiner::new(&cap.events, bios, setup.kdev);
     let timelines: Vec<Timeline> = run.stamps.iter().map(|s| joiner.join(s)).collect();
     let with_block: Vec<Timeline> = timelines
