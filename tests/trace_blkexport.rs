@@ -10,7 +10,17 @@ use iolab::trace::tracefs::{parse_cpu_list, CpuStats};
 fn blk(ts: u64, cpu: u16, kind: Kind, sector: u64, nr: i64, rwbs: &str) -> Event {
     let mut r = [0u8; 8];
     r[..rwbs.len()].copy_from_slice(rwbs.as_bytes());
-    Event { ts, cpu, pid: 1234, kind, dev: 254 << 20, a: sector, b: nr, rwbs: r, c: 0 }
+    Event {
+        ts,
+        cpu,
+        pid: 1234,
+        kind,
+        dev: 254 << 20,
+        a: sector,
+        b: nr,
+        rwbs: r,
+        c: 0,
+    }
 }
 
 #[test]
@@ -32,7 +42,11 @@ fn record_layout_and_actions() {
     assert_eq!(&r[44..48], &[0, 0, 0, 0]);
     let w = action(&blk(0, 0, Kind::Complete, 0, 8, "W")).unwrap();
     assert_eq!(w, 8 | ((1 << 7 | 1 << 1 | 1 << 8) << 16));
-    assert!(action(&Event { kind: Kind::SysEnter, ..e }).is_none());
+    assert!(action(&Event {
+        kind: Kind::SysEnter,
+        ..e
+    })
+    .is_none());
 }
 
 #[test]
@@ -58,8 +72,21 @@ fn blkparse_reads_an_iolab_export() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("Input file")).collect();
-    assert_eq!(lines, ["Q 800 8 0.000000000", "G 800 8 0.000001000", "I 800 8 0.000002000", "D 800 8 0.000003000", "C 800 8 0.000049000"], "{text}");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("Input file"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "Q 800 8 0.000000000",
+            "G 800 8 0.000001000",
+            "I 800 8 0.000002000",
+            "D 800 8 0.000003000",
+            "C 800 8 0.000049000"
+        ],
+        "{text}"
+    );
 }
 
 #[test]
@@ -67,7 +94,10 @@ fn cpu_stats_and_lists() {
     let s = CpuStats::parse(
         "entries: 5\noverrun: 2\ncommit overrun: 1\nbytes: 100\noldest event ts:  1.0\nnow ts:  2.0\ndropped events: 3\nread events: 9\n",
     );
-    assert_eq!((s.entries, s.overrun, s.commit_overrun, s.dropped, s.read), (5, 2, 1, 3, 9));
+    assert_eq!(
+        (s.entries, s.overrun, s.commit_overrun, s.dropped, s.read),
+        (5, 2, 1, 3, 9)
+    );
     assert_eq!(parse_cpu_list("0-1").unwrap(), [0, 1]);
     assert_eq!(parse_cpu_list("0,2-3,7").unwrap(), [0, 2, 3, 7]);
     assert!(parse_cpu_list("x").is_err());

@@ -3,22 +3,21 @@
 //! (scheduler x engine x queue depth) untraced and traced, prints the
 //! btt-style tables and writes the results and optional blktrace exports.
 
-use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
 
 use anyhow::{Context, Result};
 
 use crate::cli::trace::TraceArgs;
-use crate::engine::EngineKind;
+use crate::engine::{EngineKind, UringOptions};
 use crate::error::usage;
 use crate::interrupt;
+use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
-use crate::results::{Point, Provenance, Results, Totals};
+use crate::results::{Provenance, Results};
 use crate::target::sysfs::DevNum;
-use crate::target::{self, TargetOptions};
+use crate::target::{self, TargetKind, TargetOptions};
 use crate::trace::blkexport;
 use crate::trace::config::{run_config, ConfigResult, SchedulerGuard, Setup};
-use crate::trace::driver::DriverJob;
 use crate::trace::events::kdev;
 use crate::trace::extents::ExtentMap;
 use crate::trace::session::disk_irqs;
@@ -123,7 +122,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         ..Default::default()
     };
     let tgt = target::prepare(&opts, write, None, args.seed)?;
-    let (fd, direct) = tgt.open(write, true)?;
+    let (fd, direct) = tgt.open(false, true)?;
     if !direct {
         return Err(usage(
             "--dir",
@@ -149,8 +148,13 @@ pub fn run(args: TraceArgs) -> Result<()> {
     } else {
         0
     };
-    let extents = ExtentMap::of_fd(fd.as_raw_fd(), size, part_start)
-        .unwrap_or_else(|_| ExtentMap::identity(part_start));
+    let extents = if tgt.kind == TargetKind::BlockDevice {
+        ExtentMap::identity(part_start)
+    } else {
+        ExtentMap::of_fd(fd.as_raw_fd(), size, part_start)
+            .unwrap_or_else(|_| ExtentMap::identity(part_start))
+    };
+    drop(fd);
     let irqs = disk_irqs(&disk.disk);
     println!(
         "target: {} ({} MiB) on {} {} scheduler {}, irq {:?}",
@@ -163,12 +167,12 @@ pub fn run(args: TraceArgs) -> Result<()> {
     );
     let setup = Setup {
         caps,
-        fd: fd.as_raw_fd(),
-        size,
+        target: &tgt,
         extents,
         kdev: kdev(whole.major, whole.minor),
         irqs,
         buffer_kb: args.buffer_kb,
+        max_records: args.max_ops,
     };
 
     let schedulers: Vec<Option<String>> = match &args.scheduler {
@@ -209,17 +213,31 @@ pub fn run(args: TraceArgs) -> Result<()> {
                 qds.clone()
             };
             for qd in depths {
-                let job = DriverJob {
+                let spec = JobSpec {
+                    name: format!("trace-{}-qd{qd}", engine.name()),
+                    pattern: if write {
+                        Pattern::RandWrite
+                    } else {
+                        Pattern::RandRead
+                    },
+                    bs: vec![(bs, 100)],
+                    qd,
                     engine,
-                    sqpoll,
-                    depth: qd,
-                    bs: bs as u32,
-                    write,
-                    duration_ns: runtime,
-                    max_ops: args.max_ops,
+                    uring: UringOptions {
+                        sqpoll,
+                        ..Default::default()
+                    },
+                    direct: true,
+                    stop: StopCondition {
+                        runtime_ns: Some(runtime),
+                        io_count: Some(args.max_ops as u64),
+                        io_bytes: None,
+                    },
                     seed: args.seed,
+                    ..Default::default()
                 };
-                let (res, cap, _) = run_config(&setup, &job, &sched_name, !args.no_overhead)?;
+                spec.validate()?;
+                let (res, mut pt, cap) = run_config(&setup, &spec, &sched_name, !args.no_overhead)?;
                 print_config(&res);
                 if let (Some(dir), Some(cap)) = (&args.export, &cap) {
                     let dev = export_dev.unwrap_or(whole);
@@ -233,7 +251,10 @@ pub fn run(args: TraceArgs) -> Result<()> {
                         name
                     );
                 }
-                results.points.push(point(&res, bs));
+                pt.name = res.label.clone();
+                pt.params.insert("scheduler".into(), res.scheduler.clone());
+                pt.extra.insert("trace".into(), serde_json::to_value(&res)?);
+                results.points.push(pt);
                 let stop = res.interrupted;
                 all.push(res);
                 if let Some(out) = &args.output {
@@ -254,7 +275,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         results.write_atomic(out)?;
         println!("results: {}", out.display());
     }
-    drop(fd);
+    drop(setup);
     drop(tgt);
     if results.interrupted {
         return Err(anyhow::Error::new(crate::error::Interrupted));
@@ -332,47 +353,4 @@ fn summary(all: &[ConfigResult]) -> String {
         ]);
     }
     t.to_string()
-}
-
-fn point(r: &ConfigResult, bs: u64) -> Point {
-    let mut params = BTreeMap::new();
-    params.insert("engine".into(), r.engine.clone());
-    params.insert("qd".into(), r.qd.to_string());
-    params.insert("scheduler".into(), r.scheduler.clone());
-    params.insert("bs".into(), bs.to_string());
-    let mut extra = BTreeMap::new();
-    extra.insert(
-        "trace".into(),
-        serde_json::to_value(r).unwrap_or(serde_json::Value::Null),
-    );
-    let iops = if r.traced_iops > 0.0 {
-        r.traced_iops
-    } else {
-        r.untraced_iops.unwrap_or(0.0)
-    };
-    Point {
-        name: r.label.clone(),
-        job: None,
-        params,
-        started_at: crate::results::time::now_rfc3339(),
-        duration_ns: 0,
-        ramp_ns: 0,
-        direct: true,
-        ops: BTreeMap::new(),
-        total: Totals {
-            ops: 0,
-            bytes: 0,
-            iops,
-            mib_s: iops * bs as f64 / (1 << 20) as f64,
-        },
-        batch: None,
-        cpu: Default::default(),
-        device: None,
-        series: Vec::new(),
-        verify: None,
-        errors: BTreeMap::new(),
-        warnings: Vec::new(),
-        histograms: BTreeMap::new(),
-        extra,
-    }
 }

@@ -1,20 +1,24 @@
-//! One configuration of `iolab trace` (engine, queue depth, I/O scheduler):
-//! an untraced run for the tracing overhead, a traced run, the correlation
+//! One configuration of `iolab trace` (engine, queue depth, I/O scheduler),
+//! run by the core runner with its per-request log: an untraced run for the tracing overhead, a traced run, the correlation
 //! and the breakdown; plus the scheduler switch guard that restores the
 //! device's original scheduler.
 
-use std::os::fd::RawFd;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::correlate::{block_timelines, BlockStats, Joiner, Timeline};
-use super::driver::{self, DriverJob, DriverResult};
+use super::correlate::{block_timelines, BlockStats, Joiner, Timeline, UserStamp};
 use super::extents::ExtentMap;
 use super::session::{traced, Capture, TraceSpec};
 use super::stages::{breakdown, Breakdown};
 use super::tracefs::{Capabilities, LostEvents};
+use crate::engine::{EngineKind, OpKind};
+use crate::interrupt;
+use crate::plan::job::JobSpec;
+use crate::results::Point;
+use crate::runner::job::{run_job, JobOutcome, RunOptions};
+use crate::target::Target;
 
 /// The measured result of one configuration.
 #[derive(Debug, Clone, Serialize)]
@@ -44,43 +48,83 @@ pub struct ConfigResult {
 }
 
 /// Everything shared by the configurations of one invocation.
-pub struct Setup {
+pub struct Setup<'a> {
     pub caps: Capabilities,
-    pub fd: RawFd,
-    pub size: u64,
+    pub target: &'a Target,
     pub extents: ExtentMap,
     pub kdev: u32,
     pub irqs: Vec<u32>,
     pub buffer_kb: u32,
+    /// Per-request log capacity per worker.
+    pub max_records: usize,
 }
 
-/// Run one configuration; returns the result and (when traced) the capture.
+/// User stamps of every logged request of a job, with device sectors.
+fn stamps(out: &JobOutcome, extents: &ExtentMap) -> Vec<UserStamp> {
+    out.request_logs
+        .iter()
+        .flat_map(|l| l.records.iter())
+        .filter(|r| r.op != OpKind::Fsync)
+        .map(|r| UserStamp {
+            tid: r.tid,
+            write: r.op == OpKind::Write,
+            offset: r.offset,
+            len: r.len,
+            sector: extents.sector(r.offset),
+            prepare: r.t_prep,
+            submitted: r.t_submitted,
+            done: r.t_reaped,
+        })
+        .collect()
+}
+
+fn mean_latency(st: &[UserStamp]) -> f64 {
+    if st.is_empty() {
+        return 0.0;
+    }
+    st.iter()
+        .map(|s| s.done.saturating_sub(s.prepare) as f64)
+        .sum::<f64>()
+        / st.len() as f64
+}
+
+fn run(setup: &Setup, spec: &JobSpec) -> Result<JobOutcome> {
+    let opts = RunOptions {
+        record_requests: Some(setup.max_records),
+        on_progress: None,
+    };
+    run_job(spec, setup.target, &opts)
+}
+
+/// Run one configuration through the core runner: untraced (when `overhead`),
+/// then traced. Returns the result, the traced point and the capture.
 pub fn run_config(
     setup: &Setup,
-    job: &DriverJob,
+    spec: &JobSpec,
     scheduler: &str,
     overhead: bool,
-) -> Result<(ConfigResult, Option<Capture>, Vec<Timeline>)> {
-    let engine = if job.sqpoll {
+) -> Result<(ConfigResult, Point, Option<Capture>)> {
+    let engine = if spec.uring.sqpoll {
         "io_uring+sqpoll".to_string()
     } else {
-        job.engine.name().to_string()
+        spec.engine.name().to_string()
     };
-    let label = format!("{engine} qd{} {scheduler}", job.depth);
+    let label = format!("{engine} qd{} {scheduler}", spec.depth());
     let untraced = if overhead {
-        Some(driver::run(job, setup.fd, setup.size, &setup.extents)?)
+        Some(run(setup, spec)?)
     } else {
         None
     };
+    let u_stamps = untraced.as_ref().map(|u| stamps(u, &setup.extents));
     let mut res = ConfigResult {
         label,
         engine,
-        qd: job.depth,
+        qd: spec.depth(),
         scheduler: scheduler.to_string(),
         traced_iops: 0.0,
         traced_mean_ns: 0.0,
-        untraced_iops: untraced.as_ref().map(DriverResult::iops),
-        untraced_mean_ns: untraced.as_ref().map(DriverResult::mean_latency_ns),
+        untraced_iops: untraced.as_ref().map(|u| u.point.total.iops),
+        untraced_mean_ns: u_stamps.as_deref().map(mean_latency),
         overhead: None,
         breakdown: None,
         block: None,
@@ -91,30 +135,31 @@ pub fn run_config(
         unmatched_requests: 0,
         capture_q2c_mean_ns: None,
         capture_d2c_mean_ns: None,
-        interrupted: untraced.as_ref().is_some_and(|u| u.interrupted),
+        interrupted: interrupt::stop_requested(),
     };
     if setup.caps.why_not.is_some() || res.interrupted {
-        if untraced.is_none() {
-            let u = driver::run(job, setup.fd, setup.size, &setup.extents)?;
-            res.untraced_iops = Some(u.iops());
-            res.untraced_mean_ns = Some(u.mean_latency_ns());
-            res.interrupted = u.interrupted;
-        }
-        return Ok((res, None, Vec::new()));
+        let out = match untraced {
+            Some(u) => u,
+            None => run(setup, spec)?,
+        };
+        let st = stamps(&out, &setup.extents);
+        res.untraced_iops = Some(out.point.total.iops);
+        res.untraced_mean_ns = Some(mean_latency(&st));
+        res.interrupted = interrupt::stop_requested();
+        return Ok((res, out.point, None));
     }
-    let spec = TraceSpec {
+    let tspec = TraceSpec {
         kdev: setup.kdev,
         irqs: setup.irqs.clone(),
-        tids: vec![driver::gettid()],
-        uring: job.engine == crate::engine::EngineKind::IoUring,
+        tids: Vec::new(),
+        uring: spec.engine == EngineKind::IoUring,
         buffer_kb: setup.buffer_kb,
     };
-    let (run, cap) = traced(&setup.caps, &spec, || {
-        driver::run(job, setup.fd, setup.size, &setup.extents)
-    })?;
-    res.interrupted |= run.interrupted;
-    res.traced_iops = run.iops();
-    res.traced_mean_ns = run.mean_latency_ns();
+    let (out, cap) = traced(&setup.caps, &tspec, || run(setup, spec))?;
+    res.interrupted |= interrupt::stop_requested();
+    let st = stamps(&out, &setup.extents);
+    res.traced_iops = out.point.total.iops;
+    res.traced_mean_ns = mean_latency(&st);
     if let Some(u) = res.untraced_mean_ns {
         if u > 0.0 {
             res.overhead = Some(res.traced_mean_ns / u - 1.0);
@@ -138,7 +183,7 @@ pub fn run_config(
             .collect(),
     );
     let joiner = Joiner::new(&cap.events, bios, setup.kdev);
-    let timelines: Vec<Timeline> = run.stamps.iter().map(|s| joiner.join(s)).collect();
+    let timelines: Vec<Timeline> = st.iter().map(|s| joiner.join(s)).collect();
     let with_block: Vec<Timeline> = timelines
         .iter()
         .filter(|t| t.q.is_some() && t.c.is_some())
@@ -151,7 +196,7 @@ pub fn run_config(
     res.missed_in_pages = cap.missed_in_pages;
     res.events = cap.events.len();
     res.pages = cap.pages;
-    Ok((res, Some(cap), with_block))
+    Ok((res, out.point, Some(cap)))
 }
 
 /// Switches a disk's I/O scheduler and puts the original back on drop.

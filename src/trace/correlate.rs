@@ -347,11 +347,11 @@ impl Joiner {
             if b.write != u.write {
                 continue;
             }
-            if head.map_or(true, |h| b.q < h.q) {
+            if head.is_none_or(|h| b.q < h.q) {
                 head = Some(b);
             }
             if let Some(c) = b.c {
-                if last_c.map_or(true, |(lc, _)| c > lc) {
+                if last_c.is_none_or(|(lc, _)| c > lc) {
                     last_c = Some((c, b.c_cpu.unwrap_or(0)));
                 }
             }

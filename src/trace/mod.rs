@@ -8,7 +8,6 @@
 pub mod blkexport;
 pub mod config;
 pub mod correlate;
-pub mod driver;
 pub mod events;
 pub mod extents;
 pub mod format;
@@ -16,5 +15,4 @@ pub mod reader;
 pub mod ringbuf;
 pub mod session;
 pub mod stages;
-pub mod standin;
 pub mod tracefs;

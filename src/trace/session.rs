@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 
+use super::correlate::reap_syscalls;
 use super::events::{Decoder, Event, Kind};
 use super::reader::{CpuPages, Readers};
 use super::ringbuf::parse_page;
@@ -31,16 +32,25 @@ impl TraceSpec {
                 EventSpec::new(s, n, Some(devf.clone()))
             })
             .collect();
-        if !self.tids.is_empty() {
-            let f = self
-                .tids
+        // Syscalls: by worker thread when the tids are known up front, else
+        // by syscall number (only the I/O syscalls; joined by tid afterwards).
+        let f = if self.tids.is_empty() {
+            let mut nrs = reap_syscalls();
+            nrs.push(libc::SYS_io_submit);
+            nrs.retain(|&n| n != libc::SYS_read && n != libc::SYS_write);
+            nrs.iter()
+                .map(|n| format!("id == {n}"))
+                .collect::<Vec<_>>()
+                .join(" || ")
+        } else {
+            self.tids
                 .iter()
                 .map(|t| format!("common_pid == {t}"))
                 .collect::<Vec<_>>()
-                .join(" || ");
-            v.push(EventSpec::new("raw_syscalls", "sys_enter", Some(f.clone())));
-            v.push(EventSpec::new("raw_syscalls", "sys_exit", Some(f)));
-        }
+                .join(" || ")
+        };
+        v.push(EventSpec::new("raw_syscalls", "sys_enter", Some(f.clone())));
+        v.push(EventSpec::new("raw_syscalls", "sys_exit", Some(f)));
         if self.uring {
             v.push(EventSpec::new("io_uring", "io_uring_submit_req", None));
             v.push(EventSpec::new("io_uring", "io_uring_complete", None));
