@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Breakdown of 4k random reads at QD1 and QD16 for psync, aio and io_uring,
 # and the tracing overhead: every configuration runs untraced (A) then traced
-# (B), in ROUNDS rounds; prints the median overhead with its spread, and the
+# (B), in ROUNDS rounds (EXTRA="--no-syscalls" to trace without syscalls); prints the median overhead with its spread, and the
 # per-stage means of the median round. Needs root (tracefs).
 set -euo pipefail
 IOLAB=${IOLAB:-target/release/iolab}
@@ -10,8 +10,8 @@ RUNTIME=${RUNTIME:-3s}
 DIR=${DIR:-/var/tmp}
 OUT=$(mktemp -d /var/tmp/iolab-bench-trace.XXXXXX)
 for r in $(seq 1 "$ROUNDS"); do
-  echo "# round $r: $IOLAB trace --dir $DIR --size 1G --runtime $RUNTIME --engine psync,aio,io_uring --qd 1,16 -o $OUT/round$r.json" >&2
-  "$IOLAB" trace --dir "$DIR" --size 1G --runtime "$RUNTIME" --engine psync,aio,io_uring --qd 1,16 -o "$OUT/round$r.json" > "$OUT/round$r.txt"
+  echo "# round $r: $IOLAB trace --dir $DIR --size 1G --runtime $RUNTIME --engine psync,aio,io_uring --qd 1,16 ${EXTRA:-} -o $OUT/round$r.json" >&2
+  "$IOLAB" trace --dir "$DIR" --size 1G --runtime "$RUNTIME" --engine psync,aio,io_uring --qd 1,16 ${EXTRA:-} -o "$OUT/round$r.json" > "$OUT/round$r.txt"
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, sys, statistics as st

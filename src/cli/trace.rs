@@ -41,6 +41,10 @@ pub struct TraceOpts {
     /// Skip the untraced run that measures the tracing overhead
     #[arg(long)]
     pub no_overhead: bool,
+    /// Do not trace syscall entry/exit (lower overhead; the submission and
+    /// reaping edges merge into "prepare+submit" and "completion+reap")
+    #[arg(long)]
+    pub no_syscalls: bool,
     /// Ring-buffer size per CPU, KiB
     #[arg(long, default_value_t = 16384)]
     pub buffer_kb: u32,

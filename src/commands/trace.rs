@@ -172,6 +172,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         kdev: kdev(whole.major, whole.minor),
         irqs,
         buffer_kb: args.buffer_kb,
+        syscalls: !args.no_syscalls,
         max_records: args.max_ops,
     };
 

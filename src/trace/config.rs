@@ -55,6 +55,7 @@ pub struct Setup<'a> {
     pub kdev: u32,
     pub irqs: Vec<u32>,
     pub buffer_kb: u32,
+    pub syscalls: bool,
     /// Per-request log capacity per worker.
     pub max_records: usize,
 }
@@ -153,6 +154,7 @@ pub fn run_config(
         irqs: setup.irqs.clone(),
         tids: Vec::new(),
         uring: spec.engine == EngineKind::IoUring,
+        syscalls: setup.syscalls,
         buffer_kb: setup.buffer_kb,
     };
     let (out, cap) = traced(&setup.caps, &tspec, || run(setup, spec))?;

@@ -19,6 +19,8 @@ pub struct TraceSpec {
     /// Worker thread ids whose syscalls to record.
     pub tids: Vec<i32>,
     pub uring: bool,
+    /// Record syscall entry/exit (the kernel-submission and reaping edges).
+    pub syscalls: bool,
     pub buffer_kb: u32,
 }
 
@@ -49,8 +51,10 @@ impl TraceSpec {
                 .collect::<Vec<_>>()
                 .join(" || ")
         };
-        v.push(EventSpec::new("raw_syscalls", "sys_enter", Some(f.clone())));
-        v.push(EventSpec::new("raw_syscalls", "sys_exit", Some(f)));
+        if self.syscalls {
+            v.push(EventSpec::new("raw_syscalls", "sys_enter", Some(f.clone())));
+            v.push(EventSpec::new("raw_syscalls", "sys_exit", Some(f)));
+        }
         if self.uring {
             v.push(EventSpec::new("io_uring", "io_uring_submit_req", None));
             v.push(EventSpec::new("io_uring", "io_uring_complete", None));
