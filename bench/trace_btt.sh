@@ -14,8 +14,8 @@ for r in $(seq 1 "$ROUNDS"); do
   for cfg in "psync 1" "io_uring 16"; do
     set -- $cfg
     name="${1}_qd${2}"
-    echo "# round $r $name: $IOLAB trace --dir $DIR --size 1G --runtime $RUNTIME --engine $1 --qd $2 --no-overhead --export $OUT/r$r --export-dev 8:0 -o $OUT/r$r-$name.json; blkparse -q -i <export> -d bin; btt -i bin" >&2
-    "$IOLAB" trace --dir "$DIR" --size 1G --runtime "$RUNTIME" --engine "$1" --qd "$2" --no-overhead \
+    echo "# round $r $name: $IOLAB trace --dir $DIR --size ${SIZE:-1G} --runtime $RUNTIME --engine $1 --qd $2 --no-overhead --export $OUT/r$r --export-dev 8:0 -o $OUT/r$r-$name.json; blkparse -q -i <export> -d bin; btt -i bin" >&2
+    "$IOLAB" trace --dir "$DIR" --size ${SIZE:-1G} --runtime "$RUNTIME" --engine "$1" --qd "$2" --no-overhead \
       --export "$OUT/r$r" --export-dev 8:0 -o "$OUT/r$r-$name.json" > "$OUT/r$r-$name.txt"
     base=$(ls "$OUT/r$r" | grep "^${1}_qd${2}_" | head -1 | sed 's/\.blktrace\.[0-9]*$//')
     (cd "$OUT/r$r" && blkparse -q -i "$base" -d "$name.bin" > /dev/null && btt -i "$name.bin" > "$name.btt")

@@ -10,8 +10,8 @@ RUNTIME=${RUNTIME:-3s}
 DIR=${DIR:-/var/tmp}
 OUT=$(mktemp -d /var/tmp/iolab-bench-trace.XXXXXX)
 for r in $(seq 1 "$ROUNDS"); do
-  echo "# round $r: $IOLAB trace --dir $DIR --size 1G --runtime $RUNTIME --engine psync,aio,io_uring --qd 1,16 ${EXTRA:-} -o $OUT/round$r.json" >&2
-  "$IOLAB" trace --dir "$DIR" --size 1G --runtime "$RUNTIME" --engine psync,aio,io_uring --qd 1,16 ${EXTRA:-} -o "$OUT/round$r.json" > "$OUT/round$r.txt"
+  echo "# round $r: $IOLAB trace --dir $DIR --size ${SIZE:-1G} --runtime $RUNTIME --engine psync,aio,io_uring --qd 1,16 ${EXTRA:-} -o $OUT/round$r.json" >&2
+  "$IOLAB" trace --dir "$DIR" --size ${SIZE:-1G} --runtime "$RUNTIME" --engine psync,aio,io_uring --qd 1,16 ${EXTRA:-} -o "$OUT/round$r.json" > "$OUT/round$r.txt"
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, sys, statistics as st

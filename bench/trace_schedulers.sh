@@ -10,8 +10,8 @@ ROUNDS=${ROUNDS:-3}
 OUT=$(mktemp -d /var/tmp/iolab-bench-sched.XXXXXX)
 before=$(cat /sys/block/vda/queue/scheduler)
 for r in $(seq 1 "$ROUNDS"); do
-  echo "# round $r: $IOLAB trace --dir $DIR --size 1G --runtime $RUNTIME --engine psync,io_uring --qd 16 --scheduler none,mq-deadline,bfq,kyber --no-overhead -o $OUT/round$r.json" >&2
-  "$IOLAB" trace --dir "$DIR" --size 1G --runtime "$RUNTIME" --engine psync,io_uring --qd 16 \
+  echo "# round $r: $IOLAB trace --dir $DIR --size ${SIZE:-1G} --runtime $RUNTIME --engine psync,io_uring --qd 16 --scheduler none,mq-deadline,bfq,kyber --no-overhead -o $OUT/round$r.json" >&2
+  "$IOLAB" trace --dir "$DIR" --size ${SIZE:-1G} --runtime "$RUNTIME" --engine psync,io_uring --qd 16 \
     --scheduler none,mq-deadline,bfq,kyber --no-overhead -o "$OUT/round$r.json" > "$OUT/round$r.txt"
 done
 after=$(cat /sys/block/vda/queue/scheduler)
