@@ -245,10 +245,17 @@ pub fn run(args: TraceArgs) -> Result<()> {
                     let name = res.label.replace([' ', '+'], "_");
                     let files =
                         blkexport::export(&cap.events, dir, &name, kdev(dev.major, dev.minor))?;
+                    blkexport::export(
+                        &cap.job_events(),
+                        dir,
+                        &format!("{name}_job"),
+                        kdev(dev.major, dev.minor),
+                    )?;
                     println!(
-                        "blktrace export: {} file(s) {}/{}.blktrace.*",
+                        "blktrace export: {} file(s) {}/{}.blktrace.* (all I/O on the device; {}_job.blktrace.*: this job's requests only)",
                         files.len(),
                         dir.display(),
+                        name,
                         name
                     );
                 }

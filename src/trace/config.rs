@@ -198,6 +198,8 @@ pub fn run_config(
     res.missed_in_pages = cap.missed_in_pages;
     res.events = cap.events.len();
     res.pages = cap.pages;
+    let mut cap = cap;
+    cap.job_sectors = st.iter().filter_map(|s| s.sector).collect();
     Ok((res, out.point, Some(cap)))
 }
 

@@ -82,6 +82,20 @@ pub struct Capture {
     pub pages: usize,
     pub bad_pages: usize,
     pub instance: String,
+    /// Device sectors of the job's own requests (for a job-only export).
+    pub job_sectors: std::collections::HashSet<u64>,
+}
+
+impl Capture {
+    /// Block events of the job's own requests only (what btt should see to
+    /// compare with iolab's per-request numbers).
+    pub fn job_events(&self) -> Vec<Event> {
+        self.events
+            .iter()
+            .filter(|e| e.kind.is_block() && self.job_sectors.contains(&e.a))
+            .copied()
+            .collect()
+    }
 }
 
 /// Trace `job` (run on this thread) and return its result with the capture.
