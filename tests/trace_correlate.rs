@@ -339,3 +339,72 @@ fn a_request_without_block_io_has_no_block_stages() {
         ]
     );
 }
+
+/// Two requests to the same sector in flight at once (QD > 1): each joins the
+/// bio that completed before it saw its completion, never a later one.
+#[test]
+fn concurrent_requests_to_one_sector_each_get_their_own_bio() {
+    let tid = 9;
+    let events = vec![
+        blk(100, 0, tid, Kind::Queue, 640, 8),
+        blk(101, 0, tid, Kind::GetRq, 640, 8),
+        blk(102, 0, tid, Kind::Issue, 640, 8),
+        blk(150, 0, tid, Kind::Queue, 640, 8),
+        blk(400, 1, 0, Kind::Complete, 640, 8),
+        blk(401, 0, tid, Kind::GetRq, 640, 8),
+        blk(402, 0, tid, Kind::Issue, 640, 8),
+        blk(900, 1, 0, Kind::Complete, 640, 8),
+    ];
+    let (bios, st) = block_timelines(&events);
+    assert_eq!(bios.len(), 2);
+    assert_eq!(st.orphan_events, 0);
+    let joiner = Joiner::new(&events, bios, DEV);
+    let a = UserStamp {
+        tid,
+        write: false,
+        offset: 0,
+        len: 4096,
+        sector: Some(640),
+        prepare: 90,
+        submitted: 95,
+        done: 450,
+    };
+    let b = UserStamp {
+        tid,
+        write: false,
+        offset: 0,
+        len: 4096,
+        sector: Some(640),
+        prepare: 140,
+        submitted: 145,
+        done: 950,
+    };
+    let ta = joiner.join(&a);
+    let tb = joiner.join(&b);
+    assert_eq!((ta.q, ta.c), (Some(100), Some(400)));
+    assert_eq!((tb.q, tb.c), (Some(150), Some(900)));
+    for (t, u) in [(ta, a), (tb, b)] {
+        let sum: u64 = split(&t).iter().map(|s| s.1).sum();
+        assert_eq!(sum, u.done - u.prepare);
+    }
+}
+
+/// An edge earlier than the one before it counts as a zero stage and is reported.
+#[test]
+fn out_of_order_edges_never_push_the_sum_past_the_total() {
+    use iolab::trace::correlate::Timeline;
+    use iolab::trace::stages::split_checked;
+    let t = Timeline {
+        p: 0,
+        e: Some(10),
+        q: Some(8),
+        g: Some(20),
+        d: Some(30),
+        c: Some(90),
+        u: 100,
+        ..Default::default()
+    };
+    let (parts, bad) = split_checked(&t);
+    assert_eq!(bad.as_deref(), Some("E>Q"));
+    assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), 100);
+}

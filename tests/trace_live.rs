@@ -176,3 +176,36 @@ fn sigint_mid_run_removes_the_tracing_instance() {
         "scratch file left behind"
     );
 }
+
+#[test]
+fn without_root_the_job_runs_untraced_and_says_why() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--help").output().is_err() {
+        eprintln!("SKIP without_root_the_job_runs_untraced_and_says_why: needs root and setpriv to drop privileges");
+        return;
+    }
+    // A world-writable directory on the real disk, with a copy of the binary nobody can run.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let bin = d.join("iolab");
+    std::fs::copy(env!("CARGO_BIN_EXE_iolab"), &bin).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["trace", "--size", "16M", "--runtime", "300ms", "--dir"])
+        .arg(d)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("tracing: unavailable (not root"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("untraced: mean latency"), "{stdout}");
+}

@@ -339,14 +339,24 @@ impl Joiner {
         // Bios of this request: sector in range, queued inside the request's window.
         let mut head: Option<&BioTimeline> = None;
         let mut last_c: Option<(u64, u16)> = None;
-        for (&(_, q), &bi) in self.by_sector.range((first, u.prepare)..(end, 0)) {
+        // One bio per sector: when two requests hit the same sector while in
+        // flight, keep the latest-queued bio that completed before this
+        // request was seen complete.
+        let mut picked: Vec<&BioTimeline> = Vec::new();
+        for (&(sector, q), &bi) in self.by_sector.range((first, u.prepare)..(end, 0)) {
             if q < u.prepare || q > u.done {
                 continue;
             }
             let b = &self.bios[bi];
-            if b.write != u.write {
+            if b.write != u.write || b.c.is_some_and(|c| c > u.done) {
                 continue;
             }
+            match picked.last_mut() {
+                Some(last) if last.sector == sector => *last = b,
+                _ => picked.push(b),
+            }
+        }
+        for b in picked {
             if head.is_none_or(|h| b.q < h.q) {
                 head = Some(b);
             }

@@ -71,8 +71,15 @@ pub fn is_device(stage: &str) -> bool {
 }
 
 /// Split one timeline into named stages; the residual is the total minus the
-/// sum of stages (non-zero only when edges are out of order).
+/// sum of stages. An edge earlier than the one before it gives a zero stage
+/// and does not move the chain back (so the stages never sum past the total);
+/// `split_checked` reports such edges.
 pub fn split(t: &Timeline) -> Vec<(&'static str, u64)> {
+    split_checked(t).0
+}
+
+/// `split`, plus the first out-of-order edge pair if any (e.g. "M>D").
+pub fn split_checked(t: &Timeline) -> (Vec<(&'static str, u64)>, Option<String>) {
     let pts: [(&'static str, Option<u64>); 11] = [
         ("P", Some(t.p)),
         ("E", t.e),
@@ -89,10 +96,16 @@ pub fn split(t: &Timeline) -> Vec<(&'static str, u64)> {
     let mut out = Vec::with_capacity(10);
     let mut prev: Option<(&'static str, u64)> = None;
     let mut sum = 0u64;
+    let mut reordered = None;
     for (label, ts) in pts {
         let Some(ts) = ts else { continue };
+        let mut ts = ts;
         if let Some((pl, pt)) = prev {
-            let d = ts.saturating_sub(pt);
+            if ts < pt {
+                reordered.get_or_insert_with(|| format!("{pl}>{label}"));
+                ts = pt;
+            }
+            let d = ts - pt;
             sum += d;
             out.push((stage_name(pl, label), d));
         }
@@ -100,7 +113,7 @@ pub fn split(t: &Timeline) -> Vec<(&'static str, u64)> {
     }
     let total = t.u.saturating_sub(t.p);
     out.push(("residual", total.saturating_sub(sum)));
-    out
+    (out, reordered)
 }
 
 /// Statistics of one stage over all requests.
@@ -134,6 +147,8 @@ pub struct Breakdown {
     pub requeued: u64,
     pub cross_cpu_completions: u64,
     pub with_irq: u64,
+    /// Requests with an edge earlier than the one before it, by edge pair.
+    pub reordered: std::collections::BTreeMap<String, u64>,
 }
 
 fn stats(name: &str, mut v: Vec<u64>, denom: f64) -> StageStats {
@@ -167,9 +182,14 @@ pub fn breakdown(timelines: &[Timeline]) -> Breakdown {
     let (mut q2c, mut d2c) = (Vec::new(), Vec::new());
     let mut device = 0u128;
     let (mut merged, mut split_n, mut requeued, mut cross, mut with_irq) = (0, 0, 0, 0, 0);
+    let mut reordered = std::collections::BTreeMap::new();
     for t in timelines {
         totals.push(t.u.saturating_sub(t.p));
-        for (name, d) in split(t) {
+        let (parts, bad) = split_checked(t);
+        if let Some(b) = bad {
+            *reordered.entry(b).or_insert(0) += 1;
+        }
+        for (name, d) in parts {
             let k = ORDER
                 .iter()
                 .position(|&o| o == name)
@@ -216,6 +236,7 @@ pub fn breakdown(timelines: &[Timeline]) -> Breakdown {
         requeued,
         cross_cpu_completions: cross,
         with_irq,
+        reordered,
     }
 }
 
@@ -255,6 +276,17 @@ pub fn render(b: &Breakdown) -> String {
         table.add_row(row(s, false));
     }
     let mut out = table.to_string();
+    if !b.reordered.is_empty() {
+        let v: Vec<String> = b
+            .reordered
+            .iter()
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect();
+        out.push_str(&format!(
+            "\nedges out of order (counted as 0): {}",
+            v.join(", ")
+        ));
+    }
     out.push_str(&format!(
         "\nsoftware {:.1}% / device {:.1}% of the mean request; {} requests, {} merged, {} split, {} requeued, {} completed on another CPU, {} with the device irq seen\n",
         b.software_share * 100.0,

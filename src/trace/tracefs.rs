@@ -42,7 +42,7 @@ pub fn probe() -> Capabilities {
             root,
             tracefs: None,
             mounted_by_us: false,
-            why_not: Some("not root and tracefs is not mounted".into()),
+            why_not: Some("not root: tracing needs root".into()),
         };
     }
     let r = std::process::Command::new("mount")
