@@ -129,6 +129,10 @@ pub struct StageStats {
     pub max_ns: u64,
     /// Sum of this stage over the sum of all request totals.
     pub share: f64,
+    /// The stage's HDR histogram (ns, base64 V2 deflate, as the core's
+    /// point histograms), for CDFs in reports.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub histogram: String,
 }
 
 /// The breakdown of a set of requests.
@@ -162,7 +166,12 @@ fn stats(name: &str, mut v: Vec<u64>, denom: f64) -> StageStats {
         v[rank.clamp(1, n) - 1]
     };
     let sum: u128 = v.iter().map(|&x| x as u128).sum();
+    let mut h = crate::measure::histogram::LatencyHistogram::new();
+    for &x in &v {
+        h.record(x);
+    }
     StageStats {
+        histogram: if n == 0 { String::new() } else { h.encode() },
         stage: name.to_string(),
         n: n as u64,
         min_ns: v.first().copied().unwrap_or(0),
