@@ -408,3 +408,35 @@ fn out_of_order_edges_never_push_the_sum_past_the_total() {
     assert_eq!(bad.as_deref(), Some("E>Q"));
     assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), 100);
 }
+
+/// SQPOLL: the bio is queued by the kernel's SQ thread, not the worker, so
+/// the worker's own io_uring_enter (a wait) is not the submission edge.
+#[test]
+fn sqpoll_submission_is_not_attributed_to_the_workers_syscall() {
+    let (worker, sq) = (30, 31);
+    let enter = libc::SYS_io_uring_enter as u64;
+    let events = vec![
+        ev(1_000, 0, worker, Kind::SysEnter, enter, 0),
+        blk(2_000, 1, sq, Kind::Queue, 512, 8),
+        blk(2_100, 1, sq, Kind::GetRq, 512, 8),
+        blk(2_200, 1, sq, Kind::Issue, 512, 8),
+        blk(9_000, 0, 0, Kind::Complete, 512, 8),
+        ev(9_500, 0, worker, Kind::SysExit, enter, 1),
+    ];
+    let (bios, _) = block_timelines(&events);
+    let joiner = Joiner::new(&events, bios, DEV);
+    let u = UserStamp {
+        tid: worker,
+        write: false,
+        offset: 0,
+        len: 4096,
+        sector: Some(512),
+        prepare: 500,
+        submitted: 600,
+        done: 10_000,
+    };
+    let t = joiner.join(&u);
+    assert_eq!(t.e, None);
+    let names: Vec<&str> = split(&t).iter().map(|s| s.0).collect();
+    assert_eq!(names[0], "prepare+submit");
+}

@@ -401,13 +401,18 @@ impl Joiner {
         }
         // Entry of the submitting syscall: the last one on this thread before Q
         // (or before the completion stamp when no block I/O happened).
+        // Only when this thread queued the bio itself (not an SQPOLL or io-wq
+        // thread, whose submission no syscall of this thread marks).
+        let own = head.is_none_or(|h| h.q_pid == u.tid);
         let until = t.q.unwrap_or(u.done);
-        t.e = last_in(
-            self.sys_enter.get(&u.tid),
-            u.prepare,
-            until,
-            &self.submit_nrs,
-        );
+        if own {
+            t.e = last_in(
+                self.sys_enter.get(&u.tid),
+                u.prepare,
+                until,
+                &self.submit_nrs,
+            );
+        }
         if t.q.is_none() {
             t.x = last_in(self.sys_exit.get(&u.tid), u.prepare, u.done, &self.reap_nrs);
         }
