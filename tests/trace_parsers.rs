@@ -101,10 +101,14 @@ fn parse_text(line: &str) -> (String, u64, Option<u64>) {
 }
 
 fn decode_cpu(cpu: u16) -> (Vec<Event>, usize) {
+    decode_file(&format!("cpu{cpu}.raw"), cpu)
+}
+
+fn decode_file(file: &str, cpu: u16) -> (Vec<Event>, usize) {
     let hp = HeaderPage::parse(&read("header_page")).unwrap();
     let he = HeaderEvent::parse(&read("header_event")).unwrap();
     let dec = Decoder::new(&formats()).unwrap();
-    let raw = std::fs::read(fixture(&format!("cpu{cpu}.raw"))).unwrap();
+    let raw = std::fs::read(fixture(file)).unwrap();
     let mut events = Vec::new();
     let mut records = 0;
     for page in raw.chunks(hp.page_size()) {
@@ -195,4 +199,45 @@ fn missed_events_flag_is_reported() {
         let s = parse_page(&page, &hp, &he, |_, _| {}).unwrap();
         assert_eq!(s.missed, Some(42));
     }
+}
+
+/// io_uring and syscall events (captured while fio ran io_uring at QD4):
+/// user_data and syscall numbers decode to what the kernel printed.
+#[test]
+fn io_uring_and_syscall_events_match_the_kernels_text() {
+    let (events, records) = decode_file("uring-cpu1.raw", 1);
+    assert_eq!(events.len(), records);
+    let text = read("uring-cpu1.txt");
+    let lines: Vec<&str> = text.lines().collect();
+    let n = events.len().min(lines.len());
+    let (mut uring, mut sys) = (0, 0);
+    for (i, (e, line)) in events.iter().zip(lines.iter()).take(n).enumerate() {
+        let (name, us, _) = parse_text(line);
+        assert_eq!(e.kind.tracepoint().1, name, "event {i}");
+        assert_eq!((e.ts + 500) / 1000, us, "event {i} timestamp");
+        match e.kind {
+            Kind::UringSubmit | Kind::UringComplete => {
+                let ud = line
+                    .split("user_data 0x")
+                    .nth(1)
+                    .unwrap()
+                    .split(',')
+                    .next()
+                    .unwrap();
+                assert_eq!(
+                    e.a,
+                    u64::from_str_radix(ud, 16).unwrap(),
+                    "event {i} user_data"
+                );
+                assert_ne!(e.c, 0, "ring pointer");
+                uring += 1;
+            }
+            Kind::SysEnter | Kind::SysExit => {
+                assert_eq!(e.a, 426, "io_uring_enter");
+                sys += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(uring >= 40 && sys >= 10, "uring {uring} sys {sys}");
 }
