@@ -209,3 +209,39 @@ fn without_root_the_job_runs_untraced_and_says_why() {
     );
     assert!(stdout.contains("untraced: mean latency"), "{stdout}");
 }
+
+#[test]
+fn lost_events_are_detected_and_reported() {
+    if let Some(why) = can_trace() {
+        eprintln!("SKIP lost_events_are_detected_and_reported: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // An 8 KiB ring buffer per CPU cannot hold 25 ms of a QD16 job's events.
+    let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "trace",
+            "--size",
+            "32M",
+            "--runtime",
+            "1s",
+            "--engine",
+            "io_uring",
+            "--qd",
+            "16",
+            "--no-overhead",
+            "--buffer-kb",
+            "8",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("WARNING: the kernel dropped"), "{stdout}");
+}

@@ -310,14 +310,18 @@ fn print_config(r: &ConfigResult) {
     };
     println!("{ov}");
     if let Some(l) = &r.lost {
+        println!(
+            "events: {} in {} pages; {} requests without a matching block I/O",
+            r.events, r.pages, r.unmatched_requests
+        );
         let lost = l.total() + r.missed_in_pages;
         if lost > 0 {
-            println!("WARNING: the kernel dropped {lost} trace events (overrun {}, dropped {}); raise --buffer-kb", l.overrun, l.dropped);
-        } else {
             println!(
-                "events: {} in {} pages, none lost; {} requests without a matching block I/O",
-                r.events, r.pages, r.unmatched_requests
+                "WARNING: the kernel dropped {lost} trace events (overrun {}, dropped {}); the breakdown covers only the requests whose events survived; raise --buffer-kb",
+                l.overrun, l.dropped
             );
+        } else {
+            println!("no trace events lost");
         }
     }
 }
