@@ -25,6 +25,9 @@ pub struct TraceOpts {
     /// Queue depths, comma separated (psync always runs at 1)
     #[arg(long, default_value = "1")]
     pub qd: String,
+    /// Worker threads (each with its own queue of --qd requests)
+    #[arg(long, default_value_t = 1)]
+    pub jobs: u32,
     /// Block size
     #[arg(long, default_value = "4k")]
     pub bs: String,

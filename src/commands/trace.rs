@@ -95,6 +95,12 @@ pub fn run(args: TraceArgs) -> Result<()> {
         None => None,
     };
 
+    if args.jobs == 0 || args.jobs > 1024 {
+        return Err(usage(
+            "--jobs",
+            format!("{} jobs is out of range 1..1024", args.jobs),
+        ));
+    }
     // Capabilities first: without them the job still runs, untraced.
     let caps = tracefs::probe();
     if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
@@ -223,6 +229,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
                     },
                     bs: vec![(bs, 100)],
                     qd,
+                    jobs: args.jobs,
                     engine,
                     uring: UringOptions {
                         sqpoll,
