@@ -41,6 +41,11 @@ pub struct TraceOpts {
     /// the original scheduler is restored afterwards
     #[arg(long)]
     pub scheduler: Option<String>,
+    /// Untraced/traced pairs per configuration for the tracing overhead, run
+    /// in alternating order (untraced first, then traced first, ...); the
+    /// reported overhead is the median over the pairs
+    #[arg(long, default_value_t = 1)]
+    pub overhead_pairs: u32,
     /// Skip the untraced run that measures the tracing overhead
     #[arg(long)]
     pub no_overhead: bool,

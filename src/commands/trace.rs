@@ -180,6 +180,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         buffer_kb: args.buffer_kb,
         syscalls: !args.no_syscalls,
         max_records: args.max_ops,
+        overhead_pairs: args.overhead_pairs.max(1),
     };
 
     let schedulers: Vec<Option<String>> = match &args.scheduler {
@@ -308,7 +309,7 @@ fn print_config(r: &ConfigResult) {
             "tracing overhead: mean latency {:.1} us traced vs {:.1} us untraced ({:+.1}%), IOPS {:.0} vs {:.0}",
             r.traced_mean_ns / 1e3,
             u / 1e3,
-            o * 100.0,
+            if r.overhead_pairs.len() > 1 { (r.traced_mean_ns / u - 1.0) * 100.0 } else { o * 100.0 },
             r.traced_iops,
             r.untraced_iops.unwrap_or(0.0)
         ),
@@ -316,6 +317,19 @@ fn print_config(r: &ConfigResult) {
         _ => format!("traced: mean latency {:.1} us, IOPS {:.0}", r.traced_mean_ns / 1e3, r.traced_iops),
     };
     println!("{ov}");
+    if r.overhead_pairs.len() > 1 {
+        let v: Vec<String> = r
+            .overhead_pairs
+            .iter()
+            .map(|o| format!("{:+.1}%", o * 100.0))
+            .collect();
+        println!(
+            "tracing overhead: median {:+.1}% over {} pairs in alternating order: {}",
+            r.overhead.unwrap_or(0.0) * 100.0,
+            v.len(),
+            v.join(" ")
+        );
+    }
     if let Some(l) = &r.lost {
         println!(
             "events: {} in {} pages; {} requests without a matching block I/O",

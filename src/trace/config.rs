@@ -31,8 +31,12 @@ pub struct ConfigResult {
     pub traced_mean_ns: f64,
     pub untraced_iops: Option<f64>,
     pub untraced_mean_ns: Option<f64>,
-    /// traced mean latency / untraced mean latency - 1.
+    /// traced mean latency / untraced mean latency - 1 (the median over
+    /// `overhead_pairs` when several pairs ran).
     pub overhead: Option<f64>,
+    /// Per-pair overheads, pairs run in alternating order (U T, T U, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overhead_pairs: Vec<f64>,
     pub breakdown: Option<Breakdown>,
     pub block: Option<BlockStats>,
     pub lost: Option<LostEvents>,
@@ -58,6 +62,8 @@ pub struct Setup<'a> {
     pub syscalls: bool,
     /// Per-request log capacity per worker.
     pub max_records: usize,
+    /// Untraced/traced pairs for the overhead (1 = one pair, untraced first).
+    pub overhead_pairs: u32,
 }
 
 /// User stamps of every logged request of a job, with device sectors.
@@ -127,6 +133,7 @@ pub fn run_config(
         untraced_iops: untraced.as_ref().map(|u| u.point.total.iops),
         untraced_mean_ns: u_stamps.as_deref().map(mean_latency),
         overhead: None,
+        overhead_pairs: Vec::new(),
         breakdown: None,
         block: None,
         lost: None,
@@ -198,6 +205,38 @@ pub fn run_config(
     res.missed_in_pages = cap.missed_in_pages;
     res.events = cap.events.len();
     res.pages = cap.pages;
+    if let Some(o) = res.overhead {
+        res.overhead_pairs.push(o);
+        for i in 1..setup.overhead_pairs {
+            if interrupt::stop_requested() {
+                break;
+            }
+            let traced_mean = |setup: &Setup| -> Result<f64> {
+                let (o, _) = traced(&setup.caps, &tspec, || run(setup, spec))?;
+                Ok(mean_latency(&stamps(&o, &setup.extents)))
+            };
+            let untraced_mean = |setup: &Setup| -> Result<f64> {
+                Ok(mean_latency(&stamps(&run(setup, spec)?, &setup.extents)))
+            };
+            let (t, u) = if i % 2 == 1 {
+                let t = traced_mean(setup)?;
+                (t, untraced_mean(setup)?)
+            } else {
+                let u = untraced_mean(setup)?;
+                (traced_mean(setup)?, u)
+            };
+            if u > 0.0 {
+                res.overhead_pairs.push(t / u - 1.0);
+            }
+        }
+        let mut v = res.overhead_pairs.clone();
+        v.sort_by(f64::total_cmp);
+        res.overhead = Some(if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        });
+    }
     let mut cap = cap;
     cap.job_sectors = st.iter().filter_map(|s| s.sector).collect();
     Ok((res, out.point, Some(cap)))
