@@ -26,6 +26,15 @@ for i, l in enumerate(labels):
     ov = [x["overhead"] * 100 for x in t]
     ir = st.median([x["traced_iops"] / x["untraced_iops"] for x in t])
     print(f"| {l} | {st.median([x['untraced_mean_ns'] for x in t])/1e3:.1f} | {st.median([x['traced_mean_ns'] for x in t])/1e3:.1f} | {st.median(ov):+.1f}% | {min(ov):+.1f}% | {max(ov):+.1f}% | {ir:.3f} |")
+pairs = [sum((r["points"][i]["extra"]["trace"].get("overhead_pairs", []) for r in runs), []) for i in range(len(labels))]
+if any(len(v) > len(runs) for v in pairs):
+    print("\n### All untraced/traced pairs (alternating order, --overhead-pairs)\n")
+    print("| configuration | pairs | median | 25th pct | 75th pct |")
+    print("|---|---|---|---|---|")
+    for l, v in zip(labels, pairs):
+        v = [x * 100 for x in v]
+        q = st.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
+        print(f"| {l} | {len(v)} | {st.median(v):+.1f}% | {q[0]:+.1f}% | {q[2]:+.1f}% |")
 print("\n## Stage means (us), median over rounds; share of the mean request\n")
 stages = []
 for r in runs:
