@@ -39,15 +39,29 @@ pub fn points_table(r: &Results) -> Table {
     t.headers.push("point".into());
     t.headers.extend(keys.iter().cloned());
     for h in [
-        "op", "ops", "bytes", "iops", "mib_s", "lat_mean_ns", "lat_p50_ns", "lat_p99_ns",
-        "lat_p99.9_ns", "lat_max_ns", "usr_pct", "sys_pct", "duration_s",
+        "op",
+        "ops",
+        "bytes",
+        "iops",
+        "mib_s",
+        "lat_mean_ns",
+        "lat_p50_ns",
+        "lat_p99_ns",
+        "lat_p99.9_ns",
+        "lat_max_ns",
+        "usr_pct",
+        "sys_pct",
+        "duration_s",
     ] {
         t.headers.push(h.into());
     }
     for p in &r.points {
         for (op, o) in &p.ops {
             let mut row = vec![p.name.clone()];
-            row.extend(keys.iter().map(|k| p.params.get(k).cloned().unwrap_or_default()));
+            row.extend(
+                keys.iter()
+                    .map(|k| p.params.get(k).cloned().unwrap_or_default()),
+            );
             let l = o.lat.as_ref().or(o.clat.as_ref());
             let pc = |q: f64| {
                 l.and_then(|l| l.percentile(q))

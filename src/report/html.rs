@@ -82,11 +82,26 @@ fn section_html(s: &Section) -> String {
 
 /// The points overview: one row per point and op kind.
 fn points_overview(r: &Results) -> Table {
-    let mut t = Table::new(&["point", "op", "IOPS", "MiB/s", "mean", "p50", "p99", "p99.9", "max", "usr/sys %"]);
+    let mut t = Table::new(&[
+        "point",
+        "op",
+        "IOPS",
+        "MiB/s",
+        "mean",
+        "p50",
+        "p99",
+        "p99.9",
+        "max",
+        "usr/sys %",
+    ]);
     for p in &r.points {
         for (op, o) in &p.ops {
             let l = o.lat.as_ref().or(o.clat.as_ref());
-            let pc = |q: f64| l.and_then(|l| l.percentile(q)).map(|v| fmt::ns(v as f64)).unwrap_or_default();
+            let pc = |q: f64| {
+                l.and_then(|l| l.percentile(q))
+                    .map(|v| fmt::ns(v as f64))
+                    .unwrap_or_default()
+            };
             t.rows.push(vec![
                 p.name.clone(),
                 op.clone(),
@@ -124,7 +139,11 @@ pub fn render(r: &Results, source: &str) -> String {
     let title = format!(
         "iolab {} report{}",
         r.kind,
-        if pv.hostname.is_empty() { String::new() } else { format!(" — {}", pv.hostname) }
+        if pv.hostname.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", pv.hostname)
+        }
     );
     let mut o = String::new();
     let _ = write!(
@@ -208,7 +227,11 @@ pub fn render(r: &Results, source: &str) -> String {
     if !pv.tools.is_empty() {
         let tools = Table {
             headers: vec!["tool".into(), "version".into()],
-            rows: pv.tools.iter().map(|(k, v)| vec![k.clone(), v.clone()]).collect(),
+            rows: pv
+                .tools
+                .iter()
+                .map(|(k, v)| vec![k.clone(), v.clone()])
+                .collect(),
         };
         o.push_str(&table_html(&tools, "kv"));
     }

@@ -11,10 +11,20 @@ fn cell(s: &str) -> String {
 
 pub fn table_md(t: &Table) -> String {
     let mut o = String::new();
-    o.push_str(&format!("| {} |\n", t.headers.iter().map(|h| cell(h)).collect::<Vec<_>>().join(" | ")));
+    o.push_str(&format!(
+        "| {} |\n",
+        t.headers
+            .iter()
+            .map(|h| cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    ));
     o.push_str(&format!("|{}\n", "---|".repeat(t.headers.len())));
     for r in &t.rows {
-        o.push_str(&format!("| {} |\n", r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")));
+        o.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        ));
     }
     o
 }
@@ -26,7 +36,11 @@ pub fn render(r: &Results) -> String {
         "{} point(s), started {} on {} ({}), iolab {}\n\n",
         r.points.len(),
         pv.started_at,
-        if pv.hostname.is_empty() { "?" } else { &pv.hostname },
+        if pv.hostname.is_empty() {
+            "?"
+        } else {
+            &pv.hostname
+        },
         pv.kernel,
         pv.iolab_version
     ));
@@ -57,7 +71,9 @@ pub fn render(r: &Results) -> String {
                 fmt::count(s.iops),
                 fmt::mib(s.mib_s),
                 l.map(|l| fmt::ns(l.mean_ns)).unwrap_or_default(),
-                l.and_then(|l| l.percentile(99.0)).map(|v| fmt::ns(v as f64)).unwrap_or_default(),
+                l.and_then(|l| l.percentile(99.0))
+                    .map(|v| fmt::ns(v as f64))
+                    .unwrap_or_default(),
                 l.map(|l| fmt::ns(l.max_ns as f64)).unwrap_or_default(),
             ]);
         }

@@ -3,7 +3,9 @@
 //! fio JSON import/export. Report code never measures.
 
 pub mod charts;
+pub mod compare;
 pub mod csv;
+pub mod fio_json;
 pub mod fmt;
 pub mod html;
 pub mod markdown;

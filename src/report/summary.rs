@@ -14,16 +14,28 @@ pub struct Headline {
     pub detail: String,
 }
 
-fn best<'a>(pts: impl Iterator<Item = &'a Point>, key: impl Fn(&Point) -> f64) -> Option<&'a Point> {
+fn best<'a>(
+    pts: impl Iterator<Item = &'a Point>,
+    key: impl Fn(&Point) -> f64,
+) -> Option<&'a Point> {
     pts.max_by(|a, b| key(a).total_cmp(&key(b)))
 }
 
 pub fn headlines(r: &Results) -> Vec<Headline> {
     let mut out = Vec::new();
     let dev = || r.points.iter().filter(|p| !p.extra.contains_key("kv"));
-    let small_random = |p: &&Point| rw_of(p).starts_with("rand") && bs_of(p).is_some_and(|b| b <= 4096);
-    for (label, want) in [("max 4k random read IOPS", 100), ("max 4k random write IOPS", 0)] {
-        if let Some(p) = best(dev().filter(small_random).filter(|p| read_pct(p) == Some(want)), |p| p.total.iops) {
+    let small_random =
+        |p: &&Point| rw_of(p).starts_with("rand") && bs_of(p).is_some_and(|b| b <= 4096);
+    for (label, want) in [
+        ("max 4k random read IOPS", 100),
+        ("max 4k random write IOPS", 0),
+    ] {
+        if let Some(p) = best(
+            dev()
+                .filter(small_random)
+                .filter(|p| read_pct(p) == Some(want)),
+            |p| p.total.iops,
+        ) {
             out.push(Headline {
                 label: label.into(),
                 value: fmt::count(p.total.iops),
@@ -32,7 +44,9 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
         }
     }
     for (label, want) in [("max read bandwidth", 100), ("max write bandwidth", 0)] {
-        if let Some(p) = best(dev().filter(|p| read_pct(p) == Some(want)), |p| p.total.mib_s) {
+        if let Some(p) = best(dev().filter(|p| read_pct(p) == Some(want)), |p| {
+            p.total.mib_s
+        }) {
             if p.total.mib_s > 0.0 {
                 out.push(Headline {
                     label: label.into(),
@@ -43,7 +57,10 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
         }
     }
     // Unloaded latency: QD1, not batched, smallest block.
-    for (label, want) in [("QD1 random read latency", 100), ("QD1 random write latency", 0)] {
+    for (label, want) in [
+        ("QD1 random read latency", 100),
+        ("QD1 random write latency", 0),
+    ] {
         let p = dev()
             .filter(|p| param_u64(p, "qd") == Some(1) && batch_of(p).is_none())
             .filter(|p| rw_of(p).starts_with("rand") && read_pct(p) == Some(want))
@@ -75,7 +92,11 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
             });
         }
     }
-    let kv: Vec<&Point> = r.points.iter().filter(|p| p.extra.contains_key("kv")).collect();
+    let kv: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| p.extra.contains_key("kv"))
+        .collect();
     if let Some(p) = best(kv.into_iter(), |p| p.total.iops) {
         out.push(Headline {
             label: "max database ops/s".into(),
@@ -119,7 +140,10 @@ pub fn warnings(r: &Results) -> Vec<String> {
         }
     }
     if r.interrupted {
-        push("the run was interrupted: this report holds the points measured before the signal".into());
+        push(
+            "the run was interrupted: this report holds the points measured before the signal"
+                .into(),
+        );
     } else if !r.complete {
         push("the results are incomplete (the run was still going or was killed)".into());
     }

@@ -632,9 +632,11 @@ fn heat_color(f: f64) -> String {
 pub fn heat_map(c: &HeatMap) -> String {
     let all: Vec<f64> = c.values.iter().flatten().flatten().copied().collect();
     let scale = auto_scale(all.iter().copied());
-    let (lo, hi) = all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, &v| {
-        (a.0.min(fwd(scale, v)), a.1.max(fwd(scale, v)))
-    });
+    let (lo, hi) = all
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, &v| {
+            (a.0.min(fwd(scale, v)), a.1.max(fwd(scale, v)))
+        });
     let mut out = String::new();
     svg_open(&mut out, &c.title, all.len(), W, H);
     let (x0, x1, y0, y1) = (ML + 20.0, W - MR, H - MB, MT);
@@ -771,7 +773,10 @@ mod tests {
             y_title: "%".into(),
             y_fmt: fmt,
             categories: vec!["a".into(), "b".into()],
-            stacks: vec![("usr".into(), vec![1.0, 2.0]), ("sys".into(), vec![3.0, 0.0])],
+            stacks: vec![
+                ("usr".into(), vec![1.0, 2.0]),
+                ("sys".into(), vec![3.0, 0.0]),
+            ],
             stacked: true,
         });
         assert_eq!(b.matches(r#"class="pt""#).count(), 3);

@@ -84,12 +84,20 @@ pub fn bs_sweep(r: &Results) -> Option<Section> {
             a.push((
                 bs,
                 p.total.iops,
-                format!("{name}, bs {}: {} IOPS", fmt::bytes(bs), fmt::count(p.total.iops)),
+                format!(
+                    "{name}, bs {}: {} IOPS",
+                    fmt::bytes(bs),
+                    fmt::count(p.total.iops)
+                ),
             ));
             b.push((
                 bs,
                 p.total.mib_s,
-                format!("{name}, bs {}: {} MiB/s", fmt::bytes(bs), fmt::mib(p.total.mib_s)),
+                format!(
+                    "{name}, bs {}: {} MiB/s",
+                    fmt::bytes(bs),
+                    fmt::mib(p.total.mib_s)
+                ),
             ));
             table.rows.push(vec![
                 name.clone(),
@@ -227,7 +235,11 @@ pub fn batching(r: &Results) -> Option<Section> {
             v.push((
                 k as f64,
                 s,
-                format!("{rw} {}: k={k} speedup {} vs k={k0}", fmt::bytes(*bs as f64), fmt::times(s)),
+                format!(
+                    "{rw} {}: k={k} speedup {} vs k={k0}",
+                    fmt::bytes(*bs as f64),
+                    fmt::times(s)
+                ),
             ));
             table.rows.push(vec![
                 rw.clone(),
@@ -250,8 +262,16 @@ pub fn batching(r: &Results) -> Option<Section> {
     }
     let mut svgs = vec![svg::line_chart(&LineChart {
         title: "Batching speedup vs batch size k".into(),
-        x: Axis::new("batch size k (requests submitted together)", Scale::Log, fmt::plain),
-        y: Axis::new("speedup (per-block time at smallest k / at k)", Scale::Linear, fmt::times),
+        x: Axis::new(
+            "batch size k (requests submitted together)",
+            Scale::Log,
+            fmt::plain,
+        ),
+        y: Axis::new(
+            "speedup (per-block time at smallest k / at k)",
+            Scale::Linear,
+            fmt::times,
+        ),
         series: vs_k,
         shade: None,
         marks: vec![],
@@ -280,7 +300,11 @@ pub fn batching(r: &Results) -> Option<Section> {
                 Some((
                     *bs as f64,
                     s,
-                    format!("{rw} {} at k={kmax}: {}", fmt::bytes(*bs as f64), fmt::times(s)),
+                    format!(
+                        "{rw} {} at k={kmax}: {}",
+                        fmt::bytes(*bs as f64),
+                        fmt::times(s)
+                    ),
                 ))
             })
             .collect();
@@ -410,7 +434,13 @@ pub fn load_latency(r: &Results) -> Option<Section> {
             .or_else(|| p.params.get("rate_iops"))
             .cloned()
             .unwrap_or_default();
-        let t = |what: &str, v: f64| format!("{} IOPS (target {rate}): {what} {}", fmt::count(x), fmt::ns(v));
+        let t = |what: &str, v: f64| {
+            format!(
+                "{} IOPS (target {rate}): {what} {}",
+                fmt::count(x),
+                fmt::ns(v)
+            )
+        };
         mean.push((x, m, t("mean", m)));
         p95.push((x, a, t("p95", a)));
         p99.push((x, b, t("p99", b)));
@@ -439,13 +469,37 @@ pub fn load_latency(r: &Results) -> Option<Section> {
             vec![(x, y, format!("knee ~{} IOPS", fmt::count(x)))]
         }
         None => knee(&kp)
-            .map(|i| vec![(kp[i].0, kp[i].1, format!("knee ~{} IOPS", fmt::count(kp[i].0)))])
+            .map(|i| {
+                vec![(
+                    kp[i].0,
+                    kp[i].1,
+                    format!("knee ~{} IOPS", fmt::count(kp[i].0)),
+                )]
+            })
             .unwrap_or_default(),
     };
     let series = vec![
-        Series { label: "mean".into(), points: mean, dashed: false, color: 0, line: true },
-        Series { label: "p95".into(), points: p95, dashed: false, color: 4, line: true },
-        Series { label: "p99".into(), points: p99, dashed: false, color: 1, line: true },
+        Series {
+            label: "mean".into(),
+            points: mean,
+            dashed: false,
+            color: 0,
+            line: true,
+        },
+        Series {
+            label: "p95".into(),
+            points: p95,
+            dashed: false,
+            color: 4,
+            line: true,
+        },
+        Series {
+            label: "p99".into(),
+            points: p99,
+            dashed: false,
+            color: 1,
+            line: true,
+        },
     ];
     let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
     Some(Section {

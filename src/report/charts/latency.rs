@@ -67,7 +67,11 @@ pub fn percentiles(r: &Results) -> Option<Section> {
                 table
                     .rows
                     .push(vec![label.clone(), fmt::pctile(q), format!("{ns:.0}")]);
-                (q, ns, format!("{label}: p{} = {}", fmt::pctile(q), fmt::ns(ns)))
+                (
+                    q,
+                    ns,
+                    format!("{label}: p{} = {}", fmt::pctile(q), fmt::ns(ns)),
+                )
             })
             .collect();
         if v.is_empty() {
@@ -139,7 +143,11 @@ pub fn cdf(r: &Results) -> Option<Section> {
                 (
                     ns as f64,
                     f * 100.0,
-                    format!("{label}: {:.3}% at or below {}", f * 100.0, fmt::ns(ns as f64)),
+                    format!(
+                        "{label}: {:.3}% at or below {}",
+                        f * 100.0,
+                        fmt::ns(ns as f64)
+                    ),
                 )
             })
             .collect();
@@ -196,9 +204,37 @@ pub fn time_series(r: &Results) -> Option<Section> {
         let mut c = Vec::new();
         for s in &p.series {
             let t = s.t_s + off;
-            a.push((t, s.iops, format!("{} at {}: {} IOPS", p.name, fmt::secs(t), fmt::count(s.iops))));
-            b.push((t, s.mib_s, format!("{} at {}: {} MiB/s", p.name, fmt::secs(t), fmt::mib(s.mib_s))));
-            c.push((t, s.mean_ns, format!("{} at {}: mean {}, p99 {}", p.name, fmt::secs(t), fmt::ns(s.mean_ns), fmt::ns(s.p99_ns as f64))));
+            a.push((
+                t,
+                s.iops,
+                format!(
+                    "{} at {}: {} IOPS",
+                    p.name,
+                    fmt::secs(t),
+                    fmt::count(s.iops)
+                ),
+            ));
+            b.push((
+                t,
+                s.mib_s,
+                format!(
+                    "{} at {}: {} MiB/s",
+                    p.name,
+                    fmt::secs(t),
+                    fmt::mib(s.mib_s)
+                ),
+            ));
+            c.push((
+                t,
+                s.mean_ns,
+                format!(
+                    "{} at {}: mean {}, p99 {}",
+                    p.name,
+                    fmt::secs(t),
+                    fmt::ns(s.mean_ns),
+                    fmt::ns(s.p99_ns as f64)
+                ),
+            ));
             table.rows.push(vec![
                 p.name.clone(),
                 format!("{t:.1}"),
@@ -236,7 +272,11 @@ pub fn time_series(r: &Results) -> Option<Section> {
         id: "time-series".into(),
         title: "Time series".into(),
         note: if pts.len() > sel.len() {
-            format!("Per-second values of the {} longest of {} points.", sel.len(), pts.len())
+            format!(
+                "Per-second values of the {} longest of {} points.",
+                sel.len(),
+                pts.len()
+            )
         } else {
             "Per-second values of each point.".into()
         },
@@ -270,13 +310,25 @@ pub fn cpu(r: &Results) -> Option<Section> {
         })
         .collect();
     let mut stacks = vec![
-        ("usr".to_string(), pts.iter().map(|p| p.cpu.usr_pct).collect::<Vec<_>>()),
-        ("sys".to_string(), pts.iter().map(|p| p.cpu.sys_pct).collect()),
+        (
+            "usr".to_string(),
+            pts.iter().map(|p| p.cpu.usr_pct).collect::<Vec<_>>(),
+        ),
+        (
+            "sys".to_string(),
+            pts.iter().map(|p| p.cpu.sys_pct).collect(),
+        ),
     ];
     if iowait.iter().any(|v| *v > 0.0) {
         stacks.push(("iowait".into(), iowait));
     }
-    let mut table = Table::new(&["point", "usr %", "sys %", "ctx voluntary", "ctx involuntary"]);
+    let mut table = Table::new(&[
+        "point",
+        "usr %",
+        "sys %",
+        "ctx voluntary",
+        "ctx involuntary",
+    ]);
     for p in &pts {
         table.rows.push(vec![
             p.name.clone(),

@@ -142,8 +142,5 @@ pub fn label(p: &Point, keys: &[String]) -> String {
 
 /// Sort key for numeric-looking strings.
 pub fn num_key(s: &str) -> (u64, String) {
-    (
-        parse_size("x", s).unwrap_or(u64::MAX),
-        s.to_string(),
-    )
+    (parse_size("x", s).unwrap_or(u64::MAX), s.to_string())
 }

@@ -16,7 +16,10 @@ use crate::results::{Point, Results};
 type Pt = (f64, f64, String);
 
 fn kv_points(r: &Results) -> Vec<&Point> {
-    r.points.iter().filter(|p| p.extra.contains_key("kv")).collect()
+    r.points
+        .iter()
+        .filter(|p| p.extra.contains_key("kv"))
+        .collect()
 }
 
 /// Database sections: throughput per workload, latency per operation,
@@ -64,7 +67,14 @@ pub fn kv(r: &Results) -> Vec<Section> {
                             .unwrap_or(0.0)
                     })
                     .collect();
-                (if e.is_empty() { "ops/s".into() } else { e.clone() }, v)
+                (
+                    if e.is_empty() {
+                        "ops/s".into()
+                    } else {
+                        e.clone()
+                    },
+                    v,
+                )
             })
             .collect();
         for p in &plain {
@@ -92,12 +102,22 @@ pub fn kv(r: &Results) -> Vec<Section> {
         // Latency per operation.
         let mut cats = Vec::new();
         let (mut mean, mut p99) = (Vec::new(), Vec::new());
-        let mut table = Table::new(&["workload", "engine", "op", "count", "mean ns", "p95 ns", "p99 ns", "max ns"]);
+        let mut table = Table::new(&[
+            "workload", "engine", "op", "count", "mean ns", "p95 ns", "p99 ns", "max ns",
+        ]);
         for p in &plain {
             for (op, o) in &p.ops {
                 let Some(l) = &o.lat else { continue };
                 let e = engine(p);
-                cats.push(format!("{} {op}{}", workload(p), if engines.len() > 1 { format!(" ({e})") } else { String::new() }));
+                cats.push(format!(
+                    "{} {op}{}",
+                    workload(p),
+                    if engines.len() > 1 {
+                        format!(" ({e})")
+                    } else {
+                        String::new()
+                    }
+                ));
                 mean.push(l.mean_ns);
                 p99.push(l.percentile(99.0).unwrap_or(0) as f64);
                 table.rows.push(vec![
@@ -144,9 +164,18 @@ pub fn kv(r: &Results) -> Vec<Section> {
                 lines.entry((engine(p), op.clone())).or_default().push((
                     n,
                     o.iops,
-                    format!("{} {op}, {n} readers: {} ops/s", engine(p), fmt::count(o.iops)),
+                    format!(
+                        "{} {op}, {n} readers: {} ops/s",
+                        engine(p),
+                        fmt::count(o.iops)
+                    ),
                 ));
-                table.rows.push(vec![engine(p), n.to_string(), op.clone(), format!("{:.0}", o.iops)]);
+                table.rows.push(vec![
+                    engine(p),
+                    n.to_string(),
+                    op.clone(),
+                    format!("{:.0}", o.iops),
+                ]);
             }
         }
         let series: Vec<Series> = lines
@@ -185,7 +214,9 @@ pub fn kv(r: &Results) -> Vec<Section> {
     let mut cols: Vec<String> = Vec::new();
     let mut rows: Vec<(String, BTreeMap<String, String>)> = Vec::new();
     for p in &pts {
-        let Some(load) = p.extra.get("kv").and_then(|k| k.get("load")) else { continue };
+        let Some(load) = p.extra.get("kv").and_then(|k| k.get("load")) else {
+            continue;
+        };
         let mut flat = BTreeMap::new();
         flatten("", load, &mut flat, 0);
         for k in flat.keys() {
@@ -201,13 +232,17 @@ pub fn kv(r: &Results) -> Vec<Section> {
         table.headers.extend(cols.iter().cloned());
         for (name, flat) in rows {
             let mut row = vec![name];
-            row.extend(cols.iter().map(|c| flat.get(c).cloned().unwrap_or_default()));
+            row.extend(
+                cols.iter()
+                    .map(|c| flat.get(c).cloned().unwrap_or_default()),
+            );
             table.rows.push(row);
         }
         out.push(Section {
             id: "kv-load".into(),
             title: "Database load statistics".into(),
-            note: "Wall, CPU, context switches, filesystem operations and sizes of each phase.".into(),
+            note: "Wall, CPU, context switches, filesystem operations and sizes of each phase."
+                .into(),
             svgs: vec![],
             table,
         });
@@ -220,14 +255,24 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>, depth: u
     match v {
         Value::Object(m) if depth < 2 => {
             for (k, v) in m {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 flatten(&key, v, out, depth + 1);
             }
         }
         Value::Number(n) => {
             let s = n
                 .as_f64()
-                .map(|f| if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f:.3}") })
+                .map(|f| {
+                    if f.fract() == 0.0 {
+                        format!("{f:.0}")
+                    } else {
+                        format!("{f:.3}")
+                    }
+                })
                 .unwrap_or_else(|| n.to_string());
             out.insert(prefix.to_string(), s);
         }
@@ -291,13 +336,20 @@ pub fn breakdown(r: &Results) -> Option<Section> {
                 p.name.clone(),
                 st.clone(),
                 format!("{:.0}", mean_of(b, st)),
-                share.map(|s| format!("{:.1}%", s * 100.0)).unwrap_or_default(),
+                share
+                    .map(|s| format!("{:.1}%", s * 100.0))
+                    .unwrap_or_default(),
             ]);
         }
     }
     let stacks = stages
         .iter()
-        .map(|st| (st.clone(), pts.iter().map(|(_, b)| mean_of(b, st)).collect()))
+        .map(|st| {
+            (
+                st.clone(),
+                pts.iter().map(|(_, b)| mean_of(b, st)).collect(),
+            )
+        })
         .collect();
     Some(Section {
         id: "breakdown".into(),
@@ -324,13 +376,23 @@ pub fn steady_state(r: &Results) -> Option<Section> {
     let mut hlines = Vec::new();
     let mut shade = None;
     for (i, p) in r.points.iter().enumerate() {
-        let Some(ss) = p.extra.get("steady_state").or_else(|| r.analysis.get("steady_state")) else { continue };
+        let Some(ss) = p
+            .extra
+            .get("steady_state")
+            .or_else(|| r.analysis.get("steady_state"))
+        else {
+            continue;
+        };
         let vals: Vec<f64> = ["rounds", "values", "series"]
             .iter()
             .find_map(|k| ss.get(*k).and_then(|v| v.as_array()))
             .map(|a| {
                 a.iter()
-                    .filter_map(|v| v.as_f64().or_else(|| v.get("value").and_then(|x| x.as_f64())).or_else(|| v.get("iops").and_then(|x| x.as_f64())))
+                    .filter_map(|v| {
+                        v.as_f64()
+                            .or_else(|| v.get("value").and_then(|x| x.as_f64()))
+                            .or_else(|| v.get("iops").and_then(|x| x.as_f64()))
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -341,21 +403,40 @@ pub fn steady_state(r: &Results) -> Option<Section> {
             .iter()
             .enumerate()
             .map(|(k, v)| {
-                table.rows.push(vec![p.name.clone(), (k + 1).to_string(), fmt::plain(*v)]);
-                ((k + 1) as f64, *v, format!("{} round {}: {}", p.name, k + 1, fmt::plain(*v)))
+                table
+                    .rows
+                    .push(vec![p.name.clone(), (k + 1).to_string(), fmt::plain(*v)]);
+                (
+                    (k + 1) as f64,
+                    *v,
+                    format!("{} round {}: {}", p.name, k + 1, fmt::plain(*v)),
+                )
             })
             .collect();
         if let Some(b) = ss.get("bounds").and_then(|b| b.as_array()) {
-            for (v, l) in b.iter().filter_map(|x| x.as_f64()).zip(["lower bound", "upper bound"]) {
+            for (v, l) in b
+                .iter()
+                .filter_map(|x| x.as_f64())
+                .zip(["lower bound", "upper bound"])
+            {
                 hlines.push((v, l.to_string()));
             }
         }
         if let Some(w) = ss.get("window").and_then(|w| w.as_array()) {
-            if let (Some(a), Some(b)) = (w.first().and_then(|x| x.as_f64()), w.get(1).and_then(|x| x.as_f64())) {
+            if let (Some(a), Some(b)) = (
+                w.first().and_then(|x| x.as_f64()),
+                w.get(1).and_then(|x| x.as_f64()),
+            ) {
                 shade = Some((a, b, "steady-state window".to_string()));
             }
         }
-        series.push(Series { label: p.name.clone(), points: pts, dashed: false, color: i, line: true });
+        series.push(Series {
+            label: p.name.clone(),
+            points: pts,
+            dashed: false,
+            color: i,
+            line: true,
+        });
     }
     if series.is_empty() {
         return None;
