@@ -29,8 +29,14 @@ pub fn bytes(v: f64) -> String {
     }
 }
 
+/// Nanoseconds for people, without trailing zeros: "10ms", "182.1us".
 pub fn ns(v: f64) -> String {
-    format_ns(v)
+    let s = format_ns(v);
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    format!("{}{unit}", trim(num.to_string()))
 }
 
 pub fn count(v: f64) -> String {
@@ -75,5 +81,8 @@ mod tests {
         assert_eq!(pctile(99.99000000001), "99.99");
         assert_eq!(times(3.0), "3x");
         assert_eq!(mib(1234.56), "1235");
+        assert_eq!(ns(10_000_000.0), "10ms");
+        assert_eq!(ns(182_100.0), "182.1us");
+        assert_eq!(ns(500.0), "500ns");
     }
 }

@@ -24,6 +24,8 @@ pub const PALETTE: [&str; 10] = [
 pub enum Scale {
     Linear,
     Log,
+    /// Log with ticks at powers of two (block sizes, batch sizes).
+    Log2,
     /// Percentiles (0..100) spread by -log10(1 - p/100): 90, 99, 99.9 ... equally spaced.
     Nines,
 }
@@ -112,7 +114,7 @@ pub fn auto_scale(values: impl Iterator<Item = f64>) -> Scale {
 fn fwd(scale: Scale, v: f64) -> f64 {
     match scale {
         Scale::Linear => v,
-        Scale::Log => v.max(1e-300).log10(),
+        Scale::Log | Scale::Log2 => v.max(1e-300).log10(),
         Scale::Nines => -(1.0 - (v / 100.0).min(0.999_999_9)).log10(),
     }
 }
@@ -144,7 +146,7 @@ fn map_axis(scale: Scale, vals: &[f64], include_zero: bool) -> Mapped {
     let vals: Vec<f64> = vals
         .iter()
         .copied()
-        .filter(|v| v.is_finite() && (scale != Scale::Log || *v > 0.0))
+        .filter(|v| v.is_finite() && (matches!(scale, Scale::Linear | Scale::Nines) || *v > 0.0))
         .collect();
     let (mut lo, mut hi) = vals
         .iter()
@@ -193,6 +195,30 @@ fn map_axis(scale: Scale, vals: &[f64], include_zero: bool) -> Mapped {
             Mapped {
                 lo: l,
                 hi: h,
+                ticks,
+            }
+        }
+        Scale::Log2 => {
+            let l = lo.log2().floor();
+            let mut h = hi.log2().ceil();
+            if h <= l {
+                h = l + 1.0;
+            }
+            let octaves = (h - l) as i32;
+            let step = if octaves <= 8 {
+                1
+            } else if octaves <= 16 {
+                2
+            } else {
+                4
+            };
+            let ticks = (0..=octaves)
+                .step_by(step)
+                .map(|o| 2f64.powi(l as i32 + o))
+                .collect();
+            Mapped {
+                lo: l * std::f64::consts::LOG10_2,
+                hi: h * std::f64::consts::LOG10_2,
                 ticks,
             }
         }
@@ -352,7 +378,7 @@ fn axes(out: &mut String, x: &Axis, xm: &Mapped, y: &Axis, ym: &Mapped) {
 
 fn scale_note(s: Scale) -> &'static str {
     match s {
-        Scale::Log => " (log)",
+        Scale::Log | Scale::Log2 => " (log)",
         _ => "",
     }
 }

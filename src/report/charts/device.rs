@@ -27,7 +27,7 @@ fn groups_over<'a>(
         let key: Vec<(String, String)> = p
             .params
             .iter()
-            .filter(|(k, _)| k.as_str() != free)
+            .filter(|(k, _)| k.as_str() != free && k.as_str() != "step")
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         g.entry(key).or_default().push(p);
@@ -41,10 +41,21 @@ fn groups_over<'a>(
         })
         .filter(|(_, xs)| xs.len() >= 2)
         .collect();
-    out.sort_by_key(|(v, _)| v.first().map(|p| !is_write(p)).unwrap_or(true));
-    out.reverse();
+    // Reads before writes, queue depths before batches, each by size.
+    out.sort_by_key(|(v, _)| {
+        v.first().map(|p| {
+            (
+                is_write(p),
+                super::rw_of(p).to_string(),
+                batch_of(p).is_some(),
+                batch_of(p).unwrap_or(0),
+                super::param_u64(p, "qd").unwrap_or(0),
+                super::param_u64(p, "jobs").unwrap_or(0),
+            )
+        })
+    });
     let all: Vec<&Point> = out.iter().flat_map(|(v, _)| v.iter().copied()).collect();
-    let mut keys = varying(&all, &[free]);
+    let mut keys = varying(&all, &[free, "step"]);
     // The pattern always shows: read solid vs write dashed needs a name.
     if !keys.iter().any(|k| k == "rw") {
         keys.insert(0, "rw".into());
@@ -124,7 +135,7 @@ pub fn bs_sweep(r: &Results) -> Option<Section> {
             line: true,
         });
     }
-    let xaxis = Axis::new("block size", Scale::Log, fmt::bytes);
+    let xaxis = Axis::new("block size", Scale::Log2, fmt::bytes);
     let chart = |title: &str, ytitle: &str, series: Vec<Series>, f: fn(f64) -> String| {
         let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
         svg::line_chart(&LineChart {
@@ -195,7 +206,7 @@ pub fn latency_per_block(r: &Results) -> Option<Section> {
         note: "Batched points: batch time / K (the time one block costs when K are in flight); others: mean request latency.".into(),
         svgs: vec![svg::line_chart(&LineChart {
             title: "Latency per block vs block size".into(),
-            x: Axis::new("block size", Scale::Log, fmt::bytes),
+            x: Axis::new("block size", Scale::Log2, fmt::bytes),
             y: Axis::new("time per block", scale, fmt::ns),
             series,
             shade: None,
@@ -264,7 +275,7 @@ pub fn batching(r: &Results) -> Option<Section> {
         title: "Batching speedup vs batch size k".into(),
         x: Axis::new(
             "batch size k (requests submitted together)",
-            Scale::Log,
+            Scale::Log2,
             fmt::plain,
         ),
         y: Axis::new(
@@ -321,7 +332,7 @@ pub fn batching(r: &Results) -> Option<Section> {
     if !vs_b.is_empty() {
         svgs.push(svg::line_chart(&LineChart {
             title: "Batching speedup vs block size".into(),
-            x: Axis::new("block size B", Scale::Log, fmt::bytes),
+            x: Axis::new("block size B", Scale::Log2, fmt::bytes),
             y: Axis::new("speedup at the largest k", Scale::Linear, fmt::times),
             series: vs_b,
             shade: None,

@@ -29,10 +29,11 @@ fn lat_points(r: &Results) -> Vec<(String, &Point, String)> {
     for p in pts {
         for (op, o) in &p.ops {
             if o.lat.is_some() || o.clat.is_some() {
+                let base = short_label(p);
                 let label = if p.ops.len() > 1 {
-                    format!("{} {op}", p.name)
+                    format!("{base} {op}")
                 } else {
-                    p.name.clone()
+                    base
                 };
                 out.push((label, p, op.clone()));
             }
@@ -40,6 +41,23 @@ fn lat_points(r: &Results) -> Vec<(String, &Point, String)> {
     }
     out.truncate(MAX_LINES);
     out
+}
+
+/// "randread 4k qd1" from the params, else the point name.
+pub fn short_label(p: &Point) -> String {
+    match (p.params.get("rw"), p.params.get("bs")) {
+        (Some(rw), Some(bs)) => {
+            let depth = match p.params.get("batch") {
+                Some(k) => format!("batch{k}"),
+                None => format!(
+                    "qd{}",
+                    p.params.get("qd").map(|s| s.as_str()).unwrap_or("1")
+                ),
+            };
+            format!("{rw} {bs} {depth}")
+        }
+        _ => p.name.clone(),
+    }
 }
 
 fn lat_of<'a>(p: &'a Point, op: &str) -> Option<&'a crate::measure::histogram::LatStats> {

@@ -126,7 +126,9 @@ pub fn varying(points: &[&Point], except: &[&str]) -> Vec<String> {
 
 /// Short label from chosen params: "randread qd32".
 pub fn label(p: &Point, keys: &[String]) -> String {
+    let batched = p.params.contains_key("batch");
     keys.iter()
+        .filter(|k| !(batched && k.as_str() == "qd"))
         .filter_map(|k| {
             p.params.get(k).map(|v| match k.as_str() {
                 "rw" => v.clone(),
