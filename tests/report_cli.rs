@@ -72,7 +72,12 @@ fn every_fixture_renders_as_html() {
 fn synthetic_fixture_has_every_chart_type() {
     let dir = workdir();
     let out = dir.path().join("all.html");
-    let o = iolab(&["report", &fixture("synthetic-all.json"), "-o", out.to_str().unwrap()]);
+    let o = iolab(&[
+        "report",
+        &fixture("synthetic-all.json"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let html = std::fs::read_to_string(&out).unwrap();
     for id in [
@@ -92,7 +97,10 @@ fn synthetic_fixture_has_every_chart_type() {
         "time-series",
         "cpu",
     ] {
-        assert!(html.contains(&format!("<section id=\"{id}\"")), "missing {id}");
+        assert!(
+            html.contains(&format!("<section id=\"{id}\"")),
+            "missing {id}"
+        );
     }
     assert!(html.contains("knee ~"), "load-latency knee marked");
     assert!(html.contains("ramp (not measured)"), "ramp shaded");
@@ -107,7 +115,10 @@ fn text_markdown_and_csv_formats() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("randread-4k-qd1"));
     let o = iolab(&["report", &f, "--format", "markdown"]);
     let md = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(md.contains("## Summary") && md.contains("| point |"), "{md}");
+    assert!(
+        md.contains("## Summary") && md.contains("| point |"),
+        "{md}"
+    );
     let o = iolab(&["report", &f, "--format", "csv"]);
     let csv = String::from_utf8_lossy(&o.stdout).to_string();
     let mut lines = csv.lines();
@@ -135,11 +146,19 @@ fn bad_input_files_exit_2() {
 
 #[test]
 fn fio_json_is_converted_to_points() {
-    let o = iolab(&["report", &fixture("fio-jsonplus-2jobs.json"), "--format", "csv"]);
+    let o = iolab(&[
+        "report",
+        &fixture("fio-jsonplus-2jobs.json"),
+        "--format",
+        "csv",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let csv = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(csv.contains("rr,") && csv.contains("sw,"), "{csv}");
-    assert!(csv.contains(",aio,") || csv.contains("aio"), "libaio -> aio");
+    assert!(
+        csv.contains(",aio,") || csv.contains("aio"),
+        "libaio -> aio"
+    );
     assert!(csv.contains("randwrite") && csv.contains("16k"));
     let o = iolab(&["report", &fixture("fio-client.json"), "--format", "text"]);
     assert!(text(&o).contains("rr@127.0.0.1"), "{}", text(&o));
@@ -166,10 +185,13 @@ fn interrupted_results_render() {
 }
 
 fn clat2csv() -> Option<PathBuf> {
-    ["/usr/bin/fio_jsonplus_clat2csv", "/usr/share/fio/fio_jsonplus_clat2csv"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+    [
+        "/usr/bin/fio_jsonplus_clat2csv",
+        "/usr/share/fio/fio_jsonplus_clat2csv",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
 }
 
 #[test]
@@ -193,7 +215,12 @@ fn fio_json_export_reads_back_and_passes_fio_tools() {
     for d in ["read", "write", "trim"] {
         assert!(j[d]["clat_ns"].is_object(), "{d}");
     }
-    assert!(j["read"]["lat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+    assert!(
+        j["read"]["lat_ns"]["percentile"]["99.000000"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert!(!j["read"]["lat_ns"]["bins"].as_object().unwrap().is_empty());
     let n: u64 = j["read"]["lat_ns"]["bins"]
         .as_object()
@@ -201,7 +228,11 @@ fn fio_json_export_reads_back_and_passes_fio_tools() {
         .values()
         .map(|c| c.as_u64().unwrap())
         .sum();
-    assert_eq!(n, j["read"]["total_ios"].as_u64().unwrap(), "bins hold every request");
+    assert_eq!(
+        n,
+        j["read"]["total_ios"].as_u64().unwrap(),
+        "bins hold every request"
+    );
     // iolab reads its own export as fio JSON.
     let o = iolab(&["report", out.to_str().unwrap(), "--format", "csv"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -241,7 +272,10 @@ fn compare_matches_points_and_shows_ratios() {
     assert!(o.status.success(), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(t.contains("baseline: run-standard"), "{t}");
-    assert!(t.contains("1.00x ~"), "identical points are inside the noise: {t}");
+    assert!(
+        t.contains("1.00x ~"),
+        "identical points are inside the noise: {t}"
+    );
     let h = std::fs::read_to_string(&html).unwrap();
     assert!(h.contains("<svg") && h.contains("class=\"noise\""));
 }
@@ -275,7 +309,13 @@ fn compare_iolab_with_fio_json() {
         "rw,bs",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = iolab(&["compare", &fixture("fio-randread.json"), &fixture("fio-client.json"), "--metric", "speed"]);
+    let o = iolab(&[
+        "compare",
+        &fixture("fio-randread.json"),
+        &fixture("fio-client.json"),
+        "--metric",
+        "speed",
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 
