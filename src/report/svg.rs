@@ -224,7 +224,7 @@ fn map_axis(scale: Scale, vals: &[f64], include_zero: bool) -> Mapped {
         }
         Scale::Nines => {
             let top = fwd(Scale::Nines, hi).ceil().max(2.0);
-            let mut ticks = vec![0.0, 50.0, 90.0];
+            let mut ticks = vec![50.0, 90.0];
             let mut p = 90.0;
             for _ in 2..=(top as i32) {
                 p = 100.0 - (100.0 - p) / 10.0;
