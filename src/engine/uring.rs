@@ -38,15 +38,35 @@ pub struct UringEngine {
     in_flight: usize,
 }
 
-fn build_ring(depth: u32, opts: &UringOptions) -> io::Result<IoUring> {
-    let mut b = IoUring::builder();
-    if opts.sqpoll {
-        b.setup_sqpoll(SQPOLL_IDLE_MS);
-    }
-    if opts.iopoll {
-        b.setup_iopoll();
-    }
-    b.build(depth.max(1))
+/// `lean` adds the single-issuer / cooperative / deferred task-run flags
+/// (completions are then only posted when the ring is entered to wait).
+fn build_ring(depth: u32, opts: &UringOptions, lean: bool) -> io::Result<IoUring> {
+    let build = |lean: bool| {
+        let mut b = IoUring::builder();
+        if opts.sqpoll {
+            b.setup_sqpoll(SQPOLL_IDLE_MS);
+        }
+        if opts.iopoll {
+            b.setup_iopoll();
+        }
+        if lean {
+            // One thread submits and reaps (the worker that built the ring):
+            // no IPIs for completion task work; run it when we reap (like fio).
+            b.setup_single_issuer().setup_coop_taskrun();
+            if !opts.sqpoll {
+                b.setup_defer_taskrun();
+            }
+        }
+        b.build(depth.max(1))
+    };
+    // Kernels before 6.1 refuse the lean flags with EINVAL: fall back.
+    build(lean).or_else(|e| {
+        if lean && is_errno(&e, libc::EINVAL) {
+            build(false)
+        } else {
+            Err(e)
+        }
+    })
 }
 
 fn with_context(e: io::Error, what: &str) -> io::Error {
@@ -61,7 +81,7 @@ impl UringEngine {
     /// Build a ring of `setup.depth` entries honouring `setup.uring`.
     pub fn new(setup: &EngineSetup) -> io::Result<UringEngine> {
         let opts = setup.uring;
-        let ring = build_ring(setup.depth, &opts).map_err(|e| with_context(e, "setup"))?;
+        let ring = build_ring(setup.depth, &opts, true).map_err(|e| with_context(e, "setup"))?;
         if opts.fixed_buffers {
             if setup.pool_base.is_null() || setup.pool_len == 0 {
                 return Err(io::Error::new(
@@ -433,7 +453,8 @@ fn probe_one(fd: RawFd, f: Feature) -> FeatureProbe {
 fn probe_read(fd: RawFd, f: Feature) -> Result<i32, String> {
     let opts = f.options();
     let fix = f.remedy();
-    let ring = match build_ring(4, &opts) {
+    // The probe polls the completion queue, so no deferred task work here.
+    let ring = match build_ring(4, &opts, false) {
         Ok(r) => r,
         Err(e) => return Err(format!("setting up the ring failed ({e}); {fix}")),
     };
@@ -707,6 +728,55 @@ mod tests {
             0,
             "min is clamped to what is in flight"
         );
+    }
+
+    /// Closed loop like the runner's: refill each slot as soon as it is
+    /// reaped. With SQPOLL the SQ can look full while the kernel thread is
+    /// mid-batch; queue must wait for space instead of failing. (This race
+    /// is timing dependent: tests/engines_runner.rs hit it reliably before
+    /// the fix, this smaller loop does not always.)
+    #[test]
+    fn uring_sqpoll_closed_loop_refills() {
+        let dir = scratch_dir();
+        let f = scratch_file(&dir, "loop", SIZE, false);
+        let depth = 16;
+        let pool = AlignedPool::new(depth);
+        let opts = UringOptions {
+            sqpoll: true,
+            fixed_buffers: true,
+            ..Default::default()
+        };
+        let mut e = engine(&f, &pool, depth as u32, opts);
+        let total = 20_000u64;
+        let mut issued = 0u64;
+        let mut done = 0u64;
+        let mut out = Vec::with_capacity(depth);
+        for s in 0..depth {
+            e.queue(req(&pool, s, OpKind::Read, (issued % 256) * 4096))
+                .unwrap();
+            issued += 1;
+        }
+        e.submit().unwrap();
+        while done < total {
+            out.clear();
+            let n = e.reap(1, &mut out).unwrap();
+            done += n as u64;
+            for c in &out {
+                assert_eq!(c.result, BS as i64);
+                if issued < total {
+                    e.queue(req(
+                        &pool,
+                        c.slot as usize,
+                        OpKind::Read,
+                        (issued % 256) * 4096,
+                    ))
+                    .unwrap();
+                    issued += 1;
+                }
+            }
+            e.submit().unwrap();
+        }
+        assert_eq!(done, total);
     }
 
     #[test]
