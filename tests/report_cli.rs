@@ -296,7 +296,7 @@ fn compare_iolab_with_fio_json() {
     let t = String::from_utf8_lossy(&o.stdout).to_string();
     let row = t
         .lines()
-        .find(|l| l.contains("randread bs=4k qd8") && l.contains("IOPS"))
+        .find(|l| l.contains("randread 4k qd8") && l.contains("IOPS"))
         .unwrap_or_else(|| panic!("no matched row: {t}"));
     assert!(row.contains('x'), "ratio shown: {row}");
     // Two fio files against each other, and bad metrics.

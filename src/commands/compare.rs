@@ -1,6 +1,8 @@
 //! `iolab compare`: load several results files (iolab or fio JSON), match
 //! their points and print ratios to the first; optionally write HTML.
 
+use std::io::Write;
+
 use crate::cli::compare::CompareArgs;
 use crate::commands::report::load;
 use crate::error::usage;
@@ -50,13 +52,15 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             .map(|b| b.split(',').map(|s| s.trim().to_string()).collect());
     let keys = compare::match_keys(&runs, by.as_deref());
     let rows = compare::compare(&runs, &keys, &metrics);
-    print!("{}", compare::terminal(&runs, &rows, a.noise));
+    let mut out = compare::terminal(&runs, &rows, a.noise);
     if !keys.is_empty() {
-        println!("matched by: {}", keys.join(", "));
+        out.push_str(&format!("matched by: {}\n", keys.join(", ")));
     }
     if let Some(h) = &a.html {
         crate::results::write_atomic(h, compare::html(&runs, &rows, a.noise).as_bytes())?;
-        println!("html: {}", h.display());
+        out.push_str(&format!("html: {}\n", h.display()));
     }
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().write_all(out.as_bytes());
     Ok(())
 }

@@ -24,10 +24,11 @@ pub fn load(path: &Path) -> anyhow::Result<Results> {
 fn write_out(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match path {
         Some(p) if p.as_os_str() != "-" => write_atomic(p, bytes),
-        _ => {
-            std::io::stdout().write_all(bytes)?;
-            Ok(())
-        }
+        _ => match std::io::stdout().write_all(bytes) {
+            // A closed pipe (`| head`) is the reader's choice, not an error.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => Ok(r?),
+        },
     }
 }
 

@@ -153,6 +153,29 @@ fn key_of(p: &Point, keys: &[String]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// "randread 4k qd8": pattern and block size always, other params when they vary.
+fn point_label(k: &Key, varying: &BTreeSet<&str>) -> String {
+    const ORDER: [&str; 6] = ["rw", "bs", "mix", "qd", "batch", "jobs"];
+    let mut keys: Vec<&(String, String)> = k
+        .iter()
+        .filter(|(n, v)| !v.is_empty() && (n == "rw" || n == "bs" || varying.contains(n.as_str())))
+        .collect();
+    keys.sort_by_key(|(n, _)| ORDER.iter().position(|o| o == n).unwrap_or(ORDER.len()));
+    let batched = keys.iter().any(|(n, _)| n == "batch");
+    keys.iter()
+        .filter(|(n, _)| !(batched && n == "qd"))
+        .map(|(n, v)| match n.as_str() {
+            "rw" | "bs" => v.clone(),
+            "qd" => format!("qd{v}"),
+            "batch" => format!("batch{v}"),
+            "mix" => format!("mix{v}"),
+            "jobs" => format!("j{v}"),
+            _ => format!("{n}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
@@ -175,29 +198,29 @@ pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
             let k = key_of(p, keys);
             if !order.contains(&k) {
                 order.push(k.clone());
-                let label = k
-                    .iter()
-                    .filter(|(_, v)| !v.is_empty())
-                    .map(|(k, v)| match k.as_str() {
-                        "rw" => v.clone(),
-                        "qd" => format!("qd{v}"),
-                        "batch" => format!("batch{v}"),
-                        _ => format!("{k}={v}"),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                names.insert(
-                    k.clone(),
-                    if label.is_empty() {
-                        p.name.clone()
-                    } else {
-                        label
-                    },
-                );
+                names.insert(k.clone(), p.name.clone());
             }
             m.entry(k).or_default().push(p);
         }
         by_run.push(m);
+    }
+    let varying: BTreeSet<&str> = keys
+        .iter()
+        .filter(|key| {
+            order
+                .iter()
+                .filter_map(|k| k.iter().find(|(n, _)| n == *key).map(|(_, v)| v))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .map(|k| k.as_str())
+        .collect();
+    for k in &order {
+        let label = point_label(k, &varying);
+        if !label.is_empty() {
+            names.insert(k.clone(), label);
+        }
     }
     let mut rows = Vec::new();
     for k in &order {
