@@ -237,6 +237,35 @@ fn fio_json_export_reads_back_and_passes_fio_tools() {
     let o = iolab(&["report", out.to_str().unwrap(), "--format", "csv"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 22);
+    // Into a directory: one fio file per point (fio-plot's layout).
+    let d = dir.path().join("per-point");
+    std::fs::create_dir(&d).unwrap();
+    let o = iolab(&[
+        "report",
+        &fixture("run-standard.json"),
+        "--export",
+        "fio-json",
+        "-o",
+        d.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let files: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    assert_eq!(files.len(), 21);
+    assert!(d.join("001-randread-4k-iodepth-1-numjobs-1.json").exists());
+    let one: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(d.join("001-randread-4k-iodepth-1-numjobs-1.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(one["jobs"].as_array().unwrap().len(), 1);
+    let buckets: f64 = ["latency_ns", "latency_us", "latency_ms"]
+        .iter()
+        .flat_map(|k| one["jobs"][0][k].as_object().unwrap().values())
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!(
+        (buckets - 100.0).abs() < 0.01,
+        "latency buckets sum to {buckets}%"
+    );
     // fio's own tool converts and validates the bins.
     let Some(tool) = clat2csv() else {
         eprintln!("SKIP fio_jsonplus_clat2csv: not installed (apt package fio)");

@@ -41,6 +41,17 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
                 format!("unknown export format '{fmt}' (fio-json)"),
             ));
         }
+        // Into a directory: one file per point (fio-plot reads one job per file).
+        if let Some(dir) = a.output.as_deref().filter(|d| d.is_dir()) {
+            for (name, v) in fio_json::to_fio_json_files(&r) {
+                write_atomic(
+                    &dir.join(name),
+                    serde_json::to_string_pretty(&v)?.as_bytes(),
+                )?;
+            }
+            eprintln!("fio JSON: {} file(s) in {}", r.points.len(), dir.display());
+            return Ok(());
+        }
         let v = fio_json::to_fio_json(&r);
         return write_out(
             a.output.as_deref(),

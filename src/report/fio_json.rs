@@ -402,6 +402,81 @@ fn dir_json(p: &Point, dir: &str) -> Value {
     })
 }
 
+/// fio's latency distribution (`latency_ns`, `latency_us`, `latency_ms`):
+/// the percentage of requests in each bucket, from the point's histograms.
+fn latency_buckets(p: &Point) -> (Value, Value, Value) {
+    let mut h: Option<LatencyHistogram> = None;
+    for op in ["read", "write", "trim"] {
+        let enc = p
+            .histograms
+            .get(&format!("{op}.lat"))
+            .or_else(|| p.histograms.get(&format!("{op}.clat")));
+        if let Some(x) = enc.and_then(|e| LatencyHistogram::decode(e).ok()) {
+            match h.as_mut() {
+                Some(m) => m.merge(&x),
+                None => h = Some(x),
+            }
+        }
+    }
+    const EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let cdf = h.map(|h| h.cdf()).unwrap_or_default();
+    // Share of requests at or below `ns`.
+    let below = |ns: u64| -> f64 {
+        cdf.iter()
+            .take_while(|(v, _)| *v <= ns)
+            .last()
+            .map(|(_, f)| *f)
+            .unwrap_or(0.0)
+    };
+    let mut prev = 0.0;
+    let mut bucket = |scale: u64, edges: &[u64]| -> Map<String, Value> {
+        let mut m = Map::new();
+        for &e in edges {
+            let at = below(e * scale);
+            m.insert(e.to_string(), json!(((at - prev) * 100.0).max(0.0)));
+            prev = at;
+        }
+        m
+    };
+    let ns = bucket(1, &EDGES);
+    let us = bucket(1_000, &EDGES);
+    let mut ms = bucket(
+        1_000_000,
+        &[2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000],
+    );
+    ms.insert(">=2000".into(), json!(((1.0 - prev) * 100.0).max(0.0)));
+    if cdf.is_empty() {
+        ms.insert(">=2000".into(), json!(0.0));
+    }
+    (Value::Object(ns), Value::Object(us), Value::Object(ms))
+}
+
+/// One fio-shaped file per point, named so fio-plot's directory layout
+/// works: `NNN-<rw>-<bs>-iodepth-<qd>-numjobs-<jobs>.json`.
+pub fn to_fio_json_files(r: &Results) -> Vec<(String, Value)> {
+    r.points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let one = Results {
+                points: vec![p.clone()],
+                ..r.clone()
+            };
+            let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
+            let name = format!(
+                "{:03}-{}-{}-iodepth-{}-numjobs-{}.json",
+                i + 1,
+                par("rw", "job"),
+                par("bs", "bs"),
+                par("qd", "1"),
+                par("jobs", "1")
+            )
+            .replace(['/', ' ', ':'], "_");
+            (name, to_fio_json(&one))
+        })
+        .collect()
+}
+
 /// iolab results in fio's JSON shape (one fio job per point).
 pub fn to_fio_json(r: &Results) -> Value {
     let jobs: Vec<Value> = r
@@ -409,6 +484,7 @@ pub fn to_fio_json(r: &Results) -> Value {
         .iter()
         .enumerate()
         .map(|(i, p)| {
+            let (lat_ns, lat_us, lat_ms) = latency_buckets(p);
             let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
             let engine = match par("engine", "psync").as_str() {
                 "aio" => "libaio".to_string(),
@@ -452,6 +528,9 @@ pub fn to_fio_json(r: &Results) -> Value {
                 "ctx": p.cpu.ctx_voluntary + p.cpu.ctx_involuntary,
                 "majf": p.cpu.major_faults,
                 "minf": p.cpu.minor_faults,
+                "latency_ns": lat_ns,
+                "latency_us": lat_us,
+                "latency_ms": lat_ms,
                 "iolab": { "params": p.params },
             })
         })
