@@ -452,7 +452,8 @@ fn latency_buckets(p: &Point) -> (Value, Value, Value) {
 }
 
 /// One fio-shaped file per point, named so fio-plot's directory layout
-/// works: `NNN-<rw>-<bs>-iodepth-<qd>-numjobs-<jobs>.json`.
+/// works: `NNN-<rw>-<bs>-iodepth-<qd>-numjobs-<jobs>.json` (`batch-<k>`
+/// instead of `iodepth-<qd>` for batched points).
 pub fn to_fio_json_files(r: &Results) -> Vec<(String, Value)> {
     r.points
         .iter()
@@ -463,12 +464,16 @@ pub fn to_fio_json_files(r: &Results) -> Vec<(String, Value)> {
                 ..r.clone()
             };
             let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
+            // Batched points say so: fio-plot would take them for QD points.
+            let depth = match p.params.get("batch") {
+                Some(k) => format!("batch-{k}"),
+                None => format!("iodepth-{}", par("qd", "1")),
+            };
             let name = format!(
-                "{:03}-{}-{}-iodepth-{}-numjobs-{}.json",
+                "{:03}-{}-{}-{depth}-numjobs-{}.json",
                 i + 1,
                 par("rw", "job"),
                 par("bs", "bs"),
-                par("qd", "1"),
                 par("jobs", "1")
             )
             .replace(['/', ' ', ':'], "_");
