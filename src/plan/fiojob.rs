@@ -66,6 +66,50 @@ const SUPPORTED: [&str; 30] = [
 /// One option of a section: (line number, key, value).
 type Opt = (usize, String, Option<String>);
 
+/// What `iolab device --fio-job FILE` runs: the jobs, and the one target
+/// they share (iolab runs a job list on one target).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioPlan {
+    pub jobs: Vec<JobSpec>,
+    /// `filename`, else `directory` (a scratch file inside); `None`: neither given.
+    pub target: Option<std::path::PathBuf>,
+    /// `size`, the largest of the jobs' (the scratch file or the addressed region).
+    pub size: Option<u64>,
+}
+
+/// Parse a fio job file for `device`: every job must use the same
+/// filename/directory; rate-limited jobs are refused until the runner has
+/// open-loop load (set `open_loop` when it does).
+pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
+    let jobs = parse_fio_jobs(text)?;
+    let targets: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| j.filename.clone().or_else(|| j.directory.clone()))
+        .collect();
+    if targets.iter().any(|t| t != &targets[0]) {
+        return Err(usage(
+            "filename",
+            "all jobs must use the same filename or directory (iolab runs a job file on one target)",
+        ));
+    }
+    if let Some(j) = jobs.iter().find(|j| j.rate_iops.is_some()) {
+        if !open_loop {
+            return Err(usage(
+                "rate_iops",
+                format!(
+                    "job [{}]: rate-limited (open-loop) jobs are not supported by this build of iolab yet",
+                    j.spec.name
+                ),
+            ));
+        }
+    }
+    Ok(FioPlan {
+        size: jobs.iter().filter_map(|j| j.size).max(),
+        target: targets[0].clone().map(std::path::PathBuf::from),
+        jobs: jobs.into_iter().map(|j| j.spec).collect(),
+    })
+}
+
 /// Options that only affect fio's ordering or reporting, accepted silently.
 const HARMLESS: [&str; 2] = ["wait_for_previous", "new_group"];
 
@@ -451,6 +495,23 @@ rate_process=poisson
         assert_eq!(field("rw=read\n"), "--fio-job");
         assert_eq!(field("[global]\nrw=read\n"), "--fio-job");
         assert_eq!(field("[j]\nrate_process=exp\n"), "rate_process");
+    }
+
+    #[test]
+    fn plan_for_device_needs_one_target() {
+        let p = fio_plan(
+            "[global]\nfilename=/dev/x\nsize=1g\n[a]\nrw=read\n[b]\nrw=write\nsize=2g\n",
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.jobs.len(), 2);
+        assert_eq!(p.target.as_deref(), Some(std::path::Path::new("/dev/x")));
+        assert_eq!(p.size, Some(2 << 30));
+        let two = "[a]\nfilename=/a\n[b]\nfilename=/b\n";
+        assert!(fio_plan(two, false).is_err());
+        let rated = "[a]\nrate_iops=100\n";
+        assert!(fio_plan(rated, false).is_err());
+        assert!(fio_plan(rated, true).is_ok());
     }
 
     #[test]
