@@ -265,7 +265,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
         let dashed = super::is_write(p);
         for (v, dst) in [(a, &mut iops), (b, &mut bw), (c, &mut lat)] {
             dst.push(Series {
-                label: p.name.clone(),
+                label: short_label(p),
                 points: v,
                 dashed,
                 color: i,
@@ -364,7 +364,7 @@ pub fn cpu(r: &Results) -> Option<Section> {
             title: "CPU per point".into(),
             y_title: "% of one CPU".into(),
             y_fmt: fmt::pct,
-            categories: pts.iter().map(|p| p.name.clone()).collect(),
+            categories: pts.iter().map(|p| short_label(p)).collect(),
             stacks,
             stacked: true,
         })],
