@@ -4,7 +4,10 @@
 //! read-only jobs run without it and leave the data alone.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::{iolab, text};
 
 struct LoopDev {
     dev: PathBuf,
@@ -70,21 +73,6 @@ impl Drop for LoopDev {
         }
         let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
     }
-}
-
-fn iolab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .output()
-        .expect("run iolab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn backing(dir: &Path, name: &str, byte: u8) -> PathBuf {
