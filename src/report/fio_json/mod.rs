@@ -332,6 +332,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn skips_fio_notes_before_the_json() {
+        let text = "note: both iodepth >= 1 and synchronous I/O engine are selected\n{\"fio version\": \"fio-3.33\", \"jobs\": [{\"jobname\": \"j\", \"job options\": {\"rw\": \"randwrite\", \"bs\": \"4096\"}, \"read\": {\"total_ios\": 0}, \"write\": {\"total_ios\": 10, \"io_bytes\": 40960, \"iops\": 10.0, \"bw_bytes\": 40960, \"lat_ns\": {\"N\": 10, \"min\": 1000, \"max\": 3000, \"mean\": 2000.0, \"stddev\": 10.0}}, \"job_runtime\": 1000}]}";
+        assert!(looks_like_fio(text));
+        let r = from_fio_text(text).unwrap();
+        let p = &r.points[0];
+        assert_eq!(p.params["rw"], "randwrite");
+        assert_eq!(p.params["bs"], "4k");
+        assert_eq!(p.params["engine"], "psync");
+        assert_eq!(p.ops["write"].ops, 10);
+        assert_eq!(p.ops["write"].lat.as_ref().unwrap().mean_ns, 2000.0);
+        assert_eq!(p.duration_ns, 1_000_000_000);
+        assert_eq!(r.provenance.tools["fio"], "fio-3.33");
+        assert!(from_fio_text("no json here").is_err());
+        assert!(from_fio_text("{\"fio version\": \"x\"}").is_err());
+    }
+
+    #[test]
     fn normalizes_fio_vocabulary() {
         assert_eq!(norm_bs("4096"), "4k");
         assert_eq!(norm_bs("4k-16k"), "4k");
