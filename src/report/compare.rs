@@ -411,3 +411,47 @@ pub fn html(runs: &[Run], rows: &[Row], noise: f64) -> String {
     o.push_str("</tbody></table></body></html>\n");
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(v: f64, min: f64, max: f64, rounds: usize) -> Option<Cell> {
+        Some(Cell {
+            value: v,
+            min,
+            max,
+            rounds,
+        })
+    }
+
+    #[test]
+    fn ratios_and_noise() {
+        let row = Row {
+            label: "x".into(),
+            metric: Metric::Iops,
+            cells: vec![
+                cell(100.0, 100.0, 100.0, 1),
+                cell(103.0, 103.0, 103.0, 1),
+                cell(150.0, 150.0, 150.0, 1),
+                None,
+            ],
+        };
+        assert_eq!(row.ratio(1), Some(1.03));
+        assert!(row.in_noise(1, 5.0));
+        assert!(!row.in_noise(2, 5.0));
+        assert_eq!(row.ratio(3), None);
+        assert!(!row.in_noise(3, 5.0));
+        // With rounds, overlapping ranges decide, not the threshold.
+        let row = Row {
+            label: "y".into(),
+            metric: Metric::Mean,
+            cells: vec![cell(100.0, 90.0, 110.0, 3), cell(120.0, 111.0, 130.0, 3)],
+        };
+        assert!(!row.in_noise(1, 50.0));
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(Metric::parse("p99.9"), Some(Metric::P999));
+        assert_eq!(Metric::parse("speed"), None);
+    }
+}
