@@ -277,6 +277,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     if results.interrupted {
         return Err(Interrupted.into());
     }
+    if results.points.is_empty() {
+        return Err(anyhow::anyhow!(
+            "no job succeeded (see the warnings in {})",
+            json_path.display()
+        ));
+    }
     Ok(())
 }
 
