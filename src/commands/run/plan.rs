@@ -192,6 +192,10 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
             false,
         ));
     }
+    // TODO(kv, trace): when `iolab kv` and `iolab trace` land, add their
+    // steps after this one (a short YCSB A/C on the scratch directory; an
+    // unloaded 4k read breakdown); their points carry `extra.kv` and
+    // `extra.trace.breakdown`, which the report already draws.
     // TODO(open-loop): when `device --rate` lands, add the load-latency curve
     // here: rates at 10..100% of the `iops` step's result, points with a
     // `rate` param (the report already draws them and marks the knee).
