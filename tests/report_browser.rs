@@ -221,4 +221,5 @@ fn report_in_headless_chromium() {
     check_report(&bin, "synthetic-all.json", "synthetic-all.png");
     check_report(&bin, "run-standard.json", "run-standard.png");
     check_report(&bin, "fio-jsonplus-2jobs.json", "fio-jsonplus.png");
+    check_report(&bin, "trace-sample.json", "trace-sample.png");
 }

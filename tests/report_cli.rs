@@ -34,7 +34,8 @@ fn workdir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-const FIXTURES: [&str; 5] = [
+const FIXTURES: [&str; 6] = [
+    "trace-sample.json",
     "run-standard.json",
     "synthetic-all.json",
     "fio-randread.json",

@@ -62,7 +62,7 @@ pub fn bar_chart(c: &BarChart) -> String {
         );
     }
     let slot = (x1 - x0) / ncat as f64;
-    let bw = slot * 0.7;
+    let bw = (slot * 0.7).min(140.0);
     for (i, cat) in c.categories.iter().enumerate() {
         let cx = x0 + slot * (i as f64 + 0.5);
         let mut base = 0.0;

@@ -19,10 +19,10 @@ pub(crate) const MR: f64 = 170.0;
 pub(crate) const MT: f64 = 34.0;
 pub(crate) const MB: f64 = 52.0;
 
-/// A colour-blind-friendly palette (Okabe-Ito plus two).
-pub const PALETTE: [&str; 10] = [
+/// Okabe-Ito (colour-blind friendly) first, then more distinct colours.
+pub const PALETTE: [&str; 16] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
-    "#7F7F7F", "#B8860B",
+    "#7F7F7F", "#B8860B", "#1B3A6B", "#E377C2", "#17BECF", "#BCBD22", "#9467BD", "#FF9896",
 ];
 
 /// How values map onto an axis.
