@@ -24,7 +24,7 @@ table.kv td{text-align:left}table.kv td:first-child{font-weight:600;white-space:
 svg.chart{width:100%;height:auto;max-width:900px;display:block;margin:8px 0}
 details{margin:4px 0 14px}summary{cursor:pointer;color:#0550ae}
 .note{color:#444;font-size:.92em}.scroll{overflow-x:auto}
-@media print{body{max-width:none;padding:0}details{display:block}details>*{display:block}section{break-inside:avoid}a.csv{display:none}}
+@media print{body{max-width:none;padding:0}svg.chart{break-inside:avoid}h2{break-after:avoid}details:not([open]),a.csv,nav{display:none}}
 "#;
 
 /// Percent-encode for a data: URI.
