@@ -440,3 +440,40 @@ fn sqpoll_submission_is_not_attributed_to_the_workers_syscall() {
     let names: Vec<&str> = split(&t).iter().map(|s| s.0).collect();
     assert_eq!(names[0], "prepare+submit");
 }
+
+/// A stage seen in few requests: its mean is per occurrence (btt's AVG),
+/// its per-request contribution is what stacks to the mean total.
+#[test]
+fn per_request_contributions_stack_to_the_mean_total() {
+    use iolab::trace::correlate::Timeline;
+    use iolab::trace::stages::breakdown;
+    let plain = Timeline {
+        p: 0,
+        q: Some(10),
+        g: Some(20),
+        i: Some(30),
+        d: Some(40),
+        c: Some(90),
+        u: 100,
+        ..Default::default()
+    };
+    let merged = Timeline {
+        p: 0,
+        q: Some(10),
+        m: Some(15),
+        d: Some(60),
+        c: Some(190),
+        u: 200,
+        merged: true,
+        ..Default::default()
+    };
+    let b = breakdown(&[plain, plain, plain, merged]);
+    let q2m = b.stages.iter().find(|s| s.stage == "Q2M").unwrap();
+    assert_eq!((q2m.n, q2m.mean_ns, q2m.per_request_ns), (1, 5.0, 1.25));
+    let stacked: f64 = b.stages.iter().map(|s| s.per_request_ns).sum();
+    assert!(
+        (stacked - b.total.mean_ns).abs() < 1e-9,
+        "{stacked} vs {}",
+        b.total.mean_ns
+    );
+}

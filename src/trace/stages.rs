@@ -129,6 +129,9 @@ pub struct StageStats {
     pub max_ns: u64,
     /// Sum of this stage over the sum of all request totals.
     pub share: f64,
+    /// This stage's contribution to the mean request (sum / requests): the
+    /// value to stack in bars (`mean_ns` is per occurrence, as btt's AVG).
+    pub per_request_ns: f64,
     /// The stage's HDR histogram (ns, base64 V2 deflate, as the core's
     /// point histograms), for CDFs in reports.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -155,7 +158,7 @@ pub struct Breakdown {
     pub reordered: std::collections::BTreeMap<String, u64>,
 }
 
-fn stats(name: &str, mut v: Vec<u64>, denom: f64) -> StageStats {
+fn stats(name: &str, mut v: Vec<u64>, denom: f64, requests: usize) -> StageStats {
     v.sort_unstable();
     let n = v.len();
     let pct = |p: f64| -> u64 {
@@ -181,6 +184,11 @@ fn stats(name: &str, mut v: Vec<u64>, denom: f64) -> StageStats {
         p999_ns: pct(99.9),
         max_ns: v.last().copied().unwrap_or(0),
         share: if denom > 0.0 { sum as f64 / denom } else { 0.0 },
+        per_request_ns: if requests == 0 {
+            0.0
+        } else {
+            sum as f64 / requests as f64
+        },
     }
 }
 
@@ -225,7 +233,7 @@ pub fn breakdown(timelines: &[Timeline]) -> Breakdown {
         .iter()
         .zip(per)
         .filter(|(_, v)| !v.is_empty())
-        .map(|(name, v)| stats(name, v, denom))
+        .map(|(name, v)| stats(name, v, denom, timelines.len()))
         .collect();
     let device_share = if denom > 0.0 {
         device as f64 / denom
@@ -235,9 +243,9 @@ pub fn breakdown(timelines: &[Timeline]) -> Breakdown {
     Breakdown {
         requests: timelines.len() as u64,
         stages,
-        total: stats("total", totals, denom),
-        q2c: (!q2c.is_empty()).then(|| stats("Q2C", q2c, denom)),
-        d2c: (!d2c.is_empty()).then(|| stats("D2C", d2c, denom)),
+        total: stats("total", totals, denom, timelines.len()),
+        q2c: (!q2c.is_empty()).then(|| stats("Q2C", q2c, denom, timelines.len())),
+        d2c: (!d2c.is_empty()).then(|| stats("D2C", d2c, denom, timelines.len())),
         device_share,
         software_share: if denom > 0.0 { 1.0 - device_share } else { 0.0 },
         merged,
