@@ -110,6 +110,7 @@ impl Instance {
         }
         fs::create_dir(&dir)
             .with_context(|| format!("creating tracing instance {}", dir.display()))?;
+        crate::interrupt::register_cleanup(dir.clone());
         // The guard exists from here on, so every error below removes the instance.
         let mut inst = Instance {
             dir,
@@ -200,6 +201,7 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        crate::interrupt::unregister_cleanup(&self.dir);
         let _ = fs::write(self.dir.join("tracing_on"), "0");
         let _ = fs::write(self.dir.join("events/enable"), "0");
         // rmdir fails with EBUSY while a reader holds a file open: retry briefly.
