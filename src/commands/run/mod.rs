@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::analysis::{self, AnalysisOptions};
 use crate::cli::run::RunArgs;
 use crate::engine::EngineKind;
 use crate::error::{usage, Interrupted};
@@ -18,14 +19,65 @@ use crate::interrupt;
 use crate::plan::job::{JobSpec, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::report::{html, summary};
-use crate::results::{time, Provenance, Results};
+use crate::results::{time, Point, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
 use crate::target::{self, Target, TargetOptions};
 
+pub mod breakdown;
 pub mod plan;
 
-use plan::MIB;
+use plan::{StepKind, MIB};
 pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
+
+/// The plan of a profile within the budget, with the steps that cannot run
+/// here (tracing without root or tracefs) marked skipped before budgeting.
+pub fn budgeted_plan(
+    profile: &str,
+    base: &JobSpec,
+    budget_ns: u64,
+    trace_why_not: &Option<String>,
+) -> anyhow::Result<Vec<Step>> {
+    let mut steps = plan_steps(profile, base)?;
+    if let Some(why) = trace_why_not {
+        for s in steps.iter_mut().filter(|s| s.kind == StepKind::Trace) {
+            s.skipped = Some(why.clone());
+        }
+    }
+    fit_budget(&mut steps, budget_ns);
+    Ok(steps)
+}
+
+/// The closed-loop maximum for a load-latency job: the point of an earlier
+/// step with the same parameters minus the rate (the `iops` step's randread
+/// 4k QD32), marked `role: closed_loop_max` so the analysis finds it.
+fn closed_loop_max(points: &mut [Point], j: &JobSpec) -> Option<f64> {
+    let want = plan::key(&JobSpec {
+        open_loop: None,
+        ..j.clone()
+    });
+    let p = points.iter_mut().find(|p| {
+        p.job.as_ref().is_some_and(|pj| plan::key(pj) == want)
+            && !p.extra.contains_key("interrupted")
+    })?;
+    p.extra
+        .insert("role".into(), serde_json::json!("closed_loop_max"));
+    (p.total.iops > 0.0).then_some(p.total.iops)
+}
+
+/// The analyses `iolab device` writes (batching parallelism, load-latency
+/// knee and saturation, peaks), over the points without their `step`
+/// parameter so that points of different steps group together.
+pub fn analyze(points: &[Point]) -> serde_json::Value {
+    let stripped: Vec<Point> = points
+        .iter()
+        .map(|p| {
+            let mut q = p.clone();
+            q.params.remove("step");
+            q
+        })
+        .collect();
+    analysis::analyze(&stripped, &AnalysisOptions::default())
+}
 
 fn print_plan(steps: &[Step], dir: &Path, budget_ns: u64) {
     println!(
@@ -40,7 +92,7 @@ fn print_plan(steps: &[Step], dir: &Path, budget_ns: u64) {
                 println!("  {:<14} {} ({} jobs)", s.id, s.title, s.jobs.len());
                 for j in &s.jobs {
                     println!(
-                        "      {:<44} {} + {} ramp",
+                        "      {:<50} {} + {} ramp",
                         j.name,
                         format_ns(j.stop.runtime_ns.unwrap_or(0) as f64),
                         format_ns(j.ramp_ns as f64)
@@ -127,8 +179,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         seed: a.seed,
         ..JobSpec::default()
     };
-    let mut steps = plan_steps(&a.profile, &base)?;
-    fit_budget(&mut steps, budget_ns);
+    let trace_why_not = breakdown::unavailable();
+    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
     if a.dry_run {
         print_plan(&steps, &a.dir, budget_ns);
         return Ok(());
@@ -167,8 +219,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("no I/O engine works on {}", target.path.display()))?;
         if e != base.engine {
             base.engine = e;
-            steps = plan_steps(&a.profile, &base)?;
-            fit_budget(&mut steps, budget_ns);
+            steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
         }
     }
     let dir = out_dir(&a);
@@ -179,8 +230,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
 
     let mut provenance = Provenance::collect(a.seed);
     provenance.target = Some(target.info());
-    let jobs = active_jobs(&steps);
-    provenance.plan = serde_json::to_value(jobs.iter().map(|(_, j)| j).collect::<Vec<_>>())?;
+    let jobs: Vec<(&'static str, StepKind, JobSpec)> = active_jobs(&steps)
+        .into_iter()
+        .map(|(s, j)| (s.id, s.kind, j.clone()))
+        .collect();
+    provenance.plan = serde_json::to_value(jobs.iter().map(|(_, _, j)| j).collect::<Vec<_>>())?;
     let mut results = Results::new("run", provenance);
     let ncpu = results.provenance.cpu_count as f64;
     if results.provenance.load_average[0] > 0.5 * ncpu {
@@ -192,7 +246,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     warnings.extend(target.warnings.iter().cloned());
     for s in &steps {
         if let Some(why) = &s.skipped {
-            warnings.push(format!("step '{}' skipped: {why}", s.title));
+            if s.kind != StepKind::Kv {
+                warnings.push(format!("step '{}' skipped: {why}", s.title));
+            }
         }
     }
     results.warnings = warnings;
@@ -204,18 +260,45 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     let show_progress = !quiet && std::io::stderr().is_terminal();
     let total_ns: u64 = jobs
         .iter()
-        .map(|(_, j)| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
+        .map(|(_, _, j)| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
         .sum();
     let mut done_ns = 0u64;
     let t0 = Instant::now();
     let n = jobs.len();
-    for (i, (step, job)) in jobs.iter().enumerate() {
+    for (i, (step_id, kind, job)) in jobs.iter().enumerate() {
+        let (step_id, kind) = (*step_id, *kind);
         if interrupt::stop_requested() {
             break;
         }
         let job_ns = job.stop.runtime_ns.unwrap_or(0) + job.ramp_ns;
-        let label = format!("[{}/{n}] {}", i + 1, job.name);
         let remaining_after = total_ns - done_ns - job_ns;
+        done_ns += job_ns;
+        // Skipped while running (no closed-loop maximum, no tracing here).
+        if steps.iter().any(|s| s.id == step_id && s.skipped.is_some()) {
+            continue;
+        }
+        let mut job = job.clone();
+        let mut extra = Vec::new();
+        let mut skip_why = None;
+        if kind == StepKind::RatesOfMax {
+            let pct = job.open_loop.map_or(100.0, |o| o.rate_iops);
+            match closed_loop_max(&mut results.points, &job) {
+                Some(max) => {
+                    if let Some(ol) = job.open_loop.as_mut() {
+                        ol.rate_iops = (pct / 100.0 * max).max(1.0);
+                    }
+                    job.name = format!("{step_id}: {}", job.default_name());
+                    extra.push(("rate_pct_of_max", json!(pct)));
+                }
+                None => {
+                    skip_why = Some(
+                        "no closed-loop maximum (the iops step's randread 4k point is missing)"
+                            .to_string(),
+                    )
+                }
+            }
+        }
+        let label = format!("[{}/{n}] {}", i + 1, job.name);
         let progress = move |elapsed: f64, _total: Option<f64>| {
             let left = (job_ns as f64 / 1e9 - elapsed).max(0.0) + remaining_after as f64 / 1e9;
             eprint!("\r\x1b[2K{label}  ETA {:.0}s", left);
@@ -224,32 +307,52 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         if show_progress {
             progress(0.0, None);
         }
-        let opts = RunOptions {
-            record_requests: None,
-            on_progress: if show_progress { Some(&progress) } else { None },
+        let outcome = match kind {
+            _ if skip_why.is_some() => Err(anyhow::anyhow!("skipped")),
+            StepKind::Trace => breakdown::run(&target, &job).map(|p| (p, Vec::new())),
+            _ => {
+                let opts = RunOptions {
+                    record_requests: None,
+                    on_progress: if show_progress { Some(&progress) } else { None },
+                };
+                run_job(&job, &target, &opts).map(|o| (o.point, o.features))
+            }
         };
-        let outcome = run_job(job, &target, &opts);
         if show_progress {
             eprint!("\r\x1b[2K");
         }
-        done_ns += job_ns;
         match outcome {
-            Ok(mut o) => {
-                o.point.params.insert("step".into(), step.id.into());
+            Ok((mut point, features)) => {
+                point.params.insert("step".into(), step_id.into());
+                for (k, v) in extra {
+                    point.extra.insert(k.into(), v);
+                }
                 if interrupt::stop_requested() {
-                    o.point.warnings.push(
+                    point.warnings.push(
                         "interrupted before the end of the job: this point is partial".into(),
                     );
-                    o.point
+                    point
                         .extra
                         .insert("interrupted".into(), serde_json::Value::Bool(true));
                 }
-                for f in o.features {
+                for f in features {
                     if !results.provenance.engine_features.contains(&f) {
                         results.provenance.engine_features.push(f);
                     }
                 }
-                results.points.push(o.point);
+                results.points.push(point);
+            }
+            Err(e) if skip_why.is_some() || kind == StepKind::Trace => {
+                let why = skip_why.take().unwrap_or_else(|| format!("{e:#}"));
+                if let Some(s) = steps.iter_mut().find(|s| s.id == step_id) {
+                    results
+                        .warnings
+                        .push(format!("step '{}' skipped: {why}", s.title));
+                    if !quiet {
+                        eprintln!("iolab: step {} skipped: {why}", s.id);
+                    }
+                    s.skipped = Some(why);
+                }
             }
             Err(e) => {
                 let msg = format!("job {} failed: {e:#}", job.name);
@@ -259,6 +362,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
                 results.warnings.push(msg);
             }
         }
+        results.analysis = analyze(&results.points);
+        results
+            .extra
+            .insert("run".into(), run_record(&steps, &a.profile, budget_ns));
         results.write_atomic(&json_path)?;
     }
     results.interrupted = interrupt::stop_requested();
@@ -299,6 +406,10 @@ pub fn terminal_summary(r: &Results, elapsed_s: f64) -> String {
             "  {:<28} {:>24}   ({})\n",
             h.label, h.value, h.detail
         ));
+    }
+    let analysis = crate::commands::device::analysis_summary(&r.analysis);
+    for line in &analysis {
+        o.push_str(&format!("  {line}\n"));
     }
     o.push('\n');
     o.push_str(&crate::report::terminal::points_table(r));

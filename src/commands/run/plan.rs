@@ -4,7 +4,7 @@
 //! Pure: no I/O, unit-tested.
 
 use crate::error::usage;
-use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition};
 
 /// Shortest measured slot per job; below it steps are dropped from the end.
 const MIN_SLOT_NS: u64 = 500_000_000;
@@ -19,7 +19,31 @@ pub struct Step {
     pub core: bool,
     /// Why the step does not run (not available in this build, dropped for time).
     pub skipped: Option<String>,
+    /// How `run` executes the step's jobs.
+    pub kind: StepKind,
 }
+
+/// How the jobs of a step run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// Each job through the runner, one point each.
+    Plain,
+    /// Open-loop jobs whose `open_loop.rate_iops` holds a *percentage* of the
+    /// closed-loop maximum measured by the `iops` step (resolved at run time).
+    RatesOfMax,
+    /// One traced job (`trace::config::run_config`): a stack breakdown.
+    Trace,
+    /// Database workloads (the `kv` hook; not in this build yet).
+    Kv,
+}
+
+/// Rates of the load-latency step, in percent of the closed-loop maximum.
+pub const RATES_STANDARD: [f64; 5] = [10.0, 30.0, 50.0, 70.0, 90.0];
+pub const RATES_FULL: [f64; 10] = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0];
+/// Queue depth (in-flight cap) of the closed-loop maximum and the open-loop runs.
+pub const LOADLAT_QD: u32 = 32;
+/// Requests the breakdown step logs at most per worker.
+pub const TRACE_MAX_OPS: u64 = 200_000;
 
 const KIB: u64 = 1024;
 pub(crate) const MIB: u64 = 1024 * 1024;
@@ -81,6 +105,7 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
         jobs,
         core,
         skipped: None,
+        kind: StepKind::Plain,
     };
     let pats: &[Pattern] = if quick {
         &[RandRead, RandWrite]
@@ -192,32 +217,88 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
             false,
         ));
     }
-    // TODO(kv, trace): when `iolab kv` and `iolab trace` land, add their
-    // steps after this one (a short YCSB A/C on the scratch directory; an
-    // unloaded 4k read breakdown); their points carry `extra.kv` and
-    // `extra.trace.breakdown`, which the report already draws.
-    // TODO(open-loop): when `device --rate` lands, add the load-latency curve
-    // here: rates at 10..100% of the `iops` step's result, points with a
-    // `rate` param (the report already draws them and marks the knee).
+    if !quick {
+        // Open loop at a ramp of the `iops` step's randread 4k QD32 result
+        // (same parameters, so the analysis finds it as the closed-loop max).
+        let pcts: &[f64] = if full { &RATES_FULL } else { &RATES_STANDARD };
+        let jobs = pcts
+            .iter()
+            .map(|&pct| JobSpec {
+                open_loop: Some(OpenLoop {
+                    rate_iops: pct,
+                    arrival: Arrival::Poisson,
+                }),
+                ..job(base, RandRead, 4 * KIB, LOADLAT_QD)
+            })
+            .collect();
+        steps.push(Step {
+            kind: StepKind::RatesOfMax,
+            ..step(
+                "load-latency",
+                "Load-latency curve (open loop, Poisson arrivals)",
+                jobs,
+                false,
+            )
+        });
+        // An unloaded 4k read traced through the stack (`iolab trace`);
+        // `run` marks it skipped when root or tracefs is missing.
+        let mut t = job(base, RandRead, 4 * KIB, 1);
+        t.jobs = 1;
+        t.qd = 1;
+        t.direct = true;
+        steps.push(Step {
+            kind: StepKind::Trace,
+            ..step(
+                "breakdown",
+                "Stack breakdown of a 4k random read at QD1 (traced)",
+                vec![t],
+                false,
+            )
+        });
+    }
+    // HOOK(kv): database workloads. When `src/kv` has a public entry point,
+    // give this step jobs (e.g. YCSB A and C on one embedded engine with a
+    // small record count, in the scratch directory) and run them in
+    // `mod.rs` (`StepKind::Kv`); their points carry `extra.kv`, which the
+    // report already draws (throughput per workload, latency per operation).
     steps.push(Step {
-        id: "load-latency",
-        title: "Load-latency curve (open loop)",
-        jobs: Vec::new(),
-        core: false,
-        skipped: Some("open-loop load (--rate) is not in this build of iolab yet".into()),
+        kind: StepKind::Kv,
+        ..step(
+            "kv",
+            "Database workloads (YCSB on an embedded engine)",
+            Vec::new(),
+            false,
+        )
     });
+    let kv = steps.last_mut().expect("just pushed");
+    kv.skipped = Some("`iolab kv` is not in this build of iolab yet".into());
     dedupe(&mut steps);
     Ok(steps)
 }
 
 /// Identity of a job for de-duplication across steps.
-pub fn key(j: &JobSpec) -> (Pattern, u64, u32, u32, Option<u32>, u8) {
-    (j.pattern, j.max_bs(), j.qd, j.jobs, j.batch, j.mix)
+pub type Key = (Pattern, u64, u32, u32, Option<u32>, u8, Option<u64>);
+
+pub fn key(j: &JobSpec) -> Key {
+    (
+        j.pattern,
+        j.max_bs(),
+        j.qd,
+        j.jobs,
+        j.batch,
+        j.mix,
+        j.open_loop.map(|o| o.rate_iops.to_bits()),
+    )
 }
 
+/// Drop jobs measured by an earlier step (traced and kv steps measure
+/// something else and keep theirs).
 fn dedupe(steps: &mut [Step]) {
     let mut seen = Vec::new();
-    for s in steps.iter_mut() {
+    for s in steps
+        .iter_mut()
+        .filter(|s| matches!(s.kind, StepKind::Plain | StepKind::RatesOfMax))
+    {
         s.jobs.retain(|j| {
             let k = key(j);
             if seen.contains(&k) {
@@ -274,7 +355,25 @@ pub fn fit_budget(steps: &mut [Step], budget_ns: u64) {
                 io_count: None,
                 io_bytes: None,
             };
-            j.name = format!("{}: {}", s.id, j.default_name());
+            j.name = match (s.kind, j.open_loop) {
+                (StepKind::RatesOfMax, Some(ol)) => format!(
+                    "{}: {}-{:.0}%max-{}",
+                    s.id,
+                    JobSpec {
+                        open_loop: None,
+                        ..j.clone()
+                    }
+                    .default_name()
+                    .trim_end_matches(&format!("-{}", j.engine.name())),
+                    ol.rate_iops,
+                    j.engine.name()
+                ),
+                (StepKind::Trace, _) => {
+                    j.stop.io_count = Some(TRACE_MAX_OPS);
+                    format!("{}: {}", s.id, j.default_name())
+                }
+                _ => format!("{}: {}", s.id, j.default_name()),
+            };
         }
     }
 }

@@ -418,8 +418,132 @@ pub fn knee(points: &[(f64, f64)]) -> Option<usize> {
     Some(over.saturating_sub(1))
 }
 
-/// Mean, p95 and p99 latency vs achieved IOPS for open-loop points.
+/// Mean, p95 and p99 latency vs achieved IOPS for open-loop points: from
+/// `analysis.load_latency` when present (latency from the intended issue
+/// time solid, from the actual issue dashed, the analysis' knee marked),
+/// else from the points.
 pub fn load_latency(r: &Results) -> Option<Section> {
+    load_latency_from_analysis(r).or_else(|| load_latency_from_points(r))
+}
+
+fn load_latency_from_analysis(r: &Results) -> Option<Section> {
+    let groups = r.analysis.get("load_latency")?.as_array()?;
+    let mut svgs = Vec::new();
+    let mut table = Table::new(&[
+        "group",
+        "target IOPS",
+        "achieved IOPS",
+        "mean (intended)",
+        "p95 (intended)",
+        "p99 (intended)",
+        "mean (issue)",
+        "p95 (issue)",
+        "p99 (issue)",
+        "late issues",
+    ]);
+    for g in groups {
+        let curve = g["curve"].as_array()?;
+        if curve.is_empty() {
+            continue;
+        }
+        let group = g["group"].as_str().unwrap_or("").to_string();
+        let stats = [("mean", "mean_ns", 0), ("p95", "p95_ns", 4), ("p99", "p99_ns", 1)];
+        let mut series = Vec::new();
+        for (view, key, dashed) in [
+            ("from intended issue", "lat_from_intended", false),
+            ("from actual issue", "lat_from_issue", true),
+        ] {
+            for (name, field, color) in stats {
+                let points: Vec<(f64, f64, String)> = curve
+                    .iter()
+                    .filter_map(|c| {
+                        let x = c["achieved_iops"].as_f64()?;
+                        let y = c[key][field].as_f64()?;
+                        Some((
+                            x,
+                            y,
+                            format!(
+                                "{} IOPS (target {}): {name} {view} {}",
+                                fmt::count(x),
+                                fmt::count(c["target_iops"].as_f64().unwrap_or(0.0)),
+                                fmt::ns(y)
+                            ),
+                        ))
+                    })
+                    .collect();
+                if !points.is_empty() {
+                    series.push(Series {
+                        label: format!("{name} {view}"),
+                        points,
+                        dashed,
+                        color,
+                        line: true,
+                    });
+                }
+            }
+        }
+        let ns = |v: &serde_json::Value| v.as_f64().map(|x| format!("{x:.0}")).unwrap_or_default();
+        for c in curve {
+            table.rows.push(vec![
+                group.clone(),
+                ns(&c["target_iops"]),
+                ns(&c["achieved_iops"]),
+                ns(&c["lat_from_intended"]["mean_ns"]),
+                ns(&c["lat_from_intended"]["p95_ns"]),
+                ns(&c["lat_from_intended"]["p99_ns"]),
+                ns(&c["lat_from_issue"]["mean_ns"]),
+                ns(&c["lat_from_issue"]["p95_ns"]),
+                ns(&c["lat_from_issue"]["p99_ns"]),
+                c["late_fraction"]
+                    .as_f64()
+                    .map(|f| format!("{:.1}%", 100.0 * f))
+                    .unwrap_or_default(),
+            ]);
+        }
+        let mut marks = Vec::new();
+        let knee = &g["knee"];
+        if let (Some(x), Some(y)) = (knee["achieved_iops"].as_f64(), knee["p99_ns"].as_f64()) {
+            marks.push((
+                x,
+                y,
+                format!(
+                    "knee ~{} IOPS (p99 under {}x the unloaded p99)",
+                    fmt::count(x),
+                    g["knee_factor"].as_f64().unwrap_or(2.0)
+                ),
+            ));
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        let max = g["closed_loop_max_iops"]
+            .as_f64()
+            .map(|m| format!("; closed-loop max {} IOPS", fmt::count(m)))
+            .unwrap_or_default();
+        svgs.push(svg::line_chart(&LineChart {
+            title: format!("Load-latency curve: {group}{max}"),
+            x: Axis::new("achieved IOPS", Scale::Linear, fmt::count),
+            y: Axis::new("latency", scale, fmt::ns),
+            series,
+            shade: None,
+            marks,
+            hlines: vec![],
+        }));
+    }
+    if svgs.is_empty() {
+        return None;
+    }
+    Some(Section {
+        id: "load-latency".into(),
+        title: "Latency under load".into(),
+        note: "Open-loop runs (requests issued on a schedule) at rising target rates: latency vs the throughput achieved. Solid: measured from the intended issue time (what a client sees, no coordinated omission); dashed: from the actual issue (what fio's rate_iops reports). The knee marks the highest load whose p99 stays under the knee factor x the unloaded p99.".into(),
+        svgs,
+        table,
+    })
+}
+
+fn load_latency_from_points(r: &Results) -> Option<Section> {
     let mut pts: Vec<&Point> = r
         .points
         .iter()

@@ -314,29 +314,43 @@ pub fn breakdown(r: &Results) -> Option<Section> {
             }
         }
     }
-    let mean_of = |b: &Value, stage: &str| -> f64 {
+    let stage_of = |b: &'_ Value, stage: &str| -> Option<Value> {
         b["stages"]
             .as_array()
             .into_iter()
             .flatten()
             .find(|s| s.get("stage").and_then(|v| v.as_str()) == Some(stage))
-            .and_then(|s| s.get("mean_ns").and_then(|v| v.as_f64()))
+            .cloned()
+    };
+    // `per_request_ns` is the stage's contribution to the mean request (the
+    // stages add up to it); `mean_ns` is per occurrence, like btt's, and
+    // only stacks for stages every request passes once.
+    let mean_of = |b: &Value, stage: &str| -> f64 {
+        stage_of(b, stage)
+            .and_then(|s| {
+                s.get("per_request_ns")
+                    .or_else(|| s.get("mean_ns"))
+                    .and_then(|v| v.as_f64())
+            })
             .unwrap_or(0.0)
     };
-    let mut table = Table::new(&["point", "stage", "mean ns", "share"]);
+    let mut table = Table::new(&[
+        "point",
+        "stage",
+        "per request ns",
+        "mean per occurrence ns",
+        "share",
+    ]);
     for (p, b) in &pts {
         for st in &stages {
-            let share = b["stages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|s| s.get("stage").and_then(|v| v.as_str()) == Some(st))
-                .and_then(|s| s.get("share").and_then(|v| v.as_f64()));
+            let s = stage_of(b, st);
+            let f = |k: &str| s.as_ref().and_then(|s| s.get(k)).and_then(|v| v.as_f64());
             table.rows.push(vec![
                 p.name.clone(),
                 st.clone(),
                 format!("{:.0}", mean_of(b, st)),
-                share
+                f("mean_ns").map(|v| format!("{v:.0}")).unwrap_or_default(),
+                f("share")
                     .map(|s| format!("{:.1}%", s * 100.0))
                     .unwrap_or_default(),
             ]);
@@ -354,10 +368,10 @@ pub fn breakdown(r: &Results) -> Option<Section> {
     Some(Section {
         id: "breakdown".into(),
         title: "Where the time of a request goes".into(),
-        note: "Mean time per stage of a request through the I/O stack (user, kernel submission, block layer, driver and device), stacked.".into(),
+        note: "Each stage's contribution to the mean request through the I/O stack (user, kernel submission, block layer, driver and device), stacked: the bars add up to the mean latency of the traced run. The table also gives the mean per occurrence (like btt).".into(),
         svgs: vec![svg::bar_chart(&BarChart {
             title: "Stage breakdown".into(),
-            y_title: "mean time per request".into(),
+            y_title: "time per request (stacked stages)".into(),
             y_fmt: fmt::ns,
             categories: pts.iter().map(|(p, _)| p.name.clone()).collect(),
             stacks,
@@ -371,16 +385,123 @@ pub fn breakdown(r: &Results) -> Option<Section> {
 /// its bounds, from `extra.steady_state` (`rounds`/`values` array, optional
 /// `window` [start, end] and `bounds` [lo, hi]).
 pub fn steady_state(r: &Results) -> Option<Section> {
+    steady_from_analysis(r).or_else(|| steady_from_points(r))
+}
+
+/// One convergence chart per group of `analysis.steady_state` (what
+/// `iolab device --steady-state` writes): the tracked value per round, the
+/// window shaded, its mean, the bounds (SNIA: 90% and 110% of the window
+/// mean; fio-range: the limit) and the window's least-squares slope.
+fn steady_from_analysis(r: &Results) -> Option<Section> {
+    let groups = r.analysis.get("steady_state")?.as_array()?;
+    let mut svgs = Vec::new();
+    let mut table = Table::new(&["group", "round", "value", "in window"]);
+    for g in groups {
+        let vals: Vec<f64> = g["rounds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_f64())
+            .collect();
+        if vals.is_empty() {
+            continue;
+        }
+        let group = g["group"].as_str().unwrap_or("").to_string();
+        let metric = g["metric"].as_str().unwrap_or("value").to_string();
+        let w = &g["window_check"];
+        let win = match (w["first_round"].as_f64(), w["last_round"].as_f64()) {
+            (Some(a), Some(b)) => Some((a + 1.0, b + 1.0)),
+            _ => None,
+        };
+        let pts: Vec<(f64, f64, String)> = vals
+            .iter()
+            .enumerate()
+            .map(|(k, v)| {
+                let x = (k + 1) as f64;
+                let inside = win.is_some_and(|(a, b)| x >= a && x <= b);
+                table.rows.push(vec![
+                    group.clone(),
+                    (k + 1).to_string(),
+                    fmt::plain(*v),
+                    if inside { "yes" } else { "" }.into(),
+                ]);
+                (x, *v, format!("round {}: {} {}", k + 1, fmt::plain(*v), metric))
+            })
+            .collect();
+        let mut series = vec![Series {
+            label: format!("{metric} per round"),
+            points: pts,
+            dashed: false,
+            color: 0,
+            line: true,
+        }];
+        let mut hlines = Vec::new();
+        if let (Some(mean), Some((a, b))) = (w["mean"].as_f64(), win) {
+            hlines.push((mean, "window mean".to_string()));
+            let half = match g["criterion"]["mode"].as_str() {
+                Some("fio-range") => g["criterion"]["limit"].as_f64(),
+                Some("fio-slope") => None,
+                _ => Some(0.10),
+            };
+            if let Some(h) = half {
+                hlines.push((mean * (1.0 + h), format!("{:.0}% of mean", 100.0 * (1.0 + h))));
+                hlines.push((mean * (1.0 - h), format!("{:.0}% of mean", 100.0 * (1.0 - h))));
+            }
+            if let Some(slope) = w["slope"].as_f64() {
+                let xm = (a + b) / 2.0;
+                series.push(Series {
+                    label: "window slope (least squares)".into(),
+                    points: [a, b]
+                        .iter()
+                        .map(|&x| {
+                            let y = mean + slope * (x - xm);
+                            (x, y, format!("slope {} per round", fmt::plain(slope)))
+                        })
+                        .collect(),
+                    dashed: true,
+                    color: 1,
+                    line: true,
+                });
+            }
+        }
+        let steady = g["steady"].as_bool() == Some(true);
+        svgs.push(svg::line_chart(&LineChart {
+            title: format!(
+                "{group}: {}",
+                if steady {
+                    "steady state reached"
+                } else {
+                    "steady state NOT reached"
+                }
+            ),
+            x: Axis::new("round", Scale::Linear, fmt::plain),
+            y: Axis::new(&metric, Scale::Linear, fmt::count),
+            series,
+            shade: win.map(|(a, b)| (a, b, "steady-state window".to_string())),
+            marks: vec![],
+            hlines,
+        }));
+    }
+    if svgs.is_empty() {
+        return None;
+    }
+    Some(Section {
+        id: "steady-state".into(),
+        title: "Steady-state convergence".into(),
+        note: "The tracked value per round; steady when, over the window (shaded), the values stay within the bounds and the least-squares slope is small (SNIA PTS: range within 20% and slope excursion within 10% of the window mean).".into(),
+        svgs,
+        table,
+    })
+}
+
+/// Convergence from a point's own `extra.steady_state` object.
+fn steady_from_points(r: &Results) -> Option<Section> {
     let mut series = Vec::new();
     let mut table = Table::new(&["point", "round", "value"]);
     let mut hlines = Vec::new();
     let mut shade = None;
     for (i, p) in r.points.iter().enumerate() {
-        let Some(ss) = p
-            .extra
-            .get("steady_state")
-            .or_else(|| r.analysis.get("steady_state"))
-        else {
+        let Some(ss) = p.extra.get("steady_state").filter(|v| v.is_object()) else {
             continue;
         };
         let vals: Vec<f64> = ["rounds", "values", "series"]
