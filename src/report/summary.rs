@@ -1,5 +1,6 @@
 //! Headline numbers of a results file (max 4k random IOPS, max bandwidth,
-//! unloaded latency, best batching speedup) and the de-duplicated list of
+//! unloaded latency, batching parallelism, load-latency knee, steady
+//! state, stack breakdown shares) and the de-duplicated list of
 //! warnings, shared by the terminal summary, HTML and Markdown.
 
 use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of};
@@ -77,18 +78,92 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
             });
         }
     }
-    if let Some(s) = crate::report::charts::device::batching(r) {
-        // rows: rw, bs, k, per-block, speedup
-        if let Some(row) = s
-            .table
-            .rows
-            .iter()
-            .max_by(|a, b| parse(&a[4]).total_cmp(&parse(&b[4])))
-        {
+    let groups = |k: &str| {
+        r.analysis
+            .get(k)
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let batching = groups("batching");
+    for g in &batching {
+        let p = &g["parallelism"];
+        if let Some(s) = p["max_speedup"].as_f64() {
             out.push(Headline {
-                label: "best batching speedup".into(),
-                value: fmt::times(parse(&row[4])),
-                detail: format!("{} {} at k={}", row[0], row[1], row[2]),
+                label: "batching: effective parallelism".into(),
+                value: fmt::times(s),
+                detail: format!(
+                    "{} B={} at k={}; 90% of it from k={}",
+                    g["group"].as_str().unwrap_or(""),
+                    fmt::bytes(p["bs"].as_f64().unwrap_or(0.0)),
+                    p["k_at_max"],
+                    p["k_reaching_90pct"]
+                ),
+            });
+        }
+    }
+    if batching.is_empty() {
+        if let Some(s) = crate::report::charts::device::batching(r) {
+            // rows: rw, bs, k, per-block, speedup
+            if let Some(row) = s
+                .table
+                .rows
+                .iter()
+                .max_by(|a, b| parse(&a[4]).total_cmp(&parse(&b[4])))
+            {
+                out.push(Headline {
+                    label: "best batching speedup".into(),
+                    value: fmt::times(parse(&row[4])),
+                    detail: format!("{} {} at k={}", row[0], row[1], row[2]),
+                });
+            }
+        }
+    }
+    for g in groups("load_latency") {
+        let knee = &g["knee"];
+        out.push(Headline {
+            label: "load-latency knee".into(),
+            value: knee["achieved_iops"]
+                .as_f64()
+                .map_or("none".into(), |x| format!("{} IOPS", fmt::count(x))),
+            detail: format!(
+                "p99 under {}x the unloaded {}; max achieved {} IOPS open loop",
+                g["knee_factor"].as_f64().unwrap_or(2.0),
+                fmt::ns(g["unloaded_p99_ns"].as_f64().unwrap_or(0.0)),
+                fmt::count(g["saturation"]["max_achieved_iops"].as_f64().unwrap_or(0.0))
+            ),
+        });
+    }
+    for g in groups("steady_state") {
+        out.push(Headline {
+            label: "steady state".into(),
+            value: if g["steady"].as_bool() == Some(true) {
+                "reached".into()
+            } else {
+                "NOT reached".into()
+            },
+            detail: format!(
+                "{} after {} round(s), {}",
+                g["metric"].as_str().unwrap_or(""),
+                g["rounds"].as_array().map_or(0, |v| v.len()),
+                g["group"].as_str().unwrap_or("")
+            ),
+        });
+    }
+    for p in &r.points {
+        let Some(t) = p.extra.get("trace") else {
+            continue;
+        };
+        let b = &t["breakdown"];
+        if let (Some(sw), Some(dev)) = (b["software_share"].as_f64(), b["device_share"].as_f64()) {
+            out.push(Headline {
+                label: "stack breakdown".into(),
+                value: format!("{:.0}% software / {:.0}% device", 100.0 * sw, 100.0 * dev),
+                detail: format!(
+                    "{}: mean {} traced",
+                    p.name,
+                    fmt::ns(t["traced_mean_ns"].as_f64().unwrap_or(0.0))
+                ),
             });
         }
     }

@@ -40,7 +40,9 @@ pub fn run(target: &Target, spec: &JobSpec) -> Result<Point> {
     }
     let (fd, direct) = target.open(false, true)?;
     if !direct {
-        anyhow::bail!("the target does not support O_DIRECT; tracing needs requests to reach the device");
+        anyhow::bail!(
+            "the target does not support O_DIRECT; tracing needs requests to reach the device"
+        );
     }
     let disk = target
         .disk

@@ -26,8 +26,8 @@ use crate::target::{self, Target, TargetOptions};
 pub mod breakdown;
 pub mod plan;
 
-use plan::{StepKind, MIB};
 pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
+use plan::{StepKind, MIB};
 
 /// The plan of a profile within the budget, with the steps that cannot run
 /// here (tracing without root or tracefs) marked skipped before budgeting.
@@ -406,10 +406,6 @@ pub fn terminal_summary(r: &Results, elapsed_s: f64) -> String {
             "  {:<28} {:>24}   ({})\n",
             h.label, h.value, h.detail
         ));
-    }
-    let analysis = crate::commands::device::analysis_summary(&r.analysis);
-    for line in &analysis {
-        o.push_str(&format!("  {line}\n"));
     }
     o.push('\n');
     o.push_str(&crate::report::terminal::points_table(r));

@@ -219,6 +219,153 @@ pub fn latency_per_block(r: &Results) -> Option<Section> {
 
 /// Batching speedup = per-block time at the smallest K / per-block time at K.
 pub fn batching(r: &Results) -> Option<Section> {
+    batching_from_analysis(r).or_else(|| batching_from_points(r))
+}
+
+/// Speedup vs k (a line per block size) and vs B (a line per k) from
+/// `analysis.batching`, with the effective parallelism marked.
+fn batching_from_analysis(r: &Results) -> Option<Section> {
+    let groups = r.analysis.get("batching")?.as_array()?;
+    let mut table = Table::new(&["group", "bs", "k", "per-block ns", "MiB/s", "speedup"]);
+    let mut vs_k = Vec::new();
+    let mut marks = Vec::new();
+    // (group, k) -> [(bs, speedup)]
+    let mut by_k: BTreeMap<(String, u64), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let multi = groups.len() > 1;
+    for g in groups {
+        let group = g["group"].as_str().unwrap_or("").to_string();
+        let prefix = if multi {
+            format!("{group} ")
+        } else {
+            String::new()
+        };
+        for b in g["per_bs"].as_array().into_iter().flatten() {
+            let bs = b["bs"].as_f64().unwrap_or(0.0);
+            let mut v = Vec::new();
+            for c in b["speedup"].as_array().into_iter().flatten() {
+                let (Some(k), Some(s)) = (c["k"].as_f64(), c["speedup"].as_f64()) else {
+                    continue;
+                };
+                v.push((
+                    k,
+                    s,
+                    format!(
+                        "{prefix}B={} k={k}: speedup {}",
+                        fmt::bytes(bs),
+                        fmt::times(s)
+                    ),
+                ));
+                by_k.entry((group.clone(), k as u64))
+                    .or_default()
+                    .push((bs, s));
+                let f = |key: &str| {
+                    c[key]
+                        .as_f64()
+                        .map(|x| format!("{x:.0}"))
+                        .unwrap_or_default()
+                };
+                table.rows.push(vec![
+                    group.clone(),
+                    fmt::bytes(bs),
+                    format!("{k}"),
+                    f("per_block_ns"),
+                    f("mib_s"),
+                    format!("{s:.3}"),
+                ]);
+            }
+            if v.len() >= 2 {
+                vs_k.push(Series {
+                    label: format!("{prefix}B={}", fmt::bytes(bs)),
+                    points: v,
+                    dashed: group.contains("write"),
+                    color: vs_k.len(),
+                    line: true,
+                });
+            }
+        }
+        let p = &g["parallelism"];
+        if let (Some(k), Some(s)) = (p["k_at_max"].as_f64(), p["max_speedup"].as_f64()) {
+            marks.push((k, s, format!("parallelism {}", fmt::times(s))));
+            notes.push(format!(
+                "{}effective parallelism {} at B={}, k={}; 90% of it from k={}",
+                prefix,
+                fmt::times(s),
+                fmt::bytes(p["bs"].as_f64().unwrap_or(0.0)),
+                k,
+                p["k_reaching_90pct"]
+            ));
+        }
+    }
+    if vs_k.is_empty() {
+        return None;
+    }
+    let mut svgs = vec![svg::line_chart(&LineChart {
+        title: "Batching speedup vs batch size k".into(),
+        x: Axis::new(
+            "batch size k (requests submitted together)",
+            Scale::Log2,
+            fmt::plain,
+        ),
+        y: Axis::new(
+            "speedup (per-block time at k=1 / at k)",
+            Scale::Linear,
+            fmt::times,
+        ),
+        series: vs_k,
+        shade: None,
+        marks,
+        hlines: vec![],
+    })];
+    let vs_b: Vec<Series> = by_k
+        .iter()
+        .filter(|((_, k), v)| v.len() >= 2 && *k > 1)
+        .enumerate()
+        .map(|(i, ((group, k), v))| Series {
+            label: if multi {
+                format!("{group} k={k}")
+            } else {
+                format!("k={k}")
+            },
+            points: v
+                .iter()
+                .map(|&(bs, s)| {
+                    (
+                        bs,
+                        s,
+                        format!("k={k} B={}: speedup {}", fmt::bytes(bs), fmt::times(s)),
+                    )
+                })
+                .collect(),
+            dashed: group.contains("write"),
+            color: i,
+            line: true,
+        })
+        .collect();
+    if !vs_b.is_empty() {
+        svgs.push(svg::line_chart(&LineChart {
+            title: "Batching speedup vs block size B".into(),
+            x: Axis::new("block size B", Scale::Log2, fmt::bytes),
+            y: Axis::new("speedup vs k=1 at the same B", Scale::Linear, fmt::times),
+            series: vs_b,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        }));
+    }
+    Some(Section {
+        id: "batching".into(),
+        title: "Batching parallelism".into(),
+        note: format!(
+            "Submit k requests at once and wait for all k (Bingmann's batched access). Speedup = per-block time at k=1 / per-block time at k: how much parallelism the device turns into throughput. {}.",
+            notes.join("; ")
+        ),
+        svgs,
+        table,
+    })
+}
+
+fn batching_from_points(r: &Results) -> Option<Section> {
     let pts: Vec<&Point> = r
         .points
         .iter()
@@ -441,17 +588,22 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
         "p99 (issue)",
         "late issues",
     ]);
+    let mut notes = Vec::new();
     for g in groups {
         let curve = g["curve"].as_array()?;
         if curve.is_empty() {
             continue;
         }
         let group = g["group"].as_str().unwrap_or("").to_string();
-        let stats = [("mean", "mean_ns", 0), ("p95", "p95_ns", 4), ("p99", "p99_ns", 1)];
+        let stats = [
+            ("mean", "mean_ns", 0),
+            ("p95", "p95_ns", 4),
+            ("p99", "p99_ns", 1),
+        ];
         let mut series = Vec::new();
         for (view, key, dashed) in [
-            ("from intended issue", "lat_from_intended", false),
-            ("from actual issue", "lat_from_issue", true),
+            ("intended", "lat_from_intended", false),
+            ("issue", "lat_from_issue", true),
         ] {
             for (name, field, color) in stats {
                 let points: Vec<(f64, f64, String)> = curve
@@ -473,7 +625,7 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
                     .collect();
                 if !points.is_empty() {
                     series.push(Series {
-                        label: format!("{name} {view}"),
+                        label: format!("{name} ({view})"),
                         points,
                         dashed,
                         color,
@@ -517,12 +669,19 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
             continue;
         }
         let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-        let max = g["closed_loop_max_iops"]
-            .as_f64()
-            .map(|m| format!("; closed-loop max {} IOPS", fmt::count(m)))
-            .unwrap_or_default();
+        notes.push(format!(
+            "{group}{}",
+            g["closed_loop_max_iops"]
+                .as_f64()
+                .map(|m| format!(": closed-loop max {} IOPS", fmt::count(m)))
+                .unwrap_or_default()
+        ));
         svgs.push(svg::line_chart(&LineChart {
-            title: format!("Load-latency curve: {group}{max}"),
+            title: if groups.len() > 1 {
+                format!("Load-latency curve: {group}")
+            } else {
+                "Load-latency curve".to_string()
+            },
             x: Axis::new("achieved IOPS", Scale::Linear, fmt::count),
             y: Axis::new("latency", scale, fmt::ns),
             series,
@@ -537,7 +696,7 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
     Some(Section {
         id: "load-latency".into(),
         title: "Latency under load".into(),
-        note: "Open-loop runs (requests issued on a schedule) at rising target rates: latency vs the throughput achieved. Solid: measured from the intended issue time (what a client sees, no coordinated omission); dashed: from the actual issue (what fio's rate_iops reports). The knee marks the highest load whose p99 stays under the knee factor x the unloaded p99.".into(),
+        note: format!("Open-loop runs (requests issued on a schedule) at rising target rates: latency vs the throughput achieved. Solid: measured from the intended issue time (what a client sees, no coordinated omission); dashed: from the actual issue (what fio's rate_iops reports). The knee marks the highest load whose p99 stays under the knee factor x the unloaded p99. {}.", notes.join("; ")),
         svgs,
         table,
     })

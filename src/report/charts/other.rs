@@ -425,7 +425,11 @@ fn steady_from_analysis(r: &Results) -> Option<Section> {
                     fmt::plain(*v),
                     if inside { "yes" } else { "" }.into(),
                 ]);
-                (x, *v, format!("round {}: {} {}", k + 1, fmt::plain(*v), metric))
+                (
+                    x,
+                    *v,
+                    format!("round {}: {} {}", k + 1, fmt::plain(*v), metric),
+                )
             })
             .collect();
         let mut series = vec![Series {
@@ -444,8 +448,14 @@ fn steady_from_analysis(r: &Results) -> Option<Section> {
                 _ => Some(0.10),
             };
             if let Some(h) = half {
-                hlines.push((mean * (1.0 + h), format!("{:.0}% of mean", 100.0 * (1.0 + h))));
-                hlines.push((mean * (1.0 - h), format!("{:.0}% of mean", 100.0 * (1.0 - h))));
+                hlines.push((
+                    mean * (1.0 + h),
+                    format!("{:.0}% of mean", 100.0 * (1.0 + h)),
+                ));
+                hlines.push((
+                    mean * (1.0 - h),
+                    format!("{:.0}% of mean", 100.0 * (1.0 - h)),
+                ));
             }
             if let Some(slope) = w["slope"].as_f64() {
                 let xm = (a + b) / 2.0;
