@@ -222,4 +222,8 @@ fn report_in_headless_chromium() {
     check_report(&bin, "run-standard.json", "run-standard.png");
     check_report(&bin, "fio-jsonplus-2jobs.json", "fio-jsonplus.png");
     check_report(&bin, "trace-sample.json", "trace-sample.png");
+    check_report(&bin, "run-all-steps.json", "run-all-steps.png");
+    check_report(&bin, "device-loadlat.json", "device-loadlat.png");
+    check_report(&bin, "device-steady.json", "device-steady.png");
+    check_report(&bin, "device-snia-iops.json", "device-snia-iops.png");
 }

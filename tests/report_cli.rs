@@ -34,9 +34,14 @@ fn workdir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-const FIXTURES: [&str; 6] = [
+const FIXTURES: [&str; 11] = [
     "trace-sample.json",
     "run-standard.json",
+    "run-all-steps.json",
+    "device-loadlat.json",
+    "device-batching.json",
+    "device-steady.json",
+    "device-snia-iops.json",
     "synthetic-all.json",
     "fio-randread.json",
     "fio-jsonplus-2jobs.json",
@@ -382,4 +387,71 @@ fn compare_rounds_show_spread_and_noise() {
     assert!(t.contains("n=3"), "{t}");
     assert!(t.contains("1.14x ~"), "overlapping rounds are noise: {t}");
     assert!(t.contains("2.82x") && !t.contains("2.82x ~"), "{t}");
+}
+
+/// Real results files (from this machine, see tests/fixtures/report/README.md)
+/// render the chart each was made for, with its data points.
+#[test]
+fn real_results_draw_their_charts() {
+    let dir = workdir();
+    for (f, id, min_points) in [
+        ("device-loadlat.json", "load-latency", 6 * 5),
+        ("device-batching.json", "batching", 8),
+        ("device-steady.json", "steady-state", 3),
+        ("device-snia-iops.json", "heat-map", 56),
+        ("trace-sample.json", "breakdown", 5),
+        ("run-all-steps.json", "load-latency", 6 * 5),
+        ("run-all-steps.json", "batching", 6),
+        ("run-all-steps.json", "breakdown", 5),
+    ] {
+        let out = dir.path().join(format!("{f}-{id}.html"));
+        let o = iolab(&["report", &fixture(f), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{f}: {}", text(&o));
+        let html = std::fs::read_to_string(&out).unwrap();
+        let sec = html
+            .split(&format!("<section id=\"{id}\""))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{f}: no {id} section"));
+        let sec = sec.split("</section>").next().unwrap();
+        let n: usize = sec
+            .split("data-points=\"")
+            .skip(1)
+            .filter_map(|t| t.split('"').next()?.parse::<usize>().ok())
+            .sum();
+        assert!(n >= min_points, "{f} {id}: {n} points");
+        match id {
+            "load-latency" => {
+                assert!(sec.contains("(intended)") && sec.contains("(issue)"), "{f}");
+                assert!(sec.contains("knee ~"), "{f}: knee not marked");
+            }
+            "batching" => {
+                assert!(sec.contains("vs block size B"), "{f}: no speedup vs B");
+                assert!(sec.contains("parallelism"), "{f}");
+            }
+            "steady-state" => {
+                assert!(sec.contains("steady-state window") && sec.contains("110% of mean"));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The headlines show the analyses of a full run.
+#[test]
+fn run_summary_headlines_show_the_analyses() {
+    let o = iolab(&[
+        "report",
+        &fixture("run-all-steps.json"),
+        "--format",
+        "markdown",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    for h in [
+        "batching: effective parallelism",
+        "load-latency knee",
+        "stack breakdown",
+    ] {
+        assert!(t.contains(h), "{h} missing: {t}");
+    }
 }

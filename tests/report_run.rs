@@ -93,6 +93,17 @@ fn dry_run_and_bad_input() {
         "{t}"
     );
     assert!(entries(dir.path()).is_empty(), "dry run creates nothing");
+    // Every step is listed, active ones with the time of each job.
+    for step in ["iops", "load-latency", "breakdown", "kv"] {
+        assert!(
+            t.lines().any(|l| l.trim_start().starts_with(step)),
+            "{step}: {t}"
+        );
+    }
+    assert!(
+        t.contains("load-latency: randread-4k-qd32-50%max") && t.contains(" ramp"),
+        "{t}"
+    );
     for (args, field) in [
         (vec!["--budget", "soon"], "--budget"),
         (vec!["--budget", "0.5s"], "--budget"),
@@ -168,4 +179,81 @@ fn ctrl_c_keeps_measured_points_and_the_report() {
         "text",
     ]);
     assert!(o.status.success(), "{}", text(&o));
+}
+
+/// The standard profile in a small budget: every step runs (or says why
+/// not), the load-latency curve is a ramp of the iops step's maximum, and
+/// the analyses `iolab device` writes are in the results.
+#[test]
+fn standard_run_has_load_latency_breakdown_and_analyses() {
+    let dir = workdir();
+    let out = dir.path().join("out");
+    let o = iolab(&[
+        "run",
+        dir.path().to_str().unwrap(),
+        "--budget",
+        "14s",
+        "--size",
+        "64m",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = json(&out.join("results.json"));
+    let points = r["points"].as_array().unwrap();
+    let steps = r["extra"]["run"]["steps"].as_array().unwrap();
+    let step = |id: &str| steps.iter().find(|s| s["id"] == id).unwrap().clone();
+    // Load-latency: open-loop points at rates below the closed-loop max.
+    let max = points
+        .iter()
+        .find(|p| p["params"]["step"] == "iops" && p["params"]["rw"] == "randread")
+        .map(|p| p["total"]["iops"].as_f64().unwrap())
+        .unwrap();
+    let ll: Vec<_> = points
+        .iter()
+        .filter(|p| p["params"]["step"] == "load-latency")
+        .collect();
+    assert!(step("load-latency")["skipped"].is_null(), "{steps:?}");
+    assert_eq!(ll.len(), 5);
+    for p in &ll {
+        let rate: f64 = p["params"]["rate"].as_str().unwrap().parse().unwrap();
+        assert!(rate > 0.0 && rate < max, "{rate} vs {max}");
+        assert!(p["extra"]["open_loop"].is_object());
+    }
+    let a = &r["analysis"];
+    assert!(
+        a["load_latency"][0]["closed_loop_max_iops"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{a}"
+    );
+    assert_eq!(a["load_latency"][0]["curve"].as_array().unwrap().len(), 5);
+    assert!(
+        a["batching"][0]["parallelism"]["max_speedup"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{a}"
+    );
+    // Breakdown: a traced point, or skipped with the reason.
+    let bd = step("breakdown");
+    let traced = points.iter().find(|p| p["params"]["step"] == "breakdown");
+    match (&traced, bd["skipped"].as_str()) {
+        (Some(p), None) => assert!(p["extra"]["trace"]["breakdown"]["stages"].is_array(), "{p}"),
+        (None, Some(why)) => eprintln!("breakdown skipped: {why}"),
+        other => panic!("breakdown step inconsistent: {other:?}"),
+    }
+    assert!(step("kv")["skipped"].is_string());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("id=\"load-latency\""));
+    if traced.is_some() {
+        assert!(html.contains("id=\"breakdown\""));
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("batching: effective parallelism"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("load-latency knee"), "{stdout}");
 }

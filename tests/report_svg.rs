@@ -55,7 +55,16 @@ fn charts_match_snapshots() {
 #[test]
 fn every_chart_has_its_points() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
-    for f in ["synthetic-all.json", "run-standard.json"] {
+    for f in [
+        "synthetic-all.json",
+        "run-standard.json",
+        "run-all-steps.json",
+        "device-loadlat.json",
+        "device-batching.json",
+        "device-steady.json",
+        "device-snia-iops.json",
+        "trace-sample.json",
+    ] {
         let r = Results::read(&root.join(f)).unwrap();
         for s in charts::sections(&r) {
             for svg in &s.svgs {
