@@ -43,7 +43,11 @@ pub struct VerifyFailed {
 
 impl fmt::Display for VerifyFailed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "data verification failed: {} mismatched block(s)", self.mismatches)
+        write!(
+            f,
+            "data verification failed: {} mismatched block(s)",
+            self.mismatches
+        )
     }
 }
 
@@ -63,11 +67,20 @@ impl std::error::Error for Interrupted {}
 
 /// Exit code for an error chain: 2 usage, 3 verification, 130 interrupted, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.downcast_ref::<UsageError>().is_some()) {
+    if err
+        .chain()
+        .any(|e| e.downcast_ref::<UsageError>().is_some())
+    {
         2
-    } else if err.chain().any(|e| e.downcast_ref::<VerifyFailed>().is_some()) {
+    } else if err
+        .chain()
+        .any(|e| e.downcast_ref::<VerifyFailed>().is_some())
+    {
         3
-    } else if err.chain().any(|e| e.downcast_ref::<Interrupted>().is_some()) {
+    } else if err
+        .chain()
+        .any(|e| e.downcast_ref::<Interrupted>().is_some())
+    {
         130
     } else {
         1

@@ -19,7 +19,10 @@ pub struct FakeScript {
 
 impl Default for FakeScript {
     fn default() -> Self {
-        FakeScript { latencies_ns: vec![100_000], servers: 1 }
+        FakeScript {
+            latencies_ns: vec![100_000],
+            servers: 1,
+        }
     }
 }
 
@@ -75,7 +78,13 @@ impl Engine for FakeEngine {
                 .expect("at least one server");
             let done = free_at.max(now) + lat;
             self.server_free_at[idx] = done;
-            self.in_flight.push((done, Completion { slot: req.slot, result: req.len as i64 }));
+            self.in_flight.push((
+                done,
+                Completion {
+                    slot: req.slot,
+                    result: req.len as i64,
+                },
+            ));
         }
         self.staged.clear();
         Ok(n)

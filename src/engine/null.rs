@@ -22,7 +22,10 @@ impl NullEngine {
 impl Engine for NullEngine {
     #[inline]
     fn queue(&mut self, req: IoRequest) -> io::Result<()> {
-        self.staged.push(Completion { slot: req.slot, result: req.len as i64 });
+        self.staged.push(Completion {
+            slot: req.slot,
+            result: req.len as i64,
+        });
         Ok(())
     }
 

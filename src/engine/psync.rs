@@ -21,13 +21,26 @@ impl Engine for PsyncEngine {
         // SAFETY: `req.buf` points to `req.len` bytes of the worker's buffer pool.
         let res = unsafe {
             match req.op {
-                OpKind::Read => libc::pread(self.fd, req.buf.cast(), req.len as usize, req.offset as i64),
-                OpKind::Write => libc::pwrite(self.fd, req.buf.cast(), req.len as usize, req.offset as i64),
+                OpKind::Read => {
+                    libc::pread(self.fd, req.buf.cast(), req.len as usize, req.offset as i64)
+                }
+                OpKind::Write => {
+                    libc::pwrite(self.fd, req.buf.cast(), req.len as usize, req.offset as i64)
+                }
                 OpKind::Fsync => libc::fsync(self.fd) as isize,
             }
         };
-        let result = if res < 0 { -(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64) } else { res as i64 };
-        self.done = Some(Completion { slot: req.slot, result });
+        let result = if res < 0 {
+            -(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO) as i64)
+        } else {
+            res as i64
+        };
+        self.done = Some(Completion {
+            slot: req.slot,
+            result,
+        });
         Ok(())
     }
 

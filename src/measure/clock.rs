@@ -18,7 +18,10 @@ pub struct MonoClock;
 
 #[inline(always)]
 pub fn mono_now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -40,7 +43,10 @@ impl Clock for MonoClock {
             // Sleep most of the gap, spin the last 50 us for precision.
             if left > 80_000 {
                 let d = left - 50_000;
-                let ts = libc::timespec { tv_sec: (d / 1_000_000_000) as i64, tv_nsec: (d % 1_000_000_000) as i64 };
+                let ts = libc::timespec {
+                    tv_sec: (d / 1_000_000_000) as i64,
+                    tv_nsec: (d % 1_000_000_000) as i64,
+                };
                 // SAFETY: valid timespec; a null remainder is allowed.
                 unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
             } else {
