@@ -2,3 +2,7 @@
 //! counters. Nothing here prints.
 
 pub mod clock;
+pub mod diskstats;
+pub mod histogram;
+pub mod overhead;
+pub mod rusage;

@@ -1,0 +1,134 @@
+//! Device-level counters from /proc/diskstats for the disk under a target:
+//! bytes and I/Os read and written, and utilization (io_ticks / wall), as
+//! deltas over a phase. The counters cover every process using the disk.
+
+use serde::{Deserialize, Serialize};
+
+/// One line of /proc/diskstats (the fields iolab uses).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskCounters {
+    pub reads: u64,
+    pub read_merges: u64,
+    pub read_sectors: u64,
+    pub read_ms: u64,
+    pub writes: u64,
+    pub write_merges: u64,
+    pub write_sectors: u64,
+    pub write_ms: u64,
+    pub in_flight: u64,
+    pub io_ticks_ms: u64,
+    pub discards: u64,
+    pub flushes: u64,
+}
+
+/// Parse the line for device `name` out of diskstats text.
+pub fn parse_diskstats(text: &str, name: &str) -> Option<DiskCounters> {
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 14 || f[2] != name {
+            continue;
+        }
+        let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        return Some(DiskCounters {
+            reads: n(3),
+            read_merges: n(4),
+            read_sectors: n(5),
+            read_ms: n(6),
+            writes: n(7),
+            write_merges: n(8),
+            write_sectors: n(9),
+            write_ms: n(10),
+            in_flight: n(11),
+            io_ticks_ms: n(12),
+            discards: n(14),
+            flushes: n(18),
+        });
+    }
+    None
+}
+
+/// Reads the counters of one named block device.
+#[derive(Debug, Clone)]
+pub struct DiskSampler {
+    pub device: String,
+}
+
+impl DiskSampler {
+    pub fn new(device: impl Into<String>) -> Self {
+        DiskSampler { device: device.into() }
+    }
+
+    pub fn sample(&self) -> Option<DiskCounters> {
+        let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+        parse_diskstats(&text, &self.device)
+    }
+}
+
+/// What the device did during a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceStats {
+    pub device: String,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    pub flushes: u64,
+    /// Share of wall time the device had I/O in flight, percent.
+    pub util_pct: f64,
+    /// Mean time per I/O the device spent (read_ms + write_ms) / ios, ms.
+    pub avg_wait_ms: f64,
+}
+
+impl DeviceStats {
+    pub fn between(device: &str, a: &DiskCounters, b: &DiskCounters, wall_ns: u64) -> DeviceStats {
+        let d = |x: u64, y: u64| y.saturating_sub(x);
+        let ios = d(a.reads, b.reads) + d(a.writes, b.writes);
+        let wait = d(a.read_ms, b.read_ms) + d(a.write_ms, b.write_ms);
+        DeviceStats {
+            device: device.to_string(),
+            read_ios: d(a.reads, b.reads),
+            write_ios: d(a.writes, b.writes),
+            read_bytes: d(a.read_sectors, b.read_sectors) * 512,
+            write_bytes: d(a.write_sectors, b.write_sectors) * 512,
+            read_merges: d(a.read_merges, b.read_merges),
+            write_merges: d(a.write_merges, b.write_merges),
+            flushes: d(a.flushes, b.flushes),
+            util_pct: (d(a.io_ticks_ms, b.io_ticks_ms) as f64 * 1e6 * 100.0 / wall_ns.max(1) as f64).min(100.0),
+            avg_wait_ms: if ios > 0 { wait as f64 / ios as f64 } else { 0.0 },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = " 254       0 vda 1000 10 80000 500 2000 20 160000 900 0 1200 1400 5 0 40 2 30 4\n 253       0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+
+    #[test]
+    fn parses_and_diffs() {
+        let a = parse_diskstats(SAMPLE, "vda").unwrap();
+        assert_eq!(a.reads, 1000);
+        assert_eq!(a.write_sectors, 160000);
+        assert_eq!(a.io_ticks_ms, 1200);
+        assert_eq!(a.flushes, 30);
+        assert!(parse_diskstats(SAMPLE, "sdz").is_none());
+        let mut b = a;
+        b.reads += 100;
+        b.read_sectors += 800;
+        b.io_ticks_ms += 500;
+        let s = DeviceStats::between("vda", &a, &b, 1_000_000_000);
+        assert_eq!(s.read_ios, 100);
+        assert_eq!(s.read_bytes, 800 * 512);
+        assert!((s.util_pct - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn real_diskstats_is_readable() {
+        let text = std::fs::read_to_string("/proc/diskstats").unwrap();
+        let first = text.lines().next().unwrap().split_whitespace().nth(2).unwrap().to_string();
+        assert!(DiskSampler::new(first).sample().is_some());
+    }
+}

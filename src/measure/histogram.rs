@@ -1,0 +1,212 @@
+//! Latency histograms: HDR histograms in nanoseconds with 3 significant
+//! digits (0.1% worst-case error, finer than fio's 64 buckets per power of two
+//! at ~0.78%), and the summary statistics iolab reports from them.
+
+use std::collections::BTreeMap;
+
+use anyhow::Context;
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// fio's default percentile list plus 99.999.
+pub const PERCENTILES: [f64; 18] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999,
+];
+
+/// Largest latency a histogram tracks (1 hour); larger values are clamped.
+const MAX_NS: u64 = 3_600_000_000_000;
+
+/// A latency histogram in nanoseconds. Recording never allocates.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    h: Histogram<u64>,
+}
+
+impl LatencyHistogram {
+    /// Full-precision histogram (3 significant digits).
+    pub fn new() -> Self {
+        Self::with_sigfig(3)
+    }
+
+    /// Lower precision for per-interval series (2 digits is 1%).
+    pub fn with_sigfig(sigfig: u8) -> Self {
+        LatencyHistogram {
+            h: Histogram::new_with_bounds(1, MAX_NS, sigfig).expect("valid static histogram bounds"),
+        }
+    }
+
+    #[inline(always)]
+    pub fn record(&mut self, ns: u64) {
+        // Clamp instead of failing: a value out of range must not abort a run.
+        let v = ns.clamp(1, MAX_NS);
+        let _ = self.h.record(v);
+    }
+
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        let _ = self.h.add(&other.h);
+    }
+
+    pub fn reset(&mut self) {
+        self.h.reset();
+    }
+
+    pub fn len(&self) -> u64 {
+        self.h.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.h.is_empty()
+    }
+
+    pub fn value_at_percentile(&self, p: f64) -> u64 {
+        self.h.value_at_quantile(p / 100.0)
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.h.mean()
+    }
+
+    /// Summary statistics, or `None` when nothing was recorded.
+    pub fn stats(&self) -> Option<LatStats> {
+        if self.h.is_empty() {
+            return None;
+        }
+        let percentiles = PERCENTILES
+            .iter()
+            .map(|&p| (percentile_key(p), self.h.value_at_quantile(p / 100.0)))
+            .collect();
+        Some(LatStats {
+            n: self.h.len(),
+            min_ns: self.h.min(),
+            max_ns: self.h.max(),
+            mean_ns: self.h.mean(),
+            stdev_ns: self.h.stdev(),
+            percentiles_ns: percentiles,
+        })
+    }
+
+    /// The histogram as base64 of HdrHistogram's V2 deflate encoding, so
+    /// results can be merged and re-analysed later (and by other HDR tools).
+    pub fn encode(&self) -> String {
+        let mut buf = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.h, &mut buf)
+            .expect("serializing into memory cannot fail");
+        base64::engine::general_purpose::STANDARD.encode(buf)
+    }
+
+    pub fn decode(s: &str) -> anyhow::Result<LatencyHistogram> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .context("histogram is not valid base64")?;
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| anyhow::anyhow!("histogram does not decode: {e:?}"))?;
+        Ok(LatencyHistogram { h })
+    }
+
+    /// (value, cumulative fraction) pairs for CDF plots, one per distinct bucket.
+    pub fn cdf(&self) -> Vec<(u64, f64)> {
+        let total = self.h.len().max(1) as f64;
+        let mut acc = 0u64;
+        self.h
+            .iter_recorded()
+            .map(|v| {
+                acc += v.count_at_value();
+                (self.h.highest_equivalent(v.value_iterated_to()), acc as f64 / total)
+            })
+            .collect()
+    }
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Key for a percentile in JSON maps: "99.900000" like fio (six decimals).
+pub fn percentile_key(p: f64) -> String {
+    format!("{p:.6}")
+}
+
+/// Summary of one latency distribution, in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatStats {
+    pub n: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    pub stdev_ns: f64,
+    /// Keyed by `percentile_key` ("50.000000", "99.900000", ...).
+    pub percentiles_ns: BTreeMap<String, u64>,
+}
+
+impl LatStats {
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.percentiles_ns.get(&percentile_key(p)).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_of_known_values() {
+        let mut h = LatencyHistogram::new();
+        for v in 1..=1000u64 {
+            h.record(v * 1000);
+        }
+        let s = h.stats().unwrap();
+        assert_eq!(s.n, 1000);
+        assert_eq!(s.min_ns, 1000);
+        assert!((s.max_ns as f64 - 1_000_000.0).abs() / 1e6 < 0.001);
+        assert!((s.mean_ns - 500_500.0).abs() / 500_500.0 < 0.001);
+        let p50 = s.percentile(50.0).unwrap() as f64;
+        assert!((p50 - 500_000.0).abs() / 500_000.0 < 0.002, "p50 {p50}");
+        let p99 = s.percentile(99.0).unwrap() as f64;
+        assert!((p99 - 990_000.0).abs() / 990_000.0 < 0.002, "p99 {p99}");
+        assert!(s.percentile(99.999).is_some());
+    }
+
+    #[test]
+    fn precision_is_three_digits() {
+        // Any single value comes back within 0.1%.
+        for v in [1_234u64, 98_765, 12_345_678, 3_000_000_000] {
+            let mut h = LatencyHistogram::new();
+            h.record(v);
+            let got = h.value_at_percentile(50.0) as f64;
+            assert!((got - v as f64).abs() / (v as f64) <= 0.001, "{v} -> {got}");
+        }
+    }
+
+    #[test]
+    fn empty_has_no_stats_and_clamps() {
+        let mut h = LatencyHistogram::new();
+        assert!(h.stats().is_none());
+        h.record(0);
+        h.record(u64::MAX);
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn encode_roundtrip_and_merge() {
+        let mut a = LatencyHistogram::new();
+        let mut b = LatencyHistogram::new();
+        for v in 0..100 {
+            a.record(10_000 + v);
+            b.record(50_000 + v);
+        }
+        let a2 = LatencyHistogram::decode(&a.encode()).unwrap();
+        assert_eq!(a2.stats(), a.stats());
+        let mut m = a2;
+        m.merge(&b);
+        assert_eq!(m.len(), 200);
+        assert!(LatencyHistogram::decode("not base64!").is_err());
+        let cdf = m.cdf();
+        assert!((cdf.last().unwrap().1 - 1.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,299 @@
+//! One device job, fully specified and validated: pattern, sizes, depth,
+//! engine, stop condition. Validation here is pure (no I/O); checks against
+//! the real target (bs larger than the file, alignment) happen in `target`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::fake::FakeScript;
+use crate::engine::{EngineKind, UringOptions};
+use crate::error::usage;
+use crate::plan::parse::format_size;
+
+/// Access pattern, fio's `rw` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    ReadWrite,
+    RandRw,
+}
+
+impl Pattern {
+    pub fn parse(s: &str) -> Option<Pattern> {
+        Some(match s {
+            "read" | "seqread" => Pattern::Read,
+            "write" | "seqwrite" => Pattern::Write,
+            "randread" => Pattern::RandRead,
+            "randwrite" => Pattern::RandWrite,
+            "readwrite" | "rw" => Pattern::ReadWrite,
+            "randrw" => Pattern::RandRw,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Read => "read",
+            Pattern::Write => "write",
+            Pattern::RandRead => "randread",
+            Pattern::RandWrite => "randwrite",
+            Pattern::ReadWrite => "readwrite",
+            Pattern::RandRw => "randrw",
+        }
+    }
+
+    pub fn is_random(self) -> bool {
+        matches!(self, Pattern::RandRead | Pattern::RandWrite | Pattern::RandRw)
+    }
+
+    pub fn is_mixed(self) -> bool {
+        matches!(self, Pattern::ReadWrite | Pattern::RandRw)
+    }
+
+    /// Read share in percent implied by the pattern (`mix` for mixed ones).
+    pub fn read_percent(self, mix: u8) -> u8 {
+        match self {
+            Pattern::Read | Pattern::RandRead => 100,
+            Pattern::Write | Pattern::RandWrite => 0,
+            Pattern::ReadWrite | Pattern::RandRw => mix,
+        }
+    }
+}
+
+/// How `--jobs N` workers share the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RegionMode {
+    /// Every worker addresses the whole target (fio's default for one file).
+    #[default]
+    Shared,
+    /// Worker i gets the i-th of N equal, disjoint slices.
+    Split,
+}
+
+/// When a job stops (the first limit reached wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StopCondition {
+    /// Measured runtime after the ramp, in ns.
+    pub runtime_ns: Option<u64>,
+    /// Total requests over all workers (excluding fsyncs).
+    pub io_count: Option<u64>,
+    /// Total bytes over all workers.
+    pub io_bytes: Option<u64>,
+}
+
+/// A fully specified device job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub name: String,
+    pub pattern: Pattern,
+    /// Read percentage for mixed patterns (ignored otherwise).
+    pub mix: u8,
+    /// Block sizes with weights; one entry means a single block size.
+    pub bs: Vec<(u64, u32)>,
+    pub qd: u32,
+    pub jobs: u32,
+    pub region: RegionMode,
+    pub cpus: Option<Vec<usize>>,
+    pub engine: EngineKind,
+    pub uring: UringOptions,
+    pub direct: bool,
+    pub stop: StopCondition,
+    pub ramp_ns: u64,
+    pub seed: u64,
+    /// fsync after every N writes per worker (0 = never).
+    pub fsync_every: u32,
+    /// Submit K requests at once and wait for all K before the next batch.
+    pub batch: Option<u32>,
+    pub verify: bool,
+    /// Size of the region to address; `None` = the whole target.
+    pub size: Option<u64>,
+    /// Scripted device for the fake engine (tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fake: Option<FakeScript>,
+}
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            name: String::new(),
+            pattern: Pattern::RandRead,
+            mix: 50,
+            bs: vec![(4096, 100)],
+            qd: 1,
+            jobs: 1,
+            region: RegionMode::Shared,
+            cpus: None,
+            engine: EngineKind::IoUring,
+            uring: UringOptions::default(),
+            direct: true,
+            stop: StopCondition { runtime_ns: Some(10_000_000_000), io_count: None, io_bytes: None },
+            ramp_ns: 0,
+            seed: 0x10_1ab,
+            fsync_every: 0,
+            batch: None,
+            verify: false,
+            size: None,
+            fake: None,
+        }
+    }
+}
+
+impl JobSpec {
+    pub fn min_bs(&self) -> u64 {
+        self.bs.iter().map(|&(b, _)| b).min().unwrap_or(4096)
+    }
+
+    pub fn max_bs(&self) -> u64 {
+        self.bs.iter().map(|&(b, _)| b).max().unwrap_or(4096)
+    }
+
+    pub fn read_percent(&self) -> u8 {
+        self.pattern.read_percent(self.mix)
+    }
+
+    pub fn writes(&self) -> bool {
+        self.read_percent() < 100
+    }
+
+    /// Requests in flight per worker: the batch size, or the queue depth
+    /// (1 for synchronous engines).
+    pub fn depth(&self) -> u32 {
+        match self.batch {
+            Some(k) => k,
+            None if self.engine.is_sync() => 1,
+            None => self.qd,
+        }
+    }
+
+    /// Block size column text: "4k" or "4k:70,64k:30".
+    pub fn bs_label(&self) -> String {
+        if self.bs.len() == 1 {
+            format_size(self.bs[0].0)
+        } else {
+            self.bs.iter().map(|&(b, w)| format!("{}:{w}", format_size(b))).collect::<Vec<_>>().join(",")
+        }
+    }
+
+    /// A short name if none was given: "randread-4k-qd32-io_uring".
+    pub fn default_name(&self) -> String {
+        let mut n = format!("{}-{}", self.pattern.name(), self.bs_label());
+        if self.pattern.is_mixed() {
+            n.push_str(&format!("-mix{}", self.mix));
+        }
+        match self.batch {
+            Some(k) => n.push_str(&format!("-batch{k}")),
+            None => n.push_str(&format!("-qd{}", self.qd)),
+        }
+        if self.jobs > 1 {
+            n.push_str(&format!("-j{}", self.jobs));
+        }
+        n.push_str(&format!("-{}", self.engine.name()));
+        n
+    }
+
+    /// Checks that need no target. Errors name the flag.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.bs.is_empty() {
+            return Err(usage("--bs", "no block size given"));
+        }
+        if self.qd == 0 || self.qd > 65_536 {
+            return Err(usage("--qd", format!("queue depth {} is out of range 1..65536", self.qd)));
+        }
+        if self.jobs == 0 || self.jobs > 1024 {
+            return Err(usage("--jobs", format!("{} jobs is out of range 1..1024", self.jobs)));
+        }
+        if self.mix > 100 {
+            return Err(usage("--mix", format!("read percentage {} is over 100", self.mix)));
+        }
+        if let Some(k) = self.batch {
+            if k == 0 || k > 65_536 {
+                return Err(usage("--batch", format!("batch size {k} is out of range 1..65536")));
+            }
+        }
+        if self.direct && self.engine.needs_file() {
+            if let Some(&(b, _)) = self.bs.iter().find(|&&(b, _)| b % 512 != 0) {
+                return Err(usage("--bs", format!("{b} bytes is not a multiple of 512, which O_DIRECT needs (use --buffered)")));
+            }
+        }
+        if self.max_bs() > u32::MAX as u64 / 2 {
+            return Err(usage("--bs", "block size over 1 GiB is not supported"));
+        }
+        let s = &self.stop;
+        if s.runtime_ns.is_none() && s.io_count.is_none() && s.io_bytes.is_none() {
+            return Err(usage("--runtime", "give --runtime, --io-count or --io-bytes"));
+        }
+        if s.runtime_ns == Some(0) || s.io_count == Some(0) || s.io_bytes == Some(0) {
+            return Err(usage("--runtime", "a stop limit of zero measures nothing"));
+        }
+        if self.verify && self.bs.len() > 1 {
+            return Err(usage("--verify", "verification needs a single block size, not a split"));
+        }
+        if self.verify && !self.engine.needs_file() {
+            return Err(usage("--verify", format!("the {} engine stores no data to verify", self.engine.name())));
+        }
+        if self.engine == EngineKind::Mmap && self.direct {
+            return Err(usage("--engine", "mmap goes through the page cache; add --buffered"));
+        }
+        if let Some(cpus) = &self.cpus {
+            if cpus.is_empty() {
+                return Err(usage("--cpus", "empty CPU list"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::UsageError;
+
+    fn field(spec: &JobSpec) -> String {
+        spec.validate().unwrap_err().downcast::<UsageError>().unwrap().field
+    }
+
+    #[test]
+    fn default_is_valid() {
+        JobSpec::default().validate().unwrap();
+    }
+
+    #[test]
+    fn invalid_fields_are_named() {
+        let mut s = JobSpec { qd: 0, ..Default::default() };
+        assert_eq!(field(&s), "--qd");
+        s = JobSpec { jobs: 0, ..Default::default() };
+        assert_eq!(field(&s), "--jobs");
+        s = JobSpec { mix: 101, ..Default::default() };
+        assert_eq!(field(&s), "--mix");
+        s = JobSpec { bs: vec![(1000, 100)], ..Default::default() };
+        assert_eq!(field(&s), "--bs");
+        s = JobSpec { batch: Some(0), ..Default::default() };
+        assert_eq!(field(&s), "--batch");
+        s = JobSpec { stop: StopCondition::default(), ..Default::default() };
+        assert_eq!(field(&s), "--runtime");
+        s = JobSpec { verify: true, bs: vec![(4096, 50), (8192, 50)], ..Default::default() };
+        assert_eq!(field(&s), "--verify");
+        s = JobSpec { engine: EngineKind::Mmap, ..Default::default() };
+        assert_eq!(field(&s), "--engine");
+    }
+
+    #[test]
+    fn depth_and_names() {
+        let s = JobSpec { qd: 32, ..Default::default() };
+        assert_eq!(s.depth(), 32);
+        assert_eq!(s.default_name(), "randread-4k-qd32-io_uring");
+        let s = JobSpec { qd: 32, engine: EngineKind::Psync, ..Default::default() };
+        assert_eq!(s.depth(), 1);
+        let s = JobSpec { batch: Some(8), ..Default::default() };
+        assert_eq!(s.depth(), 8);
+        let s = JobSpec { pattern: Pattern::RandRw, mix: 70, bs: vec![(4096, 70), (65536, 30)], ..Default::default() };
+        assert_eq!(s.read_percent(), 70);
+        assert_eq!(s.bs_label(), "4k:70,64k:30");
+        assert_eq!(Pattern::parse("randrw"), Some(Pattern::RandRw));
+        assert_eq!(Pattern::parse("bogus"), None);
+    }
+}

@@ -1,0 +1,4 @@
+//! Plans: what the user asked for, parsed and validated before anything runs.
+
+pub mod job;
+pub mod parse;

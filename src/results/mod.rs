@@ -1,0 +1,222 @@
+//! The results file: a schema-versioned JSON document with provenance and
+//! one `Point` per measured job, written atomically after every point so an
+//! interrupted run keeps what it measured. Every verb writes this model;
+//! `report` and `compare` read it.
+
+pub mod provenance;
+pub mod time;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::measure::diskstats::DeviceStats;
+use crate::measure::histogram::LatStats;
+use crate::measure::rusage::CpuStats;
+use crate::plan::job::JobSpec;
+pub use provenance::Provenance;
+
+pub const SCHEMA: &str = "iolab-results";
+/// Bump on incompatible changes; readers accept older minor additions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole results file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    pub schema: String,
+    pub schema_version: u32,
+    /// Which verb produced it: "device", "run", "kv", "trace", ...
+    pub kind: String,
+    pub provenance: Provenance,
+    pub points: Vec<Point>,
+    pub warnings: Vec<String>,
+    /// True once every planned point ran; false while running or if interrupted.
+    pub complete: bool,
+    pub interrupted: bool,
+    /// Derived metrics over the points (speedups, knees, steady state ...).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub analysis: serde_json::Value,
+    /// Sections other verbs add (kv load statistics, trace breakdowns ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl Results {
+    pub fn new(kind: &str, provenance: Provenance) -> Results {
+        Results {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            kind: kind.into(),
+            provenance,
+            points: Vec::new(),
+            warnings: Vec::new(),
+            complete: false,
+            interrupted: false,
+            analysis: serde_json::Value::Null,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// Write to `path` atomically (temp file in the same directory, then rename).
+    pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
+        let json = serde_json::to_vec_pretty(self)?;
+        write_atomic(path, &json)
+    }
+
+    pub fn read(path: &Path) -> anyhow::Result<Results> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let r: Results = serde_json::from_str(&text).map_err(|e| {
+            crate::error::usage("RESULTS", format!("{} is not an iolab results file: {e}", path.display()))
+        })?;
+        if r.schema != SCHEMA || r.schema_version > SCHEMA_VERSION {
+            return Err(crate::error::usage(
+                "RESULTS",
+                format!("{}: schema {} v{} is not readable by this iolab", path.display(), r.schema, r.schema_version),
+            ));
+        }
+        Ok(r)
+    }
+}
+
+/// Replace `path` with `bytes` so readers never see a half-written file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "results.json".into());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename into {}", path.display()))?;
+    Ok(())
+}
+
+/// Statistics of one op kind (read, write, fsync) in a point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mib_s: f64,
+    /// Submission latency (prepared -> submitted); absent for synchronous engines.
+    pub slat: Option<LatStats>,
+    /// Completion latency (submitted -> completion reaped).
+    pub clat: Option<LatStats>,
+    /// Total latency (prepared -> completion reaped) = slat + clat.
+    pub lat: Option<LatStats>,
+}
+
+/// Sums over all op kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Totals {
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mib_s: f64,
+}
+
+/// Batched-submission statistics (`--batch K`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchStats {
+    pub k: u32,
+    pub batches: u64,
+    /// Time from preparing the first request of a batch to reaping its last.
+    pub batch_lat: LatStats,
+    /// Per-block latency = batch time / K.
+    pub per_block_mean_ns: f64,
+    pub per_block_p50_ns: f64,
+    pub per_block_p99_ns: f64,
+}
+
+/// One interval of the per-second time series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the start of the measured phase (interval start).
+    pub t_s: f64,
+    /// Interval length in seconds (the last one may be short).
+    pub len_s: f64,
+    pub iops: f64,
+    pub mib_s: f64,
+    pub mean_ns: f64,
+    pub p99_ns: u64,
+}
+
+/// Data verification outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct VerifyStats {
+    pub blocks_checked: u64,
+    pub mismatches: u64,
+    /// The first mismatches (at most 64): offset and what was wrong.
+    pub first_mismatches: Vec<VerifyMismatch>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyMismatch {
+    pub offset: u64,
+    pub reason: String,
+}
+
+/// One measured job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Point {
+    pub name: String,
+    /// The job as run (device points); other verbs leave it empty and use `params`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobSpec>,
+    /// Flat parameters used to match points across runs (bs, qd, rw, engine ...).
+    pub params: BTreeMap<String, String>,
+    pub started_at: String,
+    /// Length of the measured phase (after ramp), ns.
+    pub duration_ns: u64,
+    pub ramp_ns: u64,
+    /// O_DIRECT was in effect.
+    pub direct: bool,
+    pub ops: BTreeMap<String, OpStats>,
+    pub total: Totals,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchStats>,
+    pub cpu: CpuStats,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceStats>,
+    pub series: Vec<SeriesPoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyStats>,
+    /// Requests that completed with an error (errno name -> count).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+    /// Encoded HDR histograms, keyed "read.lat", "write.clat", "batch" ...
+    pub histograms: BTreeMap<String, String>,
+    /// Sections other features add (stack breakdown, open-loop stats ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl Point {
+    /// Latency stats of the main op kind for summaries: read if any, else write.
+    pub fn main_lat(&self) -> Option<&LatStats> {
+        ["read", "write", "fsync"].iter().find_map(|k| self.ops.get(*k).and_then(|o| o.lat.as_ref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        let mut r = Results::new("device", Provenance::minimal());
+        r.warnings.push("w".into());
+        r.write_atomic(&p).unwrap();
+        let back = Results::read(&p).unwrap();
+        assert_eq!(back.warnings, vec!["w".to_string()]);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+        std::fs::write(&p, "{\"schema\":1}").unwrap();
+        assert_eq!(crate::error::exit_code(&Results::read(&p).unwrap_err()), 2);
+    }
+}

@@ -1,0 +1,91 @@
+//! The worker's I/O buffer pool: one allocation aligned to 4096 bytes (what
+//! O_DIRECT needs), a slot of `max_bs` bytes per in-flight request, filled
+//! with incompressible random bytes before timing starts.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+pub const ALIGN: usize = 4096;
+
+pub struct BufferPool {
+    ptr: *mut u8,
+    layout: Layout,
+    slot_len: usize,
+    slots: usize,
+}
+
+impl BufferPool {
+    pub fn new(slots: usize, slot_len: usize, seed: u64) -> anyhow::Result<BufferPool> {
+        let slot_len = slot_len.div_ceil(ALIGN) * ALIGN;
+        let total = slots.max(1).checked_mul(slot_len).ok_or_else(|| anyhow::anyhow!("buffer pool too large"))?;
+        let layout = Layout::from_size_align(total, ALIGN)?;
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            anyhow::bail!("cannot allocate {} MiB of I/O buffers", total >> 20);
+        }
+        let mut pool = BufferPool { ptr, layout, slot_len, slots };
+        fill_random(pool.as_mut_slice(), seed);
+        Ok(pool)
+    }
+
+    #[inline(always)]
+    pub fn slot_ptr(&self, slot: usize) -> *mut u8 {
+        debug_assert!(slot < self.slots);
+        // SAFETY: slot < slots, so the offset stays inside the allocation.
+        unsafe { self.ptr.add(slot * self.slot_len) }
+    }
+
+    /// The bytes of one slot.
+    pub fn slot(&mut self, slot: usize, len: usize) -> &mut [u8] {
+        assert!(slot < self.slots && len <= self.slot_len);
+        // SAFETY: in bounds per the assert; &mut self guarantees exclusivity.
+        unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(slot), len) }
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: the whole allocation, exclusively borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Fill with pseudo-random (incompressible) bytes from a seed.
+pub fn fill_random(buf: &mut [u8], seed: u64) {
+    SmallRng::seed_from_u64(seed).fill_bytes(buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_random_slots() {
+        let mut p = BufferPool::new(4, 5000, 1).unwrap();
+        assert_eq!(p.base() as usize % ALIGN, 0);
+        assert_eq!(p.slot_ptr(1) as usize % ALIGN, 0);
+        assert_eq!(p.len(), 4 * 8192);
+        let s = p.slot(3, 8192);
+        assert!(s.iter().filter(|&&b| b == 0).count() < 200, "random fill");
+    }
+}

@@ -1,0 +1,248 @@
+//! Targets: what a job runs on (a scratch file iolab creates, an existing
+//! file, or a block device), the safety rules that keep iolab from
+//! destroying data it was not given, and opening with O_DIRECT or fallback.
+
+pub mod scratch;
+pub mod sysfs;
+
+use std::fs::{self, OpenOptions};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::error::usage;
+pub use scratch::ScratchGuard;
+use sysfs::{DevNum, DiskInfo, FsInfo};
+
+/// Default size of a scratch file.
+pub const DEFAULT_SCRATCH_SIZE: u64 = 1 << 30;
+
+/// What the user said about the target.
+#[derive(Debug, Clone, Default)]
+pub struct TargetOptions {
+    /// Directory (scratch file inside), file, or block device. `None` for engines needing no file.
+    pub path: Option<PathBuf>,
+    pub size: Option<u64>,
+    /// Allow writing to an existing file iolab did not create.
+    pub overwrite: bool,
+    /// Allow writing to this block device (must name the target device).
+    pub destroy_data: Option<PathBuf>,
+    /// Keep a file iolab created instead of removing it at exit.
+    pub keep: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// Created by iolab for this run.
+    ScratchFile,
+    ExistingFile,
+    BlockDevice,
+    /// No file at all (null and fake engines).
+    NoFile,
+}
+
+/// A target ready to be opened by workers.
+#[derive(Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    pub size: u64,
+    /// Writes are allowed (scratch, --overwrite, or --destroy-data).
+    pub writable: bool,
+    pub devnum: Option<DevNum>,
+    pub disk: Option<DiskInfo>,
+    pub fs: Option<FsInfo>,
+    pub warnings: Vec<String>,
+    _guard: Option<ScratchGuard>,
+}
+
+/// Provenance view of a target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub path: String,
+    pub kind: TargetKind,
+    pub size_bytes: u64,
+    pub filesystem: Option<FsInfo>,
+    pub disk: Option<DiskInfo>,
+}
+
+impl Target {
+    /// A target for engines that touch no file.
+    pub fn none(size: u64) -> Target {
+        Target {
+            path: PathBuf::new(),
+            kind: TargetKind::NoFile,
+            size,
+            writable: true,
+            devnum: None,
+            disk: None,
+            fs: None,
+            warnings: Vec::new(),
+            _guard: None,
+        }
+    }
+
+    pub fn info(&self) -> TargetInfo {
+        TargetInfo {
+            path: self.path.display().to_string(),
+            kind: self.kind,
+            size_bytes: self.size,
+            filesystem: self.fs.clone(),
+            disk: self.disk.clone(),
+        }
+    }
+
+    /// Open for a worker. Falls back to buffered I/O (with a warning the
+    /// caller records) when the filesystem refuses O_DIRECT.
+    /// Returns the descriptor and whether O_DIRECT is in effect.
+    pub fn open(&self, write: bool, direct: bool) -> anyhow::Result<(OwnedFd, bool)> {
+        if write && !self.writable {
+            // Defence in depth: prepare() already refused this.
+            anyhow::bail!("refusing to open {} for writing", self.path.display());
+        }
+        let attempt = |direct: bool| {
+            let mut o = OpenOptions::new();
+            o.read(true).write(write);
+            let mut flags = libc::O_CLOEXEC;
+            if direct {
+                flags |= libc::O_DIRECT;
+            }
+            if self.kind == TargetKind::BlockDevice && write {
+                // The kernel refuses O_EXCL on a block device that is mounted or held.
+                flags |= libc::O_EXCL;
+            }
+            o.custom_flags(flags).open(&self.path)
+        };
+        match attempt(direct) {
+            Ok(f) => Ok((f.into(), direct)),
+            Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                let f = attempt(false).with_context(|| format!("cannot open {}", self.path.display()))?;
+                Ok((f.into(), false))
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(usage(
+                "--destroy-data",
+                format!("{} is busy (mounted, or held by another driver); refusing to write", self.path.display()),
+            )),
+            Err(e) => Err(e).with_context(|| format!("cannot open {}", self.path.display())),
+        }
+    }
+}
+
+/// Size of an open block device in bytes.
+fn block_device_size(path: &Path) -> anyhow::Result<u64> {
+    let f = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `size`.
+    if unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("BLKGETSIZE64");
+    }
+    Ok(size)
+}
+
+fn same_device(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.file_type().is_block_device() && y.file_type().is_block_device() && x.rdev() == y.rdev(),
+        _ => false,
+    }
+}
+
+/// Resolve, check and (for a directory) create the target.
+/// `writes` says whether any job will write; `verify_bs` lays out a new
+/// scratch file with verification headers.
+pub fn prepare(opts: &TargetOptions, writes: bool, verify_bs: Option<u64>, seed: u64) -> anyhow::Result<Target> {
+    let Some(path) = opts.path.clone() else {
+        return Ok(Target::none(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));
+    };
+    let md = fs::metadata(&path);
+    let (path, kind, size, writable, guard) = match md {
+        Ok(md) if md.is_dir() => {
+            let size = opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
+            let file = scratch::scratch_path(&path);
+            let guard = scratch::create(&file, size, verify_bs, seed, opts.keep)?;
+            (file, TargetKind::ScratchFile, size, true, Some(guard))
+        }
+        Ok(md) if md.file_type().is_block_device() => {
+            let dev_size = block_device_size(&path)?;
+            let size = checked_size(opts.size, dev_size, &path)?;
+            if writes {
+                check_destroy_allowed(&path, opts.destroy_data.as_deref())?;
+            }
+            (path, TargetKind::BlockDevice, size, writes, None)
+        }
+        Ok(md) if md.is_file() => {
+            let size = checked_size(opts.size, md.len(), &path)?;
+            if writes && !opts.overwrite {
+                return Err(usage(
+                    "--overwrite",
+                    format!(
+                        "{} exists and iolab did not create it; writing would destroy its contents. \
+Add --overwrite to allow it, or give a directory to run on a scratch file",
+                        path.display()
+                    ),
+                ));
+            }
+            (path, TargetKind::ExistingFile, size, writes, None)
+        }
+        Ok(_) => return Err(usage("--target", format!("{} is not a directory, regular file or block device", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(usage("--target", format!("{} does not exist", path.display())));
+            }
+            let size = opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
+            let guard = scratch::create(&path, size, verify_bs, seed, opts.keep)?;
+            (path, TargetKind::ScratchFile, size, true, Some(guard))
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot inspect {}", path.display())),
+    };
+    let devnum = sysfs::devnum_of_path(&path);
+    let disk = devnum.and_then(sysfs::disk_info);
+    let fs = if kind == TargetKind::BlockDevice { None } else { sysfs::fs_of_path(&path) };
+    Ok(Target { path, kind, size, writable, devnum, disk, fs, warnings: Vec::new(), _guard: guard })
+}
+
+fn checked_size(requested: Option<u64>, actual: u64, path: &Path) -> anyhow::Result<u64> {
+    match requested {
+        Some(s) if s > actual => Err(usage(
+            "--size",
+            format!("{} is {} bytes; --size {} is larger", path.display(), actual, s),
+        )),
+        Some(s) => Ok(s),
+        None if actual == 0 => Err(usage("--target", format!("{} is empty", path.display()))),
+        None => Ok(actual),
+    }
+}
+
+/// Writing to a block device needs `--destroy-data` naming that same device,
+/// and the device (or a partition, or a holder) must not be in use.
+fn check_destroy_allowed(device: &Path, named: Option<&Path>) -> anyhow::Result<()> {
+    let Some(named) = named else {
+        return Err(usage(
+            "--destroy-data",
+            format!(
+                "{d} is a block device and this job writes to it, destroying its data. \
+To allow it, add --destroy-data {d}",
+                d = device.display()
+            ),
+        ));
+    };
+    if !same_device(device, named) {
+        return Err(usage(
+            "--destroy-data",
+            format!("names {}, but the target is {}; they must be the same device", named.display(), device.display()),
+        ));
+    }
+    if let Some(dev) = sysfs::devnum_of_path(device) {
+        if let Some(why) = sysfs::device_in_use(dev) {
+            return Err(usage("--destroy-data", format!("refusing to write to {}: {why}", device.display())));
+        }
+    }
+    Ok(())
+}
