@@ -55,7 +55,9 @@ pub struct DiskSampler {
 
 impl DiskSampler {
     pub fn new(device: impl Into<String>) -> Self {
-        DiskSampler { device: device.into() }
+        DiskSampler {
+            device: device.into(),
+        }
     }
 
     pub fn sample(&self) -> Option<DiskCounters> {
@@ -95,8 +97,14 @@ impl DeviceStats {
             read_merges: d(a.read_merges, b.read_merges),
             write_merges: d(a.write_merges, b.write_merges),
             flushes: d(a.flushes, b.flushes),
-            util_pct: (d(a.io_ticks_ms, b.io_ticks_ms) as f64 * 1e6 * 100.0 / wall_ns.max(1) as f64).min(100.0),
-            avg_wait_ms: if ios > 0 { wait as f64 / ios as f64 } else { 0.0 },
+            util_pct: (d(a.io_ticks_ms, b.io_ticks_ms) as f64 * 1e6 * 100.0
+                / wall_ns.max(1) as f64)
+                .min(100.0),
+            avg_wait_ms: if ios > 0 {
+                wait as f64 / ios as f64
+            } else {
+                0.0
+            },
         }
     }
 }
@@ -128,7 +136,14 @@ mod tests {
     #[test]
     fn real_diskstats_is_readable() {
         let text = std::fs::read_to_string("/proc/diskstats").unwrap();
-        let first = text.lines().next().unwrap().split_whitespace().nth(2).unwrap().to_string();
+        let first = text
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_string();
         assert!(DiskSampler::new(first).sample().is_some());
     }
 }

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 /// fio's default percentile list plus 99.999.
 pub const PERCENTILES: [f64; 18] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999,
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99, 99.999,
 ];
 
 /// Largest latency a histogram tracks (1 hour); larger values are clamped.
@@ -33,7 +34,8 @@ impl LatencyHistogram {
     /// Lower precision for per-interval series (2 digits is 1%).
     pub fn with_sigfig(sigfig: u8) -> Self {
         LatencyHistogram {
-            h: Histogram::new_with_bounds(1, MAX_NS, sigfig).expect("valid static histogram bounds"),
+            h: Histogram::new_with_bounds(1, MAX_NS, sigfig)
+                .expect("valid static histogram bounds"),
         }
     }
 
@@ -115,7 +117,10 @@ impl LatencyHistogram {
             .iter_recorded()
             .map(|v| {
                 acc += v.count_at_value();
-                (self.h.highest_equivalent(v.value_iterated_to()), acc as f64 / total)
+                (
+                    self.h.highest_equivalent(v.value_iterated_to()),
+                    acc as f64 / total,
+                )
             })
             .collect()
     }

@@ -39,7 +39,9 @@ pub fn measure() -> TimerCost {
     let t1 = mono_now_ns();
     let mut v = 12_345u64;
     for _ in 0..N {
-        v = v.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        v = v
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         h.record(1000 + (v >> 44));
     }
     let record = (mono_now_ns() - t1) as f64 / N as f64;
@@ -48,7 +50,11 @@ pub fn measure() -> TimerCost {
         clock_read_ns: clock,
         histogram_record_ns: record,
         per_io_ns: 2.0 * clock + 4.0 * record,
-        clock_resolution_ns: if resolution == u64::MAX { 0 } else { resolution },
+        clock_resolution_ns: if resolution == u64::MAX {
+            0
+        } else {
+            resolution
+        },
     }
 }
 

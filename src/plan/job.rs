@@ -46,7 +46,10 @@ impl Pattern {
     }
 
     pub fn is_random(self) -> bool {
-        matches!(self, Pattern::RandRead | Pattern::RandWrite | Pattern::RandRw)
+        matches!(
+            self,
+            Pattern::RandRead | Pattern::RandWrite | Pattern::RandRw
+        )
     }
 
     pub fn is_mixed(self) -> bool {
@@ -130,7 +133,11 @@ impl Default for JobSpec {
             engine: EngineKind::IoUring,
             uring: UringOptions::default(),
             direct: true,
-            stop: StopCondition { runtime_ns: Some(10_000_000_000), io_count: None, io_bytes: None },
+            stop: StopCondition {
+                runtime_ns: Some(10_000_000_000),
+                io_count: None,
+                io_bytes: None,
+            },
             ramp_ns: 0,
             seed: 0x10_1ab,
             fsync_every: 0,
@@ -174,7 +181,11 @@ impl JobSpec {
         if self.bs.len() == 1 {
             format_size(self.bs[0].0)
         } else {
-            self.bs.iter().map(|&(b, w)| format!("{}:{w}", format_size(b))).collect::<Vec<_>>().join(",")
+            self.bs
+                .iter()
+                .map(|&(b, w)| format!("{}:{w}", format_size(b)))
+                .collect::<Vec<_>>()
+                .join(",")
         }
     }
 
@@ -201,22 +212,39 @@ impl JobSpec {
             return Err(usage("--bs", "no block size given"));
         }
         if self.qd == 0 || self.qd > 65_536 {
-            return Err(usage("--qd", format!("queue depth {} is out of range 1..65536", self.qd)));
+            return Err(usage(
+                "--qd",
+                format!("queue depth {} is out of range 1..65536", self.qd),
+            ));
         }
         if self.jobs == 0 || self.jobs > 1024 {
-            return Err(usage("--jobs", format!("{} jobs is out of range 1..1024", self.jobs)));
+            return Err(usage(
+                "--jobs",
+                format!("{} jobs is out of range 1..1024", self.jobs),
+            ));
         }
         if self.mix > 100 {
-            return Err(usage("--mix", format!("read percentage {} is over 100", self.mix)));
+            return Err(usage(
+                "--mix",
+                format!("read percentage {} is over 100", self.mix),
+            ));
         }
         if let Some(k) = self.batch {
             if k == 0 || k > 65_536 {
-                return Err(usage("--batch", format!("batch size {k} is out of range 1..65536")));
+                return Err(usage(
+                    "--batch",
+                    format!("batch size {k} is out of range 1..65536"),
+                ));
             }
         }
         if self.direct && self.engine.needs_file() {
             if let Some(&(b, _)) = self.bs.iter().find(|&&(b, _)| b % 512 != 0) {
-                return Err(usage("--bs", format!("{b} bytes is not a multiple of 512, which O_DIRECT needs (use --buffered)")));
+                return Err(usage(
+                    "--bs",
+                    format!(
+                        "{b} bytes is not a multiple of 512, which O_DIRECT needs (use --buffered)"
+                    ),
+                ));
             }
         }
         if self.max_bs() > u32::MAX as u64 / 2 {
@@ -224,19 +252,31 @@ impl JobSpec {
         }
         let s = &self.stop;
         if s.runtime_ns.is_none() && s.io_count.is_none() && s.io_bytes.is_none() {
-            return Err(usage("--runtime", "give --runtime, --io-count or --io-bytes"));
+            return Err(usage(
+                "--runtime",
+                "give --runtime, --io-count or --io-bytes",
+            ));
         }
         if s.runtime_ns == Some(0) || s.io_count == Some(0) || s.io_bytes == Some(0) {
             return Err(usage("--runtime", "a stop limit of zero measures nothing"));
         }
         if self.verify && self.bs.len() > 1 {
-            return Err(usage("--verify", "verification needs a single block size, not a split"));
+            return Err(usage(
+                "--verify",
+                "verification needs a single block size, not a split",
+            ));
         }
         if self.verify && !self.engine.needs_file() {
-            return Err(usage("--verify", format!("the {} engine stores no data to verify", self.engine.name())));
+            return Err(usage(
+                "--verify",
+                format!("the {} engine stores no data to verify", self.engine.name()),
+            ));
         }
         if self.engine == EngineKind::Mmap && self.direct {
-            return Err(usage("--engine", "mmap goes through the page cache; add --buffered"));
+            return Err(usage(
+                "--engine",
+                "mmap goes through the page cache; add --buffered",
+            ));
         }
         if let Some(cpus) = &self.cpus {
             if cpus.is_empty() {
@@ -253,7 +293,11 @@ mod tests {
     use crate::error::UsageError;
 
     fn field(spec: &JobSpec) -> String {
-        spec.validate().unwrap_err().downcast::<UsageError>().unwrap().field
+        spec.validate()
+            .unwrap_err()
+            .downcast::<UsageError>()
+            .unwrap()
+            .field
     }
 
     #[test]
@@ -263,34 +307,74 @@ mod tests {
 
     #[test]
     fn invalid_fields_are_named() {
-        let mut s = JobSpec { qd: 0, ..Default::default() };
+        let mut s = JobSpec {
+            qd: 0,
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--qd");
-        s = JobSpec { jobs: 0, ..Default::default() };
+        s = JobSpec {
+            jobs: 0,
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--jobs");
-        s = JobSpec { mix: 101, ..Default::default() };
+        s = JobSpec {
+            mix: 101,
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--mix");
-        s = JobSpec { bs: vec![(1000, 100)], ..Default::default() };
+        s = JobSpec {
+            bs: vec![(1000, 100)],
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--bs");
-        s = JobSpec { batch: Some(0), ..Default::default() };
+        s = JobSpec {
+            batch: Some(0),
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--batch");
-        s = JobSpec { stop: StopCondition::default(), ..Default::default() };
+        s = JobSpec {
+            stop: StopCondition::default(),
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--runtime");
-        s = JobSpec { verify: true, bs: vec![(4096, 50), (8192, 50)], ..Default::default() };
+        s = JobSpec {
+            verify: true,
+            bs: vec![(4096, 50), (8192, 50)],
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--verify");
-        s = JobSpec { engine: EngineKind::Mmap, ..Default::default() };
+        s = JobSpec {
+            engine: EngineKind::Mmap,
+            ..Default::default()
+        };
         assert_eq!(field(&s), "--engine");
     }
 
     #[test]
     fn depth_and_names() {
-        let s = JobSpec { qd: 32, ..Default::default() };
+        let s = JobSpec {
+            qd: 32,
+            ..Default::default()
+        };
         assert_eq!(s.depth(), 32);
         assert_eq!(s.default_name(), "randread-4k-qd32-io_uring");
-        let s = JobSpec { qd: 32, engine: EngineKind::Psync, ..Default::default() };
+        let s = JobSpec {
+            qd: 32,
+            engine: EngineKind::Psync,
+            ..Default::default()
+        };
         assert_eq!(s.depth(), 1);
-        let s = JobSpec { batch: Some(8), ..Default::default() };
+        let s = JobSpec {
+            batch: Some(8),
+            ..Default::default()
+        };
         assert_eq!(s.depth(), 8);
-        let s = JobSpec { pattern: Pattern::RandRw, mix: 70, bs: vec![(4096, 70), (65536, 30)], ..Default::default() };
+        let s = JobSpec {
+            pattern: Pattern::RandRw,
+            mix: 70,
+            bs: vec![(4096, 70), (65536, 30)],
+            ..Default::default()
+        };
         assert_eq!(s.read_percent(), 70);
         assert_eq!(s.bs_label(), "4k:70,64k:30");
         assert_eq!(Pattern::parse("randrw"), Some(Pattern::RandRw));

@@ -10,7 +10,9 @@ pub fn parse_size(field: &str, s: &str) -> anyhow::Result<u64> {
     if t.is_empty() {
         return Err(usage(field, "empty size"));
     }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -19,15 +21,28 @@ pub fn parse_size(field: &str, s: &str) -> anyhow::Result<u64> {
         "g" | "gb" | "gib" => 1 << 30,
         "t" | "tb" | "tib" => 1 << 40,
         "p" | "pb" | "pib" => 1 << 50,
-        other => return Err(usage(field, format!("unknown size unit '{other}' in '{s}' (use k, m, g, t)"))),
+        other => {
+            return Err(usage(
+                field,
+                format!("unknown size unit '{other}' in '{s}' (use k, m, g, t)"),
+            ))
+        }
     };
-    let value: f64 = num.parse().map_err(|_| usage(field, format!("'{s}' is not a size (examples: 4k, 1m, 512, 1GiB)")))?;
+    let value: f64 = num.parse().map_err(|_| {
+        usage(
+            field,
+            format!("'{s}' is not a size (examples: 4k, 1m, 512, 1GiB)"),
+        )
+    })?;
     let bytes = value * mult as f64;
     if !bytes.is_finite() || bytes > u64::MAX as f64 / 2.0 {
         return Err(usage(field, format!("'{s}' is too large")));
     }
     if bytes.fract() != 0.0 {
-        return Err(usage(field, format!("'{s}' is not a whole number of bytes")));
+        return Err(usage(
+            field,
+            format!("'{s}' is not a whole number of bytes"),
+        ));
     }
     Ok(bytes as u64)
 }
@@ -35,7 +50,9 @@ pub fn parse_size(field: &str, s: &str) -> anyhow::Result<u64> {
 /// Parse a duration into nanoseconds: `ns`, `us`, `ms`, `s` (default), `m`, `h`.
 pub fn parse_duration_ns(field: &str, s: &str) -> anyhow::Result<u64> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mult: f64 = match unit.trim() {
         "ns" => 1.0,
@@ -44,9 +61,19 @@ pub fn parse_duration_ns(field: &str, s: &str) -> anyhow::Result<u64> {
         "" | "s" | "sec" => 1e9,
         "m" | "min" => 60e9,
         "h" => 3600e9,
-        other => return Err(usage(field, format!("unknown duration unit '{other}' in '{s}' (use us, ms, s, m, h)"))),
+        other => {
+            return Err(usage(
+                field,
+                format!("unknown duration unit '{other}' in '{s}' (use us, ms, s, m, h)"),
+            ))
+        }
     };
-    let value: f64 = num.parse().map_err(|_| usage(field, format!("'{s}' is not a duration (examples: 500us, 10s, 2m)")))?;
+    let value: f64 = num.parse().map_err(|_| {
+        usage(
+            field,
+            format!("'{s}' is not a duration (examples: 500us, 10s, 2m)"),
+        )
+    })?;
     let ns = value * mult;
     if !ns.is_finite() || ns > 1e18 {
         return Err(usage(field, format!("'{s}' is too long")));
@@ -62,7 +89,12 @@ pub fn parse_bs_split(field: &str, s: &str) -> anyhow::Result<Vec<(u64, u32)>> {
         let part = part.trim();
         let (size, weight) = match part.split_once(':') {
             Some((b, w)) => {
-                let w: u32 = w.trim().parse().map_err(|_| usage(field, format!("weight '{w}' in '{part}' is not a whole number")))?;
+                let w: u32 = w.trim().parse().map_err(|_| {
+                    usage(
+                        field,
+                        format!("weight '{w}' in '{part}' is not a whole number"),
+                    )
+                })?;
                 (parse_size(field, b)?, w)
             }
             None => (parse_size(field, part)?, 0),
@@ -75,11 +107,17 @@ pub fn parse_bs_split(field: &str, s: &str) -> anyhow::Result<Vec<(u64, u32)>> {
     if out.len() == 1 {
         out[0].1 = 100;
     } else if out.iter().any(|&(_, w)| w == 0) {
-        return Err(usage(field, format!("'{s}': every size in a split needs a weight (4k:70,64k:30)")));
+        return Err(usage(
+            field,
+            format!("'{s}': every size in a split needs a weight (4k:70,64k:30)"),
+        ));
     }
     let total: u64 = out.iter().map(|&(_, w)| w as u64).sum();
     if total == 0 || total > 1_000_000 {
-        return Err(usage(field, format!("'{s}': weights must add up to a positive number")));
+        return Err(usage(
+            field,
+            format!("'{s}': weights must add up to a positive number"),
+        ));
     }
     Ok(out)
 }
@@ -89,7 +127,11 @@ pub fn parse_cpu_list(field: &str, s: &str) -> anyhow::Result<Vec<usize>> {
     let mut out = Vec::new();
     for part in s.split(',') {
         let part = part.trim();
-        let parse = |x: &str| -> anyhow::Result<usize> { x.trim().parse().map_err(|_| usage(field, format!("'{x}' is not a CPU number"))) };
+        let parse = |x: &str| -> anyhow::Result<usize> {
+            x.trim()
+                .parse()
+                .map_err(|_| usage(field, format!("'{x}' is not a CPU number")))
+        };
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (parse(a)?, parse(b)?);
@@ -101,10 +143,15 @@ pub fn parse_cpu_list(field: &str, s: &str) -> anyhow::Result<Vec<usize>> {
             None => out.push(parse(part)?),
         }
     }
-    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let max = num_cpus_configured().max(ncpu);
     if let Some(&bad) = out.iter().find(|&&c| c >= max) {
-        return Err(usage(field, format!("CPU {bad} does not exist (this machine has {max})")));
+        return Err(usage(
+            field,
+            format!("CPU {bad} does not exist (this machine has {max})"),
+        ));
     }
     Ok(out)
 }
@@ -121,7 +168,13 @@ fn num_cpus_configured() -> usize {
 
 /// Format bytes as the shortest exact binary unit: 4096 -> "4k", 1048576 -> "1m".
 pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 5] = [("p", 1 << 50), ("t", 1 << 40), ("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)];
+    const UNITS: [(&str, u64); 5] = [
+        ("p", 1 << 50),
+        ("t", 1 << 40),
+        ("g", 1 << 30),
+        ("m", 1 << 20),
+        ("k", 1 << 10),
+    ];
     for (u, m) in UNITS {
         if bytes >= m && bytes % m == 0 {
             return format!("{}{u}", bytes / m);
@@ -168,17 +221,29 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration_ns("--runtime", "10").unwrap(), 10_000_000_000);
+        assert_eq!(
+            parse_duration_ns("--runtime", "10").unwrap(),
+            10_000_000_000
+        );
         assert_eq!(parse_duration_ns("--runtime", "500us").unwrap(), 500_000);
-        assert_eq!(parse_duration_ns("--runtime", "2m").unwrap(), 120_000_000_000);
+        assert_eq!(
+            parse_duration_ns("--runtime", "2m").unwrap(),
+            120_000_000_000
+        );
         assert_eq!(parse_duration_ns("--ramp", "1.5s").unwrap(), 1_500_000_000);
-        assert_eq!(field_of(parse_duration_ns("--ramp", "5 parsecs").unwrap_err()), "--ramp");
+        assert_eq!(
+            field_of(parse_duration_ns("--ramp", "5 parsecs").unwrap_err()),
+            "--ramp"
+        );
     }
 
     #[test]
     fn bs_split() {
         assert_eq!(parse_bs_split("--bs", "4k").unwrap(), vec![(4096, 100)]);
-        assert_eq!(parse_bs_split("--bs", "4k:70,64k:30").unwrap(), vec![(4096, 70), (65536, 30)]);
+        assert_eq!(
+            parse_bs_split("--bs", "4k:70,64k:30").unwrap(),
+            vec![(4096, 70), (65536, 30)]
+        );
         assert!(parse_bs_split("--bs", "4k,64k").is_err());
         assert!(parse_bs_split("--bs", "0").is_err());
         assert!(parse_bs_split("--bs", "4k:x").is_err());

@@ -67,14 +67,23 @@ impl Results {
     }
 
     pub fn read(path: &Path) -> anyhow::Result<Results> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let r: Results = serde_json::from_str(&text).map_err(|e| {
-            crate::error::usage("RESULTS", format!("{} is not an iolab results file: {e}", path.display()))
+            crate::error::usage(
+                "RESULTS",
+                format!("{} is not an iolab results file: {e}", path.display()),
+            )
         })?;
         if r.schema != SCHEMA || r.schema_version > SCHEMA_VERSION {
             return Err(crate::error::usage(
                 "RESULTS",
-                format!("{}: schema {} v{} is not readable by this iolab", path.display(), r.schema, r.schema_version),
+                format!(
+                    "{}: schema {} v{} is not readable by this iolab",
+                    path.display(),
+                    r.schema,
+                    r.schema_version
+                ),
             ));
         }
         Ok(r)
@@ -83,14 +92,22 @@ impl Results {
 
 /// Replace `path` with `bytes` so readers never see a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "results.json".into());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "results.json".into());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
     f.write_all(bytes)?;
     f.sync_all()?;
     drop(f);
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename into {}", path.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot rename into {}", path.display()))?;
     Ok(())
 }
 
@@ -198,7 +215,9 @@ pub struct Point {
 impl Point {
     /// Latency stats of the main op kind for summaries: read if any, else write.
     pub fn main_lat(&self) -> Option<&LatStats> {
-        ["read", "write", "fsync"].iter().find_map(|k| self.ops.get(*k).and_then(|o| o.lat.as_ref()))
+        ["read", "write", "fsync"]
+            .iter()
+            .find_map(|k| self.ops.get(*k).and_then(|o| o.lat.as_ref()))
     }
 }
 
@@ -215,7 +234,11 @@ mod tests {
         r.write_atomic(&p).unwrap();
         let back = Results::read(&p).unwrap();
         assert_eq!(back.warnings, vec!["w".to_string()]);
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
         std::fs::write(&p, "{\"schema\":1}").unwrap();
         assert_eq!(crate::error::exit_code(&Results::read(&p).unwrap_err()), 2);
     }

@@ -39,7 +39,9 @@ pub struct Provenance {
 }
 
 fn read(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default()
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 fn field_of(text: &str, key: &str) -> Option<String> {
@@ -52,7 +54,11 @@ fn field_of(text: &str, key: &str) -> Option<String> {
 /// Total memory in bytes from /proc/meminfo.
 pub fn memory_bytes() -> u64 {
     field_of(&read("/proc/meminfo"), "MemTotal")
-        .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
+        .and_then(|v| {
+            v.split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+        })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
 }
@@ -60,7 +66,11 @@ pub fn memory_bytes() -> u64 {
 pub fn load_average() -> [f64; 3] {
     let t = read("/proc/loadavg");
     let mut it = t.split_whitespace().map(|v| v.parse().unwrap_or(0.0));
-    [it.next().unwrap_or(0.0), it.next().unwrap_or(0.0), it.next().unwrap_or(0.0)]
+    [
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+        it.next().unwrap_or(0.0),
+    ]
 }
 
 impl Provenance {
@@ -81,16 +91,25 @@ impl Provenance {
         unsafe { libc::uname(&mut u) };
         let cstr = |b: &[libc::c_char]| {
             // SAFETY: uname fills NUL-terminated strings.
-            unsafe { std::ffi::CStr::from_ptr(b.as_ptr()) }.to_string_lossy().to_string()
+            unsafe { std::ffi::CStr::from_ptr(b.as_ptr()) }
+                .to_string_lossy()
+                .to_string()
         };
         let cpuinfo = read("/proc/cpuinfo");
         Provenance {
             command_line: std::env::args().collect(),
             hostname: cstr(&u.nodename),
-            kernel: format!("{} {} {}", cstr(&u.sysname), cstr(&u.release), cstr(&u.machine)),
+            kernel: format!(
+                "{} {} {}",
+                cstr(&u.sysname),
+                cstr(&u.release),
+                cstr(&u.machine)
+            ),
             os: field_of(&read("/etc/os-release"), "PRETTY_NAME").unwrap_or_default(),
             cpu_model: field_of(&cpuinfo, "model name").unwrap_or_default(),
-            cpu_count: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cpu_count: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             memory_bytes: memory_bytes(),
             load_average: load_average(),
             clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
@@ -103,14 +122,29 @@ impl Provenance {
     /// Human-readable key/value lines (for `sysinfo` and the report).
     pub fn rows(&self) -> Vec<(String, String)> {
         let mut rows = vec![
-            ("iolab".to_string(), format!("{} ({})", self.iolab_version, self.git_revision)),
+            (
+                "iolab".to_string(),
+                format!("{} ({})", self.iolab_version, self.git_revision),
+            ),
             ("started".into(), self.started_at.clone()),
             ("host".into(), self.hostname.clone()),
             ("kernel".into(), self.kernel.clone()),
             ("os".into(), self.os.clone()),
-            ("cpu".into(), format!("{} x {}", self.cpu_count, self.cpu_model)),
-            ("memory".into(), format!("{:.1} GiB", self.memory_bytes as f64 / (1u64 << 30) as f64)),
-            ("load average".into(), format!("{:.2} {:.2} {:.2}", self.load_average[0], self.load_average[1], self.load_average[2])),
+            (
+                "cpu".into(),
+                format!("{} x {}", self.cpu_count, self.cpu_model),
+            ),
+            (
+                "memory".into(),
+                format!("{:.1} GiB", self.memory_bytes as f64 / (1u64 << 30) as f64),
+            ),
+            (
+                "load average".into(),
+                format!(
+                    "{:.2} {:.2} {:.2}",
+                    self.load_average[0], self.load_average[1], self.load_average[2]
+                ),
+            ),
             ("clocksource".into(), self.clocksource.clone()),
             (
                 "timer cost".into(),
@@ -124,9 +158,18 @@ impl Provenance {
             rows.push(("command".into(), self.command_line.join(" ")));
         }
         if let Some(t) = &self.target {
-            rows.push(("target".into(), format!("{} ({:?}, {} bytes)", t.path, t.kind, t.size_bytes)));
+            rows.push((
+                "target".into(),
+                format!("{} ({:?}, {} bytes)", t.path, t.kind, t.size_bytes),
+            ));
             if let Some(fs) = &t.filesystem {
-                rows.push(("filesystem".into(), format!("{} on {} from {} ({})", fs.fstype, fs.mountpoint, fs.source, fs.options)));
+                rows.push((
+                    "filesystem".into(),
+                    format!(
+                        "{} on {} from {} ({})",
+                        fs.fstype, fs.mountpoint, fs.source, fs.options
+                    ),
+                ));
             }
             if let Some(d) = &t.disk {
                 rows.push((
@@ -158,7 +201,10 @@ impl Provenance {
             }
         }
         for f in &self.engine_features {
-            rows.push((format!("feature {}", f.feature), format!("{} {}", if f.supported { "yes" } else { "no" }, f.detail)));
+            rows.push((
+                format!("feature {}", f.feature),
+                format!("{} {}", if f.supported { "yes" } else { "no" }, f.detail),
+            ));
         }
         for (k, v) in &self.tools {
             rows.push((k.clone(), v.clone()));

@@ -22,7 +22,15 @@ fn parts(t: SystemTime) -> (i64, u32, u32, u64, u64, u64, u32) {
     let secs = d.as_secs();
     let (y, mo, da) = civil_from_days((secs / 86_400) as i64);
     let s = secs % 86_400;
-    (y, mo, da, s / 3600, (s / 60) % 60, s % 60, d.subsec_millis())
+    (
+        y,
+        mo,
+        da,
+        s / 3600,
+        (s / 60) % 60,
+        s % 60,
+        d.subsec_millis(),
+    )
 }
 
 /// "2026-11-21T05:29:37.123Z"

@@ -19,14 +19,22 @@ pub struct BufferPool {
 impl BufferPool {
     pub fn new(slots: usize, slot_len: usize, seed: u64) -> anyhow::Result<BufferPool> {
         let slot_len = slot_len.div_ceil(ALIGN) * ALIGN;
-        let total = slots.max(1).checked_mul(slot_len).ok_or_else(|| anyhow::anyhow!("buffer pool too large"))?;
+        let total = slots
+            .max(1)
+            .checked_mul(slot_len)
+            .ok_or_else(|| anyhow::anyhow!("buffer pool too large"))?;
         let layout = Layout::from_size_align(total, ALIGN)?;
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
             anyhow::bail!("cannot allocate {} MiB of I/O buffers", total >> 20);
         }
-        let mut pool = BufferPool { ptr, layout, slot_len, slots };
+        let mut pool = BufferPool {
+            ptr,
+            layout,
+            slot_len,
+            slots,
+        };
         fill_random(pool.as_mut_slice(), seed);
         Ok(pool)
     }

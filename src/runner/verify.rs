@@ -24,9 +24,13 @@ pub enum Mismatch {
 impl Mismatch {
     pub fn describe(&self) -> String {
         match self {
-            Mismatch::NoHeader => "no iolab header (not written with --verify, or header corrupted)".into(),
+            Mismatch::NoHeader => {
+                "no iolab header (not written with --verify, or header corrupted)".into()
+            }
             Mismatch::WrongOffset { found } => format!("header says offset {found}"),
-            Mismatch::StaleSequence { found, expected } => format!("stale data: sequence {found}, expected {expected}"),
+            Mismatch::StaleSequence { found, expected } => {
+                format!("stale data: sequence {found}, expected {expected}")
+            }
             Mismatch::BadChecksum => "checksum mismatch (payload corrupted)".into(),
         }
     }
@@ -65,7 +69,10 @@ pub fn check(block: &[u8], offset: u64, expected_seq: Option<u64>) -> Result<(),
         return Err(Mismatch::BadChecksum);
     }
     match expected_seq {
-        Some(e) if e != seq => Err(Mismatch::StaleSequence { found: seq, expected: e }),
+        Some(e) if e != seq => Err(Mismatch::StaleSequence {
+            found: seq,
+            expected: e,
+        }),
         _ => Ok(()),
     }
 }
@@ -80,8 +87,17 @@ mod tests {
         stamp(&mut b, 8192, 5);
         assert_eq!(check(&b, 8192, Some(5)), Ok(()));
         assert_eq!(check(&b, 8192, None), Ok(()));
-        assert_eq!(check(&b, 4096, None), Err(Mismatch::WrongOffset { found: 8192 }));
-        assert_eq!(check(&b, 8192, Some(6)), Err(Mismatch::StaleSequence { found: 5, expected: 6 }));
+        assert_eq!(
+            check(&b, 4096, None),
+            Err(Mismatch::WrongOffset { found: 8192 })
+        );
+        assert_eq!(
+            check(&b, 8192, Some(6)),
+            Err(Mismatch::StaleSequence {
+                found: 5,
+                expected: 6
+            })
+        );
         let mut c = b.clone();
         c[1000] ^= 1;
         assert_eq!(check(&c, 8192, None), Err(Mismatch::BadChecksum));

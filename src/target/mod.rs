@@ -120,12 +120,16 @@ impl Target {
         match attempt(direct) {
             Ok(f) => Ok((f.into(), direct)),
             Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                let f = attempt(false).with_context(|| format!("cannot open {}", self.path.display()))?;
+                let f = attempt(false)
+                    .with_context(|| format!("cannot open {}", self.path.display()))?;
                 Ok((f.into(), false))
             }
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Err(usage(
                 "--destroy-data",
-                format!("{} is busy (mounted, or held by another driver); refusing to write", self.path.display()),
+                format!(
+                    "{} is busy (mounted, or held by another driver); refusing to write",
+                    self.path.display()
+                ),
             )),
             Err(e) => Err(e).with_context(|| format!("cannot open {}", self.path.display())),
         }
@@ -148,7 +152,11 @@ fn block_device_size(path: &Path) -> anyhow::Result<u64> {
 fn same_device(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     match (fs::metadata(a), fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.file_type().is_block_device() && y.file_type().is_block_device() && x.rdev() == y.rdev(),
+        (Ok(x), Ok(y)) => {
+            x.file_type().is_block_device()
+                && y.file_type().is_block_device()
+                && x.rdev() == y.rdev()
+        }
         _ => false,
     }
 }
@@ -156,7 +164,12 @@ fn same_device(a: &Path, b: &Path) -> bool {
 /// Resolve, check and (for a directory) create the target.
 /// `writes` says whether any job will write; `verify_bs` lays out a new
 /// scratch file with verification headers.
-pub fn prepare(opts: &TargetOptions, writes: bool, verify_bs: Option<u64>, seed: u64) -> anyhow::Result<Target> {
+pub fn prepare(
+    opts: &TargetOptions,
+    writes: bool,
+    verify_bs: Option<u64>,
+    seed: u64,
+) -> anyhow::Result<Target> {
     let Some(path) = opts.path.clone() else {
         return Ok(Target::none(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));
     };
@@ -190,11 +203,25 @@ Add --overwrite to allow it, or give a directory to run on a scratch file",
             }
             (path, TargetKind::ExistingFile, size, writes, None)
         }
-        Ok(_) => return Err(usage("--target", format!("{} is not a directory, regular file or block device", path.display()))),
+        Ok(_) => {
+            return Err(usage(
+                "--target",
+                format!(
+                    "{} is not a directory, regular file or block device",
+                    path.display()
+                ),
+            ))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             if !parent.is_dir() {
-                return Err(usage("--target", format!("{} does not exist", path.display())));
+                return Err(usage(
+                    "--target",
+                    format!("{} does not exist", path.display()),
+                ));
             }
             let size = opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
             let guard = scratch::create(&path, size, verify_bs, seed, opts.keep)?;
@@ -204,15 +231,34 @@ Add --overwrite to allow it, or give a directory to run on a scratch file",
     };
     let devnum = sysfs::devnum_of_path(&path);
     let disk = devnum.and_then(sysfs::disk_info);
-    let fs = if kind == TargetKind::BlockDevice { None } else { sysfs::fs_of_path(&path) };
-    Ok(Target { path, kind, size, writable, devnum, disk, fs, warnings: Vec::new(), _guard: guard })
+    let fs = if kind == TargetKind::BlockDevice {
+        None
+    } else {
+        sysfs::fs_of_path(&path)
+    };
+    Ok(Target {
+        path,
+        kind,
+        size,
+        writable,
+        devnum,
+        disk,
+        fs,
+        warnings: Vec::new(),
+        _guard: guard,
+    })
 }
 
 fn checked_size(requested: Option<u64>, actual: u64, path: &Path) -> anyhow::Result<u64> {
     match requested {
         Some(s) if s > actual => Err(usage(
             "--size",
-            format!("{} is {} bytes; --size {} is larger", path.display(), actual, s),
+            format!(
+                "{} is {} bytes; --size {} is larger",
+                path.display(),
+                actual,
+                s
+            ),
         )),
         Some(s) => Ok(s),
         None if actual == 0 => Err(usage("--target", format!("{} is empty", path.display()))),
@@ -236,12 +282,19 @@ To allow it, add --destroy-data {d}",
     if !same_device(device, named) {
         return Err(usage(
             "--destroy-data",
-            format!("names {}, but the target is {}; they must be the same device", named.display(), device.display()),
+            format!(
+                "names {}, but the target is {}; they must be the same device",
+                named.display(),
+                device.display()
+            ),
         ));
     }
     if let Some(dev) = sysfs::devnum_of_path(device) {
         if let Some(why) = sysfs::device_in_use(dev) {
-            return Err(usage("--destroy-data", format!("refusing to write to {}: {why}", device.display())));
+            return Err(usage(
+                "--destroy-data",
+                format!("refusing to write to {}: {why}", device.display()),
+            ));
         }
     }
     Ok(())

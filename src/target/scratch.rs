@@ -31,11 +31,13 @@ impl Drop for ScratchGuard {
 
 /// Bytes available to an unprivileged writer on the filesystem of `dir`.
 pub fn free_bytes(dir: &Path) -> anyhow::Result<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).context("path has a NUL byte")?;
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .context("path has a NUL byte")?;
     // SAFETY: zeroed statvfs is a valid out-parameter; c is NUL-terminated.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error()).with_context(|| format!("statvfs {}", dir.display()));
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("statvfs {}", dir.display()));
     }
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
@@ -55,7 +57,13 @@ pub fn scratch_path(dir: &Path) -> PathBuf {
 
 /// Create `path` (which must not exist) with `size` bytes of random data.
 /// With `verify_bs`, every block carries a verification header (sequence 0).
-pub fn create(path: &Path, size: u64, verify_bs: Option<u64>, seed: u64, keep: bool) -> anyhow::Result<ScratchGuard> {
+pub fn create(
+    path: &Path,
+    size: u64,
+    verify_bs: Option<u64>,
+    seed: u64,
+    keep: bool,
+) -> anyhow::Result<ScratchGuard> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let free = free_bytes(dir)?;
     let headroom = 64 << 20;
@@ -77,8 +85,12 @@ pub fn create(path: &Path, size: u64, verify_bs: Option<u64>, seed: u64, keep: b
         .open(path)
         .with_context(|| format!("cannot create scratch file {}", path.display()))?;
     interrupt::register_cleanup(path.to_path_buf());
-    let guard = ScratchGuard { path: path.to_path_buf(), keep };
-    lay_out(&mut file, size, verify_bs, seed).with_context(|| format!("laying out {}", path.display()))?;
+    let guard = ScratchGuard {
+        path: path.to_path_buf(),
+        keep,
+    };
+    lay_out(&mut file, size, verify_bs, seed)
+        .with_context(|| format!("laying out {}", path.display()))?;
     Ok(guard)
 }
 
@@ -96,7 +108,10 @@ fn lay_out(file: &mut File, size: u64, verify_bs: Option<u64>, seed: u64) -> any
             anyhow::bail!(crate::error::Interrupted);
         }
         let len = chunk.min(size - off) as usize;
-        fill_random(&mut buf[..len], seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        fill_random(
+            &mut buf[..len],
+            seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        );
         if let Some(bs) = verify_bs {
             for (i, block) in buf[..len].chunks_mut(bs as usize).enumerate() {
                 if block.len() == bs as usize {

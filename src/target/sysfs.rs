@@ -17,12 +17,18 @@ pub struct DevNum {
 
 impl DevNum {
     pub fn from_raw(dev: u64) -> DevNum {
-        DevNum { major: libc::major(dev), minor: libc::minor(dev) }
+        DevNum {
+            major: libc::major(dev),
+            minor: libc::minor(dev),
+        }
     }
 
     pub fn parse(s: &str) -> Option<DevNum> {
         let (a, b) = s.trim().split_once(':')?;
-        Some(DevNum { major: a.parse().ok()?, minor: b.parse().ok()? })
+        Some(DevNum {
+            major: a.parse().ok()?,
+            minor: b.parse().ok()?,
+        })
     }
 
     pub fn text(self) -> String {
@@ -65,7 +71,10 @@ pub struct DiskInfo {
 }
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
-    fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 fn read_u64(p: impl AsRef<Path>) -> Option<u64> {
@@ -125,11 +134,16 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountLine> {
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
 fn unescape_mount(s: &str) -> String {
-    s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+    s.replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
 }
 
 pub fn mounts() -> Vec<MountLine> {
-    fs::read_to_string("/proc/self/mountinfo").map(|t| parse_mountinfo(&t)).unwrap_or_default()
+    fs::read_to_string("/proc/self/mountinfo")
+        .map(|t| parse_mountinfo(&t))
+        .unwrap_or_default()
 }
 
 /// The filesystem holding `path`: the mount with the longest mountpoint prefix.
@@ -144,7 +158,12 @@ pub fn fs_of_path(path: &Path) -> Option<FsInfo> {
                 || canon.starts_with(&format!("{}/", m.mountpoint.trim_end_matches('/')))
         })
         .max_by_key(|m| m.mountpoint.len())
-        .map(|m| FsInfo { mountpoint: m.mountpoint, fstype: m.fstype, source: m.source, options: m.options })
+        .map(|m| FsInfo {
+            mountpoint: m.mountpoint,
+            fstype: m.fstype,
+            source: m.source,
+            options: m.options,
+        })
 }
 
 /// sysfs directory of a block device, e.g. /sys/devices/.../block/vda/vda1.
@@ -178,8 +197,20 @@ pub fn disk_info(dev: DevNum) -> Option<DiskInfo> {
     let driver = fs::read_link(base.join("device/driver"))
         .ok()
         .and_then(|p| p.file_name().map(|f| f.to_string_lossy().to_string()))
-        .or_else(|| if disk.starts_with("loop") { Some("loop".into()) } else { None })
-        .or_else(|| if disk.starts_with("dm-") { Some("device-mapper".into()) } else { None });
+        .or_else(|| {
+            if disk.starts_with("loop") {
+                Some("loop".into())
+            } else {
+                None
+            }
+        })
+        .or_else(|| {
+            if disk.starts_with("dm-") {
+                Some("device-mapper".into())
+            } else {
+                None
+            }
+        });
     Some(DiskInfo {
         devnum: dev.text(),
         model: read_trim(base.join("device/model")).or_else(|| read_trim(base.join("dm/name"))),
@@ -203,7 +234,10 @@ pub fn disk_info(dev: DevNum) -> Option<DiskInfo> {
 /// Device numbers of a disk and all its partitions.
 pub fn disk_and_partitions(disk: &str) -> Vec<DevNum> {
     let base = PathBuf::from(format!("/sys/block/{disk}"));
-    let mut out: Vec<DevNum> = read_trim(base.join("dev")).and_then(|s| DevNum::parse(&s)).into_iter().collect();
+    let mut out: Vec<DevNum> = read_trim(base.join("dev"))
+        .and_then(|s| DevNum::parse(&s))
+        .into_iter()
+        .collect();
     if let Ok(entries) = fs::read_dir(&base) {
         for e in entries.flatten() {
             if e.path().join("partition").exists() {
@@ -221,7 +255,11 @@ pub fn disk_and_partitions(disk: &str) -> Vec<DevNum> {
 pub fn device_in_use(dev: DevNum) -> Option<String> {
     let (name, disk) = device_names(dev)?;
     // A whole disk is busy if any partition is; a partition only if itself is.
-    let family: Vec<DevNum> = if name == disk { disk_and_partitions(&disk) } else { vec![dev] };
+    let family: Vec<DevNum> = if name == disk {
+        disk_and_partitions(&disk)
+    } else {
+        vec![dev]
+    };
     for m in mounts() {
         let by_num = m.devnum.is_some_and(|d| family.contains(&d));
         let by_src = fs::metadata(&m.source)
@@ -234,10 +272,18 @@ pub fn device_in_use(dev: DevNum) -> Option<String> {
     }
     for d in &family {
         if let Some((n, _)) = device_names(*d) {
-            let holders = fs::canonicalize(format!("/sys/dev/block/{}", d.text())).map(|p| p.join("holders"));
+            let holders =
+                fs::canonicalize(format!("/sys/dev/block/{}", d.text())).map(|p| p.join("holders"));
             if let Ok(h) = holders {
-                if let Some(first) = fs::read_dir(h).ok().and_then(|mut it| it.next()).and_then(|e| e.ok()) {
-                    return Some(format!("{n} is held by {}", first.file_name().to_string_lossy()));
+                if let Some(first) = fs::read_dir(h)
+                    .ok()
+                    .and_then(|mut it| it.next())
+                    .and_then(|e| e.ok())
+                {
+                    return Some(format!(
+                        "{n} is held by {}",
+                        first.file_name().to_string_lossy()
+                    ));
                 }
             }
         }
@@ -246,7 +292,9 @@ pub fn device_in_use(dev: DevNum) -> Option<String> {
         for line in swaps.lines().skip(1) {
             if let Some(src) = line.split_whitespace().next() {
                 if let Ok(md) = fs::metadata(src) {
-                    if md.file_type().is_block_device() && family.contains(&DevNum::from_raw(md.rdev())) {
+                    if md.file_type().is_block_device()
+                        && family.contains(&DevNum::from_raw(md.rdev()))
+                    {
                         return Some(format!("{src} is in use as swap"));
                     }
                 }
@@ -266,7 +314,13 @@ mod tests {
                  30 22 0:26 / /mnt/my\\040dir rw - tmpfs tmpfs rw\n";
         let m = parse_mountinfo(t);
         assert_eq!(m.len(), 2);
-        assert_eq!(m[0].devnum, Some(DevNum { major: 254, minor: 0 }));
+        assert_eq!(
+            m[0].devnum,
+            Some(DevNum {
+                major: 254,
+                minor: 0
+            })
+        );
         assert_eq!(m[0].fstype, "ext4");
         assert_eq!(m[1].mountpoint, "/mnt/my dir");
     }
