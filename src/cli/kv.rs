@@ -49,43 +49,35 @@ pub struct KvArgs {
     #[arg(long, value_name = "OPS")]
     pub target: Option<f64>,
 
-    /// db_bench: number of keys.
-    #[arg(long, default_value_t = 100_000)]
-    pub num: u64,
+    /// db_bench options.
+    #[command(flatten)]
+    pub bench: Box<BenchArgs>,
 
-    /// db_bench: key size in bytes.
-    #[arg(long, default_value_t = 16)]
-    pub key_size: usize,
+    /// Engine options (boxed: they make the argument struct large).
+    #[command(flatten)]
+    pub eng: Box<EngineArgs>,
 
-    /// db_bench: value size in bytes (>= 12: values carry a checksum header).
-    #[arg(long, default_value_t = 100)]
-    pub value_size: usize,
+    /// Where the database lives and the limits it runs under.
+    #[command(flatten)]
+    pub place: Box<PlaceArgs>,
 
-    /// db_bench: reads per reader thread (default: --num).
+    /// PRNG seed.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Write results (iolab results model, JSON) to this file.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+
+    /// Print only the plan (engine settings, phases) and exit.
     #[arg(long)]
-    pub reads: Option<u64>,
+    pub dry_run: bool,
+}
 
-    /// readwhilewriting: reader thread counts, a sweep (e.g. 1,2,4,8,16,32,64).
-    #[arg(long, default_value = "1")]
-    pub readers: String,
-
-    /// readwhilewriting: writer rate limit in operations per second.
-    #[arg(long, value_name = "OPS")]
-    pub writer_rate: Option<f64>,
-
-    /// Directory on the filesystem under test; the database is a scratch
-    /// directory inside it, removed at exit unless --keep.
-    #[arg(long, default_value = ".")]
-    pub dir: PathBuf,
-
-    /// Use (and keep) this database directory instead of a scratch one.
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-
-    /// Keep the scratch database directory.
-    #[arg(long)]
-    pub keep: bool,
-
+/// Engine options of `iolab kv`; each engine applies what it has and prints
+/// the effective values.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
     /// Durable writes: fsync on every commit.
     #[arg(long)]
     pub sync: bool,
@@ -125,6 +117,51 @@ pub struct KvArgs {
     /// RocksDB max background jobs.
     #[arg(long, default_value_t = 2)]
     pub background_jobs: u32,
+}
+
+/// db_bench-style options of `iolab kv`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// db_bench: number of keys.
+    #[arg(long, default_value_t = 100_000)]
+    pub num: u64,
+
+    /// db_bench: key size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+
+    /// db_bench: value size in bytes (>= 12: values carry a checksum header).
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+
+    /// db_bench: reads per reader thread (default: --num).
+    #[arg(long)]
+    pub reads: Option<u64>,
+
+    /// readwhilewriting: reader thread counts, a sweep (e.g. 1,2,4,8,16,32,64).
+    #[arg(long, default_value = "1")]
+    pub readers: String,
+
+    /// readwhilewriting: writer rate limit in operations per second.
+    #[arg(long, value_name = "OPS")]
+    pub writer_rate: Option<f64>,
+}
+
+/// The database location and the environment of `iolab kv`.
+#[derive(Debug, Args)]
+pub struct PlaceArgs {
+    /// Directory on the filesystem under test; the database is a scratch
+    /// directory inside it, removed at exit unless --keep.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Use (and keep) this database directory instead of a scratch one.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+
+    /// Keep the scratch database directory.
+    #[arg(long)]
+    pub keep: bool,
 
     /// Run in a memory cgroup limited to SIZE (root), so a larger database
     /// exercises the device.
@@ -134,16 +171,4 @@ pub struct KvArgs {
     /// Drop the page cache before each phase (root).
     #[arg(long)]
     pub drop_caches: bool,
-
-    /// PRNG seed.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-
-    /// Write results (iolab results model, JSON) to this file.
-    #[arg(short = 'o', long)]
-    pub output: Option<PathBuf>,
-
-    /// Print only the plan (engine settings, phases) and exit.
-    #[arg(long)]
-    pub dry_run: bool,
 }

@@ -45,6 +45,7 @@ impl Drop for DbDir {
 }
 
 pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
+    let a = &a.eng;
     Ok(EngineOptions {
         sync: a.sync,
         wal: !a.disable_wal,
@@ -105,7 +106,7 @@ fn plan(a: &KvArgs) -> Result<Vec<Step>> {
         (None, false) => "P".to_string(),
         (None, true) => "a".to_string(),
     };
-    let readers = parse_readers(&a.readers)?;
+    let readers = parse_readers(&a.bench.readers)?;
     let mut steps = Vec::new();
     for tok in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         if let Some(b) = Bench::parse(tok) {
@@ -151,28 +152,32 @@ fn plan(a: &KvArgs) -> Result<Vec<Step>> {
 }
 
 fn db_dir(a: &KvArgs, kind: EngineKind) -> Result<DbDir> {
-    if let Some(p) = &a.db {
+    if let Some(p) = &a.place.db {
         std::fs::create_dir_all(p).with_context(|| format!("creating --db {}", p.display()))?;
         return Ok(DbDir {
             path: p.clone(),
             keep: true,
         });
     }
-    let meta = std::fs::metadata(&a.dir)
-        .map_err(|e| usage("--dir", format!("{}: {e}", a.dir.display())))?;
+    let meta = std::fs::metadata(&a.place.dir)
+        .map_err(|e| usage("--dir", format!("{}: {e}", a.place.dir.display())))?;
     if !meta.is_dir() {
         return Err(usage(
             "--dir",
-            format!("{} is not a directory", a.dir.display()),
+            format!("{} is not a directory", a.place.dir.display()),
         ));
     }
     let path = a
+        .place
         .dir
         .join(format!("iolab-kv-{}-{}", kind.name(), std::process::id()));
     std::fs::create_dir(&path)
         .with_context(|| format!("creating scratch database directory {}", path.display()))?;
     interrupt::register_cleanup(path.clone());
-    Ok(DbDir { path, keep: a.keep })
+    Ok(DbDir {
+        path,
+        keep: a.place.keep,
+    })
 }
 
 fn target_info(dir: &Path, kind: TargetKind) -> TargetInfo {
@@ -201,15 +206,16 @@ pub fn run(a: KvArgs) -> Result<()> {
     }
     let opts = engine_options(&a)?;
     let dbc = DbBenchConfig {
-        num: a.num,
-        key_size: a.key_size,
-        value_size: a.value_size,
+        num: a.bench.num,
+        key_size: a.bench.key_size,
+        value_size: a.bench.value_size,
     };
     let steps = plan(&a)?;
     if steps.iter().any(|s| matches!(s, Step::Bench(..))) {
         dbc.validate()?;
     }
     let mem_limit = a
+        .place
         .memory_limit
         .as_deref()
         .map(|s| parse_size("--memory-limit", s))
@@ -227,7 +233,7 @@ pub fn run(a: KvArgs) -> Result<()> {
     }
     interrupt::install();
     let dir = db_dir(&a, a.engine)?;
-    let reused = a.db.is_some()
+    let reused = a.place.db.is_some()
         && std::fs::read_dir(&dir.path)
             .map(|mut d| d.next().is_some())
             .unwrap_or(false);
@@ -265,7 +271,7 @@ pub fn run(a: KvArgs) -> Result<()> {
     prov.tools.insert(eng.name().to_string(), eng.version());
     prov.target = Some(target_info(
         &dir.path,
-        if a.db.is_some() {
+        if a.place.db.is_some() {
             TargetKind::ExistingFile
         } else {
             TargetKind::ScratchFile
@@ -304,7 +310,7 @@ pub fn run(a: KvArgs) -> Result<()> {
                     "this phase needs a loaded database: run a load first (--phase both, or fillrandom/fillseq before it), or pass --db PATH of a kept one",
                 ));
             }
-            if a.drop_caches {
+            if a.place.drop_caches {
                 loadstats::drop_caches()?;
             }
             let (name, work, spec, mut params): (
@@ -340,20 +346,20 @@ pub fn run(a: KvArgs) -> Result<()> {
                     ]),
                 ),
                 Step::Bench(b, readers) => {
-                    let reads = a.reads.unwrap_or(a.num);
+                    let reads = a.bench.reads.unwrap_or(a.bench.num);
                     let spec = match (b, readers) {
                         (Bench::ReadWhileWriting, Some(r)) => PhaseSpec {
                             threads: r + 1,
                             ops: std::iter::once(None)
                                 .chain((0..*r).map(|_| Some(reads)))
                                 .collect(),
-                            rate: std::iter::once(a.writer_rate)
+                            rate: std::iter::once(a.bench.writer_rate)
                                 .chain((0..*r).map(|_| None))
                                 .collect(),
                             seed: a.seed ^ 7,
                         },
                         (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
-                            PhaseSpec::split(a.num, a.threads, a.target, a.seed ^ 3)
+                            PhaseSpec::split(a.bench.num, a.threads, a.target, a.seed ^ 3)
                         }
                         (Bench::ReadSeq, _) => PhaseSpec::split(
                             reads.div_ceil(super::recorder::READSEQ_BATCH as u64),
@@ -374,9 +380,9 @@ pub fn run(a: KvArgs) -> Result<()> {
                     };
                     let mut params = BTreeMap::from([
                         ("workload".into(), b.name().to_string()),
-                        ("num".into(), a.num.to_string()),
-                        ("key_size".into(), a.key_size.to_string()),
-                        ("value_size".into(), a.value_size.to_string()),
+                        ("num".into(), a.bench.num.to_string()),
+                        ("key_size".into(), a.bench.key_size.to_string()),
+                        ("value_size".into(), a.bench.value_size.to_string()),
                     ]);
                     if let Some(r) = readers {
                         params.insert("readers".into(), r.to_string());
