@@ -11,6 +11,7 @@ pub mod interrupt;
 pub mod kv;
 pub mod measure;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod runner;
 pub mod target;

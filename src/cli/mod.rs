@@ -1,7 +1,9 @@
 //! Command-line definitions (clap derive) only; no behaviour lives here.
 //! Each verb's arguments are in a file of their own.
 
+pub mod device;
 pub mod kv;
+pub mod sysinfo;
 pub mod trace;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +24,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// One job or a set of jobs on a file or block device (fio's territory)
+    Device(Box<device::DeviceArgs>),
+    /// Print the provenance block: machine, kernel, target device, timer cost
+    Sysinfo(sysinfo::SysinfoArgs),
     /// Key-value / database workloads (YCSB, db_bench style) on embedded engines
     Kv(kv::KvArgs),
     /// Per-request latency breakdown through the I/O stack

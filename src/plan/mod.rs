@@ -2,3 +2,4 @@
 
 pub mod job;
 pub mod parse;
+pub mod profile;

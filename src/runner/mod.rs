@@ -1,4 +1,8 @@
 //! Runners: execute a job on a target with N workers and merge what they measured.
 
 pub mod buffers;
+pub mod job;
+pub mod pattern;
+pub mod recorder;
 pub mod verify;
+pub mod worker;

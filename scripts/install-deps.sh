@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the system packages iolab's build, tests and benchmarks need.
+# Idempotent and quiet when everything is present; needs root (or sudo) only
+# when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  pkg-config clang libclang-dev       # bindgen for the RocksDB bindings
+  librocksdb-dev libsqlite3-dev       # database engines linked from Debian
+  fio rocksdb-tools blktrace          # peers for agreement checks and benchmarks
+  util-linux e2fsprogs kmod           # losetup, mkfs.ext4 for safety tests
+  chromium                            # headless check of the HTML report
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "install-deps: cargo (Rust >= 1.85) is required; install it with rustup" >&2
+  exit 1
+fi

@@ -1,0 +1,158 @@
+//! Arguments of `iolab device`: one job, or a built-in profile of jobs, on a
+//! file or block device.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "EXAMPLES:
+  iolab device --target /mnt/test --rw randread --bs 4k --qd 32 --runtime 10s
+      4 KiB random reads at queue depth 32 on a 1 GiB scratch file in /mnt/test
+  iolab device --target /mnt/test --rw randrw --mix 70 --bs 4k:70,64k:30 --jobs 4 --engine aio
+      70/30 mixed random I/O with a block size split, 4 workers, kernel AIO
+  iolab device --target /dev/nvme0n1 --rw randread --qd 64 --engine io_uring --uring-fixed-buffers
+      read-only job on a block device (opened read-only)
+  iolab device --target /dev/nvme0n1 --rw write --bs 1m --destroy-data /dev/nvme0n1
+      writes to a block device need --destroy-data naming it; refused if mounted
+  iolab device --engine null --qd 1 --io-count 10m --cpus 0
+      iolab's own per-request overhead
+  iolab device --target . --rw randread --batch 64 --bs 4k
+      batched access: submit 64, wait for all 64, repeat; per-block latency = batch / 64
+  iolab device --profile quick --target . --json results.json
+      the short default characterization (QD1 latency, max IOPS, bandwidth)")]
+pub struct DeviceArgs {
+    /// Directory (a scratch file is created in it), existing file, or block device
+    #[arg(short = 't', long, value_name = "PATH", help_heading = "Target")]
+    pub target: Option<PathBuf>,
+    /// Bytes to address (default 1g for a scratch file, else the whole file/device)
+    #[arg(long, value_name = "SIZE", help_heading = "Target")]
+    pub size: Option<String>,
+    /// Allow writing to an existing file that iolab did not create
+    #[arg(long, help_heading = "Target")]
+    pub overwrite: bool,
+    /// Allow writing to this block device, destroying its data (must name the target)
+    #[arg(long, value_name = "DEVICE", help_heading = "Target")]
+    pub destroy_data: Option<PathBuf>,
+    /// Keep a file iolab created instead of deleting it at exit
+    #[arg(long, help_heading = "Target")]
+    pub keep: bool,
+
+    /// Access pattern: read, write, randread, randwrite, readwrite, randrw
+    #[arg(
+        long,
+        default_value = "randread",
+        value_name = "PATTERN",
+        help_heading = "Workload"
+    )]
+    pub rw: String,
+    /// Read percentage for readwrite/randrw
+    #[arg(
+        long,
+        default_value = "50",
+        value_name = "READ_PERCENT",
+        help_heading = "Workload"
+    )]
+    pub mix: String,
+    /// Block size, or a weighted split like 4k:70,64k:30
+    #[arg(
+        long,
+        default_value = "4k",
+        value_name = "SIZE",
+        help_heading = "Workload"
+    )]
+    pub bs: String,
+    /// Requests in flight per job (async engines)
+    #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
+    pub qd: String,
+    /// Worker threads, each with its own engine instance and file descriptor
+    #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
+    pub jobs: String,
+    /// How jobs share the target: shared (each addresses all of it, like fio) or split (disjoint slices)
+    #[arg(
+        long,
+        default_value = "shared",
+        value_name = "MODE",
+        help_heading = "Workload"
+    )]
+    pub region: String,
+    /// Submit K requests at once, wait for all K, repeat (batched access)
+    #[arg(long, value_name = "K", help_heading = "Workload")]
+    pub batch: Option<String>,
+    /// fsync after every N writes (per job)
+    #[arg(long, default_value = "0", value_name = "N", help_heading = "Workload")]
+    pub fsync_every: u32,
+    /// Seed of the offset and data generators
+    #[arg(long, default_value = "4207", help_heading = "Workload")]
+    pub seed: u64,
+    /// A built-in set of jobs (quick: QD1 4k randread latency, 4k randread IOPS at QD32, 1m read and write bandwidth)
+    #[arg(long, value_name = "NAME", help_heading = "Workload")]
+    pub profile: Option<String>,
+    /// Name of the job in results (default: derived from its parameters)
+    #[arg(long, help_heading = "Workload")]
+    pub name: Option<String>,
+
+    /// I/O engine: psync, aio, io_uring, mmap, null
+    #[arg(
+        long,
+        default_value = "io_uring",
+        value_name = "ENGINE",
+        help_heading = "Engine"
+    )]
+    pub engine: String,
+    /// Use O_DIRECT (the default where the target supports it)
+    #[arg(long, help_heading = "Engine", conflicts_with = "buffered")]
+    pub direct: bool,
+    /// Go through the page cache instead of O_DIRECT
+    #[arg(long, help_heading = "Engine")]
+    pub buffered: bool,
+    /// io_uring: register the buffers (READ_FIXED/WRITE_FIXED)
+    #[arg(long, help_heading = "Engine")]
+    pub uring_fixed_buffers: bool,
+    /// io_uring: register the file
+    #[arg(long, help_heading = "Engine")]
+    pub uring_fixed_files: bool,
+    /// io_uring: kernel submission polling thread
+    #[arg(long, help_heading = "Engine")]
+    pub uring_sqpoll: bool,
+    /// io_uring: completion polling (needs a device with poll queues)
+    #[arg(long, help_heading = "Engine")]
+    pub uring_iopoll: bool,
+    /// Pin job i to CPU list[i % len], e.g. 0,2-3
+    #[arg(long, value_name = "LIST", help_heading = "Engine")]
+    pub cpus: Option<String>,
+
+    /// Measured time per job (default 10s unless --io-count/--io-bytes)
+    #[arg(long, value_name = "DURATION", help_heading = "Duration")]
+    pub runtime: Option<String>,
+    /// Stop after this many requests (all jobs together); k/m suffixes allowed
+    #[arg(long, value_name = "N", help_heading = "Duration")]
+    pub io_count: Option<String>,
+    /// Stop after this many bytes (all jobs together)
+    #[arg(long, value_name = "SIZE", help_heading = "Duration")]
+    pub io_bytes: Option<String>,
+    /// Warm-up time excluded from statistics
+    #[arg(long, value_name = "DURATION", help_heading = "Duration")]
+    pub ramp: Option<String>,
+
+    /// Stamp written blocks and check every read of them; mismatches exit 3
+    #[arg(long, help_heading = "Data")]
+    pub verify: bool,
+
+    /// Write the results file here (atomically, after every job); - for stdout
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress and no tables (errors still go to stderr)
+    #[arg(short, long, help_heading = "Output")]
+    pub quiet: bool,
+    /// Print the validated job(s) and exit
+    #[arg(long, help_heading = "Output")]
+    pub dry_run: bool,
+
+    /// Fake engine service times (tests), e.g. 100us,200us
+    #[arg(long, hide = true)]
+    pub fake_latency: Option<String>,
+    /// Fake engine parallel servers (tests)
+    #[arg(long, hide = true, default_value = "1")]
+    pub fake_servers: u32,
+}

@@ -1,0 +1,47 @@
+//! `iolab sysinfo`: the provenance block alone.
+
+use std::path::PathBuf;
+
+use crate::cli::sysinfo::SysinfoArgs;
+use crate::results::Provenance;
+use crate::target::{sysfs, TargetInfo, TargetKind};
+
+pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
+    let path = a.target.unwrap_or_else(|| PathBuf::from("."));
+    if !path.exists() {
+        return Err(crate::error::usage(
+            "--target",
+            format!("{} does not exist", path.display()),
+        ));
+    }
+    let mut p = Provenance::collect(0);
+    let devnum = sysfs::devnum_of_path(&path);
+    p.target = Some(TargetInfo {
+        path: path
+            .canonicalize()
+            .unwrap_or(path.clone())
+            .display()
+            .to_string(),
+        kind: if devnum.is_some()
+            && std::fs::metadata(&path)
+                .map(|m| !m.is_dir() && !m.is_file())
+                .unwrap_or(false)
+        {
+            TargetKind::BlockDevice
+        } else {
+            TargetKind::ExistingFile
+        },
+        size_bytes: 0,
+        filesystem: sysfs::fs_of_path(&path),
+        disk: devnum.and_then(sysfs::disk_info),
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&p)?);
+    } else {
+        let width = p.rows().iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        for (k, v) in p.rows() {
+            println!("{k:<width$}  {v}");
+        }
+    }
+    Ok(())
+}

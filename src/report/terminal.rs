@@ -1,0 +1,171 @@
+//! Terminal tables: one compact block per point (IOPS, MiB/s, latency per op
+//! kind, CPU, device utilization) followed by its warnings.
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, Table};
+
+use crate::plan::parse::format_ns;
+use crate::results::{Point, Results};
+
+/// 45231.7 -> "45.2k"
+pub fn format_count(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn lat_cell(v: Option<u64>) -> String {
+    v.map(|x| format_ns(x as f64)).unwrap_or_else(|| "-".into())
+}
+
+/// The block of text printed for one point.
+pub fn point_block(p: &Point) -> String {
+    let mut out = String::new();
+    let secs = p.duration_ns as f64 / 1e9;
+    out.push_str(&format!(
+        "{}  ({:.1} s measured{}, {})\n",
+        p.name,
+        secs,
+        if p.ramp_ns > 0 {
+            format!(" after {:.1} s ramp", p.ramp_ns as f64 / 1e9)
+        } else {
+            String::new()
+        },
+        if p.direct { "O_DIRECT" } else { "buffered" }
+    ));
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(vec![
+        "op",
+        "IOPS",
+        "MiB/s",
+        "mean",
+        "p50",
+        "p99",
+        "p99.9",
+        "max",
+        "slat mean",
+    ]);
+    for (name, o) in &p.ops {
+        let lat = o.lat.as_ref();
+        t.add_row(vec![
+            name.clone(),
+            format_count(o.iops),
+            format!("{:.1}", o.mib_s),
+            lat.map(|l| format_ns(l.mean_ns))
+                .unwrap_or_else(|| "-".into()),
+            lat_cell(lat.and_then(|l| l.percentile(50.0))),
+            lat_cell(lat.and_then(|l| l.percentile(99.0))),
+            lat_cell(lat.and_then(|l| l.percentile(99.9))),
+            lat_cell(lat.map(|l| l.max_ns)),
+            o.slat
+                .as_ref()
+                .map(|s| format_ns(s.mean_ns))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    if p.ops.len() > 1 {
+        t.add_row(vec![
+            "total".into(),
+            format_count(p.total.iops),
+            format!("{:.1}", p.total.mib_s),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+    }
+    for i in 1..9 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    if let Some(b) = &p.batch {
+        out.push_str(&format!(
+            "batch k={}: {} batches, batch mean {} p99 {}; per block mean {} p50 {} p99 {}\n",
+            b.k,
+            b.batches,
+            format_ns(b.batch_lat.mean_ns),
+            lat_cell(b.batch_lat.percentile(99.0)),
+            format_ns(b.per_block_mean_ns),
+            format_ns(b.per_block_p50_ns),
+            format_ns(b.per_block_p99_ns)
+        ));
+    }
+    out.push_str(&format!(
+        "cpu: usr {:.1}% sys {:.1}%  ctx {} vol / {} invol",
+        p.cpu.usr_pct, p.cpu.sys_pct, p.cpu.ctx_voluntary, p.cpu.ctx_involuntary
+    ));
+    if let Some(d) = &p.device {
+        out.push_str(&format!(
+            "   device {}: util {:.1}%  read {} ios {:.1} MiB  write {} ios {:.1} MiB",
+            d.device,
+            d.util_pct,
+            d.read_ios,
+            d.read_bytes as f64 / (1 << 20) as f64,
+            d.write_ios,
+            d.write_bytes as f64 / (1 << 20) as f64
+        ));
+    }
+    out.push('\n');
+    if let Some(v) = &p.verify {
+        out.push_str(&format!(
+            "verify: {} blocks checked, {} mismatches\n",
+            v.blocks_checked, v.mismatches
+        ));
+        for m in v.first_mismatches.iter().take(10) {
+            out.push_str(&format!(
+                "  mismatch at offset {}: {}\n",
+                m.offset, m.reason
+            ));
+        }
+    }
+    for (e, n) in &p.errors {
+        out.push_str(&format!("errors: {n} x {e}\n"));
+    }
+    for w in &p.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+/// All points, then run-level warnings.
+pub fn results_text(r: &Results) -> String {
+    let mut out = String::new();
+    for p in &r.points {
+        out.push_str(&point_block(p));
+        out.push('\n');
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    if r.interrupted {
+        out.push_str("interrupted: the results hold the jobs measured before the signal\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(format_count(45_231.7), "45.2k");
+        assert_eq!(format_count(2_500_000.0), "2.50M");
+        assert_eq!(format_count(950.0), "950");
+        assert_eq!(format_count(12.34), "12.3");
+    }
+}

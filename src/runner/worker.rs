@@ -1,0 +1,379 @@
+//! The measured loop of one worker. It keeps up to `depth` requests in
+//! flight (closed loop) or runs batches of K (submit K, wait for all K),
+//! and stamps each request with two shared clock reads per cycle: one after
+//! submission and one after reaping. Nothing here allocates, locks or prints.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::engine::{Completion, Engine, IoRequest, OpKind};
+use crate::interrupt;
+use crate::measure::clock::Clock;
+use crate::runner::buffers::BufferPool;
+use crate::runner::pattern::RequestGen;
+use crate::runner::recorder::Recorder;
+use crate::runner::verify;
+
+/// Limits and options of one worker's loop.
+#[derive(Debug, Clone)]
+pub struct LoopSpec {
+    pub depth: u32,
+    pub batch: bool,
+    pub sync_engine: bool,
+    /// Completions before this time are not recorded (ramp).
+    pub measure_start: u64,
+    /// Stop issuing at this time (u64::MAX = no time limit).
+    pub deadline: u64,
+    pub max_ops: u64,
+    pub max_bytes: u64,
+    pub fsync_every: u32,
+    /// Verification block size when --verify is on.
+    pub verify_bs: Option<u64>,
+    pub region_start: u64,
+    pub region_len: u64,
+}
+
+/// One request as seen from user space, for the stack breakdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestRecord {
+    pub op: OpKind,
+    pub offset: u64,
+    pub len: u32,
+    pub t_prep: u64,
+    pub t_submitted: u64,
+    pub t_reaped: u64,
+    pub tid: i32,
+}
+
+/// Optional per-request log (preallocated; stops when full).
+pub struct RequestLog {
+    pub records: Vec<RequestRecord>,
+    pub dropped: u64,
+    pub tid: i32,
+}
+
+impl RequestLog {
+    pub fn with_capacity(n: usize) -> RequestLog {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        RequestLog {
+            records: Vec::with_capacity(n),
+            dropped: 0,
+            tid,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, r: RequestRecord) {
+        if self.records.len() < self.records.capacity() {
+            self.records.push(r);
+        } else {
+            self.dropped += 1;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    op: Option<OpKind>,
+    offset: u64,
+    len: u64,
+    t_prep: u64,
+    t_sub: u64,
+    /// Read whose data can be checked (no overlapping write was in flight).
+    checkable: bool,
+    seq: u64,
+}
+
+/// Verification state of one worker: the last sequence written per block.
+struct VerifyState {
+    bs: u64,
+    region_start: u64,
+    expected: Vec<u64>,
+    next_seq: u64,
+}
+
+impl VerifyState {
+    fn block(&self, offset: u64) -> usize {
+        ((offset - self.region_start) / self.bs) as usize
+    }
+}
+
+/// Why a worker stopped early.
+#[derive(Debug)]
+pub enum WorkerError {
+    Io {
+        op: OpKind,
+        offset: u64,
+        err: io::Error,
+    },
+    Engine(io::Error),
+}
+
+impl std::fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerError::Io { op, offset, err } => {
+                write!(f, "{} at offset {offset} failed: {err}", op.name())
+            }
+            WorkerError::Engine(e) => write!(f, "engine error: {e}"),
+        }
+    }
+}
+
+impl From<io::Error> for WorkerError {
+    fn from(e: io::Error) -> Self {
+        WorkerError::Engine(e)
+    }
+}
+
+/// Run the loop until a limit or the global stop flag.
+#[allow(clippy::too_many_arguments)]
+pub fn run<C: Clock, E: Engine>(
+    engine: &mut E,
+    clock: &C,
+    spec: &LoopSpec,
+    gen: &mut RequestGen,
+    pool: &mut BufferPool,
+    rec: &mut Recorder,
+    mut log: Option<&mut RequestLog>,
+    stop: &AtomicBool,
+) -> Result<(), WorkerError> {
+    let depth = spec.depth as usize;
+    let mut slots = vec![Slot::default(); depth];
+    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+    let mut staged: Vec<u32> = Vec::with_capacity(depth);
+    let mut comps: Vec<Completion> = Vec::with_capacity(depth);
+    let mut vstate = spec.verify_bs.map(|bs| VerifyState {
+        bs,
+        region_start: spec.region_start,
+        expected: vec![0; (spec.region_len / bs) as usize],
+        next_seq: 1,
+    });
+    let mut in_flight = 0usize;
+    let (mut issued_ops, mut issued_bytes) = (0u64, 0u64);
+    let mut writes_since_sync = 0u64;
+    let mut stopping = false;
+    let mut batch_start = 0u64;
+    let mut t = clock.now();
+
+    loop {
+        // Fill free slots (a whole batch at a time in batch mode).
+        let sync_due = spec.fsync_every > 0 && writes_since_sync >= spec.fsync_every as u64;
+        let may_fill = !(stopping || (spec.batch && in_flight > 0) || sync_due);
+        if may_fill {
+            if spec.batch {
+                batch_start = t;
+            }
+            while let Some(s) = free.pop() {
+                if issued_ops >= spec.max_ops || issued_bytes >= spec.max_bytes {
+                    free.push(s);
+                    stopping = true;
+                    break;
+                }
+                let (op, offset, len, checkable) = match vstate {
+                    Some(_) => next_non_overlapping(gen, &slots),
+                    None => {
+                        let (op, offset, len) = gen.next_request();
+                        (op, offset, len, true)
+                    }
+                };
+                let buf = pool.slot_ptr(s as usize);
+                slots[s as usize] = Slot {
+                    op: Some(op),
+                    offset,
+                    len,
+                    t_prep: t,
+                    t_sub: t,
+                    checkable,
+                    seq: 0,
+                };
+                if let (Some(v), OpKind::Write) = (vstate.as_mut(), op) {
+                    stamp_write(v, &mut slots[s as usize], pool, s as usize);
+                }
+                let req = IoRequest {
+                    slot: s,
+                    op,
+                    offset,
+                    len: len as u32,
+                    buf,
+                };
+                if spec.sync_engine {
+                    // Synchronous: the I/O happens inside queue; time around it.
+                    let t0 = clock.now();
+                    engine.queue(req)?;
+                    slots[s as usize].t_prep = t0;
+                    slots[s as usize].t_sub = t0;
+                } else {
+                    engine.queue(req)?;
+                    staged.push(s);
+                }
+                in_flight += 1;
+                issued_ops += 1;
+                issued_bytes += len;
+                if spec.sync_engine && !spec.batch {
+                    break;
+                }
+            }
+            if !staged.is_empty() {
+                engine.submit()?;
+                let ts = clock.now();
+                for &s in &staged {
+                    slots[s as usize].t_sub = ts;
+                }
+                staged.clear();
+            }
+        }
+        if in_flight == 0 {
+            if spec.fsync_every > 0 && writes_since_sync >= spec.fsync_every as u64 {
+                t = do_fsync(engine, clock, rec, spec, t)?;
+                writes_since_sync = 0;
+                continue;
+            }
+            break;
+        }
+        // Reap: one completion at a time in closed loop, all of them in batch mode.
+        let min = if spec.batch { in_flight } else { 1 };
+        comps.clear();
+        let mut got = 0;
+        while got < min {
+            got += engine.reap(min - got, &mut comps)?;
+        }
+        let t_done = clock.now();
+        for c in comps.iter() {
+            let s = c.slot as usize;
+            let slot = slots[s];
+            let op = slot.op.unwrap_or(OpKind::Read);
+            if c.result != slot.len as i64 {
+                rec.record_error(c.result);
+                let err = if c.result < 0 {
+                    io::Error::from_raw_os_error((-c.result) as i32)
+                } else {
+                    io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("short transfer: {} of {} bytes", c.result, slot.len),
+                    )
+                };
+                return Err(WorkerError::Io {
+                    op,
+                    offset: slot.offset,
+                    err,
+                });
+            }
+            if let Some(v) = vstate.as_mut() {
+                complete_verify(v, &slot, pool, s, rec);
+            }
+            if op == OpKind::Write {
+                writes_since_sync += 1;
+            }
+            if t_done >= spec.measure_start {
+                rec.record(
+                    op,
+                    slot.len,
+                    slot.t_prep,
+                    slot.t_sub,
+                    t_done,
+                    spec.sync_engine,
+                );
+                if let Some(l) = log.as_deref_mut() {
+                    l.push(RequestRecord {
+                        op,
+                        offset: slot.offset,
+                        len: slot.len as u32,
+                        t_prep: slot.t_prep,
+                        t_submitted: slot.t_sub,
+                        t_reaped: t_done,
+                        tid: l.tid,
+                    });
+                }
+            }
+            slots[s].op = None;
+            free.push(c.slot);
+            in_flight -= 1;
+        }
+        if spec.batch && in_flight == 0 && t_done >= spec.measure_start {
+            rec.record_batch(t_done - batch_start);
+        }
+        if t_done >= spec.deadline || stop.load(Ordering::Relaxed) || interrupt::stop_requested() {
+            stopping = true;
+        }
+        t = t_done;
+    }
+    Ok(())
+}
+
+#[cold]
+fn do_fsync<C: Clock, E: Engine>(
+    engine: &mut E,
+    clock: &C,
+    rec: &mut Recorder,
+    spec: &LoopSpec,
+    _t: u64,
+) -> Result<u64, WorkerError> {
+    let t0 = clock.now();
+    engine.fsync().map_err(|err| WorkerError::Io {
+        op: OpKind::Fsync,
+        offset: 0,
+        err,
+    })?;
+    let t1 = clock.now();
+    if t1 >= spec.measure_start {
+        rec.record(OpKind::Fsync, 0, t0, t0, t1, true);
+    }
+    Ok(t1)
+}
+
+/// Next request that does not overlap one in flight (reads racing a write,
+/// or two writes to one block, make the block's content unknowable).
+/// Gives up after a few tries and marks the request uncheckable instead.
+#[cold]
+fn next_non_overlapping(gen: &mut RequestGen, slots: &[Slot]) -> (OpKind, u64, u64, bool) {
+    let mut last = gen.next_request();
+    for _ in 0..64 {
+        let (op, offset, _) = last;
+        let clash = slots.iter().any(|o| {
+            o.op.is_some()
+                && o.offset == offset
+                && (op == OpKind::Write || o.op == Some(OpKind::Write))
+        });
+        if !clash {
+            return (last.0, last.1, last.2, true);
+        }
+        last = gen.next_request();
+    }
+    (last.0, last.1, last.2, false)
+}
+
+/// Stamp a write's header with the next sequence number.
+#[cold]
+fn stamp_write(v: &mut VerifyState, slot: &mut Slot, pool: &mut BufferPool, s: usize) {
+    slot.seq = v.next_seq;
+    v.next_seq += 1;
+    verify::stamp(pool.slot(s, slot.len as usize), slot.offset, slot.seq);
+}
+
+/// Record a write's sequence, or check a read's data.
+#[cold]
+fn complete_verify(
+    v: &mut VerifyState,
+    slot: &Slot,
+    pool: &mut BufferPool,
+    s: usize,
+    rec: &mut Recorder,
+) {
+    let block = v.block(slot.offset);
+    match slot.op {
+        Some(OpKind::Write) => v.expected[block] = slot.seq,
+        Some(OpKind::Read) if slot.checkable => {
+            let expected = match v.expected[block] {
+                0 => None,
+                e => Some(e),
+            };
+            rec.verify.blocks_checked += 1;
+            if let Err(m) = verify::check(pool.slot(s, slot.len as usize), slot.offset, expected) {
+                rec.record_mismatch(slot.offset, m.describe());
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,310 @@
+//! Integration tests of `iolab device` through the real binary: bad input,
+//! safety refusals, scratch-file lifecycle, results file contents, engines,
+//! verification, and Ctrl-C.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn iolab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iolab")).args(args).output().expect("run iolab")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A directory on the real disk (not tmpfs), so O_DIRECT works.
+fn workdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+}
+
+fn results(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_field() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--bs", "4q"], "--bs"),
+        (&["--bs", "1000"], "--bs"),
+        (&["--qd", "0"], "--qd"),
+        (&["--qd", "many"], "--qd"),
+        (&["--engine", "bogus"], "--engine"),
+        (&["--rw", "sideways"], "--rw"),
+        (&["--mix", "150", "--rw", "randrw"], "--mix"),
+        (&["--runtime", "5parsecs"], "--runtime"),
+        (&["--ramp=-1s"], "--ramp"),
+        (&["--cpus", "9999"], "--cpus"),
+        (&["--io-count", "lots"], "--io-count"),
+        (&["--batch", "0"], "--batch"),
+        (&["--region", "diagonal"], "--region"),
+        (&["--profile", "nope"], "--profile"),
+        (&["--engine", "psync", "--uring-sqpoll"], "--uring"),
+        (&["--verify", "--bs", "4k:50,8k:50"], "--verify"),
+    ];
+    for (args, field) in cases {
+        let mut all = vec!["device", "--dry-run"];
+        all.extend_from_slice(args);
+        let o = iolab(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(field), "{args:?} should name {field}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{args:?}");
+    }
+}
+
+#[test]
+fn block_size_larger_than_target_is_refused() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let o = iolab(&["device", "--target", d, "--size", "1m", "--bs", "2m", "--io-count", "10", "--quiet"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--bs"));
+    assert!(files_in(dir.path()).is_empty(), "scratch file removed after the refusal");
+}
+
+#[test]
+fn dry_run_prints_the_job_and_touches_nothing() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let o = iolab(&["device", "--target", d, "--profile", "quick", "--runtime", "2s", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("4 job(s)") && out.contains("qd32-4k-randread-iops"), "{out}");
+    assert!(out.contains("estimated duration: 8 s"), "{out}");
+    assert!(files_in(dir.path()).is_empty());
+}
+
+#[test]
+fn scratch_run_writes_complete_results_and_cleans_up() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let json = dir.path().join("out.json");
+    let o = iolab(&[
+        "device", "--target", d, "--size", "32m", "--engine", "psync", "--rw", "randrw", "--mix", "70", "--bs", "4k:70,64k:30",
+        "--io-count", "2000", "--json", json.to_str().unwrap(), "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(files_in(dir.path()), vec![json.clone()], "only the results file remains");
+    let r = results(&json);
+    assert_eq!(r["schema"], "iolab-results");
+    assert_eq!(r["complete"], true);
+    let prov = &r["provenance"];
+    for key in ["iolab_version", "git_revision", "kernel", "cpu_model", "memory_bytes", "timer", "plan", "command_line"] {
+        assert!(!prov[key].is_null(), "provenance.{key}");
+    }
+    assert!(prov["timer"]["clock_read_ns"].as_f64().unwrap() > 0.0);
+    assert_eq!(prov["target"]["kind"], "scratch_file");
+    let p = &r["points"][0];
+    let reads = p["ops"]["read"]["ops"].as_u64().unwrap();
+    let writes = p["ops"]["write"]["ops"].as_u64().unwrap();
+    assert_eq!(reads + writes, 2000);
+    assert!((reads as f64 / 2000.0 - 0.7).abs() < 0.06, "mix 70: {reads} reads");
+    let lat = &p["ops"]["read"]["lat"];
+    for k in ["1.000000", "50.000000", "99.000000", "99.990000", "99.999000"] {
+        assert!(lat["percentiles_ns"][k].as_u64().unwrap() > 0, "percentile {k}");
+    }
+    assert!(lat["min_ns"].as_u64().unwrap() <= lat["max_ns"].as_u64().unwrap());
+    assert!(p["ops"]["read"]["slat"].is_null(), "psync has no submission latency");
+    assert!(p["histograms"]["read.lat"].as_str().unwrap().len() > 10);
+    assert!(p["cpu"]["usr_pct"].as_f64().is_some());
+    assert!(!p["series"].as_array().unwrap().is_empty());
+    assert_eq!(p["direct"], true);
+    if prov["target"]["disk"].is_object() {
+        assert!(p["device"]["read_ios"].as_u64().is_some(), "diskstats deltas for the backing disk");
+    }
+}
+
+#[test]
+fn keep_keeps_the_scratch_file() {
+    let dir = workdir();
+    let file = dir.path().join("data.bin");
+    let o = iolab(&["device", "--target", file.to_str().unwrap(), "--size", "4m", "--engine", "psync", "--io-count", "10", "--keep", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 4 << 20);
+}
+
+#[test]
+fn existing_file_needs_overwrite_for_writes() {
+    let dir = workdir();
+    let file = dir.path().join("precious.dat");
+    let content = vec![0x5au8; 1 << 20];
+    std::fs::write(&file, &content).unwrap();
+    let f = file.to_str().unwrap();
+    let o = iolab(&["device", "--target", f, "--rw", "randwrite", "--engine", "psync", "--io-count", "10", "--quiet"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--overwrite"));
+    assert_eq!(std::fs::read(&file).unwrap(), content, "untouched");
+    // Reads are fine without it, and leave the file in place.
+    let o = iolab(&["device", "--target", f, "--rw", "randread", "--engine", "psync", "--io-count", "10", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read(&file).unwrap(), content);
+    let o = iolab(&["device", "--target", f, "--rw", "randwrite", "--engine", "psync", "--io-count", "10", "--overwrite", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(file.exists(), "an existing file is never deleted");
+    assert_ne!(std::fs::read(&file).unwrap(), content);
+}
+
+#[test]
+fn fake_engine_statistics_are_exact() {
+    // One server, 100 us per request, QD 1: every latency is exactly 100 us.
+    let dir = workdir();
+    let json = dir.path().join("f.json");
+    let o = iolab(&[
+        "device", "--engine", "fake", "--fake-latency", "100us", "--qd", "1", "--io-count", "1000", "--json", json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p = &results(&json)["points"][0];
+    let clat = &p["ops"]["read"]["clat"];
+    assert_eq!(clat["n"], 1000);
+    let mean = clat["mean_ns"].as_f64().unwrap();
+    assert!((mean - 100_000.0).abs() / 100_000.0 < 0.001, "mean {mean}");
+    let iops = p["ops"]["read"]["iops"].as_f64().unwrap();
+    assert!((iops - 10_000.0).abs() / 10_000.0 < 0.01, "virtual-time IOPS {iops}");
+
+    // QD 4 on one server: requests queue, so each waits for 4 service times.
+    let o = iolab(&[
+        "device", "--engine", "fake", "--fake-latency", "100us", "--qd", "4", "--io-count", "4000", "--json", json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p = &results(&json)["points"][0];
+    let p50 = p["ops"]["read"]["clat"]["percentiles_ns"]["50.000000"].as_u64().unwrap() as f64;
+    assert!((p50 - 400_000.0).abs() / 400_000.0 < 0.01, "queueing p50 {p50}");
+    let iops = p["ops"]["read"]["iops"].as_f64().unwrap();
+    assert!((iops - 10_000.0).abs() / 10_000.0 < 0.01, "one server still gives 10k IOPS: {iops}");
+
+    // Batches of 8 on 8 servers: per-block latency = 100 us / 8.
+    let o = iolab(&[
+        "device", "--engine", "fake", "--fake-latency", "100us", "--fake-servers", "8", "--batch", "8", "--io-count", "800", "--json",
+        json.to_str().unwrap(), "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let b = &results(&json)["points"][0]["batch"];
+    assert_eq!(b["k"], 8);
+    assert_eq!(b["batches"], 100);
+    let per_block = b["per_block_mean_ns"].as_f64().unwrap();
+    assert!((per_block - 12_500.0).abs() / 12_500.0 < 0.01, "per block {per_block}");
+}
+
+#[test]
+fn every_engine_runs_direct_and_buffered() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let json = dir.path().join("e.json");
+    let runs: &[&[&str]] = &[
+        &["--engine", "psync"],
+        &["--engine", "psync", "--buffered"],
+        &["--engine", "aio", "--qd", "8"],
+        &["--engine", "aio", "--qd", "8", "--buffered"],
+        &["--engine", "io_uring", "--qd", "8"],
+        &["--engine", "io_uring", "--qd", "8", "--buffered"],
+        &["--engine", "io_uring", "--qd", "8", "--uring-fixed-buffers", "--uring-fixed-files"],
+        &["--engine", "mmap", "--buffered"],
+        &["--engine", "null", "--qd", "8"],
+    ];
+    for extra in runs {
+        let mut args = vec!["device", "--target", d, "--size", "16m", "--rw", "randrw", "--io-count", "500", "--quiet"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--json", json.to_str().unwrap()]);
+        let o = iolab(&args);
+        assert!(o.status.success(), "{extra:?}: {}", text(&o));
+        let r = results(&json);
+        let p = &r["points"][0];
+        assert_eq!(p["total"]["ops"], 500, "{extra:?}");
+        let buffered = extra.contains(&"--buffered") || extra.contains(&"null");
+        assert_eq!(p["direct"], !buffered, "{extra:?}");
+        if extra.contains(&"--buffered") {
+            let warned = p["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("page cache"));
+            assert!(warned, "buffered reads of a small file warn about the page cache: {extra:?}");
+        }
+    }
+    assert_eq!(files_in(dir.path()), vec![json], "scratch files removed");
+}
+
+#[test]
+fn verify_catches_a_block_corrupted_between_passes() {
+    let dir = workdir();
+    let file = dir.path().join("v.dat");
+    let f = file.to_str().unwrap();
+    let o = iolab(&["device", "--target", f, "--size", "8m", "--rw", "write", "--bs", "4k", "--verify", "--engine", "io_uring", "--qd", "4",
+        "--io-count", "2048", "--keep", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // A clean read pass verifies every block.
+    let json = dir.path().join("v.json");
+    let o = iolab(&["device", "--target", f, "--rw", "read", "--bs", "4k", "--verify", "--io-count", "2048", "--json", json.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(results(&json)["points"][0]["verify"]["blocks_checked"], 2048);
+    // Corrupt one byte of the block at 1 MiB + 4 KiB, then read again.
+    let mut data = std::fs::read(&file).unwrap();
+    data[(1 << 20) + 4096 + 100] ^= 0xff;
+    std::fs::write(&file, &data).unwrap();
+    let o = iolab(&["device", "--target", f, "--rw", "read", "--bs", "4k", "--verify", "--io-count", "2048", "--json", json.to_str().unwrap(), "--quiet"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let v = &results(&json)["points"][0]["verify"];
+    assert_eq!(v["mismatches"], 1);
+    assert_eq!(v["first_mismatches"][0]["offset"], (1 << 20) + 4096);
+    assert!(text(&o).contains("verification failed"));
+}
+
+#[test]
+fn verify_within_one_mixed_job_passes() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let json = dir.path().join("m.json");
+    let o = iolab(&["device", "--target", d, "--size", "4m", "--rw", "randrw", "--verify", "--engine", "aio", "--qd", "16", "--jobs", "2",
+        "--io-count", "20000", "--json", json.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v = &results(&json)["points"][0]["verify"];
+    assert_eq!(v["mismatches"], 0);
+    assert!(v["blocks_checked"].as_u64().unwrap() > 5000);
+}
+
+#[test]
+fn sigint_keeps_completed_jobs_and_removes_the_scratch_file() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let json = dir.path().join("i.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["device", "--profile", "quick", "--target", d, "--size", "64m", "--runtime", "1s", "--engine", "psync", "--json", json.to_str().unwrap(), "--quiet"])
+        .spawn()
+        .unwrap();
+    // Wait until the first job is in the results file, then interrupt.
+    let start = std::time::Instant::now();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let done = std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        if done.is_some_and(|r| r["points"].as_array().is_some_and(|p| !p.is_empty())) {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 60, "first job never finished");
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let r = results(&json);
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["complete"], false);
+    let n = r["points"].as_array().unwrap().len();
+    assert!((1..4).contains(&n), "{n} points");
+    assert_eq!(r["points"][0]["name"], "qd1-4k-randread-latency");
+    assert_eq!(files_in(dir.path()), vec![json], "no scratch file left");
+}
+
+#[test]
+fn sysinfo_prints_provenance() {
+    let o = iolab(&["sysinfo", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["kernel"].as_str().unwrap().starts_with("Linux"));
+    assert!(v["timer"]["per_io_ns"].as_f64().unwrap() > 0.0);
+    let o = iolab(&["sysinfo"]);
+    assert!(text(&o).contains("timer cost"));
+    let o = iolab(&["sysinfo", "--target", "/no/such/path"]);
+    assert_eq!(o.status.code(), Some(2));
+}
