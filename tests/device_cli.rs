@@ -6,11 +6,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn iolab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab")).args(args).output().expect("run iolab")
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .output()
+        .expect("run iolab")
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// A directory on the real disk (not tmpfs), so O_DIRECT works.
@@ -19,7 +26,10 @@ fn workdir() -> tempfile::TempDir {
 }
 
 fn files_in(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect()
 }
 
 fn results(path: &Path) -> serde_json::Value {
@@ -51,7 +61,11 @@ fn bad_input_exits_2_naming_the_field() {
         all.extend_from_slice(args);
         let o = iolab(&all);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
-        assert!(text(&o).contains(field), "{args:?} should name {field}: {}", text(&o));
+        assert!(
+            text(&o).contains(field),
+            "{args:?} should name {field}: {}",
+            text(&o)
+        );
         assert!(!text(&o).contains("panicked"), "{args:?}");
     }
 }
@@ -60,20 +74,46 @@ fn bad_input_exits_2_naming_the_field() {
 fn block_size_larger_than_target_is_refused() {
     let dir = workdir();
     let d = dir.path().to_str().unwrap();
-    let o = iolab(&["device", "--target", d, "--size", "1m", "--bs", "2m", "--io-count", "10", "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        d,
+        "--size",
+        "1m",
+        "--bs",
+        "2m",
+        "--io-count",
+        "10",
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--bs"));
-    assert!(files_in(dir.path()).is_empty(), "scratch file removed after the refusal");
+    assert!(
+        files_in(dir.path()).is_empty(),
+        "scratch file removed after the refusal"
+    );
 }
 
 #[test]
 fn dry_run_prints_the_job_and_touches_nothing() {
     let dir = workdir();
     let d = dir.path().to_str().unwrap();
-    let o = iolab(&["device", "--target", d, "--profile", "quick", "--runtime", "2s", "--dry-run"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        d,
+        "--profile",
+        "quick",
+        "--runtime",
+        "2s",
+        "--dry-run",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
-    assert!(out.contains("4 job(s)") && out.contains("qd32-4k-randread-iops"), "{out}");
+    assert!(
+        out.contains("4 job(s)") && out.contains("qd32-4k-randread-iops"),
+        "{out}"
+    );
     assert!(out.contains("estimated duration: 8 s"), "{out}");
     assert!(files_in(dir.path()).is_empty());
 }
@@ -84,16 +124,45 @@ fn scratch_run_writes_complete_results_and_cleans_up() {
     let d = dir.path().to_str().unwrap();
     let json = dir.path().join("out.json");
     let o = iolab(&[
-        "device", "--target", d, "--size", "32m", "--engine", "psync", "--rw", "randrw", "--mix", "70", "--bs", "4k:70,64k:30",
-        "--io-count", "2000", "--json", json.to_str().unwrap(), "--quiet",
+        "device",
+        "--target",
+        d,
+        "--size",
+        "32m",
+        "--engine",
+        "psync",
+        "--rw",
+        "randrw",
+        "--mix",
+        "70",
+        "--bs",
+        "4k:70,64k:30",
+        "--io-count",
+        "2000",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(files_in(dir.path()), vec![json.clone()], "only the results file remains");
+    assert_eq!(
+        files_in(dir.path()),
+        vec![json.clone()],
+        "only the results file remains"
+    );
     let r = results(&json);
     assert_eq!(r["schema"], "iolab-results");
     assert_eq!(r["complete"], true);
     let prov = &r["provenance"];
-    for key in ["iolab_version", "git_revision", "kernel", "cpu_model", "memory_bytes", "timer", "plan", "command_line"] {
+    for key in [
+        "iolab_version",
+        "git_revision",
+        "kernel",
+        "cpu_model",
+        "memory_bytes",
+        "timer",
+        "plan",
+        "command_line",
+    ] {
         assert!(!prov[key].is_null(), "provenance.{key}");
     }
     assert!(prov["timer"]["clock_read_ns"].as_f64().unwrap() > 0.0);
@@ -102,19 +171,37 @@ fn scratch_run_writes_complete_results_and_cleans_up() {
     let reads = p["ops"]["read"]["ops"].as_u64().unwrap();
     let writes = p["ops"]["write"]["ops"].as_u64().unwrap();
     assert_eq!(reads + writes, 2000);
-    assert!((reads as f64 / 2000.0 - 0.7).abs() < 0.06, "mix 70: {reads} reads");
+    assert!(
+        (reads as f64 / 2000.0 - 0.7).abs() < 0.06,
+        "mix 70: {reads} reads"
+    );
     let lat = &p["ops"]["read"]["lat"];
-    for k in ["1.000000", "50.000000", "99.000000", "99.990000", "99.999000"] {
-        assert!(lat["percentiles_ns"][k].as_u64().unwrap() > 0, "percentile {k}");
+    for k in [
+        "1.000000",
+        "50.000000",
+        "99.000000",
+        "99.990000",
+        "99.999000",
+    ] {
+        assert!(
+            lat["percentiles_ns"][k].as_u64().unwrap() > 0,
+            "percentile {k}"
+        );
     }
     assert!(lat["min_ns"].as_u64().unwrap() <= lat["max_ns"].as_u64().unwrap());
-    assert!(p["ops"]["read"]["slat"].is_null(), "psync has no submission latency");
+    assert!(
+        p["ops"]["read"]["slat"].is_null(),
+        "psync has no submission latency"
+    );
     assert!(p["histograms"]["read.lat"].as_str().unwrap().len() > 10);
     assert!(p["cpu"]["usr_pct"].as_f64().is_some());
     assert!(!p["series"].as_array().unwrap().is_empty());
     assert_eq!(p["direct"], true);
     if prov["target"]["disk"].is_object() {
-        assert!(p["device"]["read_ios"].as_u64().is_some(), "diskstats deltas for the backing disk");
+        assert!(
+            p["device"]["read_ios"].as_u64().is_some(),
+            "diskstats deltas for the backing disk"
+        );
     }
 }
 
@@ -122,7 +209,19 @@ fn scratch_run_writes_complete_results_and_cleans_up() {
 fn keep_keeps_the_scratch_file() {
     let dir = workdir();
     let file = dir.path().join("data.bin");
-    let o = iolab(&["device", "--target", file.to_str().unwrap(), "--size", "4m", "--engine", "psync", "--io-count", "10", "--keep", "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        file.to_str().unwrap(),
+        "--size",
+        "4m",
+        "--engine",
+        "psync",
+        "--io-count",
+        "10",
+        "--keep",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 4 << 20);
 }
@@ -134,15 +233,49 @@ fn existing_file_needs_overwrite_for_writes() {
     let content = vec![0x5au8; 1 << 20];
     std::fs::write(&file, &content).unwrap();
     let f = file.to_str().unwrap();
-    let o = iolab(&["device", "--target", f, "--rw", "randwrite", "--engine", "psync", "--io-count", "10", "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        f,
+        "--rw",
+        "randwrite",
+        "--engine",
+        "psync",
+        "--io-count",
+        "10",
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--overwrite"));
     assert_eq!(std::fs::read(&file).unwrap(), content, "untouched");
     // Reads are fine without it, and leave the file in place.
-    let o = iolab(&["device", "--target", f, "--rw", "randread", "--engine", "psync", "--io-count", "10", "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        f,
+        "--rw",
+        "randread",
+        "--engine",
+        "psync",
+        "--io-count",
+        "10",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(std::fs::read(&file).unwrap(), content);
-    let o = iolab(&["device", "--target", f, "--rw", "randwrite", "--engine", "psync", "--io-count", "10", "--overwrite", "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        f,
+        "--rw",
+        "randwrite",
+        "--engine",
+        "psync",
+        "--io-count",
+        "10",
+        "--overwrite",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(file.exists(), "an existing file is never deleted");
     assert_ne!(std::fs::read(&file).unwrap(), content);
@@ -154,7 +287,17 @@ fn fake_engine_statistics_are_exact() {
     let dir = workdir();
     let json = dir.path().join("f.json");
     let o = iolab(&[
-        "device", "--engine", "fake", "--fake-latency", "100us", "--qd", "1", "--io-count", "1000", "--json", json.to_str().unwrap(),
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "100us",
+        "--qd",
+        "1",
+        "--io-count",
+        "1000",
+        "--json",
+        json.to_str().unwrap(),
         "--quiet",
     ]);
     assert!(o.status.success(), "{}", text(&o));
@@ -164,31 +307,67 @@ fn fake_engine_statistics_are_exact() {
     let mean = clat["mean_ns"].as_f64().unwrap();
     assert!((mean - 100_000.0).abs() / 100_000.0 < 0.001, "mean {mean}");
     let iops = p["ops"]["read"]["iops"].as_f64().unwrap();
-    assert!((iops - 10_000.0).abs() / 10_000.0 < 0.01, "virtual-time IOPS {iops}");
+    assert!(
+        (iops - 10_000.0).abs() / 10_000.0 < 0.01,
+        "virtual-time IOPS {iops}"
+    );
 
     // QD 4 on one server: requests queue, so each waits for 4 service times.
     let o = iolab(&[
-        "device", "--engine", "fake", "--fake-latency", "100us", "--qd", "4", "--io-count", "4000", "--json", json.to_str().unwrap(),
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "100us",
+        "--qd",
+        "4",
+        "--io-count",
+        "4000",
+        "--json",
+        json.to_str().unwrap(),
         "--quiet",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let p = &results(&json)["points"][0];
-    let p50 = p["ops"]["read"]["clat"]["percentiles_ns"]["50.000000"].as_u64().unwrap() as f64;
-    assert!((p50 - 400_000.0).abs() / 400_000.0 < 0.01, "queueing p50 {p50}");
+    let p50 = p["ops"]["read"]["clat"]["percentiles_ns"]["50.000000"]
+        .as_u64()
+        .unwrap() as f64;
+    assert!(
+        (p50 - 400_000.0).abs() / 400_000.0 < 0.01,
+        "queueing p50 {p50}"
+    );
     let iops = p["ops"]["read"]["iops"].as_f64().unwrap();
-    assert!((iops - 10_000.0).abs() / 10_000.0 < 0.01, "one server still gives 10k IOPS: {iops}");
+    assert!(
+        (iops - 10_000.0).abs() / 10_000.0 < 0.01,
+        "one server still gives 10k IOPS: {iops}"
+    );
 
     // Batches of 8 on 8 servers: per-block latency = 100 us / 8.
     let o = iolab(&[
-        "device", "--engine", "fake", "--fake-latency", "100us", "--fake-servers", "8", "--batch", "8", "--io-count", "800", "--json",
-        json.to_str().unwrap(), "--quiet",
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "100us",
+        "--fake-servers",
+        "8",
+        "--batch",
+        "8",
+        "--io-count",
+        "800",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let b = &results(&json)["points"][0]["batch"];
     assert_eq!(b["k"], 8);
     assert_eq!(b["batches"], 100);
     let per_block = b["per_block_mean_ns"].as_f64().unwrap();
-    assert!((per_block - 12_500.0).abs() / 12_500.0 < 0.01, "per block {per_block}");
+    assert!(
+        (per_block - 12_500.0).abs() / 12_500.0 < 0.01,
+        "per block {per_block}"
+    );
 }
 
 #[test]
@@ -203,12 +382,30 @@ fn every_engine_runs_direct_and_buffered() {
         &["--engine", "aio", "--qd", "8", "--buffered"],
         &["--engine", "io_uring", "--qd", "8"],
         &["--engine", "io_uring", "--qd", "8", "--buffered"],
-        &["--engine", "io_uring", "--qd", "8", "--uring-fixed-buffers", "--uring-fixed-files"],
+        &[
+            "--engine",
+            "io_uring",
+            "--qd",
+            "8",
+            "--uring-fixed-buffers",
+            "--uring-fixed-files",
+        ],
         &["--engine", "mmap", "--buffered"],
         &["--engine", "null", "--qd", "8"],
     ];
     for extra in runs {
-        let mut args = vec!["device", "--target", d, "--size", "16m", "--rw", "randrw", "--io-count", "500", "--quiet"];
+        let mut args = vec![
+            "device",
+            "--target",
+            d,
+            "--size",
+            "16m",
+            "--rw",
+            "randrw",
+            "--io-count",
+            "500",
+            "--quiet",
+        ];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--json", json.to_str().unwrap()]);
         let o = iolab(&args);
@@ -219,8 +416,15 @@ fn every_engine_runs_direct_and_buffered() {
         let buffered = extra.contains(&"--buffered") || extra.contains(&"null");
         assert_eq!(p["direct"], !buffered, "{extra:?}");
         if extra.contains(&"--buffered") {
-            let warned = p["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("page cache"));
-            assert!(warned, "buffered reads of a small file warn about the page cache: {extra:?}");
+            let warned = p["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("page cache"));
+            assert!(
+                warned,
+                "buffered reads of a small file warn about the page cache: {extra:?}"
+            );
         }
     }
     assert_eq!(files_in(dir.path()), vec![json], "scratch files removed");
@@ -231,19 +435,68 @@ fn verify_catches_a_block_corrupted_between_passes() {
     let dir = workdir();
     let file = dir.path().join("v.dat");
     let f = file.to_str().unwrap();
-    let o = iolab(&["device", "--target", f, "--size", "8m", "--rw", "write", "--bs", "4k", "--verify", "--engine", "io_uring", "--qd", "4",
-        "--io-count", "2048", "--keep", "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        f,
+        "--size",
+        "8m",
+        "--rw",
+        "write",
+        "--bs",
+        "4k",
+        "--verify",
+        "--engine",
+        "io_uring",
+        "--qd",
+        "4",
+        "--io-count",
+        "2048",
+        "--keep",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     // A clean read pass verifies every block.
     let json = dir.path().join("v.json");
-    let o = iolab(&["device", "--target", f, "--rw", "read", "--bs", "4k", "--verify", "--io-count", "2048", "--json", json.to_str().unwrap(), "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        f,
+        "--rw",
+        "read",
+        "--bs",
+        "4k",
+        "--verify",
+        "--io-count",
+        "2048",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(results(&json)["points"][0]["verify"]["blocks_checked"], 2048);
+    assert_eq!(
+        results(&json)["points"][0]["verify"]["blocks_checked"],
+        2048
+    );
     // Corrupt one byte of the block at 1 MiB + 4 KiB, then read again.
     let mut data = std::fs::read(&file).unwrap();
     data[(1 << 20) + 4096 + 100] ^= 0xff;
     std::fs::write(&file, &data).unwrap();
-    let o = iolab(&["device", "--target", f, "--rw", "read", "--bs", "4k", "--verify", "--io-count", "2048", "--json", json.to_str().unwrap(), "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        f,
+        "--rw",
+        "read",
+        "--bs",
+        "4k",
+        "--verify",
+        "--io-count",
+        "2048",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let v = &results(&json)["points"][0]["verify"];
     assert_eq!(v["mismatches"], 1);
@@ -256,8 +509,27 @@ fn verify_within_one_mixed_job_passes() {
     let dir = workdir();
     let d = dir.path().to_str().unwrap();
     let json = dir.path().join("m.json");
-    let o = iolab(&["device", "--target", d, "--size", "4m", "--rw", "randrw", "--verify", "--engine", "aio", "--qd", "16", "--jobs", "2",
-        "--io-count", "20000", "--json", json.to_str().unwrap(), "--quiet"]);
+    let o = iolab(&[
+        "device",
+        "--target",
+        d,
+        "--size",
+        "4m",
+        "--rw",
+        "randrw",
+        "--verify",
+        "--engine",
+        "aio",
+        "--qd",
+        "16",
+        "--jobs",
+        "2",
+        "--io-count",
+        "20000",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let v = &results(&json)["points"][0]["verify"];
     assert_eq!(v["mismatches"], 0);
@@ -270,14 +542,31 @@ fn sigint_keeps_completed_jobs_and_removes_the_scratch_file() {
     let d = dir.path().to_str().unwrap();
     let json = dir.path().join("i.json");
     let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(["device", "--profile", "quick", "--target", d, "--size", "64m", "--runtime", "1s", "--engine", "psync", "--json", json.to_str().unwrap(), "--quiet"])
+        .args([
+            "device",
+            "--profile",
+            "quick",
+            "--target",
+            d,
+            "--size",
+            "64m",
+            "--runtime",
+            "1s",
+            "--engine",
+            "psync",
+            "--json",
+            json.to_str().unwrap(),
+            "--quiet",
+        ])
         .spawn()
         .unwrap();
     // Wait until the first job is in the results file, then interrupt.
     let start = std::time::Instant::now();
     loop {
         std::thread::sleep(std::time::Duration::from_millis(100));
-        let done = std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        let done = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
         if done.is_some_and(|r| r["points"].as_array().is_some_and(|p| !p.is_empty())) {
             break;
         }

@@ -66,7 +66,7 @@ pub struct KvArgs {
     pub seed: u64,
 
     /// Write results (iolab results model, JSON) to this file.
-    #[arg(short = 'o', long)]
+    #[arg(short = 'o', long, visible_alias = "json")]
     pub output: Option<PathBuf>,
 
     /// Print only the plan (engine settings, phases) and exit.

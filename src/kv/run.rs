@@ -409,6 +409,16 @@ pub fn run(a: KvArgs) -> Result<()> {
             print!("{}", report::ycsb_lines(&o));
             println!("{}", report::latency_table(&p));
             println!("{}", report::load_table(&o));
+            if let Some(stats) = p
+                .extra
+                .get("kv")
+                .and_then(|k| k.get("engine_stats"))
+                .and_then(|s| s.as_object())
+            {
+                for (k, v) in stats {
+                    println!("  {}: {k} = {}", eng.name(), v.as_str().unwrap_or_default());
+                }
+            }
             if o.rec.mismatches > 0 {
                 eprintln!(
                     "iolab: {} verification failure(s) in {name}:",
