@@ -19,7 +19,7 @@ trap 'rm -rf "$work"' EXIT
 # The same options on both sides.
 COMMON_DB="--num=$NUM --reads=$READS --key_size=16 --value_size=100 --compression_type=none \
  --cache_size=67108864 --write_buffer_size=67108864 --max_background_jobs=2 --sync=0 --disable_wal=0 \
- --bloom_bits=-1 --statistics=0 --histogram=0 --seed=42"
+ --bloom_bits=-1 --statistics=0 --histogram=0 --progress_reports=0 --seed=42"
 COMMON_IO="--engine rocksdb --num $NUM --reads $READS --key-size 16 --value-size 100 --compression none \
  --cache-size 64m --write-buffer-size 64m --background-jobs 2 --readers 1"
 

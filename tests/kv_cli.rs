@@ -173,7 +173,7 @@ fn readers_sweep_and_db_bench() {
     let o = iolab()
         .args([
             "kv",
-            "fillseq,readrandom,readwhilewriting",
+            "fillseq,readrandom,readseq,seekrandom,overwrite,readwhilewriting",
             "--engine",
             "rocksdb",
             "--num",
@@ -200,11 +200,20 @@ fn readers_sweep_and_db_bench() {
         [
             "fillseq",
             "readrandom",
+            "readseq",
+            "seekrandom",
+            "overwrite",
             "readwhilewriting.readers1",
             "readwhilewriting.readers2"
         ]
     );
-    let rww = &r["points"][3];
+    // readseq counts records (5 batches of 100), seekrandom one op per seek.
+    assert_eq!(r["points"][2]["ops"]["readseq"]["ops"], 500);
+    assert_eq!(r["points"][3]["ops"]["seek"]["ops"], 500);
+    for p in r["points"].as_array().unwrap() {
+        assert_eq!(p["verify"]["mismatches"], 0, "{}", p["name"]);
+    }
+    let rww = &r["points"][6];
     assert_eq!(rww["ops"]["read"]["ops"], 1000);
     assert!(rww["ops"]["write"]["ops"].as_u64().unwrap() > 0);
     // After fillseq every key exists: all reads found and verified.

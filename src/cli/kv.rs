@@ -106,6 +106,10 @@ pub struct EngineArgs {
     #[arg(long)]
     pub page_size: Option<String>,
 
+    /// No OS readahead on the database file (LMDB MDB_NORDAHEAD).
+    #[arg(long)]
+    pub no_readahead: bool,
+
     /// LMDB map size (maximum database size).
     #[arg(long, default_value = "64g")]
     pub map_size: String,

@@ -6,7 +6,7 @@
 use super::generator::Counter;
 use super::keys::fixed_key;
 use super::phase::{Work, Worker};
-use super::recorder::{OpKind, READSEQ_BATCH};
+use super::recorder::{OpKind, ScanTally, READSEQ_BATCH};
 use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
@@ -154,56 +154,29 @@ impl DbBench {
     }
 
     fn scan(&self, w: &mut Worker<'_>, kind: OpKind, count: usize) -> Result<usize> {
-        let (mut bytes, mut verified, mut bad) = (0u64, 0u64, 0u64);
-        let mut last: Option<Vec<u8>> = None;
-        let mut first_bad = None;
-        let keep_last = kind == OpKind::ReadSeq;
-        let cursor = std::mem::take(&mut w.cursor);
-        let start: &[u8] = if kind == OpKind::ReadSeq {
-            &cursor
-        } else {
-            &w.key
+        let readseq = kind == OpKind::ReadSeq;
+        let mut tally = ScanTally {
+            keep_last: readseq,
+            last: std::mem::take(&mut w.buf),
+            ..ScanTally::default()
         };
+        tally.last.clear();
+        let start: &[u8] = if readseq { &w.cursor } else { &w.key };
         let t0 = mono_now_ns();
-        let n = w.s.scan(start, count, &mut |k, v| {
-            bytes += (k.len() + v.len()) as u64;
-            verified += 1;
-            if value::verify(k, v).is_err() {
-                bad += 1;
-                if first_bad.is_none() {
-                    first_bad = Some(String::from_utf8_lossy(k).into_owned());
-                }
-            }
-            if keep_last {
-                match last.as_mut() {
-                    Some(l) => {
-                        l.clear();
-                        l.extend_from_slice(k);
-                    }
-                    None => last = Some(k.to_vec()),
-                }
-            }
-        })?;
+        let n = w.s.scan(start, count, &mut |k, v| tally.visit(k, v))?;
         let t1 = mono_now_ns();
-        w.cursor = cursor;
-        w.rec.verified += verified;
-        if bad > 0 {
-            w.rec.mismatches += bad - 1;
-            let k = first_bad.unwrap_or_default();
-            w.rec.mismatch(|| format!("{k}: checksum mismatch in scan"));
-        }
-        let ops = if kind == OpKind::ReadSeq { n as u64 } else { 1 };
-        w.record(kind, t0, t1, ops, bytes);
-        if keep_last {
-            // Next batch starts just after the last key seen (key + 0x00).
-            match last {
-                Some(mut l) => {
-                    l.push(0);
-                    w.cursor = l;
-                }
-                None => w.cursor.clear(),
+        tally.settle(&mut w.rec);
+        let ops = if readseq { n as u64 } else { 1 };
+        w.record(kind, t0, t1, ops, tally.bytes);
+        if readseq {
+            // The next batch starts just after the last key seen (key + 0x00).
+            w.cursor.clear();
+            if n > 0 {
+                w.cursor.extend_from_slice(&tally.last);
+                w.cursor.push(0);
             }
         }
+        w.buf = tally.last;
         Ok(n)
     }
 }

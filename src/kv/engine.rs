@@ -109,6 +109,8 @@ pub struct EngineOptions {
     pub write_buffer_size: u64,
     /// RocksDB background jobs.
     pub background_jobs: u32,
+    /// OS readahead on the database file (off = LMDB MDB_NORDAHEAD).
+    pub readahead: bool,
 }
 
 impl Default for EngineOptions {
@@ -124,6 +126,7 @@ impl Default for EngineOptions {
             map_size: 64 << 30,
             write_buffer_size: 64 << 20,
             background_jobs: 2,
+            readahead: true,
         }
     }
 }

@@ -192,3 +192,43 @@ fn merge_hist(a: &mut Option<LatencyHistogram>, b: &Option<LatencyHistogram>) {
         _ => {}
     }
 }
+
+/// Verification tally of the entries one scan visits; `settle` moves it into
+/// the worker's recorder. `last` (reused across scans) keeps the last key
+/// seen when `keep_last` is set (readseq's cursor).
+#[derive(Default)]
+pub struct ScanTally {
+    pub bytes: u64,
+    pub verified: u64,
+    pub bad: u64,
+    pub first_bad: Option<String>,
+    pub keep_last: bool,
+    pub last: Vec<u8>,
+}
+
+impl ScanTally {
+    #[inline]
+    pub fn visit(&mut self, k: &[u8], v: &[u8]) {
+        self.bytes += (k.len() + v.len()) as u64;
+        self.verified += 1;
+        if super::value::verify(k, v).is_err() {
+            self.bad += 1;
+            if self.first_bad.is_none() {
+                self.first_bad = Some(String::from_utf8_lossy(k).into_owned());
+            }
+        }
+        if self.keep_last {
+            self.last.clear();
+            self.last.extend_from_slice(k);
+        }
+    }
+
+    pub fn settle(&mut self, rec: &mut Recorder) {
+        rec.verified += self.verified;
+        if self.bad > 0 {
+            rec.mismatches += self.bad - 1;
+            let k = self.first_bad.take().unwrap_or_default();
+            rec.mismatch(|| format!("{k}: checksum mismatch in scan"));
+        }
+    }
+}

@@ -69,6 +69,7 @@ pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
         map_size: parse_size("--map-size", &a.map_size)?,
         write_buffer_size: parse_size("--write-buffer-size", &a.write_buffer_size)?,
         background_jobs: a.background_jobs.max(1),
+        readahead: !a.no_readahead,
     })
 }
 

@@ -13,7 +13,7 @@ use super::generator::{
 use super::keys::{build_key_name, InsertOrder};
 use super::phase::{Work, Worker};
 use super::props::Props;
-use super::recorder::OpKind;
+use super::recorder::{OpKind, ScanTally};
 use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
@@ -453,28 +453,12 @@ impl Work for YcsbRun {
                     }
                     None => self.scan_uniform.next(&mut w.rng),
                 } as usize;
-                let (mut bytes, mut verified, mut bad) = (0u64, 0u64, 0u64);
-                let mut first_bad: Option<Vec<u8>> = None;
+                let mut tally = ScanTally::default();
                 let t0 = mono_now_ns();
-                let n = w.s.scan(&w.key, len, &mut |k, v| {
-                    bytes += (k.len() + v.len()) as u64;
-                    verified += 1;
-                    if value::verify(k, v).is_err() {
-                        bad += 1;
-                        if first_bad.is_none() {
-                            first_bad = Some(k.to_vec());
-                        }
-                    }
-                })?;
+                w.s.scan(&w.key, len, &mut |k, v| tally.visit(k, v))?;
                 let t1 = mono_now_ns();
-                let _ = n;
-                w.rec.verified += verified;
-                if bad > 0 {
-                    let k = String::from_utf8_lossy(&first_bad.unwrap_or_default()).into_owned();
-                    w.rec.mismatches += bad - 1;
-                    w.rec.mismatch(|| format!("{k}: checksum mismatch in scan"));
-                }
-                w.record(OpKind::Scan, t0, t1, 1, bytes);
+                tally.settle(&mut w.rec);
+                w.record(OpKind::Scan, t0, t1, 1, tally.bytes);
             }
             _ => {
                 // Read-modify-write.

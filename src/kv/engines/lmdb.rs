@@ -22,6 +22,9 @@ impl Lmdb {
         if o.mmap {
             flags |= EnvFlags::WRITE_MAP;
         }
+        if !o.readahead {
+            flags |= EnvFlags::NO_READ_AHEAD;
+        }
         let mut eo = EnvOpenOptions::new();
         eo.map_size(o.map_size as usize).max_dbs(1).max_readers(512);
         // SAFETY: heed's contract: the directory is not opened twice in this
@@ -108,6 +111,7 @@ impl KvEngine for Lmdb {
         vec![
             ("sync".into(), yes(o.sync)),
             ("writemap".into(), yes(o.mmap)),
+            ("readahead".into(), yes(o.readahead)),
             ("map_size".into(), format!("{} GiB", o.map_size >> 30)),
             ("page_size".into(), "OS page (LMDB fixed)".into()),
         ]
