@@ -15,7 +15,9 @@ IOLAB=${IOLAB:-./target/release/iolab}
 work=$(mktemp -d "$DIR/kv-sweep.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 for e in lmdb rocksdb; do
-  cmd="$IOLAB kv fillrandom,readwhilewriting --engine $e --num $NUM --key-size 16 --value-size 4000 --reads $READS --readers $READERS --memory-limit $LIMIT --map-size 8g --dir $DIR -o $work/$e.json"
+  # LMDB without OS readahead; RocksDB with cache and memtable well inside the limit.
+  extra="--no-readahead"; [ "$e" = rocksdb ] && extra="--cache-size 4m --write-buffer-size 4m"
+  cmd="$IOLAB kv fillrandom,readwhilewriting --engine $e $extra --num $NUM --key-size 16 --value-size 4000 --reads $READS --readers $READERS --memory-limit $LIMIT --map-size 8g --dir $DIR -o $work/$e.json"
   echo "$ ${cmd/$work/OUT}"
   $cmd >"$work/$e.txt" 2>&1 || { echo "$e FAILED"; tail -5 "$work/$e.txt"; continue; }
   python3 - "$work/$e.json" "$e" <<'PY'

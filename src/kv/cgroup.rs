@@ -87,6 +87,7 @@ impl MemoryCgroup {
             let own = own_cgroup("").unwrap_or_else(|| "/".into());
             (m.join(own.trim_start_matches('/')), 2u8, "memory.max")
         };
+        remove_stale(&parent);
         let path = parent.join(&name);
         std::fs::create_dir(&path)
             .with_context(|| format!("creating cgroup {}", path.display()))?;
@@ -126,6 +127,26 @@ impl MemoryCgroup {
     /// Whether `pid` is inside this cgroup.
     pub fn contains(&self, pid: u32) -> bool {
         procs(&self.path).contains(&pid)
+    }
+}
+
+/// Remove empty `iolab-kv-<pid>` cgroups left by an iolab that was killed
+/// (SIGKILL, e.g. by the OOM killer) and whose process is gone.
+fn remove_stale(parent: &Path) {
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("iolab-kv-")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() && procs(&e.path()).is_empty() {
+            let _ = std::fs::remove_dir(e.path());
+        }
     }
 }
 

@@ -192,6 +192,34 @@ fn target_info(dir: &Path, kind: TargetKind) -> TargetInfo {
     }
 }
 
+fn needs_data(step: &Step) -> bool {
+    match step {
+        Step::YcsbRun(..) => true,
+        Step::Bench(b, _) => b.needs_data(),
+        Step::YcsbLoad(..) => false,
+    }
+}
+
+fn loads_data(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::YcsbLoad(..) | Step::Bench(Bench::FillSeq | Bench::FillRandom, _)
+    )
+}
+
+fn check_order(steps: &[Step], mut loaded: bool) -> Result<()> {
+    for s in steps {
+        if needs_data(s) && !loaded {
+            return Err(usage(
+                "WORKLOAD",
+                "this phase needs a loaded database: run a load first (--phase both, or fillrandom/fillseq before it), or pass --db PATH of a kept one",
+            ));
+        }
+        loaded |= loads_data(s);
+    }
+    Ok(())
+}
+
 /// Entry point of `iolab kv`.
 pub fn run(a: KvArgs) -> Result<()> {
     if a.threads == 0 || a.threads > 1024 {
@@ -232,12 +260,34 @@ pub fn run(a: KvArgs) -> Result<()> {
         }
         return Ok(());
     }
+    // Refuse a plan that reads before anything was loaded, before creating anything.
+    let had_data = a
+        .place
+        .db
+        .as_ref()
+        .and_then(|p| std::fs::read_dir(p).ok())
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false);
+    check_order(&steps, had_data || a.engine == EngineKind::Null)?;
     interrupt::install();
     let dir = db_dir(&a, a.engine)?;
-    let reused = a.place.db.is_some()
-        && std::fs::read_dir(&dir.path)
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(false);
+    if let Some(l) = mem_limit {
+        let needs = match a.engine {
+            EngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
+            EngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
+            EngineKind::Sqlite | EngineKind::Redb => opts.cache_size,
+            EngineKind::Lmdb | EngineKind::Null => 0,
+        };
+        if needs + (16 << 20) > l {
+            eprintln!(
+                "iolab: warning: --memory-limit {} is below what {} keeps in memory ({} of cache and memtables + ~16 MiB); \
+                 the kernel may kill iolab (OOM). Lower --cache-size / --write-buffer-size.",
+                report::human(l),
+                a.engine.name(),
+                report::human(needs)
+            );
+        }
+    }
     let cgroup = match mem_limit {
         Some(l) => Some(MemoryCgroup::enter(l)?),
         None => None,
@@ -292,24 +342,12 @@ pub fn run(a: KvArgs) -> Result<()> {
     if let Some(cg) = &cgroup {
         results.extra.insert("memory_cgroup".into(), serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit}));
     }
-    let mut loaded = reused;
     let mut mismatches = 0u64;
     let outcome = (|| -> Result<()> {
         for step in &steps {
             if interrupt::stop_requested() {
                 results.interrupted = true;
                 break;
-            }
-            let needs_data = match step {
-                Step::YcsbRun(..) => true,
-                Step::Bench(b, _) => b.needs_data(),
-                Step::YcsbLoad(..) => false,
-            };
-            if needs_data && !loaded && eng.stores_data() {
-                return Err(usage(
-                    "WORKLOAD",
-                    "this phase needs a loaded database: run a load first (--phase both, or fillrandom/fillseq before it), or pass --db PATH of a kept one",
-                ));
             }
             if a.place.drop_caches {
                 loadstats::drop_caches()?;
@@ -441,12 +479,6 @@ pub fn run(a: KvArgs) -> Result<()> {
                 println!("  warning: {w}");
             }
             results.points.push(p);
-            if matches!(
-                step,
-                Step::YcsbLoad(..) | Step::Bench(Bench::FillSeq | Bench::FillRandom, _)
-            ) {
-                loaded = true;
-            }
             if o.interrupted {
                 results.interrupted = true;
             }
