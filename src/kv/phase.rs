@@ -155,6 +155,9 @@ pub fn run(
                 let mut backlog = 0u64;
                 let mut result = Ok(());
                 let mut lat_sum = 0u64;
+                // One clock read per operation: an op starts when the previous
+                // one ended, or when a paced op was released.
+                let mut op_start = mono_now_ns();
                 while w.n < limit {
                     if interrupt::stop_requested()
                         || (ops.is_none() && done.load(Ordering::Relaxed))
@@ -175,14 +178,16 @@ pub fn run(
                         }
                         backlog = now - due;
                         w.intended = Some(due);
+                        op_start = now;
                     }
-                    let t = mono_now_ns();
                     if let Err(e) = work.op(&mut w) {
                         result = Err(e);
                         interrupt::request_stop();
                         break;
                     }
-                    lat_sum += mono_now_ns() - t;
+                    let end = mono_now_ns();
+                    lat_sum += end - op_start;
+                    op_start = end;
                     w.n += 1;
                     progress[id].ops.store(w.n, Ordering::Relaxed);
                     progress[id].lat_sum.store(lat_sum, Ordering::Relaxed);

@@ -2,7 +2,9 @@
 
 use crate::kv::engine::{mib, yes, Compression, EngineOptions, KvEngine, KvSession};
 use anyhow::{Context, Result};
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteOptions, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WriteOptions, DB,
+};
 use std::path::Path;
 
 pub struct Rocks {
@@ -59,9 +61,11 @@ fn linked_library() -> String {
         .unwrap_or_else(|| "librocksdb (statically linked)".to_string())
 }
 
+/// Options objects are created once per session: the C API allocates them.
 struct RocksSession<'a> {
     db: &'a DB,
     w: WriteOptions,
+    r: ReadOptions,
 }
 
 impl KvSession for RocksSession<'_> {
@@ -69,7 +73,7 @@ impl KvSession for RocksSession<'_> {
         Ok(self.db.put_opt(key, value, &self.w)?)
     }
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get_pinned(key)? {
+        match self.db.get_pinned_opt(key, &self.r)? {
             Some(v) => {
                 out.clear();
                 out.extend_from_slice(&v);
@@ -134,6 +138,7 @@ impl KvEngine for Rocks {
         Ok(Box::new(RocksSession {
             db: &self.db,
             w: self.write_opts(),
+            r: ReadOptions::default(),
         }))
     }
     fn flush(&self) -> Result<()> {
