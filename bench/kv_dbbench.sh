@@ -19,9 +19,9 @@ trap 'rm -rf "$work"' EXIT
 # The same options on both sides.
 COMMON_DB="--num=$NUM --reads=$READS --key_size=16 --value_size=100 --compression_type=none \
  --cache_size=67108864 --write_buffer_size=67108864 --max_background_jobs=2 --sync=0 --disable_wal=0 \
- --bloom_bits=-1 --statistics=0 --histogram=0 --progress_reports=0 --seed=42"
+ --bloom_bits=-1 --enable_pipelined_write=1 --statistics=0 --histogram=0 --progress_reports=0 --seed=42"
 COMMON_IO="--engine rocksdb --num $NUM --reads $READS --key-size 16 --value-size 100 --compression none \
- --cache-size 64m --write-buffer-size 64m --background-jobs 2 --readers 1"
+ --cache-size 64m --write-buffer-size 64m --background-jobs 2 --pipelined-write --readers 1"
 
 echo "db_bench: $(db_bench --version 2>&1 | head -1); iolab: $($IOLAB --version)"
 echo "num=$NUM reads=$READS key=16 value=100 compression=none cache=64MiB wbs=64MiB jobs=2 sync=0 wal=1"
@@ -52,11 +52,14 @@ io = {
 }
 for k in ["fillrandom", "readrandom", "readwhilewriting"]:
     print(sys.argv[3], k, db.get(k, 0), io[k], io[k] / db[k] if db.get(k) else 0)
+w = pts["readwhilewriting.readers1"]["ops"]["write"]["iops"]
+open(sys.argv[2] + ".writer", "a").write(f"{w:.0f}\n")
 PY
   tail -3 "$results" | while read -r rr b d i ratio; do
     printf '%-6s %-17s %12.0f %12.0f %7.3f\n' "$rr" "$b" "$d" "$i" "$ratio"
   done
 done
+echo "iolab's writer during readwhilewriting (ops/s, per round): $(tr '\n' ' ' < "$work/io.json.writer")"
 echo
 python3 - "$results" <<'PY'
 import statistics, sys

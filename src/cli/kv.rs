@@ -118,6 +118,14 @@ pub struct EngineArgs {
     #[arg(long, default_value = "64m")]
     pub write_buffer_size: String,
 
+    /// RocksDB bytes_per_sync and wal_bytes_per_sync (0 = off).
+    #[arg(long, default_value = "0")]
+    pub bytes_per_sync: String,
+
+    /// RocksDB enable_pipelined_write (db_bench turns it on by default).
+    #[arg(long)]
+    pub pipelined_write: bool,
+
     /// RocksDB max background jobs.
     #[arg(long, default_value_t = 2)]
     pub background_jobs: u32,

@@ -111,6 +111,11 @@ pub struct EngineOptions {
     pub background_jobs: u32,
     /// OS readahead on the database file (off = LMDB MDB_NORDAHEAD).
     pub readahead: bool,
+    /// RocksDB bytes_per_sync and wal_bytes_per_sync (0 = off): write back
+    /// files incrementally instead of piling up dirty pages.
+    pub bytes_per_sync: u64,
+    /// RocksDB enable_pipelined_write (db_bench's default is on).
+    pub pipelined_write: bool,
 }
 
 impl Default for EngineOptions {
@@ -127,6 +132,8 @@ impl Default for EngineOptions {
             write_buffer_size: 64 << 20,
             background_jobs: 2,
             readahead: true,
+            bytes_per_sync: 0,
+            pipelined_write: false,
         }
     }
 }

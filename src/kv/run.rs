@@ -70,6 +70,8 @@ pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
         write_buffer_size: parse_size("--write-buffer-size", &a.write_buffer_size)?,
         background_jobs: a.background_jobs.max(1),
         readahead: !a.no_readahead,
+        bytes_per_sync: parse_size("--bytes-per-sync", &a.bytes_per_sync)?,
+        pipelined_write: a.pipelined_write,
     })
 }
 

@@ -28,6 +28,9 @@ impl Rocks {
         opts.set_use_direct_reads(o.direct_io);
         opts.set_use_direct_io_for_flush_and_compaction(o.direct_io);
         opts.set_allow_mmap_reads(o.mmap);
+        opts.set_bytes_per_sync(o.bytes_per_sync);
+        opts.set_wal_bytes_per_sync(o.bytes_per_sync);
+        opts.set_enable_pipelined_write(o.pipelined_write);
         let mut bbo = BlockBasedOptions::default();
         let cache = Cache::new_lru_cache(o.cache_size as usize).context("rocksdb block cache")?;
         bbo.set_block_cache(&cache);
@@ -132,6 +135,8 @@ impl KvEngine for Rocks {
             ("mmap_reads".into(), yes(o.mmap)),
             ("write_buffer_size".into(), mib(o.write_buffer_size)),
             ("max_background_jobs".into(), o.background_jobs.to_string()),
+            ("bytes_per_sync".into(), o.bytes_per_sync.to_string()),
+            ("pipelined_write".into(), yes(o.pipelined_write)),
         ]
     }
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
