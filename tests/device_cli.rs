@@ -2,39 +2,9 @@
 //! safety refusals, scratch-file lifecycle, results file contents, engines,
 //! verification, and Ctrl-C.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn iolab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .output()
-        .expect("run iolab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// A directory on the real disk (not tmpfs), so O_DIRECT works.
-fn workdir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn files_in(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect()
-}
-
-fn results(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+mod common;
+use common::{device_point, files_in, iolab, results, text, workdir};
+use std::process::Command;
 
 #[test]
 fn bad_input_exits_2_naming_the_field() {
@@ -283,25 +253,15 @@ fn existing_file_needs_overwrite_for_writes() {
 
 #[test]
 fn fake_engine_statistics_are_exact() {
-    // One server, 100 us per request, QD 1: every latency is exactly 100 us.
     let dir = workdir();
     let json = dir.path().join("f.json");
-    let o = iolab(&[
-        "device",
-        "--engine",
-        "fake",
-        "--fake-latency",
-        "100us",
-        "--qd",
-        "1",
-        "--io-count",
-        "1000",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let p = &results(&json)["points"][0];
+    let fake = |extra: &[&str]| {
+        let mut args = vec!["--engine", "fake", "--fake-latency", "100us"];
+        args.extend_from_slice(extra);
+        device_point(&args, &json)
+    };
+    // One server, 100 us per request, QD 1: every latency is exactly 100 us.
+    let p = fake(&["--qd", "1", "--io-count", "1000"]);
     let clat = &p["ops"]["read"]["clat"];
     assert_eq!(clat["n"], 1000);
     let mean = clat["mean_ns"].as_f64().unwrap();
@@ -313,22 +273,7 @@ fn fake_engine_statistics_are_exact() {
     );
 
     // QD 4 on one server: requests queue, so each waits for 4 service times.
-    let o = iolab(&[
-        "device",
-        "--engine",
-        "fake",
-        "--fake-latency",
-        "100us",
-        "--qd",
-        "4",
-        "--io-count",
-        "4000",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let p = &results(&json)["points"][0];
+    let p = fake(&["--qd", "4", "--io-count", "4000"]);
     let p50 = p["ops"]["read"]["clat"]["percentiles_ns"]["50.000000"]
         .as_u64()
         .unwrap() as f64;
@@ -343,24 +288,8 @@ fn fake_engine_statistics_are_exact() {
     );
 
     // Batches of 8 on 8 servers: per-block latency = 100 us / 8.
-    let o = iolab(&[
-        "device",
-        "--engine",
-        "fake",
-        "--fake-latency",
-        "100us",
-        "--fake-servers",
-        "8",
-        "--batch",
-        "8",
-        "--io-count",
-        "800",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let b = &results(&json)["points"][0]["batch"];
+    let p = fake(&["--fake-servers", "8", "--batch", "8", "--io-count", "800"]);
+    let b = &p["batch"];
     assert_eq!(b["k"], 8);
     assert_eq!(b["batches"], 100);
     let per_block = b["per_block_mean_ns"].as_f64().unwrap();

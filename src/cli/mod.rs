@@ -1,8 +1,11 @@
 //! Command-line definitions (clap derive) only; no behaviour lives here.
 //! Each verb's arguments are in a file of their own.
 
+pub mod compare;
 pub mod device;
 pub mod kv;
+pub mod report;
+pub mod run;
 pub mod sysinfo;
 pub mod trace;
 
@@ -24,6 +27,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Characterize the storage under DIR within a time budget; writes results.json and report.html
+    Run(Box<run::RunArgs>),
+    /// Re-render a results file (iolab or fio JSON) as HTML, text, Markdown or CSV
+    Report(report::ReportArgs),
+    /// Several results files (iolab or fio JSON) side by side, with ratios to the first
+    Compare(compare::CompareArgs),
     /// One job or a set of jobs on a file or block device (fio's territory)
     Device(Box<device::DeviceArgs>),
     /// Print the provenance block: machine, kernel, target device, timer cost

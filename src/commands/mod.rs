@@ -1,7 +1,10 @@
 //! Glue between parsed arguments and the library: one file per verb.
 
+pub mod compare;
 pub mod device;
 pub mod kv;
+pub mod report;
+pub mod run;
 pub mod sysinfo;
 pub mod trace;
 
@@ -10,6 +13,9 @@ use crate::cli::{Cli, Command};
 /// Run the verb the user asked for.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Run(args) => run::run(*args),
+        Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Device(args) => device::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Kv(args) => kv::run(args),

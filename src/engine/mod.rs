@@ -164,20 +164,49 @@ pub struct FeatureProbe {
     pub detail: String,
 }
 
+/// Probe the optional features of `kind` on the open target `fd`, for
+/// provenance and warnings: io_uring (base and each option in `uring`) and
+/// aio (works; asynchronous, i.e. O_DIRECT). Other engines have nothing to
+/// probe. Use `uring::check_uring_features` to refuse a run instead.
+pub fn probe_engine(kind: EngineKind, fd: RawFd, uring: &UringOptions) -> Vec<FeatureProbe> {
+    match kind {
+        EngineKind::IoUring => uring::probe_uring(fd, uring),
+        EngineKind::Aio => aio::probe_aio(fd),
+        _ => Vec::new(),
+    }
+}
+
 /// Turn a negative-errno completion result into an error.
 pub fn completion_error(res: i64) -> io::Error {
     io::Error::from_raw_os_error((-res) as i32)
 }
 
 /// Check, before anything is timed, that the optional features a job asks
-/// for work on this target; returns what was probed (for provenance).
+/// for work on this target (an unsupported one is an error that names it);
+/// returns what was probed, for provenance.
 pub fn probe_features(
     kind: EngineKind,
-    _fd: RawFd,
+    fd: RawFd,
     uring: &UringOptions,
 ) -> anyhow::Result<Vec<FeatureProbe>> {
-    if kind != EngineKind::IoUring || *uring == UringOptions::default() {
-        return Ok(Vec::new());
+    match kind {
+        EngineKind::IoUring => {
+            let probes = uring::probe_uring(fd, uring);
+            let flag = |feature: &str| match feature {
+                "io_uring fixed buffers" => "--uring-fixed-buffers",
+                "io_uring fixed files" => "--uring-fixed-files",
+                "io_uring SQPOLL" => "--uring-sqpoll",
+                "io_uring IOPOLL" => "--uring-iopoll",
+                _ => "--engine",
+            };
+            match probes.iter().find(|p| !p.supported) {
+                Some(bad) => Err(crate::error::usage(flag(&bad.feature), bad.detail.clone())),
+                None => Ok(probes),
+            }
+        }
+        _ => Ok(probe_engine(kind, fd, uring)),
     }
-    Ok(Vec::new())
 }
+
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -1,4 +1,14 @@
-//! Rendering of results for people: terminal tables now; HTML, CSV and
-//! comparisons build on the same model. Report code never measures.
+//! Rendering of results for people: terminal tables, the self-contained
+//! HTML report with SVG charts, CSV, Markdown, comparisons across runs, and
+//! fio JSON import/export. Report code never measures.
 
+pub mod charts;
+pub mod compare;
+pub mod csv;
+pub mod fio_json;
+pub mod fmt;
+pub mod html;
+pub mod markdown;
+pub mod summary;
+pub mod svg;
 pub mod terminal;

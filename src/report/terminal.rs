@@ -141,6 +141,31 @@ pub fn point_block(p: &Point) -> String {
     out
 }
 
+/// One compact line per point: IOPS, MiB/s and latency of the main op kind.
+pub fn points_table(r: &Results) -> String {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(vec!["point", "IOPS", "MiB/s", "mean", "p99", "max"]);
+    for p in &r.points {
+        let lat = p.main_lat();
+        t.add_row(vec![
+            p.name.clone(),
+            format_count(p.total.iops),
+            format!("{:.1}", p.total.mib_s),
+            lat.map(|l| format_ns(l.mean_ns))
+                .unwrap_or_else(|| "-".into()),
+            lat_cell(lat.and_then(|l| l.percentile(99.0))),
+            lat_cell(lat.map(|l| l.max_ns)),
+        ]);
+    }
+    for i in 1..6 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!("{t}\n")
+}
+
 /// All points, then run-level warnings.
 pub fn results_text(r: &Results) -> String {
     let mut out = String::new();

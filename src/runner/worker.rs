@@ -144,6 +144,9 @@ pub fn run<C: Clock, E: Engine>(
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut staged: Vec<u32> = Vec::with_capacity(depth);
     let mut comps: Vec<Completion> = Vec::with_capacity(depth);
+    // Completions waiting to be recorded, and when they were reaped.
+    let mut finished: Vec<Slot> = Vec::with_capacity(depth);
+    let mut finished_at = 0u64;
     let mut vstate = spec.verify_bs.map(|bs| VerifyState {
         bs,
         region_start: spec.region_start,
@@ -224,6 +227,19 @@ pub fn run<C: Clock, E: Engine>(
                 staged.clear();
             }
         }
+        // Record the previous completions now that new requests are in
+        // flight, so this bookkeeping overlaps device time instead of
+        // delaying the next submission.
+        if !finished.is_empty() {
+            record_finished(
+                rec,
+                log.as_deref_mut(),
+                &finished,
+                finished_at,
+                spec.sync_engine,
+            );
+            finished.clear();
+        }
         if in_flight == 0 {
             if spec.fsync_every > 0 && writes_since_sync >= spec.fsync_every as u64 {
                 t = do_fsync(engine, clock, rec, spec, t)?;
@@ -267,30 +283,13 @@ pub fn run<C: Clock, E: Engine>(
                 writes_since_sync += 1;
             }
             if t_done >= spec.measure_start {
-                rec.record(
-                    op,
-                    slot.len,
-                    slot.t_prep,
-                    slot.t_sub,
-                    t_done,
-                    spec.sync_engine,
-                );
-                if let Some(l) = log.as_deref_mut() {
-                    l.push(RequestRecord {
-                        op,
-                        offset: slot.offset,
-                        len: slot.len as u32,
-                        t_prep: slot.t_prep,
-                        t_submitted: slot.t_sub,
-                        t_reaped: t_done,
-                        tid: l.tid,
-                    });
-                }
+                finished.push(slot);
             }
             slots[s].op = None;
             free.push(c.slot);
             in_flight -= 1;
         }
+        finished_at = t_done;
         if spec.batch && in_flight == 0 && t_done >= spec.measure_start {
             rec.record_batch(t_done - batch_start);
         }
@@ -300,6 +299,40 @@ pub fn run<C: Clock, E: Engine>(
         t = t_done;
     }
     Ok(())
+}
+
+/// Record requests reaped at `t_done` (and log them for the breakdown).
+#[inline(always)]
+fn record_finished(
+    rec: &mut Recorder,
+    log: Option<&mut RequestLog>,
+    finished: &[Slot],
+    t_done: u64,
+    sync: bool,
+) {
+    for f in finished {
+        rec.record(
+            f.op.unwrap_or(OpKind::Read),
+            f.len,
+            f.t_prep,
+            f.t_sub,
+            t_done,
+            sync,
+        );
+    }
+    if let Some(l) = log {
+        for f in finished {
+            l.push(RequestRecord {
+                op: f.op.unwrap_or(OpKind::Read),
+                offset: f.offset,
+                len: f.len as u32,
+                t_prep: f.t_prep,
+                t_submitted: f.t_sub,
+                t_reaped: t_done,
+                tid: l.tid,
+            });
+        }
+    }
 }
 
 #[cold]

@@ -1,0 +1,30 @@
+//! Arguments of `iolab compare`: several results files side by side.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "EXAMPLES:
+  iolab compare ssd.json nvme.json
+      points matched by their parameters, with ratios to the first file (the baseline)
+  iolab compare a.json b.json c.json --html cmp.html
+  iolab compare iolab.json fio-output.json --metric mean
+      iolab's and fio's numbers for the same jobs")]
+pub struct CompareArgs {
+    /// Results files (iolab or fio JSON); the first is the baseline
+    #[arg(value_name = "RESULTS.json", num_args = 2.., required = true)]
+    pub files: Vec<PathBuf>,
+    /// Also write an HTML comparison here
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Which number to compare: iops, mib_s, mean, p50, p99, p99.9 (default: all of iops, mean, p99)
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// Match points by these params only (comma-separated, e.g. rw,bs,qd); default: all params they share
+    #[arg(long, value_name = "KEYS")]
+    pub by: Option<String>,
+    /// Differences smaller than this share are called noise when no rounds give a spread (default 5%)
+    #[arg(long, default_value = "5", value_name = "PERCENT")]
+    pub noise: f64,
+}

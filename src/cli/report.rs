@@ -1,0 +1,26 @@
+//! Arguments of `iolab report`: re-render a results file (iolab's or fio's JSON).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "EXAMPLES:
+  iolab report iolab-20261121T060000Z/results.json -o report.html
+  iolab report results.json --format text
+  iolab report fio-output.json --format html -o fio.html     (fio --output-format=json or json+)
+  iolab report results.json --export fio-json out.json       (fio's JSON shape, for fio-plot and fio_jsonplus_clat2csv)")]
+pub struct ReportArgs {
+    /// An iolab results file, or fio JSON output (json, json+, client/server)
+    #[arg(value_name = "RESULTS.json")]
+    pub results: PathBuf,
+    /// Output file (default: stdout; for html, RESULTS.html next to the input)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// html, text, markdown or csv
+    #[arg(long, default_value = "html", value_name = "FORMAT")]
+    pub format: String,
+    /// Write the results in another tool's format instead: fio-json
+    #[arg(long, value_name = "FORMAT", requires = "output")]
+    pub export: Option<String>,
+}

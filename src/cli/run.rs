@@ -1,0 +1,49 @@
+//! Arguments of `iolab run`: the default characterization of the storage
+//! under a directory, within a time budget.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "EXAMPLES:
+  iolab run
+      characterize the storage under the current directory in about 3 minutes
+  iolab run /mnt/nvme --budget 10m --profile full
+      a longer run with every experiment (bs x QD matrix, bs x mix heat map, batching sweep)
+  iolab run /var/tmp --budget 20s --size 64m
+      a quick look on a small scratch file
+  iolab run --dry-run
+      print the plan (steps, jobs, time per job) and exit
+
+Writes DIR/iolab-<UTC time>/results.json (after every point) and report.html.
+Ctrl-C stops the run and keeps what was measured.")]
+pub struct RunArgs {
+    /// Directory on the storage to characterize (a scratch file is created there and removed at exit)
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// Total time for the measurements (the scratch file layout comes on top)
+    #[arg(long, default_value = "3m", value_name = "DURATION")]
+    pub budget: String,
+    /// Which experiments: quick, standard or full
+    #[arg(long, default_value = "standard", value_name = "NAME")]
+    pub profile: String,
+    /// Size of the scratch file (default 1g)
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    /// I/O engine (default io_uring, falling back to aio, then psync, if it does not work here)
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+    /// Where to write results.json and report.html (default DIR/iolab-<UTC time>)
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Seed of the offset and data generators
+    #[arg(long, default_value = "4207")]
+    pub seed: u64,
+    /// No progress and no summary (errors still go to stderr)
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the plan and exit
+    #[arg(long)]
+    pub dry_run: bool,
+}

@@ -1,0 +1,66 @@
+//! `iolab compare`: load several results files (iolab or fio JSON), match
+//! their points and print ratios to the first; optionally write HTML.
+
+use std::io::Write;
+
+use crate::cli::compare::CompareArgs;
+use crate::commands::report::load;
+use crate::error::usage;
+use crate::report::compare::{self, Metric, Run};
+
+pub fn run(a: CompareArgs) -> anyhow::Result<()> {
+    if a.files.len() < 2 {
+        return Err(usage("RESULTS", "give at least two results files"));
+    }
+    if !(a.noise >= 0.0 && a.noise < 100.0) {
+        return Err(usage("--noise", "give a percentage between 0 and 100"));
+    }
+    let metrics: Vec<Metric> = match &a.metric {
+        Some(m) => m
+            .split(',')
+            .map(|s| {
+                Metric::parse(s.trim()).ok_or_else(|| {
+                    usage(
+                        "--metric",
+                        format!("unknown metric '{s}' (iops, mib_s, mean, p50, p99, p99.9)"),
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?,
+        None => vec![Metric::Iops, Metric::Mean, Metric::P99],
+    };
+    let mut runs = Vec::new();
+    for f in &a.files {
+        let results = load(f)?;
+        let mut label = f
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| f.display().to_string());
+        if label == "results" {
+            // iolab-<time>/results.json: the directory says more.
+            if let Some(d) = f.parent().and_then(|d| d.file_name()) {
+                label = d.to_string_lossy().to_string();
+            }
+        }
+        if runs.iter().any(|r: &Run| r.label == label) {
+            label = format!("{label}#{}", runs.len() + 1);
+        }
+        runs.push(Run { label, results });
+    }
+    let by: Option<Vec<String>> =
+        a.by.as_ref()
+            .map(|b| b.split(',').map(|s| s.trim().to_string()).collect());
+    let keys = compare::match_keys(&runs, by.as_deref());
+    let rows = compare::compare(&runs, &keys, &metrics);
+    let mut out = compare::terminal(&runs, &rows, a.noise);
+    if !keys.is_empty() {
+        out.push_str(&format!("matched by: {}\n", keys.join(", ")));
+    }
+    if let Some(h) = &a.html {
+        crate::results::write_atomic(h, compare::html(&runs, &rows, a.noise).as_bytes())?;
+        out.push_str(&format!("html: {}\n", h.display()));
+    }
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(())
+}

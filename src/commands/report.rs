@@ -1,0 +1,86 @@
+//! `iolab report`: load a results file (iolab's, or fio's JSON converted to
+//! the iolab model) and render it as HTML, text, Markdown or CSV, or export
+//! it in fio's JSON shape.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::cli::report::ReportArgs;
+use crate::error::usage;
+use crate::report::{csv, fio_json, html, markdown, terminal};
+use crate::results::{write_atomic, Results};
+
+/// Read an iolab results file or fio JSON output.
+pub fn load(path: &Path) -> anyhow::Result<Results> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage("RESULTS", format!("cannot read {}: {e}", path.display())))?;
+    if fio_json::looks_like_fio(&text) {
+        return fio_json::from_fio_text(&text)
+            .map_err(|e| usage("RESULTS", format!("{}: {e:#}", path.display())));
+    }
+    Results::read(path)
+}
+
+fn write_out(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    match path {
+        Some(p) if p.as_os_str() != "-" => write_atomic(p, bytes),
+        _ => match std::io::stdout().write_all(bytes) {
+            // A closed pipe (`| head`) is the reader's choice, not an error.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => Ok(r?),
+        },
+    }
+}
+
+pub fn run(a: ReportArgs) -> anyhow::Result<()> {
+    let r = load(&a.results)?;
+    if let Some(fmt) = &a.export {
+        if fmt != "fio-json" {
+            return Err(usage(
+                "--export",
+                format!("unknown export format '{fmt}' (fio-json)"),
+            ));
+        }
+        // Into a directory: one file per point (fio-plot reads one job per file).
+        if let Some(dir) = a.output.as_deref().filter(|d| d.is_dir()) {
+            for (name, v) in fio_json::to_fio_json_files(&r) {
+                write_atomic(
+                    &dir.join(name),
+                    serde_json::to_string_pretty(&v)?.as_bytes(),
+                )?;
+            }
+            eprintln!("fio JSON: {} file(s) in {}", r.points.len(), dir.display());
+            return Ok(());
+        }
+        let v = fio_json::to_fio_json(&r);
+        return write_out(
+            a.output.as_deref(),
+            serde_json::to_string_pretty(&v)?.as_bytes(),
+        );
+    }
+    let source = a
+        .results
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    match a.format.as_str() {
+        "html" => {
+            let out: PathBuf = a
+                .output
+                .clone()
+                .unwrap_or_else(|| a.results.with_extension("html"));
+            write_out(Some(&out), html::render(&r, &source).as_bytes())?;
+            if out.as_os_str() != "-" {
+                eprintln!("report: {}", out.display());
+            }
+            Ok(())
+        }
+        "text" => write_out(a.output.as_deref(), terminal::results_text(&r).as_bytes()),
+        "markdown" | "md" => write_out(a.output.as_deref(), markdown::render(&r).as_bytes()),
+        "csv" => write_out(a.output.as_deref(), csv::results_csv(&r).as_bytes()),
+        other => Err(usage(
+            "--format",
+            format!("unknown format '{other}' (html, text, markdown, csv)"),
+        )),
+    }
+}

@@ -1,0 +1,344 @@
+//! The plan of `iolab run`: steps per profile (quick, standard, full) built
+//! from `JobSpec`s, de-duplicated across steps, and the time budget split
+//! over their jobs (optional steps dropped from the end when it is short).
+//! Pure: no I/O, unit-tested.
+
+use crate::error::usage;
+use crate::plan::job::{JobSpec, Pattern, StopCondition};
+
+/// Shortest measured slot per job; below it steps are dropped from the end.
+const MIN_SLOT_NS: u64 = 500_000_000;
+
+/// One experiment of the plan.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub jobs: Vec<JobSpec>,
+    /// Core steps are never dropped to fit the budget.
+    pub core: bool,
+    /// Why the step does not run (not available in this build, dropped for time).
+    pub skipped: Option<String>,
+}
+
+const KIB: u64 = 1024;
+pub(crate) const MIB: u64 = 1024 * 1024;
+
+pub(crate) fn job(base: &JobSpec, pattern: Pattern, bs: u64, qd: u32) -> JobSpec {
+    let mut j = JobSpec {
+        pattern,
+        bs: vec![(bs, 100)],
+        qd,
+        batch: None,
+        ..base.clone()
+    };
+    if base.engine.is_sync() && qd > 1 {
+        // A synchronous engine keeps one request in flight per worker: reach
+        // the depth with workers instead (fio's numjobs).
+        j.jobs = qd.min(64);
+        j.qd = 1;
+    }
+    j
+}
+
+fn batch(base: &JobSpec, pattern: Pattern, bs: u64, k: u32) -> JobSpec {
+    JobSpec {
+        pattern,
+        bs: vec![(bs, 100)],
+        qd: 1,
+        batch: Some(k),
+        ..base.clone()
+    }
+}
+
+fn mixed(base: &JobSpec, bs: u64, mix: u8, qd: u32) -> JobSpec {
+    let pattern = match mix {
+        100 => Pattern::RandRead,
+        0 => Pattern::RandWrite,
+        _ => Pattern::RandRw,
+    };
+    JobSpec {
+        mix: if pattern == Pattern::RandRw { mix } else { 50 },
+        ..job(base, pattern, bs, qd)
+    }
+}
+
+/// The steps of a profile, before budgeting (runtimes are set later).
+pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
+    use Pattern::*;
+    let full = profile == "full";
+    let quick = profile == "quick";
+    if !["quick", "standard", "full"].contains(&profile) {
+        return Err(usage(
+            "--profile",
+            format!("unknown profile '{profile}' (quick, standard, full)"),
+        ));
+    }
+    let mut steps = Vec::new();
+    let step = |id, title, jobs, core| Step {
+        id,
+        title,
+        jobs,
+        core,
+        skipped: None,
+    };
+    let pats: &[Pattern] = if quick {
+        &[RandRead, RandWrite]
+    } else {
+        &[RandRead, RandWrite, Read, Write]
+    };
+    steps.push(step(
+        "latency",
+        "Unloaded (QD1) latency per pattern",
+        pats.iter().map(|&p| job(base, p, 4 * KIB, 1)).collect(),
+        true,
+    ));
+    let mut iops = vec![job(base, RandRead, 4 * KIB, 32)];
+    if !quick {
+        iops.push(job(base, RandWrite, 4 * KIB, 32));
+    }
+    if full {
+        iops.push(job(base, RandRead, 4 * KIB, 128));
+        iops.push(job(base, RandWrite, 4 * KIB, 128));
+    }
+    steps.push(step("iops", "Maximum 4 KiB random IOPS", iops, true));
+    let mut bw = vec![job(base, Read, MIB, 8), job(base, Write, MIB, 8)];
+    if full {
+        bw.push(job(base, Read, 128 * KIB, 32));
+        bw.push(job(base, Write, 128 * KIB, 32));
+    }
+    steps.push(step(
+        "bandwidth",
+        "Maximum bandwidth with 1 MiB blocks",
+        bw,
+        true,
+    ));
+    if !quick {
+        let (bss, qds, pats): (&[u64], &[u32], &[Pattern]) = if full {
+            (
+                &[4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB],
+                &[1, 4, 16, 64],
+                &[RandRead, RandWrite],
+            )
+        } else {
+            (&[4 * KIB, 64 * KIB, MIB], &[1, 8, 32], &[RandRead])
+        };
+        let mut m = Vec::new();
+        for &p in pats {
+            for &qd in qds {
+                for &bs in bss {
+                    m.push(job(base, p, bs, qd));
+                }
+            }
+        }
+        steps.push(step("matrix", "Block size x queue depth matrix", m, false));
+    }
+    let mut b = Vec::new();
+    if !base.engine.is_sync() {
+        let ks: &[u32] = if quick {
+            &[1, 16]
+        } else if full {
+            &[1, 2, 4, 8, 16, 32, 64, 128]
+        } else {
+            &[1, 4, 16, 64]
+        };
+        let pats: &[Pattern] = if full {
+            &[RandRead, RandWrite]
+        } else {
+            &[RandRead]
+        };
+        for &p in pats {
+            for &k in ks {
+                b.push(batch(base, p, 4 * KIB, k));
+            }
+            if !quick {
+                let kmax = *ks.last().unwrap_or(&1);
+                let bss: &[u64] = if full {
+                    &[16 * KIB, 64 * KIB, 256 * KIB, MIB]
+                } else {
+                    &[64 * KIB]
+                };
+                for &bs in bss {
+                    b.push(batch(base, p, bs, 1));
+                    b.push(batch(base, p, bs, kmax));
+                }
+            }
+        }
+    }
+    let mut s = step(
+        "batching",
+        "Batching parallelism (submit k, wait for all k)",
+        b,
+        false,
+    );
+    if base.engine.is_sync() {
+        s.skipped = Some(format!(
+            "batched submission needs an asynchronous engine, not {}",
+            base.engine.name()
+        ));
+    }
+    steps.push(s);
+    if full {
+        let mut h = Vec::new();
+        for bs in [4 * KIB, 64 * KIB] {
+            for mix in [100u8, 70, 50, 30, 0] {
+                h.push(mixed(base, bs, mix, 16));
+            }
+        }
+        steps.push(step(
+            "mix",
+            "Block size x read/write mix (random, QD16)",
+            h,
+            false,
+        ));
+    }
+    // TODO(kv, trace): when `iolab kv` and `iolab trace` land, add their
+    // steps after this one (a short YCSB A/C on the scratch directory; an
+    // unloaded 4k read breakdown); their points carry `extra.kv` and
+    // `extra.trace.breakdown`, which the report already draws.
+    // TODO(open-loop): when `device --rate` lands, add the load-latency curve
+    // here: rates at 10..100% of the `iops` step's result, points with a
+    // `rate` param (the report already draws them and marks the knee).
+    steps.push(Step {
+        id: "load-latency",
+        title: "Load-latency curve (open loop)",
+        jobs: Vec::new(),
+        core: false,
+        skipped: Some("open-loop load (--rate) is not in this build of iolab yet".into()),
+    });
+    dedupe(&mut steps);
+    Ok(steps)
+}
+
+/// Identity of a job for de-duplication across steps.
+pub fn key(j: &JobSpec) -> (Pattern, u64, u32, u32, Option<u32>, u8) {
+    (j.pattern, j.max_bs(), j.qd, j.jobs, j.batch, j.mix)
+}
+
+fn dedupe(steps: &mut [Step]) {
+    let mut seen = Vec::new();
+    for s in steps.iter_mut() {
+        s.jobs.retain(|j| {
+            let k = key(j);
+            if seen.contains(&k) {
+                false
+            } else {
+                seen.push(k);
+                true
+            }
+        });
+    }
+}
+
+/// Give every job its share of the budget: drop optional steps from the end
+/// while a job's slot would be under `MIN_SLOT_NS`, then split the slot into
+/// a ramp (10%, at most 1 s, none for short slots) and the measured runtime.
+pub fn fit_budget(steps: &mut [Step], budget_ns: u64) {
+    loop {
+        let n: usize = steps
+            .iter()
+            .filter(|s| s.skipped.is_none())
+            .map(|s| s.jobs.len())
+            .sum();
+        let slot = budget_ns / n.max(1) as u64;
+        if slot >= MIN_SLOT_NS {
+            break;
+        }
+        match steps
+            .iter_mut()
+            .rev()
+            .find(|s| s.skipped.is_none() && !s.core && !s.jobs.is_empty())
+        {
+            Some(s) => {
+                s.skipped = Some("dropped to fit the time budget (give a larger --budget)".into())
+            }
+            None => break,
+        }
+    }
+    let n: usize = steps
+        .iter()
+        .filter(|s| s.skipped.is_none())
+        .map(|s| s.jobs.len())
+        .sum();
+    let slot = (budget_ns / n.max(1) as u64).max(MIN_SLOT_NS / 2);
+    let ramp = if slot >= 2_000_000_000 {
+        (slot / 10).min(1_000_000_000)
+    } else {
+        0
+    };
+    for s in steps.iter_mut() {
+        for j in &mut s.jobs {
+            j.ramp_ns = ramp;
+            j.stop = StopCondition {
+                runtime_ns: Some(slot - ramp),
+                io_count: None,
+                io_bytes: None,
+            };
+            j.name = format!("{}: {}", s.id, j.default_name());
+        }
+    }
+}
+
+pub fn active_jobs(steps: &[Step]) -> Vec<(&Step, &JobSpec)> {
+    steps
+        .iter()
+        .filter(|s| s.skipped.is_none())
+        .flat_map(|s| s.jobs.iter().map(move |j| (s, j)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineKind;
+
+    #[test]
+    fn profiles_plan_valid_unique_jobs() {
+        for p in ["quick", "standard", "full"] {
+            let mut steps = plan(p, &JobSpec::default()).unwrap();
+            fit_budget(&mut steps, 180_000_000_000);
+            let jobs = active_jobs(&steps);
+            assert!(jobs.len() >= 5, "{p}: {}", jobs.len());
+            let mut keys: Vec<_> = jobs.iter().map(|(_, j)| key(j)).collect();
+            keys.sort_by_key(|k| format!("{k:?}"));
+            keys.dedup();
+            assert_eq!(keys.len(), jobs.len(), "{p}: duplicate jobs");
+            for (_, j) in jobs {
+                j.validate().unwrap();
+            }
+        }
+        assert!(plan("nope", &JobSpec::default()).is_err());
+    }
+
+    #[test]
+    fn budget_drops_optional_steps_first() {
+        let mut steps = plan("full", &JobSpec::default()).unwrap();
+        fit_budget(&mut steps, 10_000_000_000);
+        assert!(steps.iter().filter(|s| s.core).all(|s| s.skipped.is_none()));
+        assert!(steps
+            .iter()
+            .any(|s| s.skipped.is_some() && !s.jobs.is_empty()));
+        let total: u64 = active_jobs(&steps)
+            .iter()
+            .map(|(_, j)| j.stop.runtime_ns.unwrap() + j.ramp_ns)
+            .sum();
+        assert!(total <= 10_000_000_000, "{total}");
+    }
+
+    #[test]
+    fn sync_engines_use_workers_for_depth_and_skip_batching() {
+        let base = JobSpec {
+            engine: EngineKind::Psync,
+            ..JobSpec::default()
+        };
+        let steps = plan("standard", &base).unwrap();
+        let iops = steps.iter().find(|s| s.id == "iops").unwrap();
+        assert_eq!(iops.jobs[0].jobs, 32);
+        assert!(steps
+            .iter()
+            .find(|s| s.id == "batching")
+            .unwrap()
+            .skipped
+            .is_some());
+    }
+}

@@ -1,0 +1,524 @@
+//! fio job files: parse the common options of `[global]` and job sections
+//! into `JobSpec`s, so `iolab device --fio-job FILE.fio` runs what a fio
+//! user already has. Anything else stops with one usage error that names
+//! every unsupported option (and its line), instead of silently running a
+//! different job.
+//!
+//! Supported: rw/readwrite, rwmixread/rwmixwrite, bs/blocksize, bssplit,
+//! size, iodepth, iodepth_batch/_submit/_complete/_complete_min/_complete_max,
+//! numjobs, ioengine, direct/buffered, runtime, time_based, ramp_time,
+//! rate_iops, rate_process, filename, directory, fsync, name, description,
+//! stonewall/wait_for_previous/group_reporting (ordering and reporting only).
+
+use crate::engine::EngineKind;
+use crate::error::usage;
+use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::plan::parse::{parse_duration_ns, parse_size};
+
+/// A job of a fio file: the spec plus what `JobSpec` does not carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioJob {
+    pub spec: JobSpec,
+    /// `filename`, or `directory` (a scratch file inside), if given.
+    pub filename: Option<String>,
+    pub directory: Option<String>,
+    /// Target rate in IOPS (`rate_iops`) and its process (`linear`/`poisson`):
+    /// needs open-loop support in the runner.
+    pub rate_iops: Option<u64>,
+    pub rate_process: Option<String>,
+    /// Size of the region to address (`size`).
+    pub size: Option<u64>,
+}
+
+const SUPPORTED: [&str; 30] = [
+    "rw",
+    "readwrite",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "blocksize",
+    "bssplit",
+    "size",
+    "iodepth",
+    "iodepth_batch",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "numjobs",
+    "ioengine",
+    "direct",
+    "buffered",
+    "runtime",
+    "time_based",
+    "ramp_time",
+    "rate_iops",
+    "rate_process",
+    "filename",
+    "directory",
+    "fsync",
+    "name",
+    "description",
+    "stonewall",
+    "group_reporting",
+];
+
+/// One option of a section: (line number, key, value).
+type Opt = (usize, String, Option<String>);
+
+/// What `iolab device --fio-job FILE` runs: the jobs, and the one target
+/// they share (iolab runs a job list on one target).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioPlan {
+    pub jobs: Vec<JobSpec>,
+    /// `filename`, else `directory` (a scratch file inside); `None`: neither given.
+    pub target: Option<std::path::PathBuf>,
+    /// `size`, the largest of the jobs' (the scratch file or the addressed region).
+    pub size: Option<u64>,
+}
+
+/// Parse a fio job file for `device`: every job must use the same
+/// filename/directory; rate-limited jobs are refused until the runner has
+/// open-loop load (set `open_loop` when it does).
+pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
+    let jobs = parse_fio_jobs(text)?;
+    let targets: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| j.filename.clone().or_else(|| j.directory.clone()))
+        .collect();
+    if targets.iter().any(|t| t != &targets[0]) {
+        return Err(usage(
+            "filename",
+            "all jobs must use the same filename or directory (iolab runs a job file on one target)",
+        ));
+    }
+    if let Some(j) = jobs.iter().find(|j| j.rate_iops.is_some()) {
+        if !open_loop {
+            return Err(usage(
+                "rate_iops",
+                format!(
+                    "job [{}]: rate-limited (open-loop) jobs are not supported by this build of iolab yet",
+                    j.spec.name
+                ),
+            ));
+        }
+    }
+    Ok(FioPlan {
+        size: jobs.iter().filter_map(|j| j.size).max(),
+        target: targets[0].clone().map(std::path::PathBuf::from),
+        jobs: jobs.into_iter().map(|j| j.spec).collect(),
+    })
+}
+
+/// Options that only affect fio's ordering or reporting, accepted silently.
+const HARMLESS: [&str; 2] = ["wait_for_previous", "new_group"];
+
+/// Parse a fio job file into job specs (one per job section, times numjobs
+/// as `jobs`). Every unsupported option is named in one usage error.
+pub fn parse_fio_job(text: &str) -> anyhow::Result<Vec<JobSpec>> {
+    Ok(parse_fio_jobs(text)?.into_iter().map(|j| j.spec).collect())
+}
+
+/// Like `parse_fio_job`, keeping filename/directory/rate/size per job.
+pub fn parse_fio_jobs(text: &str) -> anyhow::Result<Vec<FioJob>> {
+    // (section name, [(line number, key, value)])
+    let mut sections: Vec<(String, Vec<Opt>)> = Vec::new();
+    let mut unsupported: Vec<String> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            sections.push((name.trim().to_string(), Vec::new()));
+            continue;
+        }
+        let (k, v) = match line.split_once('=') {
+            Some((k, v)) => (k.trim().to_ascii_lowercase(), Some(v.trim().to_string())),
+            None => (line.to_ascii_lowercase(), None),
+        };
+        let Some(sec) = sections.last_mut() else {
+            return Err(usage(
+                "--fio-job",
+                format!("line {}: option '{k}' before any [section]", i + 1),
+            ));
+        };
+        if !SUPPORTED.contains(&k.as_str()) && !HARMLESS.contains(&k.as_str()) {
+            unsupported.push(format!("{k} (line {})", i + 1));
+            continue;
+        }
+        sec.1.push((i + 1, k, v));
+    }
+    if !unsupported.is_empty() {
+        return Err(usage(
+            "--fio-job",
+            format!(
+                "unsupported fio option(s): {}. iolab runs only: {}",
+                unsupported.join(", "),
+                SUPPORTED.join(", ")
+            ),
+        ));
+    }
+    let global: Vec<Opt> = sections
+        .iter()
+        .filter(|(n, _)| n == "global")
+        .flat_map(|(_, o)| o.iter().cloned())
+        .collect();
+    let mut out = Vec::new();
+    for (name, opts) in sections.iter().filter(|(n, _)| n != "global") {
+        let mut all = global.clone();
+        all.extend(opts.iter().cloned());
+        out.push(build(name, &all)?);
+    }
+    if out.is_empty() {
+        return Err(usage("--fio-job", "the file has no job section"));
+    }
+    Ok(out)
+}
+
+fn need<'a>(line: usize, k: &str, v: &'a Option<String>) -> anyhow::Result<&'a str> {
+    v.as_deref()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| usage(k, format!("line {line}: '{k}' needs a value")))
+}
+
+fn num(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
+    let s = need(line, k, v)?;
+    s.parse()
+        .map_err(|_| usage(k, format!("line {line}: '{s}' is not a whole number")))
+}
+
+/// Boolean option: bare key or 1/0/true/false.
+fn flag(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<bool> {
+    match v.as_deref() {
+        None | Some("1") | Some("true") | Some("yes") => Ok(true),
+        Some("0") | Some("false") | Some("no") => Ok(false),
+        Some(o) => Err(usage(k, format!("line {line}: '{o}' is not 0 or 1"))),
+    }
+}
+
+/// fio durations default to seconds; accept fio's units too.
+fn duration(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
+    let s = need(line, k, v)?;
+    parse_duration_ns(k, s).map_err(|e| usage(k, format!("line {line}: {e}")))
+}
+
+fn size(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
+    let s = need(line, k, v)?;
+    parse_size(k, s).map_err(|e| usage(k, format!("line {line}: {e}")))
+}
+
+fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
+    let mut spec = JobSpec {
+        name: name.to_string(),
+        pattern: Pattern::Read,
+        engine: EngineKind::Psync,
+        direct: false,
+        stop: StopCondition::default(),
+        ..JobSpec::default()
+    };
+    let mut job = FioJob {
+        spec: spec.clone(),
+        filename: None,
+        directory: None,
+        rate_iops: None,
+        rate_process: None,
+        size: None,
+    };
+    let mut runtime = None;
+    let mut time_based = false;
+    let mut batch_submit = None;
+    let mut batch_complete = None;
+    for (line, k, v) in opts {
+        let line = *line;
+        match k.as_str() {
+            "rw" | "readwrite" => {
+                let s = need(line, k, v)?;
+                let base = s.split(':').next().unwrap_or(s);
+                spec.pattern = Pattern::parse(base).ok_or_else(|| {
+                    usage(
+                        "rw",
+                        format!("line {line}: '{s}' is not supported (read, write, randread, randwrite, rw, randrw)"),
+                    )
+                })?;
+            }
+            "rwmixread" => spec.mix = num(line, k, v)?.min(101) as u8,
+            "rwmixwrite" => spec.mix = 100u64.saturating_sub(num(line, k, v)?) as u8,
+            "bs" | "blocksize" => {
+                let s = need(line, k, v)?;
+                if s.contains(',') || s.contains('-') {
+                    return Err(usage(
+                        "bs",
+                        format!("line {line}: separate read/write sizes or ranges ('{s}') are not supported; use one size or bssplit"),
+                    ));
+                }
+                spec.bs = vec![(size(line, k, v)?, 100)];
+            }
+            "bssplit" => {
+                let s = need(line, k, v)?;
+                if s.contains(',') {
+                    return Err(usage(
+                        "bssplit",
+                        format!("line {line}: per-direction splits ('{s}') are not supported"),
+                    ));
+                }
+                let mut parts = Vec::new();
+                for part in s.split(':') {
+                    let (b, w) = part.split_once('/').ok_or_else(|| {
+                        usage(
+                            "bssplit",
+                            format!("line {line}: '{part}' is not SIZE/PERCENT"),
+                        )
+                    })?;
+                    let b = parse_size("bssplit", b)
+                        .map_err(|e| usage("bssplit", format!("line {line}: {e}")))?;
+                    let w: u32 = if w.is_empty() {
+                        0
+                    } else {
+                        w.parse().map_err(|_| {
+                            usage("bssplit", format!("line {line}: '{w}' is not a percentage"))
+                        })?
+                    };
+                    parts.push((b, w));
+                }
+                // fio gives the remainder to entries without a percentage.
+                let given: u32 = parts.iter().map(|p| p.1).sum();
+                let empty = parts.iter().filter(|p| p.1 == 0).count() as u32;
+                if let Some(share) = 100u32.saturating_sub(given).checked_div(empty) {
+                    for p in parts.iter_mut().filter(|p| p.1 == 0) {
+                        p.1 = share;
+                    }
+                }
+                parts.retain(|p| p.1 > 0);
+                spec.bs = parts;
+            }
+            "size" => job.size = Some(size(line, k, v)?),
+            "iodepth" => spec.qd = num(line, k, v)?.min(u32::MAX as u64) as u32,
+            "iodepth_batch" | "iodepth_batch_submit" => batch_submit = Some(num(line, k, v)?),
+            "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
+                batch_complete = Some(num(line, k, v)?)
+            }
+            "iodepth_batch_complete_max" => {}
+            "numjobs" => spec.jobs = num(line, k, v)?.min(u32::MAX as u64) as u32,
+            "ioengine" => {
+                let s = need(line, k, v)?;
+                spec.engine = match s {
+                    "libaio" => EngineKind::Aio,
+                    "io_uring" => EngineKind::IoUring,
+                    "psync" | "sync" | "pvsync" => EngineKind::Psync,
+                    "mmap" => EngineKind::Mmap,
+                    "null" => EngineKind::Null,
+                    other => {
+                        return Err(usage(
+                            "ioengine",
+                            format!("line {line}: engine '{other}' is not supported (libaio, io_uring, psync, sync, pvsync, mmap, null)"),
+                        ))
+                    }
+                };
+            }
+            "direct" => spec.direct = flag(line, k, v)?,
+            "buffered" => spec.direct = !flag(line, k, v)?,
+            "runtime" => runtime = Some(duration(line, k, v)?),
+            "time_based" => time_based = flag(line, k, v)?,
+            "ramp_time" => spec.ramp_ns = duration(line, k, v)?,
+            "rate_iops" => {
+                let s = need(line, k, v)?;
+                if s.contains(',') {
+                    return Err(usage(
+                        "rate_iops",
+                        format!("line {line}: per-direction rates ('{s}') are not supported"),
+                    ));
+                }
+                job.rate_iops = Some(num(line, k, v)?);
+            }
+            "rate_process" => {
+                let s = need(line, k, v)?;
+                if s != "linear" && s != "poisson" {
+                    return Err(usage(
+                        "rate_process",
+                        format!("line {line}: '{s}' is not linear or poisson"),
+                    ));
+                }
+                job.rate_process = Some(s.to_string());
+            }
+            "filename" => job.filename = Some(need(line, k, v)?.to_string()),
+            "directory" => job.directory = Some(need(line, k, v)?.to_string()),
+            "fsync" => spec.fsync_every = num(line, k, v)?.min(u32::MAX as u64) as u32,
+            "name" => spec.name = need(line, k, v)?.to_string(),
+            _ => {} // description, stonewall, group_reporting, ...
+        }
+    }
+    // fio's batching: submit K at once, reap all K: iolab's batch mode.
+    if let Some(k) = batch_submit.filter(|&k| k > 1) {
+        if batch_complete.is_some_and(|c| c != k) {
+            return Err(usage(
+                "iodepth_batch_complete_min",
+                "only iodepth_batch_complete_min equal to iodepth_batch_submit (submit K, wait for all K) is supported",
+            ));
+        }
+        spec.batch = Some(k.min(u32::MAX as u64) as u32);
+    }
+    // Without time_based, fio stops after `size` bytes or at runtime.
+    spec.stop = StopCondition {
+        runtime_ns: runtime,
+        io_count: None,
+        io_bytes: if time_based || runtime.is_some() && job.size.is_none() {
+            None
+        } else {
+            job.size
+        },
+    };
+    if spec.stop.runtime_ns.is_none() && spec.stop.io_bytes.is_none() {
+        spec.stop.runtime_ns = Some(10_000_000_000);
+    }
+    if time_based && runtime.is_none() {
+        return Err(usage(
+            "time_based",
+            format!("job [{name}]: time_based needs a runtime"),
+        ));
+    }
+    if spec.engine.is_sync() && spec.qd > 1 {
+        // fio ignores iodepth for synchronous engines too.
+        spec.qd = 1;
+    }
+    if spec.engine == EngineKind::Mmap {
+        spec.direct = false;
+    }
+    spec.size = job.size;
+    spec.validate()
+        .map_err(|e| usage("--fio-job", format!("job [{name}]: {e}")))?;
+    job.spec = spec;
+    Ok(job)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::UsageError;
+
+    const FILE: &str = "
+; a comment
+[global]
+ioengine=libaio
+direct=1
+size=64m
+runtime=5
+time_based
+ramp_time=1s
+filename=/var/tmp/fio-test
+
+[rr]
+rw=randread
+bs=4k
+iodepth=32
+numjobs=2
+
+[mixed]
+stonewall
+rw=randrw
+rwmixread=70
+bssplit=4k/70:64k/30
+iodepth=8
+fsync=16
+
+[batched]
+rw=read
+ioengine=io_uring
+iodepth=16
+iodepth_batch_submit=16
+iodepth_batch_complete_min=16
+rate_iops=1000
+rate_process=poisson
+";
+
+    #[test]
+    fn parses_global_and_job_sections() {
+        let jobs = parse_fio_jobs(FILE).unwrap();
+        assert_eq!(jobs.len(), 3);
+        let rr = &jobs[0].spec;
+        assert_eq!(rr.name, "rr");
+        assert_eq!(rr.pattern, Pattern::RandRead);
+        assert_eq!(rr.engine, EngineKind::Aio);
+        assert!(rr.direct);
+        assert_eq!(rr.qd, 32);
+        assert_eq!(rr.jobs, 2);
+        assert_eq!(rr.bs, vec![(4096, 100)]);
+        assert_eq!(rr.stop.runtime_ns, Some(5_000_000_000));
+        assert_eq!(rr.stop.io_bytes, None);
+        assert_eq!(rr.ramp_ns, 1_000_000_000);
+        assert_eq!(jobs[0].filename.as_deref(), Some("/var/tmp/fio-test"));
+        assert_eq!(jobs[0].size, Some(64 << 20));
+        let m = &jobs[1].spec;
+        assert_eq!(m.pattern, Pattern::RandRw);
+        assert_eq!(m.mix, 70);
+        assert_eq!(m.bs, vec![(4096, 70), (65536, 30)]);
+        assert_eq!(m.fsync_every, 16);
+        let b = &jobs[2];
+        assert_eq!(b.spec.engine, EngineKind::IoUring);
+        assert_eq!(b.spec.batch, Some(16));
+        assert_eq!(b.rate_iops, Some(1000));
+        assert_eq!(b.rate_process.as_deref(), Some("poisson"));
+        assert_eq!(parse_fio_job(FILE).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn names_every_unsupported_option() {
+        let text =
+            "[global]\nioengine=libaio\nverify=md5\n[j]\nrw=read\nzonemode=zbd\nnorandommap\n";
+        let e = parse_fio_job(text).unwrap_err();
+        let u = e.downcast_ref::<UsageError>().unwrap();
+        assert_eq!(u.field, "--fio-job");
+        for opt in [
+            "verify (line 3)",
+            "zonemode (line 6)",
+            "norandommap (line 7)",
+        ] {
+            assert!(u.message.contains(opt), "{opt} missing in {}", u.message);
+        }
+        assert_eq!(crate::error::exit_code(&e), 2);
+    }
+
+    #[test]
+    fn rejects_bad_values_with_the_field() {
+        let field = |t: &str| {
+            parse_fio_job(t)
+                .unwrap_err()
+                .downcast::<UsageError>()
+                .unwrap()
+                .field
+        };
+        assert_eq!(field("[j]\nrw=trim\n"), "rw");
+        assert_eq!(field("[j]\nbs=4k,8k\n"), "bs");
+        assert_eq!(field("[j]\nioengine=spdk\n"), "ioengine");
+        assert_eq!(field("[j]\niodepth=x\n"), "iodepth");
+        assert_eq!(field("[j]\ntime_based\n"), "time_based");
+        assert_eq!(field("rw=read\n"), "--fio-job");
+        assert_eq!(field("[global]\nrw=read\n"), "--fio-job");
+        assert_eq!(field("[j]\nrate_process=exp\n"), "rate_process");
+    }
+
+    #[test]
+    fn plan_for_device_needs_one_target() {
+        let p = fio_plan(
+            "[global]\nfilename=/dev/x\nsize=1g\n[a]\nrw=read\n[b]\nrw=write\nsize=2g\n",
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.jobs.len(), 2);
+        assert_eq!(p.target.as_deref(), Some(std::path::Path::new("/dev/x")));
+        assert_eq!(p.size, Some(2 << 30));
+        let two = "[a]\nfilename=/a\n[b]\nfilename=/b\n";
+        assert!(fio_plan(two, false).is_err());
+        let rated = "[a]\nrate_iops=100\n";
+        assert!(fio_plan(rated, false).is_err());
+        assert!(fio_plan(rated, true).is_ok());
+    }
+
+    #[test]
+    fn size_without_time_based_is_an_io_limit() {
+        let j = parse_fio_job("[j]\nrw=write\nsize=16m\n").unwrap();
+        assert_eq!(j[0].stop.io_bytes, Some(16 << 20));
+        assert_eq!(j[0].stop.runtime_ns, None);
+        assert_eq!(j[0].engine, EngineKind::Psync);
+    }
+}

@@ -1,0 +1,543 @@
+//! Device charts: IOPS and bandwidth vs block size, latency per block,
+//! batching speedup, block size x mix heat map, load-latency curve.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{
+    batch_of, bs_of, is_device, is_open_loop, is_write, label, read_pct, varying, Section, Table,
+};
+use crate::report::fmt;
+use crate::report::svg::{self, Axis, LineChart, Scale, Series};
+use crate::results::{Point, Results};
+
+type Group<'a> = (String, Vec<&'a Point>);
+
+/// Group points by every param except `free` (the x axis), keeping groups
+/// with at least two distinct x values, sorted by x inside.
+fn groups_over<'a>(
+    pts: &[&'a Point],
+    free: &str,
+    x: impl Fn(&Point) -> Option<u64>,
+) -> Vec<Group<'a>> {
+    let mut g: BTreeMap<Vec<(String, String)>, Vec<&Point>> = BTreeMap::new();
+    for p in pts {
+        if x(p).is_none() {
+            continue;
+        }
+        let key: Vec<(String, String)> = p
+            .params
+            .iter()
+            .filter(|(k, _)| k.as_str() != free && k.as_str() != "step")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        g.entry(key).or_default().push(p);
+    }
+    let mut out: Vec<(Vec<&Point>, BTreeSet<u64>)> = g
+        .into_values()
+        .map(|mut v| {
+            v.sort_by_key(|p| x(p));
+            let xs: BTreeSet<u64> = v.iter().filter_map(|p| x(p)).collect();
+            (v, xs)
+        })
+        .filter(|(_, xs)| xs.len() >= 2)
+        .collect();
+    // Reads before writes, queue depths before batches, each by size.
+    out.sort_by_key(|(v, _)| {
+        v.first().map(|p| {
+            (
+                is_write(p),
+                super::rw_of(p).to_string(),
+                batch_of(p).is_some(),
+                batch_of(p).unwrap_or(0),
+                super::param_u64(p, "qd").unwrap_or(0),
+                super::param_u64(p, "jobs").unwrap_or(0),
+            )
+        })
+    });
+    let all: Vec<&Point> = out.iter().flat_map(|(v, _)| v.iter().copied()).collect();
+    let mut keys = varying(&all, &[free, "step"]);
+    // The pattern always shows: read solid vs write dashed needs a name.
+    if !keys.iter().any(|k| k == "rw") {
+        keys.insert(0, "rw".into());
+    }
+    out.into_iter()
+        .map(|(v, _)| (label(v[0], &keys), v))
+        .collect()
+}
+
+fn main_mean(p: &Point) -> Option<f64> {
+    p.main_lat().map(|l| l.mean_ns)
+}
+
+fn p_lat(p: &Point, q: f64) -> Option<f64> {
+    p.main_lat().and_then(|l| l.percentile(q)).map(|v| v as f64)
+}
+
+/// IOPS and MiB/s vs block size, a line per QD or batch size.
+pub fn bs_sweep(r: &Results) -> Option<Section> {
+    let pts: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| is_device(p) && matches!(read_pct(p), Some(0) | Some(100)))
+        .collect();
+    let groups = groups_over(&pts, "bs", bs_of);
+    if groups.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&["series", "bs", "IOPS", "MiB/s", "mean lat", "p99 lat"]);
+    let mut iops = Vec::new();
+    let mut bw = Vec::new();
+    for (i, (name, ps)) in groups.iter().enumerate() {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for p in ps {
+            let bs = bs_of(p).unwrap_or(0) as f64;
+            a.push((
+                bs,
+                p.total.iops,
+                format!(
+                    "{name}, bs {}: {} IOPS",
+                    fmt::bytes(bs),
+                    fmt::count(p.total.iops)
+                ),
+            ));
+            b.push((
+                bs,
+                p.total.mib_s,
+                format!(
+                    "{name}, bs {}: {} MiB/s",
+                    fmt::bytes(bs),
+                    fmt::mib(p.total.mib_s)
+                ),
+            ));
+            table.rows.push(vec![
+                name.clone(),
+                fmt::bytes(bs),
+                format!("{:.0}", p.total.iops),
+                format!("{:.2}", p.total.mib_s),
+                main_mean(p).map(fmt::ns).unwrap_or_default(),
+                p_lat(p, 99.0).map(fmt::ns).unwrap_or_default(),
+            ]);
+        }
+        let dashed = is_write(ps[0]);
+        iops.push(Series {
+            label: name.clone(),
+            points: a,
+            dashed,
+            color: i,
+            line: true,
+        });
+        bw.push(Series {
+            label: name.clone(),
+            points: b,
+            dashed,
+            color: i,
+            line: true,
+        });
+    }
+    let xaxis = Axis::new("block size", Scale::Log2, fmt::bytes);
+    let chart = |title: &str, ytitle: &str, series: Vec<Series>, f: fn(f64) -> String| {
+        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        svg::line_chart(&LineChart {
+            title: title.into(),
+            x: xaxis.clone(),
+            y: Axis::new(ytitle, scale, f),
+            series,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        })
+    };
+    Some(Section {
+        id: "bs-sweep".into(),
+        title: "IOPS and bandwidth vs block size".into(),
+        note: "One line per queue depth or batch size; reads solid, writes dashed.".into(),
+        svgs: vec![
+            chart("IOPS vs block size", "IOPS", iops, fmt::count),
+            chart("Bandwidth vs block size", "bandwidth (MiB/s)", bw, fmt::mib),
+        ],
+        table,
+    })
+}
+
+/// Per-block time: batch time / K for batched points, mean latency otherwise.
+pub fn per_block_ns(p: &Point) -> Option<f64> {
+    match &p.batch {
+        Some(b) if b.per_block_mean_ns > 0.0 => Some(b.per_block_mean_ns),
+        _ => main_mean(p),
+    }
+}
+
+/// Latency per block vs block size.
+pub fn latency_per_block(r: &Results) -> Option<Section> {
+    let pts: Vec<&Point> = r.points.iter().filter(|p| is_device(p)).collect();
+    let groups = groups_over(&pts, "bs", bs_of);
+    if groups.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&["series", "bs", "per-block ns"]);
+    let mut series = Vec::new();
+    for (i, (name, ps)) in groups.iter().enumerate() {
+        let mut v = Vec::new();
+        for p in ps {
+            let Some(y) = per_block_ns(p) else { continue };
+            let bs = bs_of(p).unwrap_or(0) as f64;
+            v.push((
+                bs,
+                y,
+                format!("{name}, bs {}: {} per block", fmt::bytes(bs), fmt::ns(y)),
+            ));
+            table
+                .rows
+                .push(vec![name.clone(), fmt::bytes(bs), format!("{y:.0}")]);
+        }
+        series.push(Series {
+            label: name.clone(),
+            points: v,
+            dashed: is_write(ps[0]),
+            color: i,
+            line: true,
+        });
+    }
+    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    Some(Section {
+        id: "latency-per-block".into(),
+        title: "Latency per block vs block size".into(),
+        note: "Batched points: batch time / K (the time one block costs when K are in flight); others: mean request latency.".into(),
+        svgs: vec![svg::line_chart(&LineChart {
+            title: "Latency per block vs block size".into(),
+            x: Axis::new("block size", Scale::Log2, fmt::bytes),
+            y: Axis::new("time per block", scale, fmt::ns),
+            series,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        })],
+        table,
+    })
+}
+
+/// Batching speedup = per-block time at the smallest K / per-block time at K.
+pub fn batching(r: &Results) -> Option<Section> {
+    let pts: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| is_device(p) && batch_of(p).is_some())
+        .collect();
+    // (rw, bs) -> k -> per-block ns
+    let mut by: BTreeMap<(String, u64), BTreeMap<u64, f64>> = BTreeMap::new();
+    for p in &pts {
+        if let (Some(bs), Some(k), Some(t)) = (bs_of(p), batch_of(p), per_block_ns(p)) {
+            by.entry((super::rw_of(p).to_string(), bs))
+                .or_default()
+                .insert(k, t);
+        }
+    }
+    let mut table = Table::new(&["rw", "bs", "k", "per-block ns", "speedup"]);
+    let mut vs_k = Vec::new();
+    for (i, ((rw, bs), ks)) in by.iter().enumerate() {
+        if ks.len() < 2 {
+            continue;
+        }
+        let (&k0, &t0) = ks.iter().next().unwrap_or((&1, &1.0));
+        let mut v = Vec::new();
+        for (&k, &t) in ks {
+            let s = t0 / t.max(1e-9);
+            v.push((
+                k as f64,
+                s,
+                format!(
+                    "{rw} {}: k={k} speedup {} vs k={k0}",
+                    fmt::bytes(*bs as f64),
+                    fmt::times(s)
+                ),
+            ));
+            table.rows.push(vec![
+                rw.clone(),
+                fmt::bytes(*bs as f64),
+                k.to_string(),
+                format!("{t:.0}"),
+                format!("{s:.3}"),
+            ]);
+        }
+        vs_k.push(Series {
+            label: format!("{rw} {}", fmt::bytes(*bs as f64)),
+            points: v,
+            dashed: rw.contains("write"),
+            color: i,
+            line: true,
+        });
+    }
+    if vs_k.is_empty() {
+        return None;
+    }
+    let mut svgs = vec![svg::line_chart(&LineChart {
+        title: "Batching speedup vs batch size k".into(),
+        x: Axis::new(
+            "batch size k (requests submitted together)",
+            Scale::Log2,
+            fmt::plain,
+        ),
+        y: Axis::new(
+            "speedup (per-block time at smallest k / at k)",
+            Scale::Linear,
+            fmt::times,
+        ),
+        series: vs_k,
+        shade: None,
+        marks: vec![],
+        hlines: vec![],
+    })];
+    // Speedup vs B at the largest k measured with at least two block sizes.
+    let mut vs_b = Vec::new();
+    let rws: BTreeSet<&String> = by.keys().map(|(rw, _)| rw).collect();
+    for (i, rw) in rws.iter().enumerate() {
+        let rows: Vec<(u64, &BTreeMap<u64, f64>)> = by
+            .iter()
+            .filter(|((r2, _), ks)| r2 == *rw && ks.len() >= 2)
+            .map(|((_, bs), ks)| (*bs, ks))
+            .collect();
+        let kmax = rows
+            .iter()
+            .filter_map(|(_, ks)| ks.keys().last().copied())
+            .max()
+            .unwrap_or(0);
+        let v: Vec<(f64, f64, String)> = rows
+            .iter()
+            .filter_map(|(bs, ks)| {
+                let t0 = *ks.values().next()?;
+                let t = *ks.get(&kmax)?;
+                let s = t0 / t.max(1e-9);
+                Some((
+                    *bs as f64,
+                    s,
+                    format!(
+                        "{rw} {} at k={kmax}: {}",
+                        fmt::bytes(*bs as f64),
+                        fmt::times(s)
+                    ),
+                ))
+            })
+            .collect();
+        if v.len() >= 2 {
+            vs_b.push(Series {
+                label: format!("{rw} k={kmax}"),
+                points: v,
+                dashed: rw.contains("write"),
+                color: i,
+                line: true,
+            });
+        }
+    }
+    if !vs_b.is_empty() {
+        svgs.push(svg::line_chart(&LineChart {
+            title: "Batching speedup vs block size".into(),
+            x: Axis::new("block size B", Scale::Log2, fmt::bytes),
+            y: Axis::new("speedup at the largest k", Scale::Linear, fmt::times),
+            series: vs_b,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        }));
+    }
+    Some(Section {
+        id: "batching".into(),
+        title: "Batching parallelism".into(),
+        note: "Submit k requests at once and wait for all k. Speedup = per-block time at the smallest k measured (normally 1) / per-block time at k: how much parallelism the device turns into throughput.".into(),
+        svgs,
+        table,
+    })
+}
+
+/// Block size x read/write mix heat map of IOPS (random patterns).
+pub fn heat_map(r: &Results) -> Option<Section> {
+    let pts: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| is_device(p) && batch_of(p).is_none() && super::rw_of(p).starts_with("rand"))
+        .collect();
+    // Pick the queue depth with the most cells.
+    let mut by_qd: BTreeMap<String, BTreeMap<(u64, u64), f64>> = BTreeMap::new();
+    for p in &pts {
+        let qd = p.params.get("qd").cloned().unwrap_or_default();
+        if let (Some(bs), Some(mix)) = (bs_of(p), read_pct(p)) {
+            by_qd.entry(qd).or_default().insert((bs, mix), p.total.iops);
+        }
+    }
+    let (qd, cells) = by_qd.into_iter().max_by_key(|(_, c)| c.len())?;
+    let bss: BTreeSet<u64> = cells.keys().map(|k| k.0).collect();
+    let mixes: BTreeSet<u64> = cells.keys().map(|k| k.1).collect();
+    let mixed = mixes.iter().any(|m| *m != 0 && *m != 100);
+    if bss.len() < 2 || mixes.len() < 2 || !mixed {
+        return None;
+    }
+    let mixes: Vec<u64> = mixes.into_iter().rev().collect();
+    let mut table = Table::new(&["bs", "read %", "IOPS"]);
+    let values: Vec<Vec<Option<f64>>> = bss
+        .iter()
+        .map(|bs| {
+            mixes
+                .iter()
+                .map(|m| {
+                    let v = cells.get(&(*bs, *m)).copied();
+                    if let Some(v) = v {
+                        table.rows.push(vec![
+                            fmt::bytes(*bs as f64),
+                            m.to_string(),
+                            format!("{v:.0}"),
+                        ]);
+                    }
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    Some(Section {
+        id: "heat-map".into(),
+        title: "IOPS by block size and read/write mix".into(),
+        note: format!("Random I/O at queue depth {qd}; each cell is total IOPS."),
+        svgs: vec![svg::heat_map(&svg::HeatMap {
+            title: format!("IOPS, block size x read/write mix (qd {qd})"),
+            x_title: "read / write %".into(),
+            y_title: "block size".into(),
+            cols: mixes.iter().map(|m| format!("{m}/{}", 100 - m)).collect(),
+            rows: bss.iter().map(|b| fmt::bytes(*b as f64)).collect(),
+            values,
+            fmt: fmt::count,
+            unit: "IOPS".into(),
+        })],
+        table,
+    })
+}
+
+/// The knee: the last point before p99 latency exceeds twice its value at
+/// the lowest load. `points` are (achieved IOPS, p99 ns), sorted by IOPS.
+pub fn knee(points: &[(f64, f64)]) -> Option<usize> {
+    let base = points.first()?.1;
+    let over = points.iter().position(|&(_, p99)| p99 > 2.0 * base)?;
+    Some(over.saturating_sub(1))
+}
+
+/// Mean, p95 and p99 latency vs achieved IOPS for open-loop points.
+pub fn load_latency(r: &Results) -> Option<Section> {
+    let mut pts: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| is_open_loop(p) && p.main_lat().is_some())
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    pts.sort_by(|a, b| a.total.iops.total_cmp(&b.total.iops));
+    let mut table = Table::new(&["target rate", "achieved IOPS", "mean", "p95", "p99"]);
+    let mut mean = Vec::new();
+    let mut p95 = Vec::new();
+    let mut p99 = Vec::new();
+    let mut kp = Vec::new();
+    for p in &pts {
+        let x = p.total.iops;
+        let m = main_mean(p).unwrap_or(0.0);
+        let a = p_lat(p, 95.0).unwrap_or(m);
+        let b = p_lat(p, 99.0).unwrap_or(a);
+        let rate = p
+            .params
+            .get("rate")
+            .or_else(|| p.params.get("rate_iops"))
+            .cloned()
+            .unwrap_or_default();
+        let t = |what: &str, v: f64| {
+            format!(
+                "{} IOPS (target {rate}): {what} {}",
+                fmt::count(x),
+                fmt::ns(v)
+            )
+        };
+        mean.push((x, m, t("mean", m)));
+        p95.push((x, a, t("p95", a)));
+        p99.push((x, b, t("p99", b)));
+        kp.push((x, b));
+        table.rows.push(vec![
+            rate,
+            format!("{x:.0}"),
+            format!("{m:.0}"),
+            format!("{a:.0}"),
+            format!("{b:.0}"),
+        ]);
+    }
+    // A knee from the analysis section wins over our own estimate.
+    let knee_x = r
+        .analysis
+        .get("knee")
+        .and_then(|k| k.get("iops").or(Some(k)))
+        .and_then(|v| v.as_f64());
+    let marks = match knee_x {
+        Some(x) => {
+            let y = kp
+                .iter()
+                .min_by(|a, b| (a.0 - x).abs().total_cmp(&(b.0 - x).abs()))
+                .map(|p| p.1)
+                .unwrap_or(0.0);
+            vec![(x, y, format!("knee ~{} IOPS", fmt::count(x)))]
+        }
+        None => knee(&kp)
+            .map(|i| {
+                vec![(
+                    kp[i].0,
+                    kp[i].1,
+                    format!("knee ~{} IOPS", fmt::count(kp[i].0)),
+                )]
+            })
+            .unwrap_or_default(),
+    };
+    let series = vec![
+        Series {
+            label: "mean".into(),
+            points: mean,
+            dashed: false,
+            color: 0,
+            line: true,
+        },
+        Series {
+            label: "p95".into(),
+            points: p95,
+            dashed: false,
+            color: 4,
+            line: true,
+        },
+        Series {
+            label: "p99".into(),
+            points: p99,
+            dashed: false,
+            color: 1,
+            line: true,
+        },
+    ];
+    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    Some(Section {
+        id: "load-latency".into(),
+        title: "Latency under load".into(),
+        note: "Open-loop runs at fixed target rates: latency vs the throughput achieved. The knee marks the highest load before p99 latency doubles from its unloaded value.".into(),
+        svgs: vec![svg::line_chart(&LineChart {
+            title: "Load-latency curve".into(),
+            x: Axis::new("achieved IOPS", Scale::Linear, fmt::count),
+            y: Axis::new("latency", scale, fmt::ns),
+            series,
+            shade: None,
+            marks,
+            hlines: vec![],
+        })],
+        table,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knee_is_before_p99_doubles() {
+        let pts = [(100.0, 50.0), (200.0, 60.0), (300.0, 90.0), (400.0, 400.0)];
+        assert_eq!(knee(&pts), Some(2));
+        assert_eq!(knee(&pts[..2]), None);
+    }
+}

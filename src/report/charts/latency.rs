@@ -1,0 +1,373 @@
+//! Latency distribution charts (percentiles on a "nines" axis, CDF from the
+//! encoded HDR histograms), per-second time series and CPU bars.
+
+use super::{param_u64, Section, Table};
+use crate::measure::histogram::LatencyHistogram;
+use crate::report::fmt;
+use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
+use crate::results::{Point, Results};
+
+/// At most this many distributions per chart (more would be unreadable).
+const MAX_LINES: usize = 10;
+
+/// (label, point, op kind) of the distributions worth plotting: the QD1
+/// points when there are some (the latency experiments), else the first ones.
+fn lat_points(r: &Results) -> Vec<(String, &Point, String)> {
+    let with_lat = |p: &&Point| p.ops.values().any(|o| o.lat.is_some() || o.clat.is_some());
+    let qd1: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(with_lat)
+        .filter(|p| param_u64(p, "qd") == Some(1) && p.batch.is_none())
+        .collect();
+    let pts: Vec<&Point> = if qd1.is_empty() {
+        r.points.iter().filter(with_lat).collect()
+    } else {
+        qd1
+    };
+    let mut out = Vec::new();
+    for p in pts {
+        for (op, o) in &p.ops {
+            if o.lat.is_some() || o.clat.is_some() {
+                let base = short_label(p);
+                let label = if p.ops.len() > 1 {
+                    format!("{base} {op}")
+                } else {
+                    base
+                };
+                out.push((label, p, op.clone()));
+            }
+        }
+    }
+    out.truncate(MAX_LINES);
+    out
+}
+
+/// "randread 4k qd1" from the params, else the point name.
+pub fn short_label(p: &Point) -> String {
+    match (p.params.get("rw"), p.params.get("bs")) {
+        (Some(rw), Some(bs)) => {
+            let depth = match p.params.get("batch") {
+                Some(k) => format!("batch{k}"),
+                None => format!(
+                    "qd{}",
+                    p.params.get("qd").map(|s| s.as_str()).unwrap_or("1")
+                ),
+            };
+            format!("{rw} {bs} {depth}")
+        }
+        _ => p.name.clone(),
+    }
+}
+
+fn lat_of<'a>(p: &'a Point, op: &str) -> Option<&'a crate::measure::histogram::LatStats> {
+    p.ops
+        .get(op)
+        .and_then(|o| o.lat.as_ref().or(o.clat.as_ref()))
+}
+
+/// Latency percentiles on a "nines" axis: 50, 90, 99, 99.9 ... equally spaced.
+pub fn percentiles(r: &Results) -> Option<Section> {
+    let sel = lat_points(r);
+    let mut series = Vec::new();
+    let mut table = Table::new(&["series", "percentile", "latency ns"]);
+    for (i, (label, p, op)) in sel.iter().enumerate() {
+        let Some(l) = lat_of(p, op) else { continue };
+        let mut pts: Vec<(f64, f64)> = l
+            .percentiles_ns
+            .iter()
+            .filter_map(|(k, v)| k.parse::<f64>().ok().map(|q| (q, *v as f64)))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let v: Vec<(f64, f64, String)> = pts
+            .iter()
+            .map(|&(q, ns)| {
+                table
+                    .rows
+                    .push(vec![label.clone(), fmt::pctile(q), format!("{ns:.0}")]);
+                (
+                    q,
+                    ns,
+                    format!("{label}: p{} = {}", fmt::pctile(q), fmt::ns(ns)),
+                )
+            })
+            .collect();
+        if v.is_empty() {
+            continue;
+        }
+        series.push(Series {
+            label: label.clone(),
+            points: v,
+            dashed: op == "write",
+            color: i,
+            line: true,
+        });
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    Some(Section {
+        id: "percentiles".into(),
+        title: "Latency percentiles".into(),
+        note: "Total latency (submission to completion) by percentile; the x axis spreads the tail (each step is one more nine).".into(),
+        svgs: vec![svg::line_chart(&LineChart {
+            title: "Latency by percentile".into(),
+            x: Axis::new("percentile", Scale::Nines, fmt::pctile),
+            y: Axis::new("latency", scale, fmt::ns),
+            series,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        })],
+        table,
+    })
+}
+
+/// Thin a CDF to at most `n` points, keeping the first and last.
+fn thin(v: Vec<(u64, f64)>, n: usize) -> Vec<(u64, f64)> {
+    if v.len() <= n {
+        return v;
+    }
+    let step = v.len() as f64 / (n - 1) as f64;
+    let mut out: Vec<(u64, f64)> = (0..n - 1).map(|i| v[(i as f64 * step) as usize]).collect();
+    out.push(*v.last().unwrap_or(&(0, 1.0)));
+    out
+}
+
+/// Cumulative distribution of latency from the encoded histograms.
+pub fn cdf(r: &Results) -> Option<Section> {
+    let sel = lat_points(r);
+    let mut series = Vec::new();
+    let mut table = Table::new(&["series", "latency ns", "cumulative %"]);
+    for (i, (label, p, op)) in sel.iter().enumerate() {
+        let key = [format!("{op}.lat"), format!("{op}.clat")]
+            .into_iter()
+            .find(|k| p.histograms.contains_key(k));
+        let Some(h) = key
+            .and_then(|k| p.histograms.get(&k))
+            .and_then(|s| LatencyHistogram::decode(s).ok())
+        else {
+            continue;
+        };
+        let v: Vec<(f64, f64, String)> = thin(h.cdf(), 150)
+            .into_iter()
+            .map(|(ns, f)| {
+                table.rows.push(vec![
+                    label.clone(),
+                    ns.to_string(),
+                    format!("{:.4}", f * 100.0),
+                ]);
+                (
+                    ns as f64,
+                    f * 100.0,
+                    format!(
+                        "{label}: {:.3}% at or below {}",
+                        f * 100.0,
+                        fmt::ns(ns as f64)
+                    ),
+                )
+            })
+            .collect();
+        series.push(Series {
+            label: label.clone(),
+            points: v,
+            dashed: op == "write",
+            color: i,
+            line: true,
+        });
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    Some(Section {
+        id: "cdf".into(),
+        title: "Latency CDF".into(),
+        note: "Share of requests completed within a latency, from the full HDR histograms (3 significant digits).".into(),
+        svgs: vec![svg::line_chart(&LineChart {
+            title: "Latency CDF".into(),
+            x: Axis::new("latency", scale, fmt::ns),
+            y: Axis::new("requests at or below (%)", Scale::Linear, fmt::plain),
+            series,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        })],
+        table,
+    })
+}
+
+/// Per-second IOPS, bandwidth and latency of the points with a series; the
+/// ramp (excluded from statistics) is shaded.
+pub fn time_series(r: &Results) -> Option<Section> {
+    let pts: Vec<&Point> = r.points.iter().filter(|p| p.series.len() >= 2).collect();
+    if pts.is_empty() {
+        return None;
+    }
+    // Many points: the longest few.
+    let mut sel = pts.clone();
+    sel.sort_by_key(|p| std::cmp::Reverse(p.series.len()));
+    sel.truncate(8);
+    sel.sort_by_key(|p| r.points.iter().position(|q| std::ptr::eq(q, *p)));
+    let ramp = sel.iter().map(|p| p.ramp_ns).max().unwrap_or(0) as f64 / 1e9;
+    let mut table = Table::new(&["point", "t (s)", "IOPS", "MiB/s", "mean ns", "p99 ns"]);
+    let mut iops = Vec::new();
+    let mut bw = Vec::new();
+    let mut lat = Vec::new();
+    for (i, p) in sel.iter().enumerate() {
+        let off = p.ramp_ns as f64 / 1e9;
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        let mut c = Vec::new();
+        for s in &p.series {
+            let t = s.t_s + off;
+            a.push((
+                t,
+                s.iops,
+                format!(
+                    "{} at {}: {} IOPS",
+                    p.name,
+                    fmt::secs(t),
+                    fmt::count(s.iops)
+                ),
+            ));
+            b.push((
+                t,
+                s.mib_s,
+                format!(
+                    "{} at {}: {} MiB/s",
+                    p.name,
+                    fmt::secs(t),
+                    fmt::mib(s.mib_s)
+                ),
+            ));
+            c.push((
+                t,
+                s.mean_ns,
+                format!(
+                    "{} at {}: mean {}, p99 {}",
+                    p.name,
+                    fmt::secs(t),
+                    fmt::ns(s.mean_ns),
+                    fmt::ns(s.p99_ns as f64)
+                ),
+            ));
+            table.rows.push(vec![
+                p.name.clone(),
+                format!("{t:.1}"),
+                format!("{:.0}", s.iops),
+                format!("{:.2}", s.mib_s),
+                format!("{:.0}", s.mean_ns),
+                s.p99_ns.to_string(),
+            ]);
+        }
+        let dashed = super::is_write(p);
+        for (v, dst) in [(a, &mut iops), (b, &mut bw), (c, &mut lat)] {
+            dst.push(Series {
+                label: short_label(p),
+                points: v,
+                dashed,
+                color: i,
+                line: true,
+            });
+        }
+    }
+    let shade = (ramp > 0.0).then(|| (0.0, ramp, "ramp (not measured)".to_string()));
+    let chart = |title: &str, ytitle: &str, series: Vec<Series>, f: fn(f64) -> String| {
+        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        svg::line_chart(&LineChart {
+            title: title.into(),
+            x: Axis::new("time (s)", Scale::Linear, fmt::plain),
+            y: Axis::new(ytitle, scale, f),
+            series,
+            shade: shade.clone(),
+            marks: vec![],
+            hlines: vec![],
+        })
+    };
+    Some(Section {
+        id: "time-series".into(),
+        title: "Time series".into(),
+        note: if pts.len() > sel.len() {
+            format!(
+                "Per-second values of the {} longest of {} points.",
+                sel.len(),
+                pts.len()
+            )
+        } else {
+            "Per-second values of each point.".into()
+        },
+        svgs: vec![
+            chart("IOPS over time", "IOPS", iops, fmt::count),
+            chart("Bandwidth over time", "bandwidth (MiB/s)", bw, fmt::mib),
+            chart("Mean latency over time", "mean latency", lat, fmt::ns),
+        ],
+        table,
+    })
+}
+
+/// CPU usr/sys (and iowait where recorded) per point, stacked.
+pub fn cpu(r: &Results) -> Option<Section> {
+    let pts: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| p.cpu.usr_pct + p.cpu.sys_pct > 0.0)
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let iowait: Vec<f64> = pts
+        .iter()
+        .map(|p| {
+            p.extra
+                .get("cpu")
+                .and_then(|c| c.get("iowait_pct"))
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0)
+        })
+        .collect();
+    let mut stacks = vec![
+        (
+            "usr".to_string(),
+            pts.iter().map(|p| p.cpu.usr_pct).collect::<Vec<_>>(),
+        ),
+        (
+            "sys".to_string(),
+            pts.iter().map(|p| p.cpu.sys_pct).collect(),
+        ),
+    ];
+    if iowait.iter().any(|v| *v > 0.0) {
+        stacks.push(("iowait".into(), iowait));
+    }
+    let mut table = Table::new(&[
+        "point",
+        "usr %",
+        "sys %",
+        "ctx voluntary",
+        "ctx involuntary",
+    ]);
+    for p in &pts {
+        table.rows.push(vec![
+            p.name.clone(),
+            format!("{:.1}", p.cpu.usr_pct),
+            format!("{:.1}", p.cpu.sys_pct),
+            p.cpu.ctx_voluntary.to_string(),
+            p.cpu.ctx_involuntary.to_string(),
+        ]);
+    }
+    Some(Section {
+        id: "cpu".into(),
+        title: "CPU".into(),
+        note: "CPU time of the iolab process as a share of one CPU over the measured phase (getrusage), like fio's usr_cpu/sys_cpu.".into(),
+        svgs: vec![svg::bar_chart(&BarChart {
+            title: "CPU per point".into(),
+            y_title: "% of one CPU".into(),
+            y_fmt: fmt::pct,
+            categories: pts.iter().map(|p| short_label(p)).collect(),
+            stacks,
+            stacked: true,
+        })],
+        table,
+    })
+}

@@ -1,0 +1,148 @@
+//! Which charts a results file supports, decided from the points' params,
+//! batch stats, histograms and extra sections, and the data behind each
+//! (a `Section`: SVG plus the table it was drawn from). Unknown sections are
+//! skipped, so results from newer verbs still render.
+
+pub mod device;
+pub mod latency;
+pub mod other;
+
+use std::collections::BTreeMap;
+
+use crate::plan::parse::parse_size;
+use crate::results::{Point, Results};
+
+/// A table of strings (rendered as HTML, CSV, Markdown).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(headers: &[&str]) -> Table {
+        Table {
+            headers: headers.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+/// One chart (or table-only section) of the report.
+#[derive(Debug, Clone)]
+pub struct Section {
+    /// Stable id: also the CSV file name.
+    pub id: String,
+    pub title: String,
+    /// One or two sentences on what the chart shows and how it was derived.
+    pub note: String,
+    /// SVG markup; empty for table-only sections.
+    pub svgs: Vec<String>,
+    pub table: Table,
+}
+
+/// Every section the results support, in report order.
+pub fn sections(r: &Results) -> Vec<Section> {
+    let mut out = Vec::new();
+    out.extend(device::bs_sweep(r));
+    out.extend(device::latency_per_block(r));
+    out.extend(device::batching(r));
+    out.extend(device::heat_map(r));
+    out.extend(device::load_latency(r));
+    out.extend(latency::percentiles(r));
+    out.extend(latency::cdf(r));
+    out.extend(other::kv(r));
+    out.extend(other::breakdown(r));
+    out.extend(other::steady_state(r));
+    out.extend(latency::time_series(r));
+    out.extend(latency::cpu(r));
+    out
+}
+
+/// Single block size of a point, if it has one ("4k", "4096"; not splits).
+pub fn bs_of(p: &Point) -> Option<u64> {
+    p.params
+        .get("bs")
+        .and_then(|b| parse_size("bs", b).ok())
+        .filter(|b| *b > 0)
+}
+
+pub fn param_u64(p: &Point, key: &str) -> Option<u64> {
+    p.params.get(key).and_then(|v| v.trim().parse().ok())
+}
+
+pub fn rw_of(p: &Point) -> &str {
+    p.params.get("rw").map(|s| s.as_str()).unwrap_or("")
+}
+
+/// Batch size K of a batched point.
+pub fn batch_of(p: &Point) -> Option<u64> {
+    p.batch
+        .as_ref()
+        .map(|b| b.k as u64)
+        .or_else(|| param_u64(p, "batch"))
+}
+
+/// Read percentage implied by the pattern and mix.
+pub fn read_pct(p: &Point) -> Option<u64> {
+    match rw_of(p) {
+        "read" | "randread" => Some(100),
+        "write" | "randwrite" => Some(0),
+        "readwrite" | "rw" | "randrw" => param_u64(p, "mix").or(Some(50)),
+        _ => None,
+    }
+}
+
+/// Open-loop (rate-limited) point: the x of a load-latency curve.
+pub fn is_open_loop(p: &Point) -> bool {
+    p.params.contains_key("rate")
+        || p.params.contains_key("rate_iops")
+        || p.extra.contains_key("open_loop")
+}
+
+/// Plain device points: closed loop, a pattern and a single block size.
+pub fn is_device(p: &Point) -> bool {
+    !p.extra.contains_key("kv") && !is_open_loop(p) && read_pct(p).is_some() && bs_of(p).is_some()
+}
+
+/// Write-only patterns are drawn dashed.
+pub fn is_write(p: &Point) -> bool {
+    read_pct(p) == Some(0)
+}
+
+/// Params that differ between points, besides those named (for labels).
+pub fn varying(points: &[&Point], except: &[&str]) -> Vec<String> {
+    let mut vals: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for p in points {
+        for (k, v) in &p.params {
+            vals.entry(k).or_default().insert(v);
+        }
+    }
+    vals.into_iter()
+        .filter(|(k, v)| v.len() > 1 && !except.contains(k))
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
+/// Short label from chosen params: "randread qd32".
+pub fn label(p: &Point, keys: &[String]) -> String {
+    let batched = p.params.contains_key("batch");
+    keys.iter()
+        .filter(|k| !(batched && k.as_str() == "qd"))
+        .filter_map(|k| {
+            p.params.get(k).map(|v| match k.as_str() {
+                "rw" => v.clone(),
+                "qd" => format!("qd{v}"),
+                "batch" => format!("batch{v}"),
+                "jobs" => format!("j{v}"),
+                _ => format!("{k}={v}"),
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Sort key for numeric-looking strings.
+pub fn num_key(s: &str) -> (u64, String) {
+    (parse_size("x", s).unwrap_or(u64::MAX), s.to_string())
+}

@@ -1,0 +1,457 @@
+//! Compare several results files: match points by their params, take the
+//! median over repeated rounds with its spread, and give every value as a
+//! ratio to the first file (the baseline). A difference is marked as noise
+//! when the rounds' ranges overlap, or (without rounds) when it is under the
+//! noise threshold. Renders as a terminal table and an HTML page.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, Table as CTable};
+
+use crate::report::charts::Table;
+use crate::report::fmt;
+use crate::report::svg::{self, esc, BarChart};
+use crate::results::{Point, Results};
+
+/// A run to compare, with a short label (file name).
+pub struct Run {
+    pub label: String,
+    pub results: Results,
+}
+
+/// What is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Iops,
+    MibS,
+    Mean,
+    P50,
+    P99,
+    P999,
+}
+
+impl Metric {
+    pub fn parse(s: &str) -> Option<Metric> {
+        Some(match s {
+            "iops" => Metric::Iops,
+            "mib_s" | "bw" | "mibs" => Metric::MibS,
+            "mean" => Metric::Mean,
+            "p50" => Metric::P50,
+            "p99" => Metric::P99,
+            "p99.9" | "p999" => Metric::P999,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Iops => "IOPS",
+            Metric::MibS => "MiB/s",
+            Metric::Mean => "mean lat",
+            Metric::P50 => "p50 lat",
+            Metric::P99 => "p99 lat",
+            Metric::P999 => "p99.9 lat",
+        }
+    }
+
+    pub fn of(self, p: &Point) -> Option<f64> {
+        let l = p.main_lat().or_else(|| {
+            ["read", "write"]
+                .iter()
+                .find_map(|k| p.ops.get(*k).and_then(|o| o.clat.as_ref()))
+        });
+        match self {
+            Metric::Iops => Some(p.total.iops),
+            Metric::MibS => Some(p.total.mib_s),
+            Metric::Mean => l.map(|l| l.mean_ns),
+            Metric::P50 => l.and_then(|l| l.percentile(50.0)).map(|v| v as f64),
+            Metric::P99 => l.and_then(|l| l.percentile(99.0)).map(|v| v as f64),
+            Metric::P999 => l.and_then(|l| l.percentile(99.9)).map(|v| v as f64),
+        }
+    }
+
+    fn format(self, v: f64) -> String {
+        match self {
+            Metric::Iops => fmt::count(v),
+            Metric::MibS => fmt::mib(v),
+            _ => fmt::ns(v),
+        }
+    }
+}
+
+/// One run's value for a matched point: median of its rounds and their range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub value: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rounds: usize,
+}
+
+/// One matched point and metric across runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub label: String,
+    pub metric: Metric,
+    pub cells: Vec<Option<Cell>>,
+}
+
+impl Row {
+    /// Ratio of run `i` to the baseline.
+    pub fn ratio(&self, i: usize) -> Option<f64> {
+        let b = self.cells.first()?.as_ref()?;
+        let c = self.cells.get(i)?.as_ref()?;
+        (b.value != 0.0).then(|| c.value / b.value)
+    }
+
+    /// Is the difference of run `i` from the baseline inside the noise?
+    pub fn in_noise(&self, i: usize, noise_pct: f64) -> bool {
+        let (Some(Some(b)), Some(Some(c))) = (self.cells.first(), self.cells.get(i)) else {
+            return false;
+        };
+        if b.rounds > 1 || c.rounds > 1 {
+            // Overlapping ranges of the rounds: not a difference we can claim.
+            return c.min <= b.max && b.min <= c.max;
+        }
+        self.ratio(i)
+            .is_some_and(|r| (r - 1.0).abs() * 100.0 < noise_pct)
+    }
+}
+
+/// A point's identity for matching: (param, value) pairs.
+type Key = Vec<(String, String)>;
+
+/// Params that never identify a point for matching.
+const IGNORED: [&str; 4] = ["step", "round", "rep", "repeat"];
+
+/// Keys used for matching: `by`, or the keys every run has on its points.
+pub fn match_keys(runs: &[Run], by: Option<&[String]>) -> Vec<String> {
+    if let Some(b) = by {
+        return b.to_vec();
+    }
+    let mut common: Option<BTreeSet<String>> = None;
+    for r in runs {
+        let keys: BTreeSet<String> = r
+            .results
+            .points
+            .iter()
+            .flat_map(|p| p.params.keys().cloned())
+            .filter(|k| !IGNORED.contains(&k.as_str()))
+            .collect();
+        common = Some(match common {
+            None => keys,
+            Some(c) => c.intersection(&keys).cloned().collect(),
+        });
+    }
+    common.unwrap_or_default().into_iter().collect()
+}
+
+fn key_of(p: &Point, keys: &[String]) -> Vec<(String, String)> {
+    keys.iter()
+        .map(|k| (k.clone(), p.params.get(k).cloned().unwrap_or_default()))
+        .collect()
+}
+
+/// "randread 4k qd8": pattern and block size always, other params when they vary.
+fn point_label(k: &Key, varying: &BTreeSet<&str>) -> String {
+    const ORDER: [&str; 6] = ["rw", "bs", "mix", "qd", "batch", "jobs"];
+    let mut keys: Vec<&(String, String)> = k
+        .iter()
+        .filter(|(n, v)| !v.is_empty() && (n == "rw" || n == "bs" || varying.contains(n.as_str())))
+        .collect();
+    keys.sort_by_key(|(n, _)| ORDER.iter().position(|o| o == n).unwrap_or(ORDER.len()));
+    let batched = keys.iter().any(|(n, _)| n == "batch");
+    keys.iter()
+        .filter(|(n, _)| !(batched && n == "qd"))
+        .map(|(n, v)| match n.as_str() {
+            "rw" | "bs" => v.clone(),
+            "qd" => format!("qd{v}"),
+            "batch" => format!("batch{v}"),
+            "mix" => format!("mix{v}"),
+            "jobs" => format!("j{v}"),
+            _ => format!("{n}={v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Match points across runs; rows ordered as in the baseline, then new ones.
+pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
+    let mut order: Vec<Vec<(String, String)>> = Vec::new();
+    let mut names: BTreeMap<Vec<(String, String)>, String> = BTreeMap::new();
+    // run -> key -> points
+    let mut by_run: Vec<BTreeMap<Key, Vec<&Point>>> = Vec::new();
+    for r in runs {
+        let mut m: BTreeMap<_, Vec<&Point>> = BTreeMap::new();
+        for p in &r.results.points {
+            let k = key_of(p, keys);
+            if !order.contains(&k) {
+                order.push(k.clone());
+                names.insert(k.clone(), p.name.clone());
+            }
+            m.entry(k).or_default().push(p);
+        }
+        by_run.push(m);
+    }
+    let varying: BTreeSet<&str> = keys
+        .iter()
+        .filter(|key| {
+            order
+                .iter()
+                .filter_map(|k| k.iter().find(|(n, _)| n == *key).map(|(_, v)| v))
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .map(|k| k.as_str())
+        .collect();
+    for k in &order {
+        let label = point_label(k, &varying);
+        if !label.is_empty() {
+            names.insert(k.clone(), label);
+        }
+    }
+    let mut rows = Vec::new();
+    for k in &order {
+        for &metric in metrics {
+            let cells: Vec<Option<Cell>> = by_run
+                .iter()
+                .map(|m| {
+                    let mut v: Vec<f64> = m.get(k)?.iter().filter_map(|p| metric.of(p)).collect();
+                    if v.is_empty() {
+                        return None;
+                    }
+                    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+                    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    Some(Cell {
+                        rounds: v.len(),
+                        value: median(&mut v),
+                        min,
+                        max,
+                    })
+                })
+                .collect();
+            if cells.iter().filter(|c| c.is_some()).count() >= 1 {
+                rows.push(Row {
+                    label: names.get(k).cloned().unwrap_or_default(),
+                    metric,
+                    cells,
+                });
+            }
+        }
+    }
+    rows
+}
+
+fn cell_text(c: &Option<Cell>, m: Metric) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) if c.rounds > 1 => format!(
+            "{} ({}..{}, n={})",
+            m.format(c.value),
+            m.format(c.min),
+            m.format(c.max),
+            c.rounds
+        ),
+        Some(c) => m.format(c.value),
+    }
+}
+
+fn ratio_text(row: &Row, i: usize, noise: f64) -> String {
+    match row.ratio(i) {
+        None => "-".into(),
+        Some(r) => format!(
+            "{:.2}x{}",
+            r,
+            if row.in_noise(i, noise) { " ~" } else { "" }
+        ),
+    }
+}
+
+/// The comparison as a plain table (also used for HTML and CSV).
+pub fn table(runs: &[Run], rows: &[Row], noise: f64) -> Table {
+    let mut t = Table::default();
+    t.headers.push("point".into());
+    t.headers.push("metric".into());
+    for (i, r) in runs.iter().enumerate() {
+        t.headers.push(r.label.clone());
+        if i > 0 {
+            t.headers.push(format!("{} / {}", r.label, runs[0].label));
+        }
+    }
+    for row in rows {
+        let mut cells = vec![row.label.clone(), row.metric.name().to_string()];
+        for i in 0..runs.len() {
+            cells.push(cell_text(&row.cells[i], row.metric));
+            if i > 0 {
+                cells.push(ratio_text(row, i, noise));
+            }
+        }
+        t.rows.push(cells);
+    }
+    t
+}
+
+pub fn terminal(runs: &[Run], rows: &[Row], noise: f64) -> String {
+    let t = table(runs, rows, noise);
+    let mut c = CTable::new();
+    c.load_preset(UTF8_BORDERS_ONLY);
+    c.set_header(t.headers.clone());
+    for r in &t.rows {
+        c.add_row(r.clone());
+    }
+    for i in 2..t.headers.len() {
+        if let Some(col) = c.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut o = format!("baseline: {}\n", runs[0].label);
+    o.push_str(&c.to_string());
+    o.push_str(&format!(
+        "\n~ = inside the noise (ranges of repeated rounds overlap, or under {noise}% without rounds)\n"
+    ));
+    let unmatched = rows
+        .iter()
+        .filter(|r| r.cells.iter().any(|c| c.is_none()))
+        .count();
+    if unmatched > 0 {
+        o.push_str(&format!(
+            "{unmatched} row(s) have no match in some run (-)\n"
+        ));
+    }
+    o
+}
+
+pub fn html(runs: &[Run], rows: &[Row], noise: f64) -> String {
+    let t = table(runs, rows, noise);
+    let mut o = String::from(
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>iolab comparison</title><style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:0 auto;padding:16px}table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}td:first-child,td:nth-child(2),th{text-align:left}th{background:#f0f0f0}td.noise{color:#888}td.up{background:#e6f4ea}td.down{background:#fde8e8}svg.chart{width:100%;height:auto;max-width:900px}</style></head><body><h1>iolab comparison</h1>"#,
+    );
+    o.push_str(&format!(
+        "<p>Baseline: <b>{}</b>. Ratios are run / baseline; grey ratios lie inside the noise (overlapping ranges of repeated rounds, or under {noise}% without rounds).</p><ul>",
+        esc(&runs[0].label)
+    ));
+    for r in runs {
+        let p = &r.results.provenance;
+        o.push_str(&format!(
+            "<li><b>{}</b>: {} {} point(s), {} {}</li>",
+            esc(&r.label),
+            esc(&r.results.kind),
+            r.results.points.len(),
+            esc(&p.hostname),
+            esc(&p.started_at)
+        ));
+    }
+    o.push_str("</ul>");
+    // IOPS of every matched point, grouped by run.
+    let iops: Vec<&Row> = rows.iter().filter(|r| r.metric == Metric::Iops).collect();
+    if !iops.is_empty() {
+        o.push_str(&svg::bar_chart(&BarChart {
+            title: "IOPS per point".into(),
+            y_title: "IOPS".into(),
+            y_fmt: fmt::count,
+            categories: iops.iter().map(|r| r.label.clone()).collect(),
+            stacks: runs
+                .iter()
+                .enumerate()
+                .map(|(i, run)| {
+                    (
+                        run.label.clone(),
+                        iops.iter()
+                            .map(|r| r.cells[i].as_ref().map(|c| c.value).unwrap_or(0.0))
+                            .collect(),
+                    )
+                })
+                .collect(),
+            stacked: false,
+        }));
+    }
+    o.push_str("<table><thead><tr>");
+    for h in &t.headers {
+        o.push_str(&format!("<th>{}</th>", esc(h)));
+    }
+    o.push_str("</tr></thead><tbody>");
+    for (row, cells) in rows.iter().zip(&t.rows) {
+        o.push_str("<tr>");
+        for (ci, c) in cells.iter().enumerate() {
+            // Columns: point, metric, run 0, then (run i, ratio i) for i >= 1.
+            let class = if ci >= 3 && (ci - 3) % 2 == 1 {
+                let run = (ci - 3) / 2 + 1;
+                if row.in_noise(run, noise) {
+                    "noise"
+                } else {
+                    let better = match row.metric {
+                        Metric::Iops | Metric::MibS => row.ratio(run).unwrap_or(1.0) > 1.0,
+                        _ => row.ratio(run).unwrap_or(1.0) < 1.0,
+                    };
+                    if better {
+                        "up"
+                    } else {
+                        "down"
+                    }
+                }
+            } else {
+                ""
+            };
+            o.push_str(&format!("<td class=\"{class}\">{}</td>", esc(c)));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></body></html>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(v: f64, min: f64, max: f64, rounds: usize) -> Option<Cell> {
+        Some(Cell {
+            value: v,
+            min,
+            max,
+            rounds,
+        })
+    }
+
+    #[test]
+    fn ratios_and_noise() {
+        let row = Row {
+            label: "x".into(),
+            metric: Metric::Iops,
+            cells: vec![
+                cell(100.0, 100.0, 100.0, 1),
+                cell(103.0, 103.0, 103.0, 1),
+                cell(150.0, 150.0, 150.0, 1),
+                None,
+            ],
+        };
+        assert_eq!(row.ratio(1), Some(1.03));
+        assert!(row.in_noise(1, 5.0));
+        assert!(!row.in_noise(2, 5.0));
+        assert_eq!(row.ratio(3), None);
+        assert!(!row.in_noise(3, 5.0));
+        // With rounds, overlapping ranges decide, not the threshold.
+        let row = Row {
+            label: "y".into(),
+            metric: Metric::Mean,
+            cells: vec![cell(100.0, 90.0, 110.0, 3), cell(120.0, 111.0, 130.0, 3)],
+        };
+        assert!(!row.in_noise(1, 50.0));
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(Metric::parse("p99.9"), Some(Metric::P999));
+        assert_eq!(Metric::parse("speed"), None);
+    }
+}

@@ -1,0 +1,272 @@
+//! iolab results in fio's JSON shape: jobs[] with read/write/trim/sync
+//! sections, slat/clat/lat_ns with fio-style percentile keys and json+
+//! `bins` recovered from the HDR histograms, latency_ns/us/ms
+//! distributions, CPU and context switches.
+
+use serde_json::{json, Map, Value};
+
+use crate::measure::histogram::{LatStats, LatencyHistogram};
+use crate::results::{Point, Results};
+
+/// fio's percentile key for a JSON map: 99.9 -> "99.900000".
+fn lat_json(l: Option<&LatStats>, bins: Option<&String>) -> Value {
+    let Some(l) = l else {
+        return json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0});
+    };
+    let mut o = json!({
+        "min": l.min_ns, "max": l.max_ns, "mean": l.mean_ns, "stddev": l.stdev_ns, "N": l.n,
+    });
+    if !l.percentiles_ns.is_empty() {
+        o["percentile"] = json!(l.percentiles_ns);
+    }
+    if let Some(h) = bins.and_then(|b| LatencyHistogram::decode(b).ok()) {
+        let total = h.len() as f64;
+        let mut prev = 0u64;
+        let mut map = Map::new();
+        for (ns, frac) in h.cdf() {
+            let cum = (frac * total).round() as u64;
+            if cum > prev {
+                map.insert(ns.to_string(), json!(cum - prev));
+            }
+            prev = cum;
+        }
+        if !map.is_empty() {
+            o["bins"] = Value::Object(map);
+        }
+    }
+    o
+}
+
+fn dir_json(p: &Point, dir: &str) -> Value {
+    let ms = p.duration_ns / 1_000_000;
+    let Some(o) = p.ops.get(dir) else {
+        return json!({
+            "io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0, "iops": 0.0, "runtime": 0,
+            "total_ios": 0, "short_ios": 0, "drop_ios": 0,
+            "slat_ns": lat_json(None, None), "clat_ns": lat_json(None, None), "lat_ns": lat_json(None, None),
+            "bw_min": 0, "bw_max": 0, "bw_agg": 0.0, "bw_mean": 0.0, "bw_dev": 0.0, "bw_samples": 0,
+            "iops_min": 0, "iops_max": 0, "iops_mean": 0.0, "iops_stddev": 0.0, "iops_samples": 0
+        });
+    };
+    let h = |k: &str| p.histograms.get(&format!("{dir}.{k}"));
+    // Per-second samples scaled to this op's share of the total.
+    let share = if p.total.iops > 0.0 {
+        o.iops / p.total.iops
+    } else {
+        0.0
+    };
+    let iops: Vec<f64> = p.series.iter().map(|s| s.iops * share).collect();
+    let bw: Vec<f64> = p.series.iter().map(|s| s.mib_s * share * 1024.0).collect();
+    let stats = |v: &[f64]| -> (f64, f64, f64, f64) {
+        if v.is_empty() {
+            return (0.0, 0.0, 0.0, 0.0);
+        }
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(0.0, f64::max);
+        (min, max, mean, var.sqrt())
+    };
+    let (bmin, bmax, bmean, bdev) = stats(&bw);
+    let (imin, imax, imean, idev) = stats(&iops);
+    json!({
+        "io_bytes": o.bytes,
+        "io_kbytes": o.bytes / 1024,
+        "bw_bytes": (o.mib_s * (1 << 20) as f64) as u64,
+        "bw": (o.mib_s * 1024.0) as u64,
+        "iops": o.iops,
+        "runtime": ms,
+        "total_ios": o.ops,
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat_ns": lat_json(o.slat.as_ref(), h("slat")),
+        "clat_ns": lat_json(o.clat.as_ref().or(o.lat.as_ref()), h("clat").or_else(|| if o.clat.is_none() { h("lat") } else { None })),
+        "lat_ns": lat_json(o.lat.as_ref(), h("lat")),
+        "bw_min": bmin as u64, "bw_max": bmax as u64, "bw_agg": 100.0, "bw_mean": bmean, "bw_dev": bdev, "bw_samples": bw.len(),
+        "iops_min": imin as u64, "iops_max": imax as u64, "iops_mean": imean, "iops_stddev": idev, "iops_samples": iops.len()
+    })
+}
+
+/// fio's latency distribution (`latency_ns`, `latency_us`, `latency_ms`):
+/// the percentage of requests in each bucket, from the point's histograms.
+fn latency_buckets(p: &Point) -> (Value, Value, Value) {
+    let mut h: Option<LatencyHistogram> = None;
+    for op in ["read", "write", "trim"] {
+        let enc = p
+            .histograms
+            .get(&format!("{op}.lat"))
+            .or_else(|| p.histograms.get(&format!("{op}.clat")));
+        if let Some(x) = enc.and_then(|e| LatencyHistogram::decode(e).ok()) {
+            match h.as_mut() {
+                Some(m) => m.merge(&x),
+                None => h = Some(x),
+            }
+        }
+    }
+    const EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let cdf = h.map(|h| h.cdf()).unwrap_or_default();
+    // Share of requests at or below `ns`.
+    let below = |ns: u64| -> f64 {
+        cdf.iter()
+            .take_while(|(v, _)| *v <= ns)
+            .last()
+            .map(|(_, f)| *f)
+            .unwrap_or(0.0)
+    };
+    let mut prev = 0.0;
+    let mut bucket = |scale: u64, edges: &[u64]| -> Map<String, Value> {
+        let mut m = Map::new();
+        for &e in edges {
+            let at = below(e * scale);
+            m.insert(e.to_string(), json!(((at - prev) * 100.0).max(0.0)));
+            prev = at;
+        }
+        m
+    };
+    let ns = bucket(1, &EDGES);
+    let us = bucket(1_000, &EDGES);
+    let mut ms = bucket(
+        1_000_000,
+        &[2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000],
+    );
+    ms.insert(">=2000".into(), json!(((1.0 - prev) * 100.0).max(0.0)));
+    if cdf.is_empty() {
+        ms.insert(">=2000".into(), json!(0.0));
+    }
+    (Value::Object(ns), Value::Object(us), Value::Object(ms))
+}
+
+/// One fio-shaped file per point, named so fio-plot's directory layout
+/// works: `NNN-<rw>-<bs>-iodepth-<qd>-numjobs-<jobs>.json` (`batch-<k>`
+/// instead of `iodepth-<qd>` for batched points).
+pub fn to_fio_json_files(r: &Results) -> Vec<(String, Value)> {
+    r.points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let one = Results {
+                points: vec![p.clone()],
+                ..r.clone()
+            };
+            let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
+            // Batched points say so: fio-plot would take them for QD points.
+            let depth = match p.params.get("batch") {
+                Some(k) => format!("batch-{k}"),
+                None => format!("iodepth-{}", par("qd", "1")),
+            };
+            let name = format!(
+                "{:03}-{}-{}-{depth}-numjobs-{}.json",
+                i + 1,
+                par("rw", "job"),
+                par("bs", "bs"),
+                par("jobs", "1")
+            )
+            .replace(['/', ' ', ':'], "_");
+            (name, to_fio_json(&one))
+        })
+        .collect()
+}
+
+/// iolab results in fio's JSON shape (one fio job per point).
+pub fn to_fio_json(r: &Results) -> Value {
+    let jobs: Vec<Value> = r
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (lat_ns, lat_us, lat_ms) = latency_buckets(p);
+            let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
+            let engine = match par("engine", "psync").as_str() {
+                "aio" => "libaio".to_string(),
+                e => e.to_string(),
+            };
+            let mut jo = json!({
+                "name": p.name,
+                "rw": par("rw", "read"),
+                "bs": par("bs", "4k"),
+                "iodepth": par("qd", "1"),
+                "numjobs": par("jobs", "1"),
+                "ioengine": engine,
+                "direct": if p.direct { "1" } else { "0" },
+                "runtime": format!("{}", p.duration_ns / 1_000_000_000),
+            });
+            if let Some(m) = p.params.get("mix") {
+                jo["rwmixread"] = json!(m);
+            }
+            if let Some(k) = p.params.get("batch") {
+                jo["iodepth_batch_submit"] = json!(k);
+                jo["iodepth_batch_complete_min"] = json!(k);
+            }
+            let fs = p.ops.get("fsync");
+            json!({
+                "jobname": p.name,
+                "groupid": i,
+                "error": 0,
+                "eta": 0,
+                "elapsed": (p.duration_ns + p.ramp_ns) / 1_000_000_000,
+                "job options": jo,
+                "read": dir_json(p, "read"),
+                "write": dir_json(p, "write"),
+                "trim": dir_json(p, "trim"),
+                "sync": {
+                    "total_ios": fs.map(|o| o.ops).unwrap_or(0),
+                    "lat_ns": lat_json(fs.and_then(|o| o.lat.as_ref()), p.histograms.get("fsync.lat")),
+                },
+                "job_runtime": p.duration_ns / 1_000_000,
+                "usr_cpu": p.cpu.usr_pct,
+                "sys_cpu": p.cpu.sys_pct,
+                "ctx": p.cpu.ctx_voluntary + p.cpu.ctx_involuntary,
+                "majf": p.cpu.major_faults,
+                "minf": p.cpu.minor_faults,
+                "latency_ns": lat_ns,
+                "latency_us": lat_us,
+                "latency_ms": lat_ms,
+                "iolab": { "params": p.params },
+            })
+        })
+        .collect();
+    let ts = chrono_free_epoch(&r.provenance.started_at);
+    json!({
+        "fio version": format!("iolab-{}", r.provenance.iolab_version),
+        "timestamp": ts,
+        "timestamp_ms": ts * 1000,
+        "time": r.provenance.started_at,
+        "global options": {},
+        "jobs": jobs,
+    })
+}
+
+/// Seconds since the epoch of an RFC 3339 UTC time ("2026-11-21T05:47:10Z"), 0 if unparsable.
+fn chrono_free_epoch(s: &str) -> u64 {
+    let d: Vec<u64> = s
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|x| !x.is_empty())
+        .take(6)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if d.len() < 6 {
+        return 0;
+    }
+    let (y, m, day) = (d[0] as i64, d[1] as i64, d[2] as i64);
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    (days * 86_400) as u64 + d[3] * 3600 + d[4] * 60 + d[5]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_of_rfc3339() {
+        assert_eq!(chrono_free_epoch("1970-01-01T00:00:00Z"), 0);
+        assert_eq!(chrono_free_epoch("2026-11-21T05:47:10Z"), 1_795_240_030);
+        assert_eq!(chrono_free_epoch("garbage"), 0);
+    }
+}

@@ -1,0 +1,90 @@
+//! Markdown output for `iolab report --format markdown`: headlines,
+//! warnings, points and each chart's data table (for issues and wikis).
+
+use crate::report::charts::{self, Table};
+use crate::report::{fmt, summary};
+use crate::results::Results;
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn table_md(t: &Table) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "| {} |\n",
+        t.headers
+            .iter()
+            .map(|h| cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    ));
+    o.push_str(&format!("|{}\n", "---|".repeat(t.headers.len())));
+    for r in &t.rows {
+        o.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    o
+}
+
+pub fn render(r: &Results) -> String {
+    let mut o = format!("# iolab {} report\n\n", r.kind);
+    let pv = &r.provenance;
+    o.push_str(&format!(
+        "{} point(s), started {} on {} ({}), iolab {}\n\n",
+        r.points.len(),
+        pv.started_at,
+        if pv.hostname.is_empty() {
+            "?"
+        } else {
+            &pv.hostname
+        },
+        pv.kernel,
+        pv.iolab_version
+    ));
+    let heads = summary::headlines(r);
+    if !heads.is_empty() {
+        o.push_str("## Summary\n\n");
+        for h in heads {
+            o.push_str(&format!("- **{}**: {} ({})\n", h.label, h.value, h.detail));
+        }
+        o.push('\n');
+    }
+    let warns = summary::warnings(r);
+    if !warns.is_empty() {
+        o.push_str("## Warnings\n\n");
+        for w in warns {
+            o.push_str(&format!("- {w}\n"));
+        }
+        o.push('\n');
+    }
+    o.push_str("## Points\n\n");
+    let mut t = Table::new(&["point", "op", "IOPS", "MiB/s", "mean", "p99", "max"]);
+    for p in &r.points {
+        for (op, s) in &p.ops {
+            let l = s.lat.as_ref().or(s.clat.as_ref());
+            t.rows.push(vec![
+                p.name.clone(),
+                op.clone(),
+                fmt::count(s.iops),
+                fmt::mib(s.mib_s),
+                l.map(|l| fmt::ns(l.mean_ns)).unwrap_or_default(),
+                l.and_then(|l| l.percentile(99.0))
+                    .map(|v| fmt::ns(v as f64))
+                    .unwrap_or_default(),
+                l.map(|l| fmt::ns(l.max_ns as f64)).unwrap_or_default(),
+            ]);
+        }
+    }
+    o.push_str(&table_md(&t));
+    for s in charts::sections(r) {
+        if s.table.rows.len() > 60 {
+            continue;
+        }
+        o.push_str(&format!("\n## {}\n\n{}\n\n", s.title, s.note));
+        o.push_str(&table_md(&s.table));
+    }
+    o
+}

@@ -1,0 +1,279 @@
+//! Bar charts (stacked or side by side) and heat maps.
+
+use std::fmt::Write as _;
+
+use super::*;
+
+/// Stacked bars: one bar per category, one segment per stack.
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    pub title: String,
+    pub y_title: String,
+    pub y_fmt: fn(f64) -> String,
+    pub categories: Vec<String>,
+    /// (label, value per category)
+    pub stacks: Vec<(String, Vec<f64>)>,
+    /// Stack segments on top of each other (true) or side by side (false).
+    pub stacked: bool,
+}
+
+pub fn bar_chart(c: &BarChart) -> String {
+    let ncat = c.categories.len().max(1);
+    let nst = c.stacks.len().max(1);
+    let totals: Vec<f64> = (0..ncat)
+        .map(|i| {
+            if c.stacked {
+                c.stacks
+                    .iter()
+                    .map(|s| s.1.get(i).copied().unwrap_or(0.0).max(0.0))
+                    .sum()
+            } else {
+                c.stacks
+                    .iter()
+                    .map(|s| s.1.get(i).copied().unwrap_or(0.0))
+                    .fold(0.0, f64::max)
+            }
+        })
+        .collect();
+    let ym = map_axis(Scale::Linear, &totals, true);
+    let yaxis = Axis::new(&c.y_title, Scale::Linear, c.y_fmt);
+    let nonzero = c
+        .stacks
+        .iter()
+        .map(|s| s.1.iter().filter(|v| **v > 0.0).count())
+        .sum::<usize>();
+    let mut out = String::new();
+    // Long category labels are rotated; leave room.
+    let rot = c.categories.iter().any(|l| l.chars().count() > 8) || ncat > 10;
+    let h = if rot { H + 90.0 } else { H };
+    svg_open(&mut out, &c.title, nonzero, W, h);
+    let (x0, x1, y0, y1) = (ML, W - MR, H - MB, MT);
+    for &t in &ym.ticks {
+        let py = to_px(&ym, Scale::Linear, t, y0, y1);
+        let _ = write!(
+            out,
+            r##"<line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#e3e3e3"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
+            n(x0),
+            n(x1),
+            n(x0 - 6.0),
+            n(py + 4.0),
+            esc(&(yaxis.fmt)(t)),
+            py = n(py)
+        );
+    }
+    let slot = (x1 - x0) / ncat as f64;
+    let bw = (slot * 0.7).min(140.0);
+    for (i, cat) in c.categories.iter().enumerate() {
+        let cx = x0 + slot * (i as f64 + 0.5);
+        let mut base = 0.0;
+        for (si, (label, vals)) in c.stacks.iter().enumerate() {
+            let v = vals.get(i).copied().unwrap_or(0.0).max(0.0);
+            if v <= 0.0 {
+                continue;
+            }
+            let (lo, hi, bx, w) = if c.stacked {
+                (base, base + v, cx - bw / 2.0, bw)
+            } else {
+                let w = bw / nst as f64;
+                (0.0, v, cx - bw / 2.0 + w * si as f64, w)
+            };
+            let pa = to_px(&ym, Scale::Linear, lo, y0, y1);
+            let pb = to_px(&ym, Scale::Linear, hi, y0, y1);
+            let _ = write!(
+                out,
+                r#"<rect class="pt" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {} {}</title></rect>"#,
+                n(bx),
+                n(pb),
+                n(w.max(1.0)),
+                n((pa - pb).max(0.5)),
+                PALETTE[si % PALETTE.len()],
+                esc(cat),
+                esc(label),
+                esc(&(c.y_fmt)(v))
+            );
+            if c.stacked {
+                base += v;
+            }
+        }
+        if rot {
+            let _ = write!(
+                out,
+                r#"<text transform="translate({} {}) rotate(-40)" text-anchor="end" font-size="10">{}</text>"#,
+                n(cx + 3.0),
+                n(y0 + 12.0),
+                esc(&truncate(cat, 28))
+            );
+        } else {
+            let _ = write!(
+                out,
+                r#"<text x="{}" y="{}" text-anchor="middle" font-size="11">{}</text>"#,
+                n(cx),
+                n(y0 + 16.0),
+                esc(cat)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#555"/><text transform="translate(16 {}) rotate(-90)" text-anchor="middle" font-size="13">{}</text>"##,
+        n(x0),
+        n(y1),
+        n(x1 - x0),
+        n(y0 - y1),
+        n((y0 + y1) / 2.0),
+        esc(&c.y_title)
+    );
+    let items: Vec<(String, usize, bool, bool)> = c
+        .stacks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.0.clone(), i, false, false))
+        .collect();
+    legend(&mut out, &items);
+    out.push_str("</svg>");
+    out
+}
+
+/// A heat map: rows x columns of optional values, colour by value (log if the
+/// values span decades), the value printed in each cell.
+#[derive(Debug, Clone)]
+pub struct HeatMap {
+    pub title: String,
+    pub x_title: String,
+    pub y_title: String,
+    pub cols: Vec<String>,
+    pub rows: Vec<String>,
+    pub values: Vec<Vec<Option<f64>>>,
+    pub fmt: fn(f64) -> String,
+    pub unit: String,
+}
+
+fn heat_color(f: f64) -> String {
+    // light yellow -> dark blue
+    let (a, b) = ((255.0, 247.0, 188.0), (8.0, 64.0, 129.0));
+    let f = f.clamp(0.0, 1.0);
+    format!(
+        "rgb({},{},{})",
+        (a.0 + (b.0 - a.0) * f) as u8,
+        (a.1 + (b.1 - a.1) * f) as u8,
+        (a.2 + (b.2 - a.2) * f) as u8
+    )
+}
+
+pub fn heat_map(c: &HeatMap) -> String {
+    let all: Vec<f64> = c.values.iter().flatten().flatten().copied().collect();
+    let scale = auto_scale(all.iter().copied());
+    let (lo, hi) = all
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |a, &v| {
+            (a.0.min(fwd(scale, v)), a.1.max(fwd(scale, v)))
+        });
+    let mut out = String::new();
+    svg_open(&mut out, &c.title, all.len(), W, H);
+    let (x0, x1, y0, y1) = (ML + 20.0, W - MR, H - MB, MT);
+    let cw = (x1 - x0) / c.cols.len().max(1) as f64;
+    let rh = (y0 - y1) / c.rows.len().max(1) as f64;
+    for (ri, row) in c.rows.iter().enumerate() {
+        let y = y1 + rh * ri as f64;
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+            n(x0 - 6.0),
+            n(y + rh / 2.0 + 4.0),
+            esc(row)
+        );
+        for (ci, col) in c.cols.iter().enumerate() {
+            let x = x0 + cw * ci as f64;
+            if let Some(v) = c.values.get(ri).and_then(|r| r.get(ci)).copied().flatten() {
+                let f = if hi > lo {
+                    (fwd(scale, v) - lo) / (hi - lo)
+                } else {
+                    0.5
+                };
+                let _ = write!(
+                    out,
+                    r##"<rect class="pt" x="{}" y="{}" width="{}" height="{}" fill="{}" stroke="#fff"><title>{} {}, {} {}: {} {}</title></rect><text x="{}" y="{}" text-anchor="middle" font-size="11" fill="{}">{}</text>"##,
+                    n(x),
+                    n(y),
+                    n(cw),
+                    n(rh),
+                    heat_color(f),
+                    esc(&c.y_title),
+                    esc(row),
+                    esc(&c.x_title),
+                    esc(col),
+                    esc(&(c.fmt)(v)),
+                    esc(&c.unit),
+                    n(x + cw / 2.0),
+                    n(y + rh / 2.0 + 4.0),
+                    if f > 0.55 { "#fff" } else { "#000" },
+                    esc(&(c.fmt)(v))
+                );
+            }
+        }
+    }
+    for (ci, col) in c.cols.iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            n(x0 + cw * (ci as f64 + 0.5)),
+            n(y0 + 16.0),
+            esc(col)
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="13">{}</text><text transform="translate(16 {}) rotate(-90)" text-anchor="middle" font-size="13">{}</text>"#,
+        n((x0 + x1) / 2.0),
+        n(H - 12.0),
+        esc(&c.x_title),
+        n((y0 + y1) / 2.0),
+        esc(&c.y_title)
+    );
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" font-size="11">colour: {}{}</text>"#,
+        n(W - MR + 14.0),
+        n(MT + 10.0),
+        esc(&c.unit),
+        scale_note(scale)
+    );
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(v: f64) -> String {
+        format!("{v}")
+    }
+
+    #[test]
+    fn bars_and_heat_map_render() {
+        let b = bar_chart(&BarChart {
+            title: "cpu".into(),
+            y_title: "%".into(),
+            y_fmt: fmt,
+            categories: vec!["a".into(), "b".into()],
+            stacks: vec![
+                ("usr".into(), vec![1.0, 2.0]),
+                ("sys".into(), vec![3.0, 0.0]),
+            ],
+            stacked: true,
+        });
+        assert_eq!(b.matches(r#"class="pt""#).count(), 3);
+        let h = heat_map(&HeatMap {
+            title: "h".into(),
+            x_title: "mix".into(),
+            y_title: "bs".into(),
+            cols: vec!["100".into(), "0".into()],
+            rows: vec!["4k".into()],
+            values: vec![vec![Some(1.0), None]],
+            fmt,
+            unit: "IOPS".into(),
+        });
+        assert_eq!(h.matches(r#"class="pt""#).count(), 1);
+    }
+}

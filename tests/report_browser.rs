@@ -1,0 +1,225 @@
+//! The HTML report in a real browser: headless Chromium loads the report of
+//! the synthetic fixture (every chart type) and of a real run. Checks: no
+//! console messages (errors or otherwise; the report has no scripts), no
+//! network request from the page (all traffic goes to a local recording
+//! proxy; Chromium's own background calls to Google services, which it
+//! makes whatever the page, are told apart by host), every chart in the
+//! browser's DOM has all its data points,
+//! and a screenshot is kept as a test artifact. Skips, saying why, when
+//! Chromium is not installed (apt package `chromium`).
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn chromium() -> Option<PathBuf> {
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+/// Run chromium with `args` on `url`, killing it after 120 s. (stdout, stderr)
+fn run_chromium(
+    bin: &Path,
+    profile: &Path,
+    proxy_port: u16,
+    args: &[String],
+    url: &str,
+) -> (String, String) {
+    let mut child = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--proxy-server=http://127.0.0.1:{proxy_port}"))
+        .arg("--proxy-bypass-list=<-loopback>")
+        .args(args)
+        .arg(url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (t_out.join().unwrap(), t_err.join().unwrap())
+}
+
+fn check_report(bin: &Path, fixture: &str, shot_name: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let html = tmp.path().join("report.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["report"])
+        .arg(root.join("tests/fixtures/report").join(fixture))
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let source = std::fs::read_to_string(&html).unwrap();
+    let url = format!("file://{}", html.display());
+    let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
+    proxy.set_nonblocking(true).unwrap();
+    let port = proxy.local_addr().unwrap().port();
+    // The proxy records the first line of every request and answers nothing.
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let recorder = {
+        let (seen, stop) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match proxy.accept() {
+                    Ok((mut c, _)) => {
+                        let _ = c.set_read_timeout(Some(Duration::from_millis(500)));
+                        let mut buf = [0u8; 512];
+                        let n = c.read(&mut buf).unwrap_or(0);
+                        let line = String::from_utf8_lossy(&buf[..n])
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                            .to_string();
+                        seen.lock().unwrap().push(line);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        })
+    };
+
+    let (dom, log) = run_chromium(
+        bin,
+        &tmp.path().join("profile"),
+        port,
+        &["--dump-dom".into()],
+        &url,
+    );
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    assert!(dom.contains("</html>"), "no DOM dumped; stderr: {log}");
+    // Every chart the browser parsed has all its data points.
+    let charts_src = source.matches("<svg").count();
+    let mut charts = 0;
+    for svg in dom.split("<svg").skip(1) {
+        let svg = svg.split("</svg>").next().unwrap();
+        let n: usize = svg
+            .split("data-points=\"")
+            .nth(1)
+            .and_then(|t| t.split('"').next())
+            .and_then(|t| t.parse().ok())
+            .expect("chart without data-points");
+        assert!(n > 0, "an empty chart");
+        assert_eq!(
+            svg.matches("class=\"pt\"").count(),
+            n,
+            "points lost in a chart"
+        );
+        charts += 1;
+    }
+    assert_eq!(charts, charts_src, "every chart reached the DOM");
+    assert!(charts >= 3, "{fixture}: {charts} charts");
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join(shot_name);
+    let _ = std::fs::remove_file(&shot);
+    let (_, log) = run_chromium(
+        bin,
+        &tmp.path().join("profile"),
+        port,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1100,2400".into(),
+        ],
+        &url,
+    );
+    let len = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        len > 10_000,
+        "screenshot missing or blank ({len} bytes); stderr: {log}"
+    );
+    eprintln!("screenshot kept: {}", shot.display());
+
+    stop.store(true, Ordering::SeqCst);
+    recorder.join().unwrap();
+    // Only Chromium's own service calls reached the proxy: the report loads nothing.
+    let seen = seen.lock().unwrap();
+    let page: Vec<&String> = seen.iter().filter(|l| !is_browser_service(l)).collect();
+    assert!(page.is_empty(), "network requests from the page: {page:?}");
+    eprintln!(
+        "{fixture}: {} background request(s) of Chromium itself ignored",
+        seen.len()
+    );
+}
+
+/// Chromium's component updater, time and account services (not the page).
+fn is_browser_service(request_line: &str) -> bool {
+    let target = request_line.split_whitespace().nth(1).unwrap_or("");
+    let host = target
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .split(['/', ':'])
+        .next()
+        .unwrap_or("");
+    [
+        "google.com",
+        "googleapis.com",
+        "gvt1.com",
+        "gstatic.com",
+        "googleusercontent.com",
+    ]
+    .iter()
+    .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+}
+
+#[test]
+fn report_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIP report_in_headless_chromium: chromium is not installed (apt-get install chromium)");
+        return;
+    };
+    check_report(&bin, "synthetic-all.json", "synthetic-all.png");
+    check_report(&bin, "run-standard.json", "run-standard.png");
+    check_report(&bin, "fio-jsonplus-2jobs.json", "fio-jsonplus.png");
+    check_report(&bin, "trace-sample.json", "trace-sample.png");
+}

@@ -1,0 +1,171 @@
+//! `iolab run` end to end through the real binary on a small scratch file:
+//! the output directory, results.json and report.html, the terminal
+//! summary, the scratch file removed, and Ctrl-C keeping what was measured.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn iolab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .output()
+        .expect("run iolab")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// On the real disk (not tmpfs), so O_DIRECT works.
+fn workdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn run_with_a_small_budget_writes_results_and_report() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let o = iolab(&[
+        "run",
+        d,
+        "--budget",
+        "6s",
+        "--size",
+        "64m",
+        "--profile",
+        "quick",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("report:") && last.ends_with("report.html"),
+        "{out}"
+    );
+    assert!(out.contains("max 4k random read IOPS"), "{out}");
+    // Only the output directory is left: the scratch file is gone.
+    let left = entries(dir.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    let name = left[0].file_name().unwrap().to_string_lossy().to_string();
+    assert!(name.starts_with("iolab-") && name.ends_with('Z'), "{name}");
+    let r = json(&left[0].join("results.json"));
+    assert_eq!(r["kind"], "run");
+    assert_eq!(r["complete"], true);
+    let points = r["points"].as_array().unwrap();
+    assert!(points.len() >= 6, "{}", points.len());
+    assert!(points.iter().all(|p| p["params"]["step"].is_string()));
+    assert!(r["extra"]["run"]["steps"].as_array().unwrap().len() >= 4);
+    let html = std::fs::read_to_string(left[0].join("report.html")).unwrap();
+    assert!(
+        html.contains("id=\"batching\""),
+        "quick profile has a batching chart"
+    );
+    assert!(html.contains("id=\"percentiles\""));
+}
+
+#[test]
+fn dry_run_and_bad_input() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let o = iolab(&["run", d, "--dry-run", "--budget", "1m"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("latency") && t.contains("batching") && t.contains("skipped"),
+        "{t}"
+    );
+    assert!(entries(dir.path()).is_empty(), "dry run creates nothing");
+    for (args, field) in [
+        (vec!["--budget", "soon"], "--budget"),
+        (vec!["--budget", "0.5s"], "--budget"),
+        (vec!["--profile", "huge"], "--profile"),
+        (vec!["--size", "4k"], "--size"),
+        (vec!["--engine", "null"], "--engine"),
+    ] {
+        let mut a = vec!["run", d, "--dry-run"];
+        a.extend(args);
+        let o = iolab(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", text(&o));
+        assert!(text(&o).contains(field), "{a:?}: {}", text(&o));
+    }
+    let o = iolab(&["run", "/nonexistent-dir", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn ctrl_c_keeps_measured_points_and_the_report() {
+    let dir = workdir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "run",
+            dir.path().to_str().unwrap(),
+            "--budget",
+            "60s",
+            "--size",
+            "64m",
+            "--profile",
+            "quick",
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until at least one point is in results.json, then interrupt.
+    let t0 = Instant::now();
+    loop {
+        let done = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("results.json"))
+            .find(|p| p.exists())
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .is_some_and(|v| !v["points"].as_array().unwrap().is_empty());
+        if done {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no point after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let left = entries(dir.path());
+    assert_eq!(left.len(), 1, "scratch file removed: {left:?}");
+    let r = json(&left[0].join("results.json"));
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["complete"], false);
+    let html = std::fs::read_to_string(left[0].join("report.html")).unwrap();
+    assert!(html.contains("Interrupted run"));
+    // And `report` re-renders it.
+    let o = iolab(&[
+        "report",
+        left[0].join("results.json").to_str().unwrap(),
+        "--format",
+        "text",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
