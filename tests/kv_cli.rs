@@ -86,6 +86,24 @@ fn ycsb_run_writes_results_and_removes_scratch() {
         leftovers(d.path()).is_empty(),
         "scratch database left behind"
     );
+    // The core's report and compare read kv results.
+    let rep = iolab()
+        .args(["report", "--format", "text"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    assert!(String::from_utf8_lossy(&rep.stdout).contains("ycsb-c.run"));
+    let cmp = iolab().arg("compare").arg(&out).arg(&out).output().unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
 }
 
 #[test]
