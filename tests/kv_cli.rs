@@ -276,3 +276,62 @@ fn memory_limited_run_in_a_cgroup() {
     );
     assert!(!Path::new(&cg).exists(), "cgroup {cg} was not removed");
 }
+
+#[test]
+fn ctrl_c_keeps_results_and_cleans_up() {
+    let d = tmp();
+    let out = d.path().join("r.json");
+    let mut cmd = iolab();
+    cmd.args([
+        "kv",
+        "fillseq,readrandom",
+        "--engine",
+        "lmdb",
+        "--num",
+        "50000000",
+        "--map-size",
+        "4g",
+        "--dir",
+    ])
+    .arg(d.path())
+    .arg("-o")
+    .arg(&out)
+    .stdout(std::process::Stdio::piped());
+    let with_cgroup = iolab::kv::cgroup::available().is_ok();
+    if with_cgroup {
+        cmd.args(["--memory-limit", "256m"]);
+    } else {
+        eprintln!("note: running without --memory-limit (no cgroup memory controller or not root)");
+    }
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    // Wait until the database exists, then interrupt.
+    let start = std::time::Instant::now();
+    while leftovers(d.path()).is_empty() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: sending SIGINT to the child we spawned.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        leftovers(d.path()).is_empty(),
+        "scratch database left after Ctrl-C"
+    );
+    let r = json(&out);
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["points"][0]["name"], "fillseq");
+    if with_cgroup {
+        let cg = r["extra"]["memory_cgroup"]["path"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(!Path::new(&cg).exists(), "cgroup {cg} left after Ctrl-C");
+    }
+}
