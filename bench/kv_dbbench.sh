@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # iolab kv vs Debian's db_bench (rocksdb-tools) on the same librocksdb 7.8.3
 # and the same options: fillrandom, readrandom, readwhilewriting (1 reader +
-# 1 writer). Interleaved A B A B for ROUNDS rounds on a fresh database each
+# 1 writer). Interleaved A B B A ... for ROUNDS rounds on a fresh database each
 # time; prints per-round ops/s and the median ratio iolab/db_bench with its
 # spread. Usage: bench/kv_dbbench.sh [ROUNDS] [NUM] [READS]
 set -euo pipefail
@@ -32,11 +32,15 @@ results=$work/ratios.txt
 : >"$results"
 for r in $(seq 1 "$ROUNDS"); do
   rm -rf "$work/db1" "$work/db2"
-  # A: db_bench
-  db_bench $COMMON_DB --benchmarks=fillrandom,readrandom,readwhilewriting --threads=1 --db="$work/db1" \
-    --use_existing_db=0 >"$work/db.txt" 2>&1
-  # B: iolab
-  $IOLAB kv fillrandom,readrandom,readwhilewriting $COMMON_IO --db "$work/db2" -o "$work/io.json" >"$work/io.txt" 2>&1
+  run_db() {
+    db_bench $COMMON_DB --benchmarks=fillrandom,readrandom,readwhilewriting --threads=1 --db="$work/db1" \
+      --use_existing_db=0 >"$work/db.txt" 2>&1
+  }
+  run_io() {
+    $IOLAB kv fillrandom,readrandom,readwhilewriting $COMMON_IO --db "$work/db2" -o "$work/io.json" >"$work/io.txt" 2>&1
+  }
+  # A B in odd rounds, B A in even rounds, so neither tool always runs first.
+  if [ $((r % 2)) -eq 1 ]; then run_db; run_io; else run_io; run_db; fi
   python3 - "$work/db.txt" "$work/io.json" "$r" >>"$results" <<'PY'
 import json, re, sys
 db = {}
