@@ -16,16 +16,26 @@ command -v db_bench >/dev/null || { echo "db_bench not found (apt-get install ro
 work=$(mktemp -d "$DIR/kv-dbbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# WRITER_RATE=N limits the readwhilewriting writer to N writes/s on both sides
+# (db_bench takes bytes/s: N x (key + value)).
+if [ -n "${WRITER_RATE:-}" ]; then
+  RATE_DB="--benchmark_write_rate_limit=$((WRITER_RATE * 116))"
+  RATE_IO="--writer-rate $WRITER_RATE"
+else
+  RATE_DB=""
+  RATE_IO=""
+fi
 # The same options on both sides.
 COMMON_DB="--num=$NUM --reads=$READS --key_size=16 --value_size=100 --compression_type=none \
  --cache_size=67108864 --write_buffer_size=67108864 --max_background_jobs=2 --sync=0 --disable_wal=0 \
  --bloom_bits=-1 --enable_pipelined_write=1 --statistics=0 --histogram=0 --progress_reports=0 --seed=42"
 COMMON_IO="--engine rocksdb --num $NUM --reads $READS --key-size 16 --value-size 100 --compression none \
- --cache-size 64m --write-buffer-size 64m --background-jobs 2 --pipelined-write --readers 1"
+ --cache-size 64m --write-buffer-size 64m --background-jobs 2 --pipelined-write --readers 1 $RATE_IO"
 
 echo "db_bench: $(db_bench --version 2>&1 | head -1); iolab: $($IOLAB --version)"
 echo "num=$NUM reads=$READS key=16 value=100 compression=none cache=64MiB wbs=64MiB jobs=2 sync=0 wal=1"
-echo "db_bench $COMMON_DB --benchmarks=fillrandom,readrandom,readwhilewriting --threads=1 --db=DIR"
+echo "db_bench $COMMON_DB --benchmarks=fillrandom,readrandom --threads=1 --db=DIR --use_existing_db=0"
+echo "db_bench $COMMON_DB $RATE_DB --benchmarks=readwhilewriting --threads=1 --db=DIR --use_existing_db=1"
 echo "iolab kv fillrandom,readrandom,readwhilewriting $COMMON_IO --db DIR -o out.json"
 printf '%-6s %-17s %12s %12s %7s\n' round bench db_bench iolab ratio
 results=$work/ratios.txt
@@ -33,8 +43,11 @@ results=$work/ratios.txt
 for r in $(seq 1 "$ROUNDS"); do
   rm -rf "$work/db1" "$work/db2"
   run_db() {
-    db_bench $COMMON_DB --benchmarks=fillrandom,readrandom,readwhilewriting --threads=1 --db="$work/db1" \
+    # db_bench's write rate limit applies to every benchmark: only readwhilewriting gets it.
+    db_bench $COMMON_DB --benchmarks=fillrandom,readrandom --threads=1 --db="$work/db1" \
       --use_existing_db=0 >"$work/db.txt" 2>&1
+    db_bench $COMMON_DB $RATE_DB --benchmarks=readwhilewriting --threads=1 --db="$work/db1" \
+      --use_existing_db=1 >>"$work/db.txt" 2>&1
   }
   run_io() {
     $IOLAB kv fillrandom,readrandom,readwhilewriting $COMMON_IO --db "$work/db2" -o "$work/io.json" >"$work/io.txt" 2>&1
