@@ -2,9 +2,10 @@
 # `make test` runs every test. Both install what is missing first.
 
 CARGO ?= cargo
-# Where `make run` puts its scratch file (on the disk under test, not tmpfs).
+# Where `make run` puts its scratch file (on the disk under test, not tmpfs);
+# the results and report go to results/run-<UTC time>/.
 RUN_DIR ?= /var/tmp
-RUN_BUDGET ?= 5s
+RUN_BUDGET ?= 3m
 
 .PHONY: all deps build run test lint fmt bench clean
 
@@ -19,8 +20,8 @@ build: deps
 run: build
 	@dir=$$(mktemp -d $(RUN_DIR)/iolab-run.XXXXXX); \
 	trap 'rm -rf "$$dir"' EXIT; \
-	./target/release/iolab device --profile quick --target "$$dir" --runtime $(RUN_BUDGET) --json "$$dir/results.json"; \
-	status=$$?; mkdir -p results; cp "$$dir/results.json" results/latest.json 2>/dev/null && echo "copied to results/latest.json"; exit $$status
+	out=results/run-$$(date -u +%Y%m%dT%H%M%SZ); \
+	./target/release/iolab run "$$dir" --budget $(RUN_BUDGET) -o "$$out"
 
 test: deps
 	$(CARGO) fmt --check

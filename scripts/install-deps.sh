@@ -9,7 +9,7 @@ PACKAGES=(
   librocksdb-dev libsqlite3-dev       # database engines linked from Debian
   fio rocksdb-tools blktrace          # peers for agreement checks and benchmarks
   util-linux e2fsprogs kmod           # losetup, mkfs.ext4 for safety tests
-  chromium                            # headless check of the HTML report
+  chromium                            # headless check of the HTML report (tests)
 )
 
 missing=()

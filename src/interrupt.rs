@@ -63,7 +63,11 @@ fn emergency_cleanup() {
     if let Ok(v) = CLEANUP.try_lock() {
         for p in v.iter() {
             if p.is_dir() {
-                let _ = std::fs::remove_dir_all(p);
+                // A tracefs instance goes with a plain rmdir (its files
+                // cannot be unlinked); a scratch directory needs the recursion.
+                if std::fs::remove_dir(p).is_err() {
+                    let _ = std::fs::remove_dir_all(p);
+                }
             } else {
                 let _ = std::fs::remove_file(p);
             }

@@ -1,6 +1,75 @@
 //! Arguments of `iolab trace` (issue: per-request latency breakdown).
 
+use std::path::PathBuf;
+
 use clap::Args;
 
 #[derive(Debug, Args)]
-pub struct TraceArgs {}
+pub struct TraceArgs {
+    #[command(flatten)]
+    pub opts: Box<TraceOpts>,
+}
+
+/// The options themselves (boxed so the CLI enum stays small).
+#[derive(Debug, Args)]
+pub struct TraceOpts {
+    /// Directory for the scratch file (must be on a real block device)
+    #[arg(long, default_value = "/var/tmp")]
+    pub dir: PathBuf,
+    /// Scratch file size
+    #[arg(long, default_value = "512M")]
+    pub size: String,
+    /// Engines, comma separated: psync, aio, io_uring, io_uring+sqpoll
+    #[arg(long, default_value = "psync")]
+    pub engine: String,
+    /// Queue depths, comma separated (psync always runs at 1)
+    #[arg(long, default_value = "1")]
+    pub qd: String,
+    /// Worker threads (each with its own queue of --qd requests)
+    #[arg(long, default_value_t = 1)]
+    pub jobs: u32,
+    /// Block size
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    /// randread or randwrite
+    #[arg(long, default_value = "randread")]
+    pub rw: String,
+    /// Measured time per configuration (traced; the same again untraced)
+    #[arg(long, default_value = "3s")]
+    pub runtime: String,
+    /// I/O schedulers to compare, comma separated (e.g. none,mq-deadline,bfq,kyber);
+    /// the original scheduler is restored afterwards
+    #[arg(long)]
+    pub scheduler: Option<String>,
+    /// Untraced/traced pairs per configuration for the tracing overhead, run
+    /// in alternating order (untraced first, then traced first, ...); the
+    /// reported overhead is the median over the pairs
+    #[arg(long, default_value_t = 1)]
+    pub overhead_pairs: u32,
+    /// Skip the untraced run that measures the tracing overhead
+    #[arg(long)]
+    pub no_overhead: bool,
+    /// Do not trace syscall entry/exit (lower overhead; the submission and
+    /// reaping edges merge into "prepare+submit" and "completion+reap")
+    #[arg(long)]
+    pub no_syscalls: bool,
+    /// Ring-buffer size per CPU, KiB
+    #[arg(long, default_value_t = 16384)]
+    pub buffer_kb: u32,
+    /// Write the block events of each configuration in blktrace format under this directory
+    #[arg(long)]
+    pub export: Option<PathBuf>,
+    /// Device number to write into exported blktrace records, MAJ:MIN
+    /// (btt treats majors 9/253/254 as md/device-mapper)
+    #[arg(long)]
+    pub export_dev: Option<String>,
+    /// Results file (JSON)
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Stop each run after this many requests
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_ops: usize,
+    /// Random seed
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}

@@ -1,7 +1,389 @@
-//! `iolab trace`: per-request latency breakdown.
+//! `iolab trace`: per-request latency breakdown through the I/O stack.
+//! Probes capabilities, prepares the scratch file, runs every configuration
+//! (scheduler x engine x queue depth) untraced and traced, prints the
+//! btt-style tables and writes the results and optional blktrace exports.
+
+use std::os::fd::AsRawFd;
+
+use anyhow::{Context, Result};
 
 use crate::cli::trace::TraceArgs;
+use crate::engine::{EngineKind, UringOptions};
+use crate::error::usage;
+use crate::interrupt;
+use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::plan::parse::{parse_duration_ns, parse_size};
+use crate::results::{Provenance, Results};
+use crate::target::sysfs::DevNum;
+use crate::target::{self, TargetKind, TargetOptions};
+use crate::trace::blkexport;
+use crate::trace::config::{run_config, ConfigResult, SchedulerGuard, Setup};
+use crate::trace::events::kdev;
+use crate::trace::extents::ExtentMap;
+use crate::trace::session::disk_irqs;
+use crate::trace::stages::render;
+use crate::trace::tracefs;
 
-pub fn run(_args: TraceArgs) -> anyhow::Result<()> {
-    anyhow::bail!("iolab trace is not built yet")
+fn list(field: &str, s: &str) -> Result<Vec<String>> {
+    let v: Vec<String> = s
+        .split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if v.is_empty() {
+        return Err(usage(field, "empty list"));
+    }
+    Ok(v)
+}
+
+pub fn run(args: TraceArgs) -> Result<()> {
+    let args = *args.opts;
+    interrupt::install();
+    let size = parse_size("--size", &args.size)?;
+    let bs = parse_size("--bs", &args.bs)?;
+    if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {
+        return Err(usage("--bs", "must be a multiple of 512 up to 64M"));
+    }
+    let runtime = parse_duration_ns("--runtime", &args.runtime)?;
+    let write = match args.rw.as_str() {
+        "randread" => false,
+        "randwrite" => true,
+        other => {
+            return Err(usage(
+                "--rw",
+                format!("{other:?}: use randread or randwrite"),
+            ))
+        }
+    };
+    let mut engines = Vec::new();
+    for e in list("--engine", &args.engine)? {
+        let (name, sqpoll) = match e.strip_suffix("+sqpoll") {
+            Some(n) => (n.to_string(), true),
+            None => (e.clone(), false),
+        };
+        match EngineKind::parse(&name) {
+            Some(k @ (EngineKind::Psync | EngineKind::Aio | EngineKind::IoUring)) => {
+                if sqpoll && k != EngineKind::IoUring {
+                    return Err(usage("--engine", "+sqpoll applies to io_uring only"));
+                }
+                engines.push((k, sqpoll));
+            }
+            _ => {
+                return Err(usage(
+                    "--engine",
+                    format!("{e:?}: use psync, aio, io_uring or io_uring+sqpoll"),
+                ))
+            }
+        }
+    }
+    let mut qds = Vec::new();
+    for q in list("--qd", &args.qd)? {
+        match q.parse::<u32>() {
+            Ok(n) if (1..=4096).contains(&n) => qds.push(n),
+            _ => {
+                return Err(usage(
+                    "--qd",
+                    format!("{q:?}: a queue depth from 1 to 4096"),
+                ))
+            }
+        }
+    }
+    let export_dev = match &args.export_dev {
+        Some(s) => {
+            Some(DevNum::parse(s).ok_or_else(|| usage("--export-dev", "use MAJ:MIN, e.g. 8:0"))?)
+        }
+        None => None,
+    };
+
+    if args.jobs == 0 || args.jobs > 1024 {
+        return Err(usage(
+            "--jobs",
+            format!("{} jobs is out of range 1..1024", args.jobs),
+        ));
+    }
+    // Capabilities first: without them the job still runs, untraced.
+    let caps = tracefs::probe();
+    if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
+        for name in tracefs::remove_stale(t) {
+            println!("tracing: removed stale instance {name} of a process that no longer exists");
+        }
+    }
+    match &caps.why_not {
+        None => println!(
+            "tracing: tracefs at {}{}, private instance iolab-{}",
+            tracefs::TRACEFS,
+            if caps.mounted_by_us {
+                " (mounted by iolab)"
+            } else {
+                ""
+            },
+            std::process::id()
+        ),
+        Some(why) => println!("tracing: unavailable ({why}); running the job untraced"),
+    }
+
+    let opts = TargetOptions {
+        path: Some(args.dir.clone()),
+        size: Some(size),
+        ..Default::default()
+    };
+    let tgt = target::prepare(&opts, write, None, args.seed)?;
+    let (fd, direct) = tgt.open(false, true)?;
+    if !direct {
+        return Err(usage(
+            "--dir",
+            format!(
+                "{} does not support O_DIRECT; tracing needs requests to reach the device",
+                args.dir.display()
+            ),
+        ));
+    }
+    let disk = tgt
+        .disk
+        .clone()
+        .ok_or_else(|| usage("--dir", "cannot find the block device under this directory"))?;
+    let whole = std::fs::read_to_string(format!("/sys/block/{}/dev", disk.disk))
+        .ok()
+        .and_then(|s| DevNum::parse(&s))
+        .context("reading the disk's device number")?;
+    let part_start = if disk.device != disk.disk {
+        std::fs::read_to_string(format!("/sys/block/{}/{}/start", disk.disk, disk.device))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let extents = if tgt.kind == TargetKind::BlockDevice {
+        ExtentMap::identity(part_start)
+    } else {
+        ExtentMap::of_fd(fd.as_raw_fd(), size, part_start)
+            .unwrap_or_else(|_| ExtentMap::identity(part_start))
+    };
+    drop(fd);
+    let irqs = disk_irqs(&disk.disk);
+    println!(
+        "target: {} ({} MiB) on {} {} scheduler {}, irq {:?}",
+        tgt.path.display(),
+        size >> 20,
+        disk.disk,
+        whole.text(),
+        disk.scheduler.clone().unwrap_or_default(),
+        irqs
+    );
+    let setup = Setup {
+        caps,
+        target: &tgt,
+        extents,
+        kdev: kdev(whole.major, whole.minor),
+        irqs,
+        buffer_kb: args.buffer_kb,
+        syscalls: !args.no_syscalls,
+        max_records: args.max_ops,
+        overhead_pairs: args.overhead_pairs.max(1),
+    };
+
+    let schedulers: Vec<Option<String>> = match &args.scheduler {
+        Some(s) => {
+            let (avail, _) = SchedulerGuard::available(&disk.disk)?;
+            let want = list("--scheduler", s)?;
+            for w in &want {
+                if !avail.contains(w) {
+                    return Err(usage(
+                        "--scheduler",
+                        format!(
+                            "{w:?} is not available for {} (have {})",
+                            disk.disk,
+                            avail.join(", ")
+                        ),
+                    ));
+                }
+            }
+            want.into_iter().map(Some).collect()
+        }
+        None => vec![None],
+    };
+
+    let mut results = Results::new("trace", Provenance::collect(args.seed));
+    let mut all: Vec<ConfigResult> = Vec::new();
+    'outer: for sched in &schedulers {
+        let _guard = match sched {
+            Some(s) => Some(SchedulerGuard::switch(&disk.disk, s)?),
+            None => None,
+        };
+        let sched_name = sched
+            .clone()
+            .unwrap_or_else(|| disk.scheduler.clone().unwrap_or_default());
+        for &(engine, sqpoll) in &engines {
+            let depths: Vec<u32> = if engine.is_sync() {
+                vec![1]
+            } else {
+                qds.clone()
+            };
+            for qd in depths {
+                let spec = JobSpec {
+                    name: format!("trace-{}-qd{qd}", engine.name()),
+                    pattern: if write {
+                        Pattern::RandWrite
+                    } else {
+                        Pattern::RandRead
+                    },
+                    bs: vec![(bs, 100)],
+                    qd,
+                    jobs: args.jobs,
+                    engine,
+                    uring: UringOptions {
+                        sqpoll,
+                        ..Default::default()
+                    },
+                    direct: true,
+                    stop: StopCondition {
+                        runtime_ns: Some(runtime),
+                        io_count: Some(args.max_ops as u64),
+                        io_bytes: None,
+                    },
+                    seed: args.seed,
+                    ..Default::default()
+                };
+                spec.validate()?;
+                let (res, mut pt, cap) = run_config(&setup, &spec, &sched_name, !args.no_overhead)?;
+                print_config(&res);
+                if let (Some(dir), Some(cap)) = (&args.export, &cap) {
+                    let dev = export_dev.unwrap_or(whole);
+                    let name = res.label.replace([' ', '+'], "_");
+                    let files =
+                        blkexport::export(&cap.events, dir, &name, kdev(dev.major, dev.minor))?;
+                    blkexport::export(
+                        &cap.job_events(),
+                        dir,
+                        &format!("{name}_job"),
+                        kdev(dev.major, dev.minor),
+                    )?;
+                    println!(
+                        "blktrace export: {} file(s) {}/{}.blktrace.* (all I/O on the device; {}_job.blktrace.*: this job's requests only)",
+                        files.len(),
+                        dir.display(),
+                        name,
+                        name
+                    );
+                }
+                pt.name = res.label.clone();
+                pt.params.insert("scheduler".into(), res.scheduler.clone());
+                pt.extra.insert("trace".into(), serde_json::to_value(&res)?);
+                results.points.push(pt);
+                let stop = res.interrupted;
+                all.push(res);
+                if let Some(out) = &args.output {
+                    results.write_atomic(out)?;
+                }
+                if stop {
+                    break 'outer;
+                }
+            }
+        }
+    }
+    if all.len() > 1 {
+        println!("\n{}", summary(&all));
+    }
+    results.interrupted = all.iter().any(|r| r.interrupted);
+    results.complete = !results.interrupted;
+    if let Some(out) = &args.output {
+        results.write_atomic(out)?;
+        println!("results: {}", out.display());
+    }
+    drop(setup);
+    drop(tgt);
+    if results.interrupted {
+        return Err(anyhow::Error::new(crate::error::Interrupted));
+    }
+    Ok(())
+}
+
+fn print_config(r: &ConfigResult) {
+    println!("\n== {} ==", r.label);
+    if let Some(b) = &r.breakdown {
+        print!("{}", render(b));
+    }
+    let ov = match (r.untraced_mean_ns, r.overhead) {
+        (Some(u), Some(o)) => format!(
+            "tracing overhead: mean latency {:.1} us traced vs {:.1} us untraced ({:+.1}%), IOPS {:.0} vs {:.0}",
+            r.traced_mean_ns / 1e3,
+            u / 1e3,
+            if r.overhead_pairs.len() > 1 { (r.traced_mean_ns / u - 1.0) * 100.0 } else { o * 100.0 },
+            r.traced_iops,
+            r.untraced_iops.unwrap_or(0.0)
+        ),
+        (Some(u), None) => format!("untraced: mean latency {:.1} us, IOPS {:.0}", u / 1e3, r.untraced_iops.unwrap_or(0.0)),
+        _ => format!("traced: mean latency {:.1} us, IOPS {:.0}", r.traced_mean_ns / 1e3, r.traced_iops),
+    };
+    println!("{ov}");
+    if r.overhead_pairs.len() > 1 {
+        let v: Vec<String> = r
+            .overhead_pairs
+            .iter()
+            .map(|o| format!("{:+.1}%", o * 100.0))
+            .collect();
+        println!(
+            "tracing overhead: median {:+.1}% over {} pairs in alternating order: {}",
+            r.overhead.unwrap_or(0.0) * 100.0,
+            v.len(),
+            v.join(" ")
+        );
+    }
+    if let Some(l) = &r.lost {
+        println!(
+            "events: {} in {} pages; {} requests without a matching block I/O",
+            r.events, r.pages, r.unmatched_requests
+        );
+        let lost = l.total() + r.missed_in_pages;
+        if lost > 0 {
+            println!(
+                "WARNING: the kernel dropped {lost} trace events (overrun {}, dropped {}); the breakdown covers only the requests whose events survived; raise --buffer-kb",
+                l.overrun, l.dropped
+            );
+        } else {
+            println!("no trace events lost");
+        }
+    }
+}
+
+fn summary(all: &[ConfigResult]) -> String {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header([
+        "configuration",
+        "mean us",
+        "software us",
+        "block us",
+        "device us",
+        "software %",
+        "overhead",
+    ]);
+    for r in all {
+        let Some(b) = &r.breakdown else { continue };
+        let mean = b.total.mean_ns;
+        let block: f64 = b
+            .stages
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.stage.as_str(),
+                    "Q2G" | "G2I" | "I2D" | "G2D" | "Q2M" | "M2D" | "Q2D"
+                )
+            })
+            .map(|s| s.mean_ns * s.n as f64 / b.requests.max(1) as f64)
+            .sum();
+        t.add_row([
+            r.label.clone(),
+            format!("{:.1}", mean / 1e3),
+            format!("{:.1}", mean * b.software_share / 1e3),
+            format!("{:.1}", block / 1e3),
+            format!("{:.1}", mean * b.device_share / 1e3),
+            format!("{:.1}%", b.software_share * 100.0),
+            r.overhead
+                .map(|o| format!("{:+.1}%", o * 100.0))
+                .unwrap_or_default(),
+        ]);
+    }
+    t.to_string()
 }

@@ -1,1 +1,18 @@
 //! Per-request latency breakdown through the I/O stack (tracefs).
+//!
+//! `tracefs` owns the private instance, `reader` drains per-CPU ring buffers,
+//! `format` and `ringbuf` parse the kernel's formats and pages, `events`
+//! decodes records, `correlate` builds per-request timelines, `stages` turns
+//! them into a btt-style breakdown, and `blkexport` writes blktrace files.
+
+pub mod blkexport;
+pub mod config;
+pub mod correlate;
+pub mod events;
+pub mod extents;
+pub mod format;
+pub mod reader;
+pub mod ringbuf;
+pub mod session;
+pub mod stages;
+pub mod tracefs;

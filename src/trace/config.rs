@@ -1,0 +1,282 @@
+//! One configuration of `iolab trace` (engine, queue depth, I/O scheduler),
+//! run by the core runner with its per-request log: an untraced run for the tracing overhead, a traced run, the correlation
+//! and the breakdown; plus the scheduler switch guard that restores the
+//! device's original scheduler.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::correlate::{block_timelines, BlockStats, Joiner, Timeline, UserStamp};
+use super::extents::ExtentMap;
+use super::session::{traced, Capture, TraceSpec};
+use super::stages::{breakdown, Breakdown};
+use super::tracefs::{Capabilities, LostEvents};
+use crate::engine::{EngineKind, OpKind};
+use crate::interrupt;
+use crate::plan::job::JobSpec;
+use crate::results::Point;
+use crate::runner::job::{run_job, JobOutcome, RunOptions};
+use crate::target::Target;
+
+/// The measured result of one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigResult {
+    pub label: String,
+    pub engine: String,
+    pub qd: u32,
+    pub scheduler: String,
+    pub traced_iops: f64,
+    pub traced_mean_ns: f64,
+    pub untraced_iops: Option<f64>,
+    pub untraced_mean_ns: Option<f64>,
+    /// traced mean latency / untraced mean latency - 1 (the median over
+    /// `overhead_pairs` when several pairs ran).
+    pub overhead: Option<f64>,
+    /// Per-pair overheads, pairs run in alternating order (U T, T U, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overhead_pairs: Vec<f64>,
+    pub breakdown: Option<Breakdown>,
+    pub block: Option<BlockStats>,
+    pub lost: Option<LostEvents>,
+    pub missed_in_pages: u64,
+    pub events: usize,
+    pub pages: usize,
+    pub unmatched_requests: u64,
+    /// Mean Q2C and D2C over every completed bio of the capture (all I/O on
+    /// the device, not only the job's): what btt computes from the same events.
+    pub capture_q2c_mean_ns: Option<f64>,
+    pub capture_d2c_mean_ns: Option<f64>,
+    pub interrupted: bool,
+}
+
+/// Everything shared by the configurations of one invocation.
+pub struct Setup<'a> {
+    pub caps: Capabilities,
+    pub target: &'a Target,
+    pub extents: ExtentMap,
+    pub kdev: u32,
+    pub irqs: Vec<u32>,
+    pub buffer_kb: u32,
+    pub syscalls: bool,
+    /// Per-request log capacity per worker.
+    pub max_records: usize,
+    /// Untraced/traced pairs for the overhead (1 = one pair, untraced first).
+    pub overhead_pairs: u32,
+}
+
+/// User stamps of every logged request of a job, with device sectors.
+fn stamps(out: &JobOutcome, extents: &ExtentMap) -> Vec<UserStamp> {
+    out.request_logs
+        .iter()
+        .flat_map(|l| l.records.iter())
+        .filter(|r| r.op != OpKind::Fsync)
+        .map(|r| UserStamp {
+            tid: r.tid,
+            write: r.op == OpKind::Write,
+            offset: r.offset,
+            len: r.len,
+            sector: extents.sector(r.offset),
+            prepare: r.t_prep,
+            submitted: r.t_submitted,
+            done: r.t_reaped,
+        })
+        .collect()
+}
+
+fn mean_latency(st: &[UserStamp]) -> f64 {
+    if st.is_empty() {
+        return 0.0;
+    }
+    st.iter()
+        .map(|s| s.done.saturating_sub(s.prepare) as f64)
+        .sum::<f64>()
+        / st.len() as f64
+}
+
+fn run(setup: &Setup, spec: &JobSpec) -> Result<JobOutcome> {
+    let opts = RunOptions {
+        record_requests: Some(setup.max_records),
+        on_progress: None,
+    };
+    run_job(spec, setup.target, &opts)
+}
+
+/// Run one configuration through the core runner: untraced (when `overhead`),
+/// then traced. Returns the result, the traced point and the capture.
+pub fn run_config(
+    setup: &Setup,
+    spec: &JobSpec,
+    scheduler: &str,
+    overhead: bool,
+) -> Result<(ConfigResult, Point, Option<Capture>)> {
+    let engine = if spec.uring.sqpoll {
+        "io_uring+sqpoll".to_string()
+    } else {
+        spec.engine.name().to_string()
+    };
+    let label = format!("{engine} qd{} {scheduler}", spec.depth());
+    let untraced = if overhead {
+        Some(run(setup, spec)?)
+    } else {
+        None
+    };
+    let u_stamps = untraced.as_ref().map(|u| stamps(u, &setup.extents));
+    let mut res = ConfigResult {
+        label,
+        engine,
+        qd: spec.depth(),
+        scheduler: scheduler.to_string(),
+        traced_iops: 0.0,
+        traced_mean_ns: 0.0,
+        untraced_iops: untraced.as_ref().map(|u| u.point.total.iops),
+        untraced_mean_ns: u_stamps.as_deref().map(mean_latency),
+        overhead: None,
+        overhead_pairs: Vec::new(),
+        breakdown: None,
+        block: None,
+        lost: None,
+        missed_in_pages: 0,
+        events: 0,
+        pages: 0,
+        unmatched_requests: 0,
+        capture_q2c_mean_ns: None,
+        capture_d2c_mean_ns: None,
+        interrupted: interrupt::stop_requested(),
+    };
+    if setup.caps.why_not.is_some() || res.interrupted {
+        let out = match untraced {
+            Some(u) => u,
+            None => run(setup, spec)?,
+        };
+        let st = stamps(&out, &setup.extents);
+        res.untraced_iops = Some(out.point.total.iops);
+        res.untraced_mean_ns = Some(mean_latency(&st));
+        res.interrupted = interrupt::stop_requested();
+        return Ok((res, out.point, None));
+    }
+    let tspec = TraceSpec {
+        kdev: setup.kdev,
+        irqs: setup.irqs.clone(),
+        tids: Vec::new(),
+        uring: spec.engine == EngineKind::IoUring,
+        syscalls: setup.syscalls,
+        buffer_kb: setup.buffer_kb,
+    };
+    let (out, cap) = traced(&setup.caps, &tspec, || run(setup, spec))?;
+    res.interrupted |= interrupt::stop_requested();
+    let st = stamps(&out, &setup.extents);
+    res.traced_iops = out.point.total.iops;
+    res.traced_mean_ns = mean_latency(&st);
+    if let Some(u) = res.untraced_mean_ns {
+        if u > 0.0 {
+            res.overhead = Some(res.traced_mean_ns / u - 1.0);
+        }
+    }
+    let (bios, bstats) = block_timelines(&cap.events);
+    let mean = |v: Vec<u64>| {
+        (!v.is_empty()).then(|| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64)
+    };
+    // Like btt: one Q2C per request that a bio started (merged bios and split
+    // tails ride on another bio's request).
+    let own = || bios.iter().filter(|b| b.m.is_none() && b.g.is_some());
+    res.capture_q2c_mean_ns = mean(
+        own()
+            .filter_map(|b| b.c.map(|c| c.saturating_sub(b.q)))
+            .collect(),
+    );
+    res.capture_d2c_mean_ns = mean(
+        own()
+            .filter_map(|b| Some(b.c?.saturating_sub(b.d?)))
+            .collect(),
+    );
+    let joiner = Joiner::new(&cap.events, bios, setup.kdev);
+    let timelines: Vec<Timeline> = st.iter().map(|s| joiner.join(s)).collect();
+    let with_block: Vec<Timeline> = timelines
+        .iter()
+        .filter(|t| t.q.is_some() && t.c.is_some())
+        .copied()
+        .collect();
+    res.unmatched_requests = (timelines.len() - with_block.len()) as u64;
+    res.breakdown = Some(breakdown(&with_block));
+    res.block = Some(bstats);
+    res.lost = Some(cap.lost);
+    res.missed_in_pages = cap.missed_in_pages;
+    res.events = cap.events.len();
+    res.pages = cap.pages;
+    if let Some(o) = res.overhead {
+        res.overhead_pairs.push(o);
+        for i in 1..setup.overhead_pairs {
+            if interrupt::stop_requested() {
+                break;
+            }
+            let traced_mean = |setup: &Setup| -> Result<f64> {
+                let (o, _) = traced(&setup.caps, &tspec, || run(setup, spec))?;
+                Ok(mean_latency(&stamps(&o, &setup.extents)))
+            };
+            let untraced_mean = |setup: &Setup| -> Result<f64> {
+                Ok(mean_latency(&stamps(&run(setup, spec)?, &setup.extents)))
+            };
+            let (t, u) = if i % 2 == 1 {
+                let t = traced_mean(setup)?;
+                (t, untraced_mean(setup)?)
+            } else {
+                let u = untraced_mean(setup)?;
+                (traced_mean(setup)?, u)
+            };
+            if u > 0.0 {
+                res.overhead_pairs.push(t / u - 1.0);
+            }
+        }
+        let mut v = res.overhead_pairs.clone();
+        v.sort_by(f64::total_cmp);
+        res.overhead = Some(if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        });
+    }
+    let mut cap = cap;
+    cap.job_sectors = st.iter().filter_map(|s| s.sector).collect();
+    Ok((res, out.point, Some(cap)))
+}
+
+/// Switches a disk's I/O scheduler and puts the original back on drop.
+pub struct SchedulerGuard {
+    path: PathBuf,
+    original: String,
+}
+
+impl SchedulerGuard {
+    pub fn available(disk: &str) -> Result<(Vec<String>, String)> {
+        let p = format!("/sys/block/{disk}/queue/scheduler");
+        let text = std::fs::read_to_string(&p).with_context(|| format!("reading {p}"))?;
+        let mut cur = String::new();
+        let names = text
+            .split_whitespace()
+            .map(|w| {
+                if w.starts_with('[') {
+                    cur = w.trim_matches(|c| c == '[' || c == ']').to_string();
+                    cur.clone()
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect();
+        Ok((names, cur))
+    }
+
+    pub fn switch(disk: &str, to: &str) -> Result<SchedulerGuard> {
+        let (_, original) = Self::available(disk)?;
+        let path = PathBuf::from(format!("/sys/block/{disk}/queue/scheduler"));
+        std::fs::write(&path, to).with_context(|| format!("setting scheduler {to} on {disk}"))?;
+        Ok(SchedulerGuard { path, original })
+    }
+}
+
+impl Drop for SchedulerGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, &self.original);
+    }
+}
