@@ -3,6 +3,7 @@
 //! The library holds every part of the tool; `main.rs` only parses the command
 //! line and dispatches to `commands`. See docs/ARCHITECTURE.md for the map.
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod engine;

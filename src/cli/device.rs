@@ -20,7 +20,17 @@ use clap::Args;
   iolab device --target . --rw randread --batch 64 --bs 4k
       batched access: submit 64, wait for all 64, repeat; per-block latency = batch / 64
   iolab device --profile quick --target . --json results.json
-      the short default characterization (QD1 latency, max IOPS, bandwidth)")]
+      the short default characterization (QD1 latency, max IOPS, bandwidth)
+  iolab device --target . --rw randread,randwrite --bs 4k..1m --qd 1,32 --budget 5m --dry-run
+      a sweep: the cross product of every list; --dry-run prints the plan and its duration
+  iolab device --target . --rw randread --qd 32 --rate 10%..100%/10 --arrival poisson
+      load-latency curve: measure the closed-loop maximum, then open-loop runs at 10%..100% of it
+  iolab device --target . --rw randread --latency-target 500us --percentile 99
+      the largest QD whose p99 stays under 500 us (every step is kept in the results)
+  iolab device --target . --profile snia-iops --steady-state --precondition --purge
+      SNIA PTS IOPS test: purge, 2x precondition, rounds until steady state
+  iolab device --target . --plan examples/bingmann-batched.toml --json out.json
+      the experiments of a plan file")]
 pub struct DeviceArgs {
     /// Directory (a scratch file is created in it), existing file, or block device
     #[arg(short = 't', long, value_name = "PATH", help_heading = "Target")]
@@ -38,7 +48,7 @@ pub struct DeviceArgs {
     #[arg(long, help_heading = "Target")]
     pub keep: bool,
 
-    /// Access pattern: read, write, randread, randwrite, readwrite, randrw
+    /// Access pattern: read, write, randread, randwrite, readwrite, randrw; a list sweeps it
     #[arg(
         long,
         default_value = "randread",
@@ -46,7 +56,7 @@ pub struct DeviceArgs {
         help_heading = "Workload"
     )]
     pub rw: String,
-    /// Read percentage for readwrite/randrw
+    /// Read percentage for readwrite/randrw; a list or range sweeps it (100,95,65,50,35,5,0 or 0..100/10)
     #[arg(
         long,
         default_value = "50",
@@ -54,7 +64,7 @@ pub struct DeviceArgs {
         help_heading = "Workload"
     )]
     pub mix: String,
-    /// Block size, or a weighted split like 4k:70,64k:30
+    /// Block size; a list (4k,64k,1m) or range (1k..64m doubles, 4k..64k/4k steps) sweeps it. A weighted split 4k:70,64k:30 is ONE block size; several splits are separated by ';' (4k:70,64k:30;8k)
     #[arg(
         long,
         default_value = "4k",
@@ -62,10 +72,10 @@ pub struct DeviceArgs {
         help_heading = "Workload"
     )]
     pub bs: String,
-    /// Requests in flight per job (async engines)
+    /// Requests in flight per job (async engines); list or range (1..4096 = powers of two, 1..64/8 = step 8)
     #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
     pub qd: String,
-    /// Worker threads, each with its own engine instance and file descriptor
+    /// Worker threads, each with its own engine instance and file descriptor; list or range
     #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
     pub jobs: String,
     /// How jobs share the target: shared (each addresses all of it, like fio) or split (disjoint slices)
@@ -76,7 +86,7 @@ pub struct DeviceArgs {
         help_heading = "Workload"
     )]
     pub region: String,
-    /// Submit K requests at once, wait for all K, repeat (batched access)
+    /// Submit K requests at once, wait for all K, repeat (batched access); list or range (1..4096 = powers of two)
     #[arg(long, value_name = "K", help_heading = "Workload")]
     pub batch: Option<String>,
     /// fsync after every N writes (per job)
@@ -85,14 +95,14 @@ pub struct DeviceArgs {
     /// Seed of the offset and data generators
     #[arg(long, default_value = "4207", help_heading = "Workload")]
     pub seed: u64,
-    /// A built-in set of jobs (quick: QD1 4k randread latency, 4k randread IOPS at QD32, 1m read and write bandwidth)
+    /// A built-in set of jobs: quick, snia-iops, snia-throughput, snia-latency, batched-scan, batched-random, qd1-latency, max (see docs/sweeps.md)
     #[arg(long, value_name = "NAME", help_heading = "Workload")]
     pub profile: Option<String>,
     /// Name of the job in results (default: derived from its parameters)
     #[arg(long, help_heading = "Workload")]
     pub name: Option<String>,
 
-    /// I/O engine: psync, aio, io_uring, mmap, null
+    /// I/O engine: psync, aio, io_uring, mmap, null; a list sweeps it
     #[arg(
         long,
         default_value = "io_uring",
@@ -131,9 +141,84 @@ pub struct DeviceArgs {
     /// Stop after this many bytes (all jobs together)
     #[arg(long, value_name = "SIZE", help_heading = "Duration")]
     pub io_bytes: Option<String>,
+    /// Total time shared evenly by every point of a sweep (instead of --runtime per point)
+    #[arg(long, value_name = "DURATION", help_heading = "Duration")]
+    pub budget: Option<String>,
     /// Warm-up time excluded from statistics
     #[arg(long, value_name = "DURATION", help_heading = "Duration")]
     pub ramp: Option<String>,
+
+    /// Run the experiments of a TOML plan file (see examples/*.toml); flags given too are defaults
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub plan: Option<PathBuf>,
+
+    /// Open loop: issue at this total rate (IOPS, split across jobs); a list (1k,5k), range (1k..64k) or a ramp of the measured closed-loop maximum (10%..100%/10)
+    #[arg(long, value_name = "IOPS", help_heading = "Load")]
+    pub rate: Option<String>,
+    /// Open-loop arrivals: uniform (fixed gaps) or poisson (exponential gaps)
+    #[arg(
+        long,
+        default_value = "uniform",
+        value_name = "KIND",
+        help_heading = "Load"
+    )]
+    pub arrival: String,
+    /// Knee of the load-latency curve: highest load whose p99 stays under FACTOR x the unloaded p99
+    #[arg(
+        long,
+        default_value = "2",
+        value_name = "FACTOR",
+        help_heading = "Load"
+    )]
+    pub knee_factor: f64,
+    /// Find the largest QD (closed loop) or rate (with --rate) whose latency percentile meets this target
+    #[arg(long, value_name = "DURATION", help_heading = "Load")]
+    pub latency_target: Option<String>,
+    /// Percentile for --latency-target
+    #[arg(long, default_value = "99", value_name = "P", help_heading = "Load")]
+    pub percentile: f64,
+
+    /// Repeat the plan in rounds until steady state (SNIA PTS) on iops, bw or lat
+    #[arg(long, value_name = "METRIC", num_args = 0..=1, default_missing_value = "iops", help_heading = "Steady state")]
+    pub steady_state: Option<String>,
+    /// snia (range <= 20% and slope excursion <= 10% of the window mean), or fio's single criteria: fio-range, fio-slope
+    #[arg(
+        long,
+        default_value = "snia",
+        value_name = "MODE",
+        help_heading = "Steady state"
+    )]
+    pub steady_criterion: String,
+    /// Limit in percent of the window mean for fio-range / fio-slope
+    #[arg(
+        long,
+        default_value = "20",
+        value_name = "PCT",
+        help_heading = "Steady state"
+    )]
+    pub steady_limit: f64,
+    /// Rounds in the steady-state window
+    #[arg(
+        long,
+        default_value = "5",
+        value_name = "N",
+        help_heading = "Steady state"
+    )]
+    pub steady_window: usize,
+    /// Give up after this many rounds
+    #[arg(
+        long,
+        default_value = "25",
+        value_name = "N",
+        help_heading = "Steady state"
+    )]
+    pub max_rounds: usize,
+    /// Before measuring, write N x the target's size sequentially in 128 KiB blocks (default 2)
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2", help_heading = "Steady state")]
+    pub precondition: Option<String>,
+    /// Before preconditioning, purge: punch holes in the file (BLKDISCARD on a block device given with --destroy-data)
+    #[arg(long, help_heading = "Steady state")]
+    pub purge: bool,
 
     /// Stamp written blocks and check every read of them; mismatches exit 3
     #[arg(long, help_heading = "Data")]

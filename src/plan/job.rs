@@ -88,6 +88,42 @@ pub struct StopCondition {
     pub io_bytes: Option<u64>,
 }
 
+/// How open-loop arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Fixed interval 1/rate.
+    #[default]
+    Uniform,
+    /// Exponential gaps with mean 1/rate (a Poisson process).
+    Poisson,
+}
+
+impl Arrival {
+    pub fn parse(s: &str) -> Option<Arrival> {
+        match s {
+            "uniform" | "linear" => Some(Arrival::Uniform),
+            "poisson" => Some(Arrival::Poisson),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// Open-loop issuing: requests start on a schedule, not when others complete.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    /// Target rate over all workers, requests per second.
+    pub rate_iops: f64,
+    pub arrival: Arrival,
+}
+
 /// A fully specified device job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
@@ -117,6 +153,9 @@ pub struct JobSpec {
     /// Scripted device for the fake engine (tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fake: Option<FakeScript>,
+    /// Open-loop issuing at a target rate (`--rate`); `None` = closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
 }
 
 impl Default for JobSpec {
@@ -145,6 +184,7 @@ impl Default for JobSpec {
             verify: false,
             size: None,
             fake: None,
+            open_loop: None,
         }
     }
 }
@@ -201,6 +241,9 @@ impl JobSpec {
         }
         if self.jobs > 1 {
             n.push_str(&format!("-j{}", self.jobs));
+        }
+        if let Some(ol) = &self.open_loop {
+            n.push_str(&format!("-rate{:.0}", ol.rate_iops));
         }
         n.push_str(&format!("-{}", self.engine.name()));
         n
@@ -277,6 +320,26 @@ impl JobSpec {
                 "--engine",
                 "mmap goes through the page cache; add --buffered",
             ));
+        }
+        if let Some(ol) = &self.open_loop {
+            if !(ol.rate_iops.is_finite() && ol.rate_iops > 0.0 && ol.rate_iops <= 1e9) {
+                return Err(usage(
+                    "--rate",
+                    format!("rate {} is not in 0..1e9 requests/s", ol.rate_iops),
+                ));
+            }
+            if self.batch.is_some() {
+                return Err(usage(
+                    "--rate",
+                    "open-loop issuing and --batch exclude each other",
+                ));
+            }
+            if self.verify || self.fsync_every > 0 {
+                return Err(usage(
+                    "--rate",
+                    "open-loop issuing does not support --verify or --fsync-every",
+                ));
+            }
         }
         if let Some(cpus) = &self.cpus {
             if cpus.is_empty() {

@@ -1,6 +1,9 @@
 //! Plans: what the user asked for, parsed and validated before anything runs.
 
+pub mod experiment;
 pub mod fiojob;
 pub mod job;
 pub mod parse;
+pub mod planfile;
 pub mod profile;
+pub mod sweep;

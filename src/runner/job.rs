@@ -21,10 +21,11 @@ use crate::error::usage;
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
 use crate::measure::rusage::RusageSnapshot;
-use crate::plan::job::{JobSpec, RegionMode};
+use crate::plan::job::{Arrival, JobSpec, RegionMode};
 use crate::plan::parse::format_size;
 use crate::results::{time, BatchStats, OpStats, Point, Totals};
 use crate::runner::buffers::BufferPool;
+use crate::runner::openloop::{self, OpenLoopSpec};
 use crate::runner::pattern::{PatternSpec, RequestGen};
 use crate::runner::recorder::{Recorder, CLAT, LAT, LAT_KINDS, SLAT};
 use crate::runner::worker::{self, LoopSpec, RequestLog};
@@ -128,8 +129,13 @@ fn drive<C: Clock, E: Engine>(
     rec: &mut Recorder,
     log: Option<&mut RequestLog>,
     stop: &AtomicBool,
+    open_loop: Option<&OpenLoopSpec>,
 ) -> Result<(), String> {
-    worker::run(&mut engine, clock, ls, gen, pool, rec, log, stop).map_err(|e| e.to_string())
+    match open_loop {
+        Some(ol) => openloop::run(&mut engine, clock, ls, ol, gen, pool, rec, stop),
+        None => worker::run(&mut engine, clock, ls, gen, pool, rec, log, stop),
+    }
+    .map_err(|e| e.to_string())
 }
 
 pub fn run_job_with_clock<C: Clock>(
@@ -211,6 +217,7 @@ pub fn run_job_with_clock<C: Clock>(
         .map(|d| DiskSampler::new(d.disk.clone()));
 
     let started_at = time::now_rfc3339();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let (results, sys) = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, fd) in fds.into_iter().enumerate() {
@@ -219,7 +226,9 @@ pub fn run_job_with_clock<C: Clock>(
             let (region_start, region_len) = regions[i];
             let cpus = spec.cpus.clone();
             let record = opts.record_requests;
+            let done = DoneSignal(done_tx.clone());
             handles.push(scope.spawn(move || {
+                let _done = done;
                 if let Some(cpus) = &cpus {
                     pin_to_cpu(cpus[i % cpus.len()]);
                 }
@@ -239,6 +248,9 @@ pub fn run_job_with_clock<C: Clock>(
                     Ok((pool, gen))
                 })();
                 let mut rec = Recorder::new(0, expected_s.map(|s| s as usize + 2).unwrap_or(60));
+                if spec.open_loop.is_some() {
+                    rec.open_loop = Some(Default::default());
+                }
                 let mut log = record.map(RequestLog::with_capacity);
                 let (mut pool, mut gen) = match setup_result {
                     Ok(v) => v,
@@ -283,14 +295,28 @@ pub fn run_job_with_clock<C: Clock>(
                     region_start,
                     region_len,
                 };
+                let ol = spec.open_loop.map(|o| OpenLoopSpec {
+                    mean_gap_ns: 1e9 * n as f64 / o.rate_iops,
+                    poisson: o.arrival == Arrival::Poisson,
+                    seed,
+                });
+                let ol = ol.as_ref();
                 let (g, p, r, l) = (&mut gen, &mut pool, &mut rec, log.as_mut());
                 let outcome = if job_stop.load(Ordering::SeqCst) {
                     Err("another worker failed to start".to_string())
                 } else {
                     match spec.engine {
-                        EngineKind::Null => {
-                            drive(NullEngine::new(depth), &clock, &ls, g, p, r, l, job_stop)
-                        }
+                        EngineKind::Null => drive(
+                            NullEngine::new(depth),
+                            &clock,
+                            &ls,
+                            g,
+                            p,
+                            r,
+                            l,
+                            job_stop,
+                            ol,
+                        ),
                         EngineKind::Psync => drive(
                             PsyncEngine::new(setup.fd),
                             &clock,
@@ -300,17 +326,18 @@ pub fn run_job_with_clock<C: Clock>(
                             r,
                             l,
                             job_stop,
+                            ol,
                         ),
                         EngineKind::Aio => match AioEngine::new(&setup) {
-                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop),
+                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop, ol),
                             Err(e) => Err(format!("cannot set up kernel AIO: {e}")),
                         },
                         EngineKind::IoUring => match UringEngine::new(&setup) {
-                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop),
+                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop, ol),
                             Err(e) => Err(format!("cannot set up io_uring: {e}")),
                         },
                         EngineKind::Mmap => match MmapEngine::new(&setup) {
-                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop),
+                            Ok(e) => drive(e, &clock, &ls, g, p, r, l, job_stop, ol),
                             Err(e) => Err(format!("cannot map the target: {e}")),
                         },
                         EngineKind::Fake => match as_virtual(&clock) {
@@ -325,6 +352,7 @@ pub fn run_job_with_clock<C: Clock>(
                                     r,
                                     l,
                                     job_stop,
+                                    ol,
                                 )
                             }
                             None => Err("the fake engine needs the virtual clock".to_string()),
@@ -343,6 +371,7 @@ pub fn run_job_with_clock<C: Clock>(
             }));
         }
 
+        drop(done_tx);
         barrier.wait();
         start.store(clock.now(), Ordering::SeqCst);
         let wall0 = std::time::Instant::now();
@@ -355,8 +384,15 @@ pub fn run_job_with_clock<C: Clock>(
         let d0 = disk.as_ref().and_then(|d| d.sample());
         let t_measure = std::time::Instant::now();
         let mut last_tick = std::time::Instant::now();
-        while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(20));
+        // Wake when a worker ends (not on a polling period) or to report progress.
+        let mut finished = 0;
+        while finished < n {
+            let wait = Duration::from_secs(1).saturating_sub(last_tick.elapsed());
+            match done_rx.recv_timeout(wait.max(Duration::from_millis(1))) {
+                Ok(()) => finished += 1,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
             if let Some(cb) = opts.on_progress {
                 if last_tick.elapsed() >= Duration::from_secs(1) {
                     last_tick = std::time::Instant::now();
@@ -408,6 +444,15 @@ pub fn run_job_with_clock<C: Clock>(
     })
 }
 
+/// Tells the main thread that a worker ended, on every way out (even a panic).
+struct DoneSignal(std::sync::mpsc::Sender<()>);
+
+impl Drop for DoneSignal {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
 fn as_virtual<C: Clock>(clock: &C) -> Option<VirtualClock> {
     (clock as &dyn std::any::Any)
         .downcast_ref::<VirtualClock>()
@@ -446,6 +491,10 @@ pub fn params_of(spec: &JobSpec) -> BTreeMap<String, String> {
     }
     if let Some(k) = spec.batch {
         p.insert("batch".into(), k.to_string());
+    }
+    if let Some(ol) = &spec.open_loop {
+        p.insert("rate".into(), format!("{:.0}", ol.rate_iops));
+        p.insert("arrival".into(), ol.arrival.name().into());
     }
     p
 }
@@ -522,6 +571,22 @@ fn build_point(
         warnings.push("no request completed in the measured phase (runtime too short, or ramp longer than the run)".into());
     }
     let _ = kind;
+    let mut extra = BTreeMap::new();
+    if let (Some(o), Some(ol)) = (&rec.open_loop, &spec.open_loop) {
+        for (k, name) in [(0, "read"), (1, "write")] {
+            if !o.intended[k].is_empty() {
+                histograms.insert(format!("{name}.lat_intended"), o.intended[k].encode());
+            }
+        }
+        let v = openloop::summary(o, ol.rate_iops, ol.arrival.name(), total.iops, spec.jobs);
+        if total.iops < 0.95 * ol.rate_iops {
+            warnings.push(format!(
+                "target rate not reached: {:.0} of {:.0} IOPS ({} requests still due at the end); latency from the intended issue time includes the queueing",
+                total.iops, ol.rate_iops, o.final_backlog
+            ));
+        }
+        extra.insert("open_loop".into(), v);
+    }
     Point {
         name: spec.name.clone(),
         job: Some(spec.clone()),
@@ -544,6 +609,6 @@ fn build_point(
         errors: rec.errors.clone(),
         warnings,
         histograms,
-        extra: BTreeMap::new(),
+        extra,
     }
 }

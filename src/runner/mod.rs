@@ -2,7 +2,9 @@
 
 pub mod buffers;
 pub mod job;
+pub mod openloop;
 pub mod pattern;
 pub mod recorder;
+pub mod steady;
 pub mod verify;
 pub mod worker;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use crate::engine::OpKind;
 use crate::measure::histogram::LatencyHistogram;
 use crate::results::{SeriesPoint, VerifyMismatch, VerifyStats};
+use crate::runner::openloop::OpenLoopRecorder;
 
 pub const SLAT: usize = 0;
 pub const CLAT: usize = 1;
@@ -55,6 +56,8 @@ pub struct Recorder {
     next_boundary: u64,
     pub errors: BTreeMap<String, u64>,
     pub verify: VerifyStats,
+    /// Intended-time latency and lateness of open-loop issuing (`--rate`).
+    pub open_loop: Option<OpenLoopRecorder>,
 }
 
 impl Recorder {
@@ -74,6 +77,7 @@ impl Recorder {
             next_boundary: measure_start + INTERVAL_NS,
             errors: BTreeMap::new(),
             verify: VerifyStats::default(),
+            open_loop: None,
         }
     }
 
@@ -185,6 +189,9 @@ impl Recorder {
         self.cur = self.cur.max(other.cur);
         for (k, v) in &other.errors {
             *self.errors.entry(k.clone()).or_insert(0) += v;
+        }
+        if let Some(o) = &other.open_loop {
+            self.open_loop.get_or_insert_with(Default::default).merge(o);
         }
         self.verify.blocks_checked += other.verify.blocks_checked;
         self.verify.mismatches += other.verify.mismatches;

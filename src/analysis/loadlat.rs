@@ -1,0 +1,150 @@
+//! The load-latency curve of open-loop points: achieved IOPS against mean,
+//! p50, p95, p99 and p99.9 latency measured from the *intended* issue time
+//! (and the actual-issue view next to it), the knee (highest load whose
+//! p99 stays under `factor` x the unloaded p99) and the saturation point
+//! (the first load whose achieved rate falls short of the target, or the
+//! highest achieved rate).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::{key_text, key_without, lat_summary};
+use crate::measure::histogram::LatStats;
+use crate::results::Point;
+
+/// A load point falls short when it achieves less than this share of its target.
+pub const SHORTFALL: f64 = 0.95;
+
+struct Row<'a> {
+    p: &'a Point,
+    target: f64,
+    achieved: f64,
+    intended: LatStats,
+}
+
+fn intended_of(p: &Point) -> Option<(f64, LatStats)> {
+    let ol = p.extra.get("open_loop")?;
+    let target = ol.get("target_iops")?.as_f64()?;
+    let lat = ol.get("lat_from_intended")?;
+    let s = lat.get("read").or_else(|| lat.get("write"))?;
+    Some((target, serde_json::from_value(s.clone()).ok()?))
+}
+
+pub fn analyze(points: &[Point], knee_factor: f64) -> Value {
+    let mut groups: BTreeMap<BTreeMap<String, String>, Vec<Row>> = BTreeMap::new();
+    for p in points {
+        if let Some((target, intended)) = intended_of(p) {
+            groups
+                .entry(key_without(p, &["rate"]))
+                .or_default()
+                .push(Row {
+                    p,
+                    target,
+                    achieved: p.total.iops,
+                    intended,
+                });
+        }
+    }
+    let mut out = Vec::new();
+    for (g, mut rows) in groups {
+        rows.sort_by(|a, b| {
+            a.target
+                .partial_cmp(&b.target)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let closed_max = points
+            .iter()
+            .filter(|p| {
+                p.extra.get("role").and_then(Value::as_str) == Some("closed_loop_max")
+                    && key_without(p, &["rate", "arrival"])
+                        == key_without(rows[0].p, &["rate", "arrival"])
+            })
+            .map(|p| p.total.iops)
+            .next_back();
+        let unloaded_p99 = rows[0].intended.percentile(99.0).unwrap_or(0) as f64;
+        let limit = knee_factor * unloaded_p99;
+        let knee = rows
+            .iter()
+            .take_while(|r| (r.intended.percentile(99.0).unwrap_or(u64::MAX) as f64) < limit)
+            .last();
+        let first_short = rows.iter().find(|r| r.achieved < SHORTFALL * r.target);
+        let max_achieved = rows.iter().max_by(|a, b| {
+            a.achieved
+                .partial_cmp(&b.achieved)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let curve: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "point": r.p.name,
+                    "target_iops": r.target,
+                    "achieved_iops": r.achieved,
+                    "lat_from_intended": lat_summary(&r.intended),
+                    "lat_from_issue": r.p.main_lat().map(lat_summary),
+                    "late_fraction": r.p.extra["open_loop"].get("late_fraction"),
+                })
+            })
+            .collect();
+        out.push(json!({
+            "group": key_text(&g),
+            "closed_loop_max_iops": closed_max,
+            "unloaded_p99_ns": unloaded_p99,
+            "knee_factor": knee_factor,
+            "knee": knee.map(|r| json!({"point": r.p.name, "target_iops": r.target, "achieved_iops": r.achieved,
+                "p99_ns": r.intended.percentile(99.0)})),
+            "saturation": json!({
+                "first_short_target_iops": first_short.map(|r| r.target),
+                "first_short_achieved_iops": first_short.map(|r| r.achieved),
+                "max_achieved_iops": max_achieved.map(|r| r.achieved),
+            }),
+            "curve": curve,
+        }));
+    }
+    Value::Array(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::{lat, point};
+    use crate::plan::job::{Arrival, JobSpec, OpenLoop};
+
+    /// M/D/1-like synthetic curve: service 100 us, capacity 10k IOPS.
+    #[test]
+    fn knee_and_saturation() {
+        let mut pts = Vec::new();
+        for rate in [1000.0, 3000.0, 5000.0, 7000.0, 9000.0, 11000.0, 13000.0] {
+            let spec = JobSpec {
+                open_loop: Some(OpenLoop {
+                    rate_iops: rate,
+                    arrival: Arrival::Poisson,
+                }),
+                ..Default::default()
+            };
+            let rho: f64 = rate / 10_000.0;
+            let achieved = rate.min(10_000.0);
+            let p99 = if rho < 1.0 {
+                (100_000.0 * (1.0 + rho / (1.0 - rho))) as u64
+            } else {
+                1_000_000_000
+            };
+            let mut p = point(&spec, achieved, p99 as f64 / 2.0, 100_000);
+            p.extra.insert(
+                "open_loop".into(),
+                json!({"target_iops": rate, "lat_from_intended": {"read": lat(p99 as f64 / 2.0, p99)}}),
+            );
+            pts.push(p);
+        }
+        let v = analyze(&pts, 2.0);
+        let g = &v[0];
+        // p99 = 100us * (1 + rho/(1-rho)): 2x at rho = 0.5, so the knee is 5000.
+        assert_eq!(g["knee"]["target_iops"], 5000.0, "{g}");
+        assert_eq!(g["saturation"]["first_short_target_iops"], 11000.0);
+        assert_eq!(g["saturation"]["max_achieved_iops"], 10000.0);
+        assert_eq!(g["curve"].as_array().unwrap().len(), 7);
+        let v3 = analyze(&pts, 4.0);
+        assert_eq!(v3[0]["knee"]["target_iops"], 7000.0);
+    }
+}

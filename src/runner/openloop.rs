@@ -1,0 +1,370 @@
+//! Open-loop issuing: requests start on a schedule (uniform or Poisson
+//! arrivals at a target rate), not when earlier requests complete. Each
+//! request keeps its *intended* issue time, so latency is measured both from
+//! the intended time (what a client of a queue sees, no coordinated
+//! omission) and from the actual issue time (what fio's `rate_iops` reports).
+//! When the device or the depth cannot keep up, due requests wait: that wait
+//! is counted as issue delay, late issues and backlog.
+//!
+//! The closed-loop hot path in `worker.rs` is untouched; this is its own loop.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::engine::{Completion, Engine, IoRequest, OpKind};
+use crate::interrupt;
+use crate::measure::clock::Clock;
+use crate::measure::histogram::LatencyHistogram;
+use crate::runner::buffers::BufferPool;
+use crate::runner::pattern::RequestGen;
+use crate::runner::recorder::Recorder;
+use crate::runner::worker::{LoopSpec, WorkerError};
+
+/// An issue is "late" when it starts more than this after its intended time.
+pub const LATE_NS: u64 = 50_000;
+/// Poll step while requests are in flight and the next one is not due.
+const POLL_NS: u64 = 1_000;
+/// With nothing in flight, sleep until this long before the next arrival,
+/// then poll: a sleeping thread wakes up tens of microseconds late.
+const WAKE_MARGIN_NS: u64 = 200_000;
+
+/// One worker's schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpenLoopSpec {
+    /// Mean gap between this worker's arrivals, ns.
+    pub mean_gap_ns: f64,
+    pub poisson: bool,
+    pub seed: u64,
+}
+
+/// What open-loop issuing measured on top of the normal recorder.
+#[derive(Clone, Default)]
+pub struct OpenLoopRecorder {
+    /// Completion minus intended issue time, per op kind (read, write).
+    pub intended: [LatencyHistogram; 2],
+    /// Actual issue minus intended issue time.
+    pub issue_delay: LatencyHistogram,
+    /// Measured requests and how many of them started late.
+    pub measured: u64,
+    pub late: u64,
+    /// Requests due but not yet issued: the largest seen and the count at the end.
+    pub max_backlog: u64,
+    pub final_backlog: u64,
+}
+
+impl OpenLoopRecorder {
+    pub fn merge(&mut self, o: &OpenLoopRecorder) {
+        for k in 0..2 {
+            self.intended[k].merge(&o.intended[k]);
+        }
+        self.issue_delay.merge(&o.issue_delay);
+        self.measured += o.measured;
+        self.late += o.late;
+        self.max_backlog += o.max_backlog;
+        self.final_backlog += o.final_backlog;
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    op: Option<OpKind>,
+    len: u64,
+    t_intended: u64,
+    t_prep: u64,
+    t_sub: u64,
+}
+
+/// Arrival times of one worker: start + cumulative gaps (kept in f64 so
+/// sub-nanosecond gaps at high rates do not drift).
+struct Schedule {
+    next: f64,
+    mean: f64,
+    poisson: bool,
+    rng: SmallRng,
+}
+
+impl Schedule {
+    fn new(start: u64, ol: &OpenLoopSpec) -> Schedule {
+        let mut s = Schedule {
+            next: start as f64,
+            mean: ol.mean_gap_ns,
+            poisson: ol.poisson,
+            rng: SmallRng::seed_from_u64(ol.seed ^ 0x0be7_100f),
+        };
+        // The first arrival is one gap in (a random one for Poisson).
+        s.advance();
+        s
+    }
+
+    #[inline]
+    fn due(&self) -> u64 {
+        self.next as u64
+    }
+
+    #[inline]
+    fn advance(&mut self) {
+        let gap = if self.poisson {
+            // Exponential with the given mean: -ln(U), U in (0, 1].
+            let u = 1.0 - (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            -u.ln() * self.mean
+        } else {
+            self.mean
+        };
+        self.next += gap;
+    }
+
+    /// Requests due by `now` that were not issued yet (including the next one).
+    fn backlog(&self, now: u64) -> u64 {
+        if (now as f64) < self.next {
+            0
+        } else {
+            ((now as f64 - self.next) / self.mean) as u64 + 1
+        }
+    }
+}
+
+/// Run the open loop until the deadline, a count limit or the stop flag.
+/// `rec.open_loop` must be set; the normal histograms get latency from the
+/// actual issue, `rec.open_loop` the intended-time view.
+#[allow(clippy::too_many_arguments)]
+pub fn run<C: Clock, E: Engine>(
+    engine: &mut E,
+    clock: &C,
+    spec: &LoopSpec,
+    ol: &OpenLoopSpec,
+    gen: &mut RequestGen,
+    pool: &mut BufferPool,
+    rec: &mut Recorder,
+    stop: &AtomicBool,
+) -> Result<(), WorkerError> {
+    // Timer slack (50 us by default) would make every sleep that much late.
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut orec = rec.open_loop.take().unwrap_or_default();
+    let r = run_inner(engine, clock, spec, ol, gen, pool, rec, &mut orec, stop);
+    rec.open_loop = Some(orec);
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_inner<C: Clock, E: Engine>(
+    engine: &mut E,
+    clock: &C,
+    spec: &LoopSpec,
+    ol: &OpenLoopSpec,
+    gen: &mut RequestGen,
+    pool: &mut BufferPool,
+    rec: &mut Recorder,
+    orec: &mut OpenLoopRecorder,
+    stop: &AtomicBool,
+) -> Result<(), WorkerError> {
+    let depth = spec.depth as usize;
+    let mut slots = vec![Slot::default(); depth];
+    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+    let mut staged: Vec<u32> = Vec::with_capacity(depth);
+    let mut comps: Vec<Completion> = Vec::with_capacity(depth);
+    let mut sched = Schedule::new(clock.now(), ol);
+    let (mut issued_ops, mut issued_bytes) = (0u64, 0u64);
+    let mut in_flight = 0usize;
+    let mut stopping = false;
+
+    loop {
+        let now = clock.now();
+        if !stopping
+            && (now >= spec.deadline
+                || sched.due() >= spec.deadline
+                || stop.load(Ordering::Relaxed)
+                || interrupt::stop_requested())
+        {
+            stopping = true;
+            let end = now.min(spec.deadline);
+            orec.final_backlog = sched.backlog(end);
+        }
+        if !stopping {
+            while sched.due() <= now {
+                let Some(s) = free.pop() else { break };
+                if issued_ops >= spec.max_ops || issued_bytes >= spec.max_bytes {
+                    free.push(s);
+                    stopping = true;
+                    break;
+                }
+                let (op, offset, len) = gen.next_request();
+                let req = IoRequest {
+                    slot: s,
+                    op,
+                    offset,
+                    len: len as u32,
+                    buf: pool.slot_ptr(s as usize),
+                };
+                let t_prep = if spec.sync_engine { clock.now() } else { now };
+                slots[s as usize] = Slot {
+                    op: Some(op),
+                    len,
+                    t_intended: sched.due(),
+                    t_prep,
+                    t_sub: t_prep,
+                };
+                engine.queue(req)?;
+                if !spec.sync_engine {
+                    staged.push(s);
+                }
+                sched.advance();
+                in_flight += 1;
+                issued_ops += 1;
+                issued_bytes += len;
+                if spec.sync_engine {
+                    break;
+                }
+            }
+            if !staged.is_empty() {
+                engine.submit()?;
+                let ts = clock.now();
+                for &s in &staged {
+                    slots[s as usize].t_sub = ts;
+                }
+                staged.clear();
+            }
+            let b = sched.backlog(now);
+            if b > orec.max_backlog {
+                orec.max_backlog = b;
+            }
+        }
+        if in_flight == 0 {
+            if stopping {
+                break;
+            }
+            let (t, due) = (clock.now(), sched.due());
+            if due > t + WAKE_MARGIN_NS {
+                clock.sleep_until(due - WAKE_MARGIN_NS);
+            } else {
+                clock.sleep_until(due.min(t + POLL_NS));
+            }
+            continue;
+        }
+        comps.clear();
+        let blocked = stopping || (free.is_empty() && sched.due() <= now) || spec.sync_engine;
+        let got = if blocked {
+            let mut got = 0;
+            while got == 0 {
+                got += engine.reap(1, &mut comps)?;
+            }
+            got
+        } else {
+            engine.reap(0, &mut comps)?
+        };
+        if got == 0 {
+            let t = clock.now();
+            clock.sleep_until(sched.due().min(t + POLL_NS));
+            continue;
+        }
+        let t_done = clock.now();
+        for c in comps.iter() {
+            let s = c.slot as usize;
+            let slot = slots[s];
+            let op = slot.op.unwrap_or(OpKind::Read);
+            if c.result != slot.len as i64 {
+                rec.record_error(c.result);
+                let err = if c.result < 0 {
+                    std::io::Error::from_raw_os_error((-c.result) as i32)
+                } else {
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("short transfer: {} of {} bytes", c.result, slot.len),
+                    )
+                };
+                return Err(WorkerError::Io { op, offset: 0, err });
+            }
+            if t_done >= spec.measure_start {
+                rec.record(
+                    op,
+                    slot.len,
+                    slot.t_prep,
+                    slot.t_sub,
+                    t_done,
+                    spec.sync_engine,
+                );
+                orec.intended[op.index().min(1)].record(t_done.saturating_sub(slot.t_intended));
+                let delay = slot.t_prep.saturating_sub(slot.t_intended);
+                orec.issue_delay.record(delay);
+                orec.measured += 1;
+                if delay > LATE_NS {
+                    orec.late += 1;
+                }
+            }
+            slots[s].op = None;
+            free.push(c.slot);
+            in_flight -= 1;
+        }
+    }
+    Ok(())
+}
+
+/// Summary of a point's open-loop recorder, stored in `Point.extra["open_loop"]`.
+pub fn summary(
+    orec: &OpenLoopRecorder,
+    target_iops: f64,
+    arrival: &str,
+    achieved_iops: f64,
+    jobs: u32,
+) -> serde_json::Value {
+    let stats = |h: &LatencyHistogram| serde_json::to_value(h.stats()).unwrap_or_default();
+    let mut intended = serde_json::Map::new();
+    for (k, name) in [(0, "read"), (1, "write")] {
+        if !orec.intended[k].is_empty() {
+            intended.insert(name.into(), stats(&orec.intended[k]));
+        }
+    }
+    serde_json::json!({
+        "target_iops": target_iops,
+        "arrival": arrival,
+        "jobs": jobs,
+        "achieved_iops": achieved_iops,
+        "achieved_fraction": if target_iops > 0.0 { achieved_iops / target_iops } else { 0.0 },
+        "late_threshold_ns": LATE_NS,
+        "late_fraction": if orec.measured > 0 { orec.late as f64 / orec.measured as f64 } else { 0.0 },
+        "late": orec.late,
+        "measured": orec.measured,
+        "max_backlog": orec.max_backlog,
+        "final_backlog": orec.final_backlog,
+        "issue_delay": stats(&orec.issue_delay),
+        "lat_from_intended": intended,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedules_keep_their_rate() {
+        for poisson in [false, true] {
+            let ol = OpenLoopSpec {
+                mean_gap_ns: 1000.0,
+                poisson,
+                seed: 7,
+            };
+            let mut s = Schedule::new(0, &ol);
+            for _ in 0..99_999 {
+                s.advance();
+            }
+            let mean = s.due() as f64 / 100_000.0;
+            assert!(
+                (mean - 1000.0).abs() < 20.0,
+                "poisson={poisson} mean gap {mean}"
+            );
+        }
+        let s = Schedule::new(
+            0,
+            &OpenLoopSpec {
+                mean_gap_ns: 100.0,
+                poisson: false,
+                seed: 0,
+            },
+        );
+        assert_eq!(s.backlog(50), 0);
+        assert_eq!(s.backlog(100), 1);
+        assert_eq!(s.backlog(1000), 10);
+    }
+}

@@ -1,0 +1,52 @@
+//! Every shipped plan file under examples/ parses and expands into valid
+//! experiments (checked through `iolab device --plan FILE --dry-run`).
+
+use std::process::Command;
+
+#[test]
+fn every_example_plan_expands() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        n += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let plan = iolab::plan::planfile::parse(&path.display().to_string(), &text)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        assert!(!plan.experiments.is_empty());
+        let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+            .args(["device", "--plan"])
+            .arg(&path)
+            .arg("--dry-run")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("estimated duration"), "{text}");
+    }
+    assert!(n >= 6, "expected the shipped examples, found {n}");
+}
+
+#[test]
+fn bad_plan_exits_2_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.toml");
+    std::fs::write(&p, "[[experiment]]\nname = \"x\"\nqd = \"many\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["device", "--plan"])
+        .arg(&p)
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[x]") && err.contains("--qd"), "{err}");
+}
