@@ -1,6 +1,186 @@
 //! Arguments of `iolab kv` (issue: database workloads).
 
-use clap::Args;
+use crate::kv::engine::{Compression, EngineKind};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// Which YCSB phases to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PhaseSel {
+    Load,
+    Run,
+    Both,
+}
 
 #[derive(Debug, Args)]
-pub struct KvArgs {}
+#[command(after_help = "Examples:
+  iolab kv a --engine rocksdb -p recordcount=100000 -p operationcount=100000
+  iolab kv -P examples/ycsb/workloadd --engine lmdb --threads 4 --target 5000
+  iolab kv fillrandom,readrandom --engine rocksdb --num 1000000 --key-size 16 --value-size 100
+  iolab kv fillrandom,readwhilewriting --readers 1,2,4,8 --memory-limit 256m --engine lmdb")]
+pub struct KvArgs {
+    /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
+    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting.
+    /// Default: a (or the -P file's workload).
+    pub workload: Option<String>,
+
+    /// YCSB property file (key=value lines); may be given several times.
+    #[arg(short = 'P', value_name = "FILE")]
+    pub property_files: Vec<PathBuf>,
+
+    /// YCSB property override key=value (e.g. -p recordcount=100000).
+    #[arg(short = 'p', value_name = "KEY=VALUE")]
+    pub props: Vec<String>,
+
+    /// Database engine.
+    #[arg(long, value_enum, default_value = "rocksdb")]
+    pub engine: EngineKind,
+
+    /// YCSB phases to run.
+    #[arg(long, value_enum, default_value = "both")]
+    pub phase: PhaseSel,
+
+    /// Client threads (YCSB threadcount; db_bench threads for fill/read benchmarks).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+
+    /// Target total operations per second (open loop; latency is also
+    /// measured from each operation's intended start).
+    #[arg(long, value_name = "OPS")]
+    pub target: Option<f64>,
+
+    /// db_bench options.
+    #[command(flatten)]
+    pub bench: Box<BenchArgs>,
+
+    /// Engine options (boxed: they make the argument struct large).
+    #[command(flatten)]
+    pub eng: Box<EngineArgs>,
+
+    /// Where the database lives and the limits it runs under.
+    #[command(flatten)]
+    pub place: Box<PlaceArgs>,
+
+    /// PRNG seed.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Write results (iolab results model, JSON) to this file.
+    #[arg(short = 'o', long, visible_alias = "json")]
+    pub output: Option<PathBuf>,
+
+    /// Print only the plan (engine settings, phases) and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Engine options of `iolab kv`; each engine applies what it has and prints
+/// the effective values.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// Durable writes: fsync on every commit.
+    #[arg(long)]
+    pub sync: bool,
+
+    /// Disable the write-ahead log (RocksDB) / use a rollback journal (SQLite).
+    #[arg(long)]
+    pub disable_wal: bool,
+
+    /// Block/page cache size.
+    #[arg(long, default_value = "64m")]
+    pub cache_size: String,
+
+    /// Block compression (RocksDB: all; fjall: none, lz4).
+    #[arg(long, value_enum, default_value = "none")]
+    pub compression: Compression,
+
+    /// O_DIRECT reads and flush/compaction writes (RocksDB).
+    #[arg(long)]
+    pub direct_io: bool,
+
+    /// Memory-mapped I/O (RocksDB mmap reads, LMDB WRITEMAP, SQLite mmap).
+    #[arg(long)]
+    pub mmap: bool,
+
+    /// Page size (SQLite).
+    #[arg(long)]
+    pub page_size: Option<String>,
+
+    /// No OS readahead on the database file (LMDB MDB_NORDAHEAD).
+    #[arg(long)]
+    pub no_readahead: bool,
+
+    /// LMDB map size (maximum database size).
+    #[arg(long, default_value = "64g")]
+    pub map_size: String,
+
+    /// RocksDB write buffer (memtable) / fjall memtable size.
+    #[arg(long, default_value = "64m")]
+    pub write_buffer_size: String,
+
+    /// RocksDB bytes_per_sync and wal_bytes_per_sync (0 = off).
+    #[arg(long, default_value = "0")]
+    pub bytes_per_sync: String,
+
+    /// RocksDB enable_pipelined_write (db_bench turns it on by default).
+    #[arg(long)]
+    pub pipelined_write: bool,
+
+    /// RocksDB max background jobs.
+    #[arg(long, default_value_t = 2)]
+    pub background_jobs: u32,
+}
+
+/// db_bench-style options of `iolab kv`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// db_bench: number of keys.
+    #[arg(long, default_value_t = 100_000)]
+    pub num: u64,
+
+    /// db_bench: key size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+
+    /// db_bench: value size in bytes (>= 12: values carry a checksum header).
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+
+    /// db_bench: reads per reader thread (default: --num).
+    #[arg(long)]
+    pub reads: Option<u64>,
+
+    /// readwhilewriting: reader thread counts, a sweep (e.g. 1,2,4,8,16,32,64).
+    #[arg(long, default_value = "1")]
+    pub readers: String,
+
+    /// readwhilewriting: writer rate limit in operations per second.
+    #[arg(long, value_name = "OPS")]
+    pub writer_rate: Option<f64>,
+}
+
+/// The database location and the environment of `iolab kv`.
+#[derive(Debug, Args)]
+pub struct PlaceArgs {
+    /// Directory on the filesystem under test; the database is a scratch
+    /// directory inside it, removed at exit unless --keep.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Use (and keep) this database directory instead of a scratch one.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+
+    /// Keep the scratch database directory.
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Run in a memory cgroup limited to SIZE (root), so a larger database
+    /// exercises the device.
+    #[arg(long, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
+
+    /// Drop the page cache before each phase (root).
+    #[arg(long)]
+    pub drop_caches: bool,
+}

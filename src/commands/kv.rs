@@ -1,7 +1,7 @@
-//! `iolab kv`: database workloads.
+//! `iolab kv`: database workloads (glue to `kv::run`).
 
 use crate::cli::kv::KvArgs;
 
-pub fn run(_args: KvArgs) -> anyhow::Result<()> {
-    anyhow::bail!("iolab kv is not built yet")
+pub fn run(args: KvArgs) -> anyhow::Result<()> {
+    crate::kv::run::run(args)
 }

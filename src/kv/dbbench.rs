@@ -1,0 +1,228 @@
+//! db_bench-style benchmarks: fillseq, fillrandom, overwrite, readrandom,
+//! readseq, seekrandom, readwhilewriting. Keys are `--key-size` decimal
+//! digits of the record number (0..num), values `--value-size` bytes with
+//! the integrity header.
+
+use super::generator::Counter;
+use super::keys::fixed_key;
+use super::phase::{Work, Worker};
+use super::recorder::{OpKind, ScanTally, READSEQ_BATCH};
+use super::value::{self, BodyPool, HEADER};
+use crate::error::usage;
+use crate::measure::clock::mono_now_ns;
+use anyhow::Result;
+use rand::RngExt;
+
+/// One db_bench benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bench {
+    FillSeq,
+    FillRandom,
+    Overwrite,
+    ReadRandom,
+    ReadSeq,
+    SeekRandom,
+    ReadWhileWriting,
+}
+
+impl Bench {
+    pub fn parse(s: &str) -> Option<Bench> {
+        Some(match s {
+            "fillseq" => Bench::FillSeq,
+            "fillrandom" => Bench::FillRandom,
+            "overwrite" => Bench::Overwrite,
+            "readrandom" => Bench::ReadRandom,
+            "readseq" => Bench::ReadSeq,
+            "seekrandom" => Bench::SeekRandom,
+            "readwhilewriting" => Bench::ReadWhileWriting,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::FillSeq => "fillseq",
+            Bench::FillRandom => "fillrandom",
+            Bench::Overwrite => "overwrite",
+            Bench::ReadRandom => "readrandom",
+            Bench::ReadSeq => "readseq",
+            Bench::SeekRandom => "seekrandom",
+            Bench::ReadWhileWriting => "readwhilewriting",
+        }
+    }
+
+    /// Whether the benchmark needs an existing database.
+    pub fn needs_data(self) -> bool {
+        !matches!(self, Bench::FillSeq | Bench::FillRandom)
+    }
+}
+
+/// Sizes shared by the benchmarks.
+#[derive(Debug, Clone, Copy)]
+pub struct DbBenchConfig {
+    pub num: u64,
+    pub key_size: usize,
+    pub value_size: usize,
+}
+
+impl DbBenchConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.num == 0 {
+            return Err(usage("--num", "must be >= 1"));
+        }
+        if !(1..=1024).contains(&self.key_size) {
+            return Err(usage("--key-size", "must be 1..=1024"));
+        }
+        let digits = self.num.saturating_sub(1).max(1).ilog10() as usize + 1;
+        if self.key_size < digits {
+            return Err(usage(
+                "--key-size",
+                format!("{} digits cannot hold --num {}", self.key_size, self.num),
+            ));
+        }
+        if self.value_size < HEADER || self.value_size > 64 << 20 {
+            return Err(usage(
+                "--value-size",
+                format!("must be {HEADER}..=64MiB (values carry a {HEADER}-byte checksum header)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A db_bench benchmark as a `Work`.
+pub struct DbBench {
+    bench: Bench,
+    cfg: DbBenchConfig,
+    seq: Counter,
+    pool: BodyPool,
+}
+
+impl DbBench {
+    pub fn new(bench: Bench, cfg: DbBenchConfig, seed: u64) -> DbBench {
+        DbBench {
+            bench,
+            cfg,
+            seq: Counter::new(0),
+            pool: BodyPool::new(cfg.value_size, seed),
+        }
+    }
+
+    fn write(&self, w: &mut Worker<'_>, num: u64) -> Result<()> {
+        fixed_key(num, self.cfg.key_size, &mut w.key);
+        // The version is the writer's op counter: unique enough for the checksum.
+        value::build(
+            &self.pool,
+            &mut w.rng,
+            &w.key,
+            w.n,
+            self.cfg.value_size,
+            &mut w.val,
+        );
+        let t0 = mono_now_ns();
+        w.s.insert(&w.key, &w.val)?;
+        let t1 = mono_now_ns();
+        let bytes = (w.key.len() + w.val.len()) as u64;
+        w.rec.logical_written += bytes;
+        w.record(OpKind::Write, t0, t1, 1, bytes);
+        Ok(())
+    }
+
+    fn read(&self, w: &mut Worker<'_>) -> Result<()> {
+        let num = w.rng.random_range(0..self.cfg.num);
+        fixed_key(num, self.cfg.key_size, &mut w.key);
+        let t0 = mono_now_ns();
+        let found = w.s.read(&w.key, &mut w.buf)?;
+        let t1 = mono_now_ns();
+        w.record(
+            OpKind::Read,
+            t0,
+            t1,
+            1,
+            (w.key.len() + if found { w.buf.len() } else { 0 }) as u64,
+        );
+        if found {
+            w.rec.verified += 1;
+            if let Err(e) = value::verify(&w.key, &w.buf) {
+                let k = String::from_utf8_lossy(&w.key).into_owned();
+                w.rec.mismatch(|| format!("{k}: {e}"));
+            }
+        } else {
+            w.rec.not_found += 1;
+        }
+        Ok(())
+    }
+
+    fn scan(&self, w: &mut Worker<'_>, kind: OpKind, count: usize) -> Result<usize> {
+        let readseq = kind == OpKind::ReadSeq;
+        let mut tally = ScanTally {
+            keep_last: readseq,
+            last: std::mem::take(&mut w.buf),
+            ..ScanTally::default()
+        };
+        tally.last.clear();
+        let start: &[u8] = if readseq { &w.cursor } else { &w.key };
+        let t0 = mono_now_ns();
+        let n = w.s.scan(start, count, &mut |k, v| tally.visit(k, v))?;
+        let t1 = mono_now_ns();
+        tally.settle(&mut w.rec);
+        let ops = if readseq { n as u64 } else { 1 };
+        w.record(kind, t0, t1, ops, tally.bytes);
+        if readseq {
+            // The next batch starts just after the last key seen (key + 0x00).
+            w.cursor.clear();
+            if n > 0 {
+                w.cursor.extend_from_slice(&tally.last);
+                w.cursor.push(0);
+            }
+        }
+        w.buf = tally.last;
+        Ok(n)
+    }
+}
+
+impl Work for DbBench {
+    fn kinds(&self) -> Vec<OpKind> {
+        match self.bench {
+            Bench::FillSeq | Bench::FillRandom | Bench::Overwrite => vec![OpKind::Write],
+            Bench::ReadRandom => vec![OpKind::Read],
+            Bench::ReadSeq => vec![OpKind::ReadSeq],
+            Bench::SeekRandom => vec![OpKind::Seek],
+            Bench::ReadWhileWriting => vec![OpKind::Write, OpKind::Read],
+        }
+    }
+
+    fn op(&self, w: &mut Worker<'_>) -> Result<()> {
+        match self.bench {
+            Bench::FillSeq => {
+                let n = self.seq.next() as u64;
+                self.write(w, n)
+            }
+            Bench::FillRandom | Bench::Overwrite => {
+                let n = w.rng.random_range(0..self.cfg.num);
+                self.write(w, n)
+            }
+            Bench::ReadRandom => self.read(w),
+            Bench::ReadSeq => {
+                let n = self.scan(w, OpKind::ReadSeq, READSEQ_BATCH)?;
+                if n == 0 {
+                    w.cursor.clear();
+                }
+                Ok(())
+            }
+            Bench::SeekRandom => {
+                let num = w.rng.random_range(0..self.cfg.num);
+                fixed_key(num, self.cfg.key_size, &mut w.key);
+                self.scan(w, OpKind::Seek, 1).map(|_| ())
+            }
+            Bench::ReadWhileWriting => {
+                if w.id == 0 {
+                    let n = w.rng.random_range(0..self.cfg.num);
+                    self.write(w, n)
+                } else {
+                    self.read(w)
+                }
+            }
+        }
+    }
+}

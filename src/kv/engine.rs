@@ -1,0 +1,173 @@
+//! The key-value engine interface every adapter implements, and its options.
+//!
+//! An engine is opened once and shared by reference; each worker thread
+//! takes its own `KvSession` (its own connection, transactions and buffers),
+//! so the hot path takes no lock of iolab's.
+
+use anyhow::Result;
+use std::path::Path;
+
+/// One worker's handle on an engine.
+pub trait KvSession {
+    /// Insert a new record (or replace it).
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Replace an existing record.
+    fn update(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.insert(key, value)
+    }
+    /// Read `key` into `out`; false when it does not exist.
+    fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Visit up to `count` records in key order starting at `start`
+    /// (inclusive); returns how many were visited.
+    fn scan(
+        &mut self,
+        start: &[u8],
+        count: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize>;
+    /// Delete `key`; true when it existed (engines that cannot tell say true).
+    fn delete(&mut self, key: &[u8]) -> Result<bool>;
+}
+
+/// An opened database.
+pub trait KvEngine: Send + Sync {
+    /// Short engine name (`rocksdb`, `lmdb`, ...).
+    fn name(&self) -> &'static str;
+    /// Library version and build actually in use.
+    fn version(&self) -> String;
+    /// The effective options, as (name, value) pairs, for printing and provenance.
+    fn settings(&self) -> Vec<(String, String)>;
+    /// A per-thread session.
+    fn session(&self) -> Result<Box<dyn KvSession + '_>>;
+    /// Make everything written so far durable (end of a phase).
+    fn flush(&self) -> Result<()>;
+    /// Engine statistics (compaction, stalls, cache) where available.
+    fn stats(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    /// Whether reads return what was written (false for the null engine).
+    fn stores_data(&self) -> bool {
+        true
+    }
+}
+
+/// Which engine to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    Rocksdb,
+    Lmdb,
+    Sqlite,
+    Redb,
+    Fjall,
+    /// Does nothing: measures the driver's own per-operation cost.
+    Null,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Lmdb => "lmdb",
+            EngineKind::Sqlite => "sqlite",
+            EngineKind::Redb => "redb",
+            EngineKind::Fjall => "fjall",
+            EngineKind::Null => "null",
+        }
+    }
+}
+
+/// Block compression for engines that have it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Compression {
+    None,
+    Snappy,
+    Lz4,
+    Zstd,
+    Zlib,
+}
+
+/// Options common to the engines; each adapter maps what applies to it and
+/// reports the effective values through `KvEngine::settings`.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// fsync (or the engine's durable commit) on every write.
+    pub sync: bool,
+    /// Write-ahead log / journal (RocksDB WAL, SQLite WAL mode).
+    pub wal: bool,
+    /// Block / page cache size in bytes.
+    pub cache_size: u64,
+    pub compression: Compression,
+    /// O_DIRECT for reads and background writes (RocksDB).
+    pub direct_io: bool,
+    /// Memory-mapped I/O: RocksDB mmap reads, LMDB MDB_WRITEMAP, SQLite mmap_size.
+    pub mmap: bool,
+    /// Page size in bytes (SQLite, redb); None = engine default.
+    pub page_size: Option<u32>,
+    /// LMDB map size (upper bound of the database size).
+    pub map_size: u64,
+    /// RocksDB memtable size.
+    pub write_buffer_size: u64,
+    /// RocksDB background jobs.
+    pub background_jobs: u32,
+    /// OS readahead on the database file (off = LMDB MDB_NORDAHEAD).
+    pub readahead: bool,
+    /// RocksDB bytes_per_sync and wal_bytes_per_sync (0 = off): write back
+    /// files incrementally instead of piling up dirty pages.
+    pub bytes_per_sync: u64,
+    /// RocksDB enable_pipelined_write (db_bench's default is on).
+    pub pipelined_write: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            sync: false,
+            wal: true,
+            cache_size: 64 << 20,
+            compression: Compression::None,
+            direct_io: false,
+            mmap: false,
+            page_size: None,
+            map_size: 64 << 30,
+            write_buffer_size: 64 << 20,
+            background_jobs: 2,
+            readahead: true,
+            bytes_per_sync: 0,
+            pipelined_write: false,
+        }
+    }
+}
+
+/// Open (creating if needed) the engine's database in directory `dir`.
+pub fn open(kind: EngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<dyn KvEngine>> {
+    std::fs::create_dir_all(dir)?;
+    Ok(match kind {
+        EngineKind::Rocksdb => Box::new(super::engines::rocks::Rocks::open(dir, opts)?),
+        EngineKind::Lmdb => Box::new(super::engines::lmdb::Lmdb::open(dir, opts)?),
+        EngineKind::Sqlite => Box::new(super::engines::sqlite::Sqlite::open(dir, opts)?),
+        EngineKind::Redb => Box::new(super::engines::redb::Redb::open(dir, opts)?),
+        EngineKind::Fjall => Box::new(super::engines::fjall::Fjall::open(dir, opts)?),
+        EngineKind::Null => Box::new(super::engines::null::Null),
+    })
+}
+
+/// A crate's version as resolved in Cargo.lock (for provenance).
+pub fn locked_version(krate: &str) -> &'static str {
+    const LOCK: &str = include_str!("../../Cargo.lock");
+    let needle = format!("name = \"{krate}\"\nversion = \"");
+    match LOCK.find(&needle) {
+        Some(i) => {
+            let rest = &LOCK[i + needle.len()..];
+            rest.split('"').next().unwrap_or("?")
+        }
+        None => "?",
+    }
+}
+
+pub(crate) fn yes(b: bool) -> String {
+    if b { "on" } else { "off" }.to_string()
+}
+
+pub(crate) fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
+}

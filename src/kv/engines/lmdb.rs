@@ -1,0 +1,133 @@
+//! LMDB through `heed` (which builds LMDB from its mdb.master sources).
+
+use crate::kv::engine::{yes, EngineOptions, KvEngine, KvSession};
+use anyhow::{Context, Result};
+use heed::types::Bytes;
+use heed::{Database, Env, EnvFlags, EnvOpenOptions};
+use std::ops::Bound;
+use std::path::Path;
+
+pub struct Lmdb {
+    env: Env,
+    db: Database<Bytes, Bytes>,
+    opts: EngineOptions,
+}
+
+impl Lmdb {
+    pub fn open(dir: &Path, o: &EngineOptions) -> Result<Lmdb> {
+        let mut flags = EnvFlags::empty();
+        if !o.sync {
+            flags |= EnvFlags::NO_SYNC;
+        }
+        if o.mmap {
+            flags |= EnvFlags::WRITE_MAP;
+        }
+        if !o.readahead {
+            flags |= EnvFlags::NO_READ_AHEAD;
+        }
+        let mut eo = EnvOpenOptions::new();
+        eo.map_size(o.map_size as usize).max_dbs(1).max_readers(512);
+        // SAFETY: heed's contract: the directory is not opened twice in this
+        // process, and with NO_SYNC/WRITE_MAP a crash may lose the last
+        // transactions, which is what the options ask for.
+        let env = unsafe {
+            eo.flags(flags);
+            eo.open(dir)
+        }
+        .with_context(|| format!("opening lmdb at {}", dir.display()))?;
+        let mut wtxn = env.write_txn()?;
+        let db: Database<Bytes, Bytes> = env.create_database(&mut wtxn, None)?;
+        wtxn.commit()?;
+        Ok(Lmdb {
+            env,
+            db,
+            opts: o.clone(),
+        })
+    }
+}
+
+struct LmdbSession<'a> {
+    e: &'a Lmdb,
+}
+
+impl KvSession for LmdbSession<'_> {
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut w = self.e.env.write_txn()?;
+        self.e.db.put(&mut w, key, value)?;
+        w.commit()?;
+        Ok(())
+    }
+    fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let r = self.e.env.read_txn()?;
+        match self.e.db.get(&r, key)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+    fn scan(
+        &mut self,
+        start: &[u8],
+        count: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
+        let r = self.e.env.read_txn()?;
+        let range: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Included(start), Bound::Unbounded);
+        let mut n = 0;
+        for item in self.e.db.range(&r, &range)? {
+            if n >= count {
+                break;
+            }
+            let (k, v) = item?;
+            visit(k, v);
+            n += 1;
+        }
+        Ok(n)
+    }
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        let mut w = self.e.env.write_txn()?;
+        let found = self.e.db.delete(&mut w, key)?;
+        w.commit()?;
+        Ok(found)
+    }
+}
+
+impl KvEngine for Lmdb {
+    fn name(&self) -> &'static str {
+        "lmdb"
+    }
+    fn version(&self) -> String {
+        format!(
+            "{} (bundled by heed {})",
+            heed::lmdb_version().string,
+            crate::kv::engine::locked_version("heed")
+        )
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        let o = &self.opts;
+        vec![
+            ("sync".into(), yes(o.sync)),
+            ("writemap".into(), yes(o.mmap)),
+            ("readahead".into(), yes(o.readahead)),
+            ("map_size".into(), format!("{} GiB", o.map_size >> 30)),
+            ("page_size".into(), "OS page (LMDB fixed)".into()),
+        ]
+    }
+    fn session(&self) -> Result<Box<dyn KvSession + '_>> {
+        Ok(Box::new(LmdbSession { e: self }))
+    }
+    fn flush(&self) -> Result<()> {
+        Ok(self.env.force_sync()?)
+    }
+    fn stats(&self) -> Vec<(String, String)> {
+        let info = self.env.info();
+        let mut v = vec![("last_page".into(), info.last_page_number.to_string())];
+        if let Ok(sz) = self.env.real_disk_size() {
+            v.push(("real_disk_size".into(), sz.to_string()));
+        }
+        v
+    }
+}

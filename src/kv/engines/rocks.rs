@@ -1,0 +1,189 @@
+//! RocksDB through the `rocksdb` crate, linked against the system librocksdb.
+
+use crate::kv::engine::{mib, yes, Compression, EngineOptions, KvEngine, KvSession};
+use anyhow::{Context, Result};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WriteOptions, DB,
+};
+use std::path::Path;
+
+pub struct Rocks {
+    db: DB,
+    opts: EngineOptions,
+}
+
+impl Rocks {
+    pub fn open(dir: &Path, o: &EngineOptions) -> Result<Rocks> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.set_write_buffer_size(o.write_buffer_size as usize);
+        opts.set_max_background_jobs(o.background_jobs as i32);
+        opts.set_compression_type(match o.compression {
+            Compression::None => DBCompressionType::None,
+            Compression::Snappy => DBCompressionType::Snappy,
+            Compression::Lz4 => DBCompressionType::Lz4,
+            Compression::Zstd => DBCompressionType::Zstd,
+            Compression::Zlib => DBCompressionType::Zlib,
+        });
+        opts.set_use_direct_reads(o.direct_io);
+        opts.set_use_direct_io_for_flush_and_compaction(o.direct_io);
+        opts.set_allow_mmap_reads(o.mmap);
+        opts.set_bytes_per_sync(o.bytes_per_sync);
+        opts.set_wal_bytes_per_sync(o.bytes_per_sync);
+        opts.set_enable_pipelined_write(o.pipelined_write);
+        let mut bbo = BlockBasedOptions::default();
+        let cache = Cache::new_lru_cache(o.cache_size as usize).context("rocksdb block cache")?;
+        bbo.set_block_cache(&cache);
+        opts.set_block_based_table_factory(&bbo);
+        let db = DB::open(&opts, dir)
+            .with_context(|| format!("opening rocksdb at {}", dir.display()))?;
+        Ok(Rocks {
+            db,
+            opts: o.clone(),
+        })
+    }
+
+    fn write_opts(&self) -> WriteOptions {
+        let mut w = WriteOptions::default();
+        w.set_sync(self.opts.sync);
+        w.disable_wal(!self.opts.wal);
+        w
+    }
+}
+
+/// The librocksdb actually mapped into this process (from /proc/self/maps).
+fn linked_library() -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("librocksdb"))
+        .map(|p| {
+            let real = std::fs::canonicalize(p).map(|r| r.display().to_string());
+            real.unwrap_or_else(|_| p.to_string())
+        })
+        .unwrap_or_else(|| "librocksdb (statically linked)".to_string())
+}
+
+/// Options objects are created once per session: the C API allocates them.
+struct RocksSession<'a> {
+    db: &'a DB,
+    w: WriteOptions,
+    r: ReadOptions,
+}
+
+impl KvSession for RocksSession<'_> {
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.db.put_opt(key, value, &self.w)?)
+    }
+    fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        match self.db.get_pinned_opt(key, &self.r)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+    fn scan(
+        &mut self,
+        start: &[u8],
+        count: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
+        let mut it = self.db.raw_iterator();
+        it.seek(start);
+        let mut n = 0;
+        while n < count && it.valid() {
+            if let (Some(k), Some(v)) = (it.key(), it.value()) {
+                visit(k, v);
+            }
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(n)
+    }
+    fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        self.db.delete_opt(key, &self.w)?;
+        Ok(true)
+    }
+}
+
+impl KvEngine for Rocks {
+    fn name(&self) -> &'static str {
+        "rocksdb"
+    }
+    fn version(&self) -> String {
+        format!(
+            "{} (rust crate rocksdb {}, Debian build with assertions)",
+            linked_library(),
+            crate::kv::engine::locked_version("rocksdb")
+        )
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        let o = &self.opts;
+        vec![
+            ("sync".into(), yes(o.sync)),
+            ("wal".into(), yes(o.wal)),
+            ("block_cache".into(), mib(o.cache_size)),
+            (
+                "compression".into(),
+                format!("{:?}", o.compression).to_lowercase(),
+            ),
+            ("direct_io".into(), yes(o.direct_io)),
+            ("mmap_reads".into(), yes(o.mmap)),
+            ("write_buffer_size".into(), mib(o.write_buffer_size)),
+            ("max_background_jobs".into(), o.background_jobs.to_string()),
+            ("bytes_per_sync".into(), o.bytes_per_sync.to_string()),
+            ("pipelined_write".into(), yes(o.pipelined_write)),
+        ]
+    }
+    fn session(&self) -> Result<Box<dyn KvSession + '_>> {
+        Ok(Box::new(RocksSession {
+            db: &self.db,
+            w: self.write_opts(),
+            r: ReadOptions::default(),
+        }))
+    }
+    fn flush(&self) -> Result<()> {
+        self.db.flush()?;
+        if self.opts.wal {
+            self.db.flush_wal(true)?;
+        }
+        Ok(())
+    }
+    fn stats(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for p in [
+            "rocksdb.total-sst-files-size",
+            "rocksdb.estimate-num-keys",
+            "rocksdb.num-running-compactions",
+            "rocksdb.actual-delayed-write-rate",
+            "rocksdb.is-write-stopped",
+        ] {
+            if let Ok(Some(v)) = self.db.property_int_value(p) {
+                out.push((p.trim_start_matches("rocksdb.").to_string(), v.to_string()));
+            }
+        }
+        if let Ok(Some(text)) = self.db.property_value("rocksdb.stats") {
+            for line in text.lines() {
+                for prefix in [
+                    "Cumulative writes:",
+                    "Cumulative WAL:",
+                    "Cumulative compaction:",
+                    "Cumulative stall:",
+                ] {
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        let name = prefix
+                            .trim_end_matches(':')
+                            .to_lowercase()
+                            .replace(' ', "_");
+                        out.push((name, rest.trim().to_string()));
+                    }
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,109 @@
+//! Load statistics of a phase (the Symas table): wall, user and system
+//! time, CPU%, context switches and filesystem I/O from getrusage, device
+//! bytes from /proc/diskstats, the database size on disk, and write
+//! amplification = device bytes written / logical bytes written.
+
+use crate::measure::clock::mono_now_ns;
+use crate::measure::diskstats::{DeviceStats, DiskCounters, DiskSampler};
+use crate::measure::rusage::{CpuStats, RusageSnapshot};
+use crate::target::sysfs;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Counters at the start of a phase.
+pub struct LoadSampler {
+    t0: u64,
+    ru0: RusageSnapshot,
+    disk: Option<(DiskSampler, DiskCounters)>,
+}
+
+/// What a phase cost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadStats {
+    pub wall_ns: u64,
+    pub cpu: CpuStats,
+    pub device: Option<DeviceStats>,
+    /// Allocated bytes of the database directory (st_blocks * 512).
+    pub db_size_bytes: u64,
+    /// Sum of file sizes (apparent size).
+    pub db_apparent_bytes: u64,
+    /// Key + value bytes the workload wrote.
+    pub logical_written_bytes: u64,
+    /// device write bytes / logical bytes (None without device stats or writes).
+    pub write_amplification: Option<f64>,
+}
+
+/// The kernel name of the block device holding `dir` (partition, if any).
+pub fn device_of(dir: &Path) -> Option<String> {
+    let dev = sysfs::devnum_of_path(dir)?;
+    sysfs::device_names(dev).map(|(name, _disk)| name)
+}
+
+impl LoadSampler {
+    pub fn start(db_dir: &Path) -> LoadSampler {
+        let disk = device_of(db_dir).and_then(|name| {
+            let s = DiskSampler::new(name);
+            s.sample().map(|c| (s, c))
+        });
+        LoadSampler {
+            t0: mono_now_ns(),
+            ru0: RusageSnapshot::now(),
+            disk,
+        }
+    }
+
+    pub fn finish(&self, db_dir: &Path, logical_written: u64) -> LoadStats {
+        let wall = mono_now_ns().saturating_sub(self.t0).max(1);
+        let cpu = RusageSnapshot::now().since(&self.ru0, wall);
+        let device = self.disk.as_ref().and_then(|(s, c0)| {
+            s.sample()
+                .map(|c1| DeviceStats::between(&s.device, c0, &c1, wall))
+        });
+        let (alloc, apparent) = dir_size(db_dir);
+        let write_amplification = match &device {
+            Some(d) if logical_written > 0 => Some(d.write_bytes as f64 / logical_written as f64),
+            _ => None,
+        };
+        LoadStats {
+            wall_ns: wall,
+            cpu,
+            device,
+            db_size_bytes: alloc,
+            db_apparent_bytes: apparent,
+            logical_written_bytes: logical_written,
+            write_amplification,
+        }
+    }
+}
+
+/// (allocated, apparent) bytes under `dir`, recursively.
+pub fn dir_size(dir: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let mut alloc = 0;
+    let mut apparent = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                alloc += m.blocks() * 512;
+                apparent += m.len();
+            }
+        }
+    }
+    (alloc, apparent)
+}
+
+/// `sync; echo 3 > /proc/sys/vm/drop_caches` (needs root).
+pub fn drop_caches() -> anyhow::Result<()> {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
+        anyhow::anyhow!("--drop-caches: cannot write /proc/sys/vm/drop_caches ({e}); run as root")
+    })
+}

@@ -1,0 +1,268 @@
+//! Runs one measured phase: N worker threads, each with its own engine
+//! session, seeded PRNG and recorder, optionally paced open-loop (latency
+//! from the intended start recorded beside service time), a 1 s sampler for
+//! the time series, and load statistics around it.
+
+use super::engine::{KvEngine, KvSession};
+use super::loadstats::{LoadSampler, LoadStats};
+use super::recorder::{OpKind, Recorder};
+use crate::interrupt;
+use crate::measure::clock::mono_now_ns;
+use crate::results::SeriesPoint;
+use anyhow::Result;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::SeedableRng;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+
+/// One worker's context, handed to the workload for each operation.
+pub struct Worker<'e> {
+    pub id: usize,
+    pub s: Box<dyn KvSession + 'e>,
+    pub rng: Xoshiro256PlusPlus,
+    pub rec: Recorder,
+    /// Scratch buffers reused across operations.
+    pub key: Vec<u8>,
+    pub val: Vec<u8>,
+    pub buf: Vec<u8>,
+    /// Intended start of the current operation (paced runs).
+    pub intended: Option<u64>,
+    /// Operations this worker has done in this phase.
+    pub n: u64,
+    /// Whether reads of existing keys must find them.
+    pub stores_data: bool,
+    /// Per-worker state of YCSB's Latest distribution.
+    pub latest: Option<crate::kv::generator::SkewedLatest>,
+    /// Per-worker cursor (db_bench readseq).
+    pub cursor: Vec<u8>,
+}
+
+impl Worker<'_> {
+    #[inline]
+    pub fn record(&mut self, kind: OpKind, start: u64, end: u64, ops: u64, bytes: u64) {
+        self.rec.record(kind, start, end, self.intended, ops, bytes);
+    }
+}
+
+/// A workload: what one operation of one worker does.
+pub trait Work: Sync {
+    /// Kinds of operation this work records.
+    fn kinds(&self) -> Vec<OpKind>;
+    /// Prepare per-worker state before timing starts.
+    fn init_worker(&self, _w: &mut Worker<'_>) {}
+    fn op(&self, w: &mut Worker<'_>) -> Result<()>;
+}
+
+/// How a phase is run.
+pub struct PhaseSpec {
+    pub threads: usize,
+    /// Operations per worker; `None` runs until every bounded worker is done.
+    pub ops: Vec<Option<u64>>,
+    /// Operations per second per worker (open loop), `None` = closed loop.
+    pub rate: Vec<Option<f64>>,
+    pub seed: u64,
+}
+
+impl PhaseSpec {
+    /// `total` operations split over `threads` like YCSB's client.
+    pub fn split(total: u64, threads: usize, target: Option<f64>, seed: u64) -> PhaseSpec {
+        let t = threads.max(1) as u64;
+        PhaseSpec {
+            threads: threads.max(1),
+            ops: (0..t)
+                .map(|i| Some(total / t + u64::from(i < total % t)))
+                .collect(),
+            rate: (0..t).map(|_| target.map(|r| r / t as f64)).collect(),
+            seed,
+        }
+    }
+}
+
+#[repr(align(64))]
+#[derive(Default)]
+struct Progress {
+    ops: AtomicU64,
+    lat_sum: AtomicU64,
+}
+
+/// What a phase produced.
+pub struct PhaseOutcome {
+    pub rec: Recorder,
+    pub load: LoadStats,
+    pub series: Vec<SeriesPoint>,
+    pub duration_ns: u64,
+    pub interrupted: bool,
+    /// Open-loop workers that fell behind schedule at the end (ns).
+    pub max_backlog_ns: u64,
+}
+
+/// Run `work` with `spec` on `engine`; `db_dir` is measured for size.
+pub fn run(
+    engine: &dyn KvEngine,
+    work: &dyn Work,
+    spec: &PhaseSpec,
+    db_dir: &Path,
+) -> Result<PhaseOutcome> {
+    let kinds = work.kinds();
+    let paced = spec.rate.iter().any(|r| r.is_some());
+    let progress: Vec<Progress> = (0..spec.threads).map(|_| Progress::default()).collect();
+    let bounded_left = AtomicU64::new(spec.ops.iter().filter(|o| o.is_some()).count() as u64);
+    let done = AtomicBool::new(false);
+    let barrier = Barrier::new(spec.threads + 1);
+    let start_at = AtomicU64::new(0);
+    let stores = engine.stores_data();
+
+    let sampler = LoadSampler::start(db_dir);
+    let mut series = Vec::new();
+    let mut recs: Vec<Result<(Recorder, u64)>> = Vec::new();
+    let mut t_begin = 0;
+    std::thread::scope(|sc| {
+        let mut handles = Vec::new();
+        for id in 0..spec.threads {
+            let (kinds, progress, barrier, start_at, done, bounded_left) =
+                (&kinds, &progress, &barrier, &start_at, &done, &bounded_left);
+            let ops = spec.ops[id];
+            let rate = spec.rate[id];
+            let seed = spec.seed.wrapping_add(0x9E37_79B9 * (id as u64 + 1));
+            handles.push(sc.spawn(move || -> Result<(Recorder, u64)> {
+                let session = engine.session();
+                let mut w = Worker {
+                    id,
+                    s: match session {
+                        Ok(s) => s,
+                        Err(e) => {
+                            barrier.wait();
+                            return Err(e);
+                        }
+                    },
+                    rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+                    rec: Recorder::new(kinds, paced),
+                    key: Vec::with_capacity(64),
+                    val: Vec::with_capacity(4096),
+                    buf: Vec::with_capacity(4096),
+                    intended: None,
+                    n: 0,
+                    stores_data: stores,
+                    latest: None,
+                    cursor: Vec::new(),
+                };
+                work.init_worker(&mut w);
+                barrier.wait();
+                let t0 = start_at.load(Ordering::Acquire);
+                let interval = rate.map(|r| 1e9 / r.max(1e-9));
+                if interval.is_some() {
+                    // 1 us timer slack instead of 50 us: paced sleeps end on time.
+                    // SAFETY: PR_SET_TIMERSLACK only changes this thread's slack.
+                    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+                }
+                let limit = ops.unwrap_or(u64::MAX);
+                let mut backlog = 0u64;
+                let mut result = Ok(());
+                let mut lat_sum = 0u64;
+                // One clock read per operation: an op starts when the previous
+                // one ended, or when a paced op was released.
+                let mut op_start = mono_now_ns();
+                while w.n < limit {
+                    if interrupt::stop_requested()
+                        || (ops.is_none() && done.load(Ordering::Relaxed))
+                    {
+                        break;
+                    }
+                    if let Some(iv) = interval {
+                        let due = t0 + (w.n as f64 * iv) as u64;
+                        let mut now = mono_now_ns();
+                        // Sleep (never spin for long: a spinning paced thread
+                        // takes a CPU from the engine and the other workers).
+                        while now < due {
+                            let left = due - now;
+                            if left > 5_000 {
+                                std::thread::sleep(std::time::Duration::from_nanos(left));
+                            } else {
+                                std::hint::spin_loop();
+                            }
+                            now = mono_now_ns();
+                        }
+                        backlog = now - due;
+                        w.intended = Some(due);
+                        op_start = now;
+                    }
+                    if let Err(e) = work.op(&mut w) {
+                        result = Err(e);
+                        interrupt::request_stop();
+                        break;
+                    }
+                    let end = mono_now_ns();
+                    lat_sum += end - op_start;
+                    op_start = end;
+                    w.n += 1;
+                    progress[id].ops.store(w.n, Ordering::Relaxed);
+                    progress[id].lat_sum.store(lat_sum, Ordering::Relaxed);
+                }
+                if ops.is_some() && bounded_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    done.store(true, Ordering::Release);
+                }
+                result.map(|()| (w.rec, backlog))
+            }));
+        }
+        start_at.store(mono_now_ns(), Ordering::Release);
+        t_begin = start_at.load(Ordering::Relaxed);
+        barrier.wait();
+        // 1 s series sampler, on this thread.
+        let mut last_t = t_begin;
+        let (mut last_ops, mut last_lat) = (0u64, 0u64);
+        loop {
+            let finished = handles.iter().all(|h| h.is_finished());
+            let now = mono_now_ns();
+            if finished || now - last_t >= 1_000_000_000 {
+                let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+                let lat: u64 = progress
+                    .iter()
+                    .map(|p| p.lat_sum.load(Ordering::Relaxed))
+                    .sum();
+                let len = (now - last_t) as f64 / 1e9;
+                if ops > last_ops && len > 0.0 {
+                    series.push(SeriesPoint {
+                        t_s: (last_t - t_begin) as f64 / 1e9,
+                        len_s: len,
+                        iops: (ops - last_ops) as f64 / len,
+                        mib_s: 0.0,
+                        mean_ns: (lat - last_lat) as f64 / (ops - last_ops) as f64,
+                        p99_ns: 0,
+                    });
+                }
+                last_t = now;
+                last_ops = ops;
+                last_lat = lat;
+            }
+            if finished {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        for h in handles {
+            recs.push(
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a kv worker thread panicked"))),
+            );
+        }
+    });
+    let duration_ns = mono_now_ns() - t_begin;
+    let mut rec = Recorder::new(&kinds, paced);
+    let mut max_backlog_ns = 0;
+    for r in recs {
+        let (r, backlog) = r?;
+        rec.merge(&r);
+        max_backlog_ns = max_backlog_ns.max(backlog);
+    }
+    engine.flush()?;
+    let load = sampler.finish(db_dir, rec.logical_written);
+    Ok(PhaseOutcome {
+        rec,
+        load,
+        series,
+        duration_ns,
+        interrupted: interrupt::stop_requested(),
+        max_backlog_ns,
+    })
+}

@@ -1,0 +1,124 @@
+//! Turns a phase's outcome into a `results::Point` (the same model as the
+//! device core, so `report` and `compare` read it): per-op stats and
+//! histograms, CPU and device counters, the 1 s series, verification, and a
+//! `kv` section with the load statistics, intended-start latencies and
+//! engine statistics.
+
+use super::engine::KvEngine;
+use super::phase::PhaseOutcome;
+use super::recorder::OpKind;
+use crate::results::{OpStats, Point, Totals, VerifyMismatch, VerifyStats};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+pub fn build(
+    name: &str,
+    params: BTreeMap<String, String>,
+    o: &PhaseOutcome,
+    engine: &dyn KvEngine,
+    started_at: String,
+) -> Point {
+    let secs = (o.duration_ns as f64 / 1e9).max(1e-9);
+    let mut ops = BTreeMap::new();
+    let mut histograms = BTreeMap::new();
+    let mut intended = serde_json::Map::new();
+    let mut total = Totals::default();
+    for k in OpKind::ALL {
+        let i = k.idx();
+        let n = o.rec.ops[i];
+        let Some(h) = o.rec.service[i].as_ref().filter(|h| !h.is_empty()) else {
+            continue;
+        };
+        let bytes = o.rec.bytes[i];
+        ops.insert(
+            k.name().to_string(),
+            OpStats {
+                ops: n,
+                bytes,
+                iops: n as f64 / secs,
+                mib_s: bytes as f64 / secs / (1 << 20) as f64,
+                slat: None,
+                clat: None,
+                lat: h.stats(),
+            },
+        );
+        histograms.insert(format!("{}.lat", k.name()), h.encode());
+        // Parts of read-modify-write are not separate operations.
+        if !matches!(k, OpKind::RmwRead | OpKind::RmwUpdate) {
+            total.ops += n;
+            total.bytes += bytes;
+        }
+        if let Some(ih) = o.rec.intended[i].as_ref().filter(|h| !h.is_empty()) {
+            histograms.insert(format!("{}.intended", k.name()), ih.encode());
+            intended.insert(k.name().to_string(), json!(ih.stats()));
+        }
+    }
+    total.iops = total.ops as f64 / secs;
+    total.mib_s = total.bytes as f64 / secs / (1 << 20) as f64;
+    let mut warnings = Vec::new();
+    if o.interrupted {
+        warnings.push("interrupted: the phase was stopped early".to_string());
+    }
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1) as f64;
+    if o.load.cpu.cpu_pct() > 90.0 * cores {
+        warnings.push(
+            "CPU-bound: user+sys is close to wall x cores; the device is not the limit".into(),
+        );
+    }
+    if o.max_backlog_ns > 100_000_000 {
+        warnings.push(format!(
+            "target rate not held: workers ended {:.0} ms behind schedule (see intended latency)",
+            o.max_backlog_ns as f64 / 1e6
+        ));
+    }
+    let mut errors = BTreeMap::new();
+    if o.rec.not_found > 0 {
+        errors.insert("not_found".to_string(), o.rec.not_found);
+    }
+    let kv = json!({
+        "engine": engine.name(),
+        "engine_version": engine.version(),
+        "engine_settings": engine.settings().into_iter().collect::<BTreeMap<_, _>>(),
+        "engine_stats": engine.stats().into_iter().collect::<BTreeMap<_, _>>(),
+        "load": o.load,
+        "intended_lat": intended,
+        "max_backlog_ns": o.max_backlog_ns,
+        "missing": o.rec.missing,
+    });
+    let mut extra = BTreeMap::new();
+    extra.insert("kv".to_string(), kv);
+    Point {
+        name: name.to_string(),
+        job: None,
+        params,
+        started_at,
+        duration_ns: o.duration_ns,
+        ramp_ns: 0,
+        direct: false,
+        ops,
+        total,
+        batch: None,
+        cpu: o.load.cpu,
+        device: o.load.device.clone(),
+        series: o.series.clone(),
+        verify: Some(VerifyStats {
+            blocks_checked: o.rec.verified,
+            mismatches: o.rec.mismatches,
+            first_mismatches: o
+                .rec
+                .first_mismatches
+                .iter()
+                .map(|m| VerifyMismatch {
+                    offset: 0,
+                    reason: m.clone(),
+                })
+                .collect(),
+        }),
+        errors,
+        warnings,
+        histograms,
+        extra,
+    }
+}

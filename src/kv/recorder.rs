@@ -1,0 +1,234 @@
+//! Per-worker measurement state: one HDR histogram per operation kind for
+//! service time (and one for latency from the intended start under
+//! `--target`), byte counters and verification counts. Histograms are
+//! created before timing starts, so recording never allocates.
+
+use crate::measure::histogram::LatencyHistogram;
+
+/// Operation kinds measured by `iolab kv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OpKind {
+    Insert,
+    Read,
+    Update,
+    Scan,
+    /// YCSB read-modify-write, as a whole.
+    Rmw,
+    /// The read part of a read-modify-write.
+    RmwRead,
+    /// The update part of a read-modify-write.
+    RmwUpdate,
+    /// db_bench writes (fillseq, fillrandom, overwrite, the writer of readwhilewriting).
+    Write,
+    /// db_bench seekrandom: seek plus one next.
+    Seek,
+    /// db_bench readseq: one histogram entry per batch of `READSEQ_BATCH` records.
+    ReadSeq,
+    Delete,
+}
+
+pub const N_KINDS: usize = 11;
+
+/// Records per readseq histogram entry.
+pub const READSEQ_BATCH: usize = 100;
+
+impl OpKind {
+    pub const ALL: [OpKind; N_KINDS] = [
+        OpKind::Insert,
+        OpKind::Read,
+        OpKind::Update,
+        OpKind::Scan,
+        OpKind::Rmw,
+        OpKind::RmwRead,
+        OpKind::RmwUpdate,
+        OpKind::Write,
+        OpKind::Seek,
+        OpKind::ReadSeq,
+        OpKind::Delete,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Insert => "insert",
+            OpKind::Read => "read",
+            OpKind::Update => "update",
+            OpKind::Scan => "scan",
+            OpKind::Rmw => "read-modify-write",
+            OpKind::RmwRead => "rmw-read",
+            OpKind::RmwUpdate => "rmw-update",
+            OpKind::Write => "write",
+            OpKind::Seek => "seek",
+            OpKind::ReadSeq => "readseq",
+            OpKind::Delete => "delete",
+        }
+    }
+
+    /// YCSB's label for its summary lines.
+    pub fn ycsb_label(self) -> &'static str {
+        match self {
+            OpKind::Insert => "INSERT",
+            OpKind::Read => "READ",
+            OpKind::Update => "UPDATE",
+            OpKind::Scan => "SCAN",
+            OpKind::Rmw => "READ-MODIFY-WRITE",
+            OpKind::RmwRead => "RMW-READ",
+            OpKind::RmwUpdate => "RMW-UPDATE",
+            OpKind::Write => "WRITE",
+            OpKind::Seek => "SEEK",
+            OpKind::ReadSeq => "READSEQ",
+            OpKind::Delete => "DELETE",
+        }
+    }
+
+    #[inline]
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// Most mismatch descriptions kept per worker.
+const KEEP_MISMATCHES: usize = 16;
+
+/// A worker's measurements.
+pub struct Recorder {
+    pub service: Vec<Option<LatencyHistogram>>,
+    pub intended: Vec<Option<LatencyHistogram>>,
+    /// Operations per kind (readseq counts records, not batches).
+    pub ops: [u64; N_KINDS],
+    /// Key + value bytes moved per kind.
+    pub bytes: [u64; N_KINDS],
+    /// Key + value bytes the workload asked the engine to write.
+    pub logical_written: u64,
+    pub verified: u64,
+    pub mismatches: u64,
+    /// Reads of keys that must exist but were not found (counted in mismatches too).
+    pub missing: u64,
+    /// Reads that found nothing where that is allowed (db_bench after fillrandom).
+    pub not_found: u64,
+    pub first_mismatches: Vec<String>,
+}
+
+impl Recorder {
+    /// Histograms for `kinds`; intended-start histograms too when `paced`.
+    pub fn new(kinds: &[OpKind], paced: bool) -> Recorder {
+        let mut service: Vec<Option<LatencyHistogram>> = (0..N_KINDS).map(|_| None).collect();
+        let mut intended: Vec<Option<LatencyHistogram>> = (0..N_KINDS).map(|_| None).collect();
+        for k in kinds {
+            service[k.idx()] = Some(LatencyHistogram::new());
+            if paced {
+                intended[k.idx()] = Some(LatencyHistogram::new());
+            }
+        }
+        Recorder {
+            service,
+            intended,
+            ops: [0; N_KINDS],
+            bytes: [0; N_KINDS],
+            logical_written: 0,
+            verified: 0,
+            mismatches: 0,
+            missing: 0,
+            not_found: 0,
+            first_mismatches: Vec::new(),
+        }
+    }
+
+    /// Record one operation: service time `end - start`, and `end - intended`
+    /// when the run is paced.
+    #[inline]
+    pub fn record(
+        &mut self,
+        kind: OpKind,
+        start: u64,
+        end: u64,
+        intended: Option<u64>,
+        ops: u64,
+        bytes: u64,
+    ) {
+        let i = kind.idx();
+        if let Some(h) = self.service[i].as_mut() {
+            h.record(end.saturating_sub(start));
+        }
+        if let (Some(t), Some(h)) = (intended, self.intended[i].as_mut()) {
+            h.record(end.saturating_sub(t));
+        }
+        self.ops[i] += ops;
+        self.bytes[i] += bytes;
+    }
+
+    /// Note a verification failure (allocates only on failure).
+    pub fn mismatch(&mut self, what: impl FnOnce() -> String) {
+        self.mismatches += 1;
+        if self.first_mismatches.len() < KEEP_MISMATCHES {
+            self.first_mismatches.push(what());
+        }
+    }
+
+    /// Fold another worker's recorder into this one.
+    pub fn merge(&mut self, o: &Recorder) {
+        for i in 0..N_KINDS {
+            merge_hist(&mut self.service[i], &o.service[i]);
+            merge_hist(&mut self.intended[i], &o.intended[i]);
+            self.ops[i] += o.ops[i];
+            self.bytes[i] += o.bytes[i];
+        }
+        self.logical_written += o.logical_written;
+        self.verified += o.verified;
+        self.mismatches += o.mismatches;
+        self.missing += o.missing;
+        self.not_found += o.not_found;
+        for m in &o.first_mismatches {
+            if self.first_mismatches.len() < KEEP_MISMATCHES * 4 {
+                self.first_mismatches.push(m.clone());
+            }
+        }
+    }
+}
+
+fn merge_hist(a: &mut Option<LatencyHistogram>, b: &Option<LatencyHistogram>) {
+    match (a.as_mut(), b) {
+        (Some(x), Some(y)) => x.merge(y),
+        (None, Some(y)) => *a = Some(y.clone()),
+        _ => {}
+    }
+}
+
+/// Verification tally of the entries one scan visits; `settle` moves it into
+/// the worker's recorder. `last` (reused across scans) keeps the last key
+/// seen when `keep_last` is set (readseq's cursor).
+#[derive(Default)]
+pub struct ScanTally {
+    pub bytes: u64,
+    pub verified: u64,
+    pub bad: u64,
+    pub first_bad: Option<String>,
+    pub keep_last: bool,
+    pub last: Vec<u8>,
+}
+
+impl ScanTally {
+    #[inline]
+    pub fn visit(&mut self, k: &[u8], v: &[u8]) {
+        self.bytes += (k.len() + v.len()) as u64;
+        self.verified += 1;
+        if super::value::verify(k, v).is_err() {
+            self.bad += 1;
+            if self.first_bad.is_none() {
+                self.first_bad = Some(String::from_utf8_lossy(k).into_owned());
+            }
+        }
+        if self.keep_last {
+            self.last.clear();
+            self.last.extend_from_slice(k);
+        }
+    }
+
+    pub fn settle(&mut self, rec: &mut Recorder) {
+        rec.verified += self.verified;
+        if self.bad > 0 {
+            rec.mismatches += self.bad - 1;
+            let k = self.first_bad.take().unwrap_or_default();
+            rec.mismatch(|| format!("{k}: checksum mismatch in scan"));
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Terminal output of `iolab kv`: YCSB-style per-operation summary lines,
+//! iolab's percentile table, and the load statistics of each phase.
+
+use super::phase::PhaseOutcome;
+use super::recorder::OpKind;
+use crate::plan::parse::format_ns;
+use crate::results::Point;
+use comfy_table::Table;
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// YCSB's `[OP], Metric, value` lines (latencies in microseconds).
+pub fn ycsb_lines(o: &PhaseOutcome) -> String {
+    let mut s = String::new();
+    let secs = o.duration_ns as f64 / 1e9;
+    let total: u64 = OpKind::ALL
+        .iter()
+        .filter(|k| !matches!(k, OpKind::RmwRead | OpKind::RmwUpdate))
+        .map(|k| o.rec.ops[k.idx()])
+        .sum();
+    s += &format!(
+        "[OVERALL], RunTime(ms), {:.0}\n",
+        o.duration_ns as f64 / 1e6
+    );
+    s += &format!(
+        "[OVERALL], Throughput(ops/sec), {:.1}\n",
+        total as f64 / secs.max(1e-9)
+    );
+    for k in OpKind::ALL {
+        let Some(st) = o.rec.service[k.idx()].as_ref().and_then(|h| h.stats()) else {
+            continue;
+        };
+        let l = k.ycsb_label();
+        s += &format!("[{l}], Operations, {}\n", o.rec.ops[k.idx()]);
+        s += &format!("[{l}], AverageLatency(us), {:.3}\n", st.mean_ns / 1e3);
+        s += &format!("[{l}], MinLatency(us), {:.3}\n", us(st.min_ns));
+        s += &format!("[{l}], MaxLatency(us), {:.3}\n", us(st.max_ns));
+        for p in [50.0, 95.0, 99.0] {
+            s += &format!(
+                "[{l}], {p:.0}thPercentileLatency(us), {:.3}\n",
+                us(st.percentile(p).unwrap_or(0))
+            );
+        }
+        if let Some(ist) = o.rec.intended[k.idx()].as_ref().and_then(|h| h.stats()) {
+            s += &format!(
+                "[Intended-{l}], AverageLatency(us), {:.3}\n",
+                ist.mean_ns / 1e3
+            );
+            s += &format!(
+                "[Intended-{l}], 99thPercentileLatency(us), {:.3}\n",
+                us(ist.percentile(99.0).unwrap_or(0))
+            );
+        }
+    }
+    s
+}
+
+/// Full percentiles per op kind (service and, when paced, intended).
+pub fn latency_table(p: &Point) -> String {
+    let mut t = Table::new();
+    t.set_header([
+        "op", "latency", "ops", "ops/s", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
+    ]);
+    let intended = p.extra.get("kv").and_then(|k| k.get("intended_lat"));
+    for (name, st) in &p.ops {
+        let mut rows = vec![("service", st.lat.clone())];
+        if let Some(i) = intended.and_then(|m| m.get(name)) {
+            rows.push(("intended", serde_json::from_value(i.clone()).ok()));
+        }
+        for (label, lat) in rows {
+            let Some(l) = lat else { continue };
+            let pc = |q: f64| format_ns(l.percentile(q).unwrap_or(0) as f64);
+            t.add_row([
+                name.clone(),
+                label.to_string(),
+                st.ops.to_string(),
+                format!("{:.0}", st.iops),
+                format_ns(l.mean_ns),
+                pc(50.0),
+                pc(90.0),
+                pc(99.0),
+                pc(99.9),
+                pc(99.99),
+                format_ns(l.max_ns as f64),
+            ]);
+        }
+    }
+    t.to_string()
+}
+
+/// The load statistics block (Symas-style).
+pub fn load_table(o: &PhaseOutcome) -> String {
+    let l = &o.load;
+    let mut t = Table::new();
+    t.set_header([
+        "wall",
+        "user",
+        "sys",
+        "CPU%",
+        "ctx vol",
+        "ctx invol",
+        "fs in",
+        "fs out",
+        "db size",
+        "dev read",
+        "dev written",
+        "write amp",
+    ]);
+    let secs = |ns: u64| format!("{:.2}s", ns as f64 / 1e9);
+    let (dr, dw) = l
+        .device
+        .as_ref()
+        .map(|d| (human(d.read_bytes), human(d.write_bytes)))
+        .unwrap_or(("-".into(), "-".into()));
+    t.add_row([
+        secs(l.wall_ns),
+        secs(l.cpu.user_ns),
+        secs(l.cpu.sys_ns),
+        format!("{:.0}", l.cpu.cpu_pct()),
+        l.cpu.ctx_voluntary.to_string(),
+        l.cpu.ctx_involuntary.to_string(),
+        l.cpu.fs_in_blocks.to_string(),
+        l.cpu.fs_out_blocks.to_string(),
+        human(l.db_size_bytes),
+        dr,
+        dw,
+        l.write_amplification
+            .map(|w| format!("{w:.2}"))
+            .unwrap_or_else(|| "-".into()),
+    ]);
+    t.to_string()
+}
+
+/// Bytes for people: 512 B, 11.8 MiB, 2.00 GiB.
+pub fn human(b: u64) -> String {
+    let f = b as f64;
+    if b < 1024 {
+        format!("{b} B")
+    } else if f < (1u64 << 20) as f64 {
+        format!("{:.1} KiB", f / 1024.0)
+    } else if f < (1u64 << 30) as f64 {
+        format!("{:.1} MiB", f / (1u64 << 20) as f64)
+    } else {
+        format!("{:.2} GiB", f / (1u64 << 30) as f64)
+    }
+}

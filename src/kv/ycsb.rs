@@ -1,0 +1,485 @@
+//! YCSB's CoreWorkload: configuration from properties, the load phase
+//! (inserts of `recordcount` records) and the run phase (the operation mix).
+//!
+//! A record is one value: `fieldcount` fields of `fieldlength` bytes after
+//! the integrity header. As in YCSB's RocksDB binding, an update reads the
+//! record, replaces one field (all with `writeallfields=true`) and writes it
+//! back; read-modify-write is recorded as a whole and as its read and update parts.
+
+use super::generator::{
+    AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential,
+    SkewedLatest, UniformLong, Zipfian,
+};
+use super::keys::{build_key_name, InsertOrder};
+use super::phase::{Work, Worker};
+use super::props::Props;
+use super::recorder::{OpKind, ScanTally};
+use super::value::{self, BodyPool, HEADER};
+use crate::error::usage;
+use crate::measure::clock::mono_now_ns;
+use anyhow::Result;
+
+/// The request distribution (`requestdistribution`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    Uniform,
+    Zipfian,
+    Latest,
+    Hotspot,
+    Sequential,
+    Exponential,
+}
+
+/// CoreWorkload properties, defaults as in YCSB.
+#[derive(Debug, Clone)]
+pub struct YcsbConfig {
+    pub recordcount: i64,
+    pub operationcount: i64,
+    pub fieldcount: i64,
+    pub fieldlength: i64,
+    pub writeallfields: bool,
+    pub readproportion: f64,
+    pub updateproportion: f64,
+    pub insertproportion: f64,
+    pub scanproportion: f64,
+    pub rmwproportion: f64,
+    pub distribution: Distribution,
+    pub zipfianconstant: f64,
+    pub minscanlength: i64,
+    pub maxscanlength: i64,
+    pub scan_zipfian: bool,
+    pub insertstart: i64,
+    pub insertcount: i64,
+    pub zeropadding: usize,
+    pub insertorder: InsertOrder,
+    pub hotspotdatafraction: f64,
+    pub hotspotopnfraction: f64,
+    pub exponential_percentile: f64,
+    pub exponential_frac: f64,
+}
+
+impl YcsbConfig {
+    pub fn from_props(p: &Props) -> Result<YcsbConfig> {
+        let mut recordcount = p.i64_or("recordcount", 0)?;
+        if recordcount == 0 {
+            recordcount = i32::MAX as i64;
+        }
+        let insertstart = p.i64_or("insertstart", 0)?;
+        let insertcount = p.i64_or("insertcount", recordcount - insertstart)?;
+        if recordcount < insertstart + insertcount || insertstart < 0 || insertcount < 0 {
+            return Err(usage(
+                "insertcount",
+                "recordcount must be >= insertstart + insertcount",
+            ));
+        }
+        let distribution = match p.str_or("requestdistribution", "uniform") {
+            "uniform" => Distribution::Uniform,
+            "zipfian" => Distribution::Zipfian,
+            "latest" => Distribution::Latest,
+            "hotspot" => Distribution::Hotspot,
+            "sequential" => Distribution::Sequential,
+            "exponential" => Distribution::Exponential,
+            other => {
+                return Err(usage(
+                    "requestdistribution",
+                    format!("unknown distribution '{other}'"),
+                ))
+            }
+        };
+        let fld = p.str_or("fieldlengthdistribution", "constant");
+        if fld != "constant" {
+            return Err(usage(
+                "fieldlengthdistribution",
+                format!("'{fld}' is not supported: iolab verifies every read and needs constant field lengths"),
+            ));
+        }
+        let scan_zipfian = match p.str_or("scanlengthdistribution", "uniform") {
+            "uniform" => false,
+            "zipfian" => true,
+            other => {
+                return Err(usage(
+                    "scanlengthdistribution",
+                    format!("'{other}' not allowed for scan length"),
+                ))
+            }
+        };
+        let insertorder = if p.str_or("insertorder", "hashed") == "hashed" {
+            InsertOrder::Hashed
+        } else {
+            InsertOrder::Ordered
+        };
+        let cfg = YcsbConfig {
+            recordcount,
+            operationcount: p.i64_or("operationcount", 0)?,
+            fieldcount: p.i64_or("fieldcount", 10)?,
+            fieldlength: p.i64_or("fieldlength", 100)?,
+            writeallfields: p.bool_or("writeallfields", false)?,
+            readproportion: p.f64_or("readproportion", 0.95)?,
+            updateproportion: p.f64_or("updateproportion", 0.05)?,
+            insertproportion: p.f64_or("insertproportion", 0.0)?,
+            scanproportion: p.f64_or("scanproportion", 0.0)?,
+            rmwproportion: p.f64_or("readmodifywriteproportion", 0.0)?,
+            distribution,
+            zipfianconstant: p.f64_or("zipfianconstant", super::generator::ZIPFIAN_CONSTANT)?,
+            minscanlength: p.i64_or("minscanlength", 1)?,
+            maxscanlength: p.i64_or("maxscanlength", 1000)?,
+            scan_zipfian,
+            insertstart,
+            insertcount,
+            zeropadding: p.i64_or("zeropadding", 1)?.clamp(0, 64) as usize,
+            insertorder,
+            hotspotdatafraction: p.f64_or("hotspotdatafraction", 0.2)?,
+            hotspotopnfraction: p.f64_or("hotspotopnfraction", 0.8)?,
+            exponential_percentile: p.f64_or("exponential.percentile", 95.0)?,
+            exponential_frac: p.f64_or("exponential.frac", 0.8571428571)?,
+        };
+        if cfg.fieldcount < 1 || cfg.fieldlength < 1 {
+            return Err(usage(
+                "fieldcount",
+                "fieldcount and fieldlength must be >= 1",
+            ));
+        }
+        if cfg.fieldcount * cfg.fieldlength > 64 << 20 {
+            return Err(usage(
+                "fieldlength",
+                "records larger than 64 MiB are not supported",
+            ));
+        }
+        if !(cfg.zipfianconstant > 0.0 && cfg.zipfianconstant != 1.0) {
+            return Err(usage("zipfianconstant", "must be > 0 and != 1"));
+        }
+        if cfg.minscanlength < 1 || cfg.maxscanlength < cfg.minscanlength {
+            return Err(usage(
+                "maxscanlength",
+                "need 1 <= minscanlength <= maxscanlength",
+            ));
+        }
+        let sum = cfg.readproportion
+            + cfg.updateproportion
+            + cfg.insertproportion
+            + cfg.scanproportion
+            + cfg.rmwproportion;
+        if sum <= 0.0 {
+            return Err(usage("readproportion", "all operation proportions are 0"));
+        }
+        Ok(cfg)
+    }
+
+    /// Bytes of one record value (header + fields).
+    pub fn value_len(&self) -> usize {
+        HEADER + (self.fieldcount * self.fieldlength) as usize
+    }
+}
+
+/// The key chooser for the run phase (`keychooser`).
+enum KeyChooser {
+    Uniform(UniformLong),
+    Zipfian(ScrambledZipfian),
+    Latest(f64),
+    Hotspot(Hotspot),
+    Sequential(Sequential),
+    Exponential(Exponential),
+}
+
+/// YCSB's load phase: `insertcount` inserts from `insertstart`.
+pub struct YcsbLoad {
+    cfg: YcsbConfig,
+    keys: Counter,
+    pool: BodyPool,
+}
+
+impl YcsbLoad {
+    pub fn new(cfg: &YcsbConfig, seed: u64) -> YcsbLoad {
+        YcsbLoad {
+            cfg: cfg.clone(),
+            keys: Counter::new(cfg.insertstart),
+            pool: BodyPool::new(cfg.value_len(), seed),
+        }
+    }
+}
+
+impl Work for YcsbLoad {
+    fn kinds(&self) -> Vec<OpKind> {
+        vec![OpKind::Insert]
+    }
+
+    fn op(&self, w: &mut Worker<'_>) -> Result<()> {
+        let keynum = self.keys.next();
+        build_key_name(
+            keynum,
+            self.cfg.zeropadding,
+            self.cfg.insertorder,
+            &mut w.key,
+        );
+        value::build(
+            &self.pool,
+            &mut w.rng,
+            &w.key,
+            0,
+            self.cfg.value_len(),
+            &mut w.val,
+        );
+        let t0 = mono_now_ns();
+        w.s.insert(&w.key, &w.val)?;
+        let t1 = mono_now_ns();
+        let bytes = (w.key.len() + w.val.len()) as u64;
+        w.rec.logical_written += bytes;
+        w.record(OpKind::Insert, t0, t1, 1, bytes);
+        Ok(())
+    }
+}
+
+/// YCSB's transaction (run) phase.
+pub struct YcsbRun {
+    cfg: YcsbConfig,
+    ops: Discrete<OpKind>,
+    chooser: KeyChooser,
+    inserts: AcknowledgedCounter,
+    fields: UniformLong,
+    scan_uniform: UniformLong,
+    scan_zipf: Option<Zipfian>,
+    pool: BodyPool,
+}
+
+impl YcsbRun {
+    pub fn new(cfg: &YcsbConfig, seed: u64) -> YcsbRun {
+        let mut ops = Discrete::new();
+        for (w, k) in [
+            (cfg.readproportion, OpKind::Read),
+            (cfg.updateproportion, OpKind::Update),
+            (cfg.insertproportion, OpKind::Insert),
+            (cfg.scanproportion, OpKind::Scan),
+            (cfg.rmwproportion, OpKind::Rmw),
+        ] {
+            if w > 0.0 {
+                ops.add(w, k);
+            }
+        }
+        let (lo, n) = (cfg.insertstart, cfg.insertcount);
+        let chooser = match cfg.distribution {
+            Distribution::Uniform => KeyChooser::Uniform(UniformLong::new(lo, lo + n - 1)),
+            Distribution::Zipfian => {
+                // YCSB sizes the key space for the expected inserts (fudge factor 2).
+                let expected =
+                    (cfg.operationcount as f64 * cfg.insertproportion * 2.0) as i32 as i64;
+                KeyChooser::Zipfian(ScrambledZipfian::new(
+                    lo,
+                    lo + n + expected,
+                    cfg.zipfianconstant,
+                ))
+            }
+            Distribution::Latest => KeyChooser::Latest(cfg.zipfianconstant),
+            Distribution::Hotspot => KeyChooser::Hotspot(Hotspot::new(
+                lo,
+                lo + n - 1,
+                cfg.hotspotdatafraction,
+                cfg.hotspotopnfraction,
+            )),
+            Distribution::Sequential => KeyChooser::Sequential(Sequential::new(lo, lo + n - 1)),
+            Distribution::Exponential => KeyChooser::Exponential(Exponential::new(
+                cfg.exponential_percentile,
+                cfg.recordcount as f64 * cfg.exponential_frac,
+            )),
+        };
+        YcsbRun {
+            cfg: cfg.clone(),
+            ops,
+            chooser,
+            inserts: AcknowledgedCounter::new(cfg.recordcount),
+            fields: UniformLong::new(0, cfg.fieldcount - 1),
+            scan_uniform: UniformLong::new(cfg.minscanlength, cfg.maxscanlength),
+            scan_zipf: cfg.scan_zipfian.then(|| {
+                Zipfian::new(
+                    cfg.minscanlength,
+                    cfg.maxscanlength,
+                    super::generator::ZIPFIAN_CONSTANT,
+                )
+            }),
+            pool: BodyPool::new(cfg.value_len(), seed ^ 0x5EED),
+        }
+    }
+
+    /// `nextKeynum`: a key that has been inserted (acknowledged).
+    fn next_keynum(&self, w: &mut Worker<'_>) -> i64 {
+        let last = self.inserts.last();
+        loop {
+            let k = match &self.chooser {
+                KeyChooser::Exponential(e) => last - e.next(&mut w.rng) as i64,
+                KeyChooser::Uniform(u) => u.next(&mut w.rng),
+                KeyChooser::Zipfian(z) => z.next(&mut w.rng),
+                KeyChooser::Hotspot(h) => h.next(&mut w.rng),
+                KeyChooser::Sequential(s) => s.next(),
+                KeyChooser::Latest(_) => match w.latest.as_mut() {
+                    Some(l) => l.next(&mut w.rng, &self.inserts),
+                    None => last,
+                },
+            };
+            let ok = match self.chooser {
+                KeyChooser::Exponential(_) => k >= 0,
+                _ => k <= last,
+            };
+            if ok {
+                return k;
+            }
+        }
+    }
+
+    /// Check a value read for `w.key` (in `w.buf`); returns its version.
+    fn check(w: &mut Worker<'_>, found: bool) -> u64 {
+        if !found {
+            if w.stores_data {
+                w.rec.missing += 1;
+                let k = String::from_utf8_lossy(&w.key).into_owned();
+                w.rec.mismatch(|| format!("{k}: not found"));
+            }
+            return 0;
+        }
+        w.rec.verified += 1;
+        match value::verify(&w.key, &w.buf) {
+            Ok(v) => v,
+            Err(e) => {
+                let k = String::from_utf8_lossy(&w.key).into_owned();
+                w.rec.mismatch(|| format!("{k}: {e}"));
+                0
+            }
+        }
+    }
+
+    /// Turn the record in `w.buf` (version `ver`) into its next version in `w.val`.
+    fn modify(&self, w: &mut Worker<'_>, found: bool, ver: u64) {
+        let len = self.cfg.value_len();
+        if !found || w.buf.len() != len {
+            value::build(&self.pool, &mut w.rng, &w.key, ver + 1, len, &mut w.val);
+            return;
+        }
+        w.val.clear();
+        w.val.extend_from_slice(&w.buf);
+        let fl = self.cfg.fieldlength as usize;
+        if self.cfg.writeallfields {
+            self.pool.fill(&mut w.rng, &mut w.val[HEADER..]);
+        } else {
+            let f = self.fields.next(&mut w.rng) as usize;
+            let off = HEADER + f * fl;
+            self.pool.fill(&mut w.rng, &mut w.val[off..off + fl]);
+        }
+        value::seal(&w.key, ver + 1, &mut w.val);
+    }
+
+    fn key(&self, w: &mut Worker<'_>, keynum: i64) {
+        build_key_name(
+            keynum,
+            self.cfg.zeropadding,
+            self.cfg.insertorder,
+            &mut w.key,
+        );
+    }
+}
+
+impl Work for YcsbRun {
+    fn kinds(&self) -> Vec<OpKind> {
+        let mut k = vec![OpKind::Read, OpKind::Update, OpKind::Insert, OpKind::Scan];
+        if self.cfg.rmwproportion > 0.0 {
+            k.extend([OpKind::Rmw, OpKind::RmwRead, OpKind::RmwUpdate]);
+        }
+        k
+    }
+
+    fn init_worker(&self, w: &mut Worker<'_>) {
+        if let KeyChooser::Latest(theta) = self.chooser {
+            w.latest = Some(SkewedLatest::new(self.inserts.last(), theta));
+        }
+    }
+
+    fn op(&self, w: &mut Worker<'_>) -> Result<()> {
+        let Some(kind) = self.ops.next(&mut w.rng) else {
+            return Ok(());
+        };
+        match kind {
+            OpKind::Read => {
+                let k = self.next_keynum(w);
+                self.key(w, k);
+                let t0 = mono_now_ns();
+                let found = w.s.read(&w.key, &mut w.buf)?;
+                let t1 = mono_now_ns();
+                let bytes = (w.key.len() + if found { w.buf.len() } else { 0 }) as u64;
+                w.record(OpKind::Read, t0, t1, 1, bytes);
+                Self::check(w, found);
+            }
+            OpKind::Update => {
+                let k = self.next_keynum(w);
+                self.key(w, k);
+                let t0 = mono_now_ns();
+                let found = w.s.read(&w.key, &mut w.buf)?;
+                let ta = mono_now_ns();
+                let ver = Self::check(w, found);
+                self.modify(w, found, ver);
+                let tb = mono_now_ns();
+                w.s.update(&w.key, &w.val)?;
+                let t1 = mono_now_ns();
+                let bytes = (w.key.len() + w.val.len()) as u64;
+                w.rec.logical_written += bytes;
+                // Service time excludes iolab's own verify/modify work.
+                w.record(OpKind::Update, t0, t1 - (tb - ta), 1, bytes);
+            }
+            OpKind::Insert => {
+                let keynum = self.inserts.next();
+                self.key(w, keynum);
+                value::build(
+                    &self.pool,
+                    &mut w.rng,
+                    &w.key,
+                    0,
+                    self.cfg.value_len(),
+                    &mut w.val,
+                );
+                let t0 = mono_now_ns();
+                let r = w.s.insert(&w.key, &w.val);
+                let t1 = mono_now_ns();
+                if self.inserts.acknowledge(keynum).is_err() {
+                    anyhow::bail!("more than 2^20 unacknowledged inserts");
+                }
+                r?;
+                let bytes = (w.key.len() + w.val.len()) as u64;
+                w.rec.logical_written += bytes;
+                w.record(OpKind::Insert, t0, t1, 1, bytes);
+            }
+            OpKind::Scan => {
+                let k = self.next_keynum(w);
+                self.key(w, k);
+                let len = match &self.scan_zipf {
+                    Some(z) => {
+                        let mut z = z.clone();
+                        z.next(&mut w.rng)
+                    }
+                    None => self.scan_uniform.next(&mut w.rng),
+                } as usize;
+                let mut tally = ScanTally::default();
+                let t0 = mono_now_ns();
+                w.s.scan(&w.key, len, &mut |k, v| tally.visit(k, v))?;
+                let t1 = mono_now_ns();
+                tally.settle(&mut w.rec);
+                w.record(OpKind::Scan, t0, t1, 1, tally.bytes);
+            }
+            _ => {
+                // Read-modify-write.
+                let k = self.next_keynum(w);
+                self.key(w, k);
+                let t0 = mono_now_ns();
+                let found = w.s.read(&w.key, &mut w.buf)?;
+                let t1 = mono_now_ns();
+                let ver = Self::check(w, found);
+                self.modify(w, found, ver);
+                let t2 = mono_now_ns();
+                w.s.update(&w.key, &w.val)?;
+                let t3 = mono_now_ns();
+                let rbytes = (w.key.len() + w.buf.len()) as u64;
+                let wbytes = (w.key.len() + w.val.len()) as u64;
+                w.rec.logical_written += wbytes;
+                w.record(OpKind::RmwRead, t0, t1, 1, rbytes);
+                w.record(OpKind::RmwUpdate, t2, t3, 1, wbytes);
+                w.record(OpKind::Rmw, t0, t3 - (t2 - t1), 1, rbytes + wbytes);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,337 @@
+//! `iolab kv` end to end: results file, scratch directory lifecycle, --db
+//! reuse, exit codes for bad input and for corrupted data, the readers
+//! sweep, and a memory-limited run in a cgroup (as root).
+
+use std::path::Path;
+use std::process::Command;
+
+fn iolab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("iolab-kv-"))
+        .collect()
+}
+
+#[test]
+fn ycsb_run_writes_results_and_removes_scratch() {
+    let d = tmp();
+    let out = d.path().join("r.json");
+    let o = iolab()
+        .args([
+            "kv",
+            "c",
+            "--engine",
+            "sqlite",
+            "-p",
+            "recordcount=200",
+            "-p",
+            "operationcount=500",
+            "--threads",
+            "2",
+        ])
+        .arg("--dir")
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("[READ], Operations, 500"), "{stdout}");
+    assert!(stdout.contains("[OVERALL], Throughput(ops/sec)"));
+    let r = json(&out);
+    assert_eq!(r["kind"], "kv");
+    assert!(r["complete"].as_bool().unwrap());
+    assert!(r["provenance"]["tools"]["sqlite"]
+        .as_str()
+        .unwrap()
+        .contains("SQLite 3."));
+    let pts = r["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2);
+    assert_eq!(pts[0]["name"], "ycsb-c.load");
+    assert_eq!(pts[1]["ops"]["read"]["ops"], 500);
+    assert_eq!(pts[1]["verify"]["mismatches"], 0);
+    assert!(pts[1]["histograms"]["read.lat"].is_string());
+    assert!(
+        pts[0]["extra"]["kv"]["load"]["db_size_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        pts[0]["extra"]["kv"]["load"]["logical_written_bytes"]
+            .as_u64()
+            .unwrap()
+            >= 200 * 1000
+    );
+    assert!(
+        leftovers(d.path()).is_empty(),
+        "scratch database left behind"
+    );
+    // The core's report and compare read kv results.
+    let rep = iolab()
+        .args(["report", "--format", "text"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    assert!(String::from_utf8_lossy(&rep.stdout).contains("ycsb-c.run"));
+    let cmp = iolab().arg("compare").arg(&out).arg(&out).output().unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+}
+
+#[test]
+fn db_reuse_and_corruption_exit_code() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let base = |phase: &str| {
+        let mut c = iolab();
+        c.args([
+            "kv",
+            "c",
+            "--engine",
+            "sqlite",
+            "-p",
+            "recordcount=10",
+            "-p",
+            "operationcount=300",
+        ])
+        .args(["-p", "requestdistribution=uniform", "--phase", phase])
+        .arg("--db")
+        .arg(&db);
+        c
+    };
+    assert!(base("load").status().unwrap().success());
+    assert!(db.join("kv.sqlite").exists(), "--db is kept");
+    assert!(
+        base("run").status().unwrap().success(),
+        "run phase on the reused database"
+    );
+    // Corrupt one record behind iolab's back.
+    let c = rusqlite::Connection::open(db.join("kv.sqlite")).unwrap();
+    let mut v: Vec<u8> = c
+        .query_row("SELECT v FROM kv LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let k: Vec<u8> = c
+        .query_row("SELECT k FROM kv LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    v[40] ^= 1;
+    c.execute("UPDATE kv SET v = ?1 WHERE k = ?2", rusqlite::params![v, k])
+        .unwrap();
+    drop(c);
+    let o = base("run").output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("checksum mismatch"));
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let d = tmp();
+    for args in [
+        vec!["kv", "a", "-p", "recordcount=abc"],
+        vec!["kv", "z"],
+        vec!["kv", "readwhilewriting", "--readers", "0"],
+        vec!["kv", "a", "--cache-size", "lots"],
+        vec!["kv", "a", "-p", "requestdistribution=pareto"],
+        vec!["kv", "readrandom", "--engine", "lmdb"],
+        vec!["kv", "a", "--phase", "run"],
+        vec!["kv", "fillrandom", "--value-size", "4"],
+    ] {
+        let o = iolab()
+            .args(&args)
+            .arg("--dir")
+            .arg(d.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(leftovers(d.path()).is_empty());
+}
+
+#[test]
+fn readers_sweep_and_db_bench() {
+    let d = tmp();
+    let out = d.path().join("r.json");
+    let o = iolab()
+        .args([
+            "kv",
+            "fillseq,readrandom,readseq,seekrandom,overwrite,readwhilewriting",
+            "--engine",
+            "rocksdb",
+            "--num",
+            "3000",
+            "--reads",
+            "500",
+        ])
+        .args(["--readers", "1,2", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    let names: Vec<&str> = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fillseq",
+            "readrandom",
+            "readseq",
+            "seekrandom",
+            "overwrite",
+            "readwhilewriting.readers1",
+            "readwhilewriting.readers2"
+        ]
+    );
+    // readseq counts records (5 batches of 100), seekrandom one op per seek.
+    assert_eq!(r["points"][2]["ops"]["readseq"]["ops"], 500);
+    assert_eq!(r["points"][3]["ops"]["seek"]["ops"], 500);
+    for p in r["points"].as_array().unwrap() {
+        assert_eq!(p["verify"]["mismatches"], 0, "{}", p["name"]);
+    }
+    let rww = &r["points"][6];
+    assert_eq!(rww["ops"]["read"]["ops"], 1000);
+    assert!(rww["ops"]["write"]["ops"].as_u64().unwrap() > 0);
+    // After fillseq every key exists: all reads found and verified.
+    assert_eq!(r["points"][1]["verify"]["blocks_checked"], 500);
+}
+
+#[test]
+fn memory_limited_run_in_a_cgroup() {
+    if let Err(why) = iolab::kv::cgroup::available() {
+        eprintln!("SKIP memory_limited_run_in_a_cgroup: {why}");
+        return;
+    }
+    let d = tmp();
+    let out = d.path().join("r.json");
+    let o = iolab()
+        .args([
+            "kv",
+            "fillrandom,readrandom",
+            "--engine",
+            "lmdb",
+            "--num",
+            "5000",
+            "--value-size",
+            "1000",
+        ])
+        .args(["--map-size", "1g", "--memory-limit", "48m", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    let cg = r["extra"]["memory_cgroup"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(r["extra"]["memory_cgroup"]["limit"], 48 << 20);
+    assert!(
+        r["extra"]["memory_cgroup_peak_bytes"].as_u64().unwrap() > 0,
+        "nothing was charged to the cgroup"
+    );
+    assert!(!Path::new(&cg).exists(), "cgroup {cg} was not removed");
+}
+
+#[test]
+fn ctrl_c_keeps_results_and_cleans_up() {
+    let d = tmp();
+    let out = d.path().join("r.json");
+    let mut cmd = iolab();
+    cmd.args([
+        "kv",
+        "fillseq,readrandom",
+        "--engine",
+        "lmdb",
+        "--num",
+        "50000000",
+        "--map-size",
+        "4g",
+        "--dir",
+    ])
+    .arg(d.path())
+    .arg("-o")
+    .arg(&out)
+    .stdout(std::process::Stdio::piped());
+    let with_cgroup = iolab::kv::cgroup::available().is_ok();
+    if with_cgroup {
+        cmd.args(["--memory-limit", "256m"]);
+    } else {
+        eprintln!("note: running without --memory-limit (no cgroup memory controller or not root)");
+    }
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    // Wait until the database exists, then interrupt.
+    let start = std::time::Instant::now();
+    while leftovers(d.path()).is_empty() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: sending SIGINT to the child we spawned.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        leftovers(d.path()).is_empty(),
+        "scratch database left after Ctrl-C"
+    );
+    let r = json(&out);
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["points"][0]["name"], "fillseq");
+    if with_cgroup {
+        let cg = r["extra"]["memory_cgroup"]["path"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(!Path::new(&cg).exists(), "cgroup {cg} left after Ctrl-C");
+    }
+}

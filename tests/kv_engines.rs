@@ -1,0 +1,76 @@
+//! Each engine adapter's insert, read, update, scan and delete on a real database.
+
+use iolab::kv::engine::{open, EngineKind, EngineOptions};
+
+fn exercise(kind: EngineKind) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let opts = EngineOptions {
+        map_size: 1 << 30,
+        cache_size: 8 << 20,
+        ..EngineOptions::default()
+    };
+    let eng = open(kind, dir.path(), &opts).unwrap();
+    assert_eq!(eng.name(), kind.name());
+    assert!(!eng.version().is_empty());
+    assert!(!eng.settings().is_empty());
+    let mut s = eng.session().unwrap();
+    for i in 0..100u32 {
+        let k = format!("key{i:05}");
+        s.insert(k.as_bytes(), format!("value{i}").as_bytes())
+            .unwrap();
+    }
+    let mut out = Vec::new();
+    assert!(s.read(b"key00042", &mut out).unwrap());
+    assert_eq!(out, b"value42");
+    assert!(!s.read(b"nokey", &mut out).unwrap());
+    s.update(b"key00042", b"changed").unwrap();
+    assert!(s.read(b"key00042", &mut out).unwrap());
+    assert_eq!(out, b"changed");
+    let mut seen = Vec::new();
+    let n = s
+        .scan(b"key00010", 5, &mut |k, _v| {
+            seen.push(String::from_utf8_lossy(k).into_owned())
+        })
+        .unwrap();
+    assert_eq!(n, 5);
+    assert_eq!(
+        seen,
+        ["key00010", "key00011", "key00012", "key00013", "key00014"]
+    );
+    let n = s.scan(b"key00098", 10, &mut |_, _| {}).unwrap();
+    assert_eq!(n, 2, "scan stops at the end");
+    s.delete(b"key00042").unwrap();
+    assert!(!s.read(b"key00042", &mut out).unwrap());
+    // A second session (another connection for SQLite) sees the data.
+    let mut s2 = eng.session().unwrap();
+    assert!(s2.read(b"key00043", &mut out).unwrap());
+    drop(s);
+    drop(s2);
+    eng.flush().unwrap();
+    let _ = eng.stats();
+}
+
+#[test]
+fn rocksdb_adapter() {
+    exercise(EngineKind::Rocksdb);
+}
+
+#[test]
+fn lmdb_adapter() {
+    exercise(EngineKind::Lmdb);
+}
+
+#[test]
+fn sqlite_adapter() {
+    exercise(EngineKind::Sqlite);
+}
+
+#[test]
+fn redb_adapter() {
+    exercise(EngineKind::Redb);
+}
+
+#[test]
+fn fjall_adapter() {
+    exercise(EngineKind::Fjall);
+}
