@@ -182,8 +182,9 @@ fn ctrl_c_keeps_measured_points_and_the_report() {
 }
 
 /// The standard profile in a small budget: every step runs (or says why
-/// not), the load-latency curve is a ramp of the iops step's maximum, and
-/// the analyses `iolab device` writes are in the results.
+/// not), the load-latency curve is a ramp of the iops step's maximum, the
+/// database step runs YCSB A and C, and the analyses `iolab device` writes
+/// are in the results.
 #[test]
 fn standard_run_has_load_latency_breakdown_and_analyses() {
     let dir = workdir();
@@ -192,7 +193,7 @@ fn standard_run_has_load_latency_breakdown_and_analyses() {
         "run",
         dir.path().to_str().unwrap(),
         "--budget",
-        "14s",
+        "16s",
         "--size",
         "64m",
         "-o",
@@ -244,9 +245,16 @@ fn standard_run_has_load_latency_breakdown_and_analyses() {
         (None, Some(why)) => eprintln!("breakdown skipped: {why}"),
         other => panic!("breakdown step inconsistent: {other:?}"),
     }
-    assert!(step("kv")["skipped"].is_string());
+    // Database: YCSB A and C on RocksDB (load and run phases).
+    assert!(step("kv")["skipped"].is_null(), "{steps:?}");
+    let kv: Vec<_> = points
+        .iter()
+        .filter(|p| p["params"]["step"] == "kv")
+        .collect();
+    assert_eq!(kv.len(), 4, "{kv:?}");
+    assert!(kv.iter().all(|p| p["extra"]["kv"].is_object()));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("id=\"load-latency\""));
+    assert!(html.contains("id=\"load-latency\"") && html.contains("id=\"kv-throughput\""));
     if traced.is_some() {
         assert!(html.contains("id=\"breakdown\""));
     }

@@ -24,6 +24,7 @@ use crate::runner::job::{run_job, RunOptions};
 use crate::target::{self, Target, TargetOptions};
 
 pub mod breakdown;
+pub mod kv;
 pub mod plan;
 
 pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
@@ -265,6 +266,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     let mut done_ns = 0u64;
     let t0 = Instant::now();
     let n = jobs.len();
+    let mut kv_ran = false;
     for (i, (step_id, kind, job)) in jobs.iter().enumerate() {
         let (step_id, kind) = (*step_id, *kind);
         if interrupt::stop_requested() {
@@ -276,6 +278,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         // Skipped while running (no closed-loop maximum, no tracing here).
         if steps.iter().any(|s| s.id == step_id && s.skipped.is_some()) {
             continue;
+        }
+        if kind == StepKind::Kv && kv_ran {
+            continue; // one `kv` invocation runs every workload of the step
         }
         let mut job = job.clone();
         let mut extra = Vec::new();
@@ -307,8 +312,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         if show_progress {
             progress(0.0, None);
         }
+        let mut more_points = Vec::new();
         let outcome = match kind {
             _ if skip_why.is_some() => Err(anyhow::anyhow!("skipped")),
+            StepKind::Kv => {
+                kv_ran = true;
+                let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
+                kv::run(&a.dir, &dir, records, a.seed).and_then(|(mut pts, kr)| {
+                    for (k, v) in kr.provenance.tools {
+                        results.provenance.tools.entry(k).or_insert(v);
+                    }
+                    results.warnings.extend(kr.warnings);
+                    let first = (!pts.is_empty()).then(|| pts.remove(0));
+                    more_points = pts;
+                    first
+                        .map(|p| (p, Vec::new()))
+                        .ok_or_else(|| anyhow::anyhow!("the kv step measured nothing"))
+                })
+            }
             StepKind::Trace => breakdown::run(&target, &job).map(|p| (p, Vec::new())),
             _ => {
                 let opts = RunOptions {
@@ -341,8 +362,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
                     }
                 }
                 results.points.push(point);
+                for mut p in more_points {
+                    p.params.insert("step".into(), step_id.into());
+                    results.points.push(p);
+                }
             }
-            Err(e) if skip_why.is_some() || kind == StepKind::Trace => {
+            Err(e) if skip_why.is_some() || matches!(kind, StepKind::Trace | StepKind::Kv) => {
                 let why = skip_why.take().unwrap_or_else(|| format!("{e:#}"));
                 if let Some(s) = steps.iter_mut().find(|s| s.id == step_id) {
                     results

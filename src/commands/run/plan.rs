@@ -33,7 +33,8 @@ pub enum StepKind {
     RatesOfMax,
     /// One traced job (`trace::config::run_config`): a stack breakdown.
     Trace,
-    /// Database workloads (the `kv` hook; not in this build yet).
+    /// Database workloads through `iolab kv`; the jobs are placeholders
+    /// (one per YCSB workload) that size the record count.
     Kv,
 }
 
@@ -256,22 +257,33 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
             )
         });
     }
-    // HOOK(kv): database workloads. When `src/kv` has a public entry point,
-    // give this step jobs (e.g. YCSB A and C on one embedded engine with a
-    // small record count, in the scratch directory) and run them in
-    // `mod.rs` (`StepKind::Kv`); their points carry `extra.kv`, which the
-    // report already draws (throughput per workload, latency per operation).
+    // Database workloads through `iolab kv` (run/kv.rs): one placeholder
+    // job per YCSB workload, so the step gets its share of the budget; its
+    // points carry `extra.kv`.
+    let kv_jobs = if quick {
+        Vec::new()
+    } else {
+        super::kv::WORKLOADS
+            .iter()
+            .map(|w| JobSpec {
+                name: format!("ycsb-{w}-{}", super::kv::ENGINE),
+                ..base.clone()
+            })
+            .collect()
+    };
     steps.push(Step {
         kind: StepKind::Kv,
         ..step(
             "kv",
-            "Database workloads (YCSB on an embedded engine)",
-            Vec::new(),
+            "Database workloads (YCSB A and C on RocksDB)",
+            kv_jobs,
             false,
         )
     });
-    let kv = steps.last_mut().expect("just pushed");
-    kv.skipped = Some("`iolab kv` is not in this build of iolab yet".into());
+    if quick {
+        let kv = steps.last_mut().expect("just pushed");
+        kv.skipped = Some("not in the quick profile".into());
+    }
     dedupe(&mut steps);
     Ok(steps)
 }
@@ -367,6 +379,12 @@ pub fn fit_budget(steps: &mut [Step], budget_ns: u64) {
                     .trim_end_matches(&format!("-{}", j.engine.name())),
                     ol.rate_iops,
                     j.engine.name()
+                ),
+                (StepKind::Kv, _) => format!(
+                    "{}: {} ({} records)",
+                    s.id,
+                    j.name.split(':').next_back().unwrap_or("").trim(),
+                    super::kv::records(slot - ramp)
                 ),
                 (StepKind::Trace, _) => {
                     j.stop.io_count = Some(TRACE_MAX_OPS);
