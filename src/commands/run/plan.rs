@@ -416,15 +416,57 @@ mod tests {
             fit_budget(&mut steps, 180_000_000_000);
             let jobs = active_jobs(&steps);
             assert!(jobs.len() >= 5, "{p}: {}", jobs.len());
-            let mut keys: Vec<_> = jobs.iter().map(|(_, j)| key(j)).collect();
+            // Traced and kv jobs measure something else: not de-duplicated.
+            let mut keys: Vec<_> = jobs
+                .iter()
+                .filter(|(s, _)| matches!(s.kind, StepKind::Plain | StepKind::RatesOfMax))
+                .map(|(_, j)| key(j))
+                .collect();
+            let n = keys.len();
             keys.sort_by_key(|k| format!("{k:?}"));
             keys.dedup();
-            assert_eq!(keys.len(), jobs.len(), "{p}: duplicate jobs");
+            assert_eq!(keys.len(), n, "{p}: duplicate jobs");
             for (_, j) in jobs {
                 j.validate().unwrap();
             }
         }
         assert!(plan("nope", &JobSpec::default()).is_err());
+    }
+
+    #[test]
+    fn load_latency_breakdown_and_kv_steps() {
+        let mut steps = plan("standard", &JobSpec::default()).unwrap();
+        fit_budget(&mut steps, 180_000_000_000);
+        let ll = steps.iter().find(|s| s.id == "load-latency").unwrap();
+        assert_eq!(ll.kind, StepKind::RatesOfMax);
+        let pcts: Vec<f64> = ll
+            .jobs
+            .iter()
+            .map(|j| j.open_loop.unwrap().rate_iops)
+            .collect();
+        assert_eq!(pcts, RATES_STANDARD);
+        assert!(ll
+            .jobs
+            .iter()
+            .all(|j| j.qd == LOADLAT_QD && j.batch.is_none()));
+        assert!(ll.jobs[2].name.contains("50%max"), "{}", ll.jobs[2].name);
+        let t = steps.iter().find(|s| s.id == "breakdown").unwrap();
+        assert_eq!(
+            (t.kind, t.jobs.len(), t.jobs[0].qd),
+            (StepKind::Trace, 1, 1)
+        );
+        assert_eq!(t.jobs[0].stop.io_count, Some(TRACE_MAX_OPS));
+        let kv = steps.iter().find(|s| s.id == "kv").unwrap();
+        assert_eq!(kv.jobs.len(), 2);
+        assert!(kv.jobs[0].name.contains("records"), "{}", kv.jobs[0].name);
+        let quick = plan("quick", &JobSpec::default()).unwrap();
+        assert!(!quick.iter().any(|s| s.id == "load-latency"));
+        assert!(quick
+            .iter()
+            .find(|s| s.id == "kv")
+            .unwrap()
+            .skipped
+            .is_some());
     }
 
     #[test]
