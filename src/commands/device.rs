@@ -510,7 +510,7 @@ fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
         for j in &e.jobs {
             let secs = j.stop.runtime_ns.map(|r| (r + j.ramp_ns) as f64 / 1e9);
             println!(
-                "  {:<40} rw={} bs={} qd={} jobs={} engine={} direct={} {}{}",
+                "  {:<40} rw={} bs={} qd={} jobs={} engine={} direct={} {}{}{}",
                 j.name,
                 j.pattern.name(),
                 j.bs_label(),
@@ -520,6 +520,9 @@ fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
                 j.direct,
                 secs.map(|s| format!("runtime={s:.1}s"))
                     .unwrap_or_else(|| "until io limit".into()),
+                j.open_loop
+                    .map(|o| format!(" rate={:.0} ({})", o.rate_iops, o.arrival.name()))
+                    .unwrap_or_default(),
                 if j.verify { " verify" } else { "" }
             );
         }
