@@ -99,7 +99,10 @@ fn fio_job_file_runs_global_and_job_sections() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
-    assert!(out.contains(&format!("plan on {}", other.path().display())), "{out}");
+    assert!(
+        out.contains(&format!("plan on {}", other.path().display())),
+        "{out}"
+    );
     assert!(out.contains("rate=200 (poisson)"), "{out}");
     let json2 = other.path().join("r.json");
     let o = iolab(&[
@@ -146,7 +149,10 @@ fn fio_job_filename_names_the_target_file() {
     assert!(o.status.success(), "{}", text(&o));
     let r = results(&json);
     let p = &r["points"][0];
-    assert_eq!(r["provenance"]["target"]["path"], file.display().to_string());
+    assert_eq!(
+        r["provenance"]["target"]["path"],
+        file.display().to_string()
+    );
     // No time_based: fio stops after `size` bytes.
     assert_eq!(p["ops"]["write"]["bytes"], 4 << 20, "{p}");
     assert!(!file.exists(), "iolab created it, so it removes it");
@@ -179,6 +185,14 @@ fn fio_job_unsupported_options_are_all_named() {
     let o = iolab(&["device", "--fio-job", &good, "--qd", "4", "--dry-run"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--qd"), "{}", text(&o));
+}
+
+#[test]
+fn shipped_fio_example_is_accepted() {
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/randread.fio");
+    let o = iolab(&["device", "--fio-job", ex.to_str().unwrap(), "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("rate=2000 (poisson)"), "{}", text(&o));
 }
 
 fn clat2csv() -> Option<PathBuf> {
@@ -426,11 +440,10 @@ fn breakdown_without_a_traceable_target_runs_untraced() {
     );
     let r = results(&json);
     assert!(
-        r["warnings"]
-            .as_array()
+        r["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("--breakdown: tracing unavailable")),
+            .contains("--breakdown: tracing unavailable")),
         "{r}"
     );
     assert!(r["points"][0]["extra"]["trace"].is_null());
@@ -442,7 +455,9 @@ fn breakdown_as_non_root_runs_untraced() {
     let setpriv = Path::new("/usr/bin/setpriv");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !setpriv.exists() {
-        eprintln!("SKIP breakdown_as_non_root_runs_untraced: needs root to drop to nobody, and setpriv");
+        eprintln!(
+            "SKIP breakdown_as_non_root_runs_untraced: needs root to drop to nobody, and setpriv"
+        );
         return;
     }
     let dir = workdir();

@@ -688,11 +688,9 @@ impl Session<'_> {
             p.extra.insert("trace".into(), serde_json::to_value(res)?);
         }
         // A machine-wide reason is said once, in the results' warnings.
-        if let Some(why) = untraced_why.filter(|_| {
-            self.tracer
-                .as_ref()
-                .is_some_and(|t| t.why_not.is_none())
-        }) {
+        if let Some(why) =
+            untraced_why.filter(|_| self.tracer.as_ref().is_some_and(|t| t.why_not.is_none()))
+        {
             if !self.quiet {
                 eprintln!("iolab: --breakdown: {} runs untraced: {why}", job.name);
             }

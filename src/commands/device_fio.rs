@@ -17,12 +17,8 @@ use crate::results::{write_atomic, Results};
 
 /// Read and parse the job file (open-loop `rate_iops` supported).
 pub fn read_plan(path: &Path) -> anyhow::Result<FioPlan> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        usage(
-            "--fio-job",
-            format!("cannot read {}: {e}", path.display()),
-        )
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage("--fio-job", format!("cannot read {}: {e}", path.display())))?;
     fio_plan(&text, true)
 }
 

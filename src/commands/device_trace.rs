@@ -19,7 +19,7 @@ use crate::trace::tracefs;
 
 /// Per-request log capacity over all workers of a traced point (records
 /// are preallocated; the breakdown covers the first ones).
-const RECORDS_PER_POINT: usize = 4_000_000;
+const RECORDS_PER_POINT: usize = 2_000_000;
 
 /// The tracer of a session, or why there is none.
 pub struct Tracer<'a> {
