@@ -2,6 +2,8 @@
 //! experiments, prepare the target safely, run every point — plain sweeps,
 //! open-loop rates, latency-target searches, steady-state rounds — print
 //! its table and keep the results file (with its analysis) current.
+//! fio job files and fio JSON export are in `device_fio`, the per-point
+//! stack breakdown (`--breakdown`) in `device_trace`.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

@@ -29,12 +29,29 @@ pub struct Tracer<'a> {
     pub why_not: Option<String>,
     /// What was probed, for the terminal.
     pub status: String,
+    /// Unmounts tracefs at the end of the session if iolab mounted it.
+    _unmount: Unmount,
+}
+
+/// iolab mounted tracefs: unmount it when the session ends (not when each
+/// point's instance goes, which would leave the next point without it).
+struct Unmount(bool);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        if self.0 {
+            let _ = std::process::Command::new("umount")
+                .arg(tracefs::TRACEFS)
+                .status();
+        }
+    }
 }
 
 impl<'a> Tracer<'a> {
     /// Probe capabilities and the target's disk (extents, irqs).
     pub fn new(target: &'a Target, buffer_kb: u32) -> Tracer<'a> {
-        let caps = tracefs::probe();
+        let mut caps = tracefs::probe();
+        let unmount = std::mem::take(&mut caps.mounted_by_us);
         let mut notes = Vec::new();
         if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
             for name in tracefs::remove_stale(t) {
@@ -45,6 +62,7 @@ impl<'a> Tracer<'a> {
         }
         let none = |why: String| Tracer {
             setup: None,
+            _unmount: Unmount(unmount),
             scheduler: String::new(),
             status: format!("tracing: unavailable ({why}); running the jobs untraced"),
             why_not: Some(why),
@@ -95,7 +113,7 @@ impl<'a> Tracer<'a> {
             format!(
                 "tracing: tracefs at {}{}, private instance iolab-{} per point; {} {} scheduler {}, irq {:?}",
                 tracefs::TRACEFS,
-                if caps.mounted_by_us {
+                if unmount {
                     " (mounted by iolab)"
                 } else {
                     ""
@@ -119,6 +137,7 @@ impl<'a> Tracer<'a> {
                 max_records: RECORDS_PER_POINT,
                 overhead_pairs: 1,
             }),
+            _unmount: Unmount(unmount),
             scheduler: disk.scheduler.unwrap_or_default(),
             why_not: None,
             status: notes.join("\ntracing: "),
