@@ -413,6 +413,77 @@ fn breakdown_traces_every_point_as_root() {
         instances_of(pid).is_empty(),
         "tracefs instance iolab-{pid} left behind"
     );
+    assert_eq!(
+        files_in(dir.path()),
+        vec![json.clone()],
+        "no scratch file left"
+    );
+    // The HTML report draws the stage bars from extra.trace.
+    let html = dir.path().join("r.html");
+    let o = iolab(&[
+        "report",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("Stage breakdown"));
+}
+
+#[test]
+fn breakdown_instance_is_removed_on_ctrl_c() {
+    if let Err(why) = can_trace() {
+        eprintln!("SKIP breakdown_instance_is_removed_on_ctrl_c: {why}");
+        return;
+    }
+    let dir = workdir();
+    let json = dir.path().join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "device",
+            "--target",
+            dir.path().to_str().unwrap(),
+            "--size",
+            "16m",
+            "--engine",
+            "psync",
+            "--runtime",
+            "20s",
+            "--breakdown",
+            "--json",
+            json.to_str().unwrap(),
+            "--quiet",
+        ])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Interrupt while the point is being traced (its instance exists).
+    let start = std::time::Instant::now();
+    while instances_of(pid).is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(start.elapsed().as_secs() < 30, "instance never appeared");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        instances_of(pid).is_empty(),
+        "tracefs instance iolab-{pid} left behind after Ctrl-C"
+    );
+    let r = results(&json);
+    assert_eq!(r["interrupted"], true);
+    let p = &r["points"][0];
+    assert_eq!(p["extra"]["interrupted"], true, "{p}");
+    assert!(
+        p["extra"]["trace"]["breakdown"]["requests"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert_eq!(files_in(dir.path()), vec![json], "no scratch file left");
 }
 
