@@ -30,28 +30,14 @@ pub struct Tracer<'a> {
     /// What was probed, for the terminal.
     pub status: String,
     /// Unmounts tracefs at the end of the session if iolab mounted it.
-    _unmount: Unmount,
-}
-
-/// iolab mounted tracefs: unmount it when the session ends (not when each
-/// point's instance goes, which would leave the next point without it).
-struct Unmount(bool);
-
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        if self.0 {
-            let _ = std::process::Command::new("umount")
-                .arg(tracefs::TRACEFS)
-                .status();
-        }
-    }
+    _mount: tracefs::MountGuard,
 }
 
 impl<'a> Tracer<'a> {
     /// Probe capabilities and the target's disk (extents, irqs).
     pub fn new(target: &'a Target, buffer_kb: u32) -> Tracer<'a> {
         let mut caps = tracefs::probe();
-        let unmount = std::mem::take(&mut caps.mounted_by_us);
+        let mount = tracefs::MountGuard::take(&mut caps);
         let mut notes = Vec::new();
         if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
             for name in tracefs::remove_stale(t) {
@@ -60,27 +46,33 @@ impl<'a> Tracer<'a> {
                 ));
             }
         }
-        let none = |why: String| Tracer {
+        let none = |why: String, mount: tracefs::MountGuard| Tracer {
             setup: None,
-            _unmount: Unmount(unmount),
+            _mount: mount,
             scheduler: String::new(),
             status: format!("tracing: unavailable ({why}); running the jobs untraced"),
             why_not: Some(why),
         };
         if let Some(why) = &caps.why_not {
-            return none(why.clone());
+            return none(why.clone(), mount);
         }
         let Some(disk) = target.disk.clone() else {
-            return none(format!(
-                "{} is not on a block device iolab can trace",
-                target.path.display()
-            ));
+            return none(
+                format!(
+                    "{} is not on a block device iolab can trace",
+                    target.path.display()
+                ),
+                mount,
+            );
         };
         let Some(whole) = std::fs::read_to_string(format!("/sys/block/{}/dev", disk.disk))
             .ok()
             .and_then(|s| DevNum::parse(&s))
         else {
-            return none(format!("cannot read the device number of {}", disk.disk));
+            return none(
+                format!("cannot read the device number of {}", disk.disk),
+                mount,
+            );
         };
         let part_start = if disk.device != disk.disk {
             std::fs::read_to_string(format!("/sys/block/{}/{}/start", disk.disk, disk.device))
@@ -93,12 +85,15 @@ impl<'a> Tracer<'a> {
         let fd = match target.open(false, true) {
             Ok((fd, true)) => fd,
             Ok((_, false)) => {
-                return none(format!(
-                    "{} does not support O_DIRECT, so requests would not reach the device",
-                    target.path.display()
-                ))
+                return none(
+                    format!(
+                        "{} does not support O_DIRECT, so requests would not reach the device",
+                        target.path.display()
+                    ),
+                    mount,
+                )
             }
-            Err(e) => return none(format!("cannot open the target: {e:#}")),
+            Err(e) => return none(format!("cannot open the target: {e:#}"), mount),
         };
         let extents = if target.kind == TargetKind::BlockDevice {
             ExtentMap::identity(part_start)
@@ -113,7 +108,7 @@ impl<'a> Tracer<'a> {
             format!(
                 "tracing: tracefs at {}{}, private instance iolab-{} per point; {} {} scheduler {}, irq {:?}",
                 tracefs::TRACEFS,
-                if unmount {
+                if mount.mounted_by_us() {
                     " (mounted by iolab)"
                 } else {
                     ""
@@ -137,7 +132,7 @@ impl<'a> Tracer<'a> {
                 max_records: RECORDS_PER_POINT,
                 overhead_pairs: 1,
             }),
-            _unmount: Unmount(unmount),
+            _mount: mount,
             scheduler: disk.scheduler.unwrap_or_default(),
             why_not: None,
             status: notes.join("\ntracing: "),
