@@ -5,6 +5,40 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+/// Flags that describe the workload, which a fio job file sets itself.
+const FIO_JOB_CONFLICTS: [&str; 30] = [
+    "plan",
+    "profile",
+    "rw",
+    "mix",
+    "bs",
+    "qd",
+    "jobs",
+    "region",
+    "batch",
+    "fsync_every",
+    "name",
+    "engine",
+    "direct",
+    "buffered",
+    "uring_fixed_buffers",
+    "uring_fixed_files",
+    "uring_sqpoll",
+    "uring_iopoll",
+    "runtime",
+    "io_count",
+    "io_bytes",
+    "budget",
+    "ramp",
+    "latency_target",
+    "steady_state",
+    "precondition",
+    "purge",
+    "rate",
+    "arrival",
+    "verify",
+];
+
 #[derive(Debug, Args, Clone)]
 #[command(after_help = "EXAMPLES:
   iolab device --target /mnt/test --rw randread --bs 4k --qd 32 --runtime 10s
@@ -30,7 +64,13 @@ use clap::Args;
   iolab device --target . --profile snia-iops --steady-state --precondition --purge
       SNIA PTS IOPS test: purge, 2x precondition, rounds until steady state
   iolab device --target . --plan examples/bingmann-batched.toml --json out.json
-      the experiments of a plan file")]
+      the experiments of a plan file
+  iolab device --fio-job examples/randread.fio --json out.json
+      run a fio job file (its filename/directory and size, unless --target/--size)
+  iolab device --target . --rw randread --qd 16 --export fio-json out.fio.json
+      also write the results in fio's JSON shape (fio-plot, fio_jsonplus_clat2csv)
+  iolab device --target /var/tmp --rw randread --qd 1,16 --runtime 3s --breakdown
+      trace every point through the I/O stack (root): a btt-style stage table per point")]
 pub struct DeviceArgs {
     /// Directory (a scratch file is created in it), existing file, or block device
     #[arg(short = 't', long, value_name = "PATH", help_heading = "Target")]
@@ -152,6 +192,10 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "FILE", help_heading = "Workload")]
     pub plan: Option<PathBuf>,
 
+    /// Run the jobs of a fio job file (global and job sections; common options only, others are refused by name)
+    #[arg(long, value_name = "FILE.fio", help_heading = "Workload", conflicts_with_all = FIO_JOB_CONFLICTS)]
+    pub fio_job: Option<PathBuf>,
+
     /// Open loop: issue at this total rate (IOPS, split across jobs); a list (1k,5k), range (1k..64k) or a ramp of the measured closed-loop maximum (10%..100%/10)
     #[arg(long, value_name = "IOPS", help_heading = "Load")]
     pub rate: Option<String>,
@@ -233,6 +277,21 @@ pub struct DeviceArgs {
     /// Print the validated job(s) and exit
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
+    /// Also write the results in another tool's format, atomically after every point: fio-json FILE
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], help_heading = "Output")]
+    pub export: Option<Vec<String>>,
+
+    /// Trace every point through the I/O stack (needs root and tracefs; see docs/trace.md): stage table per point, extra.trace in the results
+    #[arg(long, help_heading = "Breakdown")]
+    pub breakdown: bool,
+    /// Trace ring-buffer size per CPU for --breakdown, KiB
+    #[arg(
+        long,
+        default_value = "16384",
+        value_name = "KIB",
+        help_heading = "Breakdown"
+    )]
+    pub breakdown_buffer_kb: u32,
 
     /// Fake engine service times (tests), e.g. 100us,200us
     #[arg(long, hide = true)]

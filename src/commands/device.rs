@@ -2,6 +2,8 @@
 //! experiments, prepare the target safely, run every point — plain sweeps,
 //! open-loop rates, latency-target searches, steady-state rounds — print
 //! its table and keep the results file (with its analysis) current.
+//! fio job files and fio JSON export are in `device_fio`, the per-point
+//! stack breakdown (`--breakdown`) in `device_trace`.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -13,6 +15,8 @@ use crate::analysis::search::TargetSearch;
 use crate::analysis::steady::{self, Criterion, Metric};
 use crate::analysis::{self, AnalysisOptions};
 use crate::cli::device::DeviceArgs;
+use crate::commands::device_fio;
+use crate::commands::device_trace::{self, Tracer};
 use crate::engine::fake::FakeScript;
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::{usage, Interrupted, UsageError, VerifyFailed};
@@ -24,7 +28,7 @@ use crate::plan::sweep::{self, Axes, RateAxis};
 use crate::plan::{planfile, profile};
 use crate::report::terminal;
 use crate::results::{Point, Provenance, Results};
-use crate::runner::job::{run_job, RunOptions};
+use crate::runner::job::{run_job, JobOutcome, RunOptions};
 use crate::runner::steady::{self as steady_run, SteadyOptions};
 use crate::target::{self, Target, TargetOptions};
 
@@ -404,6 +408,9 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
 
 /// Every experiment to run: the plan file's, or the one the flags describe.
 pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> {
+    if let Some(f) = &a.fio_job {
+        return Ok(vec![device_fio::experiment(a, f)?]);
+    }
     let Some(path) = &a.plan else {
         return Ok(vec![experiment_from_args(a, "")?]);
     };
@@ -505,7 +512,7 @@ fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
         for j in &e.jobs {
             let secs = j.stop.runtime_ns.map(|r| (r + j.ramp_ns) as f64 / 1e9);
             println!(
-                "  {:<40} rw={} bs={} qd={} jobs={} engine={} direct={} {}{}",
+                "  {:<40} rw={} bs={} qd={} jobs={} engine={} direct={} {}{}{}",
                 j.name,
                 j.pattern.name(),
                 j.bs_label(),
@@ -515,6 +522,9 @@ fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
                 j.direct,
                 secs.map(|s| format!("runtime={s:.1}s"))
                     .unwrap_or_else(|| "until io limit".into()),
+                j.open_loop
+                    .map(|o| format!(" rate={:.0} ({})", o.rate_iops, o.arrival.name()))
+                    .unwrap_or_default(),
                 if j.verify { " verify" } else { "" }
             );
         }
@@ -527,6 +537,10 @@ struct Session<'a> {
     target: &'a Target,
     results: Results,
     json_path: Option<PathBuf>,
+    /// `--export fio-json FILE`: rewritten with the results file.
+    fio_export: Option<PathBuf>,
+    /// `--breakdown`: the stack tracer.
+    tracer: Option<Tracer<'a>>,
     quiet: bool,
     show_progress: bool,
     knee_factor: f64,
@@ -555,6 +569,9 @@ impl Session<'_> {
         );
         if let Some(p) = &self.json_path {
             self.results.write_atomic(p)?;
+        }
+        if let Some(p) = &self.fio_export {
+            device_fio::write_export(p, &self.results)?;
         }
         Ok(())
     }
@@ -622,7 +639,25 @@ impl Session<'_> {
                 None
             },
         };
-        let outcome = run_job(job, self.target, &opts);
+        let mut traced = None;
+        let mut untraced_why = None;
+        let outcome = match &mut self.tracer {
+            Some(t) => match t.why_not_for(job) {
+                None => t.run(job).map(|(point, res)| {
+                    traced = Some(res);
+                    JobOutcome {
+                        point,
+                        request_logs: Vec::new(),
+                        features: Vec::new(),
+                    }
+                }),
+                Some(why) => {
+                    untraced_why = Some(why);
+                    run_job(job, self.target, &opts)
+                }
+            },
+            None => run_job(job, self.target, &opts),
+        };
         if self.show_progress {
             eprint!("\r\x1b[2K");
         }
@@ -650,6 +685,19 @@ impl Session<'_> {
         for (k, v) in extra {
             p.extra.insert((*k).to_string(), v.clone());
         }
+        if let Some(res) = &traced {
+            p.warnings.extend(device_trace::warnings(res));
+            p.extra.insert("trace".into(), serde_json::to_value(res)?);
+        }
+        // A machine-wide reason is said once, in the results' warnings.
+        if let Some(why) =
+            untraced_why.filter(|_| self.tracer.as_ref().is_some_and(|t| t.why_not.is_none()))
+        {
+            if !self.quiet {
+                eprintln!("iolab: --breakdown: {} runs untraced: {why}", job.name);
+            }
+            p.warnings.push(format!("--breakdown: not traced: {why}"));
+        }
         for f in outcome.features {
             if !self.results.provenance.engine_features.contains(&f) {
                 self.results.provenance.engine_features.push(f);
@@ -657,6 +705,9 @@ impl Session<'_> {
         }
         if !self.quiet {
             println!("{}", terminal::point_block(&outcome.point));
+            if let Some(res) = &traced {
+                println!("{}", device_trace::table(res));
+            }
         }
         self.results.points.push(outcome.point.clone());
         self.save()?;
@@ -973,6 +1024,8 @@ pub fn analysis_summary(a: &Value) -> Vec<String> {
 }
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
+    let a = device_fio::with_target_defaults(a)?;
+    let fio_export = device_fio::export_path(a.export.as_deref())?;
     let exps = experiments_from_args(&a)?;
     if a.dry_run {
         dry_run(&exps, &a);
@@ -1026,8 +1079,29 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     } else {
         serde_json::to_value(&exps[0].jobs)?
     };
+    let tracer = a
+        .breakdown
+        .then(|| Tracer::new(&target, a.breakdown_buffer_kb));
+    if let Some(t) = &tracer {
+        if t.why_not.is_none() && !quiet {
+            eprintln!("{}", t.status);
+        }
+        if let Some(why) = &t.why_not {
+            let w = format!("--breakdown: tracing unavailable ({why}); every point runs untraced");
+            // Said even with --quiet: the user asked for a breakdown.
+            if quiet {
+                eprintln!("warning: {w}");
+            }
+            run_warnings.push(w);
+        }
+    }
     let mut results = Results::new("device", provenance);
     results.warnings = run_warnings;
+    if let Some(f) = &a.fio_job {
+        results
+            .extra
+            .insert("fio_job".into(), device_fio::provenance(f));
+    }
     let (planned_points, planned_secs) = exps
         .iter()
         .map(|e| e.estimate())
@@ -1036,6 +1110,8 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         target: &target,
         results,
         json_path: a.json.clone().filter(|p| p.as_os_str() != "-"),
+        fio_export: fio_export.clone(),
+        tracer,
         quiet,
         show_progress: !quiet && std::io::stderr().is_terminal(),
         knee_factor: exps.first().map_or(2.0, |e| e.knee_factor),
@@ -1079,6 +1155,9 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else if let (Some(p), false) = (&a.json, quiet) {
         println!("results: {}", p.display());
+    }
+    if let (Some(p), false) = (&fio_export, quiet) {
+        println!("fio JSON: {}", p.display());
     }
     drop(target);
     if results.interrupted {

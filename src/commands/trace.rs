@@ -102,7 +102,9 @@ pub fn run(args: TraceArgs) -> Result<()> {
         ));
     }
     // Capabilities first: without them the job still runs, untraced.
-    let caps = tracefs::probe();
+    let mut caps = tracefs::probe();
+    // Unmounts tracefs at the very end if iolab mounted it.
+    let mount = tracefs::MountGuard::take(&mut caps);
     if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
         for name in tracefs::remove_stale(t) {
             println!("tracing: removed stale instance {name} of a process that no longer exists");
@@ -112,7 +114,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         None => println!(
             "tracing: tracefs at {}{}, private instance iolab-{}",
             tracefs::TRACEFS,
-            if caps.mounted_by_us {
+            if mount.mounted_by_us() {
                 " (mounted by iolab)"
             } else {
                 ""

@@ -12,7 +12,7 @@
 
 use crate::engine::EngineKind;
 use crate::error::usage;
-use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 
 /// A job of a fio file: the spec plus what `JobSpec` does not carry.
@@ -22,8 +22,8 @@ pub struct FioJob {
     /// `filename`, or `directory` (a scratch file inside), if given.
     pub filename: Option<String>,
     pub directory: Option<String>,
-    /// Target rate in IOPS (`rate_iops`) and its process (`linear`/`poisson`):
-    /// needs open-loop support in the runner.
+    /// Target rate in IOPS per job clone (`rate_iops`) and its process
+    /// (`linear`/`poisson`); `spec.open_loop` holds the total over `numjobs`.
     pub rate_iops: Option<u64>,
     pub rate_process: Option<String>,
     /// Size of the region to address (`size`).
@@ -78,13 +78,23 @@ pub struct FioPlan {
 }
 
 /// Parse a fio job file for `device`: every job must use the same
-/// filename/directory; rate-limited jobs are refused until the runner has
-/// open-loop load (set `open_loop` when it does).
+/// filename/directory; rate-limited jobs run open loop (`spec.open_loop`)
+/// when `open_loop` is true and are refused otherwise.
 pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
     let jobs = parse_fio_jobs(text)?;
+    // fio puts `filename` inside `directory` when both are given.
     let targets: Vec<Option<String>> = jobs
         .iter()
-        .map(|j| j.filename.clone().or_else(|| j.directory.clone()))
+        .map(|j| match (&j.directory, &j.filename) {
+            (Some(d), Some(f)) if !f.starts_with('/') => Some(
+                std::path::Path::new(d)
+                    .join(f)
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            (_, Some(f)) => Some(f.clone()),
+            (d, None) => d.clone(),
+        })
         .collect();
     if targets.iter().any(|t| t != &targets[0]) {
         return Err(usage(
@@ -329,7 +339,8 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
                         format!("line {line}: per-direction rates ('{s}') are not supported"),
                     ));
                 }
-                job.rate_iops = Some(num(line, k, v)?);
+                // fio: 0 means no limit.
+                job.rate_iops = Some(num(line, k, v)?).filter(|&r| r > 0);
             }
             "rate_process" => {
                 let s = need(line, k, v)?;
@@ -359,15 +370,26 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
         spec.batch = Some(k.min(u32::MAX as u64) as u32);
     }
     // Without time_based, fio stops after `size` bytes or at runtime.
+    // `size` is per job clone; iolab's io_bytes counts all workers.
     spec.stop = StopCondition {
         runtime_ns: runtime,
         io_count: None,
         io_bytes: if time_based || runtime.is_some() && job.size.is_none() {
             None
         } else {
-            job.size
+            job.size.map(|s| s.saturating_mul(spec.jobs.max(1) as u64))
         },
     };
+    // rate_iops is per job clone too; iolab's open-loop rate is the total.
+    if let Some(r) = job.rate_iops {
+        spec.open_loop = Some(OpenLoop {
+            rate_iops: r as f64 * spec.jobs.max(1) as f64,
+            arrival: match job.rate_process.as_deref() {
+                Some("poisson") => Arrival::Poisson,
+                _ => Arrival::Uniform,
+            },
+        });
+    }
     if spec.stop.runtime_ns.is_none() && spec.stop.io_bytes.is_none() {
         spec.stop.runtime_ns = Some(10_000_000_000);
     }
@@ -427,6 +449,12 @@ ioengine=io_uring
 iodepth=16
 iodepth_batch_submit=16
 iodepth_batch_complete_min=16
+
+[paced]
+rw=randread
+ioengine=io_uring
+iodepth=8
+numjobs=2
 rate_iops=1000
 rate_process=poisson
 ";
@@ -434,7 +462,7 @@ rate_process=poisson
     #[test]
     fn parses_global_and_job_sections() {
         let jobs = parse_fio_jobs(FILE).unwrap();
-        assert_eq!(jobs.len(), 3);
+        assert_eq!(jobs.len(), 4);
         let rr = &jobs[0].spec;
         assert_eq!(rr.name, "rr");
         assert_eq!(rr.pattern, Pattern::RandRead);
@@ -456,9 +484,19 @@ rate_process=poisson
         let b = &jobs[2];
         assert_eq!(b.spec.engine, EngineKind::IoUring);
         assert_eq!(b.spec.batch, Some(16));
-        assert_eq!(b.rate_iops, Some(1000));
-        assert_eq!(b.rate_process.as_deref(), Some("poisson"));
-        assert_eq!(parse_fio_job(FILE).unwrap().len(), 3);
+        assert_eq!(b.spec.open_loop, None);
+        let paced = &jobs[3];
+        assert_eq!(paced.rate_iops, Some(1000));
+        assert_eq!(paced.rate_process.as_deref(), Some("poisson"));
+        // fio's rate is per job clone: 2 clones x 1000 IOPS.
+        assert_eq!(
+            paced.spec.open_loop,
+            Some(OpenLoop {
+                rate_iops: 2000.0,
+                arrival: Arrival::Poisson
+            })
+        );
+        assert_eq!(parse_fio_job(FILE).unwrap().len(), 4);
     }
 
     #[test]
@@ -511,13 +549,26 @@ rate_process=poisson
         assert!(fio_plan(two, false).is_err());
         let rated = "[a]\nrate_iops=100\n";
         assert!(fio_plan(rated, false).is_err());
-        assert!(fio_plan(rated, true).is_ok());
+        let p = fio_plan(rated, true).unwrap();
+        let ol = p.jobs[0].open_loop.unwrap();
+        assert_eq!((ol.rate_iops, ol.arrival), (100.0, Arrival::Uniform));
+        let both = "[a]\ndirectory=/var/tmp\nfilename=f.dat\n";
+        assert_eq!(
+            fio_plan(both, false).unwrap().target.as_deref(),
+            Some(std::path::Path::new("/var/tmp/f.dat"))
+        );
+        // Open loop keeps its own limits: no batching.
+        let e = fio_plan("[a]\nrate_iops=10\nioengine=io_uring\niodepth_batch_submit=4\niodepth_batch_complete_min=4\n", true);
+        assert!(e.is_err());
     }
 
     #[test]
     fn size_without_time_based_is_an_io_limit() {
         let j = parse_fio_job("[j]\nrw=write\nsize=16m\n").unwrap();
         assert_eq!(j[0].stop.io_bytes, Some(16 << 20));
+        // Per job clone in fio: 3 clones write 48 MiB in all.
+        let j3 = parse_fio_job("[j]\nrw=write\nsize=16m\nnumjobs=3\n").unwrap();
+        assert_eq!(j3[0].stop.io_bytes, Some(48 << 20));
         assert_eq!(j[0].stop.runtime_ns, None);
         assert_eq!(j[0].engine, EngineKind::Psync);
     }

@@ -85,8 +85,6 @@ impl EventSpec {
 /// RAII guard of a private tracing instance.
 pub struct Instance {
     pub dir: PathBuf,
-    tracefs: PathBuf,
-    unmount: bool,
     pub header_page: HeaderPage,
     pub header_event: HeaderEvent,
     pub formats: Vec<EventFormat>,
@@ -114,8 +112,6 @@ impl Instance {
         // The guard exists from here on, so every error below removes the instance.
         let mut inst = Instance {
             dir,
-            tracefs: tracefs.clone(),
-            unmount: caps.mounted_by_us,
             header_page: HeaderPage {
                 timestamp_offset: 0,
                 commit_offset: 8,
@@ -212,10 +208,28 @@ impl Drop for Instance {
                 Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
             }
         }
-        if self.unmount {
-            let _ = std::process::Command::new("umount")
-                .arg(&self.tracefs)
-                .status();
+    }
+}
+
+/// Unmounts tracefs when dropped if iolab mounted it. Hold one for the whole
+/// session: instances come and go per job, the mount must outlive them all.
+pub struct MountGuard(bool);
+
+impl MountGuard {
+    /// Take over the "mounted by us" duty from the probed capabilities.
+    pub fn take(caps: &mut Capabilities) -> MountGuard {
+        MountGuard(std::mem::take(&mut caps.mounted_by_us))
+    }
+
+    pub fn mounted_by_us(&self) -> bool {
+        self.0
+    }
+}
+
+impl Drop for MountGuard {
+    fn drop(&mut self) {
+        if self.0 {
+            let _ = std::process::Command::new("umount").arg(TRACEFS).status();
         }
     }
 }

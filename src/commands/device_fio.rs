@@ -1,0 +1,107 @@
+//! fio interoperability of `iolab device`: `--fio-job FILE.fio` (the job
+//! file's jobs as one experiment, its filename/directory and size as the
+//! target defaults) and `--export fio-json FILE` (the results in fio's JSON
+//! shape, rewritten atomically with the results file).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::cli::device::DeviceArgs;
+use crate::error::usage;
+use crate::plan::experiment::{Experiment, Mode};
+use crate::plan::fiojob::{fio_plan, FioPlan};
+use crate::plan::parse::parse_cpu_list;
+use crate::report::fio_json::to_fio_json;
+use crate::results::{write_atomic, Results};
+
+/// Read and parse the job file (open-loop `rate_iops` supported).
+pub fn read_plan(path: &Path) -> anyhow::Result<FioPlan> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage("--fio-job", format!("cannot read {}: {e}", path.display())))?;
+    fio_plan(&text, true)
+}
+
+/// `--target`/`--size` from the job file when they were not given:
+/// `filename` (or `directory`) and the largest `size`.
+pub fn with_target_defaults(mut a: DeviceArgs) -> anyhow::Result<DeviceArgs> {
+    let Some(path) = &a.fio_job else {
+        return Ok(a);
+    };
+    let plan = read_plan(path)?;
+    if a.target.is_none() {
+        a.target = plan.target;
+    }
+    if a.size.is_none() {
+        a.size = plan.size.map(|s| s.to_string());
+    }
+    Ok(a)
+}
+
+/// The job file's jobs as one plain experiment, with the command line's
+/// seed and CPU list applied.
+pub fn experiment(a: &DeviceArgs, path: &Path) -> anyhow::Result<Experiment> {
+    let plan = read_plan(path)?;
+    let cpus = a
+        .cpus
+        .as_deref()
+        .map(|c| parse_cpu_list("--cpus", c))
+        .transpose()?;
+    let mut jobs = plan.jobs;
+    for j in &mut jobs {
+        j.seed = a.seed;
+        if cpus.is_some() {
+            j.cpus = cpus.clone();
+        }
+        if j.name.is_empty() {
+            j.name = j.default_name();
+        }
+        j.validate()
+            .map_err(|e| usage("--fio-job", format!("job [{}]: {e}", j.name)))?;
+    }
+    Ok(Experiment {
+        name: String::new(),
+        jobs,
+        mode: Mode::Plain,
+        precondition: None,
+        purge: false,
+        knee_factor: a.knee_factor,
+    })
+}
+
+/// The job file's path and text, kept in `Results.extra["fio_job"]`.
+pub fn provenance(path: &Path) -> serde_json::Value {
+    json!({
+        "path": path.display().to_string(),
+        "text": std::fs::read_to_string(path).unwrap_or_default(),
+    })
+}
+
+/// `--export FORMAT FILE`: the file to write fio JSON to (the only format).
+pub fn export_path(export: Option<&[String]>) -> anyhow::Result<Option<PathBuf>> {
+    let Some(v) = export else {
+        return Ok(None);
+    };
+    match v {
+        [fmt, file] if fmt == "fio-json" => {
+            if file.is_empty() || file == "-" {
+                return Err(usage(
+                    "--export",
+                    "give a file name for the fio JSON (stdout is not supported)",
+                ));
+            }
+            Ok(Some(PathBuf::from(file)))
+        }
+        [fmt, _] => Err(usage(
+            "--export",
+            format!("unknown export format '{fmt}' (fio-json)"),
+        )),
+        _ => Err(usage("--export", "use --export fio-json FILE")),
+    }
+}
+
+/// Write the results in fio's JSON shape, atomically.
+pub fn write_export(path: &Path, r: &Results) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(&to_fio_json(r))?;
+    write_atomic(path, text.as_bytes())
+}
