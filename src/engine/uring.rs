@@ -69,6 +69,9 @@ fn build_ring(depth: u32, opts: &UringOptions, lean: bool) -> io::Result<IoUring
     })
 }
 
+/// IORING_ENTER_GETEVENTS (linux/io_uring.h).
+const ENTER_GETEVENTS: u32 = 1;
+
 fn with_context(e: io::Error, what: &str) -> io::Error {
     io::Error::new(e.kind(), format!("io_uring {what}: {e}"))
 }
@@ -264,6 +267,23 @@ impl Engine for UringEngine {
                 Ok(_) => {}
                 Err(e) if is_errno(&e, libc::EINTR) => {}
                 Err(e) => return Err(with_context(e, "poll")),
+            }
+            got += self.drain(out, room);
+        }
+        if got == 0 && want == 0 && !self.opts.sqpoll && !self.opts.iopoll && self.in_flight > 0 {
+            // A non-blocking reap (the open loop's): with DEFER_TASKRUN the
+            // kernel posts completions only when this task enters with
+            // GETEVENTS, so peeking at the CQ ring alone would leave them
+            // waiting until the next blocking wait.
+            // SAFETY: no submission and no argument; only runs task work.
+            match unsafe {
+                self.ring
+                    .submitter()
+                    .enter::<libc::sigset_t>(0, 0, ENTER_GETEVENTS, None)
+            } {
+                Ok(_) => {}
+                Err(e) if is_errno(&e, libc::EINTR) => {}
+                Err(e) => return Err(with_context(e, "getevents")),
             }
             got += self.drain(out, room);
         }
