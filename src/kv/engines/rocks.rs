@@ -196,3 +196,41 @@ impl KvEngine for Rocks {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksdb::perf::{PerfContext, PerfMetric};
+
+    /// Sessions run RocksDB with perf counters off (db_bench's default):
+    /// with RocksDB's own default (count), every key comparison is counted.
+    #[test]
+    fn sessions_disable_perf_counters() {
+        let dir = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+        let engine = Rocks::open(dir.path(), &EngineOptions::default()).expect("open");
+        let mut ctx = PerfContext::default();
+        let put_some = |s: &mut dyn KvSession| {
+            for i in 0..100u32 {
+                let k = format!("{i:08}");
+                s.insert(k.as_bytes(), b"value").expect("insert");
+            }
+        };
+
+        set_perf_stats(PerfStatsLevel::EnableCount);
+        ctx.reset();
+        let mut counting = RocksSession {
+            db: &engine.db,
+            w: engine.write_opts(),
+            r: ReadOptions::default(),
+        };
+        put_some(&mut counting);
+        assert!(ctx.metric(PerfMetric::UserKeyComparisonCount) > 0);
+
+        let mut s = engine.session().expect("session");
+        ctx.reset();
+        put_some(s.as_mut());
+        let mut out = Vec::new();
+        assert!(s.read(b"00000042", &mut out).expect("read"));
+        assert_eq!(ctx.metric(PerfMetric::UserKeyComparisonCount), 0);
+    }
+}
