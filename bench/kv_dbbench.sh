@@ -25,10 +25,11 @@ else
   RATE_DB=""
   RATE_IO=""
 fi
-# The same options on both sides.
+# The same options on both sides. --perf_level=1 (kDisable) is db_bench's default;
+# iolab's RocksDB sessions also run with perf counters off.
 COMMON_DB="--num=$NUM --reads=$READS --key_size=16 --value_size=100 --compression_type=none \
  --cache_size=67108864 --write_buffer_size=67108864 --max_background_jobs=2 --sync=0 --disable_wal=0 \
- --bloom_bits=-1 --enable_pipelined_write=1 --statistics=0 --histogram=0 --progress_reports=0 --seed=42"
+ --bloom_bits=-1 --enable_pipelined_write=1 --perf_level=1 --statistics=0 --histogram=0 --progress_reports=0 --seed=42"
 COMMON_IO="--engine rocksdb --num $NUM --reads $READS --key-size 16 --value-size 100 --compression none \
  --cache-size 64m --write-buffer-size 64m --background-jobs 2 --pipelined-write --readers 1 $RATE_IO"
 

@@ -81,14 +81,17 @@ fn format_i64(n: i64, buf: &mut [u8; 24]) -> usize {
 /// db_bench-style fixed-size key: the record number as 16 decimal digits,
 /// zero-padded (truncated or padded to `key_size`), so keys sort numerically.
 pub fn fixed_key(num: u64, key_size: usize, out: &mut Vec<u8>) {
+    // Digits written from the end in place: the last `key_size` digits of
+    // `num`, zero-padded on the left.
     out.clear();
-    let mut digits = [0u8; 24];
-    let len = format_i64(num as i64, &mut digits);
-    if key_size >= len {
-        out.resize(key_size - len, b'0');
-        out.extend_from_slice(&digits[..len]);
-    } else {
-        out.extend_from_slice(&digits[len - key_size..len]);
+    out.resize(key_size, b'0');
+    let mut n = num;
+    for d in out.iter_mut().rev() {
+        if n == 0 {
+            break;
+        }
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
     }
 }
 

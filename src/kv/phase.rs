@@ -111,6 +111,9 @@ pub fn run(
     let done = AtomicBool::new(false);
     let barrier = Barrier::new(spec.threads + 1);
     let start_at = AtomicU64::new(0);
+    // When the last worker finished: the phase's end, independent of how
+    // late the 20 ms sampler loop below notices it.
+    let end_at = AtomicU64::new(0);
     let stores = engine.stores_data();
 
     let sampler = LoadSampler::start(db_dir);
@@ -120,8 +123,15 @@ pub fn run(
     std::thread::scope(|sc| {
         let mut handles = Vec::new();
         for id in 0..spec.threads {
-            let (kinds, progress, barrier, start_at, done, bounded_left) =
-                (&kinds, &progress, &barrier, &start_at, &done, &bounded_left);
+            let (kinds, progress, barrier, start_at, end_at, done, bounded_left) = (
+                &kinds,
+                &progress,
+                &barrier,
+                &start_at,
+                &end_at,
+                &done,
+                &bounded_left,
+            );
             let ops = spec.ops[id];
             let rate = spec.rate[id];
             let seed = spec.seed.wrapping_add(0x9E37_79B9 * (id as u64 + 1));
@@ -199,6 +209,7 @@ pub fn run(
                     progress[id].ops.store(w.n, Ordering::Relaxed);
                     progress[id].lat_sum.store(lat_sum, Ordering::Relaxed);
                 }
+                end_at.fetch_max(mono_now_ns(), Ordering::AcqRel);
                 if ops.is_some() && bounded_left.fetch_sub(1, Ordering::AcqRel) == 1 {
                     done.store(true, Ordering::Release);
                 }
@@ -247,7 +258,11 @@ pub fn run(
             );
         }
     });
-    let duration_ns = mono_now_ns() - t_begin;
+    let t_end = match end_at.load(Ordering::Acquire) {
+        0 => mono_now_ns(),
+        t => t,
+    };
+    let duration_ns = t_end.saturating_sub(t_begin);
     let mut rec = Recorder::new(&kinds, paced);
     let mut max_backlog_ns = 0;
     for r in recs {

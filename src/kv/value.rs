@@ -82,16 +82,24 @@ impl BodyPool {
         BodyPool { data }
     }
 
+    /// `len` pool bytes from a random offset.
+    #[inline]
+    pub fn slice<R: Rng + ?Sized>(&self, rng: &mut R, len: usize) -> &[u8] {
+        let max_off = self.data.len() - len;
+        let off = (rng.next_u64() % (max_off as u64 + 1)) as usize;
+        &self.data[off..off + len]
+    }
+
     /// Fill `out` with pool bytes from a random offset.
     #[inline]
     pub fn fill<R: Rng + ?Sized>(&self, rng: &mut R, out: &mut [u8]) {
-        let max_off = self.data.len() - out.len();
-        let off = (rng.next_u64() % (max_off as u64 + 1)) as usize;
-        out.copy_from_slice(&self.data[off..off + out.len()]);
+        out.copy_from_slice(self.slice(rng, out.len()));
     }
 }
 
-/// Build a fresh value of `len` bytes (len >= HEADER) for `key` into `out`.
+/// Build a fresh value of `len` bytes (len >= HEADER) for `key` into `out`:
+/// the body is appended straight from the pool (no zero fill first), then
+/// the header is written in place.
 #[inline]
 pub fn build<R: Rng + ?Sized>(
     pool: &BodyPool,
@@ -102,8 +110,8 @@ pub fn build<R: Rng + ?Sized>(
     out: &mut Vec<u8>,
 ) {
     out.clear();
-    out.resize(len.max(HEADER), 0);
-    pool.fill(rng, &mut out[HEADER..]);
+    out.extend_from_slice(&[0u8; HEADER]);
+    out.extend_from_slice(pool.slice(rng, len.max(HEADER) - HEADER));
     seal(key, version, out);
 }
 
