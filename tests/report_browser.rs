@@ -98,6 +98,20 @@ fn check_report(bin: &Path, fixture: &str, shot_name: &str) {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let source = std::fs::read_to_string(&html).unwrap();
+    // Statically too: nothing in the page points outside it.
+    for attr in [
+        "src=\"http",
+        "href=\"http",
+        "src=\"//",
+        "href=\"//",
+        "url(http",
+        "@import",
+    ] {
+        assert!(
+            !source.contains(attr),
+            "{fixture}: the report references something external ({attr})"
+        );
+    }
     let url = format!("file://{}", html.display());
     let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
     proxy.set_nonblocking(true).unwrap();
@@ -184,7 +198,11 @@ fn check_report(bin: &Path, fixture: &str, shot_name: &str) {
     recorder.join().unwrap();
     // Only Chromium's own service calls reached the proxy: the report loads nothing.
     let seen = seen.lock().unwrap();
-    let page: Vec<&String> = seen.iter().filter(|l| !is_browser_service(l)).collect();
+    // A connection that sent nothing (a speculative preconnect) is no request.
+    let page: Vec<&String> = seen
+        .iter()
+        .filter(|l| !l.trim().is_empty() && !is_browser_service(l))
+        .collect();
     assert!(page.is_empty(), "network requests from the page: {page:?}");
     eprintln!(
         "{fixture}: {} background request(s) of Chromium itself ignored",
