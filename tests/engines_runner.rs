@@ -41,6 +41,7 @@ fn pass<E: Engine>(
         max_ops: ops,
         max_bytes: u64::MAX,
         fsync_every: 0,
+        submit_batch: 1,
         verify_bs: Some(BS),
         region_start: 0,
         region_len: REGION,

@@ -132,6 +132,9 @@ pub struct DeviceArgs {
     /// fsync after every N writes (per job)
     #[arg(long, default_value = "0", value_name = "N", help_heading = "Workload")]
     pub fsync_every: u32,
+    /// Submit as soon as N requests are ready (1 = each at once, fio's default; larger saves syscalls)
+    #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
+    pub submit_batch: u32,
     /// Seed of the offset and data generators
     #[arg(long, default_value = "4207", help_heading = "Workload")]
     pub seed: u64,

@@ -161,6 +161,7 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
             .unwrap_or(0),
         seed: a.seed,
         fsync_every: a.fsync_every,
+        submit_batch: a.submit_batch,
         batch: axes.batch[0],
         verify: a.verify,
         size: None,

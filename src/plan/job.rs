@@ -147,6 +147,11 @@ pub struct JobSpec {
     pub fsync_every: u32,
     /// Submit K requests at once and wait for all K before the next batch.
     pub batch: Option<u32>,
+    /// Closed loop: submit as soon as this many requests are prepared (or no
+    /// slot is free). 1 submits each request at once, like fio's default
+    /// `iodepth_batch_submit=1`, which keeps the device busiest.
+    #[serde(default = "one")]
+    pub submit_batch: u32,
     pub verify: bool,
     /// Size of the region to address; `None` = the whole target.
     pub size: Option<u64>,
@@ -156,6 +161,10 @@ pub struct JobSpec {
     /// Open-loop issuing at a target rate (`--rate`); `None` = closed loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoop>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Default for JobSpec {
@@ -180,6 +189,7 @@ impl Default for JobSpec {
             ramp_ns: 0,
             seed: 0x10_1ab,
             fsync_every: 0,
+            submit_batch: 1,
             batch: None,
             verify: false,
             size: None,
@@ -270,6 +280,12 @@ impl JobSpec {
             return Err(usage(
                 "--mix",
                 format!("read percentage {} is over 100", self.mix),
+            ));
+        }
+        if self.submit_batch == 0 || self.submit_batch > 65_536 {
+            return Err(usage(
+                "--submit-batch",
+                format!("{} is out of range 1..65536", self.submit_batch),
             ));
         }
         if let Some(k) = self.batch {

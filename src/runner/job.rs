@@ -287,6 +287,7 @@ pub fn run_job_with_clock<C: Clock>(
                     max_ops: per_worker(spec.stop.io_count),
                     max_bytes: per_worker(spec.stop.io_bytes),
                     fsync_every: spec.fsync_every,
+                    submit_batch: spec.submit_batch,
                     verify_bs: if spec.verify {
                         Some(spec.max_bs())
                     } else {

@@ -27,6 +27,8 @@ pub struct LoopSpec {
     pub max_ops: u64,
     pub max_bytes: u64,
     pub fsync_every: u32,
+    /// Submit once this many requests are staged (closed loop; batches submit whole).
+    pub submit_batch: u32,
     /// Verification block size when --verify is on.
     pub verify_bs: Option<u64>,
     pub region_start: u64,
@@ -210,6 +212,9 @@ pub fn run<C: Clock, E: Engine>(
                 } else {
                     engine.queue(req)?;
                     staged.push(s);
+                    if !spec.batch && staged.len() >= spec.submit_batch as usize {
+                        submit_staged(engine, clock, &mut slots, &mut staged)?;
+                    }
                 }
                 in_flight += 1;
                 issued_ops += 1;
@@ -219,12 +224,7 @@ pub fn run<C: Clock, E: Engine>(
                 }
             }
             if !staged.is_empty() {
-                engine.submit()?;
-                let ts = clock.now();
-                for &s in &staged {
-                    slots[s as usize].t_sub = ts;
-                }
-                staged.clear();
+                submit_staged(engine, clock, &mut slots, &mut staged)?;
             }
         }
         // Record the previous completions now that new requests are in
@@ -298,6 +298,23 @@ pub fn run<C: Clock, E: Engine>(
         }
         t = t_done;
     }
+    Ok(())
+}
+
+/// Submit the staged requests and stamp their submission time.
+#[inline(always)]
+fn submit_staged<C: Clock, E: Engine>(
+    engine: &mut E,
+    clock: &C,
+    slots: &mut [Slot],
+    staged: &mut Vec<u32>,
+) -> io::Result<()> {
+    engine.submit()?;
+    let ts = clock.now();
+    for &s in staged.iter() {
+        slots[s as usize].t_sub = ts;
+    }
+    staged.clear();
     Ok(())
 }
 
