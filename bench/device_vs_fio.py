@@ -127,6 +127,11 @@ def overhead(args, shm_file):
         ("io_uring, /dev/shm file, 4k randread, QD32, buffered",
          lambda: iolab_job(shm_file, "randread", "4k", 32, "io_uring", None, args.runtime, ["--cpus", "0", "--buffered"]),
          lambda: fio_job(shm_file, "randread", "4k", 32, "io_uring", None, args.runtime, ["--cpus_allowed=0", "--direct=0"])),
+        ("io_uring, /dev/shm file, 4k randread, QD32, buffered, submit batches of 32 (both tools)",
+         lambda: iolab_job(shm_file, "randread", "4k", 32, "io_uring", None, args.runtime,
+                           ["--cpus", "0", "--buffered", "--submit-batch", "32"]),
+         lambda: fio_job(shm_file, "randread", "4k", 32, "io_uring", None, args.runtime,
+                         ["--cpus_allowed=0", "--direct=0", "--iodepth_batch_submit=32"])),
     ]
     for name, a, b in cases:
         pairs = interleaved(args.rounds, a, b)

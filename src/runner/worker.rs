@@ -213,7 +213,8 @@ pub fn run<C: Clock, E: Engine>(
                     engine.queue(req)?;
                     staged.push(s);
                     if !spec.batch && staged.len() >= spec.submit_batch as usize {
-                        submit_staged(engine, clock, &mut slots, &mut staged)?;
+                        // The next request is prepared from this moment on.
+                        t = submit_staged(engine, clock, &mut slots, &mut staged)?;
                     }
                 }
                 in_flight += 1;
@@ -301,21 +302,21 @@ pub fn run<C: Clock, E: Engine>(
     Ok(())
 }
 
-/// Submit the staged requests and stamp their submission time.
+/// Submit the staged requests and stamp their submission time (returned).
 #[inline(always)]
 fn submit_staged<C: Clock, E: Engine>(
     engine: &mut E,
     clock: &C,
     slots: &mut [Slot],
     staged: &mut Vec<u32>,
-) -> io::Result<()> {
+) -> io::Result<u64> {
     engine.submit()?;
     let ts = clock.now();
     for &s in staged.iter() {
         slots[s as usize].t_sub = ts;
     }
     staged.clear();
-    Ok(())
+    Ok(ts)
 }
 
 /// Record requests reaped at `t_done` (and log them for the breakdown).
