@@ -165,6 +165,13 @@ fn scratch_run_writes_complete_results_and_cleans_up() {
     );
     assert!(p["histograms"]["read.lat"].as_str().unwrap().len() > 10);
     assert!(p["cpu"]["usr_pct"].as_f64().is_some());
+    let system = &p["extra"]["cpu"];
+    for k in ["usr_pct", "sys_pct", "iowait_pct", "idle_pct"] {
+        assert!(
+            system[k].as_f64().is_some_and(|v| v >= 0.0),
+            "machine cpu {k}"
+        );
+    }
     assert!(!p["series"].as_array().unwrap().is_empty());
     assert_eq!(p["direct"], true);
     if prov["target"]["disk"].is_object() {

@@ -5,4 +5,5 @@ pub mod clock;
 pub mod diskstats;
 pub mod histogram;
 pub mod overhead;
+pub mod procstat;
 pub mod rusage;

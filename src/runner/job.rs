@@ -20,6 +20,7 @@ use crate::engine::{self, Engine, EngineKind, EngineSetup, FeatureProbe, OpKind}
 use crate::error::usage;
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
+use crate::measure::procstat::CpuTicks;
 use crate::measure::rusage::RusageSnapshot;
 use crate::plan::job::{Arrival, JobSpec, RegionMode};
 use crate::plan::parse::format_size;
@@ -382,6 +383,7 @@ pub fn run_job_with_clock<C: Clock>(
             sleep_unless_done(&handles, Duration::from_nanos(ramp));
         }
         let ru0 = RusageSnapshot::now();
+        let st0 = CpuTicks::now();
         let d0 = disk.as_ref().and_then(|d| d.sample());
         let t_measure = std::time::Instant::now();
         let mut last_tick = std::time::Instant::now();
@@ -403,6 +405,7 @@ pub fn run_job_with_clock<C: Clock>(
         }
         let wall = t_measure.elapsed().as_nanos() as u64;
         let ru1 = RusageSnapshot::now();
+        let st1 = CpuTicks::now();
         let d1 = disk.as_ref().and_then(|d| d.sample());
         let results: Vec<WorkerResult> = handles
             .into_iter()
@@ -413,7 +416,11 @@ pub fn run_job_with_clock<C: Clock>(
             (Some(d), Some(a), Some(b)) => Some(DeviceStats::between(&d.device, &a, &b, wall)),
             _ => None,
         };
-        (results, (cpu, device))
+        let ncpu = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let system = st0.zip(st1).map(|(a, b)| b.since(&a, ncpu));
+        (results, (cpu, device, system))
     });
 
     if let Some(err) = results.iter().find_map(|r| r.error.clone()) {
@@ -427,8 +434,8 @@ pub fn run_job_with_clock<C: Clock>(
         merged.merge(&r.rec);
         logs.extend(r.log);
     }
-    let (cpu, device) = sys;
-    let point = build_point(
+    let (cpu, device, system) = sys;
+    let mut point = build_point(
         spec,
         &merged,
         started_at,
@@ -438,6 +445,12 @@ pub fn run_job_with_clock<C: Clock>(
         warnings,
         target.kind,
     );
+    if let Some(system) = system {
+        // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
+        point
+            .extra
+            .insert("cpu".into(), serde_json::to_value(system)?);
+    }
     Ok(JobOutcome {
         point,
         request_logs: logs,

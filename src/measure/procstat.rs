@@ -1,0 +1,102 @@
+//! System-wide CPU time from /proc/stat (the aggregate `cpu` line), as deltas
+//! over a phase: where getrusage covers iolab's own process, this shows the
+//! machine, including time the CPUs sat idle waiting for I/O (iowait).
+
+use serde::{Deserialize, Serialize};
+
+/// Cumulative ticks of the aggregate `cpu` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTicks {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+}
+
+impl CpuTicks {
+    pub fn parse(text: &str) -> Option<CpuTicks> {
+        let line = text.lines().find(|l| l.starts_with("cpu "))?;
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let g = |i: usize| v.get(i).copied().unwrap_or(0);
+        Some(CpuTicks {
+            user: g(0),
+            nice: g(1),
+            system: g(2),
+            idle: g(3),
+            iowait: g(4),
+            irq: g(5),
+            softirq: g(6),
+            steal: g(7),
+        })
+    }
+
+    pub fn now() -> Option<CpuTicks> {
+        CpuTicks::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    fn total(&self) -> u64 {
+        self.user
+            + self.nice
+            + self.system
+            + self.idle
+            + self.iowait
+            + self.irq
+            + self.softirq
+            + self.steal
+    }
+
+    /// Shares of the machine's CPU time between `earlier` and `self`, in
+    /// percent of one CPU (so they stack with the process usr/sys figures).
+    pub fn since(&self, earlier: &CpuTicks, ncpu: usize) -> SystemCpu {
+        let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+        let total = d(self.total(), earlier.total()).max(1.0);
+        let pct = |x: f64| x / total * 100.0 * ncpu as f64;
+        SystemCpu {
+            usr_pct: pct(d(self.user + self.nice, earlier.user + earlier.nice)),
+            sys_pct: pct(d(
+                self.system + self.irq + self.softirq,
+                earlier.system + earlier.irq + earlier.softirq,
+            )),
+            iowait_pct: pct(d(self.iowait, earlier.iowait)),
+            idle_pct: pct(d(self.idle, earlier.idle)),
+            steal_pct: pct(d(self.steal, earlier.steal)),
+        }
+    }
+}
+
+/// The machine's CPU time over a phase, percent of one CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemCpu {
+    pub usr_pct: f64,
+    pub sys_pct: f64,
+    pub iowait_pct: f64,
+    pub idle_pct: f64,
+    pub steal_pct: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_diffs() {
+        let a = CpuTicks::parse("cpu  100 0 50 800 40 5 5 0 0 0\ncpu0 1 2 3\n").unwrap();
+        let b = CpuTicks::parse("cpu  150 0 70 900 70 5 5 0 0 0\n").unwrap();
+        let s = b.since(&a, 2);
+        // 200 ticks in all: user 50, sys 20, idle 100, iowait 30, on 2 CPUs.
+        assert!((s.usr_pct - 50.0).abs() < 1e-9);
+        assert!((s.sys_pct - 20.0).abs() < 1e-9);
+        assert!((s.iowait_pct - 30.0).abs() < 1e-9);
+        assert!((s.idle_pct - 100.0).abs() < 1e-9);
+        assert!(CpuTicks::parse("nothing").is_none());
+        assert!(CpuTicks::now().is_some());
+    }
+}
