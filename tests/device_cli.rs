@@ -3,7 +3,7 @@
 //! verification, and Ctrl-C.
 
 mod common;
-use common::{device_point, files_in, iolab, results, text, workdir};
+use common::{device_point, files_in, interrupt_after_first_point, iolab, results, text, workdir};
 use std::process::Command;
 
 #[test]
@@ -496,21 +496,7 @@ fn sigint_keeps_completed_jobs_and_removes_the_scratch_file() {
         ])
         .spawn()
         .unwrap();
-    // Wait until the first job is in the results file, then interrupt.
-    let start = std::time::Instant::now();
-    loop {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let done = std::fs::read_to_string(&json)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-        if done.is_some_and(|r| r["points"].as_array().is_some_and(|p| !p.is_empty())) {
-            break;
-        }
-        assert!(start.elapsed().as_secs() < 60, "first job never finished");
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt_after_first_point(child, &json);
     assert_eq!(out.status.code(), Some(130));
     let r = results(&json);
     assert_eq!(r["interrupted"], true);

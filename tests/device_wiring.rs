@@ -6,7 +6,7 @@
 //! stack tracer per point, as root; untraced with a warning otherwise).
 
 mod common;
-use common::{files_in, iolab, results, text, workdir};
+use common::{files_in, interrupt_after_first_point, iolab, results, text, workdir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -299,20 +299,7 @@ fn export_fio_json_is_kept_on_interrupt() {
         ])
         .spawn()
         .unwrap();
-    let start = std::time::Instant::now();
-    loop {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let done = std::fs::read_to_string(&json)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-        if done.is_some_and(|r| r["points"].as_array().is_some_and(|p| !p.is_empty())) {
-            break;
-        }
-        assert!(start.elapsed().as_secs() < 60, "first point never finished");
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt_after_first_point(child, &json);
     assert_eq!(out.status.code(), Some(130));
     let n = results(&json)["points"].as_array().unwrap().len();
     let v = results(&fio);

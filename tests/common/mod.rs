@@ -46,3 +46,25 @@ pub fn device_point(args: &[&str], json: &Path) -> serde_json::Value {
     assert!(o.status.success(), "{args:?}: {}", text(&o));
     results(json)["points"][0].clone()
 }
+
+/// Wait until `child` has written a first point to the results file `json`,
+/// then send it SIGINT and return its output.
+pub fn interrupt_after_first_point(child: std::process::Child, json: &Path) -> Output {
+    let start = std::time::Instant::now();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let done = std::fs::read_to_string(json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        if done.is_some_and(|r| r["points"].as_array().is_some_and(|p| !p.is_empty())) {
+            break;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the first point never finished"
+        );
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait_with_output().unwrap()
+}
