@@ -183,6 +183,31 @@ fn scratch_run_writes_complete_results_and_cleans_up() {
 }
 
 #[test]
+fn fsync_every_n_writes() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let json = dir.path().join("s.json");
+    let args = [
+        "--target",
+        d,
+        "--size",
+        "8m",
+        "--rw",
+        "randwrite",
+        "--engine",
+        "psync",
+        "--fsync-every",
+        "10",
+        "--io-count",
+        "1000",
+    ];
+    let p = device_point(&args, &json);
+    assert_eq!(p["ops"]["write"]["ops"], 1000);
+    assert_eq!(p["ops"]["fsync"]["ops"], 100, "one fsync per 10 writes");
+    assert!(p["ops"]["fsync"]["lat"]["mean_ns"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
 fn keep_keeps_the_scratch_file() {
     let dir = workdir();
     let file = dir.path().join("data.bin");

@@ -242,8 +242,9 @@ pub fn run<C: Clock, E: Engine>(
             finished.clear();
         }
         if in_flight == 0 {
-            if spec.fsync_every > 0 && writes_since_sync >= spec.fsync_every as u64 {
-                t = do_fsync(engine, clock, rec, spec, t)?;
+            // Writes only count on completion, so `sync_due` still holds here.
+            if sync_due {
+                t = do_fsync(engine, clock, rec, spec)?;
                 writes_since_sync = 0;
                 continue;
             }
@@ -359,7 +360,6 @@ fn do_fsync<C: Clock, E: Engine>(
     clock: &C,
     rec: &mut Recorder,
     spec: &LoopSpec,
-    _t: u64,
 ) -> Result<u64, WorkerError> {
     let t0 = clock.now();
     engine.fsync().map_err(|err| WorkerError::Io {
