@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod commands;
+pub mod dut;
 pub mod engine;
 pub mod error;
 pub mod interrupt;
@@ -15,5 +16,4 @@ pub mod plan;
 pub mod report;
 pub mod results;
 pub mod runner;
-pub mod target;
 pub mod trace;

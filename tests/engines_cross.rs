@@ -7,13 +7,13 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
+use iolab::dut::sysfs;
 use iolab::engine::aio::AioEngine;
 use iolab::engine::mmap::MmapEngine;
 use iolab::engine::psync::PsyncEngine;
 use iolab::engine::uring::{probe_uring, UringEngine};
 use iolab::engine::{Engine, OpKind, UringOptions};
 use iolab::runner::buffers::BufferPool;
-use iolab::target::sysfs;
 
 const DEPTH: usize = 8;
 const SIZE: u64 = 256 * BS as u64;

@@ -1,8 +1,8 @@
 //! Each engine adapter's insert, read, update, scan and delete on a real database.
 
-use iolab::kv::engine::{open, EngineKind, EngineOptions};
+use iolab::kv::engine::{open, EngineOptions, KvEngineKind};
 
-fn exercise(kind: EngineKind) {
+fn exercise(kind: KvEngineKind) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let opts = EngineOptions {
         map_size: 1 << 30,
@@ -52,25 +52,25 @@ fn exercise(kind: EngineKind) {
 
 #[test]
 fn rocksdb_adapter() {
-    exercise(EngineKind::Rocksdb);
+    exercise(KvEngineKind::Rocksdb);
 }
 
 #[test]
 fn lmdb_adapter() {
-    exercise(EngineKind::Lmdb);
+    exercise(KvEngineKind::Lmdb);
 }
 
 #[test]
 fn sqlite_adapter() {
-    exercise(EngineKind::Sqlite);
+    exercise(KvEngineKind::Sqlite);
 }
 
 #[test]
 fn redb_adapter() {
-    exercise(EngineKind::Redb);
+    exercise(KvEngineKind::Redb);
 }
 
 #[test]
 fn fjall_adapter() {
-    exercise(EngineKind::Fjall);
+    exercise(KvEngineKind::Fjall);
 }

@@ -3,10 +3,10 @@
 //! statistics that add up.
 
 use iolab::kv::dbbench::{Bench, DbBench, DbBenchConfig};
-use iolab::kv::engine::{open, EngineKind, EngineOptions, KvEngine};
+use iolab::kv::engine::{open, EngineOptions, KvEngine, KvEngineKind};
 use iolab::kv::phase::{run, PhaseSpec};
 use iolab::kv::props::Props;
-use iolab::kv::recorder::OpKind;
+use iolab::kv::recorder::KvOp;
 use iolab::kv::ycsb::{YcsbConfig, YcsbLoad, YcsbRun};
 use std::path::Path;
 
@@ -33,27 +33,27 @@ fn load(eng: &dyn KvEngine, c: &YcsbConfig, dir: &Path) {
         dir,
     )
     .unwrap();
-    assert_eq!(o.rec.ops[OpKind::Insert.idx()], c.insertcount as u64);
+    assert_eq!(o.rec.ops[KvOp::Insert.idx()], c.insertcount as u64);
 }
 
-fn share(o: &iolab::kv::phase::PhaseOutcome, k: OpKind, total: u64) -> f64 {
+fn share(o: &iolab::kv::phase::PhaseOutcome, k: KvOp, total: u64) -> f64 {
     o.rec.ops[k.idx()] as f64 / total as f64
 }
 
 #[test]
 fn ycsb_core_workload_mixes() {
     // (workload, [(op, expected share)])
-    let cases: [(&str, &[(OpKind, f64)]); 6] = [
-        ("a", &[(OpKind::Read, 0.5), (OpKind::Update, 0.5)]),
-        ("b", &[(OpKind::Read, 0.95), (OpKind::Update, 0.05)]),
-        ("c", &[(OpKind::Read, 1.0)]),
-        ("d", &[(OpKind::Read, 0.95), (OpKind::Insert, 0.05)]),
-        ("e", &[(OpKind::Scan, 0.95), (OpKind::Insert, 0.05)]),
-        ("f", &[(OpKind::Read, 0.5), (OpKind::Rmw, 0.5)]),
+    let cases: [(&str, &[(KvOp, f64)]); 6] = [
+        ("a", &[(KvOp::Read, 0.5), (KvOp::Update, 0.5)]),
+        ("b", &[(KvOp::Read, 0.95), (KvOp::Update, 0.05)]),
+        ("c", &[(KvOp::Read, 1.0)]),
+        ("d", &[(KvOp::Read, 0.95), (KvOp::Insert, 0.05)]),
+        ("e", &[(KvOp::Scan, 0.95), (KvOp::Insert, 0.05)]),
+        ("f", &[(KvOp::Read, 0.5), (KvOp::Rmw, 0.5)]),
     ];
     for (w, mix) in cases {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let eng = open(EngineKind::Lmdb, dir.path(), &small_opts()).unwrap();
+        let eng = open(KvEngineKind::Lmdb, dir.path(), &small_opts()).unwrap();
         let n = 4000u64;
         let c = cfg(w, 500, n as i64);
         load(eng.as_ref(), &c, dir.path());
@@ -79,14 +79,8 @@ fn ycsb_core_workload_mixes() {
         assert!(o.rec.verified > 0, "workload {w} verified reads");
         if w == "f" {
             // RMW is measured as a whole and per part.
-            assert_eq!(
-                o.rec.ops[OpKind::RmwRead.idx()],
-                o.rec.ops[OpKind::Rmw.idx()]
-            );
-            assert_eq!(
-                o.rec.ops[OpKind::RmwUpdate.idx()],
-                o.rec.ops[OpKind::Rmw.idx()]
-            );
+            assert_eq!(o.rec.ops[KvOp::RmwRead.idx()], o.rec.ops[KvOp::Rmw.idx()]);
+            assert_eq!(o.rec.ops[KvOp::RmwUpdate.idx()], o.rec.ops[KvOp::Rmw.idx()]);
         }
     }
 }
@@ -94,7 +88,7 @@ fn ycsb_core_workload_mixes() {
 #[test]
 fn verification_catches_injected_corruption() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let eng = open(EngineKind::Rocksdb, dir.path(), &small_opts()).unwrap();
+    let eng = open(KvEngineKind::Rocksdb, dir.path(), &small_opts()).unwrap();
     let mut p = Props::builtin("c").unwrap();
     p.set("recordcount", 20);
     p.set("operationcount", 400);
@@ -133,7 +127,7 @@ fn load_statistics_are_consistent() {
         sync: true,
         ..small_opts()
     };
-    let eng = open(EngineKind::Rocksdb, dir.path(), &opts).unwrap();
+    let eng = open(KvEngineKind::Rocksdb, dir.path(), &opts).unwrap();
     let c = DbBenchConfig {
         num: 2000,
         key_size: 16,
@@ -179,11 +173,11 @@ fn load_statistics_are_consistent() {
 #[test]
 fn open_loop_records_intended_latency() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let eng = open(EngineKind::Null, dir.path(), &small_opts()).unwrap();
+    let eng = open(KvEngineKind::Null, dir.path(), &small_opts()).unwrap();
     let c = cfg("a", 100, 200);
     let spec = PhaseSpec::split(200, 2, Some(2000.0), 1);
     let o = run(eng.as_ref(), &YcsbRun::new(&c, 1), &spec, dir.path()).unwrap();
-    let read = o.rec.intended[OpKind::Read.idx()].as_ref().unwrap();
+    let read = o.rec.intended[KvOp::Read.idx()].as_ref().unwrap();
     assert!(!read.is_empty());
     // 200 ops at 2000/s take about 0.1 s.
     assert!(o.duration_ns >= 90_000_000, "{}", o.duration_ns);

@@ -1,6 +1,6 @@
 //! Arguments of `iolab kv` (issue: database workloads).
 
-use crate::kv::engine::{Compression, EngineKind};
+use crate::kv::engine::{Compression, KvEngineKind};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -34,7 +34,7 @@ pub struct KvArgs {
 
     /// Database engine.
     #[arg(long, value_enum, default_value = "rocksdb")]
-    pub engine: EngineKind,
+    pub engine: KvEngineKind,
 
     /// YCSB phases to run.
     #[arg(long, value_enum, default_value = "both")]

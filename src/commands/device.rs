@@ -17,6 +17,7 @@ use crate::analysis::{self, AnalysisOptions};
 use crate::cli::device::DeviceArgs;
 use crate::commands::device_fio;
 use crate::commands::device_trace::{self, Tracer};
+use crate::dut::{self, Target, TargetOptions};
 use crate::engine::fake::FakeScript;
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::{usage, Interrupted, UsageError, VerifyFailed};
@@ -30,7 +31,6 @@ use crate::report::terminal;
 use crate::results::{Point, Provenance, Results};
 use crate::runner::job::{run_job, JobOutcome, RunOptions};
 use crate::runner::steady::{self as steady_run, SteadyOptions};
-use crate::target::{self, Target, TargetOptions};
 
 /// Parse a count with optional k/m/g suffix (powers of 1000 would surprise
 /// fio users less than 1024 here? fio uses 1024 for sizes; counts use 1000).
@@ -1068,12 +1068,12 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     if !quiet && needs_file && a.target.as_ref().is_none_or(|p| p.is_dir()) {
         eprintln!(
             "iolab: preparing a {} MiB scratch file...",
-            size.unwrap_or(target::DEFAULT_SCRATCH_SIZE) >> 20
+            size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE) >> 20
         );
     }
     let writes =
         jobs.iter().any(|j| j.writes()) || exps.iter().any(|e| e.precondition.is_some() || e.purge);
-    let target = target::prepare(&topts, writes, verify_bs, a.seed)?;
+    let target = dut::prepare(&topts, writes, verify_bs, a.seed)?;
     provenance.target = Some(target.info());
     provenance.plan = if a.plan.is_some() || exps.len() > 1 || exps[0].mode != Mode::Plain {
         serde_json::to_value(&exps)?

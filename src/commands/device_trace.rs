@@ -5,11 +5,11 @@
 
 use std::os::fd::AsRawFd;
 
+use crate::dut::sysfs::DevNum;
+use crate::dut::{Target, TargetKind};
 use crate::engine::EngineKind;
 use crate::plan::job::JobSpec;
 use crate::results::Point;
-use crate::target::sysfs::DevNum;
-use crate::target::{Target, TargetKind};
 use crate::trace::config::{run_config, ConfigResult, Setup};
 use crate::trace::events::kdev;
 use crate::trace::extents::ExtentMap;

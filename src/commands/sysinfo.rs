@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use crate::cli::sysinfo::SysinfoArgs;
+use crate::dut::{sysfs, TargetInfo, TargetKind};
 use crate::results::Provenance;
-use crate::target::{sysfs, TargetInfo, TargetKind};
 
 pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
     let path = a.target.unwrap_or_else(|| PathBuf::from("."));

@@ -8,14 +8,14 @@ use std::os::fd::AsRawFd;
 use anyhow::{Context, Result};
 
 use crate::cli::trace::TraceArgs;
+use crate::dut::sysfs::DevNum;
+use crate::dut::{self, TargetKind, TargetOptions};
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::usage;
 use crate::interrupt;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::results::{Provenance, Results};
-use crate::target::sysfs::DevNum;
-use crate::target::{self, TargetKind, TargetOptions};
 use crate::trace::blkexport;
 use crate::trace::config::{run_config, ConfigResult, SchedulerGuard, Setup};
 use crate::trace::events::kdev;
@@ -129,7 +129,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         size: Some(size),
         ..Default::default()
     };
-    let tgt = target::prepare(&opts, write, None, args.seed)?;
+    let tgt = dut::prepare(&opts, write, None, args.seed)?;
     let (fd, direct) = tgt.open(false, true)?;
     if !direct {
         return Err(usage(

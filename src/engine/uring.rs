@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{Completion, Engine, EngineSetup, FeatureProbe, IoRequest, OpKind, UringOptions};
-use crate::target::sysfs;
+use crate::dut::sysfs;
 
 /// Idle time (ms) before the SQPOLL kernel thread sleeps.
 pub const SQPOLL_IDLE_MS: u32 = 2000;

@@ -6,7 +6,7 @@
 use super::generator::Counter;
 use super::keys::fixed_key;
 use super::phase::{Work, Worker};
-use super::recorder::{OpKind, ScanTally, READSEQ_BATCH};
+use super::recorder::{KvOp, ScanTally, READSEQ_BATCH};
 use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
@@ -124,7 +124,7 @@ impl DbBench {
         let t1 = mono_now_ns();
         let bytes = (w.key.len() + w.val.len()) as u64;
         w.rec.logical_written += bytes;
-        w.record(OpKind::Write, t0, t1, 1, bytes);
+        w.record(KvOp::Write, t0, t1, 1, bytes);
         Ok(())
     }
 
@@ -135,7 +135,7 @@ impl DbBench {
         let found = w.s.read(&w.key, &mut w.buf)?;
         let t1 = mono_now_ns();
         w.record(
-            OpKind::Read,
+            KvOp::Read,
             t0,
             t1,
             1,
@@ -153,8 +153,8 @@ impl DbBench {
         Ok(())
     }
 
-    fn scan(&self, w: &mut Worker<'_>, kind: OpKind, count: usize) -> Result<usize> {
-        let readseq = kind == OpKind::ReadSeq;
+    fn scan(&self, w: &mut Worker<'_>, kind: KvOp, count: usize) -> Result<usize> {
+        let readseq = kind == KvOp::ReadSeq;
         let mut tally = ScanTally {
             keep_last: readseq,
             last: std::mem::take(&mut w.buf),
@@ -182,13 +182,13 @@ impl DbBench {
 }
 
 impl Work for DbBench {
-    fn kinds(&self) -> Vec<OpKind> {
+    fn kinds(&self) -> Vec<KvOp> {
         match self.bench {
-            Bench::FillSeq | Bench::FillRandom | Bench::Overwrite => vec![OpKind::Write],
-            Bench::ReadRandom => vec![OpKind::Read],
-            Bench::ReadSeq => vec![OpKind::ReadSeq],
-            Bench::SeekRandom => vec![OpKind::Seek],
-            Bench::ReadWhileWriting => vec![OpKind::Write, OpKind::Read],
+            Bench::FillSeq | Bench::FillRandom | Bench::Overwrite => vec![KvOp::Write],
+            Bench::ReadRandom => vec![KvOp::Read],
+            Bench::ReadSeq => vec![KvOp::ReadSeq],
+            Bench::SeekRandom => vec![KvOp::Seek],
+            Bench::ReadWhileWriting => vec![KvOp::Write, KvOp::Read],
         }
     }
 
@@ -204,7 +204,7 @@ impl Work for DbBench {
             }
             Bench::ReadRandom => self.read(w),
             Bench::ReadSeq => {
-                let n = self.scan(w, OpKind::ReadSeq, READSEQ_BATCH)?;
+                let n = self.scan(w, KvOp::ReadSeq, READSEQ_BATCH)?;
                 if n == 0 {
                     w.cursor.clear();
                 }
@@ -213,7 +213,7 @@ impl Work for DbBench {
             Bench::SeekRandom => {
                 let num = w.rng.random_range(0..self.cfg.num);
                 fixed_key(num, self.cfg.key_size, &mut w.key);
-                self.scan(w, OpKind::Seek, 1).map(|_| ())
+                self.scan(w, KvOp::Seek, 1).map(|_| ())
             }
             Bench::ReadWhileWriting => {
                 if w.id == 0 {

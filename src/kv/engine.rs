@@ -53,7 +53,7 @@ pub trait KvEngine: Send + Sync {
 
 /// Which engine to open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EngineKind {
+pub enum KvEngineKind {
     Rocksdb,
     Lmdb,
     Sqlite,
@@ -63,15 +63,15 @@ pub enum EngineKind {
     Null,
 }
 
-impl EngineKind {
+impl KvEngineKind {
     pub fn name(self) -> &'static str {
         match self {
-            EngineKind::Rocksdb => "rocksdb",
-            EngineKind::Lmdb => "lmdb",
-            EngineKind::Sqlite => "sqlite",
-            EngineKind::Redb => "redb",
-            EngineKind::Fjall => "fjall",
-            EngineKind::Null => "null",
+            KvEngineKind::Rocksdb => "rocksdb",
+            KvEngineKind::Lmdb => "lmdb",
+            KvEngineKind::Sqlite => "sqlite",
+            KvEngineKind::Redb => "redb",
+            KvEngineKind::Fjall => "fjall",
+            KvEngineKind::Null => "null",
         }
     }
 }
@@ -139,15 +139,15 @@ impl Default for EngineOptions {
 }
 
 /// Open (creating if needed) the engine's database in directory `dir`.
-pub fn open(kind: EngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<dyn KvEngine>> {
+pub fn open(kind: KvEngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<dyn KvEngine>> {
     std::fs::create_dir_all(dir)?;
     Ok(match kind {
-        EngineKind::Rocksdb => Box::new(super::engines::rocks::Rocks::open(dir, opts)?),
-        EngineKind::Lmdb => Box::new(super::engines::lmdb::Lmdb::open(dir, opts)?),
-        EngineKind::Sqlite => Box::new(super::engines::sqlite::Sqlite::open(dir, opts)?),
-        EngineKind::Redb => Box::new(super::engines::redb::Redb::open(dir, opts)?),
-        EngineKind::Fjall => Box::new(super::engines::fjall::Fjall::open(dir, opts)?),
-        EngineKind::Null => Box::new(super::engines::null::Null),
+        KvEngineKind::Rocksdb => Box::new(super::engines::rocks::Rocks::open(dir, opts)?),
+        KvEngineKind::Lmdb => Box::new(super::engines::lmdb::Lmdb::open(dir, opts)?),
+        KvEngineKind::Sqlite => Box::new(super::engines::sqlite::Sqlite::open(dir, opts)?),
+        KvEngineKind::Redb => Box::new(super::engines::redb::Redb::open(dir, opts)?),
+        KvEngineKind::Fjall => Box::new(super::engines::fjall::Fjall::open(dir, opts)?),
+        KvEngineKind::Null => Box::new(super::engines::null::Null),
     })
 }
 

@@ -3,10 +3,10 @@
 //! bytes from /proc/diskstats, the database size on disk, and write
 //! amplification = device bytes written / logical bytes written.
 
+use crate::dut::sysfs;
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::{DeviceStats, DiskCounters, DiskSampler};
 use crate::measure::rusage::{CpuStats, RusageSnapshot};
-use crate::target::sysfs;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

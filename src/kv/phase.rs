@@ -5,7 +5,7 @@
 
 use super::engine::{KvEngine, KvSession};
 use super::loadstats::{LoadSampler, LoadStats};
-use super::recorder::{OpKind, Recorder};
+use super::recorder::{KvOp, KvRecorder};
 use crate::interrupt;
 use crate::measure::clock::mono_now_ns;
 use crate::results::SeriesPoint;
@@ -21,7 +21,7 @@ pub struct Worker<'e> {
     pub id: usize,
     pub s: Box<dyn KvSession + 'e>,
     pub rng: Xoshiro256PlusPlus,
-    pub rec: Recorder,
+    pub rec: KvRecorder,
     /// Scratch buffers reused across operations.
     pub key: Vec<u8>,
     pub val: Vec<u8>,
@@ -40,7 +40,7 @@ pub struct Worker<'e> {
 
 impl Worker<'_> {
     #[inline]
-    pub fn record(&mut self, kind: OpKind, start: u64, end: u64, ops: u64, bytes: u64) {
+    pub fn record(&mut self, kind: KvOp, start: u64, end: u64, ops: u64, bytes: u64) {
         self.rec.record(kind, start, end, self.intended, ops, bytes);
     }
 }
@@ -48,7 +48,7 @@ impl Worker<'_> {
 /// A workload: what one operation of one worker does.
 pub trait Work: Sync {
     /// Kinds of operation this work records.
-    fn kinds(&self) -> Vec<OpKind>;
+    fn kinds(&self) -> Vec<KvOp>;
     /// Prepare per-worker state before timing starts.
     fn init_worker(&self, _w: &mut Worker<'_>) {}
     fn op(&self, w: &mut Worker<'_>) -> Result<()>;
@@ -88,7 +88,7 @@ struct Progress {
 
 /// What a phase produced.
 pub struct PhaseOutcome {
-    pub rec: Recorder,
+    pub rec: KvRecorder,
     pub load: LoadStats,
     pub series: Vec<SeriesPoint>,
     pub duration_ns: u64,
@@ -118,7 +118,7 @@ pub fn run(
 
     let sampler = LoadSampler::start(db_dir);
     let mut series = Vec::new();
-    let mut recs: Vec<Result<(Recorder, u64)>> = Vec::new();
+    let mut recs: Vec<Result<(KvRecorder, u64)>> = Vec::new();
     let mut t_begin = 0;
     std::thread::scope(|sc| {
         let mut handles = Vec::new();
@@ -135,7 +135,7 @@ pub fn run(
             let ops = spec.ops[id];
             let rate = spec.rate[id];
             let seed = spec.seed.wrapping_add(0x9E37_79B9 * (id as u64 + 1));
-            handles.push(sc.spawn(move || -> Result<(Recorder, u64)> {
+            handles.push(sc.spawn(move || -> Result<(KvRecorder, u64)> {
                 let session = engine.session();
                 let mut w = Worker {
                     id,
@@ -147,7 +147,7 @@ pub fn run(
                         }
                     },
                     rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-                    rec: Recorder::new(kinds, paced),
+                    rec: KvRecorder::new(kinds, paced),
                     key: Vec::with_capacity(64),
                     val: Vec::with_capacity(4096),
                     buf: Vec::with_capacity(4096),
@@ -263,7 +263,7 @@ pub fn run(
         t => t,
     };
     let duration_ns = t_end.saturating_sub(t_begin);
-    let mut rec = Recorder::new(&kinds, paced);
+    let mut rec = KvRecorder::new(&kinds, paced);
     let mut max_backlog_ns = 0;
     for r in recs {
         let (r, backlog) = r?;

@@ -6,7 +6,7 @@
 
 use super::engine::KvEngine;
 use super::phase::PhaseOutcome;
-use super::recorder::OpKind;
+use super::recorder::KvOp;
 use crate::results::{OpStats, Point, Totals, VerifyMismatch, VerifyStats};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -23,7 +23,7 @@ pub fn build(
     let mut histograms = BTreeMap::new();
     let mut intended = serde_json::Map::new();
     let mut total = Totals::default();
-    for k in OpKind::ALL {
+    for k in KvOp::ALL {
         let i = k.idx();
         let n = o.rec.ops[i];
         let Some(h) = o.rec.service[i].as_ref().filter(|h| !h.is_empty()) else {
@@ -44,7 +44,7 @@ pub fn build(
         );
         histograms.insert(format!("{}.lat", k.name()), h.encode());
         // Parts of read-modify-write are not separate operations.
-        if !matches!(k, OpKind::RmwRead | OpKind::RmwUpdate) {
+        if !matches!(k, KvOp::RmwRead | KvOp::RmwUpdate) {
             total.ops += n;
             total.bytes += bytes;
         }

@@ -7,7 +7,7 @@ use crate::measure::histogram::LatencyHistogram;
 
 /// Operation kinds measured by `iolab kv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum OpKind {
+pub enum KvOp {
     Insert,
     Read,
     Update,
@@ -32,51 +32,51 @@ pub const N_KINDS: usize = 11;
 /// Records per readseq histogram entry.
 pub const READSEQ_BATCH: usize = 100;
 
-impl OpKind {
-    pub const ALL: [OpKind; N_KINDS] = [
-        OpKind::Insert,
-        OpKind::Read,
-        OpKind::Update,
-        OpKind::Scan,
-        OpKind::Rmw,
-        OpKind::RmwRead,
-        OpKind::RmwUpdate,
-        OpKind::Write,
-        OpKind::Seek,
-        OpKind::ReadSeq,
-        OpKind::Delete,
+impl KvOp {
+    pub const ALL: [KvOp; N_KINDS] = [
+        KvOp::Insert,
+        KvOp::Read,
+        KvOp::Update,
+        KvOp::Scan,
+        KvOp::Rmw,
+        KvOp::RmwRead,
+        KvOp::RmwUpdate,
+        KvOp::Write,
+        KvOp::Seek,
+        KvOp::ReadSeq,
+        KvOp::Delete,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
-            OpKind::Insert => "insert",
-            OpKind::Read => "read",
-            OpKind::Update => "update",
-            OpKind::Scan => "scan",
-            OpKind::Rmw => "read-modify-write",
-            OpKind::RmwRead => "rmw-read",
-            OpKind::RmwUpdate => "rmw-update",
-            OpKind::Write => "write",
-            OpKind::Seek => "seek",
-            OpKind::ReadSeq => "readseq",
-            OpKind::Delete => "delete",
+            KvOp::Insert => "insert",
+            KvOp::Read => "read",
+            KvOp::Update => "update",
+            KvOp::Scan => "scan",
+            KvOp::Rmw => "read-modify-write",
+            KvOp::RmwRead => "rmw-read",
+            KvOp::RmwUpdate => "rmw-update",
+            KvOp::Write => "write",
+            KvOp::Seek => "seek",
+            KvOp::ReadSeq => "readseq",
+            KvOp::Delete => "delete",
         }
     }
 
     /// YCSB's label for its summary lines.
     pub fn ycsb_label(self) -> &'static str {
         match self {
-            OpKind::Insert => "INSERT",
-            OpKind::Read => "READ",
-            OpKind::Update => "UPDATE",
-            OpKind::Scan => "SCAN",
-            OpKind::Rmw => "READ-MODIFY-WRITE",
-            OpKind::RmwRead => "RMW-READ",
-            OpKind::RmwUpdate => "RMW-UPDATE",
-            OpKind::Write => "WRITE",
-            OpKind::Seek => "SEEK",
-            OpKind::ReadSeq => "READSEQ",
-            OpKind::Delete => "DELETE",
+            KvOp::Insert => "INSERT",
+            KvOp::Read => "READ",
+            KvOp::Update => "UPDATE",
+            KvOp::Scan => "SCAN",
+            KvOp::Rmw => "READ-MODIFY-WRITE",
+            KvOp::RmwRead => "RMW-READ",
+            KvOp::RmwUpdate => "RMW-UPDATE",
+            KvOp::Write => "WRITE",
+            KvOp::Seek => "SEEK",
+            KvOp::ReadSeq => "READSEQ",
+            KvOp::Delete => "DELETE",
         }
     }
 
@@ -90,7 +90,7 @@ impl OpKind {
 const KEEP_MISMATCHES: usize = 16;
 
 /// A worker's measurements.
-pub struct Recorder {
+pub struct KvRecorder {
     pub service: Vec<Option<LatencyHistogram>>,
     pub intended: Vec<Option<LatencyHistogram>>,
     /// Operations per kind (readseq counts records, not batches).
@@ -108,9 +108,9 @@ pub struct Recorder {
     pub first_mismatches: Vec<String>,
 }
 
-impl Recorder {
+impl KvRecorder {
     /// Histograms for `kinds`; intended-start histograms too when `paced`.
-    pub fn new(kinds: &[OpKind], paced: bool) -> Recorder {
+    pub fn new(kinds: &[KvOp], paced: bool) -> KvRecorder {
         let mut service: Vec<Option<LatencyHistogram>> = (0..N_KINDS).map(|_| None).collect();
         let mut intended: Vec<Option<LatencyHistogram>> = (0..N_KINDS).map(|_| None).collect();
         for k in kinds {
@@ -119,7 +119,7 @@ impl Recorder {
                 intended[k.idx()] = Some(LatencyHistogram::new());
             }
         }
-        Recorder {
+        KvRecorder {
             service,
             intended,
             ops: [0; N_KINDS],
@@ -138,7 +138,7 @@ impl Recorder {
     #[inline]
     pub fn record(
         &mut self,
-        kind: OpKind,
+        kind: KvOp,
         start: u64,
         end: u64,
         intended: Option<u64>,
@@ -165,7 +165,7 @@ impl Recorder {
     }
 
     /// Fold another worker's recorder into this one.
-    pub fn merge(&mut self, o: &Recorder) {
+    pub fn merge(&mut self, o: &KvRecorder) {
         for i in 0..N_KINDS {
             merge_hist(&mut self.service[i], &o.service[i]);
             merge_hist(&mut self.intended[i], &o.intended[i]);
@@ -223,7 +223,7 @@ impl ScanTally {
         }
     }
 
-    pub fn settle(&mut self, rec: &mut Recorder) {
+    pub fn settle(&mut self, rec: &mut KvRecorder) {
         rec.verified += self.verified;
         if self.bad > 0 {
             rec.mismatches += self.bad - 1;

@@ -2,7 +2,7 @@
 //! iolab's percentile table, and the load statistics of each phase.
 
 use super::phase::PhaseOutcome;
-use super::recorder::OpKind;
+use super::recorder::KvOp;
 use crate::plan::parse::format_ns;
 use crate::results::Point;
 use comfy_table::Table;
@@ -15,9 +15,9 @@ fn us(ns: u64) -> f64 {
 pub fn ycsb_lines(o: &PhaseOutcome) -> String {
     let mut s = String::new();
     let secs = o.duration_ns as f64 / 1e9;
-    let total: u64 = OpKind::ALL
+    let total: u64 = KvOp::ALL
         .iter()
-        .filter(|k| !matches!(k, OpKind::RmwRead | OpKind::RmwUpdate))
+        .filter(|k| !matches!(k, KvOp::RmwRead | KvOp::RmwUpdate))
         .map(|k| o.rec.ops[k.idx()])
         .sum();
     s += &format!(
@@ -28,7 +28,7 @@ pub fn ycsb_lines(o: &PhaseOutcome) -> String {
         "[OVERALL], Throughput(ops/sec), {:.1}\n",
         total as f64 / secs.max(1e-9)
     );
-    for k in OpKind::ALL {
+    for k in KvOp::ALL {
         let Some(st) = o.rec.service[k.idx()].as_ref().and_then(|h| h.stats()) else {
             continue;
         };

@@ -5,18 +5,18 @@
 
 use super::cgroup::MemoryCgroup;
 use super::dbbench::{Bench, DbBench, DbBenchConfig};
-use super::engine::{self, EngineKind, EngineOptions};
+use super::engine::{self, EngineOptions, KvEngineKind};
 use super::phase::{self, PhaseSpec, Work};
 use super::props::Props;
 use super::ycsb::{YcsbConfig, YcsbLoad, YcsbRun};
 use super::{loadstats, point, report};
 use crate::cli::kv::{KvArgs, PhaseSel};
+use crate::dut::{sysfs, TargetInfo, TargetKind};
 use crate::error::{usage, VerifyFailed};
 use crate::interrupt;
 use crate::plan::parse::parse_size;
 use crate::results::provenance::Provenance;
 use crate::results::Results;
-use crate::target::{sysfs, TargetInfo, TargetKind};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -154,7 +154,7 @@ fn plan(a: &KvArgs) -> Result<Vec<Step>> {
     Ok(steps)
 }
 
-fn db_dir(a: &KvArgs, kind: EngineKind) -> Result<DbDir> {
+fn db_dir(a: &KvArgs, kind: KvEngineKind) -> Result<DbDir> {
     if let Some(p) = &a.place.db {
         std::fs::create_dir_all(p).with_context(|| format!("creating --db {}", p.display()))?;
         return Ok(DbDir {
@@ -270,15 +270,15 @@ pub fn run(a: KvArgs) -> Result<()> {
         .and_then(|p| std::fs::read_dir(p).ok())
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);
-    check_order(&steps, had_data || a.engine == EngineKind::Null)?;
+    check_order(&steps, had_data || a.engine == KvEngineKind::Null)?;
     interrupt::install();
     let dir = db_dir(&a, a.engine)?;
     if let Some(l) = mem_limit {
         let needs = match a.engine {
-            EngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
-            EngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
-            EngineKind::Sqlite | EngineKind::Redb => opts.cache_size,
-            EngineKind::Lmdb | EngineKind::Null => 0,
+            KvEngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
+            KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
+            KvEngineKind::Sqlite | KvEngineKind::Redb => opts.cache_size,
+            KvEngineKind::Lmdb | KvEngineKind::Null => 0,
         };
         if needs + (16 << 20) > l {
             eprintln!(
@@ -472,8 +472,8 @@ pub fn run(a: KvArgs) -> Result<()> {
             if o.rec.not_found > 0 {
                 println!(
                     "  ({} of {} reads found)",
-                    o.rec.ops[super::recorder::OpKind::Read.idx()] - o.rec.not_found,
-                    o.rec.ops[super::recorder::OpKind::Read.idx()]
+                    o.rec.ops[super::recorder::KvOp::Read.idx()] - o.rec.not_found,
+                    o.rec.ops[super::recorder::KvOp::Read.idx()]
                 );
             }
             mismatches += o.rec.mismatches;

@@ -13,7 +13,7 @@ use super::generator::{
 use super::keys::{build_key_name, InsertOrder};
 use super::phase::{Work, Worker};
 use super::props::Props;
-use super::recorder::{OpKind, ScanTally};
+use super::recorder::{KvOp, ScanTally};
 use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
@@ -199,8 +199,8 @@ impl YcsbLoad {
 }
 
 impl Work for YcsbLoad {
-    fn kinds(&self) -> Vec<OpKind> {
-        vec![OpKind::Insert]
+    fn kinds(&self) -> Vec<KvOp> {
+        vec![KvOp::Insert]
     }
 
     fn op(&self, w: &mut Worker<'_>) -> Result<()> {
@@ -224,7 +224,7 @@ impl Work for YcsbLoad {
         let t1 = mono_now_ns();
         let bytes = (w.key.len() + w.val.len()) as u64;
         w.rec.logical_written += bytes;
-        w.record(OpKind::Insert, t0, t1, 1, bytes);
+        w.record(KvOp::Insert, t0, t1, 1, bytes);
         Ok(())
     }
 }
@@ -232,7 +232,7 @@ impl Work for YcsbLoad {
 /// YCSB's transaction (run) phase.
 pub struct YcsbRun {
     cfg: YcsbConfig,
-    ops: Discrete<OpKind>,
+    ops: Discrete<KvOp>,
     chooser: KeyChooser,
     inserts: AcknowledgedCounter,
     fields: UniformLong,
@@ -245,11 +245,11 @@ impl YcsbRun {
     pub fn new(cfg: &YcsbConfig, seed: u64) -> YcsbRun {
         let mut ops = Discrete::new();
         for (w, k) in [
-            (cfg.readproportion, OpKind::Read),
-            (cfg.updateproportion, OpKind::Update),
-            (cfg.insertproportion, OpKind::Insert),
-            (cfg.scanproportion, OpKind::Scan),
-            (cfg.rmwproportion, OpKind::Rmw),
+            (cfg.readproportion, KvOp::Read),
+            (cfg.updateproportion, KvOp::Update),
+            (cfg.insertproportion, KvOp::Insert),
+            (cfg.scanproportion, KvOp::Scan),
+            (cfg.rmwproportion, KvOp::Rmw),
         ] {
             if w > 0.0 {
                 ops.add(w, k);
@@ -376,10 +376,10 @@ impl YcsbRun {
 }
 
 impl Work for YcsbRun {
-    fn kinds(&self) -> Vec<OpKind> {
-        let mut k = vec![OpKind::Read, OpKind::Update, OpKind::Insert, OpKind::Scan];
+    fn kinds(&self) -> Vec<KvOp> {
+        let mut k = vec![KvOp::Read, KvOp::Update, KvOp::Insert, KvOp::Scan];
         if self.cfg.rmwproportion > 0.0 {
-            k.extend([OpKind::Rmw, OpKind::RmwRead, OpKind::RmwUpdate]);
+            k.extend([KvOp::Rmw, KvOp::RmwRead, KvOp::RmwUpdate]);
         }
         k
     }
@@ -395,17 +395,17 @@ impl Work for YcsbRun {
             return Ok(());
         };
         match kind {
-            OpKind::Read => {
+            KvOp::Read => {
                 let k = self.next_keynum(w);
                 self.key(w, k);
                 let t0 = mono_now_ns();
                 let found = w.s.read(&w.key, &mut w.buf)?;
                 let t1 = mono_now_ns();
                 let bytes = (w.key.len() + if found { w.buf.len() } else { 0 }) as u64;
-                w.record(OpKind::Read, t0, t1, 1, bytes);
+                w.record(KvOp::Read, t0, t1, 1, bytes);
                 Self::check(w, found);
             }
-            OpKind::Update => {
+            KvOp::Update => {
                 let k = self.next_keynum(w);
                 self.key(w, k);
                 let t0 = mono_now_ns();
@@ -419,9 +419,9 @@ impl Work for YcsbRun {
                 let bytes = (w.key.len() + w.val.len()) as u64;
                 w.rec.logical_written += bytes;
                 // Service time excludes iolab's own verify/modify work.
-                w.record(OpKind::Update, t0, t1 - (tb - ta), 1, bytes);
+                w.record(KvOp::Update, t0, t1 - (tb - ta), 1, bytes);
             }
-            OpKind::Insert => {
+            KvOp::Insert => {
                 let keynum = self.inserts.next();
                 self.key(w, keynum);
                 value::build(
@@ -441,9 +441,9 @@ impl Work for YcsbRun {
                 r?;
                 let bytes = (w.key.len() + w.val.len()) as u64;
                 w.rec.logical_written += bytes;
-                w.record(OpKind::Insert, t0, t1, 1, bytes);
+                w.record(KvOp::Insert, t0, t1, 1, bytes);
             }
-            OpKind::Scan => {
+            KvOp::Scan => {
                 let k = self.next_keynum(w);
                 self.key(w, k);
                 let len = match &self.scan_zipf {
@@ -458,7 +458,7 @@ impl Work for YcsbRun {
                 w.s.scan(&w.key, len, &mut |k, v| tally.visit(k, v))?;
                 let t1 = mono_now_ns();
                 tally.settle(&mut w.rec);
-                w.record(OpKind::Scan, t0, t1, 1, tally.bytes);
+                w.record(KvOp::Scan, t0, t1, 1, tally.bytes);
             }
             _ => {
                 // Read-modify-write.
@@ -475,9 +475,9 @@ impl Work for YcsbRun {
                 let rbytes = (w.key.len() + w.buf.len()) as u64;
                 let wbytes = (w.key.len() + w.val.len()) as u64;
                 w.rec.logical_written += wbytes;
-                w.record(OpKind::RmwRead, t0, t1, 1, rbytes);
-                w.record(OpKind::RmwUpdate, t2, t3, 1, wbytes);
-                w.record(OpKind::Rmw, t0, t3 - (t2 - t1), 1, rbytes + wbytes);
+                w.record(KvOp::RmwRead, t0, t1, 1, rbytes);
+                w.record(KvOp::RmwUpdate, t2, t3, 1, wbytes);
+                w.record(KvOp::Rmw, t0, t3 - (t2 - t1), 1, rbytes + wbytes);
             }
         }
         Ok(())

@@ -57,7 +57,7 @@ pub const KEYS: &[&str] = &[
 
 /// One named experiment: flag name -> value text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Experiment {
+pub struct PlanSection {
     pub name: String,
     pub settings: BTreeMap<String, String>,
 }
@@ -66,7 +66,7 @@ pub struct Experiment {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanFile {
     pub description: Option<String>,
-    pub experiments: Vec<Experiment>,
+    pub experiments: Vec<PlanSection>,
 }
 
 fn value_text(field: &str, v: &toml::Value) -> anyhow::Result<String> {
@@ -135,7 +135,7 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
                         .get("name")
                         .cloned()
                         .unwrap_or_else(|| format!("experiment-{}", i + 1));
-                    experiments.push(Experiment { name, settings: s });
+                    experiments.push(PlanSection { name, settings: s });
                 }
             }
             (other, _) => {

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dut::TargetInfo;
 use crate::engine::FeatureProbe;
 use crate::measure::overhead::TimerCost;
-use crate::target::TargetInfo;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Provenance {

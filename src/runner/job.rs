@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::dut::{scratch, Target, TargetKind};
 use crate::engine::aio::AioEngine;
 use crate::engine::fake::FakeEngine;
 use crate::engine::mmap::MmapEngine;
@@ -30,7 +31,6 @@ use crate::runner::openloop::{self, OpenLoopSpec};
 use crate::runner::pattern::{PatternSpec, RequestGen};
 use crate::runner::recorder::{Recorder, CLAT, LAT, LAT_KINDS, SLAT};
 use crate::runner::worker::{self, LoopSpec, RequestLog};
-use crate::target::{scratch, Target, TargetKind};
 
 /// How a job is run, beyond its spec.
 #[derive(Default)]

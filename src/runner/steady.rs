@@ -9,9 +9,9 @@ use std::os::fd::AsRawFd;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::steady::{Criterion, Metric};
+use crate::dut::{Target, TargetKind};
 use crate::error::usage;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
-use crate::target::{Target, TargetKind};
 
 /// Steady-state settings of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -129,12 +129,12 @@ mod tests {
     #[test]
     fn purge_punches_holes_in_a_scratch_file() {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let opts = crate::target::TargetOptions {
+        let opts = crate::dut::TargetOptions {
             path: Some(dir.path().to_path_buf()),
             size: Some(4 << 20),
             ..Default::default()
         };
-        let t = crate::target::prepare(&opts, true, None, 1).unwrap();
+        let t = crate::dut::prepare(&opts, true, None, 1).unwrap();
         let msg = purge(&t, t.size).unwrap();
         assert!(msg.contains("punched"), "{msg}");
         let md = std::fs::metadata(&t.path).unwrap();

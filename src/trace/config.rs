@@ -13,12 +13,12 @@ use super::extents::ExtentMap;
 use super::session::{traced, Capture, TraceSpec};
 use super::stages::{breakdown, Breakdown};
 use super::tracefs::{Capabilities, LostEvents};
+use crate::dut::Target;
 use crate::engine::{EngineKind, OpKind};
 use crate::interrupt;
 use crate::plan::job::JobSpec;
 use crate::results::Point;
 use crate::runner::job::{run_job, JobOutcome, RunOptions};
-use crate::target::Target;
 
 /// The measured result of one configuration.
 #[derive(Debug, Clone, Serialize)]

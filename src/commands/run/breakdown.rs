@@ -6,9 +6,9 @@
 use anyhow::Result;
 
 use crate::commands::device_trace::Tracer;
+use crate::dut::Target;
 use crate::plan::job::JobSpec;
 use crate::results::Point;
-use crate::target::Target;
 use crate::trace::tracefs;
 
 /// Per-CPU ring buffer of the trace, KiB (`iolab trace`'s default).

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::analysis::{self, AnalysisOptions};
 use crate::cli::run::RunArgs;
+use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
 use crate::error::{usage, Interrupted};
 use crate::interrupt;
@@ -21,7 +22,6 @@ use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::report::{html, summary};
 use crate::results::{time, Point, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
-use crate::target::{self, Target, TargetOptions};
 
 pub mod breakdown;
 pub mod kv;
@@ -188,7 +188,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     }
     interrupt::install();
     let quiet = a.quiet;
-    let scratch_size = size.unwrap_or(target::DEFAULT_SCRATCH_SIZE);
+    let scratch_size = size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
     if !quiet {
         eprintln!(
             "iolab: preparing a {} MiB scratch file in {}...",
@@ -201,7 +201,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         size: Some(scratch_size),
         ..Default::default()
     };
-    let target = target::prepare(&topts, true, None, a.seed)?;
+    let target = dut::prepare(&topts, true, None, a.seed)?;
     let mut warnings = Vec::new();
     if explicit.is_none() {
         // io_uring may be disabled (sysctl, seccomp, old kernel): fall back.
