@@ -16,4 +16,5 @@ pub mod plan;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod session;
 pub mod trace;

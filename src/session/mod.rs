@@ -1,0 +1,43 @@
+//! The one experiment driver's vocabulary: how a run talks to the outside
+//! world. The driver (and kv's phases) report through an [`Observer`] and
+//! never print; the terminal observer lives in `report/`, tests use
+//! [`Silent`] or a recording observer. Modeled on criterion.rs's `Report`.
+
+use crate::results::Point;
+
+/// Where a long run is, about once a second while a point is measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// What is running, e.g. "[3/12] randread-4k-qd8" or "ycsb a run".
+    pub label: &'a str,
+    /// Seconds into the current point or phase.
+    pub elapsed_s: f64,
+    /// Its expected length, when known.
+    pub expected_s: Option<f64>,
+    /// Expected seconds left in the whole run, when known.
+    pub eta_s: Option<f64>,
+}
+
+/// Receives what a run does. Every method has a do-nothing default so an
+/// observer implements only what it shows. `Sync`: progress is reported
+/// from the thread that supervises the workers.
+pub trait Observer: Sync {
+    /// About once a second during a measured point or phase.
+    fn progress(&self, _p: &Progress<'_>) {}
+    /// The progress line is no longer needed (the point or phase ended).
+    fn progress_done(&self) {}
+    /// A point was measured and saved.
+    fn point_done(&self, _point: &Point) {}
+    /// A point could not run; `failed` is true for errors, false for
+    /// limitations (an engine feature missing, a setting that does not apply).
+    fn point_skipped(&self, _name: &str, _reason: &str, _failed: bool) {}
+    /// A warning for the user (also kept in the results).
+    fn warning(&self, _msg: &str) {}
+    /// A status line that is neither a result nor a warning.
+    fn note(&self, _msg: &str) {}
+}
+
+/// Shows nothing (tests, `--quiet`, library callers that print themselves).
+pub struct Silent;
+
+impl Observer for Silent {}
