@@ -86,3 +86,11 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
         1
     }
 }
+
+/// True when an error from running a point means "this point cannot run
+/// here" (bad settings for it, an engine feature that is missing) rather
+/// than a failure: a sweep records it as skipped and goes on.
+pub fn point_cannot_run(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<UsageError>().is_some())
+        || format!("{e:#}").contains("cannot set up")
+}

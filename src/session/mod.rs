@@ -3,6 +3,10 @@
 //! never print; the terminal observer lives in `report/`, tests use
 //! [`Silent`] or a recording observer. Modeled on criterion.rs's `Report`.
 
+pub mod sink;
+
+pub use sink::ResultsSink;
+
 use crate::results::Point;
 
 /// Where a long run is, about once a second while a point is measured.

@@ -1,0 +1,67 @@
+//! Where a run's results go: the `Results` being built, re-analysed and
+//! written atomically after every point (so Ctrl-C or a crash keeps what
+//! was measured), and the optional fio-JSON export written with it.
+
+use std::path::{Path, PathBuf};
+
+use crate::analysis::{self, AnalysisOptions};
+use crate::report::fio_json::to_fio_json;
+use crate::results::{write_atomic, Point, Results};
+
+/// The results of a run and the files they are kept in.
+pub struct ResultsSink {
+    pub results: Results,
+    path: Option<PathBuf>,
+    fio_export: Option<PathBuf>,
+    analysis: AnalysisOptions,
+}
+
+impl ResultsSink {
+    /// `path`: the results file (none: kept in memory only);
+    /// `fio_export`: also write fio's JSON shape there.
+    pub fn new(
+        results: Results,
+        path: Option<PathBuf>,
+        fio_export: Option<PathBuf>,
+        analysis: AnalysisOptions,
+    ) -> ResultsSink {
+        ResultsSink {
+            results,
+            path,
+            fio_export,
+            analysis,
+        }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Add a measured point and save.
+    pub fn push(&mut self, point: Point) -> anyhow::Result<()> {
+        self.results.points.push(point);
+        self.save()
+    }
+
+    /// Recompute the analysis and rewrite every file.
+    pub fn save(&mut self) -> anyhow::Result<()> {
+        self.results.analysis = analysis::analyze(&self.results.points, &self.analysis);
+        if let Some(p) = &self.path {
+            self.results.write_atomic(p)?;
+        }
+        if let Some(p) = &self.fio_export {
+            let text = serde_json::to_string_pretty(&to_fio_json(&self.results))?;
+            write_atomic(p, text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Mark the run complete or interrupted, save a last time and hand the
+    /// results back.
+    pub fn finish(mut self, interrupted: bool) -> anyhow::Result<Results> {
+        self.results.interrupted = interrupted;
+        self.results.complete = !interrupted;
+        self.save()?;
+        Ok(self.results)
+    }
+}
