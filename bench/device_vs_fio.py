@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IOLAB = os.path.join(ROOT, "target", "release", "iolab")
+IOLAB = os.environ.get("IOLAB") or os.path.join(ROOT, "target", "release", "iolab")
 
 # (name, rw, bs, qd, engine, mix)
 AGREEMENT_JOBS = [
