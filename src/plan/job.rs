@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::fake::FakeScript;
-use crate::engine::{EngineKind, UringOptions};
+use crate::engine::{EngineConfig, EngineKind, UringOptions};
 use crate::error::usage;
 use crate::plan::parse::format_size;
 
@@ -200,6 +200,17 @@ impl Default for JobSpec {
 }
 
 impl JobSpec {
+    /// The engine with the options it owns. The serialized form (stored in
+    /// results files) keeps `engine` and `uring` as flat fields; this is the
+    /// typed view the runner dispatches on.
+    pub fn engine_config(&self) -> EngineConfig {
+        match self.engine {
+            EngineKind::IoUring => EngineConfig::IoUring(self.uring),
+            EngineKind::Fake => EngineConfig::Fake(self.fake.clone().unwrap_or_default()),
+            kind => EngineConfig::default_for(kind),
+        }
+    }
+
     pub fn min_bs(&self) -> u64 {
         self.bs.iter().map(|&(b, _)| b).min().unwrap_or(4096)
     }
