@@ -130,6 +130,8 @@ impl EngineKind {
         const LOCAL: EngineCaps = EngineCaps {
             asynchronous: false,
             opens: Opens::LocalFd,
+            direct_io: true,
+            stores_data: true,
             batch: true,
             open_loop: true,
             fsync: true,
@@ -148,15 +150,20 @@ impl EngineKind {
                 probes_features: true,
                 ..LOCAL
             },
-            EngineKind::Mmap => LOCAL,
+            EngineKind::Mmap => EngineCaps {
+                direct_io: false,
+                ..LOCAL
+            },
             EngineKind::Null => EngineCaps {
                 asynchronous: true,
                 opens: Opens::Nothing,
+                stores_data: false,
                 ..LOCAL
             },
             EngineKind::Fake => EngineCaps {
                 asynchronous: true,
                 opens: Opens::Nothing,
+                stores_data: false,
                 virtual_clock: true,
                 ..LOCAL
             },
@@ -194,6 +201,11 @@ pub struct EngineCaps {
     pub asynchronous: bool,
     /// What the engine opens (decides `EngineTarget` and the target kinds it runs on).
     pub opens: Opens,
+    /// Can bypass the page cache (O_DIRECT); mmap cannot. Engines that open
+    /// nothing accept it as a no-op.
+    pub direct_io: bool,
+    /// Stores what is written, so `--verify` can read it back.
+    pub stores_data: bool,
     /// Supports `--batch` (submit K, wait for all K).
     pub batch: bool,
     /// Supports open-loop issuing (`--rate`).
@@ -407,3 +419,64 @@ pub fn probe_features(config: &EngineConfig, fd: RawFd) -> anyhow::Result<Vec<Fe
 
 #[cfg(test)]
 pub(crate) mod test_support;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::job::JobSpec;
+
+    #[test]
+    fn caps_keep_the_old_name_based_answers() {
+        for k in EngineKind::ALL {
+            assert_eq!(
+                k.is_sync(),
+                matches!(k, EngineKind::Psync | EngineKind::Mmap),
+                "{k:?}"
+            );
+            assert_eq!(
+                k.needs_file(),
+                !matches!(k, EngineKind::Null | EngineKind::Fake),
+                "{k:?}"
+            );
+            assert_eq!(k.caps().direct_io, k != EngineKind::Mmap, "{k:?}");
+            assert_eq!(k.caps().virtual_clock, k == EngineKind::Fake, "{k:?}");
+            assert_eq!(EngineKind::parse(k.name()), Some(k));
+            assert_eq!(EngineConfig::default_for(k).kind(), k);
+        }
+        for t in Transport::ALL {
+            assert_eq!(engine_for_transport(t), None, "{t:?}: no initiator yet");
+        }
+    }
+
+    #[test]
+    fn job_spec_gives_each_engine_its_own_options() {
+        let opts = UringOptions {
+            fixed_buffers: true,
+            sqpoll: true,
+            ..Default::default()
+        };
+        let mut spec = JobSpec {
+            engine: EngineKind::IoUring,
+            uring: opts,
+            ..Default::default()
+        };
+        assert_eq!(spec.engine_config(), EngineConfig::IoUring(opts));
+        spec.engine = EngineKind::Aio;
+        assert_eq!(spec.engine_config(), EngineConfig::Aio);
+        spec.engine = EngineKind::Fake;
+        assert_eq!(
+            spec.engine_config(),
+            EngineConfig::Fake(FakeScript::default())
+        );
+        // The stored form is unchanged: flat `engine` and `uring` fields.
+        let v = serde_json::to_value(JobSpec {
+            engine: EngineKind::IoUring,
+            uring: opts,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(v["engine"], "io_uring");
+        assert_eq!(v["uring"]["fixed_buffers"], true);
+        assert_eq!(v["uring"]["sqpoll"], true);
+    }
+}

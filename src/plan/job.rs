@@ -336,17 +336,36 @@ impl JobSpec {
                 "verification needs a single block size, not a split",
             ));
         }
-        if self.verify && !self.engine.needs_file() {
+        let caps = self.engine.caps();
+        if self.verify && !caps.stores_data {
             return Err(usage(
                 "--verify",
                 format!("the {} engine stores no data to verify", self.engine.name()),
             ));
         }
-        if self.engine == EngineKind::Mmap && self.direct {
+        if self.direct && !caps.direct_io {
             return Err(usage(
                 "--engine",
-                "mmap goes through the page cache; add --buffered",
+                format!(
+                    "{} goes through the page cache; add --buffered",
+                    self.engine.name()
+                ),
             ));
+        }
+        let unsupported = |flag: &str| {
+            usage(
+                flag,
+                format!("the {} engine does not support {flag}", self.engine.name()),
+            )
+        };
+        if self.batch.is_some() && !caps.batch {
+            return Err(unsupported("--batch"));
+        }
+        if self.open_loop.is_some() && !caps.open_loop {
+            return Err(unsupported("--rate"));
+        }
+        if self.fsync_every > 0 && !caps.fsync {
+            return Err(unsupported("--fsync-every"));
         }
         if let Some(ol) = &self.open_loop {
             if !(ol.rate_iops.is_finite() && ol.rate_iops > 0.0 && ol.rate_iops <= 1e9) {
