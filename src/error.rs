@@ -2,8 +2,13 @@
 //!
 //! `UsageError` is bad user input (exit 2, the field named); everything else
 //! is a runtime failure (exit 1). Verification mismatches exit 3.
+//! `WorkerError` is what a worker and an engine's setup return: its kind,
+//! not its text, says whether a point cannot run here or failed.
 
 use std::fmt;
+use std::io;
+
+use crate::engine::OpKind;
 
 /// Bad input from the user: a flag, a size, a job file field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,12 +70,58 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// Why a worker (or the engine it set up) stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Bad input found only when the worker set up (exit 2).
+    #[error("{0}")]
+    Usage(UsageError),
+    /// The engine cannot be set up on this machine or target (e.g. kernel AIO
+    /// or io_uring unavailable): the point cannot run here.
+    #[error("cannot set up {what}: {source}")]
+    Setup {
+        /// What could not be set up, e.g. "io_uring".
+        what: &'static str,
+        source: io::Error,
+    },
+    /// The worker could not prepare itself (buffers, mapping) before timing.
+    #[error("{what}: {source}")]
+    Prepare {
+        /// e.g. "cannot map the target".
+        what: &'static str,
+        source: anyhow::Error,
+    },
+    /// A request failed in a way the loop cannot record as a completion.
+    #[error("{} at offset {offset} failed: {err}", op.name())]
+    Io {
+        op: OpKind,
+        offset: u64,
+        err: io::Error,
+    },
+    /// The engine's submission machinery failed.
+    #[error("engine error: {0}")]
+    Engine(#[from] io::Error),
+    /// This worker did not run because another one failed to start.
+    #[error("another worker failed to start")]
+    Aborted,
+}
+
+impl WorkerError {
+    /// True when the error says the point cannot run here (bad settings for
+    /// it, or an engine that cannot be set up) rather than that it failed.
+    pub fn point_cannot_run(&self) -> bool {
+        matches!(self, WorkerError::Usage(_) | WorkerError::Setup { .. })
+    }
+}
+
+fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<UsageError>().is_some()
+        || matches!(e.downcast_ref::<WorkerError>(), Some(WorkerError::Usage(_)))
+}
+
 /// Exit code for an error chain: 2 usage, 3 verification, 130 interrupted, 1 otherwise.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err
-        .chain()
-        .any(|e| e.downcast_ref::<UsageError>().is_some())
-    {
+    if err.chain().any(is_usage) {
         2
     } else if err
         .chain()
@@ -91,6 +142,39 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
 /// here" (bad settings for it, an engine feature that is missing) rather
 /// than a failure: a sweep records it as skipped and goes on.
 pub fn point_cannot_run(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<UsageError>().is_some())
-        || format!("{e:#}").contains("cannot set up")
+    e.chain().any(|c| {
+        c.downcast_ref::<UsageError>().is_some()
+            || c.downcast_ref::<WorkerError>()
+                .is_some_and(WorkerError::point_cannot_run)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn point_cannot_run_decides_from_the_kind() {
+        let setup = WorkerError::Setup {
+            what: "io_uring",
+            source: io::Error::from_raw_os_error(libc::ENOSYS),
+        };
+        let e = anyhow::Error::new(setup).context("job j failed");
+        assert!(point_cannot_run(&e));
+        assert_eq!(exit_code(&e), 1);
+        let u = anyhow::Error::new(WorkerError::Usage(UsageError::new("--bs", "bad")));
+        assert!(point_cannot_run(&u));
+        assert_eq!(exit_code(&u), 2);
+        let io = WorkerError::Io {
+            op: OpKind::Read,
+            offset: 0,
+            err: io::Error::from_raw_os_error(libc::EIO),
+        };
+        // Its text no longer matters: an I/O failure is a failure.
+        let e = anyhow::Error::new(io).context("cannot set up nothing");
+        assert!(!point_cannot_run(&e));
+        assert!(!point_cannot_run(&anyhow::anyhow!(
+            "cannot set up io_uring: x"
+        )));
+    }
 }

@@ -40,19 +40,19 @@ fn engines_are_send() {
 }
 
 fn make(name: &str, file: &File, pool: &BufferPool) -> Box<dyn Engine> {
-    let mut setup = setup(file, SIZE, DEPTH, pool, UringOptions::default());
+    let setup = setup(file, SIZE, DEPTH, pool);
     match name {
         "psync" => Box::new(PsyncEngine::new(file.as_raw_fd())),
         "aio" => Box::new(AioEngine::new(&setup).expect("aio")),
-        "io_uring" => Box::new(UringEngine::new(&setup).expect("uring")),
+        "io_uring" => Box::new(UringEngine::new(&setup, UringOptions::default()).expect("uring")),
         "io_uring+fixed+sqpoll" => {
-            setup.uring = UringOptions {
+            let opts = UringOptions {
                 fixed_buffers: true,
                 fixed_files: true,
                 sqpoll: true,
                 iopoll: false,
             };
-            Box::new(UringEngine::new(&setup).expect("uring fixed"))
+            Box::new(UringEngine::new(&setup, opts).expect("uring fixed"))
         }
         "mmap" => Box::new(MmapEngine::new(&setup).expect("mmap")),
         _ => unreachable!(),

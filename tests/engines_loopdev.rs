@@ -77,8 +77,7 @@ fn engines_on_a_loop_device() {
 
     // Write with aio, read back with io_uring (fixed buffers and files).
     {
-        let mut w =
-            AioEngine::new(&setup(&dev, SIZE, DEPTH, &wpool, UringOptions::default())).unwrap();
+        let mut w = AioEngine::new(&setup(&dev, SIZE, DEPTH, &wpool)).unwrap();
         run(&mut w, &wpool, OpKind::Write, &offs, DEPTH);
         w.fsync().unwrap();
     }
@@ -90,7 +89,7 @@ fn engines_on_a_loop_device() {
             sqpoll: false,
             iopoll: false,
         };
-        let mut r = UringEngine::new(&setup(&dev, SIZE, DEPTH, &rpool, o)).unwrap();
+        let mut r = UringEngine::new(&setup(&dev, SIZE, DEPTH, &rpool), o).unwrap();
         run(&mut r, &rpool, OpKind::Read, &offs, DEPTH);
     }
     let mut rpool = rpool;
@@ -106,23 +105,10 @@ fn engines_on_a_loop_device() {
     let mpool = BufferPool::new(DEPTH, BS, 7).unwrap();
     {
         let buffered = open(&lo.dev, false);
-        let mut m = MmapEngine::new(&setup(
-            &buffered,
-            SIZE,
-            DEPTH,
-            &mpool,
-            UringOptions::default(),
-        ))
-        .unwrap();
+        let mut m = MmapEngine::new(&setup(&buffered, SIZE, DEPTH, &mpool)).unwrap();
         run(&mut m, &mpool, OpKind::Read, &offs, DEPTH);
         m.fsync().unwrap();
-        let too_big = setup(
-            &buffered,
-            SIZE + 4096,
-            DEPTH,
-            &mpool,
-            UringOptions::default(),
-        );
+        let too_big = setup(&buffered, SIZE + 4096, DEPTH, &mpool);
         assert!(
             MmapEngine::new(&too_big).is_err(),
             "mapping past the end of the device is refused"

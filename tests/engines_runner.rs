@@ -98,16 +98,14 @@ fn file(dir: &tempfile::TempDir, name: &str, direct: bool) -> File {
     oo.open(path).unwrap()
 }
 
-fn setup(f: &File, pool: &BufferPool, depth: u32, uring: UringOptions) -> EngineSetup {
-    EngineSetup {
-        fd: f.as_raw_fd(),
-        file_size: REGION,
+fn setup(f: &File, pool: &BufferPool, depth: u32) -> EngineSetup {
+    EngineSetup::local(
+        f.as_raw_fd(),
+        REGION,
+        true,
         depth,
-        pool_base: pool.base(),
-        pool_len: pool.len(),
-        uring,
-        writable: true,
-    }
+        (pool.base(), pool.len()),
+    )
 }
 
 #[test]
@@ -117,7 +115,7 @@ fn runner_verifies_aio_and_uring_at_depth_16() {
     for direct in [true, false] {
         let f = file(&dir, &format!("aio-{direct}"), direct);
         let mut pool = BufferPool::new(depth as usize, BS as usize, 1).unwrap();
-        let mut e = AioEngine::new(&setup(&f, &pool, depth, UringOptions::default())).unwrap();
+        let mut e = AioEngine::new(&setup(&f, &pool, depth)).unwrap();
         exercise(
             &format!("aio direct={direct}"),
             &mut e,
@@ -144,7 +142,7 @@ fn runner_verifies_aio_and_uring_at_depth_16() {
         for (i, o) in options.into_iter().enumerate() {
             let f = file(&dir, &format!("uring-{direct}-{i}"), direct);
             let mut pool = BufferPool::new(depth as usize, BS as usize, 2).unwrap();
-            let mut e = UringEngine::new(&setup(&f, &pool, depth, o)).unwrap();
+            let mut e = UringEngine::new(&setup(&f, &pool, depth), o).unwrap();
             exercise(
                 &format!("io_uring {o:?} direct={direct}"),
                 &mut e,
@@ -161,6 +159,6 @@ fn runner_verifies_mmap() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let f = file(&dir, "mmap", false);
     let mut pool = BufferPool::new(1, BS as usize, 3).unwrap();
-    let mut e = MmapEngine::new(&setup(&f, &pool, 1, UringOptions::default())).unwrap();
+    let mut e = MmapEngine::new(&setup(&f, &pool, 1)).unwrap();
     exercise("mmap", &mut e, &mut pool, 1, true);
 }

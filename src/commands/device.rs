@@ -665,9 +665,8 @@ impl Session<'_> {
         let mut outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
-                let is_usage = e.chain().any(|c| c.downcast_ref::<UsageError>().is_some());
-                let setup = format!("{e:#}").contains("cannot set up");
-                self.skip(job, exp, format!("{e:#}"), !(is_usage || setup))?;
+                let cannot_run = crate::error::point_cannot_run(&e);
+                self.skip(job, exp, format!("{e:#}"), !cannot_run)?;
                 if self.first_skip.is_none() {
                     self.first_skip = Some(e);
                 }

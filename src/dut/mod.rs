@@ -1,7 +1,16 @@
 //! Targets: what a job runs on (a scratch file iolab creates, an existing
-//! file, or a block device), the safety rules that keep iolab from
-//! destroying data it was not given, and opening with O_DIRECT or fallback.
+//! file, a block device, or a remote endpoint), the safety rules that keep
+//! iolab from destroying data it was not given, and opening with O_DIRECT or
+//! fallback.
+//!
+//! Each kind has its own size discovery and safety rule (see `prepare`):
+//! a scratch file is sized by `--size` and removed at exit; an existing file
+//! is its length and needs `--overwrite` to be written; a block device is
+//! `BLKGETSIZE64` and needs `--destroy-data` naming it, unused; a remote
+//! endpoint (`remote::parse`) is sized and opened by the engine that speaks
+//! its transport, and is refused while no engine does.
 
+pub mod remote;
 pub mod scratch;
 pub mod sysfs;
 
@@ -14,6 +23,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::error::usage;
+pub use remote::{RemoteEndpoint, Transport};
 pub use scratch::ScratchGuard;
 use sysfs::{DevNum, DiskInfo, FsInfo};
 
@@ -43,6 +53,9 @@ pub enum TargetKind {
     BlockDevice,
     /// No file at all (null and fake engines).
     NoFile,
+    /// A remote endpoint (`nbd://`, `iscsi://`, `nvme-tcp://`), opened by an
+    /// engine that speaks its transport.
+    Remote,
 }
 
 /// A target ready to be opened by workers.
@@ -57,6 +70,8 @@ pub struct Target {
     pub disk: Option<DiskInfo>,
     pub fs: Option<FsInfo>,
     pub warnings: Vec<String>,
+    /// The endpoint of a `Remote` target (`path` holds its URL).
+    pub remote: Option<RemoteEndpoint>,
     _guard: Option<ScratchGuard>,
 }
 
@@ -82,6 +97,7 @@ impl Target {
             disk: None,
             fs: None,
             warnings: Vec::new(),
+            remote: None,
             _guard: None,
         }
     }
@@ -100,6 +116,9 @@ impl Target {
     /// caller records) when the filesystem refuses O_DIRECT.
     /// Returns the descriptor and whether O_DIRECT is in effect.
     pub fn open(&self, write: bool, direct: bool) -> anyhow::Result<(OwnedFd, bool)> {
+        if let Some(ep) = &self.remote {
+            return Err(remote::no_initiator(ep).into());
+        }
         if write && !self.writable {
             // Defence in depth: prepare() already refused this.
             anyhow::bail!("refusing to open {} for writing", self.path.display());
@@ -173,6 +192,9 @@ pub fn prepare(
     let Some(path) = opts.path.clone() else {
         return Ok(Target::none(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));
     };
+    if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
+        return prepare_remote(remote::parse(url)?, opts);
+    }
     let md = fs::metadata(&path);
     let (path, kind, size, writable, guard) = match md {
         Ok(md) if md.is_dir() => {
@@ -245,7 +267,35 @@ Add --overwrite to allow it, or give a directory to run on a scratch file",
         disk,
         fs,
         warnings: Vec::new(),
+        remote: None,
         _guard: guard,
+    })
+}
+
+/// A remote target: only an engine speaking its transport can discover its
+/// size or write to it, so while no engine does, this is a usage error.
+fn prepare_remote(ep: RemoteEndpoint, opts: &TargetOptions) -> anyhow::Result<Target> {
+    if crate::engine::engine_for_transport(ep.transport).is_none() {
+        return Err(remote::no_initiator(&ep).into());
+    }
+    // Reached once an engine has an initiator: it probes the size on open.
+    let size = opts.size.ok_or_else(|| {
+        usage(
+            "--size",
+            format!("{ep}: give --size for a remote target (its engine cannot probe it yet)"),
+        )
+    })?;
+    Ok(Target {
+        path: PathBuf::from(ep.to_string()),
+        kind: TargetKind::Remote,
+        size,
+        writable: true,
+        devnum: None,
+        disk: None,
+        fs: None,
+        warnings: Vec::new(),
+        remote: Some(ep),
+        _guard: None,
     })
 }
 

@@ -15,7 +15,7 @@ use std::io;
 use std::os::fd::RawFd;
 
 use super::uring::{is_direct, probe_offset, ProbeBuf, PROBE_BS};
-use super::{Completion, Engine, EngineSetup, FeatureProbe, IoRequest, OpKind, UringOptions};
+use super::{Completion, Engine, EngineSetup, FeatureProbe, IoRequest, OpKind};
 
 /// `aio_context_t`.
 type AioContext = libc::c_ulong;
@@ -89,6 +89,7 @@ fn last_errno() -> i32 {
 impl AioEngine {
     /// Create an AIO context for `setup.depth` requests in flight.
     pub fn new(setup: &EngineSetup) -> io::Result<AioEngine> {
+        let fd = setup.target.local_fd("aio")?;
         let depth = setup.depth.max(1) as usize;
         let mut ctx: AioContext = 0;
         // SAFETY: io_setup writes the new context id into `ctx`.
@@ -113,7 +114,7 @@ impl AioEngine {
         }
         Ok(AioEngine {
             ctx,
-            fd: setup.fd,
+            fd,
             iocbs: vec![Iocb::default(); depth].into_boxed_slice(),
             staged: Vec::with_capacity(depth),
             events: vec![IoEvent::default(); depth].into_boxed_slice(),
@@ -316,15 +317,7 @@ pub fn probe_aio(fd: RawFd) -> Vec<FeatureProbe> {
 
 fn probe_read(fd: RawFd) -> Result<i64, String> {
     let buf = ProbeBuf::new().ok_or_else(|| "out of memory".to_string())?;
-    let setup = EngineSetup {
-        fd,
-        file_size: 0,
-        depth: 1,
-        pool_base: buf.ptr,
-        pool_len: PROBE_BS,
-        uring: UringOptions::default(),
-        writable: false,
-    };
+    let setup = EngineSetup::local(fd, 0, false, 1, (buf.ptr, PROBE_BS));
     let mut e = AioEngine::new(&setup).map_err(|e| e.to_string())?;
     let req = IoRequest {
         slot: 0,
@@ -356,7 +349,6 @@ fn probe_read(fd: RawFd) -> Result<i64, String> {
 mod tests {
     use super::*;
     use crate::engine::test_support::*;
-    use crate::engine::UringOptions;
     use std::mem::{align_of, offset_of, size_of};
     use std::os::fd::AsRawFd;
 
@@ -379,8 +371,7 @@ mod tests {
     }
 
     fn engine(file: &std::fs::File, pool: &AlignedPool, depth: u32) -> AioEngine {
-        AioEngine::new(&setup_for(file, SIZE, depth, pool, UringOptions::default()))
-            .expect("aio engine")
+        AioEngine::new(&setup_for(file, SIZE, depth, pool)).expect("aio engine")
     }
 
     #[test]
@@ -432,8 +423,7 @@ mod tests {
         }
         // A request the kernel refuses at submission (bad descriptor) comes
         // back as a completion too, and the others still run.
-        let mut bad_fd =
-            AioEngine::new(&setup_for(&f, SIZE, 4, &pool, UringOptions::default())).unwrap();
+        let mut bad_fd = AioEngine::new(&setup_for(&f, SIZE, 4, &pool)).unwrap();
         bad_fd.queue(req(&pool, 0, OpKind::Read, 0)).unwrap();
         bad_fd.fd = -1;
         bad_fd.queue(req(&pool, 1, OpKind::Read, 0)).unwrap();

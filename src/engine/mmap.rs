@@ -57,42 +57,33 @@ fn errno_result(ok: bool) -> i64 {
 }
 
 impl MmapEngine {
-    /// Map `setup.file_size` bytes of `setup.fd`, shared, read-write when
-    /// `setup.writable`, otherwise read-only.
+    /// Map the target's size in bytes of its local descriptor, shared,
+    /// read-write when it was opened writable, otherwise read-only.
     pub fn new(setup: &EngineSetup) -> io::Result<MmapEngine> {
         let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
-        if setup.file_size == 0 {
+        let fd = setup.target.local_fd("mmap")?;
+        let (file_size, writable) = (setup.target.size(), setup.target.writable());
+        if file_size == 0 {
             return Err(invalid("mmap: the region to map is empty".into()));
         }
-        let len = usize::try_from(setup.file_size).map_err(|_| {
+        let len = usize::try_from(file_size).map_err(|_| {
             invalid(format!(
-                "mmap: {} bytes do not fit in the address space",
-                setup.file_size
+                "mmap: {file_size} bytes do not fit in the address space"
             ))
         })?;
-        let have = backing_size(setup.fd)?;
-        if have < setup.file_size {
+        let have = backing_size(fd)?;
+        if have < file_size {
             return Err(invalid(format!(
-                "mmap: the target holds {have} bytes, fewer than the {} to map (touching the rest would fault)",
-                setup.file_size
+                "mmap: the target holds {have} bytes, fewer than the {file_size} to map (touching the rest would fault)"
             )));
         }
-        let prot = if setup.writable {
+        let prot = if writable {
             libc::PROT_READ | libc::PROT_WRITE
         } else {
             libc::PROT_READ
         };
         // SAFETY: a fresh shared mapping of our descriptor; checked below.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                prot,
-                libc::MAP_SHARED,
-                setup.fd,
-                0,
-            )
-        };
+        let map = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
         if map == libc::MAP_FAILED {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(
@@ -103,7 +94,7 @@ impl MmapEngine {
         Ok(MmapEngine {
             map: map.cast(),
             len,
-            writable: setup.writable,
+            writable,
             done: Vec::with_capacity(setup.depth.max(1) as usize),
         })
     }
@@ -190,13 +181,14 @@ impl Drop for MmapEngine {
 mod tests {
     use super::*;
     use crate::engine::test_support::*;
-    use crate::engine::UringOptions;
 
     const SIZE: u64 = 1 << 20;
 
     fn engine(file: &std::fs::File, pool: &AlignedPool, depth: u32, writable: bool) -> MmapEngine {
-        let mut s = setup_for(file, SIZE, depth, pool, UringOptions::default());
-        s.writable = writable;
+        let mut s = setup_for(file, SIZE, depth, pool);
+        if let crate::engine::EngineTarget::LocalFd { writable: w, .. } = &mut s.target {
+            *w = writable;
+        }
         MmapEngine::new(&s).expect("mmap engine")
     }
 
@@ -275,10 +267,10 @@ mod tests {
         let dir = scratch_dir();
         let f = scratch_file(&dir, "small", 8192, false);
         let pool = AlignedPool::new(1);
-        let s = setup_for(&f, SIZE, 1, &pool, UringOptions::default());
+        let s = setup_for(&f, SIZE, 1, &pool);
         let err = MmapEngine::new(&s).err().expect("must refuse");
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
-        let s0 = EngineSetup { file_size: 0, ..s };
+        let s0 = setup_for(&f, 0, 1, &pool);
         assert!(MmapEngine::new(&s0).is_err());
     }
 }

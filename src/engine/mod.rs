@@ -7,8 +7,18 @@
 //!
 //! Synchronous engines (psync, mmap) do the I/O inside `queue` and report the
 //! completion on the next `reap`; the runner times them around `queue`.
+//!
+//! The seam (see docs/engines.md, "Adding an engine"): an `EngineKind` names
+//! an engine and its `EngineCaps` say what it can do (the planner and runner
+//! ask these, never the name); an `EngineConfig` variant carries the options
+//! that engine alone owns (like fio's per-engine option tables); an
+//! `EngineSetup` says what the engine opens (`EngineTarget`: nothing, a local
+//! descriptor, or a remote endpoint); `dispatch::with_engine` is the one place
+//! that builds an engine from them and hands it, statically typed, to the
+//! runner's loop.
 
 pub mod aio;
+pub mod dispatch;
 pub mod fake;
 pub mod mmap;
 pub mod null;
@@ -19,6 +29,9 @@ use std::io;
 use std::os::fd::RawFd;
 
 use serde::{Deserialize, Serialize};
+
+use crate::dut::{RemoteEndpoint, Transport};
+use fake::FakeScript;
 
 /// What a request does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -101,14 +114,155 @@ impl EngineKind {
         })
     }
 
-    /// Engines that complete each request inside `queue` (queue depth is 1).
+    /// Every engine, in CLI order.
+    pub const ALL: [EngineKind; 6] = [
+        EngineKind::Psync,
+        EngineKind::Aio,
+        EngineKind::IoUring,
+        EngineKind::Mmap,
+        EngineKind::Null,
+        EngineKind::Fake,
+    ];
+
+    /// What this engine can do; the planner and runner consult these flags
+    /// instead of matching engine names.
+    pub const fn caps(self) -> EngineCaps {
+        const LOCAL: EngineCaps = EngineCaps {
+            asynchronous: false,
+            opens: Opens::LocalFd,
+            direct_io: true,
+            stores_data: true,
+            batch: true,
+            open_loop: true,
+            fsync: true,
+            virtual_clock: false,
+            probes_features: false,
+        };
+        match self {
+            EngineKind::Psync => LOCAL,
+            EngineKind::Aio => EngineCaps {
+                asynchronous: true,
+                probes_features: true,
+                ..LOCAL
+            },
+            EngineKind::IoUring => EngineCaps {
+                asynchronous: true,
+                probes_features: true,
+                ..LOCAL
+            },
+            EngineKind::Mmap => EngineCaps {
+                direct_io: false,
+                ..LOCAL
+            },
+            EngineKind::Null => EngineCaps {
+                asynchronous: true,
+                opens: Opens::Nothing,
+                stores_data: false,
+                ..LOCAL
+            },
+            EngineKind::Fake => EngineCaps {
+                asynchronous: true,
+                opens: Opens::Nothing,
+                stores_data: false,
+                virtual_clock: true,
+                ..LOCAL
+            },
+        }
+    }
+
+    /// Engines that complete each request inside `queue` (queue depth is 1;
+    /// depth comes from more workers).
     pub fn is_sync(self) -> bool {
-        matches!(self, EngineKind::Psync | EngineKind::Mmap)
+        !self.caps().asynchronous
     }
 
     /// Engines that touch no file at all.
     pub fn needs_file(self) -> bool {
-        !matches!(self, EngineKind::Null | EngineKind::Fake)
+        self.caps().opens == Opens::LocalFd
+    }
+}
+
+/// What an engine opens to do its I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opens {
+    /// Nothing (null, fake): the target is only a size.
+    Nothing,
+    /// A local file or block device descriptor the runner opens per worker.
+    LocalFd,
+    /// A remote endpoint of this transport, which the engine connects to.
+    Remote(Transport),
+}
+
+/// Capability flags of an engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineCaps {
+    /// Several requests in flight per worker; `false` means one request per
+    /// worker, done inside `queue` (depth comes from `--jobs`).
+    pub asynchronous: bool,
+    /// What the engine opens (decides `EngineTarget` and the target kinds it runs on).
+    pub opens: Opens,
+    /// Can bypass the page cache (O_DIRECT); mmap cannot. Engines that open
+    /// nothing accept it as a no-op.
+    pub direct_io: bool,
+    /// Stores what is written, so `--verify` can read it back.
+    pub stores_data: bool,
+    /// Supports `--batch` (submit K, wait for all K).
+    pub batch: bool,
+    /// Supports open-loop issuing (`--rate`).
+    pub open_loop: bool,
+    /// Implements `fsync` (for `--fsync-every`).
+    pub fsync: bool,
+    /// Runs on the virtual clock (scripted latencies; tests).
+    pub virtual_clock: bool,
+    /// Has optional features to probe before a run (`probe_features`).
+    pub probes_features: bool,
+}
+
+/// The engine that connects to targets of `transport`, if iolab has one.
+pub fn engine_for_transport(transport: Transport) -> Option<EngineKind> {
+    EngineKind::ALL
+        .into_iter()
+        .find(|k| k.caps().opens == Opens::Remote(transport))
+}
+
+/// One engine with the options it owns (fio's model: each engine has its own
+/// option table). Built from a `JobSpec` by `JobSpec::engine_config`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineConfig {
+    Psync,
+    Aio,
+    IoUring(UringOptions),
+    Mmap,
+    Null,
+    Fake(FakeScript),
+}
+
+impl EngineConfig {
+    pub fn kind(&self) -> EngineKind {
+        match self {
+            EngineConfig::Psync => EngineKind::Psync,
+            EngineConfig::Aio => EngineKind::Aio,
+            EngineConfig::IoUring(_) => EngineKind::IoUring,
+            EngineConfig::Mmap => EngineKind::Mmap,
+            EngineConfig::Null => EngineKind::Null,
+            EngineConfig::Fake(_) => EngineKind::Fake,
+        }
+    }
+
+    pub fn caps(&self) -> EngineCaps {
+        self.kind().caps()
+    }
+
+    /// The default options of `kind`.
+    pub fn default_for(kind: EngineKind) -> EngineConfig {
+        match kind {
+            EngineKind::Psync => EngineConfig::Psync,
+            EngineKind::Aio => EngineConfig::Aio,
+            EngineKind::IoUring => EngineConfig::IoUring(UringOptions::default()),
+            EngineKind::Mmap => EngineConfig::Mmap,
+            EngineKind::Null => EngineConfig::Null,
+            EngineKind::Fake => EngineConfig::Fake(FakeScript::default()),
+        }
     }
 }
 
@@ -125,21 +279,80 @@ pub struct UringOptions {
     pub iopoll: bool,
 }
 
-/// Everything an engine needs to start: the open file, the buffer pool, the depth.
-#[derive(Debug, Clone, Copy)]
+/// What an engine opens, for one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineTarget {
+    /// Nothing (null, fake); `size` is the addressed region.
+    Nothing { size: u64 },
+    /// An open local file or block device.
+    LocalFd {
+        fd: RawFd,
+        /// Size of the used region in bytes (mmap maps this much).
+        size: u64,
+        /// Opened writable (mmap maps it shared + writable).
+        writable: bool,
+    },
+    /// A remote endpoint the engine connects to itself.
+    Remote {
+        endpoint: RemoteEndpoint,
+        size: u64,
+        writable: bool,
+    },
+}
+
+impl EngineTarget {
+    /// The local descriptor, or an error naming the engine that needs one.
+    pub fn local_fd(&self, engine: &str) -> io::Result<RawFd> {
+        match self {
+            EngineTarget::LocalFd { fd, .. } => Ok(*fd),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{engine} needs a local file or block device"),
+            )),
+        }
+    }
+
+    /// Bytes the engine may address.
+    pub fn size(&self) -> u64 {
+        match self {
+            EngineTarget::Nothing { size }
+            | EngineTarget::LocalFd { size, .. }
+            | EngineTarget::Remote { size, .. } => *size,
+        }
+    }
+
+    pub fn writable(&self) -> bool {
+        match self {
+            EngineTarget::Nothing { .. } => true,
+            EngineTarget::LocalFd { writable, .. } | EngineTarget::Remote { writable, .. } => {
+                *writable
+            }
+        }
+    }
+}
+
+/// Everything an engine needs to start: what it opens, the buffer pool, the
+/// depth. Engine-specific options live in `EngineConfig`, not here.
+#[derive(Debug, Clone)]
 pub struct EngineSetup {
-    /// Open file or block device (-1 for engines that need none).
-    pub fd: RawFd,
-    /// Size of the mapped/used region in bytes (for mmap).
-    pub file_size: u64,
+    pub target: EngineTarget,
     /// Requests in flight at most.
     pub depth: u32,
     /// Start and length of the buffer pool (for buffer registration).
     pub pool_base: *mut u8,
     pub pool_len: usize,
-    pub uring: UringOptions,
-    /// Whether the file was opened writable (mmap maps it shared + writable).
-    pub writable: bool,
+}
+
+impl EngineSetup {
+    /// A setup on a local descriptor (what the local engines and their tests use).
+    pub fn local(fd: RawFd, size: u64, writable: bool, depth: u32, pool: (*mut u8, usize)) -> Self {
+        EngineSetup {
+            target: EngineTarget::LocalFd { fd, size, writable },
+            depth,
+            pool_base: pool.0,
+            pool_len: pool.1,
+        }
+    }
 }
 
 /// The interface the runner drives. See the module comment for the contract.
@@ -164,14 +377,14 @@ pub struct FeatureProbe {
     pub detail: String,
 }
 
-/// Probe the optional features of `kind` on the open target `fd`, for
-/// provenance and warnings: io_uring (base and each option in `uring`) and
-/// aio (works; asynchronous, i.e. O_DIRECT). Other engines have nothing to
-/// probe. Use `uring::check_uring_features` to refuse a run instead.
-pub fn probe_engine(kind: EngineKind, fd: RawFd, uring: &UringOptions) -> Vec<FeatureProbe> {
-    match kind {
-        EngineKind::IoUring => uring::probe_uring(fd, uring),
-        EngineKind::Aio => aio::probe_aio(fd),
+/// Probe the optional features of the engine `config` names on the open
+/// target `fd`, for provenance and warnings: io_uring (base and each of its
+/// options) and aio (works; asynchronous, i.e. O_DIRECT). Other engines have
+/// nothing to probe. Use `uring::check_uring_features` to refuse a run instead.
+pub fn probe_engine(config: &EngineConfig, fd: RawFd) -> Vec<FeatureProbe> {
+    match config {
+        EngineConfig::IoUring(uring) => uring::probe_uring(fd, uring),
+        EngineConfig::Aio => aio::probe_aio(fd),
         _ => Vec::new(),
     }
 }
@@ -184,13 +397,9 @@ pub fn completion_error(res: i64) -> io::Error {
 /// Check, before anything is timed, that the optional features a job asks
 /// for work on this target (an unsupported one is an error that names it);
 /// returns what was probed, for provenance.
-pub fn probe_features(
-    kind: EngineKind,
-    fd: RawFd,
-    uring: &UringOptions,
-) -> anyhow::Result<Vec<FeatureProbe>> {
-    match kind {
-        EngineKind::IoUring => {
+pub fn probe_features(config: &EngineConfig, fd: RawFd) -> anyhow::Result<Vec<FeatureProbe>> {
+    match config {
+        EngineConfig::IoUring(uring) => {
             let probes = uring::probe_uring(fd, uring);
             let flag = |feature: &str| match feature {
                 "io_uring fixed buffers" => "--uring-fixed-buffers",
@@ -204,9 +413,70 @@ pub fn probe_features(
                 None => Ok(probes),
             }
         }
-        _ => Ok(probe_engine(kind, fd, uring)),
+        _ => Ok(probe_engine(config, fd)),
     }
 }
 
 #[cfg(test)]
 pub(crate) mod test_support;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::job::JobSpec;
+
+    #[test]
+    fn caps_keep_the_old_name_based_answers() {
+        for k in EngineKind::ALL {
+            assert_eq!(
+                k.is_sync(),
+                matches!(k, EngineKind::Psync | EngineKind::Mmap),
+                "{k:?}"
+            );
+            assert_eq!(
+                k.needs_file(),
+                !matches!(k, EngineKind::Null | EngineKind::Fake),
+                "{k:?}"
+            );
+            assert_eq!(k.caps().direct_io, k != EngineKind::Mmap, "{k:?}");
+            assert_eq!(k.caps().virtual_clock, k == EngineKind::Fake, "{k:?}");
+            assert_eq!(EngineKind::parse(k.name()), Some(k));
+            assert_eq!(EngineConfig::default_for(k).kind(), k);
+        }
+        for t in Transport::ALL {
+            assert_eq!(engine_for_transport(t), None, "{t:?}: no initiator yet");
+        }
+    }
+
+    #[test]
+    fn job_spec_gives_each_engine_its_own_options() {
+        let opts = UringOptions {
+            fixed_buffers: true,
+            sqpoll: true,
+            ..Default::default()
+        };
+        let mut spec = JobSpec {
+            engine: EngineKind::IoUring,
+            uring: opts,
+            ..Default::default()
+        };
+        assert_eq!(spec.engine_config(), EngineConfig::IoUring(opts));
+        spec.engine = EngineKind::Aio;
+        assert_eq!(spec.engine_config(), EngineConfig::Aio);
+        spec.engine = EngineKind::Fake;
+        assert_eq!(
+            spec.engine_config(),
+            EngineConfig::Fake(FakeScript::default())
+        );
+        // The stored form is unchanged: flat `engine` and `uring` fields.
+        let v = serde_json::to_value(JobSpec {
+            engine: EngineKind::IoUring,
+            uring: opts,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(v["engine"], "io_uring");
+        assert_eq!(v["uring"]["fixed_buffers"], true);
+        assert_eq!(v["uring"]["sqpoll"], true);
+    }
+}

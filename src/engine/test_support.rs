@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
-use super::{Completion, Engine, EngineSetup, IoRequest, OpKind, UringOptions};
+use super::{Completion, Engine, EngineSetup, IoRequest, OpKind};
 use crate::runner::buffers::BufferPool;
 
 /// Block size used by the tests (a multiple of every logical block size here).
@@ -101,22 +101,14 @@ pub fn fill_pattern(buf: &mut [u8], seed: u64, offset: u64) {
     }
 }
 
-pub fn setup_for(
-    file: &File,
-    size: u64,
-    depth: u32,
-    pool: &AlignedPool,
-    uring: UringOptions,
-) -> EngineSetup {
-    EngineSetup {
-        fd: file.as_raw_fd(),
-        file_size: size,
+pub fn setup_for(file: &File, size: u64, depth: u32, pool: &AlignedPool) -> EngineSetup {
+    EngineSetup::local(
+        file.as_raw_fd(),
+        size,
+        true,
         depth,
-        pool_base: pool.base(),
-        pool_len: pool.len(),
-        uring,
-        writable: true,
-    }
+        (pool.base(), pool.len()),
+    )
 }
 
 /// Queue every request, submit once, and reap until each one completed.

@@ -81,9 +81,10 @@ fn is_errno(e: &io::Error, errno: i32) -> bool {
 }
 
 impl UringEngine {
-    /// Build a ring of `setup.depth` entries honouring `setup.uring`.
-    pub fn new(setup: &EngineSetup) -> io::Result<UringEngine> {
-        let opts = setup.uring;
+    /// Build a ring of `setup.depth` entries on the local descriptor of
+    /// `setup`, honouring the io_uring options `opts`.
+    pub fn new(setup: &EngineSetup, opts: UringOptions) -> io::Result<UringEngine> {
+        let fd = setup.target.local_fd("io_uring")?;
         let ring = build_ring(setup.depth, &opts, true).map_err(|e| with_context(e, "setup"))?;
         if opts.fixed_buffers {
             if setup.pool_base.is_null() || setup.pool_len == 0 {
@@ -112,12 +113,12 @@ impl UringEngine {
         }
         if opts.fixed_files {
             ring.submitter()
-                .register_files(&[setup.fd])
+                .register_files(&[fd])
                 .map_err(|e| with_context(e, "register_files"))?;
         }
         Ok(UringEngine {
             ring,
-            fd: setup.fd,
+            fd,
             opts,
             staged: 0,
             in_flight: 0,
@@ -641,7 +642,7 @@ mod tests {
         depth: u32,
         opts: UringOptions,
     ) -> UringEngine {
-        UringEngine::new(&setup_for(file, SIZE, depth, pool, opts)).expect("uring engine")
+        UringEngine::new(&setup_for(file, SIZE, depth, pool), opts).expect("uring engine")
     }
 
     fn all_but_iopoll() -> Vec<UringOptions> {

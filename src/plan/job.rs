@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::fake::FakeScript;
-use crate::engine::{EngineKind, UringOptions};
+use crate::engine::{EngineConfig, EngineKind, UringOptions};
 use crate::error::usage;
 use crate::plan::parse::format_size;
 
@@ -200,6 +200,17 @@ impl Default for JobSpec {
 }
 
 impl JobSpec {
+    /// The engine with the options it owns. The serialized form (stored in
+    /// results files) keeps `engine` and `uring` as flat fields; this is the
+    /// typed view the runner dispatches on.
+    pub fn engine_config(&self) -> EngineConfig {
+        match self.engine {
+            EngineKind::IoUring => EngineConfig::IoUring(self.uring),
+            EngineKind::Fake => EngineConfig::Fake(self.fake.clone().unwrap_or_default()),
+            kind => EngineConfig::default_for(kind),
+        }
+    }
+
     pub fn min_bs(&self) -> u64 {
         self.bs.iter().map(|&(b, _)| b).min().unwrap_or(4096)
     }
@@ -325,17 +336,36 @@ impl JobSpec {
                 "verification needs a single block size, not a split",
             ));
         }
-        if self.verify && !self.engine.needs_file() {
+        let caps = self.engine.caps();
+        if self.verify && !caps.stores_data {
             return Err(usage(
                 "--verify",
                 format!("the {} engine stores no data to verify", self.engine.name()),
             ));
         }
-        if self.engine == EngineKind::Mmap && self.direct {
+        if self.direct && !caps.direct_io {
             return Err(usage(
                 "--engine",
-                "mmap goes through the page cache; add --buffered",
+                format!(
+                    "{} goes through the page cache; add --buffered",
+                    self.engine.name()
+                ),
             ));
+        }
+        let unsupported = |flag: &str| {
+            usage(
+                flag,
+                format!("the {} engine does not support {flag}", self.engine.name()),
+            )
+        };
+        if self.batch.is_some() && !caps.batch {
+            return Err(unsupported("--batch"));
+        }
+        if self.open_loop.is_some() && !caps.open_loop {
+            return Err(unsupported("--rate"));
+        }
+        if self.fsync_every > 0 && !caps.fsync {
+            return Err(unsupported("--fsync-every"));
         }
         if let Some(ol) = &self.open_loop {
             if !(ol.rate_iops.is_finite() && ol.rate_iops > 0.0 && ol.rate_iops <= 1e9) {

@@ -4,6 +4,7 @@ pub mod buffers;
 pub mod job;
 pub mod openloop;
 pub mod pattern;
+pub mod point;
 pub mod recorder;
 pub mod steady;
 pub mod verify;

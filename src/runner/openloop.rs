@@ -20,7 +20,7 @@ use crate::measure::histogram::LatencyHistogram;
 use crate::runner::buffers::BufferPool;
 use crate::runner::pattern::RequestGen;
 use crate::runner::recorder::Recorder;
-use crate::runner::worker::{LoopSpec, WorkerError};
+use crate::runner::worker::{failed_completion, LoopSpec, WorkerError};
 
 /// An issue is "late" when it starts more than this after its intended time.
 pub const LATE_NS: u64 = 50_000;
@@ -266,32 +266,11 @@ fn run_inner<C: Clock, E: Engine>(
             let op = slot.op.unwrap_or(OpKind::Read);
             if c.result != slot.len as i64 {
                 rec.record_error(c.result);
-                let err = if c.result < 0 {
-                    std::io::Error::from_raw_os_error((-c.result) as i32)
-                } else {
-                    std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        format!("short transfer: {} of {} bytes", c.result, slot.len),
-                    )
-                };
+                let err = failed_completion(c.result, slot.len);
                 return Err(WorkerError::Io { op, offset: 0, err });
             }
             if t_done >= spec.measure_start {
-                rec.record(
-                    op,
-                    slot.len,
-                    slot.t_prep,
-                    slot.t_sub,
-                    t_done,
-                    spec.sync_engine,
-                );
-                orec.intended[op.index().min(1)].record(t_done.saturating_sub(slot.t_intended));
-                let delay = slot.t_prep.saturating_sub(slot.t_intended);
-                orec.issue_delay.record(delay);
-                orec.measured += 1;
-                if delay > LATE_NS {
-                    orec.late += 1;
-                }
+                record_measured(rec, orec, op, &slot, t_done, spec.sync_engine);
             }
             slots[s].op = None;
             free.push(c.slot);
@@ -299,6 +278,27 @@ fn run_inner<C: Clock, E: Engine>(
         }
     }
     Ok(())
+}
+
+/// Record one measured completion: latency from the actual issue in `rec`,
+/// from the intended issue time and the issue delay in `orec`.
+#[inline(always)]
+fn record_measured(
+    rec: &mut Recorder,
+    orec: &mut OpenLoopRecorder,
+    op: OpKind,
+    slot: &Slot,
+    t_done: u64,
+    sync_engine: bool,
+) {
+    rec.record(op, slot.len, slot.t_prep, slot.t_sub, t_done, sync_engine);
+    orec.intended[op.index().min(1)].record(t_done.saturating_sub(slot.t_intended));
+    let delay = slot.t_prep.saturating_sub(slot.t_intended);
+    orec.issue_delay.record(delay);
+    orec.measured += 1;
+    if delay > LATE_NS {
+        orec.late += 1;
+    }
 }
 
 /// Summary of a point's open-loop recorder, stored in `Point.extra["open_loop"]`.

@@ -102,32 +102,7 @@ impl VerifyState {
 }
 
 /// Why a worker stopped early.
-#[derive(Debug)]
-pub enum WorkerError {
-    Io {
-        op: OpKind,
-        offset: u64,
-        err: io::Error,
-    },
-    Engine(io::Error),
-}
-
-impl std::fmt::Display for WorkerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WorkerError::Io { op, offset, err } => {
-                write!(f, "{} at offset {offset} failed: {err}", op.name())
-            }
-            WorkerError::Engine(e) => write!(f, "engine error: {e}"),
-        }
-    }
-}
-
-impl From<io::Error> for WorkerError {
-    fn from(e: io::Error) -> Self {
-        WorkerError::Engine(e)
-    }
-}
+pub use crate::error::WorkerError;
 
 /// Run the loop until a limit or the global stop flag.
 #[allow(clippy::too_many_arguments)]
@@ -176,33 +151,8 @@ pub fn run<C: Clock, E: Engine>(
                     stopping = true;
                     break;
                 }
-                let (op, offset, len, checkable) = match vstate {
-                    Some(_) => next_non_overlapping(gen, &slots),
-                    None => {
-                        let (op, offset, len) = gen.next_request();
-                        (op, offset, len, true)
-                    }
-                };
-                let buf = pool.slot_ptr(s as usize);
-                slots[s as usize] = Slot {
-                    op: Some(op),
-                    offset,
-                    len,
-                    t_prep: t,
-                    t_sub: t,
-                    checkable,
-                    seq: 0,
-                };
-                if let (Some(v), OpKind::Write) = (vstate.as_mut(), op) {
-                    stamp_write(v, &mut slots[s as usize], pool, s as usize);
-                }
-                let req = IoRequest {
-                    slot: s,
-                    op,
-                    offset,
-                    len: len as u32,
-                    buf,
-                };
+                let req = prepare_request(s, t, gen, &mut slots, vstate.as_mut(), pool);
+                let len = req.len as u64;
                 if spec.sync_engine {
                     // Synchronous: the I/O happens inside queue; time around it.
                     let t0 = clock.now();
@@ -258,39 +208,21 @@ pub fn run<C: Clock, E: Engine>(
             got += engine.reap(min - got, &mut comps)?;
         }
         let t_done = clock.now();
-        for c in comps.iter() {
-            let s = c.slot as usize;
-            let slot = slots[s];
-            let op = slot.op.unwrap_or(OpKind::Read);
-            if c.result != slot.len as i64 {
-                rec.record_error(c.result);
-                let err = if c.result < 0 {
-                    io::Error::from_raw_os_error((-c.result) as i32)
-                } else {
-                    io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!("short transfer: {} of {} bytes", c.result, slot.len),
-                    )
-                };
-                return Err(WorkerError::Io {
-                    op,
-                    offset: slot.offset,
-                    err,
-                });
-            }
-            if let Some(v) = vstate.as_mut() {
-                complete_verify(v, &slot, pool, s, rec);
-            }
-            if op == OpKind::Write {
-                writes_since_sync += 1;
-            }
-            if t_done >= spec.measure_start {
-                finished.push(slot);
-            }
-            slots[s].op = None;
-            free.push(c.slot);
-            in_flight -= 1;
-        }
+        let done = Reaped {
+            comps: &comps,
+            t_done,
+            measure_start: spec.measure_start,
+        };
+        writes_since_sync += take_completions(
+            done,
+            &mut slots,
+            &mut free,
+            &mut finished,
+            vstate.as_mut(),
+            pool,
+            rec,
+        )?;
+        in_flight -= comps.len();
         finished_at = t_done;
         if spec.batch && in_flight == 0 && t_done >= spec.measure_start {
             rec.record_batch(t_done - batch_start);
@@ -301,6 +233,107 @@ pub fn run<C: Clock, E: Engine>(
         t = t_done;
     }
     Ok(())
+}
+
+/// Draw the next request for slot `s` (prepared at `t`), fill the slot and,
+/// with --verify, stamp a write's buffer.
+#[inline(always)]
+fn prepare_request(
+    s: u32,
+    t: u64,
+    gen: &mut RequestGen,
+    slots: &mut [Slot],
+    vstate: Option<&mut VerifyState>,
+    pool: &mut BufferPool,
+) -> IoRequest {
+    let (op, offset, len, checkable) = match vstate {
+        Some(_) => next_non_overlapping(gen, slots),
+        None => {
+            let (op, offset, len) = gen.next_request();
+            (op, offset, len, true)
+        }
+    };
+    let buf = pool.slot_ptr(s as usize);
+    slots[s as usize] = Slot {
+        op: Some(op),
+        offset,
+        len,
+        t_prep: t,
+        t_sub: t,
+        checkable,
+        seq: 0,
+    };
+    if let (Some(v), OpKind::Write) = (vstate, op) {
+        stamp_write(v, &mut slots[s as usize], pool, s as usize);
+    }
+    IoRequest {
+        slot: s,
+        op,
+        offset,
+        len: len as u32,
+        buf,
+    }
+}
+
+/// Completions returned by one reap, and when it returned.
+#[derive(Clone, Copy)]
+struct Reaped<'a> {
+    comps: &'a [Completion],
+    t_done: u64,
+    measure_start: u64,
+}
+
+/// Check each reaped completion, verify it, free its slot and keep the
+/// measured ones for recording. Returns how many writes completed.
+#[inline(always)]
+fn take_completions(
+    done: Reaped<'_>,
+    slots: &mut [Slot],
+    free: &mut Vec<u32>,
+    finished: &mut Vec<Slot>,
+    mut vstate: Option<&mut VerifyState>,
+    pool: &mut BufferPool,
+    rec: &mut Recorder,
+) -> Result<u64, WorkerError> {
+    let mut writes = 0;
+    for c in done.comps.iter() {
+        let s = c.slot as usize;
+        let slot = slots[s];
+        let op = slot.op.unwrap_or(OpKind::Read);
+        if c.result != slot.len as i64 {
+            rec.record_error(c.result);
+            return Err(WorkerError::Io {
+                op,
+                offset: slot.offset,
+                err: failed_completion(c.result, slot.len),
+            });
+        }
+        if let Some(v) = vstate.as_deref_mut() {
+            complete_verify(v, &slot, pool, s, rec);
+        }
+        if op == OpKind::Write {
+            writes += 1;
+        }
+        if done.t_done >= done.measure_start {
+            finished.push(slot);
+        }
+        slots[s].op = None;
+        free.push(c.slot);
+    }
+    Ok(writes)
+}
+
+/// The error of a completion that did not transfer `len` bytes.
+#[cold]
+pub(crate) fn failed_completion(result: i64, len: u64) -> io::Error {
+    if result < 0 {
+        io::Error::from_raw_os_error((-result) as i32)
+    } else {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("short transfer: {result} of {len} bytes"),
+        )
+    }
 }
 
 /// Submit the staged requests and stamp their submission time (returned).

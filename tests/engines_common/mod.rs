@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use iolab::engine::{Completion, Engine, EngineSetup, IoRequest, OpKind, UringOptions};
+use iolab::engine::{Completion, Engine, EngineSetup, IoRequest, OpKind};
 use iolab::runner::buffers::BufferPool;
 
 pub const BS: usize = 4096;
@@ -23,22 +23,14 @@ pub fn open(path: &Path, direct: bool) -> File {
     oo.open(path).expect("open")
 }
 
-pub fn setup(
-    file: &File,
-    size: u64,
-    depth: usize,
-    pool: &BufferPool,
-    uring: UringOptions,
-) -> EngineSetup {
-    EngineSetup {
-        fd: file.as_raw_fd(),
-        file_size: size,
-        depth: depth as u32,
-        pool_base: pool.base(),
-        pool_len: pool.len(),
-        uring,
-        writable: true,
-    }
+pub fn setup(file: &File, size: u64, depth: usize, pool: &BufferPool) -> EngineSetup {
+    EngineSetup::local(
+        file.as_raw_fd(),
+        size,
+        true,
+        depth as u32,
+        (pool.base(), pool.len()),
+    )
 }
 
 /// Run `op` for slots 0..offs.len() at `offs`, `chunk` requests per submit,

@@ -1,0 +1,57 @@
+//! Remote targets on the command line: the three URL forms are understood,
+//! a bad URL is refused naming `--target` (exit 2), and since iolab has no
+//! NBD, iSCSI or NVMe/TCP initiator yet, running on a well-formed remote
+//! target is refused with exit 2 saying so, before anything is measured.
+
+mod common;
+use common::{iolab, text};
+
+fn device_on(target: &str) -> std::process::Output {
+    iolab(&[
+        "device",
+        "--target",
+        target,
+        "--size",
+        "1m",
+        "--io-count",
+        "10",
+        "--quiet",
+    ])
+}
+
+#[test]
+fn remote_targets_have_no_initiator_yet() {
+    for (url, scheme) in [
+        ("nbd://127.0.0.1:10809/export", "nbd"),
+        ("iscsi://127.0.0.1:3260/iqn.2025-01.lab:disk/1", "iscsi"),
+        (
+            "nvme-tcp://127.0.0.1:4420/nqn.2025-01.lab:sub?nsid=1",
+            "nvme-tcp",
+        ),
+    ] {
+        let o = device_on(url);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{url}: {t}");
+        assert!(t.contains("--target"), "{url}: {t}");
+        assert!(
+            t.contains(&format!("no {scheme} initiator yet")),
+            "{url}: {t}"
+        );
+    }
+}
+
+#[test]
+fn bad_remote_urls_are_usage_errors() {
+    for url in [
+        "nbd://127.0.0.1:notaport/x",
+        "iscsi://127.0.0.1:3260/iqn.only",
+        "nvme-tcp://127.0.0.1:4420/nqn.x?nsid=zero",
+        "smb://server/share",
+    ] {
+        let o = device_on(url);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{url}: {t}");
+        assert!(t.contains("--target"), "{url}: {t}");
+        assert!(!t.contains("panicked"), "{url}: {t}");
+    }
+}
