@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use super::types::{BandwidthAtK, BatchingAtBs, BatchingGroup, Parallelism, SpeedupAtK};
 
 use super::{key_text, key_without, single_bs};
 use crate::results::Point;
@@ -33,7 +33,7 @@ fn reach<K: Copy + Ord>(vals: &BTreeMap<K, f64>) -> Option<(f64, K, K)> {
     Some((max, kmax, k90))
 }
 
-pub fn analyze(points: &[&Point]) -> Value {
+pub fn analyze(points: &[&Point]) -> Vec<BatchingGroup> {
     let mut groups: BTreeMap<BTreeMap<String, String>, Grid> = BTreeMap::new();
     for p in points {
         let (Some(b), Some(bs)) = (&p.batch, single_bs(p)) else {
@@ -51,9 +51,6 @@ pub fn analyze(points: &[&Point]) -> Value {
             },
         );
     }
-    if groups.is_empty() {
-        return Value::Null;
-    }
     let mut out = Vec::new();
     for (g, grid) in &groups {
         let mut per_bs = Vec::new();
@@ -70,18 +67,21 @@ pub fn analyze(points: &[&Point]) -> Value {
             if best.is_none_or(|b| max > b.0) {
                 best = Some((max, bs, kmax, k90));
             }
-            per_bs.push(json!({
-                "bs": bs,
-                "speedup": ks.iter().map(|(&k, c)| json!({
-                    "k": k,
-                    "speedup": t1 / c.per_block_ns,
-                    "per_block_ns": c.per_block_ns,
-                    "mib_s": c.mib_s,
-                })).collect::<Vec<_>>(),
-                "max_speedup": max,
-                "k_at_max": kmax,
-                "k_reaching_90pct": k90,
-            }));
+            per_bs.push(BatchingAtBs {
+                bs,
+                speedup: ks
+                    .iter()
+                    .map(|(&k, c)| SpeedupAtK {
+                        k,
+                        speedup: t1 / c.per_block_ns,
+                        per_block_ns: c.per_block_ns,
+                        mib_s: c.mib_s,
+                    })
+                    .collect(),
+                max_speedup: max,
+                k_at_max: kmax,
+                k_reaching_90pct: k90,
+            });
         }
         let mut by_k: BTreeMap<u32, BTreeMap<u64, f64>> = BTreeMap::new();
         for (&bs, ks) in grid {
@@ -89,23 +89,31 @@ pub fn analyze(points: &[&Point]) -> Value {
                 by_k.entry(k).or_default().insert(bs, c.mib_s);
             }
         }
-        let bandwidth: Vec<Value> = by_k
+        let bandwidth: Vec<BandwidthAtK> = by_k
             .iter()
             .filter_map(|(&k, bws)| {
                 let (max, bmax, b90) = reach(bws)?;
-                Some(json!({"k": k, "max_mib_s": max, "bs_at_max": bmax, "bs_reaching_90pct": b90}))
+                Some(BandwidthAtK {
+                    k,
+                    max_mib_s: max,
+                    bs_at_max: bmax,
+                    bs_reaching_90pct: b90,
+                })
             })
             .collect();
-        out.push(json!({
-            "group": key_text(g),
-            "per_bs": per_bs,
-            "parallelism": best.map(|(max, bs, kmax, k90)| json!({
-                "max_speedup": max, "bs": bs, "k_at_max": kmax, "k_reaching_90pct": k90,
-            })),
-            "bandwidth_by_k": bandwidth,
-        }));
+        out.push(BatchingGroup {
+            group: key_text(g),
+            per_bs,
+            parallelism: best.map(|(max, bs, kmax, k90)| Parallelism {
+                max_speedup: max,
+                bs,
+                k_at_max: kmax,
+                k_reaching_90pct: k90,
+            }),
+            bandwidth_by_k: bandwidth,
+        });
     }
-    Value::Array(out)
+    out
 }
 
 #[cfg(test)]
@@ -139,7 +147,7 @@ mod tests {
             }
         }
         let refs: Vec<&Point> = pts.iter().collect();
-        let v = analyze(&refs);
+        let v = serde_json::to_value(analyze(&refs)).unwrap();
         let g = &v[0];
         let par = &g["parallelism"];
         assert!(
@@ -172,6 +180,6 @@ mod tests {
     #[test]
     fn nothing_batched_is_null() {
         let p = point(&JobSpec::default(), 1000.0, 1e6, 2_000_000);
-        assert!(analyze(&[&p]).is_null());
+        assert!(analyze(&[&p]).is_empty());
     }
 }

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use super::types::{Asymmetry, PeakRef, Peaks, RandomVsSequential};
 
 use super::{key_text, key_without};
 use crate::results::Point;
 
-fn peak_of(points: &[&Point], f: impl Fn(&Point) -> Option<f64>, max: bool) -> Value {
+fn peak_of(points: &[&Point], f: impl Fn(&Point) -> Option<f64>, max: bool) -> Option<PeakRef> {
     let best = points
         .iter()
         .filter_map(|p| f(p).filter(|v| v.is_finite() && *v > 0.0).map(|v| (v, p)))
@@ -20,25 +20,33 @@ fn peak_of(points: &[&Point], f: impl Fn(&Point) -> Option<f64>, max: bool) -> V
                 o.reverse()
             }
         });
-    match best {
-        Some((v, p)) => json!({"point": p.name, "value": v}),
-        None => Value::Null,
-    }
+    best.map(|(v, p)| PeakRef {
+        point: p.name.clone(),
+        value: v,
+    })
 }
 
 /// Highest IOPS, highest MiB/s, lowest mean and p99 latency.
-pub fn peaks(points: &[&Point]) -> Value {
+pub fn peaks(points: &[&Point]) -> Peaks {
     let closed: Vec<&Point> = points
         .iter()
         .copied()
         .filter(|p| !p.extra.contains_key("open_loop"))
         .collect();
-    json!({
-        "max_iops": peak_of(&closed, |p| Some(p.total.iops), true),
-        "max_mib_s": peak_of(&closed, |p| Some(p.total.mib_s), true),
-        "min_mean_lat_ns": peak_of(&closed, |p| p.main_lat().map(|l| l.mean_ns), false),
-        "min_p99_lat_ns": peak_of(&closed, |p| p.main_lat().and_then(|l| l.percentile(99.0)).map(|v| v as f64), false),
-    })
+    Peaks {
+        max_iops: peak_of(&closed, |p| Some(p.total.iops), true),
+        max_mib_s: peak_of(&closed, |p| Some(p.total.mib_s), true),
+        min_mean_lat_ns: peak_of(&closed, |p| p.main_lat().map(|l| l.mean_ns), false),
+        min_p99_lat_ns: peak_of(
+            &closed,
+            |p| {
+                p.main_lat()
+                    .and_then(|l| l.percentile(99.0))
+                    .map(|v| v as f64)
+            },
+            false,
+        ),
+    }
 }
 
 /// Pairs of points equal except for `rw`, mapped by `pair`.
@@ -67,47 +75,45 @@ fn pairs<'a>(
     out
 }
 
+/// a / b when both are known and b is positive.
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
 fn mean_lat(p: &Point) -> Option<f64> {
     p.main_lat().map(|l| l.mean_ns)
 }
 
 /// Write vs read of the same job: IOPS, bandwidth and mean latency ratios.
-pub fn asymmetry(points: &[&Point]) -> Value {
-    let v: Vec<Value> = pairs(points, &[("read", "write"), ("randread", "randwrite")])
+pub fn asymmetry(points: &[&Point]) -> Vec<Asymmetry> {
+    pairs(points, &[("read", "write"), ("randread", "randwrite")])
         .into_iter()
-        .map(|(k, r, w)| {
-            json!({
-                "group": key_text(&k),
-                "read": r.name, "write": w.name,
-                "write_over_read_iops": w.total.iops / r.total.iops.max(1e-9),
-                "write_over_read_mib_s": w.total.mib_s / r.total.mib_s.max(1e-9),
-                "write_over_read_mean_lat": match (mean_lat(w), mean_lat(r)) {
-                    (Some(a), Some(b)) if b > 0.0 => json!(a / b),
-                    _ => Value::Null,
-                },
-            })
+        .map(|(k, r, w)| Asymmetry {
+            group: key_text(&k),
+            read: r.name.clone(),
+            write: w.name.clone(),
+            write_over_read_iops: w.total.iops / r.total.iops.max(1e-9),
+            write_over_read_mib_s: w.total.mib_s / r.total.mib_s.max(1e-9),
+            write_over_read_mean_lat: ratio(mean_lat(w), mean_lat(r)),
         })
-        .collect();
-    Value::Array(v)
+        .collect()
 }
 
 /// Random vs sequential of the same job: bandwidth and mean latency ratios.
-pub fn random_vs_sequential(points: &[&Point]) -> Value {
-    let v: Vec<Value> = pairs(points, &[("randread", "read"), ("randwrite", "write")])
+pub fn random_vs_sequential(points: &[&Point]) -> Vec<RandomVsSequential> {
+    pairs(points, &[("randread", "read"), ("randwrite", "write")])
         .into_iter()
-        .map(|(k, r, s)| {
-            json!({
-                "group": key_text(&k),
-                "random": r.name, "sequential": s.name,
-                "random_over_sequential_mib_s": r.total.mib_s / s.total.mib_s.max(1e-9),
-                "random_over_sequential_mean_lat": match (mean_lat(r), mean_lat(s)) {
-                    (Some(a), Some(b)) if b > 0.0 => json!(a / b),
-                    _ => Value::Null,
-                },
-            })
+        .map(|(k, r, s)| RandomVsSequential {
+            group: key_text(&k),
+            random: r.name.clone(),
+            sequential: s.name.clone(),
+            random_over_sequential_mib_s: r.total.mib_s / s.total.mib_s.max(1e-9),
+            random_over_sequential_mean_lat: ratio(mean_lat(r), mean_lat(s)),
         })
-        .collect();
-    Value::Array(v)
+        .collect()
 }
 
 #[cfg(test)]
@@ -132,7 +138,7 @@ mod tests {
             point(&spec(Pattern::RandWrite), 500.0, 2_000_000.0, 4_000_000),
         ];
         let refs: Vec<&Point> = pts.iter().collect();
-        let a = asymmetry(&refs);
+        let a = serde_json::to_value(asymmetry(&refs)).unwrap();
         assert_eq!(a.as_array().unwrap().len(), 2);
         let seq = a
             .as_array()
@@ -141,7 +147,7 @@ mod tests {
             .find(|x| x["read"] == pts[0].name)
             .unwrap();
         assert!((seq["write_over_read_iops"].as_f64().unwrap() - 0.55).abs() < 1e-9);
-        let r = random_vs_sequential(&refs);
+        let r = serde_json::to_value(random_vs_sequential(&refs)).unwrap();
         let rr = r
             .as_array()
             .unwrap()
@@ -149,7 +155,7 @@ mod tests {
             .find(|x| x["random"] == pts[2].name)
             .unwrap();
         assert!((rr["random_over_sequential_mib_s"].as_f64().unwrap() - 0.25).abs() < 1e-9);
-        let p = peaks(&refs);
+        let p = serde_json::to_value(peaks(&refs)).unwrap();
         assert_eq!(p["max_iops"]["point"], pts[0].name);
         assert_eq!(p["min_mean_lat_ns"]["point"], pts[0].name);
     }

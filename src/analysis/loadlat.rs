@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use super::types::{Knee, LoadLatencyGroup, LoadPoint, Saturation};
 
 use super::{key_text, key_without, lat_summary};
 use crate::measure::histogram::LatStats;
@@ -31,7 +31,7 @@ fn intended_of(p: &Point) -> Option<(f64, LatStats)> {
     Some((target, serde_json::from_value(s.clone()).ok()?))
 }
 
-pub fn analyze(points: &[Point], knee_factor: f64) -> Value {
+pub fn analyze(points: &[Point], knee_factor: f64) -> Vec<LoadLatencyGroup> {
     let mut groups: BTreeMap<BTreeMap<String, String>, Vec<Row>> = BTreeMap::new();
     for p in points {
         if let Some((target, intended)) = intended_of(p) {
@@ -56,7 +56,7 @@ pub fn analyze(points: &[Point], knee_factor: f64) -> Value {
         let closed_max = points
             .iter()
             .filter(|p| {
-                p.extra.get("role").and_then(Value::as_str) == Some("closed_loop_max")
+                p.extra.get("role").and_then(serde_json::Value::as_str) == Some("closed_loop_max")
                     && key_without(p, &["rate", "arrival"])
                         == key_without(rows[0].p, &["rate", "arrival"])
             })
@@ -74,35 +74,39 @@ pub fn analyze(points: &[Point], knee_factor: f64) -> Value {
                 .partial_cmp(&b.achieved)
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
-        let curve: Vec<Value> = rows
+        let curve: Vec<LoadPoint> = rows
             .iter()
-            .map(|r| {
-                json!({
-                    "point": r.p.name,
-                    "target_iops": r.target,
-                    "achieved_iops": r.achieved,
-                    "lat_from_intended": lat_summary(&r.intended),
-                    "lat_from_issue": r.p.main_lat().map(lat_summary),
-                    "late_fraction": r.p.extra["open_loop"].get("late_fraction"),
-                })
+            .map(|r| LoadPoint {
+                point: r.p.name.clone(),
+                target_iops: r.target,
+                achieved_iops: r.achieved,
+                lat_from_intended: lat_summary(&r.intended),
+                lat_from_issue: r.p.main_lat().map(lat_summary),
+                late_fraction: r.p.extra["open_loop"]
+                    .get("late_fraction")
+                    .and_then(serde_json::Value::as_f64),
             })
             .collect();
-        out.push(json!({
-            "group": key_text(&g),
-            "closed_loop_max_iops": closed_max,
-            "unloaded_p99_ns": unloaded_p99,
-            "knee_factor": knee_factor,
-            "knee": knee.map(|r| json!({"point": r.p.name, "target_iops": r.target, "achieved_iops": r.achieved,
-                "p99_ns": r.intended.percentile(99.0)})),
-            "saturation": json!({
-                "first_short_target_iops": first_short.map(|r| r.target),
-                "first_short_achieved_iops": first_short.map(|r| r.achieved),
-                "max_achieved_iops": max_achieved.map(|r| r.achieved),
+        out.push(LoadLatencyGroup {
+            group: key_text(&g),
+            closed_loop_max_iops: closed_max,
+            unloaded_p99_ns: unloaded_p99,
+            knee_factor,
+            knee: knee.map(|r| Knee {
+                point: r.p.name.clone(),
+                target_iops: r.target,
+                achieved_iops: r.achieved,
+                p99_ns: r.intended.percentile(99.0),
             }),
-            "curve": curve,
-        }));
+            saturation: Saturation {
+                first_short_target_iops: first_short.map(|r| r.target),
+                first_short_achieved_iops: first_short.map(|r| r.achieved),
+                max_achieved_iops: max_achieved.map(|r| r.achieved),
+            },
+            curve,
+        });
     }
-    Value::Array(out)
+    out
 }
 
 #[cfg(test)]
@@ -110,6 +114,7 @@ mod tests {
     use super::*;
     use crate::analysis::testutil::{lat, point};
     use crate::plan::job::{Arrival, JobSpec, OpenLoop};
+    use serde_json::json;
 
     /// M/D/1-like synthetic curve: service 100 us, capacity 10k IOPS.
     #[test]
@@ -137,14 +142,14 @@ mod tests {
             );
             pts.push(p);
         }
-        let v = analyze(&pts, 2.0);
+        let v = serde_json::to_value(analyze(&pts, 2.0)).unwrap();
         let g = &v[0];
         // p99 = 100us * (1 + rho/(1-rho)): 2x at rho = 0.5, so the knee is 5000.
         assert_eq!(g["knee"]["target_iops"], 5000.0, "{g}");
         assert_eq!(g["saturation"]["first_short_target_iops"], 11000.0);
         assert_eq!(g["saturation"]["max_achieved_iops"], 10000.0);
         assert_eq!(g["curve"].as_array().unwrap().len(), 7);
-        let v3 = analyze(&pts, 4.0);
+        let v3 = serde_json::to_value(analyze(&pts, 4.0)).unwrap();
         assert_eq!(v3[0]["knee"]["target_iops"], 7000.0);
     }
 }

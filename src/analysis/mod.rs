@@ -6,10 +6,13 @@ pub mod compare;
 pub mod loadlat;
 pub mod search;
 pub mod steady;
+pub mod types;
+
+pub use types::Analysis;
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::measure::histogram::LatStats;
 use crate::results::Point;
@@ -27,36 +30,34 @@ impl Default for AnalysisOptions {
     }
 }
 
-/// Every analysis that applies to `points`, as one JSON object.
-pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Value {
+/// Every analysis that applies to `points`.
+pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Analysis {
     let measured: Vec<&Point> = points.iter().filter(|p| !is_aux(p)).collect();
-    let mut out = serde_json::Map::new();
-    out.insert("peaks".into(), compare::peaks(&measured));
-    let b = batching::analyze(&measured);
-    if !b.is_null() {
-        out.insert("batching".into(), b);
+    Analysis {
+        peaks: Some(compare::peaks(&measured)),
+        batching: batching::analyze(&measured),
+        read_write_asymmetry: compare::asymmetry(&measured),
+        random_vs_sequential: compare::random_vs_sequential(&measured),
+        load_latency: loadlat::analyze(points, opts.knee_factor),
+        latency_target: search::analyze(points),
+        steady_state: steady::analyze(points),
+        other: BTreeMap::new(),
     }
-    let a = compare::asymmetry(&measured);
-    if a.as_array().is_some_and(|v| !v.is_empty()) {
-        out.insert("read_write_asymmetry".into(), a);
-    }
-    let r = compare::random_vs_sequential(&measured);
-    if r.as_array().is_some_and(|v| !v.is_empty()) {
-        out.insert("random_vs_sequential".into(), r);
-    }
-    let l = loadlat::analyze(points, opts.knee_factor);
-    if l.as_array().is_some_and(|v| !v.is_empty()) {
-        out.insert("load_latency".into(), l);
-    }
-    let t = search::analyze(points);
-    if t.as_array().is_some_and(|v| !v.is_empty()) {
-        out.insert("latency_target".into(), t);
-    }
-    let s = steady::analyze(points);
-    if s.as_array().is_some_and(|v| !v.is_empty()) {
-        out.insert("steady_state".into(), s);
-    }
-    Value::Object(out)
+}
+
+/// The analyses of `iolab run` (batching parallelism, load-latency knee and
+/// saturation, peaks ...), over the points without their `step` parameter
+/// so that points of different steps group together.
+pub fn analyze_across_steps(points: &[Point]) -> Analysis {
+    let stripped: Vec<Point> = points
+        .iter()
+        .map(|p| {
+            let mut q = p.clone();
+            q.params.remove("step");
+            q
+        })
+        .collect();
+    analyze(&stripped, &AnalysisOptions::default())
 }
 
 /// Points that are not measurements of the plan (preconditioning passes).
@@ -83,15 +84,15 @@ pub fn key_text(k: &BTreeMap<String, String>) -> String {
 }
 
 /// Mean and percentiles of the point's main latency (read, else write).
-pub fn lat_summary(s: &LatStats) -> Value {
-    json!({
-        "mean_ns": s.mean_ns,
-        "p50_ns": s.percentile(50.0),
-        "p95_ns": s.percentile(95.0),
-        "p99_ns": s.percentile(99.0),
-        "p99_9_ns": s.percentile(99.9),
-        "max_ns": s.max_ns,
-    })
+pub fn lat_summary(s: &LatStats) -> types::LatSummary {
+    types::LatSummary {
+        mean_ns: s.mean_ns,
+        p50_ns: s.percentile(50.0),
+        p95_ns: s.percentile(95.0),
+        p99_ns: s.percentile(99.0),
+        p99_9_ns: s.percentile(99.9),
+        max_ns: s.max_ns,
+    }
 }
 
 /// Block size of a single-size point in bytes.

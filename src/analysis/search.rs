@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use super::types::{LatencyTargetGroup, TargetStep};
 
 use super::{key_text, key_without};
 use crate::results::Point;
@@ -67,7 +69,7 @@ impl TargetSearch {
 }
 
 /// Answers and steps of every latency-target search in the points.
-pub fn analyze(points: &[Point]) -> Value {
+pub fn analyze(points: &[Point]) -> Vec<LatencyTargetGroup> {
     let mut groups: BTreeMap<BTreeMap<String, String>, Vec<(&Point, &Value)>> = BTreeMap::new();
     for p in points {
         if let Some(t) = p.extra.get("latency_target") {
@@ -86,16 +88,22 @@ pub fn analyze(points: &[Point]) -> Value {
                 .filter(|(_, t)| t["meets"].as_bool() == Some(true))
                 .filter_map(|(_, t)| t["value"].as_f64())
                 .fold(None::<f64>, |a, v| Some(a.map_or(v, |a| a.max(v))));
-            json!({
-                "group": key_text(&g),
-                "variable": t0["variable"],
-                "target_ns": t0["target_ns"],
-                "percentile": t0["percentile"],
-                "answer": answer,
-                "steps": steps.iter().map(|(p, t)| json!({
-                    "point": p.name, "value": t["value"], "measured_ns": t["measured_ns"], "meets": t["meets"],
-                })).collect::<Vec<_>>(),
-            })
+            LatencyTargetGroup {
+                group: key_text(&g),
+                variable: t0["variable"].as_str().map(str::to_string),
+                target_ns: t0["target_ns"].as_u64(),
+                percentile: t0["percentile"].as_f64(),
+                answer,
+                steps: steps
+                    .iter()
+                    .map(|(p, t)| TargetStep {
+                        point: p.name.clone(),
+                        value: t["value"].as_f64(),
+                        measured_ns: t["measured_ns"].as_f64(),
+                        meets: t["meets"].as_bool(),
+                    })
+                    .collect(),
+            }
         })
         .collect()
 }

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use super::types::SteadyGroup;
 
 use super::{key_text, key_without};
 use crate::error::usage;
@@ -66,6 +68,15 @@ impl Metric {
                 "--steady-state",
                 format!("'{o}' is not iops, bw or lat"),
             )),
+        }
+    }
+
+    /// The name in the results file: "iops", "bw" or "lat".
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Iops => "iops",
+            Metric::Bw => "bw",
+            Metric::Lat => "lat",
         }
     }
 
@@ -140,7 +151,7 @@ pub fn detect(series: &[f64], w: usize, c: Criterion) -> Option<WindowCheck> {
 }
 
 /// Steady-state runs found in the points (`extra.steady`).
-pub fn analyze(points: &[Point]) -> Value {
+pub fn analyze(points: &[Point]) -> Vec<SteadyGroup> {
     let mut groups: BTreeMap<BTreeMap<String, String>, Vec<(&Point, &Value)>> = BTreeMap::new();
     for p in points {
         if let Some(s) = p.extra.get("steady") {
@@ -161,15 +172,15 @@ pub fn analyze(points: &[Point]) -> Value {
                 .map(|(p, _)| metric.of(p).unwrap_or(0.0))
                 .collect();
             let found = detect(&series, w, crit);
-            Some(json!({
-                "group": key_text(&g),
-                "metric": metric,
-                "criterion": crit,
-                "window": w,
-                "rounds": series,
-                "steady": found.is_some(),
-                "window_check": found.or_else(|| check(&series, w, crit)),
-            }))
+            Some(SteadyGroup {
+                group: key_text(&g),
+                metric,
+                criterion: crit,
+                window: w,
+                steady: found.is_some(),
+                window_check: found.or_else(|| check(&series, w, crit)),
+                rounds: series,
+            })
         })
         .collect()
 }

@@ -946,83 +946,6 @@ fn measured_percentile(p: &Point, pct: f64) -> Option<f64> {
         .map(|h| h.value_at_percentile(pct) as f64)
 }
 
-/// A few lines about the analysis for the terminal (the JSON has it all).
-pub fn analysis_summary(a: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
-    let size = |v: &Value| crate::plan::parse::format_size(v.as_u64().unwrap_or(0));
-    for g in a["batching"].as_array().into_iter().flatten() {
-        let p = &g["parallelism"];
-        if !p.is_null() {
-            out.push(format!(
-                "batching [{}]: effective parallelism {:.1}x (B={}, k={}); 90% of it at k={}",
-                g["group"].as_str().unwrap_or(""),
-                num(&p["max_speedup"]),
-                size(&p["bs"]),
-                p["k_at_max"],
-                p["k_reaching_90pct"]
-            ));
-        }
-    }
-    for g in a["load_latency"].as_array().into_iter().flatten() {
-        let knee = &g["knee"];
-        out.push(format!(
-            "load-latency [{}]: knee {} (p99 under {}x the unloaded {}), saturation: first short at {}, max achieved {:.0} IOPS",
-            g["group"].as_str().unwrap_or(""),
-            if knee.is_null() {
-                "none".to_string()
-            } else {
-                format!("{:.0} IOPS", num(&knee["achieved_iops"]))
-            },
-            num(&g["knee_factor"]),
-            format_ns(num(&g["unloaded_p99_ns"])),
-            g["saturation"]["first_short_target_iops"]
-                .as_f64()
-                .map_or("none".to_string(), |v| format!("{v:.0}")),
-            num(&g["saturation"]["max_achieved_iops"])
-        ));
-    }
-    for g in a["latency_target"].as_array().into_iter().flatten() {
-        out.push(format!(
-            "latency target [{}]: p{} <= {}: largest {} = {} ({} steps)",
-            g["group"].as_str().unwrap_or(""),
-            g["percentile"],
-            format_ns(num(&g["target_ns"])),
-            g["variable"].as_str().unwrap_or("?"),
-            g["answer"]
-                .as_f64()
-                .map_or("none meets it".to_string(), |v| format!("{v:.0}")),
-            g["steps"].as_array().map_or(0, |s| s.len())
-        ));
-    }
-    for g in a["steady_state"].as_array().into_iter().flatten() {
-        let w = &g["window_check"];
-        out.push(format!(
-            "steady state [{}]: {} after {} round(s){}",
-            g["group"].as_str().unwrap_or(""),
-            if g["steady"] == Value::Bool(true) {
-                "reached"
-            } else {
-                "NOT reached"
-            },
-            g["rounds"].as_array().map_or(0, |r| r.len()),
-            if w.is_null() {
-                String::new()
-            } else {
-                format!(
-                    " (window rounds {}..{}, mean {:.1}, range {:.1}%, excursion {:.1}%)",
-                    num(&w["first_round"]) + 1.0,
-                    num(&w["last_round"]) + 1.0,
-                    num(&w["mean"]),
-                    100.0 * num(&w["range"]) / num(&w["mean"]).abs(),
-                    100.0 * num(&w["excursion"]) / num(&w["mean"]).abs()
-                )
-            }
-        ));
-    }
-    out
-}
-
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = device_fio::with_target_defaults(a)?;
     let fio_export = device_fio::export_path(a.export.as_deref())?;
@@ -1139,7 +1062,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     s.results.complete = !s.results.interrupted;
     s.save()?;
     if !quiet {
-        for line in analysis_summary(&s.results.analysis) {
+        for line in crate::report::analysis_text::analysis_lines(&s.results.analysis) {
             println!("{line}");
         }
     }

@@ -3,6 +3,7 @@
 //! state, stack breakdown shares) and the de-duplicated list of
 //! warnings, shared by the terminal summary, HTML and Markdown.
 
+use crate::analysis::types::{LoadLatencyGroup, SteadyGroup};
 use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of};
 use crate::report::fmt;
 use crate::results::{Point, Results};
@@ -22,9 +23,26 @@ fn best<'a>(
     pts.max_by(|a, b| key(a).total_cmp(&key(b)))
 }
 
+/// Every headline of `r`, in the order they are shown.
 pub fn headlines(r: &Results) -> Vec<Headline> {
+    let mut out = throughput_headlines(r);
+    out.extend(latency_headlines(r));
+    out.extend(batching_headlines(r));
+    out.extend(r.analysis.load_latency.iter().map(knee_headline));
+    out.extend(r.analysis.steady_state.iter().map(steady_headline));
+    out.extend(r.points.iter().filter_map(trace_headline));
+    out.extend(kv_headline(r));
+    out
+}
+
+/// Device points (not database operations).
+fn device_points(r: &Results) -> impl Iterator<Item = &Point> {
+    r.points.iter().filter(|p| !p.extra.contains_key("kv"))
+}
+
+/// Max 4k random IOPS and max bandwidth, read and write.
+fn throughput_headlines(r: &Results) -> Vec<Headline> {
     let mut out = Vec::new();
-    let dev = || r.points.iter().filter(|p| !p.extra.contains_key("kv"));
     let small_random =
         |p: &&Point| rw_of(p).starts_with("rand") && bs_of(p).is_some_and(|b| b <= 4096);
     for (label, want) in [
@@ -32,7 +50,7 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
         ("max 4k random write IOPS", 0),
     ] {
         if let Some(p) = best(
-            dev()
+            device_points(r)
                 .filter(small_random)
                 .filter(|p| read_pct(p) == Some(want)),
             |p| p.total.iops,
@@ -45,9 +63,10 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
         }
     }
     for (label, want) in [("max read bandwidth", 100), ("max write bandwidth", 0)] {
-        if let Some(p) = best(dev().filter(|p| read_pct(p) == Some(want)), |p| {
-            p.total.mib_s
-        }) {
+        if let Some(p) = best(
+            device_points(r).filter(|p| read_pct(p) == Some(want)),
+            |p| p.total.mib_s,
+        ) {
             if p.total.mib_s > 0.0 {
                 out.push(Headline {
                     label: label.into(),
@@ -57,12 +76,17 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
             }
         }
     }
-    // Unloaded latency: QD1, not batched, smallest block.
+    out
+}
+
+/// Unloaded latency: QD1, not batched, smallest block.
+fn latency_headlines(r: &Results) -> Vec<Headline> {
+    let mut out = Vec::new();
     for (label, want) in [
         ("QD1 random read latency", 100),
         ("QD1 random write latency", 0),
     ] {
-        let p = dev()
+        let p = device_points(r)
             .filter(|p| param_u64(p, "qd") == Some(1) && batch_of(p).is_none())
             .filter(|p| rw_of(p).starts_with("rand") && read_pct(p) == Some(want))
             .min_by_key(|p| bs_of(p).unwrap_or(u64::MAX));
@@ -78,108 +102,108 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
             });
         }
     }
-    let groups = |k: &str| {
-        r.analysis
-            .get(k)
-            .and_then(|v| v.as_array())
-            .cloned()
-            .unwrap_or_default()
-    };
-    let batching = groups("batching");
-    for g in &batching {
-        let p = &g["parallelism"];
-        if let Some(s) = p["max_speedup"].as_f64() {
+    out
+}
+
+/// The effective parallelism of every batching group.
+fn batching_headlines(r: &Results) -> Vec<Headline> {
+    let mut out = Vec::new();
+    for g in &r.analysis.batching {
+        if let Some(p) = &g.parallelism {
             out.push(Headline {
                 label: "batching: effective parallelism".into(),
-                value: fmt::times(s),
+                value: fmt::times(p.max_speedup),
                 detail: format!(
                     "{} B={} at k={}; 90% of it from k={}",
-                    g["group"].as_str().unwrap_or(""),
-                    fmt::bytes(p["bs"].as_f64().unwrap_or(0.0)),
-                    p["k_at_max"],
-                    p["k_reaching_90pct"]
+                    g.group,
+                    fmt::bytes(p.bs as f64),
+                    p.k_at_max,
+                    p.k_reaching_90pct
                 ),
             });
         }
     }
-    if batching.is_empty() {
-        if let Some(s) = crate::report::charts::device::batching(r) {
-            // rows: rw, bs, k, per-block, speedup
-            if let Some(row) = s
-                .table
-                .rows
-                .iter()
-                .max_by(|a, b| parse(&a[4]).total_cmp(&parse(&b[4])))
-            {
-                out.push(Headline {
-                    label: "best batching speedup".into(),
-                    value: fmt::times(parse(&row[4])),
-                    detail: format!("{} {} at k={}", row[0], row[1], row[2]),
-                });
-            }
-        }
-    }
-    for g in groups("load_latency") {
-        let knee = &g["knee"];
-        out.push(Headline {
-            label: "load-latency knee".into(),
-            value: knee["achieved_iops"]
-                .as_f64()
-                .map_or("none".into(), |x| format!("{} IOPS", fmt::count(x))),
-            detail: format!(
-                "p99 under {}x the unloaded {}; max achieved {} IOPS open loop",
-                g["knee_factor"].as_f64().unwrap_or(2.0),
-                fmt::ns(g["unloaded_p99_ns"].as_f64().unwrap_or(0.0)),
-                fmt::count(g["saturation"]["max_achieved_iops"].as_f64().unwrap_or(0.0))
-            ),
-        });
-    }
-    for g in groups("steady_state") {
-        out.push(Headline {
-            label: "steady state".into(),
-            value: if g["steady"].as_bool() == Some(true) {
-                "reached".into()
-            } else {
-                "NOT reached".into()
-            },
-            detail: format!(
-                "{} after {} round(s), {}",
-                g["metric"].as_str().unwrap_or(""),
-                g["rounds"].as_array().map_or(0, |v| v.len()),
-                g["group"].as_str().unwrap_or("")
-            ),
-        });
-    }
-    for p in &r.points {
-        let Some(t) = p.extra.get("trace") else {
-            continue;
-        };
-        let b = &t["breakdown"];
-        if let (Some(sw), Some(dev)) = (b["software_share"].as_f64(), b["device_share"].as_f64()) {
-            out.push(Headline {
-                label: "stack breakdown".into(),
-                value: format!("{:.0}% software / {:.0}% device", 100.0 * sw, 100.0 * dev),
-                detail: format!(
-                    "{}: mean {} traced",
-                    p.name,
-                    fmt::ns(t["traced_mean_ns"].as_f64().unwrap_or(0.0))
-                ),
-            });
-        }
-    }
-    let kv: Vec<&Point> = r
-        .points
-        .iter()
-        .filter(|p| p.extra.contains_key("kv"))
-        .collect();
-    if let Some(p) = best(kv.into_iter(), |p| p.total.iops) {
-        out.push(Headline {
-            label: "max database ops/s".into(),
-            value: fmt::count(p.total.iops),
-            detail: p.name.clone(),
-        });
+    if r.analysis.batching.is_empty() {
+        out.extend(batching_from_chart(r));
     }
     out
+}
+
+/// The best speedup read back from the batching chart's table.
+fn batching_from_chart(r: &Results) -> Option<Headline> {
+    let s = crate::report::charts::device::batching(r)?;
+    // rows: rw, bs, k, per-block, speedup
+    let row = s
+        .table
+        .rows
+        .iter()
+        .max_by(|a, b| parse(&a[4]).total_cmp(&parse(&b[4])))?;
+    Some(Headline {
+        label: "best batching speedup".into(),
+        value: fmt::times(parse(&row[4])),
+        detail: format!("{} {} at k={}", row[0], row[1], row[2]),
+    })
+}
+
+/// The load-latency knee and saturation of one open-loop group.
+fn knee_headline(g: &LoadLatencyGroup) -> Headline {
+    Headline {
+        label: "load-latency knee".into(),
+        value: g.knee.as_ref().map_or("none".into(), |k| {
+            format!("{} IOPS", fmt::count(k.achieved_iops))
+        }),
+        detail: format!(
+            "p99 under {}x the unloaded {}; max achieved {} IOPS open loop",
+            g.knee_factor,
+            fmt::ns(g.unloaded_p99_ns),
+            fmt::count(g.saturation.max_achieved_iops.unwrap_or(0.0))
+        ),
+    }
+}
+
+/// Whether a steady-state run converged.
+fn steady_headline(g: &SteadyGroup) -> Headline {
+    Headline {
+        label: "steady state".into(),
+        value: if g.steady {
+            "reached".into()
+        } else {
+            "NOT reached".into()
+        },
+        detail: format!(
+            "{} after {} round(s), {}",
+            g.metric.name(),
+            g.rounds.len(),
+            g.group
+        ),
+    }
+}
+
+/// Software and device shares of a traced point.
+fn trace_headline(p: &Point) -> Option<Headline> {
+    let t = p.extra.get("trace")?;
+    let b = &t["breakdown"];
+    let (sw, dev) = (b["software_share"].as_f64()?, b["device_share"].as_f64()?);
+    Some(Headline {
+        label: "stack breakdown".into(),
+        value: format!("{:.0}% software / {:.0}% device", 100.0 * sw, 100.0 * dev),
+        detail: format!(
+            "{}: mean {} traced",
+            p.name,
+            fmt::ns(t["traced_mean_ns"].as_f64().unwrap_or(0.0))
+        ),
+    })
+}
+
+/// The fastest database point.
+fn kv_headline(r: &Results) -> Option<Headline> {
+    let kv = r.points.iter().filter(|p| p.extra.contains_key("kv"));
+    let p = best(kv, |p| p.total.iops)?;
+    Some(Headline {
+        label: "max database ops/s".into(),
+        value: fmt::count(p.total.iops),
+        detail: p.name.clone(),
+    })
 }
 
 fn parse(s: &str) -> f64 {

@@ -182,6 +182,28 @@ pub fn results_text(r: &Results) -> String {
     out
 }
 
+/// The end of `iolab run`: headlines, a compact line per point and the warnings.
+pub fn run_summary(r: &Results, elapsed_s: f64) -> String {
+    let mut o = format!(
+        "iolab run: {} point(s) in {:.0} s{}\n\n",
+        r.points.len(),
+        elapsed_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    for h in super::summary::headlines(r) {
+        o.push_str(&format!(
+            "  {:<28} {:>24}   ({})\n",
+            h.label, h.value, h.detail
+        ));
+    }
+    o.push('\n');
+    o.push_str(&points_table(r));
+    for w in super::summary::warnings(r) {
+        o.push_str(&format!("warning: {w}\n"));
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::Analysis;
 use crate::measure::diskstats::DeviceStats;
 use crate::measure::histogram::LatStats;
 use crate::measure::rusage::CpuStats;
@@ -37,8 +38,8 @@ pub struct Results {
     pub complete: bool,
     pub interrupted: bool,
     /// Derived metrics over the points (speedups, knees, steady state ...).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub analysis: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Analysis::is_empty")]
+    pub analysis: Analysis,
     /// Sections other verbs add (kv load statistics, trace breakdowns ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -55,7 +56,7 @@ impl Results {
             warnings: Vec::new(),
             complete: false,
             interrupted: false,
-            analysis: serde_json::Value::Null,
+            analysis: Analysis::default(),
             extra: BTreeMap::new(),
         }
     }

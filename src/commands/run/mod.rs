@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::analysis::{self, AnalysisOptions};
+use crate::analysis;
 use crate::cli::run::RunArgs;
 use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
@@ -19,7 +19,7 @@ use crate::error::{usage, Interrupted};
 use crate::interrupt;
 use crate::plan::job::{JobSpec, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
-use crate::report::{html, summary};
+use crate::report::html;
 use crate::results::{time, Point, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
 
@@ -63,21 +63,6 @@ fn closed_loop_max(points: &mut [Point], j: &JobSpec) -> Option<f64> {
     p.extra
         .insert("role".into(), serde_json::json!("closed_loop_max"));
     (p.total.iops > 0.0).then_some(p.total.iops)
-}
-
-/// The analyses `iolab device` writes (batching parallelism, load-latency
-/// knee and saturation, peaks), over the points without their `step`
-/// parameter so that points of different steps group together.
-pub fn analyze(points: &[Point]) -> serde_json::Value {
-    let stripped: Vec<Point> = points
-        .iter()
-        .map(|p| {
-            let mut q = p.clone();
-            q.params.remove("step");
-            q
-        })
-        .collect();
-    analysis::analyze(&stripped, &AnalysisOptions::default())
 }
 
 fn print_plan(steps: &[Step], dir: &Path, budget_ns: u64) {
@@ -387,7 +372,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
                 results.warnings.push(msg);
             }
         }
-        results.analysis = analyze(&results.points);
+        results.analysis = analysis::analyze_across_steps(&results.points);
         results
             .extra
             .insert("run".into(), run_record(&steps, &a.profile, budget_ns));
@@ -402,7 +387,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     )?;
     drop(target);
     if !quiet {
-        println!("{}", terminal_summary(&results, t0.elapsed().as_secs_f64()));
+        println!(
+            "{}",
+            crate::report::terminal::run_summary(&results, t0.elapsed().as_secs_f64())
+        );
         println!("results: {}", json_path.display());
         println!("report:  {}", html_path.display());
     }
@@ -416,26 +404,4 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Headlines, a compact line per point and the warnings.
-pub fn terminal_summary(r: &Results, elapsed_s: f64) -> String {
-    let mut o = format!(
-        "iolab run: {} point(s) in {:.0} s{}\n\n",
-        r.points.len(),
-        elapsed_s,
-        if r.interrupted { " (interrupted)" } else { "" }
-    );
-    for h in summary::headlines(r) {
-        o.push_str(&format!(
-            "  {:<28} {:>24}   ({})\n",
-            h.label, h.value, h.detail
-        ));
-    }
-    o.push('\n');
-    o.push_str(&crate::report::terminal::points_table(r));
-    for w in summary::warnings(r) {
-        o.push_str(&format!("warning: {w}\n"));
-    }
-    o
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{
     batch_of, bs_of, is_device, is_open_loop, is_write, label, read_pct, varying, Section, Table,
 };
+use crate::analysis::types::{LatSummary, LoadPoint};
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::{Point, Results};
@@ -225,7 +226,10 @@ pub fn batching(r: &Results) -> Option<Section> {
 /// Speedup vs k (a line per block size) and vs B (a line per k) from
 /// `analysis.batching`, with the effective parallelism marked.
 fn batching_from_analysis(r: &Results) -> Option<Section> {
-    let groups = r.analysis.get("batching")?.as_array()?;
+    let groups = &r.analysis.batching;
+    if groups.is_empty() {
+        return None;
+    }
     let mut table = Table::new(&["group", "bs", "k", "per-block ns", "MiB/s", "speedup"]);
     let mut vs_k = Vec::new();
     let mut marks = Vec::new();
@@ -234,19 +238,17 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
     let mut notes = Vec::new();
     let multi = groups.len() > 1;
     for g in groups {
-        let group = g["group"].as_str().unwrap_or("").to_string();
+        let group = g.group.clone();
         let prefix = if multi {
             format!("{group} ")
         } else {
             String::new()
         };
-        for b in g["per_bs"].as_array().into_iter().flatten() {
-            let bs = b["bs"].as_f64().unwrap_or(0.0);
+        for b in &g.per_bs {
+            let bs = b.bs as f64;
             let mut v = Vec::new();
-            for c in b["speedup"].as_array().into_iter().flatten() {
-                let (Some(k), Some(s)) = (c["k"].as_f64(), c["speedup"].as_f64()) else {
-                    continue;
-                };
+            for c in &b.speedup {
+                let (k, s) = (c.k as f64, c.speedup);
                 v.push((
                     k,
                     s,
@@ -259,18 +261,13 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
                 by_k.entry((group.clone(), k as u64))
                     .or_default()
                     .push((bs, s));
-                let f = |key: &str| {
-                    c[key]
-                        .as_f64()
-                        .map(|x| format!("{x:.0}"))
-                        .unwrap_or_default()
-                };
+                let f = |x: f64| format!("{x:.0}");
                 table.rows.push(vec![
                     group.clone(),
                     fmt::bytes(bs),
                     format!("{k}"),
-                    f("per_block_ns"),
-                    f("mib_s"),
+                    f(c.per_block_ns),
+                    f(c.mib_s),
                     format!("{s:.3}"),
                 ]);
             }
@@ -284,16 +281,16 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
                 });
             }
         }
-        let p = &g["parallelism"];
-        if let (Some(k), Some(s)) = (p["k_at_max"].as_f64(), p["max_speedup"].as_f64()) {
+        if let Some(p) = &g.parallelism {
+            let (k, s) = (p.k_at_max as f64, p.max_speedup);
             marks.push((k, s, format!("parallelism {}", fmt::times(s))));
             notes.push(format!(
                 "{}effective parallelism {} at B={}, k={}; 90% of it from k={}",
                 prefix,
                 fmt::times(s),
-                fmt::bytes(p["bs"].as_f64().unwrap_or(0.0)),
+                fmt::bytes(p.bs as f64),
                 k,
-                p["k_reaching_90pct"]
+                p.k_reaching_90pct
             ));
         }
     }
@@ -573,8 +570,26 @@ pub fn load_latency(r: &Results) -> Option<Section> {
     load_latency_from_analysis(r).or_else(|| load_latency_from_points(r))
 }
 
+/// Which latency of a curve point: from the intended or the actual issue.
+type LatView = fn(&LoadPoint) -> Option<&LatSummary>;
+/// Which statistic of a latency summary.
+type LatField = fn(&LatSummary) -> Option<f64>;
+
+/// The two views of a load point's latency: (name, accessor, dashed).
+const LOAD_VIEWS: [(&str, LatView, bool); 2] = [
+    ("intended", |c| Some(&c.lat_from_intended), false),
+    ("issue", |c| c.lat_from_issue.as_ref(), true),
+];
+
+/// The statistics drawn per view: (name, accessor, colour).
+const LOAD_STATS: [(&str, LatField, usize); 3] = [
+    ("mean", |l| Some(l.mean_ns), 0),
+    ("p95", |l| l.p95_ns.map(|v| v as f64), 4),
+    ("p99", |l| l.p99_ns.map(|v| v as f64), 1),
+];
+
 fn load_latency_from_analysis(r: &Results) -> Option<Section> {
-    let groups = r.analysis.get("load_latency")?.as_array()?;
+    let groups = &r.analysis.load_latency;
     let mut svgs = Vec::new();
     let mut table = Table::new(&[
         "group",
@@ -590,34 +605,26 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
     ]);
     let mut notes = Vec::new();
     for g in groups {
-        let curve = g["curve"].as_array()?;
+        let curve = &g.curve;
         if curve.is_empty() {
             continue;
         }
-        let group = g["group"].as_str().unwrap_or("").to_string();
-        let stats = [
-            ("mean", "mean_ns", 0),
-            ("p95", "p95_ns", 4),
-            ("p99", "p99_ns", 1),
-        ];
+        let group = g.group.clone();
         let mut series = Vec::new();
-        for (view, key, dashed) in [
-            ("intended", "lat_from_intended", false),
-            ("issue", "lat_from_issue", true),
-        ] {
-            for (name, field, color) in stats {
+        for (view, key, dashed) in LOAD_VIEWS {
+            for (name, field, color) in LOAD_STATS {
                 let points: Vec<(f64, f64, String)> = curve
                     .iter()
                     .filter_map(|c| {
-                        let x = c["achieved_iops"].as_f64()?;
-                        let y = c[key][field].as_f64()?;
+                        let x = c.achieved_iops;
+                        let y = field(key(c)?)?;
                         Some((
                             x,
                             y,
                             format!(
                                 "{} IOPS (target {}): {name} {view} {}",
                                 fmt::count(x),
-                                fmt::count(c["target_iops"].as_f64().unwrap_or(0.0)),
+                                fmt::count(c.target_iops),
                                 fmt::ns(y)
                             ),
                         ))
@@ -634,34 +641,37 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
                 }
             }
         }
-        let ns = |v: &serde_json::Value| v.as_f64().map(|x| format!("{x:.0}")).unwrap_or_default();
+        let ns = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or_default();
         for c in curve {
+            let stat = |view: LatView, field: LatField| ns(view(c).and_then(field));
             table.rows.push(vec![
                 group.clone(),
-                ns(&c["target_iops"]),
-                ns(&c["achieved_iops"]),
-                ns(&c["lat_from_intended"]["mean_ns"]),
-                ns(&c["lat_from_intended"]["p95_ns"]),
-                ns(&c["lat_from_intended"]["p99_ns"]),
-                ns(&c["lat_from_issue"]["mean_ns"]),
-                ns(&c["lat_from_issue"]["p95_ns"]),
-                ns(&c["lat_from_issue"]["p99_ns"]),
-                c["late_fraction"]
-                    .as_f64()
+                ns(Some(c.target_iops)),
+                ns(Some(c.achieved_iops)),
+                stat(LOAD_VIEWS[0].1, LOAD_STATS[0].1),
+                stat(LOAD_VIEWS[0].1, LOAD_STATS[1].1),
+                stat(LOAD_VIEWS[0].1, LOAD_STATS[2].1),
+                stat(LOAD_VIEWS[1].1, LOAD_STATS[0].1),
+                stat(LOAD_VIEWS[1].1, LOAD_STATS[1].1),
+                stat(LOAD_VIEWS[1].1, LOAD_STATS[2].1),
+                c.late_fraction
                     .map(|f| format!("{:.1}%", 100.0 * f))
                     .unwrap_or_default(),
             ]);
         }
         let mut marks = Vec::new();
-        let knee = &g["knee"];
-        if let (Some(x), Some(y)) = (knee["achieved_iops"].as_f64(), knee["p99_ns"].as_f64()) {
+        if let Some((x, y)) = g
+            .knee
+            .as_ref()
+            .and_then(|k| Some((k.achieved_iops, k.p99_ns? as f64)))
+        {
             marks.push((
                 x,
                 y,
                 format!(
                     "knee ~{} IOPS (p99 under {}x the unloaded p99)",
                     fmt::count(x),
-                    g["knee_factor"].as_f64().unwrap_or(2.0)
+                    g.knee_factor
                 ),
             ));
         }
@@ -671,8 +681,7 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
         let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
         notes.push(format!(
             "{group}{}",
-            g["closed_loop_max_iops"]
-                .as_f64()
+            g.closed_loop_max_iops
                 .map(|m| format!(": closed-loop max {} IOPS", fmt::count(m)))
                 .unwrap_or_default()
         ));
@@ -750,6 +759,7 @@ fn load_latency_from_points(r: &Results) -> Option<Section> {
     // A knee from the analysis section wins over our own estimate.
     let knee_x = r
         .analysis
+        .other
         .get("knee")
         .and_then(|k| k.get("iops").or(Some(k)))
         .and_then(|v| v.as_f64());

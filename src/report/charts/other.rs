@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{param_u64, Section, Table};
+use crate::analysis::steady::Criterion;
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::results::{Point, Results};
@@ -393,26 +394,18 @@ pub fn steady_state(r: &Results) -> Option<Section> {
 /// window shaded, its mean, the bounds (SNIA: 90% and 110% of the window
 /// mean; fio-range: the limit) and the window's least-squares slope.
 fn steady_from_analysis(r: &Results) -> Option<Section> {
-    let groups = r.analysis.get("steady_state")?.as_array()?;
+    let groups = &r.analysis.steady_state;
     let mut svgs = Vec::new();
     let mut table = Table::new(&["group", "round", "value", "in window"]);
     for g in groups {
-        let vals: Vec<f64> = g["rounds"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_f64())
-            .collect();
+        let vals: Vec<f64> = g.rounds.iter().copied().filter(|v| v.is_finite()).collect();
         if vals.is_empty() {
             continue;
         }
-        let group = g["group"].as_str().unwrap_or("").to_string();
-        let metric = g["metric"].as_str().unwrap_or("value").to_string();
-        let w = &g["window_check"];
-        let win = match (w["first_round"].as_f64(), w["last_round"].as_f64()) {
-            (Some(a), Some(b)) => Some((a + 1.0, b + 1.0)),
-            _ => None,
-        };
+        let group = g.group.clone();
+        let metric = g.metric.name().to_string();
+        let w = g.window_check.as_ref();
+        let win = w.map(|w| (w.first_round as f64 + 1.0, w.last_round as f64 + 1.0));
         let pts: Vec<(f64, f64, String)> = vals
             .iter()
             .enumerate()
@@ -440,12 +433,13 @@ fn steady_from_analysis(r: &Results) -> Option<Section> {
             line: true,
         }];
         let mut hlines = Vec::new();
-        if let (Some(mean), Some((a, b))) = (w["mean"].as_f64(), win) {
+        if let (Some(w), Some((a, b))) = (w, win) {
+            let mean = w.mean;
             hlines.push((mean, "window mean".to_string()));
-            let half = match g["criterion"]["mode"].as_str() {
-                Some("fio-range") => g["criterion"]["limit"].as_f64(),
-                Some("fio-slope") => None,
-                _ => Some(0.10),
+            let half = match g.criterion {
+                Criterion::FioRange { limit } => Some(limit),
+                Criterion::FioSlope { .. } => None,
+                Criterion::Snia => Some(0.10),
             };
             if let Some(h) = half {
                 hlines.push((
@@ -457,7 +451,8 @@ fn steady_from_analysis(r: &Results) -> Option<Section> {
                     format!("{:.0}% of mean", 100.0 * (1.0 - h)),
                 ));
             }
-            if let Some(slope) = w["slope"].as_f64() {
+            {
+                let slope = w.slope;
                 let xm = (a + b) / 2.0;
                 series.push(Series {
                     label: "window slope (least squares)".into(),
@@ -474,7 +469,7 @@ fn steady_from_analysis(r: &Results) -> Option<Section> {
                 });
             }
         }
-        let steady = g["steady"].as_bool() == Some(true);
+        let steady = g.steady;
         svgs.push(svg::line_chart(&LineChart {
             title: format!(
                 "{group}: {}",

@@ -1,0 +1,84 @@
+//! A few terminal lines about a run's analysis (the JSON has it all):
+//! batching parallelism, load-latency knee, latency-target answers and
+//! steady-state verdicts.
+
+use crate::analysis::types::{BatchingGroup, LatencyTargetGroup, LoadLatencyGroup, SteadyGroup};
+use crate::analysis::Analysis;
+use crate::plan::parse::{format_ns, format_size};
+
+/// One line per batching group, load-latency group, latency-target search
+/// and steady-state run.
+pub fn analysis_lines(a: &Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    out.extend(a.batching.iter().filter_map(batching_line));
+    out.extend(a.load_latency.iter().map(load_latency_line));
+    out.extend(a.latency_target.iter().map(latency_target_line));
+    out.extend(a.steady_state.iter().map(steady_line));
+    out
+}
+
+/// A number as the JSON has it ("99.0", "null").
+fn json_num(v: Option<f64>) -> String {
+    serde_json::json!(v).to_string()
+}
+
+fn batching_line(g: &BatchingGroup) -> Option<String> {
+    let p = g.parallelism.as_ref()?;
+    Some(format!(
+        "batching [{}]: effective parallelism {:.1}x (B={}, k={}); 90% of it at k={}",
+        g.group,
+        p.max_speedup,
+        format_size(p.bs),
+        p.k_at_max,
+        p.k_reaching_90pct
+    ))
+}
+
+fn load_latency_line(g: &LoadLatencyGroup) -> String {
+    format!(
+        "load-latency [{}]: knee {} (p99 under {}x the unloaded {}), saturation: first short at {}, max achieved {:.0} IOPS",
+        g.group,
+        g.knee
+            .as_ref()
+            .map_or("none".to_string(), |k| format!("{:.0} IOPS", k.achieved_iops)),
+        g.knee_factor,
+        format_ns(g.unloaded_p99_ns),
+        g.saturation
+            .first_short_target_iops
+            .map_or("none".to_string(), |v| format!("{v:.0}")),
+        g.saturation.max_achieved_iops.unwrap_or(f64::NAN)
+    )
+}
+
+fn latency_target_line(g: &LatencyTargetGroup) -> String {
+    format!(
+        "latency target [{}]: p{} <= {}: largest {} = {} ({} steps)",
+        g.group,
+        json_num(g.percentile),
+        format_ns(g.target_ns.map_or(f64::NAN, |v| v as f64)),
+        g.variable.as_deref().unwrap_or("?"),
+        g.answer
+            .map_or("none meets it".to_string(), |v| format!("{v:.0}")),
+        g.steps.len()
+    )
+}
+
+fn steady_line(g: &SteadyGroup) -> String {
+    format!(
+        "steady state [{}]: {} after {} round(s){}",
+        g.group,
+        if g.steady { "reached" } else { "NOT reached" },
+        g.rounds.len(),
+        match &g.window_check {
+            None => String::new(),
+            Some(w) => format!(
+                " (window rounds {}..{}, mean {:.1}, range {:.1}%, excursion {:.1}%)",
+                w.first_round as f64 + 1.0,
+                w.last_round as f64 + 1.0,
+                w.mean,
+                100.0 * w.range / w.mean.abs(),
+                100.0 * w.excursion / w.mean.abs()
+            ),
+        }
+    )
+}

@@ -1,0 +1,146 @@
+//! The typed results model: every v1 fixture loads, its `analysis` section
+//! and its points serialise back to the same JSON, and keys this version
+//! does not know (older or newer files) survive a load and save.
+
+use std::path::{Path, PathBuf};
+
+use iolab::results::Results;
+use serde_json::{json, Value};
+
+/// The iolab results files among the report fixtures (not the fio ones).
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("fio-"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The first path where `a` and `b` differ, if any.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                let sub = format!("{path}.{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(u), Some(v)) => {
+                        if let Some(d) = first_difference(u, v, &sub) {
+                            return Some(d);
+                        }
+                    }
+                    (u, v) => return Some(format!("{sub}: {u:?} vs {v:?}")),
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (u, v))| first_difference(u, v, &format!("{path}[{i}]"))),
+        // Hand-written fixtures write 30000 where the model writes 30000.0.
+        (Value::Number(x), Value::Number(y)) => {
+            (x.as_f64() != y.as_f64()).then(|| format!("{path}: {a} vs {b}"))
+        }
+        _ => (a != b).then(|| format!("{path}: {a} vs {b}")),
+    }
+}
+
+/// The points without their `job` (JobSpec gains defaulted fields newer
+/// than the fixtures, e.g. `submit_batch`; that is not this model's concern)
+/// and without an empty `extra`.
+fn points_without_job(v: &Value) -> Value {
+    let mut pts = v["points"].clone();
+    for p in pts.as_array_mut().into_iter().flatten() {
+        let p = p.as_object_mut().unwrap();
+        p.remove("job");
+        // An empty `extra` is left out when written.
+        if p.get("extra") == Some(&json!({})) {
+            p.remove("extra");
+        }
+    }
+    pts
+}
+
+fn load(p: &Path) -> (Value, Results) {
+    let text = std::fs::read_to_string(p).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let r: Results = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} does not load: {e}", p.display()));
+    (v, r)
+}
+
+#[test]
+fn fixtures_round_trip_analysis_and_points() {
+    let all = fixtures();
+    assert!(all.len() >= 8, "{all:?}");
+    for p in all {
+        let (orig, r) = load(&p);
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            back.get("analysis"),
+            orig.get("analysis"),
+            "analysis of {}",
+            p.display()
+        );
+        assert_eq!(
+            first_difference(
+                &points_without_job(&back),
+                &points_without_job(&orig),
+                "points"
+            ),
+            None,
+            "{}",
+            p.display()
+        );
+    }
+}
+
+#[test]
+fn typed_analysis_sections_deserialize_from_fixtures() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let (_, r) = load(&dir.join("device-loadlat.json"));
+    let g = &r.analysis.load_latency[0];
+    assert_eq!(g.curve.len(), 5);
+    assert_eq!(g.knee_factor, 2.0);
+    assert!(g.knee.is_some());
+    assert!(r.analysis.peaks.as_ref().unwrap().max_iops.is_some());
+    assert!(r.analysis.other.is_empty());
+    let (_, r) = load(&dir.join("device-batching.json"));
+    assert!(!r.analysis.batching.is_empty());
+    assert!(r.analysis.batching[0].parallelism.is_some());
+    let (_, r) = load(&dir.join("device-steady.json"));
+    assert!(!r.analysis.steady_state.is_empty());
+}
+
+#[test]
+fn unknown_analysis_and_point_keys_survive() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let text = std::fs::read_to_string(dir.join("device-loadlat.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["analysis"]["future_analysis"] = json!({"a": [1, 2, 3]});
+    v["points"][0]["extra"]["future_extension"] = json!({"x": "y"});
+    let r: Results = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(r.analysis.other["future_analysis"], json!({"a": [1, 2, 3]}));
+    let back = serde_json::to_value(&r).unwrap();
+    assert_eq!(back["analysis"], v["analysis"]);
+    assert_eq!(
+        first_difference(
+            &points_without_job(&back),
+            &points_without_job(&v),
+            "points"
+        ),
+        None
+    );
+}
+
+#[test]
+fn a_file_without_analysis_writes_none() {
+    let r = Results::new("device", iolab::results::Provenance::minimal());
+    let v = serde_json::to_value(&r).unwrap();
+    assert!(v.get("analysis").is_none());
+}
