@@ -61,6 +61,28 @@ impl Results {
         }
     }
 
+    /// Compute the analysis when the file has none (fio JSON and kv files).
+    pub fn ensure_analysis(&mut self) {
+        if self.analysis.is_empty() {
+            self.analysis = if self.kind == "run" {
+                crate::analysis::analyze_across_steps(&self.points)
+            } else {
+                crate::analysis::analyze(&self.points, &Default::default())
+            };
+        }
+    }
+
+    /// `self`, with its analysis computed if it is a kv file without one
+    /// (`iolab kv` writes none). Device and run files keep what they were
+    /// written with: v1 files without an analysis section are still drawn
+    /// from their points (the report's legacy fallbacks), as before.
+    pub fn with_kv_analysis(mut self) -> Results {
+        if self.kind == "kv" {
+            self.ensure_analysis();
+        }
+        self
+    }
+
     /// Write to `path` atomically (temp file in the same directory, then rename).
     pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
         let json = serde_json::to_vec_pretty(self)?;

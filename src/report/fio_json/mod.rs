@@ -322,6 +322,7 @@ pub fn from_fio(v: &Value) -> anyhow::Result<Results> {
         r.provenance.hostname = h.clone();
     }
     r.complete = true;
+    r.ensure_analysis();
     Ok(r)
 }
 
