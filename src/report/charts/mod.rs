@@ -4,6 +4,7 @@
 //! skipped, so results from newer verbs still render.
 
 pub mod device;
+pub mod kv;
 pub mod latency;
 pub mod other;
 
@@ -51,7 +52,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(device::load_latency(r));
     out.extend(latency::percentiles(r));
     out.extend(latency::cdf(r));
-    out.extend(other::kv(r));
+    out.extend(kv::kv(r));
     out.extend(other::breakdown(r));
     out.extend(other::steady_state(r));
     out.extend(latency::time_series(r));

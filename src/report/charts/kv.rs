@@ -1,0 +1,309 @@
+//! Database (kv) charts: throughput per workload, latency per operation,
+//! the readers sweep and the load statistics of each phase. Shapes are read
+//! tolerantly: a missing or unknown field skips the chart.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{param_u64, Section, Table};
+use crate::report::fmt;
+use crate::report::svg::{self, Axis, BarChart, LineChart, Series};
+use crate::results::{Point, Results};
+
+/// (x, y, hover text)
+type Pt = (f64, f64, String);
+
+fn kv_points(r: &Results) -> Vec<&Point> {
+    r.points
+        .iter()
+        .filter(|p| p.extra.contains_key("kv"))
+        .collect()
+}
+
+fn workload(p: &Point) -> String {
+    p.params
+        .get("workload")
+        .cloned()
+        .unwrap_or_else(|| p.name.clone())
+}
+
+fn engine(p: &Point) -> String {
+    p.params.get("engine").cloned().unwrap_or_default()
+}
+
+/// Database sections: throughput per workload, latency per operation,
+/// readers sweep, load statistics.
+pub fn kv(r: &Results) -> Vec<Section> {
+    let pts = kv_points(r);
+    if pts.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    // Throughput and latency per workload (not the readers sweep points).
+    let plain: Vec<&Point> = pts
+        .iter()
+        .copied()
+        .filter(|p| !p.params.contains_key("readers"))
+        .collect();
+    if !plain.is_empty() {
+        let engines: BTreeSet<String> = plain.iter().map(|p| engine(p)).collect();
+        out.push(throughput(&plain, &engines));
+        out.extend(latency(&plain, engines.len() > 1));
+    }
+    out.extend(readers_sweep(&pts));
+    out.extend(load_stats(&pts));
+    out
+}
+
+/// Operations per second of each workload, one bar per engine.
+fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
+    let mut cats: Vec<String> = Vec::new();
+    for p in plain {
+        let w = workload(p);
+        if !cats.contains(&w) {
+            cats.push(w);
+        }
+    }
+    let mut table = Table::new(&["workload", "engine", "ops/s", "ops"]);
+    let stacks: Vec<(String, Vec<f64>)> = engines
+        .iter()
+        .map(|e| {
+            let v = cats
+                .iter()
+                .map(|w| {
+                    plain
+                        .iter()
+                        .filter(|p| &engine(p) == e && &workload(p) == w)
+                        .map(|p| p.total.iops)
+                        .next_back()
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            (
+                if e.is_empty() {
+                    "ops/s".into()
+                } else {
+                    e.clone()
+                },
+                v,
+            )
+        })
+        .collect();
+    for p in plain {
+        table.rows.push(vec![
+            workload(p),
+            engine(p),
+            format!("{:.0}", p.total.iops),
+            p.total.ops.to_string(),
+        ]);
+    }
+    Section {
+        id: "kv-throughput".into(),
+        title: "Database throughput per workload".into(),
+        note: "Operations per second of each workload phase, one bar per engine.".into(),
+        svgs: vec![svg::bar_chart(&BarChart {
+            title: "Throughput per workload".into(),
+            y_title: "operations per second".into(),
+            y_fmt: fmt::count,
+            categories: cats,
+            stacks,
+            stacked: false,
+        })],
+        table,
+    }
+}
+
+/// Mean and p99 latency of each operation kind of each workload.
+fn latency(plain: &[&Point], several_engines: bool) -> Option<Section> {
+    let mut cats = Vec::new();
+    let (mut mean, mut p99) = (Vec::new(), Vec::new());
+    let mut table = Table::new(&[
+        "workload", "engine", "op", "count", "mean ns", "p95 ns", "p99 ns", "max ns",
+    ]);
+    for p in plain {
+        for (op, o) in &p.ops {
+            let Some(l) = &o.lat else { continue };
+            let e = engine(p);
+            cats.push(format!(
+                "{} {op}{}",
+                workload(p),
+                if several_engines {
+                    format!(" ({e})")
+                } else {
+                    String::new()
+                }
+            ));
+            mean.push(l.mean_ns);
+            p99.push(l.percentile(99.0).unwrap_or(0) as f64);
+            table.rows.push(vec![
+                workload(p),
+                e,
+                op.clone(),
+                l.n.to_string(),
+                format!("{:.0}", l.mean_ns),
+                l.percentile(95.0).unwrap_or(0).to_string(),
+                l.percentile(99.0).unwrap_or(0).to_string(),
+                l.max_ns.to_string(),
+            ]);
+        }
+    }
+    if cats.is_empty() {
+        return None;
+    }
+    Some(Section {
+        id: "kv-latency".into(),
+        title: "Database latency per operation".into(),
+        note: "Client-side latency of each operation kind (from the intended start time when the run was rate-limited).".into(),
+        svgs: vec![svg::bar_chart(&BarChart {
+            title: "Latency per operation".into(),
+            y_title: "latency".into(),
+            y_fmt: fmt::ns,
+            categories: cats,
+            stacks: vec![("mean".into(), mean), ("p99".into(), p99)],
+            stacked: false,
+        })],
+        table,
+    })
+}
+
+/// Throughput as reader threads are added next to one writer.
+fn readers_sweep(pts: &[&Point]) -> Option<Section> {
+    let sweep: Vec<&Point> = pts
+        .iter()
+        .copied()
+        .filter(|p| param_u64(p, "readers").is_some())
+        .collect();
+    if sweep.len() < 2 {
+        return None;
+    }
+    let mut lines: BTreeMap<(String, String), Vec<Pt>> = BTreeMap::new();
+    let mut table = Table::new(&["engine", "readers", "op", "ops/s"]);
+    for p in &sweep {
+        let n = param_u64(p, "readers").unwrap_or(0) as f64;
+        for (op, o) in &p.ops {
+            lines.entry((engine(p), op.clone())).or_default().push((
+                n,
+                o.iops,
+                format!(
+                    "{} {op}, {n} readers: {} ops/s",
+                    engine(p),
+                    fmt::count(o.iops)
+                ),
+            ));
+            table.rows.push(vec![
+                engine(p),
+                n.to_string(),
+                op.clone(),
+                format!("{:.0}", o.iops),
+            ]);
+        }
+    }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, ((e, op), mut v))| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                label: format!("{e} {op}").trim().to_string(),
+                points: v,
+                dashed: op != "read",
+                color: i,
+                line: true,
+            }
+        })
+        .collect();
+    let xs = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+    let ys = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    Some(Section {
+        id: "kv-readers".into(),
+        title: "Readers sweep".into(),
+        note: "Read and write throughput as reader threads are added next to one writer (readwhilewriting).".into(),
+        svgs: vec![svg::line_chart(&LineChart {
+            title: "Throughput vs reader threads".into(),
+            x: Axis::new("reader threads", xs, fmt::plain),
+            y: Axis::new("operations per second", ys, fmt::count),
+            series,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        })],
+        table,
+    })
+}
+
+/// Wall, CPU, context switches, filesystem operations and sizes per phase.
+fn load_stats(pts: &[&Point]) -> Option<Section> {
+    let mut cols: Vec<String> = Vec::new();
+    let mut rows: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    for p in pts {
+        let Some(load) = p.extra.get("kv").and_then(|k| k.get("load")) else {
+            continue;
+        };
+        let mut flat = BTreeMap::new();
+        flatten("", load, &mut flat, 0);
+        for k in flat.keys() {
+            if !cols.contains(k) {
+                cols.push(k.clone());
+            }
+        }
+        rows.push((p.name.clone(), flat));
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let mut table = Table::default();
+    table.headers.push("point".into());
+    table.headers.extend(cols.iter().cloned());
+    for (name, flat) in rows {
+        let mut row = vec![name];
+        row.extend(
+            cols.iter()
+                .map(|c| flat.get(c).cloned().unwrap_or_default()),
+        );
+        table.rows.push(row);
+    }
+    Some(Section {
+        id: "kv-load".into(),
+        title: "Database load statistics".into(),
+        note: "Wall, CPU, context switches, filesystem operations and sizes of each phase.".into(),
+        svgs: vec![],
+        table,
+    })
+}
+
+/// Flatten scalar fields of a JSON object into "a.b" keys (two levels).
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>, depth: usize) {
+    match v {
+        Value::Object(m) if depth < 2 => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out, depth + 1);
+            }
+        }
+        Value::Number(n) => {
+            let s = n
+                .as_f64()
+                .map(|f| {
+                    if f.fract() == 0.0 {
+                        format!("{f:.0}")
+                    } else {
+                        format!("{f:.3}")
+                    }
+                })
+                .unwrap_or_else(|| n.to_string());
+            out.insert(prefix.to_string(), s);
+        }
+        Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        Value::Bool(b) => {
+            out.insert(prefix.to_string(), b.to_string());
+        }
+        _ => {}
+    }
+}
