@@ -144,3 +144,51 @@ fn a_file_without_analysis_writes_none() {
     let v = serde_json::to_value(&r).unwrap();
     assert!(v.get("analysis").is_none());
 }
+
+#[test]
+fn typed_point_extensions_deserialize_from_fixtures() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let (_, r) = load(&dir.join("device-loadlat.json"));
+    assert!(r.points[0].extra.is_closed_loop_max());
+    let open: Vec<_> = r
+        .points
+        .iter()
+        .filter_map(|p| p.extra.open_loop.as_ref())
+        .collect();
+    assert_eq!(open.len(), 5);
+    assert!(open
+        .iter()
+        .all(|o| o.target_iops > 0.0 && o.intended_main().is_some()));
+    assert!(r
+        .points
+        .iter()
+        .all(|p| !p.extra.other.contains_key("open_loop")));
+    let (_, r) = load(&dir.join("device-steady.json"));
+    let rounds: Vec<_> = r
+        .points
+        .iter()
+        .filter_map(|p| p.extra.steady.as_ref())
+        .collect();
+    assert!(!rounds.is_empty());
+    assert!(rounds.iter().any(|s| s.tracked));
+    let text = std::fs::read_to_string(dir.join("fio-randread.json")).unwrap();
+    let r = iolab::report::fio_json::from_fio_text(&text).unwrap();
+    assert!(r.points[0].extra.fio.is_some());
+    assert!(r.analysis.peaks.is_some(), "analysis computed on import");
+}
+
+#[test]
+fn point_extension_insert_types_known_keys() {
+    let mut e = iolab::results::PointExt::default();
+    e.insert("phase".into(), json!("precondition"));
+    e.insert("rate_pct_of_max".into(), json!(50.0));
+    e.insert("kv".into(), json!({"engine": "lmdb"}));
+    assert!(e.is_precondition());
+    assert_eq!(e.rate_pct_of_max, Some(50.0));
+    assert_eq!(e.other["kv"], json!({"engine": "lmdb"}));
+    assert!(e.contains_key("phase") && e.contains_key("kv"));
+    assert_eq!(
+        serde_json::to_string(&e).unwrap(),
+        r#"{"kv":{"engine":"lmdb"},"phase":"precondition","rate_pct_of_max":50.0}"#
+    );
+}

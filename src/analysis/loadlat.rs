@@ -24,11 +24,8 @@ struct Row<'a> {
 }
 
 fn intended_of(p: &Point) -> Option<(f64, LatStats)> {
-    let ol = p.extra.get("open_loop")?;
-    let target = ol.get("target_iops")?.as_f64()?;
-    let lat = ol.get("lat_from_intended")?;
-    let s = lat.get("read").or_else(|| lat.get("write"))?;
-    Some((target, serde_json::from_value(s.clone()).ok()?))
+    let ol = p.extra.open_loop.as_ref()?;
+    Some((ol.target_iops, ol.intended_main()?.clone()))
 }
 
 pub fn analyze(points: &[Point], knee_factor: f64) -> Vec<LoadLatencyGroup> {
@@ -56,7 +53,7 @@ pub fn analyze(points: &[Point], knee_factor: f64) -> Vec<LoadLatencyGroup> {
         let closed_max = points
             .iter()
             .filter(|p| {
-                p.extra.get("role").and_then(serde_json::Value::as_str) == Some("closed_loop_max")
+                p.extra.is_closed_loop_max()
                     && key_without(p, &["rate", "arrival"])
                         == key_without(rows[0].p, &["rate", "arrival"])
             })
@@ -82,9 +79,7 @@ pub fn analyze(points: &[Point], knee_factor: f64) -> Vec<LoadLatencyGroup> {
                 achieved_iops: r.achieved,
                 lat_from_intended: lat_summary(&r.intended),
                 lat_from_issue: r.p.main_lat().map(lat_summary),
-                late_fraction: r.p.extra["open_loop"]
-                    .get("late_fraction")
-                    .and_then(serde_json::Value::as_f64),
+                late_fraction: r.p.extra.open_loop.as_ref().map(|o| o.late_fraction),
             })
             .collect();
         out.push(LoadLatencyGroup {

@@ -12,8 +12,6 @@ pub use types::Analysis;
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::measure::histogram::LatStats;
 use crate::results::Point;
 
@@ -62,7 +60,7 @@ pub fn analyze_across_steps(points: &[Point]) -> Analysis {
 
 /// Points that are not measurements of the plan (preconditioning passes).
 pub fn is_aux(p: &Point) -> bool {
-    p.extra.get("phase").and_then(Value::as_str) == Some("precondition")
+    p.extra.is_precondition()
 }
 
 /// Parameters of a point minus the named keys: points with equal keys
@@ -184,7 +182,7 @@ pub(crate) mod testutil {
             errors: BTreeMap::new(),
             warnings: Vec::new(),
             histograms: BTreeMap::new(),
-            extra: BTreeMap::new(),
+            extra: Default::default(),
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use crate::results::ext::TargetStepInfo;
 
 use super::types::{LatencyTargetGroup, TargetStep};
 
@@ -70,9 +70,10 @@ impl TargetSearch {
 
 /// Answers and steps of every latency-target search in the points.
 pub fn analyze(points: &[Point]) -> Vec<LatencyTargetGroup> {
-    let mut groups: BTreeMap<BTreeMap<String, String>, Vec<(&Point, &Value)>> = BTreeMap::new();
+    let mut groups: BTreeMap<BTreeMap<String, String>, Vec<(&Point, &TargetStepInfo)>> =
+        BTreeMap::new();
     for p in points {
-        if let Some(t) = p.extra.get("latency_target") {
+        if let Some(t) = &p.extra.latency_target {
             groups
                 .entry(key_without(p, &["qd", "rate"]))
                 .or_default()
@@ -85,22 +86,22 @@ pub fn analyze(points: &[Point]) -> Vec<LatencyTargetGroup> {
             let t0 = steps[0].1;
             let answer = steps
                 .iter()
-                .filter(|(_, t)| t["meets"].as_bool() == Some(true))
-                .filter_map(|(_, t)| t["value"].as_f64())
+                .filter(|(_, t)| t.meets)
+                .map(|(_, t)| t.value)
                 .fold(None::<f64>, |a, v| Some(a.map_or(v, |a| a.max(v))));
             LatencyTargetGroup {
                 group: key_text(&g),
-                variable: t0["variable"].as_str().map(str::to_string),
-                target_ns: t0["target_ns"].as_u64(),
-                percentile: t0["percentile"].as_f64(),
+                variable: Some(t0.variable.clone()),
+                target_ns: Some(t0.target_ns),
+                percentile: Some(t0.percentile),
                 answer,
                 steps: steps
                     .iter()
                     .map(|(p, t)| TargetStep {
                         point: p.name.clone(),
-                        value: t["value"].as_f64(),
-                        measured_ns: t["measured_ns"].as_f64(),
-                        meets: t["meets"].as_bool(),
+                        value: Some(t.value),
+                        measured_ns: t.measured_ns,
+                        meets: Some(t.meets),
                     })
                     .collect(),
             }

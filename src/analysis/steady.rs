@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::results::ext::SteadyRound;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::types::SteadyGroup;
 
@@ -152,27 +152,26 @@ pub fn detect(series: &[f64], w: usize, c: Criterion) -> Option<WindowCheck> {
 
 /// Steady-state runs found in the points (`extra.steady`).
 pub fn analyze(points: &[Point]) -> Vec<SteadyGroup> {
-    let mut groups: BTreeMap<BTreeMap<String, String>, Vec<(&Point, &Value)>> = BTreeMap::new();
+    let mut groups: BTreeMap<BTreeMap<String, String>, Vec<(&Point, &SteadyRound)>> =
+        BTreeMap::new();
     for p in points {
-        if let Some(s) = p.extra.get("steady") {
-            if s["tracked"].as_bool() == Some(true) {
+        if let Some(s) = &p.extra.steady {
+            if s.tracked {
                 groups.entry(key_without(p, &[])).or_default().push((p, s));
             }
         }
     }
     groups
         .into_iter()
-        .filter_map(|(g, rounds)| {
+        .map(|(g, rounds)| {
             let s0 = rounds[0].1;
-            let metric: Metric = serde_json::from_value(s0["metric"].clone()).ok()?;
-            let crit: Criterion = serde_json::from_value(s0["criterion"].clone()).ok()?;
-            let w = s0["window"].as_u64()? as usize;
+            let (metric, crit, w) = (s0.metric, s0.criterion, s0.window);
             let series: Vec<f64> = rounds
                 .iter()
                 .map(|(p, _)| metric.of(p).unwrap_or(0.0))
                 .collect();
             let found = detect(&series, w, crit);
-            Some(SteadyGroup {
+            SteadyGroup {
                 group: key_text(&g),
                 metric,
                 criterion: crit,
@@ -180,7 +179,7 @@ pub fn analyze(points: &[Point]) -> Vec<SteadyGroup> {
                 steady: found.is_some(),
                 window_check: found.or_else(|| check(&series, w, crit)),
                 rounds: series,
-            })
+            }
         })
         .collect()
 }

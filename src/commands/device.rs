@@ -921,7 +921,7 @@ impl Session<'_> {
 /// for open-loop points (what a client sees), else the normal total latency.
 fn measured_percentile(p: &Point, pct: f64) -> Option<f64> {
     let key = crate::measure::histogram::percentile_key(pct);
-    if let Some(ol) = p.extra.get("open_loop") {
+    if let Some(ol) = p.extra.json("open_loop") {
         let l = &ol["lat_from_intended"];
         let s = l.get("read").or_else(|| l.get("write"))?;
         if let Some(v) = s["percentiles_ns"].get(&key).and_then(Value::as_f64) {

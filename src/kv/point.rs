@@ -87,7 +87,7 @@ pub fn build(
         "max_backlog_ns": o.max_backlog_ns,
         "missing": o.rec.missing,
     });
-    let mut extra = BTreeMap::new();
+    let mut extra = crate::results::PointExt::default();
     extra.insert("kv".to_string(), kv);
     Point {
         name: name.to_string(),

@@ -452,6 +452,7 @@ pub fn run(a: KvArgs) -> Result<()> {
             println!("{}", report::load_table(&o));
             if let Some(stats) = p
                 .extra
+                .other
                 .get("kv")
                 .and_then(|k| k.get("engine_stats"))
                 .and_then(|s| s.as_object())

@@ -181,7 +181,7 @@ fn steady_headline(g: &SteadyGroup) -> Headline {
 
 /// Software and device shares of a traced point.
 fn trace_headline(p: &Point) -> Option<Headline> {
-    let t = p.extra.get("trace")?;
+    let t = p.extra.other.get("trace")?;
     let b = &t["breakdown"];
     let (sw, dev) = (b["software_share"].as_f64()?, b["device_share"].as_f64()?);
     Some(Headline {

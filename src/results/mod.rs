@@ -3,6 +3,7 @@
 //! interrupted run keeps what it measured. Every verb writes this model;
 //! `report` and `compare` read it.
 
+pub mod ext;
 pub mod provenance;
 pub mod time;
 
@@ -18,6 +19,7 @@ use crate::measure::diskstats::DeviceStats;
 use crate::measure::histogram::LatStats;
 use crate::measure::rusage::CpuStats;
 use crate::plan::job::JobSpec;
+pub use ext::PointExt;
 pub use provenance::Provenance;
 
 pub const SCHEMA: &str = "iolab-results";
@@ -230,9 +232,10 @@ pub struct Point {
     pub warnings: Vec<String>,
     /// Encoded HDR histograms, keyed "read.lat", "write.clat", "batch" ...
     pub histograms: BTreeMap<String, String>,
-    /// Sections other features add (stack breakdown, open-loop stats ...).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, serde_json::Value>,
+    /// Sections other features add (open-loop stats, steady-state round,
+    /// stack breakdown ...).
+    #[serde(default, skip_serializing_if = "PointExt::is_empty")]
+    pub extra: PointExt,
 }
 
 impl Point {

@@ -105,7 +105,7 @@ pub(crate) fn build_point(
         warnings.push("no request completed in the measured phase (runtime too short, or ramp longer than the run)".into());
     }
     let _ = kind;
-    let mut extra = BTreeMap::new();
+    let mut extra = crate::results::PointExt::default();
     if let (Some(o), Some(ol)) = (&rec.open_loop, &spec.open_loop) {
         for (k, name) in [(0, "read"), (1, "write")] {
             if !o.intended[k].is_empty() {

@@ -237,7 +237,7 @@ fn load_stats(pts: &[&Point]) -> Option<Section> {
     let mut cols: Vec<String> = Vec::new();
     let mut rows: Vec<(String, BTreeMap<String, String>)> = Vec::new();
     for p in pts {
-        let Some(load) = p.extra.get("kv").and_then(|k| k.get("load")) else {
+        let Some(load) = p.extra.other.get("kv").and_then(|k| k.get("load")) else {
             continue;
         };
         let mut flat = BTreeMap::new();

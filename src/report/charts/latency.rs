@@ -321,6 +321,7 @@ pub fn cpu(r: &Results) -> Option<Section> {
         .iter()
         .map(|p| {
             p.extra
+                .other
                 .get("cpu")
                 .and_then(|c| c.get("iowait_pct"))
                 .and_then(|v| v.as_f64())

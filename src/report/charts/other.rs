@@ -13,8 +13,9 @@ use crate::results::{Point, Results};
 /// The breakdown object of a point: `extra.breakdown` or `extra.trace.breakdown`.
 fn breakdown_of(p: &Point) -> Option<&Value> {
     p.extra
+        .other
         .get("breakdown")
-        .or_else(|| p.extra.get("trace").and_then(|t| t.get("breakdown")))
+        .or_else(|| p.extra.other.get("trace").and_then(|t| t.get("breakdown")))
         .filter(|b| b.get("stages").map(|s| s.is_array()).unwrap_or(false))
 }
 
@@ -229,7 +230,7 @@ fn steady_from_points(r: &Results) -> Option<Section> {
     let mut hlines = Vec::new();
     let mut shade = None;
     for (i, p) in r.points.iter().enumerate() {
-        let Some(ss) = p.extra.get("steady_state").filter(|v| v.is_object()) else {
+        let Some(ss) = p.extra.other.get("steady_state").filter(|v| v.is_object()) else {
             continue;
         };
         let vals: Vec<f64> = ["rounds", "values", "series"]

@@ -252,7 +252,7 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
     if clat_pct {
         warnings.push("fio reported percentiles of completion latency (clat) only: the total-latency percentiles shown are clat's (run fio with --lat_percentiles=1 for total latency)".into());
     }
-    let mut extra = BTreeMap::new();
+    let mut extra = crate::results::PointExt::default();
     extra.insert(
         "fio".into(),
         json!({ "jobname": job.get("jobname"), "hostname": job.get("hostname"), "job options": job.get("job options") }),
