@@ -87,6 +87,15 @@ fn fixtures_round_trip_analysis_and_points() {
             "analysis of {}",
             p.display()
         );
+        if let Some(a) = orig.get("analysis") {
+            // Byte for byte, not only equal as JSON.
+            assert_eq!(
+                serde_json::to_string(&r.analysis).unwrap(),
+                a.to_string(),
+                "analysis text of {}",
+                p.display()
+            );
+        }
         assert_eq!(
             first_difference(
                 &points_without_job(&back),
@@ -123,11 +132,19 @@ fn unknown_analysis_and_point_keys_survive() {
     let text = std::fs::read_to_string(dir.join("device-loadlat.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["analysis"]["future_analysis"] = json!({"a": [1, 2, 3]});
+    v["analysis"]["a_first"] = json!(1);
     v["points"][0]["extra"]["future_extension"] = json!({"x": "y"});
     let r: Results = serde_json::from_value(v.clone()).unwrap();
     assert_eq!(r.analysis.other["future_analysis"], json!({"a": [1, 2, 3]}));
     let back = serde_json::to_value(&r).unwrap();
     assert_eq!(back["analysis"], v["analysis"]);
+    // Written in sorted order, unknown keys in their place.
+    let text = serde_json::to_string(&r.analysis).unwrap();
+    assert!(
+        text.starts_with(r#"{"a_first":1,"future_analysis":"#),
+        "{text}"
+    );
+    assert!(text.find("\"future_analysis\"") < text.find("\"load_latency\""));
     assert_eq!(
         first_difference(
             &points_without_job(&back),

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::steady::{Criterion, Metric, WindowCheck};
 
-/// Every derived metric over a run's points.
+/// Every derived metric over a run's points. Written as one object with
+/// sorted keys (unknown keys in their place), as the untyped section was.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "BTreeMap<String, serde_json::Value>")]
 pub struct Analysis {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batching: Vec<BatchingGroup>,
@@ -40,6 +42,48 @@ impl Analysis {
     /// The section as JSON (for readers not yet typed).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+impl From<Analysis> for BTreeMap<String, serde_json::Value> {
+    fn from(a: Analysis) -> Self {
+        fn json<T: Serialize>(v: &T) -> serde_json::Value {
+            serde_json::to_value(v).unwrap_or_default()
+        }
+        let mut m = a.other;
+        let mut put = |k: &str, empty: bool, v: serde_json::Value| {
+            if !empty {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("batching", a.batching.is_empty(), json(&a.batching));
+        put(
+            "latency_target",
+            a.latency_target.is_empty(),
+            json(&a.latency_target),
+        );
+        put(
+            "load_latency",
+            a.load_latency.is_empty(),
+            json(&a.load_latency),
+        );
+        put("peaks", a.peaks.is_none(), json(&a.peaks));
+        put(
+            "random_vs_sequential",
+            a.random_vs_sequential.is_empty(),
+            json(&a.random_vs_sequential),
+        );
+        put(
+            "read_write_asymmetry",
+            a.read_write_asymmetry.is_empty(),
+            json(&a.read_write_asymmetry),
+        );
+        put(
+            "steady_state",
+            a.steady_state.is_empty(),
+            json(&a.steady_state),
+        );
+        m
     }
 }
 
