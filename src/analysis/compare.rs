@@ -31,7 +31,7 @@ pub fn peaks(points: &[&Point]) -> Peaks {
     let closed: Vec<&Point> = points
         .iter()
         .copied()
-        .filter(|p| !p.extra.contains_key("open_loop"))
+        .filter(|p| p.extra.open_loop.is_none())
         .collect();
     Peaks {
         max_iops: peak_of(&closed, |p| Some(p.total.iops), true),
@@ -56,7 +56,7 @@ fn pairs<'a>(
 ) -> Vec<(BTreeMap<String, String>, &'a Point, &'a Point)> {
     let mut by_key: BTreeMap<(BTreeMap<String, String>, String), &Point> = BTreeMap::new();
     for p in points {
-        if p.extra.contains_key("open_loop") {
+        if p.extra.open_loop.is_some() {
             continue;
         }
         let rw = p.params.get("rw").cloned().unwrap_or_default();

@@ -65,7 +65,17 @@ impl PointExt {
 
     /// Whether `key` is set (typed or not).
     pub fn contains_key(&self, key: &str) -> bool {
-        BTreeMap::<String, Value>::from(self.clone()).contains_key(key)
+        match key {
+            "fio" => self.fio.is_some(),
+            "interrupted" => self.interrupted.is_some(),
+            "latency_target" => self.latency_target.is_some(),
+            "open_loop" => self.open_loop.is_some(),
+            "phase" => self.phase.is_some(),
+            "rate_pct_of_max" => self.rate_pct_of_max.is_some(),
+            "role" => self.role.is_some(),
+            "steady" => self.steady.is_some(),
+            k => self.other.contains_key(k),
+        }
     }
 
     /// `key` as JSON, typed or not (for readers not yet typed).

@@ -98,7 +98,7 @@ pub fn read_pct(p: &Point) -> Option<u64> {
 pub fn is_open_loop(p: &Point) -> bool {
     p.params.contains_key("rate")
         || p.params.contains_key("rate_iops")
-        || p.extra.contains_key("open_loop")
+        || p.extra.open_loop.is_some()
 }
 
 /// Plain device points: closed loop, a pattern and a single block size.
