@@ -38,11 +38,6 @@ impl Analysis {
     pub fn is_empty(&self) -> bool {
         *self == Analysis::default()
     }
-
-    /// The section as JSON (for readers not yet typed).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
 }
 
 impl From<Analysis> for BTreeMap<String, serde_json::Value> {
