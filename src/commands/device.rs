@@ -5,32 +5,28 @@
 //! fio job files and fio JSON export are in `device_fio`, the per-point
 //! stack breakdown (`--breakdown`) in `device_trace`.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Instant;
 
-use serde_json::{json, Value};
-
-use crate::analysis::search::TargetSearch;
-use crate::analysis::steady::{self, Criterion, Metric};
-use crate::analysis::{self, AnalysisOptions};
+use crate::analysis::steady::{Criterion, Metric};
+use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
 use crate::commands::device_fio;
-use crate::commands::device_trace::{self, Tracer};
-use crate::dut::{self, Target, TargetOptions};
+use crate::dut::{self, TargetOptions};
 use crate::engine::fake::FakeScript;
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::{usage, Interrupted, UsageError, VerifyFailed};
 use crate::interrupt;
 use crate::plan::experiment::{Experiment, Mode};
-use crate::plan::job::{Arrival, JobSpec, OpenLoop, RegionMode, StopCondition};
+use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition};
 use crate::plan::parse::{format_ns, parse_cpu_list, parse_duration_ns, parse_size};
 use crate::plan::sweep::{self, Axes, RateAxis};
 use crate::plan::{planfile, profile};
-use crate::report::terminal;
-use crate::results::{Point, Provenance, Results};
-use crate::runner::job::{run_job, JobOutcome, RunOptions};
-use crate::runner::steady::{self as steady_run, SteadyOptions};
+use crate::report::observer::Terminal;
+use crate::results::{Provenance, Results};
+use crate::runner::steady::SteadyOptions;
+use crate::session::{Driver, Observer, Outcome, ResultsSink};
+use crate::trace::point_tracer::Tracer;
 
 /// Parse a count with optional k/m/g suffix (powers of 1000 would surprise
 /// fio users less than 1024 here? fio uses 1024 for sizes; counts use 1000).
@@ -320,7 +316,7 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
         .transpose()?;
     if rates.is_some() {
         for j in &jobs {
-            Session::with_rate(j, 1000.0, arrival).validate()?;
+            crate::session::with_rate(j, 1000.0, arrival).validate()?;
         }
     }
     if !(a.knee_factor > 1.0 && a.knee_factor.is_finite()) {
@@ -533,419 +529,6 @@ fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
     println!("{points} point(s); estimated duration: {total:.0} s (plus scratch file layout and preconditioning)");
 }
 
-/// Run state shared by every point: the results file, progress and counters.
-struct Session<'a> {
-    target: &'a Target,
-    results: Results,
-    json_path: Option<PathBuf>,
-    /// `--export fio-json FILE`: rewritten with the results file.
-    fio_export: Option<PathBuf>,
-    /// `--breakdown`: the stack tracer.
-    tracer: Option<Tracer<'a>>,
-    quiet: bool,
-    show_progress: bool,
-    knee_factor: f64,
-    planned_points: usize,
-    planned_secs: f64,
-    done_points: usize,
-    started: Instant,
-    failures: usize,
-    /// The first "cannot run" error: returned when no point ran at all.
-    first_skip: Option<anyhow::Error>,
-}
-
-/// What a point run returned.
-enum Ran {
-    Done(Box<Point>),
-    Skipped,
-}
-
-impl Session<'_> {
-    fn save(&mut self) -> anyhow::Result<()> {
-        self.results.analysis = analysis::analyze(
-            &self.results.points,
-            &AnalysisOptions {
-                knee_factor: self.knee_factor,
-            },
-        );
-        if let Some(p) = &self.json_path {
-            self.results.write_atomic(p)?;
-        }
-        if let Some(p) = &self.fio_export {
-            device_fio::write_export(p, &self.results)?;
-        }
-        Ok(())
-    }
-
-    fn skip(
-        &mut self,
-        job: &JobSpec,
-        exp: &str,
-        reason: String,
-        failed: bool,
-    ) -> anyhow::Result<()> {
-        let what = if failed { "failed" } else { "skipped" };
-        if !self.quiet {
-            eprintln!("iolab: {what} {}: {reason}", job.name);
-        }
-        self.results
-            .warnings
-            .push(format!("point {} {what}: {reason}", job.name));
-        let list = self
-            .results
-            .extra
-            .entry("skipped_points".into())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(v) = list {
-            v.push(json!({"name": job.name, "experiment": exp, "reason": reason, "failed": failed, "job": job}));
-        }
-        if failed {
-            self.failures += 1;
-        }
-        self.save()
-    }
-
-    /// Run one point; errors that mean "this point cannot run" skip it.
-    fn run_point(
-        &mut self,
-        job: &JobSpec,
-        exp: &str,
-        extra: &[(&str, Value)],
-    ) -> anyhow::Result<Ran> {
-        if interrupt::stop_requested() {
-            return Ok(Ran::Skipped);
-        }
-        self.done_points += 1;
-        let label = format!(
-            "[{}/{}] {}",
-            self.done_points,
-            self.planned_points.max(self.done_points),
-            job.name
-        );
-        let started = self.started;
-        let planned = self.planned_secs;
-        let progress = move |elapsed: f64, total: Option<f64>| {
-            let eta = (planned - started.elapsed().as_secs_f64()).max(0.0);
-            eprint!(
-                "\r\x1b[2K{label}: {elapsed:.0}s{} | sweep ETA {eta:.0}s",
-                total.map(|t| format!("/{t:.0}s")).unwrap_or_default()
-            );
-            let _ = std::io::stderr().flush();
-        };
-        let opts = RunOptions {
-            record_requests: None,
-            on_progress: if self.show_progress {
-                Some(&progress)
-            } else {
-                None
-            },
-        };
-        let mut traced = None;
-        let mut untraced_why = None;
-        let outcome = match &mut self.tracer {
-            Some(t) => match t.why_not_for(job) {
-                None => t.run(job).map(|(point, res)| {
-                    traced = Some(res);
-                    JobOutcome {
-                        point,
-                        request_logs: Vec::new(),
-                        features: Vec::new(),
-                    }
-                }),
-                Some(why) => {
-                    untraced_why = Some(why);
-                    run_job(job, self.target, &opts)
-                }
-            },
-            None => run_job(job, self.target, &opts),
-        };
-        if self.show_progress {
-            eprint!("\r\x1b[2K");
-        }
-        let mut outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                let cannot_run = crate::error::point_cannot_run(&e);
-                self.skip(job, exp, format!("{e:#}"), !cannot_run)?;
-                if self.first_skip.is_none() {
-                    self.first_skip = Some(e);
-                }
-                return Ok(Ran::Skipped);
-            }
-        };
-        let p = &mut outcome.point;
-        if interrupt::stop_requested() {
-            p.warnings
-                .push("interrupted before the end of the job: this point is partial".into());
-            p.extra.insert("interrupted".into(), Value::Bool(true));
-        }
-        if !exp.is_empty() {
-            p.params.insert("experiment".into(), exp.to_string());
-        }
-        for (k, v) in extra {
-            p.extra.insert((*k).to_string(), v.clone());
-        }
-        if let Some(res) = &traced {
-            p.warnings.extend(device_trace::warnings(res));
-            p.extra.insert("trace".into(), serde_json::to_value(res)?);
-        }
-        // A machine-wide reason is said once, in the results' warnings.
-        if let Some(why) =
-            untraced_why.filter(|_| self.tracer.as_ref().is_some_and(|t| t.why_not.is_none()))
-        {
-            if !self.quiet {
-                eprintln!("iolab: --breakdown: {} runs untraced: {why}", job.name);
-            }
-            p.warnings.push(format!("--breakdown: not traced: {why}"));
-        }
-        for f in outcome.features {
-            if !self.results.provenance.engine_features.contains(&f) {
-                self.results.provenance.engine_features.push(f);
-            }
-        }
-        if !self.quiet {
-            println!("{}", terminal::point_block(&outcome.point));
-            if let Some(res) = &traced {
-                println!("{}", device_trace::table(res));
-            }
-        }
-        self.results.points.push(outcome.point.clone());
-        self.save()?;
-        Ok(Ran::Done(Box::new(outcome.point)))
-    }
-
-    fn run_experiment(&mut self, e: &Experiment) -> anyhow::Result<()> {
-        let exp = e.name.as_str();
-        if e.purge {
-            let msg = steady_run::purge(self.target, self.target.size)?;
-            if !self.quiet {
-                eprintln!("iolab: purge: {msg}");
-            }
-            self.results.warnings.retain(|w| !w.starts_with("purge:"));
-            self.results.extra.insert("purge".into(), json!(msg));
-        }
-        if let (Some(n), Some(first)) = (e.precondition, e.jobs.first()) {
-            let pj = steady_run::precondition_job(first, self.target.size, n);
-            self.run_point(&pj, exp, &[("phase", json!("precondition"))])?;
-        }
-        match &e.mode {
-            Mode::Plain => {
-                for j in &e.jobs {
-                    self.run_point(j, exp, &[])?;
-                }
-            }
-            Mode::Rates { rates, arrival } => {
-                for j in &e.jobs {
-                    self.run_rates(j, exp, rates, *arrival)?;
-                }
-            }
-            Mode::LatencyTarget {
-                target_ns,
-                percentile,
-                open_loop,
-            } => {
-                for j in &e.jobs {
-                    self.latency_search(j, exp, *target_ns, *percentile, *open_loop)?;
-                }
-            }
-            Mode::Steady(s) => self.steady_rounds(&e.jobs, exp, s)?,
-        }
-        Ok(())
-    }
-
-    fn closed_loop_max(&mut self, j: &JobSpec, exp: &str) -> anyhow::Result<Option<f64>> {
-        let mut cj = j.clone();
-        cj.name = format!("{}-closed-loop-max", j.name);
-        cj.open_loop = None;
-        Ok(
-            match self.run_point(&cj, exp, &[("role", json!("closed_loop_max"))])? {
-                Ran::Done(p) if p.total.iops > 0.0 => Some(p.total.iops),
-                _ => None,
-            },
-        )
-    }
-
-    fn with_rate(j: &JobSpec, rate: f64, arrival: Arrival) -> JobSpec {
-        let mut r = j.clone();
-        r.open_loop = Some(OpenLoop {
-            rate_iops: rate,
-            arrival,
-        });
-        r.name = if j.name == j.default_name() {
-            r.default_name()
-        } else {
-            format!("{}-rate{rate:.0}", j.name)
-        };
-        r
-    }
-
-    fn run_rates(
-        &mut self,
-        j: &JobSpec,
-        exp: &str,
-        rates: &RateAxis,
-        arrival: Arrival,
-    ) -> anyhow::Result<()> {
-        let list: Vec<f64> = match rates {
-            RateAxis::Iops(v) => v.clone(),
-            RateAxis::PercentOfMax(pcts) => {
-                let Some(max) = self.closed_loop_max(j, exp)? else {
-                    return Ok(());
-                };
-                pcts.iter().map(|p| (p / 100.0 * max).max(1.0)).collect()
-            }
-        };
-        for r in list {
-            let rj = Self::with_rate(j, r, arrival);
-            self.run_point(&rj, exp, &[])?;
-        }
-        Ok(())
-    }
-
-    fn latency_search(
-        &mut self,
-        j: &JobSpec,
-        exp: &str,
-        target_ns: u64,
-        pct: f64,
-        open_loop: Option<Arrival>,
-    ) -> anyhow::Result<()> {
-        let (mut search, mut v, variable) = match open_loop {
-            Some(_) => {
-                let Some(max) = self.closed_loop_max(j, exp)? else {
-                    return Ok(());
-                };
-                (TargetSearch::new(max, false), (max / 64.0).max(1.0), "rate")
-            }
-            None => (TargetSearch::new(4096.0, true), 1.0, "qd"),
-        };
-        let mut step = 0;
-        loop {
-            step += 1;
-            let mut sj = match open_loop {
-                Some(arr) => Self::with_rate(j, v, arr),
-                None => JobSpec {
-                    qd: v as u32,
-                    ..j.clone()
-                },
-            };
-            if open_loop.is_none() {
-                sj.name = if j.name == j.default_name() {
-                    sj.default_name()
-                } else {
-                    format!("{}-qd{}", j.name, v as u32)
-                };
-            }
-            sj.name = format!("{}-target-step{step}", sj.name);
-            let point = match self.run_point(&sj, exp, &[])? {
-                Ran::Done(p) => p,
-                Ran::Skipped => return Ok(()),
-            };
-            let measured = measured_percentile(&point, pct);
-            let meets = measured.is_some_and(|m| m <= target_ns as f64);
-            let info = json!({
-                "variable": variable, "value": v, "target_ns": target_ns, "percentile": pct,
-                "measured_ns": measured, "meets": meets, "step": step,
-            });
-            if let Some(last) = self.results.points.last_mut() {
-                last.extra.insert("latency_target".into(), info);
-            }
-            self.save()?;
-            match search.observe(v, meets) {
-                Some(n) if !interrupt::stop_requested() => v = n,
-                _ => break,
-            }
-        }
-        Ok(())
-    }
-
-    fn steady_rounds(
-        &mut self,
-        jobs: &[JobSpec],
-        exp: &str,
-        s: &SteadyOptions,
-    ) -> anyhow::Result<()> {
-        let tracked = steady_run::tracked_index(jobs);
-        let mut series = Vec::new();
-        for round in 0..s.max_rounds {
-            for (i, j) in jobs.iter().enumerate() {
-                let mut rj = j.clone();
-                rj.name = format!("{}-round{}", j.name, round + 1);
-                let info = json!({
-                    "round": round + 1, "tracked": i == tracked, "metric": s.metric,
-                    "criterion": s.criterion, "window": s.window, "max_rounds": s.max_rounds,
-                });
-                let ran = self.run_point(&rj, exp, &[("steady", info)])?;
-                if i == tracked {
-                    // Rounds of one job share a key: drop the round from the name-free params.
-                    if let Ran::Done(p) = ran {
-                        series.push(s.metric.of(&p).unwrap_or(0.0));
-                    } else {
-                        return Ok(());
-                    }
-                }
-                if interrupt::stop_requested() {
-                    return Ok(());
-                }
-            }
-            if let Some(c) = steady::check(&series, s.window, s.criterion) {
-                if !self.quiet {
-                    eprintln!(
-                        "iolab: round {}: window mean {:.1}, range {:.1}%, excursion {:.1}%: {}",
-                        round + 1,
-                        c.mean,
-                        100.0 * c.range / c.mean.abs().max(1e-12),
-                        100.0 * c.excursion / c.mean.abs().max(1e-12),
-                        if c.steady { "steady" } else { "not steady yet" }
-                    );
-                }
-                if c.steady {
-                    return Ok(());
-                }
-            }
-        }
-        self.results.warnings.push(format!(
-            "steady state not reached in {} rounds{}",
-            s.max_rounds,
-            if exp.is_empty() {
-                String::new()
-            } else {
-                format!(" ({exp})")
-            }
-        ));
-        self.save()
-    }
-}
-
-/// The percentile of the point's main latency: from the intended issue time
-/// for open-loop points (what a client sees), else the normal total latency.
-fn measured_percentile(p: &Point, pct: f64) -> Option<f64> {
-    let key = crate::measure::histogram::percentile_key(pct);
-    if let Some(ol) = p.extra.json("open_loop") {
-        let l = &ol["lat_from_intended"];
-        let s = l.get("read").or_else(|| l.get("write"))?;
-        if let Some(v) = s["percentiles_ns"].get(&key).and_then(Value::as_f64) {
-            return Some(v);
-        }
-        let h = ["read.lat_intended", "write.lat_intended"]
-            .iter()
-            .find_map(|k| p.histograms.get(*k))?;
-        return crate::measure::histogram::LatencyHistogram::decode(h)
-            .ok()
-            .map(|h| h.value_at_percentile(pct) as f64);
-    }
-    let lat = p.main_lat()?;
-    if let Some(v) = lat.percentiles_ns.get(&key) {
-        return Some(*v as f64);
-    }
-    let h = ["read.lat", "write.lat"]
-        .iter()
-        .find_map(|k| p.histograms.get(*k))?;
-    crate::measure::histogram::LatencyHistogram::decode(h)
-        .ok()
-        .map(|h| h.value_at_percentile(pct) as f64)
-}
-
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = device_fio::with_target_defaults(a)?;
     let fio_export = device_fio::export_path(a.export.as_deref())?;
@@ -1025,51 +608,36 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             .extra
             .insert("fio_job".into(), device_fio::provenance(f));
     }
-    let (planned_points, planned_secs) = exps
+    let planned = exps
         .iter()
         .map(|e| e.estimate())
         .fold((0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let mut s = Session {
-        target: &target,
+    let knee_factor = exps.first().map_or(2.0, |e| e.knee_factor);
+    let sink = ResultsSink::new(
         results,
-        json_path: a.json.clone().filter(|p| p.as_os_str() != "-"),
-        fio_export: fio_export.clone(),
-        tracer,
-        quiet,
-        show_progress: !quiet && std::io::stderr().is_terminal(),
-        knee_factor: exps.first().map_or(2.0, |e| e.knee_factor),
-        planned_points,
-        planned_secs,
-        done_points: 0,
-        started: Instant::now(),
-        failures: 0,
-        first_skip: None,
-    };
-    s.save()?;
-    if !quiet {
-        for w in &s.results.warnings {
-            eprintln!("warning: {w}");
-        }
+        a.json.clone().filter(|p| p.as_os_str() != "-"),
+        fio_export.clone(),
+        AnalysisOptions { knee_factor },
+    );
+    let observer = Terminal { quiet };
+    let show_progress = !quiet && std::io::stderr().is_terminal();
+    let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned);
+    driver.save()?;
+    for w in &driver.results().warnings {
+        observer.warning(w);
     }
-    for e in &exps {
-        if interrupt::stop_requested() {
-            break;
-        }
-        s.knee_factor = e.knee_factor;
-        s.run_experiment(e)?;
-    }
-    s.results.interrupted = interrupt::stop_requested();
-    s.results.complete = !s.results.interrupted;
-    s.save()?;
+    let Outcome {
+        results,
+        failures,
+        first_skip,
+    } = driver.run_all(&exps)?;
     if !quiet {
-        for line in crate::report::analysis_text::analysis_lines(&s.results.analysis) {
+        for line in crate::report::analysis_text::analysis_lines(&results.analysis) {
             println!("{line}");
         }
     }
-    let results = s.results;
-    let failures = s.failures;
     if results.points.is_empty() && !results.interrupted {
-        if let Some(e) = s.first_skip {
+        if let Some(e) = first_skip {
             drop(target);
             return Err(e);
         }

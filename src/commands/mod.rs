@@ -3,7 +3,6 @@
 pub mod compare;
 pub mod device;
 pub mod device_fio;
-pub mod device_trace;
 pub mod kv;
 pub mod report;
 pub mod run;

@@ -10,6 +10,7 @@ pub mod fio_json;
 pub mod fmt;
 pub mod html;
 pub mod markdown;
+pub mod observer;
 pub mod summary;
 pub mod svg;
 pub mod terminal;

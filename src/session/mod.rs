@@ -3,11 +3,14 @@
 //! never print; the terminal observer lives in `report/`, tests use
 //! [`Silent`] or a recording observer. Modeled on criterion.rs's `Report`.
 
+pub mod driver;
 pub mod sink;
 
+pub use driver::{with_rate, Driver, Outcome};
 pub use sink::ResultsSink;
 
 use crate::results::Point;
+use crate::trace::config::ConfigResult;
 
 /// Where a long run is, about once a second while a point is measured.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +42,8 @@ pub trait Observer: Sync {
     fn warning(&self, _msg: &str) {}
     /// A status line that is neither a result nor a warning.
     fn note(&self, _msg: &str) {}
+    /// `--breakdown`: the stack breakdown of the point just done.
+    fn point_traced(&self, _trace: &ConfigResult) {}
 }
 
 /// Shows nothing (tests, `--quiet`, library callers that print themselves).

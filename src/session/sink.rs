@@ -38,6 +38,11 @@ impl ResultsSink {
     }
 
     /// Add a measured point and save.
+    /// Options of the analysis run at every save (per experiment).
+    pub fn set_analysis(&mut self, analysis: AnalysisOptions) {
+        self.analysis = analysis;
+    }
+
     pub fn push(&mut self, point: Point) -> anyhow::Result<()> {
         self.results.points.push(point);
         self.save()

@@ -11,6 +11,7 @@ pub mod correlate;
 pub mod events;
 pub mod extents;
 pub mod format;
+pub mod point_tracer;
 pub mod reader;
 pub mod ringbuf;
 pub mod session;

@@ -1,14 +1,14 @@
 //! The stack-breakdown step of `iolab run`: the capability check (root,
 //! tracefs) for the plan, and one traced job through the tracer of
-//! `iolab device --breakdown` (`commands::device_trace::Tracer`, which sets
+//! `iolab device --breakdown` (`trace::point_tracer::Tracer`, which sets
 //! up `trace::config::run_config` like `iolab trace` does).
 
 use anyhow::Result;
 
-use crate::commands::device_trace::Tracer;
 use crate::dut::Target;
 use crate::plan::job::JobSpec;
 use crate::results::Point;
+use crate::trace::point_tracer::Tracer;
 use crate::trace::tracefs;
 
 /// Per-CPU ring buffer of the trace, KiB (`iolab trace`'s default).

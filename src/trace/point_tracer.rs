@@ -1,4 +1,4 @@
-//! `iolab device --breakdown`: run each point through the stack-breakdown
+//! `iolab device --breakdown` (and `iolab run`'s breakdown step): run each point through the stack-breakdown
 //! tracer of `iolab trace` (`trace::config::run_config`, traced run only).
 //! Probes root/tracefs and the target's disk once; when tracing is not
 //! possible, says why and the points run untraced.

@@ -1,0 +1,71 @@
+//! The terminal as an `Observer`: what `iolab device` (and the verbs built
+//! on the session driver) print while they run. Results tables go to
+//! stdout; progress, skipped points, notes and warnings to stderr. With
+//! `quiet`, nothing is printed.
+
+use std::io::Write;
+
+use crate::report::terminal;
+use crate::results::Point;
+use crate::session::{Observer, Progress};
+use crate::trace::config::ConfigResult;
+use crate::trace::point_tracer;
+
+pub struct Terminal {
+    pub quiet: bool,
+}
+
+impl Observer for Terminal {
+    fn progress(&self, p: &Progress<'_>) {
+        if self.quiet {
+            return;
+        }
+        eprint!(
+            "\r\x1b[2K{}: {:.0}s{} | sweep ETA {:.0}s",
+            p.label,
+            p.elapsed_s,
+            p.expected_s
+                .map(|t| format!("/{t:.0}s"))
+                .unwrap_or_default(),
+            p.eta_s.unwrap_or(0.0)
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    fn progress_done(&self) {
+        if !self.quiet {
+            eprint!("\r\x1b[2K");
+        }
+    }
+
+    fn point_done(&self, point: &Point) {
+        if !self.quiet {
+            println!("{}", terminal::point_block(point));
+        }
+    }
+
+    fn point_skipped(&self, name: &str, reason: &str, failed: bool) {
+        if !self.quiet {
+            let what = if failed { "failed" } else { "skipped" };
+            eprintln!("iolab: {what} {name}: {reason}");
+        }
+    }
+
+    fn warning(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("warning: {msg}");
+        }
+    }
+
+    fn note(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("iolab: {msg}");
+        }
+    }
+
+    fn point_traced(&self, trace: &ConfigResult) {
+        if !self.quiet {
+            println!("{}", point_tracer::table(trace));
+        }
+    }
+}

@@ -1,0 +1,479 @@
+//! The experiment driver: runs a list of experiments point by point (plain
+//! sweeps, open-loop rate ramps relative to the closed-loop maximum,
+//! latency-target searches, steady-state rounds, an optional purge and
+//! preconditioning pass), stops cleanly on Ctrl-C, marks partial points, and
+//! keeps the results file (and fio export) current after every point. It
+//! reports only through an `Observer` and never prints.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::{Observer, Progress, ResultsSink};
+use crate::analysis::search::TargetSearch;
+use crate::analysis::steady;
+use crate::analysis::AnalysisOptions;
+use crate::dut::Target;
+use crate::interrupt;
+use crate::plan::experiment::{Experiment, Mode};
+use crate::plan::job::{Arrival, JobSpec, OpenLoop};
+use crate::plan::sweep::RateAxis;
+use crate::results::{Point, Results};
+use crate::runner::job::{run_job, JobOutcome, RunOptions};
+use crate::runner::steady::{self as steady_run, SteadyOptions};
+use crate::trace::point_tracer::{self, Tracer};
+
+/// Run state shared by every point: the results, progress and counters.
+pub struct Driver<'a> {
+    target: &'a Target,
+    sink: ResultsSink,
+    observer: &'a dyn Observer,
+    /// `--breakdown`: the stack tracer.
+    tracer: Option<Tracer<'a>>,
+    /// Report progress once a second while a point runs.
+    show_progress: bool,
+    planned_points: usize,
+    planned_secs: f64,
+    done_points: usize,
+    started: Instant,
+    failures: usize,
+    /// The first "cannot run" error: returned when no point ran at all.
+    first_skip: Option<anyhow::Error>,
+}
+
+/// What a driven run left: the results, how many points failed, and the
+/// first reason a point could not run (the error to return when none ran).
+pub struct Outcome {
+    pub results: Results,
+    pub failures: usize,
+    pub first_skip: Option<anyhow::Error>,
+}
+
+/// What a point run returned.
+enum Ran {
+    Done(Box<Point>),
+    Skipped,
+}
+
+impl<'a> Driver<'a> {
+    /// `planned` is (points, seconds) for the progress line's ETA.
+    pub fn new(
+        target: &'a Target,
+        sink: ResultsSink,
+        observer: &'a dyn Observer,
+        tracer: Option<Tracer<'a>>,
+        show_progress: bool,
+        planned: (usize, f64),
+    ) -> Driver<'a> {
+        Driver {
+            target,
+            sink,
+            observer,
+            tracer,
+            show_progress,
+            planned_points: planned.0,
+            planned_secs: planned.1,
+            done_points: 0,
+            started: Instant::now(),
+            failures: 0,
+            first_skip: None,
+        }
+    }
+
+    pub fn results(&self) -> &Results {
+        &self.sink.results
+    }
+
+    /// Write the results as they are (before the first point, so a crash
+    /// still leaves the provenance).
+    pub fn save(&mut self) -> anyhow::Result<()> {
+        self.sink.save()
+    }
+
+    /// Run every experiment in order until the list ends or Ctrl-C.
+    pub fn run_all(mut self, exps: &[Experiment]) -> anyhow::Result<Outcome> {
+        for e in exps {
+            if interrupt::stop_requested() {
+                break;
+            }
+            self.sink.set_analysis(AnalysisOptions {
+                knee_factor: e.knee_factor,
+            });
+            self.run_experiment(e)?;
+        }
+        let results = self.sink.finish(interrupt::stop_requested())?;
+        Ok(Outcome {
+            results,
+            failures: self.failures,
+            first_skip: self.first_skip,
+        })
+    }
+
+    fn skip(
+        &mut self,
+        job: &JobSpec,
+        exp: &str,
+        reason: String,
+        failed: bool,
+    ) -> anyhow::Result<()> {
+        let what = if failed { "failed" } else { "skipped" };
+        self.observer.point_skipped(&job.name, &reason, failed);
+        self.sink
+            .results
+            .warnings
+            .push(format!("point {} {what}: {reason}", job.name));
+        let list = self
+            .sink
+            .results
+            .extra
+            .entry("skipped_points".into())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(v) = list {
+            v.push(json!({"name": job.name, "experiment": exp, "reason": reason, "failed": failed, "job": job}));
+        }
+        if failed {
+            self.failures += 1;
+        }
+        self.save()
+    }
+
+    /// Run one point; errors that mean "this point cannot run" skip it.
+    fn run_point(
+        &mut self,
+        job: &JobSpec,
+        exp: &str,
+        extra: &[(&str, Value)],
+    ) -> anyhow::Result<Ran> {
+        if interrupt::stop_requested() {
+            return Ok(Ran::Skipped);
+        }
+        self.done_points += 1;
+        let label = format!(
+            "[{}/{}] {}",
+            self.done_points,
+            self.planned_points.max(self.done_points),
+            job.name
+        );
+        let started = self.started;
+        let planned = self.planned_secs;
+        let observer = self.observer;
+        let progress = move |elapsed: f64, total: Option<f64>| {
+            observer.progress(&Progress {
+                label: &label,
+                elapsed_s: elapsed,
+                expected_s: total,
+                eta_s: Some((planned - started.elapsed().as_secs_f64()).max(0.0)),
+            });
+        };
+        let opts = RunOptions {
+            record_requests: None,
+            on_progress: if self.show_progress {
+                Some(&progress)
+            } else {
+                None
+            },
+        };
+        let mut traced = None;
+        let mut untraced_why = None;
+        let outcome = match &mut self.tracer {
+            Some(t) => match t.why_not_for(job) {
+                None => t.run(job).map(|(point, res)| {
+                    traced = Some(res);
+                    JobOutcome {
+                        point,
+                        request_logs: Vec::new(),
+                        features: Vec::new(),
+                    }
+                }),
+                Some(why) => {
+                    untraced_why = Some(why);
+                    run_job(job, self.target, &opts)
+                }
+            },
+            None => run_job(job, self.target, &opts),
+        };
+        if self.show_progress {
+            self.observer.progress_done();
+        }
+        let mut outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                let cannot_run = crate::error::point_cannot_run(&e);
+                self.skip(job, exp, format!("{e:#}"), !cannot_run)?;
+                if self.first_skip.is_none() {
+                    self.first_skip = Some(e);
+                }
+                return Ok(Ran::Skipped);
+            }
+        };
+        let p = &mut outcome.point;
+        if interrupt::stop_requested() {
+            p.warnings
+                .push("interrupted before the end of the job: this point is partial".into());
+            p.extra.insert("interrupted".into(), Value::Bool(true));
+        }
+        if !exp.is_empty() {
+            p.params.insert("experiment".into(), exp.to_string());
+        }
+        for (k, v) in extra {
+            p.extra.insert((*k).to_string(), v.clone());
+        }
+        if let Some(res) = &traced {
+            p.warnings.extend(point_tracer::warnings(res));
+            p.extra.insert("trace".into(), serde_json::to_value(res)?);
+        }
+        // A machine-wide reason is said once, in the results' warnings.
+        if let Some(why) =
+            untraced_why.filter(|_| self.tracer.as_ref().is_some_and(|t| t.why_not.is_none()))
+        {
+            self.observer
+                .note(&format!("--breakdown: {} runs untraced: {why}", job.name));
+            p.warnings.push(format!("--breakdown: not traced: {why}"));
+        }
+        for f in outcome.features {
+            if !self.sink.results.provenance.engine_features.contains(&f) {
+                self.sink.results.provenance.engine_features.push(f);
+            }
+        }
+        self.observer.point_done(&outcome.point);
+        if let Some(res) = &traced {
+            self.observer.point_traced(res);
+        }
+        self.sink.results.points.push(outcome.point.clone());
+        self.save()?;
+        Ok(Ran::Done(Box::new(outcome.point)))
+    }
+
+    fn run_experiment(&mut self, e: &Experiment) -> anyhow::Result<()> {
+        let exp = e.name.as_str();
+        if e.purge {
+            let msg = steady_run::purge(self.target, self.target.size)?;
+            self.observer.note(&format!("purge: {msg}"));
+            self.sink
+                .results
+                .warnings
+                .retain(|w| !w.starts_with("purge:"));
+            self.sink.results.extra.insert("purge".into(), json!(msg));
+        }
+        if let (Some(n), Some(first)) = (e.precondition, e.jobs.first()) {
+            let pj = steady_run::precondition_job(first, self.target.size, n);
+            self.run_point(&pj, exp, &[("phase", json!("precondition"))])?;
+        }
+        match &e.mode {
+            Mode::Plain => {
+                for j in &e.jobs {
+                    self.run_point(j, exp, &[])?;
+                }
+            }
+            Mode::Rates { rates, arrival } => {
+                for j in &e.jobs {
+                    self.run_rates(j, exp, rates, *arrival)?;
+                }
+            }
+            Mode::LatencyTarget {
+                target_ns,
+                percentile,
+                open_loop,
+            } => {
+                for j in &e.jobs {
+                    self.latency_search(j, exp, *target_ns, *percentile, *open_loop)?;
+                }
+            }
+            Mode::Steady(s) => self.steady_rounds(&e.jobs, exp, s)?,
+        }
+        Ok(())
+    }
+
+    fn closed_loop_max(&mut self, j: &JobSpec, exp: &str) -> anyhow::Result<Option<f64>> {
+        let mut cj = j.clone();
+        cj.name = format!("{}-closed-loop-max", j.name);
+        cj.open_loop = None;
+        Ok(
+            match self.run_point(&cj, exp, &[("role", json!("closed_loop_max"))])? {
+                Ran::Done(p) if p.total.iops > 0.0 => Some(p.total.iops),
+                _ => None,
+            },
+        )
+    }
+
+    fn run_rates(
+        &mut self,
+        j: &JobSpec,
+        exp: &str,
+        rates: &RateAxis,
+        arrival: Arrival,
+    ) -> anyhow::Result<()> {
+        let list: Vec<f64> = match rates {
+            RateAxis::Iops(v) => v.clone(),
+            RateAxis::PercentOfMax(pcts) => {
+                let Some(max) = self.closed_loop_max(j, exp)? else {
+                    return Ok(());
+                };
+                pcts.iter().map(|p| (p / 100.0 * max).max(1.0)).collect()
+            }
+        };
+        for r in list {
+            let rj = with_rate(j, r, arrival);
+            self.run_point(&rj, exp, &[])?;
+        }
+        Ok(())
+    }
+
+    fn latency_search(
+        &mut self,
+        j: &JobSpec,
+        exp: &str,
+        target_ns: u64,
+        pct: f64,
+        open_loop: Option<Arrival>,
+    ) -> anyhow::Result<()> {
+        let (mut search, mut v, variable) = match open_loop {
+            Some(_) => {
+                let Some(max) = self.closed_loop_max(j, exp)? else {
+                    return Ok(());
+                };
+                (TargetSearch::new(max, false), (max / 64.0).max(1.0), "rate")
+            }
+            None => (TargetSearch::new(4096.0, true), 1.0, "qd"),
+        };
+        let mut step = 0;
+        loop {
+            step += 1;
+            let mut sj = match open_loop {
+                Some(arr) => with_rate(j, v, arr),
+                None => JobSpec {
+                    qd: v as u32,
+                    ..j.clone()
+                },
+            };
+            if open_loop.is_none() {
+                sj.name = if j.name == j.default_name() {
+                    sj.default_name()
+                } else {
+                    format!("{}-qd{}", j.name, v as u32)
+                };
+            }
+            sj.name = format!("{}-target-step{step}", sj.name);
+            let point = match self.run_point(&sj, exp, &[])? {
+                Ran::Done(p) => p,
+                Ran::Skipped => return Ok(()),
+            };
+            let measured = measured_percentile(&point, pct);
+            let meets = measured.is_some_and(|m| m <= target_ns as f64);
+            let info = json!({
+                "variable": variable, "value": v, "target_ns": target_ns, "percentile": pct,
+                "measured_ns": measured, "meets": meets, "step": step,
+            });
+            if let Some(last) = self.sink.results.points.last_mut() {
+                last.extra.insert("latency_target".into(), info);
+            }
+            self.save()?;
+            match search.observe(v, meets) {
+                Some(n) if !interrupt::stop_requested() => v = n,
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn steady_rounds(
+        &mut self,
+        jobs: &[JobSpec],
+        exp: &str,
+        s: &SteadyOptions,
+    ) -> anyhow::Result<()> {
+        let tracked = steady_run::tracked_index(jobs);
+        let mut series = Vec::new();
+        for round in 0..s.max_rounds {
+            for (i, j) in jobs.iter().enumerate() {
+                let mut rj = j.clone();
+                rj.name = format!("{}-round{}", j.name, round + 1);
+                let info = json!({
+                    "round": round + 1, "tracked": i == tracked, "metric": s.metric,
+                    "criterion": s.criterion, "window": s.window, "max_rounds": s.max_rounds,
+                });
+                let ran = self.run_point(&rj, exp, &[("steady", info)])?;
+                if i == tracked {
+                    // Rounds of one job share a key: drop the round from the name-free params.
+                    if let Ran::Done(p) = ran {
+                        series.push(s.metric.of(&p).unwrap_or(0.0));
+                    } else {
+                        return Ok(());
+                    }
+                }
+                if interrupt::stop_requested() {
+                    return Ok(());
+                }
+            }
+            if let Some(c) = steady::check(&series, s.window, s.criterion) {
+                {
+                    self.observer.note(&format!(
+                        "round {}: window mean {:.1}, range {:.1}%, excursion {:.1}%: {}",
+                        round + 1,
+                        c.mean,
+                        100.0 * c.range / c.mean.abs().max(1e-12),
+                        100.0 * c.excursion / c.mean.abs().max(1e-12),
+                        if c.steady { "steady" } else { "not steady yet" }
+                    ));
+                }
+                if c.steady {
+                    return Ok(());
+                }
+            }
+        }
+        self.sink.results.warnings.push(format!(
+            "steady state not reached in {} rounds{}",
+            s.max_rounds,
+            if exp.is_empty() {
+                String::new()
+            } else {
+                format!(" ({exp})")
+            }
+        ));
+        self.save()
+    }
+}
+
+/// `j` at a fixed open-loop rate, named after it.
+pub fn with_rate(j: &JobSpec, rate: f64, arrival: Arrival) -> JobSpec {
+    let mut r = j.clone();
+    r.open_loop = Some(OpenLoop {
+        rate_iops: rate,
+        arrival,
+    });
+    r.name = if j.name == j.default_name() {
+        r.default_name()
+    } else {
+        format!("{}-rate{rate:.0}", j.name)
+    };
+    r
+}
+
+/// The percentile of the point's main latency: from the intended issue time
+/// for open-loop points (what a client sees), else the normal total latency.
+fn measured_percentile(p: &Point, pct: f64) -> Option<f64> {
+    let key = crate::measure::histogram::percentile_key(pct);
+    if let Some(ol) = p.extra.json("open_loop") {
+        let l = &ol["lat_from_intended"];
+        let s = l.get("read").or_else(|| l.get("write"))?;
+        if let Some(v) = s["percentiles_ns"].get(&key).and_then(Value::as_f64) {
+            return Some(v);
+        }
+        let h = ["read.lat_intended", "write.lat_intended"]
+            .iter()
+            .find_map(|k| p.histograms.get(*k))?;
+        return crate::measure::histogram::LatencyHistogram::decode(h)
+            .ok()
+            .map(|h| h.value_at_percentile(pct) as f64);
+    }
+    let lat = p.main_lat()?;
+    if let Some(v) = lat.percentiles_ns.get(&key) {
+        return Some(*v as f64);
+    }
+    let h = ["read.lat", "write.lat"]
+        .iter()
+        .find_map(|k| p.histograms.get(*k))?;
+    crate::measure::histogram::LatencyHistogram::decode(h)
+        .ok()
+        .map(|h| h.value_at_percentile(pct) as f64)
+}
