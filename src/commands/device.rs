@@ -563,13 +563,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let quiet = a.quiet || a.json.as_deref() == Some(std::path::Path::new("-"));
     let mut provenance = Provenance::collect(a.seed);
     let mut run_warnings = Vec::new();
-    let ncpu = provenance.cpu_count as f64;
-    if provenance.load_average[0] > 0.5 * ncpu {
-        run_warnings.push(format!(
-            "the machine was busy at start (load average {:.2} on {} CPUs): numbers may be noisy; rerun when idle",
-            provenance.load_average[0], provenance.cpu_count
-        ));
-    }
+    run_warnings.extend(provenance.busy_warning());
     if !quiet && needs_file && a.target.as_ref().is_none_or(|p| p.is_dir()) {
         eprintln!(
             "iolab: preparing a {} MiB scratch file...",

@@ -84,6 +84,26 @@ impl Provenance {
         }
     }
 
+    /// A warning when the machine was busy at start (load average above
+    /// half the CPUs): numbers may be noisy.
+    pub fn busy_warning(&self) -> Option<String> {
+        (self.load_average[0] > 0.5 * self.cpu_count as f64).then(|| {
+            format!(
+                "the machine was busy at start (load average {:.2} on {} CPUs): numbers may be noisy; rerun when idle",
+                self.load_average[0], self.cpu_count
+            )
+        })
+    }
+
+    /// Add engine features probed by a point, once each.
+    pub fn merge_features(&mut self, features: Vec<crate::engine::FeatureProbe>) {
+        for f in features {
+            if !self.engine_features.contains(&f) {
+                self.engine_features.push(f);
+            }
+        }
+    }
+
     /// Everything about this machine; the caller adds target, plan and features.
     pub fn collect(seed: u64) -> Provenance {
         // SAFETY: zeroed utsname is a valid out-parameter.

@@ -207,11 +207,7 @@ impl<'a> Driver<'a> {
             }
         };
         let p = &mut outcome.point;
-        if interrupt::stop_requested() {
-            p.warnings
-                .push("interrupted before the end of the job: this point is partial".into());
-            p.extra.insert("interrupted".into(), Value::Bool(true));
-        }
+        super::mark_if_interrupted(p);
         if !exp.is_empty() {
             p.params.insert("experiment".into(), exp.to_string());
         }
@@ -230,11 +226,10 @@ impl<'a> Driver<'a> {
                 .note(&format!("--breakdown: {} runs untraced: {why}", job.name));
             p.warnings.push(format!("--breakdown: not traced: {why}"));
         }
-        for f in outcome.features {
-            if !self.sink.results.provenance.engine_features.contains(&f) {
-                self.sink.results.provenance.engine_features.push(f);
-            }
-        }
+        self.sink
+            .results
+            .provenance
+            .merge_features(outcome.features);
         self.observer.point_done(&outcome.point);
         if let Some(res) = &traced {
             self.observer.point_traced(res);

@@ -127,7 +127,8 @@ fn run_record(steps: &[Step], profile: &str, budget_ns: u64) -> serde_json::Valu
     })
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<()> {
+/// `--budget`, `--size` and `--engine`, checked.
+fn parse_options(a: &RunArgs) -> anyhow::Result<(u64, Option<u64>, Option<EngineKind>)> {
     let budget_ns = parse_duration_ns("--budget", &a.budget)?;
     if budget_ns < 1_000_000_000 {
         return Err(usage("--budget", "give at least 1s"));
@@ -160,77 +161,42 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             format!("{} is not a directory", a.dir.display()),
         ));
     }
-    let mut base = JobSpec {
-        engine: explicit.unwrap_or(EngineKind::IoUring),
-        seed: a.seed,
-        ..JobSpec::default()
-    };
-    let trace_why_not = breakdown::unavailable();
-    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
-    if a.dry_run {
-        print_plan(&steps, &a.dir, budget_ns);
-        return Ok(());
-    }
-    interrupt::install();
-    let quiet = a.quiet;
-    let scratch_size = size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
-    if !quiet {
-        eprintln!(
-            "iolab: preparing a {} MiB scratch file in {}...",
-            scratch_size >> 20,
-            a.dir.display()
-        );
-    }
-    let topts = TargetOptions {
-        path: Some(a.dir.clone()),
-        size: Some(scratch_size),
-        ..Default::default()
-    };
-    let target = dut::prepare(&topts, true, None, a.seed)?;
-    let mut warnings = Vec::new();
-    if explicit.is_none() {
-        // io_uring may be disabled (sysctl, seccomp, old kernel): fall back.
-        let mut chosen = None;
-        for e in [EngineKind::IoUring, EngineKind::Aio, EngineKind::Psync] {
-            if engine_works(e, &target) {
-                chosen = Some(e);
-                break;
-            }
-            warnings.push(format!(
-                "the {} engine does not work here; falling back",
-                e.name()
-            ));
-        }
-        let e = chosen
-            .ok_or_else(|| anyhow::anyhow!("no I/O engine works on {}", target.path.display()))?;
-        if e != base.engine {
-            base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
-        }
-    }
-    let dir = out_dir(&a);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
-    let json_path = dir.join("results.json");
-    let html_path = dir.join("report.html");
+    Ok((budget_ns, size, explicit))
+}
 
-    let mut provenance = Provenance::collect(a.seed);
-    provenance.target = Some(target.info());
-    let jobs: Vec<(&'static str, StepKind, JobSpec)> = active_jobs(&steps)
-        .into_iter()
-        .map(|(s, j)| (s.id, s.kind, j.clone()))
-        .collect();
-    provenance.plan = serde_json::to_value(jobs.iter().map(|(_, _, j)| j).collect::<Vec<_>>())?;
-    let mut results = Results::new("run", provenance);
-    let ncpu = results.provenance.cpu_count as f64;
-    if results.provenance.load_average[0] > 0.5 * ncpu {
+/// The first engine that works on the target (io_uring may be disabled by
+/// sysctl, seccomp or an old kernel), with a warning for each that does not.
+fn choose_engine(target: &Target, warnings: &mut Vec<String>) -> anyhow::Result<EngineKind> {
+    for e in [EngineKind::IoUring, EngineKind::Aio, EngineKind::Psync] {
+        if engine_works(e, target) {
+            return Ok(e);
+        }
         warnings.push(format!(
-            "the machine was busy at start (load average {:.2} on {} CPUs): numbers may be noisy; rerun when idle",
-            results.provenance.load_average[0], results.provenance.cpu_count
+            "the {} engine does not work here; falling back",
+            e.name()
         ));
     }
+    Err(anyhow::anyhow!(
+        "no I/O engine works on {}",
+        target.path.display()
+    ))
+}
+
+/// The results before the first job: provenance, plan, start warnings.
+fn start_results(
+    target: &Target,
+    seed: u64,
+    jobs: &[(&'static str, StepKind, JobSpec)],
+    steps: &[Step],
+    mut warnings: Vec<String>,
+) -> anyhow::Result<Results> {
+    let mut provenance = Provenance::collect(seed);
+    provenance.target = Some(target.info());
+    provenance.plan = serde_json::to_value(jobs.iter().map(|(_, _, j)| j).collect::<Vec<_>>())?;
+    let mut results = Results::new("run", provenance);
+    warnings.extend(results.provenance.busy_warning());
     warnings.extend(target.warnings.iter().cloned());
-    for s in &steps {
+    for s in steps {
         if let Some(why) = &s.skipped {
             if s.kind != StepKind::Kv {
                 warnings.push(format!("step '{}' skipped: {why}", s.title));
@@ -238,41 +204,73 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         }
     }
     results.warnings = warnings;
-    results
-        .extra
-        .insert("run".into(), run_record(&steps, &a.profile, budget_ns));
-    results.write_atomic(&json_path)?;
+    Ok(results)
+}
 
-    let show_progress = !quiet && std::io::stderr().is_terminal();
-    let total_ns: u64 = jobs
-        .iter()
-        .map(|(_, _, j)| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
-        .sum();
-    let mut done_ns = 0u64;
-    let t0 = Instant::now();
-    let n = jobs.len();
-    let mut kv_ran = false;
-    for (i, (step_id, kind, job)) in jobs.iter().enumerate() {
-        let (step_id, kind) = (*step_id, *kind);
-        if interrupt::stop_requested() {
-            break;
+/// One `iolab run` in progress: the plan, the results and where they go.
+struct StepRunner<'a> {
+    a: &'a RunArgs,
+    target: &'a Target,
+    steps: Vec<Step>,
+    results: Results,
+    budget_ns: u64,
+    out: PathBuf,
+    json_path: PathBuf,
+    show_progress: bool,
+    /// One `kv` invocation runs every workload of the kv step.
+    kv_ran: bool,
+}
+
+impl StepRunner<'_> {
+    fn save(&mut self) -> anyhow::Result<()> {
+        self.results.extra.insert(
+            "run".into(),
+            run_record(&self.steps, &self.a.profile, self.budget_ns),
+        );
+        self.results.write_atomic(&self.json_path)
+    }
+
+    /// Run every job in plan order until the end or Ctrl-C.
+    fn run_all(&mut self, jobs: &[(&'static str, StepKind, JobSpec)]) -> anyhow::Result<()> {
+        let total_ns: u64 = jobs.iter().map(|(_, _, j)| job_ns(j)).sum();
+        let mut done_ns = 0u64;
+        for (i, (step_id, kind, job)) in jobs.iter().enumerate() {
+            if interrupt::stop_requested() {
+                break;
+            }
+            done_ns += job_ns(job);
+            // Skipped while running (no closed-loop maximum, no tracing here).
+            if self
+                .steps
+                .iter()
+                .any(|s| s.id == *step_id && s.skipped.is_some())
+                || (*kind == StepKind::Kv && self.kv_ran)
+            {
+                continue;
+            }
+            let position = format!("[{}/{}]", i + 1, jobs.len());
+            self.run_job(&position, step_id, *kind, job, total_ns - done_ns)?;
+            self.results.analysis = analysis::analyze_across_steps(&self.results.points);
+            self.save()?;
         }
-        let job_ns = job.stop.runtime_ns.unwrap_or(0) + job.ramp_ns;
-        let remaining_after = total_ns - done_ns - job_ns;
-        done_ns += job_ns;
-        // Skipped while running (no closed-loop maximum, no tracing here).
-        if steps.iter().any(|s| s.id == step_id && s.skipped.is_some()) {
-            continue;
-        }
-        if kind == StepKind::Kv && kv_ran {
-            continue; // one `kv` invocation runs every workload of the step
-        }
+        Ok(())
+    }
+
+    /// Run one job of a step; a step that cannot run here is marked skipped.
+    fn run_job(
+        &mut self,
+        position: &str,
+        step_id: &'static str,
+        kind: StepKind,
+        job: &JobSpec,
+        remaining_after: u64,
+    ) -> anyhow::Result<()> {
         let mut job = job.clone();
         let mut extra = Vec::new();
         let mut skip_why = None;
         if kind == StepKind::RatesOfMax {
             let pct = job.open_loop.map_or(100.0, |o| o.rate_iops);
-            match closed_loop_max(&mut results.points, &job) {
+            match closed_loop_max(&mut self.results.points, &job) {
                 Some(max) => {
                     if let Some(ol) = job.open_loop.as_mut() {
                         ol.rate_iops = (pct / 100.0 * max).max(1.0);
@@ -288,43 +286,38 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        let label = format!("[{}/{n}] {}", i + 1, job.name);
+        let label = format!("{position} {}", job.name);
+        let this_ns = job_ns(&job);
         let progress = move |elapsed: f64, _total: Option<f64>| {
-            let left = (job_ns as f64 / 1e9 - elapsed).max(0.0) + remaining_after as f64 / 1e9;
+            let left = (this_ns as f64 / 1e9 - elapsed).max(0.0) + remaining_after as f64 / 1e9;
             eprint!("\r\x1b[2K{label}  ETA {:.0}s", left);
             let _ = std::io::stderr().flush();
         };
-        if show_progress {
+        if self.show_progress {
             progress(0.0, None);
         }
         let mut more_points = Vec::new();
         let outcome = match kind {
             _ if skip_why.is_some() => Err(anyhow::anyhow!("skipped")),
-            StepKind::Kv => {
-                kv_ran = true;
-                let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
-                kv::run(&a.dir, &dir, records, a.seed).and_then(|(mut pts, kr)| {
-                    for (k, v) in kr.provenance.tools {
-                        results.provenance.tools.entry(k).or_insert(v);
-                    }
-                    results.warnings.extend(kr.warnings);
-                    let first = (!pts.is_empty()).then(|| pts.remove(0));
-                    more_points = pts;
-                    first
-                        .map(|p| (p, Vec::new()))
-                        .ok_or_else(|| anyhow::anyhow!("the kv step measured nothing"))
-                })
-            }
-            StepKind::Trace => breakdown::run(&target, &job).map(|p| (p, Vec::new())),
+            StepKind::Kv => self.run_kv(&job).map(|mut pts| {
+                let first = pts.remove(0);
+                more_points = pts;
+                (first, Vec::new())
+            }),
+            StepKind::Trace => breakdown::run(self.target, &job).map(|p| (p, Vec::new())),
             _ => {
                 let opts = RunOptions {
                     record_requests: None,
-                    on_progress: if show_progress { Some(&progress) } else { None },
+                    on_progress: if self.show_progress {
+                        Some(&progress)
+                    } else {
+                        None
+                    },
                 };
-                run_job(&job, &target, &opts).map(|o| (o.point, o.features))
+                run_job(&job, self.target, &opts).map(|o| (o.point, o.features))
             }
         };
-        if show_progress {
+        if self.show_progress {
             eprint!("\r\x1b[2K");
         }
         match outcome {
@@ -333,59 +326,137 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
                 for (k, v) in extra {
                     point.extra.insert(k.into(), v);
                 }
-                if interrupt::stop_requested() {
-                    point.warnings.push(
-                        "interrupted before the end of the job: this point is partial".into(),
-                    );
-                    point
-                        .extra
-                        .insert("interrupted".into(), serde_json::Value::Bool(true));
-                }
-                for f in features {
-                    if !results.provenance.engine_features.contains(&f) {
-                        results.provenance.engine_features.push(f);
-                    }
-                }
-                results.points.push(point);
+                crate::session::mark_if_interrupted(&mut point);
+                self.results.provenance.merge_features(features);
+                self.results.points.push(point);
                 for mut p in more_points {
                     p.params.insert("step".into(), step_id.into());
-                    results.points.push(p);
+                    self.results.points.push(p);
                 }
             }
             Err(e) if skip_why.is_some() || matches!(kind, StepKind::Trace | StepKind::Kv) => {
                 let why = skip_why.take().unwrap_or_else(|| format!("{e:#}"));
-                if let Some(s) = steps.iter_mut().find(|s| s.id == step_id) {
-                    results
-                        .warnings
-                        .push(format!("step '{}' skipped: {why}", s.title));
-                    if !quiet {
-                        eprintln!("iolab: step {} skipped: {why}", s.id);
-                    }
-                    s.skipped = Some(why);
-                }
+                self.skip_step(step_id, why);
             }
             Err(e) => {
                 let msg = format!("job {} failed: {e:#}", job.name);
-                if !quiet {
+                if !self.a.quiet {
                     eprintln!("iolab: {msg}");
                 }
-                results.warnings.push(msg);
+                self.results.warnings.push(msg);
             }
         }
-        results.analysis = analysis::analyze_across_steps(&results.points);
-        results
-            .extra
-            .insert("run".into(), run_record(&steps, &a.profile, budget_ns));
-        results.write_atomic(&json_path)?;
+        Ok(())
     }
+
+    /// The kv step: every workload in one go; its points (at least one).
+    fn run_kv(&mut self, job: &JobSpec) -> anyhow::Result<Vec<Point>> {
+        self.kv_ran = true;
+        let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
+        let (pts, kr) = kv::run(&self.a.dir, &self.out, records, self.a.seed)?;
+        for (k, v) in kr.provenance.tools {
+            self.results.provenance.tools.entry(k).or_insert(v);
+        }
+        self.results.warnings.extend(kr.warnings);
+        if pts.is_empty() {
+            anyhow::bail!("the kv step measured nothing");
+        }
+        Ok(pts)
+    }
+
+    fn skip_step(&mut self, step_id: &str, why: String) {
+        if let Some(s) = self.steps.iter_mut().find(|s| s.id == step_id) {
+            self.results
+                .warnings
+                .push(format!("step '{}' skipped: {why}", s.title));
+            if !self.a.quiet {
+                eprintln!("iolab: step {} skipped: {why}", s.id);
+            }
+            s.skipped = Some(why);
+        }
+    }
+}
+
+/// A job's planned time: runtime plus ramp.
+fn job_ns(j: &JobSpec) -> u64 {
+    j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<()> {
+    let (budget_ns, size, explicit) = parse_options(&a)?;
+    let mut base = JobSpec {
+        engine: explicit.unwrap_or(EngineKind::IoUring),
+        seed: a.seed,
+        ..JobSpec::default()
+    };
+    let trace_why_not = breakdown::unavailable();
+    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
+    if a.dry_run {
+        print_plan(&steps, &a.dir, budget_ns);
+        return Ok(());
+    }
+    interrupt::install();
+    let scratch_size = size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
+    if !a.quiet {
+        eprintln!(
+            "iolab: preparing a {} MiB scratch file in {}...",
+            scratch_size >> 20,
+            a.dir.display()
+        );
+    }
+    let topts = TargetOptions {
+        path: Some(a.dir.clone()),
+        size: Some(scratch_size),
+        ..Default::default()
+    };
+    let target = dut::prepare(&topts, true, None, a.seed)?;
+    let mut warnings = Vec::new();
+    if explicit.is_none() {
+        let e = choose_engine(&target, &mut warnings)?;
+        if e != base.engine {
+            base.engine = e;
+            steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
+        }
+    }
+    let dir = out_dir(&a);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
+    let jobs: Vec<(&'static str, StepKind, JobSpec)> = active_jobs(&steps)
+        .into_iter()
+        .map(|(s, j)| (s.id, s.kind, j.clone()))
+        .collect();
+    let results = start_results(&target, a.seed, &jobs, &steps, warnings)?;
+    let mut runner = StepRunner {
+        a: &a,
+        target: &target,
+        steps,
+        results,
+        budget_ns,
+        json_path: dir.join("results.json"),
+        out: dir,
+        show_progress: !a.quiet && std::io::stderr().is_terminal(),
+        kv_ran: false,
+    };
+    runner.save()?;
+    let t0 = Instant::now();
+    runner.run_all(&jobs)?;
+    let (results, json_path, dir) = (runner.results, runner.json_path, runner.out);
+    drop(target);
+    finish(results, &json_path, &dir.join("report.html"), a.quiet, t0)
+}
+
+/// Mark the end, write the report and the summary; the exit status.
+fn finish(
+    mut results: Results,
+    json_path: &Path,
+    html_path: &Path,
+    quiet: bool,
+    t0: Instant,
+) -> anyhow::Result<()> {
     results.interrupted = interrupt::stop_requested();
     results.complete = !results.interrupted;
-    results.write_atomic(&json_path)?;
-    crate::results::write_atomic(
-        &html_path,
-        html::render(&results, "results.json").as_bytes(),
-    )?;
-    drop(target);
+    results.write_atomic(json_path)?;
+    crate::results::write_atomic(html_path, html::render(&results, "results.json").as_bytes())?;
     if !quiet {
         println!(
             "{}",
