@@ -4,12 +4,13 @@
 //! btt-style tables and writes the results and optional blktrace exports.
 
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::cli::trace::TraceArgs;
-use crate::dut::sysfs::DevNum;
-use crate::dut::{self, TargetKind, TargetOptions};
+use crate::cli::trace::{TraceArgs, TraceOpts};
+use crate::dut::sysfs::{DevNum, DiskInfo};
+use crate::dut::{self, Target, TargetKind, TargetOptions};
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::usage;
 use crate::interrupt;
@@ -20,7 +21,7 @@ use crate::trace::blkexport;
 use crate::trace::config::{run_config, ConfigResult, SchedulerGuard, Setup};
 use crate::trace::events::kdev;
 use crate::trace::extents::ExtentMap;
-use crate::trace::session::disk_irqs;
+use crate::trace::session::{disk_irqs, Capture};
 use crate::trace::stages::render;
 use crate::trace::tracefs;
 
@@ -36,27 +37,21 @@ fn list(field: &str, s: &str) -> Result<Vec<String>> {
     Ok(v)
 }
 
-pub fn run(args: TraceArgs) -> Result<()> {
-    let args = *args.opts;
-    interrupt::install();
-    let size = parse_size("--size", &args.size)?;
-    let bs = parse_size("--bs", &args.bs)?;
-    if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {
-        return Err(usage("--bs", "must be a multiple of 512 up to 64M"));
-    }
-    let runtime = parse_duration_ns("--runtime", &args.runtime)?;
-    let write = match args.rw.as_str() {
-        "randread" => false,
-        "randwrite" => true,
-        other => {
-            return Err(usage(
-                "--rw",
-                format!("{other:?}: use randread or randwrite"),
-            ))
-        }
-    };
+/// The checked options of one `iolab trace`.
+struct Plan {
+    size: u64,
+    bs: u64,
+    runtime_ns: u64,
+    write: bool,
+    /// (engine, sqpoll)
+    engines: Vec<(EngineKind, bool)>,
+    qds: Vec<u32>,
+    export_dev: Option<DevNum>,
+}
+
+fn parse_engines(spec: &str) -> Result<Vec<(EngineKind, bool)>> {
     let mut engines = Vec::new();
-    for e in list("--engine", &args.engine)? {
+    for e in list("--engine", spec)? {
         let (name, sqpoll) = match e.strip_suffix("+sqpoll") {
             Some(n) => (n.to_string(), true),
             None => (e.clone(), false),
@@ -76,8 +71,12 @@ pub fn run(args: TraceArgs) -> Result<()> {
             }
         }
     }
+    Ok(engines)
+}
+
+fn parse_qds(spec: &str) -> Result<Vec<u32>> {
     let mut qds = Vec::new();
-    for q in list("--qd", &args.qd)? {
+    for q in list("--qd", spec)? {
         match q.parse::<u32>() {
             Ok(n) if (1..=4096).contains(&n) => qds.push(n),
             _ => {
@@ -88,20 +87,54 @@ pub fn run(args: TraceArgs) -> Result<()> {
             }
         }
     }
+    Ok(qds)
+}
+
+fn parse_plan(args: &TraceOpts) -> Result<Plan> {
+    let size = parse_size("--size", &args.size)?;
+    let bs = parse_size("--bs", &args.bs)?;
+    if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {
+        return Err(usage("--bs", "must be a multiple of 512 up to 64M"));
+    }
+    let runtime_ns = parse_duration_ns("--runtime", &args.runtime)?;
+    let write = match args.rw.as_str() {
+        "randread" => false,
+        "randwrite" => true,
+        other => {
+            return Err(usage(
+                "--rw",
+                format!("{other:?}: use randread or randwrite"),
+            ))
+        }
+    };
+    let engines = parse_engines(&args.engine)?;
+    let qds = parse_qds(&args.qd)?;
     let export_dev = match &args.export_dev {
         Some(s) => {
             Some(DevNum::parse(s).ok_or_else(|| usage("--export-dev", "use MAJ:MIN, e.g. 8:0"))?)
         }
         None => None,
     };
-
     if args.jobs == 0 || args.jobs > 1024 {
         return Err(usage(
             "--jobs",
             format!("{} jobs is out of range 1..1024", args.jobs),
         ));
     }
-    // Capabilities first: without them the job still runs, untraced.
+    Ok(Plan {
+        size,
+        bs,
+        runtime_ns,
+        write,
+        engines,
+        qds,
+        export_dev,
+    })
+}
+
+/// Probe root and tracefs (mounting it if needed), remove stale instances
+/// and say what tracing will do. Without them the job still runs, untraced.
+fn probe_tracing() -> (tracefs::Capabilities, tracefs::MountGuard) {
     let mut caps = tracefs::probe();
     // Unmounts tracefs at the very end if iolab mounted it.
     let mount = tracefs::MountGuard::take(&mut caps);
@@ -123,20 +156,26 @@ pub fn run(args: TraceArgs) -> Result<()> {
         ),
         Some(why) => println!("tracing: unavailable ({why}); running the job untraced"),
     }
+    (caps, mount)
+}
 
-    let opts = TargetOptions {
-        path: Some(args.dir.clone()),
-        size: Some(size),
-        ..Default::default()
-    };
-    let tgt = dut::prepare(&opts, write, None, args.seed)?;
+/// Where the target lives on its disk: the disk, its device number, the
+/// file's extents (block offsets) and the disk's interrupts.
+struct Placement {
+    disk: DiskInfo,
+    whole: DevNum,
+    extents: ExtentMap,
+    irqs: Vec<u32>,
+}
+
+fn place(tgt: &Target, dir: &Path, size: u64) -> Result<Placement> {
     let (fd, direct) = tgt.open(false, true)?;
     if !direct {
         return Err(usage(
             "--dir",
             format!(
                 "{} does not support O_DIRECT; tracing needs requests to reach the device",
-                args.dir.display()
+                dir.display()
             ),
         ));
     }
@@ -173,6 +212,103 @@ pub fn run(args: TraceArgs) -> Result<()> {
         disk.scheduler.clone().unwrap_or_default(),
         irqs
     );
+    Ok(Placement {
+        disk,
+        whole,
+        extents,
+        irqs,
+    })
+}
+
+/// `--scheduler`: the schedulers to compare (each must exist for the disk);
+/// `None` is the current one.
+fn schedulers(spec: Option<&str>, disk: &str) -> Result<Vec<Option<String>>> {
+    let Some(s) = spec else {
+        return Ok(vec![None]);
+    };
+    let (avail, _) = SchedulerGuard::available(disk)?;
+    let want = list("--scheduler", s)?;
+    for w in &want {
+        if !avail.contains(w) {
+            return Err(usage(
+                "--scheduler",
+                format!(
+                    "{w:?} is not available for {disk} (have {})",
+                    avail.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(want.into_iter().map(Some).collect())
+}
+
+/// The job of one configuration.
+fn job_spec(plan: &Plan, args: &TraceOpts, engine: EngineKind, sqpoll: bool, qd: u32) -> JobSpec {
+    JobSpec {
+        name: format!("trace-{}-qd{qd}", engine.name()),
+        pattern: if plan.write {
+            Pattern::RandWrite
+        } else {
+            Pattern::RandRead
+        },
+        bs: vec![(plan.bs, 100)],
+        qd,
+        jobs: args.jobs,
+        engine,
+        uring: UringOptions {
+            sqpoll,
+            ..Default::default()
+        },
+        direct: true,
+        stop: StopCondition {
+            runtime_ns: Some(plan.runtime_ns),
+            io_count: Some(args.max_ops as u64),
+            io_bytes: None,
+        },
+        seed: args.seed,
+        ..Default::default()
+    }
+}
+
+/// `--export DIR`: the capture in blktrace's binary format, all I/O on the
+/// device and this job's requests only.
+fn export_capture(dir: &Path, res: &ConfigResult, cap: &Capture, dev: DevNum) -> Result<()> {
+    let name = res.label.replace([' ', '+'], "_");
+    let files = blkexport::export(&cap.events, dir, &name, kdev(dev.major, dev.minor))?;
+    blkexport::export(
+        &cap.job_events(),
+        dir,
+        &format!("{name}_job"),
+        kdev(dev.major, dev.minor),
+    )?;
+    println!(
+        "blktrace export: {} file(s) {}/{}.blktrace.* (all I/O on the device; {}_job.blktrace.*: this job's requests only)",
+        files.len(),
+        dir.display(),
+        name,
+        name
+    );
+    Ok(())
+}
+
+pub fn run(args: TraceArgs) -> Result<()> {
+    let args = *args.opts;
+    interrupt::install();
+    let plan = parse_plan(&args)?;
+    let (caps, _mount) = probe_tracing();
+    let opts = TargetOptions {
+        path: Some(args.dir.clone()),
+        size: Some(plan.size),
+        ..Default::default()
+    };
+    let tgt = dut::prepare(&opts, plan.write, None, args.seed)?;
+    let Placement {
+        disk,
+        whole,
+        extents,
+        irqs,
+    } = place(&tgt, &args.dir, plan.size)?;
+    let schedulers = schedulers(args.scheduler.as_deref(), &disk.disk)?;
     let setup = Setup {
         caps,
         target: &tgt,
@@ -184,28 +320,6 @@ pub fn run(args: TraceArgs) -> Result<()> {
         max_records: args.max_ops,
         overhead_pairs: args.overhead_pairs.max(1),
     };
-
-    let schedulers: Vec<Option<String>> = match &args.scheduler {
-        Some(s) => {
-            let (avail, _) = SchedulerGuard::available(&disk.disk)?;
-            let want = list("--scheduler", s)?;
-            for w in &want {
-                if !avail.contains(w) {
-                    return Err(usage(
-                        "--scheduler",
-                        format!(
-                            "{w:?} is not available for {} (have {})",
-                            disk.disk,
-                            avail.join(", ")
-                        ),
-                    ));
-                }
-            }
-            want.into_iter().map(Some).collect()
-        }
-        None => vec![None],
-    };
-
     let mut results = Results::new("trace", Provenance::collect(args.seed));
     let mut all: Vec<ConfigResult> = Vec::new();
     'outer: for sched in &schedulers {
@@ -216,58 +330,19 @@ pub fn run(args: TraceArgs) -> Result<()> {
         let sched_name = sched
             .clone()
             .unwrap_or_else(|| disk.scheduler.clone().unwrap_or_default());
-        for &(engine, sqpoll) in &engines {
-            let depths: Vec<u32> = if engine.is_sync() {
+        for &(engine, sqpoll) in &plan.engines {
+            let depths = if engine.is_sync() {
                 vec![1]
             } else {
-                qds.clone()
+                plan.qds.clone()
             };
             for qd in depths {
-                let spec = JobSpec {
-                    name: format!("trace-{}-qd{qd}", engine.name()),
-                    pattern: if write {
-                        Pattern::RandWrite
-                    } else {
-                        Pattern::RandRead
-                    },
-                    bs: vec![(bs, 100)],
-                    qd,
-                    jobs: args.jobs,
-                    engine,
-                    uring: UringOptions {
-                        sqpoll,
-                        ..Default::default()
-                    },
-                    direct: true,
-                    stop: StopCondition {
-                        runtime_ns: Some(runtime),
-                        io_count: Some(args.max_ops as u64),
-                        io_bytes: None,
-                    },
-                    seed: args.seed,
-                    ..Default::default()
-                };
+                let spec = job_spec(&plan, &args, engine, sqpoll, qd);
                 spec.validate()?;
                 let (res, mut pt, cap) = run_config(&setup, &spec, &sched_name, !args.no_overhead)?;
                 print_config(&res);
                 if let (Some(dir), Some(cap)) = (&args.export, &cap) {
-                    let dev = export_dev.unwrap_or(whole);
-                    let name = res.label.replace([' ', '+'], "_");
-                    let files =
-                        blkexport::export(&cap.events, dir, &name, kdev(dev.major, dev.minor))?;
-                    blkexport::export(
-                        &cap.job_events(),
-                        dir,
-                        &format!("{name}_job"),
-                        kdev(dev.major, dev.minor),
-                    )?;
-                    println!(
-                        "blktrace export: {} file(s) {}/{}.blktrace.* (all I/O on the device; {}_job.blktrace.*: this job's requests only)",
-                        files.len(),
-                        dir.display(),
-                        name,
-                        name
-                    );
+                    export_capture(dir, &res, cap, plan.export_dev.unwrap_or(whole))?;
                 }
                 pt.name = res.label.clone();
                 pt.params.insert("scheduler".into(), res.scheduler.clone());
