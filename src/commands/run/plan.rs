@@ -88,87 +88,122 @@ fn mixed(base: &JobSpec, bs: u64, mix: u8, qd: u32) -> JobSpec {
     }
 }
 
-/// The steps of a profile, before budgeting (runtimes are set later).
-pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
-    use Pattern::*;
-    let full = profile == "full";
-    let quick = profile == "quick";
-    if !["quick", "standard", "full"].contains(&profile) {
-        return Err(usage(
-            "--profile",
-            format!("unknown profile '{profile}' (quick, standard, full)"),
-        ));
-    }
-    let mut steps = Vec::new();
-    let step = |id, title, jobs, core| Step {
+/// A plain step (its runtimes are set when the budget is split).
+fn step(id: &'static str, title: &'static str, jobs: Vec<JobSpec>, core: bool) -> Step {
+    Step {
         id,
         title,
         jobs,
         core,
         skipped: None,
         kind: StepKind::Plain,
+    }
+}
+
+/// Which profile: `quick` and `full` widen or narrow every step.
+#[derive(Clone, Copy)]
+struct Depth {
+    quick: bool,
+    full: bool,
+}
+
+/// The steps of a profile, before budgeting (runtimes are set later).
+pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
+    if !["quick", "standard", "full"].contains(&profile) {
+        return Err(usage(
+            "--profile",
+            format!("unknown profile '{profile}' (quick, standard, full)"),
+        ));
+    }
+    let d = Depth {
+        quick: profile == "quick",
+        full: profile == "full",
     };
-    let pats: &[Pattern] = if quick {
+    let mut steps = core_steps(base, d);
+    if !d.quick {
+        steps.push(matrix_step(base, d));
+    }
+    steps.push(batching_step(base, d));
+    if d.full {
+        steps.push(mix_step(base));
+    }
+    if !d.quick {
+        steps.push(load_latency_step(base, d));
+        steps.push(breakdown_step(base));
+    }
+    steps.push(kv_step(base, d));
+    dedupe(&mut steps);
+    Ok(steps)
+}
+
+/// QD1 latency per pattern, maximum 4 KiB IOPS, maximum 1 MiB bandwidth.
+fn core_steps(base: &JobSpec, d: Depth) -> Vec<Step> {
+    use Pattern::*;
+    let pats: &[Pattern] = if d.quick {
         &[RandRead, RandWrite]
     } else {
         &[RandRead, RandWrite, Read, Write]
     };
-    steps.push(step(
+    let latency = step(
         "latency",
         "Unloaded (QD1) latency per pattern",
         pats.iter().map(|&p| job(base, p, 4 * KIB, 1)).collect(),
         true,
-    ));
+    );
     let mut iops = vec![job(base, RandRead, 4 * KIB, 32)];
-    if !quick {
+    if !d.quick {
         iops.push(job(base, RandWrite, 4 * KIB, 32));
     }
-    if full {
+    if d.full {
         iops.push(job(base, RandRead, 4 * KIB, 128));
         iops.push(job(base, RandWrite, 4 * KIB, 128));
     }
-    steps.push(step("iops", "Maximum 4 KiB random IOPS", iops, true));
     let mut bw = vec![job(base, Read, MIB, 8), job(base, Write, MIB, 8)];
-    if full {
+    if d.full {
         bw.push(job(base, Read, 128 * KIB, 32));
         bw.push(job(base, Write, 128 * KIB, 32));
     }
-    steps.push(step(
-        "bandwidth",
-        "Maximum bandwidth with 1 MiB blocks",
-        bw,
-        true,
-    ));
-    if !quick {
-        let (bss, qds, pats): (&[u64], &[u32], &[Pattern]) = if full {
-            (
-                &[4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB],
-                &[1, 4, 16, 64],
-                &[RandRead, RandWrite],
-            )
-        } else {
-            (&[4 * KIB, 64 * KIB, MIB], &[1, 8, 32], &[RandRead])
-        };
-        let mut m = Vec::new();
-        for &p in pats {
-            for &qd in qds {
-                for &bs in bss {
-                    m.push(job(base, p, bs, qd));
-                }
+    vec![
+        latency,
+        step("iops", "Maximum 4 KiB random IOPS", iops, true),
+        step("bandwidth", "Maximum bandwidth with 1 MiB blocks", bw, true),
+    ]
+}
+
+fn matrix_step(base: &JobSpec, d: Depth) -> Step {
+    use Pattern::*;
+    let (bss, qds, pats): (&[u64], &[u32], &[Pattern]) = if d.full {
+        (
+            &[4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB],
+            &[1, 4, 16, 64],
+            &[RandRead, RandWrite],
+        )
+    } else {
+        (&[4 * KIB, 64 * KIB, MIB], &[1, 8, 32], &[RandRead])
+    };
+    let mut m = Vec::new();
+    for &p in pats {
+        for &qd in qds {
+            for &bs in bss {
+                m.push(job(base, p, bs, qd));
             }
         }
-        steps.push(step("matrix", "Block size x queue depth matrix", m, false));
     }
+    step("matrix", "Block size x queue depth matrix", m, false)
+}
+
+fn batching_step(base: &JobSpec, d: Depth) -> Step {
+    use Pattern::*;
     let mut b = Vec::new();
     if !base.engine.is_sync() {
-        let ks: &[u32] = if quick {
+        let ks: &[u32] = if d.quick {
             &[1, 16]
-        } else if full {
+        } else if d.full {
             &[1, 2, 4, 8, 16, 32, 64, 128]
         } else {
             &[1, 4, 16, 64]
         };
-        let pats: &[Pattern] = if full {
+        let pats: &[Pattern] = if d.full {
             &[RandRead, RandWrite]
         } else {
             &[RandRead]
@@ -177,9 +212,9 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
             for &k in ks {
                 b.push(batch(base, p, 4 * KIB, k));
             }
-            if !quick {
+            if !d.quick {
                 let kmax = *ks.last().unwrap_or(&1);
-                let bss: &[u64] = if full {
+                let bss: &[u64] = if d.full {
                     &[16 * KIB, 64 * KIB, 256 * KIB, MIB]
                 } else {
                     &[64 * KIB]
@@ -203,64 +238,72 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
             base.engine.name()
         ));
     }
-    steps.push(s);
-    if full {
-        let mut h = Vec::new();
-        for bs in [4 * KIB, 64 * KIB] {
-            for mix in [100u8, 70, 50, 30, 0] {
-                h.push(mixed(base, bs, mix, 16));
-            }
+    s
+}
+
+fn mix_step(base: &JobSpec) -> Step {
+    let mut h = Vec::new();
+    for bs in [4 * KIB, 64 * KIB] {
+        for mix in [100u8, 70, 50, 30, 0] {
+            h.push(mixed(base, bs, mix, 16));
         }
-        steps.push(step(
-            "mix",
-            "Block size x read/write mix (random, QD16)",
-            h,
+    }
+    step(
+        "mix",
+        "Block size x read/write mix (random, QD16)",
+        h,
+        false,
+    )
+}
+
+/// Open loop at a ramp of the `iops` step's randread 4k QD32 result (same
+/// parameters, so the analysis finds it as the closed-loop max).
+fn load_latency_step(base: &JobSpec, d: Depth) -> Step {
+    let pcts: &[f64] = if d.full { &RATES_FULL } else { &RATES_STANDARD };
+    let jobs = pcts
+        .iter()
+        .map(|&pct| JobSpec {
+            open_loop: Some(OpenLoop {
+                rate_iops: pct,
+                arrival: Arrival::Poisson,
+            }),
+            ..job(base, Pattern::RandRead, 4 * KIB, LOADLAT_QD)
+        })
+        .collect();
+    Step {
+        kind: StepKind::RatesOfMax,
+        ..step(
+            "load-latency",
+            "Load-latency curve (open loop, Poisson arrivals)",
+            jobs,
             false,
-        ));
+        )
     }
-    if !quick {
-        // Open loop at a ramp of the `iops` step's randread 4k QD32 result
-        // (same parameters, so the analysis finds it as the closed-loop max).
-        let pcts: &[f64] = if full { &RATES_FULL } else { &RATES_STANDARD };
-        let jobs = pcts
-            .iter()
-            .map(|&pct| JobSpec {
-                open_loop: Some(OpenLoop {
-                    rate_iops: pct,
-                    arrival: Arrival::Poisson,
-                }),
-                ..job(base, RandRead, 4 * KIB, LOADLAT_QD)
-            })
-            .collect();
-        steps.push(Step {
-            kind: StepKind::RatesOfMax,
-            ..step(
-                "load-latency",
-                "Load-latency curve (open loop, Poisson arrivals)",
-                jobs,
-                false,
-            )
-        });
-        // An unloaded 4k read traced through the stack (`iolab trace`);
-        // `run` marks it skipped when root or tracefs is missing.
-        let mut t = job(base, RandRead, 4 * KIB, 1);
-        t.jobs = 1;
-        t.qd = 1;
-        t.direct = true;
-        steps.push(Step {
-            kind: StepKind::Trace,
-            ..step(
-                "breakdown",
-                "Stack breakdown of a 4k random read at QD1 (traced)",
-                vec![t],
-                false,
-            )
-        });
+}
+
+/// An unloaded 4k read traced through the stack (`iolab trace`); `run`
+/// marks it skipped when root or tracefs is missing.
+fn breakdown_step(base: &JobSpec) -> Step {
+    let mut t = job(base, Pattern::RandRead, 4 * KIB, 1);
+    t.jobs = 1;
+    t.qd = 1;
+    t.direct = true;
+    Step {
+        kind: StepKind::Trace,
+        ..step(
+            "breakdown",
+            "Stack breakdown of a 4k random read at QD1 (traced)",
+            vec![t],
+            false,
+        )
     }
-    // Database workloads through `iolab kv` (run/kv.rs): one placeholder
-    // job per YCSB workload, so the step gets its share of the budget; its
-    // points carry `extra.kv`.
-    let kv_jobs = if quick {
+}
+
+/// Database workloads through `iolab kv` (run/kv.rs): one placeholder job
+/// per YCSB workload, so the step gets its share of the budget; its points
+/// carry `extra.kv`.
+fn kv_step(base: &JobSpec, d: Depth) -> Step {
+    let kv_jobs = if d.quick {
         Vec::new()
     } else {
         super::kv::WORKLOADS
@@ -271,7 +314,7 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
             })
             .collect()
     };
-    steps.push(Step {
+    let mut s = Step {
         kind: StepKind::Kv,
         ..step(
             "kv",
@@ -279,13 +322,11 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
             kv_jobs,
             false,
         )
-    });
-    if quick {
-        let kv = steps.last_mut().expect("just pushed");
-        kv.skipped = Some("not in the quick profile".into());
+    };
+    if d.quick {
+        s.skipped = Some("not in the quick profile".into());
     }
-    dedupe(&mut steps);
-    Ok(steps)
+    s
 }
 
 /// Identity of a job for de-duplication across steps.
