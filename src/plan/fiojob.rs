@@ -264,44 +264,7 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
                 }
                 spec.bs = vec![(size(line, k, v)?, 100)];
             }
-            "bssplit" => {
-                let s = need(line, k, v)?;
-                if s.contains(',') {
-                    return Err(usage(
-                        "bssplit",
-                        format!("line {line}: per-direction splits ('{s}') are not supported"),
-                    ));
-                }
-                let mut parts = Vec::new();
-                for part in s.split(':') {
-                    let (b, w) = part.split_once('/').ok_or_else(|| {
-                        usage(
-                            "bssplit",
-                            format!("line {line}: '{part}' is not SIZE/PERCENT"),
-                        )
-                    })?;
-                    let b = parse_size("bssplit", b)
-                        .map_err(|e| usage("bssplit", format!("line {line}: {e}")))?;
-                    let w: u32 = if w.is_empty() {
-                        0
-                    } else {
-                        w.parse().map_err(|_| {
-                            usage("bssplit", format!("line {line}: '{w}' is not a percentage"))
-                        })?
-                    };
-                    parts.push((b, w));
-                }
-                // fio gives the remainder to entries without a percentage.
-                let given: u32 = parts.iter().map(|p| p.1).sum();
-                let empty = parts.iter().filter(|p| p.1 == 0).count() as u32;
-                if let Some(share) = 100u32.saturating_sub(given).checked_div(empty) {
-                    for p in parts.iter_mut().filter(|p| p.1 == 0) {
-                        p.1 = share;
-                    }
-                }
-                parts.retain(|p| p.1 > 0);
-                spec.bs = parts;
-            }
+            "bssplit" => spec.bs = bssplit(line, need(line, k, v)?)?,
             "size" => job.size = Some(size(line, k, v)?),
             "iodepth" => spec.qd = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "iodepth_batch" | "iodepth_batch_submit" => batch_submit = Some(num(line, k, v)?),
@@ -310,22 +273,7 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             }
             "iodepth_batch_complete_max" => {}
             "numjobs" => spec.jobs = num(line, k, v)?.min(u32::MAX as u64) as u32,
-            "ioengine" => {
-                let s = need(line, k, v)?;
-                spec.engine = match s {
-                    "libaio" => EngineKind::Aio,
-                    "io_uring" => EngineKind::IoUring,
-                    "psync" | "sync" | "pvsync" => EngineKind::Psync,
-                    "mmap" => EngineKind::Mmap,
-                    "null" => EngineKind::Null,
-                    other => {
-                        return Err(usage(
-                            "ioengine",
-                            format!("line {line}: engine '{other}' is not supported (libaio, io_uring, psync, sync, pvsync, mmap, null)"),
-                        ))
-                    }
-                };
-            }
+            "ioengine" => spec.engine = ioengine(line, need(line, k, v)?)?,
             "direct" => spec.direct = flag(line, k, v)?,
             "buffered" => spec.direct = !flag(line, k, v)?,
             "runtime" => runtime = Some(duration(line, k, v)?),
@@ -359,6 +307,87 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             _ => {} // description, stonewall, group_reporting, ...
         }
     }
+    let read = Parsed {
+        runtime,
+        time_based,
+        batch_submit,
+        batch_complete,
+    };
+    job.spec = finish(name, spec, &job, read)?;
+    Ok(job)
+}
+
+/// What `build` read that needs the whole section before it applies.
+struct Parsed {
+    runtime: Option<u64>,
+    time_based: bool,
+    batch_submit: Option<u64>,
+    batch_complete: Option<u64>,
+}
+
+/// `bssplit=4k/50:64k/50` (fio gives the remainder to entries without a
+/// percentage).
+fn bssplit(line: usize, s: &str) -> anyhow::Result<Vec<(u64, u32)>> {
+    if s.contains(',') {
+        return Err(usage(
+            "bssplit",
+            format!("line {line}: per-direction splits ('{s}') are not supported"),
+        ));
+    }
+    let mut parts = Vec::new();
+    for part in s.split(':') {
+        let (b, w) = part.split_once('/').ok_or_else(|| {
+            usage(
+                "bssplit",
+                format!("line {line}: '{part}' is not SIZE/PERCENT"),
+            )
+        })?;
+        let b =
+            parse_size("bssplit", b).map_err(|e| usage("bssplit", format!("line {line}: {e}")))?;
+        let w: u32 = if w.is_empty() {
+            0
+        } else {
+            w.parse()
+                .map_err(|_| usage("bssplit", format!("line {line}: '{w}' is not a percentage")))?
+        };
+        parts.push((b, w));
+    }
+    let given: u32 = parts.iter().map(|p| p.1).sum();
+    let empty = parts.iter().filter(|p| p.1 == 0).count() as u32;
+    if let Some(share) = 100u32.saturating_sub(given).checked_div(empty) {
+        for p in parts.iter_mut().filter(|p| p.1 == 0) {
+            p.1 = share;
+        }
+    }
+    parts.retain(|p| p.1 > 0);
+    Ok(parts)
+}
+
+fn ioengine(line: usize, s: &str) -> anyhow::Result<EngineKind> {
+    Ok(match s {
+        "libaio" => EngineKind::Aio,
+        "io_uring" => EngineKind::IoUring,
+        "psync" | "sync" | "pvsync" => EngineKind::Psync,
+        "mmap" => EngineKind::Mmap,
+        "null" => EngineKind::Null,
+        other => {
+            return Err(usage(
+                "ioengine",
+                format!("line {line}: engine '{other}' is not supported (libaio, io_uring, psync, sync, pvsync, mmap, null)"),
+            ))
+        }
+    })
+}
+
+/// Apply what depends on several options (batching, stop condition, rate,
+/// engine quirks) and validate.
+fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::Result<JobSpec> {
+    let Parsed {
+        runtime,
+        time_based,
+        batch_submit,
+        batch_complete,
+    } = read;
     // fio's batching: submit K at once, reap all K: iolab's batch mode.
     if let Some(k) = batch_submit.filter(|&k| k > 1) {
         if batch_complete.is_some_and(|c| c != k) {
@@ -409,167 +438,5 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
     spec.size = job.size;
     spec.validate()
         .map_err(|e| usage("--fio-job", format!("job [{name}]: {e}")))?;
-    job.spec = spec;
-    Ok(job)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::UsageError;
-
-    const FILE: &str = "
-; a comment
-[global]
-ioengine=libaio
-direct=1
-size=64m
-runtime=5
-time_based
-ramp_time=1s
-filename=/var/tmp/fio-test
-
-[rr]
-rw=randread
-bs=4k
-iodepth=32
-numjobs=2
-
-[mixed]
-stonewall
-rw=randrw
-rwmixread=70
-bssplit=4k/70:64k/30
-iodepth=8
-fsync=16
-
-[batched]
-rw=read
-ioengine=io_uring
-iodepth=16
-iodepth_batch_submit=16
-iodepth_batch_complete_min=16
-
-[paced]
-rw=randread
-ioengine=io_uring
-iodepth=8
-numjobs=2
-rate_iops=1000
-rate_process=poisson
-";
-
-    #[test]
-    fn parses_global_and_job_sections() {
-        let jobs = parse_fio_jobs(FILE).unwrap();
-        assert_eq!(jobs.len(), 4);
-        let rr = &jobs[0].spec;
-        assert_eq!(rr.name, "rr");
-        assert_eq!(rr.pattern, Pattern::RandRead);
-        assert_eq!(rr.engine, EngineKind::Aio);
-        assert!(rr.direct);
-        assert_eq!(rr.qd, 32);
-        assert_eq!(rr.jobs, 2);
-        assert_eq!(rr.bs, vec![(4096, 100)]);
-        assert_eq!(rr.stop.runtime_ns, Some(5_000_000_000));
-        assert_eq!(rr.stop.io_bytes, None);
-        assert_eq!(rr.ramp_ns, 1_000_000_000);
-        assert_eq!(jobs[0].filename.as_deref(), Some("/var/tmp/fio-test"));
-        assert_eq!(jobs[0].size, Some(64 << 20));
-        let m = &jobs[1].spec;
-        assert_eq!(m.pattern, Pattern::RandRw);
-        assert_eq!(m.mix, 70);
-        assert_eq!(m.bs, vec![(4096, 70), (65536, 30)]);
-        assert_eq!(m.fsync_every, 16);
-        let b = &jobs[2];
-        assert_eq!(b.spec.engine, EngineKind::IoUring);
-        assert_eq!(b.spec.batch, Some(16));
-        assert_eq!(b.spec.open_loop, None);
-        let paced = &jobs[3];
-        assert_eq!(paced.rate_iops, Some(1000));
-        assert_eq!(paced.rate_process.as_deref(), Some("poisson"));
-        // fio's rate is per job clone: 2 clones x 1000 IOPS.
-        assert_eq!(
-            paced.spec.open_loop,
-            Some(OpenLoop {
-                rate_iops: 2000.0,
-                arrival: Arrival::Poisson
-            })
-        );
-        assert_eq!(parse_fio_job(FILE).unwrap().len(), 4);
-    }
-
-    #[test]
-    fn names_every_unsupported_option() {
-        let text =
-            "[global]\nioengine=libaio\nverify=md5\n[j]\nrw=read\nzonemode=zbd\nnorandommap\n";
-        let e = parse_fio_job(text).unwrap_err();
-        let u = e.downcast_ref::<UsageError>().unwrap();
-        assert_eq!(u.field, "--fio-job");
-        for opt in [
-            "verify (line 3)",
-            "zonemode (line 6)",
-            "norandommap (line 7)",
-        ] {
-            assert!(u.message.contains(opt), "{opt} missing in {}", u.message);
-        }
-        assert_eq!(crate::error::exit_code(&e), 2);
-    }
-
-    #[test]
-    fn rejects_bad_values_with_the_field() {
-        let field = |t: &str| {
-            parse_fio_job(t)
-                .unwrap_err()
-                .downcast::<UsageError>()
-                .unwrap()
-                .field
-        };
-        assert_eq!(field("[j]\nrw=trim\n"), "rw");
-        assert_eq!(field("[j]\nbs=4k,8k\n"), "bs");
-        assert_eq!(field("[j]\nioengine=spdk\n"), "ioengine");
-        assert_eq!(field("[j]\niodepth=x\n"), "iodepth");
-        assert_eq!(field("[j]\ntime_based\n"), "time_based");
-        assert_eq!(field("rw=read\n"), "--fio-job");
-        assert_eq!(field("[global]\nrw=read\n"), "--fio-job");
-        assert_eq!(field("[j]\nrate_process=exp\n"), "rate_process");
-    }
-
-    #[test]
-    fn plan_for_device_needs_one_target() {
-        let p = fio_plan(
-            "[global]\nfilename=/dev/x\nsize=1g\n[a]\nrw=read\n[b]\nrw=write\nsize=2g\n",
-            false,
-        )
-        .unwrap();
-        assert_eq!(p.jobs.len(), 2);
-        assert_eq!(p.target.as_deref(), Some(std::path::Path::new("/dev/x")));
-        assert_eq!(p.size, Some(2 << 30));
-        let two = "[a]\nfilename=/a\n[b]\nfilename=/b\n";
-        assert!(fio_plan(two, false).is_err());
-        let rated = "[a]\nrate_iops=100\n";
-        assert!(fio_plan(rated, false).is_err());
-        let p = fio_plan(rated, true).unwrap();
-        let ol = p.jobs[0].open_loop.unwrap();
-        assert_eq!((ol.rate_iops, ol.arrival), (100.0, Arrival::Uniform));
-        let both = "[a]\ndirectory=/var/tmp\nfilename=f.dat\n";
-        assert_eq!(
-            fio_plan(both, false).unwrap().target.as_deref(),
-            Some(std::path::Path::new("/var/tmp/f.dat"))
-        );
-        // Open loop keeps its own limits: no batching.
-        let e = fio_plan("[a]\nrate_iops=10\nioengine=io_uring\niodepth_batch_submit=4\niodepth_batch_complete_min=4\n", true);
-        assert!(e.is_err());
-    }
-
-    #[test]
-    fn size_without_time_based_is_an_io_limit() {
-        let j = parse_fio_job("[j]\nrw=write\nsize=16m\n").unwrap();
-        assert_eq!(j[0].stop.io_bytes, Some(16 << 20));
-        // Per job clone in fio: 3 clones write 48 MiB in all.
-        let j3 = parse_fio_job("[j]\nrw=write\nsize=16m\nnumjobs=3\n").unwrap();
-        assert_eq!(j3[0].stop.io_bytes, Some(48 << 20));
-        assert_eq!(j[0].stop.runtime_ns, None);
-        assert_eq!(j[0].engine, EngineKind::Psync);
-    }
+    Ok(spec)
 }
