@@ -5,40 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-/// Flags that describe the workload, which a fio job file sets itself.
-const FIO_JOB_CONFLICTS: [&str; 30] = [
-    "plan",
-    "profile",
-    "rw",
-    "mix",
-    "bs",
-    "qd",
-    "jobs",
-    "region",
-    "batch",
-    "fsync_every",
-    "name",
-    "engine",
-    "direct",
-    "buffered",
-    "uring_fixed_buffers",
-    "uring_fixed_files",
-    "uring_sqpoll",
-    "uring_iopoll",
-    "runtime",
-    "io_count",
-    "io_bytes",
-    "budget",
-    "ramp",
-    "latency_target",
-    "steady_state",
-    "precondition",
-    "purge",
-    "rate",
-    "arrival",
-    "verify",
-];
-
 #[derive(Debug, Args, Clone)]
 #[command(after_help = "EXAMPLES:
   iolab device --target /mnt/test --rw randread --bs 4k --qd 32 --runtime 10s
@@ -196,7 +162,7 @@ pub struct DeviceArgs {
     pub plan: Option<PathBuf>,
 
     /// Run the jobs of a fio job file (global and job sections; common options only, others are refused by name)
-    #[arg(long, value_name = "FILE.fio", help_heading = "Workload", conflicts_with_all = FIO_JOB_CONFLICTS)]
+    #[arg(long, value_name = "FILE.fio", help_heading = "Workload", conflicts_with_all = crate::plan::options::fio_job_conflicts())]
     pub fio_job: Option<PathBuf>,
 
     /// Open loop: issue at this total rate (IOPS, split across jobs); a list (1k,5k), range (1k..64k) or a ramp of the measured closed-loop maximum (10%..100%/10)

@@ -666,6 +666,51 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::options::{DEVICE_OPTIONS, FLAG, PLAN};
+
+    /// The option table lists exactly the clap flags of `iolab device`.
+    #[test]
+    fn option_table_lists_every_flag() {
+        use clap::Args;
+        let cmd = DeviceArgs::augment_args(clap::Command::new("device"));
+        let flags: Vec<String> = cmd
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
+        for f in &flags {
+            assert!(
+                DEVICE_OPTIONS
+                    .iter()
+                    .any(|o| o.key == f && o.sources & FLAG != 0),
+                "--{f} is missing from plan::options::DEVICE_OPTIONS"
+            );
+        }
+        for o in DEVICE_OPTIONS.iter().filter(|o| o.sources & FLAG != 0) {
+            assert!(flags.iter().any(|f| f == o.key), "{} is no flag", o.key);
+        }
+    }
+
+    /// Every key a plan file accepts is applied to the arguments.
+    #[test]
+    fn every_plan_file_key_applies() {
+        let base = || {
+            <crate::cli::Cli as clap::Parser>::try_parse_from(["iolab", "device"])
+                .map(|c| match c.command {
+                    crate::cli::Command::Device(a) => *a,
+                    _ => unreachable!(),
+                })
+                .unwrap()
+        };
+        for o in DEVICE_OPTIONS.iter().filter(|o| o.sources & PLAN != 0) {
+            let applies = ["true", "1", "1.5", "x"].iter().any(|v| {
+                let one = std::collections::BTreeMap::from([(o.key.to_string(), v.to_string())]);
+                apply_settings(&mut base(), &one).is_ok()
+            });
+            assert!(applies, "plan-file key {} is not applied", o.key);
+        }
+        let bogus = std::collections::BTreeMap::from([("bogus".to_string(), "1".to_string())]);
+        assert!(apply_settings(&mut base(), &bogus).is_err());
+    }
 
     #[test]
     fn counts_parse() {

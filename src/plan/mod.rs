@@ -3,6 +3,7 @@
 pub mod experiment;
 pub mod fiojob;
 pub mod job;
+pub mod options;
 pub mod parse;
 pub mod planfile;
 pub mod profile;

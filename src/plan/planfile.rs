@@ -10,50 +10,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::error::usage;
-
-/// Keys an experiment (or `[defaults]`) may set: `iolab device` flags.
-pub const KEYS: &[&str] = &[
-    "description",
-    "name",
-    "profile",
-    "rw",
-    "mix",
-    "bs",
-    "qd",
-    "jobs",
-    "batch",
-    "region",
-    "engine",
-    "buffered",
-    "direct",
-    "fsync_every",
-    "seed",
-    "cpus",
-    "uring_fixed_buffers",
-    "uring_fixed_files",
-    "uring_sqpoll",
-    "uring_iopoll",
-    "runtime",
-    "budget",
-    "ramp",
-    "io_count",
-    "io_bytes",
-    "verify",
-    "rate",
-    "arrival",
-    "knee_factor",
-    "latency_target",
-    "percentile",
-    "steady_state",
-    "steady_criterion",
-    "steady_limit",
-    "steady_window",
-    "max_rounds",
-    "precondition",
-    "purge",
-    "fake_latency",
-    "fake_servers",
-];
+use crate::plan::options;
 
 /// One named experiment: flag name -> value text.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,12 +51,13 @@ fn settings(file: &str, where_: &str, t: &toml::Table) -> anyhow::Result<BTreeMa
     for (k, v) in t {
         let key = k.replace('-', "_");
         let field = format!("{file}: {where_}.{k}");
-        if !KEYS.contains(&key.as_str()) {
+        let known = options::plan_file_keys();
+        if !known.contains(&key.as_str()) {
             return Err(usage(
                 field,
                 format!(
                     "unknown key (target, size and output are command-line only; known: {})",
-                    KEYS.join(", ")
+                    known.join(", ")
                 ),
             ));
         }
