@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod device;
+pub mod device_args;
 pub mod device_fio;
 pub mod kv;
 pub mod report;
