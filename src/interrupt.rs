@@ -1,15 +1,15 @@
 //! Ctrl-C and SIGTERM: the first signal asks the run to stop (measurement
 //! loops poll `stop_requested`), so results and cleanup happen on the normal
-//! path; a second signal removes registered scratch paths and exits at once.
+//! path; a second signal takes down everything `testbed` holds and exits at
+//! once.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 static INSTALL: Once = Once::new();
-static CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Install the handler (idempotent).
 pub fn install() {
@@ -46,31 +46,17 @@ pub fn reset() {
     SIGNALS.store(0, Ordering::SeqCst);
 }
 
-/// Remember a path to delete if the process is aborted by a second signal.
+/// A path iolab created (scratch file or directory, tracefs instance):
+/// removed by a second signal, and by the next start after a SIGKILL.
 pub fn register_cleanup(path: PathBuf) {
-    if let Ok(mut v) = CLEANUP.lock() {
-        v.push(path);
-    }
+    crate::testbed::register(crate::testbed::Resource::Path(path));
 }
 
+/// The path's guard removed it (or keeps it on purpose).
 pub fn unregister_cleanup(path: &std::path::Path) {
-    if let Ok(mut v) = CLEANUP.lock() {
-        v.retain(|p| p != path);
-    }
+    crate::testbed::release_path(path);
 }
 
 fn emergency_cleanup() {
-    if let Ok(v) = CLEANUP.try_lock() {
-        for p in v.iter() {
-            if p.is_dir() {
-                // A tracefs instance goes with a plain rmdir (its files
-                // cannot be unlinked); a scratch directory needs the recursion.
-                if std::fs::remove_dir(p).is_err() {
-                    let _ = std::fs::remove_dir_all(p);
-                }
-            } else {
-                let _ = std::fs::remove_file(p);
-            }
-        }
-    }
+    crate::testbed::teardown_all();
 }

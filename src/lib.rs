@@ -17,4 +17,5 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod session;
+pub mod testbed;
 pub mod trace;

@@ -4,6 +4,10 @@ use clap::Parser;
 
 fn main() {
     let cli = iolab::cli::Cli::parse();
+    // What a SIGKILLed run left (scratch files, tracefs instances) goes first.
+    for line in iolab::testbed::sweep_stale() {
+        eprintln!("iolab: {line}");
+    }
     if let Err(err) = iolab::commands::dispatch(cli) {
         let mut msg = format!("iolab: error: {err}");
         for cause in err.chain().skip(1) {

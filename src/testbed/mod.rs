@@ -1,0 +1,102 @@
+//! Everything iolab sets up on the machine and must take down again:
+//! scratch files, scratch database directories and tracefs instances today
+//! (each owned by a guard that removes it on drop). Every live resource is
+//! registered here, in-process (so a second Ctrl-C can remove them all at
+//! once) and as a crash record in a state directory (so what a SIGKILLed run
+//! left is removed by the next iolab start: `sweep_stale`).
+
+pub mod records;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// One thing iolab created and must remove.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resource {
+    /// A scratch file, scratch directory or tracefs instance directory.
+    Path(PathBuf),
+}
+
+impl Resource {
+    /// Take it down (best effort; what is already gone is fine).
+    pub fn undo(&self) {
+        match self {
+            Resource::Path(p) if p.is_dir() => {
+                // A tracefs instance goes with a plain rmdir (its files cannot
+                // be unlinked); a scratch directory needs the recursion.
+                if std::fs::remove_dir(p).is_err() {
+                    let _ = std::fs::remove_dir_all(p);
+                }
+            }
+            Resource::Path(p) => {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Resource::Path(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// Live resources of this process, with their crash record (if written).
+static LIVE: Mutex<Vec<(Resource, Option<PathBuf>)>> = Mutex::new(Vec::new());
+
+/// Register a resource just created (its guard calls `release` when it
+/// has taken it down).
+pub fn register(res: Resource) {
+    let record = records::write(&res);
+    if let Ok(mut v) = LIVE.lock() {
+        v.push((res, record));
+    }
+}
+
+/// The resource at `path` was taken down (or is kept on purpose).
+pub fn release_path(path: &Path) {
+    let mut gone = Vec::new();
+    if let Ok(mut v) = LIVE.lock() {
+        v.retain(|(r, rec)| {
+            let keep = !matches!(r, Resource::Path(p) if p == path);
+            if !keep {
+                gone.extend(rec.clone());
+            }
+            keep
+        });
+    }
+    for rec in gone {
+        let _ = std::fs::remove_file(rec);
+    }
+}
+
+/// Take down everything still registered, newest first (a second Ctrl-C).
+/// Uses `try_lock`: called where the normal path may hold the lock.
+pub fn teardown_all() {
+    if let Ok(mut v) = LIVE.try_lock() {
+        while let Some((res, rec)) = v.pop() {
+            res.undo();
+            if let Some(rec) = rec {
+                let _ = std::fs::remove_file(rec);
+            }
+        }
+    }
+}
+
+/// Remove what iolab processes that no longer run left behind; one line
+/// per resource removed, for the terminal.
+pub fn sweep_stale() -> Vec<String> {
+    records::sweep()
+        .into_iter()
+        .map(|(pid, res)| {
+            res.undo();
+            format!(
+                "removed {} left by iolab process {pid}, which no longer runs",
+                res.describe()
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,132 @@
+//! What iolab sets up is taken down also when the run is not allowed to
+//! finish: a second Ctrl-C removes the scratch file at once (exit 130), and
+//! after a SIGKILL the next iolab start removes what the killed run left,
+//! from its crash record in the state directory (IOLAB_STATE_DIR here).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::workdir;
+
+fn scratch_files(dir: &Path) -> Vec<PathBuf> {
+    common::files_in(dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("iolab-scratch-"))
+        })
+        .collect()
+}
+
+fn records(state: &Path) -> Vec<PathBuf> {
+    common::files_in(state)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect()
+}
+
+/// A long device run on a scratch file in `dir`, records in `state`.
+fn start_run(dir: &Path, state: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["device", "--target", dir.to_str().unwrap()])
+        .args(["--engine", "psync", "--rw", "randread", "--bs", "4k"])
+        .args(["--size", "16m", "--runtime", "120s", "--quiet"])
+        .env("IOLAB_STATE_DIR", state)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start iolab")
+}
+
+/// Wait (at most 30 s) until the run has its scratch file and its record.
+fn wait_until_running(dir: &Path, state: &Path, child: &mut Child) {
+    let start = Instant::now();
+    while scratch_files(dir).is_empty() || records(state).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "iolab ended before its scratch file appeared"
+        );
+        assert!(start.elapsed() < Duration::from_secs(30), "no scratch file");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the layout, inside the measurement.
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+#[test]
+fn second_ctrl_c_removes_the_scratch_file_at_once() {
+    let dir = workdir();
+    let state = workdir();
+    let mut child = start_run(dir.path(), state.path());
+    wait_until_running(dir.path(), state.path(), &mut child);
+    let pid = child.id() as i32;
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(20));
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", common::text(&out));
+    assert!(scratch_files(dir.path()).is_empty(), "scratch file left");
+    assert!(records(state.path()).is_empty(), "crash record left");
+}
+
+#[test]
+fn after_sigkill_the_next_start_removes_the_leftovers() {
+    let dir = workdir();
+    let state = workdir();
+    let mut child = start_run(dir.path(), state.path());
+    wait_until_running(dir.path(), state.path(), &mut child);
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let left = scratch_files(dir.path());
+    assert_eq!(left.len(), 1, "SIGKILL leaves the scratch file");
+    assert_eq!(records(state.path()).len(), 1, "and its record");
+
+    let next = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .arg("sysinfo")
+        .env("IOLAB_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(next.status.success(), "{}", common::text(&next));
+    let said = String::from_utf8_lossy(&next.stderr);
+    assert!(
+        said.contains("removed") && said.contains(&*left[0].to_string_lossy()),
+        "the sweep says what it removed: {said}"
+    );
+    assert!(scratch_files(dir.path()).is_empty(), "leftover removed");
+    assert!(records(state.path()).is_empty(), "record removed");
+}
+
+#[test]
+fn records_of_running_processes_and_foreign_paths_are_left_alone() {
+    let state = workdir();
+    let victim_dir = workdir();
+    let victim = victim_dir.path().join("precious.dat");
+    std::fs::write(&victim, b"user data").unwrap();
+    let start_of = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 1..];
+        after.split_whitespace().nth(19).unwrap().parse().unwrap()
+    };
+    let me = std::process::id();
+    // A live owner (this test process) with an iolab path, and a dead owner
+    // whose record names a path iolab never creates.
+    let live_path = victim_dir.path().join("iolab-scratch-live.dat");
+    std::fs::write(&live_path, b"x").unwrap();
+    let live =
+        serde_json::json!({"pid": me, "start_time": start_of(me), "resource": {"path": live_path}});
+    let foreign = serde_json::json!({"pid": me, "start_time": 1, "resource": {"path": victim}});
+    std::fs::write(state.path().join("1-0.json"), live.to_string()).unwrap();
+    std::fs::write(state.path().join("2-0.json"), foreign.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .arg("sysinfo")
+        .env("IOLAB_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(live_path.exists(), "a running owner's resource was removed");
+    assert!(victim.exists(), "a path iolab does not name was removed");
+}
