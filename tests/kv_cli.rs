@@ -335,3 +335,41 @@ fn ctrl_c_keeps_results_and_cleans_up() {
         assert!(!Path::new(&cg).exists(), "cgroup {cg} left after Ctrl-C");
     }
 }
+
+/// `kv --target OPS` was renamed (device's --target is a path): the old
+/// spelling exits 2 and names the new flags; --target-ops and --rate work.
+#[test]
+fn kv_target_was_renamed_to_target_ops() {
+    let d = tmp();
+    let dir = d.path().to_str().unwrap();
+    let o = iolab()
+        .args([
+            "kv", "c", "--engine", "sqlite", "--dir", dir, "--target", "500",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--target-ops 500") && err.contains("--rate 500"),
+        "{err}"
+    );
+    for flag in ["--target-ops", "--rate"] {
+        let out = d.path().join("r.json");
+        let o = iolab()
+            .args(["kv", "c", "--engine", "sqlite", "--dir", dir])
+            .args(["-p", "recordcount=200", "-p", "operationcount=200"])
+            .args([flag, "2000", "--json", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{flag}: {o:?}");
+        let r = json(&out);
+        let run = r["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["params"]["target"] == "2000")
+            .cloned();
+        assert!(run.is_some(), "{flag}: no point paced at 2000 ops/s");
+    }
+}

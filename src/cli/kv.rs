@@ -1,8 +1,21 @@
 //! Arguments of `iolab kv` (issue: database workloads).
 
 use crate::kv::engine::{Compression, KvEngineKind};
+use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
+
+/// `--engine`: the kv engine names, listed in help and errors.
+fn engine_kind() -> impl clap::builder::TypedValueParser<Value = KvEngineKind> {
+    clap::builder::PossibleValuesParser::new(KvEngineKind::ALL.map(KvEngineKind::name))
+        .map(|s| KvEngineKind::parse(&s).expect("a possible value"))
+}
+
+/// `--compression`: the compression names.
+fn compression() -> impl clap::builder::TypedValueParser<Value = Compression> {
+    clap::builder::PossibleValuesParser::new(Compression::ALL.map(Compression::name))
+        .map(|s| Compression::parse(&s).expect("a possible value"))
+}
 
 /// Which YCSB phases to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -15,7 +28,7 @@ pub enum PhaseSel {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   iolab kv a --engine rocksdb -p recordcount=100000 -p operationcount=100000
-  iolab kv -P examples/ycsb/workloadd --engine lmdb --threads 4 --target 5000
+  iolab kv -P examples/ycsb/workloadd --engine lmdb --threads 4 --target-ops 5000
   iolab kv fillrandom,readrandom --engine rocksdb --num 1000000 --key-size 16 --value-size 100
   iolab kv fillrandom,readwhilewriting --readers 1,2,4,8 --memory-limit 256m --engine lmdb")]
 pub struct KvArgs {
@@ -33,7 +46,7 @@ pub struct KvArgs {
     pub props: Vec<String>,
 
     /// Database engine.
-    #[arg(long, value_enum, default_value = "rocksdb")]
+    #[arg(long, default_value = "rocksdb", value_parser = engine_kind())]
     pub engine: KvEngineKind,
 
     /// YCSB phases to run.
@@ -44,10 +57,15 @@ pub struct KvArgs {
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
 
-    /// Target total operations per second (open loop; latency is also
-    /// measured from each operation's intended start).
-    #[arg(long, value_name = "OPS")]
-    pub target: Option<f64>,
+    /// Target total operations per second (YCSB's -target; open loop:
+    /// latency is also measured from each operation's intended start).
+    #[arg(long = "target-ops", visible_alias = "rate", value_name = "OPS")]
+    pub target_ops: Option<f64>,
+
+    /// The old spelling of --target-ops, refused with a pointer to it
+    /// (`--target` names a path in `iolab device`).
+    #[arg(long = "target", value_name = "OPS", hide = true)]
+    pub old_target: Option<String>,
 
     /// db_bench options.
     #[command(flatten)]
@@ -91,7 +109,7 @@ pub struct EngineArgs {
     pub cache_size: String,
 
     /// Block compression (RocksDB: all; fjall: none, lz4).
-    #[arg(long, value_enum, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = compression())]
     pub compression: Compression,
 
     /// O_DIRECT reads and flush/compaction writes (RocksDB).

@@ -52,7 +52,7 @@ pub trait KvEngine: Send + Sync {
 }
 
 /// Which engine to open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KvEngineKind {
     Rocksdb,
     Lmdb,
@@ -64,6 +64,19 @@ pub enum KvEngineKind {
 }
 
 impl KvEngineKind {
+    pub const ALL: [KvEngineKind; 6] = [
+        KvEngineKind::Rocksdb,
+        KvEngineKind::Lmdb,
+        KvEngineKind::Sqlite,
+        KvEngineKind::Redb,
+        KvEngineKind::Fjall,
+        KvEngineKind::Null,
+    ];
+
+    pub fn parse(s: &str) -> Option<KvEngineKind> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             KvEngineKind::Rocksdb => "rocksdb",
@@ -77,13 +90,37 @@ impl KvEngineKind {
 }
 
 /// Block compression for engines that have it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
     None,
     Snappy,
     Lz4,
     Zstd,
     Zlib,
+}
+
+impl Compression {
+    pub const ALL: [Compression; 5] = [
+        Compression::None,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+        Compression::Zlib,
+    ];
+
+    pub fn parse(s: &str) -> Option<Compression> {
+        Self::ALL.into_iter().find(|c| c.name() == s)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Snappy => "snappy",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+            Compression::Zlib => "zlib",
+        }
+    }
 }
 
 /// Options common to the engines; each adapter maps what applies to it and

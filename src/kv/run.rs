@@ -227,7 +227,7 @@ pub fn run(a: KvArgs) -> Result<()> {
     if a.threads == 0 || a.threads > 1024 {
         return Err(usage("--threads", "must be 1..1024"));
     }
-    if let Some(t) = a.target {
+    if let Some(t) = a.target_ops {
         if !(t > 0.0 && t.is_finite()) {
             return Err(usage(
                 "--target",
@@ -336,7 +336,7 @@ pub fn run(a: KvArgs) -> Result<()> {
         "engine_settings": eng.settings().into_iter().collect::<BTreeMap<_, _>>(),
         "steps": steps.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
         "threads": a.threads,
-        "target": a.target,
+        "target": a.target_ops,
         "memory_limit": mem_limit,
         "seed": a.seed,
     });
@@ -363,7 +363,7 @@ pub fn run(a: KvArgs) -> Result<()> {
                 Step::YcsbLoad(n, cfg) => (
                     format!("{n}.load"),
                     Box::new(YcsbLoad::new(cfg, a.seed)),
-                    PhaseSpec::split(cfg.insertcount as u64, a.threads, a.target, a.seed),
+                    PhaseSpec::split(cfg.insertcount as u64, a.threads, a.target_ops, a.seed),
                     BTreeMap::from([
                         ("workload".into(), n.clone()),
                         ("phase".into(), "load".into()),
@@ -376,7 +376,7 @@ pub fn run(a: KvArgs) -> Result<()> {
                     PhaseSpec::split(
                         cfg.operationcount.max(0) as u64,
                         a.threads,
-                        a.target,
+                        a.target_ops,
                         a.seed ^ 1,
                     ),
                     BTreeMap::from([
@@ -400,18 +400,18 @@ pub fn run(a: KvArgs) -> Result<()> {
                             seed: a.seed ^ 7,
                         },
                         (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
-                            PhaseSpec::split(a.bench.num, a.threads, a.target, a.seed ^ 3)
+                            PhaseSpec::split(a.bench.num, a.threads, a.target_ops, a.seed ^ 3)
                         }
                         (Bench::ReadSeq, _) => PhaseSpec::split(
                             reads.div_ceil(super::recorder::READSEQ_BATCH as u64),
                             a.threads,
-                            a.target,
+                            a.target_ops,
                             a.seed ^ 5,
                         ),
                         _ => PhaseSpec::split(
                             reads * a.threads as u64,
                             a.threads,
-                            a.target,
+                            a.target_ops,
                             a.seed ^ 5,
                         ),
                     };
@@ -433,7 +433,7 @@ pub fn run(a: KvArgs) -> Result<()> {
             };
             params.insert("engine".into(), eng.name().into());
             params.insert("threads".into(), spec.threads.to_string());
-            if let Some(t) = a.target {
+            if let Some(t) = a.target_ops {
                 params.insert("target".into(), t.to_string());
             }
             if let Some(l) = mem_limit {
