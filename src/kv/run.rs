@@ -230,7 +230,7 @@ pub fn run(a: KvArgs) -> Result<()> {
     if let Some(t) = a.target_ops {
         if !(t > 0.0 && t.is_finite()) {
             return Err(usage(
-                "--target",
+                "--target-ops",
                 "must be a positive number of operations per second",
             ));
         }
@@ -274,72 +274,15 @@ pub fn run(a: KvArgs) -> Result<()> {
     interrupt::install();
     let dir = db_dir(&a, a.engine)?;
     if let Some(l) = mem_limit {
-        let needs = match a.engine {
-            KvEngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
-            KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
-            KvEngineKind::Sqlite | KvEngineKind::Redb => opts.cache_size,
-            KvEngineKind::Lmdb | KvEngineKind::Null => 0,
-        };
-        if needs + (16 << 20) > l {
-            eprintln!(
-                "iolab: warning: --memory-limit {} is below what {} keeps in memory ({} of cache and memtables + ~16 MiB); \
-                 the kernel may kill iolab (OOM). Lower --cache-size / --write-buffer-size.",
-                report::human(l),
-                a.engine.name(),
-                report::human(needs)
-            );
-        }
+        warn_memory_limit(l, a.engine, &opts);
     }
     let cgroup = match mem_limit {
         Some(l) => Some(MemoryCgroup::enter(l)?),
         None => None,
     };
     let eng = engine::open(a.engine, &dir.path, &opts)?;
-    println!("iolab kv: engine {} {}", eng.name(), eng.version());
-    println!(
-        "  database: {}{}",
-        dir.path.display(),
-        if dir.keep {
-            " (kept)"
-        } else {
-            " (scratch, removed at exit)"
-        }
-    );
-    let settings: Vec<String> = eng
-        .settings()
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    println!("  settings: {}", settings.join(" "));
-    if let Some(cg) = &cgroup {
-        println!(
-            "  memory limit: {} (cgroup v{} {})",
-            report::human(cg.limit),
-            cg.version,
-            cg.path.display()
-        );
-    }
-
-    let mut prov = Provenance::collect(a.seed);
-    prov.tools.insert(eng.name().to_string(), eng.version());
-    prov.target = Some(target_info(
-        &dir.path,
-        if a.place.db.is_some() {
-            TargetKind::ExistingFile
-        } else {
-            TargetKind::ScratchFile
-        },
-    ));
-    prov.plan = serde_json::json!({
-        "verb": "kv",
-        "engine": eng.name(),
-        "engine_settings": eng.settings().into_iter().collect::<BTreeMap<_, _>>(),
-        "steps": steps.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
-        "threads": a.threads,
-        "target": a.target_ops,
-        "memory_limit": mem_limit,
-        "seed": a.seed,
-    });
+    print_header(eng.as_ref(), &dir, cgroup.as_ref());
+    let prov = provenance(&a, eng.as_ref(), &dir, &steps, mem_limit);
     let mut results = Results::new("kv", prov);
     if let Some(cg) = &cgroup {
         results.extra.insert("memory_cgroup".into(), serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit}));
@@ -354,83 +297,7 @@ pub fn run(a: KvArgs) -> Result<()> {
             if a.place.drop_caches {
                 loadstats::drop_caches()?;
             }
-            let (name, work, spec, mut params): (
-                String,
-                Box<dyn Work>,
-                PhaseSpec,
-                BTreeMap<String, String>,
-            ) = match step {
-                Step::YcsbLoad(n, cfg) => (
-                    format!("{n}.load"),
-                    Box::new(YcsbLoad::new(cfg, a.seed)),
-                    PhaseSpec::split(cfg.insertcount as u64, a.threads, a.target_ops, a.seed),
-                    BTreeMap::from([
-                        ("workload".into(), n.clone()),
-                        ("phase".into(), "load".into()),
-                        ("records".into(), cfg.recordcount.to_string()),
-                    ]),
-                ),
-                Step::YcsbRun(n, cfg) => (
-                    format!("{n}.run"),
-                    Box::new(YcsbRun::new(cfg, a.seed)),
-                    PhaseSpec::split(
-                        cfg.operationcount.max(0) as u64,
-                        a.threads,
-                        a.target_ops,
-                        a.seed ^ 1,
-                    ),
-                    BTreeMap::from([
-                        ("workload".into(), n.clone()),
-                        ("phase".into(), "run".into()),
-                        ("records".into(), cfg.recordcount.to_string()),
-                        ("operations".into(), cfg.operationcount.to_string()),
-                    ]),
-                ),
-                Step::Bench(b, readers) => {
-                    let reads = a.bench.reads.unwrap_or(a.bench.num);
-                    let spec = match (b, readers) {
-                        (Bench::ReadWhileWriting, Some(r)) => PhaseSpec {
-                            threads: r + 1,
-                            ops: std::iter::once(None)
-                                .chain((0..*r).map(|_| Some(reads)))
-                                .collect(),
-                            rate: std::iter::once(a.bench.writer_rate)
-                                .chain((0..*r).map(|_| None))
-                                .collect(),
-                            seed: a.seed ^ 7,
-                        },
-                        (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
-                            PhaseSpec::split(a.bench.num, a.threads, a.target_ops, a.seed ^ 3)
-                        }
-                        (Bench::ReadSeq, _) => PhaseSpec::split(
-                            reads.div_ceil(super::recorder::READSEQ_BATCH as u64),
-                            a.threads,
-                            a.target_ops,
-                            a.seed ^ 5,
-                        ),
-                        _ => PhaseSpec::split(
-                            reads * a.threads as u64,
-                            a.threads,
-                            a.target_ops,
-                            a.seed ^ 5,
-                        ),
-                    };
-                    let name = match readers {
-                        Some(r) => format!("{}.readers{r}", b.name()),
-                        None => b.name().to_string(),
-                    };
-                    let mut params = BTreeMap::from([
-                        ("workload".into(), b.name().to_string()),
-                        ("num".into(), a.bench.num.to_string()),
-                        ("key_size".into(), a.bench.key_size.to_string()),
-                        ("value_size".into(), a.bench.value_size.to_string()),
-                    ]);
-                    if let Some(r) = readers {
-                        params.insert("readers".into(), r.to_string());
-                    }
-                    (name, Box::new(DbBench::new(*b, dbc, a.seed)), spec, params)
-                }
-            };
+            let (name, work, spec, mut params) = step_job(step, &a, dbc);
             params.insert("engine".into(), eng.name().into());
             params.insert("threads".into(), spec.threads.to_string());
             if let Some(t) = a.target_ops {
@@ -447,36 +314,7 @@ pub fn run(a: KvArgs) -> Result<()> {
             );
             let o = phase::run(eng.as_ref(), work.as_ref(), &spec, &dir.path)?;
             let p = point::build(&name, params, &o, eng.as_ref(), started);
-            print!("{}", report::ycsb_lines(&o));
-            println!("{}", report::latency_table(&p));
-            println!("{}", report::load_table(&o));
-            if let Some(stats) = p
-                .extra
-                .other
-                .get("kv")
-                .and_then(|k| k.get("engine_stats"))
-                .and_then(|s| s.as_object())
-            {
-                for (k, v) in stats {
-                    println!("  {}: {k} = {}", eng.name(), v.as_str().unwrap_or_default());
-                }
-            }
-            if o.rec.mismatches > 0 {
-                eprintln!(
-                    "iolab: {} verification failure(s) in {name}:",
-                    o.rec.mismatches
-                );
-                for m in o.rec.first_mismatches.iter().take(8) {
-                    eprintln!("  {m}");
-                }
-            }
-            if o.rec.not_found > 0 {
-                println!(
-                    "  ({} of {} reads found)",
-                    o.rec.ops[super::recorder::KvOp::Read.idx()] - o.rec.not_found,
-                    o.rec.ops[super::recorder::KvOp::Read.idx()]
-                );
-            }
+            print_phase(&o, &p, eng.name(), &name);
             mismatches += o.rec.mismatches;
             for w in &p.warnings {
                 println!("  warning: {w}");
@@ -514,4 +352,196 @@ pub fn run(a: KvArgs) -> Result<()> {
         return Err(crate::error::Interrupted.into());
     }
     Ok(())
+}
+
+/// One step's workload: its point name, work, thread split and parameters.
+fn step_job(
+    step: &Step,
+    a: &KvArgs,
+    dbc: DbBenchConfig,
+) -> (String, Box<dyn Work>, PhaseSpec, BTreeMap<String, String>) {
+    match step {
+        Step::YcsbLoad(n, cfg) => (
+            format!("{n}.load"),
+            Box::new(YcsbLoad::new(cfg, a.seed)),
+            PhaseSpec::split(cfg.insertcount as u64, a.threads, a.target_ops, a.seed),
+            BTreeMap::from([
+                ("workload".into(), n.clone()),
+                ("phase".into(), "load".into()),
+                ("records".into(), cfg.recordcount.to_string()),
+            ]),
+        ),
+        Step::YcsbRun(n, cfg) => (
+            format!("{n}.run"),
+            Box::new(YcsbRun::new(cfg, a.seed)),
+            PhaseSpec::split(
+                cfg.operationcount.max(0) as u64,
+                a.threads,
+                a.target_ops,
+                a.seed ^ 1,
+            ),
+            BTreeMap::from([
+                ("workload".into(), n.clone()),
+                ("phase".into(), "run".into()),
+                ("records".into(), cfg.recordcount.to_string()),
+                ("operations".into(), cfg.operationcount.to_string()),
+            ]),
+        ),
+        Step::Bench(b, readers) => {
+            let reads = a.bench.reads.unwrap_or(a.bench.num);
+            let spec = match (b, readers) {
+                (Bench::ReadWhileWriting, Some(r)) => PhaseSpec {
+                    threads: r + 1,
+                    ops: std::iter::once(None)
+                        .chain((0..*r).map(|_| Some(reads)))
+                        .collect(),
+                    rate: std::iter::once(a.bench.writer_rate)
+                        .chain((0..*r).map(|_| None))
+                        .collect(),
+                    seed: a.seed ^ 7,
+                },
+                (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
+                    PhaseSpec::split(a.bench.num, a.threads, a.target_ops, a.seed ^ 3)
+                }
+                (Bench::ReadSeq, _) => PhaseSpec::split(
+                    reads.div_ceil(super::recorder::READSEQ_BATCH as u64),
+                    a.threads,
+                    a.target_ops,
+                    a.seed ^ 5,
+                ),
+                _ => PhaseSpec::split(
+                    reads * a.threads as u64,
+                    a.threads,
+                    a.target_ops,
+                    a.seed ^ 5,
+                ),
+            };
+            let name = match readers {
+                Some(r) => format!("{}.readers{r}", b.name()),
+                None => b.name().to_string(),
+            };
+            let mut params = BTreeMap::from([
+                ("workload".into(), b.name().to_string()),
+                ("num".into(), a.bench.num.to_string()),
+                ("key_size".into(), a.bench.key_size.to_string()),
+                ("value_size".into(), a.bench.value_size.to_string()),
+            ]);
+            if let Some(r) = readers {
+                params.insert("readers".into(), r.to_string());
+            }
+            (name, Box::new(DbBench::new(*b, dbc, a.seed)), spec, params)
+        }
+    }
+}
+
+/// The terminal lines of one finished phase.
+fn print_phase(o: &phase::PhaseOutcome, p: &crate::results::Point, engine: &str, name: &str) {
+    print!("{}", report::ycsb_lines(o));
+    println!("{}", report::latency_table(p));
+    println!("{}", report::load_table(o));
+    if let Some(stats) = p
+        .extra
+        .other
+        .get("kv")
+        .and_then(|k| k.get("engine_stats"))
+        .and_then(|s| s.as_object())
+    {
+        for (k, v) in stats {
+            println!("  {}: {k} = {}", engine, v.as_str().unwrap_or_default());
+        }
+    }
+    if o.rec.mismatches > 0 {
+        eprintln!(
+            "iolab: {} verification failure(s) in {name}:",
+            o.rec.mismatches
+        );
+        for m in o.rec.first_mismatches.iter().take(8) {
+            eprintln!("  {m}");
+        }
+    }
+    if o.rec.not_found > 0 {
+        println!(
+            "  ({} of {} reads found)",
+            o.rec.ops[super::recorder::KvOp::Read.idx()] - o.rec.not_found,
+            o.rec.ops[super::recorder::KvOp::Read.idx()]
+        );
+    }
+}
+
+/// Warn when `--memory-limit` is below what the engine keeps in memory.
+fn warn_memory_limit(l: u64, kind: KvEngineKind, opts: &EngineOptions) {
+    let needs = match kind {
+        KvEngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
+        KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
+        KvEngineKind::Sqlite | KvEngineKind::Redb => opts.cache_size,
+        KvEngineKind::Lmdb | KvEngineKind::Null => 0,
+    };
+    if needs + (16 << 20) > l {
+        eprintln!(
+            "iolab: warning: --memory-limit {} is below what {} keeps in memory ({} of cache and memtables + ~16 MiB); \
+             the kernel may kill iolab (OOM). Lower --cache-size / --write-buffer-size.",
+            report::human(l),
+            kind.name(),
+            report::human(needs)
+        );
+    }
+}
+
+/// What runs where: engine, database directory, settings, memory limit.
+fn print_header(eng: &dyn super::engine::KvEngine, dir: &DbDir, cgroup: Option<&MemoryCgroup>) {
+    println!("iolab kv: engine {} {}", eng.name(), eng.version());
+    println!(
+        "  database: {}{}",
+        dir.path.display(),
+        if dir.keep {
+            " (kept)"
+        } else {
+            " (scratch, removed at exit)"
+        }
+    );
+    let settings: Vec<String> = eng
+        .settings()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    println!("  settings: {}", settings.join(" "));
+    if let Some(cg) = cgroup {
+        println!(
+            "  memory limit: {} (cgroup v{} {})",
+            report::human(cg.limit),
+            cg.version,
+            cg.path.display()
+        );
+    }
+}
+
+/// Provenance of a kv run: the machine, the engine and the plan.
+fn provenance(
+    a: &KvArgs,
+    eng: &dyn super::engine::KvEngine,
+    dir: &DbDir,
+    steps: &[Step],
+    mem_limit: Option<u64>,
+) -> Provenance {
+    let mut prov = Provenance::collect(a.seed);
+    prov.tools.insert(eng.name().to_string(), eng.version());
+    prov.target = Some(target_info(
+        &dir.path,
+        if a.place.db.is_some() {
+            TargetKind::ExistingFile
+        } else {
+            TargetKind::ScratchFile
+        },
+    ));
+    prov.plan = serde_json::json!({
+        "verb": "kv",
+        "engine": eng.name(),
+        "engine_settings": eng.settings().into_iter().collect::<BTreeMap<_, _>>(),
+        "steps": steps.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
+        "threads": a.threads,
+        "target": a.target_ops,
+        "memory_limit": mem_limit,
+        "seed": a.seed,
+    });
+    prov
 }
