@@ -1,13 +1,41 @@
-//! `iolab kv`: database workloads (glue to `kv::run`).
+//! `iolab kv`: database workloads. Arguments -> `KvPlan` (kv_args) ->
+//! `kv::run::run` with the terminal observer -> exit code.
 
 use crate::cli::kv::KvArgs;
+use crate::error::{usage, Interrupted, VerifyFailed};
+use crate::report::kv_terminal::KvTerminal;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
     if let Some(v) = &args.old_target {
-        return Err(crate::error::usage(
+        return Err(usage(
             "--target",
             format!("kv --target was renamed: use --target-ops {v} (or --rate {v})"),
         ));
     }
-    crate::kv::run::run(args)
+    let plan = super::kv_args::plan(&args)?;
+    if args.dry_run {
+        println!(
+            "engine: {} (defaults below are applied when it opens)",
+            plan.engine.name()
+        );
+        println!("{:#?}", plan.options);
+        for s in &plan.steps {
+            println!("step: {s:?}");
+        }
+        return Ok(());
+    }
+    let done = crate::kv::run::run(&plan, &KvTerminal)?;
+    if let Some(out) = &plan.output {
+        println!("\nresults: {}", out.display());
+    }
+    if done.mismatches > 0 {
+        return Err(VerifyFailed {
+            mismatches: done.mismatches,
+        }
+        .into());
+    }
+    if done.results.interrupted {
+        return Err(Interrupted.into());
+    }
+    Ok(())
 }

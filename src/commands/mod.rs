@@ -5,6 +5,7 @@ pub mod device;
 pub mod device_args;
 pub mod device_fio;
 pub mod kv;
+pub mod kv_args;
 pub mod report;
 pub mod run;
 pub mod sysinfo;

@@ -8,6 +8,7 @@ pub mod generator;
 pub mod keys;
 pub mod loadstats;
 pub mod phase;
+pub mod plan;
 pub mod point;
 pub mod props;
 pub mod recorder;

@@ -97,6 +97,33 @@ pub struct PhaseOutcome {
     pub max_backlog_ns: u64,
 }
 
+/// State the workers and the sampler share during a phase.
+struct Shared {
+    progress: Vec<Progress>,
+    /// Bounded workers still running; the last one to finish sets `done`.
+    bounded_left: AtomicU64,
+    /// Unbounded workers (readwhilewriting's writer) stop when it is set.
+    done: AtomicBool,
+    barrier: Barrier,
+    start_at: AtomicU64,
+    /// When the last worker finished: the phase's end, independent of how
+    /// late the 20 ms sampler loop notices it.
+    end_at: AtomicU64,
+}
+
+/// One worker's part of the phase.
+struct WorkerJob<'a> {
+    id: usize,
+    kinds: &'a [KvOp],
+    paced: bool,
+    stores: bool,
+    /// Operations to do; `None` runs until the bounded workers are done.
+    ops: Option<u64>,
+    /// Operations per second (open loop).
+    rate: Option<f64>,
+    seed: u64,
+}
+
 /// Run `work` with `spec` on `engine`; `db_dir` is measured for size.
 pub fn run(
     engine: &dyn KvEngine,
@@ -106,14 +133,14 @@ pub fn run(
 ) -> Result<PhaseOutcome> {
     let kinds = work.kinds();
     let paced = spec.rate.iter().any(|r| r.is_some());
-    let progress: Vec<Progress> = (0..spec.threads).map(|_| Progress::default()).collect();
-    let bounded_left = AtomicU64::new(spec.ops.iter().filter(|o| o.is_some()).count() as u64);
-    let done = AtomicBool::new(false);
-    let barrier = Barrier::new(spec.threads + 1);
-    let start_at = AtomicU64::new(0);
-    // When the last worker finished: the phase's end, independent of how
-    // late the 20 ms sampler loop below notices it.
-    let end_at = AtomicU64::new(0);
+    let shared = Shared {
+        progress: (0..spec.threads).map(|_| Progress::default()).collect(),
+        bounded_left: AtomicU64::new(spec.ops.iter().filter(|o| o.is_some()).count() as u64),
+        done: AtomicBool::new(false),
+        barrier: Barrier::new(spec.threads + 1),
+        start_at: AtomicU64::new(0),
+        end_at: AtomicU64::new(0),
+    };
     let stores = engine.stores_data();
 
     let sampler = LoadSampler::start(db_dir);
@@ -123,134 +150,22 @@ pub fn run(
     std::thread::scope(|sc| {
         let mut handles = Vec::new();
         for id in 0..spec.threads {
-            let (kinds, progress, barrier, start_at, end_at, done, bounded_left) = (
-                &kinds,
-                &progress,
-                &barrier,
-                &start_at,
-                &end_at,
-                &done,
-                &bounded_left,
-            );
-            let ops = spec.ops[id];
-            let rate = spec.rate[id];
-            let seed = spec.seed.wrapping_add(0x9E37_79B9 * (id as u64 + 1));
-            handles.push(sc.spawn(move || -> Result<(KvRecorder, u64)> {
-                let session = engine.session();
-                let mut w = Worker {
-                    id,
-                    s: match session {
-                        Ok(s) => s,
-                        Err(e) => {
-                            barrier.wait();
-                            return Err(e);
-                        }
-                    },
-                    rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-                    rec: KvRecorder::new(kinds, paced),
-                    key: Vec::with_capacity(64),
-                    val: Vec::with_capacity(4096),
-                    buf: Vec::with_capacity(4096),
-                    intended: None,
-                    n: 0,
-                    stores_data: stores,
-                    latest: None,
-                    cursor: Vec::new(),
-                };
-                work.init_worker(&mut w);
-                barrier.wait();
-                let t0 = start_at.load(Ordering::Acquire);
-                let interval = rate.map(|r| 1e9 / r.max(1e-9));
-                if interval.is_some() {
-                    // 1 us timer slack instead of 50 us: paced sleeps end on time.
-                    // SAFETY: PR_SET_TIMERSLACK only changes this thread's slack.
-                    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
-                }
-                let limit = ops.unwrap_or(u64::MAX);
-                let mut backlog = 0u64;
-                let mut result = Ok(());
-                let mut lat_sum = 0u64;
-                // One clock read per operation: an op starts when the previous
-                // one ended, or when a paced op was released.
-                let mut op_start = mono_now_ns();
-                while w.n < limit {
-                    if interrupt::stop_requested()
-                        || (ops.is_none() && done.load(Ordering::Relaxed))
-                    {
-                        break;
-                    }
-                    if let Some(iv) = interval {
-                        let due = t0 + (w.n as f64 * iv) as u64;
-                        let mut now = mono_now_ns();
-                        // Sleep (never spin for long: a spinning paced thread
-                        // takes a CPU from the engine and the other workers).
-                        while now < due {
-                            let left = due - now;
-                            if left > 5_000 {
-                                std::thread::sleep(std::time::Duration::from_nanos(left));
-                            } else {
-                                std::hint::spin_loop();
-                            }
-                            now = mono_now_ns();
-                        }
-                        backlog = now - due;
-                        w.intended = Some(due);
-                        op_start = now;
-                    }
-                    if let Err(e) = work.op(&mut w) {
-                        result = Err(e);
-                        interrupt::request_stop();
-                        break;
-                    }
-                    let end = mono_now_ns();
-                    lat_sum += end - op_start;
-                    op_start = end;
-                    w.n += 1;
-                    progress[id].ops.store(w.n, Ordering::Relaxed);
-                    progress[id].lat_sum.store(lat_sum, Ordering::Relaxed);
-                }
-                end_at.fetch_max(mono_now_ns(), Ordering::AcqRel);
-                if ops.is_some() && bounded_left.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    done.store(true, Ordering::Release);
-                }
-                result.map(|()| (w.rec, backlog))
-            }));
+            let job = WorkerJob {
+                id,
+                kinds: &kinds,
+                paced,
+                stores,
+                ops: spec.ops[id],
+                rate: spec.rate[id],
+                seed: spec.seed.wrapping_add(0x9E37_79B9 * (id as u64 + 1)),
+            };
+            let shared = &shared;
+            handles.push(sc.spawn(move || worker(engine, work, job, shared)));
         }
-        start_at.store(mono_now_ns(), Ordering::Release);
-        t_begin = start_at.load(Ordering::Relaxed);
-        barrier.wait();
-        // 1 s series sampler, on this thread.
-        let mut last_t = t_begin;
-        let (mut last_ops, mut last_lat) = (0u64, 0u64);
-        loop {
-            let finished = handles.iter().all(|h| h.is_finished());
-            let now = mono_now_ns();
-            if finished || now - last_t >= 1_000_000_000 {
-                let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-                let lat: u64 = progress
-                    .iter()
-                    .map(|p| p.lat_sum.load(Ordering::Relaxed))
-                    .sum();
-                let len = (now - last_t) as f64 / 1e9;
-                if ops > last_ops && len > 0.0 {
-                    series.push(SeriesPoint {
-                        t_s: (last_t - t_begin) as f64 / 1e9,
-                        len_s: len,
-                        iops: (ops - last_ops) as f64 / len,
-                        mib_s: 0.0,
-                        mean_ns: (lat - last_lat) as f64 / (ops - last_ops) as f64,
-                        p99_ns: 0,
-                    });
-                }
-                last_t = now;
-                last_ops = ops;
-                last_lat = lat;
-            }
-            if finished {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        shared.start_at.store(mono_now_ns(), Ordering::Release);
+        t_begin = shared.start_at.load(Ordering::Relaxed);
+        shared.barrier.wait();
+        series = sample_series(&shared.progress, &handles, t_begin);
         for h in handles {
             recs.push(
                 h.join()
@@ -258,7 +173,7 @@ pub fn run(
             );
         }
     });
-    let t_end = match end_at.load(Ordering::Acquire) {
+    let t_end = match shared.end_at.load(Ordering::Acquire) {
         0 => mono_now_ns(),
         t => t,
     };
@@ -280,4 +195,134 @@ pub fn run(
         interrupted: interrupt::stop_requested(),
         max_backlog_ns,
     })
+}
+
+/// One worker thread: its own engine session, seeded PRNG and recorder;
+/// waits at the barrier, then runs its operations (paced if it has a rate).
+/// Returns its recorder and how far behind schedule it ended (ns).
+fn worker(
+    engine: &dyn KvEngine,
+    work: &dyn Work,
+    job: WorkerJob<'_>,
+    shared: &Shared,
+) -> Result<(KvRecorder, u64)> {
+    let session = match engine.session() {
+        Ok(s) => s,
+        Err(e) => {
+            shared.barrier.wait();
+            return Err(e);
+        }
+    };
+    let mut w = Worker {
+        id: job.id,
+        s: session,
+        rng: Xoshiro256PlusPlus::seed_from_u64(job.seed),
+        rec: KvRecorder::new(job.kinds, job.paced),
+        key: Vec::with_capacity(64),
+        val: Vec::with_capacity(4096),
+        buf: Vec::with_capacity(4096),
+        intended: None,
+        n: 0,
+        stores_data: job.stores,
+        latest: None,
+        cursor: Vec::new(),
+    };
+    work.init_worker(&mut w);
+    shared.barrier.wait();
+    let t0 = shared.start_at.load(Ordering::Acquire);
+    let interval = job.rate.map(|r| 1e9 / r.max(1e-9));
+    if interval.is_some() {
+        // 1 us timer slack instead of 50 us: paced sleeps end on time.
+        // SAFETY: PR_SET_TIMERSLACK only changes this thread's slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+    }
+    let progress = &shared.progress[job.id];
+    let limit = job.ops.unwrap_or(u64::MAX);
+    let mut backlog = 0u64;
+    let mut result = Ok(());
+    let mut lat_sum = 0u64;
+    // One clock read per operation: an op starts when the previous
+    // one ended, or when a paced op was released.
+    let mut op_start = mono_now_ns();
+    while w.n < limit {
+        if interrupt::stop_requested() || (job.ops.is_none() && shared.done.load(Ordering::Relaxed))
+        {
+            break;
+        }
+        if let Some(iv) = interval {
+            let due = t0 + (w.n as f64 * iv) as u64;
+            let mut now = mono_now_ns();
+            // Sleep (never spin for long: a spinning paced thread
+            // takes a CPU from the engine and the other workers).
+            while now < due {
+                let left = due - now;
+                if left > 5_000 {
+                    std::thread::sleep(std::time::Duration::from_nanos(left));
+                } else {
+                    std::hint::spin_loop();
+                }
+                now = mono_now_ns();
+            }
+            backlog = now - due;
+            w.intended = Some(due);
+            op_start = now;
+        }
+        if let Err(e) = work.op(&mut w) {
+            result = Err(e);
+            interrupt::request_stop();
+            break;
+        }
+        let end = mono_now_ns();
+        lat_sum += end - op_start;
+        op_start = end;
+        w.n += 1;
+        progress.ops.store(w.n, Ordering::Relaxed);
+        progress.lat_sum.store(lat_sum, Ordering::Relaxed);
+    }
+    shared.end_at.fetch_max(mono_now_ns(), Ordering::AcqRel);
+    if job.ops.is_some() && shared.bounded_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+        shared.done.store(true, Ordering::Release);
+    }
+    result.map(|()| (w.rec, backlog))
+}
+
+/// The 1 s time series of the phase, sampled on the calling thread until
+/// every worker has finished.
+fn sample_series<T>(
+    progress: &[Progress],
+    handles: &[std::thread::ScopedJoinHandle<'_, T>],
+    t_begin: u64,
+) -> Vec<SeriesPoint> {
+    let mut series = Vec::new();
+    let mut last_t = t_begin;
+    let (mut last_ops, mut last_lat) = (0u64, 0u64);
+    loop {
+        let finished = handles.iter().all(|h| h.is_finished());
+        let now = mono_now_ns();
+        if finished || now - last_t >= 1_000_000_000 {
+            let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+            let lat: u64 = progress
+                .iter()
+                .map(|p| p.lat_sum.load(Ordering::Relaxed))
+                .sum();
+            let len = (now - last_t) as f64 / 1e9;
+            if ops > last_ops && len > 0.0 {
+                series.push(SeriesPoint {
+                    t_s: (last_t - t_begin) as f64 / 1e9,
+                    len_s: len,
+                    iops: (ops - last_ops) as f64 / len,
+                    mib_s: 0.0,
+                    mean_ns: (lat - last_lat) as f64 / (ops - last_ops) as f64,
+                    p99_ns: 0,
+                });
+            }
+            last_t = now;
+            last_ops = ops;
+            last_lat = lat;
+        }
+        if finished {
+            return series;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -9,6 +9,7 @@ pub mod csv;
 pub mod fio_json;
 pub mod fmt;
 pub mod html;
+pub mod kv_terminal;
 pub mod markdown;
 pub mod observer;
 pub mod summary;

@@ -353,7 +353,8 @@ impl StepRunner<'_> {
     fn run_kv(&mut self, job: &JobSpec) -> anyhow::Result<Vec<Point>> {
         self.kv_ran = true;
         let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
-        let (pts, kr) = kv::run(&self.a.dir, &self.out, records, self.a.seed)?;
+        let kr = kv::run(&self.a.dir, records, self.a.seed)?;
+        let pts = kr.points;
         for (k, v) in kr.provenance.tools {
             self.results.provenance.tools.entry(k).or_insert(v);
         }

@@ -309,7 +309,7 @@ fn kv_step(base: &JobSpec, d: Depth) -> Step {
         super::kv::WORKLOADS
             .iter()
             .map(|w| JobSpec {
-                name: format!("ycsb-{w}-{}", super::kv::ENGINE),
+                name: format!("ycsb-{w}-{}", super::kv::ENGINE.name()),
                 ..base.clone()
             })
             .collect()

@@ -1,0 +1,223 @@
+//! `iolab kv` arguments -> a validated `KvPlan`: engine options with their
+//! sizes parsed, YCSB property files and overrides applied, workload names
+//! resolved to phases, reader sweeps expanded.
+
+use crate::cli::kv::{KvArgs, PhaseSel};
+use crate::error::usage;
+use crate::kv::dbbench::{Bench, DbBenchConfig};
+use crate::kv::engine::EngineOptions;
+use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
+use crate::kv::props::Props;
+use crate::kv::ycsb::YcsbConfig;
+use crate::plan::parse::parse_size;
+use anyhow::Result;
+
+/// The plan the arguments describe, validated.
+pub fn plan(a: &KvArgs) -> Result<KvPlan> {
+    let plan = KvPlan {
+        engine: a.engine,
+        options: engine_options(a)?,
+        steps: steps(a)?,
+        threads: a.threads,
+        target_ops: a.target_ops,
+        bench: DbBenchConfig {
+            num: a.bench.num,
+            key_size: a.bench.key_size,
+            value_size: a.bench.value_size,
+        },
+        reads: BenchReads {
+            reads: a.bench.reads,
+            writer_rate: a.bench.writer_rate,
+        },
+        place: KvPlace {
+            dir: a.place.dir.clone(),
+            db: a.place.db.clone(),
+            keep: a.place.keep,
+            memory_limit: a
+                .place
+                .memory_limit
+                .as_deref()
+                .map(|s| parse_size("--memory-limit", s))
+                .transpose()?,
+            drop_caches: a.place.drop_caches,
+        },
+        seed: a.seed,
+        output: a.output.clone(),
+    };
+    plan.validate()?;
+    Ok(plan)
+}
+
+/// Engine options from the flags (sizes parsed, the SQLite page size checked).
+pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
+    let a = &a.eng;
+    Ok(EngineOptions {
+        sync: a.sync,
+        wal: !a.disable_wal,
+        cache_size: parse_size("--cache-size", &a.cache_size)?,
+        compression: a.compression,
+        direct_io: a.direct_io,
+        mmap: a.mmap,
+        page_size: match &a.page_size {
+            Some(s) => {
+                let v = parse_size("--page-size", s)?;
+                if !(512..=65536).contains(&v) || !v.is_power_of_two() {
+                    return Err(usage(
+                        "--page-size",
+                        "must be a power of two from 512 to 64k",
+                    ));
+                }
+                Some(v as u32)
+            }
+            None => None,
+        },
+        map_size: parse_size("--map-size", &a.map_size)?,
+        write_buffer_size: parse_size("--write-buffer-size", &a.write_buffer_size)?,
+        background_jobs: a.background_jobs.max(1),
+        readahead: !a.no_readahead,
+        bytes_per_sync: parse_size("--bytes-per-sync", &a.bytes_per_sync)?,
+        pipelined_write: a.pipelined_write,
+    })
+}
+
+fn parse_readers(s: &str) -> Result<Vec<usize>> {
+    s.split(',')
+        .map(|t| match t.trim().parse::<usize>() {
+            Ok(n) if (1..=1024).contains(&n) => Ok(n),
+            _ => Err(usage(
+                "--readers",
+                format!("'{t}' is not a reader count (1..1024)"),
+            )),
+        })
+        .collect()
+}
+
+fn ycsb_props(a: &KvArgs, letter: Option<&str>) -> Result<Props> {
+    let mut p = match letter {
+        Some(l) => {
+            Props::builtin(l).ok_or_else(|| usage("WORKLOAD", format!("unknown workload '{l}'")))?
+        }
+        None => Props::default(),
+    };
+    for f in &a.property_files {
+        p.load_file(f)?;
+    }
+    for kv in &a.props {
+        p.set_arg(kv)?;
+    }
+    Ok(p)
+}
+
+/// The phases, in order: each workload name becomes a YCSB load and/or run
+/// phase or a db_bench benchmark (readwhilewriting: one per reader count).
+fn steps(a: &KvArgs) -> Result<Vec<Step>> {
+    let spec = match (&a.workload, a.property_files.is_empty()) {
+        (Some(w), _) => w.clone(),
+        (None, false) => "P".to_string(),
+        (None, true) => "a".to_string(),
+    };
+    let readers = parse_readers(&a.bench.readers)?;
+    let mut steps = Vec::new();
+    for tok in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if let Some(b) = Bench::parse(tok) {
+            if b == Bench::ReadWhileWriting {
+                steps.extend(readers.iter().map(|&r| Step::Bench(b, Some(r))));
+            } else {
+                steps.push(Step::Bench(b, None));
+            }
+            continue;
+        }
+        let (name, props) = if tok == "P" {
+            let n = a.property_files[0]
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (n, ycsb_props(a, None)?)
+        } else {
+            let letter = tok.to_ascii_lowercase();
+            let letter = letter
+                .strip_prefix("workload")
+                .unwrap_or(&letter)
+                .to_string();
+            if Props::builtin(&letter).is_none() {
+                return Err(usage(
+                    "WORKLOAD",
+                    format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting)"),
+                ));
+            }
+            (format!("ycsb-{letter}"), ycsb_props(a, Some(&letter))?)
+        };
+        let cfg = YcsbConfig::from_props(&props)?;
+        if matches!(a.phase, PhaseSel::Load | PhaseSel::Both) {
+            steps.push(Step::YcsbLoad(name.clone(), cfg.clone()));
+        }
+        if matches!(a.phase, PhaseSel::Run | PhaseSel::Both) {
+            steps.push(Step::YcsbRun(name, cfg));
+        }
+    }
+    Ok(steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: KvArgs,
+    }
+
+    fn parse(argv: &[&str]) -> KvPlan {
+        let cli = Cli::try_parse_from(std::iter::once("kv").chain(argv.iter().copied()))
+            .expect("arguments parse");
+        plan(&cli.args).expect("a valid plan")
+    }
+
+    #[test]
+    fn flag_defaults_are_the_library_defaults() {
+        let p = parse(&[]);
+        assert_eq!(
+            format!("{:?}", p.options),
+            format!("{:?}", EngineOptions::default())
+        );
+    }
+
+    /// `iolab run`'s database step builds its plan without the CLI: it must
+    /// be the plan `iolab kv a,c -p recordcount=N -p operationcount=N` makes.
+    #[test]
+    fn run_step_plan_is_the_kv_command_plan() {
+        let dir = std::env::temp_dir();
+        let cli = parse(&[
+            "a,c",
+            "-p",
+            "recordcount=1234",
+            "-p",
+            "operationcount=1234",
+            "--seed",
+            "9",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        let lib = crate::commands::run::kv::plan(&dir, 1234, 9).unwrap();
+        assert_eq!(format!("{:?}", lib.steps), format!("{:?}", cli.steps));
+        assert_eq!(format!("{:?}", lib.options), format!("{:?}", cli.options));
+        assert_eq!(format!("{:?}", lib.bench), format!("{:?}", cli.bench));
+        assert_eq!(
+            (lib.engine, lib.threads, lib.seed, lib.target_ops),
+            (cli.engine, cli.threads, cli.seed, cli.target_ops)
+        );
+        assert_eq!(format!("{:?}", lib.place), format!("{:?}", cli.place));
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let cli = Cli::try_parse_from(["kv", "--threads", "0"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("--threads"), "{e}");
+        let cli = Cli::try_parse_from(["kv", "readwhilewriting", "--readers", "1,x"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("--readers"), "{e}");
+    }
+}

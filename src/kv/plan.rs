@@ -1,0 +1,138 @@
+//! What `iolab kv` runs, as a validated, typed plan: the engine and its
+//! options, the database place and limits, and the list of phases (YCSB
+//! load/run, db_bench benchmarks, reader sweeps). Built by `commands/kv`
+//! from the command line, or directly by library callers (`iolab run`'s
+//! database step); `kv::run::run` executes it.
+
+use std::path::PathBuf;
+
+use super::dbbench::{Bench, DbBenchConfig};
+use super::engine::{EngineOptions, KvEngineKind};
+use super::ycsb::YcsbConfig;
+use crate::error::usage;
+use anyhow::Result;
+
+/// One phase of the plan.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// YCSB load phase of the named workload.
+    YcsbLoad(String, YcsbConfig),
+    /// YCSB transaction phase of the named workload.
+    YcsbRun(String, YcsbConfig),
+    /// A db_bench benchmark; `Some(readers)` for a readwhilewriting point.
+    Bench(Bench, Option<usize>),
+}
+
+impl Step {
+    /// Whether the phase reads data an earlier phase must have loaded.
+    fn needs_data(&self) -> bool {
+        match self {
+            Step::YcsbRun(..) => true,
+            Step::Bench(b, _) => b.needs_data(),
+            Step::YcsbLoad(..) => false,
+        }
+    }
+
+    /// Whether the phase fills the database.
+    fn loads_data(&self) -> bool {
+        matches!(
+            self,
+            Step::YcsbLoad(..) | Step::Bench(Bench::FillSeq | Bench::FillRandom, _)
+        )
+    }
+}
+
+/// Where the database lives and the limits it runs under.
+#[derive(Debug, Clone)]
+pub struct KvPlace {
+    /// The filesystem under test: a scratch database directory is made in it.
+    pub dir: PathBuf,
+    /// Use (and keep) this database directory instead of a scratch one.
+    pub db: Option<PathBuf>,
+    /// Keep the scratch database directory.
+    pub keep: bool,
+    /// Memory cgroup limit in bytes (root).
+    pub memory_limit: Option<u64>,
+    /// Drop the page cache before each phase (root).
+    pub drop_caches: bool,
+}
+
+impl KvPlace {
+    /// A scratch database in `dir`, removed at the end, no limits.
+    pub fn scratch(dir: PathBuf) -> KvPlace {
+        KvPlace {
+            dir,
+            db: None,
+            keep: false,
+            memory_limit: None,
+            drop_caches: false,
+        }
+    }
+}
+
+/// db_bench reader settings beyond the key and value shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BenchReads {
+    /// Reads per reader thread (default: the number of keys).
+    pub reads: Option<u64>,
+    /// readwhilewriting: the writer's rate limit (operations per second).
+    pub writer_rate: Option<f64>,
+}
+
+/// A whole `iolab kv` run.
+#[derive(Debug, Clone)]
+pub struct KvPlan {
+    pub engine: KvEngineKind,
+    pub options: EngineOptions,
+    pub steps: Vec<Step>,
+    /// Client threads (YCSB threadcount; db_bench threads).
+    pub threads: usize,
+    /// Target total operations per second (open loop), if any.
+    pub target_ops: Option<f64>,
+    pub bench: DbBenchConfig,
+    pub reads: BenchReads,
+    pub place: KvPlace,
+    pub seed: u64,
+    /// The results file, rewritten after every phase.
+    pub output: Option<PathBuf>,
+}
+
+impl KvPlan {
+    /// Check what does not depend on the machine: counts, rates, the
+    /// db_bench shape.
+    pub fn validate(&self) -> Result<()> {
+        if self.threads == 0 || self.threads > 1024 {
+            return Err(usage("--threads", "must be 1..1024"));
+        }
+        if let Some(t) = self.target_ops {
+            if !(t > 0.0 && t.is_finite()) {
+                return Err(usage(
+                    "--target-ops",
+                    "must be a positive number of operations per second",
+                ));
+            }
+        }
+        if self.steps.is_empty() {
+            return Err(usage("WORKLOAD", "nothing to run"));
+        }
+        if self.steps.iter().any(|s| matches!(s, Step::Bench(..))) {
+            self.bench.validate()?;
+        }
+        Ok(())
+    }
+
+    /// Refuse a plan that reads before anything was loaded (`loaded`: the
+    /// database already holds data), before anything is created.
+    pub fn check_order(&self, mut loaded: bool) -> Result<()> {
+        for s in &self.steps {
+            if s.needs_data() && !loaded {
+                return Err(usage(
+                    "WORKLOAD",
+                    "this phase needs a loaded database: run a load first (--phase both, or fillrandom/fillseq before it), or pass --db PATH of a kept one",
+                ));
+            }
+            loaded |= s.loads_data();
+        }
+        Ok(())
+    }
+}

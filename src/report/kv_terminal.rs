@@ -1,0 +1,91 @@
+//! `iolab kv` on a terminal: the header (engine, database, settings, memory
+//! limit), a title per phase, and each finished phase's throughput lines,
+//! latency and load tables, engine statistics and verification failures.
+
+use crate::kv::phase::PhaseOutcome;
+use crate::kv::recorder::KvOp;
+use crate::kv::report::{human, latency_table, load_table, ycsb_lines};
+use crate::kv::run::{KvObserver, Started};
+use crate::results::Point;
+
+/// Prints to stdout (warnings and verification failures to stderr).
+pub struct KvTerminal;
+
+impl KvObserver for KvTerminal {
+    fn started(&self, s: &Started<'_>) {
+        println!(
+            "iolab kv: engine {} {}",
+            s.engine.name(),
+            s.engine.version()
+        );
+        println!(
+            "  database: {}{}",
+            s.db.display(),
+            if s.kept {
+                " (kept)"
+            } else {
+                " (scratch, removed at exit)"
+            }
+        );
+        let settings: Vec<String> = s
+            .engine
+            .settings()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!("  settings: {}", settings.join(" "));
+        if let Some(cg) = s.cgroup {
+            println!(
+                "  memory limit: {} (cgroup v{} {})",
+                human(cg.limit),
+                cg.version,
+                cg.path.display()
+            );
+        }
+    }
+
+    fn phase_started(&self, name: &str, threads: usize) {
+        println!(
+            "\n== {name} ({threads} thread{})",
+            if threads == 1 { "" } else { "s" }
+        );
+    }
+
+    fn phase_done(&self, name: &str, o: &PhaseOutcome, p: &Point) {
+        print!("{}", ycsb_lines(o));
+        println!("{}", latency_table(p));
+        println!("{}", load_table(o));
+        let engine = p.params.get("engine").map(String::as_str).unwrap_or("");
+        if let Some(stats) = p
+            .extra
+            .other
+            .get("kv")
+            .and_then(|k| k.get("engine_stats"))
+            .and_then(|s| s.as_object())
+        {
+            for (k, v) in stats {
+                println!("  {engine}: {k} = {}", v.as_str().unwrap_or_default());
+            }
+        }
+        if o.rec.mismatches > 0 {
+            eprintln!(
+                "iolab: {} verification failure(s) in {name}:",
+                o.rec.mismatches
+            );
+            for m in o.rec.first_mismatches.iter().take(8) {
+                eprintln!("  {m}");
+            }
+        }
+        let reads = o.rec.ops[KvOp::Read.idx()];
+        if o.rec.not_found > 0 {
+            println!("  ({} of {reads} reads found)", reads - o.rec.not_found);
+        }
+        for w in &p.warnings {
+            println!("  warning: {w}");
+        }
+    }
+
+    fn warning(&self, msg: &str) {
+        eprintln!("iolab: warning: {msg}");
+    }
+}
