@@ -141,6 +141,11 @@ fn scratch_run_writes_complete_results_and_cleans_up() {
     let reads = p["ops"]["read"]["ops"].as_u64().unwrap();
     let writes = p["ops"]["write"]["ops"].as_u64().unwrap();
     assert_eq!(reads + writes, 2000);
+    // The machine's CPU section parses into its type, exactly.
+    let typed = iolab::results::Results::read(&json).unwrap();
+    let ext = &typed.points[0].extra;
+    assert!(ext.cpu.is_some(), "extra.cpu: {}", p["extra"]);
+    assert!(ext.other.is_empty(), "untyped: {:?}", ext.other.keys());
     assert!(
         (reads as f64 / 2000.0 - 0.7).abs() < 0.06,
         "mix 70: {reads} reads"

@@ -209,3 +209,56 @@ fn point_extension_insert_types_known_keys() {
         r#"{"kv":{"engine":"lmdb"},"phase":"precondition","rate_pct_of_max":50.0}"#
     );
 }
+
+/// Files iolab wrote (not the made-up synthetic one) have no section left
+/// untyped: kv and trace sections parse into their types, exactly (cpu:
+/// tests/device_cli.rs, on a fresh run; these files predate it).
+#[test]
+fn sections_of_real_files_are_all_typed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let mut seen = std::collections::BTreeSet::new();
+    for name in [
+        "kv-ycsb-rocksdb.json",
+        "kv-dbbench-lmdb.json",
+        "trace-sample.json",
+        "run-standard.json",
+        "run-all-steps.json",
+        "device-batching.json",
+        "device-loadlat.json",
+        "device-steady.json",
+    ] {
+        let (_, r) = load(&dir.join(name));
+        for p in &r.points {
+            let left: Vec<&String> = p.extra.other.keys().collect();
+            assert!(left.is_empty(), "{name}: {}: untyped {left:?}", p.name);
+            for (key, set) in [
+                ("kv", p.extra.kv.is_some()),
+                ("trace", p.extra.trace.is_some()),
+            ] {
+                if set {
+                    seen.insert(key);
+                }
+            }
+        }
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        ["kv", "trace"],
+        "the fixtures cover every typed section"
+    );
+}
+
+/// A section that does not parse exactly (a field missing or unknown)
+/// stays as read, and is written back unchanged.
+#[test]
+fn inexact_sections_are_kept_as_read() {
+    let mut e = iolab::results::PointExt::default();
+    let odd_trace = json!({"breakdown": {"stages": [{"stage": "user", "mean_ns": 5}]}});
+    let odd_cpu = json!({"iowait_pct": 3.0, "guest_pct": 1.0});
+    e.insert("trace".into(), odd_trace.clone());
+    e.insert("cpu".into(), odd_cpu.clone());
+    assert!(e.trace.is_none() && e.cpu.is_none());
+    assert!(e.contains_key("trace") && e.contains_key("cpu"));
+    let v = serde_json::to_value(&e).unwrap();
+    assert_eq!(v, json!({"cpu": odd_cpu, "trace": odd_trace}));
+}

@@ -109,7 +109,7 @@ mod tests {
     use super::*;
     use crate::analysis::testutil::{lat, point};
     use crate::plan::job::{Arrival, JobSpec, OpenLoop};
-    use serde_json::json;
+    use crate::results::OpenLoopStats;
 
     /// M/D/1-like synthetic curve: service 100 us, capacity 10k IOPS.
     #[test]
@@ -131,10 +131,11 @@ mod tests {
                 1_000_000_000
             };
             let mut p = point(&spec, achieved, p99 as f64 / 2.0, 100_000);
-            p.extra.insert(
-                "open_loop".into(),
-                json!({"target_iops": rate, "lat_from_intended": {"read": lat(p99 as f64 / 2.0, p99)}}),
-            );
+            p.extra.open_loop = Some(OpenLoopStats {
+                target_iops: rate,
+                lat_from_intended: [("read".to_string(), lat(p99 as f64 / 2.0, p99))].into(),
+                ..Default::default()
+            });
             pts.push(p);
         }
         let v = serde_json::to_value(analyze(&pts, 2.0)).unwrap();

@@ -346,7 +346,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
                 }
                 pt.name = res.label.clone();
                 pt.params.insert("scheduler".into(), res.scheduler.clone());
-                pt.extra.insert("trace".into(), serde_json::to_value(&res)?);
+                pt.extra.trace = Some(Box::new(res.clone()));
                 results.points.push(pt);
                 let stop = res.interrupted;
                 all.push(res);

@@ -18,7 +18,8 @@ pub struct LoadSampler {
 }
 
 /// What a phase cost.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LoadStats {
     pub wall_ns: u64,
     pub cpu: CpuStats,

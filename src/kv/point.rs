@@ -5,11 +5,31 @@
 //! engine statistics.
 
 use super::engine::KvEngine;
+use super::loadstats::LoadStats;
 use super::phase::PhaseOutcome;
 use super::recorder::KvOp;
+use crate::measure::histogram::LatStats;
 use crate::results::{OpStats, Point, Totals, VerifyMismatch, VerifyStats};
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// What a kv phase adds to its point (`extra.kv`): the engine, what the
+/// phase cost, and the latency from each operation's intended start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KvPhaseInfo {
+    pub engine: String,
+    pub engine_version: String,
+    pub engine_settings: BTreeMap<String, String>,
+    pub engine_stats: BTreeMap<String, String>,
+    pub load: LoadStats,
+    /// Paced runs: latency from the intended start, per op kind.
+    pub intended_lat: BTreeMap<String, LatStats>,
+    /// How far behind schedule the paced workers ended (ns).
+    pub max_backlog_ns: u64,
+    /// Reads of keys that should have been there and were not.
+    pub missing: u64,
+}
 
 pub fn build(
     name: &str,
@@ -21,7 +41,7 @@ pub fn build(
     let secs = (o.duration_ns as f64 / 1e9).max(1e-9);
     let mut ops = BTreeMap::new();
     let mut histograms = BTreeMap::new();
-    let mut intended = serde_json::Map::new();
+    let mut intended = BTreeMap::new();
     let mut total = Totals::default();
     for k in KvOp::ALL {
         let i = k.idx();
@@ -50,7 +70,9 @@ pub fn build(
         }
         if let Some(ih) = o.rec.intended[i].as_ref().filter(|h| !h.is_empty()) {
             histograms.insert(format!("{}.intended", k.name()), ih.encode());
-            intended.insert(k.name().to_string(), json!(ih.stats()));
+            if let Some(st) = ih.stats() {
+                intended.insert(k.name().to_string(), st);
+            }
         }
     }
     total.iops = total.ops as f64 / secs;
@@ -77,18 +99,19 @@ pub fn build(
     if o.rec.not_found > 0 {
         errors.insert("not_found".to_string(), o.rec.not_found);
     }
-    let kv = json!({
-        "engine": engine.name(),
-        "engine_version": engine.version(),
-        "engine_settings": engine.settings().into_iter().collect::<BTreeMap<_, _>>(),
-        "engine_stats": engine.stats().into_iter().collect::<BTreeMap<_, _>>(),
-        "load": o.load,
-        "intended_lat": intended,
-        "max_backlog_ns": o.max_backlog_ns,
-        "missing": o.rec.missing,
-    });
-    let mut extra = crate::results::PointExt::default();
-    extra.insert("kv".to_string(), kv);
+    let extra = crate::results::PointExt {
+        kv: Some(Box::new(KvPhaseInfo {
+            engine: engine.name().to_string(),
+            engine_version: engine.version(),
+            engine_settings: engine.settings().into_iter().collect(),
+            engine_stats: engine.stats().into_iter().collect(),
+            load: o.load.clone(),
+            intended_lat: intended,
+            max_backlog_ns: o.max_backlog_ns,
+            missing: o.rec.missing,
+        })),
+        ..Default::default()
+    };
     Point {
         name: name.to_string(),
         job: None,

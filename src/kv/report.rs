@@ -63,11 +63,11 @@ pub fn latency_table(p: &Point) -> String {
     t.set_header([
         "op", "latency", "ops", "ops/s", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
     ]);
-    let intended = p.extra.other.get("kv").and_then(|k| k.get("intended_lat"));
+    let intended = p.extra.kv.as_ref().map(|k| &k.intended_lat);
     for (name, st) in &p.ops {
         let mut rows = vec![("service", st.lat.clone())];
         if let Some(i) = intended.and_then(|m| m.get(name)) {
-            rows.push(("intended", serde_json::from_value(i.clone()).ok()));
+            rows.push(("intended", Some(i.clone())));
         }
         for (label, lat) in rows {
             let Some(l) = lat else { continue };

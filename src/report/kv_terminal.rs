@@ -55,16 +55,9 @@ impl KvObserver for KvTerminal {
         print!("{}", ycsb_lines(o));
         println!("{}", latency_table(p));
         println!("{}", load_table(o));
-        let engine = p.params.get("engine").map(String::as_str).unwrap_or("");
-        if let Some(stats) = p
-            .extra
-            .other
-            .get("kv")
-            .and_then(|k| k.get("engine_stats"))
-            .and_then(|s| s.as_object())
-        {
-            for (k, v) in stats {
-                println!("  {engine}: {k} = {}", v.as_str().unwrap_or_default());
+        if let Some(kv) = &p.extra.kv {
+            for (k, v) in &kv.engine_stats {
+                println!("  {}: {k} = {v}", kv.engine);
             }
         }
         if o.rec.mismatches > 0 {

@@ -181,17 +181,13 @@ fn steady_headline(g: &SteadyGroup) -> Headline {
 
 /// Software and device shares of a traced point.
 fn trace_headline(p: &Point) -> Option<Headline> {
-    let t = p.extra.other.get("trace")?;
-    let b = &t["breakdown"];
-    let (sw, dev) = (b["software_share"].as_f64()?, b["device_share"].as_f64()?);
+    let t = p.extra.trace.as_ref()?;
+    let b = t.breakdown.as_ref()?;
+    let (sw, dev) = (b.software_share, b.device_share);
     Some(Headline {
         label: "stack breakdown".into(),
         value: format!("{:.0}% software / {:.0}% device", 100.0 * sw, 100.0 * dev),
-        detail: format!(
-            "{}: mean {} traced",
-            p.name,
-            fmt::ns(t["traced_mean_ns"].as_f64().unwrap_or(0.0))
-        ),
+        detail: format!("{}: mean {} traced", p.name, fmt::ns(t.traced_mean_ns)),
     })
 }
 

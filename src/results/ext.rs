@@ -10,38 +10,42 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis::steady::{Criterion, Metric};
+use crate::kv::point::KvPhaseInfo;
 use crate::measure::histogram::LatStats;
+use crate::measure::procstat::SystemCpu;
+use crate::trace::config::ConfigResult;
 
 /// Everything a feature adds to a point.
+///
+/// Reading is tolerant: a known key whose value does not parse as its type
+/// stays in `other` as read, so no file fails to load over one section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(into = "BTreeMap<String, Value>")]
+#[serde(into = "BTreeMap<String, Value>", from = "BTreeMap<String, Value>")]
 pub struct PointExt {
+    /// The whole machine's CPU during the job (usr, sys, iowait ...).
+    pub cpu: Option<SystemCpu>,
     /// fio's job identity (points imported from fio JSON).
-    #[serde(default)]
     pub fio: Option<FioJob>,
     /// The job was stopped early: the point is partial.
-    #[serde(default)]
     pub interrupted: Option<bool>,
     /// One step of a latency-target search.
-    #[serde(default)]
     pub latency_target: Option<TargetStepInfo>,
     /// Open-loop recorder summary (rate-driven points).
-    #[serde(default)]
     pub open_loop: Option<OpenLoopStats>,
     /// "precondition" for passes that are not measurements; kv: "load"/"run".
-    #[serde(default)]
     pub phase: Option<String>,
     /// `iolab run`: the rate as a share of the closed-loop maximum.
-    #[serde(default)]
     pub rate_pct_of_max: Option<f64>,
     /// "closed_loop_max" for the point open-loop rates are relative to.
-    #[serde(default)]
     pub role: Option<String>,
     /// One round of a steady-state run.
-    #[serde(default)]
     pub steady: Option<SteadyRound>,
-    /// Keys not typed here (kv, trace, cpu ...) or unknown, kept as read.
-    #[serde(flatten)]
+    /// A kv phase: engine, load statistics, intended-start latency.
+    pub kv: Option<Box<KvPhaseInfo>>,
+    /// `iolab trace` and `--breakdown`: the traced configuration, with its
+    /// per-request stack breakdown.
+    pub trace: Option<Box<ConfigResult>>,
+    /// Keys not typed here (older or newer files), kept as read.
     pub other: BTreeMap<String, Value>,
 }
 
@@ -50,35 +54,35 @@ impl PointExt {
         *self == PointExt::default()
     }
 
-    /// Set `key` from JSON: typed keys are parsed into their field (kept in
-    /// `other` if they do not parse), other keys go to `other`.
+    /// Set `key` from JSON: a typed key is parsed into its field (kept in
+    /// `other` if it does not parse), other keys go to `other`.
     pub fn insert(&mut self, key: String, value: Value) {
-        let mut all: BTreeMap<String, Value> = self.clone().into();
-        all.insert(key.clone(), value.clone());
-        match serde_json::from_value::<PointExt>(Value::Object(all.into_iter().collect())) {
-            Ok(ext) => *self = ext,
-            Err(_) => {
-                self.other.insert(key, value);
-            }
-        }
+        let mut all: BTreeMap<String, Value> = std::mem::take(self).into();
+        all.insert(key, value);
+        *self = PointExt::from(all);
     }
 
-    /// Whether `key` is set (typed or not).
+    /// Whether `key` is set (typed, or kept as read).
     pub fn contains_key(&self, key: &str) -> bool {
-        match key {
+        let typed = match key {
+            "cpu" => self.cpu.is_some(),
             "fio" => self.fio.is_some(),
             "interrupted" => self.interrupted.is_some(),
+            "kv" => self.kv.is_some(),
             "latency_target" => self.latency_target.is_some(),
             "open_loop" => self.open_loop.is_some(),
             "phase" => self.phase.is_some(),
             "rate_pct_of_max" => self.rate_pct_of_max.is_some(),
             "role" => self.role.is_some(),
             "steady" => self.steady.is_some(),
-            k => self.other.contains_key(k),
-        }
+            "trace" => self.trace.is_some(),
+            _ => false,
+        };
+        typed || self.other.contains_key(key)
     }
 
-    /// `key` as JSON, typed or not (for readers not yet typed).
+    /// Section `key` as JSON, typed or kept as read (for charts that read
+    /// older shapes tolerantly).
     pub fn json(&self, key: &str) -> Option<Value> {
         BTreeMap::<String, Value>::from(self.clone()).remove(key)
     }
@@ -103,6 +107,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
             }
         };
         let json = |v: &dyn erased::Ser| v.to_json();
+        put("cpu", e.cpu.as_ref().map(|v| json(v)));
         put("fio", e.fio.as_ref().map(|v| json(v)));
         put("interrupted", e.interrupted.map(Value::Bool));
         put("latency_target", e.latency_target.as_ref().map(|v| json(v)));
@@ -111,8 +116,46 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("rate_pct_of_max", e.rate_pct_of_max.map(|v| json(&v)));
         put("role", e.role.map(Value::String));
         put("steady", e.steady.as_ref().map(|v| json(v)));
+        put("kv", e.kv.as_ref().map(|v| json(v)));
+        put("trace", e.trace.as_ref().map(|v| json(v)));
         m
     }
+}
+
+impl From<BTreeMap<String, Value>> for PointExt {
+    fn from(mut m: BTreeMap<String, Value>) -> Self {
+        PointExt {
+            cpu: take(&mut m, "cpu"),
+            fio: take(&mut m, "fio"),
+            interrupted: take(&mut m, "interrupted"),
+            latency_target: take(&mut m, "latency_target"),
+            open_loop: take(&mut m, "open_loop"),
+            phase: take(&mut m, "phase"),
+            rate_pct_of_max: take(&mut m, "rate_pct_of_max"),
+            role: take(&mut m, "role"),
+            steady: take(&mut m, "steady"),
+            kv: take(&mut m, "kv"),
+            trace: take(&mut m, "trace"),
+            other: m,
+        }
+    }
+}
+
+/// Key `k` of `m` parsed as `T` and removed from `m`, if `T` holds it
+/// exactly: a value that does not parse, or would not be written back the
+/// same (fields older files lack, fields this version does not know), is
+/// left in `m` as read, so loading and saving a file never changes it.
+fn take<T: serde::de::DeserializeOwned + Serialize>(
+    m: &mut BTreeMap<String, Value>,
+    k: &str,
+) -> Option<T> {
+    let v = m.get(k)?;
+    let t = T::deserialize(v).ok()?;
+    if serde_json::to_value(&t).ok().as_ref() != Some(v) {
+        return None;
+    }
+    m.remove(k);
+    Some(t)
 }
 
 mod erased {

@@ -19,7 +19,7 @@ use crate::measure::diskstats::DeviceStats;
 use crate::measure::histogram::LatStats;
 use crate::measure::rusage::CpuStats;
 use crate::plan::job::JobSpec;
-pub use ext::PointExt;
+pub use ext::{OpenLoopStats, PointExt};
 pub use provenance::Provenance;
 
 pub const SCHEMA: &str = "iolab-results";

@@ -570,9 +570,7 @@ pub fn run_job_with_clock<C: Clock>(
     );
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
-        point
-            .extra
-            .insert("cpu".into(), serde_json::to_value(system)?);
+        point.extra.cpu = Some(system);
     }
     Ok(JobOutcome {
         point,

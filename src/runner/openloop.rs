@@ -17,6 +17,7 @@ use crate::engine::{Completion, Engine, IoRequest, OpKind};
 use crate::interrupt;
 use crate::measure::clock::Clock;
 use crate::measure::histogram::LatencyHistogram;
+use crate::results::OpenLoopStats;
 use crate::runner::buffers::BufferPool;
 use crate::runner::pattern::RequestGen;
 use crate::runner::recorder::Recorder;
@@ -308,29 +309,36 @@ pub fn summary(
     arrival: &str,
     achieved_iops: f64,
     jobs: u32,
-) -> serde_json::Value {
-    let stats = |h: &LatencyHistogram| serde_json::to_value(h.stats()).unwrap_or_default();
-    let mut intended = serde_json::Map::new();
+) -> OpenLoopStats {
+    let mut lat_from_intended = std::collections::BTreeMap::new();
     for (k, name) in [(0, "read"), (1, "write")] {
-        if !orec.intended[k].is_empty() {
-            intended.insert(name.into(), stats(&orec.intended[k]));
+        if let Some(st) = orec.intended[k].stats() {
+            lat_from_intended.insert(name.to_string(), st);
         }
     }
-    serde_json::json!({
-        "target_iops": target_iops,
-        "arrival": arrival,
-        "jobs": jobs,
-        "achieved_iops": achieved_iops,
-        "achieved_fraction": if target_iops > 0.0 { achieved_iops / target_iops } else { 0.0 },
-        "late_threshold_ns": LATE_NS,
-        "late_fraction": if orec.measured > 0 { orec.late as f64 / orec.measured as f64 } else { 0.0 },
-        "late": orec.late,
-        "measured": orec.measured,
-        "max_backlog": orec.max_backlog,
-        "final_backlog": orec.final_backlog,
-        "issue_delay": stats(&orec.issue_delay),
-        "lat_from_intended": intended,
-    })
+    OpenLoopStats {
+        target_iops,
+        arrival: arrival.to_string(),
+        jobs,
+        achieved_iops,
+        achieved_fraction: if target_iops > 0.0 {
+            achieved_iops / target_iops
+        } else {
+            0.0
+        },
+        late_threshold_ns: LATE_NS,
+        late_fraction: if orec.measured > 0 {
+            orec.late as f64 / orec.measured as f64
+        } else {
+            0.0
+        },
+        late: orec.late,
+        measured: orec.measured,
+        max_backlog: orec.max_backlog,
+        final_backlog: orec.final_backlog,
+        issue_delay: orec.issue_delay.stats(),
+        lat_from_intended,
+    }
 }
 
 #[cfg(test)]

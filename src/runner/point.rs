@@ -112,14 +112,14 @@ pub(crate) fn build_point(
                 histograms.insert(format!("{name}.lat_intended"), o.intended[k].encode());
             }
         }
-        let v = openloop::summary(o, ol.rate_iops, ol.arrival.name(), total.iops, spec.jobs);
+        let summary = openloop::summary(o, ol.rate_iops, ol.arrival.name(), total.iops, spec.jobs);
         if total.iops < 0.95 * ol.rate_iops {
             warnings.push(format!(
                 "target rate not reached: {:.0} of {:.0} IOPS ({} requests still due at the end); latency from the intended issue time includes the queueing",
                 total.iops, ol.rate_iops, o.final_backlog
             ));
         }
-        extra.insert("open_loop".into(), v);
+        extra.open_loop = Some(summary);
     }
     Point {
         name: spec.name.clone(),

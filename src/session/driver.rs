@@ -216,7 +216,7 @@ impl<'a> Driver<'a> {
         }
         if let Some(res) = &traced {
             p.warnings.extend(point_tracer::warnings(res));
-            p.extra.insert("trace".into(), serde_json::to_value(res)?);
+            p.extra.trace = Some(Box::new(res.clone()));
         }
         // A machine-wide reason is said once, in the results' warnings.
         if let Some(why) =
@@ -448,11 +448,10 @@ pub fn with_rate(j: &JobSpec, rate: f64, arrival: Arrival) -> JobSpec {
 /// for open-loop points (what a client sees), else the normal total latency.
 fn measured_percentile(p: &Point, pct: f64) -> Option<f64> {
     let key = crate::measure::histogram::percentile_key(pct);
-    if let Some(ol) = p.extra.json("open_loop") {
-        let l = &ol["lat_from_intended"];
-        let s = l.get("read").or_else(|| l.get("write"))?;
-        if let Some(v) = s["percentiles_ns"].get(&key).and_then(Value::as_f64) {
-            return Some(v);
+    if let Some(ol) = &p.extra.open_loop {
+        let s = ol.intended_main()?;
+        if let Some(v) = s.percentiles_ns.get(&key) {
+            return Some(*v as f64);
         }
         let h = ["read.lat_intended", "write.lat_intended"]
             .iter()

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::correlate::{block_timelines, BlockStats, Joiner, Timeline, UserStamp};
 use super::extents::ExtentMap;
@@ -21,7 +21,8 @@ use crate::results::Point;
 use crate::runner::job::{run_job, JobOutcome, RunOptions};
 
 /// The measured result of one configuration.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ConfigResult {
     pub label: String,
     pub engine: String,

@@ -46,7 +46,8 @@ struct Rq {
 }
 
 /// Counters of what could not be matched.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct BlockStats {
     pub bios: u64,
     pub merged: u64,

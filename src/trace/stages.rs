@@ -2,7 +2,7 @@
 //! Q2G/G2I/I2D or Q2M/M2D, device D2C split at the interrupt, completion path,
 //! reaping, residual) and their btt-style statistics table.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::correlate::Timeline;
 
@@ -117,7 +117,8 @@ pub fn split_checked(t: &Timeline) -> (Vec<(&'static str, u64)>, Option<String>)
 }
 
 /// Statistics of one stage over all requests.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct StageStats {
     pub stage: String,
     pub n: u64,
@@ -131,7 +132,9 @@ pub struct StageStats {
     pub share: f64,
     /// This stage's contribution to the mean request (sum / requests): the
     /// value to stack in bars (`mean_ns` is per occurrence, as btt's AVG).
-    pub per_request_ns: f64,
+    /// Files written before it was measured lack it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_request_ns: Option<f64>,
     /// The stage's HDR histogram (ns, base64 V2 deflate, as the core's
     /// point histograms), for CDFs in reports.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -139,7 +142,8 @@ pub struct StageStats {
 }
 
 /// The breakdown of a set of requests.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct Breakdown {
     pub requests: u64,
     pub stages: Vec<StageStats>,
@@ -184,11 +188,11 @@ fn stats(name: &str, mut v: Vec<u64>, denom: f64, requests: usize) -> StageStats
         p999_ns: pct(99.9),
         max_ns: v.last().copied().unwrap_or(0),
         share: if denom > 0.0 { sum as f64 / denom } else { 0.0 },
-        per_request_ns: if requests == 0 {
+        per_request_ns: Some(if requests == 0 {
             0.0
         } else {
             sum as f64 / requests as f64
-        },
+        }),
     }
 }
 

@@ -235,7 +235,8 @@ impl Drop for MountGuard {
 }
 
 /// Loss counters summed over CPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LostEvents {
     pub entries: u64,
     pub overrun: u64,

@@ -35,6 +35,6 @@ pub fn run(target: &Target, spec: &JobSpec) -> Result<Point> {
     }
     let (mut pt, res) = tracer.run(spec)?;
     pt.params.insert("scheduler".into(), res.scheduler.clone());
-    pt.extra.insert("trace".into(), serde_json::to_value(&res)?);
+    pt.extra.trace = Some(Box::new(res));
     Ok(pt)
 }

@@ -237,11 +237,15 @@ fn load_stats(pts: &[&Point]) -> Option<Section> {
     let mut cols: Vec<String> = Vec::new();
     let mut rows: Vec<(String, BTreeMap<String, String>)> = Vec::new();
     for p in pts {
-        let Some(load) = p.extra.other.get("kv").and_then(|k| k.get("load")) else {
+        let Some(load) = p
+            .extra
+            .json("kv")
+            .and_then(|mut k| k.get_mut("load").map(Value::take))
+        else {
             continue;
         };
         let mut flat = BTreeMap::new();
-        flatten("", load, &mut flat, 0);
+        flatten("", &load, &mut flat, 0);
         for k in flat.keys() {
             if !cols.contains(k) {
                 cols.push(k.clone());

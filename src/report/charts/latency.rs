@@ -321,10 +321,8 @@ pub fn cpu(r: &Results) -> Option<Section> {
         .iter()
         .map(|p| {
             p.extra
-                .other
-                .get("cpu")
-                .and_then(|c| c.get("iowait_pct"))
-                .and_then(|v| v.as_f64())
+                .json("cpu")
+                .and_then(|c| c.get("iowait_pct").and_then(|v| v.as_f64()))
                 .unwrap_or(0.0)
         })
         .collect();

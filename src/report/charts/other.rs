@@ -10,18 +10,20 @@ use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::results::{Point, Results};
 
-/// The breakdown object of a point: `extra.breakdown` or `extra.trace.breakdown`.
-fn breakdown_of(p: &Point) -> Option<&Value> {
+/// The breakdown of a point (`extra.trace.breakdown`, or an older file's
+/// `extra.breakdown`), as JSON: stages are read tolerantly by name, and
+/// older files lack `per_request_ns`.
+fn breakdown_of(p: &Point) -> Option<Value> {
     p.extra
-        .other
-        .get("breakdown")
-        .or_else(|| p.extra.other.get("trace").and_then(|t| t.get("breakdown")))
+        .json("trace")
+        .and_then(|mut t| t.get_mut("breakdown").map(Value::take))
+        .or_else(|| p.extra.other.get("breakdown").cloned())
         .filter(|b| b.get("stages").map(|s| s.is_array()).unwrap_or(false))
 }
 
 /// Stacked bars of mean time per stage of a request.
 pub fn breakdown(r: &Results) -> Option<Section> {
-    let pts: Vec<(&Point, &Value)> = r
+    let pts: Vec<(&Point, Value)> = r
         .points
         .iter()
         .filter_map(|p| breakdown_of(p).map(|b| (p, b)))
