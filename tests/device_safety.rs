@@ -4,76 +4,10 @@
 //! read-only jobs run without it and leave the data alone.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 mod common;
+use common::loopdev::LoopDev;
 use common::{iolab, text};
-
-struct LoopDev {
-    dev: PathBuf,
-    mountpoint: Option<PathBuf>,
-}
-
-impl LoopDev {
-    fn attach(backing: &Path) -> Result<LoopDev, String> {
-        // SAFETY: plain getter.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err("loop devices need root".into());
-        }
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(backing)
-            .output()
-            .map_err(|e| format!("losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(LoopDev {
-            dev: PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
-            mountpoint: None,
-        })
-    }
-
-    fn mount(&mut self, at: &Path) -> Result<(), String> {
-        let mkfs = Command::new("mkfs.ext4")
-            .args(["-q", "-F"])
-            .arg(&self.dev)
-            .output()
-            .map_err(|e| format!("mkfs.ext4: {e}"))?;
-        if !mkfs.status.success() {
-            return Err(format!(
-                "mkfs.ext4 failed: {}",
-                String::from_utf8_lossy(&mkfs.stderr)
-            ));
-        }
-        std::fs::create_dir_all(at).unwrap();
-        let m = Command::new("mount")
-            .arg(&self.dev)
-            .arg(at)
-            .output()
-            .map_err(|e| format!("mount: {e}"))?;
-        if !m.status.success() {
-            return Err(format!(
-                "mount failed: {}",
-                String::from_utf8_lossy(&m.stderr)
-            ));
-        }
-        self.mountpoint = Some(at.to_path_buf());
-        Ok(())
-    }
-}
-
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        if let Some(m) = &self.mountpoint {
-            let _ = Command::new("umount").arg(m).status();
-        }
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
 
 fn backing(dir: &Path, name: &str, byte: u8) -> PathBuf {
     let p = dir.join(name);
@@ -86,7 +20,7 @@ fn block_device_writes_need_destroy_data_naming_it() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let a_file = backing(dir.path(), "a.img", 0xa5);
     let b_file = backing(dir.path(), "b.img", 0x5a);
-    let (a, b) = match (LoopDev::attach(&a_file), LoopDev::attach(&b_file)) {
+    let (a, b) = match (LoopDev::attach(&a_file, &[]), LoopDev::attach(&b_file, &[])) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("SKIP block_device_writes_need_destroy_data_naming_it: {e}");
@@ -160,7 +94,7 @@ fn block_device_writes_need_destroy_data_naming_it() {
 fn mounted_block_device_is_refused_even_with_destroy_data() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let img = backing(dir.path(), "m.img", 0);
-    let mut lo = match LoopDev::attach(&img) {
+    let mut lo = match LoopDev::attach(&img, &[]) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("SKIP mounted_block_device_is_refused_even_with_destroy_data: {e}");

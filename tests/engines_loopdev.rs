@@ -6,8 +6,6 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use iolab::engine::aio::AioEngine;
 use iolab::engine::mmap::MmapEngine;
@@ -15,54 +13,20 @@ use iolab::engine::uring::{probe_uring, UringEngine};
 use iolab::engine::{Engine, OpKind, UringOptions};
 use iolab::runner::buffers::BufferPool;
 
+mod common;
 mod engines_common;
+use common::loopdev::LoopDev;
 use engines_common::{open, run, setup, BS};
 
 const SIZE: u64 = 8 << 20;
 const DEPTH: usize = 8;
-
-/// A loop device attached to a file; detached on drop.
-struct LoopDev {
-    dev: PathBuf,
-}
-
-impl LoopDev {
-    fn attach(backing: &Path) -> Result<LoopDev, String> {
-        // SAFETY: plain getter.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err("loop devices need root".into());
-        }
-        if !Path::new("/dev/loop-control").exists() {
-            return Err("no /dev/loop-control (loop driver not available)".into());
-        }
-        let out = Command::new("losetup")
-            .args(["--find", "--show", "--direct-io=on"])
-            .arg(backing)
-            .output()
-            .map_err(|e| format!("cannot run losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        Ok(LoopDev { dev })
-    }
-}
-
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
 
 #[test]
 fn engines_on_a_loop_device() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let backing = dir.path().join("loop.img");
     File::create(&backing).unwrap().set_len(SIZE).unwrap();
-    let lo = match LoopDev::attach(&backing) {
+    let lo = match LoopDev::attach(&backing, &["--direct-io=on"]) {
         Ok(l) => l,
         Err(why) => {
             eprintln!("skipping engines_on_a_loop_device: {why}");

@@ -240,7 +240,7 @@ fn readers_sweep_and_db_bench() {
 
 #[test]
 fn memory_limited_run_in_a_cgroup() {
-    if let Err(why) = iolab::kv::cgroup::available() {
+    if let Err(why) = iolab::testbed::cgroup::available() {
         eprintln!("SKIP memory_limited_run_in_a_cgroup: {why}");
         return;
     }
@@ -297,7 +297,7 @@ fn ctrl_c_keeps_results_and_cleans_up() {
     .arg("-o")
     .arg(&out)
     .stdout(std::process::Stdio::piped());
-    let with_cgroup = iolab::kv::cgroup::available().is_ok();
+    let with_cgroup = iolab::testbed::cgroup::available().is_ok();
     if with_cgroup {
         cmd.args(["--memory-limit", "256m"]);
     } else {

@@ -130,3 +130,115 @@ fn records_of_running_processes_and_foreign_paths_are_left_alone() {
     assert!(live_path.exists(), "a running owner's resource was removed");
     assert!(victim.exists(), "a path iolab does not name was removed");
 }
+
+/// A record whose owner is gone, naming `resource`.
+fn plant_dead_record(state: &Path, resource: serde_json::Value) {
+    let rec = serde_json::json!({"pid": u32::MAX - 1, "start_time": 1, "resource": resource});
+    std::fs::write(state.join("9-0.json"), rec.to_string()).unwrap();
+}
+
+fn sweep(state: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .arg("sysinfo")
+        .env("IOLAB_STATE_DIR", state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The current scheduler of disk `name`.
+fn scheduler_of(name: &str) -> String {
+    let text = std::fs::read_to_string(format!("/sys/block/{name}/queue/scheduler")).unwrap();
+    let cur = text
+        .split_whitespace()
+        .find(|w| w.starts_with('['))
+        .unwrap();
+    cur.trim_matches(['[', ']']).to_string()
+}
+
+#[test]
+fn a_scheduler_switch_left_by_a_killed_run_is_undone_at_next_start() {
+    let dir = workdir();
+    let state = workdir();
+    let backing = dir.path().join("disk.img");
+    std::fs::write(&backing, vec![0u8; 4 << 20]).unwrap();
+    let lo = match common::loopdev::LoopDev::attach(&backing, &[]) {
+        Ok(lo) => lo,
+        Err(why) => {
+            eprintln!("SKIP scheduler leftover: {why}");
+            return;
+        }
+    };
+    let name = lo.name();
+    let file = format!("/sys/block/{name}/queue/scheduler");
+    let offered = std::fs::read_to_string(&file).unwrap();
+    let original = scheduler_of(&name);
+    let Some(other) = offered
+        .split_whitespace()
+        .map(|w| w.trim_matches(['[', ']']))
+        .find(|w| *w != original)
+    else {
+        eprintln!("SKIP scheduler leftover: {name} offers one scheduler only");
+        return;
+    };
+    // What `trace --scheduler` does, then a SIGKILL before the guard drops.
+    std::fs::write(&file, other).unwrap();
+    assert_eq!(scheduler_of(&name), other);
+    plant_dead_record(
+        state.path(),
+        serde_json::json!({"scheduler": {"path": file, "original": original}}),
+    );
+    let said = sweep(state.path());
+    assert!(said.contains("scheduler"), "the sweep says so: {said}");
+    assert_eq!(scheduler_of(&name), original, "scheduler put back");
+    assert!(records(state.path()).is_empty(), "record removed");
+}
+
+#[test]
+fn a_memory_cgroup_left_by_a_killed_kv_run_is_removed_at_next_start() {
+    if let Err(why) = iolab::testbed::cgroup::available() {
+        eprintln!("SKIP cgroup leftover: {why}");
+        return;
+    }
+    let dir = workdir();
+    let state = workdir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["kv", "a", "--engine", "null", "--memory-limit", "256m"])
+        .args(["-p", "recordcount=1000", "-p", "operationcount=2000000000"])
+        .args(["--dir", dir.path().to_str().unwrap()])
+        .env("IOLAB_STATE_DIR", state.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start iolab kv");
+    // Wait for the cgroup's record (the database directory has one too).
+    let start = Instant::now();
+    let cgroup = loop {
+        let found = records(state.path()).into_iter().find_map(|r| {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(r).ok()?).ok()?;
+            Some(PathBuf::from(v["resource"]["cgroup"]["path"].as_str()?))
+        });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "kv ended early");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no cgroup record"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        cgroup.exists(),
+        "SIGKILL leaves the cgroup {}",
+        cgroup.display()
+    );
+    let said = sweep(state.path());
+    assert!(said.contains("cgroup"), "the sweep says so: {said}");
+    assert!(!cgroup.exists(), "cgroup {} removed", cgroup.display());
+    assert!(records(state.path()).is_empty(), "records removed");
+}

@@ -17,8 +17,10 @@ use crate::interrupt;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::results::{Provenance, Results};
+use crate::testbed::mount::MountGuard;
+use crate::testbed::scheduler::SchedulerGuard;
 use crate::trace::blkexport;
-use crate::trace::config::{run_config, ConfigResult, SchedulerGuard, Setup};
+use crate::trace::config::{run_config, ConfigResult, Setup};
 use crate::trace::events::kdev;
 use crate::trace::extents::ExtentMap;
 use crate::trace::session::{disk_irqs, Capture};
@@ -134,10 +136,10 @@ fn parse_plan(args: &TraceOpts) -> Result<Plan> {
 
 /// Probe root and tracefs (mounting it if needed), remove stale instances
 /// and say what tracing will do. Without them the job still runs, untraced.
-fn probe_tracing() -> (tracefs::Capabilities, tracefs::MountGuard) {
+fn probe_tracing() -> (tracefs::Capabilities, MountGuard) {
     let mut caps = tracefs::probe();
     // Unmounts tracefs at the very end if iolab mounted it.
-    let mount = tracefs::MountGuard::take(&mut caps);
+    let mount = caps.take_mount();
     if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
         for name in tracefs::remove_stale(t) {
             println!("tracing: removed stale instance {name} of a process that no longer exists");

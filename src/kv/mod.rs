@@ -1,6 +1,5 @@
 //! Database workloads on embedded engines (YCSB, db_bench style).
 
-pub mod cgroup;
 pub mod dbbench;
 pub mod engine;
 pub mod engines;

@@ -4,7 +4,6 @@
 //! file after every phase; it never prints (the observer shows progress:
 //! `report::kv_terminal` on a terminal, `Silent` inside `iolab run`).
 
-use super::cgroup::MemoryCgroup;
 use super::dbbench::{Bench, DbBench};
 use super::engine::{self, EngineOptions, KvEngine, KvEngineKind};
 use super::phase::{self, PhaseOutcome, PhaseSpec, Work};
@@ -18,6 +17,7 @@ use crate::interrupt;
 use crate::results::provenance::Provenance;
 use crate::results::{Point, Results};
 use crate::session::sink::ResultsSink;
+use crate::testbed::cgroup::MemoryCgroup;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

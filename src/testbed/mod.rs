@@ -1,11 +1,16 @@
 //! Everything iolab sets up on the machine and must take down again:
-//! scratch files, scratch database directories and tracefs instances today
-//! (each owned by a guard that removes it on drop). Every live resource is
+//! scratch files, scratch database directories, tracefs instances and the
+//! tracefs mount, memory cgroups and I/O scheduler switches (each owned by a
+//! guard that takes it down on drop: `cgroup`, `mount`, `scheduler`, and
+//! the path guards in `dut::scratch` and `kv::run`). Every live resource is
 //! registered here, in-process (so a second Ctrl-C can remove them all at
 //! once) and as a crash record in a state directory (so what a SIGKILLed run
 //! left is removed by the next iolab start: `sweep_stale`).
 
+pub mod cgroup;
+pub mod mount;
 pub mod records;
+pub mod scheduler;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -18,6 +23,12 @@ use serde::{Deserialize, Serialize};
 pub enum Resource {
     /// A scratch file, scratch directory or tracefs instance directory.
     Path(PathBuf),
+    /// A cgroup iolab made (as a child of `parent`, its own cgroup).
+    Cgroup { path: PathBuf, parent: PathBuf },
+    /// A disk's I/O scheduler iolab switched; `original` goes back.
+    Scheduler { path: PathBuf, original: String },
+    /// A filesystem iolab mounted (tracefs).
+    Mount(PathBuf),
 }
 
 impl Resource {
@@ -34,12 +45,25 @@ impl Resource {
             Resource::Path(p) => {
                 let _ = std::fs::remove_file(p);
             }
+            Resource::Cgroup { path, parent } => cgroup::remove(path, parent),
+            Resource::Scheduler { path, original } => {
+                let _ = std::fs::write(path, original);
+            }
+            Resource::Mount(p) => mount::unmount(p),
         }
     }
 
     pub fn describe(&self) -> String {
         match self {
             Resource::Path(p) => p.display().to_string(),
+            Resource::Cgroup { path, .. } => format!("cgroup {}", path.display()),
+            Resource::Scheduler { path, original } => {
+                format!(
+                    "I/O scheduler switch ({} back to {original})",
+                    path.display()
+                )
+            }
+            Resource::Mount(p) => format!("mount {}", p.display()),
         }
     }
 }
@@ -58,10 +82,15 @@ pub fn register(res: Resource) {
 
 /// The resource at `path` was taken down (or is kept on purpose).
 pub fn release_path(path: &Path) {
+    release(&Resource::Path(path.to_path_buf()));
+}
+
+/// `res` was taken down (or is kept on purpose): forget it and its record.
+pub fn release(res: &Resource) {
     let mut gone = Vec::new();
     if let Ok(mut v) = LIVE.lock() {
         v.retain(|(r, rec)| {
-            let keep = !matches!(r, Resource::Path(p) if p == path);
+            let keep = r != res;
             if !keep {
                 gone.extend(rec.clone());
             }

@@ -4,7 +4,7 @@
 //! mistaken for the owner). A normal teardown deletes the record; a record
 //! whose owner is gone marks a leftover for `sweep`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -36,18 +36,44 @@ pub fn state_dir() -> Option<PathBuf> {
 }
 
 /// Records are trusted only in a directory this user owns and only for
-/// paths iolab names itself (`iolab-...`), so a planted record cannot make
-/// iolab remove anything else.
-fn trusted(dir: &std::path::Path, res: &Resource) -> bool {
+/// what iolab makes itself: paths and cgroups it names `iolab-...`, the
+/// scheduler file of a disk with a plain scheduler name, the tracefs mount.
+/// A planted record cannot make iolab remove or change anything else.
+fn trusted(dir: &Path, res: &Resource) -> bool {
     use std::os::unix::fs::MetadataExt;
     let owner_ok = std::fs::metadata(dir).is_ok_and(|m| m.uid() == unsafe { libc::getuid() });
-    let Resource::Path(p) = res;
-    owner_ok
-        && p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("iolab-"))
+    owner_ok && plausible(res)
 }
 
-fn writable(d: &std::path::Path) -> bool {
+/// Whether `res` is something iolab could have made.
+pub fn plausible(res: &Resource) -> bool {
+    let iolab_named = |p: &Path| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("iolab-"))
+    };
+    match res {
+        Resource::Path(p) => iolab_named(p),
+        Resource::Cgroup { path, parent } => {
+            iolab_named(path)
+                && path.starts_with("/sys/fs/cgroup")
+                && path.parent() == Some(parent.as_path())
+        }
+        Resource::Scheduler { path, original } => {
+            let parts: Vec<_> = path.components().map(|c| c.as_os_str()).collect();
+            parts.len() == 6
+                && path.starts_with("/sys/block")
+                && parts[4] == "queue"
+                && parts[5] == "scheduler"
+                && !original.is_empty()
+                && original
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        }
+        Resource::Mount(p) => p == Path::new(crate::trace::tracefs::TRACEFS),
+    }
+}
+
+fn writable(d: &Path) -> bool {
     let c = std::ffi::CString::new(d.as_os_str().as_encoded_bytes());
     // SAFETY: a NUL-terminated path.
     c.is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
@@ -117,6 +143,42 @@ pub fn sweep() -> Vec<(u32, Resource)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_what_iolab_makes_is_trusted() {
+        let p = |s: &str| PathBuf::from(s);
+        let sched = |path: &str, original: &str| Resource::Scheduler {
+            path: p(path),
+            original: original.into(),
+        };
+        assert!(plausible(&Resource::Path(p(
+            "/var/tmp/iolab-scratch-1-0.dat"
+        ))));
+        assert!(!plausible(&Resource::Path(p("/etc/passwd"))));
+        assert!(plausible(&Resource::Cgroup {
+            path: p("/sys/fs/cgroup/user.slice/iolab-kv-7"),
+            parent: p("/sys/fs/cgroup/user.slice"),
+        }));
+        assert!(!plausible(&Resource::Cgroup {
+            path: p("/home/x/iolab-kv-7"),
+            parent: p("/home/x"),
+        }));
+        assert!(plausible(&sched(
+            "/sys/block/vda/queue/scheduler",
+            "mq-deadline"
+        )));
+        assert!(!plausible(&sched(
+            "/sys/block/vda/queue/nr_requests",
+            "none"
+        )));
+        assert!(!plausible(&sched("/etc/fstab", "none")));
+        assert!(!plausible(&sched(
+            "/sys/block/vda/queue/scheduler",
+            "x y\n"
+        )));
+        assert!(plausible(&Resource::Mount(p("/sys/kernel/tracing"))));
+        assert!(!plausible(&Resource::Mount(p("/"))));
+    }
 
     #[test]
     fn own_start_time_is_read_and_a_dead_pid_has_none() {

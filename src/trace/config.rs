@@ -3,9 +3,7 @@
 //! and the breakdown; plus the scheduler switch guard that restores the
 //! device's original scheduler.
 
-use std::path::PathBuf;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::correlate::{block_timelines, BlockStats, Joiner, Timeline, UserStamp};
@@ -241,43 +239,4 @@ pub fn run_config(
     let mut cap = cap;
     cap.job_sectors = st.iter().filter_map(|s| s.sector).collect();
     Ok((res, out.point, Some(cap)))
-}
-
-/// Switches a disk's I/O scheduler and puts the original back on drop.
-pub struct SchedulerGuard {
-    path: PathBuf,
-    original: String,
-}
-
-impl SchedulerGuard {
-    pub fn available(disk: &str) -> Result<(Vec<String>, String)> {
-        let p = format!("/sys/block/{disk}/queue/scheduler");
-        let text = std::fs::read_to_string(&p).with_context(|| format!("reading {p}"))?;
-        let mut cur = String::new();
-        let names = text
-            .split_whitespace()
-            .map(|w| {
-                if w.starts_with('[') {
-                    cur = w.trim_matches(|c| c == '[' || c == ']').to_string();
-                    cur.clone()
-                } else {
-                    w.to_string()
-                }
-            })
-            .collect();
-        Ok((names, cur))
-    }
-
-    pub fn switch(disk: &str, to: &str) -> Result<SchedulerGuard> {
-        let (_, original) = Self::available(disk)?;
-        let path = PathBuf::from(format!("/sys/block/{disk}/queue/scheduler"));
-        std::fs::write(&path, to).with_context(|| format!("setting scheduler {to} on {disk}"))?;
-        Ok(SchedulerGuard { path, original })
-    }
-}
-
-impl Drop for SchedulerGuard {
-    fn drop(&mut self) {
-        let _ = std::fs::write(&self.path, &self.original);
-    }
 }

@@ -10,6 +10,7 @@ use crate::dut::{Target, TargetKind};
 use crate::engine::EngineKind;
 use crate::plan::job::JobSpec;
 use crate::results::Point;
+use crate::testbed::mount::MountGuard;
 use crate::trace::config::{run_config, ConfigResult, Setup};
 use crate::trace::events::kdev;
 use crate::trace::extents::ExtentMap;
@@ -30,14 +31,14 @@ pub struct Tracer<'a> {
     /// What was probed, for the terminal.
     pub status: String,
     /// Unmounts tracefs at the end of the session if iolab mounted it.
-    _mount: tracefs::MountGuard,
+    _mount: MountGuard,
 }
 
 impl<'a> Tracer<'a> {
     /// Probe capabilities and the target's disk (extents, irqs).
     pub fn new(target: &'a Target, buffer_kb: u32) -> Tracer<'a> {
         let mut caps = tracefs::probe();
-        let mount = tracefs::MountGuard::take(&mut caps);
+        let mount = caps.take_mount();
         let mut notes = Vec::new();
         if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
             for name in tracefs::remove_stale(t) {
@@ -46,7 +47,7 @@ impl<'a> Tracer<'a> {
                 ));
             }
         }
-        let none = |why: String, mount: tracefs::MountGuard| Tracer {
+        let none = |why: String, mount: MountGuard| Tracer {
             setup: None,
             _mount: mount,
             scheduler: String::new(),

@@ -211,26 +211,13 @@ impl Drop for Instance {
     }
 }
 
-/// Unmounts tracefs when dropped if iolab mounted it. Hold one for the whole
-/// session: instances come and go per job, the mount must outlive them all.
-pub struct MountGuard(bool);
+use crate::testbed::mount::MountGuard;
 
-impl MountGuard {
-    /// Take over the "mounted by us" duty from the probed capabilities.
-    pub fn take(caps: &mut Capabilities) -> MountGuard {
-        MountGuard(std::mem::take(&mut caps.mounted_by_us))
-    }
-
-    pub fn mounted_by_us(&self) -> bool {
-        self.0
-    }
-}
-
-impl Drop for MountGuard {
-    fn drop(&mut self) {
-        if self.0 {
-            let _ = std::process::Command::new("umount").arg(TRACEFS).status();
-        }
+impl Capabilities {
+    /// Hand the "mounted by us" duty to a guard that unmounts at the end.
+    pub fn take_mount(&mut self) -> MountGuard {
+        let ours = std::mem::take(&mut self.mounted_by_us);
+        MountGuard::adopt(ours.then(|| std::path::PathBuf::from(TRACEFS)))
     }
 }
 

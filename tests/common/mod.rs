@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests that run the iolab binary.
 #![allow(dead_code)]
 
+pub mod loopdev;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -22,7 +22,7 @@ pub fn unavailable() -> Option<String> {
     }
     let mut caps = tracefs::probe();
     // Unmount again at once if the probe mounted tracefs.
-    let _mount = tracefs::MountGuard::take(&mut caps);
+    let _mount = caps.take_mount();
     caps.why_not
 }
 

@@ -1,8 +1,9 @@
-//! `--memory-limit`: run the workload inside a memory cgroup that iolab
+//! `kv --memory-limit`: run the workload inside a memory cgroup that iolab
 //! creates as a child of its own cgroup (v1 memory controller, or v2 where
 //! the memory controller is there), moves itself into, and on drop moves
 //! back out of and removes, also after an error or Ctrl-C (which stops the
-//! run on the normal path).
+//! run on the normal path). Registered with the testbed: a second Ctrl-C
+//! removes it, and the next start removes one a SIGKILL left.
 
 use anyhow::{anyhow, Context, Result};
 use std::path::{Path, PathBuf};
@@ -91,6 +92,10 @@ impl MemoryCgroup {
         let path = parent.join(&name);
         std::fs::create_dir(&path)
             .with_context(|| format!("creating cgroup {}", path.display()))?;
+        super::register(super::Resource::Cgroup {
+            path: path.clone(),
+            parent: parent.clone(),
+        });
         let cg = MemoryCgroup {
             path,
             parent,
@@ -160,20 +165,32 @@ fn procs(dir: &Path) -> Vec<u32> {
 
 impl Drop for MemoryCgroup {
     fn drop(&mut self) {
-        let _ = std::fs::write(
-            self.parent.join("cgroup.procs"),
-            std::process::id().to_string(),
-        );
-        // Threads that already exited may linger for a moment.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.path).is_ok() || !self.path.exists() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        super::release(&super::Resource::Cgroup {
+            path: self.path.clone(),
+            parent: self.parent.clone(),
+        });
+        remove(&self.path, &self.parent);
+        if self.path.exists() {
+            eprintln!(
+                "iolab: warning: could not remove cgroup {}",
+                self.path.display()
+            );
         }
-        eprintln!(
-            "iolab: warning: could not remove cgroup {}",
-            self.path.display()
-        );
+    }
+}
+
+/// Move this process out of cgroup `path` (back to `parent`) if it is in
+/// it, and remove `path` once empty (threads that just exited may linger
+/// for a moment: retried for up to a second).
+pub fn remove(path: &Path, parent: &Path) {
+    let me = std::process::id();
+    if procs(path).contains(&me) {
+        let _ = std::fs::write(parent.join("cgroup.procs"), me.to_string());
+    }
+    for _ in 0..50 {
+        if std::fs::remove_dir(path).is_ok() || !path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
