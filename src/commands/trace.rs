@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::analysis::AnalysisOptions;
 use crate::cli::trace::{TraceArgs, TraceOpts};
 use crate::dut::sysfs::{DevNum, DiskInfo};
 use crate::dut::{self, Target, TargetKind, TargetOptions};
@@ -17,6 +18,7 @@ use crate::interrupt;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::results::{Provenance, Results};
+use crate::session::sink::ResultsSink;
 use crate::testbed::mount::MountGuard;
 use crate::testbed::scheduler::SchedulerGuard;
 use crate::trace::blkexport;
@@ -322,7 +324,12 @@ pub fn run(args: TraceArgs) -> Result<()> {
         max_records: args.max_ops,
         overhead_pairs: args.overhead_pairs.max(1),
     };
-    let mut results = Results::new("trace", Provenance::collect(args.seed));
+    let mut sink = ResultsSink::new(
+        Results::new("trace", Provenance::collect(args.seed)),
+        args.output.clone(),
+        None,
+        AnalysisOptions::default(),
+    );
     let mut all: Vec<ConfigResult> = Vec::new();
     'outer: for sched in &schedulers {
         let _guard = match sched {
@@ -349,12 +356,9 @@ pub fn run(args: TraceArgs) -> Result<()> {
                 pt.name = res.label.clone();
                 pt.params.insert("scheduler".into(), res.scheduler.clone());
                 pt.extra.trace = Some(Box::new(res.clone()));
-                results.points.push(pt);
+                sink.push(pt)?;
                 let stop = res.interrupted;
                 all.push(res);
-                if let Some(out) = &args.output {
-                    results.write_atomic(out)?;
-                }
                 if stop {
                     break 'outer;
                 }
@@ -364,15 +368,15 @@ pub fn run(args: TraceArgs) -> Result<()> {
     if all.len() > 1 {
         println!("\n{}", summary(&all));
     }
-    results.interrupted = all.iter().any(|r| r.interrupted);
-    results.complete = !results.interrupted;
-    if let Some(out) = &args.output {
-        results.write_atomic(out)?;
+    let interrupted = all.iter().any(|r| r.interrupted);
+    let out = sink.path().map(Path::to_path_buf);
+    sink.finish(interrupted)?;
+    if let Some(out) = out {
         println!("results: {}", out.display());
     }
     drop(setup);
     drop(tgt);
-    if results.interrupted {
+    if interrupted {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
     Ok(())

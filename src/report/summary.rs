@@ -124,24 +124,28 @@ fn batching_headlines(r: &Results) -> Vec<Headline> {
         }
     }
     if r.analysis.batching.is_empty() {
-        out.extend(batching_from_chart(r));
+        out.extend(legacy_batching_headline(r));
     }
     out
 }
 
-/// The best speedup read back from the batching chart's table.
-fn batching_from_chart(r: &Results) -> Option<Headline> {
-    let s = crate::report::charts::device::batching(r)?;
-    // rows: rw, bs, k, per-block, speedup
-    let row = s
-        .table
-        .rows
+/// The best speedup of a v1 file without an analysis section (speedup:
+/// per-block time at the smallest k / at k, per rw and block size).
+fn legacy_batching_headline(r: &Results) -> Option<Headline> {
+    let times = crate::report::charts::device::legacy_batching_times(r);
+    let (rw, bs, k, speedup) = times
         .iter()
-        .max_by(|a, b| parse(&a[4]).total_cmp(&parse(&b[4])))?;
+        .filter(|(_, ks)| ks.len() >= 2)
+        .flat_map(|((rw, bs), ks)| {
+            let t0 = *ks.values().next().unwrap_or(&1.0);
+            ks.iter()
+                .map(move |(&k, &t)| (rw, *bs, k, t0 / t.max(1e-9)))
+        })
+        .max_by(|a, b| a.3.total_cmp(&b.3))?;
     Some(Headline {
         label: "best batching speedup".into(),
-        value: fmt::times(parse(&row[4])),
-        detail: format!("{} {} at k={}", row[0], row[1], row[2]),
+        value: fmt::times(speedup),
+        detail: format!("{rw} {} at k={k}", fmt::bytes(bs as f64)),
     })
 }
 
@@ -200,10 +204,6 @@ fn kv_headline(r: &Results) -> Option<Headline> {
         value: fmt::count(p.total.iops),
         detail: p.name.clone(),
     })
-}
-
-fn parse(s: &str) -> f64 {
-    s.parse().unwrap_or(0.0)
 }
 
 /// Run warnings, then point warnings prefixed with the point name, without repeats.

@@ -362,21 +362,22 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
     })
 }
 
-fn batching_from_points(r: &Results) -> Option<Section> {
-    let pts: Vec<&Point> = r
-        .points
-        .iter()
-        .filter(|p| is_device(p) && batch_of(p).is_some())
-        .collect();
-    // (rw, bs) -> k -> per-block ns
+/// Per-block time by (rw, bs) and batch size k, from the points of a v1
+/// file written without an analysis section.
+pub fn legacy_batching_times(r: &Results) -> BTreeMap<(String, u64), BTreeMap<u64, f64>> {
     let mut by: BTreeMap<(String, u64), BTreeMap<u64, f64>> = BTreeMap::new();
-    for p in &pts {
+    for p in r.points.iter().filter(|p| is_device(p)) {
         if let (Some(bs), Some(k), Some(t)) = (bs_of(p), batch_of(p), per_block_ns(p)) {
             by.entry((super::rw_of(p).to_string(), bs))
                 .or_default()
                 .insert(k, t);
         }
     }
+    by
+}
+
+fn batching_from_points(r: &Results) -> Option<Section> {
+    let by = legacy_batching_times(r);
     let mut table = Table::new(&["rw", "bs", "k", "per-block ns", "speedup"]);
     let mut vs_k = Vec::new();
     for (i, ((rw, bs), ks)) in by.iter().enumerate() {
