@@ -18,6 +18,10 @@ pub struct CompareArgs {
     /// Also write an HTML comparison here
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Replace an existing output file iolab did not write (iolab's own
+    /// results and reports are replaced without it)
+    #[arg(long)]
+    pub force: bool,
     /// Which number to compare: iops, mib_s, mean, p50, p99, p99.9 (default: all of iops, mean, p99)
     #[arg(long, value_name = "METRIC")]
     pub metric: Option<String>,

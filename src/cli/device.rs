@@ -240,6 +240,10 @@ pub struct DeviceArgs {
     /// Write the results file here (atomically, after every job); - for stdout
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
+    /// Replace an existing output file iolab did not write (iolab's own
+    /// results and reports are replaced without it)
+    #[arg(long, help_heading = "Output")]
+    pub force: bool,
     /// No progress and no tables (errors still go to stderr)
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,

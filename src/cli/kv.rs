@@ -87,6 +87,11 @@ pub struct KvArgs {
     #[arg(short = 'o', long, visible_alias = "json")]
     pub output: Option<PathBuf>,
 
+    /// Replace an existing output file iolab did not write (iolab's own
+    /// results and reports are replaced without it)
+    #[arg(long)]
+    pub force: bool,
+
     /// Print only the plan (engine settings, phases) and exit.
     #[arg(long)]
     pub dry_run: bool,

@@ -17,6 +17,10 @@ pub struct ReportArgs {
     /// Output file (default: stdout; for html, RESULTS.html next to the input)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing output file iolab did not write (iolab's own
+    /// results and reports are replaced without it)
+    #[arg(long)]
+    pub force: bool,
     /// html, text, markdown or csv
     #[arg(long, default_value = "html", value_name = "FORMAT")]
     pub format: String,

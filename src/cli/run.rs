@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// Where to write results.json and report.html (default DIR/iolab-<UTC time>)
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Replace an existing output file iolab did not write (iolab's own
+    /// results and reports are replaced without it)
+    #[arg(long)]
+    pub force: bool,
     /// Seed of the offset and data generators
     #[arg(long, default_value = "4207")]
     pub seed: u64,

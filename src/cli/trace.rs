@@ -66,6 +66,10 @@ pub struct TraceOpts {
     /// Results file (JSON)
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// Replace an existing output file iolab did not write (iolab's own
+    /// results and reports are replaced without it)
+    #[arg(long)]
+    pub force: bool,
     /// Stop each run after this many requests
     #[arg(long, default_value_t = 2_000_000)]
     pub max_ops: usize,

@@ -9,6 +9,10 @@ use crate::error::usage;
 use crate::report::compare::{self, Metric, Run};
 
 pub fn run(a: CompareArgs) -> anyhow::Result<()> {
+    if let Some(h) = &a.html {
+        let inputs: Vec<&std::path::Path> = a.files.iter().map(|f| f.as_path()).collect();
+        crate::results::output::check(h, "--html", a.force, &inputs)?;
+    }
     if a.files.len() < 2 {
         return Err(usage("RESULTS", "give at least two results files"));
     }

@@ -5,7 +5,7 @@
 //! in `device_fio`, the per-point stack breakdown in `trace::point_tracer`.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::device_args::{dry_run, experiments_from_args};
 use crate::analysis::AnalysisOptions;
@@ -17,8 +17,9 @@ use crate::interrupt;
 use crate::plan::experiment::Mode;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
+
 use crate::report::observer::Terminal;
-use crate::results::{Provenance, Results};
+use crate::results::{output, Provenance, Results};
 use crate::session::{Driver, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
@@ -26,6 +27,13 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = device_fio::with_target_defaults(a)?;
     let fio_export = device_fio::export_path(a.export.as_deref())?;
     let exps = experiments_from_args(&a)?;
+    let targets: Vec<&Path> = a.target.as_deref().into_iter().collect();
+    let json = a.json.as_deref().filter(|p| p.as_os_str() != "-");
+    for (path, field) in [(json, "--json"), (fio_export.as_deref(), "--export")] {
+        if let Some(p) = path {
+            output::check(p, field, a.force, &targets)?;
+        }
+    }
     if a.dry_run {
         dry_run(&exps, &a);
         return Ok(());

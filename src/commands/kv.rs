@@ -4,6 +4,7 @@
 use crate::cli::kv::KvArgs;
 use crate::error::{usage, Interrupted, VerifyFailed};
 use crate::report::kv_terminal::KvTerminal;
+use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
     if let Some(v) = &args.old_target {
@@ -13,6 +14,9 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         ));
     }
     let plan = super::kv_args::plan(&args)?;
+    if let Some(out) = &plan.output {
+        output::check(out, "--output", args.force, &[])?;
+    }
     if args.dry_run {
         println!(
             "engine: {} (defaults below are applied when it opens)",

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::report::ReportArgs;
 use crate::error::usage;
 use crate::report::{csv, fio_json, html, markdown, terminal};
-use crate::results::{write_atomic, Results};
+use crate::results::{output, write_atomic, Results};
 
 /// Read an iolab results file or fio JSON output.
 pub fn load(path: &Path) -> anyhow::Result<Results> {
@@ -32,7 +32,27 @@ fn write_out(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
+/// Where the report goes: `-o`, or for HTML the input's name with .html;
+/// `None` for stdout.
+fn destination(a: &ReportArgs) -> Option<PathBuf> {
+    let default_html = a.export.is_none() && a.format == "html";
+    match &a.output {
+        Some(p) if p.as_os_str() == "-" => None,
+        Some(p) => Some(p.clone()),
+        None if default_html => Some(a.results.with_extension("html")),
+        None => None,
+    }
+}
+
 pub fn run(a: ReportArgs) -> anyhow::Result<()> {
+    // Checked before reading: the input itself is never an output.
+    match destination(&a) {
+        Some(d) if a.export.is_some() && d.is_dir() => {}
+        Some(d) => {
+            output::check(&d, "--output", a.force, &[&a.results])?;
+        }
+        None => {}
+    }
     let r = load(&a.results)?;
     if let Some(fmt) = &a.export {
         if fmt != "fio-json" {

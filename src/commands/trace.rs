@@ -299,6 +299,9 @@ pub fn run(args: TraceArgs) -> Result<()> {
     let args = *args.opts;
     interrupt::install();
     let plan = parse_plan(&args)?;
+    if let Some(out) = &args.output {
+        crate::results::output::check(out, "--output", args.force, &[&args.dir])?;
+    }
     let (caps, _mount) = probe_tracing();
     let opts = TargetOptions {
         path: Some(args.dir.clone()),

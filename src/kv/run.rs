@@ -194,7 +194,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 .insert("memory_cgroup_peak_bytes".into(), serde_json::json!(peak));
         }
     }
-    sink.save()?;
+    sink.save_last()?;
     drop(eng);
     drop(cgroup);
     drop(dir);

@@ -72,6 +72,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("purge", FLAG | PLAN | FIO),
     opt("verify", FLAG | PLAN | FIO),
     opt("json", FLAG),
+    opt("force", FLAG),
     opt("quiet", FLAG),
     opt("dry_run", FLAG),
     opt("export", FLAG),

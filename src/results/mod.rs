@@ -4,11 +4,11 @@
 //! `report` and `compare` read it.
 
 pub mod ext;
+pub mod output;
 pub mod provenance;
 pub mod time;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
@@ -20,6 +20,7 @@ use crate::measure::histogram::LatStats;
 use crate::measure::rusage::CpuStats;
 use crate::plan::job::JobSpec;
 pub use ext::{OpenLoopStats, PointExt};
+pub use output::write_atomic;
 pub use provenance::Provenance;
 
 pub const SCHEMA: &str = "iolab-results";
@@ -113,27 +114,6 @@ impl Results {
         }
         Ok(r)
     }
-}
-
-/// Replace `path` with `bytes` so readers never see a half-written file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| "results.json".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot rename into {}", path.display()))?;
-    Ok(())
 }
 
 /// Statistics of one op kind (read, write, fsync) in a point.

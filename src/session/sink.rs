@@ -48,13 +48,24 @@ impl ResultsSink {
         self.save()
     }
 
-    /// Recompute the analysis and rewrite every file.
+    /// Recompute the analysis and rewrite every file (a stream, such as a
+    /// FIFO or /dev/stdout, is written once, at the end: `finish`).
     pub fn save(&mut self) -> anyhow::Result<()> {
+        self.write(false)
+    }
+
+    /// The last save of a run whose end state the caller sets itself.
+    pub fn save_last(&mut self) -> anyhow::Result<()> {
+        self.write(true)
+    }
+
+    fn write(&mut self, last: bool) -> anyhow::Result<()> {
         self.results.analysis = analysis::analyze(&self.results.points, &self.analysis);
-        if let Some(p) = &self.path {
+        let due = |p: &Path| last || !is_stream(p);
+        if let Some(p) = self.path.as_deref().filter(|p| due(p)) {
             self.results.write_atomic(p)?;
         }
-        if let Some(p) = &self.fio_export {
+        if let Some(p) = self.fio_export.as_deref().filter(|p| due(p)) {
             let text = serde_json::to_string_pretty(&to_fio_json(&self.results))?;
             write_atomic(p, text.as_bytes())?;
         }
@@ -66,7 +77,13 @@ impl ResultsSink {
     pub fn finish(mut self, interrupted: bool) -> anyhow::Result<Results> {
         self.results.interrupted = interrupted;
         self.results.complete = !interrupted;
-        self.save()?;
+        self.write(true)?;
         Ok(self.results)
     }
+}
+
+/// A character device or FIFO: written into, so written once.
+fn is_stream(p: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(p).is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
 }

@@ -20,6 +20,7 @@ use crate::interrupt;
 use crate::plan::job::{JobSpec, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::report::html;
+use crate::results::output;
 use crate::results::{time, Point, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
 
@@ -378,6 +379,23 @@ impl StepRunner<'_> {
     }
 }
 
+/// The output directory may exist, but what iolab would replace in it must
+/// be iolab's own (or `--force`).
+fn check_outputs(dir: &Path, force: bool) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(usage(
+            "--output",
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
+    if dir.is_dir() {
+        for name in ["results.json", "report.html"] {
+            output::check(&dir.join(name), "--output", force, &[])?;
+        }
+    }
+    Ok(())
+}
+
 /// A job's planned time: runtime plus ramp.
 fn job_ns(j: &JobSpec) -> u64 {
     j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns
@@ -410,6 +428,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         size: Some(scratch_size),
         ..Default::default()
     };
+    let dir = out_dir(&a);
+    check_outputs(&dir, a.force)?;
     let target = dut::prepare(&topts, true, None, a.seed)?;
     let mut warnings = Vec::new();
     if explicit.is_none() {
@@ -419,7 +439,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
             steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
         }
     }
-    let dir = out_dir(&a);
     std::fs::create_dir_all(&dir)
         .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
     let jobs: Vec<(&'static str, StepKind, JobSpec)> = active_jobs(&steps)

@@ -1,0 +1,202 @@
+//! Where results, reports and exports are written, and how, so no output
+//! path can destroy data: checked before anything runs (`check`), and again
+//! at every write (`write_atomic`).
+//!
+//! - A directory, a block device, a socket, or a file that is a target of
+//!   the run is refused (exit 2, naming the field).
+//! - A character device or a FIFO (`/dev/null`, `/dev/stdout`, a pipe) is
+//!   written into, never replaced.
+//! - An existing regular file is replaced only if iolab wrote it (a results
+//!   file, fio-JSON export, HTML or Markdown report, CSV) or with `--force`.
+//! - A symlink is followed: the rules apply to the file it points to, and
+//!   the link stays.
+//! - Regular files are replaced atomically through a temporary file next to
+//!   the destination, removed again on every error path.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::error::usage;
+
+/// What the first KiB of a file iolab wrote contains: results JSON,
+/// fio-JSON export, HTML reports and comparisons.
+const IOLAB_MARKERS: &[&str] = &[
+    "\"schema\":\"iolab-results\"",
+    "\"schema\": \"iolab-results\"",
+    "\"fio version\": \"iolab-",
+    "<meta name=\"generator\" content=\"iolab",
+    "<title>iolab",
+];
+
+/// How iolab's Markdown report and CSV export begin.
+const IOLAB_PREFIXES: &[&str] = &["# iolab", "point,"];
+
+/// What the rules allow for a destination that passed `check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A regular file (new, or iolab's own, or `--force`): atomic replace.
+    File(PathBuf),
+    /// A character device or FIFO: written into.
+    Stream(PathBuf),
+}
+
+/// Check output `path` given as `field` before anything runs. `targets`:
+/// files and devices the run reads or writes, which no output may be.
+pub fn check(
+    path: &Path,
+    field: &str,
+    force: bool,
+    targets: &[&Path],
+) -> anyhow::Result<Destination> {
+    let resolved = resolve(path);
+    let meta = match std::fs::metadata(&resolved) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = parent_of(&resolved);
+            if !dir.is_dir() {
+                return Err(usage(
+                    field,
+                    format!(
+                        "{}: directory {} does not exist",
+                        path.display(),
+                        dir.display()
+                    ),
+                ));
+            }
+            return Ok(Destination::File(resolved));
+        }
+        Err(e) => return Err(usage(field, format!("{}: {e}", path.display()))),
+    };
+    if let Some(kind) = refused_kind(&meta) {
+        return Err(usage(
+            field,
+            format!("{} is {kind}: not an output file", path.display()),
+        ));
+    }
+    let ft = meta.file_type();
+    if ft.is_char_device() || ft.is_fifo() {
+        return Ok(Destination::Stream(resolved));
+    }
+    for t in targets {
+        if std::fs::metadata(t).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino()) {
+            return Err(usage(
+                field,
+                format!(
+                    "{} is {}, an input or target of this run: the output would replace its data",
+                    path.display(),
+                    t.display()
+                ),
+            ));
+        }
+    }
+    if !force && !written_by_iolab(&resolved) {
+        return Err(usage(
+            field,
+            format!(
+                "{} exists and was not written by iolab; pass --force to replace it",
+                path.display()
+            ),
+        ));
+    }
+    Ok(Destination::File(resolved))
+}
+
+/// `path`, or the file its symlink chain points to (even if that does not
+/// exist yet).
+fn resolve(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&p) {
+            Ok(t) if t.is_absolute() => p = t,
+            Ok(t) => p = parent_of(&p).join(t),
+            Err(_) => return p,
+        }
+    }
+    p
+}
+
+fn parent_of(p: &Path) -> PathBuf {
+    p.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+/// What kind of file an output may never be, if `meta` is one.
+fn refused_kind(meta: &Metadata) -> Option<&'static str> {
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+/// Whether the file at `path` starts like something iolab writes.
+pub fn written_by_iolab(path: &Path) -> bool {
+    let mut head = Vec::with_capacity(1024);
+    let Ok(f) = File::open(path) else {
+        return false;
+    };
+    if f.take(1024).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    head.is_empty()
+        || IOLAB_MARKERS.iter().any(|m| text.contains(m))
+        || IOLAB_PREFIXES.iter().any(|m| text.starts_with(m))
+}
+
+/// Write `bytes` to `path` following the rules above: into a character
+/// device or FIFO, else replacing the (resolved) file atomically.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let resolved = resolve(path);
+    if let Ok(meta) = std::fs::metadata(&resolved) {
+        if let Some(kind) = refused_kind(&meta) {
+            anyhow::bail!("{} is {kind}: not written", path.display());
+        }
+        let ft = meta.file_type();
+        if ft.is_char_device() || ft.is_fifo() {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .open(&resolved)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            return f
+                .write_all(bytes)
+                .with_context(|| format!("cannot write {}", path.display()));
+        }
+    }
+    let dir = parent_of(&resolved);
+    let name = resolved
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "results.json".into());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // A temporary file of an earlier process with this pid is stale.
+    let _ = std::fs::remove_file(&tmp);
+    let written = (|| -> anyhow::Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(bytes)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, &resolved)
+            .with_context(|| format!("cannot rename into {}", resolved.display()))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
