@@ -242,3 +242,47 @@ fn a_memory_cgroup_left_by_a_killed_kv_run_is_removed_at_next_start() {
     assert!(!cgroup.exists(), "cgroup {} removed", cgroup.display());
     assert!(records(state.path()).is_empty(), "records removed");
 }
+
+#[test]
+fn a_second_ctrl_c_removes_the_memory_cgroup_and_the_database() {
+    if let Err(why) = iolab::testbed::cgroup::available() {
+        eprintln!("SKIP cgroup teardown: {why}");
+        return;
+    }
+    let dir = workdir();
+    let state = workdir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["kv", "a", "--engine", "null", "--memory-limit", "256m"])
+        .args(["-p", "recordcount=1000", "-p", "operationcount=2000000000"])
+        .args(["--dir", dir.path().to_str().unwrap()])
+        .env("IOLAB_STATE_DIR", state.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start iolab kv");
+    let start = Instant::now();
+    while records(state.path()).len() < 2 {
+        assert!(child.try_wait().unwrap().is_none(), "kv ended early");
+        assert!(start.elapsed() < Duration::from_secs(30), "no records");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let cgroups: Vec<PathBuf> = records(state.path())
+        .into_iter()
+        .filter_map(|r| {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(r).ok()?).ok()?;
+            Some(PathBuf::from(v["resource"]["cgroup"]["path"].as_str()?))
+        })
+        .collect();
+    assert_eq!(cgroups.len(), 1, "one cgroup record");
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id() as i32;
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(5));
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", common::text(&out));
+    assert!(!cgroups[0].exists(), "cgroup {} left", cgroups[0].display());
+    assert!(common::files_in(dir.path()).is_empty(), "database left");
+    assert!(records(state.path()).is_empty(), "records left");
+}

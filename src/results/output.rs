@@ -18,6 +18,8 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+use std::sync::Mutex;
+
 use anyhow::Context;
 
 use crate::error::usage;
@@ -182,6 +184,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     // A temporary file of an earlier process with this pid is stale.
     let _ = std::fs::remove_file(&tmp);
+    in_flight(&tmp, true);
     let written = (|| -> anyhow::Result<()> {
         let mut f = OpenOptions::new()
             .write(true)
@@ -198,5 +201,29 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    in_flight(&tmp, false);
     written
+}
+
+/// Temporary files being written now (a second Ctrl-C removes them).
+static IN_FLIGHT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn in_flight(tmp: &Path, writing: bool) {
+    if let Ok(mut v) = IN_FLIGHT.lock() {
+        if writing {
+            v.push(tmp.to_path_buf());
+        } else {
+            v.retain(|p| p != tmp);
+        }
+    }
+}
+
+/// Remove the temporary files of writes still under way (the process is
+/// about to exit without finishing them).
+pub fn remove_in_flight() {
+    if let Ok(v) = IN_FLIGHT.try_lock() {
+        for p in v.iter() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }

@@ -102,16 +102,22 @@ pub fn release(res: &Resource) {
     }
 }
 
-/// Take down everything still registered, newest first (a second Ctrl-C).
-/// Uses `try_lock`: called where the normal path may hold the lock.
+/// Take down everything still registered, newest first, and the temporary
+/// files of unfinished writes (a second Ctrl-C). The normal path holds the
+/// registry's lock only for a moment: wait up to 200 ms for it, never block.
 pub fn teardown_all() {
-    if let Ok(mut v) = LIVE.try_lock() {
-        while let Some((res, rec)) = v.pop() {
-            res.undo();
-            if let Some(rec) = rec {
-                let _ = std::fs::remove_file(rec);
+    crate::results::output::remove_in_flight();
+    for _ in 0..200 {
+        if let Ok(mut v) = LIVE.try_lock() {
+            while let Some((res, rec)) = v.pop() {
+                res.undo();
+                if let Some(rec) = rec {
+                    let _ = std::fs::remove_file(rec);
+                }
             }
+            return;
         }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
