@@ -237,3 +237,68 @@ fn a_full_filesystem_leaves_no_temporary_file() {
     assert!(!o.status.success(), "8 KiB cannot hold the results");
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+/// Typos must not do something (issue 10, item 7).
+#[test]
+fn a_mistyped_trace_directory_creates_nothing() {
+    let dir = workdir();
+    let missing = dir.path().join("nonexistent");
+    let o = iolab(&["trace", "--dir", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--dir"), "{}", text(&o));
+    assert!(
+        !missing.exists(),
+        "a file was created at {}",
+        missing.display()
+    );
+}
+
+#[test]
+fn a_dry_run_makes_the_target_checks_of_the_real_run() {
+    let dir = workdir();
+    let data = dir.path().join("data.bin");
+    std::fs::write(&data, vec![1u8; 1 << 20]).unwrap();
+    for dry in [true, false] {
+        let mut args = vec![
+            "device",
+            "--target",
+            data.to_str().unwrap(),
+            "--rw",
+            "randwrite",
+            "--runtime",
+            "100ms",
+        ];
+        if dry {
+            args.push("--dry-run");
+        }
+        let o = iolab(&args);
+        assert_eq!(o.status.code(), Some(2), "dry {dry}: {}", text(&o));
+        assert!(text(&o).contains("--overwrite"), "dry {dry}: {}", text(&o));
+    }
+    assert_eq!(std::fs::read(&data).unwrap(), vec![1u8; 1 << 20]);
+}
+
+#[test]
+fn a_bare_relative_new_file_is_a_scratch_target() {
+    let dir = workdir();
+    let json = dir.path().join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .current_dir(dir.path())
+        .args([
+            "device", "--target", "data.bin", "--size", "4m", "--rw", "randread",
+        ])
+        .args([
+            "--io-count",
+            "100",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !dir.path().join("data.bin").exists(),
+        "scratch file removed"
+    );
+}

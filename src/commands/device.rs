@@ -34,11 +34,6 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             output::check(p, field, a.force, &targets)?;
         }
     }
-    if a.dry_run {
-        dry_run(&exps, &a);
-        return Ok(());
-    }
-    interrupt::install();
     let jobs: Vec<&JobSpec> = exps.iter().flat_map(|e| e.jobs.iter()).collect();
     let needs_file = jobs.iter().any(|j| j.engine.needs_file());
     let size = a
@@ -61,6 +56,15 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         destroy_data: a.destroy_data.clone(),
         keep: a.keep,
     };
+    let writes =
+        jobs.iter().any(|j| j.writes()) || exps.iter().any(|e| e.precondition.is_some() || e.purge);
+    if a.dry_run {
+        // Every check of the real run, nothing created.
+        dut::check(&topts, writes)?;
+        dry_run(&exps, &a);
+        return Ok(());
+    }
+    interrupt::install();
     let quiet = a.quiet || a.json.as_deref() == Some(std::path::Path::new("-"));
     let mut provenance = Provenance::collect(a.seed);
     let mut run_warnings = Vec::new();
@@ -71,8 +75,6 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE) >> 20
         );
     }
-    let writes =
-        jobs.iter().any(|j| j.writes()) || exps.iter().any(|e| e.precondition.is_some() || e.purge);
     let target = dut::prepare(&topts, writes, verify_bs, a.seed)?;
     provenance.target = Some(target.info());
     provenance.plan = if a.plan.is_some() || exps.len() > 1 || exps[0].mode != Mode::Plain {

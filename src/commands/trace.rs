@@ -95,6 +95,13 @@ fn parse_qds(spec: &str) -> Result<Vec<u32>> {
 }
 
 fn parse_plan(args: &TraceOpts) -> Result<Plan> {
+    // A directory for the scratch file: a mistyped one must not become a file.
+    if !args.dir.is_dir() {
+        return Err(usage(
+            "--dir",
+            format!("{} is not an existing directory", args.dir.display()),
+        ));
+    }
     let size = parse_size("--size", &args.size)?;
     let bs = parse_size("--bs", &args.bs)?;
     if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {

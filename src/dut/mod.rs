@@ -189,67 +189,23 @@ pub fn prepare(
     verify_bs: Option<u64>,
     seed: u64,
 ) -> anyhow::Result<Target> {
-    let Some(path) = opts.path.clone() else {
-        return Ok(Target::none(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));
-    };
-    if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
-        return prepare_remote(remote::parse(url)?, opts);
-    }
-    let md = fs::metadata(&path);
-    let (path, kind, size, writable, guard) = match md {
-        Ok(md) if md.is_dir() => {
-            let size = opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
-            let file = scratch::scratch_path(&path);
+    let (path, kind, size, writable, guard) = match plan(opts, writes)? {
+        Planned::NoFile(size) => return Ok(Target::none(size)),
+        Planned::Remote(ep) => return prepare_remote(ep, opts),
+        Planned::Scratch { file, size } => {
             let guard = scratch::create(&file, size, verify_bs, seed, opts.keep)?;
             (file, TargetKind::ScratchFile, size, true, Some(guard))
         }
-        Ok(md) if md.file_type().is_block_device() => {
-            let dev_size = block_device_size(&path)?;
-            let size = checked_size(opts.size, dev_size, &path)?;
-            if writes {
-                check_destroy_allowed(&path, opts.destroy_data.as_deref())?;
-            }
-            (path, TargetKind::BlockDevice, size, writes, None)
-        }
-        Ok(md) if md.is_file() => {
-            let size = checked_size(opts.size, md.len(), &path)?;
-            if writes && !opts.overwrite {
-                return Err(usage(
-                    "--overwrite",
-                    format!(
-                        "{} exists and iolab did not create it; writing would destroy its contents. \
-Add --overwrite to allow it, or give a directory to run on a scratch file",
-                        path.display()
-                    ),
-                ));
-            }
-            (path, TargetKind::ExistingFile, size, writes, None)
-        }
-        Ok(_) => {
-            return Err(usage(
-                "--target",
-                format!(
-                    "{} is not a directory, regular file or block device",
-                    path.display()
-                ),
-            ))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(usage(
-                    "--target",
-                    format!("{} does not exist", path.display()),
-                ));
-            }
-            let size = opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
-            let guard = scratch::create(&path, size, verify_bs, seed, opts.keep)?;
-            (path, TargetKind::ScratchFile, size, true, Some(guard))
-        }
-        Err(e) => return Err(e).with_context(|| format!("cannot inspect {}", path.display())),
+        Planned::Block {
+            path,
+            size,
+            writable,
+        } => (path, TargetKind::BlockDevice, size, writable, None),
+        Planned::Existing {
+            path,
+            size,
+            writable,
+        } => (path, TargetKind::ExistingFile, size, writable, None),
     };
     let devnum = sysfs::devnum_of_path(&path);
     let disk = devnum.and_then(sysfs::disk_info);
@@ -270,6 +226,107 @@ Add --overwrite to allow it, or give a directory to run on a scratch file",
         remote: None,
         _guard: guard,
     })
+}
+
+/// What `prepare` will set up, decided by the checks alone (nothing is
+/// created or opened for writing).
+enum Planned {
+    /// No file (engines that need none).
+    NoFile(u64),
+    Remote(RemoteEndpoint),
+    /// A scratch file to create (in a directory, or at a new path).
+    Scratch {
+        file: PathBuf,
+        size: u64,
+    },
+    Block {
+        path: PathBuf,
+        size: u64,
+        writable: bool,
+    },
+    Existing {
+        path: PathBuf,
+        size: u64,
+        writable: bool,
+    },
+}
+
+/// Every check `prepare` makes, without creating anything: for `--dry-run`.
+pub fn check(opts: &TargetOptions, writes: bool) -> anyhow::Result<()> {
+    match plan(opts, writes)? {
+        Planned::Remote(ep) => prepare_remote(ep, opts).map(drop),
+        _ => Ok(()),
+    }
+}
+
+fn plan(opts: &TargetOptions, writes: bool) -> anyhow::Result<Planned> {
+    let Some(path) = opts.path.clone() else {
+        return Ok(Planned::NoFile(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));
+    };
+    if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
+        return Ok(Planned::Remote(remote::parse(url)?));
+    }
+    match fs::metadata(&path) {
+        Ok(md) if md.is_dir() => {
+            let size = opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
+            let file = scratch::scratch_path(&path);
+            scratch::check_space(&file, size)?;
+            Ok(Planned::Scratch { file, size })
+        }
+        Ok(md) if md.file_type().is_block_device() => {
+            let dev_size = block_device_size(&path)?;
+            let size = checked_size(opts.size, dev_size, &path)?;
+            if writes {
+                check_destroy_allowed(&path, opts.destroy_data.as_deref())?;
+            }
+            Ok(Planned::Block {
+                path,
+                size,
+                writable: writes,
+            })
+        }
+        Ok(md) if md.is_file() => {
+            let size = checked_size(opts.size, md.len(), &path)?;
+            if writes && !opts.overwrite {
+                return Err(usage(
+                    "--overwrite",
+                    format!(
+                        "{} exists and iolab did not create it; writing would destroy its contents. \
+Add --overwrite to allow it, or give a directory to run on a scratch file",
+                        path.display()
+                    ),
+                ));
+            }
+            Ok(Planned::Existing {
+                path,
+                size,
+                writable: writes,
+            })
+        }
+        Ok(_) => Err(usage(
+            "--target",
+            format!(
+                "{} is not a directory, regular file or block device",
+                path.display()
+            ),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(usage(
+                    "--target",
+                    format!("{} does not exist", path.display()),
+                ));
+            }
+            let size = opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE);
+            scratch::check_space(&path, size)?;
+            Ok(Planned::Scratch { file: path, size })
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot inspect {}", path.display())),
+    }
 }
 
 /// A remote target: only an engine speaking its transport can discover its

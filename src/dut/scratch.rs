@@ -55,16 +55,13 @@ pub fn scratch_path(dir: &Path) -> PathBuf {
     }
 }
 
-/// Create `path` (which must not exist) with `size` bytes of random data.
-/// With `verify_bs`, every block carries a verification header (sequence 0).
-pub fn create(
-    path: &Path,
-    size: u64,
-    verify_bs: Option<u64>,
-    seed: u64,
-    keep: bool,
-) -> anyhow::Result<ScratchGuard> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+/// Refuse a scratch file of `size` bytes at `path` when its filesystem
+/// has not that much free, with headroom.
+pub fn check_space(path: &Path, size: u64) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let free = free_bytes(dir)?;
     let headroom = 64 << 20;
     if free < size + headroom {
@@ -79,6 +76,19 @@ pub fn create(
             ),
         ));
     }
+    Ok(())
+}
+
+/// Create `path` (which must not exist) with `size` bytes of random data.
+/// With `verify_bs`, every block carries a verification header (sequence 0).
+pub fn create(
+    path: &Path,
+    size: u64,
+    verify_bs: Option<u64>,
+    seed: u64,
+    keep: bool,
+) -> anyhow::Result<ScratchGuard> {
+    check_space(path, size)?;
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
