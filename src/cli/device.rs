@@ -250,7 +250,7 @@ pub struct DeviceArgs {
     /// Print the validated job(s) and exit
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
-    /// Also write the results in another tool's format, atomically after every point: fio-json FILE
+    /// Also write the results in another tool's format, kept up to date after every point: fio-json FILE
     #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], help_heading = "Output")]
     pub export: Option<Vec<String>>,
 

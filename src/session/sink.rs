@@ -1,10 +1,12 @@
 //! Where a run's results go: the `Results` being built, re-analysed and
 //! written atomically after every point (so Ctrl-C or a crash keeps what
-//! was measured), and the optional fio-JSON export written with it.
+//! was measured), and the optional fio-JSON export kept with it (one job
+//! appended per point: `FioExportFile`).
 
 use std::path::{Path, PathBuf};
 
 use crate::analysis::{self, AnalysisOptions};
+use crate::report::fio_json::export::FioExportFile;
 use crate::report::fio_json::to_fio_json;
 use crate::results::{write_atomic, Point, Results};
 
@@ -12,7 +14,7 @@ use crate::results::{write_atomic, Point, Results};
 pub struct ResultsSink {
     pub results: Results,
     path: Option<PathBuf>,
-    fio_export: Option<PathBuf>,
+    fio_export: Option<FioExportFile>,
     analysis: AnalysisOptions,
 }
 
@@ -28,7 +30,7 @@ impl ResultsSink {
         ResultsSink {
             results,
             path,
-            fio_export,
+            fio_export: fio_export.map(FioExportFile::new),
             analysis,
         }
     }
@@ -65,9 +67,13 @@ impl ResultsSink {
         if let Some(p) = self.path.as_deref().filter(|p| due(p)) {
             self.results.write_atomic(p)?;
         }
-        if let Some(p) = self.fio_export.as_deref().filter(|p| due(p)) {
-            let text = serde_json::to_string_pretty(&to_fio_json(&self.results))?;
-            write_atomic(p, text.as_bytes())?;
+        if let Some(export) = &mut self.fio_export {
+            if !is_stream(export.path()) {
+                export.update(&self.results)?;
+            } else if last {
+                let text = serde_json::to_string_pretty(&to_fio_json(&self.results))?;
+                write_atomic(export.path(), text.as_bytes())?;
+            }
         }
         Ok(())
     }

@@ -169,62 +169,18 @@ pub fn to_fio_json_files(r: &Results) -> Vec<(String, Value)> {
 
 /// iolab results in fio's JSON shape (one fio job per point).
 pub fn to_fio_json(r: &Results) -> Value {
-    let jobs: Vec<Value> = r
+    let mut doc = skeleton(r);
+    doc["jobs"] = r
         .points
         .iter()
         .enumerate()
-        .map(|(i, p)| {
-            let (lat_ns, lat_us, lat_ms) = latency_buckets(p);
-            let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
-            let engine = match par("engine", "psync").as_str() {
-                "aio" => "libaio".to_string(),
-                e => e.to_string(),
-            };
-            let mut jo = json!({
-                "name": p.name,
-                "rw": par("rw", "read"),
-                "bs": par("bs", "4k"),
-                "iodepth": par("qd", "1"),
-                "numjobs": par("jobs", "1"),
-                "ioengine": engine,
-                "direct": if p.direct { "1" } else { "0" },
-                "runtime": format!("{}", p.duration_ns / 1_000_000_000),
-            });
-            if let Some(m) = p.params.get("mix") {
-                jo["rwmixread"] = json!(m);
-            }
-            if let Some(k) = p.params.get("batch") {
-                jo["iodepth_batch_submit"] = json!(k);
-                jo["iodepth_batch_complete_min"] = json!(k);
-            }
-            let fs = p.ops.get("fsync");
-            json!({
-                "jobname": p.name,
-                "groupid": i,
-                "error": 0,
-                "eta": 0,
-                "elapsed": (p.duration_ns + p.ramp_ns) / 1_000_000_000,
-                "job options": jo,
-                "read": dir_json(p, "read"),
-                "write": dir_json(p, "write"),
-                "trim": dir_json(p, "trim"),
-                "sync": {
-                    "total_ios": fs.map(|o| o.ops).unwrap_or(0),
-                    "lat_ns": lat_json(fs.and_then(|o| o.lat.as_ref()), p.histograms.get("fsync.lat")),
-                },
-                "job_runtime": p.duration_ns / 1_000_000,
-                "usr_cpu": p.cpu.usr_pct,
-                "sys_cpu": p.cpu.sys_pct,
-                "ctx": p.cpu.ctx_voluntary + p.cpu.ctx_involuntary,
-                "majf": p.cpu.major_faults,
-                "minf": p.cpu.minor_faults,
-                "latency_ns": lat_ns,
-                "latency_us": lat_us,
-                "latency_ms": lat_ms,
-                "iolab": { "params": p.params },
-            })
-        })
+        .map(|(i, p)| fio_job(p, i))
         .collect();
+    doc
+}
+
+/// The document around the jobs (`jobs` empty).
+fn skeleton(r: &Results) -> Value {
     let ts = chrono_free_epoch(&r.provenance.started_at);
     json!({
         "fio version": format!("iolab-{}", r.provenance.iolab_version),
@@ -232,8 +188,149 @@ pub fn to_fio_json(r: &Results) -> Value {
         "timestamp_ms": ts * 1000,
         "time": r.provenance.started_at,
         "global options": {},
-        "jobs": jobs,
+        "jobs": [],
     })
+}
+
+/// Point `p` (the `i`th) as a fio job.
+fn fio_job(p: &Point, i: usize) -> Value {
+    let (lat_ns, lat_us, lat_ms) = latency_buckets(p);
+    let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
+    let engine = match par("engine", "psync").as_str() {
+        "aio" => "libaio".to_string(),
+        e => e.to_string(),
+    };
+    let mut jo = json!({
+        "name": p.name,
+        "rw": par("rw", "read"),
+        "bs": par("bs", "4k"),
+        "iodepth": par("qd", "1"),
+        "numjobs": par("jobs", "1"),
+        "ioengine": engine,
+        "direct": if p.direct { "1" } else { "0" },
+        "runtime": format!("{}", p.duration_ns / 1_000_000_000),
+    });
+    if let Some(m) = p.params.get("mix") {
+        jo["rwmixread"] = json!(m);
+    }
+    if let Some(k) = p.params.get("batch") {
+        jo["iodepth_batch_submit"] = json!(k);
+        jo["iodepth_batch_complete_min"] = json!(k);
+    }
+    let fs = p.ops.get("fsync");
+    json!({
+        "jobname": p.name,
+        "groupid": i,
+        "error": 0,
+        "eta": 0,
+        "elapsed": (p.duration_ns + p.ramp_ns) / 1_000_000_000,
+        "job options": jo,
+        "read": dir_json(p, "read"),
+        "write": dir_json(p, "write"),
+        "trim": dir_json(p, "trim"),
+        "sync": {
+            "total_ios": fs.map(|o| o.ops).unwrap_or(0),
+            "lat_ns": lat_json(fs.and_then(|o| o.lat.as_ref()), p.histograms.get("fsync.lat")),
+        },
+        "job_runtime": p.duration_ns / 1_000_000,
+        "usr_cpu": p.cpu.usr_pct,
+        "sys_cpu": p.cpu.sys_pct,
+        "ctx": p.cpu.ctx_voluntary + p.cpu.ctx_involuntary,
+        "majf": p.cpu.major_faults,
+        "minf": p.cpu.minor_faults,
+        "latency_ns": lat_ns,
+        "latency_us": lat_us,
+        "latency_ms": lat_ms,
+        "iolab": { "params": p.params },
+    })
+}
+
+/// The fio-JSON export of a running job list, kept on disk after every
+/// point at the cost of that point alone: the new job is written over the
+/// document's closing lines, which are written again after it. The file is
+/// byte for byte `to_fio_json` pretty-printed. (Rebuilding the whole export
+/// per point cost minutes and hundreds of MB over a 200-point sweep.)
+pub struct FioExportFile {
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+    /// Bytes before the first job (through `"jobs": [`).
+    head: String,
+    /// Bytes after the last job's closing bracket (`,\n  "time": ...}`).
+    tail: String,
+    /// Where the jobs written so far end.
+    jobs_end: u64,
+    written: usize,
+}
+
+impl FioExportFile {
+    pub fn new(path: std::path::PathBuf) -> FioExportFile {
+        FioExportFile {
+            path,
+            file: None,
+            head: String::new(),
+            tail: String::new(),
+            jobs_end: 0,
+            written: 0,
+        }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Bring the file up to `r`'s points (each point is written once: the
+    /// jobs of points already written are not revisited).
+    pub fn update(&mut self, r: &Results) -> anyhow::Result<()> {
+        use std::io::{Seek, SeekFrom, Write};
+        if self.file.is_none() {
+            self.start(r)?;
+        }
+        let file = self.file.as_mut().expect("opened by start");
+        if self.written >= r.points.len() {
+            return Ok(());
+        }
+        let mut chunk = String::new();
+        for (i, p) in r.points.iter().enumerate().skip(self.written) {
+            chunk.push_str(if i == 0 { "\n" } else { ",\n" });
+            let job = serde_json::to_string_pretty(&fio_job(p, i))?;
+            for (n, line) in job.lines().enumerate() {
+                if n > 0 {
+                    chunk.push('\n');
+                }
+                chunk.push_str("    ");
+                chunk.push_str(line);
+            }
+        }
+        self.written = r.points.len();
+        file.seek(SeekFrom::Start(self.jobs_end))?;
+        file.write_all(chunk.as_bytes())?;
+        self.jobs_end += chunk.len() as u64;
+        let close = format!("\n  ]{}", self.tail);
+        file.write_all(close.as_bytes())?;
+        file.set_len(self.jobs_end + close.len() as u64)?;
+        Ok(())
+    }
+
+    /// Write the document without jobs and remember where jobs go.
+    fn start(&mut self, r: &Results) -> anyhow::Result<()> {
+        use std::io::Write;
+        let text = serde_json::to_string_pretty(&skeleton(r))?;
+        let at = text
+            .find("\"jobs\": []")
+            .expect("the skeleton has an empty jobs array");
+        self.head = format!("{}\"jobs\": [", &text[..at]);
+        self.tail = text[at + "\"jobs\": []".len()..].to_string();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&self.path)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.path.display()))?;
+        f.write_all(format!("{}]{}", self.head, self.tail).as_bytes())?;
+        self.jobs_end = self.head.len() as u64;
+        self.file = Some(f);
+        Ok(())
+    }
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC time ("2026-11-21T05:47:10Z"), 0 if unparsable.
@@ -262,6 +359,31 @@ fn chrono_free_epoch(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Written point by point, the export is the whole-document export,
+    /// byte for byte, after every point.
+    #[test]
+    fn appended_export_is_the_whole_export() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/device-batching.json");
+        let full = Results::read(&path).unwrap();
+        assert!(full.points.len() >= 3);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("x.fio.json");
+        let mut export = FioExportFile::new(out.clone());
+        let mut r = full.clone();
+        r.points.clear();
+        for n in 0..=full.points.len() {
+            r.points = full.points[..n].to_vec();
+            export.update(&r).unwrap();
+            let want = serde_json::to_string_pretty(&to_fio_json(&r)).unwrap();
+            assert_eq!(
+                std::fs::read_to_string(&out).unwrap(),
+                want,
+                "after {n} points"
+            );
+        }
+    }
 
     #[test]
     fn epoch_of_rfc3339() {
