@@ -81,10 +81,26 @@ fn dir_json(p: &Point, dir: &str) -> Value {
         "drop_ios": 0,
         "slat_ns": lat_json(o.slat.as_ref(), h("slat")),
         "clat_ns": lat_json(o.clat.as_ref().or(o.lat.as_ref()), h("clat").or_else(|| if o.clat.is_none() { h("lat") } else { None })),
-        "lat_ns": lat_json(o.lat.as_ref(), h("lat")),
+        "lat_ns": lat_json(exported_lat(p, o).as_ref(), h("lat")),
         "bw_min": bmin as u64, "bw_max": bmax as u64, "bw_agg": 100.0, "bw_mean": bmean, "bw_dev": bdev, "bw_samples": bw.len(),
         "iops_min": imin as u64, "iops_max": imax as u64, "iops_mean": imean, "iops_stddev": idev, "iops_samples": iops.len()
     })
+}
+
+/// Total latency as exported: a point imported from fio run without
+/// `--lat_percentiles` shows clat's percentiles as its total latency's (with
+/// a warning); they are not written back as fio's lat percentiles.
+fn exported_lat(p: &Point, o: &crate::results::OpStats) -> Option<LatStats> {
+    let lat = o.lat.as_ref()?;
+    let copied = p.extra.fio.is_some()
+        && o.clat.as_ref().is_some_and(|c| {
+            !c.percentiles_ns.is_empty() && c.percentiles_ns == lat.percentiles_ns
+        });
+    let mut lat = lat.clone();
+    if copied {
+        lat.percentiles_ns.clear();
+    }
+    Some(lat)
 }
 
 /// fio's latency distribution (`latency_ns`, `latency_us`, `latency_ms`):
@@ -92,10 +108,12 @@ fn dir_json(p: &Point, dir: &str) -> Value {
 fn latency_buckets(p: &Point) -> (Value, Value, Value) {
     let mut h: Option<LatencyHistogram> = None;
     for op in ["read", "write", "trim"] {
+        // fio fills these from completion latency (clat); a synchronous
+        // engine has none apart from its total latency.
         let enc = p
             .histograms
-            .get(&format!("{op}.lat"))
-            .or_else(|| p.histograms.get(&format!("{op}.clat")));
+            .get(&format!("{op}.clat"))
+            .or_else(|| p.histograms.get(&format!("{op}.lat")));
         if let Some(x) = enc.and_then(|e| LatencyHistogram::decode(e).ok()) {
             match h.as_mut() {
                 Some(m) => m.merge(&x),
@@ -383,6 +401,47 @@ mod tests {
                 "after {n} points"
             );
         }
+    }
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report")
+            .join(name)
+    }
+
+    /// fio fills latency_ns/us/ms from completion latency (clat).
+    #[test]
+    fn latency_buckets_come_from_clat() {
+        let r = Results::read(&fixture("device-batching.json")).unwrap();
+        let p = r
+            .points
+            .iter()
+            .max_by_key(|p| p.params.get("batch").map(|b| b.parse::<u32>().unwrap_or(0)))
+            .unwrap();
+        let only = |keep: &str| {
+            let mut q = p.clone();
+            q.histograms.retain(|k, _| k == keep);
+            latency_buckets(&q)
+        };
+        let (from_clat, from_lat) = (only("read.clat"), only("read.lat"));
+        assert_ne!(from_clat, from_lat, "the fixture's clat and lat differ");
+        assert_eq!(latency_buckets(p), from_clat);
+    }
+
+    /// clat percentiles shown as total latency on import are not exported
+    /// back as fio's lat percentiles.
+    #[test]
+    fn imported_clat_percentiles_are_not_exported_as_lat() {
+        let text = std::fs::read_to_string(fixture("fio-randread.json")).unwrap();
+        let r = crate::report::fio_json::from_fio_text(&text).unwrap();
+        let read = &to_fio_json(&r)["jobs"][0]["read"];
+        assert!(read["clat_ns"].get("percentile").is_some());
+        assert!(
+            read["lat_ns"].get("percentile").is_none(),
+            "{}",
+            read["lat_ns"]
+        );
+        assert!(read["lat_ns"]["mean"].as_f64().unwrap() > 0.0);
     }
 
     #[test]
