@@ -373,3 +373,39 @@ fn kv_target_was_renamed_to_target_ops() {
         assert!(run.is_some(), "{flag}: no point paced at 2000 ops/s");
     }
 }
+
+/// A property file without recordcount would load YCSB's default of
+/// 2^31-1 records; a load that cannot fit is refused before it starts.
+#[test]
+fn oversized_loads_are_refused_before_they_start() {
+    let d = tmp();
+    let props = d.path().join("workload-norecords");
+    std::fs::write(&props, "readproportion=1\noperationcount=10\n").unwrap();
+    let dir = d.path().to_str().unwrap();
+    let o = iolab()
+        .args([
+            "kv",
+            "-P",
+            props.to_str().unwrap(),
+            "--engine",
+            "lmdb",
+            "--dir",
+            dir,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("recordcount"), "{err}");
+    assert!(leftovers(d.path()).is_empty());
+
+    let o = iolab()
+        .args(["kv", "a", "--engine", "lmdb", "--dir", dir])
+        .args(["-p", "recordcount=1000000000000", "-p", "operationcount=10"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("recordcount") && err.contains("free"), "{err}");
+    assert!(leftovers(d.path()).is_empty(), "nothing created");
+}

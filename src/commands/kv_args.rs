@@ -132,7 +132,18 @@ fn steps(a: &KvArgs) -> Result<Vec<Step>> {
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            (n, ycsb_props(a, None)?)
+            let props = ycsb_props(a, None)?;
+            if props.get("recordcount").is_none() {
+                return Err(usage(
+                    "recordcount",
+                    format!(
+                        "{} sets no recordcount: YCSB would load its default of 2,147,483,647 records; \
+                         set recordcount in the file or pass -p recordcount=N",
+                        a.property_files[0].display()
+                    ),
+                ));
+            }
+            (n, props)
         } else {
             let letter = tok.to_ascii_lowercase();
             let letter = letter

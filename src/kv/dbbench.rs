@@ -55,6 +55,11 @@ impl Bench {
     pub fn needs_data(self) -> bool {
         !matches!(self, Bench::FillSeq | Bench::FillRandom)
     }
+
+    /// Whether the benchmark writes `num` keys.
+    pub fn loads(self) -> bool {
+        matches!(self, Bench::FillSeq | Bench::FillRandom | Bench::Overwrite)
+    }
 }
 
 /// Sizes shared by the benchmarks.

@@ -121,6 +121,37 @@ impl KvPlan {
         Ok(())
     }
 
+    /// The most data one phase loads (keys and values, before any engine
+    /// overhead), and the flag that sets its size.
+    pub fn load_bytes(&self) -> (u64, &'static str) {
+        let mut most = (0u64, "recordcount");
+        for s in &self.steps {
+            let bytes = match s {
+                Step::YcsbLoad(_, c) => {
+                    // "user" + up to 19 digits, and fieldcount fields.
+                    let record = 24 + c.fieldcount.max(0) as u64 * c.fieldlength.max(0) as u64;
+                    (c.insertcount.max(0) as u64).saturating_mul(record)
+                }
+                Step::Bench(b, _) if b.loads() => self
+                    .bench
+                    .num
+                    .saturating_mul((self.bench.key_size + self.bench.value_size) as u64),
+                _ => 0,
+            };
+            if bytes > most.0 {
+                most = (
+                    bytes,
+                    if matches!(s, Step::Bench(..)) {
+                        "--num"
+                    } else {
+                        "recordcount"
+                    },
+                );
+            }
+        }
+        most
+    }
+
     /// Refuse a plan that reads before anything was loaded (`loaded`: the
     /// database already holds data), before anything is created.
     pub fn check_order(&self, mut loaded: bool) -> Result<()> {

@@ -100,6 +100,27 @@ fn db_dir(plan: &KvPlan) -> Result<DbDir> {
     })
 }
 
+/// Refuse a load whose data alone does not fit where the database goes.
+fn check_space(plan: &KvPlan) -> Result<()> {
+    let (bytes, field) = plan.load_bytes();
+    let dir = plan.place.db.as_deref().unwrap_or(&plan.place.dir);
+    let Ok(free) = crate::dut::scratch::free_bytes(dir) else {
+        return Ok(()); // an unusable directory is reported where it is used
+    };
+    if bytes > free {
+        return Err(usage(
+            field,
+            format!(
+                "the load writes about {} of keys and values, and {} has {} free",
+                super::report::human(bytes),
+                dir.display(),
+                super::report::human(free)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn target_info(dir: &Path, kind: TargetKind) -> TargetInfo {
     let dev = sysfs::devnum_of_path(dir);
     TargetInfo {
@@ -124,6 +145,9 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);
     plan.check_order(had_data || plan.engine == KvEngineKind::Null)?;
+    if plan.engine != KvEngineKind::Null {
+        check_space(plan)?;
+    }
     interrupt::install();
     let dir = db_dir(plan)?;
     let mem_limit = plan.place.memory_limit;
