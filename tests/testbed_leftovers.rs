@@ -195,6 +195,43 @@ fn a_scheduler_switch_left_by_a_killed_run_is_undone_at_next_start() {
     assert!(records(state.path()).is_empty(), "record removed");
 }
 
+/// A long null-engine kv run in a 256 MiB memory cgroup, records in
+/// `state`; returns it once its cgroup is recorded, with the cgroup's path.
+fn start_kv_in_cgroup(dir: &Path, state: &Path) -> (Child, PathBuf) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["kv", "a", "--engine", "null", "--memory-limit", "256m"])
+        .args(["-p", "recordcount=1000", "-p", "operationcount=2000000000"])
+        .args(["--dir", dir.to_str().unwrap()])
+        .env("IOLAB_STATE_DIR", state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start iolab kv");
+    let start = Instant::now();
+    // Both records: the database directory's and the cgroup's.
+    loop {
+        let all = records(state);
+        let cgroups: Vec<PathBuf> = all
+            .iter()
+            .filter_map(|r| {
+                let v: serde_json::Value = serde_json::from_slice(&std::fs::read(r).ok()?).ok()?;
+                Some(PathBuf::from(v["resource"]["cgroup"]["path"].as_str()?))
+            })
+            .collect();
+        if all.len() >= 2 && cgroups.len() == 1 {
+            // Inside the run phase.
+            std::thread::sleep(Duration::from_millis(300));
+            return (child, cgroups[0].clone());
+        }
+        assert!(child.try_wait().unwrap().is_none(), "kv ended early");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no cgroup record"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn a_memory_cgroup_left_by_a_killed_kv_run_is_removed_at_next_start() {
     if let Err(why) = iolab::testbed::cgroup::available() {
@@ -203,33 +240,7 @@ fn a_memory_cgroup_left_by_a_killed_kv_run_is_removed_at_next_start() {
     }
     let dir = workdir();
     let state = workdir();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(["kv", "a", "--engine", "null", "--memory-limit", "256m"])
-        .args(["-p", "recordcount=1000", "-p", "operationcount=2000000000"])
-        .args(["--dir", dir.path().to_str().unwrap()])
-        .env("IOLAB_STATE_DIR", state.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start iolab kv");
-    // Wait for the cgroup's record (the database directory has one too).
-    let start = Instant::now();
-    let cgroup = loop {
-        let found = records(state.path()).into_iter().find_map(|r| {
-            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(r).ok()?).ok()?;
-            Some(PathBuf::from(v["resource"]["cgroup"]["path"].as_str()?))
-        });
-        if let Some(p) = found {
-            break p;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "kv ended early");
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no cgroup record"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    std::thread::sleep(Duration::from_millis(300));
+    let (mut child, cgroup) = start_kv_in_cgroup(dir.path(), state.path());
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
@@ -251,30 +262,7 @@ fn a_second_ctrl_c_removes_the_memory_cgroup_and_the_database() {
     }
     let dir = workdir();
     let state = workdir();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(["kv", "a", "--engine", "null", "--memory-limit", "256m"])
-        .args(["-p", "recordcount=1000", "-p", "operationcount=2000000000"])
-        .args(["--dir", dir.path().to_str().unwrap()])
-        .env("IOLAB_STATE_DIR", state.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start iolab kv");
-    let start = Instant::now();
-    while records(state.path()).len() < 2 {
-        assert!(child.try_wait().unwrap().is_none(), "kv ended early");
-        assert!(start.elapsed() < Duration::from_secs(30), "no records");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let cgroups: Vec<PathBuf> = records(state.path())
-        .into_iter()
-        .filter_map(|r| {
-            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(r).ok()?).ok()?;
-            Some(PathBuf::from(v["resource"]["cgroup"]["path"].as_str()?))
-        })
-        .collect();
-    assert_eq!(cgroups.len(), 1, "one cgroup record");
-    std::thread::sleep(Duration::from_millis(300));
+    let (child, cgroup) = start_kv_in_cgroup(dir.path(), state.path());
     let pid = child.id() as i32;
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(pid, libc::SIGINT) };
@@ -282,7 +270,7 @@ fn a_second_ctrl_c_removes_the_memory_cgroup_and_the_database() {
     unsafe { libc::kill(pid, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", common::text(&out));
-    assert!(!cgroups[0].exists(), "cgroup {} left", cgroups[0].display());
+    assert!(!cgroup.exists(), "cgroup {} left", cgroup.display());
     assert!(common::files_in(dir.path()).is_empty(), "database left");
     assert!(records(state.path()).is_empty(), "records left");
 }
