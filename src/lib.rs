@@ -9,6 +9,7 @@ pub mod commands;
 pub mod dut;
 pub mod engine;
 pub mod error;
+pub mod input;
 pub mod interrupt;
 pub mod kv;
 pub mod measure;

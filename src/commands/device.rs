@@ -44,6 +44,12 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     if size == Some(0) {
         return Err(usage("--size", "size must be greater than 0"));
     }
+    if a.breakdown_buffer_kb == 0 {
+        return Err(usage(
+            "--breakdown-buffer-kb",
+            "must be at least 1 (KiB per CPU)",
+        ));
+    }
     let verify_bs = jobs.iter().find(|j| j.verify).map(|j| j.max_bs());
     let topts = TargetOptions {
         path: if needs_file {

@@ -17,8 +17,7 @@ use crate::results::{write_atomic, Results};
 
 /// Read and parse the job file (open-loop `rate_iops` supported).
 pub fn read_plan(path: &Path) -> anyhow::Result<FioPlan> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage("--fio-job", format!("cannot read {}: {e}", path.display())))?;
+    let text = crate::input::read_text(path, "--fio-job", Some(crate::input::CONFIG_MAX))?;
     fio_plan(&text, true)
 }
 
@@ -73,7 +72,7 @@ pub fn experiment(a: &DeviceArgs, path: &Path) -> anyhow::Result<Experiment> {
 pub fn provenance(path: &Path) -> serde_json::Value {
     json!({
         "path": path.display().to_string(),
-        "text": std::fs::read_to_string(path).unwrap_or_default(),
+        "text": crate::input::read_text(path, "--fio-job", Some(crate::input::CONFIG_MAX)).unwrap_or_default(),
     })
 }
 

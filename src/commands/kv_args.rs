@@ -71,7 +71,16 @@ pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
             }
             None => None,
         },
-        map_size: parse_size("--map-size", &a.map_size)?,
+        map_size: {
+            let v = parse_size("--map-size", &a.map_size)?;
+            if v < (1 << 20) || v % 4096 != 0 {
+                return Err(usage(
+                    "--map-size",
+                    "must be a multiple of 4 KiB and at least 1 MiB (LMDB's map is in pages)",
+                ));
+            }
+            v
+        },
         write_buffer_size: parse_size("--write-buffer-size", &a.write_buffer_size)?,
         background_jobs: a.background_jobs.max(1),
         readahead: !a.no_readahead,

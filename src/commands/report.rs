@@ -12,8 +12,7 @@ use crate::results::{output, write_atomic, Results};
 
 /// Read an iolab results file or fio JSON output.
 pub fn load(path: &Path) -> anyhow::Result<Results> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage("RESULTS", format!("cannot read {}: {e}", path.display())))?;
+    let text = crate::input::read_text(path, "RESULTS", None)?;
     if fio_json::looks_like_fio(&text) {
         return fio_json::from_fio_text(&text)
             .map_err(|e| usage("RESULTS", format!("{}: {e:#}", path.display())));

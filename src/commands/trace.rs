@@ -102,6 +102,9 @@ fn parse_plan(args: &TraceOpts) -> Result<Plan> {
             format!("{} is not an existing directory", args.dir.display()),
         ));
     }
+    if args.buffer_kb == 0 {
+        return Err(usage("--buffer-kb", "must be at least 1 (KiB per CPU)"));
+    }
     let size = parse_size("--size", &args.size)?;
     let bs = parse_size("--bs", &args.bs)?;
     if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {

@@ -58,8 +58,7 @@ impl Props {
     }
 
     pub fn load_file(&mut self, path: &Path) -> anyhow::Result<()> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| usage("-P", format!("cannot read {}: {e}", path.display())))?;
+        let text = crate::input::read_text(path, "-P", Some(crate::input::CONFIG_MAX))?;
         self.load_str(&text, &path.display().to_string())
     }
 

@@ -61,6 +61,12 @@ pub struct YcsbConfig {
 impl YcsbConfig {
     pub fn from_props(p: &Props) -> Result<YcsbConfig> {
         let mut recordcount = p.i64_or("recordcount", 0)?;
+        if recordcount < 0 {
+            return Err(usage(
+                "recordcount",
+                "must be a number of records (0 or more)",
+            ));
+        }
         if recordcount == 0 {
             recordcount = i32::MAX as i64;
         }

@@ -7,8 +7,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context;
-
 use crate::error::usage;
 use crate::plan::options;
 
@@ -131,9 +129,7 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
 }
 
 pub fn read(path: &Path) -> anyhow::Result<PlanFile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read plan file {}", path.display()))
-        .map_err(|e| usage("--plan", format!("{e:#}")))?;
+    let text = crate::input::read_text(path, "--plan", Some(crate::input::CONFIG_MAX))?;
     parse(&path.display().to_string(), &text)
 }
 

@@ -11,7 +11,6 @@ pub mod time;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Analysis;
@@ -93,8 +92,7 @@ impl Results {
     }
 
     pub fn read(path: &Path) -> anyhow::Result<Results> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = crate::input::read_text(path, "RESULTS", None)?;
         let r: Results = serde_json::from_str(&text).map_err(|e| {
             crate::error::usage(
                 "RESULTS",
