@@ -9,7 +9,25 @@ use common::{iolab, text};
 fn bad_inputs_exit_2_naming_the_field() {
     let dir = common::workdir();
     let d = dir.path().to_str().unwrap();
+    let fixture = |name: &str| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report")
+            .join(name)
+    };
+    // Results files this iolab did not write: version 0, an unknown kind.
+    let good = std::fs::read_to_string(fixture("kv-ycsb-rocksdb.json")).unwrap();
+    let v0 = dir.path().join("v0.json");
+    let odd = dir.path().join("odd.json");
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["schema_version"] = 0.into();
+    std::fs::write(&v0, v.to_string()).unwrap();
+    v["schema_version"] = 1.into();
+    v["kind"] = "nosuch".into();
+    std::fs::write(&odd, v.to_string()).unwrap();
+    let (v0, odd) = (v0.to_str().unwrap(), odd.to_str().unwrap());
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["report", v0, "--format", "text"], "RESULTS"),
+        (vec!["report", odd, "--format", "text"], "RESULTS"),
         (vec!["device", "--fio-job", "/dev/zero"], "--fio-job"),
         (
             vec!["device", "--plan", "/dev/zero", "--target", d],
@@ -50,8 +68,9 @@ fn bad_inputs_exit_2_naming_the_field() {
             "{args:?} should name {field}: {err}"
         );
     }
-    assert!(
-        common::files_in(dir.path()).is_empty(),
-        "bad input created files"
-    );
+    let made: Vec<_> = common::files_in(dir.path())
+        .into_iter()
+        .filter(|p| !p.ends_with("v0.json") && !p.ends_with("odd.json"))
+        .collect();
+    assert!(made.is_empty(), "bad input created files: {made:?}");
 }

@@ -25,6 +25,8 @@ pub use provenance::Provenance;
 pub const SCHEMA: &str = "iolab-results";
 /// Bump on incompatible changes; readers accept older minor additions.
 pub const SCHEMA_VERSION: u32 = 1;
+/// The verbs that write results files (and "fio" for imported fio JSON).
+pub const KINDS: [&str; 5] = ["device", "run", "kv", "trace", "fio"];
 
 /// A whole results file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,6 +93,8 @@ impl Results {
         write_atomic(path, &json)
     }
 
+    /// Read an iolab results file; exit 2 for anything that is not one
+    /// this version can read (schema, version 1..current, a known kind).
     pub fn read(path: &Path) -> anyhow::Result<Results> {
         let text = crate::input::read_text(path, "RESULTS", None)?;
         let r: Results = serde_json::from_str(&text).map_err(|e| {
@@ -99,7 +103,18 @@ impl Results {
                 format!("{} is not an iolab results file: {e}", path.display()),
             )
         })?;
-        if r.schema != SCHEMA || r.schema_version > SCHEMA_VERSION {
+        if !KINDS.contains(&r.kind.as_str()) {
+            return Err(crate::error::usage(
+                "RESULTS",
+                format!(
+                    "{}: kind '{}' is not one iolab writes ({})",
+                    path.display(),
+                    r.kind,
+                    KINDS.join(", ")
+                ),
+            ));
+        }
+        if r.schema != SCHEMA || r.schema_version == 0 || r.schema_version > SCHEMA_VERSION {
             return Err(crate::error::usage(
                 "RESULTS",
                 format!(
