@@ -25,6 +25,8 @@ fn bad_inputs_exit_2_naming_the_field() {
     v["kind"] = "nosuch".into();
     std::fs::write(&odd, v.to_string()).unwrap();
     let (v0, odd) = (v0.to_str().unwrap(), odd.to_str().unwrap());
+    let good_file = fixture("kv-ycsb-rocksdb.json");
+    let good_path = good_file.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["report", v0, "--format", "text"], "RESULTS"),
         (vec!["report", odd, "--format", "text"], "RESULTS"),
@@ -57,6 +59,21 @@ fn bad_inputs_exit_2_naming_the_field() {
         (
             vec!["kv", "a", "-p", "recordcount=-5", "--dir", d],
             "recordcount",
+        ),
+        (
+            vec!["device", "--engine", "null", "--io-count", "0"],
+            "--io-count",
+        ),
+        (
+            vec!["device", "--engine", "null", "--io-bytes", "0"],
+            "--io-bytes",
+        ),
+        (vec!["device", "--engine", "null", "--bs", "4k:0"], "--bs"),
+        (vec!["trace", "--max-ops", "0", "--dir", d], "--max-ops"),
+        (vec!["trace", "--size", "0", "--dir", d], "--size"),
+        (
+            vec!["compare", good_path, good_path, "--by", "nosuch"],
+            "--by",
         ),
     ];
     for (args, field) in cases {

@@ -54,6 +54,17 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
     let by: Option<Vec<String>> =
         a.by.as_ref()
             .map(|b| b.split(',').map(|s| s.trim().to_string()).collect());
+    for k in by.iter().flatten() {
+        let known = runs
+            .iter()
+            .any(|r| r.results.points.iter().any(|p| p.params.contains_key(k)));
+        if !known {
+            return Err(crate::error::usage(
+                "--by",
+                format!("no point has a parameter '{k}'"),
+            ));
+        }
+    }
     let keys = compare::match_keys(&runs, by.as_deref());
     let rows = compare::compare(&runs, &keys, &metrics);
     let mut out = compare::terminal(&runs, &rows, a.noise);

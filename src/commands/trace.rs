@@ -105,7 +105,13 @@ fn parse_plan(args: &TraceOpts) -> Result<Plan> {
     if args.buffer_kb == 0 {
         return Err(usage("--buffer-kb", "must be at least 1 (KiB per CPU)"));
     }
+    if args.max_ops == 0 {
+        return Err(usage("--max-ops", "must be at least 1"));
+    }
     let size = parse_size("--size", &args.size)?;
+    if size == 0 {
+        return Err(usage("--size", "must be greater than 0"));
+    }
     let bs = parse_size("--bs", &args.bs)?;
     if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {
         return Err(usage("--bs", "must be a multiple of 512 up to 64M"));

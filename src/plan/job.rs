@@ -327,8 +327,14 @@ impl JobSpec {
                 "give --runtime, --io-count or --io-bytes",
             ));
         }
-        if s.runtime_ns == Some(0) || s.io_count == Some(0) || s.io_bytes == Some(0) {
-            return Err(usage("--runtime", "a stop limit of zero measures nothing"));
+        for (zero, field) in [
+            (s.runtime_ns == Some(0), "--runtime"),
+            (s.io_count == Some(0), "--io-count"),
+            (s.io_bytes == Some(0), "--io-bytes"),
+        ] {
+            if zero {
+                return Err(usage(field, "a stop limit of zero measures nothing"));
+            }
         }
         if self.verify && self.bs.len() > 1 {
             return Err(usage(

@@ -89,10 +89,10 @@ pub fn parse_bs_split(field: &str, s: &str) -> anyhow::Result<Vec<(u64, u32)>> {
         let part = part.trim();
         let (size, weight) = match part.split_once(':') {
             Some((b, w)) => {
-                let w: u32 = w.trim().parse().map_err(|_| {
+                let w: u32 = w.trim().parse().ok().filter(|&w| w > 0).ok_or_else(|| {
                     usage(
                         field,
-                        format!("weight '{w}' in '{part}' is not a whole number"),
+                        format!("weight '{w}' in '{part}' is not a positive whole number"),
                     )
                 })?;
                 (parse_size(field, b)?, w)
