@@ -2,7 +2,7 @@
 //! `kv::run::run` with the terminal observer -> exit code.
 
 use crate::cli::kv::KvArgs;
-use crate::error::{usage, Interrupted, VerifyFailed};
+use crate::error::{usage, Interrupted};
 use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
 
@@ -32,12 +32,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
     if let Some(out) = &plan.output {
         println!("\nresults: {}", out.display());
     }
-    if done.mismatches > 0 {
-        return Err(VerifyFailed {
-            mismatches: done.mismatches,
-        }
-        .into());
-    }
+    done.verified()?;
     if done.results.interrupted {
         return Err(Interrupted.into());
     }

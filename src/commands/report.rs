@@ -84,12 +84,9 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     match a.format.as_str() {
         "html" => {
-            let out: PathBuf = a
-                .output
-                .clone()
-                .unwrap_or_else(|| a.results.with_extension("html"));
-            write_out(Some(&out), html::render(&r, &source).as_bytes())?;
-            if out.as_os_str() != "-" {
+            let out = destination(&a);
+            write_out(out.as_deref(), html::render(&r, &source).as_bytes())?;
+            if let Some(out) = out {
                 eprintln!("report: {}", out.display());
             }
             Ok(())

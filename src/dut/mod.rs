@@ -311,10 +311,7 @@ Add --overwrite to allow it, or give a directory to run on a scratch file",
             ),
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            let parent = crate::results::output::parent_dir(&path);
             if !parent.is_dir() {
                 return Err(usage(
                     "--target",

@@ -54,6 +54,19 @@ pub struct KvRun {
     pub mismatches: u64,
 }
 
+impl KvRun {
+    /// An error (exit 3) if any read returned data other than written.
+    pub fn verified(&self) -> Result<()> {
+        if self.mismatches > 0 {
+            return Err(crate::error::VerifyFailed {
+                mismatches: self.mismatches,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
 /// The database directory; removed on drop unless kept.
 struct DbDir {
     path: PathBuf,

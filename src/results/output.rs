@@ -58,7 +58,7 @@ pub fn check(
     let meta = match std::fs::metadata(&resolved) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let dir = parent_of(&resolved);
+            let dir = parent_dir(&resolved);
             if !dir.is_dir() {
                 return Err(usage(
                     field,
@@ -79,8 +79,7 @@ pub fn check(
             format!("{} is {kind}: not an output file", path.display()),
         ));
     }
-    let ft = meta.file_type();
-    if ft.is_char_device() || ft.is_fifo() {
+    if is_stream_kind(&meta) {
         return Ok(Destination::Stream(resolved));
     }
     for t in targets {
@@ -114,18 +113,18 @@ fn resolve(path: &Path) -> PathBuf {
     for _ in 0..40 {
         match std::fs::read_link(&p) {
             Ok(t) if t.is_absolute() => p = t,
-            Ok(t) => p = parent_of(&p).join(t),
+            Ok(t) => p = parent_dir(&p).join(t),
             Err(_) => return p,
         }
     }
     p
 }
 
-fn parent_of(p: &Path) -> PathBuf {
+/// The directory `p` is in (`.` for a bare file name).
+pub fn parent_dir(p: &Path) -> &Path {
     p.parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
-        .to_path_buf()
 }
 
 /// What kind of file an output may never be, if `meta` is one.
@@ -140,6 +139,17 @@ fn refused_kind(meta: &Metadata) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// A character device or FIFO: written into (once), never replaced.
+fn is_stream_kind(meta: &Metadata) -> bool {
+    let ft = meta.file_type();
+    ft.is_char_device() || ft.is_fifo()
+}
+
+/// Whether `path` (followed through symlinks) is a character device or FIFO.
+pub fn is_stream(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| is_stream_kind(&m))
 }
 
 /// Whether the file at `path` starts like something iolab writes.
@@ -165,8 +175,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         if let Some(kind) = refused_kind(&meta) {
             anyhow::bail!("{} is {kind}: not written", path.display());
         }
-        let ft = meta.file_type();
-        if ft.is_char_device() || ft.is_fifo() {
+        if is_stream_kind(&meta) {
             let mut f = OpenOptions::new()
                 .write(true)
                 .open(&resolved)
@@ -176,7 +185,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot write {}", path.display()));
         }
     }
-    let dir = parent_of(&resolved);
+    let dir = parent_dir(&resolved);
     let name = resolved
         .file_name()
         .map(|n| n.to_string_lossy().to_string())

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::analysis::{self, AnalysisOptions};
 use crate::report::fio_json::export::FioExportFile;
 use crate::report::fio_json::to_fio_json;
+use crate::results::output::is_stream;
 use crate::results::{write_atomic, Point, Results};
 
 /// The results of a run and the files they are kept in.
@@ -15,6 +16,10 @@ pub struct ResultsSink {
     pub results: Results,
     path: Option<PathBuf>,
     fio_export: Option<FioExportFile>,
+    /// Which of the two is a FIFO or character device (decided once: a
+    /// stream is written once, at the end).
+    path_is_stream: bool,
+    export_is_stream: bool,
     analysis: AnalysisOptions,
 }
 
@@ -29,6 +34,8 @@ impl ResultsSink {
     ) -> ResultsSink {
         ResultsSink {
             results,
+            path_is_stream: path.as_deref().is_some_and(is_stream),
+            export_is_stream: fio_export.as_deref().is_some_and(is_stream),
             path,
             fio_export: fio_export.map(FioExportFile::new),
             analysis,
@@ -63,12 +70,15 @@ impl ResultsSink {
 
     fn write(&mut self, last: bool) -> anyhow::Result<()> {
         self.results.analysis = analysis::analyze(&self.results.points, &self.analysis);
-        let due = |p: &Path| last || !is_stream(p);
-        if let Some(p) = self.path.as_deref().filter(|p| due(p)) {
+        if let Some(p) = self
+            .path
+            .as_deref()
+            .filter(|_| last || !self.path_is_stream)
+        {
             self.results.write_atomic(p)?;
         }
         if let Some(export) = &mut self.fio_export {
-            if !is_stream(export.path()) {
+            if !self.export_is_stream {
                 export.update(&self.results)?;
             } else if last {
                 let text = serde_json::to_string_pretty(&to_fio_json(&self.results))?;
@@ -86,10 +96,4 @@ impl ResultsSink {
         self.write(true)?;
         Ok(self.results)
     }
-}
-
-/// A character device or FIFO: written into, so written once.
-fn is_stream(p: &Path) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    std::fs::metadata(p).is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo())
 }

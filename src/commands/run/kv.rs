@@ -7,7 +7,6 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::error::VerifyFailed;
 use crate::kv::dbbench::DbBenchConfig;
 use crate::kv::engine::{EngineOptions, KvEngineKind};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
@@ -65,11 +64,6 @@ pub fn run(dir: &Path, records: u64, seed: u64) -> Result<Results> {
     let plan = plan(dir, records, seed)?;
     plan.validate()?;
     let done = crate::kv::run::run(&plan, &crate::kv::run::Silent)?;
-    if done.mismatches > 0 {
-        return Err(VerifyFailed {
-            mismatches: done.mismatches,
-        }
-        .into());
-    }
+    done.verified()?;
     Ok(done.results)
 }
