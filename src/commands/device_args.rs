@@ -107,6 +107,7 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
             Ok(FakeScript {
                 latencies_ns: lat,
                 servers: a.fake_servers.max(1),
+                submit_ns: 0,
             })
         })
         .transpose()?;

@@ -2,6 +2,7 @@
 //! runner, statistics and open-loop scheduling. It has `servers` parallel
 //! service units; each request takes the next latency of the script (cycled)
 //! and starts when a server is free, so queueing behaves like a real device.
+//! A submit call may cost virtual time (`submit_ns`), like a system call.
 
 use std::io;
 
@@ -15,6 +16,13 @@ use crate::measure::clock::{Clock, VirtualClock};
 pub struct FakeScript {
     pub latencies_ns: Vec<u64>,
     pub servers: u32,
+    /// Virtual time one submit call takes before it returns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub submit_ns: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Default for FakeScript {
@@ -22,6 +30,7 @@ impl Default for FakeScript {
         FakeScript {
             latencies_ns: vec![100_000],
             servers: 1,
+            submit_ns: 0,
         }
     }
 }
@@ -87,6 +96,7 @@ impl Engine for FakeEngine {
             ));
         }
         self.staged.clear();
+        self.clock.advance(self.script.submit_ns);
         Ok(n)
     }
 
