@@ -206,4 +206,10 @@ pub struct PlaceArgs {
     /// Drop the page cache before each phase (root).
     #[arg(long)]
     pub drop_caches: bool,
+
+    /// Make everything written durable at the end of each phase (RocksDB:
+    /// flush the memtable to an SST file). Off by default, as in db_bench
+    /// and YCSB: a phase may then read what the previous one left in memory.
+    #[arg(long)]
+    pub flush_between: bool,
 }

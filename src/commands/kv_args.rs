@@ -40,6 +40,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
                 .map(|s| parse_size("--memory-limit", s))
                 .transpose()?,
             drop_caches: a.place.drop_caches,
+            flush_between: a.place.flush_between,
         },
         seed: a.seed,
         output: a.output.clone(),

@@ -1,15 +1,16 @@
 //! db_bench-style benchmarks: fillseq, fillrandom, overwrite, readrandom,
 //! readseq, seekrandom, readwhilewriting. Keys are `--key-size` decimal
 //! digits of the record number (0..num), values `--value-size` bytes with
-//! the integrity header.
+//! the integrity header. An operation's latency is, as in db_bench, the time
+//! since the previous one ended (key choice and value checks included): one
+//! clock read per operation.
 
 use super::generator::Counter;
 use super::keys::fixed_key;
 use super::phase::{Work, Worker};
-use super::recorder::{KvOp, ScanTally, READSEQ_BATCH};
+use super::recorder::{KvOp, ScanTally};
 use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
-use crate::measure::clock::mono_now_ns;
 use anyhow::Result;
 use rand::RngExt;
 
@@ -124,9 +125,9 @@ impl DbBench {
             self.cfg.value_size,
             &mut w.val,
         );
-        let t0 = mono_now_ns();
+        let t0 = w.op_start;
         w.s.insert(&w.key, &w.val)?;
-        let t1 = mono_now_ns();
+        let t1 = w.end_op();
         let bytes = (w.key.len() + w.val.len()) as u64;
         w.rec.logical_written += bytes;
         w.record(KvOp::Write, t0, t1, 1, bytes);
@@ -136,9 +137,9 @@ impl DbBench {
     fn read(&self, w: &mut Worker<'_>) -> Result<()> {
         let num = w.rng.random_range(0..self.cfg.num);
         fixed_key(num, self.cfg.key_size, &mut w.key);
-        let t0 = mono_now_ns();
+        let t0 = w.op_start;
         let found = w.s.read(&w.key, &mut w.buf)?;
-        let t1 = mono_now_ns();
+        let t1 = w.end_op();
         w.record(
             KvOp::Read,
             t0,
@@ -158,31 +159,34 @@ impl DbBench {
         Ok(())
     }
 
-    fn scan(&self, w: &mut Worker<'_>, kind: KvOp, count: usize) -> Result<usize> {
-        let readseq = kind == KvOp::ReadSeq;
-        let mut tally = ScanTally {
-            keep_last: readseq,
-            last: std::mem::take(&mut w.buf),
-            ..ScanTally::default()
-        };
-        tally.last.clear();
-        let start: &[u8] = if readseq { &w.cursor } else { &w.key };
-        let t0 = mono_now_ns();
-        let n = w.s.scan(start, count, &mut |k, v| tally.visit(k, v))?;
-        let t1 = mono_now_ns();
+    /// seekrandom: seek to a random key and read one record.
+    fn seek(&self, w: &mut Worker<'_>) -> Result<()> {
+        let num = w.rng.random_range(0..self.cfg.num);
+        fixed_key(num, self.cfg.key_size, &mut w.key);
+        let mut tally = ScanTally::default();
+        let t0 = w.op_start;
+        w.s.scan(&w.key, 1, &mut |k, v| tally.visit(k, v))?;
+        let t1 = w.end_op();
         tally.settle(&mut w.rec);
-        let ops = if readseq { n as u64 } else { 1 };
-        w.record(kind, t0, t1, ops, tally.bytes);
-        if readseq {
-            // The next batch starts just after the last key seen (key + 0x00).
-            w.cursor.clear();
-            if n > 0 {
-                w.cursor.extend_from_slice(&tally.last);
-                w.cursor.push(0);
-            }
+        w.record(KvOp::Seek, t0, t1, 1, tally.bytes);
+        Ok(())
+    }
+
+    /// readseq: the next record of the worker's one iterator (the first
+    /// one includes opening the iterator, as in db_bench). At
+    /// the end of the database the worker is done, as db_bench's is.
+    fn next_in_order(&self, w: &mut Worker<'_>) -> Result<()> {
+        let mut tally = ScanTally::default();
+        let t0 = w.op_start;
+        let more = w.s.next_in_order(&mut |k, v| tally.visit(k, v))?;
+        let t1 = w.end_op();
+        if !more {
+            w.exhausted = true;
+            return Ok(());
         }
-        w.buf = tally.last;
-        Ok(n)
+        tally.settle(&mut w.rec);
+        w.record(KvOp::ReadSeq, t0, t1, 1, tally.bytes);
+        Ok(())
     }
 }
 
@@ -208,18 +212,8 @@ impl Work for DbBench {
                 self.write(w, n)
             }
             Bench::ReadRandom => self.read(w),
-            Bench::ReadSeq => {
-                let n = self.scan(w, KvOp::ReadSeq, READSEQ_BATCH)?;
-                if n == 0 {
-                    w.cursor.clear();
-                }
-                Ok(())
-            }
-            Bench::SeekRandom => {
-                let num = w.rng.random_range(0..self.cfg.num);
-                fixed_key(num, self.cfg.key_size, &mut w.key);
-                self.scan(w, KvOp::Seek, 1).map(|_| ())
-            }
+            Bench::ReadSeq => self.next_in_order(w),
+            Bench::SeekRandom => self.seek(w),
             Bench::ReadWhileWriting => {
                 if w.id == 0 {
                     let n = w.rng.random_range(0..self.cfg.num);

@@ -27,6 +27,10 @@ pub trait KvSession {
     ) -> Result<usize>;
     /// Delete `key`; true when it existed (engines that cannot tell say true).
     fn delete(&mut self, key: &[u8]) -> Result<bool>;
+    /// Visit the next record in key order from this session's one sequential
+    /// cursor (db_bench's readseq iterator), opened at the first key on the
+    /// first call; false at the end of the database, where the cursor closes.
+    fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool>;
 }
 
 /// An opened database.

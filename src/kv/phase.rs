@@ -34,14 +34,29 @@ pub struct Worker<'e> {
     pub stores_data: bool,
     /// Per-worker state of YCSB's Latest distribution.
     pub latest: Option<crate::kv::generator::SkewedLatest>,
-    /// Per-worker cursor (db_bench readseq).
-    pub cursor: Vec<u8>,
+    /// Set by the work when this worker has nothing left to do (readseq at
+    /// the end of the database); the operation that set it is not counted.
+    pub exhausted: bool,
+    /// When the current operation started: the end of the previous one, or
+    /// the release of a paced one.
+    pub op_start: u64,
+    /// The clock read that ended the operation, when the work took it
+    /// (`end_op`); the loop then reads the clock once per operation.
+    op_end: u64,
 }
 
 impl Worker<'_> {
     #[inline]
     pub fn record(&mut self, kind: KvOp, start: u64, end: u64, ops: u64, bytes: u64) {
         self.rec.record(kind, start, end, self.intended, ops, bytes);
+    }
+
+    /// End the current operation now and return the time: db_bench's
+    /// latency, everything since the previous operation ended.
+    #[inline]
+    pub fn end_op(&mut self) -> u64 {
+        self.op_end = mono_now_ns();
+        self.op_end
     }
 }
 
@@ -62,6 +77,9 @@ pub struct PhaseSpec {
     /// Operations per second per worker (open loop), `None` = closed loop.
     pub rate: Vec<Option<f64>>,
     pub seed: u64,
+    /// Make everything written durable at the end (`--flush-between`);
+    /// db_bench and YCSB do not, so later phases may read the memtable.
+    pub flush_after: bool,
 }
 
 impl PhaseSpec {
@@ -75,6 +93,7 @@ impl PhaseSpec {
                 .collect(),
             rate: (0..t).map(|_| target.map(|r| r / t as f64)).collect(),
             seed,
+            flush_after: false,
         }
     }
 }
@@ -185,7 +204,9 @@ pub fn run(
         rec.merge(&r);
         max_backlog_ns = max_backlog_ns.max(backlog);
     }
-    engine.flush()?;
+    if spec.flush_after {
+        engine.flush()?;
+    }
     let load = sampler.finish(db_dir, rec.logical_written);
     Ok(PhaseOutcome {
         rec,
@@ -225,7 +246,9 @@ fn worker(
         n: 0,
         stores_data: job.stores,
         latest: None,
-        cursor: Vec::new(),
+        exhausted: false,
+        op_start: 0,
+        op_end: 0,
     };
     work.init_worker(&mut w);
     shared.barrier.wait();
@@ -267,12 +290,19 @@ fn worker(
             w.intended = Some(due);
             op_start = now;
         }
+        w.op_start = op_start;
         if let Err(e) = work.op(&mut w) {
             result = Err(e);
             interrupt::request_stop();
             break;
         }
-        let end = mono_now_ns();
+        if w.exhausted {
+            break;
+        }
+        let end = match std::mem::take(&mut w.op_end) {
+            0 => mono_now_ns(),
+            t => t,
+        };
         lat_sum += end - op_start;
         op_start = end;
         w.n += 1;

@@ -55,6 +55,8 @@ pub struct KvPlace {
     pub memory_limit: Option<u64>,
     /// Drop the page cache before each phase (root).
     pub drop_caches: bool,
+    /// Make everything written durable at the end of each phase.
+    pub flush_between: bool,
 }
 
 impl KvPlace {
@@ -66,6 +68,7 @@ impl KvPlace {
             keep: false,
             memory_limit: None,
             drop_caches: false,
+            flush_between: false,
         }
     }
 }

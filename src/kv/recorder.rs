@@ -22,15 +22,12 @@ pub enum KvOp {
     Write,
     /// db_bench seekrandom: seek plus one next.
     Seek,
-    /// db_bench readseq: one histogram entry per batch of `READSEQ_BATCH` records.
+    /// db_bench readseq: one record of the worker's iterator.
     ReadSeq,
     Delete,
 }
 
 pub const N_KINDS: usize = 11;
-
-/// Records per readseq histogram entry.
-pub const READSEQ_BATCH: usize = 100;
 
 impl KvOp {
     pub const ALL: [KvOp; N_KINDS] = [
@@ -93,7 +90,7 @@ const KEEP_MISMATCHES: usize = 16;
 pub struct KvRecorder {
     pub service: Vec<Option<LatencyHistogram>>,
     pub intended: Vec<Option<LatencyHistogram>>,
-    /// Operations per kind (readseq counts records, not batches).
+    /// Operations per kind.
     pub ops: [u64; N_KINDS],
     /// Key + value bytes moved per kind.
     pub bytes: [u64; N_KINDS],
@@ -194,16 +191,13 @@ fn merge_hist(a: &mut Option<LatencyHistogram>, b: &Option<LatencyHistogram>) {
 }
 
 /// Verification tally of the entries one scan visits; `settle` moves it into
-/// the worker's recorder. `last` (reused across scans) keeps the last key
-/// seen when `keep_last` is set (readseq's cursor).
+/// the worker's recorder.
 #[derive(Default)]
 pub struct ScanTally {
     pub bytes: u64,
     pub verified: u64,
     pub bad: u64,
     pub first_bad: Option<String>,
-    pub keep_last: bool,
-    pub last: Vec<u8>,
 }
 
 impl ScanTally {
@@ -216,10 +210,6 @@ impl ScanTally {
             if self.first_bad.is_none() {
                 self.first_bad = Some(String::from_utf8_lossy(k).into_owned());
             }
-        }
-        if self.keep_last {
-            self.last.clear();
-            self.last.extend_from_slice(k);
         }
     }
 

@@ -200,7 +200,8 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             if plan.place.drop_caches {
                 loadstats::drop_caches()?;
             }
-            let (name, work, spec, mut params) = step_job(step, plan);
+            let (name, work, mut spec, mut params) = step_job(step, plan);
+            spec.flush_after = plan.place.flush_between;
             params.insert("engine".into(), eng.name().into());
             params.insert("threads".into(), spec.threads.to_string());
             if let Some(t) = plan.target_ops {
@@ -283,16 +284,11 @@ fn step_job(
                         .chain((0..*r).map(|_| None))
                         .collect(),
                     seed: seed ^ 7,
+                    flush_after: false,
                 },
                 (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
                     PhaseSpec::split(dbc.num, threads, target, seed ^ 3)
                 }
-                (Bench::ReadSeq, _) => PhaseSpec::split(
-                    reads.div_ceil(super::recorder::READSEQ_BATCH as u64),
-                    threads,
-                    target,
-                    seed ^ 5,
-                ),
                 _ => PhaseSpec::split(reads * threads as u64, threads, target, seed ^ 5),
             };
             let name = match readers {

@@ -45,6 +45,8 @@ impl Fjall {
 
 struct FjallSession<'a> {
     e: &'a Fjall,
+    /// readseq's iterator (on one snapshot), kept across calls.
+    seq: Option<fjall::Iter>,
 }
 
 impl KvSession for FjallSession<'_> {
@@ -89,6 +91,20 @@ impl KvSession for FjallSession<'_> {
         }
         Ok(true)
     }
+    fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        let ks = &self.e.ks;
+        match self.seq.get_or_insert_with(|| ks.iter()).next() {
+            Some(g) => {
+                let (k, v) = g.into_inner()?;
+                visit(&k, &v);
+                Ok(true)
+            }
+            None => {
+                self.seq = None;
+                Ok(false)
+            }
+        }
+    }
 }
 
 impl KvEngine for Fjall {
@@ -111,7 +127,7 @@ impl KvEngine for Fjall {
         ]
     }
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
-        Ok(Box::new(FjallSession { e: self }))
+        Ok(Box::new(FjallSession { e: self, seq: None }))
     }
     fn flush(&self) -> Result<()> {
         Ok(self.db.persist(PersistMode::SyncAll)?)

@@ -3,7 +3,7 @@
 use crate::kv::engine::{yes, EngineOptions, KvEngine, KvSession};
 use anyhow::{Context, Result};
 use heed::types::Bytes;
-use heed::{Database, Env, EnvFlags, EnvOpenOptions};
+use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoIter, RoTxn, WithTls};
 use std::ops::Bound;
 use std::path::Path;
 
@@ -48,7 +48,20 @@ impl Lmdb {
 
 struct LmdbSession<'a> {
     e: &'a Lmdb,
+    /// readseq's cursor, kept across calls in one read transaction.
+    seq: Option<SeqCursor>,
 }
+
+type SeqIter<'txn> = RoIter<'txn, Bytes, Bytes>;
+
+self_cell::self_cell!(
+    /// A read transaction and the cursor that walks it.
+    struct SeqCursor {
+        owner: RoTxn<'static, WithTls>,
+        #[not_covariant]
+        dependent: SeqIter,
+    }
+);
 
 impl KvSession for LmdbSession<'_> {
     fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -93,6 +106,26 @@ impl KvSession for LmdbSession<'_> {
         w.commit()?;
         Ok(found)
     }
+    fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        if self.seq.is_none() {
+            let db = self.e.db;
+            let txn = self.e.env.clone().static_read_txn()?;
+            self.seq = Some(SeqCursor::try_new(txn, |t| db.iter(t))?);
+        }
+        let cursor = self.seq.as_mut().expect("opened above");
+        let more = cursor.with_dependent_mut(|_, it| match it.next() {
+            Some(Ok((k, v))) => {
+                visit(k, v);
+                Ok(true)
+            }
+            Some(Err(e)) => Err(e),
+            None => Ok(false),
+        });
+        if !matches!(more, Ok(true)) {
+            self.seq = None;
+        }
+        Ok(more?)
+    }
 }
 
 impl KvEngine for Lmdb {
@@ -117,7 +150,7 @@ impl KvEngine for Lmdb {
         ]
     }
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
-        Ok(Box::new(LmdbSession { e: self }))
+        Ok(Box::new(LmdbSession { e: self, seq: None }))
     }
     fn flush(&self) -> Result<()> {
         Ok(self.env.force_sync()?)

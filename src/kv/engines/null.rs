@@ -21,6 +21,9 @@ impl KvSession for NullSession {
     fn delete(&mut self, _key: &[u8]) -> Result<bool> {
         Ok(true)
     }
+    fn next_in_order(&mut self, _visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 impl KvEngine for Null {

@@ -50,6 +50,8 @@ impl Redb {
 
 struct RedbSession<'a> {
     e: &'a Redb,
+    /// readseq's range, kept across calls (it holds its read transaction).
+    seq: Option<redb::Range<'static, &'static [u8], &'static [u8]>>,
 }
 
 impl KvSession for RedbSession<'_> {
@@ -94,6 +96,25 @@ impl KvSession for RedbSession<'_> {
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         self.e.write(|t| Ok(t.remove(key)?.is_some()))
     }
+    fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        if self.seq.is_none() {
+            let tx = self.e.db.begin_read()?;
+            let t = tx.open_table(TABLE)?;
+            self.seq = Some(t.range::<&[u8]>(..)?);
+        }
+        let range = self.seq.as_mut().expect("opened above");
+        match range.next() {
+            Some(Ok((k, v))) => {
+                visit(k.value(), v.value());
+                Ok(true)
+            }
+            end => {
+                self.seq = None;
+                end.transpose()?;
+                Ok(false)
+            }
+        }
+    }
 }
 
 impl KvEngine for Redb {
@@ -118,7 +139,7 @@ impl KvEngine for Redb {
         ]
     }
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
-        Ok(Box::new(RedbSession { e: self }))
+        Ok(Box::new(RedbSession { e: self, seq: None }))
     }
     fn flush(&self) -> Result<()> {
         let mut tx = self.db.begin_write()?;

@@ -4,7 +4,8 @@ use crate::kv::engine::{mib, yes, Compression, EngineOptions, KvEngine, KvSessio
 use anyhow::{Context, Result};
 use rocksdb::perf::{set_perf_stats, PerfStatsLevel};
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WriteOptions, DB,
+    BlockBasedOptions, Cache, DBCompressionType, DBRawIterator, Options, ReadOptions, WriteOptions,
+    DB,
 };
 use std::path::Path;
 
@@ -70,6 +71,8 @@ struct RocksSession<'a> {
     db: &'a DB,
     w: WriteOptions,
     r: ReadOptions,
+    /// readseq's iterator, kept across calls like db_bench's.
+    seq: Option<DBRawIterator<'a>>,
 }
 
 impl KvSession for RocksSession<'_> {
@@ -107,6 +110,30 @@ impl KvSession for RocksSession<'_> {
     }
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
         self.db.delete_opt(key, &self.w)?;
+        Ok(true)
+    }
+    fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        let db = self.db;
+        let it = match self.seq.as_mut() {
+            Some(it) => {
+                it.next();
+                it
+            }
+            None => {
+                let it = self.seq.insert(db.raw_iterator());
+                it.seek_to_first();
+                it
+            }
+        };
+        if !it.valid() {
+            let status = it.status();
+            self.seq = None;
+            status?;
+            return Ok(false);
+        }
+        if let (Some(k), Some(v)) = (it.key(), it.value()) {
+            visit(k, v);
+        }
         Ok(true)
     }
 }
@@ -153,6 +180,7 @@ impl KvEngine for Rocks {
             db: &self.db,
             w: self.write_opts(),
             r: ReadOptions::default(),
+            seq: None,
         }))
     }
     fn flush(&self) -> Result<()> {
@@ -222,6 +250,7 @@ mod tests {
             db: &engine.db,
             w: engine.write_opts(),
             r: ReadOptions::default(),
+            seq: None,
         };
         put_some(&mut counting);
         assert!(ctx.metric(PerfMetric::UserKeyComparisonCount) > 0);

@@ -1,11 +1,17 @@
 //! SQLite through `rusqlite`, linked against the system libsqlite3.
 //! One table `kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID`; each session
 //! has its own connection, every operation is its own (autocommit) transaction.
+//! readseq reads in key order a page of `SEQ_PAGE` rows at a time (rusqlite
+//! cannot keep a statement's rows across calls), handing out one per call.
 
 use crate::kv::engine::{yes, EngineOptions, KvEngine, KvSession};
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+
+/// Rows readseq fetches per query.
+const SEQ_PAGE: i64 = 256;
 
 pub struct Sqlite {
     path: PathBuf,
@@ -52,6 +58,41 @@ impl Sqlite {
 
 struct SqliteSession {
     c: Connection,
+    seq: SeqPage,
+}
+
+/// readseq's position: the rows fetched and not yet handed out, and the
+/// last key fetched (`None` before the first page).
+#[derive(Default)]
+struct SeqPage {
+    rows: VecDeque<(Vec<u8>, Vec<u8>)>,
+    last: Option<Vec<u8>>,
+}
+
+impl SqliteSession {
+    /// Fetch the page after `seq.last`; false when there is none.
+    fn fetch_seq_page(&mut self) -> Result<bool> {
+        let mut st = match self.seq.last {
+            None => self
+                .c
+                .prepare_cached("SELECT k, v FROM kv ORDER BY k LIMIT ?1")?,
+            Some(_) => self
+                .c
+                .prepare_cached("SELECT k, v FROM kv WHERE k > ?2 ORDER BY k LIMIT ?1")?,
+        };
+        let mut rows = match &self.seq.last {
+            None => st.query(params![SEQ_PAGE])?,
+            Some(last) => st.query(params![SEQ_PAGE, last])?,
+        };
+        while let Some(r) = rows.next()? {
+            let (k, v) = (r.get_ref(0)?.as_blob()?, r.get_ref(1)?.as_blob()?);
+            self.seq.rows.push_back((k.to_vec(), v.to_vec()));
+        }
+        if let Some((k, _)) = self.seq.rows.back() {
+            self.seq.last = Some(k.clone());
+        }
+        Ok(!self.seq.rows.is_empty())
+    }
 }
 
 impl KvSession for SqliteSession {
@@ -100,6 +141,15 @@ impl KvSession for SqliteSession {
         let mut st = self.c.prepare_cached("DELETE FROM kv WHERE k = ?1")?;
         Ok(st.execute(params![key])? > 0)
     }
+    fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        if self.seq.rows.is_empty() && !self.fetch_seq_page()? {
+            self.seq = SeqPage::default();
+            return Ok(false);
+        }
+        let (k, v) = self.seq.rows.pop_front().expect("page is not empty");
+        visit(&k, &v);
+        Ok(true)
+    }
 }
 
 impl KvEngine for Sqlite {
@@ -137,6 +187,7 @@ impl KvEngine for Sqlite {
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
         Ok(Box::new(SqliteSession {
             c: connect(&self.path, &self.opts)?,
+            seq: SeqPage::default(),
         }))
     }
     fn flush(&self) -> Result<()> {
