@@ -87,6 +87,50 @@ fn last_errno() -> i32 {
 }
 
 impl AioEngine {
+    /// io_getevents for at least `want` (at most `max`) events, waiting at
+    /// most `timeout` (none: until `want` arrived); appends them to `out`.
+    fn get_events(
+        &mut self,
+        want: usize,
+        max: usize,
+        timeout: Option<&libc::timespec>,
+        out: &mut Vec<Completion>,
+    ) -> io::Result<usize> {
+        let timeout = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        let n = loop {
+            // SAFETY: `events` has room for `max` events; `timeout` is null
+            // or points to a timespec that outlives the call.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_getevents,
+                    self.ctx,
+                    want as libc::c_long,
+                    max as libc::c_long,
+                    self.events.as_mut_ptr(),
+                    timeout,
+                )
+            };
+            if r >= 0 {
+                break r as usize;
+            }
+            let errno = last_errno();
+            if errno != libc::EINTR {
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+            if !timeout.is_null() {
+                break 0;
+            }
+        };
+        for ev in &self.events[..n] {
+            out.push(Completion {
+                slot: ev.data as u32,
+                result: ev.res,
+            });
+        }
+        self.in_flight -= n;
+        Ok(n)
+    }
+
     /// Create an AIO context for `setup.depth` requests in flight.
     pub fn new(setup: &EngineSetup) -> io::Result<AioEngine> {
         let fd = setup.target.local_fd("aio")?;
@@ -233,34 +277,26 @@ impl Engine for AioEngine {
             return Ok(got);
         }
         let want = min.saturating_sub(got).min(self.in_flight).min(max);
-        let n = loop {
-            // SAFETY: `events` has room for `max` events; no timeout.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_io_getevents,
-                    self.ctx,
-                    want as libc::c_long,
-                    max as libc::c_long,
-                    self.events.as_mut_ptr(),
-                    std::ptr::null_mut::<libc::timespec>(),
-                )
-            };
-            if r >= 0 {
-                break r as usize;
-            }
-            let errno = last_errno();
-            if errno != libc::EINTR {
-                return Err(io::Error::from_raw_os_error(errno));
-            }
-        };
-        for ev in &self.events[..n] {
-            out.push(Completion {
-                slot: ev.data as u32,
-                result: ev.res,
-            });
+        Ok(got + self.get_events(want, max, None, out)?)
+    }
+
+    fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
+        if !self.failed.is_empty() {
+            return self.reap(0, out);
         }
-        self.in_flight -= n;
-        Ok(got + n)
+        let max = (out.capacity() - out.len()).min(self.events.len());
+        if max == 0 || self.in_flight == 0 {
+            return Ok(0);
+        }
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        self.get_events(1, max, Some(&ts), out)
+    }
+
+    fn waits_with_timeout(&self) -> bool {
+        true
     }
 
     fn fsync(&mut self) -> io::Result<()> {

@@ -44,6 +44,8 @@ pub struct FakeEngine {
     staged: Vec<IoRequest>,
     /// (done_at, completion), unsorted; small (<= depth).
     in_flight: Vec<(u64, Completion)>,
+    /// Reaps that neither waited nor found a completion (busy polls).
+    pub empty_polls: u64,
 }
 
 impl FakeEngine {
@@ -56,6 +58,7 @@ impl FakeEngine {
             server_free_at: vec![0; servers],
             staged: Vec::with_capacity(depth as usize),
             in_flight: Vec::with_capacity(depth as usize),
+            empty_polls: 0,
         }
     }
 
@@ -121,7 +124,26 @@ impl Engine for FakeEngine {
                 true
             }
         });
+        if min == 0 && out.len() == before {
+            self.empty_polls += 1;
+        }
         Ok(out.len() - before)
+    }
+
+    fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
+        let deadline = self.clock.now() + timeout_ns;
+        let first = self.in_flight.iter().map(|&(t, _)| t).min();
+        match first {
+            Some(t) if t <= deadline => self.reap(1, out),
+            _ => {
+                self.clock.set(deadline);
+                Ok(0)
+            }
+        }
+    }
+
+    fn waits_with_timeout(&self) -> bool {
+        true
     }
 
     fn fsync(&mut self) -> io::Result<()> {

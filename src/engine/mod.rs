@@ -365,6 +365,18 @@ pub trait Engine {
     /// append their completions to `out` (whose capacity is the depth, so no
     /// allocation happens). Returns how many were appended.
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<usize>;
+    /// Wait in the kernel up to `timeout_ns` for at least one completion and
+    /// append what completed to `out`; 0 when the time ran out. Only called
+    /// when `waits_with_timeout` says the engine can; the open loop uses it
+    /// to sleep until the next completion or the next arrival.
+    fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
+        let _ = timeout_ns;
+        self.reap(0, out)
+    }
+    /// Whether `reap_timeout` waits (false: the caller polls `reap(0)`).
+    fn waits_with_timeout(&self) -> bool {
+        false
+    }
     /// Flush written data to stable storage, synchronously, with nothing in flight.
     fn fsync(&mut self) -> io::Result<()>;
 }

@@ -299,6 +299,30 @@ impl Engine for UringEngine {
         Ok(got)
     }
 
+    fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
+        let room = out.capacity() - out.len();
+        let got = self.drain(out, room);
+        if got > 0 || room == 0 || self.in_flight == 0 {
+            return Ok(got);
+        }
+        let ts = types::Timespec::new()
+            .sec(timeout_ns / 1_000_000_000)
+            .nsec((timeout_ns % 1_000_000_000) as u32);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if is_errno(&e, libc::ETIME) || is_errno(&e, libc::EINTR) => {}
+            Err(e) => return Err(with_context(e, "wait")),
+        }
+        Ok(self.drain(out, room))
+    }
+
+    fn waits_with_timeout(&self) -> bool {
+        // A timed wait needs IORING_FEAT_EXT_ARG (5.11); SQPOLL and IOPOLL
+        // rings find completions by polling, not by sleeping.
+        self.ring.params().is_feature_ext_arg() && !self.opts.sqpoll && !self.opts.iopoll
+    }
+
     fn fsync(&mut self) -> io::Result<()> {
         // SAFETY: plain syscall on the engine's descriptor.
         if unsafe { libc::fsync(self.fd) } < 0 {

@@ -10,6 +10,9 @@ pub trait Clock: Clone + Send + Sync + 'static {
     fn now(&self) -> u64;
     /// Block until `now() >= t` (returns at once when it already is).
     fn sleep_until(&self, t: u64);
+    /// Sleep in the kernel until about `t`: never spins, may wake late
+    /// (the open loop measures by how much and wakes that much earlier).
+    fn wait_until(&self, t: u64);
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
@@ -31,6 +34,22 @@ impl Clock for MonoClock {
     #[inline(always)]
     fn now(&self) -> u64 {
         mono_now_ns()
+    }
+
+    fn wait_until(&self, t: u64) {
+        let ts = libc::timespec {
+            tv_sec: (t / 1_000_000_000) as libc::time_t,
+            tv_nsec: (t % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: valid timespec; absolute CLOCK_MONOTONIC time, no remainder.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
     }
 
     fn sleep_until(&self, t: u64) {
@@ -83,5 +102,9 @@ impl Clock for VirtualClock {
         if self.now() < t {
             self.set(t);
         }
+    }
+
+    fn wait_until(&self, t: u64) {
+        self.sleep_until(t);
     }
 }

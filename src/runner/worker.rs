@@ -508,7 +508,14 @@ mod tests {
         let mut rec = Recorder::new(t0, 1);
         let stop = AtomicBool::new(false);
         run(
-            &mut engine, &clock, &spec, &mut gen, &mut pool, &mut rec, None, &stop,
+            &mut engine,
+            &clock,
+            &spec,
+            &mut gen,
+            &mut pool,
+            &mut rec,
+            None,
+            &stop,
         )
         .unwrap();
         let read = OpKind::Read.index();
