@@ -25,6 +25,7 @@ fn bad_input_exits_2_naming_the_field() {
         (&["--profile", "nope"], "--profile"),
         (&["--engine", "psync", "--uring-sqpoll"], "--uring"),
         (&["--verify", "--bs", "4k:50,8k:50"], "--verify"),
+        (&["--clock", "hpet"], "--clock"),
     ];
     for (args, field) in cases {
         let mut all = vec!["device", "--dry-run"];
@@ -548,4 +549,42 @@ fn sysinfo_prints_provenance() {
     assert!(text(&o).contains("timer cost"));
     let o = iolab(&["sysinfo", "--target", "/no/such/path"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Every point says which clock stamped its requests: the TSC where it can
+/// be used (here the kernel's clocksource is tsc), CLOCK_MONOTONIC when asked.
+#[test]
+fn the_clock_is_chosen_and_recorded() {
+    let usable = iolab::measure::tsc::unusable_because().is_none();
+    for (clock, expected) in [("mono", "mono"), ("tsc", "tsc"), ("auto", "tsc")] {
+        let d = workdir();
+        let out = d.path().join("r.json");
+        let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+            .args([
+                "device",
+                "--engine",
+                "null",
+                "--io-count",
+                "10000",
+                "--quiet",
+            ])
+            .args(["--clock", clock, "--json"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        if !usable && clock != "mono" {
+            if clock == "tsc" {
+                assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+                assert!(text(&o).contains("--clock"), "{}", text(&o));
+            }
+            continue;
+        }
+        assert!(o.status.success(), "{clock}: {}", text(&o));
+        let p = &results(&out)["points"][0];
+        assert_eq!(p["extra"]["clock"]["source"], expected, "--clock {clock}");
+        if expected == "tsc" {
+            assert!(p["extra"]["clock"]["ghz"].as_f64().unwrap() > 0.1);
+            assert!(p["extra"]["clock"]["drift_ppm"].is_number());
+        }
+    }
 }

@@ -5,6 +5,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::measure::tsc::ClockChoice;
+
+/// `--clock`: auto, tsc or mono (clap prints the error naming the flag).
+fn parse_clock(s: &str) -> Result<ClockChoice, String> {
+    ClockChoice::parse(s).ok_or_else(|| format!("'{s}' is not a clock: auto, tsc or mono"))
+}
+
 #[derive(Debug, Args, Clone)]
 #[command(after_help = "EXAMPLES:
   iolab device --target /mnt/test --rw randread --bs 4k --qd 32 --runtime 10s
@@ -236,6 +243,13 @@ pub struct DeviceArgs {
     /// Stamp written blocks and check every read of them; mismatches exit 3
     #[arg(long, help_heading = "Data")]
     pub verify: bool,
+
+    /// Clock that stamps requests: tsc (rdtsc, a few ns per read; where the
+    /// TSC is invariant and the kernel's clocksource), mono
+    /// (CLOCK_MONOTONIC), or auto (tsc where it can be used, else mono).
+    /// --breakdown always uses mono, the clock of tracefs
+    #[arg(long, value_name = "auto|tsc|mono", default_value = "auto", value_parser = parse_clock, help_heading = "Engine")]
+    pub clock: ClockChoice,
 
     /// Write the results file here (atomically, after every job); - for stdout
     #[arg(long, value_name = "FILE", help_heading = "Output")]

@@ -124,7 +124,8 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     );
     let observer = Terminal { quiet };
     let show_progress = !quiet && std::io::stderr().is_terminal();
-    let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned);
+    let mut driver =
+        Driver::new(&target, sink, &observer, tracer, show_progress, planned).with_clock(a.clock);
     driver.save()?;
     for w in &driver.results().warnings {
         observer.warning(w);

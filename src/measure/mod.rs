@@ -7,3 +7,4 @@ pub mod histogram;
 pub mod overhead;
 pub mod procstat;
 pub mod rusage;
+pub mod tsc;

@@ -22,6 +22,8 @@ use crate::trace::config::ConfigResult;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(into = "BTreeMap<String, Value>", from = "BTreeMap<String, Value>")]
 pub struct PointExt {
+    /// The clock that timed the requests (`--clock`).
+    pub clock: Option<ClockInfo>,
     /// The whole machine's CPU during the job (usr, sys, iowait ...).
     pub cpu: Option<SystemCpu>,
     /// fio's job identity (points imported from fio JSON).
@@ -65,6 +67,7 @@ impl PointExt {
     /// Whether `key` is set (typed, or kept as read).
     pub fn contains_key(&self, key: &str) -> bool {
         let typed = match key {
+            "clock" => self.clock.is_some(),
             "cpu" => self.cpu.is_some(),
             "fio" => self.fio.is_some(),
             "interrupted" => self.interrupted.is_some(),
@@ -107,6 +110,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
             }
         };
         let json = |v: &dyn erased::Ser| v.to_json();
+        put("clock", e.clock.as_ref().map(|v| json(v)));
         put("cpu", e.cpu.as_ref().map(|v| json(v)));
         put("fio", e.fio.as_ref().map(|v| json(v)));
         put("interrupted", e.interrupted.map(Value::Bool));
@@ -125,6 +129,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
 impl From<BTreeMap<String, Value>> for PointExt {
     fn from(mut m: BTreeMap<String, Value>) -> Self {
         PointExt {
+            clock: take(&mut m, "clock"),
             cpu: take(&mut m, "cpu"),
             fio: take(&mut m, "fio"),
             interrupted: take(&mut m, "interrupted"),
@@ -168,6 +173,20 @@ mod erased {
             serde_json::to_value(self).unwrap_or_default()
         }
     }
+}
+
+/// The clock that timed a job's requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockInfo {
+    /// "tsc" or "mono" (CLOCK_MONOTONIC).
+    pub source: String,
+    /// TSC frequency found by calibration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ghz: Option<f64>,
+    /// TSC time minus CLOCK_MONOTONIC at the end of the job, in parts per
+    /// million of the time since calibration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_ppm: Option<f64>,
 }
 
 /// fio's identity of an imported job.

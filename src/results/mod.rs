@@ -18,7 +18,7 @@ use crate::measure::diskstats::DeviceStats;
 use crate::measure::histogram::LatStats;
 use crate::measure::rusage::CpuStats;
 use crate::plan::job::JobSpec;
-pub use ext::{OpenLoopStats, PointExt};
+pub use ext::{ClockInfo, OpenLoopStats, PointExt};
 pub use output::write_atomic;
 pub use provenance::Provenance;
 

@@ -17,8 +17,10 @@ use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
 use crate::measure::procstat::CpuTicks;
 use crate::measure::rusage::RusageSnapshot;
+use crate::measure::tsc::{ClockChoice, TscClock, DRIFT_WARN_PPM};
 use crate::plan::job::{Arrival, JobSpec, RegionMode};
 use crate::plan::parse::format_size;
+use crate::results::ClockInfo;
 use crate::results::{time, Point};
 use crate::runner::buffers::BufferPool;
 use crate::runner::openloop::{self, OpenLoopSpec};
@@ -35,6 +37,9 @@ pub struct RunOptions<'a> {
     pub record_requests: Option<usize>,
     /// Called about once a second with (elapsed s, expected total s).
     pub on_progress: Option<&'a (dyn Fn(f64, Option<f64>) + Sync)>,
+    /// Which clock stamps requests (a per-request log always uses
+    /// CLOCK_MONOTONIC, the clock tracefs stamps kernel events with).
+    pub clock: ClockChoice,
 }
 
 /// What a job produced.
@@ -44,13 +49,46 @@ pub struct JobOutcome {
     pub features: Vec<FeatureProbe>,
 }
 
-/// Run `spec` on `target` with the real clock (or a virtual one for `fake`).
+/// Run `spec` on `target` with the clock `opts` chooses (a virtual one for
+/// `fake`), and say in the point which clock it was.
 pub fn run_job(spec: &JobSpec, target: &Target, opts: &RunOptions) -> anyhow::Result<JobOutcome> {
     if spec.engine.caps().virtual_clock {
-        run_job_with_clock(spec, target, VirtualClock::new(1_000_000_000), opts)
-    } else {
-        run_job_with_clock(spec, target, MonoClock, opts)
+        return run_job_with_clock(spec, target, VirtualClock::new(1_000_000_000), opts);
     }
+    let choice = match opts.record_requests {
+        Some(_) => ClockChoice::Mono,
+        None => opts.clock,
+    };
+    let tsc = match choice {
+        ClockChoice::Mono => None,
+        ClockChoice::Auto => TscClock::get().ok(),
+        ClockChoice::Tsc => Some(
+            TscClock::get()
+                .map_err(|why| usage("--clock", format!("the TSC cannot be used here: {why}")))?,
+        ),
+    };
+    let Some(tsc) = tsc else {
+        let mut out = run_job_with_clock(spec, target, MonoClock, opts)?;
+        out.point.extra.clock = Some(ClockInfo {
+            source: "mono".into(),
+            ghz: None,
+            drift_ppm: None,
+        });
+        return Ok(out);
+    };
+    let mut out = run_job_with_clock(spec, target, tsc, opts)?;
+    let drift = tsc.drift_ppm();
+    if drift.abs() > DRIFT_WARN_PPM {
+        out.point.warnings.push(format!(
+            "the TSC clock drifted {drift:.0} ppm from CLOCK_MONOTONIC since calibration: latencies are off by about that much (--clock mono avoids it)"
+        ));
+    }
+    out.point.extra.clock = Some(ClockInfo {
+        source: "tsc".into(),
+        ghz: Some((tsc.ghz() * 1e6).round() / 1e6),
+        drift_ppm: Some((drift * 10.0).round() / 10.0),
+    });
+    Ok(out)
 }
 
 /// Worker regions: (start, len), aligned to the largest block size.

@@ -5,6 +5,7 @@
 //! keeps the results file (and fio export) current after every point. It
 //! reports only through an `Observer` and never prints.
 
+use crate::measure::tsc::ClockChoice;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -32,6 +33,8 @@ pub struct Driver<'a> {
     tracer: Option<Tracer<'a>>,
     /// Report progress once a second while a point runs.
     show_progress: bool,
+    /// The clock that stamps requests (`--clock`).
+    clock: ClockChoice,
     planned_points: usize,
     planned_secs: f64,
     done_points: usize,
@@ -77,7 +80,14 @@ impl<'a> Driver<'a> {
             started: Instant::now(),
             failures: 0,
             first_skip: None,
+            clock: ClockChoice::Auto,
         }
+    }
+
+    /// Stamp requests with `clock` instead of the default (auto).
+    pub fn with_clock(mut self, clock: ClockChoice) -> Driver<'a> {
+        self.clock = clock;
+        self
     }
 
     pub fn results(&self) -> &Results {
@@ -166,6 +176,7 @@ impl<'a> Driver<'a> {
             });
         };
         let opts = RunOptions {
+            clock: self.clock,
             record_requests: None,
             on_progress: if self.show_progress {
                 Some(&progress)

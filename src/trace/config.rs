@@ -96,6 +96,7 @@ fn mean_latency(st: &[UserStamp]) -> f64 {
 
 fn run(setup: &Setup, spec: &JobSpec) -> Result<JobOutcome> {
     let opts = RunOptions {
+        clock: crate::measure::tsc::ClockChoice::Mono,
         record_requests: Some(setup.max_records),
         on_progress: None,
     };

@@ -308,6 +308,7 @@ impl StepRunner<'_> {
             StepKind::Trace => breakdown::run(self.target, &job).map(|p| (p, Vec::new())),
             _ => {
                 let opts = RunOptions {
+                    clock: crate::measure::tsc::ClockChoice::Auto,
                     record_requests: None,
                     on_progress: if self.show_progress {
                         Some(&progress)
