@@ -3,7 +3,16 @@
 use clap::Parser;
 
 fn main() {
-    let cli = iolab::cli::Cli::parse();
+    let cli = match iolab::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            if let Some(msg) = negative_value(&e) {
+                eprintln!("iolab: error: {msg}");
+                std::process::exit(2);
+            }
+            e.exit()
+        }
+    };
     // What a SIGKILLed run left (scratch files, tracefs instances) goes first.
     for line in iolab::testbed::sweep_stale() {
         eprintln!("iolab: {line}");
@@ -16,4 +25,21 @@ fn main() {
         eprintln!("{msg}");
         std::process::exit(iolab::error::exit_code(&err));
     }
+}
+
+/// clap reads `--qd -1` as an unknown flag `-1`; name the flag it was
+/// given to instead, as every other bad value is named.
+fn negative_value(e: &clap::Error) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return None;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| {
+        a.len() > 1 && a.starts_with('-') && a[1..].starts_with(|c: char| c.is_ascii_digit())
+    })?;
+    let flag = args[..i].last().filter(|f| f.starts_with("--"))?;
+    Some(format!(
+        "{flag}: '{}' is negative; it takes zero or more",
+        args[i]
+    ))
 }

@@ -25,6 +25,12 @@ fn bad_inputs_exit_2_naming_the_field() {
     v["kind"] = "nosuch".into();
     std::fs::write(&odd, v.to_string()).unwrap();
     let (v0, odd) = (v0.to_str().unwrap(), odd.to_str().unwrap());
+    // fio job files: a zero size, a job section with no option.
+    let fio_size0 = dir.path().join("size0.fio");
+    std::fs::write(&fio_size0, "[j]\nrw=randread\nsize=0\n").unwrap();
+    let fio_empty = dir.path().join("empty.fio");
+    std::fs::write(&fio_empty, "[j]\n").unwrap();
+    let (fio_size0, fio_empty) = (fio_size0.to_str().unwrap(), fio_empty.to_str().unwrap());
     let good_file = fixture("kv-ycsb-rocksdb.json");
     let good_path = good_file.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -75,6 +81,44 @@ fn bad_inputs_exit_2_naming_the_field() {
             vec!["compare", good_path, good_path, "--by", "nosuch"],
             "--by",
         ),
+        (vec!["device", "--engine", "null", "--qd", "-1"], "--qd"),
+        (
+            vec!["device", "--engine", "null", "--runtime", "-5s"],
+            "--runtime",
+        ),
+        (
+            vec!["kv", "a", "-p", "threadcount=0", "--dir", d],
+            "threadcount",
+        ),
+        (
+            vec![
+                "kv",
+                "a",
+                "-p",
+                "threadcount=2",
+                "--threads",
+                "3",
+                "--dir",
+                d,
+            ],
+            "threadcount",
+        ),
+        (vec!["kv", "a,,b", "--dir", d], "WORKLOAD"),
+        (
+            vec![
+                "kv",
+                "a",
+                "--engine",
+                "lmdb",
+                "--compression",
+                "snappy",
+                "--dir",
+                d,
+            ],
+            "--compression",
+        ),
+        (vec!["device", "--fio-job", fio_size0], "size"),
+        (vec!["device", "--fio-job", fio_empty], "--fio-job"),
     ];
     for (args, field) in cases {
         let o = iolab(&args);
@@ -87,7 +131,11 @@ fn bad_inputs_exit_2_naming_the_field() {
     }
     let made: Vec<_> = common::files_in(dir.path())
         .into_iter()
-        .filter(|p| !p.ends_with("v0.json") && !p.ends_with("odd.json"))
+        .filter(|p| {
+            !["v0.json", "odd.json", "size0.fio", "empty.fio"]
+                .iter()
+                .any(|f| p.ends_with(f))
+        })
         .collect();
     assert!(made.is_empty(), "bad input created files: {made:?}");
 }

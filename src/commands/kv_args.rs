@@ -18,7 +18,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
         engine: a.engine,
         options: engine_options(a)?,
         steps: steps(a)?,
-        threads: a.threads,
+        threads: threads(a)?,
         target_ops: a.target_ops,
         bench: DbBenchConfig {
             num: a.bench.num,
@@ -90,6 +90,30 @@ pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
     })
 }
 
+/// Client threads: `--threads`, or YCSB's `threadcount` property (from -P
+/// files or -p), which must agree with `--threads` when both are given.
+fn threads(a: &KvArgs) -> Result<usize> {
+    let Some(t) = ycsb_props(a, None)?.get("threadcount").map(str::to_string) else {
+        return Ok(a.threads);
+    };
+    let n = match t.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => n,
+        _ => {
+            return Err(usage(
+                "threadcount",
+                format!("'{t}' is not a thread count (1..1024)"),
+            ))
+        }
+    };
+    if a.threads != 1 && a.threads != n {
+        return Err(usage(
+            "threadcount",
+            format!("threadcount={n} and --threads {} disagree", a.threads),
+        ));
+    }
+    Ok(n)
+}
+
 fn parse_readers(s: &str) -> Result<Vec<usize>> {
     s.split(',')
         .map(|t| match t.trim().parse::<usize>() {
@@ -128,7 +152,13 @@ fn steps(a: &KvArgs) -> Result<Vec<Step>> {
     };
     let readers = parse_readers(&a.bench.readers)?;
     let mut steps = Vec::new();
-    for tok in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+    for tok in spec.split(',').map(str::trim) {
+        if tok.is_empty() {
+            return Err(usage(
+                "WORKLOAD",
+                format!("empty item in '{spec}' (a comma-separated list of workloads)"),
+            ));
+        }
         if let Some(b) = Bench::parse(tok) {
             if b == Bench::ReadWhileWriting {
                 steps.extend(readers.iter().map(|&r| Step::Bench(b, Some(r))));

@@ -12,6 +12,7 @@ use anyhow::Context;
 use crate::interrupt;
 use crate::runner::buffers::fill_random;
 use crate::runner::verify;
+use crate::testbed::{self, Resource};
 
 /// Removes the scratch file when dropped (unless kept).
 #[derive(Debug)]
@@ -86,12 +87,13 @@ pub fn create(
     keep: bool,
 ) -> anyhow::Result<ScratchGuard> {
     check_space(path, size)?;
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| format!("cannot create scratch file {}", path.display()))?;
-    interrupt::register_cleanup(path.to_path_buf());
+    let mut file = testbed::create(Resource::Path(path.to_path_buf()), || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .with_context(|| format!("cannot create scratch file {}", path.display()))
+    })?;
     let guard = ScratchGuard {
         path: path.to_path_buf(),
         keep,

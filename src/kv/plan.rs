@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use super::dbbench::{Bench, DbBenchConfig};
-use super::engine::{EngineOptions, KvEngineKind};
+use super::engine::{Compression, EngineOptions, KvEngineKind};
 use super::ycsb::YcsbConfig;
 use crate::error::usage;
 use anyhow::Result;
@@ -120,6 +120,16 @@ impl KvPlan {
         }
         if self.steps.iter().any(|s| matches!(s, Step::Bench(..))) {
             self.bench.validate()?;
+        }
+        let compresses = matches!(self.engine, KvEngineKind::Rocksdb | KvEngineKind::Fjall);
+        if self.options.compression != Compression::None && !compresses {
+            return Err(usage(
+                "--compression",
+                format!(
+                    "{} does not compress: --compression applies to rocksdb and fjall",
+                    self.engine.name()
+                ),
+            ));
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ use crate::results::provenance::Provenance;
 use crate::results::{Point, Results};
 use crate::session::sink::ResultsSink;
 use crate::testbed::cgroup::MemoryCgroup;
+use crate::testbed::{self, Resource};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -104,9 +105,10 @@ fn db_dir(plan: &KvPlan) -> Result<DbDir> {
         plan.engine.name(),
         std::process::id()
     ));
-    std::fs::create_dir(&path)
-        .with_context(|| format!("creating scratch database directory {}", path.display()))?;
-    interrupt::register_cleanup(path.clone());
+    testbed::create(Resource::Path(path.clone()), || {
+        std::fs::create_dir(&path)
+            .with_context(|| format!("creating scratch database directory {}", path.display()))
+    })?;
     Ok(DbDir {
         path,
         keep: place.keep,

@@ -46,6 +46,12 @@ impl LatencyHistogram {
         let _ = self.h.record(v);
     }
 
+    /// Record `count` values of `ns` at once (fio's json+ bins).
+    pub fn record_n(&mut self, ns: u64, count: u64) {
+        let v = ns.clamp(1, MAX_NS);
+        let _ = self.h.record_n(v, count);
+    }
+
     pub fn merge(&mut self, other: &LatencyHistogram) {
         let _ = self.h.add(&other.h);
     }
@@ -91,12 +97,14 @@ impl LatencyHistogram {
 
     /// The histogram as base64 of HdrHistogram's V2 deflate encoding, so
     /// results can be merged and re-analysed later (and by other HDR tools).
+    /// Counts the format cannot hold (over 2^63, only from a mangled input
+    /// file) encode as an empty string, which does not decode.
     pub fn encode(&self) -> String {
         let mut buf = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&self.h, &mut buf)
-            .expect("serializing into memory cannot fail");
-        base64::engine::general_purpose::STANDARD.encode(buf)
+        match V2DeflateSerializer::new().serialize(&self.h, &mut buf) {
+            Ok(_) => base64::engine::general_purpose::STANDARD.encode(buf),
+            Err(_) => String::new(),
+        }
     }
 
     pub fn decode(s: &str) -> anyhow::Result<LatencyHistogram> {

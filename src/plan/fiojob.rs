@@ -178,6 +178,12 @@ pub fn parse_fio_jobs(text: &str) -> anyhow::Result<Vec<FioJob>> {
     for (name, opts) in sections.iter().filter(|(n, _)| n != "global") {
         let mut all = global.clone();
         all.extend(opts.iter().cloned());
+        if all.is_empty() {
+            return Err(usage(
+                "--fio-job",
+                format!("job [{name}] sets no option, and there is no [global] section"),
+            ));
+        }
         out.push(build(name, &all)?);
     }
     if out.is_empty() {
@@ -265,7 +271,13 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
                 spec.bs = vec![(size(line, k, v)?, 100)];
             }
             "bssplit" => spec.bs = bssplit(line, need(line, k, v)?)?,
-            "size" => job.size = Some(size(line, k, v)?),
+            "size" => {
+                let s = size(line, k, v)?;
+                if s == 0 {
+                    return Err(usage(k, format!("line {line}: a size of 0 holds no I/O")));
+                }
+                job.size = Some(s);
+            }
             "iodepth" => spec.qd = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "iodepth_batch" | "iodepth_batch_submit" => batch_submit = Some(num(line, k, v)?),
             "iodepth_batch_complete" | "iodepth_batch_complete_min" => {

@@ -97,18 +97,22 @@ impl Results {
     /// this version can read (schema, version 1..current, a known kind).
     pub fn read(path: &Path) -> anyhow::Result<Results> {
         let text = crate::input::read_text(path, "RESULTS", None)?;
-        let r: Results = serde_json::from_str(&text).map_err(|e| {
+        Results::parse(&text, &path.display().to_string())
+    }
+
+    /// Parse the text of a results file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<Results> {
+        let r: Results = serde_json::from_str(text).map_err(|e| {
             crate::error::usage(
                 "RESULTS",
-                format!("{} is not an iolab results file: {e}", path.display()),
+                format!("{origin} is not an iolab results file: {e}"),
             )
         })?;
         if !KINDS.contains(&r.kind.as_str()) {
             return Err(crate::error::usage(
                 "RESULTS",
                 format!(
-                    "{}: kind '{}' is not one iolab writes ({})",
-                    path.display(),
+                    "{origin}: kind '{}' is not one iolab writes ({})",
                     r.kind,
                     KINDS.join(", ")
                 ),
@@ -118,10 +122,8 @@ impl Results {
             return Err(crate::error::usage(
                 "RESULTS",
                 format!(
-                    "{}: schema {} v{} is not readable by this iolab",
-                    path.display(),
-                    r.schema,
-                    r.schema_version
+                    "{origin}: schema {} v{} is not readable by this iolab",
+                    r.schema, r.schema_version
                 ),
             ));
         }

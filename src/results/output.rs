@@ -193,13 +193,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     // A temporary file of an earlier process with this pid is stale.
     let _ = std::fs::remove_file(&tmp);
-    in_flight(&tmp, true);
     let written = (|| -> anyhow::Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        let mut f = create_in_flight(&tmp)?;
         f.write_all(bytes)
             .with_context(|| format!("cannot write {}", tmp.display()))?;
         f.sync_all()?;
@@ -210,29 +205,59 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    in_flight(&tmp, false);
+    if let Ok(mut w) = IN_FLIGHT.lock() {
+        w.paths.retain(|p| p != &tmp);
+    }
     written
 }
 
-/// Temporary files being written now (a second Ctrl-C removes them).
-static IN_FLIGHT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-fn in_flight(tmp: &Path, writing: bool) {
-    if let Ok(mut v) = IN_FLIGHT.lock() {
-        if writing {
-            v.push(tmp.to_path_buf());
-        } else {
-            v.retain(|p| p != tmp);
-        }
-    }
+/// Temporary files being written now, which a second Ctrl-C removes; once
+/// it has (`closed`), no new one is created.
+struct InFlight {
+    paths: Vec<PathBuf>,
+    closed: bool,
 }
 
-/// Remove the temporary files of writes still under way (the process is
-/// about to exit without finishing them).
+static IN_FLIGHT: Mutex<InFlight> = Mutex::new(InFlight {
+    paths: Vec::new(),
+    closed: false,
+});
+
+/// Create `tmp` and register it, under the lock the teardown takes, so a
+/// file is either created before the teardown (and removed by it) or not
+/// at all.
+fn create_in_flight(tmp: &Path) -> anyhow::Result<std::fs::File> {
+    let mut w = IN_FLIGHT
+        .lock()
+        .map_err(|_| anyhow::anyhow!("output registry poisoned"))?;
+    if w.closed {
+        anyhow::bail!("iolab is exiting: {} not written", tmp.display());
+    }
+    let f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    w.paths.push(tmp.to_path_buf());
+    Ok(f)
+}
+
+/// Remove the temporary files of writes still under way and refuse new
+/// ones (the process is about to exit without finishing them). Waits up to
+/// 200 ms for a writer that holds the registry.
 pub fn remove_in_flight() {
-    if let Ok(v) = IN_FLIGHT.try_lock() {
-        for p in v.iter() {
-            let _ = std::fs::remove_file(p);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    loop {
+        match IN_FLIGHT.try_lock() {
+            Ok(mut w) => {
+                w.closed = true;
+                for p in w.paths.drain(..) {
+                    let _ = std::fs::remove_file(p);
+                }
+                return;
+            }
+            Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
+            Err(_) => return,
         }
     }
 }

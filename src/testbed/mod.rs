@@ -13,6 +13,7 @@ pub mod records;
 pub mod scheduler;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -71,13 +72,39 @@ impl Resource {
 /// Live resources of this process, with their crash record (if written).
 static LIVE: Mutex<Vec<(Resource, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
+/// Set by the teardown of a second Ctrl-C: nothing is created any more.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
 /// Register a resource just created (its guard calls `release` when it
-/// has taken it down).
+/// has taken it down). After the teardown it is taken down at once.
 pub fn register(res: Resource) {
-    let record = records::write(&res);
-    if let Ok(mut v) = LIVE.lock() {
-        v.push((res, record));
+    let Ok(mut v) = LIVE.lock() else {
+        return;
+    };
+    if CLOSED.load(Ordering::SeqCst) {
+        drop(v);
+        res.undo();
+        return;
     }
+    let record = records::write(&res);
+    v.push((res, record));
+}
+
+/// Create `res` with `make` and register it in one step with respect to
+/// the teardown of a second Ctrl-C: it is either created and registered
+/// before the teardown (which then takes it down) or not created at all,
+/// so an exit in between cannot leave it unrecorded.
+pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    let mut v = LIVE
+        .lock()
+        .map_err(|_| anyhow::anyhow!("resource registry poisoned"))?;
+    if CLOSED.load(Ordering::SeqCst) {
+        return Err(anyhow::Error::new(crate::error::Interrupted));
+    }
+    let made = make()?;
+    let record = records::write(&res);
+    v.push((res, record));
+    Ok(made)
 }
 
 /// The resource at `path` was taken down (or is kept on purpose).
@@ -109,6 +136,7 @@ pub fn teardown_all() {
     crate::results::output::remove_in_flight();
     for _ in 0..200 {
         if let Ok(mut v) = LIVE.try_lock() {
+            CLOSED.store(true, Ordering::SeqCst);
             while let Some((res, rec)) = v.pop() {
                 res.undo();
                 if let Some(rec) = rec {

@@ -106,9 +106,10 @@ impl Instance {
             // A leftover of this same pid (a previous run in this process): reuse is unsafe.
             let _ = fs::remove_dir(&dir);
         }
-        fs::create_dir(&dir)
-            .with_context(|| format!("creating tracing instance {}", dir.display()))?;
-        crate::interrupt::register_cleanup(dir.clone());
+        crate::testbed::create(crate::testbed::Resource::Path(dir.clone()), || {
+            fs::create_dir(&dir)
+                .with_context(|| format!("creating tracing instance {}", dir.display()))
+        })?;
         // The guard exists from here on, so every error below removes the instance.
         let mut inst = Instance {
             dir,
