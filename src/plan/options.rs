@@ -71,6 +71,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("precondition", FLAG | PLAN | FIO),
     opt("purge", FLAG | PLAN | FIO),
     opt("verify", FLAG | PLAN | FIO),
+    opt("clock", FLAG),
     opt("json", FLAG),
     opt("force", FLAG),
     opt("quiet", FLAG),
