@@ -3,13 +3,15 @@
 //! plan files, YCSB property files, iolab results files and fio JSON. Each
 //! input either parses or fails as a usage error (exit code 2) that names
 //! the field; nothing panics, and what parses also renders (reports, fio
-//! export). Runs `IOLAB_FUZZ_CASES` new random cases per parser each time
-//! (default 3000, a few seconds); a failure prints its input, shrunk.
+//! export). Runs `IOLAB_FUZZ_CASES` cases per parser (default 3000, a few
+//! seconds) from a fixed seed, so `make test` is repeatable;
+//! `IOLAB_FUZZ_RANDOM=1` draws new inputs each run (to hunt). A failure
+//! prints its input, shrunk.
 
 use iolab::error::exit_code;
 use iolab::plan::{fiojob, parse, planfile, sweep};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 fn cases() -> u32 {
     std::env::var("IOLAB_FUZZ_CASES")
@@ -19,11 +21,20 @@ fn cases() -> u32 {
 }
 
 fn runner() -> TestRunner {
-    TestRunner::new(Config {
-        cases: cases(),
+    runner_with(cases())
+}
+
+fn runner_with(cases: u32) -> TestRunner {
+    let config = Config {
+        cases,
         failure_persistence: None,
         ..Config::default()
-    })
+    };
+    if std::env::var_os("IOLAB_FUZZ_RANDOM").is_some() {
+        TestRunner::new(config)
+    } else {
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+    }
 }
 
 /// An error from user input must be exit 2 and name `field`.
@@ -301,11 +312,7 @@ fn results_files() {
     .map(|f| fixture(f))
     .collect();
     let strategy = (0..docs.len(), any::<u64>(), any::<u64>(), any::<u8>());
-    let mut r = TestRunner::new(Config {
-        cases: cases() / 5,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut r = runner_with(cases() / 15);
     r.run(&strategy, |(d, a, b, how)| {
         let text = mutate(&docs[d], (a, b, how));
         match iolab::results::Results::parse(&text, "fuzz.json") {
@@ -328,11 +335,7 @@ fn fio_json_files() {
     .map(|f| fixture(f))
     .collect();
     let strategy = (0..docs.len(), any::<u64>(), any::<u64>(), any::<u8>());
-    let mut r = TestRunner::new(Config {
-        cases: cases() / 5,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut r = runner_with(cases() / 15);
     r.run(&strategy, |(d, a, b, how)| {
         let text = mutate(&docs[d], (a, b, how));
         if let Ok(r) = iolab::report::fio_json::from_fio_text(&text) {

@@ -71,8 +71,11 @@ impl YcsbConfig {
             recordcount = i32::MAX as i64;
         }
         let insertstart = p.i64_or("insertstart", 0)?;
-        let insertcount = p.i64_or("insertcount", recordcount - insertstart)?;
-        if recordcount < insertstart + insertcount || insertstart < 0 || insertcount < 0 {
+        let insertcount = p.i64_or("insertcount", recordcount.saturating_sub(insertstart))?;
+        if insertstart < 0
+            || insertcount < 0
+            || recordcount < insertstart.saturating_add(insertcount)
+        {
             return Err(usage(
                 "insertcount",
                 "recordcount must be >= insertstart + insertcount",
@@ -145,7 +148,7 @@ impl YcsbConfig {
                 "fieldcount and fieldlength must be >= 1",
             ));
         }
-        if cfg.fieldcount * cfg.fieldlength > 64 << 20 {
+        if cfg.fieldcount.saturating_mul(cfg.fieldlength) > 64 << 20 {
             return Err(usage(
                 "fieldlength",
                 "records larger than 64 MiB are not supported",

@@ -209,8 +209,8 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
             clat,
             lat,
         };
-        total.ops += o.ops;
-        total.bytes += o.bytes;
+        total.ops = total.ops.saturating_add(o.ops);
+        total.bytes = total.bytes.saturating_add(o.bytes);
         total.iops += o.iops;
         total.mib_s += o.mib_s;
         ops.insert(dir.to_string(), o);
@@ -229,7 +229,7 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
             },
         );
     }
-    let wall_ns = runtime_ms * 1_000_000;
+    let wall_ns = runtime_ms.saturating_mul(1_000_000);
     let (usr, sys) = (f(job, "usr_cpu"), f(job, "sys_cpu"));
     let cpu = CpuStats {
         wall_ns,
