@@ -391,7 +391,7 @@ mod tests {
     use super::*;
     use crate::engine::fake::{FakeEngine, FakeScript};
     use crate::measure::clock::VirtualClock;
-    use crate::runner::pattern::PatternSpec;
+    use crate::runner::test_support;
 
     /// At light load the worker waits in the kernel for the next completion
     /// or arrival instead of polling every microsecond (issue 10 item 11:
@@ -406,36 +406,13 @@ mod tests {
             submit_ns: 0,
         };
         let mut engine = FakeEngine::new(script, 8, clock.clone());
-        let spec = LoopSpec {
-            depth: 8,
-            batch: false,
-            sync_engine: false,
-            measure_start: t0,
-            deadline: t0 + 1_000_000_000,
-            max_ops: u64::MAX,
-            max_bytes: u64::MAX,
-            fsync_every: 0,
-            submit_batch: 1,
-            verify_bs: None,
-            region_start: 0,
-            region_len: 1 << 30,
-        };
+        let spec = test_support::loop_spec(8, t0, t0 + 1_000_000_000, u64::MAX);
         let ol = OpenLoopSpec {
             mean_gap_ns: 400_000.0,
             poisson: true,
             seed: 3,
         };
-        let mut gen = RequestGen::new(&PatternSpec {
-            read_pct: 100,
-            random: true,
-            bs: vec![(4096, 1)],
-            align: 4096,
-            region_start: 0,
-            region_len: 1 << 30,
-            seed: 1,
-        })
-        .unwrap();
-        let mut pool = BufferPool::new(8, 4096, 1).unwrap();
+        let (mut gen, mut pool) = test_support::reads(8);
         let mut rec = Recorder::new(t0, 2);
         rec.open_loop = Some(OpenLoopRecorder::default());
         let stop = AtomicBool::new(false);

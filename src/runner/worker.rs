@@ -472,39 +472,17 @@ mod tests {
     use super::*;
     use crate::engine::fake::{FakeEngine, FakeScript};
     use crate::measure::clock::VirtualClock;
-    use crate::runner::pattern::PatternSpec;
     use crate::runner::recorder::LAT;
+    use crate::runner::test_support;
 
     /// IOPS x mean latency / depth of a closed-loop run on the fake device.
     fn littles_ratio(depth: u32, submit_batch: u32, script: FakeScript) -> f64 {
         let clock = VirtualClock::new(1_000_000_000);
         let t0 = clock.now();
         let mut engine = FakeEngine::new(script, depth, clock.clone());
-        let spec = LoopSpec {
-            depth,
-            batch: false,
-            sync_engine: false,
-            measure_start: t0,
-            deadline: u64::MAX,
-            max_ops: 20_000,
-            max_bytes: u64::MAX,
-            fsync_every: 0,
-            submit_batch,
-            verify_bs: None,
-            region_start: 0,
-            region_len: 1 << 30,
-        };
-        let mut gen = RequestGen::new(&PatternSpec {
-            read_pct: 100,
-            random: true,
-            bs: vec![(4096, 1)],
-            align: 4096,
-            region_start: 0,
-            region_len: 1 << 30,
-            seed: 1,
-        })
-        .unwrap();
-        let mut pool = BufferPool::new(depth as usize, 4096, 1).unwrap();
+        let mut spec = test_support::loop_spec(depth, t0, u64::MAX, 20_000);
+        spec.submit_batch = submit_batch;
+        let (mut gen, mut pool) = test_support::reads(depth);
         let mut rec = Recorder::new(t0, 1);
         let stop = AtomicBool::new(false);
         run(
