@@ -8,11 +8,24 @@ use std::sync::Arc;
 /// A monotonic nanosecond clock the runner is generic over.
 pub trait Clock: Clone + Send + Sync + 'static {
     fn now(&self) -> u64;
-    /// Block until `now() >= t` (returns at once when it already is).
-    fn sleep_until(&self, t: u64);
     /// Sleep in the kernel until about `t`: never spins, may wake late
     /// (the open loop measures by how much and wakes that much earlier).
     fn wait_until(&self, t: u64);
+    /// Block until `now() >= t` (returns at once when it already is):
+    /// sleep most of the gap, spin the last 50 us for precision.
+    fn sleep_until(&self, t: u64) {
+        loop {
+            let now = self.now();
+            if now >= t {
+                return;
+            }
+            if t - now > 80_000 {
+                self.wait_until(t - 50_000);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
@@ -50,28 +63,6 @@ impl Clock for MonoClock {
                 std::ptr::null_mut(),
             )
         };
-    }
-
-    fn sleep_until(&self, t: u64) {
-        loop {
-            let now = mono_now_ns();
-            if now >= t {
-                return;
-            }
-            let left = t - now;
-            // Sleep most of the gap, spin the last 50 us for precision.
-            if left > 80_000 {
-                let d = left - 50_000;
-                let ts = libc::timespec {
-                    tv_sec: (d / 1_000_000_000) as i64,
-                    tv_nsec: (d % 1_000_000_000) as i64,
-                };
-                // SAFETY: valid timespec; a null remainder is allowed.
-                unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
-            } else {
-                std::hint::spin_loop();
-            }
-        }
     }
 }
 

@@ -98,20 +98,6 @@ impl Clock for TscClock {
         self.ns_of(rdtsc())
     }
 
-    fn sleep_until(&self, t: u64) {
-        loop {
-            let now = self.now();
-            if now >= t {
-                return;
-            }
-            if t - now > 80_000 {
-                MonoClock.wait_until(t - 50_000);
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    }
-
     fn wait_until(&self, t: u64) {
         // Readings are CLOCK_MONOTONIC nanoseconds (to the drift).
         MonoClock.wait_until(t)
