@@ -33,10 +33,17 @@ fn negative_value(e: &clap::Error) -> Option<String> {
     if e.kind() != clap::error::ErrorKind::UnknownArgument {
         return None;
     }
+    // The argument clap did not know, if it is a number after a flag.
+    let clap::error::ContextValue::String(value) = e.get(clap::error::ContextKind::InvalidArg)?
+    else {
+        return None;
+    };
+    if !value[1..].starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
     let args: Vec<String> = std::env::args().collect();
-    let i = args.iter().position(|a| {
-        a.len() > 1 && a.starts_with('-') && a[1..].starts_with(|c: char| c.is_ascii_digit())
-    })?;
+    // clap names `-5` for `-5s` (a cluster of short flags): the whole word.
+    let i = args.iter().position(|a| a.starts_with(value.as_str()))?;
     let flag = args[..i].last().filter(|f| f.starts_with("--"))?;
     Some(format!(
         "{flag}: '{}' is negative; it takes zero or more",
