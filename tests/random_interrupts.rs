@@ -218,12 +218,7 @@ fn trial(verb: &Verb, how: Signal, delay: Duration) -> Vec<PathBuf> {
         std::thread::sleep(Duration::from_millis(20));
     }
     if let Signal::Kill = how {
-        let next = Command::new(env!("CARGO_BIN_EXE_iolab"))
-            .arg("sysinfo")
-            .env("IOLAB_STATE_DIR", state.path())
-            .output()
-            .unwrap();
-        assert!(next.status.success(), "{}", common::text(&next));
+        common::next_start(state.path());
     }
     let mut left = leftovers(dir.path());
     left.extend(records(state.path()));

@@ -85,13 +85,7 @@ fn after_sigkill_the_next_start_removes_the_leftovers() {
     assert_eq!(left.len(), 1, "SIGKILL leaves the scratch file");
     assert_eq!(records(state.path()).len(), 1, "and its record");
 
-    let next = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .arg("sysinfo")
-        .env("IOLAB_STATE_DIR", state.path())
-        .output()
-        .unwrap();
-    assert!(next.status.success(), "{}", common::text(&next));
-    let said = String::from_utf8_lossy(&next.stderr);
+    let said = common::next_start(state.path());
     assert!(
         said.contains("removed") && said.contains(&*left[0].to_string_lossy()),
         "the sweep says what it removed: {said}"
@@ -121,12 +115,7 @@ fn records_of_running_processes_and_foreign_paths_are_left_alone() {
     let foreign = serde_json::json!({"pid": me, "start_time": 1, "resource": {"path": victim}});
     std::fs::write(state.path().join("1-0.json"), live.to_string()).unwrap();
     std::fs::write(state.path().join("2-0.json"), foreign.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .arg("sysinfo")
-        .env("IOLAB_STATE_DIR", state.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::text(&out));
+    common::next_start(state.path());
     assert!(live_path.exists(), "a running owner's resource was removed");
     assert!(victim.exists(), "a path iolab does not name was removed");
 }
@@ -135,16 +124,6 @@ fn records_of_running_processes_and_foreign_paths_are_left_alone() {
 fn plant_dead_record(state: &Path, resource: serde_json::Value) {
     let rec = serde_json::json!({"pid": u32::MAX - 1, "start_time": 1, "resource": resource});
     std::fs::write(state.join("9-0.json"), rec.to_string()).unwrap();
-}
-
-fn sweep(state: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .arg("sysinfo")
-        .env("IOLAB_STATE_DIR", state)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::text(&out));
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The current scheduler of disk `name`.
@@ -189,7 +168,7 @@ fn a_scheduler_switch_left_by_a_killed_run_is_undone_at_next_start() {
         state.path(),
         serde_json::json!({"scheduler": {"path": file, "original": original}}),
     );
-    let said = sweep(state.path());
+    let said = common::next_start(state.path());
     assert!(said.contains("scheduler"), "the sweep says so: {said}");
     assert_eq!(scheduler_of(&name), original, "scheduler put back");
     assert!(records(state.path()).is_empty(), "record removed");
@@ -248,7 +227,7 @@ fn a_memory_cgroup_left_by_a_killed_kv_run_is_removed_at_next_start() {
         "SIGKILL leaves the cgroup {}",
         cgroup.display()
     );
-    let said = sweep(state.path());
+    let said = common::next_start(state.path());
     assert!(said.contains("cgroup"), "the sweep says so: {said}");
     assert!(!cgroup.exists(), "cgroup {} removed", cgroup.display());
     assert!(records(state.path()).is_empty(), "records removed");

@@ -70,3 +70,16 @@ pub fn interrupt_after_first_point(child: std::process::Child, json: &Path) -> O
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     child.wait_with_output().unwrap()
 }
+
+/// Start iolab once (`sysinfo`) with crash records in `state`, as the next
+/// start after a killed run: it sweeps what dead runs left. Returns what it
+/// said on stderr.
+pub fn next_start(state: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .arg("sysinfo")
+        .env("IOLAB_STATE_DIR", state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
