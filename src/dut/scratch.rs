@@ -23,10 +23,10 @@ pub struct ScratchGuard {
 
 impl Drop for ScratchGuard {
     fn drop(&mut self) {
-        interrupt::unregister_cleanup(&self.path);
         if !self.keep {
             let _ = std::fs::remove_file(&self.path);
         }
+        interrupt::unregister_cleanup(&self.path);
     }
 }
 

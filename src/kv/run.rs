@@ -76,10 +76,10 @@ struct DbDir {
 
 impl Drop for DbDir {
     fn drop(&mut self) {
-        interrupt::unregister_cleanup(&self.path);
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.path);
         }
+        interrupt::unregister_cleanup(&self.path);
     }
 }
 

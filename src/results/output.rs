@@ -243,21 +243,12 @@ fn create_in_flight(tmp: &Path) -> anyhow::Result<std::fs::File> {
 }
 
 /// Remove the temporary files of writes still under way and refuse new
-/// ones (the process is about to exit without finishing them). Waits up to
-/// 200 ms for a writer that holds the registry.
+/// ones (the process is about to exit without finishing them).
 pub fn remove_in_flight() {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
-    loop {
-        match IN_FLIGHT.try_lock() {
-            Ok(mut w) => {
-                w.closed = true;
-                for p in w.paths.drain(..) {
-                    let _ = std::fs::remove_file(p);
-                }
-                return;
-            }
-            Err(_) if std::time::Instant::now() < deadline => std::thread::yield_now(),
-            Err(_) => return,
+    if let Some(mut w) = crate::testbed::lock_briefly(&IN_FLIGHT) {
+        w.closed = true;
+        for p in w.paths.drain(..) {
+            let _ = std::fs::remove_file(p);
         }
     }
 }

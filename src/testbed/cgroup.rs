@@ -165,10 +165,6 @@ fn procs(dir: &Path) -> Vec<u32> {
 
 impl Drop for MemoryCgroup {
     fn drop(&mut self) {
-        super::release(&super::Resource::Cgroup {
-            path: self.path.clone(),
-            parent: self.parent.clone(),
-        });
         remove(&self.path, &self.parent);
         if self.path.exists() {
             eprintln!(
@@ -176,6 +172,10 @@ impl Drop for MemoryCgroup {
                 self.path.display()
             );
         }
+        super::release(&super::Resource::Cgroup {
+            path: self.path.clone(),
+            parent: self.parent.clone(),
+        });
     }
 }
 

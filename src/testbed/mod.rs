@@ -113,6 +113,8 @@ pub fn release_path(path: &Path) {
 }
 
 /// `res` was taken down (or is kept on purpose): forget it and its record.
+/// Guards call this after taking the resource down, never before: until
+/// then a second Ctrl-C must still find it.
 pub fn release(res: &Resource) {
     let mut gone = Vec::new();
     if let Ok(mut v) = LIVE.lock() {
@@ -134,19 +136,27 @@ pub fn release(res: &Resource) {
 /// registry's lock only for a moment: wait up to 200 ms for it, never block.
 pub fn teardown_all() {
     crate::results::output::remove_in_flight();
-    for _ in 0..200 {
-        if let Ok(mut v) = LIVE.try_lock() {
-            CLOSED.store(true, Ordering::SeqCst);
-            while let Some((res, rec)) = v.pop() {
-                res.undo();
-                if let Some(rec) = rec {
-                    let _ = std::fs::remove_file(rec);
-                }
+    if let Some(mut v) = lock_briefly(&LIVE) {
+        CLOSED.store(true, Ordering::SeqCst);
+        while let Some((res, rec)) = v.pop() {
+            res.undo();
+            if let Some(rec) = rec {
+                let _ = std::fs::remove_file(rec);
             }
-            return;
+        }
+    }
+}
+
+/// `m` locked, waiting up to 200 ms for a thread that holds it for a moment
+/// (the second Ctrl-C's teardown must neither hang on it nor skip it).
+pub(crate) fn lock_briefly<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
+    for _ in 0..200 {
+        if let Ok(g) = m.try_lock() {
+            return Some(g);
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
+    None
 }
 
 /// Remove what iolab processes that no longer run left behind; one line

@@ -198,7 +198,6 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        crate::interrupt::unregister_cleanup(&self.dir);
         let _ = fs::write(self.dir.join("tracing_on"), "0");
         let _ = fs::write(self.dir.join("events/enable"), "0");
         // rmdir fails with EBUSY while a reader holds a file open: retry briefly.
@@ -209,6 +208,7 @@ impl Drop for Instance {
                 Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
             }
         }
+        crate::interrupt::unregister_cleanup(&self.dir);
     }
 }
 
