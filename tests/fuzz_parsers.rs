@@ -316,7 +316,7 @@ fn results_files() {
     r.run(&strategy, |(d, a, b, how)| {
         let text = mutate(&docs[d], (a, b, how));
         match iolab::results::Results::parse(&text, "fuzz.json") {
-            Ok(r) => render_all(&r.with_kv_analysis()),
+            Ok(r) => render_all(&r.with_analysis()),
             Err(e) => assert_eq!(exit_code(&e), 2, "{e:#}"),
         }
         Ok(())

@@ -11,7 +11,9 @@ use iolab::results::Results;
 #[test]
 fn charts_match_snapshots() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
-    let r = Results::read(&root.join("synthetic-all.json")).unwrap();
+    let r = Results::read(&root.join("synthetic-all.json"))
+        .unwrap()
+        .with_analysis();
     let snaps = root.join("snapshots");
     let update = std::env::var_os("IOLAB_UPDATE_SNAPSHOTS").is_some();
     if update {

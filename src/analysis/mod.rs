@@ -20,16 +20,49 @@ use crate::results::Point;
 pub struct AnalysisOptions {
     /// Knee: highest load whose p99 stays under this factor x the unloaded p99.
     pub knee_factor: f64,
+    /// Group points across `iolab run`'s steps (its `step` parameter is
+    /// ignored), so the same job measured in two steps compares.
+    pub across_steps: bool,
 }
 
 impl Default for AnalysisOptions {
     fn default() -> Self {
-        AnalysisOptions { knee_factor: 2.0 }
+        AnalysisOptions {
+            knee_factor: 2.0,
+            across_steps: false,
+        }
+    }
+}
+
+impl AnalysisOptions {
+    /// The analysis of `iolab run` results.
+    pub fn across_steps() -> AnalysisOptions {
+        AnalysisOptions {
+            across_steps: true,
+            ..AnalysisOptions::default()
+        }
     }
 }
 
 /// Every analysis that applies to `points`.
 pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Analysis {
+    if opts.across_steps {
+        let stripped: Vec<Point> = points
+            .iter()
+            .map(|p| {
+                let mut q = p.clone();
+                q.params.remove("step");
+                q
+            })
+            .collect();
+        return analyze(
+            &stripped,
+            &AnalysisOptions {
+                across_steps: false,
+                ..*opts
+            },
+        );
+    }
     let measured: Vec<&Point> = points.iter().filter(|p| !is_aux(p)).collect();
     Analysis {
         peaks: Some(compare::peaks(&measured)),
@@ -41,21 +74,6 @@ pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Analysis {
         steady_state: steady::analyze(points),
         other: BTreeMap::new(),
     }
-}
-
-/// The analyses of `iolab run` (batching parallelism, load-latency knee and
-/// saturation, peaks ...), over the points without their `step` parameter
-/// so that points of different steps group together.
-pub fn analyze_across_steps(points: &[Point]) -> Analysis {
-    let stripped: Vec<Point> = points
-        .iter()
-        .map(|p| {
-            let mut q = p.clone();
-            q.params.remove("step");
-            q
-        })
-        .collect();
-    analyze(&stripped, &AnalysisOptions::default())
 }
 
 /// Points that are not measurements of the plan (preconditioning passes).

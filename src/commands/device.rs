@@ -120,9 +120,12 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),
         fio_export.clone(),
-        AnalysisOptions { knee_factor },
+        AnalysisOptions {
+            knee_factor,
+            ..Default::default()
+        },
     );
-    let observer = Terminal { quiet };
+    let observer = Terminal::new(quiet);
     let show_progress = !quiet && std::io::stderr().is_terminal();
     let mut driver =
         Driver::new(&target, sink, &observer, tracer, show_progress, planned).with_clock(a.clock);

@@ -175,87 +175,69 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
     Ok(spec)
 }
 
-/// Set the flags a plan-file experiment names (keys are flag names).
+/// Set the flags a plan-file experiment names. A key is the flag's long
+/// name and its value is parsed by the flag's own clap definition, so an
+/// option needs no code here: the plan-file command is `iolab device`'s
+/// with no defaults (only the keys given change `a`) and with switches
+/// taking true or false. `steady_state` and `precondition` also take
+/// true or false besides their value.
 pub fn apply_settings(
     a: &mut DeviceArgs,
     settings: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<()> {
-    let flag = |k: &str| format!("--{}", k.replace('_', "-"));
-    let boolean = |k: &str, v: &str| -> anyhow::Result<bool> {
-        v.parse()
-            .map_err(|_| usage(flag(k), format!("'{v}' is not true or false")))
-    };
+    use clap::{ArgAction, Args, FromArgMatches};
+    let cmd = DeviceArgs::augment_args(clap::Command::new("plan"))
+        .no_binary_name(true)
+        .disable_help_flag(true)
+        .mut_args(|arg| {
+            let arg = arg.default_value(None::<&str>);
+            match arg.get_action() {
+                ArgAction::SetTrue => arg.action(ArgAction::Set).num_args(1),
+                _ => arg,
+            }
+        });
+    let mut argv = Vec::new();
+    let mut unset = Vec::new();
     for (k, v) in settings {
-        let v = v.clone();
-        let num = |v: &str| -> anyhow::Result<u32> {
-            v.parse()
-                .map_err(|_| usage(flag(k), format!("'{v}' is not a whole number")))
+        let value = match (k.as_str(), v.as_str()) {
+            ("description", _) => continue,
+            ("steady_state" | "precondition", "false") | ("precondition", "0") => {
+                unset.push(k.as_str());
+                continue;
+            }
+            ("steady_state", "true") => "iops",
+            ("precondition", "true") => "2",
+            (_, v) => v,
         };
-        let real = |v: &str| -> anyhow::Result<f64> {
-            v.parse()
-                .map_err(|_| usage(flag(k), format!("'{v}' is not a number")))
-        };
-        match k.as_str() {
-            "description" => {}
-            "name" => a.name = Some(v),
-            "profile" => a.profile = Some(v),
-            "rw" => a.rw = v,
-            "mix" => a.mix = v,
-            "bs" => a.bs = v,
-            "qd" => a.qd = v,
-            "jobs" => a.jobs = v,
-            "batch" => a.batch = Some(v),
-            "region" => a.region = v,
-            "engine" => a.engine = v,
-            "buffered" => a.buffered = boolean(k, &v)?,
-            "direct" => a.direct = boolean(k, &v)?,
-            "fsync_every" => a.fsync_every = num(&v)?,
-            "seed" => {
-                a.seed = v
-                    .parse()
-                    .map_err(|_| usage("--seed", format!("'{v}' is not a seed")))?
-            }
-            "cpus" => a.cpus = Some(v),
-            "uring_fixed_buffers" => a.uring_fixed_buffers = boolean(k, &v)?,
-            "uring_fixed_files" => a.uring_fixed_files = boolean(k, &v)?,
-            "uring_sqpoll" => a.uring_sqpoll = boolean(k, &v)?,
-            "uring_iopoll" => a.uring_iopoll = boolean(k, &v)?,
-            "runtime" => a.runtime = Some(v),
-            "budget" => a.budget = Some(v),
-            "ramp" => a.ramp = Some(v),
-            "io_count" => a.io_count = Some(v),
-            "io_bytes" => a.io_bytes = Some(v),
-            "verify" => a.verify = boolean(k, &v)?,
-            "rate" => a.rate = Some(v),
-            "arrival" => a.arrival = v,
-            "knee_factor" => a.knee_factor = real(&v)?,
-            "latency_target" => a.latency_target = Some(v),
-            "percentile" => a.percentile = real(&v)?,
-            "steady_state" => {
-                a.steady_state = match v.as_str() {
-                    "false" => None,
-                    "true" => Some("iops".into()),
-                    _ => Some(v),
-                }
-            }
-            "steady_criterion" => a.steady_criterion = v,
-            "steady_limit" => a.steady_limit = real(&v)?,
-            "steady_window" => a.steady_window = num(&v)? as usize,
-            "max_rounds" => a.max_rounds = num(&v)? as usize,
-            "precondition" => {
-                a.precondition = match v.as_str() {
-                    "false" | "0" => None,
-                    "true" => Some("2".into()),
-                    _ => Some(v),
-                }
-            }
-            "purge" => a.purge = boolean(k, &v)?,
-            "fake_latency" => a.fake_latency = Some(v),
-            "fake_servers" => a.fake_servers = num(&v)?,
-            other => return Err(usage(flag(other), "not settable in a plan file")),
+        argv.push(format!("--{}={value}", k.replace('_', "-")));
+    }
+    let matches = cmd.try_get_matches_from(argv).map_err(plan_value_error)?;
+    a.update_from_arg_matches(&matches)
+        .map_err(plan_value_error)?;
+    for k in unset {
+        match k {
+            "steady_state" => a.steady_state = None,
+            _ => a.precondition = None,
         }
     }
     Ok(())
+}
+
+/// A plan-file value clap refused, as a usage error naming the flag.
+fn plan_value_error(e: clap::Error) -> anyhow::Error {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let flag = text(ContextKind::InvalidArg)
+        .and_then(|f| f.split([' ', '=']).next().map(str::to_string))
+        .unwrap_or_else(|| "plan".into());
+    let value = text(ContextKind::InvalidValue).unwrap_or_default();
+    let why = std::error::Error::source(&e)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| e.kind().to_string());
+    usage(flag, format!("'{value}' is not valid: {why}"))
 }
 
 /// One experiment from the flags.
@@ -564,6 +546,61 @@ mod tests {
         }
         let bogus = std::collections::BTreeMap::from([("bogus".to_string(), "1".to_string())]);
         assert!(apply_settings(&mut base(), &bogus).is_err());
+    }
+
+    /// A plan-file key changes its flag only; everything else keeps what the
+    /// command line said (defaults of the plan command must not leak in).
+    #[test]
+    fn plan_settings_change_only_their_flags() {
+        let mut a = match <crate::cli::Cli as clap::Parser>::try_parse_from([
+            "iolab",
+            "device",
+            "--rw",
+            "read",
+            "--qd",
+            "4",
+            "--buffered",
+            "--knee-factor",
+            "3",
+        ])
+        .unwrap()
+        .command
+        {
+            crate::cli::Command::Device(a) => *a,
+            _ => unreachable!(),
+        };
+        let set = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        apply_settings(&mut a, &set(&[("bs", "8k"), ("steady_state", "true")])).unwrap();
+        assert_eq!(
+            (a.rw.as_str(), a.qd.as_str(), a.bs.as_str()),
+            ("read", "4", "8k")
+        );
+        assert!(a.buffered);
+        assert_eq!(a.knee_factor, 3.0);
+        assert_eq!(a.steady_state.as_deref(), Some("iops"));
+        apply_settings(
+            &mut a,
+            &set(&[
+                ("buffered", "false"),
+                ("steady_state", "false"),
+                ("max_rounds", "7"),
+            ]),
+        )
+        .unwrap();
+        assert!(!a.buffered);
+        assert_eq!(a.steady_state, None);
+        assert_eq!(a.max_rounds, 7);
+        let err = apply_settings(&mut a, &set(&[("knee_factor", "steep")])).unwrap_err();
+        let u = err.downcast::<UsageError>().unwrap();
+        assert_eq!(u.field, "--knee-factor");
+        assert!(u.message.contains("'steep'"), "{}", u.message);
+        let err = apply_settings(&mut a, &set(&[("purge", "maybe")])).unwrap_err();
+        assert_eq!(err.downcast::<UsageError>().unwrap().field, "--purge");
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub fn load(path: &Path) -> anyhow::Result<Results> {
         return fio_json::from_fio_text(&text)
             .map_err(|e| usage("RESULTS", format!("{}: {e:#}", path.display())));
     }
-    Results::read(path).map(Results::with_kv_analysis)
+    Results::read(path).map(Results::with_analysis)
 }
 
 fn write_out(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {

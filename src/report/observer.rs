@@ -13,6 +13,27 @@ use crate::trace::point_tracer;
 
 pub struct Terminal {
     pub quiet: bool,
+    /// Print each point's table as it is done (`iolab run` prints a summary
+    /// at the end instead).
+    pub tables: bool,
+}
+
+impl Terminal {
+    /// Progress, points, notes and warnings.
+    pub fn new(quiet: bool) -> Terminal {
+        Terminal {
+            quiet,
+            tables: true,
+        }
+    }
+
+    /// Progress, notes and warnings, no point tables.
+    pub fn progress_only(quiet: bool) -> Terminal {
+        Terminal {
+            quiet,
+            tables: false,
+        }
+    }
 }
 
 impl Observer for Terminal {
@@ -39,7 +60,7 @@ impl Observer for Terminal {
     }
 
     fn point_done(&self, point: &Point) {
-        if !self.quiet {
+        if !self.quiet && self.tables {
             println!("{}", terminal::point_block(point));
         }
     }
@@ -64,7 +85,7 @@ impl Observer for Terminal {
     }
 
     fn point_traced(&self, trace: &ConfigResult) {
-        if !self.quiet {
+        if !self.quiet && self.tables {
             println!("{}", point_tracer::table(trace));
         }
     }

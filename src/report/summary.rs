@@ -123,30 +123,7 @@ fn batching_headlines(r: &Results) -> Vec<Headline> {
             });
         }
     }
-    if r.analysis.batching.is_empty() {
-        out.extend(legacy_batching_headline(r));
-    }
     out
-}
-
-/// The best speedup of a v1 file without an analysis section (speedup:
-/// per-block time at the smallest k / at k, per rw and block size).
-fn legacy_batching_headline(r: &Results) -> Option<Headline> {
-    let times = crate::report::charts::device::legacy_batching_times(r);
-    let (rw, bs, k, speedup) = times
-        .iter()
-        .filter(|(_, ks)| ks.len() >= 2)
-        .flat_map(|((rw, bs), ks)| {
-            let t0 = *ks.values().next().unwrap_or(&1.0);
-            ks.iter()
-                .map(move |(&k, &t)| (rw, *bs, k, t0 / t.max(1e-9)))
-        })
-        .max_by(|a, b| a.3.total_cmp(&b.3))?;
-    Some(Headline {
-        label: "best batching speedup".into(),
-        value: fmt::times(speedup),
-        detail: format!("{rw} {} at k={k}", fmt::bytes(bs as f64)),
-    })
 }
 
 /// The load-latency knee and saturation of one open-loop group.

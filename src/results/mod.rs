@@ -68,22 +68,20 @@ impl Results {
     /// Compute the analysis when the file has none (fio JSON and kv files).
     pub fn ensure_analysis(&mut self) {
         if self.analysis.is_empty() {
-            self.analysis = if self.kind == "run" {
-                crate::analysis::analyze_across_steps(&self.points)
+            let opts = if self.kind == "run" {
+                crate::analysis::AnalysisOptions::across_steps()
             } else {
-                crate::analysis::analyze(&self.points, &Default::default())
+                crate::analysis::AnalysisOptions::default()
             };
+            self.analysis = crate::analysis::analyze(&self.points, &opts);
         }
     }
 
-    /// `self`, with its analysis computed if it is a kv file without one
-    /// (`iolab kv` writes none). Device and run files keep what they were
-    /// written with: v1 files without an analysis section are still drawn
-    /// from their points (the report's legacy fallbacks), as before.
-    pub fn with_kv_analysis(mut self) -> Results {
-        if self.kind == "kv" {
-            self.ensure_analysis();
-        }
+    /// `self`, with its analysis computed if the file has none (kv files,
+    /// and results written before the analysis section existed): the
+    /// report draws only what `analysis::analyze` computed.
+    pub fn with_analysis(mut self) -> Results {
+        self.ensure_analysis();
         self
     }
 

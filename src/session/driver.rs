@@ -58,6 +58,31 @@ enum Ran {
     Skipped,
 }
 
+/// What a point carries in the results besides its job: the experiment it
+/// belongs to (plan files), parameters (`iolab run`'s step) and point
+/// extensions (role, phase, steady-state round).
+#[derive(Default, Clone, Copy)]
+pub struct Tags<'t> {
+    pub experiment: &'t str,
+    pub params: &'t [(&'t str, String)],
+    pub extra: &'t [(&'t str, Value)],
+}
+
+impl Tags<'_> {
+    fn apply(&self, p: &mut Point) {
+        if !self.experiment.is_empty() {
+            p.params
+                .insert("experiment".into(), self.experiment.to_string());
+        }
+        for (k, v) in self.params {
+            p.params.insert((*k).to_string(), v.clone());
+        }
+        for (k, v) in self.extra {
+            p.extra.insert((*k).to_string(), v.clone());
+        }
+    }
+}
+
 impl<'a> Driver<'a> {
     /// `planned` is (points, seconds) for the progress line's ETA.
     pub fn new(
@@ -94,6 +119,76 @@ impl<'a> Driver<'a> {
         &self.sink.results
     }
 
+    /// The results being built (saved at the next point or `save`).
+    pub fn results_mut(&mut self) -> &mut Results {
+        &mut self.sink.results
+    }
+
+    /// A warning: kept in the results and shown by the observer.
+    pub fn warn(&mut self, msg: String) {
+        self.observer.warning(&msg);
+        self.sink.results.warnings.push(msg);
+    }
+
+    /// Measure one job as a point of its own (outside any experiment mode);
+    /// `None` when it was skipped or failed (recorded in the results).
+    pub fn run_point(&mut self, job: &JobSpec, tags: &Tags) -> anyhow::Result<Option<Point>> {
+        Ok(match self.measure(job, tags)? {
+            Ran::Done(p) => Some(*p),
+            Ran::Skipped => None,
+        })
+    }
+
+    /// Points measured by something other than the device core (a traced
+    /// job, a kv workload): counted and shown like the driver's own, tagged,
+    /// and saved. `measure` gets the results for its provenance and
+    /// warnings; its error is returned to the caller, which decides what a
+    /// failure means.
+    pub fn run_external(
+        &mut self,
+        name: &str,
+        expected_s: f64,
+        tags: &Tags,
+        measure: impl FnOnce(&mut Results) -> anyhow::Result<Vec<Point>>,
+    ) -> anyhow::Result<usize> {
+        let label = self.next_label(name);
+        if self.show_progress {
+            self.observer.progress(&Progress {
+                label: &label,
+                elapsed_s: 0.0,
+                expected_s: Some(expected_s),
+                eta_s: Some(self.eta_s()),
+            });
+        }
+        let measured = measure(&mut self.sink.results);
+        if self.show_progress {
+            self.observer.progress_done();
+        }
+        let points = measured?;
+        let n = points.len();
+        for mut p in points {
+            tags.apply(&mut p);
+            self.observer.point_done(&p);
+            self.sink.results.points.push(p);
+        }
+        self.save()?;
+        Ok(n)
+    }
+
+    fn next_label(&mut self, name: &str) -> String {
+        self.done_points += 1;
+        format!(
+            "[{}/{}] {name}",
+            self.done_points,
+            self.planned_points.max(self.done_points)
+        )
+    }
+
+    /// Seconds left of the planned run.
+    fn eta_s(&self) -> f64 {
+        (self.planned_secs - self.started.elapsed().as_secs_f64()).max(0.0)
+    }
+
     /// Write the results as they are (before the first point, so a crash
     /// still leaves the provenance).
     pub fn save(&mut self) -> anyhow::Result<()> {
@@ -108,9 +203,15 @@ impl<'a> Driver<'a> {
             }
             self.sink.set_analysis(AnalysisOptions {
                 knee_factor: e.knee_factor,
+                ..AnalysisOptions::default()
             });
             self.run_experiment(e)?;
         }
+        self.finish()
+    }
+
+    /// The end of a run: mark it complete or interrupted, save a last time.
+    pub fn finish(self) -> anyhow::Result<Outcome> {
         let results = self.sink.finish(interrupt::stop_requested())?;
         Ok(Outcome {
             results,
@@ -148,22 +249,12 @@ impl<'a> Driver<'a> {
     }
 
     /// Run one point; errors that mean "this point cannot run" skip it.
-    fn run_point(
-        &mut self,
-        job: &JobSpec,
-        exp: &str,
-        extra: &[(&str, Value)],
-    ) -> anyhow::Result<Ran> {
+    fn measure(&mut self, job: &JobSpec, tags: &Tags) -> anyhow::Result<Ran> {
         if interrupt::stop_requested() {
             return Ok(Ran::Skipped);
         }
-        self.done_points += 1;
-        let label = format!(
-            "[{}/{}] {}",
-            self.done_points,
-            self.planned_points.max(self.done_points),
-            job.name
-        );
+        let exp = tags.experiment;
+        let label = self.next_label(&job.name);
         let started = self.started;
         let planned = self.planned_secs;
         let observer = self.observer;
@@ -219,12 +310,7 @@ impl<'a> Driver<'a> {
         };
         let p = &mut outcome.point;
         super::mark_if_interrupted(p);
-        if !exp.is_empty() {
-            p.params.insert("experiment".into(), exp.to_string());
-        }
-        for (k, v) in extra {
-            p.extra.insert((*k).to_string(), v.clone());
-        }
+        tags.apply(p);
         if let Some(res) = &traced {
             p.warnings.extend(point_tracer::warnings(res));
             p.extra.trace = Some(Box::new(res.clone()));
@@ -250,6 +336,18 @@ impl<'a> Driver<'a> {
         Ok(Ran::Done(Box::new(outcome.point)))
     }
 
+    /// A point of experiment `exp` with point extensions `extra`.
+    fn run_in(&mut self, job: &JobSpec, exp: &str, extra: &[(&str, Value)]) -> anyhow::Result<Ran> {
+        self.measure(
+            job,
+            &Tags {
+                experiment: exp,
+                params: &[],
+                extra,
+            },
+        )
+    }
+
     fn run_experiment(&mut self, e: &Experiment) -> anyhow::Result<()> {
         let exp = e.name.as_str();
         if e.purge {
@@ -263,12 +361,12 @@ impl<'a> Driver<'a> {
         }
         if let (Some(n), Some(first)) = (e.precondition, e.jobs.first()) {
             let pj = steady_run::precondition_job(first, self.target.size, n);
-            self.run_point(&pj, exp, &[("phase", json!("precondition"))])?;
+            self.run_in(&pj, exp, &[("phase", json!("precondition"))])?;
         }
         match &e.mode {
             Mode::Plain => {
                 for j in &e.jobs {
-                    self.run_point(j, exp, &[])?;
+                    self.run_in(j, exp, &[])?;
                 }
             }
             Mode::Rates { rates, arrival } => {
@@ -295,7 +393,7 @@ impl<'a> Driver<'a> {
         cj.name = format!("{}-closed-loop-max", j.name);
         cj.open_loop = None;
         Ok(
-            match self.run_point(&cj, exp, &[("role", json!("closed_loop_max"))])? {
+            match self.run_in(&cj, exp, &[("role", json!("closed_loop_max"))])? {
                 Ran::Done(p) if p.total.iops > 0.0 => Some(p.total.iops),
                 _ => None,
             },
@@ -320,7 +418,7 @@ impl<'a> Driver<'a> {
         };
         for r in list {
             let rj = with_rate(j, r, arrival);
-            self.run_point(&rj, exp, &[])?;
+            self.run_in(&rj, exp, &[])?;
         }
         Ok(())
     }
@@ -360,7 +458,7 @@ impl<'a> Driver<'a> {
                 };
             }
             sj.name = format!("{}-target-step{step}", sj.name);
-            let point = match self.run_point(&sj, exp, &[])? {
+            let point = match self.run_in(&sj, exp, &[])? {
                 Ran::Done(p) => p,
                 Ran::Skipped => return Ok(()),
             };
@@ -398,7 +496,7 @@ impl<'a> Driver<'a> {
                     "round": round + 1, "tracked": i == tracked, "metric": s.metric,
                     "criterion": s.criterion, "window": s.window, "max_rounds": s.max_rounds,
                 });
-                let ran = self.run_point(&rj, exp, &[("steady", info)])?;
+                let ran = self.run_in(&rj, exp, &[("steady", info)])?;
                 if i == tracked {
                     // Rounds of one job share a key: drop the round from the name-free params.
                     if let Ran::Done(p) = ran {

@@ -6,7 +6,7 @@
 pub mod driver;
 pub mod sink;
 
-pub use driver::{with_rate, Driver, Outcome};
+pub use driver::{with_rate, Driver, Outcome, Tags};
 pub use sink::ResultsSink;
 
 use crate::results::Point;

@@ -5,13 +5,13 @@
 //! `results.json` current after every point and ends with `report.html`
 //! and a terminal summary.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::json;
 
-use crate::analysis;
+use crate::analysis::AnalysisOptions;
 use crate::cli::run::RunArgs;
 use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
@@ -20,9 +20,11 @@ use crate::interrupt;
 use crate::plan::job::{JobSpec, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::report::html;
+use crate::report::observer::Terminal;
 use crate::results::output;
 use crate::results::{time, Point, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
+use crate::session::{Driver, ResultsSink, Tags};
 
 pub mod breakdown;
 pub mod kv;
@@ -208,38 +210,31 @@ fn start_results(
     Ok(results)
 }
 
-/// One `iolab run` in progress: the plan, the results and where they go.
+/// One `iolab run` in progress: the plan, and the session driver that
+/// measures its jobs and keeps `results.json` current.
 struct StepRunner<'a> {
     a: &'a RunArgs,
     target: &'a Target,
     steps: Vec<Step>,
-    results: Results,
     budget_ns: u64,
-    out: PathBuf,
-    json_path: PathBuf,
-    show_progress: bool,
+    driver: Driver<'a>,
     /// One `kv` invocation runs every workload of the kv step.
     kv_ran: bool,
 }
 
 impl StepRunner<'_> {
-    fn save(&mut self) -> anyhow::Result<()> {
-        self.results.extra.insert(
-            "run".into(),
-            run_record(&self.steps, &self.a.profile, self.budget_ns),
-        );
-        self.results.write_atomic(&self.json_path)
+    /// Keep the plan record (which steps ran or were skipped) in the results.
+    fn record_plan(&mut self) {
+        let record = run_record(&self.steps, &self.a.profile, self.budget_ns);
+        self.driver.results_mut().extra.insert("run".into(), record);
     }
 
     /// Run every job in plan order until the end or Ctrl-C.
     fn run_all(&mut self, jobs: &[(&'static str, StepKind, JobSpec)]) -> anyhow::Result<()> {
-        let total_ns: u64 = jobs.iter().map(|(_, _, j)| job_ns(j)).sum();
-        let mut done_ns = 0u64;
-        for (i, (step_id, kind, job)) in jobs.iter().enumerate() {
+        for (step_id, kind, job) in jobs {
             if interrupt::stop_requested() {
                 break;
             }
-            done_ns += job_ns(job);
             // Skipped while running (no closed-loop maximum, no tracing here).
             if self
                 .steps
@@ -249,10 +244,7 @@ impl StepRunner<'_> {
             {
                 continue;
             }
-            let position = format!("[{}/{}]", i + 1, jobs.len());
-            self.run_job(&position, step_id, *kind, job, total_ns - done_ns)?;
-            self.results.analysis = analysis::analyze_across_steps(&self.results.points);
-            self.save()?;
+            self.run_job(step_id, *kind, job)?;
         }
         Ok(())
     }
@@ -260,124 +252,85 @@ impl StepRunner<'_> {
     /// Run one job of a step; a step that cannot run here is marked skipped.
     fn run_job(
         &mut self,
-        position: &str,
         step_id: &'static str,
         kind: StepKind,
         job: &JobSpec,
-        remaining_after: u64,
     ) -> anyhow::Result<()> {
         let mut job = job.clone();
         let mut extra = Vec::new();
-        let mut skip_why = None;
         if kind == StepKind::RatesOfMax {
             let pct = job.open_loop.map_or(100.0, |o| o.rate_iops);
-            match closed_loop_max(&mut self.results.points, &job) {
-                Some(max) => {
-                    if let Some(ol) = job.open_loop.as_mut() {
-                        ol.rate_iops = (pct / 100.0 * max).max(1.0);
-                    }
-                    job.name = format!("{step_id}: {}", job.default_name());
-                    extra.push(("rate_pct_of_max", json!(pct)));
-                }
-                None => {
-                    skip_why = Some(
-                        "no closed-loop maximum (the iops step's randread 4k point is missing)"
-                            .to_string(),
-                    )
-                }
+            let Some(max) = closed_loop_max(&mut self.driver.results_mut().points, &job) else {
+                self.skip_step(
+                    step_id,
+                    "no closed-loop maximum (the iops step's randread 4k point is missing)".into(),
+                );
+                return self.driver.save();
+            };
+            if let Some(ol) = job.open_loop.as_mut() {
+                ol.rate_iops = (pct / 100.0 * max).max(1.0);
             }
+            job.name = format!("{step_id}: {}", job.default_name());
+            extra.push(("rate_pct_of_max", json!(pct)));
         }
-        let label = format!("{position} {}", job.name);
-        let this_ns = job_ns(&job);
-        let progress = move |elapsed: f64, _total: Option<f64>| {
-            let left = (this_ns as f64 / 1e9 - elapsed).max(0.0) + remaining_after as f64 / 1e9;
-            eprint!("\r\x1b[2K{label}  ETA {:.0}s", left);
-            let _ = std::io::stderr().flush();
+        let params = [("step", step_id.to_string())];
+        let tags = Tags {
+            experiment: "",
+            params: &params,
+            extra: &extra,
         };
-        if self.show_progress {
-            progress(0.0, None);
-        }
-        let mut more_points = Vec::new();
-        let outcome = match kind {
-            _ if skip_why.is_some() => Err(anyhow::anyhow!("skipped")),
-            StepKind::Kv => self.run_kv(&job).map(|mut pts| {
-                let first = pts.remove(0);
-                more_points = pts;
-                (first, Vec::new())
+        let expected_s = job_ns(&job) as f64 / 1e9;
+        let (target, dir, seed) = (self.target, &self.a.dir, self.a.seed);
+        let external = match kind {
+            StepKind::Kv => {
+                self.kv_ran = true;
+                let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
+                self.driver
+                    .run_external(&job.name, expected_s, &tags, |results| {
+                        run_kv(results, dir, records, seed)
+                    })
+            }
+            StepKind::Trace => self.driver.run_external(&job.name, expected_s, &tags, |_| {
+                breakdown::run(target, &job).map(|p| vec![p])
             }),
-            StepKind::Trace => breakdown::run(self.target, &job).map(|p| (p, Vec::new())),
             _ => {
-                let opts = RunOptions {
-                    clock: crate::measure::tsc::ClockChoice::Auto,
-                    record_requests: None,
-                    on_progress: if self.show_progress {
-                        Some(&progress)
-                    } else {
-                        None
-                    },
-                };
-                run_job(&job, self.target, &opts).map(|o| (o.point, o.features))
+                self.record_plan();
+                return self.driver.run_point(&job, &tags).map(drop);
             }
         };
-        if self.show_progress {
-            eprint!("\r\x1b[2K");
+        if let Err(e) = external {
+            self.skip_step(step_id, format!("{e:#}"));
         }
-        match outcome {
-            Ok((mut point, features)) => {
-                point.params.insert("step".into(), step_id.into());
-                for (k, v) in extra {
-                    point.extra.insert(k.into(), v);
-                }
-                crate::session::mark_if_interrupted(&mut point);
-                self.results.provenance.merge_features(features);
-                self.results.points.push(point);
-                for mut p in more_points {
-                    p.params.insert("step".into(), step_id.into());
-                    self.results.points.push(p);
-                }
-            }
-            Err(e) if skip_why.is_some() || matches!(kind, StepKind::Trace | StepKind::Kv) => {
-                let why = skip_why.take().unwrap_or_else(|| format!("{e:#}"));
-                self.skip_step(step_id, why);
-            }
-            Err(e) => {
-                let msg = format!("job {} failed: {e:#}", job.name);
-                if !self.a.quiet {
-                    eprintln!("iolab: {msg}");
-                }
-                self.results.warnings.push(msg);
-            }
-        }
-        Ok(())
-    }
-
-    /// The kv step: every workload in one go; its points (at least one).
-    fn run_kv(&mut self, job: &JobSpec) -> anyhow::Result<Vec<Point>> {
-        self.kv_ran = true;
-        let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
-        let kr = kv::run(&self.a.dir, records, self.a.seed)?;
-        let pts = kr.points;
-        for (k, v) in kr.provenance.tools {
-            self.results.provenance.tools.entry(k).or_insert(v);
-        }
-        self.results.warnings.extend(kr.warnings);
-        if pts.is_empty() {
-            anyhow::bail!("the kv step measured nothing");
-        }
-        Ok(pts)
+        self.record_plan();
+        self.driver.save()
     }
 
     fn skip_step(&mut self, step_id: &str, why: String) {
-        if let Some(s) = self.steps.iter_mut().find(|s| s.id == step_id) {
-            self.results
-                .warnings
-                .push(format!("step '{}' skipped: {why}", s.title));
-            if !self.a.quiet {
-                eprintln!("iolab: step {} skipped: {why}", s.id);
-            }
-            s.skipped = Some(why);
+        if let Some(i) = self.steps.iter().position(|s| s.id == step_id) {
+            let msg = format!("step '{}' skipped: {why}", self.steps[i].title);
+            self.driver.warn(msg);
+            self.steps[i].skipped = Some(why);
         }
     }
+}
+
+/// The kv step: every workload in one go; its points (at least one), with
+/// the engine's version and the warnings merged into `results`.
+fn run_kv(
+    results: &mut Results,
+    dir: &Path,
+    records: u64,
+    seed: u64,
+) -> anyhow::Result<Vec<Point>> {
+    let kr = kv::run(dir, records, seed)?;
+    for (k, v) in kr.provenance.tools {
+        results.provenance.tools.entry(k).or_insert(v);
+    }
+    results.warnings.extend(kr.warnings);
+    if kr.points.is_empty() {
+        anyhow::bail!("the kv step measured nothing");
+    }
+    Ok(kr.points)
 }
 
 /// The output directory may exist, but what iolab would replace in it must
@@ -447,36 +400,55 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         .map(|(s, j)| (s.id, s.kind, j.clone()))
         .collect();
     let results = start_results(&target, a.seed, &jobs, &steps, warnings)?;
+    let json_path = dir.join("results.json");
+    let sink = ResultsSink::new(
+        results,
+        Some(json_path.clone()),
+        None,
+        AnalysisOptions::across_steps(),
+    );
+    let observer = Terminal::progress_only(a.quiet);
+    let planned_s = jobs.iter().map(|(_, _, j)| job_ns(j)).sum::<u64>() as f64 / 1e9;
+    let driver = Driver::new(
+        &target,
+        sink,
+        &observer,
+        None,
+        !a.quiet && std::io::stderr().is_terminal(),
+        (jobs.len(), planned_s),
+    );
     let mut runner = StepRunner {
         a: &a,
         target: &target,
         steps,
-        results,
         budget_ns,
-        json_path: dir.join("results.json"),
-        out: dir,
-        show_progress: !a.quiet && std::io::stderr().is_terminal(),
+        driver,
         kv_ran: false,
     };
-    runner.save()?;
+    runner.record_plan();
+    runner.driver.save()?;
     let t0 = Instant::now();
     runner.run_all(&jobs)?;
-    let (results, json_path, dir) = (runner.results, runner.json_path, runner.out);
+    runner.record_plan();
+    let outcome = runner.driver.finish()?;
     drop(target);
-    finish(results, &json_path, &dir.join("report.html"), a.quiet, t0)
+    finish(
+        outcome.results,
+        &json_path,
+        &dir.join("report.html"),
+        a.quiet,
+        t0,
+    )
 }
 
 /// Mark the end, write the report and the summary; the exit status.
 fn finish(
-    mut results: Results,
+    results: Results,
     json_path: &Path,
     html_path: &Path,
     quiet: bool,
     t0: Instant,
 ) -> anyhow::Result<()> {
-    results.interrupted = interrupt::stop_requested();
-    results.complete = !results.interrupted;
-    results.write_atomic(json_path)?;
     crate::results::write_atomic(html_path, html::render(&results, "results.json").as_bytes())?;
     if !quiet {
         println!(

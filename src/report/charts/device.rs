@@ -3,9 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{
-    batch_of, bs_of, is_device, is_open_loop, is_write, label, read_pct, varying, Section, Table,
-};
+use super::{batch_of, bs_of, is_device, is_write, label, read_pct, varying, Section, Table};
 use crate::analysis::types::{LatSummary, LoadPoint};
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
@@ -220,7 +218,7 @@ pub fn latency_per_block(r: &Results) -> Option<Section> {
 
 /// Batching speedup = per-block time at the smallest K / per-block time at K.
 pub fn batching(r: &Results) -> Option<Section> {
-    batching_from_analysis(r).or_else(|| batching_from_points(r))
+    batching_from_analysis(r)
 }
 
 /// Speedup vs k (a line per block size) and vs B (a line per k) from
@@ -362,138 +360,6 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
     })
 }
 
-/// Per-block time by (rw, bs) and batch size k, from the points of a v1
-/// file written without an analysis section.
-pub fn legacy_batching_times(r: &Results) -> BTreeMap<(String, u64), BTreeMap<u64, f64>> {
-    let mut by: BTreeMap<(String, u64), BTreeMap<u64, f64>> = BTreeMap::new();
-    for p in r.points.iter().filter(|p| is_device(p)) {
-        if let (Some(bs), Some(k), Some(t)) = (bs_of(p), batch_of(p), per_block_ns(p)) {
-            by.entry((super::rw_of(p).to_string(), bs))
-                .or_default()
-                .insert(k, t);
-        }
-    }
-    by
-}
-
-fn batching_from_points(r: &Results) -> Option<Section> {
-    let by = legacy_batching_times(r);
-    let mut table = Table::new(&["rw", "bs", "k", "per-block ns", "speedup"]);
-    let mut vs_k = Vec::new();
-    for (i, ((rw, bs), ks)) in by.iter().enumerate() {
-        if ks.len() < 2 {
-            continue;
-        }
-        let (&k0, &t0) = ks.iter().next().unwrap_or((&1, &1.0));
-        let mut v = Vec::new();
-        for (&k, &t) in ks {
-            let s = t0 / t.max(1e-9);
-            v.push((
-                k as f64,
-                s,
-                format!(
-                    "{rw} {}: k={k} speedup {} vs k={k0}",
-                    fmt::bytes(*bs as f64),
-                    fmt::times(s)
-                ),
-            ));
-            table.rows.push(vec![
-                rw.clone(),
-                fmt::bytes(*bs as f64),
-                k.to_string(),
-                format!("{t:.0}"),
-                format!("{s:.3}"),
-            ]);
-        }
-        vs_k.push(Series {
-            label: format!("{rw} {}", fmt::bytes(*bs as f64)),
-            points: v,
-            dashed: rw.contains("write"),
-            color: i,
-            line: true,
-        });
-    }
-    if vs_k.is_empty() {
-        return None;
-    }
-    let mut svgs = vec![svg::line_chart(&LineChart {
-        title: "Batching speedup vs batch size k".into(),
-        x: Axis::new(
-            "batch size k (requests submitted together)",
-            Scale::Log2,
-            fmt::plain,
-        ),
-        y: Axis::new(
-            "speedup (per-block time at smallest k / at k)",
-            Scale::Linear,
-            fmt::times,
-        ),
-        series: vs_k,
-        shade: None,
-        marks: vec![],
-        hlines: vec![],
-    })];
-    // Speedup vs B at the largest k measured with at least two block sizes.
-    let mut vs_b = Vec::new();
-    let rws: BTreeSet<&String> = by.keys().map(|(rw, _)| rw).collect();
-    for (i, rw) in rws.iter().enumerate() {
-        let rows: Vec<(u64, &BTreeMap<u64, f64>)> = by
-            .iter()
-            .filter(|((r2, _), ks)| r2 == *rw && ks.len() >= 2)
-            .map(|((_, bs), ks)| (*bs, ks))
-            .collect();
-        let kmax = rows
-            .iter()
-            .filter_map(|(_, ks)| ks.keys().last().copied())
-            .max()
-            .unwrap_or(0);
-        let v: Vec<(f64, f64, String)> = rows
-            .iter()
-            .filter_map(|(bs, ks)| {
-                let t0 = *ks.values().next()?;
-                let t = *ks.get(&kmax)?;
-                let s = t0 / t.max(1e-9);
-                Some((
-                    *bs as f64,
-                    s,
-                    format!(
-                        "{rw} {} at k={kmax}: {}",
-                        fmt::bytes(*bs as f64),
-                        fmt::times(s)
-                    ),
-                ))
-            })
-            .collect();
-        if v.len() >= 2 {
-            vs_b.push(Series {
-                label: format!("{rw} k={kmax}"),
-                points: v,
-                dashed: rw.contains("write"),
-                color: i,
-                line: true,
-            });
-        }
-    }
-    if !vs_b.is_empty() {
-        svgs.push(svg::line_chart(&LineChart {
-            title: "Batching speedup vs block size".into(),
-            x: Axis::new("block size B", Scale::Log2, fmt::bytes),
-            y: Axis::new("speedup at the largest k", Scale::Linear, fmt::times),
-            series: vs_b,
-            shade: None,
-            marks: vec![],
-            hlines: vec![],
-        }));
-    }
-    Some(Section {
-        id: "batching".into(),
-        title: "Batching parallelism".into(),
-        note: "Submit k requests at once and wait for all k. Speedup = per-block time at the smallest k measured (normally 1) / per-block time at k: how much parallelism the device turns into throughput.".into(),
-        svgs,
-        table,
-    })
-}
-
 /// Block size x read/write mix heat map of IOPS (random patterns).
 pub fn heat_map(r: &Results) -> Option<Section> {
     let pts: Vec<&Point> = r
@@ -555,20 +421,11 @@ pub fn heat_map(r: &Results) -> Option<Section> {
     })
 }
 
-/// The knee: the last point before p99 latency exceeds twice its value at
-/// the lowest load. `points` are (achieved IOPS, p99 ns), sorted by IOPS.
-pub fn knee(points: &[(f64, f64)]) -> Option<usize> {
-    let base = points.first()?.1;
-    let over = points.iter().position(|&(_, p99)| p99 > 2.0 * base)?;
-    Some(over.saturating_sub(1))
-}
-
 /// Mean, p95 and p99 latency vs achieved IOPS for open-loop points: from
 /// `analysis.load_latency` when present (latency from the intended issue
-/// time solid, from the actual issue dashed, the analysis' knee marked),
-/// else from the points.
+/// time solid, from the actual issue dashed, the analysis' knee marked).
 pub fn load_latency(r: &Results) -> Option<Section> {
-    load_latency_from_analysis(r).or_else(|| load_latency_from_points(r))
+    load_latency_from_analysis(r)
 }
 
 /// Which latency of a curve point: from the intended or the actual issue.
@@ -710,128 +567,4 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
         svgs,
         table,
     })
-}
-
-fn load_latency_from_points(r: &Results) -> Option<Section> {
-    let mut pts: Vec<&Point> = r
-        .points
-        .iter()
-        .filter(|p| is_open_loop(p) && p.main_lat().is_some())
-        .collect();
-    if pts.len() < 2 {
-        return None;
-    }
-    pts.sort_by(|a, b| a.total.iops.total_cmp(&b.total.iops));
-    let mut table = Table::new(&["target rate", "achieved IOPS", "mean", "p95", "p99"]);
-    let mut mean = Vec::new();
-    let mut p95 = Vec::new();
-    let mut p99 = Vec::new();
-    let mut kp = Vec::new();
-    for p in &pts {
-        let x = p.total.iops;
-        let m = main_mean(p).unwrap_or(0.0);
-        let a = p_lat(p, 95.0).unwrap_or(m);
-        let b = p_lat(p, 99.0).unwrap_or(a);
-        let rate = p
-            .params
-            .get("rate")
-            .or_else(|| p.params.get("rate_iops"))
-            .cloned()
-            .unwrap_or_default();
-        let t = |what: &str, v: f64| {
-            format!(
-                "{} IOPS (target {rate}): {what} {}",
-                fmt::count(x),
-                fmt::ns(v)
-            )
-        };
-        mean.push((x, m, t("mean", m)));
-        p95.push((x, a, t("p95", a)));
-        p99.push((x, b, t("p99", b)));
-        kp.push((x, b));
-        table.rows.push(vec![
-            rate,
-            format!("{x:.0}"),
-            format!("{m:.0}"),
-            format!("{a:.0}"),
-            format!("{b:.0}"),
-        ]);
-    }
-    // A knee from the analysis section wins over our own estimate.
-    let knee_x = r
-        .analysis
-        .other
-        .get("knee")
-        .and_then(|k| k.get("iops").or(Some(k)))
-        .and_then(|v| v.as_f64());
-    let marks = match knee_x {
-        Some(x) => {
-            let y = kp
-                .iter()
-                .min_by(|a, b| (a.0 - x).abs().total_cmp(&(b.0 - x).abs()))
-                .map(|p| p.1)
-                .unwrap_or(0.0);
-            vec![(x, y, format!("knee ~{} IOPS", fmt::count(x)))]
-        }
-        None => knee(&kp)
-            .map(|i| {
-                vec![(
-                    kp[i].0,
-                    kp[i].1,
-                    format!("knee ~{} IOPS", fmt::count(kp[i].0)),
-                )]
-            })
-            .unwrap_or_default(),
-    };
-    let series = vec![
-        Series {
-            label: "mean".into(),
-            points: mean,
-            dashed: false,
-            color: 0,
-            line: true,
-        },
-        Series {
-            label: "p95".into(),
-            points: p95,
-            dashed: false,
-            color: 4,
-            line: true,
-        },
-        Series {
-            label: "p99".into(),
-            points: p99,
-            dashed: false,
-            color: 1,
-            line: true,
-        },
-    ];
-    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-    Some(Section {
-        id: "load-latency".into(),
-        title: "Latency under load".into(),
-        note: "Open-loop runs at fixed target rates: latency vs the throughput achieved. The knee marks the highest load before p99 latency doubles from its unloaded value.".into(),
-        svgs: vec![svg::line_chart(&LineChart {
-            title: "Load-latency curve".into(),
-            x: Axis::new("achieved IOPS", Scale::Linear, fmt::count),
-            y: Axis::new("latency", scale, fmt::ns),
-            series,
-            shade: None,
-            marks,
-            hlines: vec![],
-        })],
-        table,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn knee_is_before_p99_doubles() {
-        let pts = [(100.0, 50.0), (200.0, 60.0), (300.0, 90.0), (400.0, 400.0)];
-        assert_eq!(knee(&pts), Some(2));
-        assert_eq!(knee(&pts[..2]), None);
-    }
 }

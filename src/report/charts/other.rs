@@ -112,7 +112,7 @@ pub fn breakdown(r: &Results) -> Option<Section> {
 /// its bounds, from `extra.steady_state` (`rounds`/`values` array, optional
 /// `window` [start, end] and `bounds` [lo, hi]).
 pub fn steady_state(r: &Results) -> Option<Section> {
-    steady_from_analysis(r).or_else(|| steady_from_points(r))
+    steady_from_analysis(r)
 }
 
 /// One convergence chart per group of `analysis.steady_state` (what
@@ -221,91 +221,6 @@ fn steady_from_analysis(r: &Results) -> Option<Section> {
         title: "Steady-state convergence".into(),
         note: "The tracked value per round; steady when, over the window (shaded), the values stay within the bounds and the least-squares slope is small (SNIA PTS: range within 20% and slope excursion within 10% of the window mean).".into(),
         svgs,
-        table,
-    })
-}
-
-/// Convergence from a point's own `extra.steady_state` object.
-fn steady_from_points(r: &Results) -> Option<Section> {
-    let mut series = Vec::new();
-    let mut table = Table::new(&["point", "round", "value"]);
-    let mut hlines = Vec::new();
-    let mut shade = None;
-    for (i, p) in r.points.iter().enumerate() {
-        let Some(ss) = p.extra.other.get("steady_state").filter(|v| v.is_object()) else {
-            continue;
-        };
-        let vals: Vec<f64> = ["rounds", "values", "series"]
-            .iter()
-            .find_map(|k| ss.get(*k).and_then(|v| v.as_array()))
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| {
-                        v.as_f64()
-                            .or_else(|| v.get("value").and_then(|x| x.as_f64()))
-                            .or_else(|| v.get("iops").and_then(|x| x.as_f64()))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if vals.len() < 2 {
-            continue;
-        }
-        let pts: Vec<(f64, f64, String)> = vals
-            .iter()
-            .enumerate()
-            .map(|(k, v)| {
-                table
-                    .rows
-                    .push(vec![p.name.clone(), (k + 1).to_string(), fmt::plain(*v)]);
-                (
-                    (k + 1) as f64,
-                    *v,
-                    format!("{} round {}: {}", p.name, k + 1, fmt::plain(*v)),
-                )
-            })
-            .collect();
-        if let Some(b) = ss.get("bounds").and_then(|b| b.as_array()) {
-            for (v, l) in b
-                .iter()
-                .filter_map(|x| x.as_f64())
-                .zip(["lower bound", "upper bound"])
-            {
-                hlines.push((v, l.to_string()));
-            }
-        }
-        if let Some(w) = ss.get("window").and_then(|w| w.as_array()) {
-            if let (Some(a), Some(b)) = (
-                w.first().and_then(|x| x.as_f64()),
-                w.get(1).and_then(|x| x.as_f64()),
-            ) {
-                shade = Some((a, b, "steady-state window".to_string()));
-            }
-        }
-        series.push(Series {
-            label: p.name.clone(),
-            points: pts,
-            dashed: false,
-            color: i,
-            line: true,
-        });
-    }
-    if series.is_empty() {
-        return None;
-    }
-    Some(Section {
-        id: "steady-state".into(),
-        title: "Steady-state convergence".into(),
-        note: "The tracked value per round; steady when, over the window, the range and the slope stay within the bounds (SNIA PTS).".into(),
-        svgs: vec![svg::line_chart(&LineChart {
-            title: "Convergence".into(),
-            x: Axis::new("round", Scale::Linear, fmt::plain),
-            y: Axis::new("tracked value", Scale::Linear, fmt::count),
-            series,
-            shade,
-            marks: vec![],
-            hlines,
-        })],
         table,
     })
 }
