@@ -158,6 +158,12 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         println!("fio JSON: {}", p.display());
     }
     drop(target);
+    exit_status(&results, failures)
+}
+
+/// The run's exit status: interrupted (130), a verification mismatch (3),
+/// failed points (1), else success.
+fn exit_status(results: &Results, failures: usize) -> anyhow::Result<()> {
     if results.interrupted {
         return Err(Interrupted.into());
     }

@@ -28,7 +28,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let done = crate::kv::run::run(&plan, &KvTerminal)?;
+    let done = crate::kv::run::run(&plan, &KvTerminal::new())?;
     if let Some(out) = &plan.output {
         println!("\nresults: {}", out.display());
     }

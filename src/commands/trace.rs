@@ -17,6 +17,7 @@ use crate::error::usage;
 use crate::interrupt;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
+use crate::report::trace_terminal;
 use crate::results::{Provenance, Results};
 use crate::session::sink::ResultsSink;
 use crate::testbed::mount::MountGuard;
@@ -26,7 +27,6 @@ use crate::trace::config::{run_config, ConfigResult, Setup};
 use crate::trace::events::kdev;
 use crate::trace::extents::ExtentMap;
 use crate::trace::session::{disk_irqs, Capture};
-use crate::trace::stages::render;
 use crate::trace::tracefs;
 
 fn list(field: &str, s: &str) -> Result<Vec<String>> {
@@ -368,7 +368,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
                 let spec = job_spec(&plan, &args, engine, sqpoll, qd);
                 spec.validate()?;
                 let (res, mut pt, cap) = run_config(&setup, &spec, &sched_name, !args.no_overhead)?;
-                print_config(&res);
+                print!("{}", trace_terminal::config_text(&res));
                 if let (Some(dir), Some(cap)) = (&args.export, &cap) {
                     export_capture(dir, &res, cap, plan.export_dev.unwrap_or(whole))?;
                 }
@@ -385,7 +385,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         }
     }
     if all.len() > 1 {
-        println!("\n{}", summary(&all));
+        println!("\n{}", trace_terminal::summary(&all));
     }
     let interrupted = all.iter().any(|r| r.interrupted);
     let out = sink.path().map(Path::to_path_buf);
@@ -399,93 +399,4 @@ pub fn run(args: TraceArgs) -> Result<()> {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
     Ok(())
-}
-
-fn print_config(r: &ConfigResult) {
-    println!("\n== {} ==", r.label);
-    if let Some(b) = &r.breakdown {
-        print!("{}", render(b));
-    }
-    let ov = match (r.untraced_mean_ns, r.overhead) {
-        (Some(u), Some(o)) => format!(
-            "tracing overhead: mean latency {:.1} us traced vs {:.1} us untraced ({:+.1}%), IOPS {:.0} vs {:.0}",
-            r.traced_mean_ns / 1e3,
-            u / 1e3,
-            if r.overhead_pairs.len() > 1 { (r.traced_mean_ns / u - 1.0) * 100.0 } else { o * 100.0 },
-            r.traced_iops,
-            r.untraced_iops.unwrap_or(0.0)
-        ),
-        (Some(u), None) => format!("untraced: mean latency {:.1} us, IOPS {:.0}", u / 1e3, r.untraced_iops.unwrap_or(0.0)),
-        _ => format!("traced: mean latency {:.1} us, IOPS {:.0}", r.traced_mean_ns / 1e3, r.traced_iops),
-    };
-    println!("{ov}");
-    if r.overhead_pairs.len() > 1 {
-        let v: Vec<String> = r
-            .overhead_pairs
-            .iter()
-            .map(|o| format!("{:+.1}%", o * 100.0))
-            .collect();
-        println!(
-            "tracing overhead: median {:+.1}% over {} pairs in alternating order: {}",
-            r.overhead.unwrap_or(0.0) * 100.0,
-            v.len(),
-            v.join(" ")
-        );
-    }
-    if let Some(l) = &r.lost {
-        println!(
-            "events: {} in {} pages; {} requests without a matching block I/O",
-            r.events, r.pages, r.unmatched_requests
-        );
-        let lost = l.total() + r.missed_in_pages;
-        if lost > 0 {
-            println!(
-                "WARNING: the kernel dropped {lost} trace events (overrun {}, dropped {}); the breakdown covers only the requests whose events survived; raise --buffer-kb",
-                l.overrun, l.dropped
-            );
-        } else {
-            println!("no trace events lost");
-        }
-    }
-}
-
-fn summary(all: &[ConfigResult]) -> String {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
-    t.set_header([
-        "configuration",
-        "mean us",
-        "software us",
-        "block us",
-        "device us",
-        "software %",
-        "overhead",
-    ]);
-    for r in all {
-        let Some(b) = &r.breakdown else { continue };
-        let mean = b.total.mean_ns;
-        let block: f64 = b
-            .stages
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.stage.as_str(),
-                    "Q2G" | "G2I" | "I2D" | "G2D" | "Q2M" | "M2D" | "Q2D"
-                )
-            })
-            .map(|s| s.mean_ns * s.n as f64 / b.requests.max(1) as f64)
-            .sum();
-        t.add_row([
-            r.label.clone(),
-            format!("{:.1}", mean / 1e3),
-            format!("{:.1}", mean * b.software_share / 1e3),
-            format!("{:.1}", block / 1e3),
-            format!("{:.1}", mean * b.device_share / 1e3),
-            format!("{:.1}%", b.software_share * 100.0),
-            r.overhead
-                .map(|o| format!("{:+.1}%", o * 100.0))
-                .unwrap_or_default(),
-        ]);
-    }
-    t.to_string()
 }

@@ -143,12 +143,27 @@ struct WorkerJob<'a> {
     seed: u64,
 }
 
+/// Called about once a second while a phase runs, from the thread that
+/// waits for the workers: (seconds since the start, operations done).
+pub type OnProgress<'a> = &'a dyn Fn(f64, u64);
+
 /// Run `work` with `spec` on `engine`; `db_dir` is measured for size.
 pub fn run(
     engine: &dyn KvEngine,
     work: &dyn Work,
     spec: &PhaseSpec,
     db_dir: &Path,
+) -> Result<PhaseOutcome> {
+    run_reporting(engine, work, spec, db_dir, &|_, _| {})
+}
+
+/// `run`, reporting progress about once a second.
+pub fn run_reporting(
+    engine: &dyn KvEngine,
+    work: &dyn Work,
+    spec: &PhaseSpec,
+    db_dir: &Path,
+    on_progress: OnProgress<'_>,
 ) -> Result<PhaseOutcome> {
     let kinds = work.kinds();
     let paced = spec.rate.iter().any(|r| r.is_some());
@@ -184,7 +199,7 @@ pub fn run(
         shared.start_at.store(mono_now_ns(), Ordering::Release);
         t_begin = shared.start_at.load(Ordering::Relaxed);
         shared.barrier.wait();
-        series = sample_series(&shared.progress, &handles, t_begin);
+        series = sample_series(&shared.progress, &handles, t_begin, on_progress);
         for h in handles {
             recs.push(
                 h.join()
@@ -317,11 +332,12 @@ fn worker(
 }
 
 /// The 1 s time series of the phase, sampled on the calling thread until
-/// every worker has finished.
+/// every worker has finished; progress is reported at every sample.
 fn sample_series<T>(
     progress: &[Progress],
     handles: &[std::thread::ScopedJoinHandle<'_, T>],
     t_begin: u64,
+    on_progress: OnProgress<'_>,
 ) -> Vec<SeriesPoint> {
     let mut series = Vec::new();
     let mut last_t = t_begin;
@@ -349,6 +365,9 @@ fn sample_series<T>(
             last_t = now;
             last_ops = ops;
             last_lat = lat;
+            if !finished {
+                on_progress((now - t_begin) as f64 / 1e9, ops);
+            }
         }
         if finished {
             return series;

@@ -2,7 +2,7 @@
 //! returns its results. It owns the database directory (scratch or `--db`),
 //! the memory cgroup, the engine and the phase loop, and saves the results
 //! file after every phase; it never prints (the observer shows progress:
-//! `report::kv_terminal` on a terminal, `Silent` inside `iolab run`).
+//! `report::kv_terminal` on a terminal, `session::Silent` inside `iolab run`).
 
 use super::dbbench::{Bench, DbBench};
 use super::engine::{self, EngineOptions, KvEngine, KvEngineKind};
@@ -17,28 +17,25 @@ use crate::interrupt;
 use crate::results::provenance::Provenance;
 use crate::results::{Point, Results};
 use crate::session::sink::ResultsSink;
+use crate::session::{Observer, Progress};
 use crate::testbed::cgroup::MemoryCgroup;
 use crate::testbed::{self, Resource};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// What a kv run shows as it goes; every method defaults to nothing.
-pub trait KvObserver {
+/// What a kv run shows as it goes, beyond the session's observer (progress
+/// once a second, warnings); every method defaults to nothing.
+pub trait KvObserver: Observer {
     /// The engine is open in its database directory.
     fn started(&self, _s: &Started<'_>) {}
     /// A phase is about to run.
     fn phase_started(&self, _name: &str, _threads: usize) {}
     /// A phase finished; its point is saved.
     fn phase_done(&self, _name: &str, _outcome: &PhaseOutcome, _point: &Point) {}
-    /// A warning about the set-up (also kept in the results).
-    fn warning(&self, _msg: &str) {}
 }
 
-/// Shows nothing.
-pub struct Silent;
-
-impl KvObserver for Silent {}
+impl KvObserver for crate::session::Silent {}
 
 /// What runs where, for the observer's header.
 pub struct Started<'a> {
@@ -214,7 +211,22 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             }
             let started = crate::results::time::now_rfc3339();
             obs.phase_started(&name, spec.threads);
-            let o = phase::run(eng.as_ref(), work.as_ref(), &spec, &dir.path)?;
+            let total: Option<u64> = spec.ops.iter().copied().sum();
+            let progress = |elapsed_s: f64, done: u64| {
+                let label = match total {
+                    Some(t) => format!("{name}: {done} of {t} ops"),
+                    None => format!("{name}: {done} ops"),
+                };
+                obs.progress(&Progress {
+                    label: &label,
+                    elapsed_s,
+                    expected_s: None,
+                    eta_s: None,
+                });
+            };
+            let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, &dir.path, &progress);
+            obs.progress_done();
+            let o = o?;
             let p = point::build(&name, params, &o, eng.as_ref(), started);
             mismatches += o.rec.mismatches;
             if o.interrupted {

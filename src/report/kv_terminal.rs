@@ -6,10 +6,50 @@ use crate::kv::phase::PhaseOutcome;
 use crate::kv::recorder::KvOp;
 use crate::kv::report::{human, latency_table, load_table, ycsb_lines};
 use crate::kv::run::{KvObserver, Started};
+use crate::report::observer::Terminal;
 use crate::results::Point;
+use crate::session::{Observer, Progress};
 
-/// Prints to stdout (warnings and verification failures to stderr).
-pub struct KvTerminal;
+/// Prints to stdout (progress, warnings and verification failures to
+/// stderr; progress only when stderr is a terminal).
+pub struct KvTerminal {
+    term: Terminal,
+    show_progress: bool,
+}
+
+impl KvTerminal {
+    pub fn new() -> KvTerminal {
+        use std::io::IsTerminal;
+        KvTerminal {
+            term: Terminal::progress_only(false),
+            show_progress: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+impl Default for KvTerminal {
+    fn default() -> Self {
+        KvTerminal::new()
+    }
+}
+
+impl Observer for KvTerminal {
+    fn progress(&self, p: &Progress<'_>) {
+        if self.show_progress {
+            self.term.progress(p);
+        }
+    }
+
+    fn progress_done(&self) {
+        if self.show_progress {
+            self.term.progress_done();
+        }
+    }
+
+    fn warning(&self, msg: &str) {
+        self.term.warning(msg);
+    }
+}
 
 impl KvObserver for KvTerminal {
     fn started(&self, s: &Started<'_>) {
@@ -76,9 +116,5 @@ impl KvObserver for KvTerminal {
         for w in &p.warnings {
             println!("  warning: {w}");
         }
-    }
-
-    fn warning(&self, msg: &str) {
-        eprintln!("iolab: warning: {msg}");
     }
 }

@@ -15,3 +15,4 @@ pub mod observer;
 pub mod summary;
 pub mod svg;
 pub mod terminal;
+pub mod trace_terminal;

@@ -42,13 +42,15 @@ impl Observer for Terminal {
             return;
         }
         eprint!(
-            "\r\x1b[2K{}: {:.0}s{} | sweep ETA {:.0}s",
+            "\r\x1b[2K{}: {:.0}s{}{}",
             p.label,
             p.elapsed_s,
             p.expected_s
                 .map(|t| format!("/{t:.0}s"))
                 .unwrap_or_default(),
-            p.eta_s.unwrap_or(0.0)
+            p.eta_s
+                .map(|eta| format!(" | ETA {eta:.0}s"))
+                .unwrap_or_default()
         );
         let _ = std::io::stderr().flush();
     }

@@ -63,7 +63,7 @@ pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
 pub fn run(dir: &Path, records: u64, seed: u64) -> Result<Results> {
     let plan = plan(dir, records, seed)?;
     plan.validate()?;
-    let done = crate::kv::run::run(&plan, &crate::kv::run::Silent)?;
+    let done = crate::kv::run::run(&plan, &crate::session::Silent)?;
     done.verified()?;
     Ok(done.results)
 }
