@@ -1,9 +1,7 @@
 //! iolab binary: parse the command line, dispatch, print the error chain, exit.
 
-use clap::Parser;
-
 fn main() {
-    let cli = match iolab::cli::Cli::try_parse() {
+    let cli = match iolab::cli::Cli::try_parse_args(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             if let Some(msg) = negative_value(&e) {

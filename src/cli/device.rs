@@ -286,4 +286,9 @@ pub struct DeviceArgs {
     /// Fake engine parallel servers (tests)
     #[arg(long, hide = true, default_value = "1")]
     pub fake_servers: u32,
+
+    /// The flags given on the command line (their ids), filled by
+    /// `Cli::try_parse_args`: they override plan and fio job files.
+    #[arg(skip)]
+    pub given: Vec<String>,
 }

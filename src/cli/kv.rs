@@ -83,6 +83,11 @@ pub struct KvArgs {
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 
+    /// Print a status line to stdout every SECS seconds while a phase runs
+    /// (YCSB's -s with status.interval; db_bench's --stats_interval_seconds)
+    #[arg(long, value_name = "SECS")]
+    pub status_interval: Option<f64>,
+
     /// Write results (iolab results model, JSON) to this file.
     #[arg(short = 'o', long, visible_alias = "json")]
     pub output: Option<PathBuf>,

@@ -25,6 +25,30 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Parse a command line (the program name first), remembering which
+    /// `device` flags were given on it: they override plan and fio job
+    /// files, as fio's command line does.
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::parser::ValueSource;
+        use clap::{CommandFactory, FromArgMatches};
+        let m = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&m)?;
+        if let (Command::Device(a), Some(("device", dm))) = (&mut cli.command, m.subcommand()) {
+            a.given = dm
+                .ids()
+                .filter(|id| dm.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+                .map(|id| id.to_string())
+                .collect();
+        }
+        Ok(cli)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Characterize the storage under DIR within a time budget; writes results.json and report.html

@@ -9,7 +9,8 @@ use clap::Args;
   iolab report iolab-20261121T060000Z/results.json -o report.html
   iolab report results.json --format text
   iolab report fio-output.json --format html -o fio.html     (fio --output-format=json or json+)
-  iolab report results.json --export fio-json out.json       (fio's JSON shape, for fio-plot and fio_jsonplus_clat2csv)")]
+  iolab report results.json --export fio-json out.json       (fio's JSON shape: fio_jsonplus_clat2csv, fio-plot -H)
+  iolab report results.json --export fio-json fio-dir/       (one file per point, the layout fio-plot's graphs read)")]
 pub struct ReportArgs {
     /// An iolab results file, or fio JSON output (json, json+, client/server)
     #[arg(value_name = "RESULTS.json")]
@@ -24,7 +25,9 @@ pub struct ReportArgs {
     /// html, text, markdown or csv
     #[arg(long, default_value = "html", value_name = "FORMAT")]
     pub format: String,
-    /// Write the results in another tool's format instead: fio-json
-    #[arg(long, value_name = "FORMAT", requires = "output")]
-    pub export: Option<String>,
+    /// Write the results in another tool's format instead: fio-json [FILE or
+    /// DIR] (the same syntax as `device --export`; without FILE, -o or stdout;
+    /// into a directory, one file per point)
+    #[arg(long, num_args = 1..=2, value_names = ["FORMAT", "FILE"])]
+    pub export: Option<Vec<String>>,
 }

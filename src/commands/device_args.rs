@@ -382,20 +382,66 @@ pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> 
         return Ok(vec![experiment_from_args(a, "")?]);
     };
     let plan = planfile::read(path)?;
+    let build = |e: &planfile::PlanSection, budget: Option<String>| {
+        let mut args = a.clone();
+        args.plan = None;
+        apply_settings(&mut args, &plan_settings(e, &a.given))?;
+        if budget.is_some() {
+            args.budget = budget;
+        }
+        experiment_from_args(&args, &e.name).map_err(|err| match err.downcast::<UsageError>() {
+            Ok(u) => usage(
+                format!("{} [{}] {}", path.display(), e.name, u.field),
+                u.message,
+            ),
+            Err(other) => other,
+        })
+    };
+    let exps = plan
+        .experiments
+        .iter()
+        .map(|e| build(e, None))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    // A --budget given on the command line is the whole plan's: each
+    // experiment gets the share of its estimated points.
+    let Some(budget) = a
+        .budget
+        .as_deref()
+        .filter(|_| a.given.iter().any(|g| g == "budget"))
+    else {
+        return Ok(exps);
+    };
+    let budget_ns = parse_duration_ns("--budget", budget)?;
+    let points: Vec<usize> = exps.iter().map(|e| e.estimate().0.max(1)).collect();
+    let total: usize = points.iter().sum();
     plan.experiments
         .iter()
-        .map(|e| {
-            let mut args = a.clone();
-            args.plan = None;
-            apply_settings(&mut args, &e.settings)?;
-            experiment_from_args(&args, &e.name).map_err(|err| match err.downcast::<UsageError>() {
-                Ok(u) => usage(
-                    format!("{} [{}] {}", path.display(), e.name, u.field),
-                    u.message,
-                ),
-                Err(other) => other,
-            })
+        .zip(points)
+        .map(|(e, n)| {
+            build(
+                e,
+                Some(format!("{}ns", budget_ns * n as u64 / total as u64)),
+            )
         })
+        .collect()
+}
+
+/// A plan experiment's settings minus what the command line gave (flags
+/// override the file, as fio's command line does); a given --runtime or
+/// --budget also replaces the file's other one.
+fn plan_settings(
+    e: &planfile::PlanSection,
+    given: &[String],
+) -> std::collections::BTreeMap<String, String> {
+    let is_given = |k: &str| given.iter().any(|g| g == k);
+    e.settings
+        .iter()
+        .filter(|(k, _)| {
+            !is_given(k)
+                && !(k.as_str() == "runtime" && is_given("budget"))
+                && !(k.as_str() == "budget" && is_given("runtime"))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
 

@@ -11,6 +11,7 @@ use crate::cli::device::DeviceArgs;
 use crate::error::usage;
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::fiojob::{fio_plan, FioPlan};
+use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_cpu_list;
 use crate::report::fio_json::to_fio_json;
 use crate::results::{write_atomic, Results};
@@ -38,9 +39,22 @@ pub fn with_target_defaults(mut a: DeviceArgs) -> anyhow::Result<DeviceArgs> {
 }
 
 /// The job file's jobs as one plain experiment, with the command line's
-/// seed and CPU list applied.
+/// seed and CPU list applied, and the flags of `fio_job_overrides` given
+/// on the command line (`--runtime 1s`) overriding the file.
 pub fn experiment(a: &DeviceArgs, path: &Path) -> anyhow::Result<Experiment> {
     let plan = read_plan(path)?;
+    let overrides = crate::plan::options::fio_job_overrides();
+    let given: Vec<&str> = a
+        .given
+        .iter()
+        .map(String::as_str)
+        .filter(|k| overrides.contains(k))
+        .collect();
+    let flags = if given.is_empty() {
+        None
+    } else {
+        Some(crate::commands::device_args::base_spec(a)?)
+    };
     let cpus = a
         .cpus
         .as_deref()
@@ -48,6 +62,9 @@ pub fn experiment(a: &DeviceArgs, path: &Path) -> anyhow::Result<Experiment> {
         .transpose()?;
     let mut jobs = plan.jobs;
     for j in &mut jobs {
+        if let Some(f) = &flags {
+            override_job(j, f, &given);
+        }
         j.seed = a.seed;
         if cpus.is_some() {
             j.cpus = cpus.clone();
@@ -66,6 +83,27 @@ pub fn experiment(a: &DeviceArgs, path: &Path) -> anyhow::Result<Experiment> {
         purge: false,
         knee_factor: a.knee_factor,
     })
+}
+
+/// Set the `given` options of `job` from the job the flags describe.
+fn override_job(job: &mut JobSpec, flags: &JobSpec, given: &[&str]) {
+    for key in given {
+        match *key {
+            "runtime" => job.stop.runtime_ns = flags.stop.runtime_ns,
+            "io_count" => job.stop.io_count = flags.stop.io_count,
+            "io_bytes" => job.stop.io_bytes = flags.stop.io_bytes,
+            "ramp" => job.ramp_ns = flags.ramp_ns,
+            "engine" => {
+                job.engine = flags.engine;
+                job.uring = flags.uring;
+            }
+            "qd" => job.qd = flags.qd,
+            "jobs" => job.jobs = flags.jobs,
+            "direct" | "buffered" => job.direct = flags.direct,
+            "verify" => job.verify = flags.verify,
+            _ => {}
+        }
+    }
 }
 
 /// The job file's path and text, kept in `Results.extra["fio_job"]`.

@@ -14,7 +14,7 @@ use anyhow::Result;
 
 /// The plan the arguments describe, validated.
 pub fn plan(a: &KvArgs) -> Result<KvPlan> {
-    let plan = KvPlan {
+    let mut plan = KvPlan {
         engine: a.engine,
         options: engine_options(a)?,
         steps: steps(a)?,
@@ -44,7 +44,24 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
         },
         seed: a.seed,
         output: a.output.clone(),
+        status_interval_s: a.status_interval,
+        notices: Vec::new(),
     };
+    let user = user_props(a)?;
+    plan.notices = crate::kv::props::unused_notices(&user);
+    if plan.status_interval_s.is_none() {
+        plan.status_interval_s = user
+            .get("status.interval")
+            .map(|v| {
+                v.trim().parse::<f64>().map_err(|_| {
+                    usage(
+                        "status.interval",
+                        format!("'{v}' is not a number of seconds"),
+                    )
+                })
+            })
+            .transpose()?;
+    }
     plan.validate()?;
     Ok(plan)
 }
@@ -124,6 +141,18 @@ fn parse_readers(s: &str) -> Result<Vec<usize>> {
             )),
         })
         .collect()
+}
+
+/// Only the properties the user gave (files and -p), for the notices.
+fn user_props(a: &KvArgs) -> Result<Props> {
+    let mut p = Props::default();
+    for f in &a.property_files {
+        p.load_file(f)?;
+    }
+    for kv in &a.props {
+        p.set_arg(kv)?;
+    }
+    Ok(p)
 }
 
 fn ycsb_props(a: &KvArgs, letter: Option<&str>) -> Result<Props> {

@@ -31,6 +31,32 @@ fn write_out(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
+/// `--export FORMAT [FILE]` with its file folded into `-o` (one syntax with
+/// `device --export`): the format, checked.
+fn export_format(a: &mut ReportArgs) -> anyhow::Result<Option<String>> {
+    let Some(v) = a.export.clone() else {
+        return Ok(None);
+    };
+    let fmt = v[0].clone();
+    if fmt != "fio-json" {
+        return Err(usage(
+            "--export",
+            format!("unknown export format '{fmt}' (fio-json)"),
+        ));
+    }
+    if let Some(file) = v.get(1) {
+        let file = PathBuf::from(file);
+        if a.output.as_ref().is_some_and(|o| *o != file) {
+            return Err(usage(
+                "--export",
+                "give the export file once: --export fio-json FILE, or -o FILE",
+            ));
+        }
+        a.output = Some(file);
+    }
+    Ok(Some(fmt))
+}
+
 /// Where the report goes: `-o`, or for HTML the input's name with .html;
 /// `None` for stdout.
 fn destination(a: &ReportArgs) -> Option<PathBuf> {
@@ -43,7 +69,8 @@ fn destination(a: &ReportArgs) -> Option<PathBuf> {
     }
 }
 
-pub fn run(a: ReportArgs) -> anyhow::Result<()> {
+pub fn run(mut a: ReportArgs) -> anyhow::Result<()> {
+    let export = export_format(&mut a)?;
     // Checked before reading: the input itself is never an output.
     match destination(&a) {
         Some(d) if a.export.is_some() && d.is_dir() => {}
@@ -53,13 +80,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
         None => {}
     }
     let r = load(&a.results)?;
-    if let Some(fmt) = &a.export {
-        if fmt != "fio-json" {
-            return Err(usage(
-                "--export",
-                format!("unknown export format '{fmt}' (fio-json)"),
-            ));
-        }
+    if export.is_some() {
         // Into a directory: one file per point (fio-plot reads one job per file).
         if let Some(dir) = a.output.as_deref().filter(|d| d.is_dir()) {
             for (name, v) in fio_json::to_fio_json_files(&r) {

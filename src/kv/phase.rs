@@ -80,9 +80,18 @@ pub struct PhaseSpec {
     /// Make everything written durable at the end (`--flush-between`);
     /// db_bench and YCSB do not, so later phases may read the memtable.
     pub flush_after: bool,
+    /// Stop every worker this long after the start (YCSB's
+    /// `maxexecutiontime`), even with operations left.
+    pub deadline_ns: Option<u64>,
 }
 
 impl PhaseSpec {
+    /// Stop after `secs` seconds (YCSB's `maxexecutiontime`), if given.
+    pub fn with_deadline_s(mut self, secs: Option<u64>) -> PhaseSpec {
+        self.deadline_ns = secs.map(|s| s.saturating_mul(1_000_000_000));
+        self
+    }
+
     /// `total` operations split over `threads` like YCSB's client.
     pub fn split(total: u64, threads: usize, target: Option<f64>, seed: u64) -> PhaseSpec {
         let t = threads.max(1) as u64;
@@ -94,6 +103,7 @@ impl PhaseSpec {
             rate: (0..t).map(|_| target.map(|r| r / t as f64)).collect(),
             seed,
             flush_after: false,
+            deadline_ns: None,
         }
     }
 }
@@ -140,12 +150,14 @@ struct WorkerJob<'a> {
     ops: Option<u64>,
     /// Operations per second (open loop).
     rate: Option<f64>,
+    deadline_ns: Option<u64>,
     seed: u64,
 }
 
 /// Called about once a second while a phase runs, from the thread that
-/// waits for the workers: (seconds since the start, operations done).
-pub type OnProgress<'a> = &'a dyn Fn(f64, u64);
+/// waits for the workers: (seconds since the start, operations done, the
+/// sum of their latencies in ns).
+pub type OnProgress<'a> = &'a dyn Fn(f64, u64, u64);
 
 /// Run `work` with `spec` on `engine`; `db_dir` is measured for size.
 pub fn run(
@@ -154,7 +166,7 @@ pub fn run(
     spec: &PhaseSpec,
     db_dir: &Path,
 ) -> Result<PhaseOutcome> {
-    run_reporting(engine, work, spec, db_dir, &|_, _| {})
+    run_reporting(engine, work, spec, db_dir, &|_, _, _| {})
 }
 
 /// `run`, reporting progress about once a second.
@@ -191,6 +203,7 @@ pub fn run_reporting(
                 stores,
                 ops: spec.ops[id],
                 rate: spec.rate[id],
+                deadline_ns: spec.deadline_ns,
                 seed: spec.seed.wrapping_add(0x9E37_79B9 * (id as u64 + 1)),
             };
             let shared = &shared;
@@ -282,8 +295,11 @@ fn worker(
     // One clock read per operation: an op starts when the previous
     // one ended, or when a paced op was released.
     let mut op_start = mono_now_ns();
+    let deadline = job.deadline_ns.map_or(u64::MAX, |d| t0.saturating_add(d));
     while w.n < limit {
-        if interrupt::stop_requested() || (job.ops.is_none() && shared.done.load(Ordering::Relaxed))
+        if interrupt::stop_requested()
+            || (job.ops.is_none() && shared.done.load(Ordering::Relaxed))
+            || op_start >= deadline
         {
             break;
         }
@@ -366,7 +382,7 @@ fn sample_series<T>(
             last_ops = ops;
             last_lat = lat;
             if !finished {
-                on_progress((now - t_begin) as f64 / 1e9, ops);
+                on_progress((now - t_begin) as f64 / 1e9, ops, lat);
             }
         }
         if finished {

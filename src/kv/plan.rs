@@ -98,12 +98,25 @@ pub struct KvPlan {
     pub seed: u64,
     /// The results file, rewritten after every phase.
     pub output: Option<PathBuf>,
+    /// Print a status line this often while a phase runs (seconds).
+    pub status_interval_s: Option<f64>,
+    /// Warnings found while planning (YCSB properties iolab does not use),
+    /// kept in the results and shown when the run starts.
+    pub notices: Vec<String>,
 }
 
 impl KvPlan {
     /// Check what does not depend on the machine: counts, rates, the
     /// db_bench shape.
     pub fn validate(&self) -> Result<()> {
+        if let Some(s) = self.status_interval_s {
+            if !(s >= 1.0 && s.is_finite()) {
+                return Err(usage(
+                    "--status-interval",
+                    "give a whole number of seconds (1 or more)",
+                ));
+            }
+        }
         if self.threads == 0 || self.threads > 1024 {
             return Err(usage("--threads", "must be 1..1024"));
         }

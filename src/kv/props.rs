@@ -21,6 +21,63 @@ const BUILTIN: [(&str, &str); 6] = [
     ("f", include_str!("../../examples/ycsb/workloadf")),
 ];
 
+/// The YCSB properties iolab reads (CoreWorkload's, the client's
+/// threadcount and maxexecutiontime, status.interval).
+pub const USED: &[&str] = &[
+    "recordcount",
+    "operationcount",
+    "fieldcount",
+    "fieldlength",
+    "fieldlengthdistribution",
+    "writeallfields",
+    "readproportion",
+    "updateproportion",
+    "insertproportion",
+    "scanproportion",
+    "readmodifywriteproportion",
+    "requestdistribution",
+    "zipfianconstant",
+    "minscanlength",
+    "maxscanlength",
+    "scanlengthdistribution",
+    "insertstart",
+    "insertcount",
+    "insertorder",
+    "zeropadding",
+    "hotspotdatafraction",
+    "hotspotopnfraction",
+    "exponential.percentile",
+    "exponential.frac",
+    "threadcount",
+    "maxexecutiontime",
+    "status.interval",
+];
+
+/// A warning for every property iolab does not use, so nothing a YCSB user
+/// relies on is ignored without a word.
+pub fn unused_notices(p: &Props) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in p.entries() {
+        if USED.contains(&k.as_str()) {
+            continue;
+        }
+        let why = match (k.as_str(), v.trim()) {
+            ("workload", w) if w.ends_with("CoreWorkload") => continue,
+            ("readallfields", "true") => continue,
+            ("readallfields", _) => "iolab reads whole records (one value per key)",
+            ("measurementtype", _) | ("histogram.buckets", _) => {
+                "iolab always keeps HDR histograms and a 1 s time series"
+            }
+            ("db", _) | ("table", _) => "the engine is chosen with --engine",
+            ("target", _) => "use --target-ops (or --rate)",
+            ("workload", _) => "only CoreWorkload's generators are implemented",
+            _ => "iolab does not use it",
+        };
+        out.push(format!("YCSB property {k}={v} is ignored: {why}"));
+    }
+    out
+}
+
 impl Props {
     /// The built-in core workload for letter a..f (or "workloada".."workloadf").
     pub fn builtin(name: &str) -> Option<Props> {

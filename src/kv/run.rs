@@ -168,6 +168,9 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             obs.warning(&w);
         }
     }
+    for n in &plan.notices {
+        obs.warning(n);
+    }
     let cgroup = match mem_limit {
         Some(l) => Some(MemoryCgroup::enter(l)?),
         None => None,
@@ -186,6 +189,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         None,
         AnalysisOptions::default(),
     );
+    sink.results.warnings.extend(plan.notices.iter().cloned());
     if let Some(cg) = &cgroup {
         sink.results.extra.insert("memory_cgroup".into(), serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit}));
     }
@@ -212,7 +216,8 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let started = crate::results::time::now_rfc3339();
             obs.phase_started(&name, spec.threads);
             let total: Option<u64> = spec.ops.iter().copied().sum();
-            let progress = |elapsed_s: f64, done: u64| {
+            let status = StatusClock::new(plan.status_interval_s);
+            let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
                 let label = match total {
                     Some(t) => format!("{name}: {done} of {t} ops"),
                     None => format!("{name}: {done} ops"),
@@ -223,11 +228,23 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                     expected_s: None,
                     eta_s: None,
                 });
+                if let Some(line) = status.line(&name, elapsed_s, done, lat_sum) {
+                    obs.status(&line);
+                }
             };
             let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, &dir.path, &progress);
             obs.progress_done();
             let o = o?;
-            let p = point::build(&name, params, &o, eng.as_ref(), started);
+            let mut p = point::build(&name, params, &o, eng.as_ref(), started);
+            let done: u64 = o.rec.ops.iter().sum();
+            if let (Some(d), Some(t)) = (spec.deadline_ns, total) {
+                if done < t && !o.interrupted {
+                    p.warnings.push(format!(
+                        "stopped by maxexecutiontime after {} s: {done} of {t} operations",
+                        d / 1_000_000_000
+                    ));
+                }
+            }
             mismatches += o.rec.mismatches;
             if o.interrupted {
                 sink.results.interrupted = true;
@@ -257,6 +274,44 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     })
 }
 
+/// When to print a status line (`--status-interval`), and the counts at the
+/// last one (for the current rate and mean latency). Called from the
+/// supervising thread only.
+struct StatusClock {
+    every_s: Option<f64>,
+    last: std::cell::Cell<(f64, u64, u64)>,
+}
+
+impl StatusClock {
+    fn new(every_s: Option<f64>) -> StatusClock {
+        StatusClock {
+            every_s,
+            last: std::cell::Cell::new((0.0, 0, 0)),
+        }
+    }
+
+    /// The status line due at `elapsed_s`, if one is.
+    fn line(&self, phase: &str, elapsed_s: f64, ops: u64, lat_sum: u64) -> Option<String> {
+        let every = self.every_s?;
+        let (t0, ops0, lat0) = self.last.get();
+        if elapsed_s - t0 < every - 0.5 {
+            return None;
+        }
+        self.last.set((elapsed_s, ops, lat_sum));
+        let d_ops = ops.saturating_sub(ops0);
+        let rate = d_ops as f64 / (elapsed_s - t0).max(1e-9);
+        let mean_us = if d_ops > 0 {
+            lat_sum.saturating_sub(lat0) as f64 / d_ops as f64 / 1e3
+        } else {
+            0.0
+        };
+        Some(format!(
+            "{} {phase}: {elapsed_s:.0} sec: {ops} operations; {rate:.1} current ops/sec; mean {mean_us:.1} us",
+            crate::results::time::now_rfc3339()
+        ))
+    }
+}
+
 /// One step's workload: its point name, work, thread split and parameters.
 fn step_job(
     step: &Step,
@@ -267,7 +322,8 @@ fn step_job(
         Step::YcsbLoad(n, cfg) => (
             format!("{n}.load"),
             Box::new(YcsbLoad::new(cfg, seed)),
-            PhaseSpec::split(cfg.insertcount as u64, threads, target, seed),
+            PhaseSpec::split(cfg.insertcount as u64, threads, target, seed)
+                .with_deadline_s(cfg.max_execution_s),
             BTreeMap::from([
                 ("workload".into(), n.clone()),
                 ("phase".into(), "load".into()),
@@ -277,7 +333,8 @@ fn step_job(
         Step::YcsbRun(n, cfg) => (
             format!("{n}.run"),
             Box::new(YcsbRun::new(cfg, seed)),
-            PhaseSpec::split(cfg.operationcount.max(0) as u64, threads, target, seed ^ 1),
+            PhaseSpec::split(cfg.operationcount.max(0) as u64, threads, target, seed ^ 1)
+                .with_deadline_s(cfg.max_execution_s),
             BTreeMap::from([
                 ("workload".into(), n.clone()),
                 ("phase".into(), "run".into()),
@@ -299,6 +356,7 @@ fn step_job(
                         .collect(),
                     seed: seed ^ 7,
                     flush_after: false,
+                    deadline_ns: None,
                 },
                 (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
                     PhaseSpec::split(dbc.num, threads, target, seed ^ 3)

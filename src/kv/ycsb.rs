@@ -56,6 +56,8 @@ pub struct YcsbConfig {
     pub hotspotopnfraction: f64,
     pub exponential_percentile: f64,
     pub exponential_frac: f64,
+    /// `maxexecutiontime` (seconds): each phase stops after this long.
+    pub max_execution_s: Option<u64>,
 }
 
 impl YcsbConfig {
@@ -141,6 +143,16 @@ impl YcsbConfig {
             hotspotopnfraction: p.f64_or("hotspotopnfraction", 0.8)?,
             exponential_percentile: p.f64_or("exponential.percentile", 95.0)?,
             exponential_frac: p.f64_or("exponential.frac", 0.8571428571)?,
+            max_execution_s: match p.i64_or("maxexecutiontime", 0)? {
+                0 => None,
+                s if s > 0 => Some(s as u64),
+                _ => {
+                    return Err(usage(
+                        "maxexecutiontime",
+                        "must be a number of seconds (0 for no limit)",
+                    ))
+                }
+            },
         };
         if cfg.fieldcount < 1 || cfg.fieldlength < 1 {
             return Err(usage(

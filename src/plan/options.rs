@@ -13,6 +13,9 @@ pub const FLAG: Sources = 1;
 pub const PLAN: Sources = 2;
 /// Set by a fio job file: the flag conflicts with `--fio-job`.
 pub const FIO: Sources = 4;
+/// Set by a fio job file, and overridden by the flag when it is given with
+/// `--fio-job` (as fio's command line overrides a job file).
+pub const OVER: Sources = 8;
 
 /// One option: its key (the flag's long name with `_` for `-`).
 #[derive(Debug, Clone, Copy)]
@@ -34,8 +37,8 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("rw", FLAG | PLAN | FIO),
     opt("mix", FLAG | PLAN | FIO),
     opt("bs", FLAG | PLAN | FIO),
-    opt("qd", FLAG | PLAN | FIO),
-    opt("jobs", FLAG | PLAN | FIO),
+    opt("qd", FLAG | PLAN | OVER),
+    opt("jobs", FLAG | PLAN | OVER),
     opt("region", FLAG | PLAN | FIO),
     opt("batch", FLAG | PLAN | FIO),
     opt("fsync_every", FLAG | PLAN | FIO),
@@ -43,19 +46,19 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("seed", FLAG | PLAN),
     opt("profile", FLAG | PLAN | FIO),
     opt("name", FLAG | PLAN | FIO),
-    opt("engine", FLAG | PLAN | FIO),
-    opt("direct", FLAG | PLAN | FIO),
-    opt("buffered", FLAG | PLAN | FIO),
+    opt("engine", FLAG | PLAN | OVER),
+    opt("direct", FLAG | PLAN | OVER),
+    opt("buffered", FLAG | PLAN | OVER),
     opt("uring_fixed_buffers", FLAG | PLAN | FIO),
     opt("uring_fixed_files", FLAG | PLAN | FIO),
     opt("uring_sqpoll", FLAG | PLAN | FIO),
     opt("uring_iopoll", FLAG | PLAN | FIO),
     opt("cpus", FLAG | PLAN),
-    opt("runtime", FLAG | PLAN | FIO),
-    opt("io_count", FLAG | PLAN | FIO),
-    opt("io_bytes", FLAG | PLAN | FIO),
+    opt("runtime", FLAG | PLAN | OVER),
+    opt("io_count", FLAG | PLAN | OVER),
+    opt("io_bytes", FLAG | PLAN | OVER),
     opt("budget", FLAG | PLAN | FIO),
-    opt("ramp", FLAG | PLAN | FIO),
+    opt("ramp", FLAG | PLAN | OVER),
     opt("plan", FLAG | FIO),
     opt("fio_job", FLAG),
     opt("rate", FLAG | PLAN | FIO),
@@ -70,7 +73,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("max_rounds", FLAG | PLAN),
     opt("precondition", FLAG | PLAN | FIO),
     opt("purge", FLAG | PLAN | FIO),
-    opt("verify", FLAG | PLAN | FIO),
+    opt("verify", FLAG | PLAN | OVER),
     opt("clock", FLAG),
     opt("json", FLAG),
     opt("force", FLAG),
@@ -99,6 +102,11 @@ pub fn plan_file_keys() -> Vec<&'static str> {
 /// Flags a fio job file replaces (they conflict with `--fio-job`).
 pub fn fio_job_conflicts() -> Vec<&'static str> {
     keys_with(FIO).collect()
+}
+
+/// Flags that override the jobs of a fio job file when given with it.
+pub fn fio_job_overrides() -> Vec<&'static str> {
+    keys_with(OVER).collect()
 }
 
 #[cfg(test)]

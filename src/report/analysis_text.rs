@@ -36,16 +36,17 @@ fn batching_line(g: &BatchingGroup) -> Option<String> {
 
 fn load_latency_line(g: &LoadLatencyGroup) -> String {
     format!(
-        "load-latency [{}]: knee {} (p99 under {}x the unloaded {}), saturation: first short at {}, max achieved {:.0} IOPS",
+        "load-latency [{}]: knee {} (the highest rate whose p99 from the intended issue time stays under {}x the lowest rate's, {}); saturation: {}; max achieved {:.0} IOPS",
         g.group,
         g.knee
             .as_ref()
             .map_or("none".to_string(), |k| format!("{:.0} IOPS", k.achieved_iops)),
         g.knee_factor,
         format_ns(g.unloaded_p99_ns),
-        g.saturation
-            .first_short_target_iops
-            .map_or("none".to_string(), |v| format!("{v:.0}")),
+        g.saturation.first_short_target_iops.map_or(
+            "not reached (every rate was achieved)".to_string(),
+            |v| format!("the device fell short first at a target of {v:.0} IOPS")
+        ),
         g.saturation.max_achieved_iops.unwrap_or(f64::NAN)
     )
 }

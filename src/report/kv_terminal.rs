@@ -49,6 +49,10 @@ impl Observer for KvTerminal {
     fn warning(&self, msg: &str) {
         self.term.warning(msg);
     }
+
+    fn status(&self, line: &str) {
+        println!("{line}");
+    }
 }
 
 impl KvObserver for KvTerminal {

@@ -80,6 +80,16 @@ impl Observer for Terminal {
         }
     }
 
+    fn status(&self, line: &str) {
+        if !self.quiet {
+            // Clear a progress line first: status lines are for logs.
+            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                eprint!("\r\x1b[2K");
+            }
+            println!("{line}");
+        }
+    }
+
     fn note(&self, msg: &str) {
         if !self.quiet {
             eprintln!("iolab: {msg}");

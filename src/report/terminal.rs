@@ -54,10 +54,14 @@ pub fn point_block(p: &Point) -> String {
         "max",
         "slat mean",
     ]);
+    let open_loop = p.extra.open_loop.as_ref();
     for (name, o) in &p.ops {
         let lat = o.lat.as_ref();
         t.add_row(vec![
-            name.clone(),
+            match open_loop {
+                Some(_) => format!("{name}, from issue"),
+                None => name.clone(),
+            },
             format_count(o.iops),
             format!("{:.1}", o.mib_s),
             lat.map(|l| format_ns(l.mean_ns))
@@ -70,6 +74,20 @@ pub fn point_block(p: &Point) -> String {
                 .as_ref()
                 .map(|s| format_ns(s.mean_ns))
                 .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    // Open loop: what a client sees, from the time each request was due.
+    for (name, l) in open_loop.iter().flat_map(|ol| &ol.lat_from_intended) {
+        t.add_row(vec![
+            format!("{name}, from intended"),
+            String::new(),
+            String::new(),
+            format_ns(l.mean_ns),
+            lat_cell(l.percentile(50.0)),
+            lat_cell(l.percentile(99.0)),
+            lat_cell(l.percentile(99.9)),
+            lat_cell(Some(l.max_ns)),
+            String::new(),
         ]);
     }
     if p.ops.len() > 1 {
@@ -92,6 +110,19 @@ pub fn point_block(p: &Point) -> String {
     }
     out.push_str(&t.to_string());
     out.push('\n');
+    if let Some(ol) = open_loop {
+        out.push_str(&format!(
+            "open loop ({} arrivals): target {} IOPS, achieved {} ({:.1}%); issue delay p99 {}; {} late by more than {} ({:.1}%)\n",
+            ol.arrival,
+            format_count(ol.target_iops),
+            format_count(ol.achieved_iops),
+            ol.achieved_fraction * 100.0,
+            lat_cell(ol.issue_delay.as_ref().and_then(|d| d.percentile(99.0))),
+            ol.late,
+            format_ns(ol.late_threshold_ns as f64),
+            ol.late_fraction * 100.0
+        ));
+    }
     if let Some(b) = &p.batch {
         out.push_str(&format!(
             "batch k={}: {} batches, batch mean {} p99 {}; per block mean {} p50 {} p99 {}\n",

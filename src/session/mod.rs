@@ -42,6 +42,8 @@ pub trait Observer: Sync {
     fn warning(&self, _msg: &str) {}
     /// A status line that is neither a result nor a warning.
     fn note(&self, _msg: &str) {}
+    /// A periodic status line for logs (`--status-interval`): stdout.
+    fn status(&self, _line: &str) {}
     /// `--breakdown`: the stack breakdown of the point just done.
     fn point_traced(&self, _trace: &ConfigResult) {}
 }

@@ -55,6 +55,8 @@ pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
         place: KvPlace::scratch(dir.to_path_buf()),
         seed,
         output: None,
+        status_interval_s: None,
+        notices: Vec::new(),
     })
 }
 
