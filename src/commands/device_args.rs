@@ -437,9 +437,12 @@ fn plan_settings(
     e.settings
         .iter()
         .filter(|(k, _)| {
-            !is_given(k)
-                && !(k.as_str() == "runtime" && is_given("budget"))
-                && !(k.as_str() == "budget" && is_given("runtime"))
+            let replaced = match k.as_str() {
+                "runtime" => is_given("budget"),
+                "budget" => is_given("runtime"),
+                _ => false,
+            };
+            !is_given(k) && !replaced
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
