@@ -40,36 +40,55 @@ fn device_points(r: &Results) -> impl Iterator<Item = &Point> {
     r.points.iter().filter(|p| !p.extra.contains_key("kv"))
 }
 
-/// Max 4k random IOPS and max bandwidth, read and write.
+/// The steps of `iolab run` that seek maximum throughput: only their
+/// points make a "max" headline of a run.
+const MAX_STEPS: [&str; 3] = ["iops", "bandwidth", "matrix"];
+
+/// Closed-loop device points that may carry a maximum: in a run, those of
+/// the steps that look for one; elsewhere every closed-loop point.
+fn max_candidates(r: &Results) -> impl Iterator<Item = &Point> {
+    device_points(r).filter(|p| {
+        p.extra.open_loop.is_none()
+            && p.params
+                .get("step")
+                .is_none_or(|s| MAX_STEPS.contains(&s.as_str()))
+    })
+}
+
+/// Max 4k random IOPS and max bandwidth, read and write. A figure from a
+/// single point is no maximum: it is labelled with its queue depth.
 fn throughput_headlines(r: &Results) -> Vec<Headline> {
     let mut out = Vec::new();
     let small_random =
         |p: &&Point| rw_of(p).starts_with("rand") && bs_of(p).is_some_and(|b| b <= 4096);
-    for (label, want) in [
-        ("max 4k random read IOPS", 100),
-        ("max 4k random write IOPS", 0),
-    ] {
-        if let Some(p) = best(
-            device_points(r)
-                .filter(small_random)
-                .filter(|p| read_pct(p) == Some(want)),
-            |p| p.total.iops,
-        ) {
+    let label = |what: &str, n: usize, p: &Point| {
+        if n > 1 {
+            format!("max {what}")
+        } else {
+            format!("{what} at QD{}", param_u64(p, "qd").unwrap_or(1))
+        }
+    };
+    for (what, want) in [("4k random read IOPS", 100), ("4k random write IOPS", 0)] {
+        let cands: Vec<&Point> = max_candidates(r)
+            .filter(small_random)
+            .filter(|p| read_pct(p) == Some(want))
+            .collect();
+        if let Some(p) = best(cands.iter().copied(), |p| p.total.iops) {
             out.push(Headline {
-                label: label.into(),
+                label: label(what, cands.len(), p),
                 value: fmt::count(p.total.iops),
                 detail: p.name.clone(),
             });
         }
     }
-    for (label, want) in [("max read bandwidth", 100), ("max write bandwidth", 0)] {
-        if let Some(p) = best(
-            device_points(r).filter(|p| read_pct(p) == Some(want)),
-            |p| p.total.mib_s,
-        ) {
+    for (what, want) in [("read bandwidth", 100), ("write bandwidth", 0)] {
+        let cands: Vec<&Point> = max_candidates(r)
+            .filter(|p| read_pct(p) == Some(want))
+            .collect();
+        if let Some(p) = best(cands.iter().copied(), |p| p.total.mib_s) {
             if p.total.mib_s > 0.0 {
                 out.push(Headline {
-                    label: label.into(),
+                    label: label(what, cands.len(), p),
                     value: format!("{} MiB/s", fmt::mib(p.total.mib_s)),
                     detail: p.name.clone(),
                 });
@@ -220,4 +239,72 @@ pub fn warnings(r: &Results) -> Vec<String> {
         push("the results are incomplete (the run was still going or was killed)".into());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::point;
+    use crate::plan::job::{JobSpec, Pattern};
+    use crate::results::Provenance;
+
+    fn job(pattern: Pattern, qd: u32) -> JobSpec {
+        JobSpec {
+            pattern,
+            qd,
+            ..JobSpec::default()
+        }
+    }
+
+    fn in_step(mut p: Point, step: &str) -> Point {
+        p.params.insert("step".into(), step.into());
+        p
+    }
+
+    fn labels(r: &Results) -> Vec<(String, String)> {
+        throughput_headlines(r)
+            .into_iter()
+            .map(|h| (h.label, h.value))
+            .collect()
+    }
+
+    /// A quick run's QD1 latency point is faster than nothing, but it is
+    /// not the maximum the iops step looked for.
+    #[test]
+    fn headlines_that_are_not_maxima_come_from_the_steps_that_seek_them() {
+        let mut r = Results::new("run", Provenance::default());
+        r.points = vec![
+            in_step(
+                point(&job(Pattern::RandWrite, 1), 90_000.0, 1e4, 20_000),
+                "latency",
+            ),
+            in_step(
+                point(&job(Pattern::RandWrite, 32), 60_000.0, 5e5, 900_000),
+                "iops",
+            ),
+            in_step(
+                point(&job(Pattern::RandRead, 1), 95_000.0, 1e4, 20_000),
+                "latency",
+            ),
+        ];
+        let h = labels(&r);
+        assert!(
+            h.contains(&("4k random write IOPS at QD32".into(), "60.0k".into())),
+            "{h:?}"
+        );
+        // The read side has no point from a step that seeks a maximum.
+        assert!(!h.iter().any(|(l, _)| l.contains("read")), "{h:?}");
+    }
+
+    #[test]
+    fn a_single_point_is_labelled_with_its_queue_depth_not_as_a_maximum() {
+        let mut r = Results::new("device", Provenance::default());
+        r.points = vec![point(&job(Pattern::RandRead, 1), 15_000.0, 6e4, 100_000)];
+        let h = labels(&r);
+        assert_eq!(h[0].0, "4k random read IOPS at QD1", "{h:?}");
+        r.points
+            .push(point(&job(Pattern::RandRead, 8), 50_000.0, 1.6e5, 300_000));
+        let h = labels(&r);
+        assert_eq!(h[0], ("max 4k random read IOPS".into(), "50.0k".into()));
+    }
 }
