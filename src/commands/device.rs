@@ -110,6 +110,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         results
             .extra
             .insert("fio_job".into(), device_fio::provenance(f));
+        results.warnings.extend(device_fio::read_plan(f)?.warnings);
     }
     let planned = exps
         .iter()

@@ -28,6 +28,8 @@ pub struct FioJob {
     pub rate_process: Option<String>,
     /// Size of the region to address (`size`).
     pub size: Option<u64>,
+    /// `norandommap` was given (fio then draws random offsets like iolab).
+    pub norandommap: bool,
 }
 
 const SUPPORTED: [&str; 30] = [
@@ -75,6 +77,8 @@ pub struct FioPlan {
     pub target: Option<std::path::PathBuf>,
     /// `size`, the largest of the jobs' (the scratch file or the addressed region).
     pub size: Option<u64>,
+    /// Where iolab's run will differ from fio's on purpose.
+    pub warnings: Vec<String>,
 }
 
 /// Parse a fio job file for `device`: every job must use the same
@@ -113,7 +117,18 @@ pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
             ));
         }
     }
+    let warnings = jobs
+        .iter()
+        .filter(|j| j.spec.bs.len() > 1 && j.spec.pattern.is_random() && !j.norandommap)
+        .map(|j| {
+            format!(
+                "job [{}]: fio's random map (norandommap not set) makes fewer large blocks than bssplit says (measured with fio 3.33: 13% instead of 30% 64k blocks for 4k/70:64k/30); iolab issues the split as written, as fio does with norandommap=1",
+                j.spec.name
+            )
+        })
+        .collect();
     Ok(FioPlan {
+        warnings,
         size: jobs.iter().filter_map(|j| j.size).max(),
         target: targets[0].clone().map(std::path::PathBuf::from),
         jobs: jobs.into_iter().map(|j| j.spec).collect(),
@@ -121,7 +136,18 @@ pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
 }
 
 /// Options that only affect fio's ordering or reporting, accepted silently.
-const HARMLESS: [&str; 2] = ["wait_for_previous", "new_group"];
+/// Accepted and meaning nothing different in iolab: ordering and
+/// reporting (`wait_for_previous`, `new_group`), `thread` (iolab's jobs
+/// are threads), `norandommap` (iolab keeps no random map: offsets are
+/// drawn uniformly, with repeats), `randrepeat` (offsets are always seeded,
+/// by `--seed`).
+const HARMLESS: [&str; 5] = [
+    "wait_for_previous",
+    "new_group",
+    "thread",
+    "norandommap",
+    "randrepeat",
+];
 
 /// Parse a fio job file into job specs (one per job section, times numjobs
 /// as `jobs`). Every unsupported option is named in one usage error.
@@ -240,6 +266,7 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
         rate_iops: None,
         rate_process: None,
         size: None,
+        norandommap: false,
     };
     let mut runtime = None;
     let mut time_based = false;
@@ -316,6 +343,7 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             "directory" => job.directory = Some(need(line, k, v)?.to_string()),
             "fsync" => spec.fsync_every = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "name" => spec.name = need(line, k, v)?.to_string(),
+            "norandommap" => job.norandommap = v.as_deref() != Some("0"),
             _ => {} // description, stonewall, group_reporting, ...
         }
     }

@@ -33,15 +33,14 @@ pub fn render(r: &Results) -> String {
     let mut o = format!("# iolab {} report\n\n", r.kind);
     let pv = &r.provenance;
     o.push_str(&format!(
-        "{} point(s), started {} on {} ({}), iolab {}\n\n",
+        "{} point(s), started {}{}, iolab {}\n\n",
         r.points.len(),
         pv.started_at,
-        if pv.hostname.is_empty() {
-            "?"
-        } else {
-            &pv.hostname
+        match (pv.hostname.as_str(), pv.kernel.as_str()) {
+            ("", _) => String::new(),
+            (h, "") => format!(" on {h}"),
+            (h, k) => format!(" on {h} ({k})"),
         },
-        pv.kernel,
         pv.iolab_version
     ));
     let heads = summary::headlines(r);

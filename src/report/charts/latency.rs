@@ -110,7 +110,14 @@ pub fn percentiles(r: &Results) -> Option<Section> {
     Some(Section {
         id: "percentiles".into(),
         title: "Latency percentiles".into(),
-        note: "Total latency (submission to completion) by percentile; the x axis spreads the tail (each step is one more nine).".into(),
+        note: format!(
+            "{} by percentile; the x axis spreads the tail (each step is one more nine).",
+            if r.points.iter().any(clat_only) {
+                "Completion latency (clat: fio reported no total-latency percentiles; run fio with --lat_percentiles=1 for them)"
+            } else {
+                "Total latency (submission to completion)"
+            }
+        ),
         svgs: vec![svg::line_chart(&LineChart {
             title: "Latency by percentile".into(),
             x: Axis::new("percentile", Scale::Nines, fmt::pctile),
@@ -307,7 +314,17 @@ pub fn time_series(r: &Results) -> Option<Section> {
     })
 }
 
-/// CPU usr/sys (and iowait where recorded) per point, stacked.
+/// A point imported from fio whose latency percentiles are clat's.
+fn clat_only(p: &Point) -> bool {
+    p.warnings
+        .iter()
+        .any(|w| w.contains("percentiles of completion latency (clat) only"))
+}
+
+/// CPU per point in two scopes, never stacked together: the measuring
+/// process (iolab's getrusage, or fio's usr_cpu/sys_cpu for imported fio
+/// files) as a share of one CPU, and the whole machine (usr, sys, iowait,
+/// steal from /proc/stat) as a share of all CPUs, where recorded.
 pub fn cpu(r: &Results) -> Option<Section> {
     let pts: Vec<&Point> = r
         .points
@@ -317,56 +334,99 @@ pub fn cpu(r: &Results) -> Option<Section> {
     if pts.is_empty() {
         return None;
     }
-    let iowait: Vec<f64> = pts
-        .iter()
-        .map(|p| {
-            p.extra
-                .json("cpu")
-                .and_then(|c| c.get("iowait_pct").and_then(|v| v.as_f64()))
-                .unwrap_or(0.0)
-        })
-        .collect();
-    let mut stacks = vec![
-        (
-            "usr".to_string(),
-            pts.iter().map(|p| p.cpu.usr_pct).collect::<Vec<_>>(),
-        ),
-        (
-            "sys".to_string(),
-            pts.iter().map(|p| p.cpu.sys_pct).collect(),
-        ),
-    ];
-    if iowait.iter().any(|v| *v > 0.0) {
-        stacks.push(("iowait".into(), iowait));
+    let who = if r.kind == "fio" {
+        "the fio job (fio's usr_cpu/sys_cpu)"
+    } else {
+        "the iolab process (getrusage, like fio's usr_cpu/sys_cpu)"
+    };
+    let categories: Vec<String> = pts.iter().map(|p| short_label(p)).collect();
+    let mut svgs = vec![svg::bar_chart(&BarChart {
+        title: "Process CPU per point".into(),
+        y_title: "% of one CPU".into(),
+        y_fmt: fmt::pct,
+        categories: categories.clone(),
+        stacks: vec![
+            (
+                "usr".to_string(),
+                pts.iter().map(|p| p.cpu.usr_pct).collect(),
+            ),
+            (
+                "sys".to_string(),
+                pts.iter().map(|p| p.cpu.sys_pct).collect(),
+            ),
+        ],
+        stacked: true,
+    })];
+    let machine: Vec<Option<&crate::measure::procstat::SystemCpu>> =
+        pts.iter().map(|p| p.extra.cpu.as_ref()).collect();
+    let has_machine = machine.iter().any(Option::is_some);
+    if has_machine {
+        let col = |f: fn(&crate::measure::procstat::SystemCpu) -> f64| -> Vec<f64> {
+            machine.iter().map(|m| m.map_or(0.0, f)).collect()
+        };
+        svgs.push(svg::bar_chart(&BarChart {
+            title: "Machine CPU per point (all CPUs)".into(),
+            y_title: "% of all CPUs".into(),
+            y_fmt: fmt::pct,
+            categories,
+            stacks: vec![
+                ("usr".to_string(), col(|m| m.usr_pct)),
+                ("sys".to_string(), col(|m| m.sys_pct)),
+                ("iowait".to_string(), col(|m| m.iowait_pct)),
+                ("steal".to_string(), col(|m| m.steal_pct)),
+            ],
+            stacked: true,
+        }));
     }
-    let mut table = Table::new(&[
+    let mut head = vec![
         "point",
         "usr %",
         "sys %",
         "ctx voluntary",
         "ctx involuntary",
-    ]);
-    for p in &pts {
-        table.rows.push(vec![
+    ];
+    if has_machine {
+        head.extend([
+            "machine usr %",
+            "machine sys %",
+            "machine iowait %",
+            "machine steal %",
+        ]);
+    }
+    let mut table = Table::new(&head);
+    for (p, m) in pts.iter().zip(&machine) {
+        let mut row = vec![
             p.name.clone(),
             format!("{:.1}", p.cpu.usr_pct),
             format!("{:.1}", p.cpu.sys_pct),
             p.cpu.ctx_voluntary.to_string(),
             p.cpu.ctx_involuntary.to_string(),
-        ]);
+        ];
+        if has_machine {
+            let cell = |f: fn(&crate::measure::procstat::SystemCpu) -> f64| {
+                m.map_or(String::new(), |m| format!("{:.1}", f(m)))
+            };
+            row.extend([
+                cell(|m| m.usr_pct),
+                cell(|m| m.sys_pct),
+                cell(|m| m.iowait_pct),
+                cell(|m| m.steal_pct),
+            ]);
+        }
+        table.rows.push(row);
     }
+    let machine_note = if has_machine {
+        " The second chart is the whole machine over the same phase, as a share of all CPUs (iowait is time no process ran while I/O was outstanding)."
+    } else {
+        ""
+    };
     Some(Section {
         id: "cpu".into(),
         title: "CPU".into(),
-        note: "CPU time of the iolab process as a share of one CPU over the measured phase (getrusage), like fio's usr_cpu/sys_cpu.".into(),
-        svgs: vec![svg::bar_chart(&BarChart {
-            title: "CPU per point".into(),
-            y_title: "% of one CPU".into(),
-            y_fmt: fmt::pct,
-            categories: pts.iter().map(|p| short_label(p)).collect(),
-            stacks,
-            stacked: true,
-        })],
+        note: format!(
+            "CPU time of {who} as a share of one CPU over the measured phase.{machine_note}"
+        ),
+        svgs,
         table,
     })
 }

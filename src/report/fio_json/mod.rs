@@ -107,6 +107,23 @@ fn norm_rw(rw: &str) -> String {
     }
 }
 
+/// fio's `bssplit` ("4k/70:64k/30", read set first) in iolab's split
+/// syntax ("4k:70,64k:30"), so a fio run and iolab's run of the same job
+/// file have the same `bs` parameter.
+fn norm_bssplit(split: &str) -> Option<String> {
+    let read_set = split.split(',').next()?;
+    let parts: Option<Vec<String>> = read_set
+        .split(':')
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            let (size, pct) = e.split_once('/')?;
+            let size = parse_size("bssplit", size).ok()?;
+            Some(format!("{}:{}", format_size(size), pct.trim()))
+        })
+        .collect();
+    parts.filter(|v| !v.is_empty()).map(|v| v.join(","))
+}
+
 fn norm_bs(bs: &str) -> String {
     // "4k", "4096", "4k-16k", "4k,8k" -> first read size, iolab style.
     let first = bs.split([',', '-', ':']).next().unwrap_or(bs);
@@ -129,14 +146,16 @@ fn params_of(opts: &Map<String, Value>) -> BTreeMap<String, String> {
         );
     }
     p.insert("rw".into(), rw);
-    p.insert(
-        "bs".into(),
-        norm_bs(
-            &opt_str(opts, "bs")
-                .or_else(|| opt_str(opts, "blocksize"))
-                .unwrap_or_else(|| "4k".into()),
-        ),
-    );
+    let bs = opt_str(opts, "bssplit")
+        .and_then(|s| norm_bssplit(&s))
+        .unwrap_or_else(|| {
+            norm_bs(
+                &opt_str(opts, "bs")
+                    .or_else(|| opt_str(opts, "blocksize"))
+                    .unwrap_or_else(|| "4k".into()),
+            )
+        });
+    p.insert("bs".into(), bs);
     p.insert(
         "qd".into(),
         opt_str(opts, "iodepth").unwrap_or_else(|| "1".into()),
@@ -170,13 +189,18 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
     if let Some(h) = job.get("hostname").and_then(|h| h.as_str()) {
         name = format!("{name}@{h}");
     }
-    let runtime_ms = u(job, "job_runtime").max(
-        ["read", "write"]
-            .iter()
-            .map(|d| job.get(*d).map(|s| u(s, "runtime")).unwrap_or(0))
-            .max()
-            .unwrap_or(0),
-    );
+    // Each direction's runtime is the job's wall time; job_runtime is summed
+    // over the jobs of a group_reporting group (4 s for two 2 s jobs).
+    let dir_ms = ["read", "write", "trim"]
+        .iter()
+        .map(|d| job.get(*d).map(|s| u(s, "runtime")).unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let runtime_ms = if dir_ms > 0 {
+        dir_ms
+    } else {
+        u(job, "job_runtime")
+    };
     let mut ops = BTreeMap::new();
     let mut histograms = BTreeMap::new();
     let mut total = Totals::default();
@@ -230,7 +254,17 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
         );
     }
     let wall_ns = runtime_ms.saturating_mul(1_000_000);
-    let (usr, sys) = (f(job, "usr_cpu"), f(job, "sys_cpu"));
+    // fio's usr_cpu/sys_cpu are CPU time over job_runtime: for a
+    // group_reporting group, the mean per job. Scaled to the group's wall
+    // time they are a share of one CPU, like iolab's process CPU.
+    let per_job = if dir_ms > 0 {
+        (u(job, "job_runtime") as f64 / dir_ms as f64)
+            .round()
+            .max(1.0)
+    } else {
+        1.0
+    };
+    let (usr, sys) = (f(job, "usr_cpu") * per_job, f(job, "sys_cpu") * per_job);
     let cpu = CpuStats {
         wall_ns,
         user_ns: (usr / 100.0 * wall_ns as f64) as u64,
@@ -307,13 +341,15 @@ pub fn from_fio(v: &Value) -> anyhow::Result<Results> {
         );
     }
     let mut r = Results::new("fio", prov);
+    let mut keyed = Vec::new();
     for j in jobs {
         // Client/server output adds an "All clients" aggregate: keep the per-host jobs.
         if j.get("jobname").and_then(|n| n.as_str()) == Some("All clients") {
             continue;
         }
-        r.points.push(job_point(j, &global));
+        keyed.push((clones::key(j), job_point(j, &global)));
     }
+    r.points = clones::merge(keyed);
     let hosts: Vec<String> = jobs
         .iter()
         .filter_map(|j| j.get("hostname").and_then(|h| h.as_str()).map(String::from))
@@ -327,6 +363,8 @@ pub fn from_fio(v: &Value) -> anyhow::Result<Results> {
 }
 
 pub use export::{to_fio_json, to_fio_json_files};
+
+mod clones;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,295 @@
+//! What fio, YCSB and db_bench users hit first (issue 11): each test is
+//! named after the fault it pins down, and failed before its fix.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{iolab, text, workdir};
+use iolab::report::fio_json::from_fio_text;
+
+fn fio_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fio")
+        .join(name)
+}
+
+fn fio_results(name: &str) -> iolab::results::Results {
+    from_fio_text(&std::fs::read_to_string(fio_fixture(name)).unwrap()).unwrap()
+}
+
+fn raw_jobs(name: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fio_fixture(name)).unwrap()).unwrap();
+    v["jobs"].as_array().unwrap().clone()
+}
+
+#[test]
+fn fio_import_numjobs_clones_are_one_point_with_the_summed_throughput() {
+    for (file, exact) in [("numjobs2-jsonplus.json", true), ("numjobs2.json", false)] {
+        let r = fio_results(file);
+        assert_eq!(r.points.len(), 1, "{file}: clones are one job");
+        let p = &r.points[0];
+        let fio_sum: f64 = raw_jobs(file)
+            .iter()
+            .map(|j| j["read"]["iops"].as_f64().unwrap())
+            .sum();
+        assert!(
+            (p.total.iops - fio_sum).abs() < 1.0,
+            "{file}: {} vs {fio_sum}",
+            p.total.iops
+        );
+        assert_eq!(p.params["jobs"], "2");
+        let lat = p.ops["read"].lat.as_ref().unwrap();
+        // With json+ bins the percentiles are exact; without, they are not
+        // invented.
+        assert_eq!(lat.percentile(99.0).is_some(), exact, "{file}: {lat:?}");
+        assert!(
+            p.warnings.iter().any(|w| w.contains("clones")),
+            "{file}: {:?}",
+            p.warnings
+        );
+    }
+}
+
+#[test]
+fn fio_import_group_reporting_duration_is_the_wall_time_not_the_sum_over_jobs() {
+    let r = fio_results("numjobs2-group-reporting.json");
+    let p = &r.points[0];
+    let secs = p.duration_ns as f64 / 1e9;
+    assert!(
+        (1.9..2.2).contains(&secs),
+        "{secs} s measured for a 2 s run"
+    );
+    // fio's usr/sys of a group is per job: scaled to the group, as iolab's.
+    let j = &raw_jobs("numjobs2-group-reporting.json")[0];
+    let fio_sys = j["sys_cpu"].as_f64().unwrap();
+    assert!(
+        (p.cpu.sys_pct - 2.0 * fio_sys).abs() < 0.01,
+        "{}",
+        p.cpu.sys_pct
+    );
+}
+
+#[test]
+fn fio_import_bssplit_is_the_same_bs_as_iolabs_run_of_the_job_file() {
+    let r = fio_results("bssplit.json");
+    assert_eq!(r.points[0].params["bs"], "4k:70,64k:30");
+    let dir = workdir();
+    let json = dir.path().join("i.json");
+    let job = fio_fixture("bssplit.fio");
+    let o = iolab(&[
+        "device",
+        "--fio-job",
+        job.to_str().unwrap(),
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--size",
+        "16m",
+        "--io-count",
+        "2000",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mine = common::results(&json);
+    assert_eq!(mine["points"][0]["params"]["bs"], "4k:70,64k:30");
+    // fio's random map skews its split: said, not hidden.
+    assert!(
+        mine["warnings"].to_string().contains("norandommap"),
+        "{}",
+        mine["warnings"]
+    );
+    // compare matches the two runs of the same job file.
+    let o = iolab(&[
+        "compare",
+        fio_fixture("bssplit.json").to_str().unwrap(),
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("4k:70,64k:30"), "{}", text(&o));
+}
+
+#[test]
+fn fio_import_captions_say_fio_and_clat_not_iolab_and_total_latency() {
+    let dir = workdir();
+    let html = dir.path().join("r.html");
+    let md = dir.path().join("r.md");
+    let src = fio_fixture("numjobs2-group-reporting.json");
+    for (out, fmt) in [(&html, "html"), (&md, "markdown")] {
+        let o = iolab(&[
+            "report",
+            src.to_str().unwrap(),
+            "--format",
+            fmt,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("CPU time of the fio job"), "cpu caption");
+    assert!(!html.contains("the iolab process"), "cpu caption");
+    assert!(
+        html.contains("Completion latency (clat"),
+        "percentile caption"
+    );
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(!md.contains("on ? ()"), "{}", &md[..200.min(md.len())]);
+}
+
+#[test]
+fn cpu_chart_keeps_the_process_and_the_machine_apart() {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/run-all-steps.json");
+    let mut r = iolab::commands::report::load(&src).unwrap();
+    let machine = serde_json::json!({"usr_pct": 20.0, "sys_pct": 30.0, "iowait_pct": 40.0, "idle_pct": 10.0, "steal_pct": 0.0});
+    for p in &mut r.points {
+        p.extra.insert("cpu".into(), machine.clone());
+    }
+    let cpu = iolab::report::charts::latency::cpu(&r).unwrap();
+    assert!(cpu.svgs[0].contains("Process CPU"), "{}", cpu.svgs[0]);
+    assert!(!cpu.svgs[0].contains("iowait"), "iowait is the machine's");
+    assert!(cpu.svgs.len() == 2 && cpu.svgs[1].contains("iowait"));
+}
+
+/// Run `iolab device ARGS --dry-run` and return its output.
+fn dry_run(args: &[&str]) -> String {
+    let mut all = vec!["device"];
+    all.extend_from_slice(args);
+    all.push("--dry-run");
+    let o = iolab(&all);
+    assert!(o.status.success(), "{}", text(&o));
+    text(&o)
+}
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn command_line_runtime_overrides_a_plan_file_and_a_fio_job_file() {
+    let plan = example("systor15-device.toml");
+    let out = dry_run(&["--plan", &plan, "--target", "/tmp", "--runtime", "1s"]);
+    assert!(!out.contains("runtime=60.0s"), "{out}");
+    assert!(
+        out.contains("11 point(s); estimated duration: 11 s"),
+        "{out}"
+    );
+    let job = example("randread.fio");
+    let out = dry_run(&["--fio-job", &job, "--runtime", "1s"]);
+    // 1 s plus the job file's 1 s ramp, per job.
+    assert!(out.contains("runtime=2.0s"), "{out}");
+    assert!(!out.contains("runtime=11.0s"), "{out}");
+}
+
+#[test]
+fn command_line_budget_is_shared_by_the_whole_plan() {
+    let plan = example("systor15-device.toml");
+    let out = dry_run(&["--plan", &plan, "--target", "/tmp", "--budget", "20s"]);
+    assert!(out.contains("estimated duration: 20 s"), "{out}");
+}
+
+#[test]
+fn report_export_takes_format_and_file_like_device() {
+    let dir = workdir();
+    let out = dir.path().join("out.json");
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/device-batching.json");
+    let o = iolab(&[
+        "report",
+        src.to_str().unwrap(),
+        "--export",
+        "fio-json",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v = common::results(&out);
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 8);
+    let o = iolab(&["report", src.to_str().unwrap(), "--export", "csv", "x.csv"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--export"), "{}", text(&o));
+}
+
+#[test]
+fn ycsb_maxexecutiontime_stops_the_phase_and_unused_properties_are_named() {
+    let dir = workdir();
+    let out = dir.path().join("kv.json");
+    let o = iolab(&[
+        "kv",
+        "c",
+        "--engine",
+        "null",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "-p",
+        "recordcount=1000",
+        "-p",
+        "operationcount=100000000000",
+        "-p",
+        "maxexecutiontime=2",
+        "-p",
+        "measurementtype=timeseries",
+        "--status-interval",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::results(&out);
+    let run = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["params"]["phase"] == "run")
+        .unwrap()
+        .clone();
+    let secs = run["duration_ns"].as_f64().unwrap() / 1e9;
+    assert!((1.9..6.0).contains(&secs), "{secs} s");
+    assert!(
+        run["warnings"].to_string().contains("maxexecutiontime"),
+        "{run}"
+    );
+    assert!(
+        r["warnings"].to_string().contains("measurementtype"),
+        "{}",
+        r["warnings"]
+    );
+    assert!(text(&o).contains("measurementtype"), "said on the terminal");
+    // --status-interval 1: at least one status line on stdout.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("current ops/sec"), "{stdout}");
+}
+
+#[test]
+fn open_loop_table_shows_latency_from_issue_and_from_intended_labelled() {
+    let o = iolab(&[
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "200us",
+        "--rate",
+        "2000",
+        "--qd",
+        "8",
+        "--runtime",
+        "500ms",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("from issue") && out.contains("from intended"),
+        "{out}"
+    );
+    assert!(
+        out.contains("open loop (uniform arrivals): target 2000 IOPS"),
+        "{out}"
+    );
+    assert!(!out.contains("first short at none"), "{out}");
+}
