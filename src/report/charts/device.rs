@@ -216,6 +216,23 @@ pub fn latency_per_block(r: &Results) -> Option<Section> {
     })
 }
 
+/// Every k measured in a batching group (for any block size).
+fn ks_of(g: &crate::analysis::types::BatchingGroup) -> Vec<f64> {
+    g.per_bs
+        .iter()
+        .flat_map(|b| b.speedup.iter().map(|c| c.k as f64))
+        .collect()
+}
+
+/// Whether a series' x values have no value of `all` between two
+/// neighbours: then a line between them draws only what was measured.
+fn gapless(xs: impl Iterator<Item = f64>, all: &[f64]) -> bool {
+    let mut xs: Vec<f64> = xs.collect();
+    xs.sort_by(f64::total_cmp);
+    xs.windows(2)
+        .all(|w| !all.iter().any(|x| *x > w[0] && *x < w[1]))
+}
+
 /// Batching speedup = per-block time at the smallest K / per-block time at K.
 pub fn batching(r: &Results) -> Option<Section> {
     batching_from_analysis(r)
@@ -270,12 +287,15 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
                 ]);
             }
             if v.len() >= 2 {
+                // A line only where no k measured for another B lies between
+                // two of this B's: never draw across k values not measured.
+                let line = gapless(v.iter().map(|p| p.0), &ks_of(g));
                 vs_k.push(Series {
                     label: format!("{prefix}B={}", fmt::bytes(bs)),
                     points: v,
                     dashed: group.contains("write"),
                     color: vs_k.len(),
-                    line: true,
+                    line,
                 });
             }
         }
@@ -312,6 +332,15 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
         marks,
         hlines: vec![],
     })];
+    let all_bs: BTreeMap<String, Vec<f64>> = groups
+        .iter()
+        .map(|g| {
+            (
+                g.group.clone(),
+                g.per_bs.iter().map(|b| b.bs as f64).collect(),
+            )
+        })
+        .collect();
     let vs_b: Vec<Series> = by_k
         .iter()
         .filter(|((_, k), v)| v.len() >= 2 && *k > 1)
@@ -334,7 +363,7 @@ fn batching_from_analysis(r: &Results) -> Option<Section> {
                 .collect(),
             dashed: group.contains("write"),
             color: i,
-            line: true,
+            line: gapless(v.iter().map(|p| p.0), &all_bs[group]),
         })
         .collect();
     if !vs_b.is_empty() {
@@ -567,4 +596,17 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
         svgs,
         table,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gapless;
+
+    #[test]
+    fn batching_lines_never_cross_k_values_that_were_not_measured() {
+        let all = [1.0, 4.0, 16.0, 64.0];
+        assert!(gapless([1.0, 4.0, 16.0].into_iter(), &all));
+        assert!(!gapless([1.0, 64.0].into_iter(), &all));
+        assert!(gapless([64.0, 16.0].into_iter(), &all));
+    }
 }

@@ -10,23 +10,18 @@ use crate::results::{Point, Results};
 /// At most this many distributions per chart (more would be unreadable).
 const MAX_LINES: usize = 10;
 
-/// (label, point, op kind) of the distributions worth plotting: the QD1
-/// points when there are some (the latency experiments), else the first ones.
-fn lat_points(r: &Results) -> Vec<(String, &Point, String)> {
-    let with_lat = |p: &&Point| p.ops.values().any(|o| o.lat.is_some() || o.clat.is_some());
-    let qd1: Vec<&Point> = r
-        .points
-        .iter()
-        .filter(with_lat)
-        .filter(|p| param_u64(p, "qd") == Some(1) && p.batch.is_none())
-        .collect();
-    let pts: Vec<&Point> = if qd1.is_empty() {
-        r.points.iter().filter(with_lat).collect()
-    } else {
-        qd1
-    };
-    let mut out = Vec::new();
-    for p in pts {
+/// At most this many charts of distributions (one per queue depth).
+const MAX_CHARTS: usize = 6;
+
+/// One line of a distribution chart: (label, point, op kind).
+type Dist<'a> = (String, &'a Point, String);
+
+/// The distributions worth plotting: every point with a latency, in one
+/// chart when they fit, else one chart per queue depth (or batch size),
+/// each titled with it; `MAX_LINES` lines per chart.
+fn lat_groups(r: &Results) -> Vec<(String, Vec<Dist<'_>>)> {
+    let mut all = Vec::new();
+    for p in &r.points {
         for (op, o) in &p.ops {
             if o.lat.is_some() || o.clat.is_some() {
                 let base = short_label(p);
@@ -35,12 +30,42 @@ fn lat_points(r: &Results) -> Vec<(String, &Point, String)> {
                 } else {
                     base
                 };
-                out.push((label, p, op.clone()));
+                all.push((label, p, op.clone()));
             }
         }
     }
-    out.truncate(MAX_LINES);
-    out
+    if all.len() <= MAX_LINES {
+        return vec![(String::new(), all)];
+    }
+    let depth = |p: &Point| match param_u64(p, "batch") {
+        _ if p.extra.contains_key("kv") => (2, 0, "database operations".to_string()),
+        Some(k) => (1, k, format!("batch {k}")),
+        None => {
+            let qd = param_u64(p, "qd").unwrap_or(1);
+            (0, qd, format!("QD{qd}"))
+        }
+    };
+    let mut groups: std::collections::BTreeMap<(u8, u64), (String, Vec<Dist<'_>>)> =
+        std::collections::BTreeMap::new();
+    for d in all {
+        let (kind, n, title) = depth(d.1);
+        let g = groups
+            .entry((kind, n))
+            .or_insert_with(|| (title, Vec::new()));
+        if g.1.len() < MAX_LINES {
+            g.1.push(d);
+        }
+    }
+    groups.into_values().take(MAX_CHARTS).collect()
+}
+
+/// "Latency by percentile" or "Latency by percentile (QD8)".
+fn titled(base: &str, group: &str) -> String {
+    if group.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base} ({group})")
+    }
 }
 
 /// "randread 4k qd1" from the params, else the point name.
@@ -68,45 +93,59 @@ fn lat_of<'a>(p: &'a Point, op: &str) -> Option<&'a crate::measure::histogram::L
 
 /// Latency percentiles on a "nines" axis: 50, 90, 99, 99.9 ... equally spaced.
 pub fn percentiles(r: &Results) -> Option<Section> {
-    let sel = lat_points(r);
-    let mut series = Vec::new();
     let mut table = Table::new(&["series", "percentile", "latency ns"]);
-    for (i, (label, p, op)) in sel.iter().enumerate() {
-        let Some(l) = lat_of(p, op) else { continue };
-        let mut pts: Vec<(f64, f64)> = l
-            .percentiles_ns
-            .iter()
-            .filter_map(|(k, v)| k.parse::<f64>().ok().map(|q| (q, *v as f64)))
-            .collect();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let v: Vec<(f64, f64, String)> = pts
-            .iter()
-            .map(|&(q, ns)| {
-                table
-                    .rows
-                    .push(vec![label.clone(), fmt::pctile(q), format!("{ns:.0}")]);
-                (
-                    q,
-                    ns,
-                    format!("{label}: p{} = {}", fmt::pctile(q), fmt::ns(ns)),
-                )
-            })
-            .collect();
-        if v.is_empty() {
+    let mut svgs = Vec::new();
+    for (group, sel) in lat_groups(r) {
+        let mut series = Vec::new();
+        for (i, (label, p, op)) in sel.iter().enumerate() {
+            let Some(l) = lat_of(p, op) else { continue };
+            let mut pts: Vec<(f64, f64)> = l
+                .percentiles_ns
+                .iter()
+                .filter_map(|(k, v)| k.parse::<f64>().ok().map(|q| (q, *v as f64)))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let v: Vec<(f64, f64, String)> = pts
+                .iter()
+                .map(|&(q, ns)| {
+                    table
+                        .rows
+                        .push(vec![label.clone(), fmt::pctile(q), format!("{ns:.0}")]);
+                    (
+                        q,
+                        ns,
+                        format!("{label}: p{} = {}", fmt::pctile(q), fmt::ns(ns)),
+                    )
+                })
+                .collect();
+            if v.is_empty() {
+                continue;
+            }
+            series.push(Series {
+                label: label.clone(),
+                points: v,
+                dashed: op == "write",
+                color: i,
+                line: true,
+            });
+        }
+        if series.is_empty() {
             continue;
         }
-        series.push(Series {
-            label: label.clone(),
-            points: v,
-            dashed: op == "write",
-            color: i,
-            line: true,
-        });
+        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        svgs.push(svg::line_chart(&LineChart {
+            title: titled("Latency by percentile", &group),
+            x: Axis::new("percentile", Scale::Nines, fmt::pctile),
+            y: Axis::new("latency", scale, fmt::ns),
+            series,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        }));
     }
-    if series.is_empty() {
+    if svgs.is_empty() {
         return None;
     }
-    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
     Some(Section {
         id: "percentiles".into(),
         title: "Latency percentiles".into(),
@@ -118,15 +157,7 @@ pub fn percentiles(r: &Results) -> Option<Section> {
                 "Total latency (submission to completion)"
             }
         ),
-        svgs: vec![svg::line_chart(&LineChart {
-            title: "Latency by percentile".into(),
-            x: Axis::new("percentile", Scale::Nines, fmt::pctile),
-            y: Axis::new("latency", scale, fmt::ns),
-            series,
-            shade: None,
-            marks: vec![],
-            hlines: vec![],
-        })],
+        svgs,
         table,
     })
 }
@@ -144,63 +175,69 @@ fn thin(v: Vec<(u64, f64)>, n: usize) -> Vec<(u64, f64)> {
 
 /// Cumulative distribution of latency from the encoded histograms.
 pub fn cdf(r: &Results) -> Option<Section> {
-    let sel = lat_points(r);
-    let mut series = Vec::new();
     let mut table = Table::new(&["series", "latency ns", "cumulative %"]);
-    for (i, (label, p, op)) in sel.iter().enumerate() {
-        let key = [format!("{op}.lat"), format!("{op}.clat")]
-            .into_iter()
-            .find(|k| p.histograms.contains_key(k));
-        let Some(h) = key
-            .and_then(|k| p.histograms.get(&k))
-            .and_then(|s| LatencyHistogram::decode(s).ok())
-        else {
-            continue;
-        };
-        let v: Vec<(f64, f64, String)> = thin(h.cdf(), 150)
-            .into_iter()
-            .map(|(ns, f)| {
-                table.rows.push(vec![
-                    label.clone(),
-                    ns.to_string(),
-                    format!("{:.4}", f * 100.0),
-                ]);
-                (
-                    ns as f64,
-                    f * 100.0,
-                    format!(
-                        "{label}: {:.3}% at or below {}",
+    let mut svgs = Vec::new();
+    for (group, sel) in lat_groups(r) {
+        let mut series = Vec::new();
+        for (i, (label, p, op)) in sel.iter().enumerate() {
+            let key = [format!("{op}.lat"), format!("{op}.clat")]
+                .into_iter()
+                .find(|k| p.histograms.contains_key(k));
+            let Some(h) = key
+                .and_then(|k| p.histograms.get(&k))
+                .and_then(|s| LatencyHistogram::decode(s).ok())
+            else {
+                continue;
+            };
+            let v: Vec<(f64, f64, String)> = thin(h.cdf(), 150)
+                .into_iter()
+                .map(|(ns, f)| {
+                    table.rows.push(vec![
+                        label.clone(),
+                        ns.to_string(),
+                        format!("{:.4}", f * 100.0),
+                    ]);
+                    (
+                        ns as f64,
                         f * 100.0,
-                        fmt::ns(ns as f64)
-                    ),
-                )
-            })
-            .collect();
-        series.push(Series {
-            label: label.clone(),
-            points: v,
-            dashed: op == "write",
-            color: i,
-            line: true,
-        });
-    }
-    if series.is_empty() {
-        return None;
-    }
-    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-    Some(Section {
-        id: "cdf".into(),
-        title: "Latency CDF".into(),
-        note: "Share of requests completed within a latency, from the full HDR histograms (3 significant digits).".into(),
-        svgs: vec![svg::line_chart(&LineChart {
-            title: "Latency CDF".into(),
+                        format!(
+                            "{label}: {:.3}% at or below {}",
+                            f * 100.0,
+                            fmt::ns(ns as f64)
+                        ),
+                    )
+                })
+                .collect();
+            series.push(Series {
+                label: label.clone(),
+                points: v,
+                dashed: op == "write",
+                color: i,
+                line: true,
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+        svgs.push(svg::line_chart(&LineChart {
+            title: titled("Latency CDF", &group),
             x: Axis::new("latency", scale, fmt::ns),
             y: Axis::new("requests at or below (%)", Scale::Linear, fmt::plain),
             series,
             shade: None,
             marks: vec![],
             hlines: vec![],
-        })],
+        }));
+    }
+    if svgs.is_empty() {
+        return None;
+    }
+    Some(Section {
+        id: "cdf".into(),
+        title: "Latency CDF".into(),
+        note: "Share of requests completed within a latency, from the full HDR histograms (3 significant digits).".into(),
+        svgs,
         table,
     })
 }
@@ -212,10 +249,10 @@ pub fn time_series(r: &Results) -> Option<Section> {
     if pts.is_empty() {
         return None;
     }
-    // Many points: the longest few.
+    // Many points: the longest few (more lines on one axis are unreadable).
     let mut sel = pts.clone();
     sel.sort_by_key(|p| std::cmp::Reverse(p.series.len()));
-    sel.truncate(8);
+    sel.truncate(4);
     sel.sort_by_key(|p| r.points.iter().position(|q| std::ptr::eq(q, *p)));
     let ramp = sel.iter().map(|p| p.ramp_ns).max().unwrap_or(0) as f64 / 1e9;
     let mut table = Table::new(&["point", "t (s)", "IOPS", "MiB/s", "mean ns", "p99 ns"]);
@@ -282,7 +319,8 @@ pub fn time_series(r: &Results) -> Option<Section> {
     }
     let shade = (ramp > 0.0).then(|| (0.0, ramp, "ramp (not measured)".to_string()));
     let chart = |title: &str, ytitle: &str, series: Vec<Series>, f: fn(f64) -> String| {
-        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        // Linear: a time series shows change over time, which a log axis hides.
+        let scale = Scale::Linear;
         svg::line_chart(&LineChart {
             title: title.into(),
             x: Axis::new("time (s)", Scale::Linear, fmt::plain),
@@ -429,4 +467,37 @@ pub fn cpu(r: &Results) -> Option<Section> {
         svgs,
         table,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::point;
+    use crate::plan::job::JobSpec;
+    use crate::results::Provenance;
+
+    fn sweep(qds: &[u32]) -> Results {
+        let mut r = Results::new("device", Provenance::default());
+        for (i, &qd) in qds.iter().enumerate() {
+            let j = JobSpec {
+                qd,
+                ..JobSpec::default()
+            };
+            r.points
+                .push(point(&j, 1e4 * (i + 1) as f64, 1e5, 200_000 + i as u64));
+        }
+        r
+    }
+
+    #[test]
+    fn report_latency_charts_draw_every_queue_depth_of_a_sweep() {
+        let s = percentiles(&sweep(&[1, 8])).unwrap();
+        assert_eq!(s.svgs.len(), 1);
+        assert!(s.svgs[0].contains("qd1") && s.svgs[0].contains("qd8"));
+        // Too many for one chart: one chart per queue depth, none dropped.
+        let qds: Vec<u32> = (0..12).map(|i| 1 << (i % 3)).collect();
+        let s = percentiles(&sweep(&qds)).unwrap();
+        assert_eq!(s.svgs.len(), 3, "QD1, QD2, QD4");
+        assert!(s.svgs[2].contains("(QD4)"));
+    }
 }

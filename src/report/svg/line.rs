@@ -100,13 +100,19 @@ pub fn line_chart(c: &LineChart) -> String {
     for (x, y, label) in &c.marks {
         let px = to_px(&xm, c.x.scale, *x, x0, x1);
         let py = to_px(&ym, c.y.scale, *y, y0, y1);
+        // In the right half the label goes left of the mark, off the legend.
+        let (tx, anchor) = if px > (x0 + x1) / 2.0 {
+            (px - 10.0, "end")
+        } else {
+            (px + 10.0, "start")
+        };
         let _ = write!(
             out,
-            r##"<g class="mark"><circle cx="{}" cy="{}" r="8" fill="none" stroke="#c00" stroke-width="2"><title>{}</title></circle><text x="{}" y="{}" fill="#c00" font-size="11">{}</text></g>"##,
+            r##"<g class="mark"><circle cx="{}" cy="{}" r="8" fill="none" stroke="#c00" stroke-width="2"><title>{}</title></circle><text x="{}" y="{}" fill="#c00" font-size="11" text-anchor="{anchor}">{}</text></g>"##,
             n(px),
             n(py),
             esc(label),
-            n(px + 10.0),
+            n(tx),
             n(py - 10.0),
             esc(label)
         );
