@@ -261,6 +261,10 @@ pub struct DeviceArgs {
     /// No progress and no tables (errors still go to stderr)
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
+    /// Print the last second's IOPS, MiB/s and latency to stdout every SECS
+    /// seconds while a point runs, for logs (fio's --status-interval)
+    #[arg(long, value_name = "SECS", help_heading = "Output")]
+    pub status_interval: Option<f64>,
     /// Print the validated job(s) and exit
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,

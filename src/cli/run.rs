@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// No progress and no summary (errors still go to stderr)
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the last second's IOPS, MiB/s and latency to stdout every SECS
+    /// seconds while a job runs, for logs (fio's --status-interval)
+    #[arg(long, value_name = "SECS")]
+    pub status_interval: Option<f64>,
     /// Print the plan and exit
     #[arg(long)]
     pub dry_run: bool,

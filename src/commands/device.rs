@@ -128,8 +128,9 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     );
     let observer = Terminal::new(quiet);
     let show_progress = !quiet && std::io::stderr().is_terminal();
-    let mut driver =
-        Driver::new(&target, sink, &observer, tracer, show_progress, planned).with_clock(a.clock);
+    let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned)
+        .with_clock(a.clock)
+        .with_status_interval(status_interval(a.status_interval)?);
     driver.save()?;
     for w in &driver.results().warnings {
         observer.warning(w);
@@ -160,6 +161,17 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     }
     drop(target);
     exit_status(&results, failures)
+}
+
+/// `--status-interval`, checked: whole seconds, at least one.
+pub fn status_interval(v: Option<f64>) -> anyhow::Result<Option<f64>> {
+    match v {
+        Some(s) if !(s >= 1.0 && s.is_finite()) => Err(usage(
+            "--status-interval",
+            "give a number of seconds (1 or more)",
+        )),
+        v => Ok(v),
+    }
 }
 
 /// The run's exit status: interrupted (130), a verification mismatch (3),

@@ -227,6 +227,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                     elapsed_s,
                     expected_s: None,
                     eta_s: None,
+                    live: None,
                 });
                 if let Some(line) = status.line(&name, elapsed_s, done, lat_sum) {
                     obs.status(&line);

@@ -78,6 +78,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("json", FLAG),
     opt("force", FLAG),
     opt("quiet", FLAG),
+    opt("status_interval", FLAG),
     opt("dry_run", FLAG),
     opt("export", FLAG),
     opt("breakdown", FLAG),

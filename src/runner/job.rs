@@ -27,7 +27,7 @@ use crate::runner::openloop::{self, OpenLoopSpec};
 use crate::runner::pattern::{PatternSpec, RequestGen};
 use crate::runner::point::build_point;
 pub use crate::runner::point::params_of;
-use crate::runner::recorder::Recorder;
+use crate::runner::recorder::{Live, LiveSlot, Recorder};
 use crate::runner::worker::{self, LoopSpec, RequestLog};
 
 /// How a job is run, beyond its spec.
@@ -35,8 +35,9 @@ use crate::runner::worker::{self, LoopSpec, RequestLog};
 pub struct RunOptions<'a> {
     /// Keep a per-request log of this many records per worker (stack breakdown).
     pub record_requests: Option<usize>,
-    /// Called about once a second with (elapsed s, expected total s).
-    pub on_progress: Option<&'a (dyn Fn(f64, Option<f64>) + Sync)>,
+    /// Called about once a second with (elapsed s, expected total s, the
+    /// last complete second's throughput and latency, once there is one).
+    pub on_progress: Option<&'a (dyn Fn(f64, Option<f64>, Option<Live>) + Sync)>,
     /// Which clock stamps requests (a per-request log always uses
     /// CLOCK_MONOTONIC, the clock tracefs stamps kernel events with).
     pub clock: ClockChoice,
@@ -308,6 +309,8 @@ struct JobCtx<'a, C: Clock> {
     barrier: Barrier,
     start: AtomicU64,
     stop: AtomicBool,
+    /// One slot per worker for the progress line (empty: no progress asked).
+    live: Vec<std::sync::Arc<LiveSlot>>,
 }
 
 impl<C: Clock> JobCtx<'_, C> {
@@ -390,6 +393,7 @@ impl<C: Clock> JobCtx<'_, C> {
         let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let state = self.worker_state(i, seed);
         let mut rec = Recorder::new(0, self.expected_s.map(|s| s as usize + 2).unwrap_or(60));
+        rec.live = self.live.get(i).cloned();
         if spec.open_loop.is_some() {
             rec.open_loop = Some(Default::default());
         }
@@ -498,7 +502,11 @@ fn supervise<C: Clock>(
         if let Some(cb) = opts.on_progress {
             if last_tick.elapsed() >= Duration::from_secs(1) {
                 last_tick = std::time::Instant::now();
-                cb(wall0.elapsed().as_secs_f64(), ctx.expected_s);
+                cb(
+                    wall0.elapsed().as_secs_f64(),
+                    ctx.expected_s,
+                    Live::from_slots(&ctx.live),
+                );
             }
         }
     }
@@ -556,6 +564,10 @@ pub fn run_job_with_clock<C: Clock>(
         barrier: Barrier::new(n + 1),
         start: AtomicU64::new(0),
         stop: AtomicBool::new(false),
+        live: match opts.on_progress {
+            Some(_) => (0..n).map(|_| Default::default()).collect(),
+            None => Vec::new(),
+        },
     };
     let started_at = time::now_rfc3339();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();

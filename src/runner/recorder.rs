@@ -4,6 +4,7 @@
 //! locks); `merge` combines them after the run.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::engine::OpKind;
 use crate::measure::histogram::LatencyHistogram;
@@ -40,6 +41,65 @@ impl Interval {
     }
 }
 
+/// What a worker publishes once a second for the live progress line: its
+/// last complete second. Written at the worker's interval boundary (a cold
+/// path, once a second), read by the supervising thread; the per-request
+/// path never touches it.
+#[derive(Debug, Default)]
+pub struct LiveSlot {
+    /// 1 + the index of the published second (0: nothing yet).
+    pub second: AtomicU64,
+    pub ops: AtomicU64,
+    pub bytes: AtomicU64,
+    pub lat_sum: AtomicU64,
+    pub p99_ns: AtomicU64,
+}
+
+/// The last complete second over every worker: what the progress line shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Live {
+    pub iops: f64,
+    pub mib_s: f64,
+    pub mean_ns: f64,
+    /// The largest of the workers' p99s (exact with one worker).
+    pub p99_ns: u64,
+}
+
+impl Live {
+    /// The most recent second every publishing worker agrees on (a worker
+    /// that completed nothing for a while is left out).
+    pub fn from_slots(slots: &[std::sync::Arc<LiveSlot>]) -> Option<Live> {
+        let latest = slots
+            .iter()
+            .map(|s| s.second.load(Ordering::Acquire))
+            .max()?;
+        if latest == 0 {
+            return None;
+        }
+        let (mut ops, mut bytes, mut lat, mut p99) = (0u64, 0u64, 0u64, 0u64);
+        for s in slots
+            .iter()
+            .filter(|s| s.second.load(Ordering::Acquire) == latest)
+        {
+            ops += s.ops.load(Ordering::Relaxed);
+            bytes += s.bytes.load(Ordering::Relaxed);
+            lat += s.lat_sum.load(Ordering::Relaxed);
+            p99 = p99.max(s.p99_ns.load(Ordering::Relaxed));
+        }
+        let secs = INTERVAL_NS as f64 / 1e9;
+        Some(Live {
+            iops: ops as f64 / secs,
+            mib_s: bytes as f64 / secs / (1 << 20) as f64,
+            mean_ns: if ops > 0 {
+                lat as f64 / ops as f64
+            } else {
+                0.0
+            },
+            p99_ns: p99,
+        })
+    }
+}
+
 pub struct Recorder {
     /// [op kind][slat/clat/lat]
     pub hist: [[LatencyHistogram; 3]; 3],
@@ -58,6 +118,8 @@ pub struct Recorder {
     pub verify: VerifyStats,
     /// Intended-time latency and lateness of open-loop issuing (`--rate`).
     pub open_loop: Option<OpenLoopRecorder>,
+    /// Where each complete second is published for the progress line.
+    pub live: Option<std::sync::Arc<LiveSlot>>,
 }
 
 impl Recorder {
@@ -78,6 +140,7 @@ impl Recorder {
             errors: BTreeMap::new(),
             verify: VerifyStats::default(),
             open_loop: None,
+            live: None,
         }
     }
 
@@ -122,6 +185,15 @@ impl Recorder {
 
     #[cold]
     fn advance_interval(&mut self, t: u64) {
+        if let Some(slot) = &self.live {
+            let iv = &self.intervals[self.cur];
+            slot.ops.store(iv.ops, Ordering::Relaxed);
+            slot.bytes.store(iv.bytes, Ordering::Relaxed);
+            slot.lat_sum.store(iv.lat_sum, Ordering::Relaxed);
+            slot.p99_ns
+                .store(iv.hist.value_at_percentile(99.0), Ordering::Relaxed);
+            slot.second.store(self.cur as u64 + 1, Ordering::Release);
+        }
         while t >= self.next_boundary {
             self.cur += 1;
             self.next_boundary += INTERVAL_NS;

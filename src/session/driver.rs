@@ -21,6 +21,7 @@ use crate::plan::job::{Arrival, JobSpec, OpenLoop};
 use crate::plan::sweep::RateAxis;
 use crate::results::{Point, Results};
 use crate::runner::job::{run_job, JobOutcome, RunOptions};
+use crate::runner::recorder::Live;
 use crate::runner::steady::{self as steady_run, SteadyOptions};
 use crate::trace::point_tracer::{self, Tracer};
 
@@ -35,6 +36,8 @@ pub struct Driver<'a> {
     show_progress: bool,
     /// The clock that stamps requests (`--clock`).
     clock: ClockChoice,
+    /// `--status-interval`: a status line this often (seconds).
+    status_every: Option<f64>,
     planned_points: usize,
     planned_secs: f64,
     done_points: usize,
@@ -106,7 +109,14 @@ impl<'a> Driver<'a> {
             failures: 0,
             first_skip: None,
             clock: ClockChoice::Auto,
+            status_every: None,
         }
+    }
+
+    /// Print a status line every `secs` seconds while a point runs.
+    pub fn with_status_interval(mut self, secs: Option<f64>) -> Driver<'a> {
+        self.status_every = secs;
+        self
     }
 
     /// Stamp requests with `clock` instead of the default (auto).
@@ -158,6 +168,7 @@ impl<'a> Driver<'a> {
                 elapsed_s: 0.0,
                 expected_s: Some(expected_s),
                 eta_s: Some(self.eta_s()),
+                live: None,
             });
         }
         let measured = measure(&mut self.sink.results);
@@ -258,18 +269,27 @@ impl<'a> Driver<'a> {
         let started = self.started;
         let planned = self.planned_secs;
         let observer = self.observer;
-        let progress = move |elapsed: f64, total: Option<f64>| {
-            observer.progress(&Progress {
+        let show = self.show_progress;
+        let status = StatusEvery::new(self.status_every);
+        let progress = move |elapsed: f64, total: Option<f64>, live: Option<Live>| {
+            let p = Progress {
                 label: &label,
                 elapsed_s: elapsed,
                 expected_s: total,
                 eta_s: Some((planned - started.elapsed().as_secs_f64()).max(0.0)),
-            });
+                live,
+            };
+            if show {
+                observer.progress(&p);
+            }
+            if live.is_some() && status.due(elapsed) {
+                observer.point_status(&p);
+            }
         };
         let opts = RunOptions {
             clock: self.clock,
             record_requests: None,
-            on_progress: if self.show_progress {
+            on_progress: if self.show_progress || self.status_every.is_some() {
                 Some(&progress)
             } else {
                 None
@@ -535,6 +555,35 @@ impl<'a> Driver<'a> {
             }
         ));
         self.save()
+    }
+}
+
+/// When the next `--status-interval` line is due, from the progress calls
+/// (the supervising thread only; an atomic keeps the closure `Fn`).
+struct StatusEvery {
+    every_s: Option<f64>,
+    last_s: std::sync::atomic::AtomicU64,
+}
+
+impl StatusEvery {
+    fn new(every_s: Option<f64>) -> StatusEvery {
+        StatusEvery {
+            every_s,
+            last_s: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn due(&self, elapsed_s: f64) -> bool {
+        use std::sync::atomic::Ordering;
+        let Some(every) = self.every_s else {
+            return false;
+        };
+        let last = f64::from_bits(self.last_s.load(Ordering::Relaxed));
+        if elapsed_s - last < every - 0.5 {
+            return false;
+        }
+        self.last_s.store(elapsed_s.to_bits(), Ordering::Relaxed);
+        true
     }
 }
 

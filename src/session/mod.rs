@@ -23,6 +23,8 @@ pub struct Progress<'a> {
     pub expected_s: Option<f64>,
     /// Expected seconds left in the whole run, when known.
     pub eta_s: Option<f64>,
+    /// The last complete second of a device point: IOPS, MiB/s, latency.
+    pub live: Option<crate::runner::recorder::Live>,
 }
 
 /// Receives what a run does. Every method has a do-nothing default so an
@@ -44,6 +46,9 @@ pub trait Observer: Sync {
     fn note(&self, _msg: &str) {}
     /// A periodic status line for logs (`--status-interval`): stdout.
     fn status(&self, _line: &str) {}
+    /// `--status-interval` during a device point: its last complete second
+    /// (`p.live` is set).
+    fn point_status(&self, _p: &Progress<'_>) {}
     /// `--breakdown`: the stack breakdown of the point just done.
     fn point_traced(&self, _trace: &ConfigResult) {}
 }

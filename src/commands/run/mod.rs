@@ -416,7 +416,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         None,
         !a.quiet && std::io::stderr().is_terminal(),
         (jobs.len(), planned_s),
-    );
+    )
+    .with_status_interval(crate::commands::device::status_interval(a.status_interval)?);
     let mut runner = StepRunner {
         a: &a,
         target: &target,
