@@ -73,7 +73,9 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<()> {
     let export = export_format(&mut a)?;
     // Checked before reading: the input itself is never an output.
     match destination(&a) {
-        Some(d) if a.export.is_some() && d.is_dir() => {}
+        Some(d)
+            if export.is_some()
+                && (d.is_dir() || d.as_os_str().to_string_lossy().ends_with('/')) => {}
         Some(d) => {
             output::check(&d, "--output", a.force, &[&a.results])?;
         }
@@ -81,7 +83,16 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<()> {
     }
     let r = load(&a.results)?;
     if export.is_some() {
-        // Into a directory: one file per point (fio-plot reads one job per file).
+        // Into a directory: one file per point (fio-plot reads one job per
+        // file). A name ending in '/' is a directory, made if missing.
+        let named_dir = a
+            .output
+            .as_deref()
+            .filter(|d| d.as_os_str().to_string_lossy().ends_with('/') && !d.exists());
+        if let Some(d) = named_dir {
+            std::fs::create_dir_all(d)
+                .map_err(|e| usage("--output", format!("cannot create {}: {e}", d.display())))?;
+        }
         if let Some(dir) = a.output.as_deref().filter(|d| d.is_dir()) {
             for (name, v) in fio_json::to_fio_json_files(&r) {
                 write_atomic(

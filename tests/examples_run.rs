@@ -1,0 +1,358 @@
+//! Every `iolab ...` example in the README, the docs and each verb's
+//! `--help` parses, and runs: scaled down (short runtimes, small files and
+//! record counts), with its paths moved into a temporary directory, in the
+//! order its page gives (a read pass after its write pass). Examples that
+//! need a block device only parse; long studies (steady state, batched and
+//! SNIA profiles) run as `--dry-run`, which checks everything but the I/O.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::text;
+
+/// One example: where it was found and its words.
+struct Example {
+    origin: String,
+    words: Vec<String>,
+}
+
+/// Split a command line as a shell would for these examples: words,
+/// 'single' and "double" quotes.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut any = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                any = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if any || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                any = false;
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// `iolab ...` lines of the fenced code blocks of a Markdown file, with
+/// continuation lines joined and `# comments` dropped.
+fn markdown_examples(path: &Path) -> Vec<Example> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let mut pending = String::new();
+    for (i, raw) in text.lines().enumerate() {
+        if raw.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            continue;
+        }
+        let line = raw.trim().trim_start_matches("$ ");
+        if pending.is_empty() && !line.starts_with("iolab ") && line != "iolab" {
+            continue;
+        }
+        let line = match line.find(" #") {
+            Some(at) => &line[..at],
+            None => line,
+        };
+        match line.strip_suffix('\\') {
+            Some(head) => pending.push_str(head),
+            None => {
+                pending.push_str(line);
+                let cmd = std::mem::take(&mut pending);
+                // Usage synopses, templates and sample output are not commands.
+                let output = cmd
+                    .split_whitespace()
+                    .nth(1)
+                    .is_some_and(|w| w.ends_with(':'));
+                if !output && !cmd.contains('[') && !cmd.contains('$') && !cmd.contains("...") {
+                    out.push(Example {
+                        origin: format!("{}:{}", path.display(), i + 1),
+                        words: shell_words(&cmd),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The EXAMPLES of `iolab VERB --help` (text after two spaces is a note).
+fn help_examples(verb: &str) -> Vec<Example> {
+    let o = common::iolab(&[verb, "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout).to_string();
+    help.lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| l.starts_with("iolab "))
+        .map(|l| {
+            let cmd = l.split("  ").next().unwrap_or(l);
+            Example {
+                origin: format!("iolab {verb} --help"),
+                words: shell_words(cmd),
+            }
+        })
+        .collect()
+}
+
+fn value_after<'a>(words: &'a [String], flag: &str) -> Option<&'a str> {
+    words
+        .iter()
+        .position(|w| w == flag)
+        .and_then(|i| words.get(i + 1))
+        .map(String::as_str)
+}
+
+fn has(words: &[String], flag: &str) -> bool {
+    words.iter().any(|w| w == flag)
+}
+
+/// Replace the value of `flag` (if given) with `value`.
+fn set(words: &mut [String], flag: &str, value: &str) -> bool {
+    match words.iter().position(|w| w == flag) {
+        Some(i) if i + 1 < words.len() => {
+            words[i + 1] = value.to_string();
+            true
+        }
+        _ => false,
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// What to do with an example: `None` to only parse it (a block device),
+/// else the words to run (scaled down, paths moved into `dir`).
+fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
+    if words.iter().any(|w| w.starts_with("/dev/")) {
+        return None;
+    }
+    let d = dir.display().to_string();
+    let mut w: Vec<String> = words[1..]
+        .iter()
+        .map(|a| {
+            for prefix in ["/mnt/test", "/mnt/nvme", "/mnt/t", "/mnt", "/var/tmp"] {
+                if let Some(rest) = a.strip_prefix(prefix) {
+                    if rest.is_empty() || rest.starts_with('/') {
+                        return format!("{d}{rest}");
+                    }
+                }
+            }
+            a.clone()
+        })
+        .collect();
+    let verb = w.first().cloned().unwrap_or_default();
+    match verb.as_str() {
+        "device" => {
+            let profile = value_after(&w, "--profile").unwrap_or("").to_string();
+            let plan = value_after(&w, "--plan").unwrap_or("").to_string();
+            // Studies of many points, and budgets (checked by the plan).
+            let long = has(&w, "--steady-state")
+                || has(&w, "--budget")
+                || profile.starts_with("batched")
+                || profile.starts_with("snia")
+                || plan.contains("bingmann")
+                || plan.contains("snia");
+            if long && !has(&w, "--dry-run") {
+                w.push("--dry-run".into());
+            }
+            set(&mut w, "--runtime", "200ms");
+            set(&mut w, "--io-count", "10k");
+            set(&mut w, "--size", "16m");
+            let bounded = ["--runtime", "--budget", "--io-count", "--io-bytes"]
+                .iter()
+                .any(|f| has(&w, f));
+            if !bounded {
+                w.extend(["--runtime".into(), "200ms".into()]);
+            }
+            let file_engine = value_after(&w, "--engine").is_none_or(|e| e != "null");
+            if file_engine && !has(&w, "--size") {
+                w.extend(["--size".into(), "16m".into()]);
+            }
+        }
+        "run" => {
+            if !set(&mut w, "--budget", "3s") {
+                w.extend(["--budget".into(), "3s".into()]);
+            }
+            if !set(&mut w, "--size", "16m") {
+                w.extend(["--size".into(), "16m".into()]);
+            }
+        }
+        "kv" => {
+            for (i, a) in w.clone().iter().enumerate() {
+                if a.starts_with("recordcount=") {
+                    w[i] = "recordcount=2000".into();
+                } else if a.starts_with("operationcount=") {
+                    w[i] = "operationcount=2000".into();
+                }
+            }
+            set(&mut w, "--num", "2000");
+            set(&mut w, "--reads", "2000");
+            set(&mut w, "--readers", "1,2");
+            if !has(&w, "--dir") && !has(&w, "--db") {
+                w.extend(["--dir".into(), d.clone()]);
+            }
+            if has(&w, "-P") && !w.iter().any(|a| a.starts_with("recordcount=")) {
+                w.extend(["-p".into(), "recordcount=2000".into()]);
+                w.extend(["-p".into(), "operationcount=2000".into()]);
+            }
+        }
+        "trace" => {
+            if !is_root() {
+                return None;
+            }
+            if !set(&mut w, "--runtime", "300ms") {
+                w.extend(["--runtime".into(), "300ms".into()]);
+            }
+            if !set(&mut w, "--size", "16M") {
+                w.extend(["--size".into(), "16M".into()]);
+            }
+            if !has(&w, "--dir") {
+                w.extend(["--dir".into(), d.clone()]);
+            }
+        }
+        _ => {}
+    }
+    Some(w)
+}
+
+/// Inputs an example reads (results files, fio output): made from the
+/// fixtures under the names it uses.
+fn provide_inputs(words: &[String], dir: &Path) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let verb = words.get(1).map(String::as_str).unwrap_or("");
+    if !matches!(verb, "report" | "compare") {
+        return;
+    }
+    let mut skip = false;
+    for a in &words[2..] {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if a.starts_with('-') {
+            skip = matches!(
+                a.as_str(),
+                "-o" | "--output" | "--html" | "--format" | "--metric" | "--by" | "--export"
+            );
+            continue;
+        }
+        if a.ends_with('/') {
+            std::fs::create_dir_all(dir.join(a)).unwrap();
+            continue;
+        }
+        let dest = dir.join(a);
+        if !a.ends_with(".json") || dest.exists() {
+            continue;
+        }
+        let src = if a.contains("fio") {
+            fixtures.join("fio/numjobs2-jsonplus.json")
+        } else {
+            fixtures.join("report/device-batching.json")
+        };
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(src, dest).unwrap();
+    }
+}
+
+fn all_examples() -> Vec<(String, Vec<Example>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<PathBuf> = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        // Measurement commands of bench/ scripts, with shell variables.
+        .filter(|p| !p.ends_with("benchmarks.md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    let mut out: Vec<(String, Vec<Example>)> = pages
+        .iter()
+        .map(|p| (p.display().to_string(), markdown_examples(p)))
+        .collect();
+    for verb in [
+        "run", "device", "kv", "trace", "report", "compare", "sysinfo",
+    ] {
+        out.push((format!("{verb} --help"), help_examples(verb)));
+    }
+    out
+}
+
+#[test]
+fn every_readme_docs_and_help_example_parses_and_runs() {
+    let examples = all_examples();
+    let total: usize = examples.iter().map(|(_, v)| v.len()).sum();
+    assert!(total >= 60, "found only {total} examples");
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for (_, list) in &examples {
+        // One directory per page: a page's examples may build on each other.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        std::os::unix::fs::symlink(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples"),
+            dir.path().join("examples"),
+        )
+        .unwrap();
+        for ex in list {
+            if let Err(e) = iolab::cli::Cli::try_parse_args(&ex.words) {
+                failures.push(format!("{}: {:?} does not parse: {e}", ex.origin, ex.words));
+                continue;
+            }
+            let Some(args) = scaled(&ex.words, dir.path()) else {
+                continue;
+            };
+            provide_inputs(&ex.words, dir.path());
+            // A bound on each: an example that hangs is a failure, not a stuck suite.
+            let t0 = std::time::Instant::now();
+            let o = Command::new("timeout")
+                .arg("--signal=INT")
+                .arg("--kill-after=10")
+                .arg("60")
+                .arg(env!("CARGO_BIN_EXE_iolab"))
+                .args(&args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            eprintln!(
+                "{:6.1}s  iolab {}",
+                t0.elapsed().as_secs_f64(),
+                args.join(" ")
+            );
+            ran += 1;
+            if !o.status.success() {
+                failures.push(format!(
+                    "{}: iolab {} exited {:?}:\n{}",
+                    ex.origin,
+                    args.join(" "),
+                    o.status.code(),
+                    text(&o)
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {total} examples failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+    assert!(ran >= 40, "only {ran} examples ran");
+}
