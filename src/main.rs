@@ -4,7 +4,7 @@ fn main() {
     let cli = match iolab::cli::Cli::try_parse_args(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
-            if let Some(msg) = negative_value(&e) {
+            if let Some(msg) = negative_value(&e).or_else(|| foreign_spelling(&e)) {
                 eprintln!("iolab: error: {msg}");
                 std::process::exit(2);
             }
@@ -47,4 +47,56 @@ fn negative_value(e: &clap::Error) -> Option<String> {
         "{flag}: '{}' is negative; it takes zero or more",
         args[i]
     ))
+}
+
+/// fio's, YCSB's and db_bench's spellings of iolab's options, for a
+/// "did you mean" instead of clap's plain "unexpected argument".
+const FOREIGN: [(&str, &str, &str); 16] = [
+    ("--iodepth", "--qd", "fio's iodepth"),
+    ("--numjobs", "--jobs", "fio's numjobs"),
+    ("--filename", "--target", "fio's filename"),
+    (
+        "--directory",
+        "--target",
+        "fio's directory (a scratch file is made inside)",
+    ),
+    ("--ioengine", "--engine", "fio's ioengine (libaio is aio)"),
+    ("--blocksize", "--bs", "fio's blocksize"),
+    ("--readwrite", "--rw", "fio's readwrite"),
+    ("--rwmixread", "--mix", "fio's rwmixread"),
+    ("--ramp_time", "--ramp", "fio's ramp_time"),
+    ("--rate_iops", "--rate", "fio's rate_iops"),
+    (
+        "--output-format",
+        "--json FILE or --export fio-json FILE",
+        "fio's output format",
+    ),
+    (
+        "--status_interval",
+        "--status-interval",
+        "fio's status-interval",
+    ),
+    ("-threads", "--threads", "YCSB's -threads"),
+    ("-target", "--target-ops (or --rate)", "YCSB's -target"),
+    (
+        "--stats_interval_seconds",
+        "--status-interval",
+        "db_bench's stats interval",
+    ),
+    ("--value_size", "--value-size", "db_bench's value_size"),
+];
+
+/// An unknown option that is another tool's name for an iolab option (clap
+/// reads `-threads` as the short flags `-t -h ...`: the words are checked).
+fn foreign_spelling(e: &clap::Error) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return None;
+    }
+    std::env::args().skip(1).find_map(|word| {
+        let name = word.split('=').next().unwrap_or(&word).to_string();
+        let (_, ours, theirs) = FOREIGN.iter().find(|(f, _, _)| *f == name)?;
+        Some(format!(
+            "{name}: unknown option; iolab calls {theirs} {ours} (see --help)"
+        ))
+    })
 }

@@ -293,3 +293,62 @@ fn open_loop_table_shows_latency_from_issue_and_from_intended_labelled() {
     );
     assert!(!out.contains("first short at none"), "{out}");
 }
+
+#[test]
+fn fio_and_ycsb_spellings_get_a_did_you_mean() {
+    for (args, want) in [
+        (vec!["device", "--iodepth", "4"], "--qd"),
+        (vec!["device", "--numjobs=2"], "--jobs"),
+        (vec!["device", "--ioengine", "libaio"], "--engine"),
+        (vec!["device", "--filename", "x"], "--target"),
+        (vec!["kv", "a", "-threads", "4"], "--threads"),
+        (vec!["kv", "a", "-target", "100"], "--target-ops"),
+    ] {
+        let o = iolab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(want), "{args:?}: {}", text(&o));
+    }
+}
+
+#[test]
+fn every_help_lists_the_exit_codes_and_version_names_the_revision() {
+    for verb in [
+        "run", "device", "kv", "trace", "report", "compare", "sysinfo",
+    ] {
+        let o = iolab(&[verb, "--help"]);
+        let t = text(&o);
+        assert!(t.contains("EXIT CODES") && t.contains("130"), "{verb}: {t}");
+    }
+    let o = iolab(&["--version"]);
+    let t = text(&o);
+    assert!(
+        t.contains(env!("CARGO_PKG_VERSION")) && t.contains('('),
+        "{t}"
+    );
+}
+
+#[test]
+fn kv_and_trace_take_quiet_like_the_other_verbs() {
+    let dir = workdir();
+    let out = dir.path().join("kv.json");
+    let o = iolab(&[
+        "kv",
+        "a",
+        "--engine",
+        "null",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "-p",
+        "recordcount=100",
+        "-p",
+        "operationcount=100",
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    assert!(out.exists());
+    let o = iolab(&["trace", "--help"]);
+    assert!(text(&o).contains("--quiet"));
+}

@@ -96,6 +96,9 @@ pub struct KvArgs {
     /// results and reports are replaced without it)
     #[arg(long)]
     pub force: bool,
+    /// No progress, header or tables (warnings and errors still go to stderr)
+    #[arg(short, long)]
+    pub quiet: bool,
 
     /// Print only the plan (engine settings, phases) and exit.
     #[arg(long)]

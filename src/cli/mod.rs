@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "iolab",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("IOLAB_GIT_REV"), ")"),
     about = "A storage performance lab in one command",
     long_about = "iolab characterizes a storage stack from the device up to the database: \
 IOPS and bandwidth per block size and queue depth, exact latency distributions, \
@@ -25,7 +25,35 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What every verb's `--help` ends with.
+pub const EXIT_CODES: &str = "EXIT CODES:
+  0    success
+  1    a point, job or phase failed (see the warnings in the results)
+  2    bad input: the flag, key or file is named
+  3    verification mismatch (--verify)
+  130  interrupted (Ctrl-C or SIGTERM); the results so far are saved";
+
 impl Cli {
+    /// The command with the exit codes after every verb's help.
+    pub fn with_exit_codes() -> clap::Command {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command().after_help(EXIT_CODES);
+        let verbs: Vec<String> = cmd
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        for v in verbs {
+            cmd = cmd.mut_subcommand(v, |c| {
+                let text = match c.get_after_help() {
+                    Some(h) => format!("{h}\n\n{EXIT_CODES}"),
+                    None => EXIT_CODES.to_string(),
+                };
+                c.after_help(text)
+            });
+        }
+        cmd
+    }
+
     /// Parse a command line (the program name first), remembering which
     /// `device` flags were given on it: they override plan and fio job
     /// files, as fio's command line does.
@@ -35,8 +63,8 @@ impl Cli {
         T: Into<std::ffi::OsString> + Clone,
     {
         use clap::parser::ValueSource;
-        use clap::{CommandFactory, FromArgMatches};
-        let m = Cli::command().try_get_matches_from(args)?;
+        use clap::FromArgMatches;
+        let m = Cli::with_exit_codes().try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&m)?;
         if let (Command::Device(a), Some(("device", dm))) = (&mut cli.command, m.subcommand()) {
             a.given = dm

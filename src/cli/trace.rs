@@ -70,6 +70,9 @@ pub struct TraceOpts {
     /// results and reports are replaced without it)
     #[arg(long)]
     pub force: bool,
+    /// No tables (warnings and errors still go to stderr)
+    #[arg(short, long)]
+    pub quiet: bool,
     /// Stop each run after this many requests
     #[arg(long, default_value_t = 2_000_000)]
     pub max_ops: usize,

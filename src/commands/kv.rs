@@ -28,8 +28,8 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let done = crate::kv::run::run(&plan, &KvTerminal::new())?;
-    if let Some(out) = &plan.output {
+    let done = crate::kv::run::run(&plan, &KvTerminal::new(args.quiet))?;
+    if let (Some(out), false) = (&plan.output, args.quiet) {
         println!("\nresults: {}", out.display());
     }
     done.verified()?;

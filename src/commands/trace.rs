@@ -368,7 +368,9 @@ pub fn run(args: TraceArgs) -> Result<()> {
                 let spec = job_spec(&plan, &args, engine, sqpoll, qd);
                 spec.validate()?;
                 let (res, mut pt, cap) = run_config(&setup, &spec, &sched_name, !args.no_overhead)?;
-                print!("{}", trace_terminal::config_text(&res));
+                if !args.quiet {
+                    print!("{}", trace_terminal::config_text(&res));
+                }
                 if let (Some(dir), Some(cap)) = (&args.export, &cap) {
                     export_capture(dir, &res, cap, plan.export_dev.unwrap_or(whole))?;
                 }
@@ -384,13 +386,13 @@ pub fn run(args: TraceArgs) -> Result<()> {
             }
         }
     }
-    if all.len() > 1 {
+    if all.len() > 1 && !args.quiet {
         println!("\n{}", trace_terminal::summary(&all));
     }
     let interrupted = all.iter().any(|r| r.interrupted);
     let out = sink.path().map(Path::to_path_buf);
     sink.finish(interrupted)?;
-    if let Some(out) = out {
+    if let (Some(out), false) = (out, args.quiet) {
         println!("results: {}", out.display());
     }
     drop(setup);

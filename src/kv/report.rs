@@ -60,6 +60,7 @@ pub fn ycsb_lines(o: &PhaseOutcome) -> String {
 /// Full percentiles per op kind (service and, when paced, intended).
 pub fn latency_table(p: &Point) -> String {
     let mut t = Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header([
         "op", "latency", "ops", "ops/s", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
     ]);
@@ -94,6 +95,7 @@ pub fn latency_table(p: &Point) -> String {
 pub fn load_table(o: &PhaseOutcome) -> String {
     let l = &o.load;
     let mut t = Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header([
         "wall",
         "user",

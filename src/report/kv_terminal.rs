@@ -15,21 +15,18 @@ use crate::session::{Observer, Progress};
 pub struct KvTerminal {
     term: Terminal,
     show_progress: bool,
+    /// `--quiet`: warnings only.
+    quiet: bool,
 }
 
 impl KvTerminal {
-    pub fn new() -> KvTerminal {
+    pub fn new(quiet: bool) -> KvTerminal {
         use std::io::IsTerminal;
         KvTerminal {
             term: Terminal::progress_only(false),
-            show_progress: std::io::stderr().is_terminal(),
+            show_progress: !quiet && std::io::stderr().is_terminal(),
+            quiet,
         }
-    }
-}
-
-impl Default for KvTerminal {
-    fn default() -> Self {
-        KvTerminal::new()
     }
 }
 
@@ -51,12 +48,17 @@ impl Observer for KvTerminal {
     }
 
     fn status(&self, line: &str) {
-        println!("{line}");
+        if !self.quiet {
+            println!("{line}");
+        }
     }
 }
 
 impl KvObserver for KvTerminal {
     fn started(&self, s: &Started<'_>) {
+        if self.quiet {
+            return;
+        }
         println!(
             "iolab kv: engine {} {}",
             s.engine.name(),
@@ -89,6 +91,9 @@ impl KvObserver for KvTerminal {
     }
 
     fn phase_started(&self, name: &str, threads: usize) {
+        if self.quiet {
+            return;
+        }
         println!(
             "\n== {name} ({threads} thread{})",
             if threads == 1 { "" } else { "s" }
@@ -96,6 +101,15 @@ impl KvObserver for KvTerminal {
     }
 
     fn phase_done(&self, name: &str, o: &PhaseOutcome, p: &Point) {
+        if self.quiet {
+            if o.rec.mismatches > 0 {
+                eprintln!(
+                    "iolab: {} verification failure(s) in {name}",
+                    o.rec.mismatches
+                );
+            }
+            return;
+        }
         print!("{}", ycsb_lines(o));
         println!("{}", latency_table(p));
         println!("{}", load_table(o));
