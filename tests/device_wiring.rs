@@ -163,7 +163,7 @@ fn fio_job_unsupported_options_are_all_named() {
     let dir = workdir();
     let job = write(
         &dir.path().join("bad.fio"),
-        "[global]\nioengine=libaio\nverify=md5\n[j]\nrw=randread\nzonemode=zbd\nnorandommap\n",
+        "[global]\nioengine=libaio\nverify=md5\n[j]\nrw=randread\nzonemode=zbd\nexitall\n",
     );
     let o = iolab(&["device", "--fio-job", &job, "--dry-run"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -172,7 +172,7 @@ fn fio_job_unsupported_options_are_all_named() {
         "--fio-job",
         "verify (line 3)",
         "zonemode (line 6)",
-        "norandommap (line 7)",
+        "exitall (line 7)",
     ] {
         assert!(out.contains(opt), "{opt} missing: {out}");
     }
@@ -182,9 +182,9 @@ fn fio_job_unsupported_options_are_all_named() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--fio-job"));
     let good = write(&dir.path().join("ok.fio"), "[j]\nrw=read\n");
-    let o = iolab(&["device", "--fio-job", &good, "--qd", "4", "--dry-run"]);
+    let o = iolab(&["device", "--fio-job", &good, "--rw", "write", "--dry-run"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--qd"), "{}", text(&o));
+    assert!(text(&o).contains("--rw"), "{}", text(&o));
 }
 
 #[test]

@@ -352,3 +352,70 @@ fn kv_and_trace_take_quiet_like_the_other_verbs() {
     let o = iolab(&["trace", "--help"]);
     assert!(text(&o).contains("--quiet"));
 }
+
+/// A copy of a fixture with every point's throughput scaled by `f`.
+fn scaled_copy(src: &Path, dest: &Path, f: f64) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    for p in v["points"].as_array_mut().unwrap() {
+        for k in ["iops", "mib_s"] {
+            let x = p["total"][k].as_f64().unwrap();
+            p["total"][k] = serde_json::json!(x * f);
+        }
+    }
+    std::fs::write(dest, serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn compare_formats_and_fail_if_slower_gate_a_ci_job() {
+    let dir = workdir();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/device-batching.json");
+    let base = dir.path().join("main.json");
+    let slow = dir.path().join("branch.json");
+    std::fs::copy(&src, &base).unwrap();
+    scaled_copy(&src, &slow, 0.8);
+    let (b, s) = (base.to_str().unwrap(), slow.to_str().unwrap());
+    let o = iolab(&[
+        "compare",
+        b,
+        s,
+        "--metric",
+        "iops",
+        "--fail-if-slower",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("worse than the baseline"), "{}", text(&o));
+    let o = iolab(&[
+        "compare",
+        b,
+        s,
+        "--metric",
+        "iops",
+        "--fail-if-slower",
+        "25",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Latency did not change: no gate on it.
+    let o = iolab(&["compare", b, s, "--metric", "p99", "--fail-if-slower", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = iolab(&["compare", b, s, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["baseline"], "main");
+    let r = v["rows"][0]["ratios"][1].as_f64().unwrap();
+    assert!((r - 0.8).abs() < 1e-9, "{r}");
+    let o = iolab(&["compare", b, s, "--format", "csv"]);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("point,metric,main"));
+    let o = iolab(&["compare", b, s, "--format", "markdown"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| point | metric |"));
+    let html = dir.path().join("c.html");
+    let o = iolab(&["compare", b, s, "--html", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let h = std::fs::read_to_string(&html).unwrap();
+    for chart in ["IOPS per point", "mean lat per point", "p99 lat per point"] {
+        assert!(h.contains(chart), "{chart}");
+    }
+    let o = iolab(&["compare", b, s, "--format", "yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -10,7 +10,11 @@ use clap::Args;
       points matched by their parameters, with ratios to the first file (the baseline)
   iolab compare a.json b.json c.json --html cmp.html
   iolab compare iolab.json fio-output.json --metric mean
-      iolab's and fio's numbers for the same jobs")]
+      iolab's and fio's numbers for the same jobs
+  iolab compare main.json branch.json --metric iops,p99 --fail-if-slower 10
+      exit 1 if the branch lost more than 10% IOPS or p99 outside the noise (CI)
+  iolab compare a.json b.json --format csv
+      the comparison as CSV (also json, markdown)")]
 pub struct CompareArgs {
     /// Results files (iolab or fio JSON); the first is the baseline
     #[arg(value_name = "RESULTS.json", num_args = 2.., required = true)]
@@ -31,4 +35,11 @@ pub struct CompareArgs {
     /// Differences smaller than this share are called noise when no rounds give a spread (default 5%)
     #[arg(long, default_value = "5", value_name = "PERCENT")]
     pub noise: f64,
+    /// Output on stdout: text (a table), csv, json or markdown
+    #[arg(long, default_value = "text", value_name = "FORMAT")]
+    pub format: String,
+    /// Exit 1 when a run is worse than the baseline by more than PCT percent
+    /// outside the noise (lower IOPS or MiB/s, higher latency): a CI gate
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
 }

@@ -19,6 +19,18 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
     if !(a.noise >= 0.0 && a.noise < 100.0) {
         return Err(usage("--noise", "give a percentage between 0 and 100"));
     }
+    if !["text", "csv", "json", "markdown", "md"].contains(&a.format.as_str()) {
+        return Err(usage(
+            "--format",
+            format!("unknown format '{}' (text, csv, json, markdown)", a.format),
+        ));
+    }
+    if a.fail_if_slower.is_some_and(|p| !(0.0..100.0).contains(&p)) {
+        return Err(usage(
+            "--fail-if-slower",
+            "give a percentage between 0 and 100",
+        ));
+    }
     let metrics: Vec<Metric> = match &a.metric {
         Some(m) => m
             .split(',')
@@ -67,15 +79,40 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
     }
     let keys = compare::match_keys(&runs, by.as_deref());
     let rows = compare::compare(&runs, &keys, &metrics);
-    let mut out = compare::terminal(&runs, &rows, a.noise);
-    if !keys.is_empty() {
-        out.push_str(&format!("matched by: {}\n", keys.join(", ")));
-    }
+    let mut out = match a.format.as_str() {
+        "csv" => crate::report::csv::table_csv(&compare::table(&runs, &rows, a.noise)),
+        "json" => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&compare::json(&runs, &rows, a.noise))?
+        ),
+        "markdown" | "md" => {
+            crate::report::markdown::table_md(&compare::table(&runs, &rows, a.noise))
+        }
+        _ => {
+            let mut t = compare::terminal(&runs, &rows, a.noise);
+            if !keys.is_empty() {
+                t.push_str(&format!("matched by: {}\n", keys.join(", ")));
+            }
+            t
+        }
+    };
     if let Some(h) = &a.html {
         crate::results::write_atomic(h, compare::html(&runs, &rows, a.noise).as_bytes())?;
-        out.push_str(&format!("html: {}\n", h.display()));
+        if a.format == "text" {
+            out.push_str(&format!("html: {}\n", h.display()));
+        }
     }
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().write_all(out.as_bytes());
+    if let Some(pct) = a.fail_if_slower {
+        let worse = compare::slower(&runs, &rows, a.noise, pct);
+        if !worse.is_empty() {
+            anyhow::bail!(
+                "{} comparison(s) worse than the baseline by more than {pct}%: {}",
+                worse.len(),
+                worse.join("; ")
+            );
+        }
+    }
     Ok(())
 }

@@ -71,6 +71,11 @@ impl Metric {
         }
     }
 
+    /// Throughput: more is better; latency: less is.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::Iops | Metric::MibS)
+    }
+
     fn format(self, v: f64) -> String {
         match self {
             Metric::Iops => fmt::count(v),
@@ -333,6 +338,51 @@ pub fn terminal(runs: &[Run], rows: &[Row], noise: f64) -> String {
     o
 }
 
+/// `--fail-if-slower PCT`: every ratio outside the noise that is worse than
+/// the baseline by more than `pct` percent (lower throughput, higher
+/// latency), as "point metric: run x0.87".
+pub fn slower(runs: &[Run], rows: &[Row], noise: f64, pct: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for row in rows {
+        for (i, run) in runs.iter().enumerate().skip(1) {
+            let Some(r) = row.ratio(i) else { continue };
+            let worse = if row.metric.higher_is_better() {
+                r < 1.0 - pct / 100.0
+            } else {
+                r > 1.0 + pct / 100.0
+            };
+            if worse && !row.in_noise(i, noise) {
+                out.push(format!(
+                    "{} {}: {} {}",
+                    row.label,
+                    row.metric.name(),
+                    run.label,
+                    fmt::times(r)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The comparison as JSON: runs, and per row the cells and ratios.
+pub fn json(runs: &[Run], rows: &[Row], noise: f64) -> serde_json::Value {
+    serde_json::json!({
+        "baseline": runs[0].label,
+        "runs": runs.iter().map(|r| r.label.clone()).collect::<Vec<_>>(),
+        "noise_pct": noise,
+        "rows": rows.iter().map(|row| serde_json::json!({
+            "point": row.label,
+            "metric": row.metric.name(),
+            "cells": row.cells.iter().map(|c| c.as_ref().map(|c| serde_json::json!({
+                "value": c.value, "min": c.min, "max": c.max, "rounds": c.rounds,
+            }))).collect::<Vec<_>>(),
+            "ratios": (0..runs.len()).map(|i| row.ratio(i)).collect::<Vec<_>>(),
+            "in_noise": (0..runs.len()).map(|i| i > 0 && row.in_noise(i, noise)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
 pub fn html(runs: &[Run], rows: &[Row], noise: f64) -> String {
     let t = table(runs, rows, noise);
     let mut o = String::from(
@@ -354,21 +404,40 @@ pub fn html(runs: &[Run], rows: &[Row], noise: f64) -> String {
         ));
     }
     o.push_str("</ul>");
-    // IOPS of every matched point, grouped by run.
-    let iops: Vec<&Row> = rows.iter().filter(|r| r.metric == Metric::Iops).collect();
-    if !iops.is_empty() {
+    // One bar chart per metric compared (IOPS, bandwidth, latencies), the
+    // matched points grouped by run.
+    let mut metrics: Vec<Metric> = Vec::new();
+    for r in rows {
+        if !metrics.contains(&r.metric) {
+            metrics.push(r.metric);
+        }
+    }
+    for m in metrics {
+        let sel: Vec<&Row> = rows.iter().filter(|r| r.metric == m).collect();
         o.push_str(&svg::bar_chart(&BarChart {
-            title: "IOPS per point".into(),
-            y_title: "IOPS".into(),
-            y_fmt: fmt::count,
-            categories: iops.iter().map(|r| r.label.clone()).collect(),
+            title: format!("{} per point", m.name()),
+            y_title: format!(
+                "{} ({} is better)",
+                m.name(),
+                if m.higher_is_better() {
+                    "higher"
+                } else {
+                    "lower"
+                }
+            ),
+            y_fmt: match m {
+                Metric::Iops => fmt::count,
+                Metric::MibS => fmt::mib,
+                _ => fmt::ns,
+            },
+            categories: sel.iter().map(|r| r.label.clone()).collect(),
             stacks: runs
                 .iter()
                 .enumerate()
                 .map(|(i, run)| {
                     (
                         run.label.clone(),
-                        iops.iter()
+                        sel.iter()
                             .map(|r| r.cells[i].as_ref().map(|c| c.value).unwrap_or(0.0))
                             .collect(),
                     )
@@ -391,9 +460,11 @@ pub fn html(runs: &[Run], rows: &[Row], noise: f64) -> String {
                 if row.in_noise(run, noise) {
                     "noise"
                 } else {
-                    let better = match row.metric {
-                        Metric::Iops | Metric::MibS => row.ratio(run).unwrap_or(1.0) > 1.0,
-                        _ => row.ratio(run).unwrap_or(1.0) < 1.0,
+                    let r = row.ratio(run).unwrap_or(1.0);
+                    let better = if row.metric.higher_is_better() {
+                        r > 1.0
+                    } else {
+                        r < 1.0
                     };
                     if better {
                         "up"
