@@ -419,3 +419,50 @@ fn compare_formats_and_fail_if_slower_gate_a_ci_job() {
     let o = iolab(&["compare", b, s, "--format", "yaml"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn fio_format_logs_from_log_dir_and_from_a_job_files_write_bw_log() {
+    let dir = workdir();
+    let logs = dir.path().join("logs");
+    let o = iolab(&[
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "100us",
+        "--qd",
+        "4",
+        "--runtime",
+        "2200ms",
+        "--name",
+        "j1",
+        "--log-dir",
+        logs.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    for kind in ["bw", "iops", "lat"] {
+        let t = std::fs::read_to_string(logs.join(format!("j1_{kind}.1.log"))).unwrap();
+        let first: Vec<&str> = t.lines().next().unwrap().split(", ").collect();
+        assert_eq!(first.len(), 5, "{kind}: {t}");
+        assert_eq!(first[0], "1000", "{kind}: time in ms");
+        assert_eq!(first[2], "0", "{kind}: read");
+        assert!(t.lines().count() >= 2, "{kind}: {t}");
+    }
+    // A job file's write_bw_log/write_lat_log: those logs, in the current directory.
+    let job = dir.path().join("j.fio");
+    std::fs::write(
+        &job,
+        "[global]\nioengine=libaio\ndirect=1\nsize=16m\nruntime=1500ms\ntime_based\n[logged]\nrw=randread\niodepth=2\nwrite_bw_log=mine\nwrite_lat_log=mine\nlog_avg_msec=1000\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["device", "--fio-job", job.to_str().unwrap(), "--quiet"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(dir.path().join("mine_bw.1.log").exists());
+    assert!(dir.path().join("mine_lat.1.log").exists());
+    assert!(!dir.path().join("mine_iops.1.log").exists());
+}

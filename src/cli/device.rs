@@ -268,6 +268,10 @@ pub struct DeviceArgs {
     /// Print the validated job(s) and exit
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
+    /// Write fio-format bandwidth, IOPS and latency logs of every point into
+    /// DIR (one line per second, fio's log_avg_msec=1000: for fio-plot -g, fio2gnuplot)
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub log_dir: Option<PathBuf>,
     /// Also write the results in another tool's format, kept up to date after every point: fio-json FILE
     #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], help_heading = "Output")]
     pub export: Option<Vec<String>>,

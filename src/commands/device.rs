@@ -20,7 +20,7 @@ use crate::plan::parse::parse_size;
 
 use crate::report::observer::Terminal;
 use crate::results::{output, Provenance, Results};
-use crate::session::{Driver, Observer, Outcome, ResultsSink};
+use crate::session::{Driver, LogPlan, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
@@ -117,6 +117,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         .map(|e| e.estimate())
         .fold((0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     let knee_factor = exps.first().map_or(2.0, |e| e.knee_factor);
+    let logs = log_plan(&a)?;
     let sink = ResultsSink::new(
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),
@@ -125,7 +126,8 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             knee_factor,
             ..Default::default()
         },
-    );
+    )
+    .with_logs(logs);
     let observer = Terminal::new(quiet);
     let show_progress = !quiet && std::io::stderr().is_terminal();
     let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned)
@@ -161,6 +163,33 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     }
     drop(target);
     exit_status(&results, failures)
+}
+
+/// fio-format logs: every point into `--log-dir`, and the logs a fio job
+/// file asks for (`write_bw_log` ...) into `--log-dir` or the current
+/// directory, as fio does. The directory is made if missing.
+fn log_plan(a: &DeviceArgs) -> anyhow::Result<Option<LogPlan>> {
+    let by_name = match &a.fio_job {
+        Some(f) => device_fio::read_plan(f)?.logs,
+        None => Vec::new(),
+    };
+    if a.log_dir.is_none() && by_name.is_empty() {
+        return Ok(None);
+    }
+    let dir = a.log_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    if dir.exists() && !dir.is_dir() {
+        return Err(usage(
+            "--log-dir",
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage("--log-dir", format!("cannot create {}: {e}", dir.display())))?;
+    Ok(Some(LogPlan {
+        dir,
+        every_point: a.log_dir.is_some(),
+        by_name,
+    }))
 }
 
 /// `--status-interval`, checked: whole seconds, at least one.

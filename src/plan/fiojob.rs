@@ -30,9 +30,13 @@ pub struct FioJob {
     pub size: Option<u64>,
     /// `norandommap` was given (fio then draws random offsets like iolab).
     pub norandommap: bool,
+    /// `write_bw_log`/`write_lat_log`/`write_iops_log`: fio-format logs.
+    pub logs: Option<crate::report::fio_log::LogRequest>,
+    /// `log_avg_msec`, when given.
+    pub log_avg_msec: Option<u64>,
 }
 
-const SUPPORTED: [&str; 30] = [
+const SUPPORTED: [&str; 34] = [
     "rw",
     "readwrite",
     "rwmixread",
@@ -63,6 +67,10 @@ const SUPPORTED: [&str; 30] = [
     "description",
     "stonewall",
     "group_reporting",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "log_avg_msec",
 ];
 
 /// One option of a section: (line number, key, value).
@@ -79,6 +87,8 @@ pub struct FioPlan {
     pub size: Option<u64>,
     /// Where iolab's run will differ from fio's on purpose.
     pub warnings: Vec<String>,
+    /// fio-format logs asked for, per job name.
+    pub logs: Vec<(String, crate::report::fio_log::LogRequest)>,
 }
 
 /// Parse a fio job file for `device`: every job must use the same
@@ -127,7 +137,28 @@ pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
             )
         })
         .collect();
+    let mut warnings: Vec<String> = warnings;
+    for j in &jobs {
+        if j.logs.is_some() && j.log_avg_msec.is_some_and(|m| m != 1000) {
+            warnings.push(format!(
+                "job [{}]: iolab logs one averaged line per second (log_avg_msec=1000), not every {} ms",
+                j.spec.name,
+                j.log_avg_msec.unwrap_or(0)
+            ));
+        }
+    }
+    let logs = jobs
+        .iter()
+        .filter_map(|j| {
+            let mut req = j.logs.clone()?;
+            if req.prefix.is_empty() {
+                req.prefix = crate::report::fio_log::file_prefix(&j.spec.name);
+            }
+            Some((j.spec.name.clone(), req))
+        })
+        .collect();
     Ok(FioPlan {
+        logs,
         warnings,
         size: jobs.iter().filter_map(|j| j.size).max(),
         target: targets[0].clone().map(std::path::PathBuf::from),
@@ -267,6 +298,8 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
         rate_process: None,
         size: None,
         norandommap: false,
+        logs: None,
+        log_avg_msec: None,
     };
     let mut runtime = None;
     let mut time_based = false;
@@ -344,6 +377,25 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             "fsync" => spec.fsync_every = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "name" => spec.name = need(line, k, v)?.to_string(),
             "norandommap" => job.norandommap = v.as_deref() != Some("0"),
+            "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+                let req = job
+                    .logs
+                    .get_or_insert_with(|| crate::report::fio_log::LogRequest {
+                        prefix: String::new(),
+                        bw: false,
+                        iops: false,
+                        lat: false,
+                    });
+                if let Some(prefix) = v.as_deref().filter(|p| !p.is_empty()) {
+                    req.prefix = prefix.to_string();
+                }
+                match k.as_str() {
+                    "write_bw_log" => req.bw = true,
+                    "write_lat_log" => req.lat = true,
+                    _ => req.iops = true,
+                }
+            }
+            "log_avg_msec" => job.log_avg_msec = Some(num(line, k, v)?),
             _ => {} // description, stonewall, group_reporting, ...
         }
     }

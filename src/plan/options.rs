@@ -81,6 +81,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("status_interval", FLAG),
     opt("dry_run", FLAG),
     opt("export", FLAG),
+    opt("log_dir", FLAG),
     opt("breakdown", FLAG),
     opt("breakdown_buffer_kb", FLAG),
     opt("fake_latency", FLAG | PLAN),

@@ -7,6 +7,7 @@ pub mod charts;
 pub mod compare;
 pub mod csv;
 pub mod fio_json;
+pub mod fio_log;
 pub mod fmt;
 pub mod html;
 pub mod kv_terminal;

@@ -7,7 +7,7 @@ pub mod driver;
 pub mod sink;
 
 pub use driver::{with_rate, Driver, Outcome, Tags};
-pub use sink::ResultsSink;
+pub use sink::{LogPlan, ResultsSink};
 
 use crate::results::Point;
 use crate::trace::config::ConfigResult;

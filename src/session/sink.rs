@@ -8,11 +8,24 @@ use std::path::{Path, PathBuf};
 use crate::analysis::{self, AnalysisOptions};
 use crate::report::fio_json::export::FioExportFile;
 use crate::report::fio_json::to_fio_json;
+use crate::report::fio_log::{file_prefix, write_logs, LogRequest};
 use crate::results::output::is_stream;
 use crate::results::{write_atomic, Point, Results};
 
+/// fio-format logs to write after every point (`--log-dir`, or a fio job
+/// file's `write_*_log`).
+#[derive(Debug, Clone, Default)]
+pub struct LogPlan {
+    pub dir: PathBuf,
+    /// Every point, all three logs named after the point (`--log-dir`).
+    pub every_point: bool,
+    /// Points by name (fio jobs) with the logs their job asked for.
+    pub by_name: Vec<(String, LogRequest)>,
+}
+
 /// The results of a run and the files they are kept in.
 pub struct ResultsSink {
+    logs: Option<LogPlan>,
     pub results: Results,
     path: Option<PathBuf>,
     fio_export: Option<FioExportFile>,
@@ -39,7 +52,33 @@ impl ResultsSink {
             path,
             fio_export: fio_export.map(FioExportFile::new),
             analysis,
+            logs: None,
         }
+    }
+
+    /// Also write fio-format logs after every point.
+    pub fn with_logs(mut self, logs: Option<LogPlan>) -> ResultsSink {
+        self.logs = logs;
+        self
+    }
+
+    /// The fio-format logs of a point just measured, if asked for.
+    pub fn write_point_logs(&self, p: &Point) -> anyhow::Result<()> {
+        let Some(plan) = &self.logs else {
+            return Ok(());
+        };
+        let req = if plan.every_point {
+            Some(LogRequest::all(&file_prefix(&p.name)))
+        } else {
+            plan.by_name
+                .iter()
+                .find(|(n, _)| *n == p.name)
+                .map(|(_, r)| r.clone())
+        };
+        if let Some(req) = req {
+            write_logs(&plan.dir, &req, p)?;
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> Option<&Path> {
