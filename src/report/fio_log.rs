@@ -46,6 +46,9 @@ pub fn file_prefix(name: &str) -> String {
         .collect()
 }
 
+/// The value one log takes from a second of the series.
+type SeriesValue = fn(&crate::results::SeriesPoint) -> f64;
+
 /// Write the requested logs of `p` into `dir`; the files written.
 pub fn write_logs(dir: &Path, req: &LogRequest, p: &Point) -> anyhow::Result<Vec<PathBuf>> {
     let ddir = match p.ops.keys().next().map(String::as_str) {
@@ -55,7 +58,7 @@ pub fn write_logs(dir: &Path, req: &LogRequest, p: &Point) -> anyhow::Result<Vec
     };
     let bs = p.total.bytes.checked_div(p.total.ops).unwrap_or(0);
     let mut out = Vec::new();
-    let kinds: [(bool, &str, fn(&crate::results::SeriesPoint) -> f64); 3] = [
+    let kinds: [(bool, &str, SeriesValue); 3] = [
         (req.bw, "bw", |s| s.mib_s * 1024.0),
         (req.iops, "iops", |s| s.iops),
         (req.lat, "lat", |s| s.mean_ns),
