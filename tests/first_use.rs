@@ -466,3 +466,21 @@ fn fio_format_logs_from_log_dir_and_from_a_job_files_write_bw_log() {
     assert!(dir.path().join("mine_lat.1.log").exists());
     assert!(!dir.path().join("mine_iops.1.log").exists());
 }
+
+#[test]
+fn fio_job_files_with_io_uring_verify_and_cpu_options_run() {
+    let text = "[global]\nioengine=io_uring\nhipri=0\nfixedbufs\nregisterfiles\nsqthread_poll=0\ncpus_allowed=0\nverify=crc32c\ndo_verify=1\nverify_fatal=1\npercentile_list=50:99:99.9\nthread\nnorandommap\nrandrepeat=0\n[w]\nrw=randwrite\niodepth=4\n";
+    let jobs = iolab::plan::fiojob::parse_fio_job(text).unwrap();
+    let j = &jobs[0];
+    assert!(j.uring.fixed_buffers && j.uring.fixed_files && !j.uring.iopoll);
+    assert_eq!(j.cpus.as_deref(), Some(&[0usize][..]));
+    assert!(j.verify);
+    // What still does not map is named, every one, with its line.
+    let err = iolab::plan::fiojob::parse_fio_job("[j]\nrw=read\nthinktime=10\noffset=4k\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("thinktime (line 3)") && err.contains("offset (line 4)"),
+        "{err}"
+    );
+}

@@ -36,7 +36,7 @@ pub struct FioJob {
     pub log_avg_msec: Option<u64>,
 }
 
-const SUPPORTED: [&str; 34] = [
+const SUPPORTED: [&str; 43] = [
     "rw",
     "readwrite",
     "rwmixread",
@@ -71,6 +71,15 @@ const SUPPORTED: [&str; 34] = [
     "write_lat_log",
     "write_iops_log",
     "log_avg_msec",
+    "hipri",
+    "fixedbufs",
+    "registerfiles",
+    "sqthread_poll",
+    "cpus_allowed",
+    "verify",
+    "do_verify",
+    "verify_fatal",
+    "percentile_list",
 ];
 
 /// One option of a section: (line number, key, value).
@@ -347,6 +356,27 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             "numjobs" => spec.jobs = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "ioengine" => spec.engine = ioengine(line, need(line, k, v)?)?,
             "direct" => spec.direct = flag(line, k, v)?,
+            // io_uring's options: iolab's --uring-* flags.
+            "hipri" => spec.uring.iopoll = flag(line, k, v)?,
+            "fixedbufs" => spec.uring.fixed_buffers = flag(line, k, v)?,
+            "registerfiles" => spec.uring.fixed_files = flag(line, k, v)?,
+            "sqthread_poll" => spec.uring.sqpoll = flag(line, k, v)?,
+            "cpus_allowed" => {
+                spec.cpus = Some(
+                    crate::plan::parse::parse_cpu_list("cpus_allowed", need(line, k, v)?)
+                        .map_err(|e| usage("cpus_allowed", format!("line {line}: {e}")))?,
+                )
+            }
+            // Any of fio's checksums: iolab's own stamped blocks (--verify),
+            // checked on every read; a mismatch fails the run (verify_fatal).
+            "verify" => spec.verify = !matches!(need(line, k, v)?, "0" | "null"),
+            "do_verify" => {
+                if !flag(line, k, v)? {
+                    spec.verify = false;
+                }
+            }
+            // iolab keeps full HDR histograms: every percentile is there.
+            "verify_fatal" | "percentile_list" => {}
             "buffered" => spec.direct = !flag(line, k, v)?,
             "runtime" => runtime = Some(duration(line, k, v)?),
             "time_based" => time_based = flag(line, k, v)?,
