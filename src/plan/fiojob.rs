@@ -370,11 +370,8 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             // Any of fio's checksums: iolab's own stamped blocks (--verify),
             // checked on every read; a mismatch fails the run (verify_fatal).
             "verify" => spec.verify = !matches!(need(line, k, v)?, "0" | "null"),
-            "do_verify" => {
-                if !flag(line, k, v)? {
-                    spec.verify = false;
-                }
-            }
+            "do_verify" if !flag(line, k, v)? => spec.verify = false,
+            "do_verify" => {}
             // iolab keeps full HDR histograms: every percentile is there.
             "verify_fatal" | "percentile_list" => {}
             "buffered" => spec.direct = !flag(line, k, v)?,
