@@ -11,6 +11,12 @@ fn main() {
             e.exit()
         }
     };
+    // Commands that only print die quietly on a closed pipe (`| head`), as
+    // other Unix tools do; runs keep SIGPIPE ignored so their teardown runs.
+    if prints_only(&cli) {
+        // SAFETY: restoring the default disposition of SIGPIPE has no preconditions.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     // What a SIGKILLed run left (scratch files, tracefs instances) goes first.
     for line in iolab::testbed::sweep_stale() {
         eprintln!("iolab: {line}");
@@ -99,4 +105,16 @@ fn foreign_spelling(e: &clap::Error) -> Option<String> {
             "{name}: unknown option; iolab calls {theirs} {ours} (see --help)"
         ))
     })
+}
+
+/// Whether a command only reads and prints (nothing to tear down).
+fn prints_only(cli: &iolab::cli::Cli) -> bool {
+    use iolab::cli::Command;
+    match &cli.command {
+        Command::Report(_) | Command::Compare(_) | Command::Sysinfo(_) => true,
+        Command::Device(a) => a.dry_run,
+        Command::Run(a) => a.dry_run,
+        Command::Kv(a) => a.dry_run,
+        Command::Trace(_) => false,
+    }
 }

@@ -163,14 +163,14 @@ fn fio_job_unsupported_options_are_all_named() {
     let dir = workdir();
     let job = write(
         &dir.path().join("bad.fio"),
-        "[global]\nioengine=libaio\nverify=md5\n[j]\nrw=randread\nzonemode=zbd\nexitall\n",
+        "[global]\nioengine=libaio\nloops=2\n[j]\nrw=randread\nzonemode=zbd\nexitall\n",
     );
     let o = iolab(&["device", "--fio-job", &job, "--dry-run"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = text(&o);
     for opt in [
         "--fio-job",
-        "verify (line 3)",
+        "loops (line 3)",
         "zonemode (line 6)",
         "exitall (line 7)",
     ] {

@@ -206,8 +206,8 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
             set(&mut w, "--num", "2000");
             set(&mut w, "--reads", "2000");
             set(&mut w, "--readers", "1,2");
-            if !has(&w, "--dir") && !has(&w, "--db") {
-                w.extend(["--dir".into(), d.clone()]);
+            if !has(&w, "--dir") && !has(&w, "--target") && !has(&w, "--db") {
+                w.extend(["--target".into(), d.clone()]);
             }
             if has(&w, "-P") && !w.iter().any(|a| a.starts_with("recordcount=")) {
                 w.extend(["-p".into(), "recordcount=2000".into()]);
@@ -224,8 +224,8 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
             if !set(&mut w, "--size", "16M") {
                 w.extend(["--size".into(), "16M".into()]);
             }
-            if !has(&w, "--dir") {
-                w.extend(["--dir".into(), d.clone()]);
+            if !has(&w, "--dir") && !has(&w, "--target") {
+                w.extend(["--target".into(), d.clone()]);
             }
         }
         _ => {}

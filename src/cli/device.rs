@@ -252,7 +252,14 @@ pub struct DeviceArgs {
     pub clock: ClockChoice,
 
     /// Write the results file here (atomically, after every job); - for stdout
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    /// (-o/--output, as in every verb; --json is the same)
+    #[arg(
+        short = 'o',
+        long,
+        visible_alias = "output",
+        value_name = "FILE",
+        help_heading = "Output"
+    )]
     pub json: Option<PathBuf>,
     /// Replace an existing output file iolab did not write (iolab's own
     /// results and reports are replaced without it)

@@ -62,11 +62,6 @@ pub struct KvArgs {
     #[arg(long = "target-ops", visible_alias = "rate", value_name = "OPS")]
     pub target_ops: Option<f64>,
 
-    /// The old spelling of --target-ops, refused with a pointer to it
-    /// (`--target` names a path in `iolab device`).
-    #[arg(long = "target", value_name = "OPS", hide = true)]
-    pub old_target: Option<String>,
-
     /// db_bench options.
     #[command(flatten)]
     pub bench: Box<BenchArgs>,
@@ -79,8 +74,8 @@ pub struct KvArgs {
     #[command(flatten)]
     pub place: Box<PlaceArgs>,
 
-    /// PRNG seed.
-    #[arg(long, default_value_t = 42)]
+    /// Seed of the key, operation and value generators (the same default in every verb)
+    #[arg(long, default_value_t = 4207)]
     pub seed: u64,
 
     /// Print a status line to stdout every SECS seconds while a phase runs
@@ -193,9 +188,13 @@ pub struct BenchArgs {
 /// The database location and the environment of `iolab kv`.
 #[derive(Debug, Args)]
 pub struct PlaceArgs {
-    /// Directory on the filesystem under test; the database is a scratch
-    /// directory inside it, removed at exit unless --keep.
-    #[arg(long, default_value = ".")]
+    /// Directory on the filesystem under test, as in every verb; the
+    /// database is a scratch directory inside it, removed at exit unless
+    /// --keep (default: the current directory; --dir is the same)
+    #[arg(short = 't', long, value_name = "DIR")]
+    pub target: Option<String>,
+    /// The same as --target (its older name)
+    #[arg(long, default_value = ".", hide = true)]
     pub dir: PathBuf,
 
     /// Use (and keep) this database directory instead of a scratch one.

@@ -22,6 +22,9 @@ pub struct RunArgs {
     /// Directory on the storage to characterize (a scratch file is created there and removed at exit)
     #[arg(value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
+    /// The same as DIR, spelled as in every verb
+    #[arg(short = 't', long, value_name = "DIR", conflicts_with = "dir")]
+    pub target: Option<PathBuf>,
     /// Total time for the measurements (the scratch file layout comes on top)
     #[arg(long, default_value = "3m", value_name = "DURATION")]
     pub budget: String,

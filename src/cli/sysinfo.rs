@@ -16,4 +16,7 @@ pub struct SysinfoArgs {
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Write the JSON to this file instead (as -o in every verb)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }

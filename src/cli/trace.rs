@@ -13,8 +13,15 @@ pub struct TraceArgs {
 /// The options themselves (boxed so the CLI enum stays small).
 #[derive(Debug, Args)]
 pub struct TraceOpts {
-    /// Directory for the scratch file (must be on a real block device)
-    #[arg(long, default_value = "/var/tmp")]
+    /// Directory for the scratch file, as --target in every verb (must be
+    /// on a real block device; --dir is the same)
+    #[arg(
+        short = 't',
+        long = "target",
+        visible_alias = "dir",
+        default_value = "/var/tmp",
+        value_name = "DIR"
+    )]
     pub dir: PathBuf,
     /// Scratch file size
     #[arg(long, default_value = "512M")]
@@ -76,7 +83,7 @@ pub struct TraceOpts {
     /// Stop each run after this many requests
     #[arg(long, default_value_t = 2_000_000)]
     pub max_ops: usize,
-    /// Random seed
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the offset and data generators (the same default in every verb)
+    #[arg(long, default_value_t = 4207)]
     pub seed: u64,
 }

@@ -2,17 +2,11 @@
 //! `kv::run::run` with the terminal observer -> exit code.
 
 use crate::cli::kv::KvArgs;
-use crate::error::{usage, Interrupted};
+use crate::error::Interrupted;
 use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
-    if let Some(v) = &args.old_target {
-        return Err(usage(
-            "--target",
-            format!("kv --target was renamed: use --target-ops {v} (or --rate {v})"),
-        ));
-    }
     let plan = super::kv_args::plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;

@@ -11,6 +11,7 @@ use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
 use crate::plan::parse::parse_size;
 use anyhow::Result;
+use std::path::PathBuf;
 
 /// The plan the arguments describe, validated.
 pub fn plan(a: &KvArgs) -> Result<KvPlan> {
@@ -30,7 +31,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             writer_rate: a.bench.writer_rate,
         },
         place: KvPlace {
-            dir: a.place.dir.clone(),
+            dir: target_dir(a)?,
             db: a.place.db.clone(),
             keep: a.place.keep,
             memory_limit: a
@@ -141,6 +142,24 @@ fn parse_readers(s: &str) -> Result<Vec<usize>> {
             )),
         })
         .collect()
+}
+
+/// `--target DIR` (or its older name `--dir`). A number is the old meaning
+/// of kv's --target (a rate): refused with a pointer to --target-ops.
+fn target_dir(a: &KvArgs) -> Result<PathBuf> {
+    let Some(t) = &a.place.target else {
+        return Ok(a.place.dir.clone());
+    };
+    if t.parse::<f64>().is_ok() && !std::path::Path::new(t).exists() {
+        return Err(usage(
+            "--target",
+            format!("kv's --target is the storage under test now (a directory, as in device); for a rate use --target-ops {t} (or --rate {t})"),
+        ));
+    }
+    if a.place.dir != std::path::Path::new(".") {
+        return Err(usage("--target", "give --target or --dir, not both"));
+    }
+    Ok(PathBuf::from(t))
 }
 
 /// Only the properties the user gave (files and -p), for the notices.

@@ -7,7 +7,10 @@ use crate::dut::{sysfs, TargetInfo, TargetKind};
 use crate::results::Provenance;
 
 pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
-    let path = a.target.unwrap_or_else(|| PathBuf::from("."));
+    if let Some(out) = &a.output {
+        crate::results::output::check(out, "--output", false, &[])?;
+    }
+    let path = a.target.clone().unwrap_or_else(|| PathBuf::from("."));
     if !path.exists() {
         return Err(crate::error::usage(
             "--target",
@@ -35,7 +38,9 @@ pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
         filesystem: sysfs::fs_of_path(&path),
         disk: devnum.and_then(sysfs::disk_info),
     });
-    if a.json {
+    if let Some(out) = &a.output {
+        crate::results::write_atomic(out, serde_json::to_string_pretty(&p)?.as_bytes())?;
+    } else if a.json {
         println!("{}", serde_json::to_string_pretty(&p)?);
     } else {
         let width = p.rows().iter().map(|(k, _)| k.len()).max().unwrap_or(0);

@@ -37,21 +37,7 @@ pub fn config_text(r: &ConfigResult) -> String {
             v.join(" ")
         ));
     }
-    if let Some(l) = &r.lost {
-        out.push_str(&format!(
-            "events: {} in {} pages; {} requests without a matching block I/O\n",
-            r.events, r.pages, r.unmatched_requests
-        ));
-        let lost = l.total() + r.missed_in_pages;
-        if lost > 0 {
-            out.push_str(&format!(
-                "WARNING: the kernel dropped {lost} trace events (overrun {}, dropped {}); the breakdown covers only the requests whose events survived; raise --buffer-kb\n",
-                l.overrun, l.dropped
-            ));
-        } else {
-            out.push_str("no trace events lost\n");
-        }
-    }
+    out.push_str(&crate::trace::point_tracer::events_text(r, "--buffer-kb"));
     out
 }
 

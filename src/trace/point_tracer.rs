@@ -185,17 +185,28 @@ pub fn table(r: &ConfigResult) -> String {
         Some(b) => out.push_str(&render(b)),
         None => out.push_str("no breakdown (nothing traced)\n"),
     }
-    if let Some(l) = &r.lost {
+    out.push_str(&events_text(r, "--breakdown-buffer-kb"));
+    out
+}
+
+/// The trace's event counts and, when the kernel dropped events, a warning
+/// naming the flag that sizes the ring buffer; empty for an untraced run.
+pub fn events_text(r: &ConfigResult, buffer_flag: &str) -> String {
+    let Some(l) = &r.lost else {
+        return String::new();
+    };
+    let mut out = format!(
+        "events: {} in {} pages; {} requests without a matching block I/O\n",
+        r.events, r.pages, r.unmatched_requests
+    );
+    let lost = l.total() + r.missed_in_pages;
+    if lost > 0 {
         out.push_str(&format!(
-            "events: {} in {} pages; {} requests without a matching block I/O\n",
-            r.events, r.pages, r.unmatched_requests
+            "WARNING: the kernel dropped {lost} trace events (overrun {}, dropped {}); the breakdown covers only the requests whose events survived; raise {buffer_flag}\n",
+            l.overrun, l.dropped
         ));
-        let lost = l.total() + r.missed_in_pages;
-        if lost > 0 {
-            out.push_str(&format!(
-                "WARNING: the kernel dropped {lost} trace events; the breakdown covers only the requests whose events survived; raise --breakdown-buffer-kb\n"
-            ));
-        }
+    } else {
+        out.push_str("no trace events lost\n");
     }
     out
 }

@@ -355,7 +355,10 @@ fn job_ns(j: &JobSpec) -> u64 {
     j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<()> {
+pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
+    if let Some(t) = a.target.take() {
+        a.dir = t;
+    }
     let (budget_ns, size, explicit) = parse_options(&a)?;
     let mut base = JobSpec {
         engine: explicit.unwrap_or(EngineKind::IoUring),
