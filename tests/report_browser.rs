@@ -85,7 +85,9 @@ fn run_chromium(
     (t_out.join().unwrap(), t_err.join().unwrap())
 }
 
-fn check_report(bin: &Path, fixture: &str, shot_name: &str) {
+/// `must_have`: text the rendered DOM must contain (section ids, chart
+/// titles of the charts the fixture is there for).
+fn check_report(bin: &Path, fixture: &str, shot_name: &str, must_have: &[&str]) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let html = tmp.path().join("report.html");
@@ -151,6 +153,12 @@ fn check_report(bin: &Path, fixture: &str, shot_name: &str) {
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
     assert!(dom.contains("</html>"), "no DOM dumped; stderr: {log}");
+    for want in must_have {
+        assert!(
+            dom.contains(want),
+            "{fixture}: '{want}' not in the rendered page"
+        );
+    }
     // Every chart the browser parsed has all its data points.
     let charts_src = source.matches("<svg").count();
     let mut charts = 0;
@@ -236,12 +244,69 @@ fn report_in_headless_chromium() {
         eprintln!("SKIP report_in_headless_chromium: chromium is not installed (apt-get install chromium)");
         return;
     };
-    check_report(&bin, "synthetic-all.json", "synthetic-all.png");
-    check_report(&bin, "run-standard.json", "run-standard.png");
-    check_report(&bin, "fio-jsonplus-2jobs.json", "fio-jsonplus.png");
-    check_report(&bin, "trace-sample.json", "trace-sample.png");
-    check_report(&bin, "run-all-steps.json", "run-all-steps.png");
-    check_report(&bin, "device-loadlat.json", "device-loadlat.png");
-    check_report(&bin, "device-steady.json", "device-steady.png");
-    check_report(&bin, "device-snia-iops.json", "device-snia-iops.png");
+    check_report(
+        &bin,
+        "synthetic-all.json",
+        "synthetic-all.png",
+        &[
+            "Latency by percentile (QD",
+            "Latency CDF (QD",
+            "Machine CPU",
+            "id=\"steady-state\"",
+        ],
+    );
+    check_report(
+        &bin,
+        "run-standard.json",
+        "run-standard.png",
+        &["id=\"batching\""],
+    );
+    check_report(
+        &bin,
+        "fio-jsonplus-2jobs.json",
+        "fio-jsonplus.png",
+        &[
+            "id=\"cdf\"",
+            "Completion latency (clat",
+            "CPU time of the fio job",
+        ],
+    );
+    check_report(
+        &bin,
+        "trace-sample.json",
+        "trace-sample.png",
+        &["id=\"breakdown\""],
+    );
+    check_report(
+        &bin,
+        "run-all-steps.json",
+        "run-all-steps.png",
+        &["id=\"load-latency\""],
+    );
+    check_report(
+        &bin,
+        "device-loadlat.json",
+        "device-loadlat.png",
+        &["id=\"load-latency\"", "Process CPU per point"],
+    );
+    check_report(
+        &bin,
+        "device-steady.json",
+        "device-steady.png",
+        &["id=\"steady-state\""],
+    );
+    check_report(&bin, "device-snia-iops.json", "device-snia-iops.png", &[]);
+    // A sweep with batching, and a kv run.
+    check_report(
+        &bin,
+        "device-batching.json",
+        "device-batching.png",
+        &["Batching speedup vs batch size k", "id=\"percentiles\""],
+    );
+    check_report(
+        &bin,
+        "kv-ycsb-rocksdb.json",
+        "kv-ycsb.png",
+        &["id=\"kv-throughput\"", "id=\"kv-latency\""],
+    );
 }
