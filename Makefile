@@ -7,7 +7,9 @@ CARGO ?= cargo
 RUN_DIR ?= /var/tmp
 RUN_BUDGET ?= 3m
 
-.PHONY: all deps build run test lint fmt bench clean
+PREFIX ?= /usr/local
+
+.PHONY: all deps build run test lint fmt bench clean install
 
 all: build
 
@@ -27,6 +29,19 @@ test: deps
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
 	$(CARGO) test --locked
+
+# The binary, its man pages and its bash/zsh/fish completions (generated
+# from the clap definitions by iolab-gen). DESTDIR for staged installs.
+install: build
+	install -Dm755 target/release/iolab $(DESTDIR)$(PREFIX)/bin/iolab
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	./target/release/iolab-gen "$$tmp" >/dev/null && \
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 && \
+	install -m644 "$$tmp"/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/ && \
+	install -Dm644 "$$tmp"/completions/iolab.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/iolab && \
+	install -Dm644 "$$tmp"/completions/_iolab $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_iolab && \
+	install -Dm644 "$$tmp"/completions/iolab.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/iolab.fish
+	@echo "installed iolab, its man pages and completions under $(DESTDIR)$(PREFIX)"
 
 lint:
 	$(CARGO) fmt --check

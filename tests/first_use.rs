@@ -484,3 +484,24 @@ fn fio_job_files_with_io_uring_verify_and_cpu_options_run() {
         "{err}"
     );
 }
+
+#[test]
+fn man_pages_and_completions_come_from_the_clap_definitions() {
+    let dir = workdir();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_iolab-gen"))
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    for verb in [
+        "run", "device", "kv", "trace", "report", "compare", "sysinfo",
+    ] {
+        let page =
+            std::fs::read_to_string(dir.path().join(format!("man1/iolab-{verb}.1"))).unwrap();
+        assert!(page.contains("EXIT CODES"), "{verb}");
+    }
+    let bash = std::fs::read_to_string(dir.path().join("completions/iolab.bash")).unwrap();
+    assert!(bash.contains("--qd") && bash.contains("--target-ops"));
+    assert!(dir.path().join("completions/_iolab").exists());
+    assert!(dir.path().join("completions/iolab.fish").exists());
+}
