@@ -18,6 +18,7 @@ use crate::interrupt;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::report::trace_terminal;
+use crate::session::{Observer, Progress};
 use crate::results::{Provenance, Results};
 use crate::session::sink::ResultsSink;
 use crate::testbed::mount::MountGuard;
@@ -332,7 +333,29 @@ pub fn run(args: TraceArgs) -> Result<()> {
         irqs,
     } = place(&tgt, &args.dir, plan.size)?;
     let schedulers = schedulers(args.scheduler.as_deref(), &disk.disk)?;
+    // The progress line: the configuration running, its seconds and last second.
+    let term = crate::report::observer::Terminal::progress_only(args.quiet);
+    let current = std::sync::Mutex::new(String::new());
+    let progress = |elapsed: f64, total: Option<f64>, live| {
+        let label = current.lock().map(|l| l.clone()).unwrap_or_default();
+        term.progress(&Progress {
+            label: &label,
+            elapsed_s: elapsed,
+            expected_s: total,
+            eta_s: None,
+            live,
+        });
+    };
+    let show = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let per_scheduler: usize = plan
+        .engines
+        .iter()
+        .map(|(e, _)| if e.is_sync() { 1 } else { plan.qds.len() })
+        .sum();
+    let configs = schedulers.len() * per_scheduler;
+    let mut done = 0;
     let setup = Setup {
+        progress: if show { Some(&progress) } else { None },
         caps,
         target: &tgt,
         extents,
@@ -367,7 +390,15 @@ pub fn run(args: TraceArgs) -> Result<()> {
             for qd in depths {
                 let spec = job_spec(&plan, &args, engine, sqpoll, qd);
                 spec.validate()?;
-                let (res, mut pt, cap) = run_config(&setup, &spec, &sched_name, !args.no_overhead)?;
+                done += 1;
+                if let Ok(mut l) = current.lock() {
+                    *l = format!("[{done}/{configs}] {} qd{qd} {sched_name}", engine.name());
+                }
+                let ran = run_config(&setup, &spec, &sched_name, !args.no_overhead);
+                if show {
+                    term.progress_done();
+                }
+                let (res, mut pt, cap) = ran?;
                 if !args.quiet {
                     print!("{}", trace_terminal::config_text(&res));
                 }

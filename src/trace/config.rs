@@ -63,6 +63,8 @@ pub struct Setup<'a> {
     pub max_records: usize,
     /// Untraced/traced pairs for the overhead (1 = one pair, untraced first).
     pub overhead_pairs: u32,
+    /// Called about once a second while a job of a configuration runs.
+    pub progress: Option<&'a crate::runner::job::OnProgress<'a>>,
 }
 
 /// User stamps of every logged request of a job, with device sectors.
@@ -98,7 +100,7 @@ fn run(setup: &Setup, spec: &JobSpec) -> Result<JobOutcome> {
     let opts = RunOptions {
         clock: crate::measure::tsc::ClockChoice::Mono,
         record_requests: Some(setup.max_records),
-        on_progress: None,
+        on_progress: setup.progress,
     };
     run_job(spec, setup.target, &opts)
 }

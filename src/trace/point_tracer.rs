@@ -132,6 +132,7 @@ impl<'a> Tracer<'a> {
                 syscalls: true,
                 max_records: RECORDS_PER_POINT,
                 overhead_pairs: 1,
+                progress: None,
             }),
             _mount: mount,
             scheduler: disk.scheduler.unwrap_or_default(),
