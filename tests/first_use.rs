@@ -413,7 +413,12 @@ fn compare_formats_and_fail_if_slower_gate_a_ci_job() {
     let o = iolab(&["compare", b, s, "--html", html.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let h = std::fs::read_to_string(&html).unwrap();
-    for chart in ["IOPS per point", "mean lat per point", "p99 lat per point"] {
+    for chart in [
+        "IOPS per point",
+        "mean lat per point",
+        "p99 lat per point",
+        "Latency percentiles: ",
+    ] {
         assert!(h.contains(chart), "{chart}");
     }
     let o = iolab(&["compare", b, s, "--format", "yaml"]);

@@ -97,7 +97,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         }
     };
     if let Some(h) = &a.html {
-        crate::results::write_atomic(h, compare::html(&runs, &rows, a.noise).as_bytes())?;
+        crate::results::write_atomic(h, compare::html(&runs, &rows, &keys, a.noise).as_bytes())?;
         if a.format == "text" {
             out.push_str(&format!("html: {}\n", h.display()));
         }

@@ -98,6 +98,8 @@ pub struct Cell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub label: String,
+    /// The params the row's points share in every run.
+    pub key: Vec<(String, String)>,
     pub metric: Metric,
     pub cells: Vec<Option<Cell>>,
 }
@@ -250,6 +252,7 @@ pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
             if cells.iter().filter(|c| c.is_some()).count() >= 1 {
                 rows.push(Row {
                     label: names.get(k).cloned().unwrap_or_default(),
+                    key: k.clone(),
                     metric,
                     cells,
                 });
@@ -383,7 +386,77 @@ pub fn json(runs: &[Run], rows: &[Row], noise: f64) -> serde_json::Value {
     })
 }
 
-pub fn html(runs: &[Run], rows: &[Row], noise: f64) -> String {
+/// At most this many matched points get a percentile overlay.
+const MAX_OVERLAYS: usize = 6;
+
+/// Latency percentiles of each matched point, one line per run (the first
+/// point of the run with the row's key), on the "nines" axis.
+fn percentile_overlays(runs: &[Run], rows: &[Row], keys: &[String]) -> Vec<String> {
+    let mut seen: Vec<&Vec<(String, String)>> = Vec::new();
+    let mut out = Vec::new();
+    for row in rows {
+        if seen.contains(&&row.key) || out.len() >= MAX_OVERLAYS {
+            continue;
+        }
+        seen.push(&row.key);
+        let mut series = Vec::new();
+        for (i, run) in runs.iter().enumerate() {
+            let Some(p) = run
+                .results
+                .points
+                .iter()
+                .find(|p| key_of(p, keys) == row.key)
+            else {
+                continue;
+            };
+            let Some(l) = p.main_lat().or_else(|| {
+                ["read", "write"]
+                    .iter()
+                    .find_map(|k| p.ops.get(*k).and_then(|o| o.clat.as_ref()))
+            }) else {
+                continue;
+            };
+            let mut pts: Vec<(f64, f64, String)> = l
+                .percentiles_ns
+                .iter()
+                .filter_map(|(k, v)| k.parse::<f64>().ok().map(|q| (q, *v as f64)))
+                .map(|(q, ns)| {
+                    (
+                        q,
+                        ns,
+                        format!("{}: p{} = {}", run.label, fmt::pctile(q), fmt::ns(ns)),
+                    )
+                })
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if !pts.is_empty() {
+                series.push(svg::Series {
+                    label: run.label.clone(),
+                    points: pts,
+                    dashed: i > 0,
+                    color: i,
+                    line: true,
+                });
+            }
+        }
+        if series.len() < 2 {
+            continue;
+        }
+        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        out.push(svg::line_chart(&svg::LineChart {
+            title: format!("Latency percentiles: {}", row.label),
+            x: svg::Axis::new("percentile", svg::Scale::Nines, fmt::pctile),
+            y: svg::Axis::new("latency", scale, fmt::ns),
+            series,
+            shade: None,
+            marks: vec![],
+            hlines: vec![],
+        }));
+    }
+    out
+}
+
+pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
     let t = table(runs, rows, noise);
     let mut o = String::from(
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>iolab comparison</title><style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:0 auto;padding:16px}table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}td:first-child,td:nth-child(2),th{text-align:left}th{background:#f0f0f0}td.noise{color:#888}td.up{background:#e6f4ea}td.down{background:#fde8e8}svg.chart{width:100%;height:auto;max-width:900px}</style></head><body><h1>iolab comparison</h1>"#,
@@ -446,6 +519,9 @@ pub fn html(runs: &[Run], rows: &[Row], noise: f64) -> String {
             stacked: false,
         }));
     }
+    for chart in percentile_overlays(runs, rows, keys) {
+        o.push_str(&chart);
+    }
     o.push_str("<table><thead><tr>");
     for h in &t.headers {
         o.push_str(&format!("<th>{}</th>", esc(h)));
@@ -500,6 +576,7 @@ mod tests {
     fn ratios_and_noise() {
         let row = Row {
             label: "x".into(),
+            key: Vec::new(),
             metric: Metric::Iops,
             cells: vec![
                 cell(100.0, 100.0, 100.0, 1),
@@ -516,6 +593,7 @@ mod tests {
         // With rounds, overlapping ranges decide, not the threshold.
         let row = Row {
             label: "y".into(),
+            key: Vec::new(),
             metric: Metric::Mean,
             cells: vec![cell(100.0, 90.0, 110.0, 3), cell(120.0, 111.0, 130.0, 3)],
         };
