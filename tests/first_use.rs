@@ -474,20 +474,50 @@ fn fio_format_logs_from_log_dir_and_from_a_job_files_write_bw_log() {
 
 #[test]
 fn fio_job_files_with_io_uring_verify_and_cpu_options_run() {
-    let text = "[global]\nioengine=io_uring\nhipri=0\nfixedbufs\nregisterfiles\nsqthread_poll=0\ncpus_allowed=0\nverify=crc32c\ndo_verify=1\nverify_fatal=1\npercentile_list=50:99:99.9\nthread\nnorandommap\nrandrepeat=0\n[w]\nrw=randwrite\niodepth=4\n";
-    let jobs = iolab::plan::fiojob::parse_fio_job(text).unwrap();
+    let file = "[global]\nioengine=io_uring\nhipri=0\nfixedbufs\nregisterfiles\nsqthread_poll=0\ncpus_allowed=0\nverify=crc32c\ndo_verify=1\nverify_fatal=1\npercentile_list=50:99:99.9\nthread\nnorandommap\nrandrepeat=0\n[w]\nrw=randwrite\niodepth=4\n";
+    let jobs = iolab::plan::fiojob::parse_fio_job(file).unwrap();
     let j = &jobs[0];
     assert!(j.uring.fixed_buffers && j.uring.fixed_files && !j.uring.iopoll);
     assert_eq!(j.cpus.as_deref(), Some(&[0usize][..]));
     assert!(j.verify);
     // What still does not map is named, every one, with its line.
-    let err = iolab::plan::fiojob::parse_fio_job("[j]\nrw=read\nthinktime=10\noffset=4k\n")
+    let err = iolab::plan::fiojob::parse_fio_job("[j]\nrw=read\nthinktime=10\nexitall\n")
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("thinktime (line 3)") && err.contains("offset (line 4)"),
+        err.contains("thinktime (line 3)") && err.contains("exitall (line 4)"),
         "{err}"
     );
+    // offset: the region starts there (whole 4 KiB blocks).
+    let jobs = iolab::plan::fiojob::parse_fio_job("[j]\nrw=read\noffset=8m\n").unwrap();
+    assert_eq!(jobs[0].offset, 8 << 20);
+    assert!(iolab::plan::fiojob::parse_fio_job("[j]\nrw=read\noffset=1000\n").is_err());
+    let dir = workdir();
+    let job = dir.path().join("o.fio");
+    std::fs::write(
+        &job,
+        "[o]\nrw=randread\nioengine=libaio\ndirect=1\noffset=8m\nsize=4m\n",
+    )
+    .unwrap();
+    let json = dir.path().join("o.json");
+    let o = iolab(&[
+        "device",
+        "--fio-job",
+        job.to_str().unwrap(),
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--size",
+        "16m",
+        "--io-count",
+        "500",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p = &common::results(&json)["points"][0];
+    assert_eq!(p["job"]["offset"], 8 << 20);
+    assert_eq!(p["total"]["ops"], 500);
 }
 
 #[test]

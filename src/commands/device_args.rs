@@ -149,6 +149,7 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
         batch: axes.batch[0],
         verify: a.verify,
         size: None,
+        offset: 0,
         fake,
         open_loop: None,
     };

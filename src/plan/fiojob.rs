@@ -36,7 +36,7 @@ pub struct FioJob {
     pub log_avg_msec: Option<u64>,
 }
 
-const SUPPORTED: [&str; 43] = [
+const SUPPORTED: [&str; 44] = [
     "rw",
     "readwrite",
     "rwmixread",
@@ -80,6 +80,7 @@ const SUPPORTED: [&str; 43] = [
     "do_verify",
     "verify_fatal",
     "percentile_list",
+    "offset",
 ];
 
 /// One option of a section: (line number, key, value).
@@ -346,6 +347,18 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
                     return Err(usage(k, format!("line {line}: a size of 0 holds no I/O")));
                 }
                 job.size = Some(s);
+            }
+            "offset" => {
+                let at = size(line, k, v)?;
+                if at % 4096 != 0 {
+                    return Err(usage(
+                        k,
+                        format!(
+                            "line {line}: give an offset in whole 4 KiB blocks (O_DIRECT needs it)"
+                        ),
+                    ));
+                }
+                spec.offset = at;
             }
             "iodepth" => spec.qd = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "iodepth_batch" | "iodepth_batch_submit" => batch_submit = Some(num(line, k, v)?),

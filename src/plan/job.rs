@@ -155,6 +155,9 @@ pub struct JobSpec {
     pub verify: bool,
     /// Size of the region to address; `None` = the whole target.
     pub size: Option<u64>,
+    /// Start of the region to address (fio's `offset`), bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: u64,
     /// Scripted device for the fake engine (tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fake: Option<FakeScript>,
@@ -165,6 +168,10 @@ pub struct JobSpec {
 
 fn one() -> u32 {
     1
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Default for JobSpec {
@@ -193,6 +200,7 @@ impl Default for JobSpec {
             batch: None,
             verify: false,
             size: None,
+            offset: 0,
             fake: None,
             open_loop: None,
         }

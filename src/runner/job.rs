@@ -99,12 +99,13 @@ pub fn run_job(spec: &JobSpec, target: &Target, opts: &RunOptions) -> anyhow::Re
 pub fn regions(spec: &JobSpec, size: u64) -> Vec<(u64, u64)> {
     let n = spec.jobs as u64;
     let split = spec.region == RegionMode::Split || (spec.verify && n > 1);
+    let at = spec.offset;
     if !split {
-        return vec![(0, size); n as usize];
+        return vec![(at, size); n as usize];
     }
     let align = spec.max_bs();
     let per = (size / n) / align * align;
-    (0..n).map(|i| (i * per, per)).collect()
+    (0..n).map(|i| (at + i * per, per)).collect()
 }
 
 fn check_against_target(spec: &JobSpec, target: &Target, size: u64) -> anyhow::Result<()> {
@@ -324,7 +325,8 @@ impl<C: Clock> JobCtx<'_, C> {
 
     /// What worker `i`'s engine opens.
     fn engine_target(&self, fd: Option<&OwnedFd>) -> EngineTarget {
-        let (size, writable) = (self.size, self.spec.writes());
+        // The engine sees the file up to the end of the addressed region.
+        let (size, writable) = (self.spec.offset + self.size, self.spec.writes());
         match (fd, &self.target.remote) {
             (Some(fd), _) => EngineTarget::LocalFd {
                 fd: fd.as_raw_fd(),
@@ -541,7 +543,17 @@ pub fn run_job_with_clock<C: Clock>(
 ) -> anyhow::Result<JobOutcome> {
     spec.validate()?;
     check_engine_fits_target(spec, target)?;
-    let size = spec.size.map_or(target.size, |s| s.min(target.size));
+    if spec.offset >= target.size {
+        return Err(usage(
+            "offset",
+            format!(
+                "offset {} is at or beyond the end of the target ({} bytes)",
+                spec.offset, target.size
+            ),
+        ));
+    }
+    let room = target.size - spec.offset;
+    let size = spec.size.map_or(room, |s| s.min(room));
     check_against_target(spec, target, size)?;
     let mut warnings = spec_warnings(spec);
     let Opened {
