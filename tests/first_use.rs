@@ -18,6 +18,25 @@ fn fio_results(name: &str) -> iolab::results::Results {
     from_fio_text(&std::fs::read_to_string(fio_fixture(name)).unwrap()).unwrap()
 }
 
+/// Run a fio job file on a 16 MiB scratch file in `dir` for `ios` requests.
+fn run_fio_job(job: &Path, dir: &Path, ios: &str, json: &Path) {
+    let o = iolab(&[
+        "device",
+        "--fio-job",
+        job.to_str().unwrap(),
+        "--target",
+        dir.to_str().unwrap(),
+        "--size",
+        "16m",
+        "--io-count",
+        ios,
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 fn raw_jobs(name: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fio_fixture(name)).unwrap()).unwrap();
@@ -77,22 +96,7 @@ fn fio_import_bssplit_is_the_same_bs_as_iolabs_run_of_the_job_file() {
     assert_eq!(r.points[0].params["bs"], "4k:70,64k:30");
     let dir = workdir();
     let json = dir.path().join("i.json");
-    let job = fio_fixture("bssplit.fio");
-    let o = iolab(&[
-        "device",
-        "--fio-job",
-        job.to_str().unwrap(),
-        "--target",
-        dir.path().to_str().unwrap(),
-        "--size",
-        "16m",
-        "--io-count",
-        "2000",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    run_fio_job(&fio_fixture("bssplit.fio"), dir.path(), "2000", &json);
     let mine = common::results(&json);
     assert_eq!(mine["points"][0]["params"]["bs"], "4k:70,64k:30");
     // fio's random map skews its split: said, not hidden.
@@ -500,21 +504,7 @@ fn fio_job_files_with_io_uring_verify_and_cpu_options_run() {
     )
     .unwrap();
     let json = dir.path().join("o.json");
-    let o = iolab(&[
-        "device",
-        "--fio-job",
-        job.to_str().unwrap(),
-        "--target",
-        dir.path().to_str().unwrap(),
-        "--size",
-        "16m",
-        "--io-count",
-        "500",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    run_fio_job(&job, dir.path(), "500", &json);
     let p = &common::results(&json)["points"][0];
     assert_eq!(p["job"]["offset"], 8 << 20);
     assert_eq!(p["total"]["ops"], 500);
