@@ -530,3 +530,31 @@ fn man_pages_and_completions_come_from_the_clap_definitions() {
     assert!(dir.path().join("completions/_iolab").exists());
     assert!(dir.path().join("completions/iolab.fish").exists());
 }
+
+#[test]
+fn status_interval_prints_the_last_second_to_stdout_for_logs() {
+    // The null engine: real time (the fake engine's clock is virtual).
+    let o = iolab(&[
+        "device",
+        "--engine",
+        "null",
+        "--qd",
+        "4",
+        "--runtime",
+        "2500ms",
+        "--status-interval",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains(" IOPS ")).collect();
+    assert!(lines.len() >= 2, "{stdout}");
+    assert!(
+        lines[0].contains("1s:") && lines[0].contains("p99"),
+        "{stdout}"
+    );
+    let o = iolab(&["device", "--engine", "null", "--status-interval", "0.2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = iolab(&["trace", "--help"]);
+    assert!(text(&o).contains("--status-interval"));
+}

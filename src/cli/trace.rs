@@ -80,6 +80,10 @@ pub struct TraceOpts {
     /// No tables (warnings and errors still go to stderr)
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the last second's IOPS, MiB/s and latency to stdout every SECS
+    /// seconds while a configuration runs (fio's --status-interval)
+    #[arg(long, value_name = "SECS")]
+    pub status_interval: Option<f64>,
     /// Stop each run after this many requests
     #[arg(long, default_value_t = 2_000_000)]
     pub max_ops: usize,

@@ -20,7 +20,7 @@ use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::report::trace_terminal;
 use crate::results::{Provenance, Results};
 use crate::session::sink::ResultsSink;
-use crate::session::{Observer, Progress};
+use crate::session::{Observer, Progress, StatusEvery};
 use crate::testbed::mount::MountGuard;
 use crate::testbed::scheduler::SchedulerGuard;
 use crate::trace::blkexport;
@@ -336,17 +336,25 @@ pub fn run(args: TraceArgs) -> Result<()> {
     // The progress line: the configuration running, its seconds and last second.
     let term = crate::report::observer::Terminal::progress_only(args.quiet);
     let current = std::sync::Mutex::new(String::new());
-    let progress = |elapsed: f64, total: Option<f64>, live| {
+    let show = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let every = crate::commands::device::status_interval(args.status_interval)?;
+    let status = StatusEvery::new(every);
+    let progress = |elapsed: f64, total: Option<f64>, live: Option<_>| {
         let label = current.lock().map(|l| l.clone()).unwrap_or_default();
-        term.progress(&Progress {
+        let p = Progress {
             label: &label,
             elapsed_s: elapsed,
             expected_s: total,
             eta_s: None,
             live,
-        });
+        };
+        if show {
+            term.progress(&p);
+        }
+        if live.is_some() && status.due(elapsed) {
+            term.point_status(&p);
+        }
     };
-    let show = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let per_scheduler: usize = plan
         .engines
         .iter()
@@ -355,7 +363,11 @@ pub fn run(args: TraceArgs) -> Result<()> {
     let configs = schedulers.len() * per_scheduler;
     let mut done = 0;
     let setup = Setup {
-        progress: if show { Some(&progress) } else { None },
+        progress: if show || every.is_some() {
+            Some(&progress)
+        } else {
+            None
+        },
         caps,
         target: &tgt,
         extents,
@@ -391,6 +403,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
                 let spec = job_spec(&plan, &args, engine, sqpoll, qd);
                 spec.validate()?;
                 done += 1;
+                status.reset();
                 if let Ok(mut l) = current.lock() {
                     *l = format!("[{done}/{configs}] {} qd{qd} {sched_name}", engine.name());
                 }

@@ -270,7 +270,7 @@ impl<'a> Driver<'a> {
         let planned = self.planned_secs;
         let observer = self.observer;
         let show = self.show_progress;
-        let status = StatusEvery::new(self.status_every);
+        let status = super::StatusEvery::new(self.status_every);
         let progress = move |elapsed: f64, total: Option<f64>, live: Option<Live>| {
             let p = Progress {
                 label: &label,
@@ -556,35 +556,6 @@ impl<'a> Driver<'a> {
             }
         ));
         self.save()
-    }
-}
-
-/// When the next `--status-interval` line is due, from the progress calls
-/// (the supervising thread only; an atomic keeps the closure `Fn`).
-struct StatusEvery {
-    every_s: Option<f64>,
-    last_s: std::sync::atomic::AtomicU64,
-}
-
-impl StatusEvery {
-    fn new(every_s: Option<f64>) -> StatusEvery {
-        StatusEvery {
-            every_s,
-            last_s: std::sync::atomic::AtomicU64::new(0),
-        }
-    }
-
-    fn due(&self, elapsed_s: f64) -> bool {
-        use std::sync::atomic::Ordering;
-        let Some(every) = self.every_s else {
-            return false;
-        };
-        let last = f64::from_bits(self.last_s.load(Ordering::Relaxed));
-        if elapsed_s - last < every - 0.5 {
-            return false;
-        }
-        self.last_s.store(elapsed_s.to_bits(), Ordering::Relaxed);
-        true
     }
 }
 

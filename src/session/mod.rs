@@ -69,3 +69,43 @@ pub fn mark_if_interrupted(point: &mut Point) {
             .insert("interrupted".into(), serde_json::Value::Bool(true));
     }
 }
+
+/// When the next `--status-interval` line is due, from the progress calls
+/// (the supervising thread only; an atomic keeps the closure `Fn`).
+pub struct StatusEvery {
+    every_s: Option<f64>,
+    last_s: std::sync::atomic::AtomicU64,
+}
+
+impl StatusEvery {
+    pub fn new(every_s: Option<f64>) -> StatusEvery {
+        StatusEvery {
+            every_s,
+            last_s: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// A new job starts: its seconds count from zero.
+    pub fn reset(&self) {
+        self.last_s
+            .store(0f64.to_bits(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a status line is due at `elapsed_s` (and note it as given).
+    pub fn due(&self, elapsed_s: f64) -> bool {
+        use std::sync::atomic::Ordering;
+        let Some(every) = self.every_s else {
+            return false;
+        };
+        let mut last = f64::from_bits(self.last_s.load(Ordering::Relaxed));
+        if elapsed_s < last {
+            // Another job of the same run started: seconds count from zero.
+            last = 0.0;
+        }
+        if elapsed_s - last < every - 0.5 {
+            return false;
+        }
+        self.last_s.store(elapsed_s.to_bits(), Ordering::Relaxed);
+        true
+    }
+}
