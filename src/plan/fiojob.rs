@@ -291,6 +291,71 @@ fn size(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
     parse_size(k, s).map_err(|e| usage(k, format!("line {line}: {e}")))
 }
 
+/// The options that set io_uring features, the CPUs, verification, the
+/// region's offset and fio-format logs; true when `k` was one of them.
+fn engine_region_or_log_option(
+    spec: &mut JobSpec,
+    job: &mut FioJob,
+    line: usize,
+    k: &str,
+    v: &Option<String>,
+) -> anyhow::Result<bool> {
+    match k {
+        // io_uring's options: iolab's --uring-* flags.
+        "hipri" => spec.uring.iopoll = flag(line, k, v)?,
+        "fixedbufs" => spec.uring.fixed_buffers = flag(line, k, v)?,
+        "registerfiles" => spec.uring.fixed_files = flag(line, k, v)?,
+        "sqthread_poll" => spec.uring.sqpoll = flag(line, k, v)?,
+        "cpus_allowed" => {
+            spec.cpus = Some(
+                crate::plan::parse::parse_cpu_list("cpus_allowed", need(line, k, v)?)
+                    .map_err(|e| usage("cpus_allowed", format!("line {line}: {e}")))?,
+            )
+        }
+        // Any of fio's checksums: iolab's own stamped blocks (--verify),
+        // checked on every read; a mismatch fails the run (verify_fatal).
+        "verify" => spec.verify = !matches!(need(line, k, v)?, "0" | "null"),
+        "do_verify" if !flag(line, k, v)? => spec.verify = false,
+        "do_verify" => {}
+        // iolab keeps full HDR histograms: every percentile is there.
+        "verify_fatal" | "percentile_list" => {}
+        "offset" => {
+            let at = size(line, k, v)?;
+            if at % 4096 != 0 {
+                return Err(usage(
+                    k,
+                    format!(
+                        "line {line}: give an offset in whole 4 KiB blocks (O_DIRECT needs it)"
+                    ),
+                ));
+            }
+            spec.offset = at;
+        }
+        "norandommap" => job.norandommap = v.as_deref() != Some("0"),
+        "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+            let req = job
+                .logs
+                .get_or_insert_with(|| crate::report::fio_log::LogRequest {
+                    prefix: String::new(),
+                    bw: false,
+                    iops: false,
+                    lat: false,
+                });
+            if let Some(prefix) = v.as_deref().filter(|p| !p.is_empty()) {
+                req.prefix = prefix.to_string();
+            }
+            match k {
+                "write_bw_log" => req.bw = true,
+                "write_lat_log" => req.lat = true,
+                _ => req.iops = true,
+            }
+        }
+        "log_avg_msec" => job.log_avg_msec = Some(num(line, k, v)?),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
     let mut spec = JobSpec {
         name: name.to_string(),
@@ -317,6 +382,9 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
     let mut batch_complete = None;
     for (line, k, v) in opts {
         let line = *line;
+        if engine_region_or_log_option(&mut spec, &mut job, line, k, v)? {
+            continue;
+        }
         match k.as_str() {
             "rw" | "readwrite" => {
                 let s = need(line, k, v)?;
@@ -348,18 +416,6 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
                 }
                 job.size = Some(s);
             }
-            "offset" => {
-                let at = size(line, k, v)?;
-                if at % 4096 != 0 {
-                    return Err(usage(
-                        k,
-                        format!(
-                            "line {line}: give an offset in whole 4 KiB blocks (O_DIRECT needs it)"
-                        ),
-                    ));
-                }
-                spec.offset = at;
-            }
             "iodepth" => spec.qd = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "iodepth_batch" | "iodepth_batch_submit" => batch_submit = Some(num(line, k, v)?),
             "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
@@ -369,24 +425,6 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             "numjobs" => spec.jobs = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "ioengine" => spec.engine = ioengine(line, need(line, k, v)?)?,
             "direct" => spec.direct = flag(line, k, v)?,
-            // io_uring's options: iolab's --uring-* flags.
-            "hipri" => spec.uring.iopoll = flag(line, k, v)?,
-            "fixedbufs" => spec.uring.fixed_buffers = flag(line, k, v)?,
-            "registerfiles" => spec.uring.fixed_files = flag(line, k, v)?,
-            "sqthread_poll" => spec.uring.sqpoll = flag(line, k, v)?,
-            "cpus_allowed" => {
-                spec.cpus = Some(
-                    crate::plan::parse::parse_cpu_list("cpus_allowed", need(line, k, v)?)
-                        .map_err(|e| usage("cpus_allowed", format!("line {line}: {e}")))?,
-                )
-            }
-            // Any of fio's checksums: iolab's own stamped blocks (--verify),
-            // checked on every read; a mismatch fails the run (verify_fatal).
-            "verify" => spec.verify = !matches!(need(line, k, v)?, "0" | "null"),
-            "do_verify" if !flag(line, k, v)? => spec.verify = false,
-            "do_verify" => {}
-            // iolab keeps full HDR histograms: every percentile is there.
-            "verify_fatal" | "percentile_list" => {}
             "buffered" => spec.direct = !flag(line, k, v)?,
             "runtime" => runtime = Some(duration(line, k, v)?),
             "time_based" => time_based = flag(line, k, v)?,
@@ -416,26 +454,6 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             "directory" => job.directory = Some(need(line, k, v)?.to_string()),
             "fsync" => spec.fsync_every = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "name" => spec.name = need(line, k, v)?.to_string(),
-            "norandommap" => job.norandommap = v.as_deref() != Some("0"),
-            "write_bw_log" | "write_lat_log" | "write_iops_log" => {
-                let req = job
-                    .logs
-                    .get_or_insert_with(|| crate::report::fio_log::LogRequest {
-                        prefix: String::new(),
-                        bw: false,
-                        iops: false,
-                        lat: false,
-                    });
-                if let Some(prefix) = v.as_deref().filter(|p| !p.is_empty()) {
-                    req.prefix = prefix.to_string();
-                }
-                match k.as_str() {
-                    "write_bw_log" => req.bw = true,
-                    "write_lat_log" => req.lat = true,
-                    _ => req.iops = true,
-                }
-            }
-            "log_avg_msec" => job.log_avg_msec = Some(num(line, k, v)?),
             _ => {} // description, stonewall, group_reporting, ...
         }
     }
