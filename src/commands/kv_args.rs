@@ -15,11 +15,13 @@ use std::path::PathBuf;
 
 /// The plan the arguments describe, validated.
 pub fn plan(a: &KvArgs) -> Result<KvPlan> {
+    // Property files are read once; every workload overlays them.
+    let user = user_props(a)?;
     let mut plan = KvPlan {
         engine: a.engine,
         options: engine_options(a)?,
-        steps: steps(a)?,
-        threads: threads(a)?,
+        steps: steps(a, &user)?,
+        threads: threads(a, &user)?,
         target_ops: a.target_ops,
         bench: DbBenchConfig {
             num: a.bench.num,
@@ -48,7 +50,6 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
         status_interval_s: a.status_interval,
         notices: Vec::new(),
     };
-    let user = user_props(a)?;
     plan.notices = crate::kv::props::unused_notices(&user);
     if plan.status_interval_s.is_none() {
         plan.status_interval_s = user
@@ -110,8 +111,8 @@ pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
 
 /// Client threads: `--threads`, or YCSB's `threadcount` property (from -P
 /// files or -p), which must agree with `--threads` when both are given.
-fn threads(a: &KvArgs) -> Result<usize> {
-    let Some(t) = ycsb_props(a, None)?.get("threadcount").map(str::to_string) else {
+fn threads(a: &KvArgs, user: &Props) -> Result<usize> {
+    let Some(t) = user.get("threadcount").map(str::to_string) else {
         return Ok(a.threads);
     };
     let n = match t.trim().parse::<usize>() {
@@ -162,7 +163,7 @@ fn target_dir(a: &KvArgs) -> Result<PathBuf> {
     Ok(PathBuf::from(t))
 }
 
-/// Only the properties the user gave (files and -p), for the notices.
+/// The properties the user gave: files in order, then -p.
 fn user_props(a: &KvArgs) -> Result<Props> {
     let mut p = Props::default();
     for f in &a.property_files {
@@ -174,25 +175,22 @@ fn user_props(a: &KvArgs) -> Result<Props> {
     Ok(p)
 }
 
-fn ycsb_props(a: &KvArgs, letter: Option<&str>) -> Result<Props> {
+/// A workload's properties: the built-in letter's (if any) with the user's
+/// on top.
+fn ycsb_props(letter: Option<&str>, user: &Props) -> Result<Props> {
     let mut p = match letter {
         Some(l) => {
             Props::builtin(l).ok_or_else(|| usage("WORKLOAD", format!("unknown workload '{l}'")))?
         }
         None => Props::default(),
     };
-    for f in &a.property_files {
-        p.load_file(f)?;
-    }
-    for kv in &a.props {
-        p.set_arg(kv)?;
-    }
+    p.overlay(user);
     Ok(p)
 }
 
 /// The phases, in order: each workload name becomes a YCSB load and/or run
 /// phase or a db_bench benchmark (readwhilewriting: one per reader count).
-fn steps(a: &KvArgs) -> Result<Vec<Step>> {
+fn steps(a: &KvArgs, user: &Props) -> Result<Vec<Step>> {
     let spec = match (&a.workload, a.property_files.is_empty()) {
         (Some(w), _) => w.clone(),
         (None, false) => "P".to_string(),
@@ -220,7 +218,7 @@ fn steps(a: &KvArgs) -> Result<Vec<Step>> {
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let props = ycsb_props(a, None)?;
+            let props = ycsb_props(None, user)?;
             if props.get("recordcount").is_none() {
                 return Err(usage(
                     "recordcount",
@@ -244,7 +242,7 @@ fn steps(a: &KvArgs) -> Result<Vec<Step>> {
                     format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting)"),
                 ));
             }
-            (format!("ycsb-{letter}"), ycsb_props(a, Some(&letter))?)
+            (format!("ycsb-{letter}"), ycsb_props(Some(&letter), user)?)
         };
         let cfg = YcsbConfig::from_props(&props)?;
         if matches!(a.phase, PhaseSel::Load | PhaseSel::Both) {

@@ -168,6 +168,13 @@ impl Props {
         }
     }
 
+    /// Set every property of `other` here (its values win).
+    pub fn overlay(&mut self, other: &Props) {
+        for (k, v) in &other.map {
+            self.map.insert(k.clone(), v.clone());
+        }
+    }
+
     pub fn entries(&self) -> &BTreeMap<String, String> {
         &self.map
     }
