@@ -348,12 +348,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
             eta_s: None,
             live,
         };
-        if show {
-            term.progress(&p);
-        }
-        if live.is_some() && status.due(elapsed) {
-            term.point_status(&p);
-        }
+        status.report(&term, show, &p);
     };
     let per_scheduler: usize = plan
         .engines

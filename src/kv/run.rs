@@ -275,30 +275,28 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     })
 }
 
-/// When to print a status line (`--status-interval`), and the counts at the
-/// last one (for the current rate and mean latency). Called from the
-/// supervising thread only.
+/// When to print a status line (`--status-interval`, the session's
+/// `StatusEvery`), and the counts at the last one (for the current rate and
+/// mean latency). Called from the supervising thread only.
 struct StatusClock {
-    every_s: Option<f64>,
+    due: crate::session::StatusEvery,
     last: std::cell::Cell<(f64, u64, u64)>,
 }
 
 impl StatusClock {
     fn new(every_s: Option<f64>) -> StatusClock {
         StatusClock {
-            every_s,
+            due: crate::session::StatusEvery::new(every_s),
             last: std::cell::Cell::new((0.0, 0, 0)),
         }
     }
 
     /// The status line due at `elapsed_s`, if one is.
     fn line(&self, phase: &str, elapsed_s: f64, ops: u64, lat_sum: u64) -> Option<String> {
-        let every = self.every_s?;
-        let (t0, ops0, lat0) = self.last.get();
-        if elapsed_s - t0 < every - 0.5 {
+        if !self.due.due(elapsed_s) {
             return None;
         }
-        self.last.set((elapsed_s, ops, lat_sum));
+        let (t0, ops0, lat0) = self.last.replace((elapsed_s, ops, lat_sum));
         let d_ops = ops.saturating_sub(ops0);
         let rate = d_ops as f64 / (elapsed_s - t0).max(1e-9);
         let mean_us = if d_ops > 0 {

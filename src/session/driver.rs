@@ -279,12 +279,7 @@ impl<'a> Driver<'a> {
                 eta_s: Some((planned - started.elapsed().as_secs_f64()).max(0.0)),
                 live,
             };
-            if show {
-                observer.progress(&p);
-            }
-            if live.is_some() && status.due(elapsed) {
-                observer.point_status(&p);
-            }
+            status.report(observer, show, &p);
         };
         let opts = RunOptions {
             clock: self.clock,

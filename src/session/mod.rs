@@ -85,6 +85,17 @@ impl StatusEvery {
         }
     }
 
+    /// One progress tick: the progress line (when `show`) and, when due and
+    /// the last second is known, a status line.
+    pub fn report(&self, observer: &dyn Observer, show: bool, p: &Progress<'_>) {
+        if show {
+            observer.progress(p);
+        }
+        if p.live.is_some() && self.due(p.elapsed_s) {
+            observer.point_status(p);
+        }
+    }
+
     /// A new job starts: its seconds count from zero.
     pub fn reset(&self) {
         self.last_s
