@@ -161,6 +161,17 @@ impl LatStats {
     pub fn percentile(&self, p: f64) -> Option<u64> {
         self.percentiles_ns.get(&percentile_key(p)).copied()
     }
+
+    /// Every recorded (percentile, ns), by percentile.
+    pub fn percentile_points(&self) -> Vec<(f64, f64)> {
+        let mut pts: Vec<(f64, f64)> = self
+            .percentiles_ns
+            .iter()
+            .filter_map(|(k, v)| k.parse::<f64>().ok().map(|q| (q, *v as f64)))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        pts
+    }
 }
 
 #[cfg(test)]

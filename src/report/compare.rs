@@ -56,11 +56,7 @@ impl Metric {
     }
 
     pub fn of(self, p: &Point) -> Option<f64> {
-        let l = p.main_lat().or_else(|| {
-            ["read", "write"]
-                .iter()
-                .find_map(|k| p.ops.get(*k).and_then(|o| o.clat.as_ref()))
-        });
+        let l = main_or_clat(p);
         match self {
             Metric::Iops => Some(p.total.iops),
             Metric::MibS => Some(p.total.mib_s),
@@ -83,6 +79,16 @@ impl Metric {
             _ => fmt::ns(v),
         }
     }
+}
+
+/// The point's main latency, or its clat where only that was reported
+/// (fio output without total-latency percentiles).
+fn main_or_clat(p: &Point) -> Option<&crate::measure::histogram::LatStats> {
+    p.main_lat().or_else(|| {
+        ["read", "write"]
+            .iter()
+            .find_map(|k| p.ops.get(*k).and_then(|o| o.clat.as_ref()))
+    })
 }
 
 /// One run's value for a matched point: median of its rounds and their range.
@@ -409,17 +415,12 @@ fn percentile_overlays(runs: &[Run], rows: &[Row], keys: &[String]) -> Vec<Strin
             else {
                 continue;
             };
-            let Some(l) = p.main_lat().or_else(|| {
-                ["read", "write"]
-                    .iter()
-                    .find_map(|k| p.ops.get(*k).and_then(|o| o.clat.as_ref()))
-            }) else {
+            let Some(l) = main_or_clat(p) else {
                 continue;
             };
-            let mut pts: Vec<(f64, f64, String)> = l
-                .percentiles_ns
-                .iter()
-                .filter_map(|(k, v)| k.parse::<f64>().ok().map(|q| (q, *v as f64)))
+            let pts: Vec<(f64, f64, String)> = l
+                .percentile_points()
+                .into_iter()
                 .map(|(q, ns)| {
                     (
                         q,
@@ -428,7 +429,6 @@ fn percentile_overlays(runs: &[Run], rows: &[Row], keys: &[String]) -> Vec<Strin
                     )
                 })
                 .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             if !pts.is_empty() {
                 series.push(svg::Series {
                     label: run.label.clone(),

@@ -99,13 +99,8 @@ pub fn percentiles(r: &Results) -> Option<Section> {
         let mut series = Vec::new();
         for (i, (label, p, op)) in sel.iter().enumerate() {
             let Some(l) = lat_of(p, op) else { continue };
-            let mut pts: Vec<(f64, f64)> = l
-                .percentiles_ns
-                .iter()
-                .filter_map(|(k, v)| k.parse::<f64>().ok().map(|q| (q, *v as f64)))
-                .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let v: Vec<(f64, f64, String)> = pts
+            let v: Vec<(f64, f64, String)> = l
+                .percentile_points()
                 .iter()
                 .map(|&(q, ns)| {
                     table
