@@ -59,6 +59,35 @@ fn lat_groups(r: &Results) -> Vec<(String, Vec<Dist<'_>>)> {
     groups.into_values().take(MAX_CHARTS).collect()
 }
 
+/// One chart per group of `lat_groups`: `points` gives a distribution's
+/// line (None: no line), `chart` draws a group's lines.
+fn group_charts<'r>(
+    r: &'r Results,
+    mut points: impl FnMut(&Dist<'r>) -> Option<Vec<(f64, f64, String)>>,
+    chart: impl Fn(&str, Vec<Series>) -> String,
+) -> Vec<String> {
+    let mut svgs = Vec::new();
+    for (group, sel) in lat_groups(r) {
+        let series: Vec<Series> = sel
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                Some(Series {
+                    label: d.0.clone(),
+                    points: points(d)?,
+                    dashed: d.2 == "write",
+                    color: i,
+                    line: true,
+                })
+            })
+            .collect();
+        if !series.is_empty() {
+            svgs.push(chart(&group, series));
+        }
+    }
+    svgs
+}
+
 /// "Latency by percentile" or "Latency by percentile (QD8)".
 fn titled(base: &str, group: &str) -> String {
     if group.is_empty() {
@@ -94,11 +123,10 @@ fn lat_of<'a>(p: &'a Point, op: &str) -> Option<&'a crate::measure::histogram::L
 /// Latency percentiles on a "nines" axis: 50, 90, 99, 99.9 ... equally spaced.
 pub fn percentiles(r: &Results) -> Option<Section> {
     let mut table = Table::new(&["series", "percentile", "latency ns"]);
-    let mut svgs = Vec::new();
-    for (group, sel) in lat_groups(r) {
-        let mut series = Vec::new();
-        for (i, (label, p, op)) in sel.iter().enumerate() {
-            let Some(l) = lat_of(p, op) else { continue };
+    let svgs = group_charts(
+        r,
+        |(label, p, op)| {
+            let l = lat_of(p, op)?;
             let v: Vec<(f64, f64, String)> = l
                 .percentile_points()
                 .iter()
@@ -113,31 +141,21 @@ pub fn percentiles(r: &Results) -> Option<Section> {
                     )
                 })
                 .collect();
-            if v.is_empty() {
-                continue;
-            }
-            series.push(Series {
-                label: label.clone(),
-                points: v,
-                dashed: op == "write",
-                color: i,
-                line: true,
-            });
-        }
-        if series.is_empty() {
-            continue;
-        }
-        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-        svgs.push(svg::line_chart(&LineChart {
-            title: titled("Latency by percentile", &group),
-            x: Axis::new("percentile", Scale::Nines, fmt::pctile),
-            y: Axis::new("latency", scale, fmt::ns),
-            series,
-            shade: None,
-            marks: vec![],
-            hlines: vec![],
-        }));
-    }
+            (!v.is_empty()).then_some(v)
+        },
+        |group, series| {
+            let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+            svg::line_chart(&LineChart {
+                title: titled("Latency by percentile", group),
+                x: Axis::new("percentile", Scale::Nines, fmt::pctile),
+                y: Axis::new("latency", scale, fmt::ns),
+                series,
+                shade: None,
+                marks: vec![],
+                hlines: vec![],
+            })
+        },
+    );
     if svgs.is_empty() {
         return None;
     }
@@ -171,19 +189,13 @@ fn thin(v: Vec<(u64, f64)>, n: usize) -> Vec<(u64, f64)> {
 /// Cumulative distribution of latency from the encoded histograms.
 pub fn cdf(r: &Results) -> Option<Section> {
     let mut table = Table::new(&["series", "latency ns", "cumulative %"]);
-    let mut svgs = Vec::new();
-    for (group, sel) in lat_groups(r) {
-        let mut series = Vec::new();
-        for (i, (label, p, op)) in sel.iter().enumerate() {
+    let svgs = group_charts(
+        r,
+        |(label, p, op)| {
             let key = [format!("{op}.lat"), format!("{op}.clat")]
                 .into_iter()
-                .find(|k| p.histograms.contains_key(k));
-            let Some(h) = key
-                .and_then(|k| p.histograms.get(&k))
-                .and_then(|s| LatencyHistogram::decode(s).ok())
-            else {
-                continue;
-            };
+                .find(|k| p.histograms.contains_key(k))?;
+            let h = LatencyHistogram::decode(p.histograms.get(&key)?).ok()?;
             let v: Vec<(f64, f64, String)> = thin(h.cdf(), 150)
                 .into_iter()
                 .map(|(ns, f)| {
@@ -203,28 +215,21 @@ pub fn cdf(r: &Results) -> Option<Section> {
                     )
                 })
                 .collect();
-            series.push(Series {
-                label: label.clone(),
-                points: v,
-                dashed: op == "write",
-                color: i,
-                line: true,
-            });
-        }
-        if series.is_empty() {
-            continue;
-        }
-        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-        svgs.push(svg::line_chart(&LineChart {
-            title: titled("Latency CDF", &group),
-            x: Axis::new("latency", scale, fmt::ns),
-            y: Axis::new("requests at or below (%)", Scale::Linear, fmt::plain),
-            series,
-            shade: None,
-            marks: vec![],
-            hlines: vec![],
-        }));
-    }
+            Some(v)
+        },
+        |group, series| {
+            let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+            svg::line_chart(&LineChart {
+                title: titled("Latency CDF", group),
+                x: Axis::new("latency", scale, fmt::ns),
+                y: Axis::new("requests at or below (%)", Scale::Linear, fmt::plain),
+                series,
+                shade: None,
+                marks: vec![],
+                hlines: vec![],
+            })
+        },
+    );
     if svgs.is_empty() {
         return None;
     }
