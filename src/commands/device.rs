@@ -24,7 +24,14 @@ use crate::session::{Driver, LogPlan, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
-    let a = device_fio::with_target_defaults(a)?;
+    // The job file, read once for its target, warnings and logs (its jobs
+    // are read with the experiments).
+    let fio_plan = a
+        .fio_job
+        .as_deref()
+        .map(device_fio::read_plan)
+        .transpose()?;
+    let a = device_fio::with_target_defaults(a, fio_plan.as_ref());
     let fio_export = device_fio::export_path(a.export.as_deref())?;
     let exps = experiments_from_args(&a)?;
     let targets: Vec<&Path> = a.target.as_deref().into_iter().collect();
@@ -110,14 +117,22 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         results
             .extra
             .insert("fio_job".into(), device_fio::provenance(f));
-        results.warnings.extend(device_fio::read_plan(f)?.warnings);
+        results
+            .warnings
+            .extend(fio_plan.iter().flat_map(|p| p.warnings.clone()));
     }
     let planned = exps
         .iter()
         .map(|e| e.estimate())
         .fold((0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     let knee_factor = exps.first().map_or(2.0, |e| e.knee_factor);
-    let logs = log_plan(&a)?;
+    let logs = log_plan(
+        &a,
+        fio_plan
+            .as_ref()
+            .map(|p| p.logs.clone())
+            .unwrap_or_default(),
+    )?;
     let sink = ResultsSink::new(
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),
@@ -168,11 +183,10 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
 /// fio-format logs: every point into `--log-dir`, and the logs a fio job
 /// file asks for (`write_bw_log` ...) into `--log-dir` or the current
 /// directory, as fio does. The directory is made if missing.
-fn log_plan(a: &DeviceArgs) -> anyhow::Result<Option<LogPlan>> {
-    let by_name = match &a.fio_job {
-        Some(f) => device_fio::read_plan(f)?.logs,
-        None => Vec::new(),
-    };
+fn log_plan(
+    a: &DeviceArgs,
+    by_name: Vec<(String, crate::report::fio_log::LogRequest)>,
+) -> anyhow::Result<Option<LogPlan>> {
     if a.log_dir.is_none() && by_name.is_empty() {
         return Ok(None);
     }

@@ -24,18 +24,17 @@ pub fn read_plan(path: &Path) -> anyhow::Result<FioPlan> {
 
 /// `--target`/`--size` from the job file when they were not given:
 /// `filename` (or `directory`) and the largest `size`.
-pub fn with_target_defaults(mut a: DeviceArgs) -> anyhow::Result<DeviceArgs> {
-    let Some(path) = &a.fio_job else {
-        return Ok(a);
+pub fn with_target_defaults(mut a: DeviceArgs, plan: Option<&FioPlan>) -> DeviceArgs {
+    let Some(plan) = plan else {
+        return a;
     };
-    let plan = read_plan(path)?;
     if a.target.is_none() {
-        a.target = plan.target;
+        a.target = plan.target.clone();
     }
     if a.size.is_none() {
         a.size = plan.size.map(|s| s.to_string());
     }
-    Ok(a)
+    a
 }
 
 /// The job file's jobs as one plain experiment, with the command line's
