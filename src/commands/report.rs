@@ -57,6 +57,11 @@ fn export_format(a: &mut ReportArgs) -> anyhow::Result<Option<String>> {
     Ok(Some(fmt))
 }
 
+/// A path written with a trailing '/' names a directory.
+fn names_a_directory(p: &Path) -> bool {
+    p.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
 /// Where the report goes: `-o`, or for HTML the input's name with .html;
 /// `None` for stdout.
 fn destination(a: &ReportArgs) -> Option<PathBuf> {
@@ -73,9 +78,7 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<()> {
     let export = export_format(&mut a)?;
     // Checked before reading: the input itself is never an output.
     match destination(&a) {
-        Some(d)
-            if export.is_some()
-                && (d.is_dir() || d.as_os_str().to_string_lossy().ends_with('/')) => {}
+        Some(d) if export.is_some() && (d.is_dir() || names_a_directory(&d)) => {}
         Some(d) => {
             output::check(&d, "--output", a.force, &[&a.results])?;
         }
@@ -88,7 +91,7 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<()> {
         let named_dir = a
             .output
             .as_deref()
-            .filter(|d| d.as_os_str().to_string_lossy().ends_with('/') && !d.exists());
+            .filter(|d| names_a_directory(d) && !d.exists());
         if let Some(d) = named_dir {
             std::fs::create_dir_all(d)
                 .map_err(|e| usage("--output", format!("cannot create {}: {e}", d.display())))?;
