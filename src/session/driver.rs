@@ -197,7 +197,7 @@ impl<'a> Driver<'a> {
 
     /// Seconds left of the planned run.
     fn eta_s(&self) -> f64 {
-        (self.planned_secs - self.started.elapsed().as_secs_f64()).max(0.0)
+        eta_s(self.planned_secs, self.started)
     }
 
     /// Write the results as they are (before the first point, so a crash
@@ -276,7 +276,7 @@ impl<'a> Driver<'a> {
                 label: &label,
                 elapsed_s: elapsed,
                 expected_s: total,
-                eta_s: Some((planned - started.elapsed().as_secs_f64()).max(0.0)),
+                eta_s: Some(eta_s(planned, started)),
                 live,
             };
             status.report(observer, show, &p);
@@ -552,6 +552,11 @@ impl<'a> Driver<'a> {
         ));
         self.save()
     }
+}
+
+/// Seconds left of a run planned to take `planned_s` from `started`.
+fn eta_s(planned_s: f64, started: Instant) -> f64 {
+    (planned_s - started.elapsed().as_secs_f64()).max(0.0)
 }
 
 /// `j` at a fixed open-loop rate, named after it.
