@@ -120,17 +120,25 @@ fn fio_job_text() -> impl Strategy<Value = String> {
     prop::collection::vec(line, 0..12).prop_map(|lines| lines.join("\n"))
 }
 
-#[test]
-fn fio_job_files() {
+/// Every text `strategy` makes is parsed by `parse`; a refusal is a usage
+/// error (exit 2), never a panic.
+fn refuses_with_exit_2<T>(
+    strategy: impl Strategy<Value = String>,
+    parse: impl Fn(&str) -> anyhow::Result<T>,
+) {
     runner()
-        .run(&fio_job_text(), |text| {
-            let r = fiojob::parse_fio_job(&text);
-            if let Err(e) = &r {
+        .run(&strategy, |text| {
+            if let Err(e) = &parse(&text) {
                 assert_eq!(exit_code(e), 2, "{text:?}: {e:#}");
             }
             Ok(())
         })
         .unwrap();
+}
+
+#[test]
+fn fio_job_files() {
+    refuses_with_exit_2(fio_job_text(), fiojob::parse_fio_job);
 }
 
 /// Plan files (TOML) from real keys with fuzzed values.
@@ -166,15 +174,7 @@ fn plan_text() -> impl Strategy<Value = String> {
 
 #[test]
 fn plan_files() {
-    runner()
-        .run(&plan_text(), |text| {
-            let r = planfile::parse("plan.toml", &text);
-            if let Err(e) = &r {
-                assert_eq!(exit_code(e), 2, "{text:?}: {e:#}");
-            }
-            Ok(())
-        })
-        .unwrap();
+    refuses_with_exit_2(plan_text(), |text| planfile::parse("plan.toml", text));
 }
 
 /// YCSB property files: real property names with fuzzed values.
@@ -220,18 +220,11 @@ fn props_text() -> impl Strategy<Value = String> {
 fn ycsb_property_files() {
     use iolab::kv::props::Props;
     use iolab::kv::ycsb::YcsbConfig;
-    runner()
-        .run(&props_text(), |text| {
-            let mut p = Props::builtin("a").unwrap();
-            let r = p
-                .load_str(&text, "w.properties")
-                .and_then(|()| YcsbConfig::from_props(&p));
-            if let Err(e) = &r {
-                assert_eq!(exit_code(e), 2, "{text:?}: {e:#}");
-            }
-            Ok(())
-        })
-        .unwrap();
+    refuses_with_exit_2(props_text(), |text| {
+        let mut p = Props::builtin("a").unwrap();
+        p.load_str(text, "w.properties")
+            .and_then(|()| YcsbConfig::from_props(&p))
+    });
 }
 
 fn fixture(name: &str) -> String {
