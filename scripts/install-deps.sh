@@ -8,6 +8,7 @@ PACKAGES=(
   pkg-config clang libclang-dev       # bindgen for the RocksDB bindings
   librocksdb-dev libsqlite3-dev       # database engines linked from Debian
   fio rocksdb-tools blktrace          # peers for agreement checks and benchmarks
+  python3-pandas                      # runs fio's fiologparser_hist on iolab's histogram logs (tests)
   util-linux e2fsprogs kmod           # losetup, mkfs.ext4 for safety tests
   chromium                            # headless check of the HTML report (tests)
 )

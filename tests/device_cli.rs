@@ -549,6 +549,20 @@ fn sysinfo_prints_provenance() {
     assert!(text(&o).contains("timer cost"));
     let o = iolab(&["sysinfo", "--target", "/no/such/path"]);
     assert_eq!(o.status.code(), Some(2));
+    // One output option, as in every verb: -o FILE, -o - (stdout), --json [FILE].
+    let dir = workdir();
+    let file = dir.path().join("m.json");
+    for args in [["-o", "-"], ["--json", "-"]] {
+        let o = iolab(&["sysinfo", args[0], args[1]]);
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&o.stdout).is_ok(),
+            "{args:?}"
+        );
+    }
+    let o = iolab(&["sysinfo", "--json", file.to_str().unwrap()]);
+    assert!(o.status.success() && o.stdout.is_empty(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert!(v["kernel"].is_string());
 }
 
 /// Every point says which clock stamped its requests: the TSC where it can

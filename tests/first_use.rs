@@ -484,6 +484,145 @@ fn fio_format_logs_from_log_dir_and_from_a_job_files_write_bw_log() {
     assert!(!dir.path().join("mine_iops.1.log").exists());
 }
 
+/// fio's own histogram-log parser (Debian ships it as documentation; it
+/// needs pandas, from Debian's python3-pandas, hence /usr/bin/python3).
+fn fiologparser_hist() -> Option<PathBuf> {
+    let gz = Path::new("/usr/share/doc/fio/fiologparser_hist.py.gz");
+    let has_pandas = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import pandas"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !gz.exists() || !has_pandas {
+        eprintln!(
+            "skipped: fiologparser_hist.py or python3-pandas missing (scripts/install-deps.sh)"
+        );
+        return None;
+    }
+    let script = std::env::temp_dir().join(format!("fiologparser_hist-{}.py", std::process::id()));
+    let o = std::process::Command::new("gzip")
+        .args(["-dc", gz.to_str().unwrap()])
+        .output()
+        .unwrap();
+    std::fs::write(&script, o.stdout).unwrap();
+    Some(script)
+}
+
+#[test]
+fn fio_histogram_logs_read_by_fiologparser_hist() {
+    let Some(parser) = fiologparser_hist() else {
+        return;
+    };
+    let dir = workdir();
+    let logs = dir.path().join("logs");
+    let json = dir.path().join("h.json");
+    // One server at 100 us and QD 4: every completion latency is ~400 us.
+    let o = iolab(&[
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "100us",
+        "--qd",
+        "4",
+        "--runtime",
+        "2200ms",
+        "--name",
+        "h",
+        "--log-dir",
+        logs.to_str().unwrap(),
+        "-o",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p = &common::results(&json)["points"][0];
+    let ops = p["total"]["ops"].as_u64().unwrap();
+    let clat_mean = p["ops"]["read"]["clat"]["mean_ns"].as_f64().unwrap();
+    let o = std::process::Command::new("/usr/bin/python3")
+        .arg(&parser)
+        .arg("--noweight")
+        .arg(logs.join("h_clat_hist.1.log"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&parser);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let mut samples = 0;
+    for line in out.lines().skip(1) {
+        // end-time, samples, min, avg, median, 90%, 95%, 99%, max
+        let cols: Vec<f64> = line.split(", ").map(|c| c.parse().unwrap()).collect();
+        samples += cols[1] as u64;
+        let median = cols[4];
+        assert!(
+            (median / clat_mean - 1.0).abs() < 0.02,
+            "median {median} ns vs iolab's clat mean {clat_mean} ns\n{out}"
+        );
+    }
+    assert_eq!(samples, ops, "{out}");
+}
+
+#[test]
+fn thinktime_pauses_after_every_few_completions() {
+    // fake device: 100 us per request, QD 1; 400 us of think time after
+    // every 2 completions: 2 x 100 + 400 = 600 us per pair (virtual clock).
+    let file = "[t]\nioengine=libaio\nrw=randread\niodepth=1\nthinktime=400\nthinktime_blocks=2\n";
+    let jobs = iolab::plan::fiojob::parse_fio_job(file).unwrap();
+    let think = jobs[0].think.unwrap();
+    assert_eq!((think.ns, think.blocks, think.spin_ns), (400_000, 2, 0));
+    let spin =
+        iolab::plan::fiojob::parse_fio_job("[t]\nrw=read\nthinktime=1ms\nthinktime_spin=300\n")
+            .unwrap();
+    assert_eq!(spin[0].think.unwrap().spin_ns, 300_000);
+    let issue = iolab::plan::fiojob::parse_fio_job(
+        "[t]\nrw=read\nthinktime=5\nthinktime_blocks_type=issue\n",
+    );
+    assert!(issue
+        .unwrap_err()
+        .to_string()
+        .contains("thinktime_blocks_type"));
+    let dir = workdir();
+    let json = dir.path().join("t.json");
+    let o = iolab(&[
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "100us",
+        "--runtime",
+        "600ms",
+        "--thinktime",
+        "400us",
+        "--thinktime-blocks",
+        "2",
+        "-o",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p = &common::results(&json)["points"][0];
+    let ops = p["total"]["ops"].as_u64().unwrap();
+    // 600 ms / 600 us per pair = 1000 pairs; the think time is not latency.
+    assert!((1990..=2010).contains(&ops), "{ops} requests");
+    let mean = p["ops"]["read"]["lat"]["mean_ns"].as_f64().unwrap();
+    assert!((mean - 100_000.0).abs() < 1_000.0, "mean latency {mean} ns");
+    assert_eq!(p["job"]["think"]["blocks"], 2);
+    // An open loop decides when requests start: thinktime is refused there.
+    let o = iolab(&[
+        "device",
+        "--engine",
+        "fake",
+        "--fake-latency",
+        "100us",
+        "--rate",
+        "100",
+        "--thinktime",
+        "1ms",
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--thinktime"), "{}", text(&o));
+}
+
 #[test]
 fn fio_job_files_with_io_uring_verify_and_cpu_options_run() {
     let file = "[global]\nioengine=io_uring\nhipri=0\nfixedbufs\nregisterfiles\nsqthread_poll=0\ncpus_allowed=0\nverify=crc32c\ndo_verify=1\nverify_fatal=1\npercentile_list=50:99:99.9\nthread\nnorandommap\nrandrepeat=0\n[w]\nrw=randwrite\niodepth=4\n";
@@ -493,11 +632,11 @@ fn fio_job_files_with_io_uring_verify_and_cpu_options_run() {
     assert_eq!(j.cpus.as_deref(), Some(&[0usize][..]));
     assert!(j.verify);
     // What still does not map is named, every one, with its line.
-    let err = iolab::plan::fiojob::parse_fio_job("[j]\nrw=read\nthinktime=10\nexitall\n")
+    let err = iolab::plan::fiojob::parse_fio_job("[j]\nrw=read\nzonemode=zbd\nexitall\n")
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("thinktime (line 3)") && err.contains("exitall (line 4)"),
+        err.contains("zonemode (line 3)") && err.contains("exitall (line 4)"),
         "{err}"
     );
     // offset: the region starts there (whole 4 KiB blocks).

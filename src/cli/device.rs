@@ -108,6 +108,14 @@ pub struct DeviceArgs {
     /// Submit as soon as N requests are ready (1 = each at once, fio's default; larger saves syscalls)
     #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
     pub submit_batch: u32,
+    /// Pause this long after every --thinktime-blocks completions, once the
+    /// requests in flight are done (fio's thinktime: an application's
+    /// processing time between I/Os), e.g. 100us
+    #[arg(long, value_name = "TIME", help_heading = "Workload")]
+    pub thinktime: Option<String>,
+    /// Completions between pauses with --thinktime (fio's thinktime_blocks)
+    #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
+    pub thinktime_blocks: u32,
     /// Seed of the offset and data generators
     #[arg(long, default_value = "4207", help_heading = "Workload")]
     pub seed: u64,
@@ -275,8 +283,9 @@ pub struct DeviceArgs {
     /// Print the validated job(s) and exit
     #[arg(long, help_heading = "Output")]
     pub dry_run: bool,
-    /// Write fio-format bandwidth, IOPS and latency logs of every point into
-    /// DIR (one line per second, fio's log_avg_msec=1000: for fio-plot -g, fio2gnuplot)
+    /// Write fio-format bandwidth, IOPS, latency and completion-latency
+    /// histogram logs of every point into DIR (one line per second, fio's
+    /// log_avg_msec=1000: for fio-plot -g, fio2gnuplot, fiologparser_hist)
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub log_dir: Option<PathBuf>,
     /// Also write the results in another tool's format, kept up to date after every point: fio-json FILE

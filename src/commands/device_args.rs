@@ -9,7 +9,7 @@ use crate::engine::fake::FakeScript;
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::{usage, UsageError};
 use crate::plan::experiment::{Experiment, Mode};
-use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition};
+use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
 use crate::plan::parse::{format_ns, parse_cpu_list, parse_duration_ns, parse_size};
 use crate::plan::sweep::{self, Axes, RateAxis};
 use crate::plan::{planfile, profile};
@@ -152,6 +152,8 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
         offset: 0,
         fake,
         open_loop: None,
+        think: think_time(a)?,
+        hist_log: a.log_dir.is_some(),
     };
     if axes.engine.contains(&EngineKind::Mmap) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));
@@ -547,6 +549,28 @@ pub fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
         }
     }
     println!("{points} point(s); estimated duration: {total:.0} s (plus scratch file layout and preconditioning)");
+}
+
+/// `--thinktime` and `--thinktime-blocks`.
+fn think_time(a: &DeviceArgs) -> anyhow::Result<Option<ThinkTime>> {
+    let Some(t) = a.thinktime.as_deref() else {
+        return Ok(None);
+    };
+    let ns = parse_duration_ns("--thinktime", t)?;
+    if a.thinktime_blocks == 0 {
+        return Err(usage("--thinktime-blocks", "give 1 or more"));
+    }
+    if a.rate.is_some() {
+        return Err(usage(
+            "--thinktime",
+            "an open loop (--rate) already decides when requests start; use one or the other",
+        ));
+    }
+    Ok((ns > 0).then_some(ThinkTime {
+        ns,
+        spin_ns: 0,
+        blocks: a.thinktime_blocks,
+    }))
 }
 
 #[cfg(test)]

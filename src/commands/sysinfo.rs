@@ -7,7 +7,11 @@ use crate::dut::{sysfs, TargetInfo, TargetKind};
 use crate::results::Provenance;
 
 pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
-    if let Some(out) = &a.output {
+    let out = a
+        .output
+        .as_deref()
+        .filter(|o| *o != std::path::Path::new("-"));
+    if let Some(out) = out {
         crate::results::output::check(out, "--output", false, &[])?;
     }
     let path = a.target.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -38,9 +42,9 @@ pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
         filesystem: sysfs::fs_of_path(&path),
         disk: devnum.and_then(sysfs::disk_info),
     });
-    if let Some(out) = &a.output {
+    if let Some(out) = out {
         crate::results::write_atomic(out, serde_json::to_string_pretty(&p)?.as_bytes())?;
-    } else if a.json {
+    } else if a.output.is_some() {
         println!("{}", serde_json::to_string_pretty(&p)?);
     } else {
         let width = p.rows().iter().map(|(k, _)| k.len()).max().unwrap_or(0);

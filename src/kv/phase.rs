@@ -376,6 +376,7 @@ fn sample_series<T>(
                     mib_s: 0.0,
                     mean_ns: (lat - last_lat) as f64 / (ops - last_ops) as f64,
                     p99_ns: 0,
+                    clat_hist: None,
                 });
             }
             last_t = now;

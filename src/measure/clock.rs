@@ -13,6 +13,12 @@ pub trait Clock: Clone + Send + Sync + 'static {
     fn wait_until(&self, t: u64);
     /// Block until `now() >= t` (returns at once when it already is):
     /// sleep most of the gap, spin the last 50 us for precision.
+    /// Busy-wait until `now() >= t` (burns the CPU, as fio's thinktime_spin).
+    fn spin_until(&self, t: u64) {
+        while self.now() < t {
+            std::hint::spin_loop();
+        }
+    }
     fn sleep_until(&self, t: u64) {
         loop {
             let now = self.now();
@@ -93,6 +99,10 @@ impl Clock for VirtualClock {
         if self.now() < t {
             self.set(t);
         }
+    }
+
+    fn spin_until(&self, t: u64) {
+        self.sleep_until(t);
     }
 
     fn wait_until(&self, t: u64) {

@@ -117,6 +117,17 @@ impl LatencyHistogram {
         Ok(LatencyHistogram { h })
     }
 
+    /// (value, count) per recorded bucket, the value being the middle of
+    /// the bucket (for re-binning into another tool's layout).
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.h.iter_recorded().map(|v| {
+            (
+                self.h.median_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
+    }
+
     /// (value, cumulative fraction) pairs for CDF plots, one per distinct bucket.
     pub fn cdf(&self) -> Vec<(u64, f64)> {
         let total = self.h.len().max(1) as f64;

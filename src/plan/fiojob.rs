@@ -12,7 +12,7 @@
 
 use crate::engine::EngineKind;
 use crate::error::usage;
-use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition};
+use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition, ThinkTime};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 
 /// A job of a fio file: the spec plus what `JobSpec` does not carry.
@@ -34,9 +34,11 @@ pub struct FioJob {
     pub logs: Option<crate::report::fio_log::LogRequest>,
     /// `log_avg_msec`, when given.
     pub log_avg_msec: Option<u64>,
+    /// `thinktime`, `thinktime_spin` (ns) and `thinktime_blocks`.
+    pub think: (u64, u64, u32),
 }
 
-const SUPPORTED: [&str; 44] = [
+const SUPPORTED: [&str; 49] = [
     "rw",
     "readwrite",
     "rwmixread",
@@ -81,6 +83,11 @@ const SUPPORTED: [&str; 44] = [
     "verify_fatal",
     "percentile_list",
     "offset",
+    "thinktime",
+    "thinktime_spin",
+    "thinktime_blocks",
+    "thinktime_blocks_type",
+    "write_hist_log",
 ];
 
 /// One option of a section: (line number, key, value).
@@ -280,6 +287,15 @@ fn flag(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<bool> {
     }
 }
 
+/// thinktime's unit is microseconds when none is given.
+fn usec(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
+    let s = need(line, k, v)?;
+    match s.parse::<u64>() {
+        Ok(us) => Ok(us.saturating_mul(1000)),
+        Err(_) => duration(line, k, v),
+    }
+}
+
 /// fio durations default to seconds; accept fio's units too.
 fn duration(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
     let s = need(line, k, v)?;
@@ -332,25 +348,36 @@ fn engine_region_or_log_option(
             spec.offset = at;
         }
         "norandommap" => job.norandommap = v.as_deref() != Some("0"),
-        "write_bw_log" | "write_lat_log" | "write_iops_log" => {
+        "write_bw_log" | "write_lat_log" | "write_iops_log" | "write_hist_log" => {
             let req = job
                 .logs
-                .get_or_insert_with(|| crate::report::fio_log::LogRequest {
-                    prefix: String::new(),
-                    bw: false,
-                    iops: false,
-                    lat: false,
-                });
+                .get_or_insert_with(|| crate::report::fio_log::LogRequest::none(""));
             if let Some(prefix) = v.as_deref().filter(|p| !p.is_empty()) {
                 req.prefix = prefix.to_string();
             }
             match k {
                 "write_bw_log" => req.bw = true,
                 "write_lat_log" => req.lat = true,
+                "write_hist_log" => {
+                    req.hist = true;
+                    spec.hist_log = true;
+                }
                 _ => req.iops = true,
             }
         }
         "log_avg_msec" => job.log_avg_msec = Some(num(line, k, v)?),
+        "thinktime" => job.think.0 = usec(line, k, v)?,
+        "thinktime_spin" => job.think.1 = usec(line, k, v)?,
+        "thinktime_blocks" => job.think.2 = num(line, k, v)?.clamp(1, u32::MAX as u64) as u32,
+        "thinktime_blocks_type" if need(line, k, v)? != "complete" => {
+            return Err(usage(
+                k,
+                format!(
+                    "line {line}: only 'complete' is supported (iolab counts completed blocks)"
+                ),
+            ))
+        }
+        "thinktime_blocks_type" => {}
         _ => return Ok(false),
     }
     Ok(true)
@@ -375,6 +402,7 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
         norandommap: false,
         logs: None,
         log_avg_msec: None,
+        think: (0, 0, 1),
     };
     let mut runtime = None;
     let mut time_based = false;
@@ -571,6 +599,20 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
     }
     if spec.stop.runtime_ns.is_none() && spec.stop.io_bytes.is_none() {
         spec.stop.runtime_ns = Some(10_000_000_000);
+    }
+    let (think_ns, spin_ns, blocks) = job.think;
+    if think_ns > 0 {
+        if spec.open_loop.is_some() {
+            return Err(usage(
+                "thinktime",
+                format!("job [{name}]: thinktime with rate_iops is not supported (the open loop decides when requests start)"),
+            ));
+        }
+        spec.think = Some(ThinkTime {
+            ns: think_ns,
+            spin_ns: spin_ns.min(think_ns),
+            blocks,
+        });
     }
     if time_based && runtime.is_none() {
         return Err(usage(

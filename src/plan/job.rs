@@ -164,6 +164,29 @@ pub struct JobSpec {
     /// Open-loop issuing at a target rate (`--rate`); `None` = closed loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoop>,
+    /// Pause after every few completions (fio's `thinktime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<ThinkTime>,
+    /// Keep a completion-latency histogram per second (for fio's
+    /// histogram logs: `write_hist_log`, `--log-dir`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hist_log: bool,
+}
+
+/// fio's `thinktime`: after every `blocks` completions the worker lets its
+/// requests in flight finish, then pauses `spin_ns` busy and the rest of
+/// `ns` asleep before it issues again (an application's processing time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkTime {
+    pub ns: u64,
+    /// The part of `ns` spent spinning (`thinktime_spin`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spin_ns: u64,
+    pub blocks: u32,
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn one() -> u32 {
@@ -203,6 +226,8 @@ impl Default for JobSpec {
             offset: 0,
             fake: None,
             open_loop: None,
+            think: None,
+            hist_log: false,
         }
     }
 }

@@ -43,6 +43,8 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("batch", FLAG | PLAN | FIO),
     opt("fsync_every", FLAG | PLAN | FIO),
     opt("submit_batch", FLAG),
+    opt("thinktime", FLAG | PLAN | FIO),
+    opt("thinktime_blocks", FLAG | PLAN | FIO),
     opt("seed", FLAG | PLAN),
     opt("profile", FLAG | PLAN | FIO),
     opt("name", FLAG | PLAN | FIO),

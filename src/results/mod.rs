@@ -167,7 +167,7 @@ pub struct BatchStats {
 }
 
 /// One interval of the per-second time series.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPoint {
     /// Seconds since the start of the measured phase (interval start).
     pub t_s: f64,
@@ -177,6 +177,10 @@ pub struct SeriesPoint {
     pub mib_s: f64,
     pub mean_ns: f64,
     pub p99_ns: u64,
+    /// Completion latencies of the interval (encoded HDR histogram), kept
+    /// only for fio's histogram logs (`JobSpec::hist_log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clat_hist: Option<String>,
 }
 
 /// Data verification outcome.

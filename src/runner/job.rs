@@ -362,6 +362,9 @@ impl<C: Clock> JobCtx<'_, C> {
             verify_bs: spec.verify.then(|| spec.max_bs()),
             region_start,
             region_len,
+            think_blocks: spec.think.map_or(0, |t| t.blocks.max(1) as u64),
+            think_ns: spec.think.map_or(0, |t| t.ns),
+            think_spin_ns: spec.think.map_or(0, |t| t.spin_ns),
         }
     }
 
@@ -399,6 +402,9 @@ impl<C: Clock> JobCtx<'_, C> {
         let state = self.worker_state(i, seed);
         let mut rec = Recorder::new(0, self.expected_s.map(|s| s as usize + 2).unwrap_or(60));
         rec.live = self.live.get(i).cloned();
+        if spec.hist_log {
+            rec.keep_clat_per_interval();
+        }
         if spec.open_loop.is_some() {
             rec.open_loop = Some(Default::default());
         }

@@ -28,15 +28,18 @@ pub struct Interval {
     pub bytes: u64,
     pub lat_sum: u64,
     pub hist: LatencyHistogram,
+    /// Completion latencies, when fio histogram logs are asked for.
+    pub clat_hist: Option<LatencyHistogram>,
 }
 
 impl Interval {
-    fn new() -> Interval {
+    fn new(with_clat: bool) -> Interval {
         Interval {
             ops: 0,
             bytes: 0,
             lat_sum: 0,
             hist: LatencyHistogram::with_sigfig(2),
+            clat_hist: with_clat.then(|| LatencyHistogram::with_sigfig(2)),
         }
     }
 }
@@ -112,6 +115,8 @@ pub struct Recorder {
     /// Last completion counted.
     pub last_done: u64,
     intervals: Vec<Interval>,
+    /// Keep a completion-latency histogram per interval too.
+    clat_per_interval: bool,
     cur: usize,
     next_boundary: u64,
     pub errors: BTreeMap<String, u64>,
@@ -134,13 +139,22 @@ impl Recorder {
             batches: 0,
             measure_start,
             last_done: measure_start,
-            intervals: vec![Interval::new(); n],
+            intervals: vec![Interval::new(false); n],
+            clat_per_interval: false,
             cur: 0,
             next_boundary: measure_start + INTERVAL_NS,
             errors: BTreeMap::new(),
             verify: VerifyStats::default(),
             open_loop: None,
             live: None,
+        }
+    }
+
+    /// Also keep each second's completion latencies (fio's histogram logs).
+    pub fn keep_clat_per_interval(&mut self) {
+        self.clat_per_interval = true;
+        for iv in &mut self.intervals {
+            iv.clat_hist = Some(LatencyHistogram::with_sigfig(2));
         }
     }
 
@@ -168,7 +182,8 @@ impl Recorder {
         if !sync {
             self.hist[k][SLAT].record(t_sub.saturating_sub(t_prep));
         }
-        self.hist[k][CLAT].record(t_done.saturating_sub(t_sub));
+        let clat = t_done.saturating_sub(t_sub);
+        self.hist[k][CLAT].record(clat);
         self.hist[k][LAT].record(lat);
         self.ops[k] += 1;
         self.bytes[k] += bytes;
@@ -181,6 +196,9 @@ impl Recorder {
         iv.bytes += bytes;
         iv.lat_sum += lat;
         iv.hist.record(lat);
+        if let Some(h) = &mut iv.clat_hist {
+            h.record(clat);
+        }
     }
 
     #[cold]
@@ -198,7 +216,7 @@ impl Recorder {
             self.cur += 1;
             self.next_boundary += INTERVAL_NS;
             if self.cur >= self.intervals.len() {
-                self.intervals.push(Interval::new());
+                self.intervals.push(Interval::new(self.clat_per_interval));
             }
         }
     }
@@ -245,8 +263,9 @@ impl Recorder {
         self.batches += other.batches;
         self.last_done = self.last_done.max(other.last_done);
         let used = other.cur + 1;
+        self.clat_per_interval |= other.clat_per_interval;
         while self.intervals.len() < used {
-            self.intervals.push(Interval::new());
+            self.intervals.push(Interval::new(self.clat_per_interval));
         }
         for (mine, theirs) in self
             .intervals
@@ -257,6 +276,11 @@ impl Recorder {
             mine.bytes += theirs.bytes;
             mine.lat_sum += theirs.lat_sum;
             mine.hist.merge(&theirs.hist);
+            if let Some(h) = &theirs.clat_hist {
+                mine.clat_hist
+                    .get_or_insert_with(|| LatencyHistogram::with_sigfig(2))
+                    .merge(h);
+            }
         }
         self.cur = self.cur.max(other.cur);
         for (k, v) in &other.errors {
@@ -301,6 +325,7 @@ impl Recorder {
                     } else {
                         0
                     },
+                    clat_hist: iv.clat_hist.as_ref().map(LatencyHistogram::encode),
                 }
             })
             .collect()
