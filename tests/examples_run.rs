@@ -138,12 +138,52 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// What to do with an example: `None` to only parse it (a block device),
-/// else the words to run (scaled down, paths moved into `dir`).
+/// The port of an nbdkit memory export for the examples on
+/// `nbd://127.0.0.1/` (started once; it exits with this test process).
+/// `None` without nbdkit: those examples then only parse.
+fn nbd_port() -> Option<u16> {
+    static PORT: std::sync::OnceLock<Option<u16>> = std::sync::OnceLock::new();
+    *PORT.get_or_init(|| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        Command::new("nbdkit")
+            .args(["-f", "--exit-with-parent", "-i", "127.0.0.1", "-p"])
+            .arg(port.to_string())
+            .args(["memory", "1G"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        let t0 = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if t0.elapsed().as_secs() > 10 {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(port)
+    })
+}
+
+/// What to do with an example: `None` to only parse it (a block device,
+/// or an NBD example without nbdkit), else the words to run (scaled down,
+/// paths moved into `dir`, NBD examples pointed at a local nbdkit).
 fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
     if words.iter().any(|w| w.starts_with("/dev/")) {
         return None;
     }
+    let words: Vec<String> = if words.iter().any(|w| w.starts_with("nbd://127.0.0.1/")) {
+        let port = nbd_port()?;
+        words
+            .iter()
+            .map(|w| w.replace("nbd://127.0.0.1/", &format!("nbd://127.0.0.1:{port}/")))
+            .collect()
+    } else {
+        words.to_vec()
+    };
     let d = dir.display().to_string();
     let mut w: Vec<String> = words[1..]
         .iter()

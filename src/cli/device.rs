@@ -45,7 +45,8 @@ fn parse_clock(s: &str) -> Result<ClockChoice, String> {
   iolab device --target /var/tmp --rw randread --qd 1,16 --runtime 3s --breakdown
       trace every point through the I/O stack (root): a btt-style stage table per point")]
 pub struct DeviceArgs {
-    /// Directory (a scratch file is created in it), existing file, or block device
+    /// Directory (a scratch file is created in it), existing file, block
+    /// device, or remote export (nbd://HOST[:PORT]/[EXPORT])
     #[arg(short = 't', long, value_name = "PATH", help_heading = "Target")]
     pub target: Option<PathBuf>,
     /// Bytes to address (default 1g for a scratch file, else the whole file/device)
@@ -126,7 +127,8 @@ pub struct DeviceArgs {
     #[arg(long, help_heading = "Workload")]
     pub name: Option<String>,
 
-    /// I/O engine: psync, aio, io_uring, mmap, null; a list sweeps it
+    /// I/O engine: psync, aio, io_uring, mmap, null, nbd (iolab's NBD
+    /// client; the default for an nbd:// target); a list sweeps it
     #[arg(
         long,
         default_value = "io_uring",

@@ -42,7 +42,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         }
     }
     let jobs: Vec<&JobSpec> = exps.iter().flat_map(|e| e.jobs.iter()).collect();
-    let needs_file = jobs.iter().any(|j| j.engine.needs_file());
+    let needs_file = jobs.iter().any(|j| j.engine.needs_target());
     let size = a
         .size
         .as_deref()

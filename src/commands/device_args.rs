@@ -54,8 +54,22 @@ pub fn axes_from_args(a: &DeviceArgs) -> anyhow::Result<Axes> {
             .map(|m| m as u8)
             .collect(),
         rw: sweep::parse_rw_axis("--rw", &a.rw)?,
-        engine: sweep::parse_engine_axis("--engine", &a.engine, allow_fake)?,
+        engine: match remote_engine(a) {
+            Some(k) if !a.given.iter().any(|g| g == "engine") => vec![k],
+            _ => sweep::parse_engine_axis("--engine", &a.engine, allow_fake)?,
+        },
     })
+}
+
+/// The engine that speaks a remote target's transport (`nbd://` -> nbd):
+/// the default engine for it.
+fn remote_engine(a: &DeviceArgs) -> Option<EngineKind> {
+    let url = a.target.as_deref()?.to_str()?;
+    if !crate::dut::remote::is_url(url) {
+        return None;
+    }
+    let ep = crate::dut::remote::parse(url).ok()?;
+    crate::engine::engine_for_transport(ep.transport)
 }
 
 /// The job the flags describe, with the first value of every sweep axis

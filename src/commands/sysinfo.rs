@@ -41,6 +41,7 @@ pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
         size_bytes: 0,
         filesystem: sysfs::fs_of_path(&path),
         disk: devnum.and_then(sysfs::disk_info),
+        export: None,
     });
     if let Some(out) = out {
         crate::results::write_atomic(out, serde_json::to_string_pretty(&p)?.as_bytes())?;

@@ -23,7 +23,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::error::usage;
-pub use remote::{RemoteEndpoint, Transport};
+pub use remote::{RemoteEndpoint, RemoteExport, Transport};
 pub use scratch::ScratchGuard;
 use sysfs::{DevNum, DiskInfo, FsInfo};
 
@@ -72,6 +72,8 @@ pub struct Target {
     pub warnings: Vec<String>,
     /// The endpoint of a `Remote` target (`path` holds its URL).
     pub remote: Option<RemoteEndpoint>,
+    /// What its server said about the export.
+    pub export: Option<RemoteExport>,
     _guard: Option<ScratchGuard>,
 }
 
@@ -83,6 +85,9 @@ pub struct TargetInfo {
     pub size_bytes: u64,
     pub filesystem: Option<FsInfo>,
     pub disk: Option<DiskInfo>,
+    /// A remote target's export, as its server described it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<RemoteExport>,
 }
 
 impl Target {
@@ -98,6 +103,7 @@ impl Target {
             fs: None,
             warnings: Vec::new(),
             remote: None,
+            export: None,
             _guard: None,
         }
     }
@@ -108,6 +114,7 @@ impl Target {
             kind: self.kind,
             size_bytes: self.size,
             filesystem: self.fs.clone(),
+            export: self.export.clone(),
             disk: self.disk.clone(),
         }
     }
@@ -191,7 +198,7 @@ pub fn prepare(
 ) -> anyhow::Result<Target> {
     let (path, kind, size, writable, guard) = match plan(opts, writes)? {
         Planned::NoFile(size) => return Ok(Target::none(size)),
-        Planned::Remote(ep) => return prepare_remote(ep, opts),
+        Planned::Remote(ep) => return prepare_remote(ep, opts, writes),
         Planned::Scratch { file, size } => {
             let guard = scratch::create(&file, size, verify_bs, seed, opts.keep)?;
             (file, TargetKind::ScratchFile, size, true, Some(guard))
@@ -224,6 +231,7 @@ pub fn prepare(
         fs,
         warnings: Vec::new(),
         remote: None,
+        export: None,
         _guard: guard,
     })
 }
@@ -254,7 +262,7 @@ enum Planned {
 /// Every check `prepare` makes, without creating anything: for `--dry-run`.
 pub fn check(opts: &TargetOptions, writes: bool) -> anyhow::Result<()> {
     match plan(opts, writes)? {
-        Planned::Remote(ep) => prepare_remote(ep, opts).map(drop),
+        Planned::Remote(ep) => prepare_remote(ep, opts, writes).map(drop),
         _ => Ok(()),
     }
 }
@@ -326,29 +334,46 @@ Add --overwrite to allow it, or give a directory to run on a scratch file",
     }
 }
 
-/// A remote target: only an engine speaking its transport can discover its
-/// size or write to it, so while no engine does, this is a usage error.
-fn prepare_remote(ep: RemoteEndpoint, opts: &TargetOptions) -> anyhow::Result<Target> {
+/// A remote target: the engine speaking its transport asks the server
+/// about the export (size, read-only, multi-connection) before anything
+/// runs. Writes destroy the export's data, so they need `--overwrite`,
+/// as an existing file does.
+fn prepare_remote(
+    ep: RemoteEndpoint,
+    opts: &TargetOptions,
+    writes: bool,
+) -> anyhow::Result<Target> {
     if crate::engine::engine_for_transport(ep.transport).is_none() {
         return Err(remote::no_initiator(&ep).into());
     }
-    // Reached once an engine has an initiator: it probes the size on open.
-    let size = opts.size.ok_or_else(|| {
-        usage(
-            "--size",
-            format!("{ep}: give --size for a remote target (its engine cannot probe it yet)"),
-        )
-    })?;
+    let export = crate::engine::probe_remote(&ep).map_err(|e| usage("--target", format!("{e}")))?;
+    if writes && export.read_only {
+        return Err(usage(
+            "--target",
+            format!("{ep}: the export is read-only; run reads only"),
+        ));
+    }
+    if writes && !opts.overwrite {
+        return Err(usage(
+            "--overwrite",
+            format!(
+                "{ep} is a remote export, not a scratch file: writing destroys its data. \
+Add --overwrite to allow it"
+            ),
+        ));
+    }
+    let size = checked_size(opts.size, export.size_bytes, &PathBuf::from(ep.to_string()))?;
     Ok(Target {
         path: PathBuf::from(ep.to_string()),
         kind: TargetKind::Remote,
         size,
-        writable: true,
+        writable: writes,
         devnum: None,
         disk: None,
         fs: None,
         warnings: Vec::new(),
         remote: Some(ep),
+        export: Some(export),
         _guard: None,
     })
 }

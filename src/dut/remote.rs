@@ -68,6 +68,18 @@ pub enum RemoteResource {
     NvmeNamespace { nqn: String, nsid: u32 },
 }
 
+/// What the server said about a remote export when iolab asked (before the
+/// run), kept in provenance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteExport {
+    pub size_bytes: u64,
+    pub read_only: bool,
+    /// Several connections see each other's writes (NBD's CAN_MULTI_CONN).
+    pub multi_conn: bool,
+    /// The server's other facts, in words (flags, block sizes, reply style).
+    pub detail: String,
+}
+
 /// A parsed remote target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteEndpoint {

@@ -9,6 +9,7 @@
 use super::aio::AioEngine;
 use super::fake::FakeEngine;
 use super::mmap::MmapEngine;
+use super::nbd::NbdEngine;
 use super::null::NullEngine;
 use super::psync::PsyncEngine;
 use super::uring::UringEngine;
@@ -50,6 +51,7 @@ pub fn with_engine<C: Clock, U: EngineUser>(
             })?;
             user.run(e)
         }
+        EngineConfig::Nbd => user.run(NbdEngine::new(setup).map_err(setup_err("NBD"))?),
         EngineConfig::Fake(script) => {
             let Some(vc) = as_virtual(clock) else {
                 return Err(WorkerError::Prepare {

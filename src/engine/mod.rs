@@ -21,6 +21,7 @@ pub mod aio;
 pub mod dispatch;
 pub mod fake;
 pub mod mmap;
+pub mod nbd;
 pub mod null;
 pub mod psync;
 pub mod uring;
@@ -88,6 +89,8 @@ pub enum EngineKind {
     Null,
     /// Scripted latencies on a virtual clock; for tests only (hidden in the CLI).
     Fake,
+    /// iolab's NBD client (`nbd://` targets).
+    Nbd,
 }
 
 impl EngineKind {
@@ -99,6 +102,7 @@ impl EngineKind {
             EngineKind::Mmap => "mmap",
             EngineKind::Null => "null",
             EngineKind::Fake => "fake",
+            EngineKind::Nbd => "nbd",
         }
     }
 
@@ -110,18 +114,20 @@ impl EngineKind {
             "mmap" => EngineKind::Mmap,
             "null" => EngineKind::Null,
             "fake" => EngineKind::Fake,
+            "nbd" => EngineKind::Nbd,
             _ => return None,
         })
     }
 
     /// Every engine, in CLI order.
-    pub const ALL: [EngineKind; 6] = [
+    pub const ALL: [EngineKind; 7] = [
         EngineKind::Psync,
         EngineKind::Aio,
         EngineKind::IoUring,
         EngineKind::Mmap,
         EngineKind::Null,
         EngineKind::Fake,
+        EngineKind::Nbd,
     ];
 
     /// What this engine can do; the planner and runner consult these flags
@@ -167,6 +173,12 @@ impl EngineKind {
                 virtual_clock: true,
                 ..LOCAL
             },
+            // O_DIRECT is the server's business: accepted as a no-op.
+            EngineKind::Nbd => EngineCaps {
+                asynchronous: true,
+                opens: Opens::Remote(Transport::Nbd),
+                ..LOCAL
+            },
         }
     }
 
@@ -176,9 +188,15 @@ impl EngineKind {
         !self.caps().asynchronous
     }
 
-    /// Engines that touch no file at all.
+    /// Engines that open a local file or block device.
     pub fn needs_file(self) -> bool {
         self.caps().opens == Opens::LocalFd
+    }
+
+    /// Engines that run on a target (a local file or device, or a remote
+    /// endpoint), not on nothing.
+    pub fn needs_target(self) -> bool {
+        self.caps().opens != Opens::Nothing
     }
 }
 
@@ -225,6 +243,33 @@ pub fn engine_for_transport(transport: Transport) -> Option<EngineKind> {
         .find(|k| k.caps().opens == Opens::Remote(transport))
 }
 
+/// Ask the server of a remote endpoint about what it exports, through
+/// iolab's initiator for its transport (before the run, no timing).
+pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport> {
+    match ep.transport {
+        Transport::Nbd => {
+            let i = nbd::probe(ep)?;
+            Ok(crate::dut::RemoteExport {
+                size_bytes: i.size,
+                read_only: i.read_only(),
+                multi_conn: i.can_multi_conn(),
+                detail: format!(
+                    "NBD flags {:#06x}, {} replies, block sizes {}/{}/{} (min/preferred/max)",
+                    i.flags,
+                    if i.structured { "structured" } else { "simple" },
+                    i.min_block,
+                    i.preferred_block,
+                    i.max_block
+                ),
+            })
+        }
+        t => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("iolab has no {} initiator yet", t.scheme()),
+        )),
+    }
+}
+
 /// One engine with the options it owns (fio's model: each engine has its own
 /// option table). Built from a `JobSpec` by `JobSpec::engine_config`.
 #[derive(Debug, Clone, PartialEq)]
@@ -235,6 +280,7 @@ pub enum EngineConfig {
     Mmap,
     Null,
     Fake(FakeScript),
+    Nbd,
 }
 
 impl EngineConfig {
@@ -246,6 +292,7 @@ impl EngineConfig {
             EngineConfig::Mmap => EngineKind::Mmap,
             EngineConfig::Null => EngineKind::Null,
             EngineConfig::Fake(_) => EngineKind::Fake,
+            EngineConfig::Nbd => EngineKind::Nbd,
         }
     }
 
@@ -262,6 +309,7 @@ impl EngineConfig {
             EngineKind::Mmap => EngineConfig::Mmap,
             EngineKind::Null => EngineConfig::Null,
             EngineKind::Fake => EngineConfig::Fake(FakeScript::default()),
+            EngineKind::Nbd => EngineConfig::Nbd,
         }
     }
 }
@@ -447,6 +495,11 @@ mod tests {
             );
             assert_eq!(
                 k.needs_file(),
+                !matches!(k, EngineKind::Null | EngineKind::Fake | EngineKind::Nbd),
+                "{k:?}"
+            );
+            assert_eq!(
+                k.needs_target(),
                 !matches!(k, EngineKind::Null | EngineKind::Fake),
                 "{k:?}"
             );
@@ -455,7 +508,8 @@ mod tests {
             assert_eq!(EngineKind::parse(k.name()), Some(k));
             assert_eq!(EngineConfig::default_for(k).kind(), k);
         }
-        for t in Transport::ALL {
+        assert_eq!(engine_for_transport(Transport::Nbd), Some(EngineKind::Nbd));
+        for t in [Transport::Iscsi, Transport::NvmeTcp] {
             assert_eq!(engine_for_transport(t), None, "{t:?}: no initiator yet");
         }
     }

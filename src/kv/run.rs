@@ -141,6 +141,7 @@ fn target_info(dir: &Path, kind: TargetKind) -> TargetInfo {
         size_bytes: 0,
         filesystem: sysfs::fs_of_path(dir),
         disk: dev.and_then(sysfs::disk_info),
+        export: None,
     }
 }
 

@@ -213,7 +213,18 @@ fn spec_warnings(spec: &JobSpec) -> Vec<String> {
 fn check_engine_fits_target(spec: &JobSpec, target: &Target) -> anyhow::Result<()> {
     let opens = spec.engine.caps().opens;
     match (&target.remote, opens) {
-        (Some(ep), Opens::Remote(t)) if t == ep.transport => Ok(()),
+        (Some(ep), Opens::Remote(t)) if t == ep.transport => {
+            let multi_conn = target.export.as_ref().is_none_or(|e| e.multi_conn);
+            if spec.jobs > 1 && spec.writes() && !multi_conn {
+                return Err(usage(
+                    "--jobs",
+                    format!(
+                        "{ep}: the server does not promise that several connections see each other's writes (no CAN_MULTI_CONN); run writes with --jobs 1"
+                    ),
+                ));
+            }
+            Ok(())
+        }
         (Some(ep), _) => Err(match crate::engine::engine_for_transport(ep.transport) {
             None => dut::remote::no_initiator(ep).into(),
             Some(k) => usage(

@@ -1,0 +1,501 @@
+//! The NBD engine: iolab's own NBD client (`--target nbd://HOST:PORT/EXPORT`).
+//! One TCP connection per worker (`--jobs N` = N connections), requests
+//! pipelined up to the depth and matched to their slot by cookie, simple
+//! or structured replies, read/write/flush. fio's engines/nbd.c (through
+//! libnbd) is the shape; here the wire format is iolab's own (`codec`).
+//!
+//! Hot path: `queue` encodes a request header (and a write's data) into a
+//! preallocated send buffer, `submit` sends it with one non-blocking send,
+//! `reap` receives into a preallocated buffer and copies each read's data
+//! into its slot's buffer. A blocking receive waits when nothing is left
+//! to send (one system call per wait); while sending is stuck, `poll`
+//! waits for either direction so a server blocked on its replies never
+//! deadlocks the client. No allocation, lock or clock read.
+
+pub mod codec;
+pub mod handshake;
+
+use std::io;
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+
+use codec::{ExportInfo, ReplyHeader};
+
+use super::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
+
+/// Receive buffer floor; it also always holds two of the largest replies.
+const MIN_RX: usize = 256 * 1024;
+/// Room for an error chunk's message and headers beyond a read's data.
+const REPLY_SLACK: usize = 70 * 1024;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    busy: bool,
+    op: Option<OpKind>,
+    buf: usize,
+    len: u32,
+    offset: u64,
+    /// First error of a structured reply (negative errno), 0 if none.
+    error: i32,
+}
+
+pub struct NbdEngine {
+    sock: TcpStream,
+    fd: RawFd,
+    info: ExportInfo,
+    /// One per request slot, plus one for a flush.
+    slots: Vec<Slot>,
+    tx: Vec<u8>,
+    /// Bytes of `tx` already sent.
+    tx_sent: usize,
+    rx: Vec<u8>,
+    rx_start: usize,
+    rx_end: usize,
+    in_flight: usize,
+    staged: usize,
+}
+
+impl NbdEngine {
+    /// Connect to the endpoint of `setup` and negotiate the export.
+    pub fn new(setup: &EngineSetup) -> io::Result<NbdEngine> {
+        let EngineTarget::Remote {
+            endpoint, writable, ..
+        } = &setup.target
+        else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the nbd engine needs an nbd:// target",
+            ));
+        };
+        let (sock, info) = handshake::connect(endpoint)?;
+        if *writable && info.read_only() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{endpoint}: the export is read-only"),
+            ));
+        }
+        let depth = setup.depth.max(1) as usize;
+        let max_bs = setup.pool_len / depth;
+        if max_bs as u64 > info.max_block as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{endpoint}: blocks of {max_bs} bytes are larger than the server's maximum of {}",
+                    info.max_block
+                ),
+            ));
+        }
+        let reply_max = max_bs + REPLY_SLACK;
+        Ok(NbdEngine {
+            fd: sock.as_raw_fd(),
+            sock,
+            info,
+            slots: vec![Slot::default(); depth + 1],
+            tx: Vec::with_capacity(depth * (codec::REQUEST_LEN + max_bs) + codec::REQUEST_LEN),
+            tx_sent: 0,
+            rx: vec![0u8; MIN_RX.max(2 * reply_max)],
+            rx_start: 0,
+            rx_end: 0,
+            in_flight: 0,
+            staged: 0,
+        })
+    }
+
+    /// What the server said about the export.
+    pub fn info(&self) -> ExportInfo {
+        self.info
+    }
+
+    fn stage(&mut self, slot: usize, cmd: u16, offset: u64, len: u32, data: Option<&[u8]>) {
+        if self.tx_sent > 0 {
+            // Keep what is unsent at the front, so the buffer never grows.
+            self.tx.copy_within(self.tx_sent.., 0);
+            self.tx.truncate(self.tx.len() - self.tx_sent);
+            self.tx_sent = 0;
+        }
+        let at = self.tx.len();
+        self.tx.resize(at + codec::REQUEST_LEN, 0);
+        codec::encode_request(&mut self.tx[at..], cmd, slot as u64, offset, len);
+        if let Some(d) = data {
+            self.tx.extend_from_slice(d);
+        }
+        self.staged += 1;
+    }
+
+    /// Send what the socket takes now; true when everything is sent.
+    fn send_some(&mut self) -> io::Result<bool> {
+        while self.tx_sent < self.tx.len() {
+            let rest = &self.tx[self.tx_sent..];
+            // SAFETY: a valid socket and a live buffer of `rest.len()` bytes.
+            let n = unsafe {
+                libc::send(
+                    self.fd,
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) => return Ok(false),
+                    Some(libc::EINTR) => continue,
+                    _ => return Err(self.lost(e)),
+                }
+            }
+            self.tx_sent += n as usize;
+        }
+        self.tx.clear();
+        self.tx_sent = 0;
+        Ok(true)
+    }
+
+    /// Receive what has arrived (`wait`: block until something does).
+    fn receive(&mut self, wait: bool) -> io::Result<usize> {
+        if self.rx_start == self.rx_end {
+            self.rx_start = 0;
+            self.rx_end = 0;
+        } else if self.rx.len() - self.rx_end < self.rx.len() / 2 {
+            self.rx.copy_within(self.rx_start..self.rx_end, 0);
+            self.rx_end -= self.rx_start;
+            self.rx_start = 0;
+        }
+        let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
+        loop {
+            let room = &mut self.rx[self.rx_end..];
+            // SAFETY: a valid socket and a live buffer of `room.len()` bytes.
+            let n = unsafe { libc::recv(self.fd, room.as_mut_ptr().cast(), room.len(), flags) };
+            if n > 0 {
+                self.rx_end += n as usize;
+                return Ok(n as usize);
+            }
+            if n == 0 {
+                return Err(self.lost(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                )));
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => return Ok(0),
+                Some(libc::EINTR) => continue,
+                _ => return Err(self.lost(e)),
+            }
+        }
+    }
+
+    fn lost(&self, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "NBD connection: {e} ({} requests in flight)",
+                self.in_flight
+            ),
+        )
+    }
+
+    /// Wait until the socket can be read, or written while sending is
+    /// pending; `timeout_ns` < 0 waits without limit. False on timeout.
+    fn wait(&mut self, timeout_ns: i64) -> io::Result<bool> {
+        let sending = self.tx_sent < self.tx.len();
+        if !sending && timeout_ns < 0 {
+            return Ok(self.receive(true)? > 0);
+        }
+        let mut p = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLIN | if sending { libc::POLLOUT } else { 0 },
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns.max(0) / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns.max(0) % 1_000_000_000) as libc::c_long,
+        };
+        let tsp = if timeout_ns < 0 {
+            std::ptr::null()
+        } else {
+            &ts as *const libc::timespec
+        };
+        // SAFETY: one valid pollfd; `tsp` is null or points at `ts`.
+        let r = unsafe { libc::ppoll(&mut p, 1, tsp, std::ptr::null()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if e.raw_os_error() == Some(libc::EINTR) {
+                Ok(true)
+            } else {
+                Err(e)
+            };
+        }
+        if r == 0 {
+            return Ok(false);
+        }
+        if p.revents & libc::POLLOUT != 0 {
+            self.send_some()?;
+        }
+        if p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            self.receive(false)?;
+        }
+        Ok(true)
+    }
+
+    fn slot_of(&self, cookie: u64) -> io::Result<usize> {
+        let s = cookie as usize;
+        if cookie < self.slots.len() as u64 && self.slots[s].busy {
+            Ok(s)
+        } else {
+            Err(bad_stream(format!(
+                "the server replied to cookie {cookie}, which is not in flight"
+            )))
+        }
+    }
+
+    /// Parse every complete reply in the receive buffer.
+    fn parse(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
+        let mut got = 0;
+        loop {
+            let avail = &self.rx[self.rx_start..self.rx_end];
+            let Some((h, hlen)) = codec::parse_reply_header(avail).map_err(bad_data)? else {
+                return Ok(got);
+            };
+            match h {
+                ReplyHeader::Simple { cookie, error } => {
+                    let s = self.slot_of(cookie)?;
+                    let slot = self.slots[s];
+                    let data = if error == 0 && slot.op == Some(OpKind::Read) {
+                        slot.len as usize
+                    } else {
+                        0
+                    };
+                    if avail.len() < hlen + data {
+                        return Ok(got);
+                    }
+                    if data > 0 {
+                        let src = &avail[hlen..hlen + data];
+                        // SAFETY: the slot's buffer holds `len` bytes and
+                        // stays valid while the request is in flight.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(src.as_ptr(), slot.buf as *mut u8, data)
+                        };
+                    }
+                    self.rx_start += hlen + data;
+                    let result = if error == 0 {
+                        slot.len as i64
+                    } else {
+                        -(codec::errno_of(error) as i64)
+                    };
+                    got += self.complete(s, result, out);
+                }
+                ReplyHeader::Chunk {
+                    cookie,
+                    flags,
+                    kind,
+                    len,
+                } => {
+                    let len = len as usize;
+                    if hlen + len > self.rx.len() {
+                        return Err(bad_stream(format!(
+                            "a reply chunk of {len} bytes is larger than any request"
+                        )));
+                    }
+                    if avail.len() < hlen + len {
+                        return Ok(got);
+                    }
+                    let s = self.slot_of(cookie)?;
+                    let start = self.rx_start + hlen;
+                    self.chunk(s, kind, start, len)?;
+                    self.rx_start = start + len;
+                    if flags & codec::REPLY_FLAG_DONE != 0 {
+                        let slot = self.slots[s];
+                        let result = if slot.error != 0 {
+                            slot.error as i64
+                        } else {
+                            slot.len as i64
+                        };
+                        got += self.complete(s, result, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One structured chunk for slot `s`, its payload at `rx[start..start+len]`.
+    fn chunk(&mut self, s: usize, kind: u16, start: usize, len: usize) -> io::Result<()> {
+        let payload = &self.rx[start..start + len];
+        let slot = self.slots[s];
+        match kind {
+            codec::REPLY_TYPE_NONE => {}
+            codec::REPLY_TYPE_OFFSET_DATA | codec::REPLY_TYPE_OFFSET_HOLE => {
+                let at = codec::chunk_offset(payload).map_err(bad_data)?;
+                let n = if kind == codec::REPLY_TYPE_OFFSET_DATA {
+                    len - 8
+                } else {
+                    codec::hole_len(payload).map_err(bad_data)? as usize
+                };
+                let within = at
+                    .checked_sub(slot.offset)
+                    .filter(|d| d + n as u64 <= slot.len as u64)
+                    .ok_or_else(|| {
+                        bad_stream(format!(
+                            "a reply chunk at {at}+{n} lies outside its read at {}+{}",
+                            slot.offset, slot.len
+                        ))
+                    })? as usize;
+                let dst = (slot.buf + within) as *mut u8;
+                // SAFETY: [within, within+n) lies inside the slot's buffer
+                // (checked above), which is valid while in flight.
+                unsafe {
+                    if kind == codec::REPLY_TYPE_OFFSET_DATA {
+                        std::ptr::copy_nonoverlapping(payload[8..].as_ptr(), dst, n)
+                    } else {
+                        std::ptr::write_bytes(dst, 0, n)
+                    }
+                }
+            }
+            k if codec::is_error_chunk(k) => {
+                let (code, _msg) = codec::parse_error_chunk(payload).map_err(bad_data)?;
+                if self.slots[s].error == 0 {
+                    self.slots[s].error = -codec::errno_of(code);
+                }
+            }
+            _ => {} // block status and other chunk types carry no data for iolab
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, s: usize, result: i64, out: &mut Vec<Completion>) -> usize {
+        self.slots[s].busy = false;
+        self.in_flight -= 1;
+        if s == self.slots.len() - 1 {
+            // The flush slot: `fsync` looks at it, not the runner.
+            self.slots[s].error = if result < 0 { result as i32 } else { 0 };
+            return 0;
+        }
+        out.push(Completion {
+            slot: s as u32,
+            result,
+        });
+        1
+    }
+}
+
+fn bad_data(e: codec::NbdError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+fn bad_stream(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+impl Engine for NbdEngine {
+    #[inline]
+    fn queue(&mut self, req: IoRequest) -> io::Result<()> {
+        let s = req.slot as usize;
+        self.slots[s] = Slot {
+            busy: true,
+            op: Some(req.op),
+            buf: req.buf as usize,
+            len: req.len,
+            offset: req.offset,
+            error: 0,
+        };
+        match req.op {
+            OpKind::Read => self.stage(s, codec::CMD_READ, req.offset, req.len, None),
+            OpKind::Write => {
+                // SAFETY: the request's buffer holds `len` bytes until it completes.
+                let data = unsafe { std::slice::from_raw_parts(req.buf, req.len as usize) };
+                self.stage(s, codec::CMD_WRITE, req.offset, req.len, Some(data))
+            }
+            OpKind::Fsync => self.stage(s, codec::CMD_FLUSH, 0, 0, None),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn submit(&mut self) -> io::Result<usize> {
+        let n = self.staged;
+        self.staged = 0;
+        self.in_flight += n;
+        self.send_some()?;
+        Ok(n)
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<usize> {
+        let want = min.min(self.in_flight);
+        let mut got = self.parse(out)?;
+        if got == 0 && want == 0 && self.in_flight > 0 {
+            self.send_some()?;
+            self.receive(false)?;
+            got += self.parse(out)?;
+        }
+        while got < want {
+            self.wait(-1)?;
+            got += self.parse(out)?;
+        }
+        Ok(got)
+    }
+
+    fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
+        let got = self.parse(out)?;
+        if got > 0 || self.in_flight == 0 {
+            return Ok(got);
+        }
+        self.wait(timeout_ns.min(i64::MAX as u64) as i64)?;
+        self.parse(out)
+    }
+
+    fn waits_with_timeout(&self) -> bool {
+        true
+    }
+
+    fn fsync(&mut self) -> io::Result<()> {
+        if !self.info.can_flush() {
+            return Ok(()); // the server offers no flush: its writes are not cached
+        }
+        let s = self.slots.len() - 1;
+        self.slots[s] = Slot {
+            busy: true,
+            op: Some(OpKind::Fsync),
+            ..Slot::default()
+        };
+        self.stage(s, codec::CMD_FLUSH, 0, 0, None);
+        self.submit()?;
+        let mut none = Vec::new();
+        while self.slots[s].busy {
+            self.wait(-1)?;
+            self.parse(&mut none)?;
+        }
+        match self.slots[s].error {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(-e)),
+        }
+    }
+}
+
+impl Drop for NbdEngine {
+    fn drop(&mut self) {
+        // NBD_CMD_DISC, best effort: the server then closes cleanly.
+        let mut b = [0u8; codec::REQUEST_LEN];
+        codec::encode_request(&mut b, codec::CMD_DISC, 0, 0, 0);
+        // SAFETY: a valid socket and a live 28-byte buffer.
+        unsafe {
+            libc::send(
+                self.fd,
+                b.as_ptr().cast(),
+                b.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}
+
+/// Ask the server about the export (size, flags) without running anything.
+pub fn probe(ep: &crate::dut::RemoteEndpoint) -> io::Result<ExportInfo> {
+    let (sock, info) = handshake::connect(ep)?;
+    let mut b = [0u8; codec::REQUEST_LEN];
+    codec::encode_request(&mut b, codec::CMD_DISC, 0, 0, 0);
+    use std::io::Write;
+    let mut s = &sock;
+    let _ = s.write_all(&b);
+    let _ = sock.shutdown(Shutdown::Both);
+    Ok(info)
+}
