@@ -349,3 +349,45 @@ fn a_server_that_dies_mid_run_ends_the_point_clearly() {
     assert!(text(&o).contains("NBD connection"), "{}", text(&o));
     assert!(!text(&o).contains("panicked"), "{}", text(&o));
 }
+
+#[test]
+fn run_characterizes_a_remote_export() {
+    let Some(srv) = nbdkit(&[]) else { return };
+    let dir = workdir();
+    let out = dir.path().join("run");
+    let url = srv.url("");
+    // Writes destroy the export's data: --overwrite first.
+    let o = iolab(&[
+        "run",
+        "--target",
+        &url,
+        "--profile",
+        "quick",
+        "--budget",
+        "4s",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--overwrite"), "{}", text(&o));
+    let o = iolab(&[
+        "run",
+        "--target",
+        &url,
+        "--profile",
+        "quick",
+        "--budget",
+        "4s",
+        "--overwrite",
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::results(&out.join("results.json"));
+    let points = r["points"].as_array().unwrap();
+    assert!(points.len() >= 3, "{} points", points.len());
+    assert!(points.iter().all(|p| p["job"]["engine"] == "nbd"));
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("is a remote export"), "{warnings}");
+    assert!(out.join("report.html").exists());
+}

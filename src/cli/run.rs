@@ -19,25 +19,32 @@ use clap::Args;
 Writes DIR/iolab-<UTC time>/results.json (after every point) and report.html.
 Ctrl-C stops the run and keeps what was measured.")]
 pub struct RunArgs {
-    /// Directory on the storage to characterize (a scratch file is created there and removed at exit)
+    /// Directory on the storage to characterize (a scratch file is created
+    /// there and removed at exit), or a remote export (nbd://HOST[:PORT]/[EXPORT])
     #[arg(value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
     /// The same as DIR, spelled as in every verb
     #[arg(short = 't', long, value_name = "DIR", conflicts_with = "dir")]
     pub target: Option<PathBuf>,
+    /// Allow writing to a remote export given as the target (its data is
+    /// destroyed); a scratch file needs no permission
+    #[arg(long)]
+    pub overwrite: bool,
     /// Total time for the measurements (the scratch file layout comes on top)
     #[arg(long, default_value = "3m", value_name = "DURATION")]
     pub budget: String,
     /// Which experiments: quick, standard or full
     #[arg(long, default_value = "standard", value_name = "NAME")]
     pub profile: String,
-    /// Size of the scratch file (default 1g)
+    /// Size of the scratch file (default 1g), or of the region of a remote
+    /// export to use (default: all of it)
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// I/O engine (default io_uring, falling back to aio, then psync, if it does not work here)
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
-    /// Where to write results.json and report.html (default DIR/iolab-<UTC time>)
+    /// Where to write results.json and report.html (default DIR/iolab-<UTC
+    /// time>; for a remote export, ./iolab-<UTC time>)
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Replace an existing output file iolab did not write (iolab's own

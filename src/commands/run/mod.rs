@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::analysis::AnalysisOptions;
 use crate::cli::run::RunArgs;
-use crate::dut::{self, Target, TargetOptions};
+use crate::dut::{self, RemoteEndpoint, Target, TargetOptions};
 use crate::engine::EngineKind;
 use crate::error::{usage, Interrupted};
 use crate::interrupt;
@@ -34,21 +34,44 @@ pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
 use plan::{StepKind, MIB};
 
 /// The plan of a profile within the budget, with the steps that cannot run
-/// here (tracing without root or tracefs) marked skipped before budgeting.
+/// here (tracing without root or tracefs; the database and tracing steps
+/// on a remote export) marked skipped before budgeting.
 pub fn budgeted_plan(
     profile: &str,
     base: &JobSpec,
     budget_ns: u64,
-    trace_why_not: &Option<String>,
+    why_not: &[(StepKind, String)],
 ) -> anyhow::Result<Vec<Step>> {
     let mut steps = plan_steps(profile, base)?;
-    if let Some(why) = trace_why_not {
-        for s in steps.iter_mut().filter(|s| s.kind == StepKind::Trace) {
+    // In reverse, so the first reason given for a step is the one kept
+    // (it also replaces the profile's own, "not in the quick profile").
+    for (kind, why) in why_not.iter().rev() {
+        for s in steps.iter_mut().filter(|s| s.kind == *kind) {
             s.skipped = Some(why.clone());
         }
     }
     fit_budget(&mut steps, budget_ns);
     Ok(steps)
+}
+
+/// The steps that cannot run on this target, and why.
+fn steps_that_cannot_run(remote: Option<&RemoteEndpoint>) -> Vec<(StepKind, String)> {
+    let mut out = Vec::new();
+    if let Some(ep) = remote {
+        let why = format!("{ep} is a remote export");
+        out.push((
+            StepKind::Kv,
+            format!("{why}; the database step needs a directory"),
+        ));
+        out.push((
+            StepKind::Trace,
+            format!("{why}; tracing needs a local block device"),
+        ));
+    }
+    if let Some(why) = breakdown::unavailable() {
+        out.push((StepKind::Trace, why));
+    }
+    out
 }
 
 /// The closed-loop maximum for a load-latency job: the point of an earlier
@@ -108,9 +131,14 @@ fn engine_works(engine: EngineKind, target: &Target) -> bool {
     run_job(&probe, target, &RunOptions::default()).is_ok()
 }
 
-fn out_dir(a: &RunArgs) -> PathBuf {
+fn out_dir(a: &RunArgs, remote: bool) -> PathBuf {
     a.output.clone().unwrap_or_else(|| {
-        a.dir.join(format!(
+        let base = if remote {
+            Path::new(".")
+        } else {
+            a.dir.as_path()
+        };
+        base.join(format!(
             "iolab-{}",
             time::compact(std::time::SystemTime::now())
         ))
@@ -130,8 +158,12 @@ fn run_record(steps: &[Step], profile: &str, budget_ns: u64) -> serde_json::Valu
     })
 }
 
-/// `--budget`, `--size` and `--engine`, checked.
-fn parse_options(a: &RunArgs) -> anyhow::Result<(u64, Option<u64>, Option<EngineKind>)> {
+/// `--budget`, `--size` and `--engine`, checked (for a remote export the
+/// engine is the one that speaks its transport).
+fn parse_options(
+    a: &RunArgs,
+    remote: Option<&RemoteEndpoint>,
+) -> anyhow::Result<(u64, Option<u64>, Option<EngineKind>)> {
     let budget_ns = parse_duration_ns("--budget", &a.budget)?;
     if budget_ns < 1_000_000_000 {
         return Err(usage("--budget", "give at least 1s"));
@@ -143,6 +175,21 @@ fn parse_options(a: &RunArgs) -> anyhow::Result<(u64, Option<u64>, Option<Engine
         .transpose()?;
     if size.is_some_and(|s| s < MIB) {
         return Err(usage("--size", "the scratch file needs at least 1m"));
+    }
+    if let Some(ep) = remote {
+        let Some(k) = crate::engine::engine_for_transport(ep.transport) else {
+            return Err(crate::dut::remote::no_initiator(ep).into());
+        };
+        if a.engine
+            .as_deref()
+            .is_some_and(|e| EngineKind::parse(e) != Some(k))
+        {
+            return Err(usage(
+                "--engine",
+                format!("{ep} runs on the {} engine", k.name()),
+            ));
+        }
+        return Ok((budget_ns, size, Some(k)));
     }
     let explicit = a
         .engine
@@ -201,7 +248,9 @@ fn start_results(
     warnings.extend(target.warnings.iter().cloned());
     for s in steps {
         if let Some(why) = &s.skipped {
-            if s.kind != StepKind::Kv {
+            // The quick profile has no database step: no need to say so,
+            // unless a remote target is why it cannot run.
+            if s.kind != StepKind::Kv || target.remote.is_some() {
                 warnings.push(format!("step '{}' skipped: {why}", s.title));
             }
         }
@@ -359,33 +408,48 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
     if let Some(t) = a.target.take() {
         a.dir = t;
     }
-    let (budget_ns, size, explicit) = parse_options(&a)?;
+    let remote = a
+        .dir
+        .to_str()
+        .filter(|s| crate::dut::remote::is_url(s))
+        .map(crate::dut::remote::parse)
+        .transpose()?;
+    let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;
     let mut base = JobSpec {
         engine: explicit.unwrap_or(EngineKind::IoUring),
         seed: a.seed,
         ..JobSpec::default()
     };
-    let trace_why_not = breakdown::unavailable();
-    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
+    let why_not = steps_that_cannot_run(remote.as_ref());
+    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not)?;
     if a.dry_run {
         print_plan(&steps, &a.dir, budget_ns);
         return Ok(());
     }
     interrupt::install();
-    let scratch_size = size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
-    if !a.quiet {
-        eprintln!(
-            "iolab: preparing a {} MiB scratch file in {}...",
-            scratch_size >> 20,
-            a.dir.display()
-        );
-    }
-    let topts = TargetOptions {
-        path: Some(a.dir.clone()),
-        size: Some(scratch_size),
-        ..Default::default()
+    let topts = if remote.is_some() {
+        TargetOptions {
+            path: Some(a.dir.clone()),
+            size,
+            overwrite: a.overwrite,
+            ..Default::default()
+        }
+    } else {
+        let scratch_size = size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
+        if !a.quiet {
+            eprintln!(
+                "iolab: preparing a {} MiB scratch file in {}...",
+                scratch_size >> 20,
+                a.dir.display()
+            );
+        }
+        TargetOptions {
+            path: Some(a.dir.clone()),
+            size: Some(scratch_size),
+            ..Default::default()
+        }
     };
-    let dir = out_dir(&a);
+    let dir = out_dir(&a, remote.is_some());
     check_outputs(&dir, a.force)?;
     let target = dut::prepare(&topts, true, None, a.seed)?;
     let mut warnings = Vec::new();
@@ -393,7 +457,7 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         let e = choose_engine(&target, &mut warnings)?;
         if e != base.engine {
             base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, budget_ns, &trace_why_not)?;
+            steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not)?;
         }
     }
     std::fs::create_dir_all(&dir)
