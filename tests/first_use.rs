@@ -437,11 +437,10 @@ fn compare_formats_and_fail_if_slower_gate_a_ci_job() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-#[test]
-fn fio_format_logs_from_log_dir_and_from_a_job_files_write_bw_log() {
-    let dir = workdir();
-    let logs = dir.path().join("logs");
-    let o = iolab(&[
+/// 2.2 s (virtual) of QD 4 on one fake server at 100 us, named `name`,
+/// with fio-format logs into `logs`.
+fn logged_fake_run(name: &str, logs: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "device",
         "--engine",
         "fake",
@@ -452,11 +451,20 @@ fn fio_format_logs_from_log_dir_and_from_a_job_files_write_bw_log() {
         "--runtime",
         "2200ms",
         "--name",
-        "j1",
+        name,
         "--log-dir",
         logs.to_str().unwrap(),
         "--quiet",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    iolab(&args)
+}
+
+#[test]
+fn fio_format_logs_from_log_dir_and_from_a_job_files_write_bw_log() {
+    let dir = workdir();
+    let logs = dir.path().join("logs");
+    let o = logged_fake_run("j1", &logs, &[]);
     assert!(o.status.success(), "{}", text(&o));
     for kind in ["bw", "iops", "lat"] {
         let t = std::fs::read_to_string(logs.join(format!("j1_{kind}.1.log"))).unwrap();
@@ -516,24 +524,7 @@ fn fio_histogram_logs_read_by_fiologparser_hist() {
     let logs = dir.path().join("logs");
     let json = dir.path().join("h.json");
     // One server at 100 us and QD 4: every completion latency is ~400 us.
-    let o = iolab(&[
-        "device",
-        "--engine",
-        "fake",
-        "--fake-latency",
-        "100us",
-        "--qd",
-        "4",
-        "--runtime",
-        "2200ms",
-        "--name",
-        "h",
-        "--log-dir",
-        logs.to_str().unwrap(),
-        "-o",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let o = logged_fake_run("h", &logs, &["-o", json.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let p = &common::results(&json)["points"][0];
     let ops = p["total"]["ops"].as_u64().unwrap();

@@ -43,20 +43,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     }
     let jobs: Vec<&JobSpec> = exps.iter().flat_map(|e| e.jobs.iter()).collect();
     let needs_file = jobs.iter().any(|j| j.engine.needs_target());
-    let size = a
-        .size
-        .as_deref()
-        .map(|s| parse_size("--size", s))
-        .transpose()?;
-    if size == Some(0) {
-        return Err(usage("--size", "size must be greater than 0"));
-    }
-    if a.breakdown_buffer_kb == 0 {
-        return Err(usage(
-            "--breakdown-buffer-kb",
-            "must be at least 1 (KiB per CPU)",
-        ));
-    }
+    let size = size_and_buffer(&a)?;
     let verify_bs = jobs.iter().find(|j| j.verify).map(|j| j.max_bs());
     let topts = TargetOptions {
         path: if needs_file {
@@ -178,6 +165,25 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     }
     drop(target);
     exit_status(&results, failures)
+}
+
+/// `--size` (more than 0) and `--breakdown-buffer-kb` (at least 1), checked.
+fn size_and_buffer(a: &DeviceArgs) -> anyhow::Result<Option<u64>> {
+    let size = a
+        .size
+        .as_deref()
+        .map(|s| parse_size("--size", s))
+        .transpose()?;
+    if size == Some(0) {
+        return Err(usage("--size", "size must be greater than 0"));
+    }
+    if a.breakdown_buffer_kb == 0 {
+        return Err(usage(
+            "--breakdown-buffer-kb",
+            "must be at least 1 (KiB per CPU)",
+        ));
+    }
+    Ok(size)
 }
 
 /// fio-format logs: every point into `--log-dir`, and the logs a fio job

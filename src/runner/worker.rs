@@ -143,12 +143,7 @@ pub fn run<C: Clock, E: Engine>(
     let mut in_flight = 0usize;
     let (mut issued_ops, mut issued_bytes) = (0u64, 0u64);
     let mut writes_since_sync = 0u64;
-    // fio's thinktime: pause once `completed` reaches `think_base` +
-    // thinktime_blocks; the base is the count when the last pause was
-    // decided (completions while draining count towards the next one).
-    let mut completed = 0u64;
-    let mut think_base = 0u64;
-    let mut think_due = false;
+    let mut thinking = ThinkState::default();
     let mut stopping = false;
     let mut batch_start = 0u64;
     let mut t = clock.now();
@@ -156,7 +151,7 @@ pub fn run<C: Clock, E: Engine>(
     loop {
         // Fill free slots (a whole batch at a time in batch mode).
         let sync_due = spec.fsync_every > 0 && writes_since_sync >= spec.fsync_every as u64;
-        let may_fill = !(stopping || (spec.batch && in_flight > 0) || sync_due || think_due);
+        let may_fill = !(stopping || (spec.batch && in_flight > 0) || sync_due || thinking.due);
         if may_fill {
             if spec.batch {
                 batch_start = t;
@@ -190,12 +185,7 @@ pub fn run<C: Clock, E: Engine>(
                 issued_bytes += len;
                 // fio checks after every issue that leaves the queue not
                 // full (and after the reap a full one waits for).
-                if spec.think_blocks > 0
-                    && !free.is_empty()
-                    && completed >= think_base + spec.think_blocks
-                {
-                    think_due = true;
-                    think_base = completed;
+                if !free.is_empty() && thinking.check(spec.think_blocks) {
                     break;
                 }
                 if spec.sync_engine && !spec.batch {
@@ -226,9 +216,9 @@ pub fn run<C: Clock, E: Engine>(
                 writes_since_sync = 0;
                 continue;
             }
-            if think_due && !stopping {
+            if thinking.due && !stopping {
                 t = think(clock, spec);
-                think_due = false;
+                thinking.due = false;
                 stopping = t >= spec.deadline || stop.load(Ordering::Relaxed);
                 continue;
             }
@@ -257,11 +247,8 @@ pub fn run<C: Clock, E: Engine>(
             rec,
         )?;
         in_flight -= comps.len();
-        completed += comps.len() as u64;
-        if spec.think_blocks > 0 && !think_due && completed >= think_base + spec.think_blocks {
-            think_due = true;
-            think_base = completed;
-        }
+        thinking.completed += comps.len() as u64;
+        thinking.check(spec.think_blocks);
         finished_at = t_done;
         if spec.batch && in_flight == 0 && t_done >= spec.measure_start {
             rec.record_batch(t_done - batch_start);
@@ -446,6 +433,28 @@ fn do_fsync<C: Clock, E: Engine>(
     Ok(t1)
 }
 
+/// fio's thinktime count: a pause is due once `completed` reaches `base` +
+/// thinktime_blocks, the base being the count when the last pause was
+/// decided (completions while draining count towards the next one).
+#[derive(Debug, Default)]
+struct ThinkState {
+    completed: u64,
+    base: u64,
+    due: bool,
+}
+
+impl ThinkState {
+    /// Decide whether a pause is due now (`blocks` 0: never); true if it is.
+    #[inline]
+    fn check(&mut self, blocks: u64) -> bool {
+        if blocks > 0 && !self.due && self.completed >= self.base + blocks {
+            self.due = true;
+            self.base = self.completed;
+        }
+        self.due
+    }
+}
+
 /// fio's thinktime once the requests in flight are done: spin the spin
 /// part, sleep the rest (never past the deadline); the time it ends.
 #[cold]
@@ -521,17 +530,25 @@ mod tests {
     use crate::runner::recorder::LAT;
     use crate::runner::test_support;
 
-    /// IOPS x mean latency / depth of a closed-loop run on the fake device.
-    fn littles_ratio(depth: u32, submit_batch: u32, script: FakeScript) -> f64 {
-        let clock = VirtualClock::new(1_000_000_000);
-        let t0 = clock.now();
+    const T0: u64 = 1_000_000_000;
+
+    /// Run `edit(loop_spec)` closed loop at `depth` on the fake device
+    /// `script` (virtual clock from T0); the merged recorder.
+    fn fake_run(
+        depth: u32,
+        script: FakeScript,
+        deadline: u64,
+        max_ops: u64,
+        edit: impl FnOnce(&mut LoopSpec),
+    ) -> Recorder {
+        let clock = VirtualClock::new(T0);
         let mut engine = FakeEngine::new(script, depth, clock.clone());
-        let mut spec = test_support::loop_spec(depth, t0, u64::MAX, 20_000);
-        spec.submit_batch = submit_batch;
+        let mut spec = test_support::loop_spec(depth, T0, deadline, max_ops);
+        edit(&mut spec);
         let (mut gen, mut pool) = test_support::reads(depth);
-        let mut rec = Recorder::new(t0, 1);
+        let mut rec = Recorder::new(T0, 2);
         let stop = AtomicBool::new(false);
-        run(
+        let r = run(
             &mut engine,
             &clock,
             &spec,
@@ -540,11 +557,19 @@ mod tests {
             &mut rec,
             None,
             &stop,
-        )
-        .unwrap();
+        );
+        r.unwrap();
+        rec
+    }
+
+    /// IOPS x mean latency / depth of a closed-loop run on the fake device.
+    fn littles_ratio(depth: u32, submit_batch: u32, script: FakeScript) -> f64 {
+        let rec = fake_run(depth, script, u64::MAX, 20_000, |s| {
+            s.submit_batch = submit_batch
+        });
         let read = OpKind::Read.index();
         let ops = rec.ops[read] as f64;
-        let elapsed = (rec.last_done - t0) as f64;
+        let elapsed = (rec.last_done - T0) as f64;
         ops / elapsed * rec.hist[read][LAT].mean() / depth as f64
     }
 
@@ -573,31 +598,15 @@ mod tests {
     /// Requests completed in 1.1 s of a serial 100 us fake device at QD 4
     /// with 1 ms of thinktime after `blocks` completions.
     fn ops_with_thinktime(blocks: u64) -> u64 {
-        let clock = VirtualClock::new(1_000_000_000);
-        let t0 = clock.now();
         let script = FakeScript {
             latencies_ns: vec![100_000],
             servers: 1,
             submit_ns: 0,
         };
-        let mut engine = FakeEngine::new(script, 4, clock.clone());
-        let mut spec = test_support::loop_spec(4, t0, t0 + 1_100_000_000, u64::MAX);
-        spec.think_blocks = blocks;
-        spec.think_ns = 1_000_000;
-        let (mut gen, mut pool) = test_support::reads(4);
-        let mut rec = Recorder::new(t0, 2);
-        let stop = AtomicBool::new(false);
-        let r = run(
-            &mut engine,
-            &clock,
-            &spec,
-            &mut gen,
-            &mut pool,
-            &mut rec,
-            None,
-            &stop,
-        );
-        r.unwrap();
+        let rec = fake_run(4, script, T0 + 1_100_000_000, u64::MAX, |s| {
+            s.think_blocks = blocks;
+            s.think_ns = 1_000_000;
+        });
         rec.total_ops()
     }
 
