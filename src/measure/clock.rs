@@ -11,14 +11,14 @@ pub trait Clock: Clone + Send + Sync + 'static {
     /// Sleep in the kernel until about `t`: never spins, may wake late
     /// (the open loop measures by how much and wakes that much earlier).
     fn wait_until(&self, t: u64);
-    /// Block until `now() >= t` (returns at once when it already is):
-    /// sleep most of the gap, spin the last 50 us for precision.
     /// Busy-wait until `now() >= t` (burns the CPU, as fio's thinktime_spin).
     fn spin_until(&self, t: u64) {
         while self.now() < t {
             std::hint::spin_loop();
         }
     }
+    /// Block until `now() >= t` (returns at once when it already is):
+    /// sleep most of the gap, spin the last 50 us for precision.
     fn sleep_until(&self, t: u64) {
         loop {
             let now = self.now();
