@@ -499,3 +499,6 @@ pub fn probe(ep: &crate::dut::RemoteEndpoint) -> io::Result<ExportInfo> {
     let _ = sock.shutdown(Shutdown::Both);
     Ok(info)
 }
+
+#[cfg(test)]
+mod tests;
