@@ -391,3 +391,22 @@ fn run_characterizes_a_remote_export() {
     assert!(warnings.contains("is a remote export"), "{warnings}");
     assert!(out.join("report.html").exists());
 }
+
+#[test]
+fn block_sizes_outside_the_servers_constraints_are_refused_before_the_run() {
+    let params = ["blocksize-minimum=4096", "blocksize-maximum=65536"];
+    let Some(srv) = nbdkit_with(&["--filter=blocksize-policy"], &params) else {
+        return;
+    };
+    for bs in ["512", "128k"] {
+        let o = device(&["--target", &srv.url(""), "--bs", bs, "--io-count", "10"]);
+        assert_eq!(o.status.code(), Some(2), "{bs}: {}", text(&o));
+        assert!(
+            text(&o).contains("--bs") && text(&o).contains("multiples of 4096"),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = device(&["--target", &srv.url(""), "--bs", "64k", "--io-count", "10"]);
+    assert!(o.status.success(), "{}", text(&o));
+}

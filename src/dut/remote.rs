@@ -76,6 +76,9 @@ pub struct RemoteExport {
     pub read_only: bool,
     /// Several connections see each other's writes (NBD's CAN_MULTI_CONN).
     pub multi_conn: bool,
+    /// Requests must be multiples of this many bytes, and at most `max_block`.
+    pub min_block: u32,
+    pub max_block: u32,
     /// The server's other facts, in words (flags, block sizes, reply style).
     pub detail: String,
 }

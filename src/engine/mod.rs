@@ -253,6 +253,8 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 size_bytes: i.size,
                 read_only: i.read_only(),
                 multi_conn: i.can_multi_conn(),
+                min_block: i.min_block,
+                max_block: i.max_block,
                 detail: format!(
                     "NBD flags {:#06x}, {} replies, block sizes {}/{}/{} (min/preferred/max)",
                     i.flags,

@@ -208,12 +208,38 @@ fn spec_warnings(spec: &JobSpec) -> Vec<String> {
     warnings
 }
 
+/// Every block size of the job fits the server's constraints (a multiple
+/// of its minimum, at most its maximum), so no request is refused mid-run.
+fn check_block_sizes(
+    spec: &JobSpec,
+    ep: &dut::RemoteEndpoint,
+    min: u32,
+    max: u32,
+) -> anyhow::Result<()> {
+    let min = u64::from(min.max(1));
+    match spec
+        .bs
+        .iter()
+        .map(|&(b, _)| b)
+        .find(|&b| b % min != 0 || b > u64::from(max))
+    {
+        Some(b) => Err(usage(
+            "--bs",
+            format!("{ep} takes requests in multiples of {min} bytes up to {max}; {b} is not one"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The engine must open what the target is: a local engine a file or
 /// device, a remote engine an endpoint of its transport.
 fn check_engine_fits_target(spec: &JobSpec, target: &Target) -> anyhow::Result<()> {
     let opens = spec.engine.caps().opens;
     match (&target.remote, opens) {
         (Some(ep), Opens::Remote(t)) if t == ep.transport => {
+            if let Some(e) = &target.export {
+                check_block_sizes(spec, ep, e.min_block, e.max_block)?;
+            }
             let multi_conn = target.export.as_ref().is_none_or(|e| e.multi_conn);
             if spec.jobs > 1 && spec.writes() && !multi_conn {
                 return Err(usage(
