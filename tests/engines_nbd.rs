@@ -332,9 +332,9 @@ fn a_server_that_dies_mid_run_ends_the_point_clearly() {
             "--rw",
             "randread",
             "--qd",
-            "4",
+            "1,4",
             "--runtime",
-            "10s",
+            "1s",
             "-o",
             json.to_str().unwrap(),
         ])
@@ -342,11 +342,36 @@ fn a_server_that_dies_mid_run_ends_the_point_clearly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // The first point is kept in the results file; kill the server in the second.
+    let t0 = Instant::now();
+    let points_in = |p: &std::path::Path| -> usize {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["points"].as_array().map(|a| a.len()))
+            .unwrap_or(0)
+    };
+    while points_in(&json) == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the first point never finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     srv.child.kill().unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("NBD connection"), "{}", text(&o));
+    let r = common::results(&json);
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("NBD connection"), "{warnings}");
+    let points = r["points"].as_array().unwrap().clone();
+    assert_eq!(
+        points.len(),
+        1,
+        "the point measured before the server died is kept"
+    );
+    assert!(points[0]["total"]["ops"].as_u64().unwrap() > 0);
     assert!(!text(&o).contains("panicked"), "{}", text(&o));
 }
 
