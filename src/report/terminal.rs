@@ -136,8 +136,12 @@ pub fn point_block(p: &Point) -> String {
         ));
     }
     out.push_str(&format!(
-        "cpu: usr {:.1}% sys {:.1}%  ctx {} vol / {} invol",
-        p.cpu.usr_pct, p.cpu.sys_pct, p.cpu.ctx_voluntary, p.cpu.ctx_involuntary
+        "cpu: usr {:.1}% sys {:.1}%{}  ctx {} vol / {} invol",
+        p.cpu.usr_pct,
+        p.cpu.sys_pct,
+        cpu_per_io(p),
+        p.cpu.ctx_voluntary,
+        p.cpu.ctx_involuntary
     ));
     if let Some(d) = &p.device {
         out.push_str(&format!(
@@ -235,6 +239,16 @@ pub fn run_summary(r: &Results, elapsed_s: f64) -> String {
     o
 }
 
+/// The process's CPU time per request (the NVMe-oF study's "CPU per I/O",
+/// what a remote protocol costs the initiator), when there were requests.
+fn cpu_per_io(p: &Point) -> String {
+    let cpu_ns = p.cpu.user_ns + p.cpu.sys_ns;
+    match p.total.ops {
+        0 => String::new(),
+        n => format!(" ({} per I/O)", format_ns(cpu_ns as f64 / n as f64)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +259,16 @@ mod tests {
         assert_eq!(format_count(2_500_000.0), "2.50M");
         assert_eq!(format_count(950.0), "950");
         assert_eq!(format_count(12.34), "12.3");
+    }
+
+    #[test]
+    fn cpu_per_request() {
+        let mut p = crate::analysis::testutil::point(&Default::default(), 1000.0, 50_000.0, 90_000);
+        p.total.ops = 1000;
+        p.cpu.user_ns = 3_000_000;
+        p.cpu.sys_ns = 1_000_000;
+        assert_eq!(cpu_per_io(&p), " (4.0us per I/O)");
+        p.total.ops = 0;
+        assert_eq!(cpu_per_io(&p), "");
     }
 }
