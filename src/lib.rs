@@ -14,6 +14,7 @@ pub mod interrupt;
 pub mod kv;
 pub mod measure;
 pub mod plan;
+pub mod remote;
 pub mod report;
 pub mod results;
 pub mod runner;

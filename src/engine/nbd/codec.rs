@@ -26,6 +26,7 @@ pub const FLAG_NO_ZEROES: u16 = 1 << 1;
 /// Options.
 pub const OPT_EXPORT_NAME: u32 = 1;
 pub const OPT_ABORT: u32 = 2;
+pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
 
@@ -329,6 +330,111 @@ pub fn hole_len(payload: &[u8]) -> Result<u32, NbdError> {
         .ok_or_else(|| err("short hole chunk from the server"))
 }
 
+/// The server side (iolab's own target): the greeting it sends.
+pub fn encode_greeting(flags: u16) -> [u8; 18] {
+    let mut g = [0u8; 18];
+    g[0..8].copy_from_slice(&NBDMAGIC.to_be_bytes());
+    g[8..16].copy_from_slice(&IHAVEOPT.to_be_bytes());
+    g[16..18].copy_from_slice(&flags.to_be_bytes());
+    g
+}
+
+/// An option request's header as the server reads it: option and length.
+pub fn parse_option_header(b: &[u8; 16]) -> Result<(u32, u32), NbdError> {
+    if be64(&b[0..8]) != IHAVEOPT {
+        return Err(err("bad option magic from the client"));
+    }
+    Ok((be32(&b[8..12]), be32(&b[12..16])))
+}
+
+/// An option reply as the server sends it.
+pub fn encode_opt_reply(opt: u32, reply: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(20 + payload.len());
+    v.extend_from_slice(&OPT_REPLY_MAGIC.to_be_bytes());
+    v.extend_from_slice(&opt.to_be_bytes());
+    v.extend_from_slice(&reply.to_be_bytes());
+    v.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// NBD_INFO_EXPORT's payload: size and transmission flags.
+pub fn encode_info_export(size: u64, flags: u16) -> Vec<u8> {
+    let mut v = INFO_EXPORT.to_be_bytes().to_vec();
+    v.extend_from_slice(&size.to_be_bytes());
+    v.extend_from_slice(&flags.to_be_bytes());
+    v
+}
+
+/// NBD_INFO_BLOCK_SIZE's payload: minimum, preferred and maximum.
+pub fn encode_info_block_size(min: u32, preferred: u32, max: u32) -> Vec<u8> {
+    let mut v = INFO_BLOCK_SIZE.to_be_bytes().to_vec();
+    for x in [min, preferred, max] {
+        v.extend_from_slice(&x.to_be_bytes());
+    }
+    v
+}
+
+/// The export name of an NBD_OPT_GO or NBD_OPT_INFO request's data.
+pub fn parse_go(data: &[u8]) -> Result<String, NbdError> {
+    let n = data
+        .get(..4)
+        .map(be32)
+        .ok_or_else(|| err("short NBD_OPT_GO from the client"))? as usize;
+    let name = data
+        .get(4..4 + n)
+        .ok_or_else(|| err("NBD_OPT_GO's name runs past its data"))?;
+    String::from_utf8(name.to_vec()).map_err(|_| err("the export name is not UTF-8"))
+}
+
+/// A transmission request as the server decodes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    pub flags: u16,
+    pub cmd: u16,
+    pub cookie: u64,
+    pub offset: u64,
+    pub len: u32,
+}
+
+pub fn decode_request(b: &[u8; REQUEST_LEN]) -> Result<Request, NbdError> {
+    if be32(b) != REQUEST_MAGIC {
+        return Err(err("bad request magic from the client"));
+    }
+    Ok(Request {
+        flags: be16(&b[4..6]),
+        cmd: be16(&b[6..8]),
+        cookie: be64(&b[8..16]),
+        offset: be64(&b[16..24]),
+        len: be32(&b[24..28]),
+    })
+}
+
+/// A simple reply header (16 bytes).
+pub fn encode_simple_reply(cookie: u64, error: u32) -> [u8; SIMPLE_REPLY_LEN] {
+    let mut v = [0u8; SIMPLE_REPLY_LEN];
+    v[0..4].copy_from_slice(&SIMPLE_REPLY_MAGIC.to_be_bytes());
+    v[4..8].copy_from_slice(&error.to_be_bytes());
+    v[8..16].copy_from_slice(&cookie.to_be_bytes());
+    v
+}
+
+/// A structured reply chunk header (20 bytes); `len` payload bytes follow.
+pub fn encode_chunk_header(
+    cookie: u64,
+    flags: u16,
+    kind: u16,
+    len: u32,
+) -> [u8; STRUCTURED_HEADER_LEN] {
+    let mut v = [0u8; STRUCTURED_HEADER_LEN];
+    v[0..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    v[4..6].copy_from_slice(&flags.to_be_bytes());
+    v[6..8].copy_from_slice(&kind.to_be_bytes());
+    v[8..16].copy_from_slice(&cookie.to_be_bytes());
+    v[16..20].copy_from_slice(&len.to_be_bytes());
+    v
+}
+
 /// An NBD errno as a local errno (the protocol's values are Linux's).
 pub fn errno_of(nbd_error: u32) -> i32 {
     match nbd_error {
@@ -354,6 +460,59 @@ mod tests {
         g[8..16].copy_from_slice(&magic2.to_be_bytes());
         g[16..18].copy_from_slice(&flags.to_be_bytes());
         g
+    }
+
+    #[test]
+    fn the_server_side_encodes_what_the_client_side_decodes() {
+        assert_eq!(parse_greeting(&encode_greeting(3)), Ok(3));
+        let o = option(OPT_GO, b"x");
+        let (opt, len) = parse_option_header(o[..16].try_into().unwrap()).unwrap();
+        assert_eq!((opt, len), (OPT_GO, 1));
+        let r = encode_opt_reply(OPT_GO, REP_ACK, &[1, 2]);
+        let h = parse_opt_reply(r[..20].try_into().unwrap()).unwrap();
+        assert_eq!((h.option, h.reply, h.len), (OPT_GO, REP_ACK, 2));
+        let mut info = ExportInfo::default();
+        apply_info(&mut info, &encode_info_export(1 << 20, 0x105)).unwrap();
+        apply_info(&mut info, &encode_info_block_size(4096, 4096, 1 << 25)).unwrap();
+        assert_eq!(
+            (info.size, info.flags, info.min_block),
+            (1 << 20, 0x105, 4096)
+        );
+        assert_eq!(parse_go(&opt_go("vol")[16..]), Ok("vol".to_string()));
+        assert!(parse_go(&[0, 0, 0, 9, b'a']).is_err());
+        let mut b = [0u8; REQUEST_LEN];
+        encode_request(&mut b, CMD_READ, 42, 8192, 4096);
+        let q = decode_request(&b).unwrap();
+        assert_eq!(
+            (q.cmd, q.cookie, q.offset, q.len),
+            (CMD_READ, 42, 8192, 4096)
+        );
+        b[0] = 0;
+        assert!(decode_request(&b).is_err());
+        let c = encode_chunk_header(7, REPLY_FLAG_DONE, REPLY_TYPE_OFFSET_HOLE, 12);
+        assert_eq!(
+            parse_reply_header(&c),
+            Ok(Some((
+                ReplyHeader::Chunk {
+                    cookie: 7,
+                    flags: REPLY_FLAG_DONE,
+                    kind: REPLY_TYPE_OFFSET_HOLE,
+                    len: 12
+                },
+                20
+            )))
+        );
+        let r = encode_simple_reply(42, 5);
+        assert_eq!(
+            parse_reply_header(&r),
+            Ok(Some((
+                ReplyHeader::Simple {
+                    cookie: 42,
+                    error: 5
+                },
+                16
+            )))
+        );
     }
 
     #[test]
