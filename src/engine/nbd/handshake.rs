@@ -205,27 +205,10 @@ mod tests {
     }
 
     fn greeting(flags: u16) -> Vec<u8> {
-        let mut v = codec::NBDMAGIC.to_be_bytes().to_vec();
-        v.extend_from_slice(&codec::IHAVEOPT.to_be_bytes());
-        v.extend_from_slice(&flags.to_be_bytes());
-        v
+        codec::encode_greeting(flags).to_vec()
     }
 
-    fn opt_reply(opt: u32, reply: u32, payload: &[u8]) -> Vec<u8> {
-        let mut v = codec::OPT_REPLY_MAGIC.to_be_bytes().to_vec();
-        v.extend_from_slice(&opt.to_be_bytes());
-        v.extend_from_slice(&reply.to_be_bytes());
-        v.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        v.extend_from_slice(payload);
-        v
-    }
-
-    fn info_export(size: u64, flags: u16) -> Vec<u8> {
-        let mut p = codec::INFO_EXPORT.to_be_bytes().to_vec();
-        p.extend_from_slice(&size.to_be_bytes());
-        p.extend_from_slice(&flags.to_be_bytes());
-        p
-    }
+    use codec::{encode_info_export as info_export, encode_opt_reply as opt_reply};
 
     fn run(server: Vec<u8>, export: &str) -> (io::Result<ExportInfo>, Vec<u8>) {
         let mut s = Script {
@@ -245,10 +228,7 @@ mod tests {
             codec::REP_INFO,
             &info_export(1 << 30, 0x10d),
         ));
-        let mut bs = codec::INFO_BLOCK_SIZE.to_be_bytes().to_vec();
-        for v in [512u32, 4096, 1 << 20] {
-            bs.extend_from_slice(&v.to_be_bytes());
-        }
+        let bs = codec::encode_info_block_size(512, 4096, 1 << 20);
         srv.extend(opt_reply(codec::OPT_GO, codec::REP_INFO, &bs));
         srv.extend(opt_reply(codec::OPT_GO, codec::REP_ACK, &[]));
         let (info, sent) = run(srv, "disk");

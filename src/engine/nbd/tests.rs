@@ -38,20 +38,13 @@ fn read_request(s: &mut TcpStream) -> Option<Req> {
 }
 
 fn opt_reply(s: &mut TcpStream, opt: u32, reply: u32, payload: &[u8]) {
-    let mut v = codec::OPT_REPLY_MAGIC.to_be_bytes().to_vec();
-    v.extend_from_slice(&opt.to_be_bytes());
-    v.extend_from_slice(&reply.to_be_bytes());
-    v.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    v.extend_from_slice(payload);
-    s.write_all(&v).unwrap();
+    s.write_all(&codec::encode_opt_reply(opt, reply, payload))
+        .unwrap();
 }
 
 /// Greeting, structured replies acked, GO answered with a 1 MiB export.
 fn serve_handshake(s: &mut TcpStream) {
-    let mut g = codec::NBDMAGIC.to_be_bytes().to_vec();
-    g.extend_from_slice(&codec::IHAVEOPT.to_be_bytes());
-    g.extend_from_slice(&3u16.to_be_bytes());
-    s.write_all(&g).unwrap();
+    s.write_all(&codec::encode_greeting(3)).unwrap();
     let mut flags = [0u8; 4];
     s.read_exact(&mut flags).unwrap();
     for _ in 0..2 {
@@ -74,20 +67,13 @@ fn serve_handshake(s: &mut TcpStream) {
 }
 
 fn chunk(cookie: u64, flags: u16, kind: u16, payload: &[u8]) -> Vec<u8> {
-    let mut v = codec::STRUCTURED_REPLY_MAGIC.to_be_bytes().to_vec();
-    v.extend_from_slice(&flags.to_be_bytes());
-    v.extend_from_slice(&kind.to_be_bytes());
-    v.extend_from_slice(&cookie.to_be_bytes());
-    v.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    let mut v = codec::encode_chunk_header(cookie, flags, kind, payload.len() as u32).to_vec();
     v.extend_from_slice(payload);
     v
 }
 
 fn simple(cookie: u64, error: u32) -> Vec<u8> {
-    let mut v = codec::SIMPLE_REPLY_MAGIC.to_be_bytes().to_vec();
-    v.extend_from_slice(&error.to_be_bytes());
-    v.extend_from_slice(&cookie.to_be_bytes());
-    v
+    codec::encode_simple_reply(cookie, error).to_vec()
 }
 
 /// A server that answers the first request with `answer(request)` and
