@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table as CTable};
 
-use crate::report::charts::Table;
+use crate::report::charts::{latency, Table};
 use crate::report::fmt;
 use crate::report::svg::{self, esc, BarChart};
 use crate::results::{Point, Results};
@@ -72,12 +72,17 @@ impl Metric {
         matches!(self, Metric::Iops | Metric::MibS)
     }
 
-    fn format(self, v: f64) -> String {
+    /// How a value of this metric is written.
+    fn formatter(self) -> fn(f64) -> String {
         match self {
-            Metric::Iops => fmt::count(v),
-            Metric::MibS => fmt::mib(v),
-            _ => fmt::ns(v),
+            Metric::Iops => fmt::count,
+            Metric::MibS => fmt::mib,
+            _ => fmt::ns,
         }
+    }
+
+    fn format(self, v: f64) -> String {
+        self.formatter()(v)
     }
 }
 
@@ -418,17 +423,7 @@ fn percentile_overlays(runs: &[Run], rows: &[Row], keys: &[String]) -> Vec<Strin
             let Some(l) = main_or_clat(p) else {
                 continue;
             };
-            let pts: Vec<(f64, f64, String)> = l
-                .percentile_points()
-                .into_iter()
-                .map(|(q, ns)| {
-                    (
-                        q,
-                        ns,
-                        format!("{}: p{} = {}", run.label, fmt::pctile(q), fmt::ns(ns)),
-                    )
-                })
-                .collect();
+            let pts = latency::percentile_line(&run.label, l);
             if !pts.is_empty() {
                 series.push(svg::Series {
                     label: run.label.clone(),
@@ -442,16 +437,10 @@ fn percentile_overlays(runs: &[Run], rows: &[Row], keys: &[String]) -> Vec<Strin
         if series.len() < 2 {
             continue;
         }
-        let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-        out.push(svg::line_chart(&svg::LineChart {
-            title: format!("Latency percentiles: {}", row.label),
-            x: svg::Axis::new("percentile", svg::Scale::Nines, fmt::pctile),
-            y: svg::Axis::new("latency", scale, fmt::ns),
+        out.push(latency::percentile_chart(
+            format!("Latency percentiles: {}", row.label),
             series,
-            shade: None,
-            marks: vec![],
-            hlines: vec![],
-        }));
+        ));
     }
     out
 }
@@ -498,11 +487,7 @@ pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
                     "lower"
                 }
             ),
-            y_fmt: match m {
-                Metric::Iops => fmt::count,
-                Metric::MibS => fmt::mib,
-                _ => fmt::ns,
-            },
+            y_fmt: m.formatter(),
             categories: sel.iter().map(|r| r.label.clone()).collect(),
             stacks: runs
                 .iter()

@@ -2,7 +2,8 @@
 //! encoded HDR histograms), per-second time series and CPU bars.
 
 use super::{param_u64, Section, Table};
-use crate::measure::histogram::LatencyHistogram;
+use crate::measure::histogram::{LatStats, LatencyHistogram};
+use crate::measure::procstat::SystemCpu;
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::results::{Point, Results};
@@ -114,10 +115,37 @@ pub fn short_label(p: &Point) -> String {
     }
 }
 
-fn lat_of<'a>(p: &'a Point, op: &str) -> Option<&'a crate::measure::histogram::LatStats> {
+fn lat_of<'a>(p: &'a Point, op: &str) -> Option<&'a LatStats> {
     p.ops
         .get(op)
         .and_then(|o| o.lat.as_ref().or(o.clat.as_ref()))
+}
+
+/// One distribution's points for a percentile chart: (percentile, ns,
+/// hover text "label: p99 = 1.2ms").
+pub fn percentile_line(label: &str, l: &LatStats) -> Vec<(f64, f64, String)> {
+    l.percentile_points()
+        .into_iter()
+        .map(|(q, ns)| {
+            let text = format!("{label}: p{} = {}", fmt::pctile(q), fmt::ns(ns));
+            (q, ns, text)
+        })
+        .collect()
+}
+
+/// Latency against percentile on the "nines" axis (the report's chart and
+/// `compare`'s overlays).
+pub fn percentile_chart(title: String, series: Vec<Series>) -> String {
+    let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+    svg::line_chart(&LineChart {
+        title,
+        x: Axis::new("percentile", Scale::Nines, fmt::pctile),
+        y: Axis::new("latency", scale, fmt::ns),
+        series,
+        shade: None,
+        marks: vec![],
+        hlines: vec![],
+    })
 }
 
 /// Latency percentiles on a "nines" axis: 50, 90, 99, 99.9 ... equally spaced.
@@ -126,35 +154,15 @@ pub fn percentiles(r: &Results) -> Option<Section> {
     let svgs = group_charts(
         r,
         |(label, p, op)| {
-            let l = lat_of(p, op)?;
-            let v: Vec<(f64, f64, String)> = l
-                .percentile_points()
-                .iter()
-                .map(|&(q, ns)| {
-                    table
-                        .rows
-                        .push(vec![label.clone(), fmt::pctile(q), format!("{ns:.0}")]);
-                    (
-                        q,
-                        ns,
-                        format!("{label}: p{} = {}", fmt::pctile(q), fmt::ns(ns)),
-                    )
-                })
-                .collect();
+            let v = percentile_line(label, lat_of(p, op)?);
+            for (q, ns, _) in &v {
+                table
+                    .rows
+                    .push(vec![label.clone(), fmt::pctile(*q), format!("{ns:.0}")]);
+            }
             (!v.is_empty()).then_some(v)
         },
-        |group, series| {
-            let scale = svg::auto_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-            svg::line_chart(&LineChart {
-                title: titled("Latency by percentile", group),
-                x: Axis::new("percentile", Scale::Nines, fmt::pctile),
-                y: Axis::new("latency", scale, fmt::ns),
-                series,
-                shade: None,
-                marks: vec![],
-                hlines: vec![],
-            })
-        },
+        |group, series| percentile_chart(titled("Latency by percentile", group), series),
     );
     if svgs.is_empty() {
         return None;
@@ -359,6 +367,17 @@ fn clat_only(p: &Point) -> bool {
         .any(|w| w.contains("percentiles of completion latency (clat) only"))
 }
 
+/// One machine-wide CPU share of a point's sample.
+type CpuShare = fn(&SystemCpu) -> f64;
+
+/// The machine-wide CPU shares drawn and tabled, in stacking order.
+const MACHINE_CPU: [(&str, CpuShare); 4] = [
+    ("usr", |m| m.usr_pct),
+    ("sys", |m| m.sys_pct),
+    ("iowait", |m| m.iowait_pct),
+    ("steal", |m| m.steal_pct),
+];
+
 /// CPU per point in two scopes, never stacked together: the measuring
 /// process (iolab's getrusage, or fio's usr_cpu/sys_cpu for imported fio
 /// files) as a share of one CPU, and the whole machine (usr, sys, iowait,
@@ -395,24 +414,21 @@ pub fn cpu(r: &Results) -> Option<Section> {
         ],
         stacked: true,
     })];
-    let machine: Vec<Option<&crate::measure::procstat::SystemCpu>> =
-        pts.iter().map(|p| p.extra.cpu.as_ref()).collect();
+    let machine: Vec<Option<&SystemCpu>> = pts.iter().map(|p| p.extra.cpu.as_ref()).collect();
     let has_machine = machine.iter().any(Option::is_some);
     if has_machine {
-        let col = |f: fn(&crate::measure::procstat::SystemCpu) -> f64| -> Vec<f64> {
-            machine.iter().map(|m| m.map_or(0.0, f)).collect()
-        };
         svgs.push(svg::bar_chart(&BarChart {
             title: "Machine CPU per point (all CPUs)".into(),
             y_title: "% of all CPUs".into(),
             y_fmt: fmt::pct,
             categories,
-            stacks: vec![
-                ("usr".to_string(), col(|m| m.usr_pct)),
-                ("sys".to_string(), col(|m| m.sys_pct)),
-                ("iowait".to_string(), col(|m| m.iowait_pct)),
-                ("steal".to_string(), col(|m| m.steal_pct)),
-            ],
+            stacks: MACHINE_CPU
+                .iter()
+                .map(|(name, f)| {
+                    let col = machine.iter().map(|m| m.map_or(0.0, f)).collect();
+                    (name.to_string(), col)
+                })
+                .collect(),
             stacked: true,
         }));
     }
@@ -423,13 +439,12 @@ pub fn cpu(r: &Results) -> Option<Section> {
         "ctx voluntary",
         "ctx involuntary",
     ];
+    let machine_heads: Vec<String> = MACHINE_CPU
+        .iter()
+        .map(|(name, _)| format!("machine {name} %"))
+        .collect();
     if has_machine {
-        head.extend([
-            "machine usr %",
-            "machine sys %",
-            "machine iowait %",
-            "machine steal %",
-        ]);
+        head.extend(machine_heads.iter().map(String::as_str));
     }
     let mut table = Table::new(&head);
     for (p, m) in pts.iter().zip(&machine) {
@@ -441,15 +456,11 @@ pub fn cpu(r: &Results) -> Option<Section> {
             p.cpu.ctx_involuntary.to_string(),
         ];
         if has_machine {
-            let cell = |f: fn(&crate::measure::procstat::SystemCpu) -> f64| {
-                m.map_or(String::new(), |m| format!("{:.1}", f(m)))
-            };
-            row.extend([
-                cell(|m| m.usr_pct),
-                cell(|m| m.sys_pct),
-                cell(|m| m.iowait_pct),
-                cell(|m| m.steal_pct),
-            ]);
+            row.extend(
+                MACHINE_CPU
+                    .iter()
+                    .map(|(_, f)| m.map_or(String::new(), |m| format!("{:.1}", f(m)))),
+            );
         }
         table.rows.push(row);
     }
