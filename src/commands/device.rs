@@ -134,7 +134,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let show_progress = !quiet && std::io::stderr().is_terminal();
     let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned)
         .with_clock(a.clock)
-        .with_status_interval(status_interval(a.status_interval)?);
+        .with_status_interval(crate::session::checked_status_interval(a.status_interval)?);
     driver.save()?;
     for w in &driver.results().warnings {
         observer.warning(w);
@@ -210,17 +210,6 @@ fn log_plan(
         every_point: a.log_dir.is_some(),
         by_name,
     }))
-}
-
-/// `--status-interval`, checked: whole seconds, at least one.
-pub fn status_interval(v: Option<f64>) -> anyhow::Result<Option<f64>> {
-    match v {
-        Some(s) if !(s >= 1.0 && s.is_finite()) => Err(usage(
-            "--status-interval",
-            "give a number of seconds (1 or more)",
-        )),
-        v => Ok(v),
-    }
 }
 
 /// The run's exit status: interrupted (130), a verification mismatch (3),

@@ -337,7 +337,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
     let term = crate::report::observer::Terminal::progress_only(args.quiet);
     let current = std::sync::Mutex::new(String::new());
     let show = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let every = crate::commands::device::status_interval(args.status_interval)?;
+    let every = crate::session::checked_status_interval(args.status_interval)?;
     let status = StatusEvery::new(every);
     let progress = |elapsed: f64, total: Option<f64>, live: Option<_>| {
         let label = current.lock().map(|l| l.clone()).unwrap_or_default();

@@ -109,14 +109,7 @@ impl KvPlan {
     /// Check what does not depend on the machine: counts, rates, the
     /// db_bench shape.
     pub fn validate(&self) -> Result<()> {
-        if let Some(s) = self.status_interval_s {
-            if !(s >= 1.0 && s.is_finite()) {
-                return Err(usage(
-                    "--status-interval",
-                    "give a whole number of seconds (1 or more)",
-                ));
-            }
-        }
+        crate::session::checked_status_interval(self.status_interval_s)?;
         if self.threads == 0 || self.threads > 1024 {
             return Err(usage("--threads", "must be 1..1024"));
         }

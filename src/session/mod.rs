@@ -70,6 +70,17 @@ pub fn mark_if_interrupted(point: &mut Point) {
     }
 }
 
+/// `--status-interval`, checked: seconds, at least one (every verb's).
+pub fn checked_status_interval(v: Option<f64>) -> anyhow::Result<Option<f64>> {
+    match v {
+        Some(s) if !(s >= 1.0 && s.is_finite()) => Err(crate::error::usage(
+            "--status-interval",
+            "give a number of seconds (1 or more)",
+        )),
+        v => Ok(v),
+    }
+}
+
 /// When the next `--status-interval` line is due, from the progress calls
 /// (the supervising thread only; an atomic keeps the closure `Fn`).
 pub struct StatusEvery {

@@ -484,7 +484,7 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         !a.quiet && std::io::stderr().is_terminal(),
         (jobs.len(), planned_s),
     )
-    .with_status_interval(crate::commands::device::status_interval(a.status_interval)?);
+    .with_status_interval(crate::session::checked_status_interval(a.status_interval)?);
     let mut runner = StepRunner {
         a: &a,
         target: &target,
