@@ -42,11 +42,11 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         }
     }
     let jobs: Vec<&JobSpec> = exps.iter().flat_map(|e| e.jobs.iter()).collect();
-    let needs_file = jobs.iter().any(|j| j.engine.needs_target());
+    let needs_target = jobs.iter().any(|j| j.engine.needs_target());
     let size = size_and_buffer(&a)?;
     let verify_bs = jobs.iter().find(|j| j.verify).map(|j| j.max_bs());
     let topts = TargetOptions {
-        path: if needs_file {
+        path: if needs_target {
             Some(a.target.clone().unwrap_or_else(|| PathBuf::from(".")))
         } else {
             None
@@ -69,7 +69,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let mut provenance = Provenance::collect(a.seed);
     let mut run_warnings = Vec::new();
     run_warnings.extend(provenance.busy_warning());
-    if !quiet && needs_file && a.target.as_ref().is_none_or(|p| p.is_dir()) {
+    if !quiet && needs_target && a.target.as_ref().is_none_or(|p| p.is_dir()) {
         eprintln!(
             "iolab: preparing a {} MiB scratch file...",
             size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE) >> 20
