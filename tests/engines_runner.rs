@@ -45,9 +45,7 @@ fn pass<E: Engine>(
         verify_bs: Some(BS),
         region_start: 0,
         region_len: REGION,
-        think_blocks: 0,
-        think_ns: 0,
-        think_spin_ns: 0,
+        think: None,
     };
     let mut gen = RequestGen::new(&PatternSpec {
         read_pct,

@@ -399,9 +399,7 @@ impl<C: Clock> JobCtx<'_, C> {
             verify_bs: spec.verify.then(|| spec.max_bs()),
             region_start,
             region_len,
-            think_blocks: spec.think.map_or(0, |t| t.blocks.max(1) as u64),
-            think_ns: spec.think.map_or(0, |t| t.ns),
-            think_spin_ns: spec.think.map_or(0, |t| t.spin_ns),
+            think: spec.think,
         }
     }
 

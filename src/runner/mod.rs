@@ -35,9 +35,7 @@ pub(crate) mod test_support {
             verify_bs: None,
             region_start: 0,
             region_len: 1 << 30,
-            think_blocks: 0,
-            think_ns: 0,
-            think_spin_ns: 0,
+            think: None,
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::engine::{Completion, Engine, IoRequest, OpKind};
 use crate::interrupt;
 use crate::measure::clock::Clock;
+use crate::plan::job::ThinkTime;
 use crate::runner::buffers::BufferPool;
 use crate::runner::pattern::RequestGen;
 use crate::runner::recorder::Recorder;
@@ -36,13 +37,9 @@ pub struct LoopSpec {
     pub verify_bs: Option<u64>,
     pub region_start: u64,
     pub region_len: u64,
-    /// fio's thinktime: pause after this many completions (0: never),
-    /// checked where fio checks: after an issue that leaves the queue not
-    /// full, and after a reap.
-    pub think_blocks: u64,
-    pub think_ns: u64,
-    /// The part of `think_ns` spent spinning.
-    pub think_spin_ns: u64,
+    /// fio's thinktime (`None`: never pause), checked where fio checks:
+    /// after an issue that leaves the queue not full, and after a reap.
+    pub think: Option<ThinkTime>,
 }
 
 /// One request as seen from user space, for the stack breakdown.
@@ -144,6 +141,7 @@ pub fn run<C: Clock, E: Engine>(
     let (mut issued_ops, mut issued_bytes) = (0u64, 0u64);
     let mut writes_since_sync = 0u64;
     let mut thinking = ThinkState::default();
+    let think_blocks = spec.think.map_or(0, |t| u64::from(t.blocks.max(1)));
     let mut stopping = false;
     let mut batch_start = 0u64;
     let mut t = clock.now();
@@ -185,7 +183,7 @@ pub fn run<C: Clock, E: Engine>(
                 issued_bytes += len;
                 // fio checks after every issue that leaves the queue not
                 // full (and after the reap a full one waits for).
-                if !free.is_empty() && thinking.check(spec.think_blocks) {
+                if !free.is_empty() && thinking.check(think_blocks) {
                     break;
                 }
                 if spec.sync_engine && !spec.batch {
@@ -248,7 +246,7 @@ pub fn run<C: Clock, E: Engine>(
         )?;
         in_flight -= comps.len();
         thinking.completed += comps.len() as u64;
-        thinking.check(spec.think_blocks);
+        thinking.check(think_blocks);
         finished_at = t_done;
         if spec.batch && in_flight == 0 && t_done >= spec.measure_start {
             rec.record_batch(t_done - batch_start);
@@ -460,8 +458,11 @@ impl ThinkState {
 #[cold]
 fn think<C: Clock>(clock: &C, spec: &LoopSpec) -> u64 {
     let now = clock.now();
-    let end = now.saturating_add(spec.think_ns).min(spec.deadline);
-    let spin_end = now.saturating_add(spec.think_spin_ns).min(end);
+    let Some(think) = spec.think else {
+        return now;
+    };
+    let end = now.saturating_add(think.ns).min(spec.deadline);
+    let spin_end = now.saturating_add(think.spin_ns).min(end);
     clock.spin_until(spin_end);
     clock.sleep_until(end);
     clock.now()
@@ -597,15 +598,18 @@ mod tests {
 
     /// Requests completed in 1.1 s of a serial 100 us fake device at QD 4
     /// with 1 ms of thinktime after `blocks` completions.
-    fn ops_with_thinktime(blocks: u64) -> u64 {
+    fn ops_with_thinktime(blocks: u32) -> u64 {
         let script = FakeScript {
             latencies_ns: vec![100_000],
             servers: 1,
             submit_ns: 0,
         };
         let rec = fake_run(4, script, T0 + 1_100_000_000, u64::MAX, |s| {
-            s.think_blocks = blocks;
-            s.think_ns = 1_000_000;
+            s.think = Some(ThinkTime {
+                ns: 1_000_000,
+                spin_ns: 0,
+                blocks,
+            })
         });
         rec.total_ops()
     }
