@@ -34,8 +34,9 @@ pub struct FioJob {
     pub logs: Option<crate::report::fio_log::LogRequest>,
     /// `log_avg_msec`, when given.
     pub log_avg_msec: Option<u64>,
-    /// `thinktime`, `thinktime_spin` (ns) and `thinktime_blocks`.
-    pub think: (u64, u64, u32),
+    /// `thinktime`, `thinktime_spin` and `thinktime_blocks` as read (no
+    /// pause while `ns` is 0).
+    pub think: ThinkTime,
 }
 
 const SUPPORTED: [&str; 49] = [
@@ -366,9 +367,9 @@ fn engine_region_or_log_option(
             }
         }
         "log_avg_msec" => job.log_avg_msec = Some(num(line, k, v)?),
-        "thinktime" => job.think.0 = usec(line, k, v)?,
-        "thinktime_spin" => job.think.1 = usec(line, k, v)?,
-        "thinktime_blocks" => job.think.2 = num(line, k, v)?.clamp(1, u32::MAX as u64) as u32,
+        "thinktime" => job.think.ns = usec(line, k, v)?,
+        "thinktime_spin" => job.think.spin_ns = usec(line, k, v)?,
+        "thinktime_blocks" => job.think.blocks = num(line, k, v)?.clamp(1, u32::MAX as u64) as u32,
         "thinktime_blocks_type" if need(line, k, v)? != "complete" => {
             return Err(usage(
                 k,
@@ -402,7 +403,11 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
         norandommap: false,
         logs: None,
         log_avg_msec: None,
-        think: (0, 0, 1),
+        think: ThinkTime {
+            ns: 0,
+            spin_ns: 0,
+            blocks: 1,
+        },
     };
     let mut runtime = None;
     let mut time_based = false;
@@ -600,8 +605,8 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
     if spec.stop.runtime_ns.is_none() && spec.stop.io_bytes.is_none() {
         spec.stop.runtime_ns = Some(10_000_000_000);
     }
-    let (think_ns, spin_ns, blocks) = job.think;
-    if think_ns > 0 {
+    let think = job.think;
+    if think.ns > 0 {
         if spec.open_loop.is_some() {
             return Err(usage(
                 "thinktime",
@@ -609,9 +614,8 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
             ));
         }
         spec.think = Some(ThinkTime {
-            ns: think_ns,
-            spin_ns: spin_ns.min(think_ns),
-            blocks,
+            spin_ns: think.spin_ns.min(think.ns),
+            ..think
         });
     }
     if time_based && runtime.is_none() {
