@@ -64,11 +64,7 @@ pub fn axes_from_args(a: &DeviceArgs) -> anyhow::Result<Axes> {
 /// The engine that speaks a remote target's transport (`nbd://` -> nbd):
 /// the default engine for it.
 fn remote_engine(a: &DeviceArgs) -> Option<EngineKind> {
-    let url = a.target.as_deref()?.to_str()?;
-    if !crate::dut::remote::is_url(url) {
-        return None;
-    }
-    let ep = crate::dut::remote::parse(url).ok()?;
+    let ep = crate::dut::remote::endpoint_of(a.target.as_deref()?).ok()??;
     crate::engine::engine_for_transport(ep.transport)
 }
 

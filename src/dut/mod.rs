@@ -271,8 +271,8 @@ fn plan(opts: &TargetOptions, writes: bool) -> anyhow::Result<Planned> {
     let Some(path) = opts.path.clone() else {
         return Ok(Planned::NoFile(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));
     };
-    if let Some(url) = path.to_str().filter(|s| remote::is_url(s)) {
-        return Ok(Planned::Remote(remote::parse(url)?));
+    if let Some(ep) = remote::endpoint_of(&path)? {
+        return Ok(Planned::Remote(ep));
     }
     match fs::metadata(&path) {
         Ok(md) if md.is_dir() => {

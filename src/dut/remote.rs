@@ -119,6 +119,12 @@ pub fn is_url(s: &str) -> bool {
     })
 }
 
+/// The remote endpoint a `--target` names, if it is a URL (`None`: a path);
+/// a malformed URL is a usage error naming `--target`.
+pub fn endpoint_of(target: &std::path::Path) -> anyhow::Result<Option<RemoteEndpoint>> {
+    target.to_str().filter(|s| is_url(s)).map(parse).transpose()
+}
+
 fn bad(url: &str, why: impl fmt::Display) -> anyhow::Error {
     usage("--target", format!("{url}: {why}"))
 }

@@ -408,12 +408,7 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
     if let Some(t) = a.target.take() {
         a.dir = t;
     }
-    let remote = a
-        .dir
-        .to_str()
-        .filter(|s| crate::dut::remote::is_url(s))
-        .map(crate::dut::remote::parse)
-        .transpose()?;
+    let remote = crate::dut::remote::endpoint_of(&a.dir)?;
     let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;
     let mut base = JobSpec {
         engine: explicit.unwrap_or(EngineKind::IoUring),
