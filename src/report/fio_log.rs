@@ -64,6 +64,11 @@ pub fn file_prefix(name: &str) -> String {
         .collect()
 }
 
+/// A log line's time: the end of its interval, in ms since the start.
+fn end_ms(s: &crate::results::SeriesPoint) -> u64 {
+    ((s.t_s + s.len_s) * 1000.0).round() as u64
+}
+
 /// The value one log takes from a second of the series.
 type SeriesValue = fn(&crate::results::SeriesPoint) -> f64;
 
@@ -87,7 +92,7 @@ pub fn write_logs(dir: &Path, req: &LogRequest, p: &Point) -> anyhow::Result<Vec
         }
         let mut text = String::new();
         for s in &p.series {
-            let t_ms = ((s.t_s + s.len_s) * 1000.0).round() as u64;
+            let t_ms = end_ms(s);
             let _ = writeln!(text, "{t_ms}, {}, {ddir}, {bs}, 0", value(s).round() as u64);
         }
         let path = dir.join(format!("{}_{kind}.1.log", req.prefix));
@@ -136,7 +141,7 @@ fn hist_log(p: &Point, ddir: u8, bs: u64) -> anyhow::Result<Option<String>> {
                 bins[fio_bin(ns)] += n;
             }
         }
-        let t_ms = ((s.t_s + s.len_s) * 1000.0).round() as u64;
+        let t_ms = end_ms(s);
         let _ = write!(text, "{t_ms}, {ddir}, {bs}");
         for b in bins {
             let _ = write!(text, ", {b}");
