@@ -17,7 +17,7 @@ pub mod handshake;
 
 use std::io;
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 
 use codec::{ExportInfo, ReplyHeader};
 
@@ -41,7 +41,6 @@ struct Slot {
 
 pub struct NbdEngine {
     sock: TcpStream,
-    fd: RawFd,
     info: ExportInfo,
     /// One per request slot, plus one for a flush.
     slots: Vec<Slot>,
@@ -87,7 +86,6 @@ impl NbdEngine {
         }
         let reply_max = max_bs + REPLY_SLACK;
         Ok(NbdEngine {
-            fd: sock.as_raw_fd(),
             sock,
             info,
             slots: vec![Slot::default(); depth + 1],
@@ -129,7 +127,7 @@ impl NbdEngine {
             // SAFETY: a valid socket and a live buffer of `rest.len()` bytes.
             let n = unsafe {
                 libc::send(
-                    self.fd,
+                    self.sock.as_raw_fd(),
                     rest.as_ptr().cast(),
                     rest.len(),
                     libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
@@ -164,7 +162,14 @@ impl NbdEngine {
         loop {
             let room = &mut self.rx[self.rx_end..];
             // SAFETY: a valid socket and a live buffer of `room.len()` bytes.
-            let n = unsafe { libc::recv(self.fd, room.as_mut_ptr().cast(), room.len(), flags) };
+            let n = unsafe {
+                libc::recv(
+                    self.sock.as_raw_fd(),
+                    room.as_mut_ptr().cast(),
+                    room.len(),
+                    flags,
+                )
+            };
             if n > 0 {
                 self.rx_end += n as usize;
                 return Ok(n as usize);
@@ -202,7 +207,7 @@ impl NbdEngine {
             return Ok(self.receive(true)? > 0);
         }
         let mut p = libc::pollfd {
-            fd: self.fd,
+            fd: self.sock.as_raw_fd(),
             events: libc::POLLIN | if sending { libc::POLLOUT } else { 0 },
             revents: 0,
         };
@@ -472,31 +477,31 @@ impl Engine for NbdEngine {
 
 impl Drop for NbdEngine {
     fn drop(&mut self) {
-        // NBD_CMD_DISC, best effort: the server then closes cleanly.
-        let mut b = [0u8; codec::REQUEST_LEN];
-        codec::encode_request(&mut b, codec::CMD_DISC, 0, 0, 0);
-        // SAFETY: a valid socket and a live 28-byte buffer.
-        unsafe {
-            libc::send(
-                self.fd,
-                b.as_ptr().cast(),
-                b.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        };
-        let _ = self.sock.shutdown(Shutdown::Write);
+        disconnect(&self.sock, Shutdown::Write);
     }
+}
+
+/// NBD_CMD_DISC, best effort and without blocking (the server then closes
+/// cleanly), and the socket shut down `how`.
+fn disconnect(sock: &TcpStream, how: Shutdown) {
+    let mut b = [0u8; codec::REQUEST_LEN];
+    codec::encode_request(&mut b, codec::CMD_DISC, 0, 0, 0);
+    // SAFETY: a valid socket and a live 28-byte buffer.
+    unsafe {
+        libc::send(
+            sock.as_raw_fd(),
+            b.as_ptr().cast(),
+            b.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    let _ = sock.shutdown(how);
 }
 
 /// Ask the server about the export (size, flags) without running anything.
 pub fn probe(ep: &crate::dut::RemoteEndpoint) -> io::Result<ExportInfo> {
     let (sock, info) = handshake::connect(ep)?;
-    let mut b = [0u8; codec::REQUEST_LEN];
-    codec::encode_request(&mut b, codec::CMD_DISC, 0, 0, 0);
-    use std::io::Write;
-    let mut s = &sock;
-    let _ = s.write_all(&b);
-    let _ = sock.shutdown(Shutdown::Both);
+    disconnect(&sock, Shutdown::Both);
     Ok(info)
 }
 
