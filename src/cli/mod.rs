@@ -6,6 +6,7 @@ pub mod device;
 pub mod kv;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod sysinfo;
 pub mod trace;
 
@@ -93,4 +94,6 @@ pub enum Command {
     Kv(kv::KvArgs),
     /// Per-request latency breakdown through the I/O stack
     Trace(trace::TraceArgs),
+    /// Serve a file or device over NBD (iolab's own target: io_uring, O_DIRECT, per-request stamps)
+    Serve(serve::ServeArgs),
 }

@@ -8,6 +8,7 @@ pub mod kv;
 pub mod kv_args;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod sysinfo;
 pub mod trace;
 
@@ -23,5 +24,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Kv(args) => kv::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

@@ -1,6 +1,9 @@
-//! Remote storage iolab serves itself (see DESIGN.md: targets, topology).
-//! So far: the server side of the NBD handshake, on the wire format the
-//! nbd engine's codec defines; the target that serves requests after it
-//! (io_uring, O_DIRECT, per-request stamps) is next (issue 12, item 4).
+//! Remote storage iolab serves itself (see DESIGN.md: targets, topology):
+//! the server side of the NBD handshake (`nbd_negotiate`), the NBD target
+//! (`nbd_target`: io_uring, O_DIRECT, per-request stamps) and the stamps
+//! with the unloaded latency breakdown they give (`stamps`).
 
+pub mod breakdown;
 pub mod nbd_negotiate;
+pub mod nbd_target;
+pub mod stamps;

@@ -1,0 +1,59 @@
+//! Arguments of `iolab serve` (iolab's own NBD target).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "EXAMPLES:
+  iolab serve -t /var/tmp --size 1G              a 1 GiB scratch file served as nbd://127.0.0.1:10809/
+  iolab device --target nbd://127.0.0.1/ --rw randread --qd 32    (in another terminal) measure it
+  iolab serve -t disk.img --read-only --threads 2    an existing image, read-only, two reactors
+  iolab serve -t /var/tmp --fabric-delay 100us --stamps stamps.txt
+                                                 every reply held 100 us after arrival; per-request stamps
+
+The target serves until Ctrl-C (or SIGTERM), then finishes what is in flight,
+writes the stamps of every open connection and removes its scratch file.")]
+pub struct ServeArgs {
+    /// What to serve: a directory (a scratch file is created in it and
+    /// removed at exit), an existing file (with --overwrite or --read-only),
+    /// or a block device (with --destroy-data naming it, or --read-only)
+    #[arg(short = 't', long, value_name = "PATH")]
+    pub target: PathBuf,
+    /// Size of the scratch file
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub size: String,
+    /// Let clients write to an existing file iolab did not create
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Let clients write to this block device, destroying its data
+    #[arg(long, value_name = "DEVICE")]
+    pub destroy_data: Option<PathBuf>,
+    /// Serve read-only (clients' writes fail with EPERM)
+    #[arg(long)]
+    pub read_only: bool,
+    /// Address to listen on (loopback by default)
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:10809")]
+    pub listen: String,
+    /// Reactor threads, each with its own io_uring; connections are spread over them
+    #[arg(
+        long,
+        visible_alias = "target-threads",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub threads: usize,
+    /// Largest request accepted (advertised to clients as the maximum block size)
+    #[arg(long, value_name = "SIZE", default_value = "1M")]
+    pub max_block: String,
+    /// Hold every reply until its arrival plus TIME (an emulated fabric's round trip)
+    #[arg(long, value_name = "TIME")]
+    pub fabric_delay: Option<String>,
+    /// Append per-request stamps (arrival, device submit, device completion,
+    /// reply send) of every connection to FILE when it closes
+    #[arg(long, value_name = "FILE")]
+    pub stamps: Option<PathBuf>,
+    /// Keep the scratch file at exit
+    #[arg(long)]
+    pub keep: bool,
+}

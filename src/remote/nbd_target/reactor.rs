@@ -1,0 +1,618 @@
+//! One reactor of iolab's NBD target: a thread with one io_uring that
+//! receives requests, reads and writes the backing file (O_DIRECT) and
+//! sends replies for every connection it was given, and stamps each
+//! request (see `remote::stamps`). Nothing blocks but the ring's wait.
+//!
+//! Per connection one receive is in flight into a byte buffer; whole
+//! requests are parsed out of it and each takes a slot (an aligned buffer
+//! of the largest block) until its reply is sent; when no slot is free,
+//! parsing waits, which holds the client back through TCP. Replies leave in
+//! completion order, several per `sendmsg`, one send in flight per
+//! connection so their bytes never interleave. With a fabric delay a reply
+//! waits until its arrival plus the delay (a sleep in the ring's wait, a
+//! spin for the last few microseconds).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::{Shared, SlotMemory};
+use crate::engine::nbd::codec;
+use crate::measure::clock::mono_now_ns;
+use crate::remote::stamps::{self, TargetStamp};
+
+/// A connection handed over by the acceptor, its handshake done.
+pub struct NewConnection {
+    pub sock: TcpStream,
+    pub peer: SocketAddr,
+    pub structured: bool,
+}
+
+const KIND_SHIFT: u32 = 56;
+const CONN_SHIFT: u32 = 24;
+const KIND_RECV: u64 = 1;
+const KIND_FILE: u64 = 2;
+const KIND_SEND: u64 = 3;
+const KIND_WAKE: u64 = 4;
+/// Replies gathered into one sendmsg at most.
+const MAX_IOV_REPLIES: usize = 32;
+/// The last stretch of a fabric delay is spun, not slept (a wake-up costs more).
+const SPIN_NS: u64 = 60_000;
+/// NBD_REPLY_TYPE_ERROR.
+const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
+const NBD_EPERM: u32 = 1;
+const NBD_EIO: u32 = 5;
+const NBD_EINVAL: u32 = 22;
+const NBD_ENOSPC: u32 = 28;
+
+fn user_data(kind: u64, conn: usize, slot: usize) -> u64 {
+    kind << KIND_SHIFT | (conn as u64) << CONN_SHIFT | slot as u64
+}
+
+fn split(ud: u64) -> (u64, usize, usize) {
+    (
+        ud >> KIND_SHIFT,
+        ((ud >> CONN_SHIFT) & 0xff_ffff) as usize,
+        (ud & 0xff_ffff) as usize,
+    )
+}
+
+#[derive(Default, Clone, Copy)]
+struct Slot {
+    conn: usize,
+    cookie: u64,
+    cmd: u16,
+    offset: u64,
+    len: u32,
+    /// Bytes of reply header in `hdr`, and of data after it.
+    hdr_len: usize,
+    data_len: usize,
+    hdr: [u8; 32],
+    stamp: TargetStamp,
+}
+
+struct Conn {
+    sock: TcpStream,
+    peer: SocketAddr,
+    structured: bool,
+    rx: Vec<u8>,
+    rx_start: usize,
+    rx_end: usize,
+    recv_in_flight: bool,
+    /// Time the last receive completed: the arrival of what it brought.
+    arrived_at: u64,
+    /// The client disconnected (or the target stops): take no new requests.
+    closing: bool,
+    shut: bool,
+    /// Slots whose file operation is in flight or whose reply waits.
+    busy: usize,
+    ready: VecDeque<usize>,
+    /// Bytes of the first ready reply already sent.
+    sent_of_first: usize,
+    /// Replies in the sendmsg in flight (0: none in flight).
+    sending: usize,
+    iov: Vec<libc::iovec>,
+    msg: libc::msghdr,
+    seq: u64,
+    stamps: Vec<TargetStamp>,
+}
+
+pub struct Reactor {
+    ring: IoUring,
+    shared: Arc<Shared>,
+    incoming: Receiver<NewConnection>,
+    wake_fd: RawFd,
+    wake_buf: u64,
+    conns: Vec<Option<Box<Conn>>>,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    memory: SlotMemory,
+    /// Slots whose file operation, or replies whose send, the next submit carries.
+    device_pending: Vec<usize>,
+    send_pending: Vec<usize>,
+    delayed: BinaryHeap<Reverse<(u64, usize)>>,
+    cqes: Vec<(u64, i32)>,
+}
+
+// SAFETY: the raw pointers in a connection's msghdr and iovecs point into
+// memory the reactor owns (the connection's box, slot memory); the reactor
+// is built on one thread and moved once, before any I/O, to the thread
+// that runs it.
+unsafe impl Send for Reactor {}
+
+impl Reactor {
+    pub fn new(
+        shared: Arc<Shared>,
+        incoming: Receiver<NewConnection>,
+        wake_fd: RawFd,
+        slots: usize,
+    ) -> io::Result<Reactor> {
+        let memory = SlotMemory::new(slots, shared.export.max_block as usize)?;
+        // Every slot's file operation and reply send, each connection's
+        // receive, and the wake-up read fit in the ring at once.
+        let entries = (2 * slots + 64).next_power_of_two() as u32;
+        Ok(Reactor {
+            ring: IoUring::builder()
+                .setup_cqsize(entries * 2)
+                .build(entries)?,
+            shared,
+            incoming,
+            wake_fd,
+            wake_buf: 0,
+            conns: Vec::new(),
+            slots: vec![Slot::default(); slots],
+            free: (0..slots).rev().collect(),
+            memory,
+            device_pending: Vec::with_capacity(slots),
+            send_pending: Vec::with_capacity(slots),
+            delayed: BinaryHeap::with_capacity(slots),
+            cqes: Vec::with_capacity(entries as usize * 2),
+        })
+    }
+
+    /// Serve until the target stops and every connection has closed.
+    pub fn run(mut self) -> io::Result<()> {
+        self.push_wake_read()?;
+        let mut stopping = false;
+        loop {
+            if !stopping && self.shared.stopping() {
+                stopping = true;
+                for c in self.conns.iter_mut().flatten() {
+                    c.closing = true;
+                }
+            }
+            self.adopt_new_connections()?;
+            self.release_due_replies(mono_now_ns())?;
+            for i in 0..self.conns.len() {
+                self.progress(i)?;
+            }
+            if stopping && self.conns.iter().all(Option::is_none) {
+                return Ok(());
+            }
+            self.submit_and_wait()?;
+            let now = mono_now_ns();
+            self.cqes.clear();
+            self.cqes
+                .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+            for k in 0..self.cqes.len() {
+                let (ud, res) = self.cqes[k];
+                self.complete(ud, res, now)?;
+            }
+        }
+    }
+
+    fn submit_and_wait(&mut self) -> io::Result<()> {
+        let now = mono_now_ns();
+        for &s in &self.device_pending {
+            self.slots[s].stamp.device_submit = now;
+        }
+        for &s in &self.send_pending {
+            self.slots[s].stamp.reply_send = now;
+        }
+        self.device_pending.clear();
+        self.send_pending.clear();
+        let wait = self
+            .delayed
+            .peek()
+            .map(|Reverse((due, _))| due.saturating_sub(now));
+        let r = match wait {
+            None => self.ring.submit_and_wait(1),
+            Some(ns) if ns <= SPIN_NS => self.ring.submit(),
+            Some(ns) => {
+                let sleep = ns - SPIN_NS;
+                let ts = types::Timespec::new()
+                    .sec(sleep / 1_000_000_000)
+                    .nsec((sleep % 1_000_000_000) as u32);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        // SAFETY: every buffer an entry points at (slot memory, a
+        // connection's receive buffer, iovecs and msghdr in its box, the
+        // wake-up word) lives until its completion is reaped.
+        while unsafe { self.ring.submission().push(&e) }.is_err() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    fn push_wake_read(&mut self) -> io::Result<()> {
+        let ptr = std::ptr::addr_of_mut!(self.wake_buf).cast();
+        let e = opcode::Read::new(types::Fd(self.wake_fd), ptr, 8)
+            .build()
+            .user_data(user_data(KIND_WAKE, 0, 0));
+        self.push(e)
+    }
+
+    fn adopt_new_connections(&mut self) -> io::Result<()> {
+        while let Ok(n) = self.incoming.try_recv() {
+            let rx_len = 2 * (codec::REQUEST_LEN + self.shared.export.max_block as usize);
+            let conn = Box::new(Conn {
+                sock: n.sock,
+                peer: n.peer,
+                structured: n.structured,
+                rx: vec![0; rx_len],
+                rx_start: 0,
+                rx_end: 0,
+                recv_in_flight: false,
+                arrived_at: 0,
+                closing: self.shared.stopping(),
+                shut: false,
+                busy: 0,
+                ready: VecDeque::new(),
+                sent_of_first: 0,
+                sending: 0,
+                iov: Vec::with_capacity(2 * MAX_IOV_REPLIES),
+                // SAFETY: msghdr is plain data; zero is its empty value.
+                msg: unsafe { std::mem::zeroed() },
+                seq: 0,
+                stamps: Vec::new(),
+            });
+            match self.conns.iter().position(Option::is_none) {
+                Some(i) => self.conns[i] = Some(conn),
+                None => self.conns.push(Some(conn)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Parse what arrived, post the receive and the send a connection
+    /// needs, and close it once it is done.
+    fn progress(&mut self, ci: usize) -> io::Result<()> {
+        if self.conns[ci].is_none() {
+            return Ok(());
+        }
+        self.parse_requests(ci)?;
+        self.post_send(ci)?;
+        let c = self.conns[ci].as_mut().unwrap();
+        if !c.closing && !c.recv_in_flight {
+            if c.rx_end == c.rx.len() && c.rx_start > 0 {
+                c.rx.copy_within(c.rx_start..c.rx_end, 0);
+                c.rx_end -= c.rx_start;
+                c.rx_start = 0;
+            }
+            if c.rx_end < c.rx.len() {
+                let room = &mut c.rx[c.rx_end..];
+                let e = opcode::Recv::new(
+                    types::Fd(c.sock.as_raw_fd()),
+                    room.as_mut_ptr(),
+                    room.len() as u32,
+                )
+                .build()
+                .user_data(user_data(KIND_RECV, ci, 0));
+                c.recv_in_flight = true;
+                return self.push(e);
+            }
+        }
+        if c.closing && c.busy == 0 && c.sending == 0 && c.ready.is_empty() {
+            if c.recv_in_flight {
+                // Wakes the receive (it completes with 0); then we close.
+                if !c.shut {
+                    let _ = c.sock.shutdown(Shutdown::Both);
+                    c.shut = true;
+                }
+            } else {
+                self.close(ci);
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, ci: usize) {
+        let mut c = self.conns[ci].take().unwrap();
+        if let Some(path) = &self.shared.stamps {
+            c.stamps.sort_unstable_by_key(|s| s.seq);
+            if let Err(e) = stamps::append(path, c.peer, &c.stamps) {
+                eprintln!(
+                    "iolab serve: cannot write stamps to {}: {e}",
+                    path.display()
+                );
+            }
+        }
+    }
+
+    fn parse_requests(&mut self, ci: usize) -> io::Result<()> {
+        loop {
+            let c = self.conns[ci].as_mut().unwrap();
+            if c.closing || c.rx_end - c.rx_start < codec::REQUEST_LEN {
+                return Ok(());
+            }
+            let head: &[u8; codec::REQUEST_LEN] = c.rx[c.rx_start..c.rx_start + codec::REQUEST_LEN]
+                .try_into()
+                .unwrap();
+            let req = match codec::decode_request(head) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("iolab serve: {}: {}; closing the connection", c.peer, e.0);
+                    c.closing = true;
+                    return Ok(());
+                }
+            };
+            let payload = if req.cmd == codec::CMD_WRITE {
+                req.len as usize
+            } else {
+                0
+            };
+            if payload > self.shared.export.max_block as usize {
+                eprintln!(
+                    "iolab serve: {}: a write of {} bytes is over the advertised maximum; closing",
+                    c.peer, req.len
+                );
+                c.closing = true;
+                return Ok(());
+            }
+            if c.rx_end - c.rx_start < codec::REQUEST_LEN + payload {
+                return Ok(());
+            }
+            if req.cmd == codec::CMD_DISC {
+                c.rx_start += codec::REQUEST_LEN;
+                c.closing = true;
+                return Ok(());
+            }
+            let Some(s) = self.free.pop() else {
+                return Ok(());
+            };
+            let data_at = c.rx_start + codec::REQUEST_LEN;
+            c.rx_start = data_at + payload;
+            c.busy += 1;
+            let stamp = TargetStamp {
+                seq: c.seq,
+                arrival: c.arrived_at,
+                ..Default::default()
+            };
+            c.seq += 1;
+            self.slots[s] = Slot {
+                conn: ci,
+                cookie: req.cookie,
+                cmd: req.cmd,
+                offset: req.offset,
+                len: req.len,
+                stamp,
+                ..Default::default()
+            };
+            if payload > 0 {
+                let c = self.conns[ci].as_ref().unwrap();
+                self.memory
+                    .slot(s, payload)
+                    .copy_from_slice(&c.rx[data_at..data_at + payload]);
+            }
+            self.start(s, req.flags)?;
+        }
+    }
+
+    /// Check a request and hand it to the file, or answer it at once.
+    fn start(&mut self, s: usize, _flags: u16) -> io::Result<()> {
+        let export = &self.shared.export;
+        let sl = self.slots[s];
+        let end = sl.offset.checked_add(sl.len as u64);
+        let in_bounds = end.is_some_and(|e| e <= export.size);
+        let aligned = sl.offset % export.min_block as u64 == 0
+            && sl.len % export.min_block == 0
+            && sl.len <= export.max_block;
+        let fd = types::Fd(self.shared.file.as_raw_fd());
+        let ud = user_data(KIND_FILE, sl.conn, s);
+        let e = match sl.cmd {
+            codec::CMD_READ | codec::CMD_WRITE if !in_bounds || !aligned => {
+                return self.finish(s, -libc::EINVAL, self.slots[s].stamp.arrival)
+            }
+            codec::CMD_WRITE if export.read_only => {
+                return self.finish(s, -libc::EPERM, self.slots[s].stamp.arrival)
+            }
+            _ if sl.len == 0 && sl.cmd != codec::CMD_FLUSH => {
+                return self.finish(s, 0, self.slots[s].stamp.arrival)
+            }
+            codec::CMD_READ => {
+                let buf = self.memory.slot(s, sl.len as usize).as_mut_ptr();
+                opcode::Read::new(fd, buf, sl.len).offset(sl.offset).build()
+            }
+            codec::CMD_WRITE => {
+                let buf = self.memory.slot(s, sl.len as usize).as_ptr();
+                opcode::Write::new(fd, buf, sl.len)
+                    .offset(sl.offset)
+                    .build()
+            }
+            codec::CMD_FLUSH => opcode::Fsync::new(fd).build(),
+            _ => return self.finish(s, -libc::EINVAL, self.slots[s].stamp.arrival),
+        };
+        self.device_pending.push(s);
+        self.push(e.user_data(ud))
+    }
+
+    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
+        let (kind, ci, s) = split(ud);
+        match kind {
+            KIND_WAKE => {
+                if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
+                    return Err(io::Error::from_raw_os_error(-res));
+                }
+                self.push_wake_read()
+            }
+            KIND_RECV => {
+                let c = self.conns[ci].as_mut().unwrap();
+                c.recv_in_flight = false;
+                if res <= 0 {
+                    c.closing = true;
+                } else {
+                    c.rx_end += res as usize;
+                    c.arrived_at = now;
+                }
+                Ok(())
+            }
+            KIND_FILE => {
+                let sl = &self.slots[s];
+                let short = sl.cmd != codec::CMD_FLUSH && res >= 0 && res as u32 != sl.len;
+                self.finish(s, if short { -libc::EIO } else { res }, now)
+            }
+            KIND_SEND => self.sent(ci, res),
+            _ => Ok(()),
+        }
+    }
+
+    /// The request's outcome is known: build its reply and queue it (after
+    /// the fabric delay, if any).
+    fn finish(&mut self, s: usize, res: i32, now: u64) -> io::Result<()> {
+        let structured = self.conns[self.slots[s].conn].as_ref().unwrap().structured;
+        let sl = &mut self.slots[s];
+        sl.stamp.device_complete = now;
+        if sl.stamp.device_submit == 0 {
+            sl.stamp.device_submit = now;
+        }
+        let error = match res {
+            r if r >= 0 => 0,
+            r if -r == libc::EPERM || -r == libc::EROFS => NBD_EPERM,
+            r if -r == libc::EINVAL => NBD_EINVAL,
+            r if -r == libc::ENOSPC => NBD_ENOSPC,
+            _ => NBD_EIO,
+        };
+        let data = error == 0 && sl.cmd == codec::CMD_READ;
+        sl.data_len = if data { sl.len as usize } else { 0 };
+        sl.hdr_len = match (structured, error, data) {
+            (false, _, _) => {
+                sl.hdr[..16].copy_from_slice(&codec::encode_simple_reply(sl.cookie, error));
+                16
+            }
+            (true, 0, true) => {
+                let h = codec::encode_chunk_header(
+                    sl.cookie,
+                    codec::REPLY_FLAG_DONE,
+                    codec::REPLY_TYPE_OFFSET_DATA,
+                    8 + sl.len,
+                );
+                sl.hdr[..20].copy_from_slice(&h);
+                sl.hdr[20..28].copy_from_slice(&sl.offset.to_be_bytes());
+                28
+            }
+            (true, 0, false) => {
+                let h = codec::encode_chunk_header(
+                    sl.cookie,
+                    codec::REPLY_FLAG_DONE,
+                    codec::REPLY_TYPE_NONE,
+                    0,
+                );
+                sl.hdr[..20].copy_from_slice(&h);
+                20
+            }
+            (true, e, _) => {
+                let h = codec::encode_chunk_header(
+                    sl.cookie,
+                    codec::REPLY_FLAG_DONE,
+                    REPLY_TYPE_ERROR,
+                    6,
+                );
+                sl.hdr[..20].copy_from_slice(&h);
+                sl.hdr[20..24].copy_from_slice(&e.to_be_bytes());
+                sl.hdr[24..26].copy_from_slice(&0u16.to_be_bytes());
+                26
+            }
+        };
+        match self.shared.delay_ns {
+            Some(d) if sl.stamp.arrival + d > now => {
+                self.delayed.push(Reverse((sl.stamp.arrival + d, s)));
+            }
+            _ => {
+                let ci = sl.conn;
+                self.conns[ci].as_mut().unwrap().ready.push_back(s);
+            }
+        }
+        Ok(())
+    }
+
+    fn release_due_replies(&mut self, now: u64) -> io::Result<()> {
+        while let Some(&Reverse((due, s))) = self.delayed.peek() {
+            if due > now {
+                break;
+            }
+            self.delayed.pop();
+            let ci = self.slots[s].conn;
+            self.conns[ci].as_mut().unwrap().ready.push_back(s);
+        }
+        Ok(())
+    }
+
+    /// Gather the ready replies of a connection into one sendmsg.
+    fn post_send(&mut self, ci: usize) -> io::Result<()> {
+        let c = self.conns[ci].as_mut().unwrap();
+        if c.sending > 0 || c.ready.is_empty() {
+            return Ok(());
+        }
+        c.iov.clear();
+        let mut skip = c.sent_of_first;
+        for &s in c.ready.iter().take(MAX_IOV_REPLIES) {
+            let sl = &self.slots[s];
+            let data = self.memory.slot_ptr(s);
+            for (base, len) in [
+                (sl.hdr.as_ptr(), sl.hdr_len),
+                (data.cast_const(), sl.data_len),
+            ] {
+                if len > skip {
+                    c.iov.push(libc::iovec {
+                        // SAFETY: within the header array or the slot's memory.
+                        iov_base: unsafe { base.add(skip) } as *mut libc::c_void,
+                        iov_len: len - skip,
+                    });
+                    skip = 0;
+                } else {
+                    skip -= len;
+                }
+            }
+            if self.slots[s].stamp.reply_send == 0 {
+                self.send_pending.push(s);
+            }
+            c.sending += 1;
+        }
+        c.msg.msg_iov = c.iov.as_mut_ptr();
+        c.msg.msg_iovlen = c.iov.len();
+        let e = opcode::SendMsg::new(types::Fd(c.sock.as_raw_fd()), &c.msg)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+            .user_data(user_data(KIND_SEND, ci, 0));
+        self.push(e)
+    }
+
+    fn sent(&mut self, ci: usize, res: i32) -> io::Result<()> {
+        let c = self.conns[ci].as_mut().unwrap();
+        c.sending = 0;
+        if res < 0 {
+            // The client is gone: drop its replies.
+            c.closing = true;
+            while let Some(s) = c.ready.pop_front() {
+                c.busy -= 1;
+                self.free.push(s);
+            }
+            c.sent_of_first = 0;
+            return Ok(());
+        }
+        let mut n = res as usize + c.sent_of_first;
+        c.sent_of_first = 0;
+        while let Some(&s) = c.ready.front() {
+            let sl = &self.slots[s];
+            let total = sl.hdr_len + sl.data_len;
+            if n < total {
+                c.sent_of_first = n;
+                break;
+            }
+            n -= total;
+            c.ready.pop_front();
+            c.busy -= 1;
+            if c.stamps.len() < stamps::MAX_STAMPS_PER_CONNECTION && self.shared.stamps.is_some() {
+                c.stamps.push(sl.stamp);
+            }
+            self.free.push(s);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,194 @@
+//! The target against the engine's codec and handshake: data written is
+//! read back (pipelined), errors are answered by name, stamps are written
+//! in order and a fabric delay holds every reply.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::dut::remote::endpoint_of;
+use crate::engine::nbd::codec::{self, ExportInfo};
+use crate::engine::nbd::handshake;
+use crate::remote::breakdown::{self, read_reply, BreakdownSpec};
+
+fn backing(dir: &Path, size: u64) -> PathBuf {
+    let p = dir.join("disk.img");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(size).unwrap();
+    p
+}
+
+fn serve(cfg: TargetConfig) -> Target {
+    start(&cfg).unwrap()
+}
+
+fn config(dir: &Path) -> TargetConfig {
+    TargetConfig::new(&backing(dir, 4 << 20), "127.0.0.1:0".parse().unwrap())
+}
+
+fn connect(t: &Target) -> (TcpStream, ExportInfo) {
+    let url = format!("nbd://{}/", t.addr);
+    let ep = endpoint_of(Path::new(&url)).unwrap().unwrap();
+    handshake::connect(&ep).unwrap()
+}
+
+fn send(s: &mut TcpStream, cmd: u16, cookie: u64, offset: u64, len: u32, data: &[u8]) {
+    let mut r = [0u8; codec::REQUEST_LEN];
+    codec::encode_request(&mut r, cmd, cookie, offset, len);
+    s.write_all(&r).unwrap();
+    s.write_all(data).unwrap();
+}
+
+fn pattern(k: u64) -> Vec<u8> {
+    (0..4096u64).map(|i| (i * 7 + k * 13) as u8).collect()
+}
+
+#[test]
+fn pipelined_writes_read_back_with_any_number_of_reactors() {
+    for threads in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path());
+        cfg.threads = threads;
+        let t = serve(cfg);
+        assert_eq!(t.export.size, 4 << 20);
+        let (mut s, info) = connect(&t);
+        assert!(info.structured && info.can_multi_conn() && info.can_flush());
+        assert_eq!(
+            (info.min_block, info.max_block),
+            (if t.direct { 4096 } else { 1 }, 1 << 20)
+        );
+        // 64 writes in flight at once, then a flush, then 64 reads in flight.
+        for k in 0..64 {
+            send(&mut s, codec::CMD_WRITE, k, k * 8192, 4096, &pattern(k));
+        }
+        let mut seen = [false; 64];
+        for _ in 0..64 {
+            let (cookie, error) = read_reply(&mut s, true, &mut []).unwrap();
+            assert_eq!(error, 0);
+            seen[cookie as usize] = true;
+        }
+        assert!(seen.iter().all(|x| *x));
+        send(&mut s, codec::CMD_FLUSH, 99, 0, 0, &[]);
+        assert_eq!(read_reply(&mut s, true, &mut []).unwrap(), (99, 0));
+        // Replies may come in any order; reads are checked one at a time
+        // after the pipelined batch proved the target keeps them apart.
+        for k in 0..64 {
+            send(&mut s, codec::CMD_READ, 1000 + k, k * 8192, 4096, &[]);
+        }
+        let mut got = 0;
+        for _ in 0..64 {
+            let mut data = vec![0u8; 4096];
+            let (cookie, error) = read_reply(&mut s, true, &mut data).unwrap();
+            assert_eq!(error, 0);
+            assert_eq!(data, pattern(cookie - 1000), "read {cookie}");
+            got += 1;
+        }
+        assert_eq!(got, 64);
+        t.stop().unwrap();
+    }
+}
+
+#[test]
+fn bad_requests_get_errors_and_the_connection_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = serve(config(dir.path()));
+    let (mut s, _) = connect(&t);
+    let size = t.export.size;
+    send(&mut s, codec::CMD_READ, 1, size, 4096, &[]);
+    assert_eq!(
+        read_reply(&mut s, true, &mut [0; 4096]).unwrap(),
+        (1, 22),
+        "past the end: EINVAL"
+    );
+    send(&mut s, codec::CMD_TRIM, 2, 0, 4096, &[]);
+    assert_eq!(
+        read_reply(&mut s, true, &mut []).unwrap(),
+        (2, 22),
+        "trim is not offered"
+    );
+    if t.direct {
+        send(&mut s, codec::CMD_READ, 3, 512, 4096, &[]);
+        assert_eq!(
+            read_reply(&mut s, true, &mut [0; 4096]).unwrap(),
+            (3, 22),
+            "unaligned"
+        );
+    }
+    send(&mut s, codec::CMD_READ, 4, 0, 4096, &[]);
+    assert_eq!(read_reply(&mut s, true, &mut [0; 4096]).unwrap(), (4, 0));
+    t.stop().unwrap();
+
+    let mut cfg = config(dir.path());
+    cfg.read_only = true;
+    let t = serve(cfg);
+    let (mut s, info) = connect(&t);
+    assert!(info.read_only());
+    send(&mut s, codec::CMD_WRITE, 5, 0, 4096, &pattern(0));
+    assert_eq!(
+        read_reply(&mut s, true, &mut []).unwrap(),
+        (5, 1),
+        "read-only: EPERM"
+    );
+}
+
+#[test]
+fn stamps_join_the_clients_and_hold_the_fabric_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let stamps_file = dir.path().join("stamps");
+    let mut cfg = config(dir.path());
+    cfg.stamps = Some(stamps_file.clone());
+    cfg.delay = Some(Duration::from_micros(300));
+    let t = serve(cfg);
+    let url = format!("nbd://{}/", t.addr);
+    let ep = endpoint_of(Path::new(&url)).unwrap().unwrap();
+    let spec = BreakdownSpec {
+        requests: 50,
+        warmup: 5,
+        block: 4096,
+        span: 4 << 20,
+        seed: 7,
+    };
+    let b = breakdown::measure(&ep, &spec, &stamps_file).unwrap();
+    assert_eq!(b.requests, 45);
+    let total: f64 = b.stages().iter().map(|s| s.1).sum();
+    assert!((total - b.latency_ns).abs() < 1.0, "{b:?}");
+    // The reply waits in the target until arrival + 300 us.
+    assert!(b.target_ns + b.device_ns >= 300_000.0, "{b:?}");
+    let text = std::fs::read_to_string(&stamps_file).unwrap();
+    let block = text.lines().next().unwrap();
+    assert!(
+        block.starts_with("conn 127.0.0.1:") && block.ends_with(" 50"),
+        "{block}"
+    );
+    let all: Vec<_> = text.lines().skip(1).map(|l| l.split(' ').count()).collect();
+    assert!(all.iter().all(|n| *n == 5));
+}
+
+#[test]
+fn an_old_style_client_gets_simple_replies() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let t = serve(config(dir.path()));
+    let mut s = TcpStream::connect(t.addr).unwrap();
+    let mut greeting = [0u8; 18];
+    s.read_exact(&mut greeting).unwrap();
+    let flags = codec::parse_greeting(&greeting).unwrap();
+    assert!(flags & codec::FLAG_NO_ZEROES != 0);
+    let client = (codec::FLAG_FIXED_NEWSTYLE | codec::FLAG_NO_ZEROES) as u32;
+    s.write_all(&client.to_be_bytes()).unwrap();
+    s.write_all(&codec::option(codec::OPT_EXPORT_NAME, b""))
+        .unwrap();
+    let mut reply = [0u8; 10];
+    s.read_exact(&mut reply).unwrap();
+    assert_eq!(codec::parse_export_name_reply(&reply).0, t.export.size);
+    send(&mut s, codec::CMD_WRITE, 8, 4096, 4096, &pattern(3));
+    assert_eq!(read_reply(&mut s, false, &mut []).unwrap(), (8, 0));
+    let mut data = vec![0u8; 4096];
+    send(&mut s, codec::CMD_READ, 9, 4096, 4096, &[]);
+    assert_eq!(read_reply(&mut s, false, &mut data).unwrap(), (9, 0));
+    assert_eq!(data, pattern(3));
+    send(&mut s, codec::CMD_READ, 10, t.export.size, 4096, &[]);
+    assert_eq!(read_reply(&mut s, false, &mut data).unwrap(), (10, 22));
+}
