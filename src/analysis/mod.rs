@@ -4,6 +4,7 @@
 pub mod batching;
 pub mod compare;
 pub mod loadlat;
+pub mod remote;
 pub mod search;
 pub mod steady;
 pub mod types;
@@ -72,6 +73,7 @@ pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Analysis {
         load_latency: loadlat::analyze(points, opts.knee_factor),
         latency_target: search::analyze(points),
         steady_state: steady::analyze(points),
+        remote: remote::analyze(&measured),
         other: BTreeMap::new(),
     }
 }

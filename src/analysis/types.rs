@@ -26,6 +26,9 @@ pub struct Analysis {
     pub random_vs_sequential: Vec<RandomVsSequential>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read_write_asymmetry: Vec<Asymmetry>,
+    /// Local vs remote: each transport beside DAS (`iolab remote`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote: Vec<super::remote::RemoteRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steady_state: Vec<SteadyGroup>,
     /// Keys this version does not know (older or newer files), kept as read.
@@ -73,6 +76,7 @@ impl From<Analysis> for BTreeMap<String, serde_json::Value> {
             a.read_write_asymmetry.is_empty(),
             json(&a.read_write_asymmetry),
         );
+        put("remote", a.remote.is_empty(), json(&a.remote));
         put(
             "steady_state",
             a.steady_state.is_empty(),

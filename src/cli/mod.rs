@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod device;
 pub mod kv;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -94,6 +95,8 @@ pub enum Command {
     Kv(kv::KvArgs),
     /// Per-request latency breakdown through the I/O stack
     Trace(trace::TraceArgs),
+    /// Local vs remote block storage: the same jobs on DAS and over NBD targets, both sides measured
+    Remote(Box<remote::RemoteArgs>),
     /// Serve a file or device over NBD (iolab's own target: io_uring, O_DIRECT, per-request stamps)
     Serve(serve::ServeArgs),
 }

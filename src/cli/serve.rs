@@ -20,9 +20,9 @@ pub struct ServeArgs {
     /// or a block device (with --destroy-data naming it, or --read-only)
     #[arg(short = 't', long, value_name = "PATH")]
     pub target: PathBuf,
-    /// Size of the scratch file
-    #[arg(long, value_name = "SIZE", default_value = "1G")]
-    pub size: String,
+    /// Size of the scratch file (default 1G), or how much of a file or device to serve
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
     /// Let clients write to an existing file iolab did not create
     #[arg(long)]
     pub overwrite: bool,

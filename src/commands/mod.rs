@@ -6,6 +6,7 @@ pub mod device_args;
 pub mod device_fio;
 pub mod kv;
 pub mod kv_args;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -25,5 +26,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Kv(args) => kv::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Remote(args) => remote::run(*args),
     }
 }

@@ -57,7 +57,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     interrupt::install();
     let opts = TargetOptions {
         path: Some(args.target.clone()),
-        size: Some(parse_size("--size", &args.size)?),
+        size: match &args.size {
+            Some(s) => Some(parse_size("--size", s)?),
+            None if args.target.is_dir() => Some(dut::DEFAULT_SCRATCH_SIZE),
+            None => None,
+        },
         overwrite: args.overwrite,
         destroy_data: args.destroy_data.clone(),
         keep: args.keep,

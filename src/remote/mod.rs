@@ -6,4 +6,6 @@
 pub mod breakdown;
 pub mod nbd_negotiate;
 pub mod nbd_target;
+pub mod servers;
 pub mod stamps;
+pub mod topology;

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::analysis::steady::{Criterion, Metric};
 use crate::kv::point::KvPhaseInfo;
 use crate::measure::histogram::LatStats;
+use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
 use crate::trace::config::ConfigResult;
 
@@ -42,6 +43,8 @@ pub struct PointExt {
     pub role: Option<String>,
     /// One round of a steady-state run.
     pub steady: Option<SteadyRound>,
+    /// A remote job's other side: the target's CPU and the link's traffic.
+    pub peers: Option<PeerStats>,
     /// A kv phase: engine, load statistics, intended-start latency.
     pub kv: Option<Box<KvPhaseInfo>>,
     /// `iolab trace` and `--breakdown`: the traced configuration, with its
@@ -78,6 +81,7 @@ impl PointExt {
             "rate_pct_of_max" => self.rate_pct_of_max.is_some(),
             "role" => self.role.is_some(),
             "steady" => self.steady.is_some(),
+            "peers" => self.peers.is_some(),
             "trace" => self.trace.is_some(),
             _ => false,
         };
@@ -120,6 +124,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("rate_pct_of_max", e.rate_pct_of_max.map(|v| json(&v)));
         put("role", e.role.map(Value::String));
         put("steady", e.steady.as_ref().map(|v| json(v)));
+        put("peers", e.peers.as_ref().map(|v| json(v)));
         put("kv", e.kv.as_ref().map(|v| json(v)));
         put("trace", e.trace.as_ref().map(|v| json(v)));
         m
@@ -139,6 +144,7 @@ impl From<BTreeMap<String, Value>> for PointExt {
             rate_pct_of_max: take(&mut m, "rate_pct_of_max"),
             role: take(&mut m, "role"),
             steady: take(&mut m, "steady"),
+            peers: take(&mut m, "peers"),
             kv: take(&mut m, "kv"),
             trace: take(&mut m, "trace"),
             other: m,

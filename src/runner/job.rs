@@ -15,6 +15,7 @@ use crate::engine::{self, Engine, EngineConfig, EngineSetup, EngineTarget, Featu
 use crate::error::{usage, UsageError, WorkerError};
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
+use crate::measure::peers::{PeerSampling, PeerSnapshot};
 use crate::measure::procstat::CpuTicks;
 use crate::measure::rusage::RusageSnapshot;
 use crate::measure::tsc::{ClockChoice, TscClock, DRIFT_WARN_PPM};
@@ -44,6 +45,9 @@ pub struct RunOptions<'a> {
     /// Which clock stamps requests (a per-request log always uses
     /// CLOCK_MONOTONIC, the clock tracefs stamps kernel events with).
     pub clock: ClockChoice,
+    /// The other side of a remote job (target processes, the link), sampled
+    /// with iolab's own CPU.
+    pub peers: Option<&'a PeerSampling>,
 }
 
 /// What a job produced.
@@ -506,6 +510,8 @@ type SystemStats = (
     crate::measure::rusage::CpuStats,
     Option<DeviceStats>,
     Option<crate::measure::procstat::SystemCpu>,
+    // The peers at the start and end of the measured phase, and its length.
+    Option<(PeerSnapshot, PeerSnapshot, u64)>,
 );
 
 /// The main thread while workers run: release them together, sample system
@@ -531,6 +537,7 @@ fn supervise<C: Clock>(
     if spec.ramp_ns > 0 && !spec.engine.caps().virtual_clock {
         sleep_unless_done(&handles, Duration::from_nanos(spec.ramp_ns));
     }
+    let peers0 = opts.peers.map(|p| p.sample());
     let ru0 = RusageSnapshot::now();
     let st0 = CpuTicks::now();
     let d0 = disk.as_ref().and_then(|d| d.sample());
@@ -559,6 +566,7 @@ fn supervise<C: Clock>(
     let wall = t_measure.elapsed().as_nanos() as u64;
     let ru1 = RusageSnapshot::now();
     let st1 = CpuTicks::now();
+    let peers1 = opts.peers.map(|p| p.sample());
     let d1 = disk.as_ref().and_then(|d| d.sample());
     let results: Vec<WorkerResult> = handles
         .into_iter()
@@ -573,7 +581,8 @@ fn supervise<C: Clock>(
         .map(|n| n.get())
         .unwrap_or(1);
     let system = st0.zip(st1).map(|(a, b)| b.since(&a, ncpu));
-    (results, (cpu, device, system))
+    let peers = peers0.zip(peers1).map(|(a, b)| (a, b, wall));
+    (results, (cpu, device, system, peers))
 }
 
 pub fn run_job_with_clock<C: Clock>(
@@ -663,7 +672,7 @@ pub fn run_job_with_clock<C: Clock>(
         let err = errors.swap_remove(i);
         return Err(anyhow::Error::new(err)).with_context(|| format!("job {} failed", spec.name));
     }
-    let (cpu, device, system) = sys;
+    let (cpu, device, system, peers) = sys;
     let mut point = build_point(
         spec,
         &merged,
@@ -677,6 +686,9 @@ pub fn run_job_with_clock<C: Clock>(
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
         point.extra.cpu = Some(system);
+    }
+    if let (Some(sampling), Some((a, b, wall))) = (opts.peers, peers) {
+        point.extra.peers = Some(sampling.between(&a, &b, wall, point.total.ops));
     }
     Ok(JobOutcome {
         point,

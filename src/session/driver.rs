@@ -5,6 +5,7 @@
 //! keeps the results file (and fio export) current after every point. It
 //! reports only through an `Observer` and never prints.
 
+use crate::measure::peers::PeerSampling;
 use crate::measure::tsc::ClockChoice;
 use std::time::Instant;
 
@@ -45,6 +46,8 @@ pub struct Driver<'a> {
     failures: usize,
     /// The first "cannot run" error: returned when no point ran at all.
     first_skip: Option<anyhow::Error>,
+    /// Sampled with every job: the target's processes and the link.
+    peers: Option<PeerSampling>,
 }
 
 /// What a driven run left: the results, how many points failed, and the
@@ -110,6 +113,7 @@ impl<'a> Driver<'a> {
             first_skip: None,
             clock: ClockChoice::Auto,
             status_every: None,
+            peers: None,
         }
     }
 
@@ -123,6 +127,11 @@ impl<'a> Driver<'a> {
     pub fn with_clock(mut self, clock: ClockChoice) -> Driver<'a> {
         self.clock = clock;
         self
+    }
+
+    /// Sample these peers with every job from now on (None: stop).
+    pub fn set_peers(&mut self, peers: Option<PeerSampling>) {
+        self.peers = peers;
     }
 
     pub fn results(&self) -> &Results {
@@ -143,7 +152,18 @@ impl<'a> Driver<'a> {
     /// Measure one job as a point of its own (outside any experiment mode);
     /// `None` when it was skipped or failed (recorded in the results).
     pub fn run_point(&mut self, job: &JobSpec, tags: &Tags) -> anyhow::Result<Option<Point>> {
-        Ok(match self.measure(job, tags)? {
+        self.run_point_on(self.target, job, tags)
+    }
+
+    /// `run_point` on another target than the run's (`iolab remote`: the
+    /// same jobs on a local file and on each remote export).
+    pub fn run_point_on(
+        &mut self,
+        target: &Target,
+        job: &JobSpec,
+        tags: &Tags,
+    ) -> anyhow::Result<Option<Point>> {
+        Ok(match self.measure(target, job, tags)? {
             Ran::Done(p) => Some(*p),
             Ran::Skipped => None,
         })
@@ -260,7 +280,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Run one point; errors that mean "this point cannot run" skip it.
-    fn measure(&mut self, job: &JobSpec, tags: &Tags) -> anyhow::Result<Ran> {
+    fn measure(&mut self, target: &Target, job: &JobSpec, tags: &Tags) -> anyhow::Result<Ran> {
         if interrupt::stop_requested() {
             return Ok(Ran::Skipped);
         }
@@ -289,6 +309,7 @@ impl<'a> Driver<'a> {
             } else {
                 None
             },
+            peers: self.peers.as_ref(),
         };
         let mut traced = None;
         let mut untraced_why = None;
@@ -304,10 +325,10 @@ impl<'a> Driver<'a> {
                 }),
                 Some(why) => {
                     untraced_why = Some(why);
-                    run_job(job, self.target, &opts)
+                    run_job(job, target, &opts)
                 }
             },
-            None => run_job(job, self.target, &opts),
+            None => run_job(job, target, &opts),
         };
         if self.show_progress {
             self.observer.progress_done();
@@ -355,6 +376,7 @@ impl<'a> Driver<'a> {
     /// A point of experiment `exp` with point extensions `extra`.
     fn run_in(&mut self, job: &JobSpec, exp: &str, extra: &[(&str, Value)]) -> anyhow::Result<Ran> {
         self.measure(
+            self.target,
             job,
             &Tags {
                 experiment: exp,

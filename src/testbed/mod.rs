@@ -9,6 +9,8 @@
 
 pub mod cgroup;
 pub mod mount;
+pub mod netns;
+pub mod process;
 pub mod records;
 pub mod scheduler;
 
@@ -30,6 +32,15 @@ pub enum Resource {
     Scheduler { path: PathBuf, original: String },
     /// A filesystem iolab mounted (tracefs).
     Mount(PathBuf),
+    /// A network namespace iolab created (`/run/netns/NAME`, `iolab-...`).
+    Netns(String),
+    /// A server iolab started (its own process group), named by pid, start
+    /// time and program so a reused pid is never signalled.
+    Process {
+        pid: u32,
+        start_time: u64,
+        program: String,
+    },
 }
 
 impl Resource {
@@ -51,6 +62,12 @@ impl Resource {
                 let _ = std::fs::write(path, original);
             }
             Resource::Mount(p) => mount::unmount(p),
+            Resource::Netns(name) => netns::delete(name),
+            Resource::Process {
+                pid,
+                start_time,
+                program,
+            } => process::stop(*pid, *start_time, program),
         }
     }
 
@@ -65,6 +82,8 @@ impl Resource {
                 )
             }
             Resource::Mount(p) => format!("mount {}", p.display()),
+            Resource::Netns(name) => format!("network namespace {name}"),
+            Resource::Process { pid, program, .. } => format!("{program} (pid {pid})"),
         }
     }
 }
@@ -102,6 +121,21 @@ pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> any
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
     let made = make()?;
+    let record = records::write(&res);
+    v.push((res, record));
+    Ok(made)
+}
+
+/// Like `create`, for a resource whose identity is known only once it
+/// exists (a process's pid): `make` returns both.
+pub fn create_with<T>(make: impl FnOnce() -> anyhow::Result<(T, Resource)>) -> anyhow::Result<T> {
+    let mut v = LIVE
+        .lock()
+        .map_err(|_| anyhow::anyhow!("resource registry poisoned"))?;
+    if CLOSED.load(Ordering::SeqCst) {
+        return Err(anyhow::Error::new(crate::error::Interrupted));
+    }
+    let (made, res) = make()?;
     let record = records::write(&res);
     v.push((res, record));
     Ok(made)

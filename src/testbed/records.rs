@@ -70,6 +70,8 @@ pub fn plausible(res: &Resource) -> bool {
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         }
         Resource::Mount(p) => p == Path::new(crate::trace::tracefs::TRACEFS),
+        Resource::Netns(name) => super::netns::plausible_name(name),
+        Resource::Process { program, .. } => super::process::SERVERS.contains(&program.as_str()),
     }
 }
 

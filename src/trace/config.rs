@@ -101,6 +101,7 @@ fn run(setup: &Setup, spec: &JobSpec) -> Result<JobOutcome> {
         clock: crate::measure::tsc::ClockChoice::Mono,
         record_requests: Some(setup.max_records),
         on_progress: setup.progress,
+        peers: None,
     };
     run_job(spec, setup.target, &opts)
 }

@@ -384,7 +384,7 @@ fn run_kv(
 
 /// The output directory may exist, but what iolab would replace in it must
 /// be iolab's own (or `--force`).
-fn check_outputs(dir: &Path, force: bool) -> anyhow::Result<()> {
+pub(crate) fn check_outputs(dir: &Path, force: bool) -> anyhow::Result<()> {
     if dir.exists() && !dir.is_dir() {
         return Err(usage(
             "--output",
@@ -501,23 +501,22 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         &dir.join("report.html"),
         a.quiet,
         t0,
+        crate::report::terminal::run_summary,
     )
 }
 
 /// Mark the end, write the report and the summary; the exit status.
-fn finish(
+pub(crate) fn finish(
     results: Results,
     json_path: &Path,
     html_path: &Path,
     quiet: bool,
     t0: Instant,
+    summary: fn(&Results, f64) -> String,
 ) -> anyhow::Result<()> {
     crate::results::write_atomic(html_path, html::render(&results, "results.json").as_bytes())?;
     if !quiet {
-        println!(
-            "{}",
-            crate::report::terminal::run_summary(&results, t0.elapsed().as_secs_f64())
-        );
+        println!("{}", summary(&results, t0.elapsed().as_secs_f64()));
         println!("results: {}", json_path.display());
         println!("report:  {}", html_path.display());
     }

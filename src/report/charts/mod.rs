@@ -7,6 +7,7 @@ pub mod device;
 pub mod kv;
 pub mod latency;
 pub mod other;
+pub mod remote;
 
 use std::collections::BTreeMap;
 
@@ -52,6 +53,9 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(device::load_latency(r));
     out.extend(latency::percentiles(r));
     out.extend(latency::cdf(r));
+    out.extend(remote::local_vs_remote(r));
+    out.extend(remote::cpu_per_io(r));
+    out.extend(remote::breakdown(r));
     out.extend(kv::kv(r));
     out.extend(other::breakdown(r));
     out.extend(other::steady_state(r));

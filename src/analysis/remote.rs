@@ -1,0 +1,91 @@
+//! Local vs remote (`iolab remote`): every transport's point of each
+//! workload beside the local (DAS) point of the same workload, with IOPS
+//! and mean latency as ratios to DAS and CPU per I/O on both sides.
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::Point;
+
+/// The transport label of DAS points (the baseline).
+pub const BASELINE: &str = "das";
+
+/// One workload on one transport.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteRow {
+    /// The job without its engine ("randrw-4k-mix80-qd32").
+    pub workload: String,
+    pub transport: String,
+    pub point: String,
+    pub iops: f64,
+    pub mean_ns: Option<f64>,
+    pub p95_ns: Option<u64>,
+    /// iolab's CPU (user + system) per I/O, microseconds.
+    pub host_cpu_us_per_io: Option<f64>,
+    /// The target's processes, per I/O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_us_per_io: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops_vs_das: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_vs_das: Option<f64>,
+}
+
+/// Mean latency over reads and writes, weighted by their counts.
+fn mean_ns(p: &Point) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0u64);
+    for o in p.ops.values() {
+        if let Some(l) = &o.lat {
+            sum += l.mean_ns * l.n as f64;
+            n += l.n;
+        }
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// The rows of every point that names its transport, in point order.
+pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
+    let mut rows: Vec<RemoteRow> = points
+        .iter()
+        .filter_map(|p| {
+            let transport = p.params.get("transport")?.clone();
+            let job = p.job.as_ref()?;
+            let workload = job
+                .default_name()
+                .strip_suffix(&format!("-{}", job.engine.name()))?
+                .to_string();
+            let ops = p.total.ops.max(1) as f64;
+            let target_cpu = p.extra.peers.as_ref().and_then(|peers| {
+                let v: Vec<f64> = peers.processes.iter().filter_map(|c| c.us_per_io).collect();
+                (!v.is_empty()).then(|| v.iter().sum())
+            });
+            Some(RemoteRow {
+                workload,
+                transport,
+                point: p.name.clone(),
+                iops: p.total.iops,
+                mean_ns: mean_ns(p),
+                p95_ns: p.main_lat().and_then(|l| l.percentile(95.0)),
+                host_cpu_us_per_io: (p.total.ops > 0)
+                    .then(|| (p.cpu.user_ns + p.cpu.sys_ns) as f64 / 1e3 / ops),
+                target_cpu_us_per_io: target_cpu,
+                iops_vs_das: None,
+                mean_vs_das: None,
+            })
+        })
+        .collect();
+    let base: Vec<(String, f64, Option<f64>)> = rows
+        .iter()
+        .filter(|r| r.transport == BASELINE)
+        .map(|r| (r.workload.clone(), r.iops, r.mean_ns))
+        .collect();
+    for r in &mut rows {
+        if let Some((_, iops, mean)) = base.iter().find(|b| b.0 == r.workload) {
+            r.iops_vs_das = (*iops > 0.0).then(|| r.iops / iops);
+            r.mean_vs_das = mean.zip(r.mean_ns).map(|(b, m)| m / b);
+        }
+    }
+    if rows.iter().all(|r| r.transport == BASELINE) {
+        rows.clear();
+    }
+    rows
+}

@@ -1,0 +1,86 @@
+//! Arguments of `iolab remote` (local vs remote block storage).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "EXAMPLES:
+  iolab remote -t /var/tmp                      DAS vs iolab's NBD target vs qemu-nbd vs nbdkit, 4k random mixes at QD 1 and 32
+  iolab remote -t /var/tmp --transports das,iolab --mixes 100 --qd 1,8,32
+  iolab remote -t /var/tmp --transports das,iolab --target-threads 1,2 --jobs 2
+                                                target CPU and IOPS vs the target's reactor threads
+  iolab remote -t /var/tmp --fabric-rate 1gbit  a 1 Gbit/s link (tbf on the veth pair)
+  iolab remote -t /var/tmp --fabric-delay 100us every reply held 100 us in iolab's target (netem is absent here)
+
+As root, the initiator and the targets run in two network namespaces joined by
+a veth pair (10.200.77.1 and 10.200.77.2); otherwise on loopback, said in the
+results. The targets serve a scratch file on the storage under test; the same
+jobs on the same file locally are the baseline (das). Everything iolab sets up
+(namespaces, servers, the scratch file) is removed at exit, on Ctrl-C, and by
+the next iolab start after a SIGKILL.")]
+pub struct RemoteArgs {
+    /// Directory on the storage under test (the scratch file goes here)
+    #[arg(short = 't', long, value_name = "DIR")]
+    pub target: PathBuf,
+    /// Size of the scratch file
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub size: String,
+    /// Transports to compare: das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "das,iolab,qemu-nbd,nbdkit-file"
+    )]
+    pub transports: String,
+    /// Read percentages of the random read/write mixes (100 = reads only)
+    #[arg(long, value_name = "LIST", default_value = "100,80,50,20,0")]
+    pub mixes: String,
+    /// Queue depths (per job)
+    #[arg(long, value_name = "LIST", default_value = "1,32")]
+    pub qd: String,
+    /// Block size
+    #[arg(long, value_name = "SIZE", default_value = "4k")]
+    pub bs: String,
+    /// Jobs (threads; over NBD one connection each)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: u32,
+    /// Measured time of each point
+    #[arg(long, value_name = "TIME", default_value = "3s")]
+    pub runtime: String,
+    /// Unmeasured warm-up before each point
+    #[arg(long, value_name = "TIME", default_value = "1s")]
+    pub ramp: String,
+    /// Reactor threads of iolab's own target; one run of the iolab
+    /// transport per value
+    #[arg(long, value_name = "LIST", default_value = "1")]
+    pub target_threads: String,
+    /// Requests in the unloaded latency breakdown over iolab's target (0: none)
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub breakdown: usize,
+    /// Link bandwidth (tc tbf on both ends of the veth pair), e.g. 1gbit, 500mbit
+    #[arg(long, value_name = "RATE")]
+    pub fabric_rate: Option<String>,
+    /// Round-trip delay added by iolab's own target (each reply held until
+    /// its arrival plus TIME); other servers need netem, which is detected
+    #[arg(long, value_name = "TIME")]
+    pub fabric_delay: Option<String>,
+    /// Run on loopback even as root
+    #[arg(long)]
+    pub loopback: bool,
+    /// Output directory (results.json, report.html, server logs; default ./iolab-remote-TIME)
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Replace output files iolab did not write
+    #[arg(long)]
+    pub force: bool,
+    /// Seed of the random offsets
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// No progress and no tables
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the plan and exit
+    #[arg(long)]
+    pub dry_run: bool,
+}

@@ -1,0 +1,450 @@
+//! `iolab remote`: the NVMe-oF study's comparison in one command. A scratch
+//! file on the storage under test; the same jobs on it locally (DAS) and
+//! through each transport's server on the target host (namespaces joined
+//! by a veth pair as root, loopback otherwise); the target's CPU and the
+//! link's traffic sampled with every point; the unloaded latency
+//! breakdown over iolab's own target; results.json and report.html.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::analysis::AnalysisOptions;
+use crate::cli::remote::RemoteArgs;
+use crate::dut::{self, Target, TargetOptions};
+use crate::engine::EngineKind;
+use crate::error::usage;
+use crate::interrupt;
+use crate::measure::peers::PeerSampling;
+use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
+use crate::remote::breakdown::{self, BreakdownSpec};
+use crate::remote::servers::{self, OwnTargetOptions, Transport, TRANSPORT_NAMES};
+use crate::remote::topology::{self, Topology};
+use crate::report::observer::Terminal;
+use crate::results::{time, Provenance, Results};
+use crate::session::{Driver, ResultsSink, Tags};
+
+/// First port of the servers on the target host (one per transport).
+const FIRST_PORT: u16 = 10809;
+
+/// The checked settings of a run.
+#[derive(Debug, Clone)]
+pub struct RemotePlan {
+    pub transports: Vec<Transport>,
+    /// The jobs, engine left to the transport (io_uring for DAS, nbd otherwise).
+    pub jobs: Vec<JobSpec>,
+    pub size: u64,
+    pub breakdown: usize,
+    pub fabric_rate: Option<String>,
+    pub fabric_delay: Option<String>,
+}
+
+fn list<T>(
+    field: &str,
+    s: &str,
+    one: impl Fn(&str) -> Option<T>,
+    what: &str,
+) -> anyhow::Result<Vec<T>> {
+    let v: Vec<T> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| one(x).ok_or_else(|| usage(field, format!("'{x}' is not {what}"))))
+        .collect::<anyhow::Result<_>>()?;
+    if v.is_empty() {
+        return Err(usage(field, "give at least one value"));
+    }
+    Ok(v)
+}
+
+/// Check every argument before anything is set up.
+pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
+    let threads = list(
+        "--target-threads",
+        &a.target_threads,
+        |x| x.parse::<usize>().ok().filter(|n| (1..=64).contains(n)),
+        "a thread count from 1 to 64",
+    )?;
+    let mut transports = Vec::new();
+    for t in list(
+        "--transports",
+        &a.transports,
+        Transport::parse,
+        &format!("one of {TRANSPORT_NAMES}"),
+    )? {
+        match t {
+            Transport::Iolab { .. } => {
+                transports.extend(threads.iter().map(|&n| Transport::Iolab { threads: n }))
+            }
+            t => transports.push(t),
+        }
+    }
+    transports.dedup();
+    let mixes = list(
+        "--mixes",
+        &a.mixes,
+        |x| x.parse::<u8>().ok().filter(|m| *m <= 100),
+        "a read percentage from 0 to 100",
+    )?;
+    let qds = list(
+        "--qd",
+        &a.qd,
+        |x| x.parse::<u32>().ok().filter(|q| (1..=1024).contains(q)),
+        "a queue depth from 1 to 1024",
+    )?;
+    let bs = parse_size("--bs", &a.bs)?;
+    if bs < 512 || bs % 512 != 0 || bs > 1 << 20 {
+        return Err(usage("--bs", "must be a multiple of 512 bytes up to 1 MiB"));
+    }
+    if !(1..=64).contains(&a.jobs) {
+        return Err(usage("--jobs", "must be 1 to 64"));
+    }
+    let runtime = parse_duration_ns("--runtime", &a.runtime)?;
+    if runtime < 100_000_000 {
+        return Err(usage("--runtime", "give at least 100ms"));
+    }
+    let ramp = parse_duration_ns("--ramp", &a.ramp)?;
+    let size = parse_size("--size", &a.size)?;
+    if size < 16 << 20 {
+        return Err(usage("--size", "the scratch file needs at least 16m"));
+    }
+    if let Some(d) = &a.fabric_delay {
+        parse_duration_ns("--fabric-delay", d)?;
+    }
+    if a.fabric_rate.is_some() {
+        let why = if a.loopback {
+            Some("--loopback".to_string())
+        } else {
+            topology::namespaces_unavailable()
+        };
+        if let Some(why) = why {
+            return Err(usage(
+                "--fabric-rate",
+                format!("shaping needs the namespaces' veth pair, and the link is loopback here ({why})"),
+            ));
+        }
+    }
+    let mut jobs = Vec::new();
+    for &qd in &qds {
+        for &mix in &mixes {
+            let pattern = match mix {
+                100 => Pattern::RandRead,
+                0 => Pattern::RandWrite,
+                _ => Pattern::RandRw,
+            };
+            jobs.push(JobSpec {
+                pattern,
+                mix,
+                bs: vec![(bs, 100)],
+                qd,
+                jobs: a.jobs,
+                stop: StopCondition {
+                    runtime_ns: Some(runtime),
+                    io_count: None,
+                    io_bytes: None,
+                },
+                ramp_ns: ramp,
+                seed: a.seed,
+                ..JobSpec::default()
+            });
+        }
+    }
+    Ok(RemotePlan {
+        transports,
+        jobs,
+        size,
+        breakdown: a.breakdown,
+        fabric_rate: a.fabric_rate.clone(),
+        fabric_delay: a.fabric_delay.clone(),
+    })
+}
+
+/// The plan's jobs on one engine, named.
+fn jobs_on(plan: &RemotePlan, engine: EngineKind) -> Vec<JobSpec> {
+    plan.jobs
+        .iter()
+        .map(|j| {
+            let mut j = JobSpec {
+                engine,
+                ..j.clone()
+            };
+            j.name = j.default_name();
+            j
+        })
+        .collect()
+}
+
+fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
+    println!(
+        "iolab remote on {} ({} MiB scratch file):",
+        a.target.display(),
+        plan.size >> 20
+    );
+    for t in &plan.transports {
+        let why = t
+            .unavailable()
+            .map(|w| format!(" — skipped: {w}"))
+            .unwrap_or_default();
+        println!("  {:<18} {}{why}", t.label(), t.backing());
+    }
+    for j in jobs_on(plan, EngineKind::Nbd) {
+        println!(
+            "      {:<40} {} + {} ramp",
+            j.name.trim_end_matches("-nbd"),
+            format_ns(j.stop.runtime_ns.unwrap_or(0) as f64),
+            format_ns(j.ramp_ns as f64)
+        );
+    }
+    if plan.breakdown > 0 {
+        println!(
+            "  breakdown: {} QD1 reads over iolab's target",
+            plan.breakdown
+        );
+    }
+}
+
+pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
+    let plan = plan(&a)?;
+    if !a.target.is_dir() {
+        return Err(usage(
+            "--target",
+            format!("{} is not a directory", a.target.display()),
+        ));
+    }
+    if a.dry_run {
+        print_plan(&plan, &a);
+        return Ok(());
+    }
+    interrupt::install();
+    let dir = a.output.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "iolab-remote-{}",
+            time::compact(std::time::SystemTime::now())
+        ))
+    });
+    super::run::check_outputs(&dir, a.force)?;
+    let mut topo = if a.loopback {
+        Topology::loopback("--loopback".into())
+    } else {
+        match topology::namespaces_unavailable() {
+            Some(why) => Topology::loopback(why),
+            None => Topology::namespaces()?,
+        }
+    };
+    if let Some(rate) = &plan.fabric_rate {
+        topo.limit_rate(rate)
+            .map_err(|e| usage("--fabric-rate", format!("{e:#}")))?;
+    }
+    if !a.quiet {
+        eprintln!(
+            "iolab: preparing a {} MiB scratch file in {}...",
+            plan.size >> 20,
+            a.target.display()
+        );
+    }
+    let local = dut::prepare(
+        &TargetOptions {
+            path: Some(a.target.clone()),
+            size: Some(plan.size),
+            ..Default::default()
+        },
+        true,
+        None,
+        a.seed,
+    )?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
+    topo.enter_initiator()?;
+    let t0 = Instant::now();
+    let results = run_transports(&a, &plan, &mut topo, &local, &dir);
+    topo.leave_initiator();
+    drop(topo);
+    drop(local);
+    let results = results?;
+    super::run::finish(
+        results,
+        &dir.join("results.json"),
+        &dir.join("report.html"),
+        a.quiet,
+        t0,
+        crate::report::remote_terminal::remote_summary,
+    )
+}
+
+/// The results before the first point: provenance, plan and the topology.
+fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Target) -> Results {
+    let mut provenance = Provenance::collect(a.seed);
+    provenance.target = Some(local.info());
+    provenance.plan = serde_json::to_value(&plan.jobs).unwrap_or_default();
+    let mut results = Results::new("remote", provenance);
+    results.warnings.extend(results.provenance.busy_warning());
+    if let Some(note) = &topo.note {
+        results.warnings.push(format!(
+            "initiator and targets share loopback, not two hosts on a link: {note}"
+        ));
+    }
+    results.extra.insert(
+        "remote".into(),
+        json!({
+            "topology": topo.kind,
+            "note": topo.note,
+            "target_addr": topo.target_addr.to_string(),
+            "initiator_interface": topo.initiator_iface,
+            "fabric_rate": plan.fabric_rate,
+            "fabric_delay": plan.fabric_delay,
+            "transports": plan.transports.iter().map(|t| json!({
+                "label": t.label(),
+                "backing": t.backing(),
+            })).collect::<Vec<_>>(),
+        }),
+    );
+    results
+}
+
+fn run_transports(
+    a: &RemoteArgs,
+    plan: &RemotePlan,
+    topo: &mut Topology,
+    local: &Target,
+    dir: &Path,
+) -> anyhow::Result<Results> {
+    let results = start_results(a, plan, topo, local);
+    let sink = ResultsSink::new(
+        results,
+        Some(dir.join("results.json")),
+        None,
+        AnalysisOptions::default(),
+    );
+    let observer = Terminal::progress_only(a.quiet);
+    let per_job = plan
+        .jobs
+        .iter()
+        .map(|j| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
+        .sum::<u64>();
+    let n = plan.transports.len();
+    let mut driver = Driver::new(
+        local,
+        sink,
+        &observer,
+        None,
+        !a.quiet && std::io::stderr().is_terminal(),
+        (n * plan.jobs.len(), (n as u64 * per_job) as f64 / 1e9),
+    );
+    let netem_missing = plan
+        .fabric_delay
+        .as_ref()
+        .and_then(|_| topo.netem_missing());
+    for (i, &t) in plan.transports.iter().enumerate() {
+        if interrupt::stop_requested() {
+            break;
+        }
+        let label = t.label();
+        let params = [("transport", label.clone())];
+        let tags = Tags {
+            experiment: "",
+            params: &params,
+            extra: &[],
+        };
+        if let Some(why) = t.unavailable() {
+            driver.warn(format!("transport {label} skipped: {why}"));
+            continue;
+        }
+        if t == Transport::Das {
+            driver.set_peers(None);
+            for j in jobs_on(plan, EngineKind::IoUring) {
+                driver.run_point_on(local, &j, &tags)?;
+            }
+            continue;
+        }
+        if let (Some(why), false) = (&netem_missing, matches!(t, Transport::Iolab { .. })) {
+            driver.warn(format!(
+                "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
+            ));
+            continue;
+        }
+        let stamps = (matches!(t, Transport::Iolab { .. }) && plan.breakdown > 0)
+            .then(|| dir.join(format!("stamps-{label}.txt")));
+        let own = OwnTargetOptions {
+            delay: plan.fabric_delay.clone(),
+            stamps: stamps.clone(),
+        };
+        let port = if topo.kind == "loopback" {
+            free_port()?
+        } else {
+            FIRST_PORT + i as u16
+        };
+        let server = match servers::start(t, topo, &local.path, local.size, port, &own, dir) {
+            Ok(s) => s,
+            Err(e) => {
+                driver.warn(format!("transport {label} skipped: {e:#}"));
+                continue;
+            }
+        };
+        let remote = match dut::prepare(
+            &TargetOptions {
+                path: Some(PathBuf::from(&server.url)),
+                overwrite: true,
+                ..Default::default()
+            },
+            true,
+            None,
+            a.seed,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                driver.warn(format!("transport {label} skipped: {e:#}"));
+                continue;
+            }
+        };
+        driver.set_peers(Some(PeerSampling {
+            processes: vec![server.sampled()],
+            interface: Some(topo.initiator_iface.clone()),
+        }));
+        for j in jobs_on(plan, EngineKind::Nbd) {
+            driver.run_point_on(&remote, &j, &tags)?;
+        }
+        driver.set_peers(None);
+        if let (Some(stamps), Some(ep)) = (&stamps, &remote.remote) {
+            if !interrupt::stop_requested() {
+                let spec = BreakdownSpec {
+                    requests: plan.breakdown,
+                    warmup: (plan.breakdown / 10).max(1),
+                    block: plan.jobs[0].bs[0].0 as u32,
+                    span: local.size,
+                    seed: a.seed,
+                };
+                match breakdown::measure(ep, &spec, stamps) {
+                    Ok(b) => record_breakdown(driver.results_mut(), &label, &b),
+                    Err(e) => driver.warn(format!("breakdown over {label}: {e:#}")),
+                }
+            }
+        }
+        drop(remote);
+        drop(server);
+    }
+    Ok(driver.finish()?.results)
+}
+
+fn record_breakdown(results: &mut Results, label: &str, b: &crate::remote::stamps::Breakdown) {
+    if let Some(r) = results
+        .extra
+        .get_mut("remote")
+        .and_then(|v| v.as_object_mut())
+    {
+        let entry = r.entry("breakdown").or_insert_with(|| json!({}));
+        if let Some(m) = entry.as_object_mut() {
+            m.insert(
+                label.to_string(),
+                serde_json::to_value(b).unwrap_or_default(),
+            );
+        }
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}

@@ -1,0 +1,198 @@
+//! Counters of the other side of a remote job, sampled by the job's main
+//! thread at the same instants as its own CPU: the CPU time of the target's
+//! processes (utime and stime of every thread, from /proc/PID/stat) and the
+//! bytes and packets of the network interface the job's traffic crosses
+//! (from /proc/thread-self/net/dev, so the interface is looked up in the
+//! network namespace of the thread that samples, the initiator's).
+
+use serde::{Deserialize, Serialize};
+
+/// What to sample besides iolab itself.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PeerSampling {
+    /// (role, pid): the target's server processes.
+    pub processes: Vec<(String, u32)>,
+    /// The initiator's end of the link ("lo" on loopback).
+    pub interface: Option<String>,
+}
+
+/// One process's CPU over a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerCpu {
+    pub role: String,
+    pub pid: u32,
+    /// Percent of one CPU.
+    pub usr_pct: f64,
+    pub sys_pct: f64,
+    /// CPU microseconds (user + system) per I/O of the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub us_per_io: Option<f64>,
+}
+
+/// Bytes and packets through the link over a job, seen from the initiator.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetStats {
+    pub interface: String,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+}
+
+/// The peers' counters over a job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeerStats {
+    pub processes: Vec<PeerCpu>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetStats>,
+}
+
+/// One sample of every peer counter.
+#[derive(Debug, Clone, Default)]
+pub struct PeerSnapshot {
+    /// (utime, stime) ticks per process, None once a process is gone.
+    cpu: Vec<Option<(u64, u64)>>,
+    net: Option<NetStats>,
+}
+
+impl PeerSampling {
+    pub fn sample(&self) -> PeerSnapshot {
+        PeerSnapshot {
+            cpu: self
+                .processes
+                .iter()
+                .map(|(_, pid)| process_ticks(*pid))
+                .collect(),
+            net: self.interface.as_deref().and_then(net_counters),
+        }
+    }
+
+    /// The counters between two samples `wall_ns` apart, for `ops` I/Os.
+    pub fn between(&self, a: &PeerSnapshot, b: &PeerSnapshot, wall_ns: u64, ops: u64) -> PeerStats {
+        let hz = clock_ticks_per_second();
+        let secs = wall_ns as f64 / 1e9;
+        let processes = self
+            .processes
+            .iter()
+            .zip(a.cpu.iter().zip(&b.cpu))
+            .filter_map(|((role, pid), (x, y))| {
+                let ((u0, s0), (u1, s1)) = ((*x)?, (*y)?);
+                let (usr, sys) = ((u1 - u0) as f64 / hz, (s1 - s0) as f64 / hz);
+                Some(PeerCpu {
+                    role: role.clone(),
+                    pid: *pid,
+                    usr_pct: 100.0 * usr / secs.max(1e-9),
+                    sys_pct: 100.0 * sys / secs.max(1e-9),
+                    us_per_io: (ops > 0).then(|| (usr + sys) * 1e6 / ops as f64),
+                })
+            })
+            .collect();
+        let net = match (&a.net, &b.net) {
+            (Some(x), Some(y)) => Some(NetStats {
+                interface: x.interface.clone(),
+                rx_bytes: y.rx_bytes.saturating_sub(x.rx_bytes),
+                tx_bytes: y.tx_bytes.saturating_sub(x.tx_bytes),
+                rx_packets: y.rx_packets.saturating_sub(x.rx_packets),
+                tx_packets: y.tx_packets.saturating_sub(x.tx_packets),
+            }),
+            _ => None,
+        };
+        PeerStats { processes, net }
+    }
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// utime and stime (ticks) of every thread of `pid`.
+pub fn process_ticks(pid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_times(&text)
+}
+
+/// Fields 14 and 15 of /proc/PID/stat (after the command, which may hold
+/// spaces and parentheses, so the fields are counted from its last ')').
+pub fn parse_stat_times(text: &str) -> Option<(u64, u64)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state).
+    Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
+}
+
+/// Process start time (field 22, ticks since boot): with the pid, it names
+/// a process for good (pids are reused).
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn net_counters(iface: &str) -> Option<NetStats> {
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev").ok()?;
+    parse_net_dev(&text, iface)
+}
+
+/// The interface's line of /proc/net/dev: receive bytes and packets are
+/// the first two numbers, transmit bytes and packets the ninth and tenth.
+pub fn parse_net_dev(text: &str, iface: &str) -> Option<NetStats> {
+    let line = text
+        .lines()
+        .find(|l| l.split(':').next().map(str::trim) == Some(iface))?;
+    let v: Vec<u64> = line
+        .split_once(':')?
+        .1
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    Some(NetStats {
+        interface: iface.to_string(),
+        rx_bytes: *v.first()?,
+        rx_packets: *v.get(1)?,
+        tx_bytes: *v.get(8)?,
+        tx_packets: *v.get(9)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_times_survive_odd_command_names() {
+        let line =
+            "1234 (a (b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 37 11 0 0 20 0 3 0 5555 0 0";
+        assert_eq!(parse_stat_times(line), Some((37, 11)));
+        let me = std::process::id();
+        assert!(process_ticks(me).is_some());
+        assert!(process_start_time(me).unwrap() > 0);
+        assert_eq!(process_ticks(u32::MAX), None);
+    }
+
+    #[test]
+    fn net_dev_lines_are_read_by_interface() {
+        let text = "Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  1000      10    0    0    0     0          0         0     2000      20    0    0    0     0       0          0
+veth-i: 77 7 0 0 0 0 0 0 88 8 0 0 0 0 0 0
+";
+        let lo = parse_net_dev(text, "lo").unwrap();
+        assert_eq!(
+            (lo.rx_bytes, lo.rx_packets, lo.tx_bytes, lo.tx_packets),
+            (1000, 10, 2000, 20)
+        );
+        let v = parse_net_dev(text, "veth-i").unwrap();
+        assert_eq!((v.rx_bytes, v.tx_packets), (77, 8));
+        assert_eq!(parse_net_dev(text, "eth9"), None);
+        assert!(
+            net_counters("lo").is_some(),
+            "this thread's namespace has lo"
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! The transports `iolab remote` compares and the servers behind them,
+//! started on the target host with their backing store the scratch file on
+//! the storage under test: iolab's own NBD target (O_DIRECT, io_uring),
+//! nbdkit's file plugin (buffered) and memory plugin (RAM, the protocol's
+//! own cost), qemu-nbd (O_DIRECT through --cache=none, io_uring). `das` is
+//! the same file used locally: the baseline.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::topology::{which, Topology};
+use crate::dut::remote::endpoint_of;
+use crate::engine::nbd::handshake;
+use crate::error::usage;
+use crate::testbed::process::ServerProcess;
+
+/// One way to reach the storage under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Direct-attached: the file itself, locally.
+    Das,
+    /// iolab's own NBD target with this many reactor threads.
+    Iolab {
+        threads: usize,
+    },
+    NbdkitFile,
+    NbdkitMemory,
+    QemuNbd,
+}
+
+pub const TRANSPORT_NAMES: &str = "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd";
+
+impl Transport {
+    pub fn parse(s: &str) -> Option<Transport> {
+        Some(match s {
+            "das" | "local" => Transport::Das,
+            "iolab" => Transport::Iolab { threads: 1 },
+            "nbdkit-file" => Transport::NbdkitFile,
+            "nbdkit-memory" => Transport::NbdkitMemory,
+            "qemu-nbd" => Transport::QemuNbd,
+            _ => return None,
+        })
+    }
+
+    /// The label of its points (`transport` parameter).
+    pub fn label(&self) -> String {
+        match self {
+            Transport::Das => "das".into(),
+            Transport::Iolab { threads: 1 } => "nbd-iolab".into(),
+            Transport::Iolab { threads } => format!("nbd-iolab-t{threads}"),
+            Transport::NbdkitFile => "nbd-nbdkit-file".into(),
+            Transport::NbdkitMemory => "nbd-nbdkit-memory".into(),
+            Transport::QemuNbd => "nbd-qemu".into(),
+        }
+    }
+
+    /// The program it needs, if any.
+    pub fn program(&self) -> Option<&'static str> {
+        match self {
+            Transport::Das => None,
+            Transport::Iolab { .. } => Some("iolab"),
+            Transport::NbdkitFile | Transport::NbdkitMemory => Some("nbdkit"),
+            Transport::QemuNbd => Some("qemu-nbd"),
+        }
+    }
+
+    /// Why it cannot run here (its server is not installed).
+    pub fn unavailable(&self) -> Option<String> {
+        match self.program() {
+            Some(p) if p != "iolab" && which(p).is_none() => Some(format!(
+                "{p} is not installed (scripts/install-deps.sh installs it)"
+            )),
+            _ => None,
+        }
+    }
+
+    /// What the backing store is, for the results.
+    pub fn backing(&self) -> &'static str {
+        match self {
+            Transport::Das => "the scratch file, O_DIRECT",
+            Transport::Iolab { .. } => "the scratch file, O_DIRECT, io_uring",
+            Transport::NbdkitFile => "the scratch file, buffered (nbdkit file plugin)",
+            Transport::NbdkitMemory => "RAM (nbdkit memory plugin): the protocol's cost alone",
+            Transport::QemuNbd => "the scratch file, O_DIRECT (--cache=none), io_uring",
+        }
+    }
+}
+
+/// Options of iolab's own target.
+#[derive(Debug, Clone, Default)]
+pub struct OwnTargetOptions {
+    pub delay: Option<String>,
+    pub stamps: Option<PathBuf>,
+}
+
+/// A running server and the URL that reaches it.
+pub struct Server {
+    pub transport: Transport,
+    pub url: String,
+    pub process: ServerProcess,
+    pub log: PathBuf,
+}
+
+impl Server {
+    /// (role, pid) for the peer sampling.
+    pub fn sampled(&self) -> (String, u32) {
+        (self.transport.label(), self.process.pid)
+    }
+}
+
+/// Start the server of `transport` on `topo`'s target host, serving
+/// `backing` (`size` bytes) on `port`; wait until it answers a handshake.
+pub fn start(
+    transport: Transport,
+    topo: &Topology,
+    backing: &Path,
+    size: u64,
+    port: u16,
+    own: &OwnTargetOptions,
+    log_dir: &Path,
+) -> anyhow::Result<Server> {
+    let addr = topo.target_addr;
+    let program = transport
+        .program()
+        .ok_or_else(|| anyhow::anyhow!("das has no server"))?;
+    let (exe, args) = command_line(transport, addr, port, backing, size, own)?;
+    let mut cmd = topo.target_command(&exe);
+    cmd.args(&args);
+    let log = log_dir.join(format!("{}.log", transport.label()));
+    let out =
+        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    cmd.stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    let process = ServerProcess::spawn(cmd, program)?;
+    let host = match addr {
+        IpAddr::V6(a) => format!("[{a}]"),
+        IpAddr::V4(a) => a.to_string(),
+    };
+    let mut server = Server {
+        transport,
+        url: format!("nbd://{host}:{port}/"),
+        process,
+        log,
+    };
+    wait_ready(&mut server)?;
+    Ok(server)
+}
+
+fn command_line(
+    t: Transport,
+    addr: IpAddr,
+    port: u16,
+    backing: &Path,
+    size: u64,
+    own: &OwnTargetOptions,
+) -> anyhow::Result<(String, Vec<String>)> {
+    let file = backing.display().to_string();
+    let (a, p) = (addr.to_string(), port.to_string());
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    Ok(match t {
+        Transport::Das => unreachable!("no server"),
+        Transport::Iolab { threads } => {
+            let exe = std::env::current_exe().context("cannot find iolab's own executable")?;
+            let mut v = s(&["serve", "-t", &file, "--overwrite", "--listen"]);
+            v.push(format!("{}", std::net::SocketAddr::new(addr, port)));
+            v.extend(s(&["--threads", &threads.to_string()]));
+            if let Some(d) = &own.delay {
+                v.extend(s(&["--fabric-delay", d]));
+            }
+            if let Some(st) = &own.stamps {
+                v.push("--stamps".into());
+                v.push(st.display().to_string());
+            }
+            (exe.display().to_string(), v)
+        }
+        Transport::NbdkitFile => (
+            "nbdkit".into(),
+            s(&[
+                "-f",
+                "--exit-with-parent",
+                "-i",
+                &a,
+                "-p",
+                &p,
+                "--threads",
+                "16",
+                "file",
+                &file,
+            ]),
+        ),
+        Transport::NbdkitMemory => (
+            "nbdkit".into(),
+            s(&[
+                "-f",
+                "--exit-with-parent",
+                "-i",
+                &a,
+                "-p",
+                &p,
+                "--threads",
+                "16",
+                "memory",
+                &size.to_string(),
+            ]),
+        ),
+        Transport::QemuNbd => (
+            "qemu-nbd".into(),
+            s(&[
+                "-f",
+                "raw",
+                "-t",
+                "-e",
+                "8",
+                "-b",
+                &a,
+                "-p",
+                &p,
+                "--cache=none",
+                "--aio=io_uring",
+                &file,
+            ]),
+        ),
+    })
+}
+
+/// Poll with handshakes until the server answers (10 s at most), failing
+/// at once, with its log, if it exits.
+fn wait_ready(s: &mut Server) -> anyhow::Result<()> {
+    let ep = endpoint_of(Path::new(&s.url))?.expect("an nbd:// URL");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = s.process.exited() {
+            let log = std::fs::read_to_string(&s.log).unwrap_or_default();
+            anyhow::bail!(
+                "{} exited at start ({status}): {}",
+                s.transport.label(),
+                log.trim()
+            );
+        }
+        match handshake::connect(&ep) {
+            Ok((sock, _)) => {
+                // A polite goodbye, so the server logs no error.
+                let mut req = [0u8; crate::engine::nbd::codec::REQUEST_LEN];
+                crate::engine::nbd::codec::encode_request(
+                    &mut req,
+                    crate::engine::nbd::codec::CMD_DISC,
+                    0,
+                    0,
+                    0,
+                );
+                let _ = std::io::Write::write_all(&mut &sock, &req);
+                return Ok(());
+            }
+            Err(e) if Instant::now() > deadline => {
+                return Err(usage(
+                    "--transports",
+                    format!("{} did not answer within 10 s: {e}", s.transport.label()),
+                ))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The "local vs remote" section (`iolab remote`): IOPS of every transport
+//! normalized to DAS per workload, mean latency likewise, CPU per I/O on
+//! the initiator and the target, and the unloaded latency breakdown over
+//! iolab's own target. Everything is drawn from `analysis.remote` and
+//! `extra.remote.breakdown`; nothing is derived here.
+
+use super::{Section, Table};
+use crate::analysis::remote::RemoteRow;
+use crate::remote::stamps::Breakdown;
+use crate::report::fmt;
+use crate::report::svg::{self, BarChart};
+use crate::results::Results;
+
+fn rows(r: &Results) -> &[RemoteRow] {
+    &r.analysis.remote
+}
+
+/// Workloads and transports in the order they ran.
+fn axes(rows: &[RemoteRow]) -> (Vec<String>, Vec<String>) {
+    let mut w: Vec<String> = Vec::new();
+    let mut t: Vec<String> = Vec::new();
+    for r in rows {
+        if !w.contains(&r.workload) {
+            w.push(r.workload.clone());
+        }
+        if !t.contains(&r.transport) {
+            t.push(r.transport.clone());
+        }
+    }
+    (w, t)
+}
+
+fn grid(
+    rows: &[RemoteRow],
+    value: impl Fn(&RemoteRow) -> Option<f64>,
+) -> (Vec<String>, Vec<(String, Vec<f64>)>) {
+    let (workloads, transports) = axes(rows);
+    let stacks = transports
+        .iter()
+        .map(|t| {
+            let v = workloads
+                .iter()
+                .map(|w| {
+                    rows.iter()
+                        .find(|r| &r.transport == t && &r.workload == w)
+                        .and_then(&value)
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            (t.clone(), v)
+        })
+        .collect();
+    (workloads, stacks)
+}
+
+fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_default()
+}
+
+/// IOPS and latency per workload and transport, normalized to DAS.
+pub fn local_vs_remote(r: &Results) -> Option<Section> {
+    let rows = rows(r);
+    if rows.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&[
+        "workload",
+        "transport",
+        "IOPS",
+        "IOPS vs DAS",
+        "mean",
+        "mean vs DAS",
+        "p95",
+        "initiator CPU/IO",
+        "target CPU/IO",
+    ]);
+    let us = |v: f64| format!("{v:.1} us");
+    for x in rows {
+        table.rows.push(vec![
+            x.workload.clone(),
+            x.transport.clone(),
+            format!("{:.0}", x.iops),
+            opt(x.iops_vs_das, fmt::times),
+            opt(x.mean_ns, fmt::ns),
+            opt(x.mean_vs_das, fmt::times),
+            opt(x.p95_ns.map(|v| v as f64), fmt::ns),
+            opt(x.host_cpu_us_per_io, us),
+            opt(x.target_cpu_us_per_io, us),
+        ]);
+    }
+    let (categories, iops) = grid(rows, |x| x.iops_vs_das);
+    let (_, mean) = grid(rows, |x| x.mean_vs_das);
+    let chart = |title: &str, y: &str, stacks| {
+        svg::bar_chart(&BarChart {
+            title: title.into(),
+            y_title: y.into(),
+            y_fmt: fmt::times,
+            categories: categories.clone(),
+            stacks,
+            stacked: false,
+        })
+    };
+    Some(Section {
+        id: "remote".into(),
+        title: "Local vs remote".into(),
+        note: "The same jobs on the scratch file locally (das) and through each transport's server on the target host; one bar per transport, as a ratio to DAS (1.0 = as fast as local). Mean latency is over reads and writes.".into(),
+        svgs: vec![
+            chart("IOPS relative to DAS", "IOPS / DAS IOPS", iops),
+            chart("Mean latency relative to DAS", "mean latency / DAS mean", mean),
+        ],
+        table,
+    })
+}
+
+/// CPU microseconds per I/O on each side, per transport and workload.
+pub fn cpu_per_io(r: &Results) -> Option<Section> {
+    let rows = rows(r);
+    if !rows.iter().any(|x| x.target_cpu_us_per_io.is_some()) {
+        return None;
+    }
+    let (categories, _) = axes(rows);
+    let mut svgs = Vec::new();
+    let mut table = Table::new(&["workload", "transport", "initiator us/IO", "target us/IO"]);
+    for w in &categories {
+        let here: Vec<&RemoteRow> = rows.iter().filter(|x| &x.workload == w).collect();
+        for x in &here {
+            table.rows.push(vec![
+                w.clone(),
+                x.transport.clone(),
+                opt(x.host_cpu_us_per_io, |v| format!("{v:.2}")),
+                opt(x.target_cpu_us_per_io, |v| format!("{v:.2}")),
+            ]);
+        }
+    }
+    // One chart for the deepest queue's read-only workload (or the last).
+    let pick = categories
+        .iter()
+        .rev()
+        .find(|w| w.starts_with("randread"))
+        .or(categories.last())?;
+    let here: Vec<&RemoteRow> = rows.iter().filter(|x| &x.workload == pick).collect();
+    svgs.push(svg::bar_chart(&BarChart {
+        title: format!("CPU per I/O, {pick}"),
+        y_title: "CPU time per I/O (stacked sides)".into(),
+        y_fmt: |v| format!("{v:.0} us"),
+        categories: here.iter().map(|x| x.transport.clone()).collect(),
+        stacks: vec![
+            (
+                "initiator".into(),
+                here.iter()
+                    .map(|x| x.host_cpu_us_per_io.unwrap_or(0.0))
+                    .collect(),
+            ),
+            (
+                "target".into(),
+                here.iter()
+                    .map(|x| x.target_cpu_us_per_io.unwrap_or(0.0))
+                    .collect(),
+            ),
+        ],
+        stacked: true,
+    }));
+    Some(Section {
+        id: "remote-cpu".into(),
+        title: "CPU per I/O, initiator and target".into(),
+        note: "User plus system CPU time per I/O: iolab's process (the initiator) and the target's server process, sampled over the same measured phase (DAS has no target).".into(),
+        svgs,
+        table,
+    })
+}
+
+/// The unloaded latency breakdown (QD1 over iolab's target), stacked.
+pub fn breakdown(r: &Results) -> Option<Section> {
+    let b = r.extra.get("remote")?.get("breakdown")?.as_object()?;
+    let parsed: Vec<(String, Breakdown)> = b
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), serde_json::from_value(v.clone()).ok()?)))
+        .collect();
+    let first = parsed.first()?;
+    let stage_names: Vec<&str> = first.1.stages().iter().map(|s| s.0).collect();
+    let mut table = Table::new(&["transport", "stage", "mean", "share"]);
+    for (t, b) in &parsed {
+        for (name, v) in b.stages() {
+            table.rows.push(vec![
+                t.clone(),
+                name.to_string(),
+                fmt::ns(v),
+                format!("{:.1}%", 100.0 * v / b.latency_ns.max(1.0)),
+            ]);
+        }
+        table.rows.push(vec![
+            t.clone(),
+            format!("measured mean ({} requests)", b.requests),
+            fmt::ns(b.latency_ns),
+            "100%".into(),
+        ]);
+    }
+    let stacks = stage_names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            (
+                name.to_string(),
+                parsed.iter().map(|(_, b)| b.stages()[i].1).collect(),
+            )
+        })
+        .collect();
+    Some(Section {
+        id: "remote-breakdown".into(),
+        title: "Where the time of a remote request goes".into(),
+        note: "Queue depth 1 random reads over iolab's own NBD target, stamped by the initiator (due, send, reply received, done) and by the target (arrival, device submit, device completion, reply send) with the same CLOCK_MONOTONIC, joined request by request. Fabric includes the system calls, TCP and the wake-up of the side that receives; the stages add up to the measured mean.".into(),
+        svgs: vec![svg::bar_chart(&BarChart {
+            title: "Unloaded latency breakdown".into(),
+            y_title: "time per request (stacked stages)".into(),
+            y_fmt: fmt::ns,
+            categories: parsed.iter().map(|(t, _)| t.clone()).collect(),
+            stacks,
+            stacked: true,
+        })],
+        table,
+    })
+}

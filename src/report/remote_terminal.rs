@@ -1,0 +1,89 @@
+//! The end of `iolab remote` on the terminal: one line per workload and
+//! transport (IOPS and mean latency beside DAS, CPU per I/O on both
+//! sides), then the unloaded latency breakdown.
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, Table};
+
+use super::terminal::format_count;
+use crate::plan::parse::format_ns;
+use crate::remote::stamps::Breakdown;
+use crate::results::Results;
+
+pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
+    let mut o = format!(
+        "iolab remote: {} point(s) in {:.0} s{}\n",
+        r.points.len(),
+        elapsed_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    if let Some(remote) = r.extra.get("remote") {
+        let topo = remote["topology"].as_str().unwrap_or("?");
+        o.push_str(&format!(
+            "link: {topo}{}\n\n",
+            remote["note"]
+                .as_str()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        ));
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(vec![
+        "workload",
+        "transport",
+        "IOPS",
+        "vs DAS",
+        "mean",
+        "vs DAS",
+        "p95",
+        "CPU/IO ini",
+        "CPU/IO tgt",
+    ]);
+    let ratio = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_default();
+    let us = |v: Option<f64>| v.map(|x| format!("{x:.1}us")).unwrap_or_default();
+    for x in &r.analysis.remote {
+        t.add_row(vec![
+            x.workload.clone(),
+            x.transport.clone(),
+            format_count(x.iops),
+            ratio(x.iops_vs_das),
+            x.mean_ns.map(format_ns).unwrap_or_default(),
+            ratio(x.mean_vs_das),
+            x.p95_ns.map(|v| format_ns(v as f64)).unwrap_or_default(),
+            us(x.host_cpu_us_per_io),
+            us(x.target_cpu_us_per_io),
+        ]);
+    }
+    for i in 2..9 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    o.push_str(&format!("{t}\n"));
+    let breakdowns = r
+        .extra
+        .get("remote")
+        .and_then(|v| v.get("breakdown"))
+        .and_then(|v| v.as_object());
+    for (label, v) in breakdowns.into_iter().flatten() {
+        let Ok(b) = serde_json::from_value::<Breakdown>(v.clone()) else {
+            continue;
+        };
+        let stages: Vec<String> = b
+            .stages()
+            .iter()
+            .map(|(n, v)| format!("{n} {}", format_ns(*v)))
+            .collect();
+        o.push_str(&format!(
+            "\nbreakdown over {label} (QD1, {} requests, mean {}): {}\n",
+            b.requests,
+            format_ns(b.latency_ns),
+            stages.join(" + ")
+        ));
+    }
+    for w in super::summary::warnings(r) {
+        o.push_str(&format!("warning: {w}\n"));
+    }
+    o
+}
