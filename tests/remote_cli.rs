@@ -1,0 +1,510 @@
+//! `iolab remote` and `iolab serve` from the outside: DAS vs NBD targets in
+//! two network namespaces (root; CI runs as root) or on loopback, both
+//! sides measured, the breakdown, the report section; nothing left behind
+//! after the run, after Ctrl-C at random points, after a second Ctrl-C or
+//! a SIGKILL (the next start sweeps); bad input exits 2 naming the field;
+//! iolab's target against fio's nbd engine (libnbd) with verification.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{iolab, text, workdir};
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Namespaces work here (root and iproute2): the path CI takes.
+fn namespaces_work() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root && have("ip")
+}
+
+/// Network namespaces a run with this pid made, still present.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("iolab-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Processes whose command line names `dir` (servers of its scratch file).
+fn processes_naming(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| e.file_name().to_string_lossy() != me)
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(&needle).then_some(cmd)
+        })
+        .collect()
+}
+
+fn scratch_left(dir: &Path) -> bool {
+    common::files_in(dir).iter().any(|p| {
+        p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("iolab-scratch-")
+    })
+}
+
+/// Wait for a child (at most 60 s), killing it if it hangs.
+fn wait_bounded(mut child: Child) -> std::process::Output {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("iolab did not exit within 60 s of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn assert_nothing_left(pid: u32, data: &Path, state: &Path) {
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "namespaces left: {:?}",
+        namespaces_of(pid)
+    );
+    // Servers get up to two seconds after SIGTERM before SIGKILL.
+    let start = Instant::now();
+    while !processes_naming(data).is_empty() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        processes_naming(data).is_empty(),
+        "servers left: {:?}",
+        processes_naming(data)
+    );
+    assert!(!scratch_left(data), "scratch file left");
+    let records: Vec<_> = common::files_in(state);
+    assert!(records.is_empty(), "crash records left: {records:?}");
+}
+
+fn remote(data: &Path, out: &Path, state: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+    c.args([
+        "remote",
+        "-t",
+        data.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ])
+    .args(["--size", "32m", "--ramp", "100ms", "--quiet"])
+    .args(extra)
+    .env("IOLAB_STATE_DIR", state)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    c
+}
+
+#[test]
+fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
+    let (data, out, state) = (workdir(), workdir(), workdir());
+    let mut transports = "das,iolab".to_string();
+    if have("nbdkit") {
+        transports.push_str(",nbdkit-memory");
+    } else {
+        eprintln!("nbdkit is not installed: only das and iolab's own target");
+    }
+    let child = remote(
+        data.path(),
+        out.path(),
+        state.path(),
+        &[
+            "--transports",
+            &transports,
+            "--mixes",
+            "100,0",
+            "--qd",
+            "1,4",
+        ],
+    )
+    .args(["--runtime", "300ms", "--breakdown", "300"])
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let o = wait_bounded(child);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::results(&out.path().join("results.json"));
+    let ntransports = transports.split(',').count();
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4 * ntransports, "{}", text(&o));
+    let topology = r["extra"]["remote"]["topology"].as_str().unwrap();
+    assert_eq!(
+        topology == "namespaces",
+        namespaces_work(),
+        "{}",
+        r["extra"]["remote"]
+    );
+    for p in points {
+        let t = p["params"]["transport"].as_str().unwrap();
+        if t == "das" {
+            assert_eq!(p["job"]["engine"], "io_uring");
+            assert!(p["extra"]["peers"].is_null());
+            continue;
+        }
+        assert_eq!(p["job"]["engine"], "nbd", "{t}");
+        let peers = &p["extra"]["peers"];
+        let cpu = &peers["processes"][0];
+        assert_eq!(cpu["role"], t);
+        assert!(cpu["us_per_io"].as_f64().unwrap() > 0.0, "{t}: {peers}");
+        let net = &peers["net"];
+        assert!(net["tx_packets"].as_u64().unwrap() > 0, "{t}: {peers}");
+        // Reads bring the data back; writes send it out.
+        let ops = p["total"]["ops"].as_u64().unwrap();
+        let key = if p["params"]["rw"] == "randread" {
+            "rx_bytes"
+        } else {
+            "tx_bytes"
+        };
+        assert!(net[key].as_u64().unwrap() >= ops * 4096, "{t}: {peers}");
+    }
+    let rows = r["analysis"]["remote"].as_array().unwrap();
+    assert_eq!(rows.len(), points.len());
+    for row in rows.iter().filter(|x| x["transport"] != "das") {
+        assert!(row["iops_vs_das"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["target_cpu_us_per_io"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let b = &r["extra"]["remote"]["breakdown"]["nbd-iolab"];
+    assert_eq!(b["requests"], 270, "{b}");
+    let sum: f64 = [
+        "initiator_ns",
+        "fabric_out_ns",
+        "target_ns",
+        "device_ns",
+        "fabric_back_ns",
+    ]
+    .iter()
+    .map(|k| b[k].as_f64().unwrap())
+    .sum();
+    let lat = b["latency_ns"].as_f64().unwrap();
+    assert!(
+        (sum - lat).abs() < 1.0 && b["device_ns"].as_f64().unwrap() > 0.0,
+        "{b}"
+    );
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    for title in [
+        "Local vs remote",
+        "CPU per I/O, initiator and target",
+        "Where the time of a remote request goes",
+    ] {
+        assert!(html.contains(title), "report lacks {title}");
+    }
+    assert_nothing_left(pid, data.path(), state.path());
+}
+
+#[test]
+fn loopback_is_said_and_works() {
+    let (data, out, state) = (workdir(), workdir(), workdir());
+    let o = remote(data.path(), out.path(), state.path(), &["--loopback"])
+        .args(["--transports", "das,iolab", "--mixes", "80", "--qd", "2"])
+        .args(["--runtime", "200ms", "--breakdown", "50"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::results(&out.path().join("results.json"));
+    assert_eq!(r["extra"]["remote"]["topology"], "loopback");
+    assert_eq!(r["points"][1]["extra"]["peers"]["net"]["interface"], "lo");
+    assert!(
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("loopback")),
+        "{}",
+        r["warnings"]
+    );
+    assert!(!scratch_left(data.path()));
+}
+
+/// Ctrl-C at random moments (server start, a point, the breakdown,
+/// teardown), once or twice, and a SIGKILL followed by the next start:
+/// nothing iolab set up is left.
+#[test]
+fn interrupts_at_random_points_leave_nothing() {
+    let mut transports = "das,iolab".to_string();
+    if have("qemu-nbd") {
+        transports.push_str(",qemu-nbd");
+    }
+    let seed = std::process::id() as u64;
+    for round in 0..4u64 {
+        let (data, out, state) = (workdir(), workdir(), workdir());
+        let child = remote(
+            data.path(),
+            out.path(),
+            state.path(),
+            &["--transports", &transports],
+        )
+        .args([
+            "--mixes",
+            "100",
+            "--qd",
+            "1",
+            "--runtime",
+            "500ms",
+            "--breakdown",
+            "200",
+        ])
+        .spawn()
+        .unwrap();
+        let pid = child.id();
+        // 0.3 to 3.5 s: from the scratch file's layout to the last transport.
+        let delay = 300 + (seed.wrapping_mul(2654435761).wrapping_add(round * 977)) % 3200;
+        std::thread::sleep(Duration::from_millis(delay));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        if round == 3 {
+            std::thread::sleep(Duration::from_millis(30));
+            unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        }
+        let o = wait_bounded(child);
+        let code = o.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(130)),
+            "round {round} after {delay} ms: {}",
+            text(&o)
+        );
+        assert_nothing_left(pid, data.path(), state.path());
+    }
+}
+
+#[test]
+fn after_sigkill_the_next_start_removes_namespaces_and_servers() {
+    let (data, out, state) = (workdir(), workdir(), workdir());
+    let mut child = remote(
+        data.path(),
+        out.path(),
+        state.path(),
+        &["--transports", "iolab"],
+    )
+    .args([
+        "--mixes",
+        "100",
+        "--qd",
+        "1",
+        "--runtime",
+        "30s",
+        "--breakdown",
+        "0",
+    ])
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    while processes_naming(data.path())
+        .iter()
+        .all(|c| !c.contains(" serve "))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the target never started"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "iolab remote ended early"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !processes_naming(data.path()).is_empty(),
+        "SIGKILL leaves the target running"
+    );
+    if namespaces_work() {
+        assert_eq!(namespaces_of(pid).len(), 2, "and the two namespaces");
+    }
+    let said = common::next_start(state.path());
+    assert!(said.contains("removed"), "{said}");
+    assert_nothing_left(pid, data.path(), state.path());
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_field() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let file = dir.path().join("precious.img");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let f = file.to_str().unwrap();
+    let not_stamps = dir.path().join("notes.txt");
+    std::fs::write(&not_stamps, "my notes").unwrap();
+    for (args, field) in [
+        (
+            vec!["remote", "-t", d, "--transports", "nfs"],
+            "--transports",
+        ),
+        (vec!["remote", "-t", d, "--mixes", "120"], "--mixes"),
+        (vec!["remote", "-t", d, "--qd", "0"], "--qd"),
+        (
+            vec!["remote", "-t", d, "--target-threads", "0"],
+            "--target-threads",
+        ),
+        (
+            vec!["remote", "-t", d, "--loopback", "--fabric-rate", "1gbit"],
+            "--fabric-rate",
+        ),
+        (vec!["remote", "-t", f], "--target"),
+        (vec!["serve", "-t", d, "--listen", "localhost"], "--listen"),
+        (vec!["serve", "-t", f], "--overwrite"),
+        (
+            vec![
+                "serve",
+                "-t",
+                f,
+                "--read-only",
+                "--stamps",
+                not_stamps.to_str().unwrap(),
+            ],
+            "--stamps",
+        ),
+        (vec!["serve", "-t", d, "--max-block", "1000"], "--max-block"),
+    ] {
+        let o = iolab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains(field),
+            "{args:?} should name {field}: {}",
+            text(&o)
+        );
+    }
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        vec![7u8; 1 << 20],
+        "the file is untouched"
+    );
+    assert_eq!(std::fs::read_to_string(&not_stamps).unwrap(), "my notes");
+    assert!(!scratch_left(dir.path()));
+}
+
+/// A server stopped (SIGTERM) even when an assertion fails first.
+struct StopOnDrop(Option<Child>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `iolab serve` as a plain NBD server: fio's nbd engine (libnbd) writes
+/// and verifies through it, nbdinfo reads its limits, SIGTERM ends it
+/// cleanly and removes its scratch file.
+#[test]
+fn iolabs_target_serves_fio_and_nbdinfo() {
+    if !have("fio") {
+        eprintln!("fio is not installed: skipping the interoperability test");
+        return;
+    }
+    let dir = workdir();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "serve",
+            "-t",
+            dir.path().to_str().unwrap(),
+            "--size",
+            "32m",
+            "--listen",
+            &listen,
+            "--threads",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = StopOnDrop(Some(child));
+    let start = Instant::now();
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "iolab serve never listened"
+        );
+        let exited = server.0.as_mut().unwrap().try_wait().unwrap();
+        assert!(exited.is_none(), "iolab serve exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let uri = format!("nbd://{listen}/");
+    let fio = Command::new("fio")
+        .args([
+            "--name=v",
+            "--ioengine=nbd",
+            &format!("--uri={uri}"),
+            "--rw=randwrite",
+            "--bs=4k",
+        ])
+        .args([
+            "--iodepth=8",
+            "--size=8m",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+        ])
+        .args(["--output-format=json"])
+        .output()
+        .unwrap();
+    assert!(fio.status.success(), "{}", text(&fio));
+    // fio's nbd engine says "fio: connected to NBD server" before the JSON.
+    let stdout = String::from_utf8_lossy(&fio.stdout);
+    let j: serde_json::Value = serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    assert_eq!(j["jobs"][0]["error"], 0);
+    assert!(
+        j["jobs"][0]["read"]["io_bytes"].as_u64().unwrap() >= 8 << 20,
+        "verify read it all back"
+    );
+    if have("nbdinfo") {
+        let info = Command::new("nbdinfo").arg(&uri).output().unwrap();
+        let t = text(&info);
+        assert!(
+            t.contains("export-size: 33554432") && t.contains("can_multi_conn: true"),
+            "{t}"
+        );
+    }
+    let child = server.0.take().unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = wait_bounded(child);
+    assert!(
+        o.status.success() || o.status.code() == Some(130),
+        "{}",
+        text(&o)
+    );
+    assert!(!scratch_left(dir.path()), "scratch file left");
+}
