@@ -10,6 +10,7 @@ PACKAGES=(
   fio rocksdb-tools blktrace          # peers for agreement checks and benchmarks
   python3-pandas                      # runs fio's fiologparser_hist on iolab's histogram logs (tests)
   nbdkit qemu-utils libnbd-bin        # NBD servers for the nbd engine's tests; libnbd for fio's nbd engine (bench)
+  tgt libiscsi-dev libiscsi-bin       # iSCSI target (tgtd) and initiator library for the iscsi engine; iscsi-perf (bench)
   util-linux e2fsprogs kmod           # losetup, mkfs.ext4 for safety tests
   chromium                            # headless check of the HTML report (tests)
 )

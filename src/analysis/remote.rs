@@ -42,13 +42,14 @@ fn mean_ns(p: &Point) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-/// The rows of every point that names its transport, in point order.
+/// The rows of every closed-loop point that names its transport, in point
+/// order (the load-latency points are in the load-latency analysis).
 pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
     let mut rows: Vec<RemoteRow> = points
         .iter()
         .filter_map(|p| {
             let transport = p.params.get("transport")?.clone();
-            let job = p.job.as_ref()?;
+            let job = p.job.as_ref().filter(|j| j.open_loop.is_none())?;
             let workload = job
                 .default_name()
                 .strip_suffix(&format!("-{}", job.engine.name()))?

@@ -51,6 +51,11 @@ pub struct RemoteArgs {
     /// Unmeasured warm-up before each point
     #[arg(long, value_name = "TIME", default_value = "1s")]
     pub ramp: String,
+    /// Open-loop rates of the load-latency curve, in percent of each
+    /// transport's closed-loop maximum (its randread point at the deepest
+    /// --qd); none to skip
+    #[arg(long, value_name = "LIST", default_value = "10,30,50,70,90")]
+    pub rates: String,
     /// Reactor threads of iolab's own target; one run of the iolab
     /// transport per value
     #[arg(long, value_name = "LIST", default_value = "1")]

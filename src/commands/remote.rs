@@ -18,7 +18,7 @@ use crate::engine::EngineKind;
 use crate::error::usage;
 use crate::interrupt;
 use crate::measure::peers::PeerSampling;
-use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::remote::breakdown::{self, BreakdownSpec};
 use crate::remote::servers::{self, OwnTargetOptions, Transport, TRANSPORT_NAMES};
@@ -37,6 +37,8 @@ pub struct RemotePlan {
     /// The jobs, engine left to the transport (io_uring for DAS, nbd otherwise).
     pub jobs: Vec<JobSpec>,
     pub size: u64,
+    /// Load-latency rates, percent of each transport's closed-loop maximum.
+    pub rates: Vec<f64>,
     pub breakdown: usize,
     pub fabric_rate: Option<String>,
     pub fabric_delay: Option<String>,
@@ -95,6 +97,22 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         |x| x.parse::<u32>().ok().filter(|q| (1..=1024).contains(q)),
         "a queue depth from 1 to 1024",
     )?;
+    let rates = if a.rates.trim() == "none" {
+        Vec::new()
+    } else {
+        list(
+            "--rates",
+            &a.rates,
+            |x| x.parse::<f64>().ok().filter(|r| *r > 0.0 && *r <= 200.0),
+            "a percentage of the closed-loop maximum (0 to 200), or none",
+        )?
+    };
+    if !rates.is_empty() && !mixes.contains(&100) {
+        return Err(usage(
+            "--rates",
+            "the load-latency curve is relative to the read-only point: add 100 to --mixes, or give --rates none",
+        ));
+    }
     let bs = parse_size("--bs", &a.bs)?;
     if bs < 512 || bs % 512 != 0 || bs > 1 << 20 {
         return Err(usage("--bs", "must be a multiple of 512 bytes up to 1 MiB"));
@@ -156,6 +174,7 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         transports,
         jobs,
         size,
+        rates,
         breakdown: a.breakdown,
         fabric_rate: a.fabric_rate.clone(),
         fabric_delay: a.fabric_delay.clone(),
@@ -324,6 +343,8 @@ fn run_transports(
         .iter()
         .map(|j| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
         .sum::<u64>();
+    let per_rate = plan.jobs[0].stop.runtime_ns.unwrap_or(0) + plan.jobs[0].ramp_ns;
+    let per_transport = per_job + plan.rates.len() as u64 * per_rate;
     let n = plan.transports.len();
     let mut driver = Driver::new(
         local,
@@ -331,7 +352,10 @@ fn run_transports(
         &observer,
         None,
         !a.quiet && std::io::stderr().is_terminal(),
-        (n * plan.jobs.len(), (n as u64 * per_job) as f64 / 1e9),
+        (
+            n * (plan.jobs.len() + plan.rates.len()),
+            (n as u64 * per_transport) as f64 / 1e9,
+        ),
     );
     let netem_missing = plan
         .fabric_delay
@@ -357,6 +381,7 @@ fn run_transports(
             for j in jobs_on(plan, EngineKind::IoUring) {
                 driver.run_point_on(local, &j, &tags)?;
             }
+            load_latency(&mut driver, plan, local, EngineKind::IoUring, &label)?;
             continue;
         }
         if let (Some(why), false) = (&netem_missing, matches!(t, Transport::Iolab { .. })) {
@@ -403,9 +428,10 @@ fn run_transports(
             processes: vec![server.sampled()],
             interface: Some(topo.initiator_iface.clone()),
         }));
-        for j in jobs_on(plan, EngineKind::Nbd) {
+        for j in jobs_on(plan, t.engine()) {
             driver.run_point_on(&remote, &j, &tags)?;
         }
+        load_latency(&mut driver, plan, &remote, t.engine(), &label)?;
         driver.set_peers(None);
         if let (Some(stamps), Some(ep)) = (&stamps, &remote.remote) {
             if !interrupt::stop_requested() {
@@ -426,6 +452,58 @@ fn run_transports(
         drop(server);
     }
     Ok(driver.finish()?.results)
+}
+
+/// The load-latency curve of one transport: open-loop Poisson arrivals at
+/// each rate, a percentage of the transport's read-only point at the
+/// deepest queue (marked as the closed-loop maximum), capped at that depth.
+fn load_latency(
+    driver: &mut Driver,
+    plan: &RemotePlan,
+    target: &Target,
+    engine: EngineKind,
+    label: &str,
+) -> anyhow::Result<()> {
+    if plan.rates.is_empty() || interrupt::stop_requested() {
+        return Ok(());
+    }
+    let jobs = jobs_on(plan, engine);
+    let Some(base) = jobs
+        .iter()
+        .filter(|j| j.pattern == Pattern::RandRead)
+        .max_by_key(|j| j.qd)
+    else {
+        return Ok(());
+    };
+    let max = driver.results_mut().points.iter_mut().rev().find(|p| {
+        p.params.get("transport").map(String::as_str) == Some(label) && p.name == base.name
+    });
+    let Some(max) = max.filter(|p| p.total.iops > 0.0 && !p.extra.contains_key("interrupted"))
+    else {
+        driver.warn(format!(
+            "load-latency over {label} skipped: its closed-loop point did not run"
+        ));
+        return Ok(());
+    };
+    max.extra.role = Some("closed_loop_max".into());
+    let max_iops = max.total.iops;
+    let params = [("transport", label.to_string())];
+    for &pct in &plan.rates {
+        let mut j = base.clone();
+        j.open_loop = Some(OpenLoop {
+            rate_iops: (pct / 100.0 * max_iops).max(1.0),
+            arrival: Arrival::Poisson,
+        });
+        j.name = j.default_name();
+        let extra = [("rate_pct_of_max", json!(pct))];
+        let tags = Tags {
+            experiment: "",
+            params: &params,
+            extra: &extra,
+        };
+        driver.run_point_on(target, &j, &tags)?;
+    }
+    Ok(())
 }
 
 fn record_breakdown(results: &mut Results, label: &str, b: &crate::remote::stamps::Breakdown) {

@@ -8,6 +8,7 @@
 
 use super::aio::AioEngine;
 use super::fake::FakeEngine;
+use super::iscsi::IscsiEngine;
 use super::mmap::MmapEngine;
 use super::nbd::NbdEngine;
 use super::null::NullEngine;
@@ -52,6 +53,7 @@ pub fn with_engine<C: Clock, U: EngineUser>(
             user.run(e)
         }
         EngineConfig::Nbd => user.run(NbdEngine::new(setup).map_err(setup_err("NBD"))?),
+        EngineConfig::Iscsi => user.run(IscsiEngine::new(setup).map_err(setup_err("iSCSI"))?),
         EngineConfig::Fake(script) => {
             let Some(vc) = as_virtual(clock) else {
                 return Err(WorkerError::Prepare {

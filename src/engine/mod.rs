@@ -20,6 +20,7 @@
 pub mod aio;
 pub mod dispatch;
 pub mod fake;
+pub mod iscsi;
 pub mod mmap;
 pub mod nbd;
 pub mod null;
@@ -91,6 +92,8 @@ pub enum EngineKind {
     Fake,
     /// iolab's NBD client (`nbd://` targets).
     Nbd,
+    /// libiscsi's initiator (`iscsi://` targets).
+    Iscsi,
 }
 
 impl EngineKind {
@@ -103,6 +106,7 @@ impl EngineKind {
             EngineKind::Null => "null",
             EngineKind::Fake => "fake",
             EngineKind::Nbd => "nbd",
+            EngineKind::Iscsi => "iscsi",
         }
     }
 
@@ -115,12 +119,13 @@ impl EngineKind {
             "null" => EngineKind::Null,
             "fake" => EngineKind::Fake,
             "nbd" => EngineKind::Nbd,
+            "iscsi" | "libiscsi" => EngineKind::Iscsi,
             _ => return None,
         })
     }
 
     /// Every engine, in CLI order.
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 8] = [
         EngineKind::Psync,
         EngineKind::Aio,
         EngineKind::IoUring,
@@ -128,6 +133,7 @@ impl EngineKind {
         EngineKind::Null,
         EngineKind::Fake,
         EngineKind::Nbd,
+        EngineKind::Iscsi,
     ];
 
     /// What this engine can do; the planner and runner consult these flags
@@ -177,6 +183,11 @@ impl EngineKind {
             EngineKind::Nbd => EngineCaps {
                 asynchronous: true,
                 opens: Opens::Remote(Transport::Nbd),
+                ..LOCAL
+            },
+            EngineKind::Iscsi => EngineCaps {
+                asynchronous: true,
+                opens: Opens::Remote(Transport::Iscsi),
                 ..LOCAL
             },
         }
@@ -265,6 +276,21 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 ),
             })
         }
+        Transport::Iscsi => {
+            let i = iscsi::probe(ep)?;
+            Ok(crate::dut::RemoteExport {
+                size_bytes: i.size,
+                read_only: false,
+                multi_conn: true,
+                min_block: i.block_len,
+                max_block: 32 << 20,
+                detail: format!(
+                    "SCSI LUN of {} blocks of {} bytes (READ CAPACITY 16), through libiscsi",
+                    i.size / i.block_len as u64,
+                    i.block_len
+                ),
+            })
+        }
         t => Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!("iolab has no {} initiator yet", t.scheme()),
@@ -283,6 +309,7 @@ pub enum EngineConfig {
     Null,
     Fake(FakeScript),
     Nbd,
+    Iscsi,
 }
 
 impl EngineConfig {
@@ -295,6 +322,7 @@ impl EngineConfig {
             EngineConfig::Null => EngineKind::Null,
             EngineConfig::Fake(_) => EngineKind::Fake,
             EngineConfig::Nbd => EngineKind::Nbd,
+            EngineConfig::Iscsi => EngineKind::Iscsi,
         }
     }
 
@@ -312,6 +340,7 @@ impl EngineConfig {
             EngineKind::Null => EngineConfig::Null,
             EngineKind::Fake => EngineConfig::Fake(FakeScript::default()),
             EngineKind::Nbd => EngineConfig::Nbd,
+            EngineKind::Iscsi => EngineConfig::Iscsi,
         }
     }
 }

@@ -14,7 +14,7 @@ use anyhow::Context;
 
 use super::topology::{which, Topology};
 use crate::dut::remote::endpoint_of;
-use crate::engine::nbd::handshake;
+use crate::engine::EngineKind;
 use crate::error::usage;
 use crate::testbed::process::ServerProcess;
 
@@ -30,9 +30,14 @@ pub enum Transport {
     NbdkitFile,
     NbdkitMemory,
     QemuNbd,
+    /// iSCSI: tgtd with the aio backing store (O_DIRECT).
+    Tgtd,
 }
 
-pub const TRANSPORT_NAMES: &str = "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd";
+pub const TRANSPORT_NAMES: &str = "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd";
+
+/// The IQN of the target iolab configures in tgtd.
+pub const TGT_IQN: &str = "iqn.2025-11.io.iolab:remote";
 
 impl Transport {
     pub fn parse(s: &str) -> Option<Transport> {
@@ -42,6 +47,7 @@ impl Transport {
             "nbdkit-file" => Transport::NbdkitFile,
             "nbdkit-memory" => Transport::NbdkitMemory,
             "qemu-nbd" => Transport::QemuNbd,
+            "tgtd" | "iscsi" => Transport::Tgtd,
             _ => return None,
         })
     }
@@ -55,6 +61,16 @@ impl Transport {
             Transport::NbdkitFile => "nbd-nbdkit-file".into(),
             Transport::NbdkitMemory => "nbd-nbdkit-memory".into(),
             Transport::QemuNbd => "nbd-qemu".into(),
+            Transport::Tgtd => "iscsi-tgtd".into(),
+        }
+    }
+
+    /// The engine that speaks its protocol.
+    pub fn engine(&self) -> EngineKind {
+        match self {
+            Transport::Das => EngineKind::IoUring,
+            Transport::Tgtd => EngineKind::Iscsi,
+            _ => EngineKind::Nbd,
         }
     }
 
@@ -65,11 +81,17 @@ impl Transport {
             Transport::Iolab { .. } => Some("iolab"),
             Transport::NbdkitFile | Transport::NbdkitMemory => Some("nbdkit"),
             Transport::QemuNbd => Some("qemu-nbd"),
+            Transport::Tgtd => Some("tgtd"),
         }
     }
 
     /// Why it cannot run here (its server is not installed).
     pub fn unavailable(&self) -> Option<String> {
+        if *self == Transport::Tgtd {
+            if let Some(why) = crate::engine::iscsi::unavailable() {
+                return Some(why);
+            }
+        }
         match self.program() {
             Some(p) if p != "iolab" && which(p).is_none() => Some(format!(
                 "{p} is not installed (scripts/install-deps.sh installs it)"
@@ -86,6 +108,7 @@ impl Transport {
             Transport::NbdkitFile => "the scratch file, buffered (nbdkit file plugin)",
             Transport::NbdkitMemory => "RAM (nbdkit memory plugin): the protocol's cost alone",
             Transport::QemuNbd => "the scratch file, O_DIRECT (--cache=none), io_uring",
+            Transport::Tgtd => "the scratch file, O_DIRECT (tgtd's aio backing store)",
         }
     }
 }
@@ -103,6 +126,8 @@ pub struct Server {
     pub url: String,
     pub process: ServerProcess,
     pub log: PathBuf,
+    /// tgtd's control port, to take its target down before stopping it.
+    tgt_control: Option<u32>,
 }
 
 impl Server {
@@ -141,14 +166,120 @@ pub fn start(
         IpAddr::V6(a) => format!("[{a}]"),
         IpAddr::V4(a) => a.to_string(),
     };
+    let url = match transport {
+        Transport::Tgtd => format!("iscsi://{host}:{port}/{TGT_IQN}/1"),
+        _ => format!("nbd://{host}:{port}/"),
+    };
     let mut server = Server {
         transport,
-        url: format!("nbd://{host}:{port}/"),
+        url,
         process,
         log,
+        tgt_control: None,
     };
+    if transport == Transport::Tgtd {
+        server.tgt_control = Some(tgt_control_port());
+        configure_tgtd(&mut server, backing)?;
+    }
     wait_ready(&mut server)?;
     Ok(server)
+}
+
+/// tgtd's private control port (its socket is /var/run/tgtd/socket.N):
+/// one per iolab process, so several runs and the machine's own tgtd
+/// never meet.
+fn tgt_control_port() -> u32 {
+    1000 + std::process::id() % 60_000
+}
+
+fn tgtadm(port: u32, args: &[&str]) -> anyhow::Result<()> {
+    let out = std::process::Command::new("tgtadm")
+        .arg("-C")
+        .arg(port.to_string())
+        .args(args)
+        .output()
+        .context("cannot run tgtadm")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "tgtadm {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// One target with LUN 1 backed by `backing` (aio: O_DIRECT), open to any
+/// initiator; retried while tgtd is still starting.
+fn configure_tgtd(s: &mut Server, backing: &Path) -> anyhow::Result<()> {
+    let port = s.tgt_control.expect("tgtd");
+    let file = backing.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match tgtadm(
+            port,
+            &[
+                "--lld", "iscsi", "--op", "new", "--mode", "target", "--tid", "1", "-T", TGT_IQN,
+            ],
+        ) {
+            Ok(()) => break,
+            Err(e) if Instant::now() > deadline || s.process.exited().is_some() => {
+                let log = std::fs::read_to_string(&s.log).unwrap_or_default();
+                return Err(e.context(format!("tgtd did not start: {}", log.trim())));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    tgtadm(
+        port,
+        &[
+            "--lld",
+            "iscsi",
+            "--op",
+            "new",
+            "--mode",
+            "logicalunit",
+            "--tid",
+            "1",
+            "--lun",
+            "1",
+            "-b",
+            &file,
+            "--bstype",
+            "aio",
+        ],
+    )?;
+    tgtadm(
+        port,
+        &[
+            "--lld", "iscsi", "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
+        ],
+    )
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // tgtd ignores SIGTERM while it has targets: take them down first
+        // (the process guard then stops it, with SIGKILL as the fallback).
+        if let Some(port) = self.tgt_control {
+            let _ = tgtadm(
+                port,
+                &[
+                    "--op", "update", "--mode", "sys", "--name", "State", "-v", "offline",
+                ],
+            );
+            let _ = tgtadm(
+                port,
+                &[
+                    "--lld", "iscsi", "--op", "delete", "--mode", "target", "--tid", "1", "--force",
+                ],
+            );
+            let _ = tgtadm(port, &["--op", "delete", "--mode", "system"]);
+            for suffix in ["", ".lock"] {
+                let _ = std::fs::remove_file(format!("/var/run/tgtd/socket.{port}{suffix}"));
+            }
+        }
+    }
 }
 
 fn command_line(
@@ -208,6 +339,16 @@ fn command_line(
                 &size.to_string(),
             ]),
         ),
+        Transport::Tgtd => (
+            "tgtd".into(),
+            vec![
+                "-f".into(),
+                "-C".into(),
+                tgt_control_port().to_string(),
+                "--iscsi".into(),
+                format!("portal={}", std::net::SocketAddr::new(addr, port)),
+            ],
+        ),
         Transport::QemuNbd => (
             "qemu-nbd".into(),
             s(&[
@@ -228,10 +369,10 @@ fn command_line(
     })
 }
 
-/// Poll with handshakes until the server answers (10 s at most), failing
-/// at once, with its log, if it exits.
+/// Poll until the server describes its export (10 s at most), failing at
+/// once, with its log, if it exits.
 fn wait_ready(s: &mut Server) -> anyhow::Result<()> {
-    let ep = endpoint_of(Path::new(&s.url))?.expect("an nbd:// URL");
+    let ep = endpoint_of(Path::new(&s.url))?.expect("a remote URL");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(status) = s.process.exited() {
@@ -242,20 +383,8 @@ fn wait_ready(s: &mut Server) -> anyhow::Result<()> {
                 log.trim()
             );
         }
-        match handshake::connect(&ep) {
-            Ok((sock, _)) => {
-                // A polite goodbye, so the server logs no error.
-                let mut req = [0u8; crate::engine::nbd::codec::REQUEST_LEN];
-                crate::engine::nbd::codec::encode_request(
-                    &mut req,
-                    crate::engine::nbd::codec::CMD_DISC,
-                    0,
-                    0,
-                    0,
-                );
-                let _ = std::io::Write::write_all(&mut &sock, &req);
-                return Ok(());
-            }
+        match crate::engine::probe_remote(&ep) {
+            Ok(_) => return Ok(()),
             Err(e) if Instant::now() > deadline => {
                 return Err(usage(
                     "--transports",
