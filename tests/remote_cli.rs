@@ -83,6 +83,19 @@ fn wait_bounded(mut child: Child) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// tgtd processes a run with this pid started (its control port is
+/// 1000 + pid % 20000, see remote::servers).
+fn tgtd_of(pid: u32) -> Vec<String> {
+    let needle = format!("tgtd -f -C {} ", 1000 + pid % 20_000);
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with(&needle))
+        .collect()
+}
+
 fn assert_nothing_left(pid: u32, data: &Path, state: &Path) {
     assert!(
         namespaces_of(pid).is_empty(),
@@ -94,6 +107,10 @@ fn assert_nothing_left(pid: u32, data: &Path, state: &Path) {
     while !processes_naming(data).is_empty() && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
     }
+    while !tgtd_of(pid).is_empty() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(tgtd_of(pid).is_empty(), "tgtd left: {:?}", tgtd_of(pid));
     assert!(
         processes_naming(data).is_empty(),
         "servers left: {:?}",
@@ -128,7 +145,12 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     if have("nbdkit") {
         transports.push_str(",nbdkit-memory");
     } else {
-        eprintln!("nbdkit is not installed: only das and iolab's own target");
+        eprintln!("nbdkit is not installed: no nbdkit transport");
+    }
+    if have("tgtd") && namespaces_work() {
+        transports.push_str(",tgtd");
+    } else {
+        eprintln!("tgtd (root) is not available: no iSCSI transport");
     }
     let child = remote(
         data.path(),
@@ -143,7 +165,7 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
             "1,4",
         ],
     )
-    .args(["--runtime", "300ms", "--breakdown", "300"])
+    .args(["--runtime", "300ms", "--breakdown", "300", "--rates", "50"])
     .spawn()
     .unwrap();
     let pid = child.id();
@@ -152,7 +174,9 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     let r = common::results(&out.path().join("results.json"));
     let ntransports = transports.split(',').count();
     let points = r["points"].as_array().unwrap();
-    assert_eq!(points.len(), 4 * ntransports, "{}", text(&o));
+    // Four closed-loop points and one open-loop point (50% of the
+    // read-only QD4 point) per transport.
+    assert_eq!(points.len(), 5 * ntransports, "{}", text(&o));
     let topology = r["extra"]["remote"]["topology"].as_str().unwrap();
     assert_eq!(
         topology == "namespaces",
@@ -167,7 +191,12 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
             assert!(p["extra"]["peers"].is_null());
             continue;
         }
-        assert_eq!(p["job"]["engine"], "nbd", "{t}");
+        let engine = if t.starts_with("iscsi") {
+            "iscsi"
+        } else {
+            "nbd"
+        };
+        assert_eq!(p["job"]["engine"], engine, "{t}");
         let peers = &p["extra"]["peers"];
         let cpu = &peers["processes"][0];
         assert_eq!(cpu["role"], t);
@@ -184,7 +213,24 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
         assert!(net[key].as_u64().unwrap() >= ops * 4096, "{t}: {peers}");
     }
     let rows = r["analysis"]["remote"].as_array().unwrap();
-    assert_eq!(rows.len(), points.len());
+    assert_eq!(rows.len(), 4 * ntransports, "open-loop points are not rows");
+    let open: Vec<_> = points
+        .iter()
+        .filter(|p| p["extra"]["open_loop"].is_object())
+        .collect();
+    assert_eq!(open.len(), ntransports);
+    for p in &open {
+        assert_eq!(p["extra"]["rate_pct_of_max"], 50.0, "{}", p["extra"]);
+        let t = &p["params"]["transport"];
+        let max = points
+            .iter()
+            .find(|q| &q["params"]["transport"] == t && q["extra"]["role"] == "closed_loop_max")
+            .expect("the closed-loop maximum is marked");
+        assert_eq!(max["params"]["qd"], "4");
+        let target = p["extra"]["open_loop"]["target_iops"].as_f64().unwrap();
+        let half = max["total"]["iops"].as_f64().unwrap() / 2.0;
+        assert!((target - half).abs() < 1.0, "{target} vs {half}");
+    }
     for row in rows.iter().filter(|x| x["transport"] != "das") {
         assert!(row["iops_vs_das"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["target_cpu_us_per_io"].as_f64().unwrap() > 0.0, "{row}");
@@ -222,7 +268,7 @@ fn loopback_is_said_and_works() {
     let (data, out, state) = (workdir(), workdir(), workdir());
     let o = remote(data.path(), out.path(), state.path(), &["--loopback"])
         .args(["--transports", "das,iolab", "--mixes", "80", "--qd", "2"])
-        .args(["--runtime", "200ms", "--breakdown", "50"])
+        .args(["--runtime", "200ms", "--breakdown", "50", "--rates", "none"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -249,6 +295,9 @@ fn interrupts_at_random_points_leave_nothing() {
     let mut transports = "das,iolab".to_string();
     if have("qemu-nbd") {
         transports.push_str(",qemu-nbd");
+    }
+    if have("tgtd") && namespaces_work() {
+        transports.push_str(",tgtd");
     }
     let seed = std::process::id() as u64;
     for round in 0..4u64 {

@@ -185,11 +185,12 @@ pub fn start(
     Ok(server)
 }
 
-/// tgtd's private control port (its socket is /var/run/tgtd/socket.N):
+/// tgtd's private control port (its socket is /var/run/tgtd/socket.N; tgtd
+/// refuses large values, 55000 is out of range):
 /// one per iolab process, so several runs and the machine's own tgtd
 /// never meet.
 fn tgt_control_port() -> u32 {
-    1000 + std::process::id() % 60_000
+    1000 + std::process::id() % 20_000
 }
 
 fn tgtadm(port: u32, args: &[&str]) -> anyhow::Result<()> {

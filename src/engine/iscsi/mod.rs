@@ -284,11 +284,20 @@ impl IscsiEngine {
         Ok(())
     }
 
-    fn drain(&mut self, out: &mut Vec<Completion>) -> usize {
+    /// Hand the finished slots to the runner. A task libiscsi cancelled,
+    /// failed or timed out means the session is gone: an error naming it.
+    fn drain(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
         let mut got = 0;
         let flush = self.cbs.len() as u32 - 1;
+        let mut lost = false;
         for (slot, status) in self.done.drain(..) {
             self.in_flight -= 1;
+            if matches!(
+                status,
+                ffi::SCSI_STATUS_CANCELLED | ffi::SCSI_STATUS_ERROR | ffi::SCSI_STATUS_TIMEOUT
+            ) {
+                lost = true;
+            }
             if slot == flush {
                 self.lens[slot as usize] = status as u32;
                 continue;
@@ -296,15 +305,15 @@ impl IscsiEngine {
             let result = match status {
                 ffi::SCSI_STATUS_GOOD => self.lens[slot as usize] as i64,
                 s if s < 0 => s as i64,
-                ffi::SCSI_STATUS_CANCELLED | ffi::SCSI_STATUS_ERROR | ffi::SCSI_STATUS_TIMEOUT => {
-                    -(libc::EIO as i64)
-                }
                 _ => -(libc::EIO as i64),
             };
             out.push(Completion { slot, result });
             got += 1;
         }
-        got
+        if lost {
+            return Err(self.lost("the session was lost"));
+        }
+        Ok(got)
     }
 }
 
@@ -393,25 +402,25 @@ impl Engine for IscsiEngine {
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<usize> {
         let want = min.min(self.in_flight + self.done.len());
-        let mut got = self.drain(out);
+        let mut got = self.drain(out)?;
         if got == 0 && want == 0 && self.in_flight > 0 {
             self.service(0)?;
-            got += self.drain(out);
+            got += self.drain(out)?;
         }
         while got < want {
             self.service(-1)?;
-            got += self.drain(out);
+            got += self.drain(out)?;
         }
         Ok(got)
     }
 
     fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
-        let got = self.drain(out);
+        let got = self.drain(out)?;
         if got > 0 || self.in_flight == 0 {
             return Ok(got);
         }
         self.service((timeout_ns / 1_000_000).min(i32::MAX as u64) as c_int)?;
-        Ok(self.drain(out))
+        self.drain(out)
     }
 
     fn waits_with_timeout(&self) -> bool {
@@ -433,7 +442,7 @@ impl Engine for IscsiEngine {
         let mut none = Vec::new();
         while self.lens[s] == u32::MAX {
             self.service(-1)?;
-            self.drain(&mut none);
+            self.drain(&mut none)?;
         }
         match self.lens[s] as i32 {
             ffi::SCSI_STATUS_GOOD => Ok(()),
