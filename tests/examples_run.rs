@@ -172,7 +172,8 @@ fn nbd_port() -> Option<u16> {
 /// or an NBD example without nbdkit), else the words to run (scaled down,
 /// paths moved into `dir`, NBD examples pointed at a local nbdkit).
 fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
-    if words.iter().any(|w| w.starts_with("/dev/")) {
+    // Block devices, and iSCSI targets no test starts for the examples.
+    if words.iter().any(|w| w.starts_with("/dev/") || w.starts_with("iscsi://")) {
         return None;
     }
     let words: Vec<String> = if words.iter().any(|w| w.starts_with("nbd://127.0.0.1/")) {
@@ -254,6 +255,43 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
                 w.extend(["-p".into(), "operationcount=2000".into()]);
             }
         }
+        "remote" => {
+            // Shaping the veth pair needs root (namespaces).
+            if has(&w, "--fabric-rate") && !is_root() {
+                return None;
+            }
+            for (flag, value) in [
+                ("--runtime", "200ms"),
+                ("--ramp", "0s"),
+                ("--size", "32m"),
+                ("--breakdown", "50"),
+                ("--rates", "50"),
+                ("--mixes", "100"),
+                ("--qd", "2"),
+            ] {
+                let keep = matches!(flag, "--mixes" | "--qd") && has(&w, flag);
+                if !keep && !set(&mut w, flag, value) {
+                    w.extend([flag.into(), value.into()]);
+                }
+            }
+        }
+        "serve" => {
+            // An image the example names is made; the server stops by itself.
+            if let Some(t) = value_after(&w, "-t") {
+                let p = dir.join(t);
+                if !p.exists() {
+                    std::fs::write(&p, vec![0u8; 16 << 20]).unwrap();
+                }
+            }
+            set(&mut w, "--size", "16m");
+            set(&mut w, "--time-limit", "500ms");
+            if !has(&w, "--time-limit") {
+                w.extend(["--time-limit".into(), "500ms".into()]);
+            }
+            if !has(&w, "--listen") {
+                w.extend(["--listen".into(), "127.0.0.1:0".into()]);
+            }
+        }
         "trace" => {
             if !is_root() {
                 return None;
@@ -329,7 +367,7 @@ fn all_examples() -> Vec<(String, Vec<Example>)> {
         .map(|p| (p.display().to_string(), markdown_examples(p)))
         .collect();
     for verb in [
-        "run", "device", "kv", "trace", "report", "compare", "sysinfo",
+        "run", "device", "kv", "trace", "report", "compare", "sysinfo", "remote", "serve",
     ] {
         out.push((format!("{verb} --help"), help_examples(verb)));
     }

@@ -57,8 +57,8 @@ impl Cli {
     }
 
     /// Parse a command line (the program name first), remembering which
-    /// `device` flags were given on it: they override plan and fio job
-    /// files, as fio's command line does.
+    /// `device` and `remote` flags were given on it: they override plan and
+    /// fio job files, as fio's command line does.
     pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
     where
         I: IntoIterator<Item = T>,
@@ -68,12 +68,16 @@ impl Cli {
         use clap::FromArgMatches;
         let m = Cli::with_exit_codes().try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&m)?;
-        if let (Command::Device(a), Some(("device", dm))) = (&mut cli.command, m.subcommand()) {
-            a.given = dm
-                .ids()
-                .filter(|id| dm.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        let given = |sm: &clap::ArgMatches| -> Vec<String> {
+            sm.ids()
+                .filter(|id| sm.value_source(id.as_str()) == Some(ValueSource::CommandLine))
                 .map(|id| id.to_string())
-                .collect();
+                .collect()
+        };
+        match (&mut cli.command, m.subcommand()) {
+            (Command::Device(a), Some(("device", sm))) => a.given = given(sm),
+            (Command::Remote(a), Some(("remote", sm))) => a.given = given(sm),
+            _ => {}
         }
         Ok(cli)
     }

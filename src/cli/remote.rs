@@ -12,6 +12,7 @@ use clap::Args;
                                                 target CPU and IOPS vs the target's reactor threads
   iolab remote -t /var/tmp --fabric-rate 1gbit  a 1 Gbit/s link (tbf on the veth pair)
   iolab remote -t /var/tmp --fabric-delay 100us every reply held 100 us in iolab's target (netem is absent here)
+  iolab remote -t /var/tmp --plan examples/nvmeof-remote.toml    the NVMe-oF study's figures
 
 As root, the initiator and the targets run in two network namespaces joined by
 a veth pair (10.200.77.1 and 10.200.77.2); otherwise on loopback, said in the
@@ -23,6 +24,10 @@ pub struct RemoteArgs {
     /// Directory on the storage under test (the scratch file goes here)
     #[arg(short = 't', long, value_name = "DIR")]
     pub target: PathBuf,
+    /// Settings from a TOML file (keys are this verb's flag names; flags
+    /// given on the command line win), e.g. examples/nvmeof-remote.toml
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
     /// Size of the scratch file
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub size: String,
@@ -88,4 +93,7 @@ pub struct RemoteArgs {
     /// Print the plan and exit
     #[arg(long)]
     pub dry_run: bool,
+    /// Flags given on the command line (they override --plan).
+    #[arg(skip)]
+    pub given: Vec<String>,
 }

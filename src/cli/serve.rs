@@ -9,6 +9,7 @@ use clap::Args;
   iolab serve -t /var/tmp --size 1G              a 1 GiB scratch file served as nbd://127.0.0.1:10809/
   iolab device --target nbd://127.0.0.1/ --rw randread --qd 32    (in another terminal) measure it
   iolab serve -t disk.img --read-only --threads 2    an existing image, read-only, two reactors
+  iolab serve -t /var/tmp --time-limit 10m        stop after ten minutes
   iolab serve -t /var/tmp --fabric-delay 100us --stamps stamps.txt
                                                  every reply held 100 us after arrival; per-request stamps
 
@@ -53,6 +54,9 @@ pub struct ServeArgs {
     /// reply send) of every connection to FILE when it closes
     #[arg(long, value_name = "FILE")]
     pub stamps: Option<PathBuf>,
+    /// Stop after TIME (default: serve until Ctrl-C or SIGTERM)
+    #[arg(long, value_name = "TIME")]
+    pub time_limit: Option<String>,
     /// Keep the scratch file at exit
     #[arg(long)]
     pub keep: bool,

@@ -198,17 +198,6 @@ pub fn apply_settings(
     a: &mut DeviceArgs,
     settings: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<()> {
-    use clap::{ArgAction, Args, FromArgMatches};
-    let cmd = DeviceArgs::augment_args(clap::Command::new("plan"))
-        .no_binary_name(true)
-        .disable_help_flag(true)
-        .mut_args(|arg| {
-            let arg = arg.default_value(None::<&str>);
-            match arg.get_action() {
-                ArgAction::SetTrue => arg.action(ArgAction::Set).num_args(1),
-                _ => arg,
-            }
-        });
     let mut argv = Vec::new();
     let mut unset = Vec::new();
     for (k, v) in settings {
@@ -224,9 +213,7 @@ pub fn apply_settings(
         };
         argv.push(format!("--{}={value}", k.replace('_', "-")));
     }
-    let matches = cmd.try_get_matches_from(argv).map_err(plan_value_error)?;
-    a.update_from_arg_matches(&matches)
-        .map_err(plan_value_error)?;
+    apply_flags(a, argv)?;
     for k in unset {
         match k {
             "steady_state" => a.steady_state = None,
@@ -234,6 +221,30 @@ pub fn apply_settings(
         }
     }
     Ok(())
+}
+
+/// Apply `--flag=value` words onto the settings `a` of a verb with the
+/// verb's own clap definitions, without their defaults (only the flags
+/// given change `a`) and with switches taking true or false: how plan
+/// files reach a verb's settings.
+pub fn apply_flags<T: clap::Args + clap::FromArgMatches>(
+    a: &mut T,
+    argv: Vec<String>,
+) -> anyhow::Result<()> {
+    use clap::ArgAction;
+    let cmd = T::augment_args(clap::Command::new("plan"))
+        .no_binary_name(true)
+        .disable_help_flag(true)
+        .mut_args(|arg| {
+            let arg = arg.default_value(None::<&str>);
+            match arg.get_action() {
+                ArgAction::SetTrue => arg.action(ArgAction::Set).num_args(1),
+                _ => arg,
+            }
+        });
+    let matches = cmd.try_get_matches_from(argv).map_err(plan_value_error)?;
+    a.update_from_arg_matches(&matches)
+        .map_err(plan_value_error)
 }
 
 /// A plan-file value clap refused, as a usage error naming the flag.

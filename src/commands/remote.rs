@@ -225,7 +225,54 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
     }
 }
 
-pub fn run(a: RemoteArgs) -> anyhow::Result<()> {
+/// Keys a plan file may set: every flag but where things are and go.
+const COMMAND_LINE_ONLY: &[&str] = &["target", "plan", "output", "force", "quiet", "dry_run", "given"];
+
+/// Apply a plan file's settings (TOML, flag names as keys, `description`
+/// ignored) onto `a`, except flags given on the command line.
+fn apply_plan_file(a: &mut RemoteArgs, path: &Path) -> anyhow::Result<()> {
+    let field = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage("--plan", format!("cannot read {field}: {e}")))?;
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| usage(&field, format!("not valid TOML: {e}")))?;
+    let mut argv = Vec::new();
+    for (k, v) in &doc {
+        let id = k.replace('-', "_");
+        if id == "description" {
+            continue;
+        }
+        if COMMAND_LINE_ONLY.contains(&id.as_str()) {
+            return Err(usage(&field, format!("{k} is command-line only")));
+        }
+        if a.given.contains(&id) {
+            continue;
+        }
+        let value = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            toml::Value::Array(xs) => xs
+                .iter()
+                .map(|x| match x {
+                    toml::Value::String(s) => s.clone(),
+                    x => x.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            _ => return Err(usage(&field, format!("{k}: expected a value or a list"))),
+        };
+        argv.push(format!("--{}={value}", k.replace('_', "-")));
+    }
+    super::device_args::apply_flags(a, argv).map_err(|e| usage(&field, format!("{e:#}")))
+}
+
+pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
+    if let Some(p) = a.plan.clone() {
+        apply_plan_file(&mut a, &p)?;
+    }
     let plan = plan(&a)?;
     if !a.target.is_dir() {
         return Err(usage(

@@ -68,6 +68,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     // Validate everything before creating the scratch file.
     config(&args, &args.target)?;
+    let limit = args
+        .time_limit
+        .as_deref()
+        .map(|t| parse_duration_ns("--time-limit", t))
+        .transpose()?
+        .map(Duration::from_nanos);
     let backing = dut::prepare(&opts, !args.read_only, None, 1)?;
     let cfg = config(&args, &backing.path)?;
     let target = nbd_target::start(&cfg)?;
@@ -87,7 +93,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    while !interrupt::stop_requested() {
+    let started = std::time::Instant::now();
+    while !interrupt::stop_requested() && limit.is_none_or(|l| started.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(50));
     }
     target.stop()?;
