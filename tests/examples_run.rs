@@ -173,7 +173,10 @@ fn nbd_port() -> Option<u16> {
 /// paths moved into `dir`, NBD examples pointed at a local nbdkit).
 fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
     // Block devices, and iSCSI targets no test starts for the examples.
-    if words.iter().any(|w| w.starts_with("/dev/") || w.starts_with("iscsi://")) {
+    if words
+        .iter()
+        .any(|w| w.starts_with("/dev/") || w.starts_with("iscsi://"))
+    {
         return None;
     }
     let words: Vec<String> = if words.iter().any(|w| w.starts_with("nbd://127.0.0.1/")) {
@@ -283,7 +286,10 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
                     std::fs::write(&p, vec![0u8; 16 << 20]).unwrap();
                 }
             }
-            set(&mut w, "--size", "16m");
+            let on_dir = value_after(&w, "-t").is_some_and(|t| dir.join(t).is_dir());
+            if !set(&mut w, "--size", "16m") && on_dir {
+                w.extend(["--size".into(), "16m".into()]);
+            }
             set(&mut w, "--time-limit", "500ms");
             if !has(&w, "--time-limit") {
                 w.extend(["--time-limit".into(), "500ms".into()]);

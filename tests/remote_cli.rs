@@ -400,6 +400,12 @@ fn bad_input_exits_2_naming_the_field() {
     let file = dir.path().join("precious.img");
     std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
     let f = file.to_str().unwrap();
+    let bad_key = dir.path().join("bad-key.toml");
+    std::fs::write(&bad_key, "mixes = [100]\nwarp = 9\n").unwrap();
+    let bad_value = dir.path().join("bad-value.toml");
+    std::fs::write(&bad_value, "qd = [0]\n").unwrap();
+    let target_key = dir.path().join("target.toml");
+    std::fs::write(&target_key, "target = \"/\"\n").unwrap();
     let not_stamps = dir.path().join("notes.txt");
     std::fs::write(&not_stamps, "my notes").unwrap();
     for (args, field) in [
@@ -418,6 +424,18 @@ fn bad_input_exits_2_naming_the_field() {
             "--fabric-rate",
         ),
         (vec!["remote", "-t", f], "--target"),
+        (
+            vec!["remote", "-t", d, "--plan", bad_key.to_str().unwrap()],
+            "bad-key.toml",
+        ),
+        (
+            vec!["remote", "-t", d, "--plan", bad_value.to_str().unwrap()],
+            "--qd",
+        ),
+        (
+            vec!["remote", "-t", d, "--plan", target_key.to_str().unwrap()],
+            "command-line only",
+        ),
         (vec!["serve", "-t", d, "--listen", "localhost"], "--listen"),
         (vec!["serve", "-t", f], "--overwrite"),
         (
@@ -556,4 +574,34 @@ fn iolabs_target_serves_fio_and_nbdinfo() {
         text(&o)
     );
     assert!(!scratch_left(dir.path()), "scratch file left");
+}
+
+#[test]
+fn plan_file_keys_apply_and_the_command_line_wins() {
+    let dir = workdir();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "description = \"x\"\ntransports = [\"das\", \"iolab\"]\nmixes = [100, 0]\nqd = 4\n",
+    )
+    .unwrap();
+    let d = dir.path().to_str().unwrap();
+    let p = plan.to_str().unwrap();
+    let o = iolab(&["remote", "-t", d, "--plan", p, "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("randread-4k-qd4") && out.contains("randwrite-4k-qd4"),
+        "{out}"
+    );
+    assert!(
+        out.contains("nbd-iolab") && !out.contains("nbd-qemu"),
+        "{out}"
+    );
+    let o = iolab(&["remote", "-t", d, "--plan", p, "--mixes", "50", "--dry-run"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("randrw-4k-mix50-qd4") && !out.contains("randread"),
+        "{out}"
+    );
 }

@@ -11,7 +11,7 @@ use clap::Args;
   iolab remote -t /var/tmp --transports das,iolab --target-threads 1,2 --jobs 2
                                                 target CPU and IOPS vs the target's reactor threads
   iolab remote -t /var/tmp --fabric-rate 1gbit  a 1 Gbit/s link (tbf on the veth pair)
-  iolab remote -t /var/tmp --fabric-delay 100us every reply held 100 us in iolab's target (netem is absent here)
+  iolab remote -t /var/tmp --fabric-delay 100us  every reply held 100 us in iolab's target (netem is absent here)
   iolab remote -t /var/tmp --plan examples/nvmeof-remote.toml    the NVMe-oF study's figures
 
 As root, the initiator and the targets run in two network namespaces joined by

@@ -236,7 +236,8 @@ pub fn apply_flags<T: clap::Args + clap::FromArgMatches>(
         .no_binary_name(true)
         .disable_help_flag(true)
         .mut_args(|arg| {
-            let arg = arg.default_value(None::<&str>);
+            // Where the verb runs is the command line's business.
+            let arg = arg.default_value(None::<&str>).required(false);
             match arg.get_action() {
                 ArgAction::SetTrue => arg.action(ArgAction::Set).num_args(1),
                 _ => arg,

@@ -226,7 +226,9 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
 }
 
 /// Keys a plan file may set: every flag but where things are and go.
-const COMMAND_LINE_ONLY: &[&str] = &["target", "plan", "output", "force", "quiet", "dry_run", "given"];
+const COMMAND_LINE_ONLY: &[&str] = &[
+    "target", "plan", "output", "force", "quiet", "dry_run", "given",
+];
 
 /// Apply a plan file's settings (TOML, flag names as keys, `description`
 /// ignored) onto `a`, except flags given on the command line.
