@@ -598,7 +598,18 @@ fn plan_file_keys_apply_and_the_command_line_wins() {
         out.contains("nbd-iolab") && !out.contains("nbd-qemu"),
         "{out}"
     );
-    let o = iolab(&["remote", "-t", d, "--plan", p, "--mixes", "50", "--dry-run"]);
+    let o = iolab(&[
+        "remote",
+        "-t",
+        d,
+        "--plan",
+        p,
+        "--mixes",
+        "50",
+        "--rates",
+        "none",
+        "--dry-run",
+    ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.contains("randrw-4k-mix50-qd4") && !out.contains("randread"),
