@@ -310,9 +310,12 @@ fn command_line(
             }
             (exe.display().to_string(), v)
         }
-        Transport::NbdkitFile => (
-            "nbdkit".into(),
-            s(&[
+        Transport::NbdkitFile | Transport::NbdkitMemory => {
+            let plugin = match t {
+                Transport::NbdkitFile => ["file".to_string(), file.clone()],
+                _ => ["memory".to_string(), size.to_string()],
+            };
+            let mut v = s(&[
                 "-f",
                 "--exit-with-parent",
                 "-i",
@@ -321,25 +324,10 @@ fn command_line(
                 &p,
                 "--threads",
                 "16",
-                "file",
-                &file,
-            ]),
-        ),
-        Transport::NbdkitMemory => (
-            "nbdkit".into(),
-            s(&[
-                "-f",
-                "--exit-with-parent",
-                "-i",
-                &a,
-                "-p",
-                &p,
-                "--threads",
-                "16",
-                "memory",
-                &size.to_string(),
-            ]),
-        ),
+            ]);
+            v.extend(plugin);
+            ("nbdkit".into(), v)
+        }
         Transport::Tgtd => (
             "tgtd".into(),
             vec![
