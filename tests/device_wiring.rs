@@ -3,7 +3,8 @@
 //! target/size from the file, unsupported options refused by name),
 //! `--export fio-json FILE` (valid fio JSON, read back by `iolab report`
 //! and fio_jsonplus_clat2csv, kept on interrupt) and `--breakdown` (the
-//! stack tracer per point, as root; untraced with a warning otherwise).
+//! stack tracer per point, as root; untraced with a warning otherwise),
+//! and a quiet job's main thread sleeping while the workers run.
 
 mod common;
 use common::{files_in, interrupt_after_first_point, iolab, results, text, workdir};
@@ -559,4 +560,44 @@ fn breakdown_as_non_root_runs_untraced() {
         .iter()
         .any(|w| w.as_str().unwrap().contains("not root")));
     assert!(r["points"][0]["extra"]["trace"].is_null());
+}
+
+/// The job's main thread wakes once a second (progress, peer samples) or
+/// when a worker ends, also when nothing is shown: it used to wake every
+/// millisecond after the first second of a quiet run (1357 wake-ups in
+/// 1.5 s), taking CPU from the workers and the device it measures.
+#[test]
+fn the_main_thread_sleeps_while_a_quiet_job_runs() {
+    let dir = common::workdir();
+    let json = dir.path().join("q.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "device",
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--runtime",
+            "4s",
+            "--quiet",
+        ])
+        .args(["-o", json.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let switches = || -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/status")).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let a = switches();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let b = switches();
+    assert!(child.wait().unwrap().success());
+    assert!(b - a < 30, "the main thread woke {} times in 1.5 s", b - a);
 }

@@ -45,6 +45,61 @@ pub struct PeerStats {
     pub processes: Vec<PeerCpu>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<NetStats>,
+    /// Second by second over the measured phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<PeerSecond>,
+}
+
+/// One second of the peers' counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeerSecond {
+    /// End of the second, seconds since the measured phase began.
+    pub t_s: f64,
+    /// CPU of all the target's processes, percent of one CPU.
+    pub target_cpu_pct: f64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+}
+
+/// Builds the per-second series from one sample to the next.
+pub struct PeerSeries {
+    last: PeerSnapshot,
+    last_t: std::time::Duration,
+    out: Vec<PeerSecond>,
+}
+
+impl PeerSeries {
+    pub fn starting_at(first: PeerSnapshot) -> PeerSeries {
+        PeerSeries {
+            last: first,
+            last_t: std::time::Duration::ZERO,
+            out: Vec::new(),
+        }
+    }
+
+    /// Sample now (`t` since the measured phase began) and keep the delta.
+    pub fn tick(&mut self, sampling: &PeerSampling, t: std::time::Duration) {
+        let now = sampling.sample();
+        let wall = (t - self.last_t).as_nanos() as u64;
+        let d = sampling.between(&self.last, &now, wall, 0);
+        let net = d.net.unwrap_or_default();
+        self.out.push(PeerSecond {
+            t_s: t.as_secs_f64(),
+            target_cpu_pct: d.processes.iter().map(|c| c.usr_pct + c.sys_pct).sum(),
+            rx_bytes: net.rx_bytes,
+            tx_bytes: net.tx_bytes,
+            rx_packets: net.rx_packets,
+            tx_packets: net.tx_packets,
+        });
+        self.last = now;
+        self.last_t = t;
+    }
+
+    pub fn finish(self) -> Vec<PeerSecond> {
+        self.out
+    }
 }
 
 /// One sample of every peer counter.
@@ -97,7 +152,11 @@ impl PeerSampling {
             }),
             _ => None,
         };
-        PeerStats { processes, net }
+        PeerStats {
+            processes,
+            net,
+            series: Vec::new(),
+        }
     }
 }
 

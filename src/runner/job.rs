@@ -15,7 +15,7 @@ use crate::engine::{self, Engine, EngineConfig, EngineSetup, EngineTarget, Featu
 use crate::error::{usage, UsageError, WorkerError};
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
-use crate::measure::peers::{PeerSampling, PeerSnapshot};
+use crate::measure::peers::{PeerSampling, PeerSecond, PeerSeries, PeerSnapshot};
 use crate::measure::procstat::CpuTicks;
 use crate::measure::rusage::RusageSnapshot;
 use crate::measure::tsc::{ClockChoice, TscClock, DRIFT_WARN_PPM};
@@ -510,8 +510,9 @@ type SystemStats = (
     crate::measure::rusage::CpuStats,
     Option<DeviceStats>,
     Option<crate::measure::procstat::SystemCpu>,
-    // The peers at the start and end of the measured phase, and its length.
-    Option<(PeerSnapshot, PeerSnapshot, u64)>,
+    // The peers at the start and end of the measured phase, its length,
+    // and the peers' counters second by second.
+    Option<(PeerSnapshot, PeerSnapshot, u64, Vec<PeerSecond>)>,
 );
 
 /// The main thread while workers run: release them together, sample system
@@ -538,6 +539,7 @@ fn supervise<C: Clock>(
         sleep_unless_done(&handles, Duration::from_nanos(spec.ramp_ns));
     }
     let peers0 = opts.peers.map(|p| p.sample());
+    let mut peer_series = peers0.clone().map(PeerSeries::starting_at);
     let ru0 = RusageSnapshot::now();
     let st0 = CpuTicks::now();
     let d0 = disk.as_ref().and_then(|d| d.sample());
@@ -552,14 +554,17 @@ fn supervise<C: Clock>(
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if let Some(cb) = opts.on_progress {
-            if last_tick.elapsed() >= Duration::from_secs(1) {
-                last_tick = std::time::Instant::now();
+        if last_tick.elapsed() >= Duration::from_secs(1) {
+            last_tick = std::time::Instant::now();
+            if let Some(cb) = opts.on_progress {
                 cb(
                     wall0.elapsed().as_secs_f64(),
                     ctx.expected_s,
                     Live::from_slots(&ctx.live),
                 );
+            }
+            if let (Some(p), Some(series)) = (opts.peers, peer_series.as_mut()) {
+                series.tick(p, t_measure.elapsed());
             }
         }
     }
@@ -581,7 +586,14 @@ fn supervise<C: Clock>(
         .map(|n| n.get())
         .unwrap_or(1);
     let system = st0.zip(st1).map(|(a, b)| b.since(&a, ncpu));
-    let peers = peers0.zip(peers1).map(|(a, b)| (a, b, wall));
+    let peers = peers0.zip(peers1).map(|(a, b)| {
+        (
+            a,
+            b,
+            wall,
+            peer_series.map(PeerSeries::finish).unwrap_or_default(),
+        )
+    });
     (results, (cpu, device, system, peers))
 }
 
@@ -687,8 +699,10 @@ pub fn run_job_with_clock<C: Clock>(
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
         point.extra.cpu = Some(system);
     }
-    if let (Some(sampling), Some((a, b, wall))) = (opts.peers, peers) {
-        point.extra.peers = Some(sampling.between(&a, &b, wall, point.total.ops));
+    if let (Some(sampling), Some((a, b, wall, series))) = (opts.peers, peers) {
+        let mut stats = sampling.between(&a, &b, wall, point.total.ops);
+        stats.series = series;
+        point.extra.peers = Some(stats);
     }
     Ok(JobOutcome {
         point,
