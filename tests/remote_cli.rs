@@ -268,13 +268,26 @@ fn loopback_is_said_and_works() {
     let (data, out, state) = (workdir(), workdir(), workdir());
     let o = remote(data.path(), out.path(), state.path(), &["--loopback"])
         .args(["--transports", "das,iolab", "--mixes", "80", "--qd", "2"])
-        .args(["--runtime", "200ms", "--breakdown", "50", "--rates", "none"])
+        .args([
+            "--runtime",
+            "1200ms",
+            "--breakdown",
+            "50",
+            "--rates",
+            "none",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let r = common::results(&out.path().join("results.json"));
     assert_eq!(r["extra"]["remote"]["topology"], "loopback");
-    assert_eq!(r["points"][1]["extra"]["peers"]["net"]["interface"], "lo");
+    let peers = &r["points"][1]["extra"]["peers"];
+    assert_eq!(peers["net"]["interface"], "lo");
+    // One sample per second of the measured phase.
+    let second = &peers["series"][0];
+    assert!(second["t_s"].as_f64().unwrap() >= 0.9, "{peers}");
+    assert!(second["target_cpu_pct"].as_f64().unwrap() > 0.0, "{peers}");
+    assert!(second["tx_packets"].as_u64().unwrap() > 0, "{peers}");
     assert!(
         r["warnings"]
             .as_array()
