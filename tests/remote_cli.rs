@@ -629,3 +629,76 @@ fn plan_file_keys_apply_and_the_command_line_wins() {
         "{out}"
     );
 }
+
+/// `iolab run --remote`: the main job gains a step on iolab's target
+/// serving its scratch file (QD1 and QD32 locally and over NBD) and the
+/// breakdown; nothing is left afterwards.
+#[test]
+fn run_remote_adds_the_step_and_the_breakdown() {
+    let (data, out, state) = (workdir(), workdir(), workdir());
+    let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "run",
+            data.path().to_str().unwrap(),
+            "--remote",
+            "--profile",
+            "quick",
+        ])
+        .args([
+            "--budget",
+            "6s",
+            "--size",
+            "32m",
+            "--quiet",
+            "-o",
+            out.path().to_str().unwrap(),
+        ])
+        .env("IOLAB_STATE_DIR", state.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = wait_bounded(child);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::results(&out.path().join("results.json"));
+    let remote: Vec<_> = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["params"]["step"] == "remote")
+        .collect();
+    let label = |p: &serde_json::Value| {
+        format!(
+            "{}/{}",
+            p["params"]["transport"].as_str().unwrap(),
+            p["job"]["qd"]
+        )
+    };
+    let got: Vec<String> = remote.iter().map(|p| label(p)).collect();
+    assert_eq!(
+        got,
+        ["das/1", "das/32", "nbd-iolab/1", "nbd-iolab/32"],
+        "{}",
+        r["warnings"]
+    );
+    assert!(
+        remote[3]["extra"]["peers"]["processes"][0]["us_per_io"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        r["extra"]["remote"]["breakdown"]["nbd-iolab"]["requests"]
+            .as_u64()
+            .unwrap()
+            > 1000
+    );
+    assert_eq!(r["analysis"]["remote"].as_array().unwrap().len(), 4);
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("Local vs remote")
+            && html.contains("Where the time of a remote request goes")
+    );
+    assert_nothing_left(pid, data.path(), state.path());
+}

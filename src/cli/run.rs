@@ -61,6 +61,12 @@ pub struct RunArgs {
     /// seconds while a job runs, for logs (fio's --status-interval)
     #[arg(long, value_name = "SECS")]
     pub status_interval: Option<f64>,
+    /// Add a remote step: the scratch file also served by iolab's own NBD
+    /// target (in network namespaces as root, loopback otherwise), QD1
+    /// latency and maximum 4k IOPS locally and over NBD, and the unloaded
+    /// latency breakdown (`iolab remote` compares more transports)
+    #[arg(long)]
+    pub remote: bool,
     /// Print the plan and exit
     #[arg(long)]
     pub dry_run: bool,

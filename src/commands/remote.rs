@@ -575,3 +575,101 @@ fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
 }
+
+/// iolab's own NBD target serving a local scratch file, with the topology
+/// around it and the export as a target: `iolab run --remote`'s step. The
+/// calling thread is in the initiator namespace while it lives.
+pub struct OwnTarget {
+    /// The served export, for jobs on the nbd engine.
+    pub remote: Target,
+    pub sampling: PeerSampling,
+    stamps: PathBuf,
+    server: servers::Server,
+    topo: Topology,
+}
+
+impl OwnTarget {
+    /// Namespaces as root (loopback otherwise), the target started on
+    /// `local`'s file, the export probed. Logs and stamps go into `dir`.
+    pub fn start(local: &Target, dir: &Path, seed: u64) -> anyhow::Result<OwnTarget> {
+        let mut topo = match topology::namespaces_unavailable() {
+            Some(why) => Topology::loopback(why),
+            None => Topology::namespaces()?,
+        };
+        topo.enter_initiator()?;
+        let stamps = dir.join("stamps-nbd-iolab.txt");
+        let own = OwnTargetOptions {
+            delay: None,
+            stamps: Some(stamps.clone()),
+        };
+        let port = if topo.kind == "loopback" {
+            free_port()?
+        } else {
+            FIRST_PORT
+        };
+        let t = Transport::Iolab { threads: 1 };
+        let server = servers::start(t, &topo, &local.path, local.size, port, &own, dir)?;
+        let remote = dut::prepare(
+            &TargetOptions {
+                path: Some(PathBuf::from(&server.url)),
+                overwrite: true,
+                ..Default::default()
+            },
+            true,
+            None,
+            seed,
+        )?;
+        let sampling = PeerSampling {
+            processes: vec![server.sampled()],
+            interface: Some(topo.initiator_iface.clone()),
+        };
+        Ok(OwnTarget {
+            remote,
+            sampling,
+            stamps,
+            server,
+            topo,
+        })
+    }
+
+    /// What `extra.remote` says about the link.
+    pub fn describe(&self) -> serde_json::Value {
+        json!({
+            "topology": self.topo.kind,
+            "note": self.topo.note,
+            "target_addr": self.topo.target_addr.to_string(),
+            "initiator_interface": self.topo.initiator_iface,
+            "transports": [{"label": "das", "backing": Transport::Das.backing()},
+                           {"label": self.server.transport.label(), "backing": self.server.transport.backing()}],
+        })
+    }
+
+    /// The unloaded breakdown of `requests` QD1 reads of `block` bytes,
+    /// recorded into `results`.
+    pub fn breakdown(
+        &self,
+        results: &mut Results,
+        requests: usize,
+        block: u32,
+        seed: u64,
+    ) -> anyhow::Result<()> {
+        let ep = self.remote.remote.as_ref().expect("a remote target");
+        let spec = BreakdownSpec {
+            requests,
+            warmup: (requests / 10).max(1),
+            block,
+            span: self.remote.size,
+            seed,
+        };
+        let b = breakdown::measure(ep, &spec, &self.stamps)?;
+        record_breakdown(results, &self.server.transport.label(), &b);
+        Ok(())
+    }
+}
+
+impl Drop for OwnTarget {
+    fn drop(&mut self) {
+        // The server goes first (field order), then the namespaces.
+        self.topo.leave_initiator();
+    }
+}

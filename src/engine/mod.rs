@@ -526,7 +526,10 @@ mod tests {
             );
             assert_eq!(
                 k.needs_file(),
-                !matches!(k, EngineKind::Null | EngineKind::Fake | EngineKind::Nbd),
+                !matches!(
+                    k,
+                    EngineKind::Null | EngineKind::Fake | EngineKind::Nbd | EngineKind::Iscsi
+                ),
                 "{k:?}"
             );
             assert_eq!(
@@ -540,9 +543,15 @@ mod tests {
             assert_eq!(EngineConfig::default_for(k).kind(), k);
         }
         assert_eq!(engine_for_transport(Transport::Nbd), Some(EngineKind::Nbd));
-        for t in [Transport::Iscsi, Transport::NvmeTcp] {
-            assert_eq!(engine_for_transport(t), None, "{t:?}: no initiator yet");
-        }
+        assert_eq!(
+            engine_for_transport(Transport::Iscsi),
+            Some(EngineKind::Iscsi)
+        );
+        assert_eq!(
+            engine_for_transport(Transport::NvmeTcp),
+            None,
+            "no NVMe/TCP initiator yet"
+        );
     }
 
     #[test]

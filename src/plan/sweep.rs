@@ -233,7 +233,7 @@ pub fn parse_engine_axis(
                     usage(
                         field,
                         format!(
-                            "unknown engine '{}' (psync, aio, io_uring, mmap, null, nbd)",
+                            "unknown engine '{}' (psync, aio, io_uring, mmap, null, nbd, iscsi)",
                             e.trim()
                         ),
                     )

@@ -27,6 +27,19 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
                 .unwrap_or_default()
         ));
     }
+    o.push_str(&remote_table(r));
+    for w in super::summary::warnings(r) {
+        o.push_str(&format!("warning: {w}\n"));
+    }
+    o
+}
+
+/// Each transport beside DAS, then the breakdowns; empty without remote points.
+pub fn remote_table(r: &Results) -> String {
+    if r.analysis.remote.is_empty() {
+        return String::new();
+    }
+    let mut o = String::new();
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(vec![
@@ -81,9 +94,6 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
             format_ns(b.latency_ns),
             stages.join(" + ")
         ));
-    }
-    for w in super::summary::warnings(r) {
-        o.push_str(&format!("warning: {w}\n"));
     }
     o
 }

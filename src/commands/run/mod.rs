@@ -41,8 +41,12 @@ pub fn budgeted_plan(
     base: &JobSpec,
     budget_ns: u64,
     why_not: &[(StepKind, String)],
+    remote: bool,
 ) -> anyhow::Result<Vec<Step>> {
     let mut steps = plan_steps(profile, base)?;
+    if remote {
+        steps.push(plan::remote_step(base));
+    }
     // In reverse, so the first reason given for a step is the one kept
     // (it also replaces the profile's own, "not in the quick profile").
     for (kind, why) in why_not.iter().rev() {
@@ -66,6 +70,10 @@ fn steps_that_cannot_run(remote: Option<&RemoteEndpoint>) -> Vec<(StepKind, Stri
         out.push((
             StepKind::Trace,
             format!("{why}; tracing needs a local block device"),
+        ));
+        out.push((
+            StepKind::Remote,
+            format!("{why} already; the remote step serves the scratch file of a directory"),
         ));
     }
     if let Some(why) = breakdown::unavailable() {
@@ -269,6 +277,10 @@ struct StepRunner<'a> {
     driver: Driver<'a>,
     /// One `kv` invocation runs every workload of the kv step.
     kv_ran: bool,
+    /// Where results, logs and stamps go.
+    out_dir: PathBuf,
+    /// The remote step's target, from its first job to the end of the run.
+    own: Option<super::remote::OwnTarget>,
 }
 
 impl StepRunner<'_> {
@@ -329,6 +341,9 @@ impl StepRunner<'_> {
             extra: &extra,
         };
         let expected_s = job_ns(&job) as f64 / 1e9;
+        if kind == StepKind::Remote {
+            return self.run_remote_job(step_id, &job);
+        }
         let (target, dir, seed) = (self.target, &self.a.dir, self.a.seed);
         let external = match kind {
             StepKind::Kv => {
@@ -352,6 +367,63 @@ impl StepRunner<'_> {
         }
         self.record_plan();
         self.driver.save()
+    }
+
+    /// A job of the remote step: on the scratch file, or (nbd engine) over
+    /// iolab's target serving it, started at the step's first job.
+    fn run_remote_job(&mut self, step_id: &'static str, job: &JobSpec) -> anyhow::Result<()> {
+        self.record_plan();
+        if self.own.is_none() {
+            match super::remote::OwnTarget::start(self.target, &self.out_dir, self.a.seed) {
+                Ok(o) => {
+                    self.driver
+                        .results_mut()
+                        .extra
+                        .insert("remote".into(), o.describe());
+                    self.own = Some(o);
+                }
+                Err(e) => {
+                    self.skip_step(step_id, format!("{e:#}"));
+                    return self.driver.save();
+                }
+            }
+        }
+        let own = self.own.as_ref().expect("started");
+        let over_nbd = job.engine == EngineKind::Nbd;
+        let (target, transport) = if over_nbd {
+            (&own.remote, "nbd-iolab")
+        } else {
+            (self.target, crate::analysis::remote::BASELINE)
+        };
+        self.driver
+            .set_peers(over_nbd.then(|| own.sampling.clone()));
+        let params = [
+            ("step", step_id.to_string()),
+            ("transport", transport.to_string()),
+        ];
+        let tags = Tags {
+            experiment: "",
+            params: &params,
+            extra: &[],
+        };
+        let r = self.driver.run_point_on(target, job, &tags).map(drop);
+        self.driver.set_peers(None);
+        r
+    }
+
+    /// After the last job: the remote step's breakdown, then its target and
+    /// namespaces go.
+    fn finish_remote(&mut self) {
+        let Some(own) = self.own.take() else {
+            return;
+        };
+        if !interrupt::stop_requested() {
+            if let Err(e) = own.breakdown(self.driver.results_mut(), 2000, 4096, self.a.seed) {
+                self.driver.warn(format!("remote breakdown: {e:#}"));
+            }
+        }
+        drop(own);
+        let _ = self.driver.save();
     }
 
     fn skip_step(&mut self, step_id: &str, why: String) {
@@ -416,7 +488,7 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         ..JobSpec::default()
     };
     let why_not = steps_that_cannot_run(remote.as_ref());
-    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not)?;
+    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not, a.remote)?;
     if a.dry_run {
         print_plan(&steps, &a.dir, budget_ns);
         return Ok(());
@@ -452,7 +524,7 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         let e = choose_engine(&target, &mut warnings)?;
         if e != base.engine {
             base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not)?;
+            steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not, a.remote)?;
         }
     }
     std::fs::create_dir_all(&dir)
@@ -487,11 +559,15 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         budget_ns,
         driver,
         kv_ran: false,
+        out_dir: dir.clone(),
+        own: None,
     };
     runner.record_plan();
     runner.driver.save()?;
     let t0 = Instant::now();
-    runner.run_all(&jobs)?;
+    let ran = runner.run_all(&jobs);
+    runner.finish_remote();
+    ran?;
     runner.record_plan();
     let outcome = runner.driver.finish()?;
     drop(target);

@@ -36,6 +36,10 @@ pub enum StepKind {
     /// Database workloads through `iolab kv`; the jobs are placeholders
     /// (one per YCSB workload) that size the record count.
     Kv,
+    /// The same jobs on the scratch file and over iolab's own NBD target
+    /// (jobs on the nbd engine run on the served export), then the
+    /// unloaded breakdown (`iolab run --remote`).
+    Remote,
 }
 
 /// Rates of the load-latency step, in percent of the closed-loop maximum.
@@ -275,6 +279,36 @@ fn load_latency_step(base: &JobSpec, d: Depth) -> Step {
         ..step(
             "load-latency",
             "Load-latency curve (open loop, Poisson arrivals)",
+            jobs,
+            false,
+        )
+    }
+}
+
+/// `--remote`: QD1 latency and maximum 4k random-read IOPS on the scratch
+/// file and over iolab's NBD target serving it.
+pub fn remote_step(base: &JobSpec) -> Step {
+    let mut jobs = Vec::new();
+    for engine in [base.engine, crate::engine::EngineKind::Nbd] {
+        for qd in [1, LOADLAT_QD] {
+            let mut j = job(
+                &JobSpec {
+                    engine,
+                    ..base.clone()
+                },
+                Pattern::RandRead,
+                4 * KIB,
+                qd,
+            );
+            j.name = j.default_name();
+            jobs.push(j);
+        }
+    }
+    Step {
+        kind: StepKind::Remote,
+        ..step(
+            "remote",
+            "Local vs remote: QD1 latency and max 4k IOPS over iolab's NBD target, and the breakdown",
             jobs,
             false,
         )
