@@ -1,8 +1,9 @@
 //! Remote targets on the command line: the three URL forms are understood,
-//! a bad URL is refused naming `--target` (exit 2); iolab has no iSCSI or
-//! NVMe/TCP initiator yet, so running on such a target is refused with exit
-//! 2 saying so, and an NBD server that is not there is refused the same way,
-//! before anything is measured (tests/engines_nbd.rs runs real servers).
+//! a bad URL is refused naming `--target` (exit 2); iolab has no NVMe/TCP
+//! initiator yet, so running on such a target is refused with exit 2 saying
+//! so, and an NBD server that is not there is refused the same way, before
+//! anything is measured (tests/engines_nbd.rs and tests/engines_iscsi.rs
+//! run real servers).
 
 mod common;
 use common::{iolab, text};
@@ -22,13 +23,11 @@ fn device_on(target: &str) -> std::process::Output {
 
 #[test]
 fn remote_targets_have_no_initiator_yet() {
-    for (url, scheme) in [
-        ("iscsi://127.0.0.1:3260/iqn.2025-01.lab:disk/1", "iscsi"),
-        (
-            "nvme-tcp://127.0.0.1:4420/nqn.2025-01.lab:sub?nsid=1",
-            "nvme-tcp",
-        ),
-    ] {
+    // iscsi:// has the iscsi engine now (tests/engines_iscsi.rs).
+    for (url, scheme) in [(
+        "nvme-tcp://127.0.0.1:4420/nqn.2025-01.lab:sub?nsid=1",
+        "nvme-tcp",
+    )] {
         let o = device_on(url);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "{url}: {t}");

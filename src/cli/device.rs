@@ -128,7 +128,8 @@ pub struct DeviceArgs {
     pub name: Option<String>,
 
     /// I/O engine: psync, aio, io_uring, mmap, null, nbd (iolab's NBD
-    /// client; the default for an nbd:// target); a list sweeps it
+    /// client; the default for an nbd:// target), iscsi (libiscsi; the
+    /// default for an iscsi:// target); a list sweeps it
     #[arg(
         long,
         default_value = "io_uring",
