@@ -1,5 +1,7 @@
 //! Every shipped plan file under examples/ parses and expands into valid
-//! experiments (checked through `iolab device --plan FILE --dry-run`).
+//! experiments (checked through `iolab device --plan FILE --dry-run`, or
+//! `iolab remote --plan FILE --dry-run` for `iolab remote`'s plans, whose
+//! top-level keys are its flags).
 
 use std::process::Command;
 
@@ -14,6 +16,22 @@ fn every_example_plan_expands() {
         }
         n += 1;
         let text = std::fs::read_to_string(&path).unwrap();
+        let doc: toml::Table = text.parse().unwrap();
+        if doc.contains_key("transports") {
+            let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+                .args(["remote", "-t", env!("CARGO_TARGET_TMPDIR"), "--plan"])
+                .arg(&path)
+                .arg("--dry-run")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && text.contains("das"),
+                "{}: {text}",
+                path.display()
+            );
+            continue;
+        }
         let plan = iolab::plan::planfile::parse(&path.display().to_string(), &text)
             .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
         assert!(!plan.experiments.is_empty());
