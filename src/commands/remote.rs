@@ -445,29 +445,8 @@ fn run_transports(
             delay: plan.fabric_delay.clone(),
             stamps: stamps.clone(),
         };
-        let port = if topo.kind == "loopback" {
-            free_port()?
-        } else {
-            FIRST_PORT + i as u16
-        };
-        let server = match servers::start(t, topo, &local.path, local.size, port, &own, dir) {
-            Ok(s) => s,
-            Err(e) => {
-                driver.warn(format!("transport {label} skipped: {e:#}"));
-                continue;
-            }
-        };
-        let remote = match dut::prepare(
-            &TargetOptions {
-                path: Some(PathBuf::from(&server.url)),
-                overwrite: true,
-                ..Default::default()
-            },
-            true,
-            None,
-            a.seed,
-        ) {
-            Ok(r) => r,
+        let (server, remote) = match serve(t, topo, local, i, &own, dir, a.seed) {
+            Ok(x) => x,
             Err(e) => {
                 driver.warn(format!("transport {label} skipped: {e:#}"));
                 continue;
@@ -571,6 +550,36 @@ fn record_breakdown(results: &mut Results, label: &str, b: &crate::remote::stamp
     }
 }
 
+/// Start the server of transport `t` (the `index`th of the run) on
+/// `local`'s file and prepare its export as a target.
+fn serve(
+    t: Transport,
+    topo: &Topology,
+    local: &Target,
+    index: usize,
+    own: &OwnTargetOptions,
+    dir: &Path,
+    seed: u64,
+) -> anyhow::Result<(servers::Server, Target)> {
+    let port = if topo.kind == "loopback" {
+        free_port()?
+    } else {
+        FIRST_PORT + index as u16
+    };
+    let server = servers::start(t, topo, &local.path, local.size, port, own, dir)?;
+    let remote = dut::prepare(
+        &TargetOptions {
+            path: Some(PathBuf::from(&server.url)),
+            overwrite: true,
+            ..Default::default()
+        },
+        true,
+        None,
+        seed,
+    )?;
+    Ok((server, remote))
+}
+
 fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
@@ -602,23 +611,8 @@ impl OwnTarget {
             delay: None,
             stamps: Some(stamps.clone()),
         };
-        let port = if topo.kind == "loopback" {
-            free_port()?
-        } else {
-            FIRST_PORT
-        };
         let t = Transport::Iolab { threads: 1 };
-        let server = servers::start(t, &topo, &local.path, local.size, port, &own, dir)?;
-        let remote = dut::prepare(
-            &TargetOptions {
-                path: Some(PathBuf::from(&server.url)),
-                overwrite: true,
-                ..Default::default()
-            },
-            true,
-            None,
-            seed,
-        )?;
+        let (server, remote) = serve(t, &topo, local, 0, &own, dir, seed)?;
         let sampling = PeerSampling {
             processes: vec![server.sampled()],
             interface: Some(topo.initiator_iface.clone()),
