@@ -279,6 +279,17 @@ fn report_in_headless_chromium() {
     );
     check_report(
         &bin,
+        "remote-nbd.json",
+        "remote-nbd.png",
+        &[
+            "id=\"remote\"",
+            "id=\"remote-cpu\"",
+            "id=\"remote-breakdown\"",
+            "id=\"load-latency\"",
+        ],
+    );
+    check_report(
+        &bin,
         "run-all-steps.json",
         "run-all-steps.png",
         &["id=\"load-latency\""],

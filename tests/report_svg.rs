@@ -66,6 +66,7 @@ fn every_chart_has_its_points() {
         "device-steady.json",
         "device-snia-iops.json",
         "trace-sample.json",
+        "remote-nbd.json",
     ] {
         let r = Results::read(&root.join(f)).unwrap();
         for s in charts::sections(&r) {

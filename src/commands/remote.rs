@@ -181,8 +181,9 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
     })
 }
 
-/// The plan's jobs on one engine, named.
-fn jobs_on(plan: &RemotePlan, engine: EngineKind) -> Vec<JobSpec> {
+/// The plan's jobs on one engine, named after the transport `label` (the
+/// same job runs on every transport; the name tells the points apart).
+fn jobs_on(plan: &RemotePlan, engine: EngineKind, label: &str) -> Vec<JobSpec> {
     plan.jobs
         .iter()
         .map(|j| {
@@ -190,10 +191,18 @@ fn jobs_on(plan: &RemotePlan, engine: EngineKind) -> Vec<JobSpec> {
                 engine,
                 ..j.clone()
             };
-            j.name = j.default_name();
+            j.name = point_name(label, &j);
             j
         })
         .collect()
+}
+
+fn point_name(label: &str, j: &JobSpec) -> String {
+    if label.is_empty() {
+        j.default_name()
+    } else {
+        format!("{label}: {}", j.default_name())
+    }
 }
 
 fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
@@ -209,7 +218,7 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
             .unwrap_or_default();
         println!("  {:<18} {}{why}", t.label(), t.backing());
     }
-    for j in jobs_on(plan, EngineKind::Nbd) {
+    for j in jobs_on(plan, EngineKind::Nbd, "") {
         println!(
             "      {:<40} {} + {} ramp",
             j.name.trim_end_matches("-nbd"),
@@ -427,7 +436,7 @@ fn run_transports(
         }
         if t == Transport::Das {
             driver.set_peers(None);
-            for j in jobs_on(plan, EngineKind::IoUring) {
+            for j in jobs_on(plan, EngineKind::IoUring, &label) {
                 driver.run_point_on(local, &j, &tags)?;
             }
             load_latency(&mut driver, plan, local, EngineKind::IoUring, &label)?;
@@ -456,7 +465,7 @@ fn run_transports(
             processes: vec![server.sampled()],
             interface: Some(topo.initiator_iface.clone()),
         }));
-        for j in jobs_on(plan, t.engine()) {
+        for j in jobs_on(plan, t.engine(), &label) {
             driver.run_point_on(&remote, &j, &tags)?;
         }
         load_latency(&mut driver, plan, &remote, t.engine(), &label)?;
@@ -495,7 +504,7 @@ fn load_latency(
     if plan.rates.is_empty() || interrupt::stop_requested() {
         return Ok(());
     }
-    let jobs = jobs_on(plan, engine);
+    let jobs = jobs_on(plan, engine, label);
     let Some(base) = jobs
         .iter()
         .filter(|j| j.pattern == Pattern::RandRead)
@@ -522,7 +531,7 @@ fn load_latency(
             rate_iops: (pct / 100.0 * max_iops).max(1.0),
             arrival: Arrival::Poisson,
         });
-        j.name = j.default_name();
+        j.name = point_name(label, &j);
         let extra = [("rate_pct_of_max", json!(pct))];
         let tags = Tags {
             experiment: "",
