@@ -147,8 +147,16 @@ fn batching_headlines(r: &Results) -> Vec<Headline> {
 
 /// The load-latency knee and saturation of one open-loop group.
 fn knee_headline(g: &LoadLatencyGroup) -> Headline {
+    // Several transports (`iolab remote`) each have a curve: say whose.
+    let transport = g
+        .group
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("transport="));
     Headline {
-        label: "load-latency knee".into(),
+        label: match transport {
+            Some(t) => format!("load-latency knee, {t}"),
+            None => "load-latency knee".into(),
+        },
         value: g.knee.as_ref().map_or("none".into(), |k| {
             format!("{} IOPS", fmt::count(k.achieved_iops))
         }),
