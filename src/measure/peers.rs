@@ -185,14 +185,6 @@ pub fn parse_stat_times(text: &str) -> Option<(u64, u64)> {
     Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
 }
 
-/// Process start time (field 22, ticks since boot): with the pid, it names
-/// a process for good (pids are reused).
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 fn net_counters(iface: &str) -> Option<NetStats> {
     let text = std::fs::read_to_string("/proc/thread-self/net/dev").ok()?;
     parse_net_dev(&text, iface)
@@ -230,7 +222,6 @@ mod tests {
         assert_eq!(parse_stat_times(line), Some((37, 11)));
         let me = std::process::id();
         assert!(process_ticks(me).is_some());
-        assert!(process_start_time(me).unwrap() > 0);
         assert_eq!(process_ticks(u32::MAX), None);
     }
 

@@ -7,8 +7,8 @@
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use super::records::start_time as process_start_time;
 use super::Resource;
-use crate::measure::peers::process_start_time;
 
 /// The programs iolab starts as servers (a record naming anything else is not trusted).
 pub const SERVERS: &[&str] = &["iolab", "nbdkit", "qemu-nbd", "tgtd"];
