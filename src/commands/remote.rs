@@ -260,21 +260,7 @@ fn apply_plan_file(a: &mut RemoteArgs, path: &Path) -> anyhow::Result<()> {
         if a.given.contains(&id) {
             continue;
         }
-        let value = match v {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            toml::Value::Array(xs) => xs
-                .iter()
-                .map(|x| match x {
-                    toml::Value::String(s) => s.clone(),
-                    x => x.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(","),
-            _ => return Err(usage(&field, format!("{k}: expected a value or a list"))),
-        };
+        let value = crate::plan::planfile::value_text(&format!("{field}: {k}"), v)?;
         argv.push(format!("--{}={value}", k.replace('_', "-")));
     }
     super::device_args::apply_flags(a, argv).map_err(|e| usage(&field, format!("{e:#}")))
@@ -303,14 +289,7 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
         ))
     });
     super::run::check_outputs(&dir, a.force)?;
-    let mut topo = if a.loopback {
-        Topology::loopback("--loopback".into())
-    } else {
-        match topology::namespaces_unavailable() {
-            Some(why) => Topology::loopback(why),
-            None => Topology::namespaces()?,
-        }
-    };
+    let mut topo = Topology::choose(a.loopback)?;
     if let Some(rate) = &plan.fabric_rate {
         topo.limit_rate(rate)
             .map_err(|e| usage("--fabric-rate", format!("{e:#}")))?;
@@ -610,10 +589,7 @@ impl OwnTarget {
     /// Namespaces as root (loopback otherwise), the target started on
     /// `local`'s file, the export probed. Logs and stamps go into `dir`.
     pub fn start(local: &Target, dir: &Path, seed: u64) -> anyhow::Result<OwnTarget> {
-        let mut topo = match topology::namespaces_unavailable() {
-            Some(why) => Topology::loopback(why),
-            None => Topology::namespaces()?,
-        };
+        let mut topo = Topology::choose(false)?;
         topo.enter_initiator()?;
         let stamps = dir.join("stamps-nbd-iolab.txt");
         let own = OwnTargetOptions {

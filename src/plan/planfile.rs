@@ -24,7 +24,8 @@ pub struct PlanFile {
     pub experiments: Vec<PlanSection>,
 }
 
-fn value_text(field: &str, v: &toml::Value) -> anyhow::Result<String> {
+/// A TOML value as flag text (lists joined with commas).
+pub(crate) fn value_text(field: &str, v: &toml::Value) -> anyhow::Result<String> {
     Ok(match v {
         toml::Value::String(s) => s.clone(),
         toml::Value::Integer(i) => i.to_string(),

@@ -87,6 +87,18 @@ impl Topology {
         }
     }
 
+    /// Namespaces where they can be made, loopback (with the reason)
+    /// otherwise or when `loopback` asks for it.
+    pub fn choose(loopback: bool) -> anyhow::Result<Topology> {
+        if loopback {
+            return Ok(Topology::loopback("--loopback".into()));
+        }
+        match namespaces_unavailable() {
+            Some(why) => Ok(Topology::loopback(why)),
+            None => Topology::namespaces(),
+        }
+    }
+
     /// Two namespaces and a veth pair between them.
     pub fn namespaces() -> anyhow::Result<Topology> {
         let pid = std::process::id();
