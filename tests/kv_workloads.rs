@@ -132,6 +132,7 @@ fn load_statistics_are_consistent() {
         num: 2000,
         key_size: 16,
         value_size: 400,
+        read_percent: 90,
     };
     let o = run(
         eng.as_ref(),
@@ -168,6 +169,38 @@ fn load_statistics_are_consistent() {
     .unwrap();
     assert_eq!(r.rec.mismatches, 0);
     assert!(r.rec.verified > 1000);
+}
+
+#[test]
+fn readrandomwriterandom_reads_the_percent_of_every_thread() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let eng = open(KvEngineKind::Rocksdb, dir.path(), &small_opts()).unwrap();
+    let c = DbBenchConfig {
+        num: 1000,
+        key_size: 16,
+        value_size: 800,
+        read_percent: 80,
+    };
+    run(
+        eng.as_ref(),
+        &DbBench::new(Bench::FillSeq, c, 1),
+        &PhaseSpec::split(1000, 1, None, 1),
+        dir.path(),
+    )
+    .unwrap();
+    // Two threads of 250 operations: 2 x (80+80+50 reads, 20+20 writes).
+    let o = run(
+        eng.as_ref(),
+        &DbBench::new(Bench::ReadRandomWriteRandom, c, 2),
+        &PhaseSpec::split(500, 2, None, 2),
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(o.rec.ops[KvOp::Read.idx()], 420);
+    assert_eq!(o.rec.ops[KvOp::Write.idx()], 80);
+    // Every key was loaded: every read finds and verifies its value.
+    assert_eq!((o.rec.not_found, o.rec.mismatches), (0, 0));
+    assert_eq!(o.rec.verified, 420);
 }
 
 #[test]

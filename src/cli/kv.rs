@@ -30,10 +30,12 @@ pub enum PhaseSel {
   iolab kv a --engine rocksdb -p recordcount=100000 -p operationcount=100000
   iolab kv -P examples/ycsb/workloadd --engine lmdb --threads 4 --target-ops 5000
   iolab kv fillrandom,readrandom --engine rocksdb --num 1000000 --key-size 16 --value-size 100
-  iolab kv fillrandom,readwhilewriting --readers 1,2,4,8 --memory-limit 256m --engine lmdb")]
+  iolab kv fillrandom,readwhilewriting --readers 1,2,4,8 --memory-limit 256m --engine lmdb
+  iolab kv fillrandom,readrandomwriterandom --readwritepercent 80 --value-size 800 --num 20000")]
 pub struct KvArgs {
     /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
-    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting.
+    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
+    /// readrandomwriterandom.
     /// Default: a (or the -P file's workload).
     pub workload: Option<String>,
 
@@ -183,6 +185,11 @@ pub struct BenchArgs {
     /// readwhilewriting: writer rate limit in operations per second.
     #[arg(long, value_name = "OPS")]
     pub writer_rate: Option<f64>,
+
+    /// readrandomwriterandom: reads per 100 operations of each thread (the
+    /// rest are writes of random keys), as db_bench's --readwritepercent.
+    #[arg(long, default_value_t = 90)]
+    pub readwritepercent: u8,
 }
 
 /// The database location and the environment of `iolab kv`.

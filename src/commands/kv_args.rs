@@ -27,6 +27,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             num: a.bench.num,
             key_size: a.bench.key_size,
             value_size: a.bench.value_size,
+            read_percent: a.bench.readwritepercent,
         },
         reads: BenchReads {
             reads: a.bench.reads,
@@ -239,7 +240,7 @@ fn steps(a: &KvArgs, user: &Props) -> Result<Vec<Step>> {
             if Props::builtin(&letter).is_none() {
                 return Err(usage(
                     "WORKLOAD",
-                    format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting)"),
+                    format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting, readrandomwriterandom)"),
                 ));
             }
             (format!("ycsb-{letter}"), ycsb_props(Some(&letter), user)?)

@@ -1,5 +1,5 @@
 //! db_bench-style benchmarks: fillseq, fillrandom, overwrite, readrandom,
-//! readseq, seekrandom, readwhilewriting. Keys are `--key-size` decimal
+//! readseq, seekrandom, readwhilewriting, readrandomwriterandom. Keys are `--key-size` decimal
 //! digits of the record number (0..num), values `--value-size` bytes with
 //! the integrity header. An operation's latency is, as in db_bench, the time
 //! since the previous one ended (key choice and value checks included): one
@@ -24,6 +24,9 @@ pub enum Bench {
     ReadSeq,
     SeekRandom,
     ReadWhileWriting,
+    /// Every thread reads and writes random keys: per 100 operations,
+    /// `--readwritepercent` reads first, then the writes (db_bench's order).
+    ReadRandomWriteRandom,
 }
 
 impl Bench {
@@ -36,6 +39,7 @@ impl Bench {
             "readseq" => Bench::ReadSeq,
             "seekrandom" => Bench::SeekRandom,
             "readwhilewriting" => Bench::ReadWhileWriting,
+            "readrandomwriterandom" => Bench::ReadRandomWriteRandom,
             _ => return None,
         })
     }
@@ -49,6 +53,7 @@ impl Bench {
             Bench::ReadSeq => "readseq",
             Bench::SeekRandom => "seekrandom",
             Bench::ReadWhileWriting => "readwhilewriting",
+            Bench::ReadRandomWriteRandom => "readrandomwriterandom",
         }
     }
 
@@ -69,6 +74,9 @@ pub struct DbBenchConfig {
     pub num: u64,
     pub key_size: usize,
     pub value_size: usize,
+    /// readrandomwriterandom: reads per 100 operations (db_bench's
+    /// --readwritepercent, default 90).
+    pub read_percent: u8,
 }
 
 impl DbBenchConfig {
@@ -85,6 +93,9 @@ impl DbBenchConfig {
                 "--key-size",
                 format!("{} digits cannot hold --num {}", self.key_size, self.num),
             ));
+        }
+        if self.read_percent > 100 {
+            return Err(usage("--readwritepercent", "must be 0..=100"));
         }
         if self.value_size < HEADER || self.value_size > 64 << 20 {
             return Err(usage(
@@ -197,7 +208,9 @@ impl Work for DbBench {
             Bench::ReadRandom => vec![KvOp::Read],
             Bench::ReadSeq => vec![KvOp::ReadSeq],
             Bench::SeekRandom => vec![KvOp::Seek],
-            Bench::ReadWhileWriting => vec![KvOp::Write, KvOp::Read],
+            Bench::ReadWhileWriting | Bench::ReadRandomWriteRandom => {
+                vec![KvOp::Write, KvOp::Read]
+            }
         }
     }
 
@@ -220,6 +233,14 @@ impl Work for DbBench {
                     self.write(w, n)
                 } else {
                     self.read(w)
+                }
+            }
+            Bench::ReadRandomWriteRandom => {
+                if w.n % 100 < u64::from(self.cfg.read_percent) {
+                    self.read(w)
+                } else {
+                    let n = w.rng.random_range(0..self.cfg.num);
+                    self.write(w, n)
                 }
             }
         }

@@ -376,6 +376,9 @@ fn step_job(
             if let Some(r) = readers {
                 params.insert("readers".into(), r.to_string());
             }
+            if *b == Bench::ReadRandomWriteRandom {
+                params.insert("readwritepercent".into(), dbc.read_percent.to_string());
+            }
             (name, Box::new(DbBench::new(*b, dbc, seed)), spec, params)
         }
     }

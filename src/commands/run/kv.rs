@@ -50,6 +50,7 @@ pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
             num: 100_000,
             key_size: 16,
             value_size: 100,
+            read_percent: 90,
         },
         reads: BenchReads::default(),
         place: KvPlace::scratch(dir.to_path_buf()),
