@@ -74,6 +74,7 @@ pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Analysis {
         latency_target: search::analyze(points),
         steady_state: steady::analyze(points),
         remote: remote::analyze(&measured),
+        remote_db: remote::analyze_db(&measured),
         other: BTreeMap::new(),
     }
 }

@@ -1,6 +1,7 @@
 //! Local vs remote (`iolab remote`): every transport's point of each
 //! workload beside the local (DAS) point of the same workload, with IOPS
-//! and mean latency as ratios to DAS and CPU per I/O on both sides.
+//! and mean latency as ratios to DAS and CPU per I/O on both sides; and
+//! the database on each volume (`--db`) beside the one on DAS.
 
 use serde::{Deserialize, Serialize};
 
@@ -87,6 +88,60 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
     }
     if rows.iter().all(|r| r.transport == BASELINE) {
         rows.clear();
+    }
+    rows
+}
+
+/// The database's mixed phase (readrandomwriterandom) on one volume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbRow {
+    pub transport: String,
+    pub value_size: u64,
+    pub point: String,
+    pub ops_s: f64,
+    pub read_mean_ns: Option<f64>,
+    pub read_p99_ns: Option<u64>,
+    pub write_mean_ns: Option<f64>,
+    pub write_p99_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_vs_das: Option<f64>,
+}
+
+/// The rows of every database point of a remote run (`role` db), the
+/// mixed phase only (the load is its set-up), in point order.
+pub fn analyze_db(points: &[&Point]) -> Vec<DbRow> {
+    let mut rows: Vec<DbRow> = points
+        .iter()
+        .filter(|p| p.params.get("role").is_some_and(|r| r == "db"))
+        .filter(|p| {
+            p.params
+                .get("workload")
+                .is_some_and(|w| w == "readrandomwriterandom")
+        })
+        .filter_map(|p| {
+            let lat = |op: &str| p.ops.get(op).and_then(|o| o.lat.as_ref());
+            Some(DbRow {
+                transport: p.params.get("transport")?.clone(),
+                value_size: p.params.get("value_size")?.parse().ok()?,
+                point: p.name.clone(),
+                ops_s: p.total.iops,
+                read_mean_ns: lat("read").map(|l| l.mean_ns),
+                read_p99_ns: lat("read").and_then(|l| l.percentile(99.0)),
+                write_mean_ns: lat("write").map(|l| l.mean_ns),
+                write_p99_ns: lat("write").and_then(|l| l.percentile(99.0)),
+                ops_vs_das: None,
+            })
+        })
+        .collect();
+    let base: Vec<(u64, f64)> = rows
+        .iter()
+        .filter(|r| r.transport == BASELINE)
+        .map(|r| (r.value_size, r.ops_s))
+        .collect();
+    for r in &mut rows {
+        if let Some((_, ops)) = base.iter().find(|b| b.0 == r.value_size) {
+            r.ops_vs_das = (*ops > 0.0).then(|| r.ops_s / ops);
+        }
     }
     rows
 }

@@ -29,6 +29,9 @@ pub struct Analysis {
     /// Local vs remote: each transport beside DAS (`iolab remote`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote: Vec<super::remote::RemoteRow>,
+    /// A database on each volume beside the one on the local file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_db: Vec<super::remote::DbRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steady_state: Vec<SteadyGroup>,
     /// Keys this version does not know (older or newer files), kept as read.

@@ -13,6 +13,8 @@ use clap::Args;
   iolab remote -t /var/tmp --fabric-rate 1gbit  a 1 Gbit/s link (tbf on the veth pair)
   iolab remote -t /var/tmp --fabric-delay 100us  every reply held 100 us in iolab's target (netem is absent here)
   iolab remote -t /var/tmp --plan examples/nvmeof-remote.toml    the NVMe-oF study's figures
+  iolab remote -t /var/tmp --transports das,iolab --db 800,10k
+                                                RocksDB 80/20 on ext4 on the remote volume vs on the local file
 
 As root, the initiator and the targets run in two network namespaces joined by
 a veth pair (10.200.77.1 and 10.200.77.2); otherwise on loopback, said in the
@@ -75,6 +77,20 @@ pub struct RemoteArgs {
     /// its arrival plus TIME); other servers need netem, which is detected
     #[arg(long, value_name = "TIME")]
     pub fabric_delay: Option<String>,
+    /// Database on the volume: RocksDB value sizes (e.g. 800,10k), one
+    /// database each, on ext4 on a loop device over the local file (das) and
+    /// over each NBD transport's export (through nbdfuse); none to skip
+    #[arg(long, value_name = "SIZES", default_value = "none")]
+    pub db: String,
+    /// Keys each database is loaded with (db_bench fillseq)
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub db_num: u64,
+    /// Operations of the database's readrandomwriterandom
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub db_ops: u64,
+    /// Reads per 100 operations of readrandomwriterandom
+    #[arg(long, value_name = "PERCENT", default_value_t = 80)]
+    pub db_read_percent: u8,
     /// Run on loopback even as root
     #[arg(long)]
     pub loopback: bool,

@@ -7,6 +7,7 @@ pub mod device_fio;
 pub mod kv;
 pub mod kv_args;
 pub mod remote;
+pub mod remote_db;
 pub mod report;
 pub mod run;
 pub mod serve;

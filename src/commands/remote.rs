@@ -27,6 +27,8 @@ use crate::report::observer::Terminal;
 use crate::results::{time, Provenance, Results};
 use crate::session::{Driver, ResultsSink, Tags};
 
+use super::remote_db::{self, DbPlan, Source};
+
 /// First port of the servers on the target host (one per transport).
 const FIRST_PORT: u16 = 10809;
 
@@ -42,6 +44,8 @@ pub struct RemotePlan {
     pub breakdown: usize,
     pub fabric_rate: Option<String>,
     pub fabric_delay: Option<String>,
+    /// The database on each volume (`--db`), if any.
+    pub db: Option<DbPlan>,
 }
 
 fn list<T>(
@@ -178,6 +182,7 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         breakdown: a.breakdown,
         fabric_rate: a.fabric_rate.clone(),
         fabric_delay: a.fabric_delay.clone(),
+        db: remote_db::plan(a, size)?,
     })
 }
 
@@ -231,6 +236,17 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
             "  breakdown: {} QD1 reads over iolab's target",
             plan.breakdown
         );
+    }
+    if let Some(db) = &plan.db {
+        println!(
+            "  database: RocksDB fillseq {} keys, then readrandomwriterandom {} ops ({}% reads), values {:?} bytes, on ext4 on each volume",
+            db.num, db.ops, db.read_percent, db.values
+        );
+        for t in &plan.transports {
+            if let Some(why) = remote_db::skipped(*t) {
+                println!("      no database on {}: {why}", t.label());
+            }
+        }
     }
 }
 
@@ -351,6 +367,7 @@ fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Tar
             "initiator_interface": topo.initiator_iface,
             "fabric_rate": plan.fabric_rate,
             "fabric_delay": plan.fabric_delay,
+            "db": plan.db.as_ref().map(remote_db::describe),
             "transports": plan.transports.iter().map(|t| json!({
                 "label": t.label(),
                 "backing": t.backing(),
@@ -383,6 +400,7 @@ fn run_transports(
     let per_rate = plan.jobs[0].stop.runtime_ns.unwrap_or(0) + plan.jobs[0].ramp_ns;
     let per_transport = per_job + plan.rates.len() as u64 * per_rate;
     let n = plan.transports.len();
+    let db_points = plan.db.as_ref().map_or(0, |d| 2 * d.values.len());
     let mut driver = Driver::new(
         local,
         sink,
@@ -390,7 +408,7 @@ fn run_transports(
         None,
         !a.quiet && std::io::stderr().is_terminal(),
         (
-            n * (plan.jobs.len() + plan.rates.len()),
+            n * (plan.jobs.len() + plan.rates.len() + db_points),
             (n as u64 * per_transport) as f64 / 1e9,
         ),
     );
@@ -419,6 +437,15 @@ fn run_transports(
                 driver.run_point_on(local, &j, &tags)?;
             }
             load_latency(&mut driver, plan, local, EngineKind::IoUring, &label)?;
+            database(
+                &mut driver,
+                plan,
+                t,
+                &label,
+                Source::Local(&local.path),
+                &a.target,
+                a.seed,
+            )?;
             continue;
         }
         if let (Some(why), false) = (&netem_missing, matches!(t, Transport::Iolab { .. })) {
@@ -464,10 +491,42 @@ fn run_transports(
                 }
             }
         }
+        database(
+            &mut driver,
+            plan,
+            t,
+            &label,
+            Source::Nbd(&server.url),
+            &a.target,
+            a.seed,
+        )?;
         drop(remote);
         drop(server);
     }
     Ok(driver.finish()?.results)
+}
+
+/// The database runs on transport `t`'s volume, when `--db` asks for them.
+fn database(
+    driver: &mut Driver,
+    plan: &RemotePlan,
+    t: Transport,
+    label: &str,
+    source: Source<'_>,
+    dir: &Path,
+    seed: u64,
+) -> anyhow::Result<()> {
+    let Some(db) = &plan.db else {
+        return Ok(());
+    };
+    if interrupt::stop_requested() {
+        return Ok(());
+    }
+    if let Some(why) = remote_db::skipped(t) {
+        driver.warn(format!("database on {label} skipped: {why}"));
+        return Ok(());
+    }
+    remote_db::run_on(driver, db, label, source, dir, seed)
 }
 
 /// The load-latency curve of one transport: open-loop Poisson arrivals at

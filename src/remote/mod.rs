@@ -1,7 +1,8 @@
 //! Remote storage iolab serves itself (see DESIGN.md: targets, topology):
 //! the server side of the NBD handshake (`nbd_negotiate`), the NBD target
 //! (`nbd_target`: io_uring, O_DIRECT, per-request stamps) and the stamps
-//! with the unloaded latency breakdown they give (`stamps`).
+//! with the unloaded latency breakdown they give (`stamps`), and a
+//! filesystem on a local or remote volume for a database (`volume`).
 
 pub mod breakdown;
 pub mod nbd_negotiate;
@@ -9,3 +10,4 @@ pub mod nbd_target;
 pub mod servers;
 pub mod stamps;
 pub mod topology;
+pub mod volume;

@@ -1,13 +1,17 @@
 //! Everything iolab sets up on the machine and must take down again:
 //! scratch files, scratch database directories, tracefs instances and the
-//! tracefs mount, memory cgroups and I/O scheduler switches (each owned by a
-//! guard that takes it down on drop: `cgroup`, `mount`, `scheduler`, and
+//! tracefs mount, memory cgroups, I/O scheduler switches, network
+//! namespaces, servers, loop devices and mounts (each owned by a guard that
+//! takes it down on drop: `cgroup`, `mount`, `scheduler`, `netns`,
+//! `process`, `loopdev`, and
 //! the path guards in `dut::scratch` and `kv::run`). Every live resource is
 //! registered here, in-process (so a second Ctrl-C can remove them all at
 //! once) and as a crash record in a state directory (so what a SIGKILLed run
 //! left is removed by the next iolab start: `sweep_stale`).
 
 pub mod cgroup;
+pub mod command;
+pub mod loopdev;
 pub mod mount;
 pub mod netns;
 pub mod process;
@@ -32,6 +36,15 @@ pub enum Resource {
     Scheduler { path: PathBuf, original: String },
     /// A filesystem iolab mounted (tracefs).
     Mount(PathBuf),
+    /// A directory iolab made and mounted a filesystem on (unmounted, then
+    /// removed with rmdir).
+    Mountpoint(PathBuf),
+    /// A loop device iolab attached to `backing` (file identity `id`).
+    Loop {
+        device: PathBuf,
+        backing: PathBuf,
+        id: loopdev::FileId,
+    },
     /// A network namespace iolab created (`/run/netns/NAME`, `iolab-...`).
     Netns(String),
     /// A server iolab started (its own process group), named by pid, start
@@ -62,6 +75,8 @@ impl Resource {
                 let _ = std::fs::write(path, original);
             }
             Resource::Mount(p) => mount::unmount(p),
+            Resource::Mountpoint(p) => mount::unmount_and_remove(p),
+            Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
             Resource::Netns(name) => netns::delete(name),
             Resource::Process {
                 pid,
@@ -82,6 +97,16 @@ impl Resource {
                 )
             }
             Resource::Mount(p) => format!("mount {}", p.display()),
+            Resource::Mountpoint(p) => format!("mount on {}", p.display()),
+            Resource::Loop {
+                device, backing, ..
+            } => {
+                format!(
+                    "loop device {} over {}",
+                    device.display(),
+                    backing.display()
+                )
+            }
             Resource::Netns(name) => format!("network namespace {name}"),
             Resource::Process { pid, program, .. } => format!("{program} (pid {pid})"),
         }

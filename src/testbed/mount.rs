@@ -42,3 +42,77 @@ pub fn unmount(path: &Path) {
     // SAFETY: a NUL-terminated path; umount2 only reads it.
     unsafe { libc::umount2(c.as_ptr(), 0) };
 }
+
+/// A directory iolab created with a filesystem mounted on it (ext4 on a
+/// loop device, nbdfuse's FUSE file): on drop, a second Ctrl-C or the next
+/// start after a SIGKILL, unmounted and then removed with a plain rmdir.
+/// Every filesystem mounted here is iolab's own scratch, so a busy one (a
+/// second Ctrl-C while a database still writes) is detached lazily: the
+/// kernel finishes the unmount when the last file closes, at exit at the
+/// latest, and a loop device under it detaches itself then.
+pub struct Mountpoint(PathBuf);
+
+impl Mountpoint {
+    /// Mount `device` (type `fstype`, `options`) on the empty directory
+    /// `dir` with `mount(8)` bounded by `timeout`, registered in one step.
+    pub fn mount(
+        device: &Path,
+        dir: &Path,
+        fstype: &str,
+        options: &str,
+        timeout: std::time::Duration,
+    ) -> anyhow::Result<Mountpoint> {
+        super::create(Resource::Mountpoint(dir.to_path_buf()), || {
+            super::command::bounded(
+                "mount",
+                &[
+                    "-t".as_ref(),
+                    fstype.as_ref(),
+                    "-o".as_ref(),
+                    options.as_ref(),
+                    device.as_os_str(),
+                    dir.as_os_str(),
+                ],
+                timeout,
+            )
+            .map(drop)
+        })?;
+        Ok(Mountpoint(dir.to_path_buf()))
+    }
+
+    /// Take charge of `dir`, on which a process iolab started mounts a
+    /// filesystem (`ready` waits for the mount and fails if it never comes).
+    pub fn adopt(
+        dir: &Path,
+        ready: impl FnOnce() -> anyhow::Result<()>,
+    ) -> anyhow::Result<Mountpoint> {
+        super::create(Resource::Mountpoint(dir.to_path_buf()), ready)?;
+        Ok(Mountpoint(dir.to_path_buf()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Mountpoint {
+    fn drop(&mut self) {
+        unmount_and_remove(&self.0);
+        super::release(&Resource::Mountpoint(self.0.clone()));
+    }
+}
+
+/// Unmount `dir` (lazily if it is busy) and remove it if it is then an
+/// empty directory.
+pub fn unmount_and_remove(dir: &Path) {
+    if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) {
+        // SAFETY: a NUL-terminated path; umount2 only reads it.
+        let busy = unsafe { libc::umount2(c.as_ptr(), 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBUSY);
+        if busy {
+            // SAFETY: as above.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}

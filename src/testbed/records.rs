@@ -70,6 +70,10 @@ pub fn plausible(res: &Resource) -> bool {
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         }
         Resource::Mount(p) => p == Path::new(crate::trace::tracefs::TRACEFS),
+        Resource::Mountpoint(p) => p.is_absolute() && iolab_named(p),
+        Resource::Loop {
+            device, backing, ..
+        } => super::loopdev::plausible_device(device) && iolab_named(backing),
         Resource::Netns(name) => super::netns::plausible_name(name),
         Resource::Process { program, .. } => super::process::SERVERS.contains(&program.as_str()),
     }
@@ -105,19 +109,33 @@ pub fn write(res: &Resource) -> Option<PathBuf> {
     Some(path)
 }
 
+/// The record files in `dir`, newest first within each process (file
+/// `PID-SEQ.json`): what a run set up later may sit on what it set up
+/// earlier (a mount on a loop device on a FUSE file), so it goes first.
+fn newest_first(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let key = |p: &Path| -> (u64, u64) {
+        let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let mut it = stem.splitn(2, '-').map(|x| x.parse::<u64>().unwrap_or(0));
+        (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort_by_key(|p| std::cmp::Reverse(key(p)));
+    paths
+}
+
 /// Claim every record whose owner no longer runs (renamed first, so two
-/// sweeping processes never both take one) and return what it held.
+/// sweeping processes never both take one) and return what it held,
+/// newest first within each process.
 pub fn sweep() -> Vec<(u32, Resource)> {
     let Some(dir) = state_dir() else {
         return Vec::new();
     };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
     let me = std::process::id();
     let mut out = Vec::new();
-    for e in entries.flatten() {
-        let path = e.path();
+    for path in newest_first(&dir) {
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
@@ -180,6 +198,37 @@ mod tests {
         )));
         assert!(plausible(&Resource::Mount(p("/sys/kernel/tracing"))));
         assert!(!plausible(&Resource::Mount(p("/"))));
+        assert!(plausible(&Resource::Mountpoint(p(
+            "/tmp/iolab-volume-1/iolab-ext4"
+        ))));
+        assert!(!plausible(&Resource::Mountpoint(p("/home"))));
+        let lo = |d: &str, b: &str| Resource::Loop {
+            device: p(d),
+            backing: p(b),
+            id: (1, 2),
+        };
+        assert!(plausible(&lo(
+            "/dev/loop3",
+            "/var/tmp/iolab-scratch-1-0.dat"
+        )));
+        assert!(!plausible(&lo(
+            "/dev/vda",
+            "/var/tmp/iolab-scratch-1-0.dat"
+        )));
+        assert!(!plausible(&lo("/dev/loop3", "/var/lib/images/disk.img")));
+    }
+
+    #[test]
+    fn records_are_swept_newest_first_within_a_process() {
+        let d = tempfile::tempdir().unwrap();
+        for n in ["7-2.json", "7-10.json", "12-1.json", "7-9.json"] {
+            std::fs::write(d.path().join(n), "{}").unwrap();
+        }
+        let names: Vec<String> = newest_first(d.path())
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["12-1.json", "7-10.json", "7-9.json", "7-2.json"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod kv;
 pub mod latency;
 pub mod other;
 pub mod remote;
+pub mod remote_db;
 
 use std::collections::BTreeMap;
 
@@ -56,6 +57,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(remote::local_vs_remote(r));
     out.extend(remote::cpu_per_io(r));
     out.extend(remote::breakdown(r));
+    out.extend(remote_db::database(r));
     out.extend(kv::kv(r));
     out.extend(other::breakdown(r));
     out.extend(other::steady_state(r));

@@ -1,0 +1,224 @@
+//! A filesystem on a volume, for the database half of `iolab remote`: a
+//! loop device with direct I/O over a file (the local scratch file for DAS;
+//! for an NBD transport the export as a file through nbdfuse, since this
+//! kernel has no NBD client), ext4 on the loop device, mounted under a
+//! scratch directory. Every set-up step runs with a time bound (nbdfuse's
+//! manual warns that a loop device over its file can deadlock) and is
+//! registered with the testbed; the fields drop in reverse order of set-up:
+//! unmount ext4, detach the loop device, unmount FUSE, stop nbdfuse.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::testbed::loopdev::LoopDevice;
+use crate::testbed::mount::Mountpoint;
+use crate::testbed::process::ServerProcess;
+use crate::testbed::{self, Resource};
+
+/// Bound of each set-up command (losetup, mount) and of nbdfuse's start.
+const STEP_LIMIT: Duration = Duration::from_secs(30);
+/// Bound of mkfs (it writes the inode tables of the whole volume).
+const MKFS_LIMIT: Duration = Duration::from_secs(300);
+/// Mount options of the filesystem (recorded with the results).
+pub const MOUNT_OPTIONS: &str = "noatime";
+/// mkfs.ext4's extended options: no discard (NBD trims would be timed
+/// into set-up) and inode tables and journal written now, so no lazy
+/// initialisation thread writes during the measurement.
+pub const MKFS_OPTIONS: &str = "nodiscard,lazy_itable_init=0,lazy_journal_init=0";
+
+/// Why a filesystem cannot be built on this machine, if it cannot.
+pub fn unavailable(remote: bool) -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("loop devices and mounts need root".into());
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Some("no loop device driver (/dev/loop-control is absent)".into());
+    }
+    for tool in ["losetup", "mkfs.ext4", "mount", "timeout"] {
+        if super::topology::which(tool).is_none() {
+            return Some(format!("{tool} is not installed"));
+        }
+    }
+    if remote {
+        if !Path::new("/dev/fuse").exists() {
+            return Some("no FUSE (/dev/fuse is absent)".into());
+        }
+        if super::topology::which("nbdfuse").is_none() {
+            return Some("nbdfuse is not installed (Debian libnbd-bin)".into());
+        }
+    }
+    None
+}
+
+/// What the kernel offers as an NBD client, for the results: iolab builds
+/// the filesystem over nbdfuse either way; this says whether a kernel NBD
+/// device would have been possible.
+pub fn kernel_nbd() -> String {
+    if Path::new("/sys/module/nbd").exists() || Path::new("/dev/nbd0").exists() {
+        "the kernel has an NBD client (nbd module); iolab still goes through nbdfuse".into()
+    } else {
+        "the kernel has no NBD client (no nbd module): the volume is the export as a file through nbdfuse".into()
+    }
+}
+
+/// An ext4 filesystem on a loop device, and what it sits on.
+pub struct Volume {
+    // Dropped first: the filesystem, then what it sits on.
+    fs: Mountpoint,
+    layers: Layers,
+    /// The layers from the filesystem down, for the results.
+    pub chain: String,
+    /// Whether the loop device does direct I/O on its backing file.
+    pub direct_io: Option<bool>,
+}
+
+impl Volume {
+    /// ext4 on a loop device over the local file `file`.
+    pub fn local(file: &Path, scratch: &Path) -> anyhow::Result<Volume> {
+        let base = BaseDir::create(scratch)?;
+        let layers = Layers {
+            loopdev: LoopDevice::attach(file, STEP_LIMIT)?,
+            _fuse: None,
+            nbdfuse: None,
+            base,
+        };
+        Volume::finish(layers, format!("{}", file.display()))
+    }
+
+    /// ext4 on a loop device over the NBD export `url`, as a file through
+    /// nbdfuse (started from the calling thread, so in its network namespace).
+    pub fn nbd(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
+        let base = BaseDir::create(scratch)?;
+        let fuse_dir = base.path.join("iolab-nbdfuse");
+        std::fs::create_dir(&fuse_dir)?;
+        let file = fuse_dir.join("iolab-nbd");
+        let mut cmd = Command::new("nbdfuse");
+        cmd.arg(&file)
+            .arg(url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut proc = ServerProcess::spawn(cmd, "nbdfuse")?;
+        let fuse = Mountpoint::adopt(&fuse_dir, || wait_for_file(&mut proc, &file))?;
+        let layers = Layers {
+            loopdev: LoopDevice::attach(&file, STEP_LIMIT)?,
+            _fuse: Some(fuse),
+            nbdfuse: Some(proc),
+            base,
+        };
+        Volume::finish(layers, format!("nbdfuse {url}"))
+    }
+
+    /// mkfs and mount on the loop device of `layers`.
+    fn finish(layers: Layers, under: String) -> anyhow::Result<Volume> {
+        let loopdev = &layers.loopdev;
+        testbed::command::bounded(
+            "mkfs.ext4",
+            &[
+                "-q".as_ref(),
+                "-F".as_ref(),
+                "-E".as_ref(),
+                MKFS_OPTIONS.as_ref(),
+                loopdev.device.as_os_str(),
+            ],
+            MKFS_LIMIT,
+        )?;
+        let fs_dir = layers.base.path.join("iolab-ext4");
+        std::fs::create_dir(&fs_dir)?;
+        let fs = Mountpoint::mount(&loopdev.device, &fs_dir, "ext4", MOUNT_OPTIONS, STEP_LIMIT)?;
+        let direct_io = loopdev.direct_io();
+        let chain = format!(
+            "ext4 ({MOUNT_OPTIONS}) -> {} (4 KiB sectors, direct I/O {}) -> {under}",
+            loopdev.device.display(),
+            match direct_io {
+                Some(true) => "on",
+                Some(false) => "refused, buffered",
+                None => "unknown",
+            }
+        );
+        Ok(Volume {
+            fs,
+            layers,
+            chain,
+            direct_io,
+        })
+    }
+
+    /// The mounted filesystem's root (databases go in a scratch directory here).
+    pub fn dir(&self) -> &Path {
+        self.fs.path()
+    }
+
+    /// The processes serving the volume on the initiator side (nbdfuse), to sample.
+    pub fn helper(&self) -> Option<(String, u32)> {
+        self.layers
+            .nbdfuse
+            .as_ref()
+            .map(|p| ("nbdfuse".to_string(), p.pid))
+    }
+}
+
+/// What the filesystem sits on. Field order is drop order, the reverse
+/// of set-up (also when set-up fails half-way); the guards are held only to
+/// be dropped in that order.
+struct Layers {
+    loopdev: LoopDevice,
+    _fuse: Option<Mountpoint>,
+    nbdfuse: Option<ServerProcess>,
+    base: BaseDir,
+}
+
+/// Wait until nbdfuse has mounted and exposes `file` with a size.
+fn wait_for_file(proc: &mut ServerProcess, file: &Path) -> anyhow::Result<()> {
+    let until = Instant::now() + STEP_LIMIT;
+    loop {
+        if std::fs::metadata(file).is_ok_and(|m| m.len() > 0) {
+            return Ok(());
+        }
+        if let Some(status) = proc.exited() {
+            let mut err = String::new();
+            if let Some(mut e) = proc.child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            anyhow::bail!("nbdfuse exited ({status}): {}", err.trim());
+        }
+        if Instant::now() > until {
+            anyhow::bail!(
+                "nbdfuse did not expose {} within {STEP_LIMIT:?}",
+                file.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The scratch directory holding the mount points, removed (rmdir) last.
+struct BaseDir {
+    path: PathBuf,
+}
+
+impl BaseDir {
+    fn create(scratch: &Path) -> anyhow::Result<BaseDir> {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let path = scratch.join(format!(
+            "iolab-volume-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        testbed::create(Resource::Path(path.clone()), || {
+            std::fs::create_dir(&path).map_err(Into::into)
+        })?;
+        Ok(BaseDir { path })
+    }
+}
+
+impl Drop for BaseDir {
+    fn drop(&mut self) {
+        // Only empty: the mount points inside are gone by now (rmdir'ed).
+        let _ = std::fs::remove_dir(&self.path);
+        testbed::release(&Resource::Path(self.path.clone()));
+    }
+}
