@@ -96,7 +96,54 @@ fn tgtd_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// Mounts, loop devices and mount-point directories of a database volume
+/// under `data` (or over an nbdfuse file) that are still there.
+fn volumes_left(data: &Path) -> Vec<String> {
+    let needle = data.to_string_lossy().into_owned();
+    let mut left: Vec<String> = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .map(|l| format!("mount {l}"))
+        .collect();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let backing = std::fs::read_to_string(e.path().join("loop/backing_file"));
+        if let (true, Ok(b)) = (name.starts_with("loop"), backing) {
+            if b.contains(&needle) || b.trim_end().ends_with("/iolab-nbd") {
+                left.push(format!("{name} over {}", b.trim_end()));
+            }
+        }
+    }
+    for p in common::files_in(data) {
+        if p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("iolab-volume-")
+        {
+            left.push(format!("directory {}", p.display()));
+        }
+    }
+    left
+}
+
+/// Loop devices, mounts and nbdfuse work here (a database can go on a volume).
+fn volumes_work() -> bool {
+    namespaces_work() && Path::new("/dev/loop-control").exists() && have("nbdfuse")
+}
+
 fn assert_nothing_left(pid: u32, data: &Path, state: &Path) {
+    // A filesystem still busy at a second Ctrl-C is detached lazily: the
+    // kernel releases it, and the loop device under it, once iolab exits.
+    let start = Instant::now();
+    while !volumes_left(data).is_empty() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        volumes_left(data).is_empty(),
+        "volumes left: {:?}",
+        volumes_left(data)
+    );
     assert!(
         namespaces_of(pid).is_empty(),
         "namespaces left: {:?}",
@@ -130,8 +177,13 @@ fn remote(data: &Path, out: &Path, state: &Path, extra: &[&str]) -> Command {
         "-o",
         out.to_str().unwrap(),
     ])
-    .args(["--size", "32m", "--ramp", "100ms", "--quiet"])
+    .args(["--ramp", "100ms", "--quiet"])
     .args(extra)
+    .args(if extra.contains(&"--size") {
+        &[][..]
+    } else {
+        &["--size", "32m"][..]
+    })
     .env("IOLAB_STATE_DIR", state)
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
@@ -261,6 +313,162 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
         assert!(html.contains(title), "report lacks {title}");
     }
     assert_nothing_left(pid, data.path(), state.path());
+}
+
+/// RocksDB on ext4 on a loop device over the local file and over iolab's
+/// NBD export through nbdfuse: every point verified, the chains recorded,
+/// the rows and the report section there, iSCSI skipped with its reason,
+/// and every mount, loop device and nbdfuse gone afterwards.
+#[test]
+fn a_database_on_the_local_and_the_remote_volume() {
+    if !volumes_work() {
+        eprintln!("SKIP: needs root, loop devices and nbdfuse");
+        return;
+    }
+    let (data, out, state) = (workdir(), workdir(), workdir());
+    let mut transports = "das,iolab".to_string();
+    if have("tgtd") {
+        transports.push_str(",tgtd");
+    }
+    let child = remote(
+        data.path(),
+        out.path(),
+        state.path(),
+        &["--transports", &transports, "--size", "96m"],
+    )
+    .args(["--mixes", "100", "--qd", "1", "--rates", "none"])
+    .args(["--runtime", "200ms", "--breakdown", "0"])
+    .args(["--db", "800,4k", "--db-num", "2000", "--db-ops", "1000"])
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let o = wait_bounded(child);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::results(&out.path().join("results.json"));
+    let points = r["points"].as_array().unwrap();
+    for t in ["das", "nbd-iolab"] {
+        for v in ["800", "4096"] {
+            let named = |bench: &str| {
+                let name = format!("{t}: db {bench} {v}B");
+                points
+                    .iter()
+                    .find(|p| p["name"] == name.as_str())
+                    .unwrap_or_else(|| panic!("no point {name}: {}", text(&o)))
+                    .clone()
+            };
+            let fill = named("fillseq");
+            assert_eq!(fill["ops"]["write"]["ops"], 2000, "{t} {v}");
+            let mix = named("readrandomwriterandom");
+            assert_eq!(mix["params"]["transport"], t);
+            assert_eq!(mix["params"]["role"], "db");
+            assert_eq!(
+                (&mix["ops"]["read"]["ops"], &mix["ops"]["write"]["ops"]),
+                (&800.into(), &200.into()),
+                "80 reads and 20 writes in every 100 operations"
+            );
+            // fillseq loaded every key: every read finds and checks its value.
+            assert_eq!(mix["verify"]["blocks_checked"], 800, "{t} {v}");
+            assert_eq!(mix["verify"]["mismatches"], 0, "{t} {v}");
+        }
+    }
+    let db = &r["extra"]["remote"]["db"];
+    let das = db["volumes"]["das"].as_str().unwrap();
+    assert!(das.starts_with("ext4") && das.contains("/dev/loop"), "{db}");
+    assert!(
+        db["volumes"]["nbd-iolab"]
+            .as_str()
+            .unwrap()
+            .contains("nbdfuse nbd://"),
+        "{db}"
+    );
+    assert!(db["kernel_nbd"].is_string(), "{db}");
+    let rows = r["analysis"]["remote_db"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for row in rows {
+        let vs = row["ops_vs_das"].as_f64().unwrap();
+        if row["transport"] == "das" {
+            assert_eq!(vs, 1.0);
+        } else {
+            assert!(vs > 0.0, "{row}");
+        }
+    }
+    if transports.contains("tgtd") {
+        let w = r["warnings"].to_string();
+        assert!(w.contains("database on iscsi-tgtd skipped"), "{w}");
+    }
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(html.contains("A database on the remote volume"));
+    assert!(html.contains("Read latency CDF, 4 KiB values"));
+    assert_nothing_left(pid, data.path(), state.path());
+}
+
+/// Ctrl-C, a second Ctrl-C and a SIGKILL while a database runs on a volume:
+/// the filesystem, the loop device, the FUSE mount and nbdfuse go too
+/// (after the SIGKILL, at the next start, newest first).
+#[test]
+fn interrupts_while_a_database_runs_leave_no_volume() {
+    if !volumes_work() {
+        eprintln!("SKIP: needs root, loop devices and nbdfuse");
+        return;
+    }
+    for (round, transport) in ["das", "iolab", "iolab"].into_iter().enumerate() {
+        let (data, out, state) = (workdir(), workdir(), workdir());
+        let mut child = remote(
+            data.path(),
+            out.path(),
+            state.path(),
+            &["--transports", transport, "--size", "96m"],
+        )
+        .args(["--mixes", "100", "--qd", "1", "--rates", "none"])
+        .args(["--runtime", "200ms", "--breakdown", "0"])
+        .args(["--db", "4k", "--db-num", "3000", "--db-ops", "5000000"])
+        .spawn()
+        .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        while !volumes_left(data.path())
+            .iter()
+            .any(|v| v.contains("iolab-ext4"))
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "round {round}: the database's filesystem was never mounted"
+            );
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "iolab remote ended early"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        match round {
+            0 => unsafe { libc::kill(pid as i32, libc::SIGINT) },
+            1 => unsafe {
+                libc::kill(pid as i32, libc::SIGINT);
+                std::thread::sleep(Duration::from_millis(30));
+                libc::kill(pid as i32, libc::SIGINT)
+            },
+            _ => {
+                child.kill().unwrap();
+                0
+            }
+        };
+        let o = wait_bounded(child);
+        if round == 2 {
+            assert!(
+                !volumes_left(data.path()).is_empty(),
+                "SIGKILL leaves the volume"
+            );
+            let said = common::next_start(state.path());
+            assert!(
+                said.contains("loop device") && said.contains("nbdfuse"),
+                "{said}"
+            );
+        } else {
+            assert_eq!(o.status.code(), Some(130), "round {round}: {}", text(&o));
+        }
+        assert_nothing_left(pid, data.path(), state.path());
+    }
 }
 
 #[test]

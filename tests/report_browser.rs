@@ -285,6 +285,7 @@ fn report_in_headless_chromium() {
             "id=\"remote\"",
             "id=\"remote-cpu\"",
             "id=\"remote-breakdown\"",
+            "id=\"remote-db\"",
             "id=\"load-latency\"",
         ],
     );

@@ -80,6 +80,7 @@ impl From<Analysis> for BTreeMap<String, serde_json::Value> {
             json(&a.read_write_asymmetry),
         );
         put("remote", a.remote.is_empty(), json(&a.remote));
+        put("remote_db", a.remote_db.is_empty(), json(&a.remote_db));
         put(
             "steady_state",
             a.steady_state.is_empty(),
