@@ -277,6 +277,15 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
                     w.extend([flag.into(), value.into()]);
                 }
             }
+            // A database example (on the command line or in its plan file)
+            // loads and runs a few hundred keys.
+            if has(&w, "--db") || has(&w, "--plan") {
+                for flag in ["--db-num", "--db-ops"] {
+                    if !set(&mut w, flag, "300") {
+                        w.extend([flag.into(), "300".into()]);
+                    }
+                }
+            }
         }
         "serve" => {
             // An image the example names is made; the server stops by itself.

@@ -73,9 +73,10 @@ pub fn plan(a: &RemoteArgs, volume_size: u64) -> anyhow::Result<Option<DbPlan>> 
     if a.db_read_percent > 100 {
         return Err(usage("--db-read-percent", "must be 0 to 100"));
     }
-    // Twice the data (old versions wait for compaction), and ext4's own.
+    // Twice the data (old versions wait for compaction), and ext4's own
+    // (journal and inode tables: a few MiB on a small volume).
     let largest = values.iter().max().copied().unwrap_or(0);
-    let need = a.db_num * (largest + 16) * 2 + (64 << 20);
+    let need = a.db_num * (largest + 16) * 2 + volume_size / 16 + (4 << 20);
     if need > volume_size {
         return Err(usage(
             "--db-num",
