@@ -476,7 +476,7 @@ fn run_transports(
         }
         load_latency(&mut driver, plan, &remote, t.engine(), &label)?;
         driver.set_peers(None);
-        if let (Some(stamps), Some(ep)) = (&stamps, &remote.remote) {
+        if let (Some(stamps), Some(_)) = (&stamps, &remote.remote) {
             if !interrupt::stop_requested() {
                 let spec = BreakdownSpec {
                     requests: plan.breakdown,
@@ -485,7 +485,7 @@ fn run_transports(
                     span: local.size,
                     seed: a.seed,
                 };
-                match breakdown::measure(ep, &spec, stamps) {
+                match breakdown::measure(&remote, &spec, stamps) {
                     Ok(b) => record_breakdown(driver.results_mut(), &label, &b),
                     Err(e) => driver.warn(format!("breakdown over {label}: {e:#}")),
                 }
@@ -691,7 +691,6 @@ impl OwnTarget {
         block: u32,
         seed: u64,
     ) -> anyhow::Result<()> {
-        let ep = self.remote.remote.as_ref().expect("a remote target");
         let spec = BreakdownSpec {
             requests,
             warmup: (requests / 10).max(1),
@@ -699,7 +698,7 @@ impl OwnTarget {
             span: self.remote.size,
             seed,
         };
-        let b = breakdown::measure(ep, &spec, &self.stamps)?;
+        let b = breakdown::measure(&self.remote, &spec, &self.stamps)?;
         record_breakdown(results, &self.server.transport.label(), &b);
         Ok(())
     }

@@ -458,6 +458,14 @@ pub trait Engine {
     }
     /// Flush written data to stable storage, synchronously, with nothing in flight.
     fn fsync(&mut self) -> io::Result<()>;
+    /// When the engine handed the request just completed in `slot` to the
+    /// kernel and when its reply had been received (CLOCK_MONOTONIC ns), for
+    /// engines that see both (a network protocol's): the initiator side of
+    /// the remote latency breakdown. Only asked while requests are logged.
+    fn request_stamps(&self, slot: u32) -> Option<(u64, u64)> {
+        let _ = slot;
+        None
+    }
 }
 
 /// Probe result for one optional engine feature, recorded in provenance.

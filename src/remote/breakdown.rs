@@ -1,23 +1,22 @@
-//! The unloaded latency breakdown over NBD: a client at queue depth 1 that
-//! stamps each request (due, send, reply received, done), then joins its
-//! stamps with those iolab's target wrote for the same connection
-//! (`remote::stamps`). The initiator's side is a plain blocking loop on the
-//! engine's codec, so what it adds is the least an NBD initiator can.
+//! The unloaded latency breakdown over NBD: a queue-depth-1 random-read
+//! job on iolab's nbd engine, run by the runner with its per-request log
+//! (due, taken by the engine, reply received, reaped), joined with the
+//! stamps iolab's target wrote for the same connection (`remote::stamps`).
+//! The requests broken down are the engine's own, so the stages sum to the
+//! latency the job measures. `read_reply` reads one reply for tests that
+//! speak NBD by hand.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{self, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
-
-use super::stamps::{self, Breakdown, InitiatorStamp};
-use crate::dut::remote::RemoteEndpoint;
+use super::stamps::{self, Breakdown, InitiatorStamp, TargetStamp};
+use crate::dut::Target;
 use crate::engine::nbd::codec::{self, ReplyHeader};
-use crate::engine::nbd::handshake;
-use crate::measure::clock::mono_now_ns;
+use crate::engine::EngineKind;
+use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::runner::job::RunOptions;
+use crate::runner::worker::RequestRecord;
 
 /// How to probe.
 #[derive(Debug, Clone, Copy)]
@@ -81,74 +80,124 @@ pub fn read_reply(s: &mut impl Read, structured: bool, data: &mut [u8]) -> io::R
     }
 }
 
-/// The initiator's stamps of `spec.requests` random reads on one connection,
-/// and the connection's local address (which names it in the stamps file).
-pub fn probe(
-    ep: &RemoteEndpoint,
-    spec: &BreakdownSpec,
-) -> anyhow::Result<(Vec<InitiatorStamp>, SocketAddr)> {
-    let (mut s, info) = handshake::connect(ep).with_context(|| format!("{ep}"))?;
-    let local = s.local_addr()?;
-    let blocks = (spec.span.min(info.size) / spec.block as u64).max(1);
-    let mut rng = SmallRng::seed_from_u64(spec.seed);
-    let mut data = vec![0u8; spec.block as usize];
-    let mut req = [0u8; codec::REQUEST_LEN];
-    let mut out = Vec::with_capacity(spec.requests);
-    for i in 0..spec.requests {
-        let offset = rng.random_range(0..blocks) * spec.block as u64;
-        let issue = mono_now_ns();
-        codec::encode_request(&mut req, codec::CMD_READ, i as u64, offset, spec.block);
-        let send = mono_now_ns();
-        s.write_all(&req)?;
-        let (cookie, error) = read_reply(&mut s, info.structured, &mut data)?;
-        let received = mono_now_ns();
-        if cookie != i as u64 || error != 0 {
-            anyhow::bail!("{ep}: read at {offset} failed (NBD error {error}, cookie {cookie})");
-        }
-        out.push(InitiatorStamp {
-            issue,
-            send,
-            received,
-            done: mono_now_ns(),
-        });
+/// The QD1 random-read job of the breakdown, on the nbd engine.
+fn job(spec: &BreakdownSpec) -> JobSpec {
+    JobSpec {
+        name: "breakdown".into(),
+        pattern: Pattern::RandRead,
+        mix: 100,
+        bs: vec![(spec.block as u64, 100)],
+        qd: 1,
+        jobs: 1,
+        engine: EngineKind::Nbd,
+        stop: StopCondition {
+            runtime_ns: None,
+            io_count: Some(spec.requests as u64),
+            io_bytes: None,
+        },
+        ramp_ns: 0,
+        seed: spec.seed,
+        size: Some(spec.span),
+        ..JobSpec::default()
     }
-    disconnect(&mut s);
-    Ok((out, local))
 }
 
-fn disconnect(s: &mut TcpStream) {
-    let mut req = [0u8; codec::REQUEST_LEN];
-    codec::encode_request(&mut req, codec::CMD_DISC, 0, 0, 0);
-    let _ = s.write_all(&req);
-    let _ = s.shutdown(std::net::Shutdown::Both);
+/// The initiator's stamps of a logged request: due, taken by the engine
+/// (encoded and sent at once), reply received, completion reaped.
+fn initiator_stamp(r: &RequestRecord) -> Option<InitiatorStamp> {
+    (r.t_engine_taken > 0 && r.t_engine_received > 0).then_some(InitiatorStamp {
+        issue: r.t_prep,
+        send: r.t_engine_taken,
+        received: r.t_engine_received,
+        done: r.t_reaped,
+    })
 }
 
-/// Probe, wait for the target to write the connection's stamps into
-/// `stamps_file`, and join them.
+/// Where the initiator's first request is among the target's stamps: the
+/// one it wholly contains (at QD1 requests do not overlap, so one does).
+fn align(ini: &[InitiatorStamp], tgt: &[TargetStamp]) -> Option<usize> {
+    let first = ini.first()?;
+    tgt.iter()
+        .position(|t| first.send <= t.arrival && t.reply_send <= first.received)
+}
+
+/// Run `spec.requests` QD1 random reads on the nbd engine against
+/// `target` (an export of iolab's own target started with `--stamps
+/// stamps_file`), logging each request with the engine's own stamps; wait
+/// for the target to write the connection's stamps and join the two. The
+/// stages sum to the job's own latency request by request; the job's mean
+/// as its point reports it is kept beside them (`point_mean_ns`).
 pub fn measure(
-    ep: &RemoteEndpoint,
+    target: &Target,
     spec: &BreakdownSpec,
     stamps_file: &Path,
 ) -> anyhow::Result<Breakdown> {
-    let (ini, local) = probe(ep, spec)?;
+    let before = std::fs::metadata(stamps_file).map(|m| m.len()).unwrap_or(0) as usize;
+    let opts = RunOptions {
+        record_requests: Some(spec.requests + 16),
+        ..RunOptions::default()
+    };
+    let out = crate::runner::job::run_job(&job(spec), target, &opts)?;
+    let ini: Vec<InitiatorStamp> = out
+        .request_logs
+        .iter()
+        .flat_map(|l| l.records.iter().filter_map(initiator_stamp))
+        .collect();
+    anyhow::ensure!(
+        !ini.is_empty(),
+        "the nbd engine kept no stamps of its requests"
+    );
+    let point_mean = out.point.main_lat().map(|l| l.mean_ns);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let text = std::fs::read_to_string(stamps_file).unwrap_or_default();
-        if let Some(tgt) = stamps::find(&text, local) {
-            return stamps::join(&ini, &tgt, spec.warmup).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "the target's stamps for {local} do not match the requests sent ({} stamps, {} requests)",
-                    tgt.len(),
-                    ini.len()
-                )
-            });
+        let text = std::fs::read(stamps_file).unwrap_or_default();
+        let new = String::from_utf8_lossy(text.get(before..).unwrap_or_default());
+        // The job's one connection: the block that holds its requests (an
+        // earlier job's connection may close, and be written, after it began).
+        let joined = stamps::blocks(&new).iter().rev().find_map(|tgt| {
+            let at = align(&ini, tgt)?;
+            stamps::join(&ini, &tgt[at..], spec.warmup)
+        });
+        if let Some(mut b) = joined {
+            b.point_mean_ns = point_mean;
+            return Ok(b);
         }
         if Instant::now() > deadline {
             anyhow::bail!(
-                "the target wrote no stamps for {local} into {} within 10 s (is it iolab's own target, started with --stamps?)",
+                "the target wrote no stamps matching the job's {} requests into {} within 10 s (is it iolab's own target, started with --stamps?)",
+                ini.len(),
                 stamps_file.display()
             );
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_request_is_found_among_the_targets_stamps() {
+        let t = |k: u64| TargetStamp {
+            seq: k,
+            arrival: k * 100 + 10,
+            device_submit: k * 100 + 12,
+            device_complete: k * 100 + 40,
+            reply_send: k * 100 + 43,
+        };
+        let tgt: Vec<_> = (0..5).map(t).collect();
+        let ini = |k: u64| InitiatorStamp {
+            issue: k * 100,
+            send: k * 100 + 1,
+            received: k * 100 + 50,
+            done: k * 100 + 52,
+        };
+        // Two ramp requests the log does not have.
+        let logged: Vec<_> = (2..5).map(ini).collect();
+        assert_eq!(align(&logged, &tgt), Some(2));
+        let b = stamps::join(&logged, &tgt[2..], 0).unwrap();
+        assert_eq!(b.requests, 3);
+        assert_eq!(align(&[ini(9)], &tgt), None);
     }
 }

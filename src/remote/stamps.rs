@@ -7,9 +7,9 @@
 //! io_uring submit that carried the file operation), device completion
 //! (the completion was reaped) and reply send (the submit that carried the
 //! reply). When a connection closes its stamps are appended to the stamps
-//! file as one block, named by the initiator's address, so the initiator
-//! finds its own connection and joins request by request in arrival order
-//! (TCP keeps the order in which the initiator sent them).
+//! file as one block, named by the initiator's address; the initiator
+//! finds the block holding its requests and joins request by request in
+//! arrival order (TCP keeps the order in which the initiator sent them).
 
 use std::fmt::Write as _;
 use std::fs::OpenOptions;
@@ -47,24 +47,22 @@ pub fn append(path: &Path, peer: SocketAddr, stamps: &[TargetStamp]) -> std::io:
     f.write_all(text.as_bytes())
 }
 
-/// The stamps of the connection from `peer` in the text of a stamps file;
-/// None when that connection has not closed yet.
-pub fn find(text: &str, peer: SocketAddr) -> Option<Vec<TargetStamp>> {
+/// Every connection's stamps in the text of a stamps file, in file order.
+pub fn blocks(text: &str) -> Vec<Vec<TargetStamp>> {
+    let mut out = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let mut head = line.split_whitespace();
         if head.next() != Some("conn") {
             continue;
         }
-        let addr = head.next()?;
-        let n: usize = head.next()?.parse().ok()?;
-        let block: Vec<&str> = lines.by_ref().take(n).collect();
-        if addr != peer.to_string() {
+        let Some(n) = head.nth(1).and_then(|n| n.parse::<usize>().ok()) else {
             continue;
-        }
-        return block.iter().map(|l| parse_line(l)).collect();
+        };
+        let block: Option<Vec<TargetStamp>> = lines.by_ref().take(n).map(parse_line).collect();
+        out.extend(block);
     }
-    None
+    out
 }
 
 fn parse_line(l: &str) -> Option<TargetStamp> {
@@ -116,6 +114,10 @@ pub struct Breakdown {
     pub fabric_back_ns: f64,
     /// Mean latency measured by the initiator (issue to done).
     pub latency_ns: f64,
+    /// The mean latency of the job the requests came from, as its point
+    /// reports it (all its requests, warm-up included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point_mean_ns: Option<f64>,
 }
 
 impl Breakdown {
@@ -171,6 +173,7 @@ pub fn join(ini: &[InitiatorStamp], tgt: &[TargetStamp], skip: usize) -> Option<
         device_ns: sum[3] / n,
         fabric_back_ns: sum[4] / n,
         latency_ns: sum[5] / n,
+        point_mean_ns: None,
     })
 }
 
@@ -222,7 +225,7 @@ mod tests {
     }
 
     #[test]
-    fn blocks_are_found_by_peer() {
+    fn blocks_are_written_and_read_back_per_connection() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("stamps");
         let a: SocketAddr = "127.0.0.1:5000".parse().unwrap();
@@ -230,9 +233,10 @@ mod tests {
         append(&p, a, &[tgt(0, 0)]).unwrap();
         append(&p, b, &[tgt(0, 7), tgt(1, 9)]).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
-        assert_eq!(find(&text, a).unwrap(), vec![tgt(0, 0)]);
-        assert_eq!(find(&text, b).unwrap(), vec![tgt(0, 7), tgt(1, 9)]);
-        let c: SocketAddr = "127.0.0.1:5002".parse().unwrap();
-        assert_eq!(find(&text, c), None);
+        assert_eq!(
+            blocks(&text),
+            vec![vec![tgt(0, 0)], vec![tgt(0, 7), tgt(1, 9)]]
+        );
+        assert!(text.starts_with("conn 127.0.0.1:5000 1\n"), "{text}");
     }
 }

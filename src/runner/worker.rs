@@ -52,6 +52,10 @@ pub struct RequestRecord {
     pub t_submitted: u64,
     pub t_reaped: u64,
     pub tid: i32,
+    /// The engine's own stamps (taken, reply received), where it keeps
+    /// them (`Engine::request_stamps`); 0 otherwise.
+    pub t_engine_taken: u64,
+    pub t_engine_received: u64,
 }
 
 /// Optional per-request log (preallocated; stops when full).
@@ -92,6 +96,8 @@ struct Slot {
     /// Read whose data can be checked (no overlapping write was in flight).
     checkable: bool,
     seq: u64,
+    /// The engine's stamps, copied at the reap while requests are logged.
+    engine_stamps: (u64, u64),
 }
 
 /// Verification state of one worker: the last sequence written per block.
@@ -230,6 +236,14 @@ pub fn run<C: Clock, E: Engine>(
             got += engine.reap(min - got, &mut comps)?;
         }
         let t_done = clock.now();
+        if log.is_some() {
+            // Before the slots are refilled and the engine's stamps overwritten.
+            for c in &comps {
+                if let Some(st) = engine.request_stamps(c.slot) {
+                    slots[c.slot as usize].engine_stamps = st;
+                }
+            }
+        }
         let done = Reaped {
             comps: &comps,
             t_done,
@@ -286,6 +300,7 @@ fn prepare_request(
         t_sub: t,
         checkable,
         seq: 0,
+        engine_stamps: (0, 0),
     };
     if let (Some(v), OpKind::Write) = (vstate, op) {
         stamp_write(v, &mut slots[s as usize], pool, s as usize);
@@ -406,6 +421,8 @@ fn record_finished(
                 t_submitted: f.t_sub,
                 t_reaped: t_done,
                 tid: l.tid,
+                t_engine_taken: f.engine_stamps.0,
+                t_engine_received: f.engine_stamps.1,
             });
         }
     }

@@ -15,6 +15,7 @@
 pub mod codec;
 pub mod handshake;
 
+use crate::measure::clock::mono_now_ns;
 use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
@@ -37,6 +38,9 @@ struct Slot {
     offset: u64,
     /// First error of a structured reply (negative errno), 0 if none.
     error: i32,
+    /// Taken (encoded and sent at once), and its reply received (CLOCK_MONOTONIC).
+    t_taken: u64,
+    t_received: u64,
 }
 
 pub struct NbdEngine {
@@ -52,6 +56,8 @@ pub struct NbdEngine {
     rx_end: usize,
     in_flight: usize,
     staged: usize,
+    /// When the last receive that returned data returned (CLOCK_MONOTONIC).
+    rx_at: u64,
 }
 
 impl NbdEngine {
@@ -96,6 +102,7 @@ impl NbdEngine {
             rx_end: 0,
             in_flight: 0,
             staged: 0,
+            rx_at: 0,
         })
     }
 
@@ -172,6 +179,7 @@ impl NbdEngine {
             };
             if n > 0 {
                 self.rx_end += n as usize;
+                self.rx_at = mono_now_ns();
                 return Ok(n as usize);
             }
             if n == 0 {
@@ -368,6 +376,7 @@ impl NbdEngine {
 
     fn complete(&mut self, s: usize, result: i64, out: &mut Vec<Completion>) -> usize {
         self.slots[s].busy = false;
+        self.slots[s].t_received = self.rx_at;
         self.in_flight -= 1;
         if s == self.slots.len() - 1 {
             // The flush slot: `fsync` looks at it, not the runner.
@@ -401,6 +410,8 @@ impl Engine for NbdEngine {
             len: req.len,
             offset: req.offset,
             error: 0,
+            t_taken: mono_now_ns(),
+            t_received: 0,
         };
         match req.op {
             OpKind::Read => self.stage(s, codec::CMD_READ, req.offset, req.len, None),
@@ -445,6 +456,11 @@ impl Engine for NbdEngine {
         }
         self.wait(timeout_ns.min(i64::MAX as u64) as i64)?;
         self.parse(out)
+    }
+
+    fn request_stamps(&self, slot: u32) -> Option<(u64, u64)> {
+        let s = self.slots.get(slot as usize)?;
+        Some((s.t_taken, s.t_received))
     }
 
     fn waits_with_timeout(&self) -> bool {

@@ -208,7 +208,7 @@ pub fn breakdown(r: &Results) -> Option<Section> {
     Some(Section {
         id: "remote-breakdown".into(),
         title: "Where the time of a remote request goes".into(),
-        note: "Queue depth 1 random reads over iolab's own NBD target, stamped by the initiator (due, send, reply received, done) and by the target (arrival, device submit, device completion, reply send) with the same CLOCK_MONOTONIC, joined request by request. Fabric includes the system calls, TCP and the wake-up of the side that receives; the stages add up to the measured mean.".into(),
+        note: "Queue depth 1 random reads of iolab's nbd engine over iolab's own NBD target, stamped by the initiator (due, taken by the engine, reply received, reaped) and by the target (arrival, device submit, device completion, reply send) with the same CLOCK_MONOTONIC, joined request by request. Fabric includes the system calls, TCP and the wake-up of the side that receives; the stages add up to the measured mean.".into(),
         svgs: vec![svg::bar_chart(&BarChart {
             title: "Unloaded latency breakdown".into(),
             y_title: "time per request (stacked stages)".into(),
