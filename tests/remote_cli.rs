@@ -229,6 +229,15 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     // Four closed-loop points and one open-loop point (50% of the
     // read-only QD4 point) per transport.
     assert_eq!(points.len(), 5 * ntransports, "{}", text(&o));
+    // Which initiator ran, and what the kernel offers, per protocol.
+    let initiators = r["extra"]["remote"]["initiators"].as_array().unwrap();
+    assert_eq!(initiators.len(), 3, "{initiators:?}");
+    for i in initiators {
+        let module = i["module"].as_str().unwrap();
+        let loaded = Path::new("/sys/module").join(module).exists();
+        assert_eq!(i["kernel"] == "loaded", loaded, "{i}");
+        assert!(i["path"].as_str().unwrap().contains("user space") || module == "nvme_tcp");
+    }
     let topology = r["extra"]["remote"]["topology"].as_str().unwrap();
     assert_eq!(
         topology == "namespaces",

@@ -223,6 +223,10 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
             .unwrap_or_default();
         println!("  {:<18} {}{why}", t.label(), t.backing());
     }
+    println!(
+        "  {}",
+        crate::remote::kernel::summary(&crate::remote::kernel::initiators())
+    );
     for j in jobs_on(plan, EngineKind::Nbd, "") {
         println!(
             "      {:<40} {} + {} ramp",
@@ -368,6 +372,7 @@ fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Tar
             "fabric_rate": plan.fabric_rate,
             "fabric_delay": plan.fabric_delay,
             "db": plan.db.as_ref().map(remote_db::describe),
+            "initiators": crate::remote::kernel::initiators(),
             "transports": plan.transports.iter().map(|t| json!({
                 "label": t.label(),
                 "backing": t.backing(),

@@ -5,6 +5,7 @@
 //! filesystem on a local or remote volume for a database (`volume`).
 
 pub mod breakdown;
+pub mod kernel;
 pub mod nbd_negotiate;
 pub mod nbd_target;
 pub mod servers;

@@ -56,7 +56,7 @@ pub fn unavailable(remote: bool) -> Option<String> {
 /// the filesystem over nbdfuse either way; this says whether a kernel NBD
 /// device would have been possible.
 pub fn kernel_nbd() -> String {
-    if Path::new("/sys/module/nbd").exists() || Path::new("/dev/nbd0").exists() {
+    if super::kernel::module_state("nbd") != super::kernel::ModuleState::Absent {
         "the kernel has an NBD client (nbd module); iolab still goes through nbdfuse".into()
     } else {
         "the kernel has no NBD client (no nbd module): the volume is the export as a file through nbdfuse".into()

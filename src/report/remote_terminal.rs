@@ -20,12 +20,29 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
     if let Some(remote) = r.extra.get("remote") {
         let topo = remote["topology"].as_str().unwrap_or("?");
         o.push_str(&format!(
-            "link: {topo}{}\n\n",
+            "link: {topo}{}\n",
             remote["note"]
                 .as_str()
                 .map(|n| format!(" ({n})"))
                 .unwrap_or_default()
         ));
+        if let Some(list) = remote["initiators"].as_array() {
+            let kernel: Vec<String> = list
+                .iter()
+                .map(|i| {
+                    format!(
+                        "{} {}",
+                        i["module"].as_str().unwrap_or("?"),
+                        i["kernel"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect();
+            o.push_str(&format!(
+                "initiators: user space (iolab's nbd engine, libiscsi); kernel modules: {}\n",
+                kernel.join(", ")
+            ));
+        }
+        o.push('\n');
     }
     o.push_str(&remote_table(r));
     for w in super::summary::warnings(r) {

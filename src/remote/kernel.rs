@@ -1,0 +1,126 @@
+//! What this kernel offers as remote-storage initiators (nbd, iscsi_tcp,
+//! nvme_tcp): loaded (in /sys/module), loadable (listed in the modules of
+//! the running release) or absent. `iolab remote` always drives the
+//! user-space initiators (iolab's nbd engine, libiscsi) and records, per
+//! protocol, which path ran and what the kernel would have offered.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+/// A kernel module's state on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleState {
+    Loaded,
+    Loadable,
+    Absent,
+}
+
+/// One protocol's initiator: the kernel's module, and the path iolab took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Initiator {
+    pub protocol: &'static str,
+    pub module: &'static str,
+    pub kernel: ModuleState,
+    /// The initiator iolab ran.
+    pub path: &'static str,
+}
+
+/// The protocols, their kernel modules and iolab's user-space initiator.
+const INITIATORS: [(&str, &str, &str); 3] = [
+    (
+        "nbd",
+        "nbd",
+        "user space: iolab's nbd engine (and nbdfuse for a filesystem)",
+    ),
+    ("iscsi", "iscsi_tcp", "user space: libiscsi"),
+    (
+        "nvme-tcp",
+        "nvme_tcp",
+        "none yet: no NVMe/TCP initiator in iolab",
+    ),
+];
+
+/// Whether `module` is in `modules_dep` (the text of modules.dep), where
+/// file names use '-' or '_' interchangeably.
+fn listed(modules_dep: &str, module: &str) -> bool {
+    let want = module.replace('-', "_");
+    modules_dep.lines().any(|l| {
+        let file = l.split(':').next().unwrap_or("");
+        let base = file.rsplit('/').next().unwrap_or("");
+        let stem = base.split(".ko").next().unwrap_or("");
+        !stem.is_empty() && stem.replace('-', "_") == want
+    })
+}
+
+/// The state of `module` on this machine.
+pub fn module_state(module: &str) -> ModuleState {
+    if Path::new("/sys/module").join(module).exists() {
+        return ModuleState::Loaded;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let dep = std::fs::read_to_string(format!("/lib/modules/{}/modules.dep", release.trim()))
+        .unwrap_or_default();
+    if listed(&dep, module) {
+        ModuleState::Loadable
+    } else {
+        ModuleState::Absent
+    }
+}
+
+/// Every protocol's initiator on this machine.
+pub fn initiators() -> Vec<Initiator> {
+    INITIATORS
+        .iter()
+        .map(|&(protocol, module, path)| Initiator {
+            protocol,
+            module,
+            kernel: module_state(module),
+            path,
+        })
+        .collect()
+}
+
+/// One line for the terminal and the results' warnings.
+pub fn summary(list: &[Initiator]) -> String {
+    let kernel: Vec<String> = list
+        .iter()
+        .map(|i| {
+            let state = match i.kernel {
+                ModuleState::Loaded => "loaded",
+                ModuleState::Loadable => "loadable",
+                ModuleState::Absent => "absent",
+            };
+            format!("{} {state}", i.module)
+        })
+        .collect();
+    format!(
+        "initiators run in user space (iolab's nbd engine, libiscsi); the kernel's: {}",
+        kernel.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modules_are_found_in_modules_dep_by_either_spelling() {
+        let dep = "kernel/drivers/block/nbd.ko.xz:\n\
+                   kernel/drivers/nvme/host/nvme-tcp.ko: kernel/drivers/nvme/host/nvme-fabrics.ko\n";
+        assert!(listed(dep, "nbd"));
+        assert!(listed(dep, "nvme_tcp"));
+        assert!(!listed(dep, "iscsi_tcp"));
+        assert!(!listed(dep, "nvme"), "a prefix is not the module");
+    }
+
+    #[test]
+    fn the_state_follows_sys_module() {
+        for i in initiators() {
+            let loaded = Path::new("/sys/module").join(i.module).exists();
+            assert_eq!(i.kernel == ModuleState::Loaded, loaded, "{i:?}");
+        }
+        assert!(summary(&initiators()).contains("nbd "));
+    }
+}
