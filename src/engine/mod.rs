@@ -24,6 +24,7 @@ pub mod iscsi;
 pub mod mmap;
 pub mod nbd;
 pub mod null;
+pub mod nvmetcp;
 pub mod psync;
 pub mod uring;
 
