@@ -87,21 +87,21 @@ impl fmt::Display for NvmeTcpError {
 
 impl std::error::Error for NvmeTcpError {}
 
-type Result<T> = std::result::Result<T, NvmeTcpError>;
+pub(super) type Result<T> = std::result::Result<T, NvmeTcpError>;
 
-fn err<T>(msg: impl Into<String>) -> Result<T> {
+pub(super) fn err<T>(msg: impl Into<String>) -> Result<T> {
     Err(NvmeTcpError(msg.into()))
 }
 
-fn le16(b: &[u8], at: usize) -> u16 {
+pub(super) fn le16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
+pub(super) fn le32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
-fn le64(b: &[u8], at: usize) -> u64 {
+pub(super) fn le64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
