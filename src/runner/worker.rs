@@ -237,12 +237,7 @@ pub fn run<C: Clock, E: Engine>(
         }
         let t_done = clock.now();
         if log.is_some() {
-            // Before the slots are refilled and the engine's stamps overwritten.
-            for c in &comps {
-                if let Some(st) = engine.request_stamps(c.slot) {
-                    slots[c.slot as usize].engine_stamps = st;
-                }
-            }
+            keep_engine_stamps(engine, &comps, &mut slots);
         }
         let done = Reaped {
             comps: &comps,
@@ -271,6 +266,17 @@ pub fn run<C: Clock, E: Engine>(
         t = t_done;
     }
     Ok(())
+}
+
+/// Copy the engine's own stamps of the requests just reaped into their
+/// slots, before the slots are refilled and the engine's stamps overwritten.
+#[cold]
+fn keep_engine_stamps<E: Engine>(engine: &E, comps: &[Completion], slots: &mut [Slot]) {
+    for c in comps {
+        if let Some(st) = engine.request_stamps(c.slot) {
+            slots[c.slot as usize].engine_stamps = st;
+        }
+    }
 }
 
 /// Draw the next request for slot `s` (prepared at `t`), fill the slot and,
