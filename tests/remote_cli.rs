@@ -324,6 +324,22 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     assert_nothing_left(pid, data.path(), state.path());
 }
 
+/// `iolab remote` with one short QD1 read point per transport and a
+/// database run (`db`: the --db flags) on a 96 MiB volume.
+fn remote_db(dirs: (&Path, &Path, &Path), transports: &str, db: &[&str]) -> Command {
+    let (data, out, state) = dirs;
+    let mut c = remote(
+        data,
+        out,
+        state,
+        &["--transports", transports, "--size", "96m"],
+    );
+    c.args(["--mixes", "100", "--qd", "1", "--rates", "none"])
+        .args(["--runtime", "200ms", "--breakdown", "0"])
+        .args(db);
+    c
+}
+
 /// RocksDB on ext4 on a loop device over the local file and over iolab's
 /// NBD export through nbdfuse: every point verified, the chains recorded,
 /// the rows and the report section there, iSCSI skipped with its reason,
@@ -339,15 +355,11 @@ fn a_database_on_the_local_and_the_remote_volume() {
     if have("tgtd") {
         transports.push_str(",tgtd");
     }
-    let child = remote(
-        data.path(),
-        out.path(),
-        state.path(),
-        &["--transports", &transports, "--size", "96m"],
+    let child = remote_db(
+        (data.path(), out.path(), state.path()),
+        &transports,
+        &["--db", "800,4k", "--db-num", "2000", "--db-ops", "1000"],
     )
-    .args(["--mixes", "100", "--qd", "1", "--rates", "none"])
-    .args(["--runtime", "200ms", "--breakdown", "0"])
-    .args(["--db", "800,4k", "--db-num", "2000", "--db-ops", "1000"])
     .spawn()
     .unwrap();
     let pid = child.id();
@@ -422,15 +434,11 @@ fn interrupts_while_a_database_runs_leave_no_volume() {
     }
     for (round, transport) in ["das", "iolab", "iolab"].into_iter().enumerate() {
         let (data, out, state) = (workdir(), workdir(), workdir());
-        let mut child = remote(
-            data.path(),
-            out.path(),
-            state.path(),
-            &["--transports", transport, "--size", "96m"],
+        let mut child = remote_db(
+            (data.path(), out.path(), state.path()),
+            transport,
+            &["--db", "4k", "--db-num", "3000", "--db-ops", "5000000"],
         )
-        .args(["--mixes", "100", "--qd", "1", "--rates", "none"])
-        .args(["--runtime", "200ms", "--breakdown", "0"])
-        .args(["--db", "4k", "--db-num", "3000", "--db-ops", "5000000"])
         .spawn()
         .unwrap();
         let pid = child.id();

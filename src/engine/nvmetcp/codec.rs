@@ -323,6 +323,17 @@ pub fn split_pdu(buf: &[u8], digests: Digests) -> Result<Option<(RawPdu<'_>, usi
     )))
 }
 
+/// Refuse a PDU whose type is not one of `types` (`what` names them).
+fn expect_type(p: &RawPdu<'_>, types: &[u8], what: &str) -> Result<()> {
+    if types.contains(&p.header.pdu_type) {
+        return Ok(());
+    }
+    err(format!(
+        "expected {what}, got PDU type 0x{:02x}",
+        p.header.pdu_type
+    ))
+}
+
 /// ICReq (host) and ICResp (controller): format version 0, the sender's
 /// wanted data alignment (HPDA / CPDA, dwords, 0's based), the digests,
 /// and MAXR2T (ICReq, 0's based) or MAXH2CDATA (ICResp, bytes).
@@ -344,12 +355,7 @@ pub fn encode_ic(pdu_type: u8, ic: &Ic) -> Result<Vec<u8>> {
 }
 
 pub fn parse_ic(p: &RawPdu<'_>) -> Result<Ic> {
-    if !matches!(p.header.pdu_type, PDU_ICREQ | PDU_ICRESP) {
-        return err(format!(
-            "expected ICReq or ICResp, got PDU type 0x{:02x}",
-            p.header.pdu_type
-        ));
-    }
+    expect_type(p, &[PDU_ICREQ, PDU_ICRESP], "ICReq or ICResp")?;
     let s = p.specific;
     let ic = Ic {
         pfv: le16(s, 0),
@@ -391,12 +397,11 @@ pub fn encode_data_header(h: &DataHeader) -> [u8; DATA_HLEN - COMMON_HEADER_LEN]
 /// The data header of an H2CData, C2HData or R2T PDU; a data PDU's length
 /// field must match the data it carries.
 pub fn parse_data_header(p: &RawPdu<'_>) -> Result<DataHeader> {
-    if !matches!(p.header.pdu_type, PDU_H2C_DATA | PDU_C2H_DATA | PDU_R2T) {
-        return err(format!(
-            "expected a data PDU or R2T, got type 0x{:02x}",
-            p.header.pdu_type
-        ));
-    }
+    expect_type(
+        p,
+        &[PDU_H2C_DATA, PDU_C2H_DATA, PDU_R2T],
+        "a data PDU or R2T",
+    )?;
     let s = p.specific;
     let h = DataHeader {
         cccid: le16(s, 0),
@@ -611,12 +616,7 @@ impl Sqe {
 
 /// The command in a CapsuleCmd PDU.
 pub fn parse_capsule(p: &RawPdu<'_>) -> Result<Sqe> {
-    if p.header.pdu_type != PDU_CAPSULE_CMD {
-        return err(format!(
-            "expected a command capsule, got PDU type 0x{:02x}",
-            p.header.pdu_type
-        ));
-    }
+    expect_type(p, &[PDU_CAPSULE_CMD], "a command capsule")?;
     Ok(Sqe(p.specific.try_into().expect("checked header length")))
 }
 
@@ -733,12 +733,7 @@ impl Cqe {
 
 /// The completion in a CapsuleResp PDU.
 pub fn parse_response(p: &RawPdu<'_>) -> Result<Cqe> {
-    if p.header.pdu_type != PDU_CAPSULE_RESP {
-        return err(format!(
-            "expected a response capsule, got PDU type 0x{:02x}",
-            p.header.pdu_type
-        ));
-    }
+    expect_type(p, &[PDU_CAPSULE_RESP], "a response capsule")?;
     Cqe::parse(p.specific)
 }
 
