@@ -83,6 +83,22 @@ fn wait_bounded(mut child: Child) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// Wait up to `secs` for `cond` while `child` runs (it must not end first).
+fn wait_while_running(child: &mut Child, secs: u64, what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "not within {secs} s: {what}"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "iolab remote ended before: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// tgtd processes a run with this pid started (its control port is
 /// 1000 + pid % 20000, see remote::servers).
 fn tgtd_of(pid: u32) -> Vec<String> {
@@ -442,21 +458,16 @@ fn interrupts_while_a_database_runs_leave_no_volume() {
         .spawn()
         .unwrap();
         let pid = child.id();
-        let start = Instant::now();
-        while !volumes_left(data.path())
-            .iter()
-            .any(|v| v.contains("iolab-ext4"))
-        {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "round {round}: the database's filesystem was never mounted"
-            );
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "iolab remote ended early"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_while_running(
+            &mut child,
+            60,
+            "the database's filesystem was mounted",
+            || {
+                volumes_left(data.path())
+                    .iter()
+                    .any(|v| v.contains("iolab-ext4"))
+            },
+        );
         std::thread::sleep(Duration::from_millis(300));
         match round {
             0 => unsafe { libc::kill(pid as i32, libc::SIGINT) },
@@ -601,21 +612,11 @@ fn after_sigkill_the_next_start_removes_namespaces_and_servers() {
     .spawn()
     .unwrap();
     let pid = child.id();
-    let start = Instant::now();
-    while processes_naming(data.path())
-        .iter()
-        .all(|c| !c.contains(" serve "))
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the target never started"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "iolab remote ended early"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while_running(&mut child, 30, "the target started", || {
+        processes_naming(data.path())
+            .iter()
+            .any(|c| c.contains(" serve "))
+    });
     std::thread::sleep(Duration::from_millis(500));
     child.kill().unwrap();
     child.wait().unwrap();
