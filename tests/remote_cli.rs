@@ -654,6 +654,16 @@ fn bad_input_exits_2_naming_the_field() {
         ),
         (vec!["remote", "-t", d, "--mixes", "120"], "--mixes"),
         (vec!["remote", "-t", d, "--qd", "0"], "--qd"),
+        (vec!["remote", "-t", d, "--db", "8"], "--db"),
+        (vec!["remote", "-t", d, "--db", "800,x"], "--db"),
+        (
+            vec!["remote", "-t", d, "--db", "800", "--db-read-percent", "101"],
+            "--db-read-percent",
+        ),
+        (
+            vec!["remote", "-t", d, "--db", "10k", "--size", "64m"],
+            "--db-num",
+        ),
         (
             vec!["remote", "-t", d, "--target-threads", "0"],
             "--target-threads",
