@@ -2,12 +2,15 @@
 //! the server side of the NBD handshake (`nbd_negotiate`), the NBD target
 //! (`nbd_target`: io_uring, O_DIRECT, per-request stamps) and the stamps
 //! with the unloaded latency breakdown they give (`stamps`), and a
-//! filesystem on a local or remote volume for a database (`volume`).
+//! filesystem on a local or remote volume for a database (`volume`), the
+//! kernel's initiators (`kernel`), and the NVMe controller model of the
+//! NVMe/TCP target to come (`nvme_controller`).
 
 pub mod breakdown;
 pub mod kernel;
 pub mod nbd_negotiate;
 pub mod nbd_target;
+pub mod nvme_controller;
 pub mod servers;
 pub mod stamps;
 pub mod topology;

@@ -1,0 +1,395 @@
+//! The NVMe controller behind iolab's NVMe/TCP target, without I/O: one
+//! subsystem with one namespace backed by a file of `size` bytes in blocks
+//! of `block_size`. It answers the Fabrics and admin commands (Connect,
+//! Property Get/Set with CC.EN -> CSTS.RDY and shutdown, Identify
+//! controller / namespace / active namespace list, Set Features Number of
+//! Queues, Keep Alive) and turns NVM commands into the file operation to
+//! do, checked against the namespace (Read, Write, Flush). The transport
+//! (PDUs, sockets, io_uring) is the caller's.
+
+use crate::engine::nvmetcp::codec::{self, Cqe, Sqe};
+use crate::engine::nvmetcp::identify::{
+    self, Cap, ControllerId, NamespaceId, CC_EN, CC_SHUTDOWN, CSTS_RDY, CSTS_SHUTDOWN_DONE,
+};
+
+/// Status codes the controller answers with (type 0 unless said).
+const SC_INVALID_OPCODE: u8 = 0x01;
+const SC_INVALID_FIELD: u8 = 0x02;
+const SC_INVALID_NS: u8 = 0x0B;
+const SC_LBA_RANGE: u8 = 0x80;
+/// Command specific (type 1): Connect's invalid parameters.
+const SC_CONNECT_INVALID_PARAM: u8 = 0x82;
+
+/// The queue entries a queue may hold (MQES + 1) and the I/O queues offered.
+pub const QUEUE_ENTRIES: u16 = 128;
+pub const IO_QUEUES: u16 = 64;
+/// In-capsule data an I/O command may carry.
+pub const IN_CAPSULE: u32 = 8192;
+/// Largest transfer: 2^MDTS pages of 4 KiB.
+pub const MDTS: u8 = 8;
+
+/// What one command asks of the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send this completion; `data` first (C2HData) when there is any.
+    Reply { cqe: Cqe, data: Vec<u8> },
+    /// Read `len` bytes at `offset` of the file, send them, then succeed.
+    Read { cid: u16, offset: u64, len: u32 },
+    /// Write `len` bytes at `offset`: the in-capsule data, or the data to
+    /// be asked for with R2T when the capsule has none.
+    Write { cid: u16, offset: u64, len: u32 },
+    /// Flush the file, then succeed.
+    Flush { cid: u16 },
+}
+
+/// One controller (an admin queue and the I/O queues connected to it).
+#[derive(Debug, Clone)]
+pub struct Controller {
+    pub subnqn: String,
+    pub cntlid: u16,
+    size: u64,
+    block_size: u32,
+    cc: u32,
+    csts: u32,
+}
+
+fn reply(cid: u16, result: u64) -> Action {
+    Action::Reply {
+        cqe: Cqe::success(cid, result),
+        data: Vec::new(),
+    }
+}
+
+fn fail(cid: u16, sct: u8, sc: u8) -> Action {
+    Action::Reply {
+        cqe: Cqe {
+            status: Cqe::status_of(sct, sc, true),
+            ..Cqe::success(cid, 0)
+        },
+        data: Vec::new(),
+    }
+}
+
+impl Controller {
+    pub fn new(subnqn: &str, cntlid: u16, size: u64, block_size: u32) -> Controller {
+        Controller {
+            subnqn: subnqn.to_string(),
+            cntlid,
+            size: size / block_size as u64 * block_size as u64,
+            block_size,
+            cc: 0,
+            csts: 0,
+        }
+    }
+
+    pub fn ready(&self) -> bool {
+        self.csts & CSTS_RDY != 0
+    }
+
+    fn cap(&self) -> u64 {
+        Cap {
+            mqes: QUEUE_ENTRIES - 1,
+            cqr: true,
+            timeout: 10,
+            nvm: true,
+            mpsmin: 0,
+        }
+        .encode()
+    }
+
+    /// The Identify Controller data of this controller.
+    pub fn identify(&self) -> ControllerId {
+        ControllerId {
+            vid: 0,
+            serial: format!("iolab-{}", self.cntlid),
+            model: "iolab NVMe/TCP target".into(),
+            firmware: env!("CARGO_PKG_VERSION").chars().take(8).collect(),
+            mdts: MDTS,
+            cntlid: self.cntlid,
+            ver: 0x0001_0400,
+            cntrltype: 1,
+            kas: 100,
+            sqes: 0x66,
+            cqes: 0x44,
+            maxcmd: QUEUE_ENTRIES,
+            nn: 1,
+            oncs: 0,
+            vwc: true,
+            sgls: 1 | 1 << 20,
+            subnqn: self.subnqn.clone(),
+            ioccsz: (64 + IN_CAPSULE) / 16,
+            iorcsz: 1,
+            icdoff: 0,
+            msdbd: 1,
+        }
+    }
+
+    fn namespace(&self) -> NamespaceId {
+        let blocks = self.size / self.block_size as u64;
+        NamespaceId {
+            nsze: blocks,
+            ncap: blocks,
+            nuse: blocks,
+            block_size: self.block_size,
+        }
+    }
+
+    /// Check a Connect on `qid` against this controller: its data names this
+    /// subsystem, and (I/O queues) this controller, and the queue size fits.
+    pub fn check_connect(&self, sqe: &Sqe, data: &[u8]) -> Result<(), Action> {
+        let cid = sqe.cid();
+        let bad = || fail(cid, 1, SC_CONNECT_INVALID_PARAM);
+        let Ok((_, cntlid, subnqn, _)) = codec::parse_connect_data(data) else {
+            return Err(bad());
+        };
+        let qid = u16::from_le_bytes([sqe.0[42], sqe.0[43]]);
+        let sqsize = u16::from_le_bytes([sqe.0[44], sqe.0[45]]);
+        let wrong_ctrl = qid > 0 && cntlid != self.cntlid;
+        if subnqn != self.subnqn
+            || wrong_ctrl
+            || sqsize >= QUEUE_ENTRIES
+            || sqsize == 0
+            || qid > IO_QUEUES
+        {
+            return Err(bad());
+        }
+        if qid > 0 && !self.ready() {
+            return Err(fail(cid, 0, SC_INVALID_FIELD));
+        }
+        Ok(())
+    }
+
+    /// The answer to an admin or Fabrics command on the admin queue (its
+    /// in-capsule `data`, if any). Connect is answered with the controller ID.
+    pub fn admin(&mut self, sqe: &Sqe, data: &[u8]) -> Action {
+        let cid = sqe.cid();
+        match sqe.opcode() {
+            codec::OPC_FABRICS => self.fabrics(sqe, data),
+            codec::OPC_IDENTIFY => {
+                let page = match (sqe.dword(10) & 0xFF) as u8 {
+                    codec::CNS_CONTROLLER => self.identify().encode(),
+                    codec::CNS_NAMESPACE if sqe.nsid() == 1 => self.namespace().encode(),
+                    codec::CNS_NAMESPACE => return fail(cid, 0, SC_INVALID_NS),
+                    codec::CNS_ACTIVE_NAMESPACES => {
+                        Ok(identify::encode_active_namespaces(if sqe.nsid() < 1 {
+                            &[1]
+                        } else {
+                            &[]
+                        }))
+                    }
+                    _ => return fail(cid, 0, SC_INVALID_FIELD),
+                };
+                match page {
+                    Ok(data) => Action::Reply {
+                        cqe: Cqe::success(cid, 0),
+                        data,
+                    },
+                    Err(_) => fail(cid, 0, SC_INVALID_FIELD),
+                }
+            }
+            codec::OPC_SET_FEATURES if (sqe.dword(10) & 0xFF) as u8 == codec::FID_NUM_QUEUES => {
+                // Grant at most IO_QUEUES of each (0's based in both directions).
+                let want = sqe.dword(11);
+                let nsq = (want & 0xFFFF).min(IO_QUEUES as u32 - 1);
+                let ncq = (want >> 16).min(IO_QUEUES as u32 - 1);
+                reply(cid, (nsq | ncq << 16) as u64)
+            }
+            codec::OPC_SET_FEATURES => fail(cid, 0, SC_INVALID_FIELD),
+            codec::OPC_KEEP_ALIVE => reply(cid, 0),
+            _ => fail(cid, 0, SC_INVALID_OPCODE),
+        }
+    }
+
+    fn fabrics(&mut self, sqe: &Sqe, data: &[u8]) -> Action {
+        let cid = sqe.cid();
+        match sqe.fctype() {
+            codec::FCTYPE_CONNECT => match self.check_connect(sqe, data) {
+                Ok(()) => reply(cid, self.cntlid as u64),
+                Err(a) => a,
+            },
+            codec::FCTYPE_PROPERTY_GET => {
+                let (offset, eight, _) = sqe.property();
+                let v = match (offset, eight) {
+                    (codec::PROP_CAP, true) => self.cap(),
+                    (codec::PROP_VS, false) => 0x0001_0400,
+                    (codec::PROP_CC, false) => self.cc as u64,
+                    (codec::PROP_CSTS, false) => self.csts as u64,
+                    _ => return fail(cid, 0, SC_INVALID_FIELD),
+                };
+                reply(cid, v)
+            }
+            codec::FCTYPE_PROPERTY_SET => {
+                let (offset, eight, value) = sqe.property();
+                if offset != codec::PROP_CC || eight {
+                    return fail(cid, 0, SC_INVALID_FIELD);
+                }
+                self.set_cc(value as u32);
+                reply(cid, 0)
+            }
+            _ => fail(cid, 0, SC_INVALID_OPCODE),
+        }
+    }
+
+    /// CC written: enabling makes the controller ready at once, disabling
+    /// resets it, a shutdown request completes at once.
+    fn set_cc(&mut self, cc: u32) {
+        self.cc = cc;
+        self.csts = if cc & CC_EN != 0 { CSTS_RDY } else { 0 };
+        if cc & (3 << 14) == CC_SHUTDOWN {
+            self.csts |= CSTS_SHUTDOWN_DONE;
+        }
+    }
+
+    /// What an NVM command on an I/O queue asks for, checked against the namespace.
+    pub fn io(&self, sqe: &Sqe) -> Action {
+        let cid = sqe.cid();
+        if !self.ready() {
+            return fail(cid, 0, SC_INVALID_FIELD);
+        }
+        if sqe.nsid() != 1 {
+            return fail(cid, 0, SC_INVALID_NS);
+        }
+        match sqe.opcode() {
+            codec::OPC_FLUSH => Action::Flush { cid },
+            op @ (codec::OPC_READ | codec::OPC_WRITE) => {
+                let (slba, blocks) = sqe.lba_range();
+                let bs = self.block_size as u64;
+                let len = blocks as u64 * bs;
+                let (_, sgl_len) = sqe.sgl_desc();
+                if slba.saturating_add(blocks as u64) * bs > self.size {
+                    return fail(cid, 0, SC_LBA_RANGE);
+                }
+                if sgl_len as u64 != len || len > (4096u64 << MDTS) {
+                    return fail(cid, 0, SC_INVALID_FIELD);
+                }
+                let (offset, len) = (slba * bs, len as u32);
+                if op == codec::OPC_READ {
+                    Action::Read { cid, offset, len }
+                } else {
+                    Action::Write { cid, offset, len }
+                }
+            }
+            _ => fail(cid, 0, SC_INVALID_OPCODE),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::nvmetcp::identify::CC_ENABLE;
+
+    const NQN: &str = "nqn.2025-11.io.iolab:remote";
+
+    fn connect(c: &mut Controller, qid: u16, cntlid: u16, nqn: &str) -> Action {
+        let data = codec::connect_data([1; 16], cntlid, nqn, "nqn.host").unwrap();
+        c.admin(&Sqe::connect(1, qid, 31, 0), &data)
+    }
+
+    fn cqe(a: Action) -> Cqe {
+        match a {
+            Action::Reply { cqe, .. } => cqe,
+            other => panic!("expected a reply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn connect_enable_and_identify() {
+        let mut c = Controller::new(NQN, 3, 1 << 30, 4096);
+        assert_eq!(cqe(connect(&mut c, 0, 0xFFFF, NQN)).result, 3);
+        assert!(!cqe(connect(&mut c, 0, 0xFFFF, "nqn.other")).ok());
+        // An I/O queue before the controller is enabled, or naming another controller.
+        assert!(!cqe(connect(&mut c, 1, 3, NQN)).ok());
+        let cap =
+            Cap::parse(cqe(c.admin(&Sqe::property_get(2, codec::PROP_CAP, true), &[])).result);
+        assert_eq!((cap.mqes, cap.nvm), (127, true));
+        assert!(cqe(c.admin(
+            &Sqe::property_set(3, codec::PROP_CC, false, CC_ENABLE as u64),
+            &[]
+        ))
+        .ok());
+        assert_eq!(
+            cqe(c.admin(&Sqe::property_get(4, codec::PROP_CSTS, false), &[])).result,
+            1
+        );
+        assert!(cqe(connect(&mut c, 1, 3, NQN)).ok());
+        assert!(!cqe(connect(&mut c, 1, 4, NQN)).ok());
+        let Action::Reply { data, .. } = c.admin(&Sqe::identify(5, codec::CNS_CONTROLLER, 0), &[])
+        else {
+            panic!()
+        };
+        let id = ControllerId::parse(&data).unwrap();
+        assert_eq!(
+            (id.cntlid, id.subnqn.as_str(), id.in_capsule_data()),
+            (3, NQN, 8192)
+        );
+        let Action::Reply { data, .. } = c.admin(&Sqe::identify(6, codec::CNS_NAMESPACE, 1), &[])
+        else {
+            panic!()
+        };
+        let ns = NamespaceId::parse(&data).unwrap();
+        assert_eq!((ns.bytes(), ns.block_size), (1 << 30, 4096));
+        let Action::Reply { data, .. } =
+            c.admin(&Sqe::identify(7, codec::CNS_ACTIVE_NAMESPACES, 0), &[])
+        else {
+            panic!()
+        };
+        assert_eq!(identify::parse_active_namespaces(&data), vec![1]);
+        assert_eq!(
+            cqe(c.admin(&Sqe::identify(8, codec::CNS_NAMESPACE, 2), &[])).code(),
+            (0, SC_INVALID_NS)
+        );
+        assert_eq!(
+            cqe(c.admin(&Sqe::set_num_queues(9, 200), &[])).result,
+            (63 | 63 << 16) as u64
+        );
+        assert!(cqe(c.admin(&Sqe::keep_alive(10), &[])).ok());
+    }
+
+    #[test]
+    fn io_commands_become_file_operations_within_the_namespace() {
+        let mut c = Controller::new(NQN, 1, 1 << 20, 512);
+        assert!(!cqe(c.io(&Sqe::read(1, 1, 0, 8, 4096))).ok(), "not enabled");
+        c.admin(
+            &Sqe::property_set(2, codec::PROP_CC, false, CC_ENABLE as u64),
+            &[],
+        );
+        assert_eq!(
+            c.io(&Sqe::read(3, 1, 8, 8, 4096)),
+            Action::Read {
+                cid: 3,
+                offset: 4096,
+                len: 4096
+            }
+        );
+        assert_eq!(
+            c.io(&Sqe::write(4, 1, 2040, 8, 4096, true)),
+            Action::Write {
+                cid: 4,
+                offset: 2040 * 512,
+                len: 4096
+            }
+        );
+        assert_eq!(
+            cqe(c.io(&Sqe::read(5, 1, 2041, 8, 4096))).code(),
+            (0, SC_LBA_RANGE)
+        );
+        assert_eq!(
+            cqe(c.io(&Sqe::read(6, 1, 0, 8, 512))).code(),
+            (0, SC_INVALID_FIELD),
+            "SGL length"
+        );
+        assert_eq!(
+            cqe(c.io(&Sqe::read(7, 2, 0, 1, 512))).code(),
+            (0, SC_INVALID_NS)
+        );
+        assert_eq!(c.io(&Sqe::flush(8, 1)), Action::Flush { cid: 8 });
+        // A normal shutdown completes at once and leaves the controller not ready.
+        c.admin(
+            &Sqe::property_set(9, codec::PROP_CC, false, CC_SHUTDOWN as u64),
+            &[],
+        );
+        let csts = cqe(c.admin(&Sqe::property_get(10, codec::PROP_CSTS, false), &[])).result as u32;
+        assert_eq!(csts, CSTS_SHUTDOWN_DONE);
+    }
+}
