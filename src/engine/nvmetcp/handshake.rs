@@ -1,0 +1,333 @@
+//! The control path of an NVMe/TCP initiator over a blocking socket:
+//! ICReq/ICResp, Fabrics Connect of the admin queue, CAP, enabling the
+//! controller (CC.EN, then CSTS.RDY within CAP.TO), Identify controller and
+//! namespace, Set Features Number of Queues, and Connect of an I/O queue.
+//! `Queue::command` runs one command to its completion (C2HData in, R2T ->
+//! H2CData out), enough for the admin queue and for checks; the engine
+//! pipelines the I/O queues itself.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use super::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
+use super::identify::{self, Cap, ControllerId, NamespaceId};
+
+/// Who connects to what.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub subnqn: String,
+    pub hostnqn: String,
+    pub hostid: [u8; 16],
+    pub nsid: u32,
+    /// Digests to ask for (the controller may refuse them).
+    pub digests: Digests,
+    /// Entries of each I/O queue (the controller's MQES caps it).
+    pub queue_size: u16,
+}
+
+/// One queue's connection.
+pub struct Queue {
+    pub sock: TcpStream,
+    /// Digests both sides use.
+    pub digests: Digests,
+    /// The controller's data alignment for PDUs we send (CPDA).
+    pub cpda: u8,
+    /// Most data per H2CData PDU.
+    pub maxh2cdata: u32,
+    rx: Vec<u8>,
+    next_cid: u16,
+}
+
+/// A received PDU, owned.
+struct Pdu {
+    header: codec::CommonHeader,
+    specific: Vec<u8>,
+    data: Vec<u8>,
+}
+
+impl Pdu {
+    fn raw(&self) -> codec::RawPdu<'_> {
+        codec::RawPdu {
+            header: self.header,
+            specific: &self.specific,
+            data: &self.data,
+        }
+    }
+}
+
+/// What the admin queue learned.
+#[derive(Debug, Clone)]
+pub struct ControllerInfo {
+    pub cntlid: u16,
+    pub cap: Cap,
+    pub id: ControllerId,
+    pub ns: NamespaceId,
+    /// I/O queues granted (Set Features Number of Queues).
+    pub io_queues: u16,
+}
+
+impl Queue {
+    /// Connect TCP and exchange ICReq/ICResp.
+    pub fn open(addr: &str, digests: Digests) -> anyhow::Result<Queue> {
+        let mut sock = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+        sock.set_nodelay(true)?;
+        let req = Ic {
+            pfv: 0,
+            align: 0,
+            digests,
+            max: 0,
+        };
+        sock.write_all(&codec::encode_ic(codec::PDU_ICREQ, &req)?)?;
+        let mut q = Queue {
+            sock,
+            digests: Digests::default(),
+            cpda: 0,
+            maxh2cdata: 0,
+            rx: Vec::new(),
+            next_cid: 0,
+        };
+        let pdu = q.recv()?;
+        let resp = codec::parse_ic(&pdu.raw())?;
+        if pdu.header.pdu_type != codec::PDU_ICRESP {
+            bail!("{addr}: expected ICResp, got an ICReq");
+        }
+        if (resp.digests.header && !digests.header) || (resp.digests.data && !digests.data) {
+            bail!("{addr}: the controller enabled digests that were not asked for");
+        }
+        if resp.max < 4096 {
+            bail!("{addr}: MAXH2CDATA {} is under the minimum 4096", resp.max);
+        }
+        q.digests = resp.digests;
+        q.cpda = resp.align;
+        q.maxh2cdata = resp.max;
+        Ok(q)
+    }
+
+    /// The next PDU (a termination request is an error saying why).
+    fn recv(&mut self) -> anyhow::Result<Pdu> {
+        loop {
+            if let Some((p, n)) = codec::split_pdu(&self.rx, self.digests)? {
+                if matches!(p.header.pdu_type, codec::PDU_C2H_TERM | codec::PDU_H2C_TERM) {
+                    bail!(
+                        "the controller ended the connection: {}",
+                        codec::describe_term(&p)
+                    );
+                }
+                let out = Pdu {
+                    header: p.header,
+                    specific: p.specific.to_vec(),
+                    data: p.data.to_vec(),
+                };
+                self.rx.drain(..n);
+                return Ok(out);
+            }
+            let mut buf = [0u8; 64 * 1024];
+            let n = self.sock.read(&mut buf)?;
+            if n == 0 {
+                bail!("the controller closed the connection");
+            }
+            self.rx.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// A command identifier for the control path (the engine uses slots).
+    pub fn next_cid(&mut self) -> u16 {
+        self.next_cid = self.next_cid.wrapping_add(1);
+        self.next_cid
+    }
+
+    /// Run `sqe` to its completion: `out` is its in-capsule data, or the
+    /// data the controller asks for with R2T when the SGL is a transport
+    /// one; C2HData is collected into `into`. A failed status is an error
+    /// naming it.
+    pub fn command(&mut self, sqe: &Sqe, out: &[u8], into: &mut Vec<u8>) -> anyhow::Result<Cqe> {
+        let in_capsule = sqe.sgl_desc().0 == codec::SGL_IN_CAPSULE;
+        let capsule_data = if in_capsule { out } else { &[][..] };
+        let pdu = sqe.capsule(capsule_data, self.digests, self.cpda)?;
+        self.sock.write_all(&pdu)?;
+        loop {
+            let pdu = self.recv()?;
+            match pdu.header.pdu_type {
+                codec::PDU_CAPSULE_RESP => {
+                    let cqe = codec::parse_response(&pdu.raw())?;
+                    if cqe.cid != sqe.cid() {
+                        bail!(
+                            "a completion for command {} while {} runs",
+                            cqe.cid,
+                            sqe.cid()
+                        );
+                    }
+                    if !cqe.ok() {
+                        let (sct, sc) = cqe.code();
+                        bail!("{}", codec::status_text(sct, sc));
+                    }
+                    return Ok(cqe);
+                }
+                codec::PDU_C2H_DATA => {
+                    let h = codec::parse_data_header(&pdu.raw())?;
+                    let end = h.offset as usize + pdu.data.len();
+                    if into.len() < end {
+                        into.resize(end, 0);
+                    }
+                    into[h.offset as usize..end].copy_from_slice(&pdu.data);
+                    if pdu.header.flags & codec::FLAG_SUCCESS != 0 {
+                        return Ok(Cqe::success(sqe.cid(), 0));
+                    }
+                }
+                codec::PDU_R2T => {
+                    let h = codec::parse_data_header(&pdu.raw())?;
+                    self.send_h2c(sqe.cid(), &h, out)?;
+                }
+                t => bail!("unexpected PDU type 0x{t:02x} while a command runs"),
+            }
+        }
+    }
+
+    /// Send the part of `out` an R2T asks for, in H2CData PDUs of at most MAXH2CDATA.
+    fn send_h2c(&mut self, cid: u16, r2t: &DataHeader, out: &[u8]) -> anyhow::Result<()> {
+        let (start, end) = (r2t.offset as usize, (r2t.offset + r2t.length) as usize);
+        if end > out.len() {
+            bail!("R2T asks for bytes {start}..{end} of {}", out.len());
+        }
+        let mut at = start;
+        while at < end {
+            let n = (end - at).min(self.maxh2cdata as usize);
+            let h = DataHeader {
+                cccid: cid,
+                ttag: r2t.ttag,
+                offset: at as u32,
+                length: n as u32,
+            };
+            let last = if at + n == end {
+                codec::FLAG_LAST_PDU
+            } else {
+                0
+            };
+            let pdu = codec::frame(
+                codec::PDU_H2C_DATA,
+                last,
+                &codec::encode_data_header(&h),
+                &out[at..at + n],
+                self.digests,
+                self.cpda,
+            )?;
+            self.sock.write_all(&pdu)?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn connect(&mut self, p: &Params, qid: u16, sqsize: u16, cntlid: u16) -> anyhow::Result<u16> {
+        let cid = self.next_cid();
+        let kato = if qid == 0 { 120_000 } else { 0 };
+        let data = codec::connect_data(p.hostid, cntlid, &p.subnqn, &p.hostnqn)?;
+        let cqe = self
+            .command(
+                &Sqe::connect(cid, qid, sqsize, kato),
+                &data,
+                &mut Vec::new(),
+            )
+            .with_context(|| format!("Connect of queue {qid} to {}", p.subnqn))?;
+        Ok(cqe.result as u16)
+    }
+
+    fn property(&mut self, offset: u32, eight: bool) -> anyhow::Result<u64> {
+        let cid = self.next_cid();
+        Ok(self
+            .command(&Sqe::property_get(cid, offset, eight), &[], &mut Vec::new())?
+            .result)
+    }
+}
+
+/// Connect the admin queue, enable the controller and learn the namespace.
+pub fn connect_admin(addr: &str, p: &Params) -> anyhow::Result<(Queue, ControllerInfo)> {
+    let mut q = Queue::open(addr, p.digests)?;
+    let cntlid = q.connect(p, 0, 31, 0xFFFF)?;
+    let cap = Cap::parse(q.property(codec::PROP_CAP, true)?);
+    if !cap.nvm {
+        bail!("{addr}: the controller does not support the NVM command set");
+    }
+    let cid = q.next_cid();
+    q.command(
+        &Sqe::property_set(cid, codec::PROP_CC, false, identify::CC_ENABLE as u64),
+        &[],
+        &mut Vec::new(),
+    )
+    .context("enabling the controller (CC.EN)")?;
+    let until = Instant::now() + Duration::from_millis(500 * cap.timeout.max(1) as u64);
+    loop {
+        let csts = q.property(codec::PROP_CSTS, false)? as u32;
+        if csts & identify::CSTS_CFS != 0 {
+            bail!("{addr}: controller fatal status after enabling");
+        }
+        if csts & identify::CSTS_RDY != 0 {
+            break;
+        }
+        if Instant::now() > until {
+            bail!(
+                "{addr}: the controller was not ready within CAP.TO ({} x 500 ms)",
+                cap.timeout
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut page = Vec::new();
+    let cid = q.next_cid();
+    q.command(
+        &Sqe::identify(cid, codec::CNS_CONTROLLER, 0),
+        &[],
+        &mut page,
+    )
+    .context("Identify Controller")?;
+    let id = ControllerId::parse(&page)?;
+    let mut page = Vec::new();
+    let cid = q.next_cid();
+    q.command(
+        &Sqe::identify(cid, codec::CNS_NAMESPACE, p.nsid),
+        &[],
+        &mut page,
+    )
+    .with_context(|| format!("Identify Namespace {}", p.nsid))?;
+    let ns = NamespaceId::parse(&page)?;
+    let cid = q.next_cid();
+    let granted = q
+        .command(&Sqe::set_num_queues(cid, 64), &[], &mut Vec::new())
+        .context("Set Features, Number of Queues")?
+        .result;
+    let io_queues = ((granted & 0xFFFF).min(granted >> 16 & 0xFFFF) + 1) as u16;
+    Ok((
+        q,
+        ControllerInfo {
+            cntlid,
+            cap,
+            id,
+            ns,
+            io_queues,
+        },
+    ))
+}
+
+/// Connect I/O queue `qid` of controller `info` (its size capped by MQES).
+pub fn connect_io(
+    addr: &str,
+    p: &Params,
+    info: &ControllerInfo,
+    qid: u16,
+) -> anyhow::Result<Queue> {
+    if qid == 0 || qid > info.io_queues {
+        bail!(
+            "I/O queue {qid} of the {} the controller granted",
+            info.io_queues
+        );
+    }
+    let mut q = Queue::open(addr, p.digests)?;
+    let entries = p.queue_size.min(info.cap.mqes.saturating_add(1)).max(2);
+    q.connect(p, qid, entries - 1, info.cntlid)?;
+    Ok(q)
+}
+
+#[cfg(test)]
+mod tests;
