@@ -13,6 +13,7 @@ PACKAGES=(
   tgt libiscsi-dev libiscsi-bin       # iSCSI target (tgtd) and initiator library for the iscsi engine; iscsi-perf (bench)
   util-linux e2fsprogs kmod           # losetup, mkfs.ext4 for safety tests
   chromium                            # headless check of the HTML report (tests)
+  qemu-system-x86 busybox-static cpio # a full Linux kernel under qemu: Linux's NVMe/TCP target (tests)
 )
 
 missing=()
@@ -29,6 +30,12 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq >/dev/null
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's kernel and an initramfs for the qemu interoperability tests
+# (downloaded once into the cache; quiet when present).
+if [ -w "$(dirname "${IOLAB_VM_CACHE:-/var/cache/iolab-vm}")" ] || [ "$(id -u)" -eq 0 ]; then
+  bash "$(dirname "$0")/linux-vm.sh" prepare
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
