@@ -1,6 +1,7 @@
 //! The end of `iolab remote` on the terminal: one line per workload and
 //! transport (IOPS and mean latency beside DAS, CPU per I/O on both
-//! sides), then the unloaded latency breakdown.
+//! sides), then the unloaded latency breakdown, and the database on each
+//! volume beside DAS (`--db`).
 
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
@@ -45,6 +46,7 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
         o.push('\n');
     }
     o.push_str(&remote_table(r));
+    o.push_str(&db_table(r));
     for w in super::summary::warnings(r) {
         o.push_str(&format!("warning: {w}\n"));
     }
@@ -113,4 +115,70 @@ pub fn remote_table(r: &Results) -> String {
         ));
     }
     o
+}
+
+/// The database on each volume beside DAS (`iolab remote --db`); empty
+/// without database rows.
+pub fn db_table(r: &Results) -> String {
+    if r.analysis.remote_db.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(vec![
+        "value size",
+        "volume",
+        "ops/s",
+        "vs DAS",
+        "read mean",
+        "read p99",
+        "write mean",
+        "write p99",
+    ]);
+    let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_default();
+    for x in &r.analysis.remote_db {
+        t.add_row(vec![
+            format!("{} B", x.value_size),
+            x.transport.clone(),
+            format_count(x.ops_s),
+            x.ops_vs_das.map(|v| format!("{v:.2}x")).unwrap_or_default(),
+            ns(x.read_mean_ns),
+            ns(x.read_p99_ns.map(|v| v as f64)),
+            ns(x.write_mean_ns),
+            ns(x.write_p99_ns.map(|v| v as f64)),
+        ]);
+    }
+    for i in 2..8 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!("\nRocksDB readrandomwriterandom on each volume:\n{t}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_table_shows_every_volume_beside_das() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/remote-nbd.json"
+        );
+        let r = Results::read(std::path::Path::new(path)).unwrap();
+        let text = db_table(&r);
+        for want in [
+            "800 B",
+            "4096 B",
+            "das",
+            "nbd-iolab",
+            "nbd-nbdkit-memory",
+            "1.00x",
+        ] {
+            assert!(text.contains(want), "{want} missing from\n{text}");
+        }
+        assert_eq!(text.matches(" B ").count(), r.analysis.remote_db.len());
+        assert!(remote_summary(&r, 1.0).contains("RocksDB readrandomwriterandom"));
+    }
 }

@@ -234,6 +234,7 @@ pub fn run_summary(r: &Results, elapsed_s: f64) -> String {
     o.push('\n');
     o.push_str(&points_table(r));
     o.push_str(&super::remote_terminal::remote_table(r));
+    o.push_str(&super::remote_terminal::db_table(r));
     for w in super::summary::warnings(r) {
         o.push_str(&format!("warning: {w}\n"));
     }
