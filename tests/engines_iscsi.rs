@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{text, workdir};
+use common::{have, text, workdir};
 
 const IQN: &str = "iqn.2025-11.io.iolab:test";
 
@@ -46,14 +46,6 @@ impl Drop for Tgtd {
             let _ = std::fs::remove_file(format!("/var/run/tgtd/socket.{}{s}", self.control));
         }
     }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn tgtd(backing: &Path) -> Option<Tgtd> {

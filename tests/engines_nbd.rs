@@ -8,9 +8,9 @@
 //! so and returns.
 
 mod common;
-use common::{iolab, text, workdir};
+use common::{free_port, iolab, text, workdir};
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,14 +43,6 @@ fn have(tool: &str) -> bool {
         eprintln!("skipped: {tool} is not installed (scripts/install-deps.sh installs it)");
     }
     found
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Start `program args` (which must listen on `port`) and wait until it accepts.

@@ -10,18 +10,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod common;
+
+use common::have;
 use iolab::engine::nvmetcp::codec::{self, Digests, Sqe};
 use iolab::engine::nvmetcp::handshake::{connect_admin, connect_io, Params};
 use iolab::engine::nvmetcp::identify::CC_SHUTDOWN;
 
 const NQN: &str = "nqn.2025-11.io.iolab:linux";
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn script() -> String {
     format!("{}/scripts/linux-vm.sh", env!("CARGO_MANIFEST_DIR"))
@@ -152,10 +148,7 @@ fn round_trip(addr: &str, digests: Digests) {
 
 #[test]
 fn the_initiator_speaks_to_linux_nvmet() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = common::free_port();
     let Some(_vm) = boot(port) else {
         return;
     };

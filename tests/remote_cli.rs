@@ -11,14 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{iolab, text, workdir};
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use common::{free_port, have, iolab, text, workdir};
 
 /// Namespaces work here (root and iproute2): the path CI takes.
 fn namespaces_work() -> bool {
@@ -728,14 +721,6 @@ impl Drop for StopOnDrop {
             let _ = c.wait();
         }
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `iolab serve` as a plain NBD server: fio's nbd engine (libnbd) writes

@@ -83,3 +83,20 @@ pub fn next_start(state: &Path) -> String {
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// Whether `tool` is on PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A loopback TCP port free right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
