@@ -1,9 +1,8 @@
 //! Remote targets on the command line: the three URL forms are understood,
-//! a bad URL is refused naming `--target` (exit 2); iolab has no NVMe/TCP
-//! initiator yet, so running on such a target is refused with exit 2 saying
-//! so, and an NBD server that is not there is refused the same way, before
-//! anything is measured (tests/engines_nbd.rs and tests/engines_iscsi.rs
-//! run real servers).
+//! a bad URL is refused naming `--target` (exit 2), and an NVMe/TCP
+//! controller that is not there is refused the same way, before anything is
+//! measured (tests/engines_nbd.rs, tests/engines_iscsi.rs and
+//! tests/nvmetcp_linux.rs run real servers).
 
 mod common;
 use common::{iolab, text};
@@ -22,14 +21,14 @@ fn device_on(target: &str) -> std::process::Output {
 }
 
 #[test]
-fn remote_targets_have_no_initiator_yet() {
-    // iscsi:// has the iscsi engine now (tests/engines_iscsi.rs).
-    let url = "nvme-tcp://127.0.0.1:4420/nqn.2025-01.lab:sub?nsid=1";
-    let o = device_on(url);
+fn an_absent_nvme_controller_is_refused_before_the_run() {
+    let port = common::free_port();
+    let url = format!("nvme-tcp://127.0.0.1:{port}/nqn.2025-01.lab:sub?nsid=1");
+    let o = device_on(&url);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{url}: {t}");
     assert!(t.contains("--target"), "{url}: {t}");
-    assert!(t.contains("no nvme-tcp initiator yet"), "{url}: {t}");
+    assert!(t.contains("Connection refused"), "{url}: {t}");
 }
 
 #[test]

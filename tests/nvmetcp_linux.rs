@@ -1,9 +1,12 @@
-//! iolab's NVMe/TCP initiator (codec and control path) against Linux's own
-//! target: Debian's kernel booted under qemu (`scripts/linux-vm.sh`), nvmet
-//! serving a 64 MiB file on a port forwarded to loopback. Connect, enable,
-//! Identify, queues, data both ways (in-capsule, R2T/H2CData, C2HData),
-//! Flush, an error status in words and a clean shutdown, without and with
-//! header and data digests. Functional only (emulated CPU): no timings.
+//! iolab's NVMe/TCP initiator (codec, control path and engine) against
+//! Linux's own target: Debian's kernel booted under qemu
+//! (`scripts/linux-vm.sh`), nvmet serving a 64 MiB file on a port
+//! forwarded to loopback. Connect, enable, Identify, queues, data both ways
+//! (in-capsule, R2T/H2CData, C2HData), Flush, an error status in words and
+//! a clean shutdown, without and with header and data digests; then
+//! `iolab device` on the `nvme-tcp://` URL: a write pass and a verified
+//! random pass pipelined at depth 8 on two associations, with fsyncs.
+//! Functional only (emulated CPU): no timings.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -89,6 +92,7 @@ fn round_trip(addr: &str, digests: Digests) {
         nsid: 1,
         digests,
         queue_size: 32,
+        kato_ms: 120_000,
     };
     let (mut admin, info) = connect_admin(addr, &p).unwrap();
     assert_eq!(info.id.model, "Linux");
@@ -146,6 +150,53 @@ fn round_trip(addr: &str, digests: Digests) {
     admin.command(&shn, &[], &mut Vec::new()).unwrap();
 }
 
+/// `iolab device` on `url`: a write pass over the first 8 MiB, then random
+/// reads and writes checked against it on two jobs, at depth 8 with a
+/// flush every 50 writes.
+fn verified_passes(url: &str, bs_kib: usize) {
+    let dir = common::workdir();
+    let bs = format!("{bs_kib}k");
+    let whole = (8192 / bs_kib).to_string();
+    for (name, rw, count, jobs) in [("w", "write", &*whole, "1"), ("rw", "randrw", "1500", "2")] {
+        let json = dir.path().join(format!("{name}.json"));
+        let o = common::iolab(&[
+            "device",
+            "--target",
+            url,
+            "--size",
+            "8m",
+            "--rw",
+            rw,
+            "--bs",
+            &bs,
+            "--qd",
+            "8",
+            "--jobs",
+            jobs,
+            "--io-count",
+            count,
+            "--fsync-every",
+            "50",
+            "--verify",
+            "--overwrite",
+            "--quiet",
+            "-o",
+            json.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{url} {rw}: {}", common::text(&o));
+        let p = &common::results(&json)["points"][0];
+        assert_eq!(p["job"]["engine"], "nvme-tcp", "{url}");
+        assert_eq!(p["verify"]["mismatches"], 0, "{url} {rw}");
+        if rw == "randrw" {
+            assert!(
+                p["verify"]["blocks_checked"].as_u64().unwrap() > 100,
+                "{url}: {}",
+                p["verify"]
+            );
+        }
+    }
+}
+
 #[test]
 fn the_initiator_speaks_to_linux_nvmet() {
     let port = common::free_port();
@@ -161,4 +212,8 @@ fn the_initiator_speaks_to_linux_nvmet() {
             data: true,
         },
     );
+    let url = format!("nvme-tcp://{addr}/{NQN}");
+    // 4 KiB writes travel in the capsule, 64 KiB ones after R2T.
+    verified_passes(&url, 4);
+    verified_passes(&format!("{url}?hdr_digest=1&data_digest=1"), 64);
 }

@@ -129,7 +129,8 @@ pub struct DeviceArgs {
 
     /// I/O engine: psync, aio, io_uring, mmap, null, nbd (iolab's NBD
     /// client; the default for an nbd:// target), iscsi (libiscsi; the
-    /// default for an iscsi:// target); a list sweeps it
+    /// default for an iscsi:// target), nvme-tcp (iolab's NVMe/TCP
+    /// initiator; the default for an nvme-tcp:// target); a list sweeps it
     #[arg(
         long,
         default_value = "io_uring",

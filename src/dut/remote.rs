@@ -45,7 +45,7 @@ impl Transport {
         match self {
             Transport::Nbd => "nbd://HOST[:PORT]/[EXPORT]",
             Transport::Iscsi => "iscsi://HOST[:PORT]/IQN/LUN",
-            Transport::NvmeTcp => "nvme-tcp://HOST[:PORT]/NQN[?nsid=N]",
+            Transport::NvmeTcp => "nvme-tcp://HOST[:PORT]/NQN[?nsid=N&hdr_digest=1&data_digest=1]",
         }
     }
 
@@ -64,8 +64,15 @@ pub enum RemoteResource {
     NbdExport { export: String },
     /// A SCSI logical unit of an iSCSI target.
     IscsiLun { iqn: String, lun: u32 },
-    /// A namespace of an NVMe subsystem.
-    NvmeNamespace { nqn: String, nsid: u32 },
+    /// A namespace of an NVMe subsystem, and the digests to ask for.
+    NvmeNamespace {
+        nqn: String,
+        nsid: u32,
+        #[serde(default)]
+        hdr_digest: bool,
+        #[serde(default)]
+        data_digest: bool,
+    },
 }
 
 /// What the server said about a remote export when iolab asked (before the
@@ -104,7 +111,21 @@ impl fmt::Display for RemoteEndpoint {
         match &self.resource {
             RemoteResource::NbdExport { export } => write!(f, "{export}"),
             RemoteResource::IscsiLun { iqn, lun } => write!(f, "{iqn}/{lun}"),
-            RemoteResource::NvmeNamespace { nqn, nsid } => write!(f, "{nqn}?nsid={nsid}"),
+            RemoteResource::NvmeNamespace {
+                nqn,
+                nsid,
+                hdr_digest,
+                data_digest,
+            } => {
+                write!(f, "{nqn}?nsid={nsid}")?;
+                if *hdr_digest {
+                    write!(f, "&hdr_digest=1")?;
+                }
+                if *data_digest {
+                    write!(f, "&data_digest=1")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -181,11 +202,7 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
                     format!("needs one subsystem NQN; expected {form}"),
                 ));
             }
-            let nsid = parse_nsid(query).map_err(|why| bad(url, why))?;
-            RemoteResource::NvmeNamespace {
-                nqn: path.to_string(),
-                nsid,
-            }
+            nvme_namespace(path, query).map_err(|why| bad(url, why))?
         }
     };
     Ok(RemoteEndpoint {
@@ -230,18 +247,36 @@ fn parse_authority(a: &str, t: Transport) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-fn parse_nsid(query: Option<&str>) -> Result<u32, String> {
-    let mut nsid = 1;
+/// The namespace of an `nvme-tcp://` URL: `nsid=N` (default 1),
+/// `hdr_digest=0|1`, `data_digest=0|1` (the kernel's option names).
+fn nvme_namespace(nqn: &str, query: Option<&str>) -> Result<RemoteResource, String> {
+    let (mut nsid, mut hdr_digest, mut data_digest) = (1, false, false);
+    let flag = |k: &str, v: &str| match v {
+        "1" | "on" | "true" => Ok(true),
+        "0" | "off" | "false" => Ok(false),
+        _ => Err(format!("{k}={v:?}: expected 0 or 1")),
+    };
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         match kv.split_once('=') {
             Some(("nsid", v)) => match v.parse::<u32>() {
                 Ok(n) if n > 0 => nsid = n,
                 _ => return Err(format!("nsid {v:?} is not a namespace id (1 or more)")),
             },
-            _ => return Err(format!("unknown option {kv:?}; only nsid=N is allowed")),
+            Some(("hdr_digest", v)) => hdr_digest = flag("hdr_digest", v)?,
+            Some(("data_digest", v)) => data_digest = flag("data_digest", v)?,
+            _ => {
+                return Err(format!(
+                    "unknown option {kv:?}; allowed are nsid=N, hdr_digest=0|1 and data_digest=0|1"
+                ))
+            }
         }
     }
-    Ok(nsid)
+    Ok(RemoteResource::NvmeNamespace {
+        nqn: nqn.to_string(),
+        nsid,
+        hdr_digest,
+        data_digest,
+    })
 }
 
 /// The error for running on a remote target whose transport has no
@@ -294,7 +329,9 @@ mod tests {
             e.resource,
             RemoteResource::NvmeNamespace {
                 nqn: "nqn.2014-08.org.nvmexpress:uuid:x".into(),
-                nsid: 3
+                nsid: 3,
+                hdr_digest: false,
+                data_digest: false,
             }
         );
         assert_eq!(
@@ -316,8 +353,24 @@ mod tests {
             e.resource,
             RemoteResource::NvmeNamespace {
                 nqn: "nqn.x".into(),
-                nsid: 1
+                nsid: 1,
+                hdr_digest: false,
+                data_digest: false,
             }
+        );
+        let e = parse("nvme-tcp://h/nqn.x?hdr_digest=1&data_digest=1&nsid=2").unwrap();
+        assert_eq!(
+            e.resource,
+            RemoteResource::NvmeNamespace {
+                nqn: "nqn.x".into(),
+                nsid: 2,
+                hdr_digest: true,
+                data_digest: true,
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "nvme-tcp://h:4420/nqn.x?nsid=2&hdr_digest=1&data_digest=1"
         );
     }
 
@@ -339,6 +392,7 @@ mod tests {
             "nvme-tcp://h:4420/a/b",
             "nvme-tcp://h:4420/nqn.x?nsid=0",
             "nvme-tcp://h:4420/nqn.x?ns=1",
+            "nvme-tcp://h:4420/nqn.x?hdr_digest=yes",
         ] {
             let e = parse(url).expect_err(url);
             assert_eq!(field_of(&e), "--target", "{url}");

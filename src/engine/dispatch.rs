@@ -12,6 +12,7 @@ use super::iscsi::IscsiEngine;
 use super::mmap::MmapEngine;
 use super::nbd::NbdEngine;
 use super::null::NullEngine;
+use super::nvmetcp::NvmeTcpEngine;
 use super::psync::PsyncEngine;
 use super::uring::UringEngine;
 use super::{Engine, EngineConfig, EngineSetup};
@@ -54,6 +55,9 @@ pub fn with_engine<C: Clock, U: EngineUser>(
         }
         EngineConfig::Nbd => user.run(NbdEngine::new(setup).map_err(setup_err("NBD"))?),
         EngineConfig::Iscsi => user.run(IscsiEngine::new(setup).map_err(setup_err("iSCSI"))?),
+        EngineConfig::NvmeTcp => {
+            user.run(NvmeTcpEngine::new(setup).map_err(setup_err("NVMe/TCP"))?)
+        }
         EngineConfig::Fake(script) => {
             let Some(vc) = as_virtual(clock) else {
                 return Err(WorkerError::Prepare {

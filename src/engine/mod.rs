@@ -26,6 +26,7 @@ pub mod nbd;
 pub mod null;
 pub mod nvmetcp;
 pub mod psync;
+pub mod socket_pump;
 pub mod uring;
 
 use std::io;
@@ -95,6 +96,9 @@ pub enum EngineKind {
     Nbd,
     /// libiscsi's initiator (`iscsi://` targets).
     Iscsi,
+    /// iolab's NVMe/TCP initiator (`nvme-tcp://` targets).
+    #[serde(rename = "nvme-tcp", alias = "nvme_tcp")]
+    NvmeTcp,
 }
 
 impl EngineKind {
@@ -108,6 +112,7 @@ impl EngineKind {
             EngineKind::Fake => "fake",
             EngineKind::Nbd => "nbd",
             EngineKind::Iscsi => "iscsi",
+            EngineKind::NvmeTcp => "nvme-tcp",
         }
     }
 
@@ -121,12 +126,13 @@ impl EngineKind {
             "fake" => EngineKind::Fake,
             "nbd" => EngineKind::Nbd,
             "iscsi" | "libiscsi" => EngineKind::Iscsi,
+            "nvme-tcp" | "nvme_tcp" | "nvmetcp" => EngineKind::NvmeTcp,
             _ => return None,
         })
     }
 
     /// Every engine, in CLI order.
-    pub const ALL: [EngineKind; 8] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Psync,
         EngineKind::Aio,
         EngineKind::IoUring,
@@ -135,6 +141,7 @@ impl EngineKind {
         EngineKind::Fake,
         EngineKind::Nbd,
         EngineKind::Iscsi,
+        EngineKind::NvmeTcp,
     ];
 
     /// What this engine can do; the planner and runner consult these flags
@@ -189,6 +196,11 @@ impl EngineKind {
             EngineKind::Iscsi => EngineCaps {
                 asynchronous: true,
                 opens: Opens::Remote(Transport::Iscsi),
+                ..LOCAL
+            },
+            EngineKind::NvmeTcp => EngineCaps {
+                asynchronous: true,
+                opens: Opens::Remote(Transport::NvmeTcp),
                 ..LOCAL
             },
         }
@@ -292,10 +304,29 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 ),
             })
         }
-        t => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("iolab has no {} initiator yet", t.scheme()),
-        )),
+        Transport::NvmeTcp => {
+            let i = nvmetcp::engine::probe(ep)?;
+            let max = nvmetcp::engine::max_transfer(&i).min(32 << 20) as u32;
+            Ok(crate::dut::RemoteExport {
+                size_bytes: i.ns.bytes(),
+                read_only: false,
+                multi_conn: true,
+                min_block: i.ns.block_size,
+                max_block: max,
+                detail: format!(
+                    "NVMe namespace of {} blocks of {} bytes; controller {} {} (firmware {}), {} I/O queues of up to {} entries, {} bytes of in-capsule data{}",
+                    i.ns.nsze,
+                    i.ns.block_size,
+                    i.id.model,
+                    i.id.serial,
+                    i.id.firmware,
+                    i.io_queues,
+                    i.cap.mqes as u32 + 1,
+                    i.id.in_capsule_data(),
+                    if i.id.vwc { ", volatile write cache" } else { "" }
+                ),
+            })
+        }
     }
 }
 
@@ -311,6 +342,7 @@ pub enum EngineConfig {
     Fake(FakeScript),
     Nbd,
     Iscsi,
+    NvmeTcp,
 }
 
 impl EngineConfig {
@@ -324,6 +356,7 @@ impl EngineConfig {
             EngineConfig::Fake(_) => EngineKind::Fake,
             EngineConfig::Nbd => EngineKind::Nbd,
             EngineConfig::Iscsi => EngineKind::Iscsi,
+            EngineConfig::NvmeTcp => EngineKind::NvmeTcp,
         }
     }
 
@@ -342,6 +375,7 @@ impl EngineConfig {
             EngineKind::Fake => EngineConfig::Fake(FakeScript::default()),
             EngineKind::Nbd => EngineConfig::Nbd,
             EngineKind::Iscsi => EngineConfig::Iscsi,
+            EngineKind::NvmeTcp => EngineConfig::NvmeTcp,
         }
     }
 }
@@ -537,7 +571,11 @@ mod tests {
                 k.needs_file(),
                 !matches!(
                     k,
-                    EngineKind::Null | EngineKind::Fake | EngineKind::Nbd | EngineKind::Iscsi
+                    EngineKind::Null
+                        | EngineKind::Fake
+                        | EngineKind::Nbd
+                        | EngineKind::Iscsi
+                        | EngineKind::NvmeTcp
                 ),
                 "{k:?}"
             );
@@ -558,8 +596,7 @@ mod tests {
         );
         assert_eq!(
             engine_for_transport(Transport::NvmeTcp),
-            None,
-            "no NVMe/TCP initiator yet"
+            Some(EngineKind::NvmeTcp)
         );
     }
 

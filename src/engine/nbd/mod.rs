@@ -4,13 +4,11 @@
 //! or structured replies, read/write/flush. fio's engines/nbd.c (through
 //! libnbd) is the shape; here the wire format is iolab's own (`codec`).
 //!
-//! Hot path: `queue` encodes a request header (and a write's data) into a
-//! preallocated send buffer, `submit` sends it with one non-blocking send,
-//! `reap` receives into a preallocated buffer and copies each read's data
-//! into its slot's buffer. A blocking receive waits when nothing is left
-//! to send (one system call per wait); while sending is stuck, `poll`
-//! waits for either direction so a server blocked on its replies never
-//! deadlocks the client. No allocation, lock or clock read.
+//! Hot path: `queue` encodes a request header (and a write's data) into
+//! the send buffer of the `SocketPump`, `submit` sends it with one
+//! non-blocking send, `reap` parses replies out of the pump's receive
+//! buffer and copies each read's data into its slot's buffer. No
+//! allocation or lock.
 
 pub mod codec;
 pub mod handshake;
@@ -19,6 +17,8 @@ use crate::measure::clock::mono_now_ns;
 use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
+
+use super::socket_pump::SocketPump;
 
 use codec::{ExportInfo, ReplyHeader};
 
@@ -44,20 +44,12 @@ struct Slot {
 }
 
 pub struct NbdEngine {
-    sock: TcpStream,
+    pump: SocketPump,
     info: ExportInfo,
     /// One per request slot, plus one for a flush.
     slots: Vec<Slot>,
-    tx: Vec<u8>,
-    /// Bytes of `tx` already sent.
-    tx_sent: usize,
-    rx: Vec<u8>,
-    rx_start: usize,
-    rx_end: usize,
     in_flight: usize,
     staged: usize,
-    /// When the last receive that returned data returned (CLOCK_MONOTONIC).
-    rx_at: u64,
 }
 
 impl NbdEngine {
@@ -92,17 +84,15 @@ impl NbdEngine {
         }
         let reply_max = max_bs + REPLY_SLACK;
         Ok(NbdEngine {
-            sock,
+            pump: SocketPump::new(
+                sock,
+                depth * (codec::REQUEST_LEN + max_bs) + codec::REQUEST_LEN,
+                MIN_RX.max(2 * reply_max),
+            ),
             info,
             slots: vec![Slot::default(); depth + 1],
-            tx: Vec::with_capacity(depth * (codec::REQUEST_LEN + max_bs) + codec::REQUEST_LEN),
-            tx_sent: 0,
-            rx: vec![0u8; MIN_RX.max(2 * reply_max)],
-            rx_start: 0,
-            rx_end: 0,
             in_flight: 0,
             staged: 0,
-            rx_at: 0,
         })
     }
 
@@ -112,89 +102,24 @@ impl NbdEngine {
     }
 
     fn stage(&mut self, slot: usize, cmd: u16, offset: u64, len: u32, data: Option<&[u8]>) {
-        if self.tx_sent > 0 {
-            // Keep what is unsent at the front, so the buffer never grows.
-            self.tx.copy_within(self.tx_sent.., 0);
-            self.tx.truncate(self.tx.len() - self.tx_sent);
-            self.tx_sent = 0;
-        }
-        let at = self.tx.len();
-        self.tx.resize(at + codec::REQUEST_LEN, 0);
-        codec::encode_request(&mut self.tx[at..], cmd, slot as u64, offset, len);
+        let tx = self.pump.tx();
+        let at = tx.len();
+        tx.resize(at + codec::REQUEST_LEN, 0);
+        codec::encode_request(&mut tx[at..], cmd, slot as u64, offset, len);
         if let Some(d) = data {
-            self.tx.extend_from_slice(d);
+            tx.extend_from_slice(d);
         }
         self.staged += 1;
     }
 
-    /// Send what the socket takes now; true when everything is sent.
     fn send_some(&mut self) -> io::Result<bool> {
-        while self.tx_sent < self.tx.len() {
-            let rest = &self.tx[self.tx_sent..];
-            // SAFETY: a valid socket and a live buffer of `rest.len()` bytes.
-            let n = unsafe {
-                libc::send(
-                    self.sock.as_raw_fd(),
-                    rest.as_ptr().cast(),
-                    rest.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) => return Ok(false),
-                    Some(libc::EINTR) => continue,
-                    _ => return Err(self.lost(e)),
-                }
-            }
-            self.tx_sent += n as usize;
-        }
-        self.tx.clear();
-        self.tx_sent = 0;
-        Ok(true)
+        let r = self.pump.send_some();
+        r.map_err(|e| self.lost(e))
     }
 
-    /// Receive what has arrived (`wait`: block until something does).
     fn receive(&mut self, wait: bool) -> io::Result<usize> {
-        if self.rx_start == self.rx_end {
-            self.rx_start = 0;
-            self.rx_end = 0;
-        } else if self.rx.len() - self.rx_end < self.rx.len() / 2 {
-            self.rx.copy_within(self.rx_start..self.rx_end, 0);
-            self.rx_end -= self.rx_start;
-            self.rx_start = 0;
-        }
-        let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
-        loop {
-            let room = &mut self.rx[self.rx_end..];
-            // SAFETY: a valid socket and a live buffer of `room.len()` bytes.
-            let n = unsafe {
-                libc::recv(
-                    self.sock.as_raw_fd(),
-                    room.as_mut_ptr().cast(),
-                    room.len(),
-                    flags,
-                )
-            };
-            if n > 0 {
-                self.rx_end += n as usize;
-                self.rx_at = mono_now_ns();
-                return Ok(n as usize);
-            }
-            if n == 0 {
-                return Err(self.lost(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                )));
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EAGAIN) => return Ok(0),
-                Some(libc::EINTR) => continue,
-                _ => return Err(self.lost(e)),
-            }
-        }
+        let r = self.pump.receive(wait);
+        r.map_err(|e| self.lost(e))
     }
 
     fn lost(&self, e: io::Error) -> io::Error {
@@ -207,47 +132,9 @@ impl NbdEngine {
         )
     }
 
-    /// Wait until the socket can be read, or written while sending is
-    /// pending; `timeout_ns` < 0 waits without limit. False on timeout.
     fn wait(&mut self, timeout_ns: i64) -> io::Result<bool> {
-        let sending = self.tx_sent < self.tx.len();
-        if !sending && timeout_ns < 0 {
-            return Ok(self.receive(true)? > 0);
-        }
-        let mut p = libc::pollfd {
-            fd: self.sock.as_raw_fd(),
-            events: libc::POLLIN | if sending { libc::POLLOUT } else { 0 },
-            revents: 0,
-        };
-        let ts = libc::timespec {
-            tv_sec: (timeout_ns.max(0) / 1_000_000_000) as libc::time_t,
-            tv_nsec: (timeout_ns.max(0) % 1_000_000_000) as libc::c_long,
-        };
-        let tsp = if timeout_ns < 0 {
-            std::ptr::null()
-        } else {
-            &ts as *const libc::timespec
-        };
-        // SAFETY: one valid pollfd; `tsp` is null or points at `ts`.
-        let r = unsafe { libc::ppoll(&mut p, 1, tsp, std::ptr::null()) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if e.raw_os_error() == Some(libc::EINTR) {
-                Ok(true)
-            } else {
-                Err(e)
-            };
-        }
-        if r == 0 {
-            return Ok(false);
-        }
-        if p.revents & libc::POLLOUT != 0 {
-            self.send_some()?;
-        }
-        if p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-            self.receive(false)?;
-        }
-        Ok(true)
+        let r = self.pump.wait(timeout_ns);
+        r.map_err(|e| self.lost(e))
     }
 
     fn slot_of(&self, cookie: u64) -> io::Result<usize> {
@@ -265,7 +152,7 @@ impl NbdEngine {
     fn parse(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
         let mut got = 0;
         loop {
-            let avail = &self.rx[self.rx_start..self.rx_end];
+            let avail = self.pump.received();
             let Some((h, hlen)) = codec::parse_reply_header(avail).map_err(bad_data)? else {
                 return Ok(got);
             };
@@ -289,7 +176,7 @@ impl NbdEngine {
                             std::ptr::copy_nonoverlapping(src.as_ptr(), slot.buf as *mut u8, data)
                         };
                     }
-                    self.rx_start += hlen + data;
+                    self.pump.consume(hlen + data);
                     let result = if error == 0 {
                         slot.len as i64
                     } else {
@@ -304,7 +191,7 @@ impl NbdEngine {
                     len,
                 } => {
                     let len = len as usize;
-                    if hlen + len > self.rx.len() {
+                    if hlen + len > self.pump.rx_capacity() {
                         return Err(bad_stream(format!(
                             "a reply chunk of {len} bytes is larger than any request"
                         )));
@@ -313,9 +200,8 @@ impl NbdEngine {
                         return Ok(got);
                     }
                     let s = self.slot_of(cookie)?;
-                    let start = self.rx_start + hlen;
-                    self.chunk(s, kind, start, len)?;
-                    self.rx_start = start + len;
+                    self.chunk(s, kind, hlen, len)?;
+                    self.pump.consume(hlen + len);
                     if flags & codec::REPLY_FLAG_DONE != 0 {
                         let slot = self.slots[s];
                         let result = if slot.error != 0 {
@@ -330,9 +216,10 @@ impl NbdEngine {
         }
     }
 
-    /// One structured chunk for slot `s`, its payload at `rx[start..start+len]`.
+    /// One structured chunk for slot `s`, its payload `len` bytes at
+    /// `start` of what was received.
     fn chunk(&mut self, s: usize, kind: u16, start: usize, len: usize) -> io::Result<()> {
-        let payload = &self.rx[start..start + len];
+        let payload = &self.pump.received()[start..start + len];
         let slot = self.slots[s];
         match kind {
             codec::REPLY_TYPE_NONE => {}
@@ -376,7 +263,7 @@ impl NbdEngine {
 
     fn complete(&mut self, s: usize, result: i64, out: &mut Vec<Completion>) -> usize {
         self.slots[s].busy = false;
-        self.slots[s].t_received = self.rx_at;
+        self.slots[s].t_received = self.pump.rx_at;
         self.in_flight -= 1;
         if s == self.slots.len() - 1 {
             // The flush slot: `fsync` looks at it, not the runner.
@@ -493,7 +380,7 @@ impl Engine for NbdEngine {
 
 impl Drop for NbdEngine {
     fn drop(&mut self) {
-        disconnect(&self.sock, Shutdown::Write);
+        disconnect(self.pump.socket(), Shutdown::Write);
     }
 }
 

@@ -199,6 +199,21 @@ pub fn frame(
     digests: Digests,
     align: u8,
 ) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    frame_into(&mut out, pdu_type, flags, specific, data, digests, align)?;
+    Ok(out)
+}
+
+/// `frame`, appended to `out` (no allocation when `out` has room).
+pub fn frame_into(
+    out: &mut Vec<u8>,
+    pdu_type: u8,
+    flags: u8,
+    specific: &[u8],
+    data: &[u8],
+    digests: Digests,
+    align: u8,
+) -> Result<()> {
     let hlen = COMMON_HEADER_LEN + specific.len();
     if hlen != expected_hlen(pdu_type)? {
         return err(format!(
@@ -218,7 +233,9 @@ pub fn frame(
     if pdo > 255 {
         return err(format!("data offset {pdo} does not fit the PDU header"));
     }
-    let mut out = vec![0u8; plen];
+    let at = out.len();
+    out.resize(at + plen, 0);
+    let pdu = &mut out[at..];
     CommonHeader {
         pdu_type,
         flags: flags
@@ -228,20 +245,20 @@ pub fn frame(
         pdo: pdo as u8,
         plen: plen as u32,
     }
-    .write(&mut out);
-    out[COMMON_HEADER_LEN..hlen].copy_from_slice(specific);
+    .write(pdu);
+    pdu[COMMON_HEADER_LEN..hlen].copy_from_slice(specific);
     if digests.header {
-        let d = crc32c::checksum(&out[..hlen]);
-        out[hlen..hlen + DIGEST_LEN].copy_from_slice(&d.to_le_bytes());
+        let d = crc32c::checksum(&pdu[..hlen]);
+        pdu[hlen..hlen + DIGEST_LEN].copy_from_slice(&d.to_le_bytes());
     }
     if !data.is_empty() {
-        out[pdo..pdo + data.len()].copy_from_slice(data);
+        pdu[pdo..pdo + data.len()].copy_from_slice(data);
         if digests.data {
             let d = crc32c::checksum(data);
-            out[pdo + data.len()..].copy_from_slice(&d.to_le_bytes());
+            pdu[pdo + data.len()..].copy_from_slice(&d.to_le_bytes());
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// One PDU found at the start of a receive buffer.
@@ -767,6 +784,19 @@ pub fn status_text(sct: u8, sc: u8) -> String {
         _ => "status",
     };
     format!("{name} (type {sct} code 0x{sc:02x})")
+}
+
+/// The errno a failed completion reads as, the way Linux's NVMe host
+/// maps statuses to block-layer errors.
+pub fn errno_of(cqe: &Cqe) -> i32 {
+    match cqe.code() {
+        (0, 0x01) | (0, 0x02) | (0, 0x0B) => libc::EOPNOTSUPP,
+        (0, 0x80) => libc::EREMOTEIO,
+        (0, 0x81) => libc::ENOSPC,
+        (2, 0x86) => libc::EACCES,
+        (2, 0x81) => libc::ENODATA,
+        _ => libc::EIO,
+    }
 }
 
 #[cfg(test)]

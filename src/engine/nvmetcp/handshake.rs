@@ -26,6 +26,8 @@ pub struct Params {
     pub digests: Digests,
     /// Entries of each I/O queue (the controller's MQES caps it).
     pub queue_size: u16,
+    /// Keep-alive timeout asked for on the admin queue (0: none).
+    pub kato_ms: u32,
 }
 
 /// One queue's connection.
@@ -222,7 +224,7 @@ impl Queue {
 
     fn connect(&mut self, p: &Params, qid: u16, sqsize: u16, cntlid: u16) -> anyhow::Result<u16> {
         let cid = self.next_cid();
-        let kato = if qid == 0 { 120_000 } else { 0 };
+        let kato = if qid == 0 { p.kato_ms } else { 0 };
         let data = codec::connect_data(p.hostid, cntlid, &p.subnqn, &p.hostnqn)?;
         let cqe = self
             .command(

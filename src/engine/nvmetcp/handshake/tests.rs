@@ -24,6 +24,7 @@ fn params(digests: Digests) -> Params {
         nsid: 1,
         digests,
         queue_size: 32,
+        kato_ms: 120_000,
     }
 }
 

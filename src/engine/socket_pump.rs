@@ -1,0 +1,192 @@
+//! The byte pump under iolab's network engines (NBD, NVMe/TCP): one TCP
+//! socket, a send buffer requests are encoded into and sent from with
+//! non-blocking sends, and a receive buffer replies are parsed out of.
+//! A blocking receive waits when nothing is left to send (one system call
+//! per wait); while sending is stuck, `wait` polls both directions so a
+//! server blocked on its replies never deadlocks the client. No allocation
+//! after set-up (both buffers are sized for the largest request), no lock;
+//! one clock read per receive that returns data (`rx_at`, the time a reply
+//! arrived, for the request stamps).
+
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+
+use crate::measure::clock::mono_now_ns;
+
+pub struct SocketPump {
+    sock: TcpStream,
+    tx: Vec<u8>,
+    /// Bytes of `tx` already sent.
+    tx_sent: usize,
+    rx: Vec<u8>,
+    rx_start: usize,
+    rx_end: usize,
+    /// When the last receive that returned data returned (CLOCK_MONOTONIC).
+    pub rx_at: u64,
+}
+
+impl SocketPump {
+    /// `tx_capacity`: the most bytes staged at once; `rx_len`: the receive
+    /// buffer, which must hold two of the largest replies.
+    pub fn new(sock: TcpStream, tx_capacity: usize, rx_len: usize) -> SocketPump {
+        SocketPump {
+            sock,
+            tx: Vec::with_capacity(tx_capacity),
+            tx_sent: 0,
+            rx: vec![0u8; rx_len],
+            rx_start: 0,
+            rx_end: 0,
+            rx_at: 0,
+        }
+    }
+
+    pub fn socket(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    /// The send buffer to append a request to; what is still unsent stays
+    /// at its front, so the buffer never grows past what is staged.
+    #[inline]
+    pub fn tx(&mut self) -> &mut Vec<u8> {
+        if self.tx_sent > 0 {
+            self.tx.copy_within(self.tx_sent.., 0);
+            self.tx.truncate(self.tx.len() - self.tx_sent);
+            self.tx_sent = 0;
+        }
+        &mut self.tx
+    }
+
+    /// Bytes received and not consumed yet.
+    #[inline]
+    pub fn received(&self) -> &[u8] {
+        &self.rx[self.rx_start..self.rx_end]
+    }
+
+    /// Drop the first `n` received bytes (a parsed reply).
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        debug_assert!(self.rx_start + n <= self.rx_end);
+        self.rx_start += n;
+    }
+
+    /// The receive buffer's size: no reply can be longer.
+    pub fn rx_capacity(&self) -> usize {
+        self.rx.len()
+    }
+
+    /// Send what the socket takes now; true when everything is sent.
+    pub fn send_some(&mut self) -> io::Result<bool> {
+        while self.tx_sent < self.tx.len() {
+            let rest = &self.tx[self.tx_sent..];
+            // SAFETY: a valid socket and a live buffer of `rest.len()` bytes.
+            let n = unsafe {
+                libc::send(
+                    self.sock.as_raw_fd(),
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) => return Ok(false),
+                    Some(libc::EINTR) => continue,
+                    _ => return Err(e),
+                }
+            }
+            self.tx_sent += n as usize;
+        }
+        self.tx.clear();
+        self.tx_sent = 0;
+        Ok(true)
+    }
+
+    /// Receive what has arrived (`wait`: block until something does).
+    /// The server closing the connection is an `UnexpectedEof` error.
+    pub fn receive(&mut self, wait: bool) -> io::Result<usize> {
+        if self.rx_start == self.rx_end {
+            self.rx_start = 0;
+            self.rx_end = 0;
+        } else if self.rx.len() - self.rx_end < self.rx.len() / 2 {
+            self.rx.copy_within(self.rx_start..self.rx_end, 0);
+            self.rx_end -= self.rx_start;
+            self.rx_start = 0;
+        }
+        let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
+        loop {
+            let room = &mut self.rx[self.rx_end..];
+            // SAFETY: a valid socket and a live buffer of `room.len()` bytes.
+            let n = unsafe {
+                libc::recv(
+                    self.sock.as_raw_fd(),
+                    room.as_mut_ptr().cast(),
+                    room.len(),
+                    flags,
+                )
+            };
+            if n > 0 {
+                self.rx_end += n as usize;
+                self.rx_at = mono_now_ns();
+                return Ok(n as usize);
+            }
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                ));
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => return Ok(0),
+                Some(libc::EINTR) => continue,
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// Wait until the socket can be read, or written while sending is
+    /// pending, and move bytes; `timeout_ns` < 0 waits without limit.
+    /// False on timeout.
+    pub fn wait(&mut self, timeout_ns: i64) -> io::Result<bool> {
+        let sending = self.tx_sent < self.tx.len();
+        if !sending && timeout_ns < 0 {
+            return Ok(self.receive(true)? > 0);
+        }
+        let mut p = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events: libc::POLLIN | if sending { libc::POLLOUT } else { 0 },
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns.max(0) / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns.max(0) % 1_000_000_000) as libc::c_long,
+        };
+        let tsp = if timeout_ns < 0 {
+            std::ptr::null()
+        } else {
+            &ts as *const libc::timespec
+        };
+        // SAFETY: one valid pollfd; `tsp` is null or points at `ts`.
+        let r = unsafe { libc::ppoll(&mut p, 1, tsp, std::ptr::null()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if e.raw_os_error() == Some(libc::EINTR) {
+                Ok(true)
+            } else {
+                Err(e)
+            };
+        }
+        if r == 0 {
+            return Ok(false);
+        }
+        if p.revents & libc::POLLOUT != 0 {
+            self.send_some()?;
+        }
+        if p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            self.receive(false)?;
+        }
+        Ok(true)
+    }
+}
