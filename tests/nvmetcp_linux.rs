@@ -19,6 +19,7 @@ use common::have;
 use iolab::engine::nvmetcp::codec::{self, Digests, Sqe};
 use iolab::engine::nvmetcp::handshake::{connect_admin, connect_io, Params};
 use iolab::engine::nvmetcp::identify::CC_SHUTDOWN;
+use iolab::engine::nvmetcp::keep_alive::AdminKeeper;
 
 const NQN: &str = "nqn.2025-11.io.iolab:linux";
 
@@ -197,6 +198,42 @@ fn verified_passes(url: &str, bs_kib: usize) {
     }
 }
 
+/// An association with a 1 s keep-alive timeout, idle for 3.5 s: with the
+/// keeper thread sending Keep Alive its I/O queue still works; without
+/// it, nvmet has torn the controller down and the same read fails.
+fn keep_alive(addr: &str) {
+    let p = Params {
+        subnqn: NQN.into(),
+        hostnqn: "nqn.2025-11.io.iolab:host".into(),
+        hostid: [9; 16],
+        nsid: 1,
+        digests: Digests::default(),
+        queue_size: 8,
+        kato_ms: 1000,
+    };
+    let read = |q: &mut iolab::engine::nvmetcp::handshake::Queue| {
+        let cid = q.next_cid();
+        q.command(&Sqe::read(cid, 1, 0, 1, 4096), &[], &mut Vec::new())
+    };
+    let (admin, info) = connect_admin(addr, &p).unwrap();
+    let mut q = connect_io(addr, &p, &info, 1).unwrap();
+    let mut keeper = AdminKeeper::start(admin, p.kato_ms).unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    read(&mut q).expect("kept alive");
+    keeper.stop();
+
+    let (_admin, info) = connect_admin(addr, &p).unwrap();
+    let mut q = connect_io(addr, &p, &info, 1).unwrap();
+    q.sock
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(
+        read(&mut q).is_err(),
+        "nvmet kept an association without Keep Alive"
+    );
+}
+
 #[test]
 fn the_initiator_speaks_to_linux_nvmet() {
     let port = common::free_port();
@@ -212,6 +249,7 @@ fn the_initiator_speaks_to_linux_nvmet() {
             data: true,
         },
     );
+    keep_alive(&addr);
     let url = format!("nvme-tcp://{addr}/{NQN}");
     // 4 KiB writes travel in the capsule, 64 KiB ones after R2T.
     verified_passes(&url, 4);
