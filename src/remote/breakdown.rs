@@ -1,5 +1,6 @@
-//! The unloaded latency breakdown over NBD: a queue-depth-1 random-read
-//! job on iolab's nbd engine, run by the runner with its per-request log
+//! The unloaded latency breakdown over a remote transport: a
+//! queue-depth-1 random-read job on the transport's engine (nbd,
+//! nvme-tcp), run by the runner with its per-request log
 //! (due, taken by the engine, reply received, reaped), joined with the
 //! stamps iolab's target wrote for the same connection (`remote::stamps`).
 //! The requests broken down are the engine's own, so the stages sum to the
@@ -9,6 +10,8 @@
 use std::io::{self, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use anyhow::Context;
 
 use super::stamps::{self, Breakdown, InitiatorStamp, TargetStamp};
 use crate::dut::Target;
@@ -80,8 +83,8 @@ pub fn read_reply(s: &mut impl Read, structured: bool, data: &mut [u8]) -> io::R
     }
 }
 
-/// The QD1 random-read job of the breakdown, on the nbd engine.
-fn job(spec: &BreakdownSpec) -> JobSpec {
+/// The QD1 random-read job of the breakdown, on `engine`.
+fn job(spec: &BreakdownSpec, engine: EngineKind) -> JobSpec {
     JobSpec {
         name: "breakdown".into(),
         pattern: Pattern::RandRead,
@@ -89,7 +92,7 @@ fn job(spec: &BreakdownSpec) -> JobSpec {
         bs: vec![(spec.block as u64, 100)],
         qd: 1,
         jobs: 1,
-        engine: EngineKind::Nbd,
+        engine,
         stop: StopCondition {
             runtime_ns: None,
             io_count: Some(spec.requests as u64),
@@ -151,7 +154,12 @@ fn measure_once(
         record_requests: Some(spec.requests + 16),
         ..RunOptions::default()
     };
-    let out = crate::runner::job::run_job(&job(spec), target, &opts)?;
+    let engine = target
+        .remote
+        .as_ref()
+        .and_then(|ep| crate::engine::engine_for_transport(ep.transport))
+        .context("the breakdown runs on a remote target")?;
+    let out = crate::runner::job::run_job(&job(spec, engine), target, &opts)?;
     let ini: Vec<InitiatorStamp> = out
         .request_logs
         .iter()
@@ -159,7 +167,8 @@ fn measure_once(
         .collect();
     anyhow::ensure!(
         !ini.is_empty(),
-        "the nbd engine kept no stamps of its requests"
+        "the {} engine kept no stamps of its requests",
+        engine.name()
     );
     let point_mean = out.point.main_lat().map(|l| l.mean_ns);
     let deadline = Instant::now() + Duration::from_secs(10);

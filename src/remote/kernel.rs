@@ -38,7 +38,7 @@ const INITIATORS: [(&str, &str, &str); 3] = [
     (
         "nvme-tcp",
         "nvme_tcp",
-        "none yet: no NVMe/TCP initiator in iolab",
+        "user space: iolab's nvme-tcp engine",
     ),
 ];
 
@@ -96,7 +96,7 @@ pub fn summary(list: &[Initiator]) -> String {
         })
         .collect();
     format!(
-        "initiators run in user space (iolab's nbd engine, libiscsi); the kernel's: {}",
+        "initiators run in user space (iolab's nbd and nvme-tcp engines, libiscsi); the kernel's: {}",
         kernel.join(", ")
     )
 }

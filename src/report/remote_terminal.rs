@@ -39,7 +39,7 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
                 })
                 .collect();
             o.push_str(&format!(
-                "initiators: user space (iolab's nbd engine, libiscsi); kernel modules: {}\n",
+                "initiators: user space (iolab's nbd and nvme-tcp engines, libiscsi); kernel modules: {}\n",
                 kernel.join(", ")
             ));
         }
