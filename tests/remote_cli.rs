@@ -923,3 +923,30 @@ fn run_remote_adds_the_step_and_the_breakdown() {
     );
     assert_nothing_left(pid, data.path(), state.path());
 }
+
+/// `--transports nvme-tcp-kernel` on a kernel without the modules (this
+/// machine): the plan says it is skipped and which modules are missing.
+#[test]
+fn the_kernel_nvme_tcp_path_is_detected_and_explained() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let o = iolab(&[
+        "remote",
+        "-t",
+        d,
+        "--transports",
+        "das,nvme-tcp-kernel",
+        "--dry-run",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let why = iolab::remote::kernel::nvme_tcp_kernel_unavailable().unwrap();
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("nvme-tcp-kernel"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.ends_with(&format!("skipped: {why}")), "{line}");
+    if !std::path::Path::new("/sys/module/nvmet").exists() {
+        assert!(why.contains("nvmet"), "{why}");
+    }
+}

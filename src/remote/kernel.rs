@@ -82,6 +82,30 @@ pub fn initiators() -> Vec<Initiator> {
         .collect()
 }
 
+/// The modules the kernel's NVMe/TCP path needs: initiator and target.
+pub const NVME_TCP_KERNEL_MODULES: [&str; 4] = ["nvme_tcp", "nvme_fabrics", "nvmet", "nvmet_tcp"];
+
+/// Why the kernel's NVMe/TCP initiator and target (`nvme-tcp-kernel`)
+/// cannot run here: the modules this kernel lacks, by name.
+pub fn nvme_tcp_kernel_unavailable() -> Option<String> {
+    let missing: Vec<&str> = NVME_TCP_KERNEL_MODULES
+        .into_iter()
+        .filter(|m| module_state(m) == ModuleState::Absent)
+        .collect();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if !missing.is_empty() {
+        return Some(format!(
+            "this kernel ({}) lacks the modules {} (neither loaded nor in its modules.dep); the kernel's NVMe/TCP target and initiator need nvme_tcp, nvme_fabrics, nvmet and nvmet_tcp",
+            release.trim(),
+            missing.join(", "),
+        ));
+    }
+    Some(format!(
+        "the kernel ({}) has the modules, but iolab does not set up nvmet through configfs and connect the kernel's initiator yet",
+        release.trim()
+    ))
+}
+
 /// One line for the terminal and the results' warnings.
 pub fn summary(list: &[Initiator]) -> String {
     let kernel: Vec<String> = list
@@ -122,5 +146,19 @@ mod tests {
             assert_eq!(i.kernel == ModuleState::Loaded, loaded, "{i:?}");
         }
         assert!(summary(&initiators()).contains("nbd "));
+    }
+
+    #[test]
+    fn the_kernel_nvme_tcp_path_names_what_is_missing() {
+        let why = nvme_tcp_kernel_unavailable().expect("not built yet in any case");
+        let named: Vec<&str> = why
+            .split_once("lacks the modules ")
+            .and_then(|(_, rest)| rest.split_once(" (neither"))
+            .map(|(list, _)| list.split(", ").collect())
+            .unwrap_or_default();
+        for m in NVME_TCP_KERNEL_MODULES {
+            let absent = module_state(m) == ModuleState::Absent;
+            assert_eq!(absent, named.contains(&m), "{m}: {why}");
+        }
     }
 }

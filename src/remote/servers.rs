@@ -32,9 +32,12 @@ pub enum Transport {
     QemuNbd,
     /// iSCSI: tgtd with the aio backing store (O_DIRECT).
     Tgtd,
+    /// The kernel's NVMe/TCP target (nvmet) and initiator (nvme-tcp).
+    KernelNvme,
 }
 
-pub const TRANSPORT_NAMES: &str = "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd";
+pub const TRANSPORT_NAMES: &str =
+    "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, nvme-tcp-kernel";
 
 /// The IQN of the target iolab configures in tgtd.
 pub const TGT_IQN: &str = "iqn.2025-11.io.iolab:remote";
@@ -48,6 +51,7 @@ impl Transport {
             "nbdkit-memory" => Transport::NbdkitMemory,
             "qemu-nbd" => Transport::QemuNbd,
             "tgtd" | "iscsi" => Transport::Tgtd,
+            "nvme-tcp-kernel" => Transport::KernelNvme,
             _ => return None,
         })
     }
@@ -62,13 +66,14 @@ impl Transport {
             Transport::NbdkitMemory => "nbd-nbdkit-memory".into(),
             Transport::QemuNbd => "nbd-qemu".into(),
             Transport::Tgtd => "iscsi-tgtd".into(),
+            Transport::KernelNvme => "nvme-tcp-kernel".into(),
         }
     }
 
     /// The engine that speaks its protocol.
     pub fn engine(&self) -> EngineKind {
         match self {
-            Transport::Das => EngineKind::IoUring,
+            Transport::Das | Transport::KernelNvme => EngineKind::IoUring,
             Transport::Tgtd => EngineKind::Iscsi,
             _ => EngineKind::Nbd,
         }
@@ -77,7 +82,7 @@ impl Transport {
     /// The program it needs, if any.
     pub fn program(&self) -> Option<&'static str> {
         match self {
-            Transport::Das => None,
+            Transport::Das | Transport::KernelNvme => None,
             Transport::Iolab { .. } => Some("iolab"),
             Transport::NbdkitFile | Transport::NbdkitMemory => Some("nbdkit"),
             Transport::QemuNbd => Some("qemu-nbd"),
@@ -87,6 +92,9 @@ impl Transport {
 
     /// Why it cannot run here (its server is not installed).
     pub fn unavailable(&self) -> Option<String> {
+        if *self == Transport::KernelNvme {
+            return super::kernel::nvme_tcp_kernel_unavailable();
+        }
         if *self == Transport::Tgtd {
             if let Some(why) = crate::engine::iscsi::unavailable() {
                 return Some(why);
@@ -109,6 +117,9 @@ impl Transport {
             Transport::NbdkitMemory => "RAM (nbdkit memory plugin): the protocol's cost alone",
             Transport::QemuNbd => "the scratch file, O_DIRECT (--cache=none), io_uring",
             Transport::Tgtd => "the scratch file, O_DIRECT (tgtd's aio backing store)",
+            Transport::KernelNvme => {
+                "the scratch file (nvmet's file namespace, O_DIRECT), read through /dev/nvmeXnY"
+            }
         }
     }
 }
@@ -296,6 +307,7 @@ fn command_line(
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     Ok(match t {
         Transport::Das => unreachable!("no server"),
+        Transport::KernelNvme => anyhow::bail!("nvme-tcp-kernel has no server process"),
         Transport::Iolab { threads } => {
             let exe = std::env::current_exe().context("cannot find iolab's own executable")?;
             let mut v = s(&["serve", "-t", &file, "--overwrite", "--listen"]);
