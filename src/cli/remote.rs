@@ -33,7 +33,9 @@ pub struct RemoteArgs {
     /// Size of the scratch file
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub size: String,
-    /// Transports to compare: das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd
+    /// Transports to compare: das, iolab, nbdkit-file, nbdkit-memory,
+    /// qemu-nbd, tgtd (iSCSI), nvme-tcp-kernel (the kernel's nvmet and
+    /// nvme-tcp, where the kernel has them)
     #[arg(
         long,
         value_name = "LIST",

@@ -8,6 +8,7 @@ pub mod kv;
 pub mod kv_args;
 pub mod remote;
 pub mod remote_db;
+pub mod remote_kernel;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -28,6 +28,7 @@ use crate::results::{time, Provenance, Results};
 use crate::session::{Driver, ResultsSink, Tags};
 
 use super::remote_db::{self, DbPlan, Source};
+use super::remote_kernel;
 
 /// First port of the servers on the target host (one per transport).
 const FIRST_PORT: u16 = 10809;
@@ -453,6 +454,43 @@ fn run_transports(
             )?;
             continue;
         }
+        if t == Transport::KernelNvme {
+            let port = port_for(topo, i)?;
+            match remote_kernel::KernelPath::connect(topo, local, port, a.seed) {
+                Ok(k) => {
+                    if let Some(r) = driver
+                        .results_mut()
+                        .extra
+                        .get_mut("remote")
+                        .and_then(|v| v.as_object_mut())
+                    {
+                        r.insert("nvme_tcp_kernel".into(), json!(k.describe()));
+                    }
+                    driver.set_peers(Some(PeerSampling {
+                        processes: Vec::new(),
+                        interface: Some(topo.initiator_iface.clone()),
+                    }));
+                    for j in jobs_on(plan, t.engine(), &label) {
+                        driver.run_point_on(&k.target, &j, &tags)?;
+                    }
+                    load_latency(&mut driver, plan, &k.target, t.engine(), &label)?;
+                    driver.set_peers(None);
+                    let device = k.device().to_path_buf();
+                    database(
+                        &mut driver,
+                        plan,
+                        t,
+                        &label,
+                        Source::Block(&device),
+                        &a.target,
+                        a.seed,
+                    )?;
+                    drop(k);
+                }
+                Err(e) => driver.warn(format!("transport {label} skipped: {e:#}")),
+            }
+            continue;
+        }
         if let (Some(why), false) = (&netem_missing, matches!(t, Transport::Iolab { .. })) {
             driver.warn(format!(
                 "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
@@ -613,11 +651,7 @@ fn serve(
     dir: &Path,
     seed: u64,
 ) -> anyhow::Result<(servers::Server, Target)> {
-    let port = if topo.kind == "loopback" {
-        free_port()?
-    } else {
-        FIRST_PORT + index as u16
-    };
+    let port = port_for(topo, index)?;
     let server = servers::start(t, topo, &local.path, local.size, port, own, dir)?;
     let remote = dut::prepare(
         &TargetOptions {
@@ -630,6 +664,15 @@ fn serve(
         seed,
     )?;
     Ok((server, remote))
+}
+
+/// The port of the `index`th transport of the run.
+fn port_for(topo: &Topology, index: usize) -> anyhow::Result<u16> {
+    if topo.kind == "loopback" {
+        free_port()
+    } else {
+        Ok(FIRST_PORT + index as u16)
+    }
 }
 
 fn free_port() -> anyhow::Result<u16> {

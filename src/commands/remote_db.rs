@@ -153,7 +153,11 @@ pub fn skipped(t: Transport) -> Option<String> {
             "no block device for an iSCSI LUN on this kernel (no iscsi_tcp) and no user-space path to one".into(),
         );
     }
-    volume::unavailable(t != Transport::Das)
+    volume::unavailable(match t {
+        Transport::Das => volume::VolumeKind::Local,
+        Transport::KernelNvme => volume::VolumeKind::Block,
+        _ => volume::VolumeKind::Nbd,
+    })
 }
 
 /// Build the volume of transport `label` (DAS: the local file; otherwise
@@ -170,6 +174,7 @@ pub fn run_on(
     let vol = match source {
         Source::Local(file) => Volume::local(file, dir),
         Source::Nbd(url) => Volume::nbd(url, dir),
+        Source::Block(device) => Volume::block(device, dir),
     };
     let vol = match vol {
         Ok(v) => v,
@@ -229,6 +234,8 @@ pub fn run_on(
 pub enum Source<'a> {
     Local(&'a Path),
     Nbd(&'a str),
+    /// A block device iolab connected for this run (a kernel initiator's).
+    Block(&'a Path),
 }
 
 /// A kv point named for the remote comparison: `LABEL: db BENCH VALUEB`.

@@ -86,24 +86,36 @@ pub fn initiators() -> Vec<Initiator> {
 pub const NVME_TCP_KERNEL_MODULES: [&str; 4] = ["nvme_tcp", "nvme_fabrics", "nvmet", "nvmet_tcp"];
 
 /// Why the kernel's NVMe/TCP initiator and target (`nvme-tcp-kernel`)
-/// cannot run here: the modules this kernel lacks, by name.
+/// cannot run here: the modules this kernel lacks, by name, or what else
+/// it lacks (root, configfs, /dev/nvme-fabrics).
 pub fn nvme_tcp_kernel_unavailable() -> Option<String> {
+    if let Some(why) = nvme_tcp_kernel_unavailable_modules() {
+        return Some(why);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("configfs and /dev/nvme-fabrics need root".into());
+    }
+    if !Path::new("/sys/kernel/config").is_dir() {
+        return Some("configfs is not available (/sys/kernel/config is missing)".into());
+    }
+    None
+}
+
+/// The modules `nvme-tcp-kernel` needs that this kernel lacks, in words.
+pub fn nvme_tcp_kernel_unavailable_modules() -> Option<String> {
     let missing: Vec<&str> = NVME_TCP_KERNEL_MODULES
         .into_iter()
         .filter(|m| module_state(m) == ModuleState::Absent)
         .collect();
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    if !missing.is_empty() {
-        return Some(format!(
+    (!missing.is_empty()).then(|| {
+        format!(
             "this kernel ({}) lacks the modules {} (neither loaded nor in its modules.dep); the kernel's NVMe/TCP target and initiator need nvme_tcp, nvme_fabrics, nvmet and nvmet_tcp",
             release.trim(),
             missing.join(", "),
-        ));
-    }
-    Some(format!(
-        "the kernel ({}) has the modules, but iolab does not set up nvmet through configfs and connect the kernel's initiator yet",
-        release.trim()
-    ))
+        )
+    })
 }
 
 /// One line for the terminal and the results' warnings.
@@ -150,7 +162,7 @@ mod tests {
 
     #[test]
     fn the_kernel_nvme_tcp_path_names_what_is_missing() {
-        let why = nvme_tcp_kernel_unavailable().expect("not built yet in any case");
+        let why = nvme_tcp_kernel_unavailable_modules().unwrap_or_default();
         let named: Vec<&str> = why
             .split_once("lacks the modules ")
             .and_then(|(_, rest)| rest.split_once(" (neither"))

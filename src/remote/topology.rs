@@ -157,6 +157,11 @@ impl Topology {
         }
     }
 
+    /// The target namespace's file (None on loopback).
+    pub fn target_netns(&self) -> Option<std::path::PathBuf> {
+        self.target_ns.as_ref().map(|ns| netns::path_of(&ns.name))
+    }
+
     /// Move the calling thread (and the threads it starts from now on)
     /// into the initiator namespace.
     pub fn enter_initiator(&mut self) -> anyhow::Result<()> {

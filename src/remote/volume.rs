@@ -28,12 +28,23 @@ pub const MOUNT_OPTIONS: &str = "noatime";
 /// initialisation thread writes during the measurement.
 pub const MKFS_OPTIONS: &str = "nodiscard,lazy_itable_init=0,lazy_journal_init=0";
 
-/// Why a filesystem cannot be built on this machine, if it cannot.
-pub fn unavailable(remote: bool) -> Option<String> {
+/// What a volume is built on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeKind {
+    /// A loop device over the local file.
+    Local,
+    /// A loop device over an NBD export through nbdfuse.
+    Nbd,
+    /// A block device (a kernel initiator's).
+    Block,
+}
+
+/// Why a filesystem of `kind` cannot be built on this machine, if it cannot.
+pub fn unavailable(kind: VolumeKind) -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("loop devices and mounts need root".into());
     }
-    if !Path::new("/dev/loop-control").exists() {
+    if kind != VolumeKind::Block && !Path::new("/dev/loop-control").exists() {
         return Some("no loop device driver (/dev/loop-control is absent)".into());
     }
     for tool in ["losetup", "mkfs.ext4", "mount", "timeout"] {
@@ -41,7 +52,7 @@ pub fn unavailable(remote: bool) -> Option<String> {
             return Some(format!("{tool} is not installed"));
         }
     }
-    if remote {
+    if kind == VolumeKind::Nbd {
         if !Path::new("/dev/fuse").exists() {
             return Some("no FUSE (/dev/fuse is absent)".into());
         }
@@ -79,12 +90,25 @@ impl Volume {
     pub fn local(file: &Path, scratch: &Path) -> anyhow::Result<Volume> {
         let base = BaseDir::create(scratch)?;
         let layers = Layers {
-            loopdev: LoopDevice::attach(file, STEP_LIMIT)?,
+            loopdev: Some(LoopDevice::attach(file, STEP_LIMIT)?),
             _fuse: None,
             nbdfuse: None,
             base,
         };
         Volume::finish(layers, format!("{}", file.display()))
+    }
+
+    /// ext4 straight on the block device `device` (a kernel initiator's
+    /// namespace, which iolab connected for this run: no loop device).
+    pub fn block(device: &Path, scratch: &Path) -> anyhow::Result<Volume> {
+        let base = BaseDir::create(scratch)?;
+        let layers = Layers {
+            loopdev: None,
+            _fuse: None,
+            nbdfuse: None,
+            base,
+        };
+        Volume::make_fs(layers, device, format!("{}", device.display()))
     }
 
     /// ext4 on a loop device over the NBD export `url`, as a file through
@@ -103,7 +127,7 @@ impl Volume {
         let mut proc = ServerProcess::spawn(cmd, "nbdfuse")?;
         let fuse = Mountpoint::adopt(&fuse_dir, || wait_for_file(&mut proc, &file))?;
         let layers = Layers {
-            loopdev: LoopDevice::attach(&file, STEP_LIMIT)?,
+            loopdev: Some(LoopDevice::attach(&file, STEP_LIMIT)?),
             _fuse: Some(fuse),
             nbdfuse: Some(proc),
             base,
@@ -113,24 +137,10 @@ impl Volume {
 
     /// mkfs and mount on the loop device of `layers`.
     fn finish(layers: Layers, under: String) -> anyhow::Result<Volume> {
-        let loopdev = &layers.loopdev;
-        testbed::command::bounded(
-            "mkfs.ext4",
-            &[
-                "-q".as_ref(),
-                "-F".as_ref(),
-                "-E".as_ref(),
-                MKFS_OPTIONS.as_ref(),
-                loopdev.device.as_os_str(),
-            ],
-            MKFS_LIMIT,
-        )?;
-        let fs_dir = layers.base.path.join("iolab-ext4");
-        std::fs::create_dir(&fs_dir)?;
-        let fs = Mountpoint::mount(&loopdev.device, &fs_dir, "ext4", MOUNT_OPTIONS, STEP_LIMIT)?;
+        let loopdev = layers.loopdev.as_ref().expect("a loop device");
         let direct_io = loopdev.direct_io();
-        let chain = format!(
-            "ext4 ({MOUNT_OPTIONS}) -> {} (4 KiB sectors, direct I/O {}) -> {under}",
+        let under = format!(
+            "{} (4 KiB sectors, direct I/O {}) -> {under}",
             loopdev.device.display(),
             match direct_io {
                 Some(true) => "on",
@@ -138,11 +148,33 @@ impl Volume {
                 None => "unknown",
             }
         );
+        let device = loopdev.device.clone();
+        let mut v = Volume::make_fs(layers, &device, under)?;
+        v.direct_io = direct_io;
+        Ok(v)
+    }
+
+    /// mkfs on `device` and mount it in the base directory of `layers`.
+    fn make_fs(layers: Layers, device: &Path, under: String) -> anyhow::Result<Volume> {
+        testbed::command::bounded(
+            "mkfs.ext4",
+            &[
+                "-q".as_ref(),
+                "-F".as_ref(),
+                "-E".as_ref(),
+                MKFS_OPTIONS.as_ref(),
+                device.as_os_str(),
+            ],
+            MKFS_LIMIT,
+        )?;
+        let fs_dir = layers.base.path.join("iolab-ext4");
+        std::fs::create_dir(&fs_dir)?;
+        let fs = Mountpoint::mount(device, &fs_dir, "ext4", MOUNT_OPTIONS, STEP_LIMIT)?;
         Ok(Volume {
             fs,
             layers,
-            chain,
-            direct_io,
+            chain: format!("ext4 ({MOUNT_OPTIONS}) -> {under}"),
+            direct_io: None,
         })
     }
 
@@ -164,7 +196,7 @@ impl Volume {
 /// of set-up (also when set-up fails half-way); the guards are held only to
 /// be dropped in that order.
 struct Layers {
-    loopdev: LoopDevice,
+    loopdev: Option<LoopDevice>,
     _fuse: Option<Mountpoint>,
     nbdfuse: Option<ServerProcess>,
     base: BaseDir,

@@ -14,6 +14,7 @@ pub mod command;
 pub mod loopdev;
 pub mod mount;
 pub mod netns;
+pub mod nvme_kernel;
 pub mod process;
 pub mod records;
 pub mod scheduler;
@@ -47,6 +48,11 @@ pub enum Resource {
     },
     /// A network namespace iolab created (`/run/netns/NAME`, `iolab-...`).
     Netns(String),
+    /// An nvmet subsystem (configfs directory named by iolab's NQN) and the
+    /// port that serves it.
+    NvmeTarget { subsystem: PathBuf, port: PathBuf },
+    /// The kernel's NVMe host controller `name` connected to iolab's `nqn`.
+    NvmeController { name: String, nqn: String },
     /// A server iolab started (its own process group), named by pid, start
     /// time and program so a reused pid is never signalled.
     Process {
@@ -78,6 +84,8 @@ impl Resource {
             Resource::Mountpoint(p) => mount::unmount_and_remove(p),
             Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
             Resource::Netns(name) => netns::delete(name),
+            Resource::NvmeTarget { subsystem, port } => nvme_kernel::remove_target(subsystem, port),
+            Resource::NvmeController { name, nqn } => nvme_kernel::disconnect(name, nqn),
             Resource::Process {
                 pid,
                 start_time,
@@ -108,6 +116,12 @@ impl Resource {
                 )
             }
             Resource::Netns(name) => format!("network namespace {name}"),
+            Resource::NvmeTarget { subsystem, .. } => {
+                format!("nvmet subsystem {}", subsystem.display())
+            }
+            Resource::NvmeController { name, nqn } => {
+                format!("NVMe/TCP controller {name} (connected to {nqn})")
+            }
             Resource::Process { pid, program, .. } => format!("{program} (pid {pid})"),
         }
     }

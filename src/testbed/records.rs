@@ -75,6 +75,21 @@ pub fn plausible(res: &Resource) -> bool {
             device, backing, ..
         } => super::loopdev::plausible_device(device) && iolab_named(backing),
         Resource::Netns(name) => super::netns::plausible_name(name),
+        Resource::NvmeTarget { subsystem, port } => {
+            let nvmet = Path::new(super::nvme_kernel::NVMET);
+            subsystem.parent() == Some(&nvmet.join("subsystems"))
+                && port.parent() == Some(&nvmet.join("ports"))
+                && subsystem
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(super::nvme_kernel::plausible_nqn)
+        }
+        Resource::NvmeController { name, nqn } => {
+            super::nvme_kernel::plausible_nqn(nqn)
+                && name
+                    .strip_prefix("nvme")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        }
         Resource::Process { program, .. } => super::process::SERVERS.contains(&program.as_str()),
     }
 }

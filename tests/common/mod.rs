@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod loopdev;
+pub mod vm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,136 @@
+//! Debian's Linux under qemu for the interoperability tests
+//! (`scripts/linux-vm.sh`): whether it can run here, booting it in a mode,
+//! and an extra initramfs archive carrying the iolab binary and the shared
+//! libraries it needs, so iolab itself can run inside the guest.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::have;
+
+pub fn script() -> String {
+    format!("{}/scripts/linux-vm.sh", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// None when the VM can run here; else why not (said as SKIP by the caller).
+pub fn unavailable() -> Option<String> {
+    for tool in ["qemu-system-x86_64", "busybox", "cpio", "strip", "ldd"] {
+        if !have(tool) {
+            return Some(format!(
+                "{tool} is not installed (scripts/install-deps.sh installs it)"
+            ));
+        }
+    }
+    let prep = Command::new("bash")
+        .args([&script(), "prepare"])
+        .output()
+        .unwrap();
+    if !prep.status.success() {
+        return Some(format!(
+            "the kernel image cannot be prepared: {}",
+            String::from_utf8_lossy(&prep.stderr)
+        ));
+    }
+    None
+}
+
+/// A running VM, powered off (killed) on drop.
+pub struct Vm(pub Child);
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start the VM in `mode` with `args`, its console on a pipe.
+pub fn spawn(mode: &str, args: &[&str], limit_s: u32) -> Vm {
+    let child = Command::new("bash")
+        .arg(script())
+        .arg(mode)
+        .args(args)
+        .env("LIMIT", limit_s.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Vm(child)
+}
+
+/// Run the VM in `mode` to its power-off (killed after `limit`); its console.
+pub fn run_to_end(mode: &str, args: &[&str], limit: Duration) -> String {
+    let mut vm = spawn(mode, args, limit.as_secs() as u32);
+    let mut out = vm.0.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut s);
+        s
+    });
+    let until = Instant::now() + limit;
+    while vm.0.try_wait().unwrap().is_none() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(vm);
+    let bytes = reader.join().unwrap();
+    String::from_utf8_lossy(&bytes).replace('\r', "")
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// An uncompressed cpio archive in `dir` holding the iolab binary
+/// (stripped) as /iolab, its shared libraries at their paths, and
+/// `script` as /iolab-run.sh.
+pub fn iolab_archive(dir: &Path, script: &str) -> PathBuf {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let exe = env!("CARGO_BIN_EXE_iolab");
+    run(Command::new("strip")
+        .arg("-o")
+        .arg(root.join("iolab"))
+        .arg(exe));
+    let ldd = run(Command::new("ldd").arg(exe));
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        let lib = match line.split_once("=>") {
+            Some((_, rest)) => rest.split_whitespace().next(),
+            None => line
+                .split_whitespace()
+                .next()
+                .filter(|p| p.starts_with('/')),
+        };
+        let Some(lib) = lib.filter(|l| l.starts_with('/')) else {
+            continue;
+        };
+        let dest = root.join(lib.trim_start_matches('/'));
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(lib, &dest).unwrap();
+    }
+    std::fs::write(root.join("iolab-run.sh"), script).unwrap();
+    let archive = dir.join("extra.cpio");
+    let out = std::fs::File::create(&archive).unwrap();
+    let status = Command::new("sh")
+        .args(["-c", "find . | cpio -o -H newc 2>/dev/null"])
+        .current_dir(&root)
+        .stdout(out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cpio failed");
+    archive
+}
+
+/// The text between the lines `BEGIN` and `END` of the console.
+pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> Option<&'a str> {
+    let start = console.find(begin)? + begin.len();
+    let len = console[start..].find(end)?;
+    Some(&console[start..start + len])
+}

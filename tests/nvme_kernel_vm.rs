@@ -1,0 +1,86 @@
+//! `iolab remote --transports nvme-tcp-kernel` where the kernel has the
+//! modules: iolab itself runs inside Debian's Linux under qemu
+//! (`scripts/linux-vm.sh exec`), sets up nvmet through configfs, connects
+//! the kernel's initiator through /dev/nvme-fabrics, runs the jobs on
+//! /dev/nvmeXnY next to DAS, and takes everything down; then a run killed
+//! with SIGKILL while connected leaves its subsystem, port and controller,
+//! and the next iolab start removes them. Functional only (emulated CPU):
+//! no timings.
+
+mod common;
+
+use std::time::Duration;
+
+use common::vm;
+
+const SCRIPT: &str = r#"
+cd /tmp
+R="--size 64m --loopback --mixes 100,0 --qd 1,4 --rates none --breakdown 0 --ramp 0 --quiet"
+/iolab remote -t /tmp $R --transports das,nvme-tcp-kernel --runtime 500ms -o /tmp/out
+echo "IOLAB-EXIT $?"
+echo IOLAB-RESULTS-BEGIN; cat /tmp/out/results.json; echo IOLAB-RESULTS-END
+left() { echo "$1 subsystems=[$(ls /sys/kernel/config/nvmet/subsystems)] ports=[$(ls /sys/kernel/config/nvmet/ports)] controllers=[$(ls /sys/class/nvme)]"; }
+left IOLAB-LEFT
+/iolab remote -t /tmp $R --transports nvme-tcp-kernel --runtime 30s -o /tmp/killed &
+pid=$!
+i=0; while [ ! -e /sys/class/nvme/nvme0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+sleep 1
+kill -9 $pid; wait $pid
+left IOLAB-KILLED
+/iolab remote -t /tmp --transports das --dry-run > /dev/null 2>/tmp/sweep
+cat /tmp/sweep
+left IOLAB-SWEPT
+"#;
+
+fn field<'a>(console: &'a str, tag: &str) -> &'a str {
+    console
+        .lines()
+        .find_map(|l| l.find(tag).map(|at| &l[at..]))
+        .unwrap_or_else(|| panic!("no {tag} line in the console:\n{console}"))
+}
+
+#[test]
+fn the_kernel_path_runs_and_leaves_nothing() {
+    if let Some(why) = vm::unavailable() {
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    let dir = common::workdir();
+    let archive = vm::iolab_archive(dir.path(), SCRIPT);
+    let console = vm::run_to_end(
+        "exec",
+        &[archive.to_str().unwrap()],
+        Duration::from_secs(400),
+    );
+    assert_eq!(field(&console, "IOLAB-EXIT"), "IOLAB-EXIT 0", "{console}");
+    let json = vm::between(&console, "IOLAB-RESULTS-BEGIN", "IOLAB-RESULTS-END")
+        .unwrap_or_else(|| panic!("{console}"));
+    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let points = r["points"].as_array().unwrap();
+    let kernel: Vec<_> = points
+        .iter()
+        .filter(|p| p["params"]["transport"] == "nvme-tcp-kernel")
+        .collect();
+    assert_eq!(kernel.len(), 4, "{}", r["warnings"]);
+    for p in &kernel {
+        assert!(p["total"]["iops"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(p["job"]["engine"], "io_uring");
+    }
+    let path = &r["extra"]["remote"]["nvme_tcp_kernel"];
+    assert!(
+        path.as_str().is_some_and(|s| s.contains("/dev/nvme")),
+        "{path}"
+    );
+    let empty = "subsystems=[] ports=[] controllers=[]";
+    assert!(field(&console, "IOLAB-LEFT").ends_with(empty), "{console}");
+    assert!(
+        !field(&console, "IOLAB-KILLED").ends_with(empty),
+        "the killed run had nothing set up: {console}"
+    );
+    assert!(field(&console, "IOLAB-SWEPT").ends_with(empty), "{console}");
+    assert!(
+        console.contains("removed nvmet subsystem")
+            && console.contains("removed NVMe/TCP controller"),
+        "{console}"
+    );
+}
