@@ -2,7 +2,8 @@
 //! modules: iolab itself runs inside Debian's Linux under qemu
 //! (`scripts/linux-vm.sh exec`), sets up nvmet through configfs, connects
 //! the kernel's initiator through /dev/nvme-fabrics, runs the jobs on
-//! /dev/nvmeXnY next to DAS, and takes everything down; then a run killed
+//! /dev/nvmeXnY next to DAS and a RocksDB on ext4 on it, and takes
+//! everything down; then a run killed
 //! with SIGKILL while connected leaves its subsystem, port and controller,
 //! and the next iolab start removes them. Functional only (emulated CPU):
 //! no timings.
@@ -16,7 +17,7 @@ use common::vm;
 const SCRIPT: &str = r#"
 cd /tmp
 R="--size 64m --loopback --mixes 100,0 --qd 1,4 --rates none --breakdown 0 --ramp 0 --quiet"
-/iolab remote -t /tmp $R --transports das,nvme-tcp-kernel --runtime 500ms -o /tmp/out
+/iolab remote -t /tmp $R --transports das,nvme-tcp-kernel --runtime 500ms --db 4k --db-num 300 --db-ops 300 -o /tmp/out
 echo "IOLAB-EXIT $?"
 echo IOLAB-RESULTS-BEGIN; cat /tmp/out/results.json; echo IOLAB-RESULTS-END
 left() { echo "$1 subsystems=[$(ls /sys/kernel/config/nvmet/subsystems)] ports=[$(ls /sys/kernel/config/nvmet/ports)] controllers=[$(ls /sys/class/nvme)]"; }
@@ -39,6 +40,13 @@ fn field<'a>(console: &'a str, tag: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {tag} line in the console:\n{console}"))
 }
 
+fn kernel_db(points: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    points
+        .iter()
+        .filter(|p| p["params"]["transport"] == "nvme-tcp-kernel" && p["params"]["role"] == "db")
+        .collect()
+}
+
 #[test]
 fn the_kernel_path_runs_and_leaves_nothing() {
     if let Some(why) = vm::unavailable() {
@@ -46,7 +54,7 @@ fn the_kernel_path_runs_and_leaves_nothing() {
         return;
     }
     let dir = common::workdir();
-    let archive = vm::iolab_archive(dir.path(), SCRIPT);
+    let archive = vm::iolab_archive(dir.path(), SCRIPT, &["mkfs.ext4"]);
     let console = vm::run_to_end(
         "exec",
         &[archive.to_str().unwrap()],
@@ -59,13 +67,26 @@ fn the_kernel_path_runs_and_leaves_nothing() {
     let points = r["points"].as_array().unwrap();
     let kernel: Vec<_> = points
         .iter()
-        .filter(|p| p["params"]["transport"] == "nvme-tcp-kernel")
+        .filter(|p| p["params"]["transport"] == "nvme-tcp-kernel" && p["params"]["role"] != "db")
         .collect();
     assert_eq!(kernel.len(), 4, "{}", r["warnings"]);
     for p in &kernel {
         assert!(p["total"]["iops"].as_f64().unwrap() > 0.0, "{p}");
         assert_eq!(p["job"]["engine"], "io_uring");
     }
+    // The database on ext4 straight on the kernel's namespace.
+    let db: Vec<_> = kernel_db(points);
+    assert_eq!(
+        db.len(),
+        2,
+        "fillseq and readrandomwriterandom: {}",
+        r["warnings"]
+    );
+    let volume = &r["extra"]["remote"]["db"]["volumes"]["nvme-tcp-kernel"];
+    assert!(
+        volume.as_str().is_some_and(|v| v.contains("/dev/nvme")),
+        "{volume}"
+    );
     let path = &r["extra"]["remote"]["nvme_tcp_kernel"];
     assert!(
         path.as_str().is_some_and(|s| s.contains("/dev/nvme")),

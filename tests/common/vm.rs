@@ -89,16 +89,39 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 /// An uncompressed cpio archive in `dir` holding the iolab binary
-/// (stripped) as /iolab, its shared libraries at their paths, and
-/// `script` as /iolab-run.sh.
-pub fn iolab_archive(dir: &Path, script: &str) -> PathBuf {
+/// (stripped) as /iolab, `programs` (found on PATH) in /usr/bin, the
+/// shared libraries of all of them at their paths, and `script` as
+/// /iolab-run.sh.
+pub fn iolab_archive(dir: &Path, script: &str, programs: &[&str]) -> PathBuf {
     let root = dir.join("root");
-    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(root.join("usr/bin")).unwrap();
     let exe = env!("CARGO_BIN_EXE_iolab");
     run(Command::new("strip")
         .arg("-o")
         .arg(root.join("iolab"))
         .arg(exe));
+    copy_libraries(&root, Path::new(exe));
+    for p in programs {
+        let which = run(Command::new("sh").args(["-c", &format!("command -v {p}")]));
+        let path = String::from_utf8_lossy(&which.stdout).trim().to_string();
+        std::fs::copy(&path, root.join("usr/bin").join(p)).unwrap();
+        copy_libraries(&root, Path::new(&path));
+    }
+    std::fs::write(root.join("iolab-run.sh"), script).unwrap();
+    let archive = dir.join("extra.cpio");
+    let out = std::fs::File::create(&archive).unwrap();
+    let status = Command::new("sh")
+        .args(["-c", "find . | cpio -o -H newc 2>/dev/null"])
+        .current_dir(&root)
+        .stdout(out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cpio failed");
+    archive
+}
+
+/// The shared libraries `exe` needs (ldd), copied under `root`.
+fn copy_libraries(root: &Path, exe: &Path) {
     let ldd = run(Command::new("ldd").arg(exe));
     for line in String::from_utf8_lossy(&ldd.stdout).lines() {
         let lib = match line.split_once("=>") {
@@ -115,17 +138,6 @@ pub fn iolab_archive(dir: &Path, script: &str) -> PathBuf {
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::copy(lib, &dest).unwrap();
     }
-    std::fs::write(root.join("iolab-run.sh"), script).unwrap();
-    let archive = dir.join("extra.cpio");
-    let out = std::fs::File::create(&archive).unwrap();
-    let status = Command::new("sh")
-        .args(["-c", "find . | cpio -o -H newc 2>/dev/null"])
-        .current_dir(&root)
-        .stdout(out)
-        .status()
-        .unwrap();
-    assert!(status.success(), "cpio failed");
-    archive
 }
 
 /// The text between the lines `BEGIN` and `END` of the console.
