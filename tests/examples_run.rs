@@ -172,11 +172,10 @@ fn nbd_port() -> Option<u16> {
 /// or an NBD example without nbdkit), else the words to run (scaled down,
 /// paths moved into `dir`, NBD examples pointed at a local nbdkit).
 fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
-    // Block devices, and iSCSI targets no test starts for the examples.
-    if words
-        .iter()
-        .any(|w| w.starts_with("/dev/") || w.starts_with("iscsi://"))
-    {
+    // Block devices, and iSCSI and NVMe/TCP targets no test starts for the examples.
+    if words.iter().any(|w| {
+        w.starts_with("/dev/") || w.starts_with("iscsi://") || w.starts_with("nvme-tcp://")
+    }) {
         return None;
     }
     let words: Vec<String> = if words.iter().any(|w| w.starts_with("nbd://127.0.0.1/")) {
