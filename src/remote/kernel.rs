@@ -32,7 +32,7 @@ const INITIATORS: [(&str, &str, &str); 3] = [
     (
         "nbd",
         "nbd",
-        "user space: iolab's nbd engine (and nbdfuse for a filesystem)",
+        "user space: iolab's nbd engine (for the database's filesystem: the kernel's client where present, else nbdfuse)",
     ),
     ("iscsi", "iscsi_tcp", "user space: libiscsi"),
     (

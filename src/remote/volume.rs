@@ -1,8 +1,10 @@
 //! A filesystem on a volume, for the database half of `iolab remote`: a
 //! loop device with direct I/O over a file (the local scratch file for DAS;
-//! for an NBD transport the export as a file through nbdfuse, since this
-//! kernel has no NBD client), ext4 on the loop device, mounted under a
-//! scratch directory. Every set-up step runs with a time bound (nbdfuse's
+//! for an NBD transport the export as a file through nbdfuse where the
+//! kernel has no NBD client, as on this machine) and ext4 on it, or ext4
+//! straight on a block device (the kernel's NBD client's /dev/nbdN where
+//! the kernel has one; the kernel NVMe/TCP initiator's namespace), mounted
+//! under a scratch directory. Every set-up step runs with a time bound (nbdfuse's
 //! manual warns that a loop device over its file can deadlock) and is
 //! registered with the testbed; the fields drop in reverse order of set-up:
 //! unmount ext4, detach the loop device, unmount FUSE, stop nbdfuse.
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::testbed::loopdev::LoopDevice;
 use crate::testbed::mount::Mountpoint;
+use crate::testbed::nbd_kernel::{self, KernelNbd};
 use crate::testbed::process::ServerProcess;
 use crate::testbed::{self, Resource};
 
@@ -52,7 +55,7 @@ pub fn unavailable(kind: VolumeKind) -> Option<String> {
             return Some(format!("{tool} is not installed"));
         }
     }
-    if kind == VolumeKind::Nbd {
+    if kind == VolumeKind::Nbd && !nbd_kernel::available() {
         if !Path::new("/dev/fuse").exists() {
             return Some("no FUSE (/dev/fuse is absent)".into());
         }
@@ -63,12 +66,11 @@ pub fn unavailable(kind: VolumeKind) -> Option<String> {
     None
 }
 
-/// What the kernel offers as an NBD client, for the results: iolab builds
-/// the filesystem over nbdfuse either way; this says whether a kernel NBD
-/// device would have been possible.
+/// Which NBD client the volumes of NBD transports go through, for the results.
 pub fn kernel_nbd() -> String {
-    if super::kernel::module_state("nbd") != super::kernel::ModuleState::Absent {
-        "the kernel has an NBD client (nbd module); iolab still goes through nbdfuse".into()
+    if nbd_kernel::available() {
+        "the kernel has an NBD client (nbd module): the volume is /dev/nbdN, attached by iolab"
+            .into()
     } else {
         "the kernel has no NBD client (no nbd module): the volume is the export as a file through nbdfuse".into()
     }
@@ -93,6 +95,7 @@ impl Volume {
             loopdev: Some(LoopDevice::attach(file, STEP_LIMIT)?),
             _fuse: None,
             nbdfuse: None,
+            _kernel_nbd: None,
             base,
         };
         Volume::finish(layers, format!("{}", file.display()))
@@ -106,14 +109,19 @@ impl Volume {
             loopdev: None,
             _fuse: None,
             nbdfuse: None,
+            _kernel_nbd: None,
             base,
         };
         Volume::make_fs(layers, device, format!("{}", device.display()))
     }
 
-    /// ext4 on a loop device over the NBD export `url`, as a file through
-    /// nbdfuse (started from the calling thread, so in its network namespace).
+    /// ext4 on the NBD export `url` (connected from the calling thread, so
+    /// in its network namespace): on /dev/nbdN where the kernel has an NBD
+    /// client, else on a loop device over the export as a file through nbdfuse.
     pub fn nbd(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
+        if nbd_kernel::available() {
+            return Volume::kernel_nbd(url, scratch);
+        }
         let base = BaseDir::create(scratch)?;
         let fuse_dir = base.path.join("iolab-nbdfuse");
         std::fs::create_dir(&fuse_dir)?;
@@ -130,9 +138,30 @@ impl Volume {
             loopdev: Some(LoopDevice::attach(&file, STEP_LIMIT)?),
             _fuse: Some(fuse),
             nbdfuse: Some(proc),
+            _kernel_nbd: None,
             base,
         };
         Volume::finish(layers, format!("nbdfuse {url}"))
+    }
+
+    /// ext4 on /dev/nbdN, the export attached through the kernel's client.
+    fn kernel_nbd(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
+        let ep = crate::dut::remote::parse(url)?;
+        let base = BaseDir::create(scratch)?;
+        let nbd = KernelNbd::attach(&ep)?;
+        let device = nbd.device.clone();
+        let layers = Layers {
+            loopdev: None,
+            _fuse: None,
+            nbdfuse: None,
+            _kernel_nbd: Some(nbd),
+            base,
+        };
+        Volume::make_fs(
+            layers,
+            &device,
+            format!("{} (the kernel's NBD client) -> {url}", device.display()),
+        )
     }
 
     /// mkfs and mount on the loop device of `layers`.
@@ -199,6 +228,7 @@ struct Layers {
     loopdev: Option<LoopDevice>,
     _fuse: Option<Mountpoint>,
     nbdfuse: Option<ServerProcess>,
+    _kernel_nbd: Option<KernelNbd>,
     base: BaseDir,
 }
 

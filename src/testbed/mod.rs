@@ -13,6 +13,7 @@ pub mod cgroup;
 pub mod command;
 pub mod loopdev;
 pub mod mount;
+pub mod nbd_kernel;
 pub mod netns;
 pub mod nvme_kernel;
 pub mod process;
@@ -51,6 +52,8 @@ pub enum Resource {
     /// An nvmet subsystem (configfs directory named by iolab's NQN) and the
     /// port that serves it.
     NvmeTarget { subsystem: PathBuf, port: PathBuf },
+    /// An NBD device iolab attached an export to (the kernel's NBD client).
+    NbdDevice { device: PathBuf },
     /// The kernel's NVMe host controller `name` connected to iolab's `nqn`.
     NvmeController { name: String, nqn: String },
     /// A server iolab started (its own process group), named by pid, start
@@ -84,6 +87,7 @@ impl Resource {
             Resource::Mountpoint(p) => mount::unmount_and_remove(p),
             Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
             Resource::Netns(name) => netns::delete(name),
+            Resource::NbdDevice { device } => nbd_kernel::detach(device),
             Resource::NvmeTarget { subsystem, port } => nvme_kernel::remove_target(subsystem, port),
             Resource::NvmeController { name, nqn } => nvme_kernel::disconnect(name, nqn),
             Resource::Process {
@@ -116,6 +120,7 @@ impl Resource {
                 )
             }
             Resource::Netns(name) => format!("network namespace {name}"),
+            Resource::NbdDevice { device } => format!("NBD device {}", device.display()),
             Resource::NvmeTarget { subsystem, .. } => {
                 format!("nvmet subsystem {}", subsystem.display())
             }

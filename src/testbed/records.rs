@@ -75,6 +75,7 @@ pub fn plausible(res: &Resource) -> bool {
             device, backing, ..
         } => super::loopdev::plausible_device(device) && iolab_named(backing),
         Resource::Netns(name) => super::netns::plausible_name(name),
+        Resource::NbdDevice { device } => super::nbd_kernel::plausible_device(device),
         Resource::NvmeTarget { subsystem, port } => {
             let nvmet = Path::new(super::nvme_kernel::NVMET);
             subsystem.parent() == Some(&nvmet.join("subsystems"))

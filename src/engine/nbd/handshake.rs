@@ -35,6 +35,15 @@ pub fn export_name(ep: &RemoteEndpoint) -> &str {
 /// Connect to `ep` and complete the handshake: a blocking stream with
 /// TCP_NODELAY in transmission phase, and the export's description.
 pub fn connect(ep: &RemoteEndpoint) -> io::Result<(TcpStream, ExportInfo)> {
+    connect_asking(ep, true)
+}
+
+/// `connect`, asking for structured replies only if `structured` (the
+/// kernel's NBD client, which takes over the socket, reads simple ones).
+pub fn connect_asking(
+    ep: &RemoteEndpoint,
+    structured: bool,
+) -> io::Result<(TcpStream, ExportInfo)> {
     let addrs: Vec<_> = (ep.host.as_str(), ep.port)
         .to_socket_addrs()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot resolve {}: {e}", ep.host)))?
@@ -60,7 +69,7 @@ pub fn connect(ep: &RemoteEndpoint) -> io::Result<(TcpStream, ExportInfo)> {
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
     s.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    let info = handshake(&mut s, export_name(ep)).map_err(|e| {
+    let info = handshake_asking(&mut s, export_name(ep), structured).map_err(|e| {
         let _ = s.shutdown(Shutdown::Both);
         io::Error::new(e.kind(), format!("{ep}: {e}"))
     })?;
@@ -71,6 +80,15 @@ pub fn connect(ep: &RemoteEndpoint) -> io::Result<(TcpStream, ExportInfo)> {
 
 /// The handshake on any byte stream (a socket, or a test's scripted server).
 pub fn handshake<S: Read + Write>(s: &mut S, export: &str) -> io::Result<ExportInfo> {
+    handshake_asking(s, export, true)
+}
+
+/// The handshake, asking for structured replies only if `ask_structured`.
+pub fn handshake_asking<S: Read + Write>(
+    s: &mut S,
+    export: &str,
+    ask_structured: bool,
+) -> io::Result<ExportInfo> {
     let mut g = [0u8; 18];
     s.read_exact(&mut g).map_err(|e| closed(e, "greeting"))?;
     let server_flags = codec::parse_greeting(&g).map_err(protocol)?;
@@ -83,9 +101,11 @@ pub fn handshake<S: Read + Write>(s: &mut S, export: &str) -> io::Result<ExportI
         };
     s.write_all(&client_flags.to_be_bytes())?;
 
-    s.write_all(&codec::option(codec::OPT_STRUCTURED_REPLY, &[]))?;
-    let (h, _) = read_opt_reply(s)?;
-    let structured = h.reply == codec::REP_ACK;
+    let structured = ask_structured && {
+        s.write_all(&codec::option(codec::OPT_STRUCTURED_REPLY, &[]))?;
+        let (h, _) = read_opt_reply(s)?;
+        h.reply == codec::REP_ACK
+    };
 
     s.write_all(&codec::opt_go(export))?;
     let mut info = ExportInfo {

@@ -1,12 +1,15 @@
-//! `iolab remote --transports nvme-tcp-kernel` where the kernel has the
-//! modules: iolab itself runs inside Debian's Linux under qemu
+//! The kernel's initiators where the kernel has them: iolab itself runs
+//! inside Debian's Linux under qemu. `iolab remote --transports
+//! nvme-tcp-kernel`
 //! (`scripts/linux-vm.sh exec`), sets up nvmet through configfs, connects
 //! the kernel's initiator through /dev/nvme-fabrics, runs the jobs on
 //! /dev/nvmeXnY next to DAS and a RocksDB on ext4 on it, and takes
 //! everything down; then a run killed
 //! with SIGKILL while connected leaves its subsystem, port and controller,
-//! and the next iolab start removes them. Functional only (emulated CPU):
-//! no timings.
+//! and the next iolab start removes them. And `iolab remote --transports
+//! iolab --db` puts the database of an NBD transport on /dev/nbdN through
+//! the kernel's NBD client (iolab's handshake, then the socket handed to
+//! the kernel). Functional only (emulated CPU): no timings.
 
 mod common;
 
