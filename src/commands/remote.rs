@@ -455,40 +455,7 @@ fn run_transports(
             continue;
         }
         if t == Transport::KernelNvme {
-            let port = port_for(topo, i)?;
-            match remote_kernel::KernelPath::connect(topo, local, port, a.seed) {
-                Ok(k) => {
-                    if let Some(r) = driver
-                        .results_mut()
-                        .extra
-                        .get_mut("remote")
-                        .and_then(|v| v.as_object_mut())
-                    {
-                        r.insert("nvme_tcp_kernel".into(), json!(k.describe()));
-                    }
-                    driver.set_peers(Some(PeerSampling {
-                        processes: Vec::new(),
-                        interface: Some(topo.initiator_iface.clone()),
-                    }));
-                    for j in jobs_on(plan, t.engine(), &label) {
-                        driver.run_point_on(&k.target, &j, &tags)?;
-                    }
-                    load_latency(&mut driver, plan, &k.target, t.engine(), &label)?;
-                    driver.set_peers(None);
-                    let device = k.device().to_path_buf();
-                    database(
-                        &mut driver,
-                        plan,
-                        t,
-                        &label,
-                        Source::Block(&device),
-                        &a.target,
-                        a.seed,
-                    )?;
-                    drop(k);
-                }
-                Err(e) => driver.warn(format!("transport {label} skipped: {e:#}")),
-            }
+            kernel_transport(&mut driver, plan, topo, local, i, &tags, a)?;
             continue;
         }
         if let (Some(why), false) = (&netem_missing, matches!(t, Transport::Iolab { .. })) {
@@ -547,6 +514,56 @@ fn run_transports(
         drop(server);
     }
     Ok(driver.finish()?.results)
+}
+
+/// The kernel's NVMe/TCP (`nvme-tcp-kernel`, the `index`th transport):
+/// nvmet and the kernel's initiator set up, the jobs and the database on
+/// the namespace's block device, everything taken down.
+fn kernel_transport(
+    driver: &mut Driver,
+    plan: &RemotePlan,
+    topo: &Topology,
+    local: &Target,
+    index: usize,
+    tags: &Tags<'_>,
+    a: &RemoteArgs,
+) -> anyhow::Result<()> {
+    let t = Transport::KernelNvme;
+    let label = t.label();
+    let k = match remote_kernel::KernelPath::connect(topo, local, port_for(topo, index)?, a.seed) {
+        Ok(k) => k,
+        Err(e) => {
+            driver.warn(format!("transport {label} skipped: {e:#}"));
+            return Ok(());
+        }
+    };
+    if let Some(r) = driver
+        .results_mut()
+        .extra
+        .get_mut("remote")
+        .and_then(|v| v.as_object_mut())
+    {
+        r.insert("nvme_tcp_kernel".into(), json!(k.describe()));
+    }
+    driver.set_peers(Some(PeerSampling {
+        processes: Vec::new(),
+        interface: Some(topo.initiator_iface.clone()),
+    }));
+    for j in jobs_on(plan, t.engine(), &label) {
+        driver.run_point_on(&k.target, &j, tags)?;
+    }
+    load_latency(driver, plan, &k.target, t.engine(), &label)?;
+    driver.set_peers(None);
+    let device = k.device().to_path_buf();
+    database(
+        driver,
+        plan,
+        t,
+        &label,
+        Source::Block(&device),
+        &a.target,
+        a.seed,
+    )
 }
 
 /// The database runs on transport `t`'s volume, when `--db` asks for them.
