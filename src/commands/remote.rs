@@ -82,11 +82,10 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         Transport::parse,
         &format!("one of {TRANSPORT_NAMES}"),
     )? {
-        match t {
-            Transport::Iolab { .. } => {
-                transports.extend(threads.iter().map(|&n| Transport::Iolab { threads: n }))
-            }
-            t => transports.push(t),
+        if t.own() {
+            transports.extend(threads.iter().map(|&n| t.with_threads(n)))
+        } else {
+            transports.push(t)
         }
     }
     transports.dedup();
@@ -458,13 +457,13 @@ fn run_transports(
             kernel_transport(&mut driver, plan, topo, local, i, &tags, a)?;
             continue;
         }
-        if let (Some(why), false) = (&netem_missing, matches!(t, Transport::Iolab { .. })) {
+        if let (Some(why), false) = (&netem_missing, t.own()) {
             driver.warn(format!(
                 "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
             ));
             continue;
         }
-        let stamps = (matches!(t, Transport::Iolab { .. }) && plan.breakdown > 0)
+        let stamps = (t.own() && plan.breakdown > 0)
             .then(|| dir.join(format!("stamps-{label}.txt")));
         let own = OwnTargetOptions {
             delay: plan.fabric_delay.clone(),
@@ -506,7 +505,11 @@ fn run_transports(
             plan,
             t,
             &label,
-            Source::Nbd(&server.url),
+            if matches!(t, Transport::IolabNvme { .. }) {
+                Source::Nvme(&server.url)
+            } else {
+                Source::Nbd(&server.url)
+            },
             &a.target,
             a.seed,
         )?;

@@ -153,9 +153,16 @@ pub fn skipped(t: Transport) -> Option<String> {
             "no block device for an iSCSI LUN on this kernel (no iscsi_tcp) and no user-space path to one".into(),
         );
     }
+    if matches!(t, Transport::IolabNvme { .. })
+        && crate::remote::kernel::module_state("nvme_tcp") == crate::remote::kernel::ModuleState::Absent
+    {
+        return Some(
+            "no block device for an NVMe/TCP namespace on this kernel (no nvme_tcp module) and no user-space path to one".into(),
+        );
+    }
     volume::unavailable(match t {
         Transport::Das => volume::VolumeKind::Local,
-        Transport::KernelNvme => volume::VolumeKind::Block,
+        Transport::KernelNvme | Transport::IolabNvme { .. } => volume::VolumeKind::Block,
         _ => volume::VolumeKind::Nbd,
     })
 }
@@ -175,6 +182,7 @@ pub fn run_on(
         Source::Local(file) => Volume::local(file, dir),
         Source::Nbd(url) => Volume::nbd(url, dir),
         Source::Block(device) => Volume::block(device, dir),
+        Source::Nvme(url) => Volume::nvme(url, dir),
     };
     let vol = match vol {
         Ok(v) => v,
@@ -236,6 +244,8 @@ pub enum Source<'a> {
     Nbd(&'a str),
     /// A block device iolab connected for this run (a kernel initiator's).
     Block(&'a Path),
+    /// An NVMe/TCP namespace, through the kernel's initiator.
+    Nvme(&'a str),
 }
 
 /// A kv point named for the remote comparison: `LABEL: db BENCH VALUEB`.

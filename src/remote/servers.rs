@@ -27,6 +27,10 @@ pub enum Transport {
     Iolab {
         threads: usize,
     },
+    /// iolab's own NVMe/TCP target with this many reactor threads.
+    IolabNvme {
+        threads: usize,
+    },
     NbdkitFile,
     NbdkitMemory,
     QemuNbd,
@@ -37,7 +41,10 @@ pub enum Transport {
 }
 
 pub const TRANSPORT_NAMES: &str =
-    "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, nvme-tcp-kernel";
+    "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, nvme-tcp, nvme-tcp-kernel";
+
+/// The subsystem NQN of iolab's NVMe/TCP target in `iolab remote`.
+pub const NVME_NQN: &str = "nqn.2025-11.io.iolab:remote";
 
 /// The IQN of the target iolab configures in tgtd.
 pub const TGT_IQN: &str = "iqn.2025-11.io.iolab:remote";
@@ -47,6 +54,7 @@ impl Transport {
         Some(match s {
             "das" | "local" => Transport::Das,
             "iolab" => Transport::Iolab { threads: 1 },
+            "nvme-tcp" | "iolab-nvme" => Transport::IolabNvme { threads: 1 },
             "nbdkit-file" => Transport::NbdkitFile,
             "nbdkit-memory" => Transport::NbdkitMemory,
             "qemu-nbd" => Transport::QemuNbd,
@@ -62,6 +70,8 @@ impl Transport {
             Transport::Das => "das".into(),
             Transport::Iolab { threads: 1 } => "nbd-iolab".into(),
             Transport::Iolab { threads } => format!("nbd-iolab-t{threads}"),
+            Transport::IolabNvme { threads: 1 } => "nvme-tcp-iolab".into(),
+            Transport::IolabNvme { threads } => format!("nvme-tcp-iolab-t{threads}"),
             Transport::NbdkitFile => "nbd-nbdkit-file".into(),
             Transport::NbdkitMemory => "nbd-nbdkit-memory".into(),
             Transport::QemuNbd => "nbd-qemu".into(),
@@ -70,11 +80,26 @@ impl Transport {
         }
     }
 
+    /// iolab's own target (stamps, fabric delay, reactor threads).
+    pub fn own(&self) -> bool {
+        matches!(self, Transport::Iolab { .. } | Transport::IolabNvme { .. })
+    }
+
+    /// The same transport with `threads` reactor threads (own targets only).
+    pub fn with_threads(&self, threads: usize) -> Transport {
+        match self {
+            Transport::Iolab { .. } => Transport::Iolab { threads },
+            Transport::IolabNvme { .. } => Transport::IolabNvme { threads },
+            t => *t,
+        }
+    }
+
     /// The engine that speaks its protocol.
     pub fn engine(&self) -> EngineKind {
         match self {
             Transport::Das | Transport::KernelNvme => EngineKind::IoUring,
             Transport::Tgtd => EngineKind::Iscsi,
+            Transport::IolabNvme { .. } => EngineKind::NvmeTcp,
             _ => EngineKind::Nbd,
         }
     }
@@ -83,7 +108,7 @@ impl Transport {
     pub fn program(&self) -> Option<&'static str> {
         match self {
             Transport::Das | Transport::KernelNvme => None,
-            Transport::Iolab { .. } => Some("iolab"),
+            Transport::Iolab { .. } | Transport::IolabNvme { .. } => Some("iolab"),
             Transport::NbdkitFile | Transport::NbdkitMemory => Some("nbdkit"),
             Transport::QemuNbd => Some("qemu-nbd"),
             Transport::Tgtd => Some("tgtd"),
@@ -113,6 +138,9 @@ impl Transport {
         match self {
             Transport::Das => "the scratch file, O_DIRECT",
             Transport::Iolab { .. } => "the scratch file, O_DIRECT, io_uring",
+            Transport::IolabNvme { .. } => {
+                "the scratch file, O_DIRECT, io_uring (iolab's NVMe/TCP target)"
+            }
             Transport::NbdkitFile => "the scratch file, buffered (nbdkit file plugin)",
             Transport::NbdkitMemory => "RAM (nbdkit memory plugin): the protocol's cost alone",
             Transport::QemuNbd => "the scratch file, O_DIRECT (--cache=none), io_uring",
@@ -179,6 +207,7 @@ pub fn start(
     };
     let url = match transport {
         Transport::Tgtd => format!("iscsi://{host}:{port}/{TGT_IQN}/1"),
+        Transport::IolabNvme { .. } => format!("nvme-tcp://{host}:{port}/{NVME_NQN}"),
         _ => format!("nbd://{host}:{port}/"),
     };
     let mut server = Server {
@@ -308,9 +337,12 @@ fn command_line(
     Ok(match t {
         Transport::Das => unreachable!("no server"),
         Transport::KernelNvme => anyhow::bail!("nvme-tcp-kernel has no server process"),
-        Transport::Iolab { threads } => {
+        Transport::Iolab { threads } | Transport::IolabNvme { threads } => {
             let exe = std::env::current_exe().context("cannot find iolab's own executable")?;
             let mut v = s(&["serve", "-t", &file, "--overwrite", "--listen"]);
+            if matches!(t, Transport::IolabNvme { .. }) {
+                v.splice(1..1, s(&["--protocol", "nvme-tcp", "--nqn", NVME_NQN]));
+            }
             v.push(format!("{}", std::net::SocketAddr::new(addr, port)));
             v.extend(s(&["--threads", &threads.to_string()]));
             if let Some(d) = &own.delay {

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::testbed::loopdev::LoopDevice;
 use crate::testbed::mount::Mountpoint;
 use crate::testbed::nbd_kernel::{self, KernelNbd};
+use crate::testbed::nvme_kernel::KernelController;
 use crate::testbed::process::ServerProcess;
 use crate::testbed::{self, Resource};
 
@@ -96,6 +97,7 @@ impl Volume {
             _fuse: None,
             nbdfuse: None,
             _kernel_nbd: None,
+            _kernel_nvme: None,
             base,
         };
         Volume::finish(layers, format!("{}", file.display()))
@@ -110,6 +112,7 @@ impl Volume {
             _fuse: None,
             nbdfuse: None,
             _kernel_nbd: None,
+            _kernel_nvme: None,
             base,
         };
         Volume::make_fs(layers, device, format!("{}", device.display()))
@@ -139,9 +142,40 @@ impl Volume {
             _fuse: Some(fuse),
             nbdfuse: Some(proc),
             _kernel_nbd: None,
+            _kernel_nvme: None,
             base,
         };
         Volume::finish(layers, format!("nbdfuse {url}"))
+    }
+
+    /// ext4 on the NVMe/TCP namespace `url`, connected through the kernel's
+    /// initiator (from the calling thread's network namespace).
+    pub fn nvme(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
+        let ep = crate::dut::remote::parse(url)?;
+        let crate::dut::remote::RemoteResource::NvmeNamespace { nqn, .. } = &ep.resource else {
+            anyhow::bail!("{url} is not an NVMe/TCP namespace");
+        };
+        let addr: std::net::IpAddr = ep
+            .host
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{url}: the kernel's initiator needs an IP address"))?;
+        let base = BaseDir::create(scratch)?;
+        let (_, hostnqn) = crate::engine::nvmetcp::engine::host_identity();
+        let c = KernelController::connect(addr, ep.port, nqn, &hostnqn, STEP_LIMIT)?;
+        let device = c.device.clone();
+        let layers = Layers {
+            loopdev: None,
+            _fuse: None,
+            nbdfuse: None,
+            _kernel_nbd: None,
+            _kernel_nvme: Some(c),
+            base,
+        };
+        Volume::make_fs(
+            layers,
+            &device,
+            format!("{} (the kernel's NVMe/TCP initiator) -> {url}", device.display()),
+        )
     }
 
     /// ext4 on /dev/nbdN, the export attached through the kernel's client.
@@ -155,6 +189,7 @@ impl Volume {
             _fuse: None,
             nbdfuse: None,
             _kernel_nbd: Some(nbd),
+            _kernel_nvme: None,
             base,
         };
         Volume::make_fs(
@@ -229,6 +264,7 @@ struct Layers {
     _fuse: Option<Mountpoint>,
     nbdfuse: Option<ServerProcess>,
     _kernel_nbd: Option<KernelNbd>,
+    _kernel_nvme: Option<KernelController>,
     base: BaseDir,
 }
 

@@ -33,10 +33,17 @@ pub fn own_nqn() -> String {
     format!("{NQN_PREFIX}{}", std::process::id())
 }
 
-/// A plausible iolab subsystem NQN (for the sweep).
-pub fn plausible_nqn(nqn: &str) -> bool {
+/// A plausible nvmet subsystem iolab made (for the sweep).
+pub fn plausible_subsystem(nqn: &str) -> bool {
     nqn.strip_prefix(NQN_PREFIX)
         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A subsystem NQN of iolab's (its kernel subsystems, its own target):
+/// the only controllers iolab disconnects.
+pub fn plausible_nqn(nqn: &str) -> bool {
+    nqn.strip_prefix("nqn.2025-11.io.iolab:")
+        .is_some_and(|rest| !rest.is_empty())
 }
 
 /// Load `modules` with modprobe where they are not loaded yet.
@@ -172,7 +179,7 @@ pub fn remove_target(subsystem: &Path, port: &Path) {
     let Some(nqn) = subsystem.file_name().and_then(|n| n.to_str()) else {
         return;
     };
-    if !plausible_nqn(nqn) {
+    if !plausible_subsystem(nqn) {
         return;
     }
     let _ = std::fs::remove_file(port.join("subsystems").join(nqn));
@@ -320,8 +327,10 @@ mod tests {
         ] {
             assert_eq!(namespace_block(no), None, "{no}");
         }
-        assert!(plausible_nqn(&own_nqn()));
-        assert!(!plausible_nqn("nqn.2025-11.io.iolab:kernel-"));
+        assert!(plausible_subsystem(&own_nqn()));
+        assert!(!plausible_subsystem("nqn.2025-11.io.iolab:kernel-"));
+        assert!(!plausible_subsystem("nqn.2025-11.io.iolab:remote"));
+        assert!(plausible_nqn("nqn.2025-11.io.iolab:remote"));
         assert!(!plausible_nqn("nqn.2014-08.org.nvmexpress:uuid:x"));
     }
 }

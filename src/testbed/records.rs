@@ -83,7 +83,7 @@ pub fn plausible(res: &Resource) -> bool {
                 && subsystem
                     .file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(super::nvme_kernel::plausible_nqn)
+                    .is_some_and(super::nvme_kernel::plausible_subsystem)
         }
         Resource::NvmeController { name, nqn } => {
             super::nvme_kernel::plausible_nqn(nqn)
