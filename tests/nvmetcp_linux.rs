@@ -255,3 +255,51 @@ fn the_initiator_speaks_to_linux_nvmet() {
     verified_passes(&url, 4);
     verified_passes(&format!("{url}?hdr_digest=1&data_digest=1"), 64);
 }
+
+/// A controller that goes away mid-run (the VM killed in the second point)
+/// ends that point with an error naming the NVMe/TCP queue; the first
+/// point is kept.
+#[test]
+fn a_controller_that_dies_mid_run_ends_the_point_clearly() {
+    let port = common::free_port();
+    let Some(vm) = boot(port) else {
+        return;
+    };
+    let dir = common::workdir();
+    let json = dir.path().join("d.json");
+    let url = format!("nvme-tcp://127.0.0.1:{port}/{NQN}");
+    let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["device", "--quiet", "--target", &url, "--size", "8m"])
+        .args(["--rw", "randread", "--qd", "1,4", "--runtime", "2s"])
+        .arg("-o")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let points_in = || -> usize {
+        std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["points"].as_array().map(|a| a.len()))
+            .unwrap_or(0)
+    };
+    let t0 = std::time::Instant::now();
+    while points_in() == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the first point never finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    drop(vm);
+    let o = child.wait_with_output().unwrap();
+    let out = common::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let r = common::results(&json);
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("NVMe/TCP I/O queue"), "{warnings}");
+    assert_eq!(r["points"].as_array().unwrap().len(), 1, "{warnings}");
+    assert!(!out.contains("panicked"), "{out}");
+}

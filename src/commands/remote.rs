@@ -463,8 +463,8 @@ fn run_transports(
             ));
             continue;
         }
-        let stamps = (t.own() && plan.breakdown > 0)
-            .then(|| dir.join(format!("stamps-{label}.txt")));
+        let stamps =
+            (t.own() && plan.breakdown > 0).then(|| dir.join(format!("stamps-{label}.txt")));
         let own = OwnTargetOptions {
             delay: plan.fabric_delay.clone(),
             stamps: stamps.clone(),

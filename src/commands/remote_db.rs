@@ -154,7 +154,8 @@ pub fn skipped(t: Transport) -> Option<String> {
         );
     }
     if matches!(t, Transport::IolabNvme { .. })
-        && crate::remote::kernel::module_state("nvme_tcp") == crate::remote::kernel::ModuleState::Absent
+        && crate::remote::kernel::module_state("nvme_tcp")
+            == crate::remote::kernel::ModuleState::Absent
     {
         return Some(
             "no block device for an NVMe/TCP namespace on this kernel (no nvme_tcp module) and no user-space path to one".into(),

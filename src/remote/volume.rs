@@ -174,7 +174,10 @@ impl Volume {
         Volume::make_fs(
             layers,
             &device,
-            format!("{} (the kernel's NVMe/TCP initiator) -> {url}", device.display()),
+            format!(
+                "{} (the kernel's NVMe/TCP initiator) -> {url}",
+                device.display()
+            ),
         )
     }
 
