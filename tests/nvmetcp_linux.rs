@@ -303,3 +303,54 @@ fn a_controller_that_dies_mid_run_ends_the_point_clearly() {
     assert_eq!(r["points"].as_array().unwrap().len(), 1, "{warnings}");
     assert!(!out.contains("panicked"), "{out}");
 }
+
+/// The other direction: the guest kernel's nvme-tcp initiator connects to
+/// iolab's NVMe/TCP target on the host (`iolab serve --protocol nvme-tcp`;
+/// the host is 10.0.2.2 from the guest), writes 1 MiB of a pattern with a
+/// flush and reads it back past its page cache; the test checks the bytes
+/// in the target's backing file on the host.
+#[test]
+fn linux_nvme_tcp_initiator_speaks_to_iolabs_target() {
+    if let Some(why) = common::vm::unavailable() {
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    let dir = common::workdir();
+    let backing = dir.path().join("disk");
+    std::fs::write(&backing, vec![0u8; 64 << 20]).unwrap();
+    let port = common::free_port();
+    let nqn = "nqn.2025-11.io.iolab:guest-test";
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["serve", "--protocol", "nvme-tcp", "--nqn", nqn, "--overwrite"])
+        .arg("-t")
+        .arg(&backing)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--time-limit", "300s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "iolab serve did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let console = common::vm::run_to_end(
+        "initiator",
+        &[&port.to_string(), nqn],
+        Duration::from_secs(180),
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let line = console
+        .lines()
+        .find_map(|l| l.find("IOLAB-MD5").map(|at| &l[at..]))
+        .unwrap_or_else(|| panic!("the guest reported no result:\n{console}"));
+    let sums: Vec<&str> = line.split_whitespace().skip(1).collect();
+    assert_eq!(sums.len(), 2, "{line}");
+    assert_eq!(sums[0], sums[1], "the guest read back other bytes: {console}");
+    let written: Vec<u8> = (0..16384)
+        .flat_map(|i| format!("iolab guest line {i:046}\n").into_bytes())
+        .collect();
+    let on_host = std::fs::read(&backing).unwrap();
+    assert!(on_host[..written.len()] == written[..], "the backing file lacks the guest's pattern");
+}

@@ -12,6 +12,7 @@ pub mod nbd_negotiate;
 pub mod nbd_target;
 pub mod nvme_controller;
 pub mod servers;
+pub mod serving;
 pub mod stamps;
 pub mod topology;
 pub mod volume;

@@ -11,7 +11,7 @@ mod reactor;
 use std::fs::File;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -22,6 +22,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::nbd_negotiate::{self, Export, Outcome};
+use super::serving::{self, backing_size, open_backing};
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -111,13 +112,7 @@ pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
     let mut senders = Vec::new();
     let mut threads = Vec::new();
     for i in 0..cfg.threads.max(1) {
-        // SAFETY: plain eventfd creation; the descriptor is owned below.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error()).context("eventfd");
-        }
-        // SAFETY: a fresh descriptor nobody else owns.
-        let waker = unsafe { OwnedFd::from_raw_fd(fd) };
+        let waker = serving::waker()?;
         let (tx, rx) = mpsc::channel();
         let r = reactor::Reactor::new(shared.clone(), rx, waker.as_raw_fd(), cfg.slots)
             .context("cannot set up an io_uring for the target")?;
@@ -156,21 +151,9 @@ impl Target {
     fn stop_threads(&mut self) -> anyhow::Result<()> {
         self.shared.stop.store(true, Ordering::SeqCst);
         for w in &self.wakers {
-            wake(w.as_raw_fd());
+            serving::wake(w.as_raw_fd());
         }
-        let mut first_error = None;
-        for t in self.threads.drain(..) {
-            match t.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_error.get_or_insert(anyhow::Error::new(e).context("target reactor"));
-                }
-                Err(_) => {
-                    first_error.get_or_insert(anyhow::anyhow!("a target thread panicked"));
-                }
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+        serving::join_all(std::mem::take(&mut self.threads))
     }
 }
 
@@ -180,12 +163,8 @@ impl Drop for Target {
     }
 }
 
-fn wake(fd: i32) {
-    let one: u64 = 1;
-    // SAFETY: writing 8 bytes from a live u64 to an eventfd.
-    unsafe { libc::write(fd, std::ptr::addr_of!(one).cast(), 8) };
-}
-
+/// The NBD handshake on each accepted connection, then the connection to
+/// the next reactor in turn.
 fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
@@ -193,128 +172,32 @@ fn accept_loop(
     wake_fds: Vec<i32>,
 ) -> io::Result<()> {
     let mut next = 0;
-    while !shared.stopping() {
-        let mut pfd = libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut pfd, 1, 100) };
-        let (mut sock, peer) = match listener.accept() {
-            Ok(x) => x,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        sock.set_nonblocking(false)?;
-        sock.set_nodelay(true)?;
-        // A client that stalls in the handshake must not hold the others.
-        sock.set_read_timeout(Some(Duration::from_secs(10)))?;
-        match nbd_negotiate::negotiate(&mut sock, &shared.export) {
-            Ok(Outcome::Transmission { structured }) => {
-                sock.set_read_timeout(None)?;
-                let conn = reactor::NewConnection {
-                    sock,
-                    peer,
-                    structured,
-                };
-                if reactors[next].send(conn).is_ok() {
-                    wake(wake_fds[next]);
+    let stopping = shared.clone();
+    serving::accept_loop(
+        listener,
+        move || stopping.stopping(),
+        |mut sock, peer| {
+            // A client that stalls in the handshake must not hold the others.
+            sock.set_read_timeout(Some(Duration::from_secs(10)))?;
+            match nbd_negotiate::negotiate(&mut sock, &shared.export) {
+                Ok(Outcome::Transmission { structured }) => {
+                    sock.set_read_timeout(None)?;
+                    let conn = reactor::NewConnection {
+                        sock,
+                        peer,
+                        structured,
+                    };
+                    if reactors[next].send(conn).is_ok() {
+                        serving::wake(wake_fds[next]);
+                    }
+                    next = (next + 1) % reactors.len();
                 }
-                next = (next + 1) % reactors.len();
+                Ok(Outcome::Aborted) => {}
+                Err(e) => eprintln!("iolab serve: handshake with {peer} failed: {e}"),
             }
-            Ok(Outcome::Aborted) => {}
-            Err(e) => eprintln!("iolab serve: handshake with {peer} failed: {e}"),
-        }
-    }
-    Ok(())
-}
-
-/// O_DIRECT when the filesystem takes it, buffered otherwise.
-fn open_backing(path: &Path, read_only: bool) -> anyhow::Result<(File, bool)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let open = |flags: i32| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(!read_only)
-            .custom_flags(flags)
-            .open(path)
-    };
-    match open(libc::O_DIRECT) {
-        Ok(f) => Ok((f, true)),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok((
-            open(0).with_context(|| format!("cannot open {}", path.display()))?,
-            false,
-        )),
-        Err(e) => Err(e).with_context(|| format!("cannot open {}", path.display())),
-    }
-}
-
-fn backing_size(f: &File) -> io::Result<u64> {
-    use std::io::{Seek, SeekFrom};
-    // Block devices report 0 in metadata; seeking to the end works for both.
-    let mut f = f;
-    let n = f.seek(SeekFrom::End(0))?;
-    f.seek(SeekFrom::Start(0))?;
-    Ok(n)
-}
-
-/// Page-aligned slot buffers from one anonymous mapping: memory is
-/// committed only where requests touch it, so a pool of 1 MiB slots costs
-/// a page per slot when clients send 4 KiB blocks.
-pub struct SlotMemory {
-    base: *mut u8,
-    len: usize,
-    slot_len: usize,
-}
-
-// SAFETY: the mapping is owned by one reactor thread at a time.
-unsafe impl Send for SlotMemory {}
-
-impl SlotMemory {
-    pub fn new(slots: usize, slot_len: usize) -> io::Result<SlotMemory> {
-        let slot_len = slot_len.div_ceil(4096) * 4096;
-        let len = slots.max(1) * slot_len;
-        // SAFETY: an anonymous private mapping, checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(SlotMemory {
-            base: base.cast(),
-            len,
-            slot_len,
-        })
-    }
-
-    pub fn slot_ptr(&self, slot: usize) -> *mut u8 {
-        assert!(slot * self.slot_len < self.len);
-        // SAFETY: inside the mapping (checked above).
-        unsafe { self.base.add(slot * self.slot_len) }
-    }
-
-    pub fn slot(&mut self, slot: usize, len: usize) -> &mut [u8] {
-        assert!(len <= self.slot_len);
-        // SAFETY: inside the mapping, exclusively borrowed through &mut self.
-        unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(slot), len) }
-    }
-}
-
-impl Drop for SlotMemory {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
+            Ok(())
+        },
+    )
 }
 
 #[cfg(test)]
