@@ -20,7 +20,7 @@ NQN=nqn.2025-11.io.iolab:linux
 LIMIT=${LIMIT:-300}
 MODS="crc32c_generic crct10dif_common crct10dif_generic crc-t10dif crc64 crc64_rocksoft_generic crc64-rocksoft t10-pi configfs nvmet nvmet-tcp nvme-core nvme-fabrics nvme-tcp crc16 mbcache jbd2 ext4 nbd e1000"
 # Bumped whenever the initramfs changes, so a cached one is rebuilt.
-VERSION=4
+VERSION=5
 
 prepare() {
   [ -s "$CACHE/initrd.gz" ] && [ -s "$CACHE/vmlinuz" ] && [ "$(cat "$CACHE/version" 2>/dev/null)" = "$VERSION" ] && return 0
@@ -72,8 +72,9 @@ initiator)
     echo "IOLAB-FAIL connect"
   else
     i=0; while [ ! -b /dev/nvme0n1 ] && [ \$i -lt 100 ]; do sleep 0.1; i=\$((i+1)); done
+    [ -b /dev/nvme0n1 ] || { echo "IOLAB-FAIL no namespace"; dmesg | tail -20; }
     awk 'BEGIN { for (i = 0; i < 16384; i++) printf "iolab guest line %046d\\n", i }' > /tmp/pattern
-    if dd if=/tmp/pattern of=/dev/nvme0n1 bs=65536 conv=fsync 2>/dev/null; then
+    if [ -b /dev/nvme0n1 ] && dd if=/tmp/pattern of=/dev/nvme0n1 bs=65536 conv=fsync 2>/dev/null; then
       echo 3 > /proc/sys/vm/drop_caches
       echo "IOLAB-MD5 \$(dd if=/dev/nvme0n1 bs=65536 count=16 2>/dev/null | md5sum | cut -d' ' -f1) \$(md5sum < /tmp/pattern | cut -d' ' -f1)"
     else

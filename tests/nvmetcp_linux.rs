@@ -321,17 +321,32 @@ fn linux_nvme_tcp_initiator_speaks_to_iolabs_target() {
     let port = common::free_port();
     let nqn = "nqn.2025-11.io.iolab:guest-test";
     let mut serve = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(["serve", "--protocol", "nvme-tcp", "--nqn", nqn, "--overwrite"])
+        .args([
+            "serve",
+            "--protocol",
+            "nvme-tcp",
+            "--nqn",
+            nqn,
+            "--overwrite",
+        ])
         .arg("-t")
         .arg(&backing)
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--time-limit", "300s"])
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--time-limit",
+            "300s",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "iolab serve did not listen");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "iolab serve did not listen"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let console = common::vm::run_to_end(
@@ -347,10 +362,17 @@ fn linux_nvme_tcp_initiator_speaks_to_iolabs_target() {
         .unwrap_or_else(|| panic!("the guest reported no result:\n{console}"));
     let sums: Vec<&str> = line.split_whitespace().skip(1).collect();
     assert_eq!(sums.len(), 2, "{line}");
-    assert_eq!(sums[0], sums[1], "the guest read back other bytes: {console}");
+    assert_eq!(
+        sums[0], sums[1],
+        "the guest read back other bytes: {console}"
+    );
     let written: Vec<u8> = (0..16384)
         .flat_map(|i| format!("iolab guest line {i:046}\n").into_bytes())
         .collect();
     let on_host = std::fs::read(&backing).unwrap();
-    assert!(on_host[..written.len()] == written[..], "the backing file lacks the guest's pattern");
+    assert!(
+        on_host[..written.len()] == written[..],
+        "the backing file lacks the guest's pattern: it starts with {:?}",
+        String::from_utf8_lossy(&on_host[..128])
+    );
 }

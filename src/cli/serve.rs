@@ -1,4 +1,4 @@
-//! Arguments of `iolab serve` (iolab's own NBD target).
+//! Arguments of `iolab serve` (iolab's own NBD and NVMe/TCP targets).
 
 use std::path::PathBuf;
 
@@ -12,6 +12,8 @@ use clap::Args;
   iolab serve -t /var/tmp --time-limit 10m        stop after ten minutes
   iolab serve -t /var/tmp --fabric-delay 100us --stamps stamps.txt
                                                  every reply held 100 us after arrival; per-request stamps
+  iolab serve -t /var/tmp --protocol nvme-tcp --listen 127.0.0.1:4420
+                                                 NVMe/TCP: nvme-tcp://127.0.0.1:4420/nqn.2025-11.io.iolab:target?nsid=1
 
 The target serves until Ctrl-C (or SIGTERM), then finishes what is in flight,
 writes the stamps of every open connection and removes its scratch file.")]
@@ -33,9 +35,19 @@ pub struct ServeArgs {
     /// Serve read-only (clients' writes fail with EPERM)
     #[arg(long)]
     pub read_only: bool,
-    /// Address to listen on (loopback by default)
-    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:10809")]
-    pub listen: String,
+    /// Protocol: nbd, or nvme-tcp (one subsystem, namespace 1, no discovery)
+    #[arg(long, value_name = "PROTOCOL", default_value = "nbd")]
+    pub protocol: String,
+    /// Subsystem NQN of the NVMe/TCP target
+    #[arg(
+        long,
+        value_name = "NQN",
+        default_value = "nqn.2025-11.io.iolab:target"
+    )]
+    pub nqn: String,
+    /// Address to listen on (loopback by default; port 10809 for nbd, 4420 for nvme-tcp)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
     /// Reactor threads, each with its own io_uring; connections are spread over them
     #[arg(
         long,
@@ -44,7 +56,8 @@ pub struct ServeArgs {
         default_value_t = 1
     )]
     pub threads: usize,
-    /// Largest request accepted (advertised to clients as the maximum block size)
+    /// Largest request accepted (advertised to NBD clients as the maximum
+    /// block size; NVMe/TCP's is 1 MiB, its MDTS)
     #[arg(long, value_name = "SIZE", default_value = "1M")]
     pub max_block: String,
     /// Hold every reply until its arrival plus TIME (an emulated fabric's round trip)

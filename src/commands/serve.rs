@@ -1,4 +1,4 @@
-//! `iolab serve`: run iolab's own NBD target until interrupted.
+//! `iolab serve`: run iolab's own NBD or NVMe/TCP target until interrupted.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,18 +9,63 @@ use crate::error::usage;
 use crate::interrupt;
 use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::remote::nbd_target::{self, TargetConfig};
+use crate::remote::nvme_target::{self, NvmeTargetConfig};
 
-/// The checked settings of a target.
-pub fn config(args: &ServeArgs, backing: &std::path::Path) -> anyhow::Result<TargetConfig> {
-    let listen: SocketAddr = args.listen.parse().map_err(|_| {
+/// The protocol `--protocol` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Nbd,
+    NvmeTcp,
+}
+
+fn protocol(args: &ServeArgs) -> anyhow::Result<Protocol> {
+    match args.protocol.as_str() {
+        "nbd" => Ok(Protocol::Nbd),
+        "nvme-tcp" | "nvme_tcp" | "nvmetcp" => Ok(Protocol::NvmeTcp),
+        p => Err(usage(
+            "--protocol",
+            format!("'{p}' is not a protocol iolab serves (nbd or nvme-tcp)"),
+        )),
+    }
+}
+
+fn listen(args: &ServeArgs, default_port: u16) -> anyhow::Result<SocketAddr> {
+    let Some(l) = &args.listen else {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], default_port)));
+    };
+    l.parse().map_err(|_| {
         usage(
             "--listen",
-            format!(
-                "'{}' is not ADDR:PORT (for example 127.0.0.1:10809)",
-                args.listen
-            ),
+            format!("'{l}' is not ADDR:PORT (for example 127.0.0.1:{default_port})"),
         )
-    })?;
+    })
+}
+
+/// The checked settings of an NVMe/TCP target.
+pub fn nvme_config(
+    args: &ServeArgs,
+    backing: &std::path::Path,
+) -> anyhow::Result<NvmeTargetConfig> {
+    let nbd = config(args, backing)?;
+    if args.read_only {
+        return Err(usage(
+            "--read-only",
+            "iolab's NVMe/TCP target serves read-write only (use --protocol nbd)",
+        ));
+    }
+    crate::engine::nvmetcp::codec::connect_data([0; 16], 0, &args.nqn, "nqn.x")
+        .map_err(|e| usage("--nqn", e.0))?;
+    let mut cfg = NvmeTargetConfig::new(backing, listen(args, 4420)?);
+    cfg.threads = nbd.threads;
+    cfg.subnqn = args.nqn.clone();
+    cfg.delay = nbd.delay;
+    cfg.stamps = nbd.stamps;
+    Ok(cfg)
+}
+
+/// The checked settings of an NBD target.
+pub fn config(args: &ServeArgs, backing: &std::path::Path) -> anyhow::Result<TargetConfig> {
+    let listen = listen(args, 10809)?;
     if !(1..=64).contains(&args.threads) {
         return Err(usage("--threads", "must be 1 to 64"));
     }
@@ -67,7 +112,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         keep: args.keep,
     };
     // Validate everything before creating the scratch file.
-    config(&args, &args.target)?;
+    let proto = protocol(&args)?;
+    match proto {
+        Protocol::Nbd => drop(config(&args, &args.target)?),
+        Protocol::NvmeTcp => drop(nvme_config(&args, &args.target)?),
+    }
     let limit = args
         .time_limit
         .as_deref()
@@ -75,31 +124,57 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .transpose()?
         .map(Duration::from_nanos);
     let backing = dut::prepare(&opts, !args.read_only, None, 1)?;
-    let cfg = config(&args, &backing.path)?;
-    let target = nbd_target::start(&cfg)?;
-    println!(
-        "iolab serve: nbd://{}/ serving {} ({} bytes, {}{}, {} reactor thread{})",
-        target.addr,
-        backing.path.display(),
-        target.export.size,
-        if target.direct {
-            "O_DIRECT"
-        } else {
-            "buffered: the filesystem refuses O_DIRECT"
-        },
-        if cfg.read_only { ", read-only" } else { "" },
-        cfg.threads,
-        if cfg.threads == 1 { "" } else { "s" },
-    );
+    let stop: Box<dyn FnOnce() -> anyhow::Result<()>> = match proto {
+        Protocol::Nbd => {
+            let cfg = config(&args, &backing.path)?;
+            let target = nbd_target::start(&cfg)?;
+            println!(
+                "iolab serve: nbd://{}/ serving {} ({} bytes, {}{}, {})",
+                target.addr,
+                backing.path.display(),
+                target.export.size,
+                direct_io(target.direct),
+                if cfg.read_only { ", read-only" } else { "" },
+                reactors(cfg.threads),
+            );
+            Box::new(move || target.stop())
+        }
+        Protocol::NvmeTcp => {
+            let cfg = nvme_config(&args, &backing.path)?;
+            let target = nvme_target::start(&cfg)?;
+            println!(
+                "iolab serve: {} serving {} ({} bytes in blocks of {}, {}, {})",
+                target.url(),
+                backing.path.display(),
+                target.size,
+                target.block_size,
+                direct_io(target.direct),
+                reactors(cfg.threads),
+            );
+            Box::new(move || target.stop())
+        }
+    };
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let started = std::time::Instant::now();
     while !interrupt::stop_requested() && limit.is_none_or(|l| started.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    target.stop()?;
+    stop()?;
     drop(backing);
     Ok(())
+}
+
+fn direct_io(direct: bool) -> &'static str {
+    if direct {
+        "O_DIRECT"
+    } else {
+        "buffered: the filesystem refuses O_DIRECT"
+    }
+}
+
+fn reactors(n: usize) -> String {
+    format!("{n} reactor thread{}", if n == 1 { "" } else { "s" })
 }
 
 /// Stamps are appended: to a new file, or to an earlier stamps file.

@@ -3,14 +3,16 @@
 //! (`nbd_target`: io_uring, O_DIRECT, per-request stamps) and the stamps
 //! with the unloaded latency breakdown they give (`stamps`), and a
 //! filesystem on a local or remote volume for a database (`volume`), the
-//! kernel's initiators (`kernel`), and the NVMe controller model of the
-//! NVMe/TCP target to come (`nvme_controller`).
+//! kernel's initiators (`kernel`), the NVMe/TCP target (`nvme_target`) on
+//! its controller model (`nvme_controller`), and what both targets share
+//! (`serving`).
 
 pub mod breakdown;
 pub mod kernel;
 pub mod nbd_negotiate;
 pub mod nbd_target;
 pub mod nvme_controller;
+pub mod nvme_target;
 pub mod servers;
 pub mod serving;
 pub mod stamps;

@@ -124,6 +124,21 @@ impl Controller {
         }
     }
 
+    /// The namespace identification descriptor list: one UUID, derived
+    /// from the subsystem NQN (hosts need one to tell namespaces apart).
+    fn ns_descriptors(&self) -> Vec<u8> {
+        let mut page = vec![0u8; identify::IDENTIFY_LEN];
+        page[0] = 0x03; // NIDT: UUID
+        page[1] = 16;
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.subnqn.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        page[4..12].copy_from_slice(&h.to_le_bytes());
+        page[12..20].copy_from_slice(&h.rotate_left(29).to_le_bytes());
+        page
+    }
+
     fn namespace(&self) -> NamespaceId {
         let blocks = self.size / self.block_size as u64;
         NamespaceId {
@@ -142,8 +157,7 @@ impl Controller {
         let Ok((_, cntlid, subnqn, _)) = codec::parse_connect_data(data) else {
             return Err(bad());
         };
-        let qid = u16::from_le_bytes([sqe.0[42], sqe.0[43]]);
-        let sqsize = u16::from_le_bytes([sqe.0[44], sqe.0[45]]);
+        let (qid, sqsize) = (sqe.connect_qid(), sqe.connect_sqsize());
         let wrong_ctrl = qid > 0 && cntlid != self.cntlid;
         if subnqn != self.subnqn
             || wrong_ctrl
@@ -170,6 +184,8 @@ impl Controller {
                     codec::CNS_CONTROLLER => self.identify().encode(),
                     codec::CNS_NAMESPACE if sqe.nsid() == 1 => self.namespace().encode(),
                     codec::CNS_NAMESPACE => return fail(cid, 0, SC_INVALID_NS),
+                    codec::CNS_NS_DESCRIPTORS if sqe.nsid() == 1 => Ok(self.ns_descriptors()),
+                    codec::CNS_NS_DESCRIPTORS => return fail(cid, 0, SC_INVALID_NS),
                     codec::CNS_ACTIVE_NAMESPACES => {
                         Ok(identify::encode_active_namespaces(if sqe.nsid() < 1 {
                             &[1]
@@ -196,6 +212,16 @@ impl Controller {
             }
             codec::OPC_SET_FEATURES => fail(cid, 0, SC_INVALID_FIELD),
             codec::OPC_KEEP_ALIVE => reply(cid, 0),
+            codec::OPC_GET_LOG_PAGE => {
+                // Every log page reads as zeros (no errors, no SMART data
+                // worth reporting): what a host asks for while it attaches.
+                let dwords = (sqe.dword(10) >> 16 | (sqe.dword(11) & 0xFFFF) << 16) as usize + 1;
+                let len = (dwords * 4).min(identify::IDENTIFY_LEN);
+                Action::Reply {
+                    cqe: Cqe::success(cid, 0),
+                    data: vec![0u8; len],
+                }
+            }
             _ => fail(cid, 0, SC_INVALID_OPCODE),
         }
     }

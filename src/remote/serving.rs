@@ -159,4 +159,3 @@ impl Drop for SlotMemory {
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }
-

@@ -61,6 +61,9 @@ pub const FCTYPE_PROPERTY_GET: u8 = 0x04;
 pub const CNS_NAMESPACE: u8 = 0x00;
 pub const CNS_CONTROLLER: u8 = 0x01;
 pub const CNS_ACTIVE_NAMESPACES: u8 = 0x02;
+pub const CNS_NS_DESCRIPTORS: u8 = 0x03;
+/// Get Log Page (admin).
+pub const OPC_GET_LOG_PAGE: u8 = 0x02;
 /// Set Features' feature identifier for the number of I/O queues.
 pub const FID_NUM_QUEUES: u8 = 0x07;
 /// Controller properties (offsets) and their sizes.
@@ -296,7 +299,11 @@ pub fn split_pdu(buf: &[u8], digests: Digests) -> Result<Option<(RawPdu<'_>, usi
     if buf.len() < plen {
         return Ok(None);
     }
-    let ic = matches!(h.pdu_type, PDU_ICREQ | PDU_ICRESP);
+    // ICReq/ICResp and termination requests never carry digests.
+    let ic = matches!(
+        h.pdu_type,
+        PDU_ICREQ | PDU_ICRESP | PDU_H2C_TERM | PDU_C2H_TERM
+    );
     let has_hd = h.flags & FLAG_HDGST != 0;
     let has_dd = h.flags & FLAG_DDGST != 0;
     if !ic && has_hd != digests.header {
@@ -545,6 +552,21 @@ impl Sqe {
         s.0[44..46].copy_from_slice(&sqsize.to_le_bytes());
         s.0[48..52].copy_from_slice(&kato_ms.to_le_bytes());
         s
+    }
+
+    /// Connect's queue ID (0: the admin queue).
+    pub fn connect_qid(&self) -> u16 {
+        le16(&self.0, 42)
+    }
+
+    /// Connect's submission queue size (0's based).
+    pub fn connect_sqsize(&self) -> u16 {
+        le16(&self.0, 44)
+    }
+
+    /// Connect's keep-alive timeout in milliseconds.
+    pub fn connect_kato(&self) -> u32 {
+        le32(&self.0, 48)
     }
 
     /// Property Get of the 4- or 8-byte property at `offset`.

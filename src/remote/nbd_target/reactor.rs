@@ -23,9 +23,9 @@ use std::sync::Arc;
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::Shared;
-use crate::remote::serving::SlotMemory;
 use crate::engine::nbd::codec;
 use crate::measure::clock::mono_now_ns;
+use crate::remote::serving::SlotMemory;
 use crate::remote::stamps::{self, TargetStamp};
 
 /// A connection handed over by the acceptor, its handshake done.

@@ -79,7 +79,7 @@ fn connection(mut s: TcpStream, ctrl: Arc<Mutex<Controller>>, disk: Disk) -> any
         let sqe = codec::parse_capsule(&pdu.raw())?;
         let connect = sqe.opcode() == codec::OPC_FABRICS && sqe.fctype() == codec::FCTYPE_CONNECT;
         if connect {
-            admin = u16::from_le_bytes([sqe.0[42], sqe.0[43]]) == 0;
+            admin = sqe.connect_qid() == 0;
         }
         let action = {
             let mut c = ctrl.lock().unwrap();

@@ -1,0 +1,224 @@
+//! iolab's own NVMe/TCP target (`iolab serve --protocol nvme-tcp`): one
+//! subsystem with one namespace, backed by a file or block device opened
+//! with O_DIRECT (buffered where the filesystem refuses it), served without
+//! discovery to any host by N reactor threads (`reactor.rs`), each with its
+//! own io_uring for sockets and file. The acceptor hands each connection to
+//! the next reactor in turn; the ICReq/ICResp exchange and everything after
+//! it happen on the reactor. Controllers (`remote::nvme_controller`) are
+//! made by an admin queue's Connect and found by I/O queues' Connects in a
+//! registry shared by the reactors (control path only). Every I/O command
+//! can be stamped (`remote::stamps`, as the NBD target does) and every
+//! completion held back by a fabric delay.
+
+mod reactor;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::nvme_controller::{Controller, MDTS};
+use super::serving::{self, backing_size, open_backing};
+
+/// The subsystem NQN `iolab serve --protocol nvme-tcp` uses by default.
+pub const DEFAULT_NQN: &str = "nqn.2025-11.io.iolab:target";
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct NvmeTargetConfig {
+    pub backing: PathBuf,
+    pub listen: SocketAddr,
+    pub threads: usize,
+    pub subnqn: String,
+    /// Hold every completion until its command's arrival plus this.
+    pub delay: Option<Duration>,
+    /// Append every connection's per-command stamps to this file.
+    pub stamps: Option<PathBuf>,
+}
+
+impl NvmeTargetConfig {
+    pub fn new(backing: &Path, listen: SocketAddr) -> NvmeTargetConfig {
+        NvmeTargetConfig {
+            backing: backing.to_path_buf(),
+            listen,
+            threads: 1,
+            subnqn: DEFAULT_NQN.into(),
+            delay: None,
+            stamps: None,
+        }
+    }
+}
+
+/// What every reactor reads, and the controllers they share.
+pub struct Shared {
+    file: File,
+    subnqn: String,
+    /// Namespace size in bytes (whole blocks) and logical block size.
+    size: u64,
+    block_size: u32,
+    delay_ns: Option<u64>,
+    stamps: Option<PathBuf>,
+    stop: AtomicBool,
+    controllers: Mutex<Registry>,
+}
+
+/// The live controllers by controller ID.
+#[derive(Default)]
+struct Registry {
+    next: u16,
+    by_id: HashMap<u16, Controller>,
+}
+
+impl Shared {
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// A new controller (an admin queue's Connect); its ID.
+    fn new_controller(&self) -> Controller {
+        let mut r = self.controllers.lock().expect("registry");
+        r.next = if r.next >= 0xFFEF { 1 } else { r.next + 1 };
+        Controller::new(&self.subnqn, r.next, self.size, self.block_size)
+    }
+
+    fn with_controller<T>(&self, cntlid: u16, f: impl FnOnce(&mut Controller) -> T) -> Option<T> {
+        let mut r = self.controllers.lock().expect("registry");
+        r.by_id.get_mut(&cntlid).map(f)
+    }
+
+    fn insert(&self, c: Controller) {
+        let mut r = self.controllers.lock().expect("registry");
+        r.by_id.insert(c.cntlid, c);
+    }
+
+    fn remove(&self, cntlid: u16) {
+        let mut r = self.controllers.lock().expect("registry");
+        r.by_id.remove(&cntlid);
+    }
+}
+
+/// A running target; dropping it stops it.
+pub struct Target {
+    pub addr: SocketAddr,
+    /// The namespace's size in bytes and its logical block size.
+    pub size: u64,
+    pub block_size: u32,
+    pub direct: bool,
+    shared: Arc<Shared>,
+    wakers: Vec<OwnedFd>,
+    threads: Vec<JoinHandle<std::io::Result<()>>>,
+}
+
+/// Largest transfer one command may ask for (MDTS pages of 4 KiB).
+pub const MAX_TRANSFER: usize = 4096 << MDTS;
+
+/// Open the backing store, bind and start serving.
+pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
+    let (file, direct) = open_backing(&cfg.backing, false)?;
+    let raw =
+        backing_size(&file).with_context(|| format!("cannot size {}", cfg.backing.display()))?;
+    let block_size: u32 = if direct { 4096 } else { 512 };
+    let size = raw / block_size as u64 * block_size as u64;
+    if size == 0 {
+        anyhow::bail!("{} is empty: nothing to serve", cfg.backing.display());
+    }
+    crate::engine::nvmetcp::codec::connect_data([0; 16], 0, &cfg.subnqn, "nqn.x")
+        .map_err(|e| anyhow::anyhow!("--nqn: {e}"))?;
+    let listener = TcpListener::bind(cfg.listen)
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let shared = Arc::new(Shared {
+        file,
+        subnqn: cfg.subnqn.clone(),
+        size,
+        block_size,
+        delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),
+        stamps: cfg.stamps.clone(),
+        stop: AtomicBool::new(false),
+        controllers: Mutex::new(Registry::default()),
+    });
+    let (mut wakers, mut senders, mut threads) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..cfg.threads.max(1) {
+        let waker = serving::waker()?;
+        let (tx, rx) = mpsc::channel();
+        let r = reactor::Reactor::new(shared.clone(), rx, waker.as_raw_fd())
+            .context("cannot set up an io_uring for the target")?;
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("nvme-reactor-{i}"))
+                .spawn(move || r.run())?,
+        );
+        wakers.push(waker);
+        senders.push(tx);
+    }
+    let wake_fds: Vec<i32> = wakers.iter().map(|w| w.as_raw_fd()).collect();
+    let stopping = shared.clone();
+    let mut next = 0;
+    threads.push(
+        std::thread::Builder::new()
+            .name("nvme-accept".into())
+            .spawn(move || {
+                serving::accept_loop(
+                    listener,
+                    move || stopping.stopping(),
+                    |sock, peer| {
+                        if senders[next]
+                            .send(reactor::NewConnection { sock, peer })
+                            .is_ok()
+                        {
+                            serving::wake(wake_fds[next]);
+                        }
+                        next = (next + 1) % senders.len();
+                        Ok(())
+                    },
+                )
+            })?,
+    );
+    Ok(Target {
+        addr,
+        size,
+        block_size,
+        direct,
+        shared,
+        wakers,
+        threads,
+    })
+}
+
+impl Target {
+    /// Stop taking connections, finish what is in flight, close every
+    /// connection (writing its stamps) and join the threads.
+    pub fn stop(mut self) -> anyhow::Result<()> {
+        self.stop_threads()
+    }
+
+    fn stop_threads(&mut self) -> anyhow::Result<()> {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for w in &self.wakers {
+            serving::wake(w.as_raw_fd());
+        }
+        serving::join_all(std::mem::take(&mut self.threads))
+    }
+
+    /// The URL hosts connect to.
+    pub fn url(&self) -> String {
+        format!("nvme-tcp://{}/{}?nsid=1", self.addr, self.shared.subnqn)
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.stop_threads();
+    }
+}
+
+#[cfg(test)]
+mod tests;

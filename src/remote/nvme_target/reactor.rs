@@ -1,0 +1,886 @@
+//! One reactor of iolab's NVMe/TCP target: a thread with one io_uring that
+//! receives PDUs, reads and writes the backing file (O_DIRECT) and sends
+//! PDUs for every connection it was given, and stamps each I/O command
+//! (see `remote::stamps`). Nothing blocks but the ring's wait.
+//!
+//! Per connection: one receive in flight into a byte buffer, out of which
+//! whole PDUs are parsed (ICReq first, then command capsules and H2CData);
+//! a slot per command in flight (an aligned buffer of the largest
+//! transfer; as many as the queue may hold, so a command never waits for
+//! a slot another command of the same queue holds); and one send in
+//! flight of everything encoded since the last one. Admin and Fabrics
+//! commands are answered at once by the controller model; Read, Write and
+//! Flush go to the file: a read's data goes back in one C2HData PDU and
+//! its completion in a CapsuleResp; a write's data comes in the capsule
+//! (up to the in-capsule size) or in H2CData PDUs after an R2T for all of
+//! it. With a fabric delay a completion waits until its command's arrival
+//! plus the delay.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::{Shared, MAX_TRANSFER};
+use crate::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
+use crate::measure::clock::mono_now_ns;
+use crate::remote::nvme_controller::{Action, Controller, QUEUE_ENTRIES};
+use crate::remote::serving::SlotMemory;
+use crate::remote::stamps::{self, TargetStamp};
+
+/// A connection handed over by the acceptor (nothing exchanged yet).
+pub struct NewConnection {
+    pub sock: TcpStream,
+    pub peer: SocketAddr,
+}
+
+const KIND_SHIFT: u32 = 56;
+const CONN_SHIFT: u32 = 24;
+const KIND_RECV: u64 = 1;
+const KIND_FILE: u64 = 2;
+const KIND_SEND: u64 = 3;
+const KIND_WAKE: u64 = 4;
+/// The last stretch of a fabric delay is spun, not slept.
+const SPIN_NS: u64 = 60_000;
+/// Most data per H2CData PDU the target accepts (ICResp's MAXH2CDATA).
+const MAX_H2C: u32 = 128 * 1024;
+/// Status codes for failed file operations: Internal Error (type 0),
+/// Write Fault and Unrecovered Read Error (type 2).
+const SC_INTERNAL: (u8, u8) = (0, 0x06);
+const SC_WRITE_FAULT: (u8, u8) = (2, 0x80);
+const SC_READ_ERROR: (u8, u8) = (2, 0x81);
+/// Connect: Invalid Parameters (type 1).
+const SC_CONNECT_INVALID: (u8, u8) = (1, 0x82);
+/// Fatal error statuses of a termination request.
+const FES_INVALID_HEADER: u16 = 0x01;
+const FES_PDU_SEQUENCE: u16 = 0x02;
+const FES_DATA_RANGE: u16 = 0x04;
+const FES_UNSUPPORTED: u16 = 0x06;
+
+fn user_data(kind: u64, conn: usize, slot: usize) -> u64 {
+    kind << KIND_SHIFT | (conn as u64) << CONN_SHIFT | slot as u64
+}
+
+fn split(ud: u64) -> (u64, usize, usize) {
+    (
+        ud >> KIND_SHIFT,
+        ((ud >> CONN_SHIFT) & 0xff_ffff) as usize,
+        (ud & 0xff_ffff) as usize,
+    )
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Op {
+    #[default]
+    Read,
+    Write,
+    Flush,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    cid: u16,
+    op: Op,
+    offset: u64,
+    len: u32,
+    /// Write data received so far through H2CData (after the R2T).
+    got: u32,
+    /// Waiting for H2CData (an R2T went out).
+    awaiting_data: bool,
+    stamp: TargetStamp,
+}
+
+/// Which queue a connection is, once its Connect succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Queue {
+    /// Before ICReq.
+    New,
+    /// After ICReq, before Connect.
+    Unbound,
+    Admin {
+        cntlid: u16,
+    },
+    Io {
+        qid: u16,
+    },
+}
+
+struct Conn {
+    sock: TcpStream,
+    peer: SocketAddr,
+    digests: Digests,
+    /// The host's data alignment for C2HData (HPDA).
+    hpda: u8,
+    queue: Queue,
+    /// The controller as of the I/O queue's Connect (I/O commands read it
+    /// without a lock).
+    io_ctrl: Option<Controller>,
+    rx: Vec<u8>,
+    rx_start: usize,
+    rx_end: usize,
+    recv_in_flight: bool,
+    arrived_at: u64,
+    closing: bool,
+    shut: bool,
+    /// Encoded PDUs waiting for the next send, and the send in flight.
+    tx: Vec<u8>,
+    tx_out: Vec<u8>,
+    tx_sent: usize,
+    sending: bool,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    memory: SlotMemory,
+    /// Slots whose file operation is in flight or whose completion waits.
+    busy: usize,
+    seq: u64,
+    /// Stamps of completions encoded but not yet handed to a send.
+    unsent: Vec<TargetStamp>,
+    stamps: Vec<TargetStamp>,
+}
+
+impl Conn {
+    fn pdu(&mut self, pdu_type: u8, flags: u8, specific: &[u8], data: &[u8]) {
+        let align = if pdu_type == codec::PDU_C2H_DATA {
+            self.hpda
+        } else {
+            0
+        };
+        codec::frame_into(
+            &mut self.tx,
+            pdu_type,
+            flags,
+            specific,
+            data,
+            self.digests,
+            align,
+        )
+        .expect("PDUs the target builds always frame");
+    }
+
+    fn respond(&mut self, cqe: &Cqe) {
+        self.pdu(codec::PDU_CAPSULE_RESP, 0, &cqe.encode(), &[]);
+    }
+
+    fn c2h(&mut self, cid: u16, data: &[u8]) {
+        let h = DataHeader {
+            cccid: cid,
+            ttag: 0,
+            offset: 0,
+            length: data.len() as u32,
+        };
+        self.pdu(
+            codec::PDU_C2H_DATA,
+            codec::FLAG_LAST_PDU,
+            &codec::encode_data_header(&h),
+            data,
+        );
+    }
+
+    /// End the connection with a C2HTermReq saying why.
+    fn terminate(&mut self, fes: u16, why: &str) {
+        eprintln!("iolab serve: {}: {why}; ending the connection", self.peer);
+        if let Ok(t) = codec::encode_term(codec::PDU_C2H_TERM, fes, 0, &[]) {
+            self.tx.extend_from_slice(&t);
+        }
+        self.closing = true;
+    }
+}
+
+fn failed(cid: u16, (sct, sc): (u8, u8)) -> Cqe {
+    Cqe {
+        status: Cqe::status_of(sct, sc, true),
+        ..Cqe::success(cid, 0)
+    }
+}
+
+pub struct Reactor {
+    ring: IoUring,
+    shared: Arc<Shared>,
+    incoming: Receiver<NewConnection>,
+    wake_fd: RawFd,
+    wake_buf: u64,
+    conns: Vec<Option<Box<Conn>>>,
+    /// (conn, slot) whose file operation the next submit carries.
+    device_pending: Vec<(usize, usize)>,
+    delayed: BinaryHeap<Reverse<(u64, usize, usize, i32)>>,
+    cqes: Vec<(u64, i32)>,
+}
+
+// SAFETY: the buffers the ring's entries point at (receive and send
+// buffers, slot memory) are owned by the connections' boxes, which the
+// reactor owns; it is built on one thread and moved once, before any I/O,
+// to the thread that runs it.
+unsafe impl Send for Reactor {}
+
+impl Reactor {
+    pub fn new(
+        shared: Arc<Shared>,
+        incoming: Receiver<NewConnection>,
+        wake_fd: RawFd,
+    ) -> io::Result<Reactor> {
+        let entries = 1024u32;
+        Ok(Reactor {
+            ring: IoUring::builder()
+                .setup_cqsize(entries * 4)
+                .build(entries)?,
+            shared,
+            incoming,
+            wake_fd,
+            wake_buf: 0,
+            conns: Vec::new(),
+            device_pending: Vec::new(),
+            delayed: BinaryHeap::new(),
+            cqes: Vec::with_capacity(entries as usize * 4),
+        })
+    }
+
+    /// Serve until the target stops and every connection has closed.
+    pub fn run(mut self) -> io::Result<()> {
+        self.push_wake_read()?;
+        let mut stopping = false;
+        loop {
+            if !stopping && self.shared.stopping() {
+                stopping = true;
+                for c in self.conns.iter_mut().flatten() {
+                    c.closing = true;
+                }
+            }
+            self.adopt_new_connections()?;
+            self.release_due(mono_now_ns());
+            for i in 0..self.conns.len() {
+                self.progress(i)?;
+            }
+            if stopping && self.conns.iter().all(Option::is_none) {
+                return Ok(());
+            }
+            self.submit_and_wait()?;
+            let now = mono_now_ns();
+            self.cqes.clear();
+            self.cqes
+                .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+            for k in 0..self.cqes.len() {
+                let (ud, res) = self.cqes[k];
+                self.complete(ud, res, now)?;
+            }
+        }
+    }
+
+    fn submit_and_wait(&mut self) -> io::Result<()> {
+        let now = mono_now_ns();
+        for &(ci, s) in &self.device_pending {
+            if let Some(c) = self.conns[ci].as_mut() {
+                c.slots[s].stamp.device_submit = now;
+            }
+        }
+        self.device_pending.clear();
+        let wait = self
+            .delayed
+            .peek()
+            .map(|Reverse((due, ..))| due.saturating_sub(now));
+        let r = match wait {
+            None => self.ring.submit_and_wait(1),
+            Some(ns) if ns <= SPIN_NS => self.ring.submit(),
+            Some(ns) => {
+                let sleep = ns - SPIN_NS;
+                let ts = types::Timespec::new()
+                    .sec(sleep / 1_000_000_000)
+                    .nsec((sleep % 1_000_000_000) as u32);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        // SAFETY: every buffer an entry points at (slot memory, a
+        // connection's receive or send buffer, the wake-up word) lives
+        // until its completion is reaped.
+        while unsafe { self.ring.submission().push(&e) }.is_err() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    fn push_wake_read(&mut self) -> io::Result<()> {
+        let ptr = std::ptr::addr_of_mut!(self.wake_buf).cast();
+        let e = opcode::Read::new(types::Fd(self.wake_fd), ptr, 8)
+            .build()
+            .user_data(user_data(KIND_WAKE, 0, 0));
+        self.push(e)
+    }
+
+    fn adopt_new_connections(&mut self) -> io::Result<()> {
+        let slots = QUEUE_ENTRIES as usize;
+        while let Ok(n) = self.incoming.try_recv() {
+            let conn = Box::new(Conn {
+                sock: n.sock,
+                peer: n.peer,
+                digests: Digests::default(),
+                hpda: 0,
+                queue: Queue::New,
+                io_ctrl: None,
+                rx: vec![0; 2 * (MAX_TRANSFER + 4096)],
+                rx_start: 0,
+                rx_end: 0,
+                recv_in_flight: false,
+                arrived_at: 0,
+                closing: self.shared.stopping(),
+                shut: false,
+                tx: Vec::with_capacity(64 * 1024),
+                tx_out: Vec::with_capacity(64 * 1024),
+                tx_sent: 0,
+                sending: false,
+                slots: vec![Slot::default(); slots],
+                free: (0..slots).rev().collect(),
+                memory: SlotMemory::new(slots, MAX_TRANSFER)?,
+                busy: 0,
+                seq: 0,
+                unsent: Vec::new(),
+                stamps: Vec::new(),
+            });
+            match self.conns.iter().position(Option::is_none) {
+                Some(i) => self.conns[i] = Some(conn),
+                None => self.conns.push(Some(conn)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Parse what arrived, post the receive and the send a connection
+    /// needs, and close it once it is done.
+    fn progress(&mut self, ci: usize) -> io::Result<()> {
+        if self.conns[ci].is_none() {
+            return Ok(());
+        }
+        self.parse(ci)?;
+        self.post_send(ci)?;
+        let c = self.conns[ci].as_mut().expect("live connection");
+        if !c.closing && !c.recv_in_flight {
+            if c.rx_start > 0 && c.rx.len() - c.rx_end < c.rx.len() / 2 {
+                c.rx.copy_within(c.rx_start..c.rx_end, 0);
+                c.rx_end -= c.rx_start;
+                c.rx_start = 0;
+            }
+            if c.rx_end < c.rx.len() {
+                let room = &mut c.rx[c.rx_end..];
+                let e = opcode::Recv::new(
+                    types::Fd(c.sock.as_raw_fd()),
+                    room.as_mut_ptr(),
+                    room.len() as u32,
+                )
+                .build()
+                .user_data(user_data(KIND_RECV, ci, 0));
+                c.recv_in_flight = true;
+                return self.push(e);
+            }
+        }
+        if c.closing && c.busy == 0 && !c.sending && c.tx.is_empty() {
+            if c.recv_in_flight {
+                // Wakes the receive (it completes with 0); then we close.
+                if !c.shut {
+                    let _ = c.sock.shutdown(Shutdown::Both);
+                    c.shut = true;
+                }
+            } else {
+                self.close(ci);
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, ci: usize) {
+        let mut c = self.conns[ci].take().expect("live connection");
+        if let Queue::Admin { cntlid } = c.queue {
+            self.shared.remove(cntlid);
+        }
+        if let (Some(path), Queue::Io { .. }) = (&self.shared.stamps, c.queue) {
+            c.stamps.sort_unstable_by_key(|s| s.seq);
+            if let Err(e) = stamps::append(path, c.peer, &c.stamps) {
+                eprintln!(
+                    "iolab serve: cannot write stamps to {}: {e}",
+                    path.display()
+                );
+            }
+        }
+    }
+
+    /// Handle every whole PDU received (stopping when a command finds no
+    /// free slot: the host's queue size bounds that).
+    fn parse(&mut self, ci: usize) -> io::Result<()> {
+        loop {
+            let c = self.conns[ci].as_mut().expect("live connection");
+            if c.closing {
+                return Ok(());
+            }
+            let avail = &c.rx[c.rx_start..c.rx_end];
+            let (header, n) = match codec::split_pdu(avail, c.digests) {
+                Ok(Some((p, n))) => (p.header, n),
+                Ok(None) => {
+                    let too_big = avail.len() >= codec::COMMON_HEADER_LEN
+                        && codec::CommonHeader::parse(avail)
+                            .is_ok_and(|h| h.plen as usize > c.rx.len() / 2);
+                    if too_big {
+                        c.terminate(FES_DATA_RANGE, "a PDU larger than any command");
+                    }
+                    return Ok(());
+                }
+                Err(e) => {
+                    let fes = if e.0.contains("digest") {
+                        0x05 // header digest error
+                    } else {
+                        FES_INVALID_HEADER
+                    };
+                    c.terminate(fes, &e.0);
+                    return Ok(());
+                }
+            };
+            let handled = match (header.pdu_type, c.queue) {
+                (codec::PDU_ICREQ, Queue::New) => {
+                    self.icreq(ci, n);
+                    true
+                }
+                (_, Queue::New) | (codec::PDU_ICREQ, _) => {
+                    c.terminate(FES_PDU_SEQUENCE, "ICReq must come first, and once");
+                    true
+                }
+                (codec::PDU_CAPSULE_CMD, _) => self.capsule(ci, n)?,
+                (codec::PDU_H2C_DATA, Queue::Io { .. }) => self.h2c(ci, n)?,
+                (codec::PDU_H2C_TERM, _) => {
+                    c.closing = true;
+                    true
+                }
+                (t, _) => {
+                    c.terminate(
+                        FES_INVALID_HEADER,
+                        &format!("unexpected PDU type 0x{t:02x}"),
+                    );
+                    true
+                }
+            };
+            if !handled {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The PDU of `n` bytes at the start of connection `ci`'s buffer
+    /// (checked by the caller), consumed: its command, if it is a capsule,
+    /// and where its data lies in the receive buffer.
+    fn take_pdu(&mut self, ci: usize, n: usize) -> (Option<Sqe>, usize, usize) {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let start = c.rx_start;
+        let (p, _) = codec::split_pdu(&c.rx[start..start + n], c.digests)
+            .ok()
+            .flatten()
+            .expect("a whole PDU, checked");
+        let sqe = codec::parse_capsule(&p).ok();
+        let data_at = if p.data.is_empty() {
+            start + n
+        } else {
+            p.data.as_ptr() as usize - c.rx.as_ptr() as usize
+        };
+        let data_len = p.data.len();
+        c.rx_start += n;
+        (sqe, data_at, data_len)
+    }
+
+    fn icreq(&mut self, ci: usize, n: usize) {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let parsed = {
+            let (p, _) = codec::split_pdu(&c.rx[c.rx_start..c.rx_start + n], Digests::default())
+                .ok()
+                .flatten()
+                .expect("a whole PDU, checked");
+            codec::parse_ic(&p)
+        };
+        c.rx_start += n;
+        let req = match parsed {
+            Ok(r) if r.pfv == 0 => r,
+            Ok(_) => return c.terminate(FES_UNSUPPORTED, "PDU format version other than 0"),
+            Err(e) => return c.terminate(FES_INVALID_HEADER, &e.0),
+        };
+        let resp = Ic {
+            pfv: 0,
+            align: 0,
+            digests: req.digests,
+            max: MAX_H2C,
+        };
+        match codec::encode_ic(codec::PDU_ICRESP, &resp) {
+            Ok(b) => c.tx.extend_from_slice(&b),
+            Err(e) => return c.terminate(FES_INVALID_HEADER, &e.0),
+        }
+        c.digests = req.digests;
+        c.hpda = req.align;
+        c.queue = Queue::Unbound;
+    }
+
+    /// A command capsule; false when it must wait for a free slot.
+    fn capsule(&mut self, ci: usize, n: usize) -> io::Result<bool> {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let io_queue = matches!(c.queue, Queue::Io { .. });
+        if io_queue && c.free.is_empty() {
+            return Ok(false);
+        }
+        let arrival = c.arrived_at;
+        let (sqe, data_at, data_len) = self.take_pdu(ci, n);
+        let Some(sqe) = sqe else {
+            let c = self.conns[ci].as_mut().expect("live connection");
+            c.terminate(FES_INVALID_HEADER, "a command capsule without a command");
+            return Ok(true);
+        };
+        let c = self.conns[ci].as_mut().expect("live connection");
+        if sqe.opcode() == codec::OPC_FABRICS && sqe.fctype() == codec::FCTYPE_CONNECT {
+            let data = c.rx[data_at..data_at + data_len].to_vec();
+            self.connect(ci, &sqe, &data);
+            return Ok(true);
+        }
+        match c.queue {
+            Queue::Admin { cntlid } => {
+                let data = c.rx[data_at..data_at + data_len].to_vec();
+                let action = self
+                    .shared
+                    .with_controller(cntlid, |ctrl| ctrl.admin(&sqe, &data));
+                let c = self.conns[ci].as_mut().expect("live connection");
+                match action {
+                    Some(Action::Reply { cqe, data }) => {
+                        if !data.is_empty() && cqe.ok() {
+                            c.c2h(cqe.cid, &data);
+                        }
+                        c.respond(&cqe);
+                    }
+                    _ => c.respond(&failed(sqe.cid(), SC_INTERNAL)),
+                }
+                Ok(true)
+            }
+            Queue::Io { .. } => {
+                self.io_command(ci, &sqe, arrival, data_at, data_len)?;
+                Ok(true)
+            }
+            _ => {
+                c.respond(&failed(sqe.cid(), SC_CONNECT_INVALID));
+                Ok(true)
+            }
+        }
+    }
+
+    /// Fabrics Connect: a new controller for an admin queue, or an I/O
+    /// queue of the controller its data names.
+    fn connect(&mut self, ci: usize, sqe: &Sqe, data: &[u8]) {
+        let qid = sqe.connect_qid();
+        let c = self.conns[ci].as_mut().expect("live connection");
+        if c.queue != Queue::Unbound {
+            return c.respond(&failed(sqe.cid(), SC_CONNECT_INVALID));
+        }
+        if qid == 0 {
+            let mut ctrl = self.shared.new_controller();
+            let action = ctrl.admin(sqe, data);
+            let cntlid = ctrl.cntlid;
+            if let Action::Reply { cqe, .. } = &action {
+                if cqe.ok() {
+                    self.shared.insert(ctrl);
+                    c.queue = Queue::Admin { cntlid };
+                }
+                c.respond(cqe);
+            }
+            return;
+        }
+        let cntlid = codec::parse_connect_data(data)
+            .map(|(_, id, _, _)| id)
+            .unwrap_or(0);
+        let outcome = self
+            .shared
+            .with_controller(cntlid, |ctrl| (ctrl.admin(sqe, data), ctrl.clone()));
+        match outcome {
+            Some((Action::Reply { cqe, .. }, ctrl)) => {
+                if cqe.ok() {
+                    c.queue = Queue::Io { qid };
+                    c.io_ctrl = Some(ctrl);
+                }
+                c.respond(&cqe);
+            }
+            _ => c.respond(&failed(sqe.cid(), SC_CONNECT_INVALID)),
+        }
+    }
+
+    /// Read, Write or Flush on an I/O queue (a slot is free).
+    fn io_command(
+        &mut self,
+        ci: usize,
+        sqe: &Sqe,
+        arrival: u64,
+        data_at: usize,
+        data_len: usize,
+    ) -> io::Result<()> {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let action = match &c.io_ctrl {
+            Some(ctrl) => ctrl.io(sqe),
+            None => Action::Reply {
+                cqe: failed(sqe.cid(), SC_INTERNAL),
+                data: Vec::new(),
+            },
+        };
+        let (cid, op, offset, len) = match action {
+            Action::Reply { cqe, .. } => {
+                c.respond(&cqe);
+                return Ok(());
+            }
+            Action::Read { cid, offset, len } => (cid, Op::Read, offset, len),
+            Action::Write { cid, offset, len } => (cid, Op::Write, offset, len),
+            Action::Flush { cid } => (cid, Op::Flush, 0, 0),
+        };
+        let s = c.free.pop().expect("checked by the caller");
+        c.busy += 1;
+        c.slots[s] = Slot {
+            cid,
+            op,
+            offset,
+            len,
+            got: 0,
+            awaiting_data: false,
+            stamp: TargetStamp {
+                seq: c.seq,
+                arrival,
+                ..Default::default()
+            },
+        };
+        c.seq += 1;
+        if op == Op::Write {
+            if data_len == 0 {
+                // All of it through H2CData: one R2T, the slot is its tag.
+                c.slots[s].awaiting_data = true;
+                let r2t = DataHeader {
+                    cccid: cid,
+                    ttag: s as u16,
+                    offset: 0,
+                    length: len,
+                };
+                c.pdu(codec::PDU_R2T, 0, &codec::encode_data_header(&r2t), &[]);
+                return Ok(());
+            }
+            if data_len != len as usize {
+                return self.finish(ci, s, -libc::EINVAL, arrival);
+            }
+            let (rx, memory) = (&c.rx, &mut c.memory);
+            memory
+                .slot(s, data_len)
+                .copy_from_slice(&rx[data_at..data_at + data_len]);
+        }
+        self.start_file(ci, s)
+    }
+
+    /// H2CData for a write that got an R2T (always handled: true).
+    fn h2c(&mut self, ci: usize, n: usize) -> io::Result<bool> {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let parsed = codec::split_pdu(&c.rx[c.rx_start..c.rx_start + n], c.digests)
+            .ok()
+            .flatten()
+            .map(|(p, _)| (codec::parse_data_header(&p), p.header.flags));
+        let (header, flags) = match parsed {
+            Some((Ok(h), flags)) => (h, flags),
+            Some((Err(e), _)) => {
+                c.terminate(FES_INVALID_HEADER, &e.0);
+                return Ok(true);
+            }
+            None => unreachable!("a whole PDU, checked"),
+        };
+        let (_, data_at, data_len) = self.take_pdu(ci, n);
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let h = header;
+        let s = h.ttag as usize;
+        let ok = s < c.slots.len()
+            && c.slots[s].awaiting_data
+            && c.slots[s].cid == h.cccid
+            && h.offset == c.slots[s].got
+            && h.length as usize == data_len
+            && h.length <= MAX_H2C
+            && h.offset as u64 + h.length as u64 <= c.slots[s].len as u64;
+        if !ok {
+            c.terminate(FES_DATA_RANGE, "H2CData that no R2T asked for");
+            return Ok(true);
+        }
+        let at = h.offset as usize;
+        let (rx, memory) = (&c.rx, &mut c.memory);
+        memory.slot(s, at + data_len)[at..].copy_from_slice(&rx[data_at..data_at + data_len]);
+        c.slots[s].got += h.length;
+        let last = flags & codec::FLAG_LAST_PDU != 0;
+        if c.slots[s].got == c.slots[s].len {
+            c.slots[s].awaiting_data = false;
+            self.start_file(ci, s)?;
+        } else if last {
+            c.terminate(FES_DATA_RANGE, "the last H2CData PDU before all the data");
+        }
+        Ok(true)
+    }
+
+    fn start_file(&mut self, ci: usize, s: usize) -> io::Result<()> {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let sl = c.slots[s];
+        let fd = types::Fd(self.shared.file.as_raw_fd());
+        let e = match sl.op {
+            Op::Read => {
+                let buf = c.memory.slot(s, sl.len as usize).as_mut_ptr();
+                opcode::Read::new(fd, buf, sl.len).offset(sl.offset).build()
+            }
+            Op::Write => {
+                let buf = c.memory.slot(s, sl.len as usize).as_ptr();
+                opcode::Write::new(fd, buf, sl.len)
+                    .offset(sl.offset)
+                    .build()
+            }
+            Op::Flush => opcode::Fsync::new(fd).build(),
+        };
+        self.device_pending.push((ci, s));
+        self.push(e.user_data(user_data(KIND_FILE, ci, s)))
+    }
+
+    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
+        let (kind, ci, s) = split(ud);
+        match kind {
+            KIND_WAKE => {
+                if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
+                    return Err(io::Error::from_raw_os_error(-res));
+                }
+                self.push_wake_read()
+            }
+            KIND_RECV => {
+                let c = self.conns[ci].as_mut().expect("live connection");
+                c.recv_in_flight = false;
+                if res <= 0 {
+                    c.closing = true;
+                } else {
+                    c.rx_end += res as usize;
+                    c.arrived_at = now;
+                }
+                Ok(())
+            }
+            KIND_FILE => {
+                let c = self.conns[ci].as_ref().expect("live connection");
+                let sl = &c.slots[s];
+                let short = sl.op != Op::Flush && res >= 0 && res as u32 != sl.len;
+                self.finish(ci, s, if short { -libc::EIO } else { res }, now)
+            }
+            KIND_SEND => {
+                self.sent(ci, res);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A command's outcome is known: its completion (and a read's data)
+    /// is encoded now, or when its fabric delay is over.
+    fn finish(&mut self, ci: usize, s: usize, res: i32, now: u64) -> io::Result<()> {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let st = &mut c.slots[s].stamp;
+        st.device_complete = now;
+        if st.device_submit == 0 {
+            st.device_submit = now;
+        }
+        match self.shared.delay_ns {
+            Some(d) if st.arrival + d > now => {
+                self.delayed.push(Reverse((st.arrival + d, ci, s, res)));
+            }
+            _ => self.encode_completion(ci, s, res),
+        }
+        Ok(())
+    }
+
+    fn encode_completion(&mut self, ci: usize, s: usize, res: i32) {
+        let Some(c) = self.conns[ci].as_mut() else {
+            return;
+        };
+        let sl = c.slots[s];
+        if res >= 0 {
+            if sl.op == Op::Read {
+                let memory = c.memory.slot_ptr(s);
+                // SAFETY: the slot's memory holds the read's `len` bytes and
+                // is not touched until the slot is freed below.
+                let data = unsafe { std::slice::from_raw_parts(memory, sl.len as usize) };
+                c.c2h(sl.cid, data);
+            }
+            c.respond(&Cqe::success(sl.cid, 0));
+        } else {
+            let status = match (res, sl.op) {
+                (r, _) if r == -libc::EINVAL => (0, 0x02),
+                (_, Op::Read) => SC_READ_ERROR,
+                (_, Op::Write) => SC_WRITE_FAULT,
+                (_, Op::Flush) => SC_INTERNAL,
+            };
+            c.respond(&failed(sl.cid, status));
+        }
+        if self.shared.stamps.is_some() && c.unsent.len() < stamps::MAX_STAMPS_PER_CONNECTION {
+            c.unsent.push(sl.stamp);
+        }
+        c.busy -= 1;
+        c.free.push(s);
+    }
+
+    fn release_due(&mut self, now: u64) {
+        while let Some(&Reverse((due, ci, s, res))) = self.delayed.peek() {
+            if due > now {
+                break;
+            }
+            self.delayed.pop();
+            self.encode_completion(ci, s, res);
+        }
+    }
+
+    /// Send everything encoded since the last send (one send in flight).
+    fn post_send(&mut self, ci: usize) -> io::Result<()> {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        if c.sending || c.tx.is_empty() {
+            return Ok(());
+        }
+        std::mem::swap(&mut c.tx, &mut c.tx_out);
+        c.tx_sent = 0;
+        let now = mono_now_ns();
+        for mut st in c.unsent.drain(..) {
+            st.reply_send = now;
+            c.stamps.push(st);
+        }
+        self.push_send(ci)
+    }
+
+    fn push_send(&mut self, ci: usize) -> io::Result<()> {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let rest = &c.tx_out[c.tx_sent..];
+        let e = opcode::Send::new(
+            types::Fd(c.sock.as_raw_fd()),
+            rest.as_ptr(),
+            rest.len() as u32,
+        )
+        .flags(libc::MSG_NOSIGNAL)
+        .build()
+        .user_data(user_data(KIND_SEND, ci, 0));
+        c.sending = true;
+        self.push(e)
+    }
+
+    fn sent(&mut self, ci: usize, res: i32) {
+        let c = self.conns[ci].as_mut().expect("live connection");
+        c.sending = false;
+        if res < 0 {
+            // The host is gone: drop what was to be sent.
+            c.closing = true;
+            c.tx_out.clear();
+            c.tx.clear();
+            return;
+        }
+        c.tx_sent += res as usize;
+        if c.tx_sent < c.tx_out.len() {
+            let _ = self.push_send(ci);
+        } else {
+            c.tx_out.clear();
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! iolab's NVMe/TCP target on loopback, driven by the initiator's control
+//! path (`engine::nvmetcp::handshake`, one command at a time): identify,
+//! data both ways (in the capsule, through R2T and H2CData, C2HData back),
+//! flush, errors as statuses, digests, several queues on several reactors,
+//! refused Connects, a malformed PDU ended with a termination request
+//! while other connections go on, and the stamps file. The pipelined engine
+//! against this target is tested through the CLI (tests/engines_nvmetcp.rs).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use super::*;
+use crate::engine::nvmetcp::codec::{self, Digests, Sqe};
+use crate::engine::nvmetcp::handshake::{connect_admin, connect_io, Params, Queue};
+
+fn serving(threads: usize, stamps: Option<PathBuf>) -> (tempfile::TempDir, Target) {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let file = dir.path().join("disk");
+    std::fs::write(&file, vec![0u8; 8 << 20]).unwrap();
+    let mut cfg = NvmeTargetConfig::new(&file, "127.0.0.1:0".parse().unwrap());
+    cfg.threads = threads;
+    cfg.stamps = stamps;
+    let t = start(&cfg).unwrap();
+    (dir, t)
+}
+
+fn params(digests: Digests) -> Params {
+    Params {
+        subnqn: DEFAULT_NQN.into(),
+        hostnqn: "nqn.2025-11.io.iolab:test-host".into(),
+        hostid: [3; 16],
+        nsid: 1,
+        digests,
+        queue_size: 32,
+        kato_ms: 0,
+    }
+}
+
+fn pattern(n: usize, k: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(13).wrapping_add(k))
+        .collect()
+}
+
+fn write(q: &mut Queue, lba: u64, data: &[u8], in_capsule: bool) {
+    let cid = q.next_cid();
+    let n = data.len() as u32;
+    q.command(
+        &Sqe::write(cid, 1, lba, n / 4096, n, in_capsule),
+        data,
+        &mut Vec::new(),
+    )
+    .unwrap();
+}
+
+fn read(q: &mut Queue, lba: u64, n: u32) -> anyhow::Result<Vec<u8>> {
+    let mut got = Vec::new();
+    let cid = q.next_cid();
+    q.command(&Sqe::read(cid, 1, lba, n.div_ceil(4096), n), &[], &mut got)?;
+    Ok(got)
+}
+
+fn round_trip(addr: &str, digests: Digests) {
+    let p = params(digests);
+    let (_admin, info) = connect_admin(addr, &p).unwrap();
+    assert_eq!((info.ns.bytes(), info.ns.block_size), (8 << 20, 4096));
+    assert_eq!(info.id.subnqn, DEFAULT_NQN);
+    let mut q = connect_io(addr, &p, &info, 1).unwrap();
+    assert_eq!(q.digests, digests);
+    let small = pattern(4096, 1);
+    write(&mut q, 2, &small, true);
+    // 1 MiB: one R2T, answered in H2CData PDUs of at most MAXH2CDATA.
+    let big = pattern(1 << 20, 2);
+    write(&mut q, 256, &big, false);
+    assert_eq!(read(&mut q, 2, 4096).unwrap(), small);
+    assert_eq!(read(&mut q, 256, 1 << 20).unwrap(), big);
+    let cid = q.next_cid();
+    q.command(&Sqe::flush(cid, 1), &[], &mut Vec::new())
+        .unwrap();
+    let e = read(&mut q, info.ns.nsze, 4096).unwrap_err();
+    assert!(format!("{e:#}").contains("LBA Out of Range"), "{e:#}");
+}
+
+#[test]
+fn data_round_trips_with_and_without_digests() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    round_trip(&addr, Digests::default());
+    round_trip(
+        &addr,
+        Digests {
+            header: true,
+            data: true,
+        },
+    );
+    t.stop().unwrap();
+}
+
+#[test]
+fn queues_on_two_reactors_see_each_others_writes() {
+    let (_d, t) = serving(2, None);
+    let addr = t.addr.to_string();
+    let p = params(Digests::default());
+    let (_admin, info) = connect_admin(&addr, &p).unwrap();
+    let mut a = connect_io(&addr, &p, &info, 1).unwrap();
+    let mut b = connect_io(&addr, &p, &info, 2).unwrap();
+    let data = pattern(8192, 7);
+    write(&mut a, 10, &data, true);
+    assert_eq!(read(&mut b, 10, 8192).unwrap(), data);
+    t.stop().unwrap();
+}
+
+#[test]
+fn connects_to_unknown_controllers_or_subsystems_are_refused() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let p = params(Digests::default());
+    let (_admin, mut info) = connect_admin(&addr, &p).unwrap();
+    info.cntlid = info.cntlid.wrapping_add(100);
+    let e = connect_io(&addr, &p, &info, 1).err().unwrap();
+    assert!(
+        format!("{e:#}").contains("Connect: Invalid Parameters"),
+        "{e:#}"
+    );
+    let mut other = params(Digests::default());
+    other.subnqn = "nqn.2025-11.io.iolab:nosuch".into();
+    let e = connect_admin(&addr, &other).err().unwrap();
+    assert!(
+        format!("{e:#}").contains("Connect: Invalid Parameters"),
+        "{e:#}"
+    );
+    t.stop().unwrap();
+}
+
+#[test]
+fn a_malformed_pdu_ends_only_its_connection() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    // A PDU of an unknown type instead of ICReq.
+    s.write_all(&[0x7e, 0, 8, 0, 8, 0, 0, 0]).unwrap();
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).unwrap();
+    assert_eq!(back.first(), Some(&codec::PDU_C2H_TERM), "{back:?}");
+    round_trip(&addr, Digests::default());
+    t.stop().unwrap();
+}
+
+#[test]
+fn io_commands_are_stamped_when_the_queue_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let stamps = dir.path().join("stamps.txt");
+    let (_d, t) = serving(1, Some(stamps.clone()));
+    let addr = t.addr.to_string();
+    let p = params(Digests::default());
+    let (_admin, info) = connect_admin(&addr, &p).unwrap();
+    let mut q = connect_io(&addr, &p, &info, 1).unwrap();
+    for k in 0..5 {
+        read(&mut q, k, 4096).unwrap();
+    }
+    drop(q);
+    t.stop().unwrap();
+    let text = std::fs::read_to_string(&stamps).unwrap();
+    let blocks = crate::remote::stamps::blocks(&text);
+    assert_eq!(blocks.len(), 1, "the I/O queue only: {text}");
+    assert_eq!(blocks[0].len(), 5);
+    for s in &blocks[0] {
+        assert!(s.arrival <= s.device_submit && s.device_submit <= s.device_complete);
+        assert!(s.device_complete <= s.reply_send, "{s:?}");
+    }
+}
