@@ -202,7 +202,7 @@ fn remote(data: &Path, out: &Path, state: &Path, extra: &[&str]) -> Command {
 #[test]
 fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     let (data, out, state) = (workdir(), workdir(), workdir());
-    let mut transports = "das,iolab".to_string();
+    let mut transports = "das,iolab,nvme-tcp".to_string();
     if have("nbdkit") {
         transports.push_str(",nbdkit-memory");
     } else {
@@ -263,6 +263,8 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
         }
         let engine = if t.starts_with("iscsi") {
             "iscsi"
+        } else if t.starts_with("nvme-tcp") {
+            "nvme-tcp"
         } else {
             "nbd"
         };
@@ -305,23 +307,25 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
         assert!(row["iops_vs_das"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["target_cpu_us_per_io"].as_f64().unwrap() > 0.0, "{row}");
     }
-    let b = &r["extra"]["remote"]["breakdown"]["nbd-iolab"];
-    assert_eq!(b["requests"], 270, "{b} {}", r["warnings"]);
-    let sum: f64 = [
-        "initiator_ns",
-        "fabric_out_ns",
-        "target_ns",
-        "device_ns",
-        "fabric_back_ns",
-    ]
-    .iter()
-    .map(|k| b[k].as_f64().unwrap())
-    .sum();
-    let lat = b["latency_ns"].as_f64().unwrap();
-    assert!(
-        (sum - lat).abs() < 1.0 && b["device_ns"].as_f64().unwrap() > 0.0,
-        "{b}"
-    );
+    for own in ["nbd-iolab", "nvme-tcp-iolab"] {
+        let b = &r["extra"]["remote"]["breakdown"][own];
+        assert_eq!(b["requests"], 270, "{own}: {b} {}", r["warnings"]);
+        let sum: f64 = [
+            "initiator_ns",
+            "fabric_out_ns",
+            "target_ns",
+            "device_ns",
+            "fabric_back_ns",
+        ]
+        .iter()
+        .map(|k| b[k].as_f64().unwrap())
+        .sum();
+        let lat = b["latency_ns"].as_f64().unwrap();
+        assert!(
+            (sum - lat).abs() < 1.0 && b["device_ns"].as_f64().unwrap() > 0.0,
+            "{own}: {b}"
+        );
+    }
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
     for title in [
         "Local vs remote",
@@ -534,7 +538,7 @@ fn loopback_is_said_and_works() {
 /// nothing iolab set up is left.
 #[test]
 fn interrupts_at_random_points_leave_nothing() {
-    let mut transports = "das,iolab".to_string();
+    let mut transports = "das,iolab,nvme-tcp".to_string();
     if have("qemu-nbd") {
         transports.push_str(",qemu-nbd");
     }

@@ -8,6 +8,8 @@ use clap::Args;
 #[command(after_help = "EXAMPLES:
   iolab remote -t /var/tmp                      DAS vs iolab's NBD target vs qemu-nbd vs nbdkit, 4k random mixes at QD 1 and 32
   iolab remote -t /var/tmp --transports das,iolab --mixes 100 --qd 1,8,32
+  iolab remote -t /var/tmp --transports das,iolab,nvme-tcp,tgtd --mixes 100 --qd 1,32
+                                                DAS vs NBD vs NVMe/TCP (iolab's initiator and target) vs iSCSI
   iolab remote -t /var/tmp --transports das,iolab --target-threads 1,2 --jobs 2
                                                 target CPU and IOPS vs the target's reactor threads
   iolab remote -t /var/tmp --fabric-rate 1gbit  a 1 Gbit/s link (tbf on the veth pair)
@@ -33,8 +35,9 @@ pub struct RemoteArgs {
     /// Size of the scratch file
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub size: String,
-    /// Transports to compare: das, iolab, nbdkit-file, nbdkit-memory,
-    /// qemu-nbd, tgtd (iSCSI), nvme-tcp-kernel (the kernel's nvmet and
+    /// Transports to compare: das, iolab (iolab's NBD target), nbdkit-file,
+    /// nbdkit-memory, qemu-nbd, tgtd (iSCSI), nvme-tcp (iolab's NVMe/TCP
+    /// target and initiator), nvme-tcp-kernel (the kernel's nvmet and
     /// nvme-tcp, where the kernel has them)
     #[arg(
         long,
@@ -65,11 +68,11 @@ pub struct RemoteArgs {
     /// --qd); none to skip
     #[arg(long, value_name = "LIST", default_value = "10,30,50,70,90")]
     pub rates: String,
-    /// Reactor threads of iolab's own target; one run of the iolab
-    /// transport per value
+    /// Reactor threads of iolab's own targets; one run of the iolab and
+    /// nvme-tcp transports per value
     #[arg(long, value_name = "LIST", default_value = "1")]
     pub target_threads: String,
-    /// Requests in the unloaded latency breakdown over iolab's target (0: none)
+    /// Requests in the unloaded latency breakdown over iolab's targets (0: none)
     #[arg(long, value_name = "N", default_value_t = 2000)]
     pub breakdown: usize,
     /// Link bandwidth (tc tbf on both ends of the veth pair), e.g. 1gbit, 500mbit

@@ -86,6 +86,10 @@ pub struct RemoteExport {
     /// Requests must be multiples of this many bytes, and at most `max_block`.
     pub min_block: u32,
     pub max_block: u32,
+    /// Requests in flight per connection at most (NVMe/TCP: the queue's
+    /// entries, less the flush slot and the one a full queue keeps free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_depth: Option<u32>,
     /// The server's other facts, in words (flags, block sizes, reply style).
     pub detail: String,
 }

@@ -279,6 +279,7 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 multi_conn: i.can_multi_conn(),
                 min_block: i.min_block,
                 max_block: i.max_block,
+                max_depth: None,
                 detail: format!(
                     "NBD flags {:#06x}, {} replies, block sizes {}/{}/{} (min/preferred/max)",
                     i.flags,
@@ -297,6 +298,7 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 multi_conn: true,
                 min_block: i.block_len,
                 max_block: 32 << 20,
+                max_depth: None,
                 detail: format!(
                     "SCSI LUN of {} blocks of {} bytes (READ CAPACITY 16), through libiscsi",
                     i.size / i.block_len as u64,
@@ -313,6 +315,8 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 multi_conn: true,
                 min_block: i.ns.block_size,
                 max_block: max,
+                // The engine's queue holds --qd requests, a flush and one free entry.
+                max_depth: Some((i.cap.mqes as u32 + 1).saturating_sub(2)),
                 detail: format!(
                     "NVMe namespace of {} blocks of {} bytes; controller {} {} (firmware {}), {} I/O queues of up to {} entries, {} bytes of in-capsule data{}",
                     i.ns.nsze,

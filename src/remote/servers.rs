@@ -1,9 +1,11 @@
 //! The transports `iolab remote` compares and the servers behind them,
 //! started on the target host with their backing store the scratch file on
-//! the storage under test: iolab's own NBD target (O_DIRECT, io_uring),
-//! nbdkit's file plugin (buffered) and memory plugin (RAM, the protocol's
-//! own cost), qemu-nbd (O_DIRECT through --cache=none, io_uring). `das` is
-//! the same file used locally: the baseline.
+//! the storage under test: iolab's own NBD and NVMe/TCP targets (O_DIRECT,
+//! io_uring), nbdkit's file plugin (buffered) and memory plugin (RAM, the
+//! protocol's own cost), qemu-nbd (O_DIRECT through --cache=none,
+//! io_uring), tgtd (iSCSI). `das` is the same file used locally: the
+//! baseline; `nvme-tcp-kernel` (the kernel's nvmet and nvme-tcp) has no
+//! server process and is set up by `commands::remote_kernel`.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};

@@ -243,6 +243,12 @@ fn check_engine_fits_target(spec: &JobSpec, target: &Target) -> anyhow::Result<(
         (Some(ep), Opens::Remote(t)) if t == ep.transport => {
             if let Some(e) = &target.export {
                 check_block_sizes(spec, ep, e.min_block, e.max_block)?;
+                if let Some(max) = e.max_depth.filter(|&m| spec.qd > m) {
+                    return Err(usage(
+                        "--qd",
+                        format!("{ep}: the controller's queues take {max} requests in flight at most; --qd {} is more", spec.qd),
+                    ));
+                }
             }
             let multi_conn = target.export.as_ref().is_none_or(|e| e.multi_conn);
             if spec.jobs > 1 && spec.writes() && !multi_conn {
