@@ -84,3 +84,32 @@ fn every_chart_has_its_points() {
         }
     }
 }
+
+/// NVMe/TCP joins DAS and NBD in every chart of the remote sections of a
+/// real `iolab remote` run (its database is skipped on this kernel, so the
+/// database section has DAS and NBD only), and has its own load-latency
+/// curve (one chart per transport).
+#[test]
+fn nvme_tcp_is_in_every_remote_chart() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let r = Results::read(&root.join("remote-nbd.json"))
+        .unwrap()
+        .with_analysis();
+    let (mut seen, mut curve) = (0, false);
+    for s in charts::sections(&r) {
+        if s.id == "load-latency" {
+            curve |= s.svgs.iter().any(|svg| svg.contains("nvme-tcp-iolab"));
+            continue;
+        }
+        if !s.id.starts_with("remote") || s.id == "remote-db" {
+            continue;
+        }
+        for svg in &s.svgs {
+            assert!(svg.contains("nvme-tcp-iolab"), "{}: no NVMe/TCP", s.id);
+            assert!(svg.contains("nbd-iolab"), "{}: no NBD", s.id);
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3, "only {seen} remote charts");
+    assert!(curve, "no load-latency curve of NVMe/TCP");
+}
