@@ -1,7 +1,6 @@
 //! The kernel's initiators where the kernel has them: iolab itself runs
-//! inside Debian's Linux under qemu. `iolab remote --transports
-//! nvme-tcp-kernel`
-//! (`scripts/linux-vm.sh exec`), sets up nvmet through configfs, connects
+//! inside Debian's Linux under qemu (`scripts/linux-vm.sh exec`).
+//! `iolab remote --transports nvme-tcp-kernel` sets up nvmet through configfs, connects
 //! the kernel's initiator through /dev/nvme-fabrics, runs the jobs on
 //! /dev/nvmeXnY next to DAS and a RocksDB on ext4 on it, and takes
 //! everything down; then a run killed
@@ -9,7 +8,9 @@
 //! and the next iolab start removes them. And `iolab remote --transports
 //! iolab --db` puts the database of an NBD transport on /dev/nbdN through
 //! the kernel's NBD client (iolab's handshake, then the socket handed to
-//! the kernel). Functional only (emulated CPU): no timings.
+//! the kernel), and `--transports nvme-tcp --db` the database of iolab's
+//! NVMe/TCP target on the kernel initiator's /dev/nvmeXnY. Functional
+//! only (emulated CPU): no timings.
 
 mod common;
 
@@ -34,6 +35,14 @@ left IOLAB-KILLED
 /iolab remote -t /tmp --transports das --dry-run > /dev/null 2>/tmp/sweep
 cat /tmp/sweep
 left IOLAB-SWEPT
+/iolab remote -t /tmp $R --transports iolab --runtime 200ms --db 4k --db-num 300 --db-ops 300 -o /tmp/nbd
+echo "IOLAB-NBD-EXIT $?"
+echo IOLAB-NBD-BEGIN; cat /tmp/nbd/results.json; echo IOLAB-NBD-END
+echo "IOLAB-NBD-LEFT [$(cat /sys/block/nbd*/pid 2>/dev/null)]"
+/iolab remote -t /tmp $R --transports nvme-tcp --runtime 200ms --db 4k --db-num 300 --db-ops 300 -o /tmp/nvme
+echo "IOLAB-NVME-EXIT $?"
+echo IOLAB-NVME-BEGIN; cat /tmp/nvme/results.json; echo IOLAB-NVME-END
+left IOLAB-NVME-LEFT
 "#;
 
 fn field<'a>(console: &'a str, tag: &str) -> &'a str {
@@ -107,4 +116,55 @@ fn the_kernel_path_runs_and_leaves_nothing() {
             && console.contains("removed NVMe/TCP controller"),
         "{console}"
     );
+    database_on(
+        &console,
+        "NBD",
+        "nbd-iolab",
+        "/dev/nbd",
+        "the kernel's NBD client",
+    );
+    assert_eq!(
+        field(&console, "IOLAB-NBD-LEFT"),
+        "IOLAB-NBD-LEFT []",
+        "{console}"
+    );
+    database_on(
+        &console,
+        "NVME",
+        "nvme-tcp-iolab",
+        "/dev/nvme",
+        "the kernel's NVMe/TCP initiator",
+    );
+    assert!(
+        field(&console, "IOLAB-NVME-LEFT").ends_with("controllers=[]"),
+        "{console}"
+    );
+}
+
+/// The run tagged `tag` put transport `label`'s database (fillseq and
+/// readrandomwriterandom) on a `device` through `client`.
+fn database_on(console: &str, tag: &str, label: &str, device: &str, client: &str) {
+    let exit = field(console, &format!("IOLAB-{tag}-EXIT"));
+    assert!(exit.ends_with(" 0"), "{exit}: {console}");
+    let json = vm::between(
+        console,
+        &format!("IOLAB-{tag}-BEGIN"),
+        &format!("IOLAB-{tag}-END"),
+    )
+    .unwrap_or_else(|| panic!("{console}"));
+    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let db = &r["extra"]["remote"]["db"];
+    let volume = db["volumes"][label].as_str().unwrap_or_default();
+    assert!(
+        volume.contains(device) && volume.contains(client),
+        "{label}: {db} {}",
+        r["warnings"]
+    );
+    let n = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["params"]["transport"] == label && p["params"]["role"] == "db")
+        .count();
+    assert_eq!(n, 2, "{label}: {}", r["warnings"]);
 }

@@ -48,10 +48,21 @@ pub fn unavailable(kind: VolumeKind) -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("loop devices and mounts need root".into());
     }
-    if kind != VolumeKind::Block && !Path::new("/dev/loop-control").exists() {
+    // A loop device for the local file, and for an export through nbdfuse.
+    let loop_needed = match kind {
+        VolumeKind::Local => true,
+        VolumeKind::Nbd => !nbd_kernel::available(),
+        VolumeKind::Block => false,
+    };
+    if loop_needed && !Path::new("/dev/loop-control").exists() {
         return Some("no loop device driver (/dev/loop-control is absent)".into());
     }
-    for tool in ["losetup", "mkfs.ext4", "mount", "timeout"] {
+    let tools: &[&str] = if loop_needed {
+        &["losetup", "mkfs.ext4", "mount", "timeout"]
+    } else {
+        &["mkfs.ext4", "mount", "timeout"]
+    };
+    for tool in tools {
         if super::topology::which(tool).is_none() {
             return Some(format!("{tool} is not installed"));
         }

@@ -1,6 +1,7 @@
 //! The control path of an NVMe/TCP initiator over a blocking socket:
 //! ICReq/ICResp, Fabrics Connect of the admin queue, CAP, enabling the
-//! controller (CC.EN, then CSTS.RDY within CAP.TO), Identify controller and
+//! controller (CC.EN, then CSTS.RDY within CAP.TO), Identify controller,
+//! active namespace list (the namespace asked for must be in it) and
 //! namespace, Set Features Number of Queues, and Connect of an I/O queue.
 //! `Queue::command` runs one command to its completion (C2HData in, R2T ->
 //! H2CData out), enough for the admin queue and for checks; the engine
@@ -285,6 +286,23 @@ pub fn connect_admin(addr: &str, p: &Params) -> anyhow::Result<(Queue, Controlle
     )
     .context("Identify Controller")?;
     let id = ControllerId::parse(&page)?;
+    let mut page = Vec::new();
+    let cid = q.next_cid();
+    q.command(
+        &Sqe::identify(cid, codec::CNS_ACTIVE_NAMESPACES, 0),
+        &[],
+        &mut page,
+    )
+    .context("Identify, active namespace list")?;
+    let active = identify::parse_active_namespaces(&page);
+    if !active.contains(&p.nsid) {
+        bail!(
+            "{addr}: namespace {} is not active in {} (active: {:?}); use ?nsid= with one of them",
+            p.nsid,
+            p.subnqn,
+            active
+        );
+    }
     let mut page = Vec::new();
     let cid = q.next_cid();
     q.command(
