@@ -190,3 +190,62 @@ impl SocketPump {
         Ok(true)
     }
 }
+
+/// A pipelined engine on a `SocketPump` (the nbd and nvme-tcp engines):
+/// what the shared `reap`, `reap_timeout` and `wait` need of it.
+pub trait Pumped {
+    fn pump(&mut self) -> &mut SocketPump;
+    fn in_flight(&self) -> usize;
+    /// Parse every complete reply received, appending the completions.
+    fn parse(&mut self, out: &mut Vec<crate::engine::Completion>) -> io::Result<usize>;
+    /// `e` with what the connection was doing (protocol, requests in flight).
+    fn lost(&self, e: io::Error) -> io::Error;
+}
+
+/// Send what the socket takes now; true when everything is sent.
+pub fn send_some<P: Pumped>(p: &mut P) -> io::Result<bool> {
+    let r = p.pump().send_some();
+    r.map_err(|e| p.lost(e))
+}
+
+/// `SocketPump::wait`, its errors with the engine's context.
+pub fn wait<P: Pumped>(p: &mut P, timeout_ns: i64) -> io::Result<bool> {
+    let r = p.pump().wait(timeout_ns);
+    r.map_err(|e| p.lost(e))
+}
+
+/// `Engine::reap` of a pumped engine: what is parsed already; with
+/// nothing to wait for, one non-blocking send and receive; else wait.
+pub fn reap<P: Pumped>(
+    p: &mut P,
+    min: usize,
+    out: &mut Vec<crate::engine::Completion>,
+) -> io::Result<usize> {
+    let want = min.min(p.in_flight());
+    let mut got = p.parse(out)?;
+    if got == 0 && want == 0 && p.in_flight() > 0 {
+        send_some(p)?;
+        let r = p.pump().receive(false);
+        r.map_err(|e| p.lost(e))?;
+        got += p.parse(out)?;
+    }
+    while got < want {
+        wait(p, -1)?;
+        got += p.parse(out)?;
+    }
+    Ok(got)
+}
+
+/// `Engine::reap_timeout` of a pumped engine.
+pub fn reap_timeout<P: Pumped>(
+    p: &mut P,
+    timeout_ns: u64,
+    out: &mut Vec<crate::engine::Completion>,
+) -> io::Result<usize> {
+    let got = p.parse(out)?;
+    if got > 0 || p.in_flight() == 0 {
+        return Ok(got);
+    }
+    wait(p, timeout_ns.min(i64::MAX as u64) as i64)?;
+    p.parse(out)
+}

@@ -159,3 +159,242 @@ impl Drop for SlotMemory {
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }
+
+/// What a ring entry is for, packed with the connection and slot into its
+/// user data.
+pub const KIND_RECV: u64 = 1;
+pub const KIND_FILE: u64 = 2;
+pub const KIND_SEND: u64 = 3;
+pub const KIND_WAKE: u64 = 4;
+const KIND_SHIFT: u32 = 56;
+const CONN_SHIFT: u32 = 24;
+/// The last stretch of a fabric delay is spun, not slept (a wake-up costs more).
+const SPIN_NS: u64 = 60_000;
+
+pub fn user_data(kind: u64, conn: usize, slot: usize) -> u64 {
+    kind << KIND_SHIFT | (conn as u64) << CONN_SHIFT | slot as u64
+}
+
+/// (kind, connection, slot) of a user data word.
+pub fn split(ud: u64) -> (u64, usize, usize) {
+    (
+        ud >> KIND_SHIFT,
+        ((ud >> CONN_SHIFT) & 0xff_ffff) as usize,
+        (ud & 0xff_ffff) as usize,
+    )
+}
+
+/// A reactor's io_uring, with the eventfd read that wakes it and the
+/// completions of its last wait.
+pub struct Ring {
+    ring: io_uring::IoUring,
+    wake_fd: std::os::fd::RawFd,
+    wake_buf: u64,
+    cqes: Vec<(u64, i32)>,
+}
+
+impl Ring {
+    pub fn new(entries: u32, wake_fd: std::os::fd::RawFd) -> io::Result<Ring> {
+        Ok(Ring {
+            ring: io_uring::IoUring::builder()
+                .setup_cqsize(entries * 2)
+                .build(entries)?,
+            wake_fd,
+            wake_buf: 0,
+            cqes: Vec::with_capacity(entries as usize * 2),
+        })
+    }
+
+    /// Queue `e`, submitting first when the submission queue is full.
+    pub fn push(&mut self, e: io_uring::squeue::Entry) -> io::Result<()> {
+        // SAFETY: every buffer an entry points at (slot memory, a
+        // connection's buffers, the wake-up word) lives until its
+        // completion is reaped; the callers keep them so.
+        while unsafe { self.ring.submission().push(&e) }.is_err() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    /// (Re)arm the read of the wake-up eventfd. The ring must not move
+    /// while the read is in flight (reactors arm it on their own thread).
+    pub fn push_wake_read(&mut self) -> io::Result<()> {
+        let ptr = std::ptr::addr_of_mut!(self.wake_buf).cast();
+        let e = io_uring::opcode::Read::new(io_uring::types::Fd(self.wake_fd), ptr, 8)
+            .build()
+            .user_data(user_data(KIND_WAKE, 0, 0));
+        self.push(e)
+    }
+
+    /// The wake-up read completed with `res`: arm it again.
+    pub fn woke(&mut self, res: i32) -> io::Result<()> {
+        if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
+            return Err(io::Error::from_raw_os_error(-res));
+        }
+        self.push_wake_read()
+    }
+
+    /// Submit and wait for a completion, or (with a delayed reply `due`)
+    /// only until shortly before it; then collect the completions.
+    pub fn submit_and_wait(&mut self, now: u64, due: Option<u64>) -> io::Result<usize> {
+        let r = match due.map(|d| d.saturating_sub(now)) {
+            None => self.ring.submit_and_wait(1),
+            Some(ns) if ns <= SPIN_NS => self.ring.submit(),
+            Some(ns) => {
+                let sleep = ns - SPIN_NS;
+                let ts = io_uring::types::Timespec::new()
+                    .sec(sleep / 1_000_000_000)
+                    .nsec((sleep % 1_000_000_000) as u32);
+                let args = io_uring::types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+        };
+        match r {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => {}
+            Err(e) => return Err(e),
+        }
+        self.cqes.clear();
+        self.cqes
+            .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        Ok(self.cqes.len())
+    }
+
+    /// The `k`th completion of the last wait: (user data, result).
+    pub fn cqe(&self, k: usize) -> (u64, i32) {
+        self.cqes[k]
+    }
+}
+
+/// A connection's receive side: one receive in flight into a byte buffer
+/// out of which whole requests are parsed.
+pub struct Inbox {
+    pub buf: Vec<u8>,
+    pub start: usize,
+    pub end: usize,
+    pub in_flight: bool,
+    /// When the last receive completed: the arrival of what it brought.
+    pub arrived_at: u64,
+}
+
+impl Inbox {
+    pub fn new(len: usize) -> Inbox {
+        Inbox {
+            buf: vec![0; len],
+            start: 0,
+            end: 0,
+            in_flight: false,
+            arrived_at: 0,
+        }
+    }
+
+    /// What was received and not parsed yet.
+    pub fn avail(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// The receive to post into the free room (what is unparsed moved to
+    /// the front first when less than half the buffer is left), or None
+    /// while one is in flight or the buffer is full.
+    pub fn recv(&mut self, fd: std::os::fd::RawFd, ud: u64) -> Option<io_uring::squeue::Entry> {
+        if self.in_flight {
+            return None;
+        }
+        if self.start > 0 && self.buf.len() - self.end < self.buf.len() / 2 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let room = &mut self.buf[self.end..];
+        if room.is_empty() {
+            return None;
+        }
+        self.in_flight = true;
+        Some(
+            io_uring::opcode::Recv::new(
+                io_uring::types::Fd(fd),
+                room.as_mut_ptr(),
+                room.len() as u32,
+            )
+            .build()
+            .user_data(ud),
+        )
+    }
+
+    /// A receive completed with `res` at `now`: false when the peer closed
+    /// the connection (or the receive failed).
+    pub fn received(&mut self, res: i32, now: u64) -> bool {
+        self.in_flight = false;
+        if res <= 0 {
+            return false;
+        }
+        self.end += res as usize;
+        self.arrived_at = now;
+        true
+    }
+
+    /// Whether a connection that is done with its work can close now; a
+    /// receive still in flight is woken by shutting the socket down (once).
+    pub fn ready_to_close(&self, sock: &TcpStream, shut: &mut bool) -> bool {
+        if !self.in_flight {
+            return true;
+        }
+        if !*shut {
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+            *shut = true;
+        }
+        false
+    }
+}
+
+/// A target's reactor, as `run` drives it.
+pub trait Serving {
+    fn ring(&mut self) -> &mut Ring;
+    /// The target is stopping.
+    fn stopping(&self) -> bool;
+    /// Take no new requests on any connection; close each when it is done.
+    fn close_all(&mut self);
+    /// Take the connections the acceptor handed over.
+    fn adopt(&mut self) -> io::Result<()>;
+    /// Queue the delayed replies whose time has come.
+    fn release_due(&mut self, now: u64);
+    /// Parse, post receives and sends, close what is done.
+    fn progress_all(&mut self) -> io::Result<()>;
+    /// No connection is left.
+    fn idle(&self) -> bool;
+    /// Stamp what the coming submit carries; when the next delayed reply is due.
+    fn before_submit(&mut self, now: u64) -> Option<u64>;
+    /// One completion (not the wake-up's).
+    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()>;
+}
+
+/// Serve until the target stops and every connection has closed.
+pub fn run<S: Serving>(s: &mut S) -> io::Result<()> {
+    use crate::measure::clock::mono_now_ns;
+    s.ring().push_wake_read()?;
+    let mut stopping = false;
+    loop {
+        if !stopping && s.stopping() {
+            stopping = true;
+            s.close_all();
+        }
+        s.adopt()?;
+        s.release_due(mono_now_ns());
+        s.progress_all()?;
+        if stopping && s.idle() {
+            return Ok(());
+        }
+        let now = mono_now_ns();
+        let due = s.before_submit(now);
+        let n = s.ring().submit_and_wait(now, due)?;
+        let now = mono_now_ns();
+        for k in 0..n {
+            let (ud, res) = s.ring().cqe(k);
+            if split(ud).0 == KIND_WAKE {
+                s.ring().woke(res)?;
+            } else {
+                s.complete(ud, res, now)?;
+            }
+        }
+    }
+}

@@ -18,7 +18,7 @@ use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 
-use super::socket_pump::SocketPump;
+use super::socket_pump::{self, SocketPump};
 
 use codec::{ExportInfo, ReplyHeader};
 
@@ -112,16 +112,6 @@ impl NbdEngine {
         self.staged += 1;
     }
 
-    fn send_some(&mut self) -> io::Result<bool> {
-        let r = self.pump.send_some();
-        r.map_err(|e| self.lost(e))
-    }
-
-    fn receive(&mut self, wait: bool) -> io::Result<usize> {
-        let r = self.pump.receive(wait);
-        r.map_err(|e| self.lost(e))
-    }
-
     fn lost(&self, e: io::Error) -> io::Error {
         io::Error::new(
             e.kind(),
@@ -130,11 +120,6 @@ impl NbdEngine {
                 self.in_flight
             ),
         )
-    }
-
-    fn wait(&mut self, timeout_ns: i64) -> io::Result<bool> {
-        let r = self.pump.wait(timeout_ns);
-        r.map_err(|e| self.lost(e))
     }
 
     fn slot_of(&self, cookie: u64) -> io::Result<usize> {
@@ -149,7 +134,7 @@ impl NbdEngine {
     }
 
     /// Parse every complete reply in the receive buffer.
-    fn parse(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
+    fn parse_replies(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
         let mut got = 0;
         loop {
             let avail = self.pump.received();
@@ -286,6 +271,24 @@ fn bad_stream(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
+impl socket_pump::Pumped for NbdEngine {
+    fn pump(&mut self) -> &mut SocketPump {
+        &mut self.pump
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn parse(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
+        self.parse_replies(out)
+    }
+
+    fn lost(&self, e: io::Error) -> io::Error {
+        NbdEngine::lost(self, e)
+    }
+}
+
 impl Engine for NbdEngine {
     #[inline]
     fn queue(&mut self, req: IoRequest) -> io::Result<()> {
@@ -317,32 +320,16 @@ impl Engine for NbdEngine {
         let n = self.staged;
         self.staged = 0;
         self.in_flight += n;
-        self.send_some()?;
+        socket_pump::send_some(self)?;
         Ok(n)
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<usize> {
-        let want = min.min(self.in_flight);
-        let mut got = self.parse(out)?;
-        if got == 0 && want == 0 && self.in_flight > 0 {
-            self.send_some()?;
-            self.receive(false)?;
-            got += self.parse(out)?;
-        }
-        while got < want {
-            self.wait(-1)?;
-            got += self.parse(out)?;
-        }
-        Ok(got)
+        socket_pump::reap(self, min, out)
     }
 
     fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
-        let got = self.parse(out)?;
-        if got > 0 || self.in_flight == 0 {
-            return Ok(got);
-        }
-        self.wait(timeout_ns.min(i64::MAX as u64) as i64)?;
-        self.parse(out)
+        socket_pump::reap_timeout(self, timeout_ns, out)
     }
 
     fn request_stamps(&self, slot: u32) -> Option<(u64, u64)> {
@@ -368,8 +355,8 @@ impl Engine for NbdEngine {
         self.submit()?;
         let mut none = Vec::new();
         while self.slots[s].busy {
-            self.wait(-1)?;
-            self.parse(&mut none)?;
+            socket_pump::wait(self, -1)?;
+            self.parse_replies(&mut none)?;
         }
         match self.slots[s].error {
             0 => Ok(()),

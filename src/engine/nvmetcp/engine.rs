@@ -21,7 +21,7 @@ use super::handshake::{self, ControllerInfo, Params};
 use super::keep_alive::AdminKeeper;
 use crate::dut::remote::RemoteResource;
 use crate::dut::RemoteEndpoint;
-use crate::engine::socket_pump::SocketPump;
+use crate::engine::socket_pump::{self, SocketPump};
 use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use crate::measure::clock::mono_now_ns;
 
@@ -221,16 +221,6 @@ impl NvmeTcpEngine {
         self.staged += 1;
     }
 
-    fn send_some(&mut self) -> io::Result<bool> {
-        let r = self.pump.send_some();
-        r.map_err(|e| self.lost(e))
-    }
-
-    fn wait(&mut self, timeout_ns: i64) -> io::Result<bool> {
-        let r = self.pump.wait(timeout_ns);
-        r.map_err(|e| self.lost(e))
-    }
-
     fn lost(&self, e: io::Error) -> io::Error {
         io::Error::new(
             e.kind(),
@@ -253,7 +243,7 @@ impl NvmeTcpEngine {
     }
 
     /// Parse every complete PDU in the receive buffer.
-    fn parse(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
+    fn parse_replies(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
         let mut got = 0;
         loop {
             let avail = self.pump.received();
@@ -356,7 +346,7 @@ impl NvmeTcpEngine {
             .map_err(bad_data)?;
             at += n;
         }
-        self.send_some()?;
+        socket_pump::send_some(self)?;
         Ok(())
     }
 
@@ -432,6 +422,24 @@ fn bad_stream(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
+impl socket_pump::Pumped for NvmeTcpEngine {
+    fn pump(&mut self) -> &mut SocketPump {
+        &mut self.pump
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn parse(&mut self, out: &mut Vec<Completion>) -> io::Result<usize> {
+        self.parse_replies(out)
+    }
+
+    fn lost(&self, e: io::Error) -> io::Error {
+        NvmeTcpEngine::lost(self, e)
+    }
+}
+
 impl Engine for NvmeTcpEngine {
     #[inline]
     fn queue(&mut self, req: IoRequest) -> io::Result<()> {
@@ -463,33 +471,16 @@ impl Engine for NvmeTcpEngine {
         let n = self.staged;
         self.staged = 0;
         self.in_flight += n;
-        self.send_some()?;
+        socket_pump::send_some(self)?;
         Ok(n)
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<usize> {
-        let want = min.min(self.in_flight);
-        let mut got = self.parse(out)?;
-        if got == 0 && want == 0 && self.in_flight > 0 {
-            self.send_some()?;
-            let r = self.pump.receive(false);
-            r.map_err(|e| self.lost(e))?;
-            got += self.parse(out)?;
-        }
-        while got < want {
-            self.wait(-1)?;
-            got += self.parse(out)?;
-        }
-        Ok(got)
+        socket_pump::reap(self, min, out)
     }
 
     fn reap_timeout(&mut self, timeout_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
-        let got = self.parse(out)?;
-        if got > 0 || self.in_flight == 0 {
-            return Ok(got);
-        }
-        self.wait(timeout_ns.min(i64::MAX as u64) as i64)?;
-        self.parse(out)
+        socket_pump::reap_timeout(self, timeout_ns, out)
     }
 
     fn request_stamps(&self, slot: u32) -> Option<(u64, u64)> {
@@ -511,8 +502,8 @@ impl Engine for NvmeTcpEngine {
         self.submit()?;
         let mut none = Vec::new();
         while self.slots[s].busy {
-            self.wait(-1)?;
-            self.parse(&mut none)?;
+            socket_pump::wait(self, -1)?;
+            self.parse_replies(&mut none)?;
         }
         match self.slots[s].error {
             0 => Ok(()),

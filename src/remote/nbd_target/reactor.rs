@@ -15,17 +15,18 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, squeue, types};
 
 use super::Shared;
 use crate::engine::nbd::codec;
-use crate::measure::clock::mono_now_ns;
-use crate::remote::serving::SlotMemory;
+use crate::remote::serving::{
+    self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
+};
 use crate::remote::stamps::{self, TargetStamp};
 
 /// A connection handed over by the acceptor, its handshake done.
@@ -35,34 +36,14 @@ pub struct NewConnection {
     pub structured: bool,
 }
 
-const KIND_SHIFT: u32 = 56;
-const CONN_SHIFT: u32 = 24;
-const KIND_RECV: u64 = 1;
-const KIND_FILE: u64 = 2;
-const KIND_SEND: u64 = 3;
-const KIND_WAKE: u64 = 4;
 /// Replies gathered into one sendmsg at most.
 const MAX_IOV_REPLIES: usize = 32;
-/// The last stretch of a fabric delay is spun, not slept (a wake-up costs more).
-const SPIN_NS: u64 = 60_000;
 /// NBD_REPLY_TYPE_ERROR.
 const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
 const NBD_EPERM: u32 = 1;
 const NBD_EIO: u32 = 5;
 const NBD_EINVAL: u32 = 22;
 const NBD_ENOSPC: u32 = 28;
-
-fn user_data(kind: u64, conn: usize, slot: usize) -> u64 {
-    kind << KIND_SHIFT | (conn as u64) << CONN_SHIFT | slot as u64
-}
-
-fn split(ud: u64) -> (u64, usize, usize) {
-    (
-        ud >> KIND_SHIFT,
-        ((ud >> CONN_SHIFT) & 0xff_ffff) as usize,
-        (ud & 0xff_ffff) as usize,
-    )
-}
 
 #[derive(Default, Clone, Copy)]
 struct Slot {
@@ -82,12 +63,7 @@ struct Conn {
     sock: TcpStream,
     peer: SocketAddr,
     structured: bool,
-    rx: Vec<u8>,
-    rx_start: usize,
-    rx_end: usize,
-    recv_in_flight: bool,
-    /// Time the last receive completed: the arrival of what it brought.
-    arrived_at: u64,
+    inbox: Inbox,
     /// The client disconnected (or the target stops): take no new requests.
     closing: bool,
     shut: bool,
@@ -105,11 +81,9 @@ struct Conn {
 }
 
 pub struct Reactor {
-    ring: IoUring,
+    ring: Ring,
     shared: Arc<Shared>,
     incoming: Receiver<NewConnection>,
-    wake_fd: RawFd,
-    wake_buf: u64,
     conns: Vec<Option<Box<Conn>>>,
     slots: Vec<Slot>,
     free: Vec<usize>,
@@ -118,7 +92,6 @@ pub struct Reactor {
     device_pending: Vec<usize>,
     send_pending: Vec<usize>,
     delayed: BinaryHeap<Reverse<(u64, usize)>>,
-    cqes: Vec<(u64, i32)>,
 }
 
 // SAFETY: the raw pointers in a connection's msghdr and iovecs point into
@@ -139,13 +112,9 @@ impl Reactor {
         // receive, and the wake-up read fit in the ring at once.
         let entries = (2 * slots + 64).next_power_of_two() as u32;
         Ok(Reactor {
-            ring: IoUring::builder()
-                .setup_cqsize(entries * 2)
-                .build(entries)?,
+            ring: Ring::new(entries, wake_fd)?,
             shared,
             incoming,
-            wake_fd,
-            wake_buf: 0,
             conns: Vec::new(),
             slots: vec![Slot::default(); slots],
             free: (0..slots).rev().collect(),
@@ -153,90 +122,16 @@ impl Reactor {
             device_pending: Vec::with_capacity(slots),
             send_pending: Vec::with_capacity(slots),
             delayed: BinaryHeap::with_capacity(slots),
-            cqes: Vec::with_capacity(entries as usize * 2),
         })
     }
 
     /// Serve until the target stops and every connection has closed.
     pub fn run(mut self) -> io::Result<()> {
-        self.push_wake_read()?;
-        let mut stopping = false;
-        loop {
-            if !stopping && self.shared.stopping() {
-                stopping = true;
-                for c in self.conns.iter_mut().flatten() {
-                    c.closing = true;
-                }
-            }
-            self.adopt_new_connections()?;
-            self.release_due_replies(mono_now_ns())?;
-            for i in 0..self.conns.len() {
-                self.progress(i)?;
-            }
-            if stopping && self.conns.iter().all(Option::is_none) {
-                return Ok(());
-            }
-            self.submit_and_wait()?;
-            let now = mono_now_ns();
-            self.cqes.clear();
-            self.cqes
-                .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
-            for k in 0..self.cqes.len() {
-                let (ud, res) = self.cqes[k];
-                self.complete(ud, res, now)?;
-            }
-        }
-    }
-
-    fn submit_and_wait(&mut self) -> io::Result<()> {
-        let now = mono_now_ns();
-        for &s in &self.device_pending {
-            self.slots[s].stamp.device_submit = now;
-        }
-        for &s in &self.send_pending {
-            self.slots[s].stamp.reply_send = now;
-        }
-        self.device_pending.clear();
-        self.send_pending.clear();
-        let wait = self
-            .delayed
-            .peek()
-            .map(|Reverse((due, _))| due.saturating_sub(now));
-        let r = match wait {
-            None => self.ring.submit_and_wait(1),
-            Some(ns) if ns <= SPIN_NS => self.ring.submit(),
-            Some(ns) => {
-                let sleep = ns - SPIN_NS;
-                let ts = types::Timespec::new()
-                    .sec(sleep / 1_000_000_000)
-                    .nsec((sleep % 1_000_000_000) as u32);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
-        };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => Ok(()),
-            Err(e) => Err(e),
-        }
+        serving::run(&mut self)
     }
 
     fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
-        // SAFETY: every buffer an entry points at (slot memory, a
-        // connection's receive buffer, iovecs and msghdr in its box, the
-        // wake-up word) lives until its completion is reaped.
-        while unsafe { self.ring.submission().push(&e) }.is_err() {
-            self.ring.submit()?;
-        }
-        Ok(())
-    }
-
-    fn push_wake_read(&mut self) -> io::Result<()> {
-        let ptr = std::ptr::addr_of_mut!(self.wake_buf).cast();
-        let e = opcode::Read::new(types::Fd(self.wake_fd), ptr, 8)
-            .build()
-            .user_data(user_data(KIND_WAKE, 0, 0));
-        self.push(e)
+        self.ring.push(e)
     }
 
     fn adopt_new_connections(&mut self) -> io::Result<()> {
@@ -246,11 +141,7 @@ impl Reactor {
                 sock: n.sock,
                 peer: n.peer,
                 structured: n.structured,
-                rx: vec![0; rx_len],
-                rx_start: 0,
-                rx_end: 0,
-                recv_in_flight: false,
-                arrived_at: 0,
+                inbox: Inbox::new(rx_len),
                 closing: self.shared.stopping(),
                 shut: false,
                 busy: 0,
@@ -280,35 +171,15 @@ impl Reactor {
         self.parse_requests(ci)?;
         self.post_send(ci)?;
         let c = self.conns[ci].as_mut().unwrap();
-        if !c.closing && !c.recv_in_flight {
-            if c.rx_end == c.rx.len() && c.rx_start > 0 {
-                c.rx.copy_within(c.rx_start..c.rx_end, 0);
-                c.rx_end -= c.rx_start;
-                c.rx_start = 0;
-            }
-            if c.rx_end < c.rx.len() {
-                let room = &mut c.rx[c.rx_end..];
-                let e = opcode::Recv::new(
-                    types::Fd(c.sock.as_raw_fd()),
-                    room.as_mut_ptr(),
-                    room.len() as u32,
-                )
-                .build()
-                .user_data(user_data(KIND_RECV, ci, 0));
-                c.recv_in_flight = true;
+        if !c.closing {
+            let ud = user_data(KIND_RECV, ci, 0);
+            if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
                 return self.push(e);
             }
         }
-        if c.closing && c.busy == 0 && c.sending == 0 && c.ready.is_empty() {
-            if c.recv_in_flight {
-                // Wakes the receive (it completes with 0); then we close.
-                if !c.shut {
-                    let _ = c.sock.shutdown(Shutdown::Both);
-                    c.shut = true;
-                }
-            } else {
-                self.close(ci);
-            }
+        let done = c.closing && c.busy == 0 && c.sending == 0 && c.ready.is_empty();
+        if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {
+            self.close(ci);
         }
         Ok(())
     }
@@ -329,12 +200,11 @@ impl Reactor {
     fn parse_requests(&mut self, ci: usize) -> io::Result<()> {
         loop {
             let c = self.conns[ci].as_mut().unwrap();
-            if c.closing || c.rx_end - c.rx_start < codec::REQUEST_LEN {
+            if c.closing || c.inbox.avail().len() < codec::REQUEST_LEN {
                 return Ok(());
             }
-            let head: &[u8; codec::REQUEST_LEN] = c.rx[c.rx_start..c.rx_start + codec::REQUEST_LEN]
-                .try_into()
-                .unwrap();
+            let head: &[u8; codec::REQUEST_LEN] =
+                c.inbox.avail()[..codec::REQUEST_LEN].try_into().unwrap();
             let req = match codec::decode_request(head) {
                 Ok(r) => r,
                 Err(e) => {
@@ -356,23 +226,23 @@ impl Reactor {
                 c.closing = true;
                 return Ok(());
             }
-            if c.rx_end - c.rx_start < codec::REQUEST_LEN + payload {
+            if c.inbox.avail().len() < codec::REQUEST_LEN + payload {
                 return Ok(());
             }
             if req.cmd == codec::CMD_DISC {
-                c.rx_start += codec::REQUEST_LEN;
+                c.inbox.start += codec::REQUEST_LEN;
                 c.closing = true;
                 return Ok(());
             }
             let Some(s) = self.free.pop() else {
                 return Ok(());
             };
-            let data_at = c.rx_start + codec::REQUEST_LEN;
-            c.rx_start = data_at + payload;
+            let data_at = c.inbox.start + codec::REQUEST_LEN;
+            c.inbox.start = data_at + payload;
             c.busy += 1;
             let stamp = TargetStamp {
                 seq: c.seq,
-                arrival: c.arrived_at,
+                arrival: c.inbox.arrived_at,
                 ..Default::default()
             };
             c.seq += 1;
@@ -389,7 +259,7 @@ impl Reactor {
                 let c = self.conns[ci].as_ref().unwrap();
                 self.memory
                     .slot(s, payload)
-                    .copy_from_slice(&c.rx[data_at..data_at + payload]);
+                    .copy_from_slice(&c.inbox.buf[data_at..data_at + payload]);
             }
             self.start(s, req.flags)?;
         }
@@ -436,20 +306,10 @@ impl Reactor {
     fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
         let (kind, ci, s) = split(ud);
         match kind {
-            KIND_WAKE => {
-                if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
-                    return Err(io::Error::from_raw_os_error(-res));
-                }
-                self.push_wake_read()
-            }
             KIND_RECV => {
                 let c = self.conns[ci].as_mut().unwrap();
-                c.recv_in_flight = false;
-                if res <= 0 {
+                if !c.inbox.received(res, now) {
                     c.closing = true;
-                } else {
-                    c.rx_end += res as usize;
-                    c.arrived_at = now;
                 }
                 Ok(())
             }
@@ -532,7 +392,7 @@ impl Reactor {
         Ok(())
     }
 
-    fn release_due_replies(&mut self, now: u64) -> io::Result<()> {
+    fn release_due_replies(&mut self, now: u64) {
         while let Some(&Reverse((due, s))) = self.delayed.peek() {
             if due > now {
                 break;
@@ -541,7 +401,6 @@ impl Reactor {
             let ci = self.slots[s].conn;
             self.conns[ci].as_mut().unwrap().ready.push_back(s);
         }
-        Ok(())
     }
 
     /// Gather the ready replies of a connection into one sendmsg.
@@ -615,5 +474,56 @@ impl Reactor {
             self.free.push(s);
         }
         Ok(())
+    }
+}
+
+impl Serving for Reactor {
+    fn ring(&mut self) -> &mut Ring {
+        &mut self.ring
+    }
+
+    fn stopping(&self) -> bool {
+        self.shared.stopping()
+    }
+
+    fn close_all(&mut self) {
+        for c in self.conns.iter_mut().flatten() {
+            c.closing = true;
+        }
+    }
+
+    fn adopt(&mut self) -> io::Result<()> {
+        self.adopt_new_connections()
+    }
+
+    fn release_due(&mut self, now: u64) {
+        self.release_due_replies(now);
+    }
+
+    fn progress_all(&mut self) -> io::Result<()> {
+        for i in 0..self.conns.len() {
+            self.progress(i)?;
+        }
+        Ok(())
+    }
+
+    fn idle(&self) -> bool {
+        self.conns.iter().all(Option::is_none)
+    }
+
+    fn before_submit(&mut self, now: u64) -> Option<u64> {
+        for &s in &self.device_pending {
+            self.slots[s].stamp.device_submit = now;
+        }
+        for &s in &self.send_pending {
+            self.slots[s].stamp.reply_send = now;
+        }
+        self.device_pending.clear();
+        self.send_pending.clear();
+        self.delayed.peek().map(|Reverse((due, _))| *due)
+    }
+
+    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
+        Reactor::complete(self, ud, res, now)
     }
 }

@@ -19,18 +19,20 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, squeue, types};
 
 use super::{Shared, MAX_TRANSFER};
 use crate::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::measure::clock::mono_now_ns;
 use crate::remote::nvme_controller::{Action, Controller, QUEUE_ENTRIES};
-use crate::remote::serving::SlotMemory;
+use crate::remote::serving::{
+    self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
+};
 use crate::remote::stamps::{self, TargetStamp};
 
 /// A connection handed over by the acceptor (nothing exchanged yet).
@@ -39,14 +41,6 @@ pub struct NewConnection {
     pub peer: SocketAddr,
 }
 
-const KIND_SHIFT: u32 = 56;
-const CONN_SHIFT: u32 = 24;
-const KIND_RECV: u64 = 1;
-const KIND_FILE: u64 = 2;
-const KIND_SEND: u64 = 3;
-const KIND_WAKE: u64 = 4;
-/// The last stretch of a fabric delay is spun, not slept.
-const SPIN_NS: u64 = 60_000;
 /// Most data per H2CData PDU the target accepts (ICResp's MAXH2CDATA).
 const MAX_H2C: u32 = 128 * 1024;
 /// Status codes for failed file operations: Internal Error (type 0),
@@ -61,18 +55,6 @@ const FES_INVALID_HEADER: u16 = 0x01;
 const FES_PDU_SEQUENCE: u16 = 0x02;
 const FES_DATA_RANGE: u16 = 0x04;
 const FES_UNSUPPORTED: u16 = 0x06;
-
-fn user_data(kind: u64, conn: usize, slot: usize) -> u64 {
-    kind << KIND_SHIFT | (conn as u64) << CONN_SHIFT | slot as u64
-}
-
-fn split(ud: u64) -> (u64, usize, usize) {
-    (
-        ud >> KIND_SHIFT,
-        ((ud >> CONN_SHIFT) & 0xff_ffff) as usize,
-        (ud & 0xff_ffff) as usize,
-    )
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Op {
@@ -120,11 +102,7 @@ struct Conn {
     /// The controller as of the I/O queue's Connect (I/O commands read it
     /// without a lock).
     io_ctrl: Option<Controller>,
-    rx: Vec<u8>,
-    rx_start: usize,
-    rx_end: usize,
-    recv_in_flight: bool,
-    arrived_at: u64,
+    inbox: Inbox,
     closing: bool,
     shut: bool,
     /// Encoded PDUs waiting for the next send, and the send in flight.
@@ -199,16 +177,13 @@ fn failed(cid: u16, (sct, sc): (u8, u8)) -> Cqe {
 }
 
 pub struct Reactor {
-    ring: IoUring,
+    ring: Ring,
     shared: Arc<Shared>,
     incoming: Receiver<NewConnection>,
-    wake_fd: RawFd,
-    wake_buf: u64,
     conns: Vec<Option<Box<Conn>>>,
     /// (conn, slot) whose file operation the next submit carries.
     device_pending: Vec<(usize, usize)>,
     delayed: BinaryHeap<Reverse<(u64, usize, usize, i32)>>,
-    cqes: Vec<(u64, i32)>,
 }
 
 // SAFETY: the buffers the ring's entries point at (receive and send
@@ -223,100 +198,23 @@ impl Reactor {
         incoming: Receiver<NewConnection>,
         wake_fd: RawFd,
     ) -> io::Result<Reactor> {
-        let entries = 1024u32;
         Ok(Reactor {
-            ring: IoUring::builder()
-                .setup_cqsize(entries * 4)
-                .build(entries)?,
+            ring: Ring::new(1024, wake_fd)?,
             shared,
             incoming,
-            wake_fd,
-            wake_buf: 0,
             conns: Vec::new(),
             device_pending: Vec::new(),
             delayed: BinaryHeap::new(),
-            cqes: Vec::with_capacity(entries as usize * 4),
         })
     }
 
     /// Serve until the target stops and every connection has closed.
     pub fn run(mut self) -> io::Result<()> {
-        self.push_wake_read()?;
-        let mut stopping = false;
-        loop {
-            if !stopping && self.shared.stopping() {
-                stopping = true;
-                for c in self.conns.iter_mut().flatten() {
-                    c.closing = true;
-                }
-            }
-            self.adopt_new_connections()?;
-            self.release_due(mono_now_ns());
-            for i in 0..self.conns.len() {
-                self.progress(i)?;
-            }
-            if stopping && self.conns.iter().all(Option::is_none) {
-                return Ok(());
-            }
-            self.submit_and_wait()?;
-            let now = mono_now_ns();
-            self.cqes.clear();
-            self.cqes
-                .extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
-            for k in 0..self.cqes.len() {
-                let (ud, res) = self.cqes[k];
-                self.complete(ud, res, now)?;
-            }
-        }
-    }
-
-    fn submit_and_wait(&mut self) -> io::Result<()> {
-        let now = mono_now_ns();
-        for &(ci, s) in &self.device_pending {
-            if let Some(c) = self.conns[ci].as_mut() {
-                c.slots[s].stamp.device_submit = now;
-            }
-        }
-        self.device_pending.clear();
-        let wait = self
-            .delayed
-            .peek()
-            .map(|Reverse((due, ..))| due.saturating_sub(now));
-        let r = match wait {
-            None => self.ring.submit_and_wait(1),
-            Some(ns) if ns <= SPIN_NS => self.ring.submit(),
-            Some(ns) => {
-                let sleep = ns - SPIN_NS;
-                let ts = types::Timespec::new()
-                    .sec(sleep / 1_000_000_000)
-                    .nsec((sleep % 1_000_000_000) as u32);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
-        };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => Ok(()),
-            Err(e) => Err(e),
-        }
+        serving::run(&mut self)
     }
 
     fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
-        // SAFETY: every buffer an entry points at (slot memory, a
-        // connection's receive or send buffer, the wake-up word) lives
-        // until its completion is reaped.
-        while unsafe { self.ring.submission().push(&e) }.is_err() {
-            self.ring.submit()?;
-        }
-        Ok(())
-    }
-
-    fn push_wake_read(&mut self) -> io::Result<()> {
-        let ptr = std::ptr::addr_of_mut!(self.wake_buf).cast();
-        let e = opcode::Read::new(types::Fd(self.wake_fd), ptr, 8)
-            .build()
-            .user_data(user_data(KIND_WAKE, 0, 0));
-        self.push(e)
+        self.ring.push(e)
     }
 
     fn adopt_new_connections(&mut self) -> io::Result<()> {
@@ -329,11 +227,7 @@ impl Reactor {
                 hpda: 0,
                 queue: Queue::New,
                 io_ctrl: None,
-                rx: vec![0; 2 * (MAX_TRANSFER + 4096)],
-                rx_start: 0,
-                rx_end: 0,
-                recv_in_flight: false,
-                arrived_at: 0,
+                inbox: Inbox::new(2 * (MAX_TRANSFER + 4096)),
                 closing: self.shared.stopping(),
                 shut: false,
                 tx: Vec::with_capacity(64 * 1024),
@@ -365,35 +259,15 @@ impl Reactor {
         self.parse(ci)?;
         self.post_send(ci)?;
         let c = self.conns[ci].as_mut().expect("live connection");
-        if !c.closing && !c.recv_in_flight {
-            if c.rx_start > 0 && c.rx.len() - c.rx_end < c.rx.len() / 2 {
-                c.rx.copy_within(c.rx_start..c.rx_end, 0);
-                c.rx_end -= c.rx_start;
-                c.rx_start = 0;
-            }
-            if c.rx_end < c.rx.len() {
-                let room = &mut c.rx[c.rx_end..];
-                let e = opcode::Recv::new(
-                    types::Fd(c.sock.as_raw_fd()),
-                    room.as_mut_ptr(),
-                    room.len() as u32,
-                )
-                .build()
-                .user_data(user_data(KIND_RECV, ci, 0));
-                c.recv_in_flight = true;
+        if !c.closing {
+            let ud = user_data(KIND_RECV, ci, 0);
+            if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
                 return self.push(e);
             }
         }
-        if c.closing && c.busy == 0 && !c.sending && c.tx.is_empty() {
-            if c.recv_in_flight {
-                // Wakes the receive (it completes with 0); then we close.
-                if !c.shut {
-                    let _ = c.sock.shutdown(Shutdown::Both);
-                    c.shut = true;
-                }
-            } else {
-                self.close(ci);
-            }
+        let done = c.closing && c.busy == 0 && !c.sending && c.tx.is_empty();
+        if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {
+            self.close(ci);
         }
         Ok(())
     }
@@ -422,13 +296,13 @@ impl Reactor {
             if c.closing {
                 return Ok(());
             }
-            let avail = &c.rx[c.rx_start..c.rx_end];
+            let avail = c.inbox.avail();
             let (header, n) = match codec::split_pdu(avail, c.digests) {
                 Ok(Some((p, n))) => (p.header, n),
                 Ok(None) => {
                     let too_big = avail.len() >= codec::COMMON_HEADER_LEN
                         && codec::CommonHeader::parse(avail)
-                            .is_ok_and(|h| h.plen as usize > c.rx.len() / 2);
+                            .is_ok_and(|h| h.plen as usize > c.inbox.buf.len() / 2);
                     if too_big {
                         c.terminate(FES_DATA_RANGE, "a PDU larger than any command");
                     }
@@ -478,8 +352,8 @@ impl Reactor {
     /// and where its data lies in the receive buffer.
     fn take_pdu(&mut self, ci: usize, n: usize) -> (Option<Sqe>, usize, usize) {
         let c = self.conns[ci].as_mut().expect("live connection");
-        let start = c.rx_start;
-        let (p, _) = codec::split_pdu(&c.rx[start..start + n], c.digests)
+        let start = c.inbox.start;
+        let (p, _) = codec::split_pdu(&c.inbox.buf[start..start + n], c.digests)
             .ok()
             .flatten()
             .expect("a whole PDU, checked");
@@ -487,23 +361,23 @@ impl Reactor {
         let data_at = if p.data.is_empty() {
             start + n
         } else {
-            p.data.as_ptr() as usize - c.rx.as_ptr() as usize
+            p.data.as_ptr() as usize - c.inbox.buf.as_ptr() as usize
         };
         let data_len = p.data.len();
-        c.rx_start += n;
+        c.inbox.start += n;
         (sqe, data_at, data_len)
     }
 
     fn icreq(&mut self, ci: usize, n: usize) {
         let c = self.conns[ci].as_mut().expect("live connection");
         let parsed = {
-            let (p, _) = codec::split_pdu(&c.rx[c.rx_start..c.rx_start + n], Digests::default())
+            let (p, _) = codec::split_pdu(&c.inbox.avail()[..n], Digests::default())
                 .ok()
                 .flatten()
                 .expect("a whole PDU, checked");
             codec::parse_ic(&p)
         };
-        c.rx_start += n;
+        c.inbox.start += n;
         let req = match parsed {
             Ok(r) if r.pfv == 0 => r,
             Ok(_) => return c.terminate(FES_UNSUPPORTED, "PDU format version other than 0"),
@@ -531,7 +405,7 @@ impl Reactor {
         if io_queue && c.free.is_empty() {
             return Ok(false);
         }
-        let arrival = c.arrived_at;
+        let arrival = c.inbox.arrived_at;
         let (sqe, data_at, data_len) = self.take_pdu(ci, n);
         let Some(sqe) = sqe else {
             let c = self.conns[ci].as_mut().expect("live connection");
@@ -540,13 +414,13 @@ impl Reactor {
         };
         let c = self.conns[ci].as_mut().expect("live connection");
         if sqe.opcode() == codec::OPC_FABRICS && sqe.fctype() == codec::FCTYPE_CONNECT {
-            let data = c.rx[data_at..data_at + data_len].to_vec();
+            let data = c.inbox.buf[data_at..data_at + data_len].to_vec();
             self.connect(ci, &sqe, &data);
             return Ok(true);
         }
         match c.queue {
             Queue::Admin { cntlid } => {
-                let data = c.rx[data_at..data_at + data_len].to_vec();
+                let data = c.inbox.buf[data_at..data_at + data_len].to_vec();
                 let action = self
                     .shared
                     .with_controller(cntlid, |ctrl| ctrl.admin(&sqe, &data));
@@ -670,7 +544,7 @@ impl Reactor {
             if data_len != len as usize {
                 return self.finish(ci, s, -libc::EINVAL, arrival);
             }
-            let (rx, memory) = (&c.rx, &mut c.memory);
+            let (rx, memory) = (&c.inbox.buf, &mut c.memory);
             memory
                 .slot(s, data_len)
                 .copy_from_slice(&rx[data_at..data_at + data_len]);
@@ -681,7 +555,7 @@ impl Reactor {
     /// H2CData for a write that got an R2T (always handled: true).
     fn h2c(&mut self, ci: usize, n: usize) -> io::Result<bool> {
         let c = self.conns[ci].as_mut().expect("live connection");
-        let parsed = codec::split_pdu(&c.rx[c.rx_start..c.rx_start + n], c.digests)
+        let parsed = codec::split_pdu(&c.inbox.avail()[..n], c.digests)
             .ok()
             .flatten()
             .map(|(p, _)| (codec::parse_data_header(&p), p.header.flags));
@@ -709,7 +583,7 @@ impl Reactor {
             return Ok(true);
         }
         let at = h.offset as usize;
-        let (rx, memory) = (&c.rx, &mut c.memory);
+        let (rx, memory) = (&c.inbox.buf, &mut c.memory);
         memory.slot(s, at + data_len)[at..].copy_from_slice(&rx[data_at..data_at + data_len]);
         c.slots[s].got += h.length;
         let last = flags & codec::FLAG_LAST_PDU != 0;
@@ -746,20 +620,10 @@ impl Reactor {
     fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
         let (kind, ci, s) = split(ud);
         match kind {
-            KIND_WAKE => {
-                if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
-                    return Err(io::Error::from_raw_os_error(-res));
-                }
-                self.push_wake_read()
-            }
             KIND_RECV => {
                 let c = self.conns[ci].as_mut().expect("live connection");
-                c.recv_in_flight = false;
-                if res <= 0 {
+                if !c.inbox.received(res, now) {
                     c.closing = true;
-                } else {
-                    c.rx_end += res as usize;
-                    c.arrived_at = now;
                 }
                 Ok(())
             }
@@ -882,5 +746,54 @@ impl Reactor {
         } else {
             c.tx_out.clear();
         }
+    }
+}
+
+impl Serving for Reactor {
+    fn ring(&mut self) -> &mut Ring {
+        &mut self.ring
+    }
+
+    fn stopping(&self) -> bool {
+        self.shared.stopping()
+    }
+
+    fn close_all(&mut self) {
+        for c in self.conns.iter_mut().flatten() {
+            c.closing = true;
+        }
+    }
+
+    fn adopt(&mut self) -> io::Result<()> {
+        self.adopt_new_connections()
+    }
+
+    fn release_due(&mut self, now: u64) {
+        Reactor::release_due(self, now);
+    }
+
+    fn progress_all(&mut self) -> io::Result<()> {
+        for i in 0..self.conns.len() {
+            self.progress(i)?;
+        }
+        Ok(())
+    }
+
+    fn idle(&self) -> bool {
+        self.conns.iter().all(Option::is_none)
+    }
+
+    fn before_submit(&mut self, now: u64) -> Option<u64> {
+        for &(ci, s) in &self.device_pending {
+            if let Some(c) = self.conns[ci].as_mut() {
+                c.slots[s].stamp.device_submit = now;
+            }
+        }
+        self.device_pending.clear();
+        self.delayed.peek().map(|Reverse((due, ..))| *due)
+    }
+
+    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
+        Reactor::complete(self, ud, res, now)
     }
 }
