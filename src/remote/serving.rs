@@ -398,3 +398,27 @@ pub fn run<S: Serving>(s: &mut S) -> io::Result<()> {
         }
     }
 }
+
+/// A target's threads (reactors and the acceptor) and the eventfds that
+/// wake its reactors.
+#[derive(Default)]
+pub struct Threads {
+    pub wakers: Vec<OwnedFd>,
+    pub handles: Vec<JoinHandle<io::Result<()>>>,
+}
+
+impl Threads {
+    pub fn wake_fds(&self) -> Vec<i32> {
+        self.wakers.iter().map(|w| w.as_raw_fd()).collect()
+    }
+
+    /// Raise `stop`, wake every reactor and join every thread; the first
+    /// error they ended with.
+    pub fn stop(&mut self, stop: &std::sync::atomic::AtomicBool) -> anyhow::Result<()> {
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for w in &self.wakers {
+            wake(w.as_raw_fd());
+        }
+        join_all(std::mem::take(&mut self.handles))
+    }
+}

@@ -11,12 +11,11 @@ mod reactor;
 use std::fs::File;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -77,8 +76,7 @@ pub struct Target {
     pub export: Export,
     pub direct: bool,
     shared: Arc<Shared>,
-    wakers: Vec<OwnedFd>,
-    threads: Vec<JoinHandle<io::Result<()>>>,
+    threads: serving::Threads,
 }
 
 /// Open the backing store, bind and start serving.
@@ -108,25 +106,24 @@ pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
         stamps: cfg.stamps.clone(),
         stop: AtomicBool::new(false),
     });
-    let mut wakers = Vec::new();
     let mut senders = Vec::new();
-    let mut threads = Vec::new();
+    let mut threads = serving::Threads::default();
     for i in 0..cfg.threads.max(1) {
         let waker = serving::waker()?;
         let (tx, rx) = mpsc::channel();
         let r = reactor::Reactor::new(shared.clone(), rx, waker.as_raw_fd(), cfg.slots)
             .context("cannot set up an io_uring for the target")?;
-        threads.push(
+        threads.handles.push(
             std::thread::Builder::new()
                 .name(format!("nbd-reactor-{i}"))
                 .spawn(move || r.run())?,
         );
-        wakers.push(waker);
+        threads.wakers.push(waker);
         senders.push(tx);
     }
     let acceptor_shared = shared.clone();
-    let wake_fds: Vec<i32> = wakers.iter().map(|w| w.as_raw_fd()).collect();
-    threads.push(
+    let wake_fds = threads.wake_fds();
+    threads.handles.push(
         std::thread::Builder::new()
             .name("nbd-accept".into())
             .spawn(move || accept_loop(listener, acceptor_shared, senders, wake_fds))?,
@@ -136,7 +133,6 @@ pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
         export,
         direct,
         shared,
-        wakers,
         threads,
     })
 }
@@ -149,11 +145,7 @@ impl Target {
     }
 
     fn stop_threads(&mut self) -> anyhow::Result<()> {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        for w in &self.wakers {
-            serving::wake(w.as_raw_fd());
-        }
-        serving::join_all(std::mem::take(&mut self.threads))
+        self.threads.stop(&self.shared.stop)
     }
 }
 

@@ -15,11 +15,10 @@ mod reactor;
 use std::collections::HashMap;
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -112,8 +111,7 @@ pub struct Target {
     pub block_size: u32,
     pub direct: bool,
     shared: Arc<Shared>,
-    wakers: Vec<OwnedFd>,
-    threads: Vec<JoinHandle<std::io::Result<()>>>,
+    threads: serving::Threads,
 }
 
 /// Largest transfer one command may ask for (MDTS pages of 4 KiB).
@@ -145,24 +143,24 @@ pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
         stop: AtomicBool::new(false),
         controllers: Mutex::new(Registry::default()),
     });
-    let (mut wakers, mut senders, mut threads) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut senders, mut threads) = (Vec::new(), serving::Threads::default());
     for i in 0..cfg.threads.max(1) {
         let waker = serving::waker()?;
         let (tx, rx) = mpsc::channel();
         let r = reactor::Reactor::new(shared.clone(), rx, waker.as_raw_fd())
             .context("cannot set up an io_uring for the target")?;
-        threads.push(
+        threads.handles.push(
             std::thread::Builder::new()
                 .name(format!("nvme-reactor-{i}"))
                 .spawn(move || r.run())?,
         );
-        wakers.push(waker);
+        threads.wakers.push(waker);
         senders.push(tx);
     }
-    let wake_fds: Vec<i32> = wakers.iter().map(|w| w.as_raw_fd()).collect();
+    let wake_fds = threads.wake_fds();
     let stopping = shared.clone();
     let mut next = 0;
-    threads.push(
+    threads.handles.push(
         std::thread::Builder::new()
             .name("nvme-accept".into())
             .spawn(move || {
@@ -188,7 +186,6 @@ pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
         block_size,
         direct,
         shared,
-        wakers,
         threads,
     })
 }
@@ -201,11 +198,7 @@ impl Target {
     }
 
     fn stop_threads(&mut self) -> anyhow::Result<()> {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        for w in &self.wakers {
-            serving::wake(w.as_raw_fd());
-        }
-        serving::join_all(std::mem::take(&mut self.threads))
+        self.threads.stop(&self.shared.stop)
     }
 
     /// The URL hosts connect to.
