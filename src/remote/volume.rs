@@ -9,17 +9,17 @@
 //! registered with the testbed; the fields drop in reverse order of set-up:
 //! unmount ext4, detach the loop device, unmount FUSE, stop nbdfuse.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::testbed;
 use crate::testbed::loopdev::LoopDevice;
 use crate::testbed::mount::Mountpoint;
 use crate::testbed::nbd_kernel::{self, KernelNbd};
 use crate::testbed::nvme_kernel::KernelController;
 use crate::testbed::process::ServerProcess;
-use crate::testbed::{self, Resource};
+use crate::testbed::scratch_dir::ScratchDir;
 
 /// Bound of each set-up command (losetup, mount) and of nbdfuse's start.
 const STEP_LIMIT: Duration = Duration::from_secs(30);
@@ -102,7 +102,7 @@ pub struct Volume {
 impl Volume {
     /// ext4 on a loop device over the local file `file`.
     pub fn local(file: &Path, scratch: &Path) -> anyhow::Result<Volume> {
-        let base = BaseDir::create(scratch)?;
+        let base = ScratchDir::create(scratch, "volume")?;
         let layers = Layers {
             loopdev: Some(LoopDevice::attach(file, STEP_LIMIT)?),
             _fuse: None,
@@ -117,7 +117,7 @@ impl Volume {
     /// ext4 straight on the block device `device` (a kernel initiator's
     /// namespace, which iolab connected for this run: no loop device).
     pub fn block(device: &Path, scratch: &Path) -> anyhow::Result<Volume> {
-        let base = BaseDir::create(scratch)?;
+        let base = ScratchDir::create(scratch, "volume")?;
         let layers = Layers {
             loopdev: None,
             _fuse: None,
@@ -136,7 +136,7 @@ impl Volume {
         if nbd_kernel::available() {
             return Volume::kernel_nbd(url, scratch);
         }
-        let base = BaseDir::create(scratch)?;
+        let base = ScratchDir::create(scratch, "volume")?;
         let fuse_dir = base.path.join("iolab-nbdfuse");
         std::fs::create_dir(&fuse_dir)?;
         let file = fuse_dir.join("iolab-nbd");
@@ -170,7 +170,7 @@ impl Volume {
             .host
             .parse()
             .map_err(|_| anyhow::anyhow!("{url}: the kernel's initiator needs an IP address"))?;
-        let base = BaseDir::create(scratch)?;
+        let base = ScratchDir::create(scratch, "volume")?;
         let (_, hostnqn) = crate::engine::nvmetcp::engine::host_identity();
         let c = KernelController::connect(addr, ep.port, nqn, &hostnqn, STEP_LIMIT)?;
         let device = c.device.clone();
@@ -195,7 +195,7 @@ impl Volume {
     /// ext4 on /dev/nbdN, the export attached through the kernel's client.
     fn kernel_nbd(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
         let ep = crate::dut::remote::parse(url)?;
-        let base = BaseDir::create(scratch)?;
+        let base = ScratchDir::create(scratch, "volume")?;
         let nbd = KernelNbd::attach(&ep)?;
         let device = nbd.device.clone();
         let layers = Layers {
@@ -279,7 +279,7 @@ struct Layers {
     nbdfuse: Option<ServerProcess>,
     _kernel_nbd: Option<KernelNbd>,
     _kernel_nvme: Option<KernelController>,
-    base: BaseDir,
+    base: ScratchDir,
 }
 
 /// Wait until nbdfuse has mounted and exposes `file` with a size.
@@ -304,33 +304,5 @@ fn wait_for_file(proc: &mut ServerProcess, file: &Path) -> anyhow::Result<()> {
             );
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The scratch directory holding the mount points, removed (rmdir) last.
-struct BaseDir {
-    path: PathBuf,
-}
-
-impl BaseDir {
-    fn create(scratch: &Path) -> anyhow::Result<BaseDir> {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let path = scratch.join(format!(
-            "iolab-volume-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        testbed::create(Resource::Path(path.clone()), || {
-            std::fs::create_dir(&path).map_err(Into::into)
-        })?;
-        Ok(BaseDir { path })
-    }
-}
-
-impl Drop for BaseDir {
-    fn drop(&mut self) {
-        // Only empty: the mount points inside are gone by now (rmdir'ed).
-        let _ = std::fs::remove_dir(&self.path);
-        testbed::release(&Resource::Path(self.path.clone()));
     }
 }

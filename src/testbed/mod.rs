@@ -19,6 +19,7 @@ pub mod nvme_kernel;
 pub mod process;
 pub mod records;
 pub mod scheduler;
+pub mod scratch_dir;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
