@@ -12,6 +12,7 @@ PACKAGES=(
   nbdkit qemu-utils libnbd-bin        # NBD servers for the nbd engine's tests; libnbd for fio's nbd engine (bench)
   tgt libiscsi-dev libiscsi-bin       # iSCSI target (tgtd) and initiator library for the iscsi engine; iscsi-perf (bench)
   util-linux e2fsprogs kmod           # losetup, mkfs.ext4 for safety tests
+  xfsprogs btrfs-progs                # mkfs.xfs, mkfs.btrfs for the media configurations (device --make)
   chromium                            # headless check of the HTML report (tests)
   qemu-system-x86 busybox-static cpio # a full Linux kernel under qemu: Linux's NVMe/TCP target (tests)
 )

@@ -12,6 +12,7 @@
 pub mod cgroup;
 pub mod command;
 pub mod loopdev;
+pub mod media;
 pub mod mount;
 pub mod nbd_kernel;
 pub mod netns;
