@@ -43,7 +43,9 @@ fn parse_clock(s: &str) -> Result<ClockChoice, String> {
   iolab device --target . --rw randread --qd 16 --export fio-json out.fio.json
       also write the results in fio's JSON shape (fio-plot, fio_jsonplus_clat2csv)
   iolab device --target /var/tmp --rw randread --qd 1,16 --runtime 3s --breakdown
-      trace every point through the I/O stack (root): a btt-style stage table per point")]
+      trace every point through the I/O stack (root): a btt-style stage table per point
+  iolab device --target /var/tmp --make ext4,ext4-nojournal,xfs,raw --rounds 3 --rw randread --qd 1,32
+      the same jobs on file systems iolab builds on loop devices (root), interleaved by rounds, vs ext4")]
 pub struct DeviceArgs {
     /// Directory (a scratch file is created in it), existing file, block
     /// device, or remote export (nbd://HOST[:PORT]/[EXPORT])
@@ -61,6 +63,18 @@ pub struct DeviceArgs {
     /// Keep a file iolab created instead of deleting it at exit
     #[arg(long, help_heading = "Target")]
     pub keep: bool,
+    /// Build these configurations on loop devices over scratch files in
+    /// --target and run the same jobs on each, side by side (root): tmpfs,
+    /// ext4, ext4-nojournal, xfs, btrfs, raw, stripe:N
+    #[arg(long, value_name = "LIST", help_heading = "Target")]
+    pub make: Option<String>,
+    /// With --make: rounds over the configurations, in alternating order
+    /// (A B C, then C B A, ...), so drift hits every one alike
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Target")]
+    pub rounds: u32,
+    /// With --make: the configuration the others are normalized to (default: the first)
+    #[arg(long, value_name = "NAME", help_heading = "Target")]
+    pub baseline: Option<String>,
 
     /// Access pattern: read, write, randread, randwrite, readwrite, randrw; a list sweeps it
     #[arg(

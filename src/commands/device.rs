@@ -24,6 +24,10 @@ use crate::session::{Driver, LogPlan, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
+    if a.make.is_some() {
+        return super::device_media::run(a);
+    }
+    super::device_media::refuse_without_make(&a)?;
     // The job file, read once for its target, warnings and logs (its jobs
     // are read with the experiments).
     let fio_plan = a

@@ -160,6 +160,26 @@ impl BackingFile {
     }
 }
 
+impl BackingFile {
+    /// Write every byte (a non-zero pattern), so reads reach the device.
+    fn fill(&self) -> anyhow::Result<()> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&self.0)?;
+        let len = f.metadata()?.len();
+        let chunk: Vec<u8> = (0..1u32 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(chunk.len() as u64) as usize;
+            f.write_all(&chunk[..n])?;
+            left -= n as u64;
+        }
+        f.sync_all()?;
+        Ok(())
+    }
+}
+
 impl Drop for BackingFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
@@ -226,6 +246,10 @@ impl Medium {
         for i in 0..devices {
             let file =
                 BackingFile::create(m._dir.path.join(format!("iolab-backing-{i}.img")), each)?;
+            if kind == MediaKind::Raw {
+                // Reads of a sparse file's holes never reach the device.
+                file.fill()?;
+            }
             let lo = LoopDevice::attach(&file.0, STEP_LIMIT)?;
             m._files.push(file);
             m.loops.push(lo);
