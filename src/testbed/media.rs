@@ -22,6 +22,8 @@ use super::Resource;
 /// Time bounds of the set-up steps.
 const STEP_LIMIT: Duration = Duration::from_secs(30);
 const MKFS_LIMIT: Duration = Duration::from_secs(120);
+/// The smallest backing device of a file system (mkfs.xfs wants 300 MB).
+const MIN_DEVICE: u64 = 320 << 20;
 /// Mount options of every file system iolab mounts here.
 pub const MOUNT_OPTIONS: &str = "noatime";
 
@@ -237,11 +239,12 @@ impl Medium {
             MediaKind::Stripe(n) => n as u64,
             _ => 1,
         };
-        // File systems need room beyond the data (metadata, journal, raid0 chunks).
+        // File systems need room beyond the data (metadata, journal, raid0
+        // chunks), and mkfs.xfs refuses anything under 300 MB.
         let each = if kind == MediaKind::Raw {
             size
         } else {
-            (size + size / 4 + (256 << 20)) / devices
+            ((size + size / 4 + (256 << 20)) / devices).max(MIN_DEVICE)
         };
         for i in 0..devices {
             let file =
