@@ -18,6 +18,7 @@ pub mod remote;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod servers;
 pub mod session;
 pub mod testbed;
 pub mod trace;

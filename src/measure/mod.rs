@@ -6,6 +6,7 @@ pub mod diskstats;
 pub mod histogram;
 pub mod overhead;
 pub mod peers;
+pub mod procgroup;
 pub mod procstat;
 pub mod rusage;
 pub mod tsc;

@@ -11,7 +11,16 @@ use super::records::start_time as process_start_time;
 use super::Resource;
 
 /// The programs iolab starts as servers (a record naming anything else is not trusted).
-pub const SERVERS: &[&str] = &["iolab", "nbdkit", "qemu-nbd", "tgtd", "nbdfuse"];
+pub const SERVERS: &[&str] = &[
+    "iolab",
+    "nbdkit",
+    "qemu-nbd",
+    "tgtd",
+    "nbdfuse",
+    "postgres",
+    "mariadbd",
+    "redis-server",
+];
 
 /// A server iolab started.
 pub struct ServerProcess {

@@ -1,0 +1,301 @@
+//! Which database server, and how to reach it: the kinds iolab drives
+//! (PostgreSQL, MariaDB, Redis) and an `Endpoint` (host, port, user,
+//! password, database) parsed from `--server-url` or handed back by a
+//! private instance iolab started.
+
+use crate::error::usage;
+
+/// A database server iolab can start or connect to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServerKind {
+    Postgres,
+    Mariadb,
+    Redis,
+}
+
+impl ServerKind {
+    pub const ALL: [ServerKind; 3] = [ServerKind::Postgres, ServerKind::Mariadb, ServerKind::Redis];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerKind::Postgres => "postgres",
+            ServerKind::Mariadb => "mariadb",
+            ServerKind::Redis => "redis",
+        }
+    }
+
+    /// The server program (what its process is called; crash records name it).
+    pub fn program(self) -> &'static str {
+        match self {
+            ServerKind::Postgres => "postgres",
+            ServerKind::Mariadb => "mariadbd",
+            ServerKind::Redis => "redis-server",
+        }
+    }
+
+    /// The port a URL without one means.
+    pub fn default_port(self) -> u16 {
+        match self {
+            ServerKind::Postgres => 5432,
+            ServerKind::Mariadb => 3306,
+            ServerKind::Redis => 6379,
+        }
+    }
+
+    /// The kind a URL scheme names.
+    fn from_scheme(scheme: &str) -> Option<ServerKind> {
+        Some(match scheme {
+            "postgres" | "postgresql" => ServerKind::Postgres,
+            "mysql" | "mariadb" => ServerKind::Mariadb,
+            "redis" => ServerKind::Redis,
+            _ => return None,
+        })
+    }
+}
+
+/// How to reach a server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub kind: ServerKind,
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    /// PostgreSQL/MariaDB: the database; Redis: the database number.
+    pub database: String,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display_url())
+    }
+}
+
+impl Endpoint {
+    /// Parse `--server-url`: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`,
+    /// `mysql://...` (or `mariadb://`), `redis://[:PASSWORD@]HOST[:PORT][/N]`.
+    pub fn parse(url: &str) -> anyhow::Result<Endpoint> {
+        let bad = |why: &str| usage("--server-url", format!("'{}': {why}", mask(url)));
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/DATABASE]"))?;
+        let kind = ServerKind::from_scheme(scheme).ok_or_else(|| {
+            bad("the scheme must be postgres://, mysql:// (mariadb://) or redis://")
+        })?;
+        let (auth, hostpart) = match rest.rsplit_once('@') {
+            Some((a, h)) => (Some(a), h),
+            None => (None, rest),
+        };
+        let (hostport, database) = match hostpart.split_once('/') {
+            Some((h, d)) => (h, d),
+            None => (hostpart, ""),
+        };
+        let database = database.split('?').next().unwrap_or("");
+        let (host, port) = split_host_port(hostport).ok_or_else(|| bad("bad HOST[:PORT]"))?;
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let port = match port {
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| bad("the port must be 1..65535"))?,
+            None => kind.default_port(),
+        };
+        let (user, password) = match auth {
+            Some(a) => match a.split_once(':') {
+                Some((u, p)) => (
+                    decode(u).ok_or_else(|| bad("bad %-escape"))?,
+                    decode(p).ok_or_else(|| bad("bad %-escape"))?,
+                ),
+                None => (decode(a).ok_or_else(|| bad("bad %-escape"))?, String::new()),
+            },
+            None => (String::new(), String::new()),
+        };
+        let database = decode(database).ok_or_else(|| bad("bad %-escape"))?;
+        let ep = Endpoint {
+            kind,
+            host: host.to_string(),
+            port,
+            user,
+            password,
+            database,
+        };
+        match kind {
+            ServerKind::Redis => {
+                if !ep.database.is_empty() && ep.database.parse::<u32>().is_err() {
+                    return Err(bad("a Redis database is a number (redis://HOST:PORT/N)"));
+                }
+            }
+            _ => {
+                if ep.user.is_empty() {
+                    return Err(bad("name the user (SCHEME://USER[:PASSWORD]@HOST...)"));
+                }
+                if ep.database.is_empty() {
+                    return Err(bad("name the database (.../DATABASE)"));
+                }
+            }
+        }
+        Ok(ep)
+    }
+
+    /// The URL with the password masked (provenance, messages).
+    pub fn display_url(&self) -> String {
+        let auth = match (self.user.is_empty(), self.password.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => format!("{}@", self.user),
+            (_, false) => format!("{}:***@", self.user),
+        };
+        let scheme = match self.kind {
+            ServerKind::Postgres => "postgres",
+            ServerKind::Mariadb => "mysql",
+            ServerKind::Redis => "redis",
+        };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let db = if self.database.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", self.database)
+        };
+        format!("{scheme}://{auth}{host}:{}{db}", self.port)
+    }
+
+    /// The Redis connection URL (with the password).
+    pub fn redis_url(&self) -> String {
+        let auth = match (self.user.is_empty(), self.password.is_empty()) {
+            (_, true) => String::new(),
+            (true, false) => format!(":{}@", encode(&self.password)),
+            (false, false) => format!("{}:{}@", encode(&self.user), encode(&self.password)),
+        };
+        let db = if self.database.is_empty() {
+            "0"
+        } else {
+            &self.database
+        };
+        format!("redis://{auth}{}:{}/{db}", self.host, self.port)
+    }
+}
+
+/// `url` with anything between `:` and `@` of its authority masked.
+fn mask(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.rsplit_once('@') {
+        Some((auth, host)) => match auth.split_once(':') {
+            Some((u, _)) => format!("{scheme}://{u}:***@{host}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+fn split_host_port(s: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        return match after {
+            "" => Some((h, None)),
+            a => Some((h, Some(a.strip_prefix(':')?))),
+        };
+    }
+    Some(match s.split_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (s, None),
+    })
+}
+
+/// Percent-decoding of a URL part.
+fn decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|c| match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (c as char).to_string()
+            }
+            _ => format!("%{c:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_of_each_server_parse() {
+        let e = Endpoint::parse("postgres://bench:s%40cret@db.example:5433/tpcc").unwrap();
+        assert_eq!(
+            (
+                e.kind,
+                e.host.as_str(),
+                e.port,
+                e.user.as_str(),
+                e.password.as_str(),
+                e.database.as_str()
+            ),
+            (
+                ServerKind::Postgres,
+                "db.example",
+                5433,
+                "bench",
+                "s@cret",
+                "tpcc"
+            )
+        );
+        assert_eq!(e.display_url(), "postgres://bench:***@db.example:5433/tpcc");
+        let m = Endpoint::parse("mysql://root@127.0.0.1/ycsb").unwrap();
+        assert_eq!(
+            (m.kind, m.port, m.password.as_str()),
+            (ServerKind::Mariadb, 3306, "")
+        );
+        let r = Endpoint::parse("redis://:pw@[::1]:6380/2").unwrap();
+        assert_eq!(
+            (r.kind, r.host.as_str(), r.port, r.database.as_str()),
+            (ServerKind::Redis, "::1", 6380, "2")
+        );
+        assert_eq!(r.redis_url(), "redis://:pw@::1:6380/2");
+        assert_eq!(Endpoint::parse("redis://localhost").unwrap().port, 6379);
+    }
+
+    #[test]
+    fn bad_urls_name_the_flag_and_hide_the_password() {
+        for bad in [
+            "localhost:5432",
+            "http://x/y",
+            "postgres://u:pw@h:0/db",
+            "postgres://u:pw@h:99999/db",
+            "postgres://u:pw@h/",
+            "postgres://h/db",
+            "mysql://u@:3306/db",
+            "redis://h/x",
+            "postgres://u:p%zz@h/db",
+        ] {
+            let e = Endpoint::parse(bad).unwrap_err();
+            let msg = format!("{e:#}");
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
+            assert!(msg.contains("--server-url"), "{msg}");
+            assert!(!msg.contains(":pw@"), "password shown: {msg}");
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Database servers iolab measures: a private instance it starts with its
+//! data on the storage under test (PostgreSQL, MariaDB, Redis; see
+//! `private`), or an existing server named by `--server-url`, of which iolab
+//! uses only what it creates itself. Either way the server's version,
+//! settings and data directory go into provenance (`ServerInfo`), and its
+//! processes are sampled per point (`measure::procgroup`).
+
+pub mod endpoint;
+pub mod mariadb;
+pub mod postgres;
+pub mod private;
+pub mod redis;
+pub mod settings;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+pub use endpoint::{Endpoint, ServerKind};
+pub use private::PrivateServer;
+pub use settings::{Persistence, ServerSettings};
+
+use crate::error::usage;
+
+/// The server a run uses.
+#[derive(Debug)]
+pub enum Server {
+    Private(Box<PrivateServer>),
+    External {
+        endpoint: Endpoint,
+        version: String,
+        config: Vec<(String, String)>,
+    },
+}
+
+/// What a results file says about the server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// postgres, mariadb, redis.
+    pub kind: String,
+    pub version: String,
+    /// The URL, password masked.
+    pub url: String,
+    /// iolab started it (false: `--server-url`).
+    pub private: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as: Option<String>,
+    /// The settings the server reports (a chosen list, and those set).
+    pub config: BTreeMap<String, String>,
+}
+
+impl Server {
+    /// Start a private `kind` server under `under`, or connect to `url`.
+    pub fn start_or_connect(
+        kind: ServerKind,
+        url: Option<&str>,
+        under: &Path,
+        settings: &ServerSettings,
+    ) -> anyhow::Result<Server> {
+        match url {
+            Some(u) => Server::connect(kind, u),
+            None => Ok(Server::Private(Box::new(private::start(
+                kind, under, settings,
+            )?))),
+        }
+    }
+
+    /// An existing server: the URL must name `kind` and take a connection
+    /// (exit 2 naming `--server-url` otherwise).
+    pub fn connect(kind: ServerKind, url: &str) -> anyhow::Result<Server> {
+        let endpoint = Endpoint::parse(url)?;
+        if endpoint.kind != kind {
+            return Err(usage(
+                "--server-url",
+                format!(
+                    "{} is a {} URL, and the engine is {}",
+                    endpoint.display_url(),
+                    endpoint.kind.name(),
+                    kind.name()
+                ),
+            ));
+        }
+        let (version, config) =
+            private::describe(&endpoint).map_err(|e| usage("--server-url", format!("{e:#}")))?;
+        Ok(Server::External {
+            endpoint,
+            version,
+            config,
+        })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        match self {
+            Server::Private(p) => &p.endpoint,
+            Server::External { endpoint, .. } => endpoint,
+        }
+    }
+
+    pub fn kind(&self) -> ServerKind {
+        self.endpoint().kind
+    }
+
+    pub fn is_private(&self) -> bool {
+        matches!(self, Server::Private(_))
+    }
+
+    /// The process group of a private server (for CPU and I/O sampling).
+    pub fn pgid(&self) -> Option<u32> {
+        match self {
+            Server::Private(p) => Some(p.pgid),
+            Server::External { .. } => None,
+        }
+    }
+
+    /// Where a private server keeps its data.
+    pub fn data_dir(&self) -> Option<&Path> {
+        match self {
+            Server::Private(p) => Some(&p.layout.data),
+            Server::External { .. } => None,
+        }
+    }
+
+    pub fn version(&self) -> &str {
+        match self {
+            Server::Private(p) => &p.version,
+            Server::External { version, .. } => version,
+        }
+    }
+
+    pub fn info(&self) -> ServerInfo {
+        let (config, private) = match self {
+            Server::Private(p) => (&p.config, Some(p)),
+            Server::External { config, .. } => (config, None),
+        };
+        ServerInfo {
+            kind: self.kind().name().into(),
+            version: self.version().into(),
+            url: self.endpoint().display_url(),
+            private: private.is_some(),
+            data_dir: private.map(|p| p.layout.data.display().to_string()),
+            log: private.map(|p| p.layout.log.display().to_string()),
+            run_as: private.map(|p| p.run_as.name.clone()),
+            config: config.iter().cloned().collect(),
+        }
+    }
+}
