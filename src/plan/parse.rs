@@ -176,7 +176,7 @@ pub fn format_size(bytes: u64) -> String {
         ("k", 1 << 10),
     ];
     for (u, m) in UNITS {
-        if bytes >= m && bytes % m == 0 {
+        if bytes >= m && bytes.is_multiple_of(m) {
             return format!("{}{u}", bytes / m);
         }
     }

@@ -82,7 +82,7 @@ fn stamped_size(block: &[u8], offset: u64) -> Option<usize> {
         .map(|s| 1usize << s)
         .take_while(|&size| size * 2 <= block.len())
         .find(|&size| {
-            block.len() % size == 0
+            block.len().is_multiple_of(size)
                 && read_u64(block, size) == MAGIC
                 && read_u64(block, size + 8) == offset + size as u64
         })

@@ -322,7 +322,7 @@ impl Engine for IscsiEngine {
     fn queue(&mut self, req: IoRequest) -> io::Result<()> {
         let s = req.slot as usize;
         let bl = self.info.block_len;
-        if req.offset % bl as u64 != 0 || req.len % bl != 0 {
+        if !req.offset.is_multiple_of(bl as u64) || !req.len.is_multiple_of(bl) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("iSCSI requests must be multiples of the LUN's {bl}-byte blocks"),

@@ -271,8 +271,8 @@ impl Reactor {
         let sl = self.slots[s];
         let end = sl.offset.checked_add(sl.len as u64);
         let in_bounds = end.is_some_and(|e| e <= export.size);
-        let aligned = sl.offset % export.min_block as u64 == 0
-            && sl.len % export.min_block == 0
+        let aligned = sl.offset.is_multiple_of(export.min_block as u64)
+            && sl.len.is_multiple_of(export.min_block)
             && sl.len <= export.max_block;
         let fd = types::Fd(self.shared.file.as_raw_fd());
         let ud = user_data(KIND_FILE, sl.conn, s);

@@ -33,7 +33,7 @@ fn size_label(v: u64) -> String {
 
 /// "800 B", "10 KiB".
 fn value_size(v: u64) -> String {
-    if v >= 1024 && v % 1024 == 0 {
+    if v >= 1024 && v.is_multiple_of(1024) {
         format!("{} KiB", v / 1024)
     } else {
         format!("{v} B")
