@@ -136,7 +136,11 @@ fn ratios(
 /// The media comparison of `points`, if any point carries `medium` and
 /// `round`.
 pub fn analyze(points: &[&Point]) -> Option<MediaAnalysis> {
-    let media: Vec<&Point> = points.iter().copied().filter(|p| is_media_point(p)).collect();
+    let media: Vec<&Point> = points
+        .iter()
+        .copied()
+        .filter(|p| is_media_point(p))
+        .collect();
     let first = media.first()?;
     let baseline = media
         .iter()
@@ -287,9 +291,13 @@ mod tests {
     #[test]
     fn ratios_are_per_round_with_their_range_and_noise_marked() {
         let mut pts = Vec::new();
-        for (r, [e, x, w]) in [[100.0, 110.0, 200.0], [100.0, 95.0, 210.0], [90.0, 99.0, 180.0]]
-            .into_iter()
-            .enumerate()
+        for (r, [e, x, w]) in [
+            [100.0, 110.0, 200.0],
+            [100.0, 95.0, 210.0],
+            [90.0, 99.0, 180.0],
+        ]
+        .into_iter()
+        .enumerate()
         {
             let r = r as u32 + 1;
             pts.push(point("ext4", r, e, 1000.0));

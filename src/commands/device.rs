@@ -29,6 +29,11 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         return super::device_media::run(a);
     }
     super::device_media::refuse_without_media(&a)?;
+    run_on_one_target(a)
+}
+
+/// A run on one target (or none: engines that need no file).
+fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     // The job file, read once for its target, warnings and logs (its jobs
     // are read with the experiments).
     let fio_plan = a
@@ -52,7 +57,12 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let verify_bs = jobs.iter().find(|j| j.verify).map(|j| j.max_bs());
     let topts = TargetOptions {
         path: if needs_target {
-            Some(a.target.first().cloned().unwrap_or_else(|| PathBuf::from(".")))
+            Some(
+                a.target
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| PathBuf::from(".")),
+            )
         } else {
             None
         },

@@ -73,10 +73,13 @@ impl MediaPlan {
 
     /// The given targets, with their index among the subjects.
     pub fn given(&self) -> impl Iterator<Item = (usize, &GivenTarget)> {
-        self.subjects.iter().enumerate().filter_map(|(i, s)| match s {
-            Subject::Given(t) => Some((i, t)),
-            Subject::Made(_) => None,
-        })
+        self.subjects
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Subject::Given(t) => Some((i, t)),
+                Subject::Made(_) => None,
+            })
     }
 
     pub fn made(&self) -> impl Iterator<Item = MediaKind> + '_ {
@@ -234,7 +237,10 @@ pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
     if !labels.contains(&baseline) {
         return Err(usage(
             "--baseline",
-            format!("'{baseline}' is not one of the targets: {}", labels.join(", ")),
+            format!(
+                "'{baseline}' is not one of the targets: {}",
+                labels.join(", ")
+            ),
         ));
     }
     let exps = experiments_from_args(a)?;
@@ -290,8 +296,9 @@ fn engine_for(
         Subject::Made(k) => k.name(),
     };
     match (remote, explicit) {
-        (Some(ep), false) => crate::engine::engine_for_transport(ep.transport)
-            .ok_or_else(|| media_targets::name_target_text(&value, "no engine speaks its transport")),
+        (Some(ep), false) => crate::engine::engine_for_transport(ep.transport).ok_or_else(|| {
+            media_targets::name_target_text(&value, "no engine speaks its transport")
+        }),
         (Some(ep), true) if opens != Opens::Remote(ep.transport) && opens != Opens::Nothing => {
             Err(usage(
                 "--engine",

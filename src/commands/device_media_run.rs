@@ -27,7 +27,11 @@ pub fn run(a: &DeviceArgs, plan: &MediaPlan) -> anyhow::Result<()> {
     if !quiet && !kinds.is_empty() {
         eprintln!(
             "iolab: building {} ...",
-            kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            kinds
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let media = kinds
@@ -211,7 +215,10 @@ fn measure(
     // The rows in the shape extra.media.rows had before analysis.media.
     if let (Some(m), Some(extra)) = (
         &results.analysis.media,
-        results.extra.get_mut("media").and_then(|v| v.as_object_mut()),
+        results
+            .extra
+            .get_mut("media")
+            .and_then(|v| v.as_object_mut()),
     ) {
         extra.insert("rows".into(), legacy_rows(m));
     }
@@ -223,8 +230,20 @@ fn measure(
 
 /// The terminal table: per workload, each target's throughput and ratios.
 pub fn table(m: &MediaAnalysis) -> Vec<String> {
-    let width = m.rows.iter().map(|r| r.workload.len()).max().unwrap_or(0).max(8);
-    let twidth = m.rows.iter().map(|r| r.target.len()).max().unwrap_or(0).max(6);
+    let width = m
+        .rows
+        .iter()
+        .map(|r| r.workload.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let twidth = m
+        .rows
+        .iter()
+        .map(|r| r.target.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
     let mut out = vec![format!(
         "{:<width$} {:<twidth$} {:>12} {:>26} {:>12}",
         "workload",

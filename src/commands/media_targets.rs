@@ -180,11 +180,7 @@ pub fn destroy_data_for(
 ) -> anyhow::Result<Vec<Option<PathBuf>>> {
     for d in destroy {
         let named = is_block_device(d);
-        if named.is_none()
-            || !targets
-                .iter()
-                .any(|t| is_block_device(&t.path) == named)
-        {
+        if named.is_none() || !targets.iter().any(|t| is_block_device(&t.path) == named) {
             return Err(usage(
                 "--destroy-data",
                 format!("{} is not one of the --target devices", d.display()),
@@ -250,7 +246,11 @@ mod tests {
     #[test]
     fn labels_are_given_or_the_shortest_unique_tail() {
         assert_eq!(
-            labels(&["/nonexistent/a/data", "/nonexistent/b/data", "/x/ssd"], &[]).unwrap(),
+            labels(
+                &["/nonexistent/a/data", "/nonexistent/b/data", "/x/ssd"],
+                &[]
+            )
+            .unwrap(),
             ["a-data", "b-data", "ssd"]
         );
         assert_eq!(
