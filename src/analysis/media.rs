@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::histogram::LatencyHistogram;
 use crate::results::Point;
 
 /// The media comparison of a run (`analysis.media`).
@@ -238,6 +239,21 @@ fn row(
     }
 }
 
+/// The latency distribution of a row: every round's read and write
+/// histograms merged, so the CDF is over all the requests the rounds
+/// made (None when the points carry no histograms).
+pub fn merged_latency(points: &[Point], row: &MediaRow) -> Option<LatencyHistogram> {
+    let mut merged = LatencyHistogram::new();
+    for p in points.iter().filter(|p| row.points.contains(&p.name)) {
+        for key in ["read.lat", "write.lat"] {
+            if let Some(h) = p.histograms.get(key) {
+                merged.merge(&LatencyHistogram::decode(h).ok()?);
+            }
+        }
+    }
+    (!merged.is_empty()).then_some(merged)
+}
+
 /// The rows as `extra.media.rows` held them before the typed analysis
 /// (job, medium, iops, vs_baseline, vs_min, vs_max, noise), for readers
 /// of older files' shape.
@@ -382,6 +398,25 @@ mod tests {
         assert_eq!(a.workloads, ["ycsb-a run"]);
         assert_eq!(a.rows[0].unit, "ops/s");
         assert!(analyze(&[&plain]).is_none());
+    }
+
+    #[test]
+    fn the_latency_of_a_row_merges_every_round() {
+        let mut pts = vec![point("a", 1, 1.0, 1.0), point("a", 2, 1.0, 1.0)];
+        for (i, p) in pts.iter_mut().enumerate() {
+            let mut h = LatencyHistogram::new();
+            for v in 0..100 {
+                h.record(1000 * (i as u64 + 1) + v);
+            }
+            p.histograms.insert("read.lat".into(), h.encode());
+        }
+        let a = run(&pts);
+        let merged = merged_latency(&pts, &a.rows[0]).unwrap();
+        assert_eq!(merged.len(), 200);
+        pts[1].histograms.clear();
+        assert_eq!(merged_latency(&pts, &a.rows[0]).unwrap().len(), 100);
+        pts[0].histograms.clear();
+        assert!(merged_latency(&pts, &a.rows[0]).is_none());
     }
 
     #[test]
