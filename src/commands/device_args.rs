@@ -452,12 +452,17 @@ pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> 
 }
 
 /// `a` with the `[media]` table of its plan file applied (`make`,
-/// `rounds`, `baseline`), except the keys the command line gave.
+/// `rounds`, `baseline`), except the keys the command line gave. The
+/// table applies to media runs only (configurations to make, or several
+/// `--target`s): on one target the plan's experiments run as they are.
 pub fn with_plan_media(mut a: DeviceArgs) -> anyhow::Result<DeviceArgs> {
     let Some(path) = a.plan.clone() else {
         return Ok(a);
     };
     let plan = planfile::read(&path)?;
+    if a.make.is_none() && a.target.len() < 2 && !plan.media.contains_key("make") {
+        return Ok(a);
+    }
     let argv: Vec<String> = plan
         .media
         .iter()

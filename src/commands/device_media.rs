@@ -436,9 +436,16 @@ fn print_plan(plan: &MediaPlan) {
     for w in &plan.workloads {
         println!("      {w}");
     }
+    let per_round: f64 = plan
+        .jobs
+        .iter()
+        .flatten()
+        .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
+        .sum();
     println!(
-        "{} point(s)",
-        plan.workloads.len() * labels.len() * plan.rounds as usize
+        "{} point(s); estimated duration: {:.0} s (plus building the configurations and laying out scratch files)",
+        plan.workloads.len() * labels.len() * plan.rounds as usize,
+        per_round * plan.rounds as f64
     );
 }
 
