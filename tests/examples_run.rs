@@ -188,19 +188,40 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
         words.to_vec()
     };
     let d = dir.display().to_string();
+    let moved = |a: &str| -> Option<String> {
+        for prefix in ["/mnt/test", "/mnt/nvme", "/mnt/t", "/mnt", "/var/tmp"] {
+            if let Some(rest) = a.strip_prefix(prefix) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return Some(format!("{d}{rest}"));
+                }
+            }
+        }
+        None
+    };
     let mut w: Vec<String> = words[1..]
         .iter()
         .map(|a| {
-            for prefix in ["/mnt/test", "/mnt/nvme", "/mnt/t", "/mnt", "/var/tmp"] {
-                if let Some(rest) = a.strip_prefix(prefix) {
-                    if rest.is_empty() || rest.starts_with('/') {
-                        return format!("{d}{rest}");
-                    }
+            // A labelled target (LABEL=PATH) moves its path.
+            match a.split_once('=') {
+                Some((label, path)) if !label.contains('/') && !label.starts_with('-') => {
+                    moved(path).map(|p| format!("{label}={p}"))
                 }
+                _ => moved(a),
             }
-            a.clone()
+            .unwrap_or_else(|| a.clone())
         })
         .collect();
+    // Several targets of a media run: each moved directory is made.
+    let targets: Vec<String> = w
+        .windows(2)
+        .filter(|p| matches!(p[0].as_str(), "-t" | "--target" | "--make-in"))
+        .map(|p| p[1].split_once('=').map_or(p[1].clone(), |x| x.1.to_string()))
+        .collect();
+    if targets.len() > 1 {
+        for t in targets.iter().filter(|t| t.starts_with(&d)) {
+            std::fs::create_dir_all(t).unwrap();
+        }
+    }
     let verb = w.first().cloned().unwrap_or_default();
     match verb.as_str() {
         "device" => {

@@ -86,8 +86,8 @@ fn run_chromium(
 }
 
 /// `must_have`: text the rendered DOM must contain (section ids, chart
-/// titles of the charts the fixture is there for).
-fn check_report(bin: &Path, fixture: &str, shot_name: &str, must_have: &[&str]) {
+/// titles of the charts the fixture is there for). Returns the DOM.
+fn check_report(bin: &Path, fixture: &str, shot_name: &str, must_have: &[&str]) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let html = tmp.path().join("report.html");
@@ -216,6 +216,18 @@ fn check_report(bin: &Path, fixture: &str, shot_name: &str, must_have: &[&str]) 
         "{fixture}: {} background request(s) of Chromium itself ignored",
         seen.len()
     );
+    dom
+}
+
+/// The section `id` of a rendered DOM.
+fn section<'d>(dom: &'d str, id: &str) -> &'d str {
+    let from = dom
+        .find(&format!("<section id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    let to = dom[from..]
+        .find("</section>")
+        .map_or(dom.len(), |i| from + i);
+    &dom[from..to]
 }
 
 /// Chromium's component updater, time and account services (not the page).
@@ -321,4 +333,68 @@ fn report_in_headless_chromium() {
         "kv-ycsb.png",
         &["id=\"kv-throughput\"", "id=\"kv-latency\""],
     );
+    check_media(&bin);
+}
+
+/// The media sections of a real run over four targets and two workloads
+/// (three rounds): in the browser's DOM, the throughput chart has a bar
+/// and a whisker per workload and target and a noise mark per row the
+/// analysis marks; each workload's CDF has a line per target.
+fn check_media(bin: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("media.json")).unwrap()).unwrap();
+    let m = &results["analysis"]["media"];
+    let targets: Vec<&str> = m["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let workloads = m["workloads"].as_array().unwrap().len();
+    let noisy = m["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["noise"] == true)
+        .count();
+    let dom = check_report(
+        bin,
+        "media.json",
+        "media.png",
+        &[
+            "id=\"media\"",
+            "id=\"media-latency\"",
+            "Throughput relative to a",
+        ],
+    );
+    let bars = section(&dom, "media");
+    let first = bars.split("</svg>").next().unwrap();
+    assert_eq!(
+        first.matches("class=\"pt\"").count(),
+        workloads * targets.len()
+    );
+    assert_eq!(
+        first.matches("class=\"whisker\"").count(),
+        workloads * targets.len()
+    );
+    assert!(noisy > 0);
+    assert_eq!(first.matches("class=\"noise-mark\"").count(), noisy);
+    for t in &targets {
+        assert!(
+            first.contains(&format!(">{t}</text>")),
+            "{t} not in the legend"
+        );
+    }
+    let cdfs = section(&dom, "media-latency");
+    let charts: Vec<&str> = cdfs.split("<svg").skip(1).collect();
+    assert_eq!(charts.len(), workloads, "one CDF per workload");
+    for c in charts {
+        for t in &targets {
+            assert!(
+                c.contains(&format!("class=\"series\" data-label=\"{t}\"")),
+                "no line of {t}"
+            );
+        }
+    }
 }

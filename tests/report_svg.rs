@@ -67,6 +67,7 @@ fn every_chart_has_its_points() {
         "device-snia-iops.json",
         "trace-sample.json",
         "remote-nbd.json",
+        "media.json",
     ] {
         let r = Results::read(&root.join(f)).unwrap();
         for s in charts::sections(&r) {
@@ -112,4 +113,63 @@ fn nvme_tcp_is_in_every_remote_chart() {
     }
     assert!(seen >= 3, "only {seen} remote charts");
     assert!(curve, "no load-latency curve of NVMe/TCP");
+}
+
+/// The media sections of a real run over four targets (two scratch
+/// directories, tmpfs and ext4 built by iolab; two workloads, three
+/// rounds): one bar per workload and target with its whisker, a noise mark
+/// on exactly the rows the analysis marks, one CDF per workload with a
+/// line per target; and the charts as committed (snapshots/media-*.svg).
+#[test]
+fn media_sections_draw_every_target() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let r = Results::read(&root.join("media.json")).unwrap();
+    let m = r.analysis.media.as_ref().expect("analysis.media");
+    assert_eq!(m.targets, ["a", "b", "tmpfs", "ext4"]);
+    assert_eq!(m.workloads.len(), 2);
+    let sections = charts::sections(&r);
+    let media = sections
+        .iter()
+        .find(|s| s.id == "media")
+        .expect("media section");
+    let bars = &media.svgs[0];
+    assert_eq!(
+        bars.matches("class=\"pt\"").count(),
+        8,
+        "2 workloads x 4 targets"
+    );
+    assert_eq!(bars.matches("class=\"whisker\"").count(), 8);
+    let noisy = m.rows.iter().filter(|r| r.noise).count();
+    assert!(noisy > 0, "the fixture shows a noise mark");
+    assert_eq!(bars.matches("class=\"noise-mark\"").count(), noisy);
+    assert!(bars.contains("class=\"reference\""));
+    assert_eq!(media.table.rows.len(), 2);
+    assert_eq!(media.table.headers, ["workload", "a", "b", "tmpfs", "ext4"]);
+    let cdfs = sections.iter().find(|s| s.id == "media-latency").unwrap();
+    assert_eq!(cdfs.svgs.len(), 2, "one CDF per workload");
+    for svg in &cdfs.svgs {
+        assert_eq!(
+            svg.matches("class=\"series\"").count(),
+            4,
+            "a line per target"
+        );
+    }
+    assert_eq!(cdfs.table.rows.len(), 8);
+    let snaps = root.join("snapshots");
+    let update = std::env::var_os("IOLAB_UPDATE_SNAPSHOTS").is_some();
+    let mut failures = Vec::new();
+    for s in [media, cdfs] {
+        for (i, svg) in s.svgs.iter().enumerate() {
+            let path = snaps.join(format!("{}-{}.svg", s.id, i + 1));
+            if update {
+                std::fs::write(&path, svg).unwrap();
+            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(svg.as_str()) {
+                failures.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{failures:?} differ; if intended, rerun with IOLAB_UPDATE_SNAPSHOTS=1 and review"
+    );
 }

@@ -4,6 +4,7 @@
 pub mod batching;
 pub mod compare;
 pub mod loadlat;
+pub mod media;
 pub mod remote;
 pub mod search;
 pub mod steady;
@@ -71,6 +72,7 @@ pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Analysis {
         read_write_asymmetry: compare::asymmetry(&measured),
         random_vs_sequential: compare::random_vs_sequential(&measured),
         load_latency: loadlat::analyze(points, opts.knee_factor),
+        media: media::analyze(&measured),
         latency_target: search::analyze(points),
         steady_state: steady::analyze(points),
         remote: remote::analyze(&measured),

@@ -20,6 +20,9 @@ pub struct Analysis {
     pub latency_target: Vec<LatencyTargetGroup>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load_latency: Vec<LoadLatencyGroup>,
+    /// Storage media side by side: every target normalized to a baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<super::media::MediaAnalysis>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peaks: Option<Peaks>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -68,6 +71,7 @@ impl From<Analysis> for BTreeMap<String, serde_json::Value> {
             a.load_latency.is_empty(),
             json(&a.load_latency),
         );
+        put("media", a.media.is_none(), json(&a.media));
         put("peaks", a.peaks.is_none(), json(&a.peaks));
         put(
             "random_vs_sequential",

@@ -45,35 +45,56 @@ fn parse_clock(s: &str) -> Result<ClockChoice, String> {
   iolab device --target /var/tmp --rw randread --qd 1,16 --runtime 3s --breakdown
       trace every point through the I/O stack (root): a btt-style stage table per point
   iolab device --target /var/tmp --make ext4,ext4-nojournal,xfs,raw --rounds 3 --rw randread --qd 1,32
-      the same jobs on file systems iolab builds on loop devices (root), interleaved by rounds, vs ext4")]
+      the same jobs on file systems iolab builds on loop devices (root), interleaved by rounds, vs ext4
+  iolab device -t ssd=/mnt/ssd -t nvme=/mnt/nvme -t ram=/dev/shm --rounds 3 --profile quick
+      the same jobs on several targets of your own, interleaved by rounds, normalized to the first")]
 pub struct DeviceArgs {
     /// Directory (a scratch file is created in it), existing file, block
-    /// device, or remote export (nbd://HOST[:PORT]/[EXPORT])
-    #[arg(short = 't', long, value_name = "PATH", help_heading = "Target")]
-    pub target: Option<PathBuf>,
+    /// device, or remote export (nbd://HOST[:PORT]/[EXPORT]). Given several
+    /// times, as [LABEL=]PATH: the same jobs on every target, interleaved by
+    /// rounds and normalized to the baseline (docs/media.md)
+    #[arg(
+        short = 't',
+        long,
+        value_name = "PATH",
+        action = clap::ArgAction::Append,
+        help_heading = "Target"
+    )]
+    pub target: Vec<PathBuf>,
     /// Bytes to address (default 1g for a scratch file, else the whole file/device)
     #[arg(long, value_name = "SIZE", help_heading = "Target")]
     pub size: Option<String>,
     /// Allow writing to an existing file that iolab did not create
     #[arg(long, help_heading = "Target")]
     pub overwrite: bool,
-    /// Allow writing to this block device, destroying its data (must name the target)
-    #[arg(long, value_name = "DEVICE", help_heading = "Target")]
-    pub destroy_data: Option<PathBuf>,
+    /// Allow writing to this block device, destroying its data (must name the
+    /// target; with several targets, once per device written to)
+    #[arg(
+        long,
+        value_name = "DEVICE",
+        action = clap::ArgAction::Append,
+        help_heading = "Target"
+    )]
+    pub destroy_data: Vec<PathBuf>,
     /// Keep a file iolab created instead of deleting it at exit
     #[arg(long, help_heading = "Target")]
     pub keep: bool,
     /// Build these configurations on loop devices over scratch files in
-    /// --target and run the same jobs on each, side by side (root): tmpfs,
-    /// ext4, ext4-nojournal, xfs, btrfs, raw, stripe:N
+    /// --target (or --make-in) and run the same jobs on each, side by side
+    /// (root): tmpfs, ext4, ext4-nojournal, xfs, btrfs, raw, stripe:N
     #[arg(long, value_name = "LIST", help_heading = "Target")]
     pub make: Option<String>,
-    /// With --make: rounds over the configurations, in alternating order
-    /// (A B C, then C B A, ...), so drift hits every one alike
+    /// With --make: the directory the configurations are built in; every
+    /// --target is then a target of its own beside them
+    #[arg(long, value_name = "DIR", help_heading = "Target")]
+    pub make_in: Option<PathBuf>,
+    /// With --make or several --target: rounds over the targets, in
+    /// alternating order (A B C, then C B A, ...), so drift hits every one alike
     #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Target")]
     pub rounds: u32,
-    /// With --make: the configuration the others are normalized to (default: the first)
-    #[arg(long, value_name = "NAME", help_heading = "Target")]
+    /// With --make or several --target: the target the others are
+    /// normalized to, by label (default: the first)
+    #[arg(long, value_name = "LABEL", help_heading = "Target")]
     pub baseline: Option<String>,
 
     /// Access pattern: read, write, randread, randwrite, readwrite, randrw; a list sweeps it

@@ -24,10 +24,16 @@ use crate::session::{Driver, LogPlan, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
-    if a.make.is_some() {
+    let a = super::device_args::with_plan_media(a)?;
+    if super::device_media::is_media_run(&a) {
         return super::device_media::run(a);
     }
-    super::device_media::refuse_without_make(&a)?;
+    super::device_media::refuse_without_media(&a)?;
+    run_on_one_target(a)
+}
+
+/// A run on one target (or none: engines that need no file).
+fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     // The job file, read once for its target, warnings and logs (its jobs
     // are read with the experiments).
     let fio_plan = a
@@ -38,7 +44,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = device_fio::with_target_defaults(a, fio_plan.as_ref());
     let fio_export = device_fio::export_path(a.export.as_deref())?;
     let exps = experiments_from_args(&a)?;
-    let targets: Vec<&Path> = a.target.as_deref().into_iter().collect();
+    let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
     let json = a.json.as_deref().filter(|p| p.as_os_str() != "-");
     for (path, field) in [(json, "--json"), (fio_export.as_deref(), "--export")] {
         if let Some(p) = path {
@@ -51,13 +57,18 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let verify_bs = jobs.iter().find(|j| j.verify).map(|j| j.max_bs());
     let topts = TargetOptions {
         path: if needs_target {
-            Some(a.target.clone().unwrap_or_else(|| PathBuf::from(".")))
+            Some(
+                a.target
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| PathBuf::from(".")),
+            )
         } else {
             None
         },
         size,
         overwrite: a.overwrite,
-        destroy_data: a.destroy_data.clone(),
+        destroy_data: a.destroy_data.first().cloned(),
         keep: a.keep,
     };
     let writes =
@@ -73,7 +84,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let mut provenance = Provenance::collect(a.seed);
     let mut run_warnings = Vec::new();
     run_warnings.extend(provenance.busy_warning());
-    if !quiet && needs_target && a.target.as_ref().is_none_or(|p| p.is_dir()) {
+    if !quiet && needs_target && a.target.first().is_none_or(|p| p.is_dir()) {
         eprintln!(
             "iolab: preparing a {} MiB scratch file...",
             size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE) >> 20

@@ -64,7 +64,7 @@ pub fn axes_from_args(a: &DeviceArgs) -> anyhow::Result<Axes> {
 /// The engine that speaks a remote target's transport (`nbd://` -> nbd):
 /// the default engine for it.
 fn remote_engine(a: &DeviceArgs) -> Option<EngineKind> {
-    let ep = crate::dut::remote::endpoint_of(a.target.as_deref()?).ok()??;
+    let ep = crate::dut::remote::endpoint_of(a.target.first()?).ok()??;
     crate::engine::engine_for_transport(ep.transport)
 }
 
@@ -451,6 +451,33 @@ pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> 
         .collect()
 }
 
+/// `a` with the `[media]` table of its plan file applied (`make`,
+/// `rounds`, `baseline`), except the keys the command line gave. The
+/// table applies to media runs only (configurations to make, or several
+/// `--target`s): on one target the plan's experiments run as they are.
+pub fn with_plan_media(mut a: DeviceArgs) -> anyhow::Result<DeviceArgs> {
+    let Some(path) = a.plan.clone() else {
+        return Ok(a);
+    };
+    let plan = planfile::read(&path)?;
+    if a.make.is_none() && a.target.len() < 2 && !plan.media.contains_key("make") {
+        return Ok(a);
+    }
+    let argv: Vec<String> = plan
+        .media
+        .iter()
+        .filter(|(k, _)| !a.given.iter().any(|g| g == *k))
+        .map(|(k, v)| format!("--{}={v}", k.replace('_', "-")))
+        .collect();
+    if !argv.is_empty() {
+        apply_flags(&mut a, argv).map_err(|err| match err.downcast::<UsageError>() {
+            Ok(u) => usage(format!("{} [media] {}", path.display(), u.field), u.message),
+            Err(other) => other,
+        })?;
+    }
+    Ok(a)
+}
+
 /// A plan experiment's settings minus what the command line gave (flags
 /// override the file, as fio's command line does); a given --runtime or
 /// --budget also replaces the file's other one.
@@ -523,7 +550,7 @@ pub fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
     println!(
         "plan on {}:",
         a.target
-            .as_ref()
+            .first()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| ".".into())
     );

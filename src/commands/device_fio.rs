@@ -28,8 +28,8 @@ pub fn with_target_defaults(mut a: DeviceArgs, plan: Option<&FioPlan>) -> Device
     let Some(plan) = plan else {
         return a;
     };
-    if a.target.is_none() {
-        a.target = plan.target.clone();
+    if a.target.is_empty() {
+        a.target.extend(plan.target.clone());
     }
     if a.size.is_none() {
         a.size = plan.size.map(|s| s.to_string());

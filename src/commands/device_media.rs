@@ -1,115 +1,132 @@
-//! `iolab device --make ext4,xfs,raw --rounds N --baseline NAME`: the same
-//! job list on several storage configurations iolab builds
-//! (`testbed::media`) on the storage under test, interleaved by rounds
-//! (A B C, then C B A, ...) so that drift on a shared machine hits every
-//! configuration alike, in one results file: every point carries
-//! `medium` and `round`; `extra.media` holds how each configuration was
-//! made and, per job, each configuration's IOPS and its ratio to the
-//! baseline (median over rounds and the range, marked as noise when the
-//! range straddles 1.0).
+//! Media runs of `iolab device`: the same job list on several targets,
+//! interleaved by rounds (A B C, then C B A, ...) so that drift on a
+//! shared machine hits every target alike, in one results file. The
+//! targets are configurations iolab builds (`--make ext4,xfs,raw`, see
+//! `testbed::media`), targets of the user's own (`--target` given several
+//! times, `[LABEL=]PATH`), or both (`--make-in DIR` says where the
+//! configurations are built). Every point carries `medium` (the target's
+//! label), `round` and `baseline`; `analysis.media` normalizes every
+//! target to the baseline, and `extra.media` records the targets and how
+//! each configuration was made (plus the rows in their pre-analysis shape).
 
-use std::collections::BTreeMap;
-use std::io::IsTerminal;
-use std::path::PathBuf;
-
-use serde::Serialize;
-use serde_json::json;
+use std::path::{Path, PathBuf};
 
 use super::device_args::experiments_from_args;
-use crate::analysis::AnalysisOptions;
+use super::media_targets::{self, GivenTarget};
 use crate::cli::device::DeviceArgs;
-use crate::dut::{self, Target, TargetOptions};
+use crate::dut;
+use crate::engine::{EngineKind, Opens};
 use crate::error::usage;
-use crate::interrupt;
 use crate::plan::experiment::Mode;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
-use crate::report::observer::Terminal;
-use crate::results::{Point, Provenance, Results};
-use crate::session::{Driver, ResultsSink, Tags};
-use crate::testbed::media::{MediaKind, Medium, MEDIA_NAMES};
+use crate::testbed::media::{MediaKind, MEDIA_NAMES};
+
+/// Default bytes of every scratch file and configuration of a media run.
+pub const DEFAULT_SIZE: u64 = 256 << 20;
+
+/// One target of a media run.
+#[derive(Debug, Clone)]
+pub enum Subject {
+    /// A configuration iolab builds (`--make`).
+    Made(MediaKind),
+    /// A `--target` of the user's own.
+    Given(GivenTarget),
+}
+
+impl Subject {
+    pub fn label(&self) -> String {
+        match self {
+            Subject::Made(k) => k.name(),
+            Subject::Given(t) => t.label.clone(),
+        }
+    }
+}
 
 /// The checked settings of a media run.
 pub struct MediaPlan {
-    pub kinds: Vec<MediaKind>,
+    /// In run order: the given targets, then the configurations.
+    pub subjects: Vec<Subject>,
+    /// Where the configurations are built.
+    pub make_in: PathBuf,
     pub baseline: String,
     pub rounds: u32,
-    pub jobs: Vec<JobSpec>,
-    pub under: PathBuf,
+    /// Each subject's jobs (their engine may differ: a remote target's
+    /// jobs use its transport's engine unless `--engine` was given).
+    pub jobs: Vec<Vec<JobSpec>>,
+    /// The workload of each job: the part of the point name after
+    /// `LABEL rN: ` (without the engine when targets' engines differ).
+    pub workloads: Vec<String>,
+    /// Bytes of every scratch file and configuration (`--size`).
     pub size: u64,
+    /// The `--size` given (files and devices are else used whole).
+    pub size_given: Option<u64>,
+    /// Per subject: the `--destroy-data` naming its device.
+    pub destroy: Vec<Option<PathBuf>>,
+    pub writes: bool,
 }
 
-/// Check everything `--make` needs before anything is built.
-pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
-    let list = a.make.as_deref().unwrap_or_default();
-    let mut kinds = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        let k = MediaKind::parse(name)
-            .ok_or_else(|| usage("--make", format!("'{name}' is not one of {MEDIA_NAMES}")))?;
-        if kinds.contains(&k) {
-            return Err(usage("--make", format!("{name} is named twice")));
-        }
-        kinds.push(k);
+impl MediaPlan {
+    pub fn labels(&self) -> Vec<String> {
+        self.subjects.iter().map(Subject::label).collect()
     }
-    if !(1..=100).contains(&a.rounds) {
-        return Err(usage("--rounds", "must be 1 to 100"));
+
+    /// The given targets, with their index among the subjects.
+    pub fn given(&self) -> impl Iterator<Item = (usize, &GivenTarget)> {
+        self.subjects
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Subject::Given(t) => Some((i, t)),
+                Subject::Made(_) => None,
+            })
     }
-    let baseline = a.baseline.clone().unwrap_or_else(|| kinds[0].name());
-    if !kinds.iter().any(|k| k.name() == baseline) {
-        return Err(usage(
-            "--baseline",
-            format!("'{baseline}' is not one of the --make configurations"),
-        ));
+
+    pub fn made(&self) -> impl Iterator<Item = MediaKind> + '_ {
+        self.subjects.iter().filter_map(|s| match s {
+            Subject::Made(k) => Some(*k),
+            Subject::Given(_) => None,
+        })
     }
-    let under = a.target.clone().unwrap_or_else(|| PathBuf::from("."));
-    if !under.is_dir() {
-        return Err(usage(
-            "--target",
-            format!(
-                "with --make, --target is the directory the configurations are built in; {} is not one",
-                under.display()
-            ),
-        ));
+
+    /// The options a given target is checked and prepared with.
+    pub fn options(&self, i: usize, t: &GivenTarget, a: &DeviceArgs) -> dut::TargetOptions {
+        media_targets::options_for(
+            t,
+            Some(self.size_given.unwrap_or(self.size)).filter(|_| {
+                self.size_given.is_some()
+                    || (t.remote().is_none() && (t.path.is_dir() || !t.path.exists()))
+            }),
+            a.overwrite,
+            self.destroy[i].clone(),
+            a.keep,
+        )
     }
-    if a.destroy_data.is_some() || a.overwrite {
-        return Err(usage(
-            "--make",
-            "iolab builds the configurations' devices itself: --destroy-data and --overwrite do not apply",
-        ));
-    }
-    let exps = experiments_from_args(a)?;
-    if exps
-        .iter()
-        .any(|e| e.mode != Mode::Plain || e.precondition.is_some() || e.purge)
-    {
-        return Err(usage(
-            "--make",
-            "runs plain job lists (sweeps included); open-loop rates, latency targets, steady state, precondition and purge are not combined with it yet",
-        ));
-    }
-    let size = match &a.size {
-        Some(s) => parse_size("--size", s)?,
-        None => 256 << 20,
-    };
-    Ok(MediaPlan {
-        kinds,
-        baseline,
-        rounds: a.rounds,
-        jobs: exps.into_iter().flat_map(|e| e.jobs).collect(),
-        under,
-        size,
-    })
 }
 
-/// `--rounds` and `--baseline` mean nothing without `--make`.
-pub fn refuse_without_make(a: &DeviceArgs) -> anyhow::Result<()> {
+/// `--make`, or several `--target`: a media run.
+pub fn is_media_run(a: &DeviceArgs) -> bool {
+    a.make.is_some() || a.target.len() > 1
+}
+
+/// The flags of media runs mean nothing in a single-target run.
+pub fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
     if a.rounds != 1 || a.baseline.is_some() {
         let field = if a.rounds != 1 {
             "--rounds"
         } else {
             "--baseline"
         };
-        return Err(usage(field, "applies to --make only"));
+        return Err(usage(field, "applies to --make or several --target only"));
+    }
+    if a.make_in.is_some() {
+        return Err(usage("--make-in", "applies to --make only"));
+    }
+    if a.destroy_data.len() > 1 {
+        return Err(usage(
+            "--destroy-data",
+            "given several times, but there is one --target",
+        ));
     }
     Ok(())
 }
@@ -123,9 +140,231 @@ pub fn round_order(n: usize, r: u32) -> Vec<usize> {
     v
 }
 
-pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
-    let plan = plan(&a)?;
-    for k in &plan.kinds {
+/// `--make LIST`, parsed.
+fn made_kinds(a: &DeviceArgs) -> anyhow::Result<Vec<MediaKind>> {
+    let Some(list) = a.make.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let mut kinds = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let k = MediaKind::parse(name)
+            .ok_or_else(|| usage("--make", format!("'{name}' is not one of {MEDIA_NAMES}")))?;
+        if kinds.contains(&k) {
+            return Err(usage("--make", format!("{name} is named twice")));
+        }
+        kinds.push(k);
+    }
+    Ok(kinds)
+}
+
+/// Where the configurations are built, and which `--target`s are targets
+/// of their own. One `--target` with `--make` is where they are built (as
+/// before `--make-in` existed); several are ambiguous without `--make-in`.
+fn split_targets(a: &DeviceArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+    if a.make.is_none() {
+        if a.make_in.is_some() {
+            return Err(usage("--make-in", "applies to --make only"));
+        }
+        return Ok((PathBuf::new(), a.target.clone()));
+    }
+    let (dir, field, own) = match (&a.make_in, a.target.as_slice()) {
+        (Some(d), ts) => (d.clone(), "--make-in", ts.to_vec()),
+        (None, []) => (PathBuf::from("."), "--target", Vec::new()),
+        (None, [t]) if !t.to_string_lossy().contains('=') => (t.clone(), "--target", Vec::new()),
+        (None, _) => {
+            return Err(usage(
+                "--make-in",
+                "with --make, a labelled or a second --target is a target of its own: say where the configurations are built with --make-in DIR",
+            ))
+        }
+    };
+    if !dir.is_dir() {
+        return Err(usage(
+            field,
+            format!(
+                "with --make, {field} is the directory the configurations are built in; {} is not one",
+                dir.display()
+            ),
+        ));
+    }
+    Ok((dir, own))
+}
+
+/// Flags a media run does not combine with (refused rather than ignored).
+fn refuse_unsupported(a: &DeviceArgs, field: &str) -> anyhow::Result<()> {
+    let unsupported = [
+        ("--fio-job", a.fio_job.is_some()),
+        ("--export", a.export.is_some()),
+        ("--log-dir", a.log_dir.is_some()),
+        ("--breakdown", a.breakdown),
+    ];
+    if let Some((flag, _)) = unsupported.iter().find(|(_, on)| *on) {
+        return Err(usage(
+            *flag,
+            format!("is not combined with {field} (a media run) yet"),
+        ));
+    }
+    Ok(())
+}
+
+/// Check everything a media run needs before anything is built.
+pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
+    let field = if a.make.is_some() {
+        "--make"
+    } else {
+        "--target"
+    };
+    let kinds = made_kinds(a)?;
+    if !(1..=100).contains(&a.rounds) {
+        return Err(usage("--rounds", "must be 1 to 100"));
+    }
+    let (make_in, own) = split_targets(a)?;
+    let reserved: Vec<String> = kinds.iter().map(|k| k.name()).collect();
+    let given = media_targets::parse(&own, &reserved)?;
+    if given.is_empty() && (!a.destroy_data.is_empty() || a.overwrite) {
+        return Err(usage(
+            "--make",
+            "iolab builds the configurations' devices itself: --destroy-data and --overwrite do not apply",
+        ));
+    }
+    refuse_unsupported(a, field)?;
+    let mut destroy = media_targets::destroy_data_for(&given, &a.destroy_data)?;
+    destroy.extend(kinds.iter().map(|_| None));
+    let mut subjects: Vec<Subject> = given.into_iter().map(Subject::Given).collect();
+    subjects.extend(kinds.into_iter().map(Subject::Made));
+    let labels: Vec<String> = subjects.iter().map(Subject::label).collect();
+    let baseline = a.baseline.clone().unwrap_or_else(|| labels[0].clone());
+    if !labels.contains(&baseline) {
+        return Err(usage(
+            "--baseline",
+            format!(
+                "'{baseline}' is not one of the targets: {}",
+                labels.join(", ")
+            ),
+        ));
+    }
+    let exps = experiments_from_args(a)?;
+    if exps
+        .iter()
+        .any(|e| e.mode != Mode::Plain || e.precondition.is_some() || e.purge)
+    {
+        return Err(usage(
+            field,
+            "runs plain job lists (sweeps included); open-loop rates, latency targets, steady state, precondition and purge are not combined with it yet",
+        ));
+    }
+    let planned: Vec<JobSpec> = exps.into_iter().flat_map(|e| e.jobs).collect();
+    let size_given = match &a.size {
+        Some(s) => Some(parse_size("--size", s)?).filter(|s| *s > 0),
+        None => None,
+    };
+    if a.size.is_some() && size_given.is_none() {
+        return Err(usage("--size", "size must be greater than 0"));
+    }
+    let (jobs, workloads) = jobs_per_subject(a, &subjects, &planned)?;
+    Ok(MediaPlan {
+        writes: planned.iter().any(|j| j.writes()),
+        subjects,
+        make_in,
+        baseline,
+        rounds: a.rounds,
+        jobs,
+        workloads,
+        size: size_given.unwrap_or(DEFAULT_SIZE),
+        size_given,
+        destroy,
+    })
+}
+
+/// The engine a subject's jobs run with: a remote target's transport
+/// engine, else the planned one; an engine given with `--engine` must be
+/// able to open the target.
+fn engine_for(
+    a: &DeviceArgs,
+    s: &Subject,
+    planned: EngineKind,
+    local: EngineKind,
+) -> anyhow::Result<EngineKind> {
+    let explicit = a.given.iter().any(|g| g == "engine");
+    let remote = match s {
+        Subject::Given(t) => t.remote(),
+        Subject::Made(_) => None,
+    };
+    let opens = planned.caps().opens;
+    let value = match s {
+        Subject::Given(t) => t.value.clone(),
+        Subject::Made(k) => k.name(),
+    };
+    match (remote, explicit) {
+        (Some(ep), false) => crate::engine::engine_for_transport(ep.transport).ok_or_else(|| {
+            media_targets::name_target_text(&value, "no engine speaks its transport")
+        }),
+        (Some(ep), true) if opens != Opens::Remote(ep.transport) && opens != Opens::Nothing => {
+            Err(usage(
+                "--engine",
+                format!("{} cannot open {value}", planned.name()),
+            ))
+        }
+        (None, false) if matches!(opens, Opens::Remote(_)) => Ok(local),
+        (None, true) if matches!(opens, Opens::Remote(_)) => Err(usage(
+            "--engine",
+            format!("{} opens remote targets only, not {value}", planned.name()),
+        )),
+        _ => Ok(planned),
+    }
+}
+
+/// Every subject's jobs, and the workload names the points are named by.
+fn jobs_per_subject(
+    a: &DeviceArgs,
+    subjects: &[Subject],
+    planned: &[JobSpec],
+) -> anyhow::Result<(Vec<Vec<JobSpec>>, Vec<String>)> {
+    let local = crate::plan::sweep::parse_engine_axis("--engine", &a.engine, true)?
+        .first()
+        .copied()
+        .filter(|e| !matches!(e.caps().opens, Opens::Remote(_)))
+        .unwrap_or(EngineKind::IoUring);
+    let mut all = Vec::new();
+    for s in subjects {
+        let mut jobs = Vec::new();
+        for j in planned {
+            let mut job = j.clone();
+            job.engine = engine_for(a, s, j.engine, local)?;
+            if job.engine != j.engine {
+                job.direct = j.direct && job.engine != EngineKind::Mmap;
+                job.validate().map_err(|e| match s {
+                    Subject::Given(t) => media_targets::name_target(t, e),
+                    Subject::Made(_) => e,
+                })?;
+            }
+            jobs.push(job);
+        }
+        all.push(jobs);
+    }
+    let engines_vary = all.iter().any(|jobs: &Vec<JobSpec>| {
+        jobs.iter()
+            .zip(planned)
+            .any(|(job, j)| job.engine != j.engine)
+    });
+    let workloads = planned
+        .iter()
+        .map(|j| {
+            let default = j.default_name();
+            match default.strip_suffix(&format!("-{}", j.engine.name())) {
+                Some(w) if engines_vary && j.name == default => w.to_string(),
+                _ => j.name.clone(),
+            }
+        })
+        .collect();
+    Ok((all, workloads))
+}
+
+/// Every check of the run, nothing created: the configurations can be
+/// built here, every given target passes its kind's rules, the results
+/// file is not one of them.
+fn check(plan: &MediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
+    for k in plan.made() {
         if let Some(why) = k.unavailable() {
             return Err(usage(
                 "--make",
@@ -133,265 +372,81 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             ));
         }
     }
-    if a.dry_run {
-        print_plan(&plan);
-        return Ok(());
-    }
-    interrupt::install();
-    let quiet = a.quiet;
-    if !quiet {
-        eprintln!(
-            "iolab: building {} ...",
-            plan.kinds
-                .iter()
-                .map(|k| k.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let media = plan
-        .kinds
-        .iter()
-        .map(|&k| Medium::build(k, &plan.under, plan.size))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let writes = plan.jobs.iter().any(|j| j.writes());
-    let targets = media
-        .iter()
-        .map(|m| target_on(m, plan.size, writes, a.seed))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let results = measure(&a, &plan, &media, &targets)?;
-    drop(targets);
-    drop(media);
-    if !quiet {
-        for line in table(&results) {
-            println!("{line}");
+    for (i, t) in plan.given() {
+        // A new file at a mistyped path would still run: compare only what exists.
+        if t.remote().is_none() && std::fs::symlink_metadata(&t.path).is_err() {
+            return Err(media_targets::name_target_text(
+                &t.value,
+                "does not exist (give a directory, a file, a block device or a remote URL)",
+            ));
         }
-        if let Some(p) = &a.json {
-            println!("results: {}", p.display());
-        }
+        dut::check(&plan.options(i, t, a), plan.writes)
+            .map_err(|e| media_targets::name_target(t, e))?;
     }
-    if results.interrupted {
-        return Err(crate::error::Interrupted.into());
+    if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
+        let paths: Vec<&Path> = plan.given().map(|(_, t)| t.path.as_path()).collect();
+        crate::results::output::check(p, "--json", a.force, &paths)?;
     }
     Ok(())
 }
 
-/// The jobs' target on a built configuration: a scratch file in its file
-/// system, or its loop device (iolab's own, so writes are allowed).
-fn target_on(m: &Medium, size: u64, writes: bool, seed: u64) -> anyhow::Result<Target> {
-    let raw = m.kind == MediaKind::Raw;
-    dut::prepare(
-        &TargetOptions {
-            path: Some(m.target.clone()),
-            size: if raw { None } else { Some(size) },
-            destroy_data: raw.then(|| m.target.clone()),
-            ..Default::default()
-        },
-        writes,
-        None,
-        seed,
-    )
-}
-
-fn measure(
-    a: &DeviceArgs,
-    plan: &MediaPlan,
-    media: &[Medium],
-    targets: &[Target],
-) -> anyhow::Result<Results> {
-    let mut provenance = Provenance::collect(a.seed);
-    provenance.target = Some(targets[0].info());
-    provenance.plan = serde_json::to_value(&plan.jobs)?;
-    let mut results = Results::new("device", provenance);
-    results.warnings.extend(results.provenance.busy_warning());
-    results.extra.insert(
-        "media".into(),
-        json!({
-            "baseline": plan.baseline,
-            "rounds": plan.rounds,
-            "configurations": media.iter().map(|m| json!({"name": m.kind.name(), "made": m.describe})).collect::<Vec<_>>(),
-        }),
-    );
-    let sink = ResultsSink::new(
-        results,
-        a.json.clone().filter(|p| p.as_os_str() != "-"),
-        None,
-        AnalysisOptions::default(),
-    );
-    let observer = Terminal::progress_only(a.quiet);
-    let per_job: f64 = plan
-        .jobs
-        .iter()
-        .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
-        .sum();
-    let n = media.len() * plan.rounds as usize;
-    let mut driver = Driver::new(
-        &targets[0],
-        sink,
-        &observer,
-        None,
-        !a.quiet && std::io::stderr().is_terminal(),
-        (n * plan.jobs.len(), n as f64 * per_job),
-    );
-    'rounds: for r in 0..plan.rounds {
-        for i in round_order(media.len(), r) {
-            let name = media[i].kind.name();
-            let params = [("medium", name.clone()), ("round", (r + 1).to_string())];
-            let tags = Tags {
-                experiment: "",
-                params: &params,
-                extra: &[],
-            };
-            for j in &plan.jobs {
-                if interrupt::stop_requested() {
-                    break 'rounds;
-                }
-                let mut job = j.clone();
-                job.name = format!("{name} r{}: {}", r + 1, j.name);
-                driver.run_point_on(&targets[i], &job, &tags)?;
-            }
-        }
+pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
+    let plan = plan(&a)?;
+    check(&plan, &a)?;
+    if a.dry_run {
+        print_plan(&plan);
+        return Ok(());
     }
-    let mut results = driver.finish()?.results;
-    let rows = normalize(&results.points, &plan.baseline);
-    if let Some(m) = results
-        .extra
-        .get_mut("media")
-        .and_then(|v| v.as_object_mut())
-    {
-        m.insert("rows".into(), serde_json::to_value(&rows)?);
-    }
-    if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
-        crate::results::write_atomic(p, &serde_json::to_vec_pretty(&results)?)?;
-    }
-    Ok(results)
-}
-
-/// One job on one configuration, over the rounds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MediaRow {
-    pub job: String,
-    pub medium: String,
-    /// Median IOPS over the rounds.
-    pub iops: f64,
-    /// Per-round IOPS over the baseline's in the same round: median and range.
-    pub vs_baseline: f64,
-    pub vs_min: f64,
-    pub vs_max: f64,
-    /// The range straddles 1.0: not told apart from the baseline.
-    pub noise: bool,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// The normalized rows of a media run's points (by `medium`, `round` and
-/// the job's name after the "MEDIUM rN: " prefix).
-pub fn normalize(points: &[Point], baseline: &str) -> Vec<MediaRow> {
-    // (job, medium) -> round -> IOPS
-    let mut by: BTreeMap<(String, String), BTreeMap<String, f64>> = BTreeMap::new();
-    for p in points {
-        let (Some(m), Some(r)) = (p.params.get("medium"), p.params.get("round")) else {
-            continue;
-        };
-        let job = p.name.split_once(": ").map_or(p.name.as_str(), |x| x.1);
-        by.entry((job.to_string(), m.clone()))
-            .or_default()
-            .insert(r.clone(), p.total.iops);
-    }
-    let mut rows = Vec::new();
-    for ((job, medium), rounds) in &by {
-        let Some(base) = by.get(&(job.clone(), baseline.to_string())) else {
-            continue;
-        };
-        let ratios: Vec<f64> = rounds
-            .iter()
-            .filter_map(|(r, iops)| base.get(r).filter(|b| **b > 0.0).map(|b| iops / b))
-            .collect();
-        if ratios.is_empty() {
-            continue;
-        }
-        let (lo, hi) = ratios
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-        rows.push(MediaRow {
-            job: job.clone(),
-            medium: medium.clone(),
-            iops: median(rounds.values().copied().collect()),
-            vs_baseline: median(ratios),
-            vs_min: lo,
-            vs_max: hi,
-            noise: medium != baseline && lo < 1.0 && hi > 1.0,
-        });
-    }
-    rows
-}
-
-/// The terminal table: per job, each configuration's IOPS and its ratio.
-fn table(results: &Results) -> Vec<String> {
-    let Some(rows) = results
-        .extra
-        .get("media")
-        .and_then(|m| m.get("rows"))
-        .and_then(|r| serde_json::from_value::<Vec<serde_json::Value>>(r.clone()).ok())
-    else {
-        return Vec::new();
-    };
-    let mut out = vec![format!(
-        "{:<40} {:<16} {:>10} {:>22}",
-        "job", "configuration", "IOPS", "vs baseline (range)"
-    )];
-    for r in rows {
-        out.push(format!(
-            "{:<40} {:<16} {:>10.0} {:>8.2}x ({:.2}..{:.2}){}",
-            r["job"].as_str().unwrap_or(""),
-            r["medium"].as_str().unwrap_or(""),
-            r["iops"].as_f64().unwrap_or(0.0),
-            r["vs_baseline"].as_f64().unwrap_or(0.0),
-            r["vs_min"].as_f64().unwrap_or(0.0),
-            r["vs_max"].as_f64().unwrap_or(0.0),
-            if r["noise"].as_bool() == Some(true) {
-                " ~noise"
-            } else {
-                ""
-            }
-        ));
-    }
-    out
+    super::device_media_run::run(&a, &plan)
 }
 
 fn print_plan(plan: &MediaPlan) {
+    let labels = plan.labels();
     println!(
-        "iolab device --make: {} round(s) over {} in {} (room for {} MiB each), baseline {}",
+        "iolab device: {} round(s) over {} target(s), baseline {}",
         plan.rounds,
-        plan.kinds
-            .iter()
-            .map(|k| k.name())
-            .collect::<Vec<_>>()
-            .join(", "),
-        plan.under.display(),
-        plan.size >> 20,
+        labels.len(),
         plan.baseline
     );
+    let width = labels.iter().map(|l| l.len()).max().unwrap_or(0);
+    for s in &plan.subjects {
+        let what = match s {
+            Subject::Made(_) => format!(
+                "built in {} (room for {} MiB)",
+                plan.make_in.display(),
+                plan.size >> 20
+            ),
+            Subject::Given(t) if t.remote().is_some() => format!("{} (remote)", t.path.display()),
+            Subject::Given(t) if t.path.is_dir() => format!(
+                "{} (a {} MiB scratch file in it)",
+                t.path.display(),
+                plan.size >> 20
+            ),
+            Subject::Given(t) => t.path.display().to_string(),
+        };
+        println!("  {:<width$}  {what}", s.label());
+    }
     for r in 0..plan.rounds {
-        let order: Vec<String> = round_order(plan.kinds.len(), r)
+        let order: Vec<&str> = round_order(labels.len(), r)
             .into_iter()
-            .map(|i| plan.kinds[i].name())
+            .map(|i| labels[i].as_str())
             .collect();
         println!("  round {}: {}", r + 1, order.join(" "));
     }
-    for j in &plan.jobs {
-        println!("      {}", j.name);
+    for w in &plan.workloads {
+        println!("      {w}");
     }
+    let per_round: f64 = plan
+        .jobs
+        .iter()
+        .flatten()
+        .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
+        .sum();
+    println!(
+        "{} point(s); estimated duration: {:.0} s (plus building the configurations and laying out scratch files)",
+        plan.workloads.len() * labels.len() * plan.rounds as usize,
+        per_round * plan.rounds as f64
+    );
 }
 
 #[cfg(test)]
@@ -403,44 +458,5 @@ mod tests {
         assert_eq!(round_order(3, 0), vec![0, 1, 2]);
         assert_eq!(round_order(3, 1), vec![2, 1, 0]);
         assert_eq!(round_order(3, 2), vec![0, 1, 2]);
-    }
-
-    fn point(medium: &str, round: u32, iops: f64) -> Point {
-        let spec = JobSpec::default();
-        let mut p = crate::analysis::testutil::point(&spec, iops, 50_000.0, 90_000);
-        p.name = format!("{medium} r{round}: randread-4k-qd1");
-        p.params.insert("medium".into(), medium.into());
-        p.params.insert("round".into(), round.to_string());
-        p.total.iops = iops;
-        p
-    }
-
-    #[test]
-    fn ratios_are_per_round_with_their_range_and_noise_marked() {
-        let pts = vec![
-            point("ext4", 1, 100.0),
-            point("xfs", 1, 110.0),
-            point("raw", 1, 200.0),
-            point("ext4", 2, 100.0),
-            point("xfs", 2, 95.0),
-            point("raw", 2, 210.0),
-            point("ext4", 3, 90.0),
-            point("xfs", 3, 99.0),
-            point("raw", 3, 180.0),
-        ];
-        let rows = normalize(&pts, "ext4");
-        let row = |m: &str| rows.iter().find(|r| r.medium == m).unwrap().clone();
-        let xfs = row("xfs");
-        assert!((xfs.vs_baseline - 1.1).abs() < 1e-9, "{xfs:?}");
-        assert!((xfs.vs_min - 0.95).abs() < 1e-9 && (xfs.vs_max - 1.1).abs() < 1e-9);
-        assert!(xfs.noise);
-        let raw = row("raw");
-        assert!(
-            (raw.vs_baseline - 2.0).abs() < 1e-9 && !raw.noise,
-            "{raw:?}"
-        );
-        assert_eq!(raw.iops, 200.0);
-        let base = row("ext4");
-        assert_eq!((base.vs_baseline, base.noise), (1.0, false));
     }
 }

@@ -35,6 +35,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("destroy_data", FLAG),
     opt("keep", FLAG),
     opt("make", FLAG),
+    opt("make_in", FLAG),
     opt("rounds", FLAG),
     opt("baseline", FLAG),
     opt("rw", FLAG | PLAN | FIO),

@@ -2,7 +2,10 @@
 //! keys are `iolab device` flag names (`bs`, `qd`, `rate`, `steady-state` ...).
 //! Values may be strings, numbers, booleans or arrays (joined into a list).
 //! An experiment is its defaults overridden by its own keys; flags given on
-//! the command line are the defaults of the defaults.
+//! the command line are the defaults of the defaults. An optional `[media]`
+//! table holds the run-wide keys of a media comparison (`make`, `rounds`,
+//! `baseline`); the targets are the machine's, so they stay on the command
+//! line (docs/media.md).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,6 +25,30 @@ pub struct PlanSection {
 pub struct PlanFile {
     pub description: Option<String>,
     pub experiments: Vec<PlanSection>,
+    /// The `[media]` table: flag name -> value text.
+    pub media: BTreeMap<String, String>,
+}
+
+/// Keys of the `[media]` table (run-wide, not per experiment).
+pub const MEDIA_KEYS: [&str; 3] = ["make", "rounds", "baseline"];
+
+fn media_settings(file: &str, t: &toml::Table) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (k, v) in t {
+        let key = k.replace('-', "_");
+        let field = format!("{file}: media.{k}");
+        if !MEDIA_KEYS.contains(&key.as_str()) {
+            return Err(usage(
+                field,
+                format!(
+                    "unknown key (known: {}; the targets are given with --target)",
+                    MEDIA_KEYS.join(", ")
+                ),
+            ));
+        }
+        out.insert(key, value_text(&field, v)?);
+    }
+    Ok(out)
 }
 
 /// A TOML value as flag text (lists joined with commas).
@@ -73,10 +100,12 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
     let mut defaults = BTreeMap::new();
     let mut description = None;
     let mut experiments = Vec::new();
+    let mut media = BTreeMap::new();
     for (k, v) in &doc {
         match (k.as_str(), v) {
             ("description", toml::Value::String(s)) => description = Some(s.clone()),
             ("defaults", toml::Value::Table(t)) => defaults = settings(file, "defaults", t)?,
+            ("media", toml::Value::Table(t)) => media = media_settings(file, t)?,
             ("experiment", toml::Value::Array(a)) => {
                 for (i, e) in a.iter().enumerate() {
                     let toml::Value::Table(t) = e else {
@@ -99,7 +128,7 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
                 return Err(usage(
                     file,
                     format!(
-                        "unknown top-level key '{other}' (description, [defaults], [[experiment]])"
+                        "unknown top-level key '{other}' (description, [defaults], [media], [[experiment]])"
                     ),
                 ))
             }
@@ -126,6 +155,7 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
     Ok(PlanFile {
         description,
         experiments,
+        media,
     })
 }
 
@@ -169,6 +199,20 @@ steady-state = "iops"
         assert_eq!(b.name, "experiment-2");
         assert_eq!(b.settings["runtime"], "1s");
         assert_eq!(b.settings["buffered"], "true");
+    }
+
+    #[test]
+    fn the_media_table_holds_run_wide_keys() {
+        let p = parse(
+            "m.toml",
+            "[media]\nmake = [\"tmpfs\", \"ext4\"]\nrounds = 3\n[[experiment]]\nrw = \"read\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.media["make"], "tmpfs,ext4");
+        assert_eq!(p.media["rounds"], "3");
+        let e = parse("m.toml", "[media]\ntarget = \"/dev/sda\"\n[[experiment]]\n").unwrap_err();
+        let u = e.downcast::<crate::error::UsageError>().unwrap();
+        assert_eq!(u.field, "m.toml: media.target");
     }
 
     #[test]

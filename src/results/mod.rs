@@ -75,6 +75,15 @@ impl Results {
             };
             self.analysis = crate::analysis::analyze(&self.points, &opts);
         }
+        // Media runs written before the typed media analysis existed.
+        if self.analysis.media.is_none() {
+            let measured: Vec<&Point> = self
+                .points
+                .iter()
+                .filter(|p| !crate::analysis::is_aux(p))
+                .collect();
+            self.analysis.media = crate::analysis::media::analyze(&measured);
+        }
     }
 
     /// `self`, with its analysis computed if the file has none (kv files,

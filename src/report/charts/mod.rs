@@ -6,6 +6,7 @@
 pub mod device;
 pub mod kv;
 pub mod latency;
+pub mod media;
 pub mod other;
 pub mod remote;
 pub mod remote_db;
@@ -58,6 +59,8 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(remote::cpu_per_io(r));
     out.extend(remote::breakdown(r));
     out.extend(remote_db::database(r));
+    out.extend(media::media(r));
+    out.extend(media::media_latency(r));
     out.extend(kv::kv(r));
     out.extend(other::breakdown(r));
     out.extend(other::steady_state(r));

@@ -40,6 +40,33 @@ fn value_size(v: u64) -> String {
     }
 }
 
+/// A latency CDF as a line (at most ~150 points): `what` names the
+/// requests in the hover text ("reads").
+pub fn cdf_series(label: &str, color: usize, h: &LatencyHistogram, what: &str) -> Series {
+    let cdf = h.cdf();
+    let step = (cdf.len() / 150).max(1);
+    let points = cdf
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| j % step == 0 || *j == cdf.len() - 1)
+        .map(|(_, &(ns, f))| {
+            let text = format!(
+                "{label}: {:.2}% of {what} within {}",
+                f * 100.0,
+                fmt::ns(ns as f64)
+            );
+            (ns as f64, f * 100.0, text)
+        })
+        .collect();
+    Series {
+        label: label.to_string(),
+        points,
+        dashed: false,
+        color,
+        line: true,
+    }
+}
+
 /// The read latency CDF of every volume at one value size.
 fn read_cdf(r: &Results, rows: &[DbRow], size: u64) -> Option<String> {
     let series: Vec<Series> = rows
@@ -49,29 +76,7 @@ fn read_cdf(r: &Results, rows: &[DbRow], size: u64) -> Option<String> {
         .filter_map(|(i, x)| {
             let p = r.points.iter().find(|p| p.name == x.point)?;
             let h = LatencyHistogram::decode(p.histograms.get("read.lat")?).ok()?;
-            let cdf = h.cdf();
-            let step = (cdf.len() / 150).max(1);
-            let points = cdf
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| j % step == 0 || *j == cdf.len() - 1)
-                .map(|(_, &(ns, f))| {
-                    let text = format!(
-                        "{}: {:.2}% of reads within {}",
-                        x.transport,
-                        f * 100.0,
-                        fmt::ns(ns as f64)
-                    );
-                    (ns as f64, f * 100.0, text)
-                })
-                .collect();
-            Some(Series {
-                label: x.transport.clone(),
-                points,
-                dashed: false,
-                color: i,
-                line: true,
-            })
+            Some(cdf_series(&x.transport, i, &h, "reads"))
         })
         .collect();
     if series.is_empty() {

@@ -17,7 +17,76 @@ pub struct BarChart {
     pub stacked: bool,
 }
 
+/// What a grouped bar chart of ratios adds to its bars: the range of
+/// each bar as a whisker, a mark on some bars (a ratio not told apart from
+/// the reference), a hover text per bar, and a reference line (1.0 = as
+/// fast as the baseline). Indexed [stack][category], like the values.
+#[derive(Debug, Clone, Default)]
+pub struct BarOverlay {
+    pub ranges: Vec<Vec<Option<(f64, f64)>>>,
+    pub marked: Vec<Vec<bool>>,
+    /// The mark's hover text.
+    pub mark_title: String,
+    pub titles: Vec<Vec<Option<String>>>,
+    pub reference: Option<(f64, String)>,
+}
+
+impl BarOverlay {
+    fn range(&self, stack: usize, cat: usize) -> Option<(f64, f64)> {
+        *self.ranges.get(stack)?.get(cat)?
+    }
+
+    fn marked(&self, stack: usize, cat: usize) -> bool {
+        self.marked
+            .get(stack)
+            .and_then(|m| m.get(cat))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    fn title(&self, stack: usize, cat: usize) -> Option<&str> {
+        self.titles.get(stack)?.get(cat)?.as_deref()
+    }
+}
+
 pub fn bar_chart(c: &BarChart) -> String {
+    bar_chart_with(c, &BarOverlay::default())
+}
+
+/// A whisker from `lo` to `hi` over the bar at `bx` of width `w`, and the
+/// mark above it.
+fn whisker(out: &mut String, ym: &Mapped, bx: f64, w: f64, range: (f64, f64), mark: Option<&str>) {
+    let (y0, y1) = (H - MB, MT);
+    let cx = bx + w / 2.0;
+    let plo = to_px(ym, Scale::Linear, range.0, y0, y1);
+    let phi = to_px(ym, Scale::Linear, range.1, y0, y1);
+    let cap = (w * 0.3).clamp(2.0, 8.0);
+    let _ = write!(
+        out,
+        r##"<path class="whisker" d="M{} {}V{}M{} {}H{}M{} {}H{}" stroke="#222" stroke-width="1.2" fill="none"/>"##,
+        n(cx),
+        n(plo),
+        n(phi),
+        n(cx - cap),
+        n(plo),
+        n(cx + cap),
+        n(cx - cap),
+        n(phi),
+        n(cx + cap)
+    );
+    if let Some(title) = mark {
+        let _ = write!(
+            out,
+            r##"<text class="noise-mark" x="{}" y="{}" text-anchor="middle" font-size="16" font-weight="bold" fill="#B00">~<title>{}</title></text>"##,
+            n(cx),
+            n(phi - 4.0),
+            esc(title)
+        );
+    }
+}
+
+/// A bar chart with an overlay (whiskers, marks, a reference line).
+pub fn bar_chart_with(c: &BarChart, o: &BarOverlay) -> String {
     let ncat = c.categories.len().max(1);
     let nst = c.stacks.len().max(1);
     let totals: Vec<f64> = (0..ncat)
@@ -35,7 +104,10 @@ pub fn bar_chart(c: &BarChart) -> String {
             }
         })
         .collect();
-    let ym = map_axis(Scale::Linear, &totals, true);
+    let mut extent = totals;
+    extent.extend(o.ranges.iter().flatten().flatten().map(|r| r.1));
+    extent.extend(o.reference.iter().map(|r| r.0));
+    let ym = map_axis(Scale::Linear, &extent, true);
     let yaxis = Axis::new(&c.y_title, Scale::Linear, c.y_fmt);
     let nonzero = c
         .stacks
@@ -79,18 +151,24 @@ pub fn bar_chart(c: &BarChart) -> String {
             };
             let pa = to_px(&ym, Scale::Linear, lo, y0, y1);
             let pb = to_px(&ym, Scale::Linear, hi, y0, y1);
+            let title = o
+                .title(si, i)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{cat}: {label} {}", (c.y_fmt)(v)));
             let _ = write!(
                 out,
-                r#"<rect class="pt" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}: {} {}</title></rect>"#,
+                r#"<rect class="pt" x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}</title></rect>"#,
                 n(bx),
                 n(pb),
                 n(w.max(1.0)),
                 n((pa - pb).max(0.5)),
                 PALETTE[si % PALETTE.len()],
-                esc(cat),
-                esc(label),
-                esc(&(c.y_fmt)(v))
+                esc(&title)
             );
+            if let Some(range) = o.range(si, i) {
+                let mark = o.marked(si, i).then_some(o.mark_title.as_str());
+                whisker(&mut out, &ym, bx, w, range, mark);
+            }
             if c.stacked {
                 base += v;
             }
@@ -112,6 +190,19 @@ pub fn bar_chart(c: &BarChart) -> String {
                 esc(cat)
             );
         }
+    }
+    if let Some((v, label)) = &o.reference {
+        let py = to_px(&ym, Scale::Linear, *v, y0, y1);
+        let _ = write!(
+            out,
+            r##"<line class="reference" x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#555" stroke-dasharray="5 3"/><text x="{}" y="{}" font-size="10" fill="#555" text-anchor="end">{}</text>"##,
+            n(x0),
+            n(x1),
+            n(x1 - 3.0),
+            n(py - 3.0),
+            esc(label),
+            py = n(py)
+        );
     }
     let _ = write!(
         out,
@@ -275,5 +366,37 @@ mod tests {
             unit: "IOPS".into(),
         });
         assert_eq!(h.matches(r#"class="pt""#).count(), 1);
+    }
+
+    #[test]
+    fn an_overlay_adds_whiskers_marks_and_the_reference() {
+        let c = BarChart {
+            title: "ratios".into(),
+            y_title: "x".into(),
+            y_fmt: fmt,
+            categories: vec!["w1".into(), "w2".into()],
+            stacks: vec![
+                ("base".into(), vec![1.0, 1.0]),
+                ("other".into(), vec![1.1, 3.0]),
+            ],
+            stacked: false,
+        };
+        assert_eq!(bar_chart_with(&c, &BarOverlay::default()), bar_chart(&c));
+        let o = BarOverlay {
+            ranges: vec![vec![None, None], vec![Some((0.9, 1.2)), Some((2.5, 9.0))]],
+            marked: vec![vec![], vec![true, false]],
+            mark_title: "noise".into(),
+            titles: vec![vec![], vec![Some("w1 other <1.1x>".into()), None]],
+            reference: Some((1.0, "baseline".into())),
+        };
+        let s = bar_chart_with(&c, &o);
+        assert_eq!(s.matches(r#"class="pt""#).count(), 4);
+        assert_eq!(s.matches(r#"class="whisker""#).count(), 2);
+        assert_eq!(s.matches(r#"class="noise-mark""#).count(), 1);
+        assert!(s.contains(r#"class="reference""#) && s.contains("w1 other &lt;1.1x&gt;"));
+        assert!(
+            s.contains(">9<") || s.contains(">10<"),
+            "the axis reaches the whisker"
+        );
     }
 }

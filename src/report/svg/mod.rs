@@ -6,7 +6,7 @@
 pub mod bars;
 pub mod line;
 
-pub use bars::{bar_chart, heat_map, BarChart, HeatMap};
+pub use bars::{bar_chart, bar_chart_with, heat_map, BarChart, BarOverlay, HeatMap};
 pub use line::line_chart;
 
 use std::fmt::Write as _;

@@ -1,0 +1,430 @@
+//! Storage media side by side: the same workloads on several targets,
+//! interleaved by rounds, each normalized to a baseline target. Generic
+//! over what a point measures: any point carrying the `medium` (the
+//! target's label) and `round` params takes part, and its throughput is
+//! `total.iops` (IOPS of device points, operations per second of kv
+//! points, transactions per second of OLTP points). The workload is the
+//! point's name after its `LABEL rN: ` prefix. The baseline is the
+//! `baseline` param when the points carry one (`--baseline`), else the
+//! first target of the first round.
+//!
+//! Ratios are taken within a round (a target against the baseline
+//! measured minutes apart, not hours), then summarized over the rounds:
+//! the median, the range, and a noise mark when the range straddles 1.0.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::histogram::LatencyHistogram;
+use crate::results::Point;
+
+/// The media comparison of a run (`analysis.media`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaAnalysis {
+    /// The target every other is normalized to.
+    pub baseline: String,
+    /// Rounds seen (the most any target measured).
+    pub rounds: u32,
+    /// Targets in the order of the first round.
+    pub targets: Vec<String>,
+    /// Workloads in the order they ran.
+    pub workloads: Vec<String>,
+    /// One row per workload and target, workload-major.
+    pub rows: Vec<MediaRow>,
+}
+
+/// One workload on one target, over the rounds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaRow {
+    pub workload: String,
+    pub target: String,
+    /// What `throughput` counts: "IOPS" (device points) or "ops/s".
+    pub unit: String,
+    /// Rounds this target measured the workload.
+    pub rounds: u32,
+    /// Median throughput over the rounds.
+    pub throughput: f64,
+    /// Median MiB/s over the rounds (points that move bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mib_s: Option<f64>,
+    /// Median over the rounds of the mean latency (all operations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_lat_ns: Option<f64>,
+    /// Throughput over the baseline's in the same round: the median of
+    /// the per-round ratios, and their range. None when no round of the
+    /// baseline is comparable (missing, or zero throughput).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_baseline: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_max: Option<f64>,
+    /// Rounds behind the ratio (measured on both this target and the baseline).
+    pub paired_rounds: u32,
+    /// The range straddles 1.0: not told apart from the baseline.
+    pub noise: bool,
+    /// Mean latency over the baseline's in the same round (median of the rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_vs_baseline: Option<f64>,
+    /// The points of this row, one per round, in round order.
+    pub points: Vec<String>,
+}
+
+/// One measured round of a workload on a target.
+struct Measured<'a> {
+    point: &'a Point,
+    throughput: f64,
+    mean_lat_ns: Option<f64>,
+}
+
+/// Whether a point is part of a media comparison.
+pub fn is_media_point(p: &Point) -> bool {
+    p.params.contains_key("medium") && p.params.contains_key("round")
+}
+
+/// The workload a media point measured: its name after `LABEL rN: `.
+pub fn workload_of(p: &Point) -> &str {
+    let (Some(m), Some(r)) = (p.params.get("medium"), p.params.get("round")) else {
+        return &p.name;
+    };
+    let prefix = format!("{m} r{r}: ");
+    p.name
+        .strip_prefix(&prefix)
+        .or_else(|| p.name.split_once(": ").map(|x| x.1))
+        .unwrap_or(&p.name)
+}
+
+/// Mean latency over every operation kind, weighted by their counts.
+pub fn mean_lat_ns(p: &Point) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0u64);
+    for o in p.ops.values() {
+        if let Some(l) = &o.lat {
+            sum += l.mean_ns * l.n as f64;
+            n += l.n;
+        }
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The median and range of per-round ratios `a / b`, over the rounds both
+/// have with `b > 0`.
+fn ratios(
+    this: &BTreeMap<u32, Measured>,
+    base: &BTreeMap<u32, Measured>,
+    value: impl Fn(&Measured) -> Option<f64>,
+) -> Vec<f64> {
+    this.iter()
+        .filter_map(|(r, m)| {
+            let b = value(base.get(r)?)?;
+            let a = value(m)?;
+            (b > 0.0 && a.is_finite()).then(|| a / b)
+        })
+        .collect()
+}
+
+/// The media comparison of `points`, if any point carries `medium` and
+/// `round`.
+pub fn analyze(points: &[&Point]) -> Option<MediaAnalysis> {
+    let media: Vec<&Point> = points
+        .iter()
+        .copied()
+        .filter(|p| is_media_point(p))
+        .collect();
+    let first = media.first()?;
+    let baseline = media
+        .iter()
+        .find_map(|p| p.params.get("baseline"))
+        .or_else(|| {
+            media
+                .iter()
+                .find(|p| p.params.get("round").is_some_and(|r| r == "1"))
+                .and_then(|p| p.params.get("medium"))
+        })
+        .unwrap_or(&first.params["medium"])
+        .clone();
+    let mut targets: Vec<String> = Vec::new();
+    let mut workloads: Vec<String> = Vec::new();
+    // (workload, target) -> round -> measured (a repeated round keeps the last)
+    let mut by: BTreeMap<(String, String), BTreeMap<u32, Measured>> = BTreeMap::new();
+    let mut ordered: Vec<&Point> = media.clone();
+    // Round 1's order is the order the targets were given.
+    ordered.sort_by_key(|p| round_of(p).unwrap_or(u32::MAX));
+    for p in &ordered {
+        let target = &p.params["medium"];
+        if !targets.contains(target) {
+            targets.push(target.clone());
+        }
+    }
+    for p in &media {
+        let Some(round) = round_of(p) else { continue };
+        let workload = workload_of(p).to_string();
+        if !workloads.contains(&workload) {
+            workloads.push(workload.clone());
+        }
+        by.entry((workload, p.params["medium"].clone()))
+            .or_default()
+            .insert(
+                round,
+                Measured {
+                    point: p,
+                    throughput: p.total.iops,
+                    mean_lat_ns: mean_lat_ns(p),
+                },
+            );
+    }
+    let empty = BTreeMap::new();
+    let mut rows = Vec::new();
+    for w in &workloads {
+        let base = by.get(&(w.clone(), baseline.clone())).unwrap_or(&empty);
+        for t in &targets {
+            let Some(rounds) = by.get(&(w.clone(), t.clone())) else {
+                continue;
+            };
+            rows.push(row(w, t, t == &baseline, rounds, base));
+        }
+    }
+    Some(MediaAnalysis {
+        baseline,
+        rounds: by.values().map(|r| r.len() as u32).max().unwrap_or(0),
+        targets,
+        workloads,
+        rows,
+    })
+}
+
+fn round_of(p: &Point) -> Option<u32> {
+    p.params.get("round")?.trim().parse().ok()
+}
+
+fn row(
+    workload: &str,
+    target: &str,
+    is_baseline: bool,
+    rounds: &BTreeMap<u32, Measured>,
+    base: &BTreeMap<u32, Measured>,
+) -> MediaRow {
+    let tp = ratios(rounds, base, |m| Some(m.throughput));
+    let lat = ratios(rounds, base, |m| m.mean_lat_ns);
+    let lo = tp.iter().copied().reduce(f64::min);
+    let hi = tp.iter().copied().reduce(f64::max);
+    let device = rounds.values().any(|m| m.point.job.is_some());
+    let mib: Vec<f64> = rounds.values().map(|m| m.point.total.mib_s).collect();
+    MediaRow {
+        workload: workload.to_string(),
+        target: target.to_string(),
+        unit: if device { "IOPS" } else { "ops/s" }.into(),
+        rounds: rounds.len() as u32,
+        throughput: median(rounds.values().map(|m| m.throughput).collect()).unwrap_or(0.0),
+        mib_s: median(mib).filter(|v| *v > 0.0),
+        mean_lat_ns: median(rounds.values().filter_map(|m| m.mean_lat_ns).collect()),
+        paired_rounds: tp.len() as u32,
+        vs_baseline: median(tp),
+        vs_min: lo,
+        vs_max: hi,
+        noise: !is_baseline && lo.zip(hi).is_some_and(|(lo, hi)| lo < 1.0 && hi > 1.0),
+        lat_vs_baseline: median(lat),
+        points: rounds.values().map(|m| m.point.name.clone()).collect(),
+    }
+}
+
+/// The latency distribution of a row: every round's read and write
+/// histograms merged, so the CDF is over all the requests the rounds
+/// made (None when the points carry no histograms).
+pub fn merged_latency(points: &[Point], row: &MediaRow) -> Option<LatencyHistogram> {
+    let mut merged = LatencyHistogram::new();
+    for p in points.iter().filter(|p| row.points.contains(&p.name)) {
+        for key in ["read.lat", "write.lat"] {
+            if let Some(h) = p.histograms.get(key) {
+                merged.merge(&LatencyHistogram::decode(h).ok()?);
+            }
+        }
+    }
+    (!merged.is_empty()).then_some(merged)
+}
+
+/// The rows as `extra.media.rows` held them before the typed analysis
+/// (job, medium, iops, vs_baseline, vs_min, vs_max, noise), for readers
+/// of older files' shape.
+pub fn legacy_rows(a: &MediaAnalysis) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = a
+        .rows
+        .iter()
+        .filter(|r| r.vs_baseline.is_some())
+        .map(|r| {
+            serde_json::json!({
+                "job": r.workload,
+                "medium": r.target,
+                "iops": r.throughput,
+                "vs_baseline": r.vs_baseline,
+                "vs_min": r.vs_min,
+                "vs_max": r.vs_max,
+                "noise": r.noise,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::job::JobSpec;
+
+    fn point(medium: &str, round: u32, iops: f64, mean_ns: f64) -> Point {
+        let spec = JobSpec::default();
+        let mut p = crate::analysis::testutil::point(&spec, iops, mean_ns, 90_000);
+        p.name = format!("{medium} r{round}: randread-4k-qd1");
+        p.params.insert("medium".into(), medium.into());
+        p.params.insert("round".into(), round.to_string());
+        p.total.iops = iops;
+        p
+    }
+
+    fn run(pts: &[Point]) -> MediaAnalysis {
+        analyze(&pts.iter().collect::<Vec<_>>()).unwrap()
+    }
+
+    fn row<'a>(a: &'a MediaAnalysis, t: &str) -> &'a MediaRow {
+        a.rows.iter().find(|r| r.target == t).unwrap()
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    #[test]
+    fn ratios_are_per_round_with_their_range_and_noise_marked() {
+        let mut pts = Vec::new();
+        for (r, [e, x, w]) in [
+            [100.0, 110.0, 200.0],
+            [100.0, 95.0, 210.0],
+            [90.0, 99.0, 180.0],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let r = r as u32 + 1;
+            pts.push(point("ext4", r, e, 1000.0));
+            pts.push(point("xfs", r, x, 1000.0 * e / x));
+            pts.push(point("raw", r, w, 500.0));
+        }
+        let a = run(&pts);
+        assert_eq!(a.baseline, "ext4", "the first target of round 1");
+        assert_eq!(a.rounds, 3);
+        assert_eq!(a.targets, ["ext4", "xfs", "raw"]);
+        assert_eq!(a.workloads, ["randread-4k-qd1"]);
+        let xfs = row(&a, "xfs");
+        assert!(close(xfs.vs_baseline, 1.1), "{xfs:?}");
+        assert!(close(xfs.vs_min, 0.95) && close(xfs.vs_max, 1.1), "{xfs:?}");
+        assert!(xfs.noise);
+        assert!(close(xfs.lat_vs_baseline, 1.0 / 1.1), "{xfs:?}");
+        let raw = row(&a, "raw");
+        assert!(close(raw.vs_baseline, 2.0) && !raw.noise, "{raw:?}");
+        assert_eq!(raw.throughput, 200.0);
+        assert!(close(raw.lat_vs_baseline, 0.5));
+        assert_eq!(raw.unit, "IOPS");
+        assert_eq!(raw.points.len(), 3);
+        let base = row(&a, "ext4");
+        assert_eq!((base.vs_baseline, base.noise), (Some(1.0), false));
+        assert_eq!(legacy_rows(&a).as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_baseline_param_wins_and_a_missing_round_is_left_out() {
+        let mut pts = vec![
+            point("a", 1, 100.0, 1.0),
+            point("b", 1, 200.0, 1.0),
+            point("b", 2, 300.0, 1.0),
+            point("a", 2, 100.0, 1.0),
+            // b has a round 3; a does not (interrupted, or skipped).
+            point("b", 3, 900.0, 1.0),
+        ];
+        for p in &mut pts {
+            p.params.insert("baseline".into(), "a".into());
+        }
+        let a = run(&pts);
+        assert_eq!(a.baseline, "a");
+        let b = row(&a, "b");
+        assert_eq!((b.rounds, b.paired_rounds), (3, 2));
+        assert!(close(b.vs_baseline, 2.5) && close(b.vs_min, 2.0) && close(b.vs_max, 3.0));
+        assert_eq!(b.throughput, 300.0, "median of 200, 300, 900");
+        for p in &mut pts {
+            p.params.insert("baseline".into(), "b".into());
+        }
+        let a = run(&pts);
+        assert_eq!(a.baseline, "b");
+        let ra = row(&a, "a");
+        assert_eq!(ra.paired_rounds, 2);
+        assert!(close(ra.vs_baseline, (0.5 + 1.0 / 3.0) / 2.0));
+    }
+
+    #[test]
+    fn a_baseline_with_zero_throughput_gives_no_ratio() {
+        let pts = vec![
+            point("base", 1, 0.0, 1.0),
+            point("other", 1, 100.0, 1.0),
+            point("base", 2, 0.0, 1.0),
+            point("other", 2, 120.0, 1.0),
+        ];
+        let a = run(&pts);
+        let o = row(&a, "other");
+        assert_eq!((o.vs_baseline, o.vs_min, o.vs_max), (None, None, None));
+        assert!(!o.noise && o.paired_rounds == 0);
+        assert_eq!(o.throughput, 110.0);
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+        assert!(legacy_rows(&a).as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn kv_points_count_operations_and_others_are_ignored() {
+        let mut kv = point("tmpfs", 1, 5000.0, 1.0);
+        kv.job = None;
+        kv.name = "tmpfs r1: ycsb-a run".into();
+        let plain = crate::analysis::testutil::point(&JobSpec::default(), 1.0, 1.0, 1);
+        let a = analyze(&[&plain, &kv]).unwrap();
+        assert_eq!(a.workloads, ["ycsb-a run"]);
+        assert_eq!(a.rows[0].unit, "ops/s");
+        assert!(analyze(&[&plain]).is_none());
+    }
+
+    #[test]
+    fn the_latency_of_a_row_merges_every_round() {
+        let mut pts = vec![point("a", 1, 1.0, 1.0), point("a", 2, 1.0, 1.0)];
+        for (i, p) in pts.iter_mut().enumerate() {
+            let mut h = LatencyHistogram::new();
+            for v in 0..100 {
+                h.record(1000 * (i as u64 + 1) + v);
+            }
+            p.histograms.insert("read.lat".into(), h.encode());
+        }
+        let a = run(&pts);
+        let merged = merged_latency(&pts, &a.rows[0]).unwrap();
+        assert_eq!(merged.len(), 200);
+        pts[1].histograms.clear();
+        assert_eq!(merged_latency(&pts, &a.rows[0]).unwrap().len(), 100);
+        pts[0].histograms.clear();
+        assert!(merged_latency(&pts, &a.rows[0]).is_none());
+    }
+
+    #[test]
+    fn workload_is_the_name_after_the_prefix() {
+        let mut p = point("stripe:2", 2, 1.0, 1.0);
+        p.name = "stripe:2 r2: seq: read".into();
+        assert_eq!(workload_of(&p), "seq: read");
+        p.name = "no prefix".into();
+        assert_eq!(workload_of(&p), "no prefix");
+    }
+}
