@@ -486,7 +486,7 @@ pub fn load(
             .with_context(|| format!("creating indexes: {s}"))?;
     }
     analyze(conn.as_mut())?;
-    let rows = check_rows(conn.as_mut(), warehouses)?;
+    let rows = check_rows(conn.as_mut(), warehouses, false)?;
     Ok(LoadInfo {
         warehouses,
         rows,
@@ -516,7 +516,14 @@ fn analyze(conn: &mut dyn Conn) -> Result<()> {
 }
 
 /// Rows per table, by query; an error when a count is not the spec's.
-pub fn check_rows(conn: &mut dyn Conn, warehouses: u32) -> Result<BTreeMap<String, u64>> {
+/// `after_runs`: the database was run on (reused with `--db`), so only the
+/// tables no transaction inserts into or deletes from are held to the
+/// load's counts.
+pub fn check_rows(
+    conn: &mut dyn Conn,
+    warehouses: u32,
+    after_runs: bool,
+) -> Result<BTreeMap<String, u64>> {
     let mut rows = Rows::default();
     let mut out = BTreeMap::new();
     let mut count = |sql: &str| -> Result<u64> {
@@ -529,7 +536,8 @@ pub fn check_rows(conn: &mut dyn Conn, warehouses: u32) -> Result<BTreeMap<Strin
     for (table, expected) in schema::expected_rows(warehouses as u64) {
         let n = count(&format!("SELECT COUNT(*) FROM {table}"))?;
         let want = expected.unwrap_or(lines_expected);
-        if n != want {
+        let grows = matches!(table, "history" | "orders" | "new_order");
+        if n != want && !(after_runs && grows) {
             wrong.push(format!("{table}: {n} rows, expected {want}"));
         }
         out.insert(table.to_string(), n);

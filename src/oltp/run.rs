@@ -200,7 +200,7 @@ fn load_or_check(
         }
         LoadInfo {
             warehouses: found,
-            rows: load::check_rows(conn, found)?,
+            rows: load::check_rows(conn, found, true)?,
             loaded: false,
             ..Default::default()
         }
