@@ -48,8 +48,12 @@ pub enum ServerAddr {
         host: String,
         port: u16,
     },
-    /// PostgreSQL: the socket's directory; MariaDB: the socket file.
-    Socket(PathBuf),
+    /// PostgreSQL: the socket's directory (its file is named after the
+    /// port); MariaDB: the socket file.
+    Socket {
+        path: PathBuf,
+        port: u16,
+    },
 }
 
 /// A server endpoint and its credentials.
@@ -66,7 +70,7 @@ impl ServerEndpoint {
     pub fn describe(&self) -> String {
         let at = match &self.addr {
             ServerAddr::Tcp { host, port } => format!("{host}:{port}"),
-            ServerAddr::Socket(p) => p.display().to_string(),
+            ServerAddr::Socket { path, .. } => path.display().to_string(),
         };
         format!("{}@{at}/{}", self.user, self.dbname)
     }
@@ -174,7 +178,10 @@ fn parse_endpoint(engine: Engine, url: &str) -> Result<ServerEndpoint> {
     };
     if url.starts_with('/') {
         return Ok(ServerEndpoint {
-            addr: ServerAddr::Socket(PathBuf::from(url)),
+            addr: ServerAddr::Socket {
+                path: PathBuf::from(url),
+                port: default_port,
+            },
             user: default_user.into(),
             password: None,
             dbname: "tpcc".into(),
@@ -208,7 +215,10 @@ fn parse_endpoint(engine: Engine, url: &str) -> Result<ServerEndpoint> {
     };
     let hostport = decode(hostport)?;
     let mut addr = if hostport.starts_with('/') {
-        ServerAddr::Socket(PathBuf::from(hostport))
+        ServerAddr::Socket {
+            path: PathBuf::from(hostport),
+            port: default_port,
+        }
     } else {
         let (host, port) = split_host_port(&hostport, default_port)?;
         ServerAddr::Tcp {
@@ -223,7 +233,13 @@ fn parse_endpoint(engine: Engine, url: &str) -> Result<ServerEndpoint> {
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         match kv.split_once('=') {
             Some(("host", v)) | Some(("socket", v)) if decode(v)?.starts_with('/') => {
-                addr = ServerAddr::Socket(PathBuf::from(decode(v)?));
+                let port = match addr {
+                    ServerAddr::Tcp { port, .. } | ServerAddr::Socket { port, .. } => port,
+                };
+                addr = ServerAddr::Socket {
+                    path: PathBuf::from(decode(v)?),
+                    port,
+                };
             }
             _ => {
                 return Err(bad(format!(
@@ -319,10 +335,35 @@ mod tests {
         )
         .unwrap();
         let DbConnect::Mariadb(e) = c else { panic!() };
-        assert_eq!(e.addr, ServerAddr::Socket("/tmp/m.sock".into()));
+        assert_eq!(
+            e.addr,
+            ServerAddr::Socket {
+                path: "/tmp/m.sock".into(),
+                port: 3306
+            }
+        );
         let c = DbConnect::parse_url(Engine::Postgres, "postgres://u@%2Ftmp%2Fpg/db").unwrap();
         let DbConnect::Postgres(e) = c else { panic!() };
-        assert_eq!(e.addr, ServerAddr::Socket("/tmp/pg".into()));
+        assert_eq!(
+            e.addr,
+            ServerAddr::Socket {
+                path: "/tmp/pg".into(),
+                port: 5432
+            }
+        );
+        let c = DbConnect::parse_url(
+            Engine::Postgres,
+            "postgres://u@localhost:5433/db?host=/run/pg",
+        )
+        .unwrap();
+        let DbConnect::Postgres(e) = c else { panic!() };
+        assert_eq!(
+            e.addr,
+            ServerAddr::Socket {
+                path: "/run/pg".into(),
+                port: 5433
+            }
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! MariaDB (and MySQL) connections (crate `mysql`): statements prepared
-//! once per connection with the server's binary protocol, transactions
+//! once per connection (the crate's statement cache) with the binary protocol, transactions
 //! at InnoDB's default REPEATABLE READ with `SELECT ... FOR UPDATE` where a
 //! read is followed by its update; deadlocks (1213) and lock wait
 //! timeouts (1205) retryable. DECIMAL columns arrive as text and are
@@ -17,7 +17,7 @@ use super::{Conn, DbError, DbResult, Dialect, Rows, Stmt, Value};
 
 pub struct MariaConn {
     c: MyConn,
-    stmts: HashMap<Stmt, Statement>,
+    texts: HashMap<Stmt, String>,
 }
 
 fn err(e: mysql::Error) -> DbError {
@@ -71,25 +71,28 @@ impl MariaConn {
             .pass(e.password.clone())
             .db_name(Some(e.dbname.clone()))
             .prefer_socket(false)
+            // The crate closes statements it evicts: its cache must hold them all.
+            .stmt_cache_size(Some(256))
             .tcp_connect_timeout(Some(Duration::from_secs(5)));
         b = match &e.addr {
             ServerAddr::Tcp { host, port } => b.ip_or_hostname(Some(host.clone())).tcp_port(*port),
-            ServerAddr::Socket(p) => b.socket(Some(p.to_string_lossy().into_owned())),
+            ServerAddr::Socket { path, .. } => b.socket(Some(path.to_string_lossy().into_owned())),
         };
         let c = MyConn::new(b).map_err(err)?;
         Ok(MariaConn {
             c,
-            stmts: HashMap::new(),
+            texts: HashMap::new(),
         })
     }
 
+    /// The statement, prepared on first use and then found in the crate's
+    /// per-connection statement cache.
     fn prepared(&mut self, s: Stmt) -> DbResult<Statement> {
-        if let Some(st) = self.stmts.get(&s) {
-            return Ok(st.clone());
-        }
-        let st = self.c.prep(text(s, Dialect::Mariadb)).map_err(err)?;
-        self.stmts.insert(s, st.clone());
-        Ok(st)
+        let sql = self
+            .texts
+            .entry(s)
+            .or_insert_with(|| text(s, Dialect::Mariadb));
+        self.c.prep(sql.as_str()).map_err(err)
     }
 }
 

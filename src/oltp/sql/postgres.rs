@@ -47,7 +47,7 @@ impl PgConn {
         }
         match &e.addr {
             ServerAddr::Tcp { host, port } => cfg.host(host).port(*port),
-            ServerAddr::Socket(dir) => cfg.host_path(dir),
+            ServerAddr::Socket { path, port } => cfg.host_path(path).port(*port),
         };
         cfg.connect_timeout(Duration::from_secs(5));
         cfg.application_name("iolab-oltp");
