@@ -1,9 +1,9 @@
 //! The consistency conditions 1-4 of clause 3.3.2, checked by query after
 //! the run: (1) W_YTD = sum(D_YTD) per warehouse; (2) D_NEXT_O_ID - 1 =
-//! max(O_ID) = max(NO_O_ID) per district; (3) max(NO_O_ID) - min(NO_O_ID)
-//! + 1 = the number of new_order rows per district; (4) sum(O_OL_CNT) =
-//! the number of order_line rows per district. Each is reported pass or
-//! fail with the first violation.
+//! max(O_ID) = max(NO_O_ID) per district; (3) max(NO_O_ID) minus
+//! min(NO_O_ID) plus one = the number of new_order rows per district; (4)
+//! sum(O_OL_CNT) = the number of order_line rows per district. Each is
+//! reported pass or fail with the first violation.
 
 use std::collections::BTreeMap;
 

@@ -124,11 +124,7 @@ impl Rows {
     }
 
     pub fn len(&self) -> usize {
-        if self.ncols == 0 {
-            0
-        } else {
-            self.vals.len() / self.ncols
-        }
+        self.vals.len().checked_div(self.ncols).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
