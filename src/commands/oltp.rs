@@ -38,14 +38,51 @@ pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
     Ok(p)
 }
 
+/// The plan in words (`--dry-run`); a server URL without its password.
+fn describe(p: &OltpPlan) -> String {
+    let database = match (&p.db, &p.server_url) {
+        (Some(db), _) => format!("{} (reused: no load)", db.display()),
+        (None, Some(url)) => crate::oltp::sql::DbConnect::parse_url(p.engine, url)
+            .map(|c| c.describe())
+            .unwrap_or_else(|_| "?".into()),
+        (None, None) => format!(
+            "{}/iolab-oltp-PID/tpcc.sqlite ({})",
+            p.target.display(),
+            if p.keep {
+                "kept"
+            } else {
+                "scratch, removed at exit"
+            }
+        ),
+    };
+    let users: Vec<String> = p.users.iter().map(|u| u.to_string()).collect();
+    format!(
+        "TPC-C-derived OLTP workload (not audited TPC-C; reports NOPM)\n\
+         engine: {}\ndatabase: {database}\nwarehouses: {}\nvirtual users: {} (one point each)\n\
+         ramp: {} s, measured: {} s per point\nkeying and think times: {}\nloader threads: {}\n\
+         seed: {}\nconsistency check: {}\noutput: {}\n",
+        p.engine.name(),
+        p.warehouses,
+        users.join(", "),
+        p.ramp_s,
+        p.time_s,
+        if p.wait { "on" } else { "off" },
+        p.loader_threads,
+        p.seed,
+        if p.check { "after each point" } else { "off" },
+        p.output
+            .as_ref()
+            .map_or("none".to_string(), |o| o.display().to_string()),
+    )
+}
+
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
     let plan = plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;
     }
     if args.dry_run {
-        println!("TPC-C-derived OLTP workload (not audited TPC-C; reports NOPM)");
-        println!("{plan:#?}");
+        print!("{}", describe(&plan));
         return Ok(());
     }
     let done = crate::oltp::run::run(&plan, &OltpTerminal::new(args.quiet))?;
