@@ -1,7 +1,8 @@
-//! SQLite connections (rusqlite): WAL, a busy timeout, `BEGIN IMMEDIATE`
+//! SQLite connections (rusqlite): WAL, a busy handler, `BEGIN IMMEDIATE`
 //! for write transactions so a writer waits for the lock up front instead
 //! of failing to upgrade, statements from rusqlite's per-connection cache
-//! (prepared once). The run commits with `synchronous=FULL` (every commit
+//! (prepared once). A writer waiting for the lock retries every 100 us for
+//! about 10 s. The run commits with `synchronous=FULL` (every commit
 //! reaches the device); the load uses `NORMAL`. BUSY and LOCKED are
 //! retryable.
 
@@ -53,10 +54,21 @@ fn value_of(v: ValueRef<'_>) -> Value {
     }
 }
 
+/// SQLite's busy handler: try again every 100 us for about 10 s. The
+/// library's own `busy_timeout` sleeps up to 100 ms between tries, which
+/// with several writers measures its back-off rather than the storage.
+fn wait_for_lock(tries: i32) -> bool {
+    if tries >= 100_000 {
+        return false;
+    }
+    std::thread::sleep(Duration::from_micros(100));
+    true
+}
+
 impl SqliteConn {
     pub fn open(path: &Path, loading: bool) -> DbResult<SqliteConn> {
         let c = Connection::open(path).map_err(err)?;
-        c.busy_timeout(Duration::from_secs(10)).map_err(err)?;
+        c.busy_handler(Some(wait_for_lock)).map_err(err)?;
         c.set_prepared_statement_cache_capacity(64);
         let sync = if loading { "NORMAL" } else { "FULL" };
         c.execute_batch(&format!(
