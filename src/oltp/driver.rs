@@ -340,3 +340,91 @@ pub fn run(db: &DbConnect, spec: &DriverSpec, on_tick: OnTick<'_>) -> Result<Dri
         interrupted: interrupt::stop_requested(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oltp::sql::{Dialect, Stmt, Value};
+    use crate::oltp::txn::input::StockLevelInput;
+
+    /// Fails `begin` with a retryable error `fail` times, then answers every
+    /// query with one row holding 100.
+    struct Flaky {
+        fail: u32,
+        begins: u32,
+        rollbacks: u32,
+    }
+
+    impl Conn for Flaky {
+        fn dialect(&self) -> Dialect {
+            Dialect::Sqlite
+        }
+        fn begin(&mut self, _w: bool) -> Result<(), DbError> {
+            self.begins += 1;
+            if self.begins <= self.fail {
+                return Err(DbError {
+                    retryable: true,
+                    msg: "deadlock".into(),
+                });
+            }
+            Ok(())
+        }
+        fn commit(&mut self) -> Result<(), DbError> {
+            Ok(())
+        }
+        fn rollback(&mut self) -> Result<(), DbError> {
+            self.rollbacks += 1;
+            Ok(())
+        }
+        fn execute(&mut self, _s: Stmt, _p: &[Value]) -> Result<u64, DbError> {
+            Ok(1)
+        }
+        fn query(&mut self, _s: Stmt, _p: &[Value], out: &mut Rows) -> Result<(), DbError> {
+            out.ncols = 1;
+            out.vals = vec![Value::Int(100)];
+            Ok(())
+        }
+        fn batch(&mut self, _sql: &str) -> Result<(), DbError> {
+            Ok(())
+        }
+        fn query_sql(&mut self, _sql: &str, out: &mut Rows) -> Result<(), DbError> {
+            out.clear();
+            Ok(())
+        }
+        fn version(&mut self) -> String {
+            String::new()
+        }
+    }
+
+    fn stock_level() -> txn::Input {
+        txn::Input::StockLevel(StockLevelInput {
+            w: 1,
+            d: 1,
+            threshold: 15,
+        })
+    }
+
+    #[test]
+    fn retryable_errors_are_retried_then_fail() {
+        let (mut rows, mut notes) = (Rows::default(), TxnNotes::default());
+        let mut c = Flaky {
+            fail: 3,
+            begins: 0,
+            rollbacks: 0,
+        };
+        let mut retries = 0;
+        let o = attempt(&mut c, &stock_level(), &mut rows, &mut notes, &mut retries);
+        assert_eq!(o.unwrap(), Outcome::Committed);
+        assert_eq!((retries, c.rollbacks), (3, 3));
+        let mut c = Flaky {
+            fail: u32::MAX,
+            begins: 0,
+            rollbacks: 0,
+        };
+        let mut retries = 0;
+        let e = attempt(&mut c, &stock_level(), &mut rows, &mut notes, &mut retries).unwrap_err();
+        assert!(e.retryable);
+        assert_eq!(retries, MAX_RETRIES);
+        assert_eq!(c.begins, MAX_RETRIES + 1);
+    }
+}

@@ -154,3 +154,27 @@ impl Conn for MariaConn {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(code: u16) -> mysql::Error {
+        mysql::Error::MySqlError(mysql::MySqlError {
+            state: "40001".into(),
+            message: "test".into(),
+            code,
+        })
+    }
+
+    #[test]
+    fn deadlocks_and_lock_timeouts_are_retryable() {
+        assert!(err(server_error(1213)).retryable);
+        assert!(err(server_error(1205)).retryable);
+        assert!(!err(server_error(1062)).retryable);
+        assert_eq!(
+            from_my(MyValue::Bytes(b"12.50".to_vec())).as_f64(),
+            Some(12.5)
+        );
+    }
+}

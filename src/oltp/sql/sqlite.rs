@@ -152,3 +152,43 @@ fn fill(st: &mut rusqlite::Statement<'_>, params: &[Value], out: &mut Rows) -> D
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_and_locked_are_retryable() {
+        let busy = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(5), None);
+        let locked = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(6), None);
+        let constraint = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(19), None);
+        assert!(err(busy).retryable);
+        assert!(err(locked).retryable);
+        assert!(!err(constraint).retryable);
+    }
+
+    #[test]
+    fn a_second_writer_waits_for_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let mut a = SqliteConn::open(&path, false).unwrap();
+        a.batch("CREATE TABLE t (x INTEGER)").unwrap();
+        let mut b = SqliteConn::open(&path, false).unwrap();
+        a.begin(true).unwrap();
+        a.batch("INSERT INTO t VALUES (1)").unwrap();
+        let waiter = std::thread::spawn(move || {
+            b.begin(true).unwrap();
+            let mut rows = Rows::default();
+            b.query_sql("SELECT COUNT(*) FROM t", &mut rows).unwrap();
+            b.commit().unwrap();
+            rows.int(0, 0)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        a.commit().unwrap();
+        assert_eq!(
+            waiter.join().unwrap(),
+            1,
+            "the second writer saw the first's commit"
+        );
+    }
+}
