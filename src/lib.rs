@@ -13,6 +13,7 @@ pub mod input;
 pub mod interrupt;
 pub mod kv;
 pub mod measure;
+pub mod oltp;
 pub mod plan;
 pub mod remote;
 pub mod report;

@@ -115,6 +115,7 @@ fn prints_only(cli: &iolab::cli::Cli) -> bool {
         Command::Device(a) => a.dry_run,
         Command::Run(a) => a.dry_run,
         Command::Kv(a) => a.dry_run,
+        Command::Oltp(a) => a.dry_run,
         Command::Remote(a) => a.dry_run,
         Command::Trace(_) | Command::Serve(_) => false,
     }

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod device;
 pub mod kv;
+pub mod oltp;
 pub mod remote;
 pub mod report;
 pub mod run;
@@ -97,6 +98,8 @@ pub enum Command {
     Sysinfo(sysinfo::SysinfoArgs),
     /// Key-value / database workloads (YCSB, db_bench style) on embedded engines
     Kv(kv::KvArgs),
+    /// TPC-C-derived OLTP workload (NOPM) on SQLite, PostgreSQL or MariaDB
+    Oltp(Box<oltp::OltpArgs>),
     /// Per-request latency breakdown through the I/O stack
     Trace(trace::TraceArgs),
     /// Local vs remote block storage: the same jobs on DAS and over NBD targets, both sides measured

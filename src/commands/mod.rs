@@ -9,6 +9,7 @@ pub mod device_media_run;
 pub mod kv;
 pub mod kv_args;
 pub mod media_targets;
+pub mod oltp;
 pub mod remote;
 pub mod remote_db;
 pub mod remote_kernel;
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Device(args) => device::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
         Command::Kv(args) => kv::run(args),
+        Command::Oltp(args) => oltp::run(*args),
         Command::Trace(args) => trace::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Remote(args) => remote::run(*args),

@@ -13,6 +13,7 @@ pub mod html;
 pub mod kv_terminal;
 pub mod markdown;
 pub mod observer;
+pub mod oltp_terminal;
 pub mod remote_terminal;
 pub mod summary;
 pub mod svg;

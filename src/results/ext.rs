@@ -14,6 +14,7 @@ use crate::kv::point::KvPhaseInfo;
 use crate::measure::histogram::LatStats;
 use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
+use crate::oltp::point::OltpInfo;
 use crate::trace::config::ConfigResult;
 
 /// Everything a feature adds to a point.
@@ -47,6 +48,8 @@ pub struct PointExt {
     pub peers: Option<PeerStats>,
     /// A kv phase: engine, load statistics, intended-start latency.
     pub kv: Option<Box<KvPhaseInfo>>,
+    /// An oltp point: NOPM, per-transaction counts, consistency.
+    pub oltp: Option<Box<OltpInfo>>,
     /// `iolab trace` and `--breakdown`: the traced configuration, with its
     /// per-request stack breakdown.
     pub trace: Option<Box<ConfigResult>>,
@@ -75,6 +78,7 @@ impl PointExt {
             "fio" => self.fio.is_some(),
             "interrupted" => self.interrupted.is_some(),
             "kv" => self.kv.is_some(),
+            "oltp" => self.oltp.is_some(),
             "latency_target" => self.latency_target.is_some(),
             "open_loop" => self.open_loop.is_some(),
             "phase" => self.phase.is_some(),
@@ -126,6 +130,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("steady", e.steady.as_ref().map(|v| json(v)));
         put("peers", e.peers.as_ref().map(|v| json(v)));
         put("kv", e.kv.as_ref().map(|v| json(v)));
+        put("oltp", e.oltp.as_ref().map(|v| json(v)));
         put("trace", e.trace.as_ref().map(|v| json(v)));
         m
     }
@@ -146,6 +151,7 @@ impl From<BTreeMap<String, Value>> for PointExt {
             steady: take(&mut m, "steady"),
             peers: take(&mut m, "peers"),
             kv: take(&mut m, "kv"),
+            oltp: take(&mut m, "oltp"),
             trace: take(&mut m, "trace"),
             other: m,
         }

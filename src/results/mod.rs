@@ -26,7 +26,7 @@ pub const SCHEMA: &str = "iolab-results";
 /// Bump on incompatible changes; readers accept older minor additions.
 pub const SCHEMA_VERSION: u32 = 1;
 /// The verbs that write results files (and "fio" for imported fio JSON).
-pub const KINDS: [&str; 6] = ["device", "run", "kv", "trace", "fio", "remote"];
+pub const KINDS: [&str; 7] = ["device", "run", "kv", "trace", "fio", "remote", "oltp"];
 
 /// A whole results file.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -7,6 +7,7 @@ pub mod device;
 pub mod kv;
 pub mod latency;
 pub mod media;
+pub mod oltp;
 pub mod other;
 pub mod remote;
 pub mod remote_db;
@@ -62,6 +63,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(media::media(r));
     out.extend(media::media_latency(r));
     out.extend(kv::kv(r));
+    out.extend(oltp::oltp(r));
     out.extend(other::breakdown(r));
     out.extend(other::steady_state(r));
     out.extend(latency::time_series(r));
@@ -112,7 +114,11 @@ pub fn is_open_loop(p: &Point) -> bool {
 
 /// Plain device points: closed loop, a pattern and a single block size.
 pub fn is_device(p: &Point) -> bool {
-    !p.extra.contains_key("kv") && !is_open_loop(p) && read_pct(p).is_some() && bs_of(p).is_some()
+    !p.extra.contains_key("kv")
+        && !p.extra.contains_key("oltp")
+        && !is_open_loop(p)
+        && read_pct(p).is_some()
+        && bs_of(p).is_some()
 }
 
 /// Write-only patterns are drawn dashed.

@@ -1,0 +1,97 @@
+//! Arguments of `iolab oltp` (a TPC-C-derived OLTP workload).
+
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "TPC-C-derived: the spec's schema, load, five transactions and mix, \
+not an audited TPC-C result; it reports NOPM (new orders per minute).
+
+Examples:
+  iolab oltp -t /mnt/nvme -w 1 --users 1,2,4,8,16 --time 60s -o nvme.json
+  iolab oltp -t /mnt/sata -w 4 --users 8 --time 5m --ramp 30s --keep
+  iolab oltp --db /mnt/sata/iolab-oltp-1234/tpcc.sqlite -w 4 --users 16
+  iolab oltp --engine postgres --server-url postgres://tpcc:secret@127.0.0.1:5432/tpcc -w 10 --users 32
+  iolab oltp --engine mariadb --server-url mysql://root@localhost/tpcc?socket=/run/mysqld/mysqld.sock
+  iolab report nvme.json"
+)]
+pub struct OltpArgs {
+    /// Database engine: sqlite (embedded, in --target), postgres or mariadb
+    /// (a running server named by --server-url).
+    #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "postgres", "mariadb"])]
+    pub engine: String,
+
+    /// Directory on the filesystem under test: the SQLite database goes in a
+    /// scratch directory made inside it, removed at the end unless --keep
+    #[arg(short = 't', long, value_name = "DIR", default_value = ".")]
+    pub target: PathBuf,
+
+    /// The server to run against (postgres://USER:PW@HOST:PORT/DB,
+    /// mysql://USER:PW@HOST:PORT/DB, ?host=DIR / ?socket=PATH or a bare
+    /// path for a unix socket); its tables are dropped and loaded anew
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
+
+    /// Warehouses (the scale: about 100 MB each on SQLite)
+    #[arg(short = 'w', long, default_value_t = 1)]
+    pub warehouses: u32,
+
+    /// Virtual users, a comma-separated sweep (one point per count, in order,
+    /// on the same loaded database)
+    #[arg(long, default_value = "1")]
+    pub users: String,
+
+    /// Measured time of each point
+    #[arg(long, default_value = "60s", value_name = "DUR")]
+    pub time: String,
+
+    /// Ramp before each point's measured time (run, not counted)
+    #[arg(long, default_value = "5s", value_name = "DUR")]
+    pub ramp: String,
+
+    /// Keying and think times of the spec (off: every user runs
+    /// transactions back to back)
+    #[arg(long)]
+    pub wait: bool,
+
+    /// Loader threads (default: the number of cores)
+    #[arg(long, value_name = "N")]
+    pub loader_threads: Option<usize>,
+
+    /// Keep the scratch directory and its loaded database (reuse it with --db)
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Reuse this kept, loaded SQLite database: no load
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// Seed of the load and of the terminals' inputs (the same default in every verb)
+    #[arg(long, default_value_t = 4207)]
+    pub seed: u64,
+
+    /// Write results (iolab results model, JSON) to this file
+    #[arg(short = 'o', long, visible_alias = "json")]
+    pub output: Option<PathBuf>,
+
+    /// Replace an existing output file iolab did not write
+    #[arg(long)]
+    pub force: bool,
+
+    /// No progress, header or tables (warnings and errors still go to stderr)
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Print the plan and exit
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print a status line to stdout every SECS seconds while loading and running
+    #[arg(long, value_name = "SECS")]
+    pub status_interval: Option<f64>,
+
+    /// Skip the consistency conditions after each point
+    #[arg(long)]
+    pub no_check: bool,
+}

@@ -1,0 +1,424 @@
+//! `iolab oltp` as a library: `run(plan, observer)` decides the endpoint,
+//! owns the scratch directory (registered with `testbed`, removed at the
+//! end unless kept), loads the database (or reuses a kept one), drives one
+//! point per virtual-user count on the same database, checks consistency
+//! after each, and saves the results through a `ResultsSink` after every
+//! point. It never prints: the observer shows progress.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::driver::{self, DriverSpec};
+use super::load::{self, LoadInfo};
+use super::plan::OltpPlan;
+use super::point::{self, OltpInfo, PointSetup};
+use super::rand::NuConstants;
+use super::sql::connect::{self, Engine};
+use super::sql::DbConnect;
+use crate::analysis::AnalysisOptions;
+use crate::dut::{sysfs, TargetInfo, TargetKind};
+use crate::error::usage;
+use crate::interrupt;
+use crate::results::provenance::Provenance;
+use crate::results::{Point, Results};
+use crate::session::sink::ResultsSink;
+use crate::session::{Observer, Progress, StatusEvery};
+use crate::testbed::{self, Resource};
+
+/// What an oltp run shows beyond the session's observer; every method
+/// defaults to nothing.
+pub trait OltpObserver: Observer {
+    /// Connected; the load is next (or skipped).
+    fn started(&self, _s: &Started<'_>) {}
+    /// The database is loaded (or was found loaded).
+    fn loaded(&self, _l: &LoadInfo) {}
+    /// A point with `users` virtual users starts.
+    fn point_started(&self, _users: usize) {}
+    /// A point finished and is saved.
+    fn oltp_point_done(&self, _p: &Point, _info: &OltpInfo) {}
+}
+
+impl OltpObserver for crate::session::Silent {}
+
+/// What runs where, for the observer's header.
+pub struct Started<'a> {
+    pub engine: Engine,
+    pub version: &'a str,
+    pub endpoint: &'a DbConnect,
+    /// The database stays after the run (`--keep`, `--db`, servers).
+    pub kept: bool,
+    /// An existing database is reused: no load.
+    pub reused: bool,
+}
+
+/// The results of an oltp run.
+pub struct OltpRun {
+    pub results: Results,
+    /// Consistency conditions that failed, over all points.
+    pub consistency_failures: u64,
+}
+
+impl OltpRun {
+    /// An error (exit 3) if a consistency condition failed.
+    pub fn checked(&self) -> Result<()> {
+        if self.consistency_failures > 0 {
+            return Err(anyhow::Error::new(crate::error::VerifyFailed {
+                mismatches: self.consistency_failures,
+            })
+            .context(format!(
+                "{} TPC-C consistency condition check(s) failed (see the warnings)",
+                self.consistency_failures
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where the SQLite database lives; the scratch directory goes on drop
+/// unless kept.
+struct Place {
+    dir: Option<PathBuf>,
+    keep: bool,
+    file: PathBuf,
+    reuse: bool,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dir {
+            if !self.keep {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            testbed::release_path(d);
+        }
+    }
+}
+
+const SQLITE_FILE: &str = "tpcc.sqlite";
+
+fn place(plan: &OltpPlan) -> Result<Place> {
+    if let Some(db) = &plan.db {
+        if !db.is_file() {
+            return Err(usage(
+                "--db",
+                format!(
+                    "{} is not a loaded database file (keep one with --keep)",
+                    db.display()
+                ),
+            ));
+        }
+        return Ok(Place {
+            dir: None,
+            keep: true,
+            file: db.clone(),
+            reuse: true,
+        });
+    }
+    if plan.engine != Engine::Sqlite {
+        return Ok(Place {
+            dir: None,
+            keep: true,
+            file: PathBuf::new(),
+            reuse: false,
+        });
+    }
+    let meta = std::fs::metadata(&plan.target)
+        .map_err(|e| usage("--target", format!("{}: {e}", plan.target.display())))?;
+    if !meta.is_dir() {
+        return Err(usage(
+            "--target",
+            format!("{} is not a directory", plan.target.display()),
+        ));
+    }
+    check_space(plan)?;
+    let dir = plan
+        .target
+        .join(format!("iolab-oltp-{}", std::process::id()));
+    testbed::create(Resource::Path(dir.clone()), || {
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("creating scratch directory {}", dir.display()))
+    })?;
+    Ok(Place {
+        file: dir.join(SQLITE_FILE),
+        dir: Some(dir),
+        keep: plan.keep,
+        reuse: false,
+    })
+}
+
+/// Refuse a load that cannot fit under the target.
+fn check_space(plan: &OltpPlan) -> Result<()> {
+    let need = plan.warehouses as u64 * load::SQLITE_BYTES_PER_WAREHOUSE;
+    let Ok(free) = crate::dut::scratch::free_bytes(&plan.target) else {
+        return Ok(());
+    };
+    if need > free {
+        return Err(usage(
+            "--warehouses",
+            format!(
+                "{} warehouse(s) need about {} MiB on SQLite and {} has {} MiB free",
+                plan.warehouses,
+                need >> 20,
+                plan.target.display(),
+                free >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes of the SQLite database and its WAL.
+fn sqlite_size(file: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|s| std::fs::metadata(format!("{}{s}", file.display())).ok())
+        .map(|m| m.blocks() * 512)
+        .sum()
+}
+
+/// Load the database, or check the reused one.
+fn load_or_check(
+    plan: &OltpPlan,
+    pl: &Place,
+    db: &DbConnect,
+    conn: &mut dyn super::sql::Conn,
+    obs: &dyn OltpObserver,
+) -> Result<LoadInfo> {
+    let mut info = if pl.reuse {
+        let found = load::warehouses_in(conn)?;
+        if found != plan.warehouses {
+            return Err(usage(
+                "--warehouses",
+                format!(
+                    "{} holds {found} warehouse(s), not {}",
+                    pl.file.display(),
+                    plan.warehouses
+                ),
+            ));
+        }
+        LoadInfo {
+            warehouses: found,
+            rows: load::check_rows(conn, found, true)?,
+            loaded: false,
+            ..Default::default()
+        }
+    } else {
+        let status = StatusEvery::new(plan.status_interval_s);
+        let t0 = crate::measure::clock::mono_now_ns();
+        let progress = |done: u64, planned: u64| {
+            let elapsed_s = (crate::measure::clock::mono_now_ns() - t0) as f64 / 1e9;
+            let label = format!("loading: {done} of ~{planned} rows");
+            obs.progress(&Progress {
+                label: &label,
+                elapsed_s,
+                expected_s: None,
+                eta_s: None,
+                live: None,
+            });
+            if status.due(elapsed_s) {
+                obs.status(&format!(
+                    "{} load: {elapsed_s:.0} sec: {done} rows",
+                    crate::results::time::now_rfc3339()
+                ));
+            }
+        };
+        let l = load::load(
+            db,
+            plan.warehouses,
+            plan.loader_threads,
+            plan.seed,
+            &progress,
+        );
+        obs.progress_done();
+        l?
+    };
+    info.db_size_bytes = match plan.engine {
+        Engine::Sqlite => sqlite_size(&pl.file),
+        _ => load::server_db_size(conn).unwrap_or(0),
+    };
+    Ok(info)
+}
+
+/// Run `plan`, reporting to `obs`.
+pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
+    plan.validate()?;
+    // A missing or malformed --server-url is refused before anything is made.
+    connect::for_plan(plan.engine, plan.server_url.as_deref(), Path::new(""))?;
+    interrupt::install();
+    let pl = place(plan)?;
+    let db = connect::for_plan(plan.engine, plan.server_url.as_deref(), &pl.file)?;
+    let mut conn = db.open_checked(false)?;
+    let version = conn.version();
+    obs.started(&Started {
+        engine: plan.engine,
+        version: &version,
+        endpoint: &db,
+        kept: pl.keep,
+        reused: pl.reuse,
+    });
+    let mut sink = ResultsSink::new(
+        Results::new("oltp", provenance(plan, &db, &version, &pl)),
+        plan.output.clone(),
+        None,
+        AnalysisOptions::default(),
+    );
+    let info = load_or_check(plan, &pl, &db, conn.as_mut(), obs)?;
+    obs.loaded(&info);
+    sink.results
+        .extra
+        .insert("oltp_load".into(), serde_json::to_value(&info)?);
+    sink.save()?;
+    let mut failures = 0;
+    let constants = NuConstants::for_run(NuConstants::for_load(plan.seed), plan.seed);
+    let outcome = (|| -> Result<()> {
+        for &users in &plan.users {
+            if interrupt::stop_requested() {
+                sink.results.interrupted = true;
+                break;
+            }
+            let p = run_point(plan, &db, conn.as_mut(), &version, users, constants, obs)?;
+            let interrupted = p.warnings.iter().any(|w| w.starts_with("interrupted"));
+            failures += p
+                .extra
+                .oltp
+                .as_ref()
+                .map_or(0, |o| o.consistency_failures());
+            sink.push(p)?;
+            let p = sink.results.points.last().expect("just pushed");
+            if let Some(o) = &p.extra.oltp {
+                obs.oltp_point_done(p, o);
+            }
+            if interrupted {
+                sink.results.interrupted = true;
+                break;
+            }
+        }
+        Ok(())
+    })();
+    if failures > 0 {
+        sink.results.warnings.push(format!(
+            "{failures} TPC-C consistency condition check(s) failed"
+        ));
+    }
+    sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
+    sink.save_last()?;
+    drop(conn);
+    drop(pl);
+    outcome?;
+    Ok(OltpRun {
+        results: sink.results,
+        consistency_failures: failures,
+    })
+}
+
+/// One point: `users` virtual users for the ramp and the measured time,
+/// then the consistency check.
+fn run_point(
+    plan: &OltpPlan,
+    db: &DbConnect,
+    conn: &mut dyn super::sql::Conn,
+    version: &str,
+    users: usize,
+    constants: NuConstants,
+    obs: &dyn OltpObserver,
+) -> Result<Point> {
+    obs.point_started(users);
+    let spec = DriverSpec {
+        users,
+        warehouses: plan.warehouses,
+        ramp_ns: (plan.ramp_s * 1e9) as u64,
+        time_ns: (plan.time_s * 1e9) as u64,
+        wait: plan.wait,
+        seed: plan.seed ^ (users as u64).wrapping_mul(0xA24B_AED4_963E_E407),
+        constants,
+    };
+    let started_at = crate::results::time::now_rfc3339();
+    let status = StatusEvery::new(plan.status_interval_s);
+    let expected = plan.ramp_s + plan.time_s;
+    let tick = |elapsed_s: f64, ramp: bool, txns: u64, new_orders: u64| {
+        let label = if ramp {
+            format!("{users} user(s): ramp")
+        } else {
+            let measured = (elapsed_s - plan.ramp_s).max(1e-9);
+            format!(
+                "{users} user(s): {txns} txns, NOPM {:.0}",
+                new_orders as f64 * 60.0 / measured
+            )
+        };
+        obs.progress(&Progress {
+            label: &label,
+            elapsed_s,
+            expected_s: Some(expected),
+            eta_s: None,
+            live: None,
+        });
+        if status.due(elapsed_s) {
+            obs.status(&format!(
+                "{} oltp users={users}: {elapsed_s:.0} sec: {txns} transactions; {new_orders} new orders{}",
+                crate::results::time::now_rfc3339(),
+                if ramp { " (ramp)" } else { "" }
+            ));
+        }
+    };
+    let o = driver::run(db, &spec, &tick);
+    obs.progress_done();
+    let o = o?;
+    let consistency = if plan.check && !o.interrupted {
+        super::consistency::check(conn)?
+    } else {
+        Vec::new()
+    };
+    Ok(point::build(
+        &PointSetup {
+            engine: plan.engine.name(),
+            engine_version: version,
+            warehouses: plan.warehouses,
+            users,
+            wait: plan.wait,
+            started_at,
+            ramp_ns: spec.ramp_ns,
+        },
+        &o,
+        consistency,
+    ))
+}
+
+/// Provenance: the machine, the engine, where the database is, the plan.
+fn provenance(plan: &OltpPlan, db: &DbConnect, version: &str, pl: &Place) -> Provenance {
+    let mut prov = Provenance::collect(plan.seed);
+    prov.tools
+        .insert(plan.engine.name().to_string(), version.to_string());
+    if plan.engine == Engine::Sqlite {
+        let dir = pl.file.parent().unwrap_or(Path::new("."));
+        let dev = sysfs::devnum_of_path(dir);
+        prov.target = Some(TargetInfo {
+            path: dir.display().to_string(),
+            kind: if pl.reuse {
+                TargetKind::ExistingFile
+            } else {
+                TargetKind::ScratchFile
+            },
+            size_bytes: 0,
+            filesystem: sysfs::fs_of_path(dir),
+            disk: dev.and_then(sysfs::disk_info),
+            export: None,
+        });
+    }
+    prov.plan = serde_json::json!({
+        "verb": "oltp",
+        "workload": "TPC-C-derived",
+        "engine": plan.engine.name(),
+        "endpoint": db.describe(),
+        "warehouses": plan.warehouses,
+        "users": plan.users,
+        "ramp_s": plan.ramp_s,
+        "time_s": plan.time_s,
+        "wait": plan.wait,
+        "loader_threads": plan.loader_threads,
+        "check": plan.check,
+        "seed": plan.seed,
+    });
+    prov
+}

@@ -1,0 +1,203 @@
+//! `iolab oltp` on a terminal: the header (engine, where the database is),
+//! the load's rows and time, then per point NOPM, TPM and efficiency, a
+//! table per transaction type (count, mean, p50, p90, p95, p99, max,
+//! rollbacks, retries, failures) and the consistency lines.
+
+use comfy_table::Table;
+
+use crate::oltp::load::LoadInfo;
+use crate::oltp::point::OltpInfo;
+use crate::oltp::run::{OltpObserver, Started};
+use crate::plan::parse::format_ns;
+use crate::report::observer::Terminal;
+use crate::results::Point;
+use crate::session::{Observer, Progress};
+
+/// Prints to stdout (progress and warnings to stderr; progress only when
+/// stderr is a terminal).
+pub struct OltpTerminal {
+    term: Terminal,
+    show_progress: bool,
+    quiet: bool,
+}
+
+impl OltpTerminal {
+    pub fn new(quiet: bool) -> OltpTerminal {
+        use std::io::IsTerminal;
+        OltpTerminal {
+            term: Terminal::progress_only(false),
+            show_progress: !quiet && std::io::stderr().is_terminal(),
+            quiet,
+        }
+    }
+}
+
+impl Observer for OltpTerminal {
+    fn progress(&self, p: &Progress<'_>) {
+        if self.show_progress {
+            self.term.progress(p);
+        }
+    }
+
+    fn progress_done(&self) {
+        if self.show_progress {
+            self.term.progress_done();
+        }
+    }
+
+    fn warning(&self, msg: &str) {
+        self.term.warning(msg);
+    }
+
+    fn status(&self, line: &str) {
+        if !self.quiet {
+            println!("{line}");
+        }
+    }
+}
+
+/// The per-transaction table of a point.
+pub fn transaction_table(p: &Point, info: &OltpInfo) -> Table {
+    let mut t = Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header([
+        "transaction",
+        "count",
+        "mean",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "max",
+        "rollbacks",
+        "retries",
+        "failures",
+    ]);
+    for (name, c) in &info.transactions {
+        let lat = p.ops.get(name).and_then(|o| o.lat.as_ref());
+        let pct = |q: f64| {
+            lat.and_then(|l| l.percentile(q))
+                .map_or("-".to_string(), |v| format_ns(v as f64))
+        };
+        t.add_row([
+            name.clone(),
+            (c.commits + c.rollbacks).to_string(),
+            lat.map_or("-".into(), |l| format_ns(l.mean_ns)),
+            pct(50.0),
+            pct(90.0),
+            pct(95.0),
+            pct(99.0),
+            lat.map_or("-".into(), |l| format_ns(l.max_ns as f64)),
+            c.rollbacks.to_string(),
+            c.retries.to_string(),
+            c.failures.to_string(),
+        ]);
+    }
+    t
+}
+
+/// The consistency lines of a point.
+pub fn consistency_lines(info: &OltpInfo) -> String {
+    let mut s = String::new();
+    for c in &info.consistency {
+        s += &format!(
+            "  consistency {} ({}): {} over {} row(s){}\n",
+            c.condition,
+            c.description,
+            if c.passed { "pass" } else { "FAIL" },
+            c.checked,
+            c.first_violation
+                .as_deref()
+                .map(|v| format!("; first violation: {v}"))
+                .unwrap_or_default()
+        );
+    }
+    s
+}
+
+/// NOPM, TPM and efficiency of a point.
+pub fn headline(info: &OltpInfo) -> String {
+    format!(
+        "NOPM {:.0}  TPM {:.0}  efficiency {:.1}% of {:.2} x {} warehouse(s)",
+        info.nopm,
+        info.tpm,
+        info.efficiency_pct,
+        crate::oltp::point::MAX_NOPM_PER_WAREHOUSE,
+        info.warehouses
+    )
+}
+
+impl OltpObserver for OltpTerminal {
+    fn started(&self, s: &Started<'_>) {
+        if self.quiet {
+            return;
+        }
+        println!(
+            "iolab oltp: TPC-C-derived workload on {} {}",
+            s.engine.name(),
+            s.version
+        );
+        println!(
+            "  database: {}{}",
+            s.endpoint.describe(),
+            match (s.reused, s.kept) {
+                (true, _) => " (reused: no load)",
+                (false, true) => " (kept)",
+                (false, false) => " (scratch, removed at exit)",
+            }
+        );
+    }
+
+    fn loaded(&self, l: &LoadInfo) {
+        if self.quiet {
+            return;
+        }
+        let rows: u64 = l.rows.values().sum();
+        if l.loaded {
+            println!(
+                "  loaded {} warehouse(s): {rows} rows in {:.1} s with {} thread(s), {} MiB",
+                l.warehouses,
+                l.wall_ns as f64 / 1e9,
+                l.loader_threads,
+                l.db_size_bytes >> 20
+            );
+        } else {
+            println!(
+                "  found {} warehouse(s): {rows} rows, {} MiB",
+                l.warehouses,
+                l.db_size_bytes >> 20
+            );
+        }
+    }
+
+    fn point_started(&self, users: usize) {
+        if !self.quiet {
+            println!(
+                "\n== {users} virtual user{}",
+                if users == 1 { "" } else { "s" }
+            );
+        }
+    }
+
+    fn oltp_point_done(&self, p: &Point, info: &OltpInfo) {
+        if self.quiet {
+            for c in info.consistency.iter().filter(|c| !c.passed) {
+                eprintln!(
+                    "iolab: consistency condition {} failed: {}",
+                    c.condition,
+                    c.first_violation.as_deref().unwrap_or("")
+                );
+            }
+            return;
+        }
+        println!("{}", headline(info));
+        println!("{}", transaction_table(p, info));
+        print!("{}", consistency_lines(info));
+        for w in &p.warnings {
+            println!("  warning: {w}");
+        }
+        for e in &info.errors {
+            println!("  error: {e}");
+        }
+    }
+}
