@@ -215,7 +215,10 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
     let targets: Vec<String> = w
         .windows(2)
         .filter(|p| matches!(p[0].as_str(), "-t" | "--target" | "--make-in"))
-        .map(|p| p[1].split_once('=').map_or(p[1].clone(), |x| x.1.to_string()))
+        .map(|p| {
+            p[1].split_once('=')
+                .map_or(p[1].clone(), |x| x.1.to_string())
+        })
         .collect();
     if targets.len() > 1 {
         for t in targets.iter().filter(|t| t.starts_with(&d)) {

@@ -38,7 +38,10 @@ fn every_example_plan_expands() {
         assert!(!plan.experiments.is_empty());
         // SAFETY: geteuid has no preconditions.
         if plan.media.contains_key("make") && unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIP {}: building its configurations needs root", path.display());
+            eprintln!(
+                "SKIP {}: building its configurations needs root",
+                path.display()
+            );
             continue;
         }
         let out = Command::new(env!("CARGO_BIN_EXE_iolab"))

@@ -9,6 +9,7 @@ pub mod remote;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod server;
 pub mod sysinfo;
 pub mod trace;
 
