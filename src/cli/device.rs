@@ -79,23 +79,9 @@ pub struct DeviceArgs {
     /// Keep a file iolab created instead of deleting it at exit
     #[arg(long, help_heading = "Target")]
     pub keep: bool,
-    /// Build these configurations on loop devices over scratch files in
-    /// --target (or --make-in) and run the same jobs on each, side by side
-    /// (root): tmpfs, ext4, ext4-nojournal, xfs, btrfs, raw, stripe:N
-    #[arg(long, value_name = "LIST", help_heading = "Target")]
-    pub make: Option<String>,
-    /// With --make: the directory the configurations are built in; every
-    /// --target is then a target of its own beside them
-    #[arg(long, value_name = "DIR", help_heading = "Target")]
-    pub make_in: Option<PathBuf>,
-    /// With --make or several --target: rounds over the targets, in
-    /// alternating order (A B C, then C B A, ...), so drift hits every one alike
-    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Target")]
-    pub rounds: u32,
-    /// With --make or several --target: the target the others are
-    /// normalized to, by label (default: the first)
-    #[arg(long, value_name = "LABEL", help_heading = "Target")]
-    pub baseline: Option<String>,
+    /// The configurations to build, rounds and baseline of a media run.
+    #[command(flatten)]
+    pub media: crate::cli::media::MediaArgs,
 
     /// Access pattern: read, write, randread, randwrite, readwrite, randrw; a list sweeps it
     #[arg(

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod device;
 pub mod kv;
+pub mod media;
 pub mod oltp;
 pub mod remote;
 pub mod report;

@@ -460,21 +460,10 @@ pub fn with_plan_media(mut a: DeviceArgs) -> anyhow::Result<DeviceArgs> {
         return Ok(a);
     };
     let plan = planfile::read(&path)?;
-    if a.make.is_none() && a.target.len() < 2 && !plan.media.contains_key("make") {
+    if a.media.make.is_none() && a.target.len() < 2 && !plan.media.contains_key("make") {
         return Ok(a);
     }
-    let argv: Vec<String> = plan
-        .media
-        .iter()
-        .filter(|(k, _)| !a.given.iter().any(|g| g == *k))
-        .map(|(k, v)| format!("--{}={v}", k.replace('_', "-")))
-        .collect();
-    if !argv.is_empty() {
-        apply_flags(&mut a, argv).map_err(|err| match err.downcast::<UsageError>() {
-            Ok(u) => usage(format!("{} [media] {}", path.display(), u.field), u.message),
-            Err(other) => other,
-        })?;
-    }
+    super::media_set::apply_media_table(&mut a.media, &path, &plan, &a.given)?;
     Ok(a)
 }
 

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use super::device_args::experiments_from_args;
+use super::media_set::{MediaSet, Subject};
 use super::media_targets::{self, GivenTarget};
 use crate::cli::device::DeviceArgs;
 use crate::dut;
@@ -20,37 +21,14 @@ use crate::error::usage;
 use crate::plan::experiment::Mode;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
-use crate::testbed::media::{MediaKind, MEDIA_NAMES};
 
 /// Default bytes of every scratch file and configuration of a media run.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
 
-/// One target of a media run.
-#[derive(Debug, Clone)]
-pub enum Subject {
-    /// A configuration iolab builds (`--make`).
-    Made(MediaKind),
-    /// A `--target` of the user's own.
-    Given(GivenTarget),
-}
-
-impl Subject {
-    pub fn label(&self) -> String {
-        match self {
-            Subject::Made(k) => k.name(),
-            Subject::Given(t) => t.label.clone(),
-        }
-    }
-}
-
 /// The checked settings of a media run.
 pub struct MediaPlan {
-    /// In run order: the given targets, then the configurations.
-    pub subjects: Vec<Subject>,
-    /// Where the configurations are built.
-    pub make_in: PathBuf,
-    pub baseline: String,
-    pub rounds: u32,
+    /// The targets (given, then made), the rounds and the baseline.
+    pub set: MediaSet,
     /// Each subject's jobs (their engine may differ: a remote target's
     /// jobs use its transport's engine unless `--engine` was given).
     pub jobs: Vec<Vec<JobSpec>>,
@@ -67,28 +45,6 @@ pub struct MediaPlan {
 }
 
 impl MediaPlan {
-    pub fn labels(&self) -> Vec<String> {
-        self.subjects.iter().map(Subject::label).collect()
-    }
-
-    /// The given targets, with their index among the subjects.
-    pub fn given(&self) -> impl Iterator<Item = (usize, &GivenTarget)> {
-        self.subjects
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| match s {
-                Subject::Given(t) => Some((i, t)),
-                Subject::Made(_) => None,
-            })
-    }
-
-    pub fn made(&self) -> impl Iterator<Item = MediaKind> + '_ {
-        self.subjects.iter().filter_map(|s| match s {
-            Subject::Made(k) => Some(*k),
-            Subject::Given(_) => None,
-        })
-    }
-
     /// The options a given target is checked and prepared with.
     pub fn options(&self, i: usize, t: &GivenTarget, a: &DeviceArgs) -> dut::TargetOptions {
         media_targets::options_for(
@@ -106,22 +62,12 @@ impl MediaPlan {
 
 /// `--make`, or several `--target`: a media run.
 pub fn is_media_run(a: &DeviceArgs) -> bool {
-    a.make.is_some() || a.target.len() > 1
+    super::media_set::is_media_run(&a.media, a.target.len())
 }
 
 /// The flags of media runs mean nothing in a single-target run.
 pub fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
-    if a.rounds != 1 || a.baseline.is_some() {
-        let field = if a.rounds != 1 {
-            "--rounds"
-        } else {
-            "--baseline"
-        };
-        return Err(usage(field, "applies to --make or several --target only"));
-    }
-    if a.make_in.is_some() {
-        return Err(usage("--make-in", "applies to --make only"));
-    }
+    super::media_set::refuse_without_media(&a.media)?;
     if a.destroy_data.len() > 1 {
         return Err(usage(
             "--destroy-data",
@@ -129,65 +75,6 @@ pub fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The order of round `r` (0-based): forward, then backward, ...
-pub fn round_order(n: usize, r: u32) -> Vec<usize> {
-    let mut v: Vec<usize> = (0..n).collect();
-    if r % 2 == 1 {
-        v.reverse();
-    }
-    v
-}
-
-/// `--make LIST`, parsed.
-fn made_kinds(a: &DeviceArgs) -> anyhow::Result<Vec<MediaKind>> {
-    let Some(list) = a.make.as_deref() else {
-        return Ok(Vec::new());
-    };
-    let mut kinds = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        let k = MediaKind::parse(name)
-            .ok_or_else(|| usage("--make", format!("'{name}' is not one of {MEDIA_NAMES}")))?;
-        if kinds.contains(&k) {
-            return Err(usage("--make", format!("{name} is named twice")));
-        }
-        kinds.push(k);
-    }
-    Ok(kinds)
-}
-
-/// Where the configurations are built, and which `--target`s are targets
-/// of their own. One `--target` with `--make` is where they are built (as
-/// before `--make-in` existed); several are ambiguous without `--make-in`.
-fn split_targets(a: &DeviceArgs) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
-    if a.make.is_none() {
-        if a.make_in.is_some() {
-            return Err(usage("--make-in", "applies to --make only"));
-        }
-        return Ok((PathBuf::new(), a.target.clone()));
-    }
-    let (dir, field, own) = match (&a.make_in, a.target.as_slice()) {
-        (Some(d), ts) => (d.clone(), "--make-in", ts.to_vec()),
-        (None, []) => (PathBuf::from("."), "--target", Vec::new()),
-        (None, [t]) if !t.to_string_lossy().contains('=') => (t.clone(), "--target", Vec::new()),
-        (None, _) => {
-            return Err(usage(
-                "--make-in",
-                "with --make, a labelled or a second --target is a target of its own: say where the configurations are built with --make-in DIR",
-            ))
-        }
-    };
-    if !dir.is_dir() {
-        return Err(usage(
-            field,
-            format!(
-                "with --make, {field} is the directory the configurations are built in; {} is not one",
-                dir.display()
-            ),
-        ));
-    }
-    Ok((dir, own))
 }
 
 /// Flags a media run does not combine with (refused rather than ignored).
@@ -209,18 +96,13 @@ fn refuse_unsupported(a: &DeviceArgs, field: &str) -> anyhow::Result<()> {
 
 /// Check everything a media run needs before anything is built.
 pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
-    let field = if a.make.is_some() {
+    let field = if a.media.make.is_some() {
         "--make"
     } else {
         "--target"
     };
-    let kinds = made_kinds(a)?;
-    if !(1..=100).contains(&a.rounds) {
-        return Err(usage("--rounds", "must be 1 to 100"));
-    }
-    let (make_in, own) = split_targets(a)?;
-    let reserved: Vec<String> = kinds.iter().map(|k| k.name()).collect();
-    let given = media_targets::parse(&own, &reserved)?;
+    let set = MediaSet::parse(&a.media, &a.target)?;
+    let given: Vec<GivenTarget> = set.given().map(|(_, t)| t.clone()).collect();
     if given.is_empty() && (!a.destroy_data.is_empty() || a.overwrite) {
         return Err(usage(
             "--make",
@@ -229,20 +111,7 @@ pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
     }
     refuse_unsupported(a, field)?;
     let mut destroy = media_targets::destroy_data_for(&given, &a.destroy_data)?;
-    destroy.extend(kinds.iter().map(|_| None));
-    let mut subjects: Vec<Subject> = given.into_iter().map(Subject::Given).collect();
-    subjects.extend(kinds.into_iter().map(Subject::Made));
-    let labels: Vec<String> = subjects.iter().map(Subject::label).collect();
-    let baseline = a.baseline.clone().unwrap_or_else(|| labels[0].clone());
-    if !labels.contains(&baseline) {
-        return Err(usage(
-            "--baseline",
-            format!(
-                "'{baseline}' is not one of the targets: {}",
-                labels.join(", ")
-            ),
-        ));
-    }
+    destroy.extend(set.made().map(|_| None));
     let exps = experiments_from_args(a)?;
     if exps
         .iter()
@@ -261,13 +130,10 @@ pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
     if a.size.is_some() && size_given.is_none() {
         return Err(usage("--size", "size must be greater than 0"));
     }
-    let (jobs, workloads) = jobs_per_subject(a, &subjects, &planned)?;
+    let (jobs, workloads) = jobs_per_subject(a, &set.subjects, &planned)?;
     Ok(MediaPlan {
         writes: planned.iter().any(|j| j.writes()),
-        subjects,
-        make_in,
-        baseline,
-        rounds: a.rounds,
+        set,
         jobs,
         workloads,
         size: size_given.unwrap_or(DEFAULT_SIZE),
@@ -364,15 +230,8 @@ fn jobs_per_subject(
 /// built here, every given target passes its kind's rules, the results
 /// file is not one of them.
 fn check(plan: &MediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
-    for k in plan.made() {
-        if let Some(why) = k.unavailable() {
-            return Err(usage(
-                "--make",
-                format!("{} cannot be built here: {why}", k.name()),
-            ));
-        }
-    }
-    for (i, t) in plan.given() {
+    plan.set.check_made()?;
+    for (i, t) in plan.set.given() {
         // A new file at a mistyped path would still run: compare only what exists.
         if t.remote().is_none() && std::fs::symlink_metadata(&t.path).is_err() {
             return Err(media_targets::name_target_text(
@@ -384,7 +243,7 @@ fn check(plan: &MediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
             .map_err(|e| media_targets::name_target(t, e))?;
     }
     if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
-        let paths: Vec<&Path> = plan.given().map(|(_, t)| t.path.as_path()).collect();
+        let paths: Vec<&Path> = plan.set.given().map(|(_, t)| t.path.as_path()).collect();
         crate::results::output::check(p, "--json", a.force, &paths)?;
     }
     Ok(())
@@ -401,38 +260,20 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
 }
 
 fn print_plan(plan: &MediaPlan) {
-    let labels = plan.labels();
-    println!(
-        "iolab device: {} round(s) over {} target(s), baseline {}",
-        plan.rounds,
-        labels.len(),
-        plan.baseline
-    );
-    let width = labels.iter().map(|l| l.len()).max().unwrap_or(0);
-    for s in &plan.subjects {
-        let what = match s {
-            Subject::Made(_) => format!(
-                "built in {} (room for {} MiB)",
-                plan.make_in.display(),
-                plan.size >> 20
-            ),
-            Subject::Given(t) if t.remote().is_some() => format!("{} (remote)", t.path.display()),
-            Subject::Given(t) if t.path.is_dir() => format!(
-                "{} (a {} MiB scratch file in it)",
-                t.path.display(),
-                plan.size >> 20
-            ),
-            Subject::Given(t) => t.path.display().to_string(),
-        };
-        println!("  {:<width$}  {what}", s.label());
-    }
-    for r in 0..plan.rounds {
-        let order: Vec<&str> = round_order(labels.len(), r)
-            .into_iter()
-            .map(|i| labels[i].as_str())
-            .collect();
-        println!("  round {}: {}", r + 1, order.join(" "));
-    }
+    plan.set.print("device", |s| match s {
+        Subject::Made(_) => format!(
+            "built in {} (room for {} MiB)",
+            plan.set.make_in.display(),
+            plan.size >> 20
+        ),
+        Subject::Given(t) if t.remote().is_some() => format!("{} (remote)", t.path.display()),
+        Subject::Given(t) if t.path.is_dir() => format!(
+            "{} (a {} MiB scratch file in it)",
+            t.path.display(),
+            plan.size >> 20
+        ),
+        Subject::Given(t) => t.path.display().to_string(),
+    });
     for w in &plan.workloads {
         println!("      {w}");
     }
@@ -444,19 +285,7 @@ fn print_plan(plan: &MediaPlan) {
         .sum();
     println!(
         "{} point(s); estimated duration: {:.0} s (plus building the configurations and laying out scratch files)",
-        plan.workloads.len() * labels.len() * plan.rounds as usize,
-        per_round * plan.rounds as f64
+        plan.workloads.len() * plan.set.subjects.len() * plan.set.rounds as usize,
+        per_round * plan.set.rounds as f64
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rounds_alternate_direction() {
-        assert_eq!(round_order(3, 0), vec![0, 1, 2]);
-        assert_eq!(round_order(3, 1), vec![2, 1, 0]);
-        assert_eq!(round_order(3, 2), vec![0, 1, 2]);
-    }
 }

@@ -8,13 +8,15 @@ use std::io::IsTerminal;
 
 use serde_json::json;
 
-use super::device_media::{round_order, MediaPlan, Subject};
+use super::device_media::MediaPlan;
+use super::media_set::{round_order, Overhead, Subject};
 use super::media_targets;
-use crate::analysis::media::{legacy_rows, MediaAnalysis};
+use crate::analysis::media::legacy_rows;
 use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
 use crate::dut::{self, Target, TargetOptions};
 use crate::interrupt;
+use crate::report::media_terminal;
 use crate::report::observer::Terminal;
 use crate::results::{Provenance, Results};
 use crate::session::{Driver, ResultsSink, Tags};
@@ -23,30 +25,21 @@ use crate::testbed::media::{MediaKind, Medium};
 pub fn run(a: &DeviceArgs, plan: &MediaPlan) -> anyhow::Result<()> {
     interrupt::install();
     let quiet = a.quiet;
-    let kinds: Vec<MediaKind> = plan.made().collect();
-    if !quiet && !kinds.is_empty() {
-        eprintln!(
-            "iolab: building {} ...",
-            kinds
-                .iter()
-                .map(|k| k.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let media = kinds
-        .iter()
-        .map(|&k| Medium::build(k, &plan.make_in, plan.size))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut overhead = Overhead::start();
+    let media = plan.set.build(plan.size, quiet)?;
     let targets = prepare(a, plan, &media)?;
-    let results = measure(a, plan, &media, &targets)?;
+    overhead.rounds_start();
+    let mut results = measure(a, plan, &media, &targets)?;
+    overhead.rounds_end();
     drop(targets);
     drop(media);
+    overhead.save_into(&mut results);
+    if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
+        results.write_atomic(p)?;
+    }
     if !quiet {
-        if let Some(m) = &results.analysis.media {
-            for line in table(m) {
-                println!("{line}");
-            }
+        for line in media_terminal::summary(&results) {
+            println!("{line}");
         }
         if let Some(p) = &a.json {
             println!("results: {}", p.display());
@@ -64,7 +57,7 @@ pub fn run(a: &DeviceArgs, plan: &MediaPlan) -> anyhow::Result<()> {
 fn prepare(a: &DeviceArgs, plan: &MediaPlan, media: &[Medium]) -> anyhow::Result<Vec<Target>> {
     let mut made = media.iter();
     let mut targets = Vec::new();
-    for (i, s) in plan.subjects.iter().enumerate() {
+    for (i, s) in plan.set.subjects.iter().enumerate() {
         if interrupt::stop_requested() {
             return Err(crate::error::Interrupted.into());
         }
@@ -92,7 +85,7 @@ fn prepare(a: &DeviceArgs, plan: &MediaPlan, media: &[Medium]) -> anyhow::Result
 
 /// The jobs' target on a built configuration: a scratch file in its file
 /// system, or its loop device (iolab's own, so writes are allowed).
-fn target_on(m: &Medium, size: u64, writes: bool, seed: u64) -> anyhow::Result<Target> {
+pub(crate) fn target_on(m: &Medium, size: u64, writes: bool, seed: u64) -> anyhow::Result<Target> {
     let raw = m.kind == MediaKind::Raw;
     dut::prepare(
         &TargetOptions {
@@ -110,25 +103,16 @@ fn target_on(m: &Medium, size: u64, writes: bool, seed: u64) -> anyhow::Result<T
 /// `extra.media`: the baseline, the rounds, every target and how each
 /// configuration was made.
 fn extra(plan: &MediaPlan, media: &[Medium], targets: &[Target]) -> serde_json::Value {
-    let described = plan.subjects.iter().zip(targets).map(|(s, t)| {
-        let made = matches!(s, Subject::Made(_));
+    let described = plan.set.subjects.iter().zip(targets).map(|(s, t)| {
         json!({
             "label": s.label(),
             "path": t.path.display().to_string(),
             "kind": t.kind,
             "size_bytes": t.size,
-            "made": made,
+            "made": matches!(s, Subject::Made(_)),
         })
     });
-    json!({
-        "baseline": plan.baseline,
-        "rounds": plan.rounds,
-        "targets": described.collect::<Vec<_>>(),
-        "configurations": media
-            .iter()
-            .map(|m| json!({"name": m.kind.name(), "made": m.describe}))
-            .collect::<Vec<_>>(),
-    })
+    plan.set.record(described.collect(), media)
 }
 
 /// A warning when the targets address different amounts of data (a file
@@ -139,6 +123,7 @@ fn size_warning(plan: &MediaPlan, targets: &[Target]) -> Option<String> {
         return None;
     }
     let sizes: Vec<String> = plan
+        .set
         .labels()
         .iter()
         .zip(targets)
@@ -178,24 +163,21 @@ fn measure(
         .flatten()
         .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
         .sum();
-    let points = plan.workloads.len() * plan.subjects.len() * plan.rounds as usize;
+    let points = plan.workloads.len() * plan.set.subjects.len() * plan.set.rounds as usize;
     let mut driver = Driver::new(
         &targets[0],
         sink,
         &observer,
         None,
         !a.quiet && std::io::stderr().is_terminal(),
-        (points, per_round * plan.rounds as f64),
+        (points, per_round * plan.set.rounds as f64),
     );
     driver.save()?;
-    let labels = plan.labels();
-    'rounds: for r in 0..plan.rounds {
-        for i in round_order(labels.len(), r) {
-            let params = [
-                ("medium", labels[i].clone()),
-                ("round", (r + 1).to_string()),
-                ("baseline", plan.baseline.clone()),
-            ];
+    let n = plan.set.subjects.len();
+    'rounds: for r in 0..plan.set.rounds {
+        for i in round_order(n, r) {
+            let pass = plan.set.tag(i, r);
+            let params = pass.params();
             let tags = Tags {
                 experiment: "",
                 params: &params,
@@ -206,7 +188,7 @@ fn measure(
                     break 'rounds;
                 }
                 let mut job = j.clone();
-                job.name = format!("{} r{}: {workload}", labels[i], r + 1);
+                job.name = pass.name(workload);
                 driver.run_point_on(&targets[i], &job, &tags)?;
             }
         }
@@ -222,54 +204,5 @@ fn measure(
     ) {
         extra.insert("rows".into(), legacy_rows(m));
     }
-    if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
-        results.write_atomic(p)?;
-    }
     Ok(results)
-}
-
-/// The terminal table: per workload, each target's throughput and ratios.
-pub fn table(m: &MediaAnalysis) -> Vec<String> {
-    let width = m
-        .rows
-        .iter()
-        .map(|r| r.workload.len())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    let twidth = m
-        .rows
-        .iter()
-        .map(|r| r.target.len())
-        .max()
-        .unwrap_or(0)
-        .max(6);
-    let mut out = vec![format!(
-        "{:<width$} {:<twidth$} {:>12} {:>26} {:>12}",
-        "workload",
-        "target",
-        "throughput",
-        format!("vs {} (range)", m.baseline),
-        "mean lat vs"
-    )];
-    for r in &m.rows {
-        let ratio = match (r.vs_baseline, r.vs_min, r.vs_max) {
-            (Some(v), Some(lo), Some(hi)) => format!(
-                "{v:.2}x ({lo:.2}..{hi:.2}){}",
-                if r.noise { " ~noise" } else { "" }
-            ),
-            _ => "-".into(),
-        };
-        out.push(format!(
-            "{:<width$} {:<twidth$} {:>12} {:>26} {:>12}",
-            r.workload,
-            r.target,
-            format!("{:.0} {}", r.throughput, r.unit),
-            ratio,
-            r.lat_vs_baseline
-                .map(|v| format!("{v:.2}x"))
-                .unwrap_or_else(|| "-".into())
-        ));
-    }
-    out
 }

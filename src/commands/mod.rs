@@ -8,6 +8,7 @@ pub mod device_media;
 pub mod device_media_run;
 pub mod kv;
 pub mod kv_args;
+pub mod media_set;
 pub mod media_targets;
 pub mod oltp;
 pub mod remote;

@@ -12,6 +12,7 @@ pub mod fmt;
 pub mod html;
 pub mod kv_terminal;
 pub mod markdown;
+pub mod media_terminal;
 pub mod observer;
 pub mod oltp_terminal;
 pub mod remote_terminal;

@@ -1,0 +1,539 @@
+//! The targets of a media run, whatever runs on them (`device` jobs, `kv`
+//! plans, `run`'s steps): the configurations iolab builds (`--make`,
+//! `testbed::media`), the targets of the user's own (`--target`, parsed
+//! and labelled by `media_targets`), where the configurations are built
+//! (`--make-in`), the rounds and their alternating order, and the
+//! baseline. Each verb adds the rules of what it runs (which target kinds
+//! it takes, how a target is prepared) and keeps the same meaning and
+//! refusals for these flags. Also the accounting of the wall time spent
+//! outside the measured intervals (`Overhead`, `extra.media.overhead`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::media_targets::{self, GivenTarget};
+use crate::cli::media::MediaArgs;
+use crate::error::{usage, UsageError};
+use crate::plan::planfile::PlanFile;
+use crate::results::{Point, Results};
+use crate::testbed::media::{MediaKind, Medium, MEDIA_NAMES};
+
+/// One target of a media run.
+#[derive(Debug, Clone)]
+pub enum Subject {
+    /// A configuration iolab builds (`--make`).
+    Made(MediaKind),
+    /// A `--target` of the user's own.
+    Given(GivenTarget),
+}
+
+impl Subject {
+    pub fn label(&self) -> String {
+        match self {
+            Subject::Made(k) => k.name(),
+            Subject::Given(t) => t.label.clone(),
+        }
+    }
+}
+
+/// The checked targets of a media run.
+#[derive(Debug, Clone)]
+pub struct MediaSet {
+    /// In run order: the given targets, then the configurations.
+    pub subjects: Vec<Subject>,
+    /// Where the configurations are built.
+    pub make_in: PathBuf,
+    pub baseline: String,
+    pub rounds: u32,
+}
+
+/// `--make`, or several targets: a media run.
+pub fn is_media_run(m: &MediaArgs, targets: usize) -> bool {
+    m.make.is_some() || targets > 1
+}
+
+/// The flags of media runs mean nothing in a single-target run.
+pub fn refuse_without_media(m: &MediaArgs) -> anyhow::Result<()> {
+    if m.rounds != 1 || m.baseline.is_some() {
+        let field = if m.rounds != 1 {
+            "--rounds"
+        } else {
+            "--baseline"
+        };
+        return Err(usage(field, "applies to --make or several --target only"));
+    }
+    if m.make_in.is_some() {
+        return Err(usage("--make-in", "applies to --make only"));
+    }
+    Ok(())
+}
+
+/// The order of round `r` (0-based): forward, then backward, ...
+pub fn round_order(n: usize, r: u32) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).collect();
+    if r % 2 == 1 {
+        v.reverse();
+    }
+    v
+}
+
+/// The `--target` field, for messages about the media flags.
+fn media_field(m: &MediaArgs) -> &'static str {
+    if m.make.is_some() {
+        "--make"
+    } else {
+        "--target"
+    }
+}
+
+/// `--make LIST`, parsed.
+fn made_kinds(m: &MediaArgs) -> anyhow::Result<Vec<MediaKind>> {
+    let Some(list) = m.make.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let mut kinds = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let k = MediaKind::parse(name)
+            .ok_or_else(|| usage("--make", format!("'{name}' is not one of {MEDIA_NAMES}")))?;
+        if kinds.contains(&k) {
+            return Err(usage("--make", format!("{name} is named twice")));
+        }
+        kinds.push(k);
+    }
+    Ok(kinds)
+}
+
+/// Where the configurations are built, and which `--target`s are targets
+/// of their own. One `--target` with `--make` is where they are built (as
+/// before `--make-in` existed); several are ambiguous without `--make-in`.
+fn split_targets(m: &MediaArgs, targets: &[PathBuf]) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+    if m.make.is_none() {
+        if m.make_in.is_some() {
+            return Err(usage("--make-in", "applies to --make only"));
+        }
+        return Ok((PathBuf::new(), targets.to_vec()));
+    }
+    let (dir, field, own) = match (&m.make_in, targets) {
+        (Some(d), ts) => (d.clone(), "--make-in", ts.to_vec()),
+        (None, []) => (PathBuf::from("."), "--target", Vec::new()),
+        (None, [t]) if !t.to_string_lossy().contains('=') => (t.clone(), "--target", Vec::new()),
+        (None, _) => {
+            return Err(usage(
+                "--make-in",
+                "with --make, a labelled or a second --target is a target of its own: say where the configurations are built with --make-in DIR",
+            ))
+        }
+    };
+    if !dir.is_dir() {
+        return Err(usage(
+            field,
+            format!(
+                "with --make, {field} is the directory the configurations are built in; {} is not one",
+                dir.display()
+            ),
+        ));
+    }
+    Ok((dir, own))
+}
+
+impl MediaSet {
+    /// Parse the media flags and the targets given, label every target,
+    /// check the rounds and the baseline. Nothing is created or checked
+    /// on the machine yet (`check_made`, and each verb's target rules).
+    pub fn parse(m: &MediaArgs, targets: &[PathBuf]) -> anyhow::Result<MediaSet> {
+        let kinds = made_kinds(m)?;
+        if !(1..=100).contains(&m.rounds) {
+            return Err(usage("--rounds", "must be 1 to 100"));
+        }
+        let (make_in, own) = split_targets(m, targets)?;
+        let reserved: Vec<String> = kinds.iter().map(|k| k.name()).collect();
+        let given = media_targets::parse(&own, &reserved)?;
+        let mut subjects: Vec<Subject> = given.into_iter().map(Subject::Given).collect();
+        subjects.extend(kinds.into_iter().map(Subject::Made));
+        if subjects.is_empty() {
+            return Err(usage(media_field(m), "no target to run on"));
+        }
+        let labels: Vec<String> = subjects.iter().map(Subject::label).collect();
+        let baseline = m.baseline.clone().unwrap_or_else(|| labels[0].clone());
+        if !labels.contains(&baseline) {
+            return Err(usage(
+                "--baseline",
+                format!(
+                    "'{baseline}' is not one of the targets: {}",
+                    labels.join(", ")
+                ),
+            ));
+        }
+        Ok(MediaSet {
+            subjects,
+            make_in,
+            baseline,
+            rounds: m.rounds,
+        })
+    }
+
+    pub fn labels(&self) -> Vec<String> {
+        self.subjects.iter().map(Subject::label).collect()
+    }
+
+    /// The given targets, with their index among the subjects.
+    pub fn given(&self) -> impl Iterator<Item = (usize, &GivenTarget)> {
+        self.subjects
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Subject::Given(t) => Some((i, t)),
+                Subject::Made(_) => None,
+            })
+    }
+
+    pub fn made(&self) -> impl Iterator<Item = MediaKind> + '_ {
+        self.subjects.iter().filter_map(|s| match s {
+            Subject::Made(k) => Some(*k),
+            Subject::Given(_) => None,
+        })
+    }
+
+    /// Every configuration can be built here (root, tools, the kernel).
+    pub fn check_made(&self) -> anyhow::Result<()> {
+        for k in self.made() {
+            if let Some(why) = k.unavailable() {
+                return Err(usage(
+                    "--make",
+                    format!("{} cannot be built here: {why}", k.name()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Build every configuration with room for `room` bytes of data, in
+    /// `--make` order (one `Medium` per `Subject::Made`).
+    pub fn build(&self, room: u64, quiet: bool) -> anyhow::Result<Vec<Medium>> {
+        let kinds: Vec<MediaKind> = self.made().collect();
+        if !quiet && !kinds.is_empty() {
+            let names: Vec<String> = kinds.iter().map(|k| k.name()).collect();
+            eprintln!("iolab: building {} ...", names.join(", "));
+        }
+        kinds
+            .iter()
+            .map(|&k| Medium::build(k, &self.make_in, room))
+            .collect()
+    }
+
+    /// The point name and parameters of a workload measured on subject
+    /// `i` in round `r` (0-based): `LABEL rN: WORKLOAD`, and `medium`,
+    /// `round`, `baseline` (what `analysis::media` reads).
+    pub fn tag(&self, i: usize, r: u32) -> PassTag {
+        PassTag {
+            label: self.subjects[i].label(),
+            round: r + 1,
+            baseline: self.baseline.clone(),
+        }
+    }
+
+    /// What `--dry-run` prints first: the rounds, every target (`what`
+    /// says what runs on it) and the order of every round.
+    pub fn print(&self, verb: &str, what: impl Fn(&Subject) -> String) {
+        let labels = self.labels();
+        println!(
+            "iolab {verb}: {} round(s) over {} target(s), baseline {}",
+            self.rounds,
+            labels.len(),
+            self.baseline
+        );
+        let width = labels.iter().map(|l| l.len()).max().unwrap_or(0);
+        for s in &self.subjects {
+            println!("  {:<width$}  {}", s.label(), what(s));
+        }
+        for line in self.order_lines() {
+            println!("  {line}");
+        }
+    }
+
+    /// The rounds and the order of each, as `dry-run` prints them.
+    pub fn order_lines(&self) -> Vec<String> {
+        let labels = self.labels();
+        (0..self.rounds)
+            .map(|r| {
+                let order: Vec<&str> = round_order(labels.len(), r)
+                    .into_iter()
+                    .map(|i| labels[i].as_str())
+                    .collect();
+                format!("round {}: {}", r + 1, order.join(" "))
+            })
+            .collect()
+    }
+
+    /// `extra.media` before the run: the baseline, the rounds, every
+    /// target (each verb describes its own: `targets`) and how each
+    /// configuration was made.
+    pub fn record(&self, targets: Vec<serde_json::Value>, media: &[Medium]) -> serde_json::Value {
+        json!({
+            "baseline": self.baseline,
+            "rounds": self.rounds,
+            "targets": targets,
+            "configurations": media
+                .iter()
+                .map(|m| json!({"name": m.kind.name(), "made": m.describe}))
+                .collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Where one pass (a target in a round) puts its points.
+#[derive(Debug, Clone)]
+pub struct PassTag {
+    pub label: String,
+    /// 1-based.
+    pub round: u32,
+    pub baseline: String,
+}
+
+impl PassTag {
+    /// `LABEL rN: WORKLOAD`.
+    pub fn name(&self, workload: &str) -> String {
+        format!("{} r{}: {workload}", self.label, self.round)
+    }
+
+    /// The parameters every point of the pass carries.
+    pub fn params(&self) -> [(&'static str, String); 3] {
+        [
+            ("medium", self.label.clone()),
+            ("round", self.round.to_string()),
+            ("baseline", self.baseline.clone()),
+        ]
+    }
+
+    /// Name and tag a point measured in this pass.
+    pub fn apply(&self, p: &mut Point) {
+        p.name = self.name(&p.name);
+        for (k, v) in self.params() {
+            p.params.insert(k.to_string(), v);
+        }
+    }
+}
+
+/// The `[media]` table of a plan file (`make`, `rounds`, `baseline`)
+/// applied onto the media flags, except the keys the command line gave
+/// (`given`: they win, as everywhere in plan files).
+pub fn apply_media_table(
+    m: &mut MediaArgs,
+    path: &Path,
+    plan: &PlanFile,
+    given: &[String],
+) -> anyhow::Result<()> {
+    let argv: Vec<String> = plan
+        .media
+        .iter()
+        .filter(|(k, _)| !given.iter().any(|g| g == *k))
+        .map(|(k, v)| format!("--{}={v}", k.replace('_', "-")))
+        .collect();
+    if argv.is_empty() {
+        return Ok(());
+    }
+    super::device_args::apply_flags(m, argv).map_err(|err| match err.downcast::<UsageError>() {
+        Ok(u) => usage(format!("{} [media] {}", path.display(), u.field), u.message),
+        Err(other) => other,
+    })
+}
+
+/// A directory a database (or a scratch file) goes into must exist, be a
+/// directory and be writable (not on a read-only file system): checked
+/// before anything runs, the error naming `--target` and the value.
+pub fn check_writable_dir(t: &GivenTarget, what: &str) -> anyhow::Result<()> {
+    if t.remote().is_some() {
+        return Err(media_targets::name_target_text(
+            &t.value,
+            &format!("is a remote export; {what} needs a directory"),
+        ));
+    }
+    let meta = std::fs::metadata(&t.path).map_err(|e| {
+        media_targets::name_target_text(&t.value, &format!("{e} (give a directory)"))
+    })?;
+    if !meta.is_dir() {
+        return Err(media_targets::name_target_text(
+            &t.value,
+            &format!("is not a directory; {what} needs one (device takes files and block devices)"),
+        ));
+    }
+    if let Err(e) = writable(&t.path) {
+        return Err(media_targets::name_target_text(
+            &t.value,
+            &format!("is not writable: {e}"),
+        ));
+    }
+    Ok(())
+}
+
+/// access(2) with W_OK: also refuses a directory on a read-only mount
+/// (EROFS), which permission bits alone do not show to root.
+fn writable(p: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a valid NUL-terminated path; access only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The wall time of a media run outside its measured intervals: building
+/// the configurations and preparing the targets (set-up), everything
+/// between measured intervals while the rounds run (opening and closing
+/// engines, making and removing databases, switching targets), and the
+/// teardown. The measured time is the sum of the points' durations (ramp
+/// included: it is part of measuring). Exposed, not judged:
+/// `extra.media.overhead`.
+pub struct Overhead {
+    started: Instant,
+    rounds_started: Option<Instant>,
+    rounds_ended: Option<Instant>,
+}
+
+impl Overhead {
+    /// Start the clock (before anything is built).
+    pub fn start() -> Overhead {
+        Overhead {
+            started: Instant::now(),
+            rounds_started: None,
+            rounds_ended: None,
+        }
+    }
+
+    /// The set-up is done: the rounds start.
+    pub fn rounds_start(&mut self) {
+        self.rounds_started = Some(Instant::now());
+    }
+
+    /// The rounds are done (or stopped): the teardown starts.
+    pub fn rounds_end(&mut self) {
+        self.rounds_ended = Some(Instant::now());
+    }
+
+    /// The accounting at the end of the teardown, over the points measured.
+    pub fn record(&self, points: &[Point]) -> serde_json::Value {
+        let now = Instant::now();
+        let rounds_started = self.rounds_started.unwrap_or(now);
+        let rounds_ended = self.rounds_ended.unwrap_or(now);
+        let secs = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
+        let measured_s: f64 = points
+            .iter()
+            .map(|p| (p.duration_ns + p.ramp_ns) as f64 / 1e9)
+            .sum();
+        let wall_s = secs(self.started, now);
+        let overhead_s = (wall_s - measured_s).max(0.0);
+        json!({
+            "wall_s": wall_s,
+            "measured_s": measured_s,
+            "setup_s": secs(self.started, rounds_started),
+            "between_s": (secs(rounds_started, rounds_ended) - measured_s).max(0.0),
+            "teardown_s": secs(rounds_ended, now),
+            "overhead_s": overhead_s,
+            "share_of_measured": if measured_s > 0.0 { json!(overhead_s / measured_s) } else { json!(null) },
+        })
+    }
+
+    /// `extra.media.overhead`, over the points of `results` (a results
+    /// file without `extra.media` gets one holding only this).
+    pub fn save_into(&self, results: &mut Results) {
+        let record = self.record(&results.points);
+        let media = results
+            .extra
+            .entry("media".into())
+            .or_insert_with(|| json!({}));
+        if let Some(m) = media.as_object_mut() {
+            m.insert("overhead".into(), record);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn media(make: Option<&str>, rounds: u32, baseline: Option<&str>) -> MediaArgs {
+        MediaArgs {
+            make: make.map(str::to_string),
+            make_in: None,
+            rounds,
+            baseline: baseline.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn rounds_alternate_direction() {
+        assert_eq!(round_order(3, 0), vec![0, 1, 2]);
+        assert_eq!(round_order(3, 1), vec![2, 1, 0]);
+        assert_eq!(round_order(3, 2), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn targets_then_configurations_and_the_baseline_checked() {
+        let d = tempfile::tempdir().unwrap();
+        let t = |s: &str| PathBuf::from(s);
+        let mut m = media(Some("tmpfs,ext4"), 2, Some("ext4"));
+        m.make_in = Some(d.path().to_path_buf());
+        let set = MediaSet::parse(&m, &[t("a=/x/a"), t("/x/b")]).unwrap();
+        assert_eq!(set.labels(), ["a", "b", "tmpfs", "ext4"]);
+        assert_eq!(set.baseline, "ext4");
+        assert_eq!(set.order_lines()[1], "round 2: ext4 tmpfs b a");
+        let field = |m: &MediaArgs, ts: &[PathBuf]| {
+            let e = MediaSet::parse(m, ts).unwrap_err();
+            e.downcast::<crate::error::UsageError>().unwrap().field
+        };
+        assert_eq!(
+            field(&media(None, 0, None), &[t("/a"), t("/b")]),
+            "--rounds"
+        );
+        assert_eq!(
+            field(&media(None, 1, Some("c")), &[t("/a"), t("/b")]),
+            "--baseline"
+        );
+        assert_eq!(field(&media(Some("zfs"), 1, None), &[]), "--make");
+        assert_eq!(
+            field(&media(Some("ext4"), 1, None), &[t("/a"), t("/b")]),
+            "--make-in"
+        );
+    }
+
+    #[test]
+    fn a_pass_names_and_tags_its_points() {
+        let tag = PassTag {
+            label: "xfs".into(),
+            round: 2,
+            baseline: "ext4".into(),
+        };
+        let mut p =
+            crate::analysis::testutil::point(&crate::plan::job::JobSpec::default(), 1.0, 1.0, 1);
+        p.name = "ycsb-a.run".into();
+        tag.apply(&mut p);
+        assert_eq!(p.name, "xfs r2: ycsb-a.run");
+        assert_eq!(crate::analysis::media::workload_of(&p), "ycsb-a.run");
+        assert_eq!(p.params["baseline"], "ext4");
+    }
+
+    #[test]
+    fn the_overhead_is_the_wall_time_outside_the_points() {
+        let mut o = Overhead::start();
+        o.rounds_start();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        o.rounds_end();
+        let mut p =
+            crate::analysis::testutil::point(&crate::plan::job::JobSpec::default(), 1.0, 1.0, 1);
+        p.duration_ns = 5_000_000;
+        p.ramp_ns = 0;
+        let r = o.record(&[p]);
+        let f = |k: &str| r[k].as_f64().unwrap();
+        assert!(f("wall_s") >= 0.02, "{r}");
+        assert!((f("measured_s") - 0.005).abs() < 1e-9);
+        assert!((f("overhead_s") - (f("wall_s") - 0.005)).abs() < 1e-9);
+        assert!(f("between_s") >= 0.014, "{r}");
+        assert!(crate::report::media_terminal::overhead_line(&r)
+            .unwrap()
+            .contains("measured 0.0 s"));
+    }
+}

@@ -1,0 +1,83 @@
+//! A media run on a terminal (`device`, `kv` and `run` over several
+//! targets): the comparison table of `analysis.media` (per workload, each
+//! target's throughput, its ratio to the baseline with the range over
+//! the rounds, and the mean-latency ratio) and the wall time spent
+//! outside the measured intervals (`extra.media.overhead`).
+
+use crate::analysis::media::MediaAnalysis;
+use crate::results::Results;
+
+/// The terminal table: per workload, each target's throughput and ratios.
+pub fn table(m: &MediaAnalysis) -> Vec<String> {
+    let width = m
+        .rows
+        .iter()
+        .map(|r| r.workload.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let twidth = m
+        .rows
+        .iter()
+        .map(|r| r.target.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let mut out = vec![format!(
+        "{:<width$} {:<twidth$} {:>12} {:>26} {:>12}",
+        "workload",
+        "target",
+        "throughput",
+        format!("vs {} (range)", m.baseline),
+        "mean lat vs"
+    )];
+    for r in &m.rows {
+        let ratio = match (r.vs_baseline, r.vs_min, r.vs_max) {
+            (Some(v), Some(lo), Some(hi)) => format!(
+                "{v:.2}x ({lo:.2}..{hi:.2}){}",
+                if r.noise { " ~noise" } else { "" }
+            ),
+            _ => "-".into(),
+        };
+        out.push(format!(
+            "{:<width$} {:<twidth$} {:>12} {:>26} {:>12}",
+            r.workload,
+            r.target,
+            format!("{:.0} {}", r.throughput, r.unit),
+            ratio,
+            r.lat_vs_baseline
+                .map(|v| format!("{v:.2}x"))
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    out
+}
+
+/// The line of an overhead record (`media_set::Overhead`).
+pub fn overhead_line(o: &serde_json::Value) -> Option<String> {
+    let f = |k: &str| o.get(k).and_then(|v| v.as_f64());
+    let (overhead, measured) = (f("overhead_s")?, f("measured_s")?);
+    let share = f("share_of_measured")
+        .map(|s| format!(" ({:.1}% of the measured time)", s * 100.0))
+        .unwrap_or_default();
+    Some(format!(
+        "outside the measured intervals: {overhead:.1} s{share}: set-up {:.1} s, between points {:.1} s, teardown {:.1} s; measured {measured:.1} s",
+        f("setup_s").unwrap_or(0.0),
+        f("between_s").unwrap_or(0.0),
+        f("teardown_s").unwrap_or(0.0),
+    ))
+}
+
+/// What a media run prints at its end: the table, then the overhead.
+pub fn summary(r: &Results) -> Vec<String> {
+    let mut out = r.analysis.media.as_ref().map(table).unwrap_or_default();
+    if let Some(line) = r
+        .extra
+        .get("media")
+        .and_then(|m| m.get("overhead"))
+        .and_then(overhead_line)
+    {
+        out.push(line);
+    }
+    out
+}
