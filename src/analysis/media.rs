@@ -11,6 +11,8 @@
 //! Ratios are taken within a round (a target against the baseline
 //! measured minutes apart, not hours), then summarized over the rounds:
 //! the median, the range, and a noise mark when the range straddles 1.0.
+//! A point marked interrupted (a job or kv phase stopped early by Ctrl-C)
+//! is partial and takes no part: its round counts as missing.
 
 use std::collections::BTreeMap;
 
@@ -78,9 +80,11 @@ struct Measured<'a> {
     mean_lat_ns: Option<f64>,
 }
 
-/// Whether a point is part of a media comparison.
+/// Whether a point is part of a media comparison (partial points are not).
 pub fn is_media_point(p: &Point) -> bool {
-    p.params.contains_key("medium") && p.params.contains_key("round")
+    p.params.contains_key("medium")
+        && p.params.contains_key("round")
+        && p.extra.interrupted != Some(true)
 }
 
 /// The workload a media point measured: its name after `LABEL rN: `.
@@ -398,6 +402,45 @@ mod tests {
         assert_eq!(a.workloads, ["ycsb-a run"]);
         assert_eq!(a.rows[0].unit, "ops/s");
         assert!(analyze(&[&plain]).is_none());
+    }
+
+    #[test]
+    fn kv_phases_are_workloads_and_a_partial_phase_is_left_out() {
+        let mut pts = Vec::new();
+        for (r, t, phase, ops) in [
+            (1, "a", "ycsb-a.load", 100.0),
+            (1, "a", "ycsb-a.run", 200.0),
+            (1, "b", "ycsb-a.load", 150.0),
+            (1, "b", "ycsb-a.run", 100.0),
+            (2, "b", "ycsb-a.load", 300.0),
+            (2, "b", "ycsb-a.run", 400.0),
+            (2, "a", "ycsb-a.load", 100.0),
+            (2, "a", "ycsb-a.run", 100.0),
+        ] {
+            let mut p = point(t, r, ops, 1.0);
+            p.job = None;
+            p.name = format!("{t} r{r}: {phase}");
+            pts.push(p);
+        }
+        // Round 2 of b's run phase was stopped early.
+        pts[5].extra.interrupted = Some(true);
+        let a = run(&pts);
+        assert_eq!(a.workloads, ["ycsb-a.load", "ycsb-a.run"]);
+        let find = |w: &str, t: &str| {
+            a.rows
+                .iter()
+                .find(|r| r.workload == w && r.target == t)
+                .unwrap()
+        };
+        let load = find("ycsb-a.load", "b");
+        assert!(
+            close(load.vs_baseline, 2.25) && load.paired_rounds == 2,
+            "{load:?}"
+        );
+        let run_b = find("ycsb-a.run", "b");
+        assert_eq!((run_b.rounds, run_b.paired_rounds), (1, 1), "{run_b:?}");
+        assert!(close(run_b.vs_baseline, 0.5), "{run_b:?}");
+        assert_eq!(find("ycsb-a.run", "a").vs_baseline, Some(1.0));
     }
 
     #[test]

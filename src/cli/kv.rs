@@ -25,13 +25,16 @@ pub enum PhaseSel {
     Both,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   iolab kv a --engine rocksdb -p recordcount=100000 -p operationcount=100000
   iolab kv -P examples/ycsb/workloadd --engine lmdb --threads 4 --target-ops 5000
   iolab kv fillrandom,readrandom --engine rocksdb --num 1000000 --key-size 16 --value-size 100
   iolab kv fillrandom,readwhilewriting --readers 1,2,4,8 --memory-limit 256m --engine lmdb
-  iolab kv fillrandom,readrandomwriterandom --readwritepercent 80 --value-size 800 --num 20000")]
+  iolab kv fillrandom,readrandomwriterandom --readwritepercent 80 --value-size 800 --num 20000
+  iolab kv a -t ssd=/mnt/ssd -t nvme=/mnt/nvme --rounds 3 -p recordcount=20000 -p operationcount=20000
+  iolab kv fillrandom,readrandom --engine lmdb -t /var/tmp --make ext4,ext4-nojournal,xfs --rounds 2
+  iolab kv -t /var/tmp --plan examples/symas-fs.toml --json symas-kv.json")]
 pub struct KvArgs {
     /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
@@ -100,11 +103,26 @@ pub struct KvArgs {
     /// Print only the plan (engine settings, phases) and exit.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Run the [[kv]] tables of a TOML plan file (keys: these flags, plus
+    /// workload, props and name), with its [media] table; flags given too
+    /// override the file (docs/media.md)
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+
+    /// The configurations to build, rounds and baseline of a media run.
+    #[command(flatten)]
+    pub media: crate::cli::media::MediaArgs,
+
+    /// The flags given on the command line (their ids), filled by
+    /// `Cli::try_parse_args`: they override the plan file's keys.
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
 
 /// Engine options of `iolab kv`; each engine applies what it has and prints
 /// the effective values.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
     /// Durable writes: fsync on every commit.
     #[arg(long)]
@@ -160,7 +178,7 @@ pub struct EngineArgs {
 }
 
 /// db_bench-style options of `iolab kv`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// db_bench: number of keys.
     #[arg(long, default_value_t = 100_000)]
@@ -193,13 +211,20 @@ pub struct BenchArgs {
 }
 
 /// The database location and the environment of `iolab kv`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct PlaceArgs {
     /// Directory on the filesystem under test, as in every verb; the
     /// database is a scratch directory inside it, removed at exit unless
-    /// --keep (default: the current directory; --dir is the same)
-    #[arg(short = 't', long, value_name = "DIR")]
-    pub target: Option<String>,
+    /// --keep (default: the current directory; --dir is the same). Given
+    /// several times, as [LABEL=]DIR: the same workload on each, a fresh
+    /// database every round, interleaved and normalized to the baseline
+    #[arg(short = 't', long, value_name = "DIR", action = clap::ArgAction::Append)]
+    pub target: Vec<String>,
+    /// With --make: room for the database in each configuration iolab
+    /// builds (default: four times the keys and values the largest load
+    /// writes, at least 256 MiB)
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
     /// The same as --target (its older name)
     #[arg(long, default_value = ".", hide = true)]
     pub dir: PathBuf,

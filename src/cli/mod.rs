@@ -60,8 +60,8 @@ impl Cli {
     }
 
     /// Parse a command line (the program name first), remembering which
-    /// `device` and `remote` flags were given on it: they override plan and
-    /// fio job files, as fio's command line does.
+    /// `device`, `remote` and `kv` flags were given on it: they override
+    /// plan and fio job files, as fio's command line does.
     pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
     where
         I: IntoIterator<Item = T>,
@@ -80,6 +80,7 @@ impl Cli {
         match (&mut cli.command, m.subcommand()) {
             (Command::Device(a), Some(("device", sm))) => a.given = given(sm),
             (Command::Remote(a), Some(("remote", sm))) => a.given = given(sm),
+            (Command::Kv(a), Some(("kv", sm))) => a.given = given(sm),
             _ => {}
         }
         Ok(cli)

@@ -407,6 +407,15 @@ pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> 
         return Ok(vec![experiment_from_args(a, "")?]);
     };
     let plan = planfile::read(path)?;
+    if plan.experiments.is_empty() {
+        return Err(usage(
+            "--plan",
+            format!(
+                "{} has no [[experiment]] for iolab device (its [[kv]] tables run with iolab kv --plan)",
+                path.display()
+            ),
+        ));
+    }
     let build = |e: &planfile::PlanSection, budget: Option<String>| {
         let mut args = a.clone();
         args.plan = None;

@@ -1,5 +1,6 @@
 //! `iolab kv`: database workloads. Arguments -> `KvPlan` (kv_args) ->
-//! `kv::run::run` with the terminal observer -> exit code.
+//! `kv::run::run` with the terminal observer -> exit code. Several
+//! targets, `--make` or a `--plan` file: a media run (`kv_media`).
 
 use crate::cli::kv::KvArgs;
 use crate::error::Interrupted;
@@ -7,6 +8,16 @@ use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
+    if args.plan.is_some() || super::media_set::is_media_run(&args.media, args.place.target.len()) {
+        return super::kv_media::run(args);
+    }
+    super::media_set::refuse_without_media(&args.media)?;
+    if args.place.size.is_some() {
+        return Err(crate::error::usage(
+            "--size",
+            "applies to --make only (the room of each configuration)",
+        ));
+    }
     let plan = super::kv_args::plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;

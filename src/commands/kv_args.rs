@@ -146,18 +146,22 @@ fn parse_readers(s: &str) -> Result<Vec<usize>> {
         .collect()
 }
 
-/// `--target DIR` (or its older name `--dir`). A number is the old meaning
-/// of kv's --target (a rate): refused with a pointer to --target-ops.
+/// `--target DIR` (or its older name `--dir`); in a media run (several
+/// `--target`s) the first, which `kv_media` replaces with each target's
+/// directory. A number is the old meaning of kv's --target (a rate):
+/// refused with a pointer to --target-ops.
 fn target_dir(a: &KvArgs) -> Result<PathBuf> {
-    let Some(t) = &a.place.target else {
+    for t in &a.place.target {
+        if t.parse::<f64>().is_ok() && !std::path::Path::new(t).exists() {
+            return Err(usage(
+                "--target",
+                format!("kv's --target is the storage under test now (a directory, as in device); for a rate use --target-ops {t} (or --rate {t})"),
+            ));
+        }
+    }
+    let Some(t) = a.place.target.first() else {
         return Ok(a.place.dir.clone());
     };
-    if t.parse::<f64>().is_ok() && !std::path::Path::new(t).exists() {
-        return Err(usage(
-            "--target",
-            format!("kv's --target is the storage under test now (a directory, as in device); for a rate use --target-ops {t} (or --rate {t})"),
-        ));
-    }
     if a.place.dir != std::path::Path::new(".") {
         return Err(usage("--target", "give --target or --dir, not both"));
     }

@@ -113,7 +113,7 @@ fn db_dir(plan: &KvPlan) -> Result<DbDir> {
 }
 
 /// Refuse a load whose data alone does not fit where the database goes.
-fn check_space(plan: &KvPlan) -> Result<()> {
+pub fn check_space(plan: &KvPlan) -> Result<()> {
     let (bytes, field) = plan.load_bytes();
     let dir = plan.place.db.as_deref().unwrap_or(&plan.place.dir);
     let Ok(free) = crate::dut::scratch::free_bytes(dir) else {

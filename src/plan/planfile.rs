@@ -27,6 +27,8 @@ pub struct PlanFile {
     pub experiments: Vec<PlanSection>,
     /// The `[media]` table: flag name -> value text.
     pub media: BTreeMap<String, String>,
+    /// The `[[kv]]` tables, as written (`iolab kv --plan` reads them).
+    pub kv: Vec<toml::Table>,
 }
 
 /// Keys of the `[media]` table (run-wide, not per experiment).
@@ -101,11 +103,20 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
     let mut description = None;
     let mut experiments = Vec::new();
     let mut media = BTreeMap::new();
+    let mut kv = Vec::new();
     for (k, v) in &doc {
         match (k.as_str(), v) {
             ("description", toml::Value::String(s)) => description = Some(s.clone()),
             ("defaults", toml::Value::Table(t)) => defaults = settings(file, "defaults", t)?,
             ("media", toml::Value::Table(t)) => media = media_settings(file, t)?,
+            ("kv", toml::Value::Array(a)) => {
+                for e in a {
+                    let toml::Value::Table(t) = e else {
+                        return Err(usage(file, "kv entries must be tables ([[kv]])"));
+                    };
+                    kv.push(t.clone());
+                }
+            }
             ("experiment", toml::Value::Array(a)) => {
                 for (i, e) in a.iter().enumerate() {
                     let toml::Value::Table(t) = e else {
@@ -128,7 +139,7 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
                 return Err(usage(
                     file,
                     format!(
-                        "unknown top-level key '{other}' (description, [defaults], [media], [[experiment]])"
+                        "unknown top-level key '{other}' (description, [defaults], [media], [[experiment]], [[kv]])"
                     ),
                 ))
             }
@@ -140,8 +151,8 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
             e.settings.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
-    if experiments.is_empty() {
-        return Err(usage(file, "the plan has no [[experiment]]"));
+    if experiments.is_empty() && kv.is_empty() {
+        return Err(usage(file, "the plan has no [[experiment]] (nor [[kv]])"));
     }
     let mut seen = std::collections::HashSet::new();
     for e in &experiments {
@@ -156,6 +167,7 @@ pub fn parse(file: &str, text: &str) -> anyhow::Result<PlanFile> {
         description,
         experiments,
         media,
+        kv,
     })
 }
 
@@ -213,6 +225,20 @@ steady-state = "iops"
         let e = parse("m.toml", "[media]\ntarget = \"/dev/sda\"\n[[experiment]]\n").unwrap_err();
         let u = e.downcast::<crate::error::UsageError>().unwrap();
         assert_eq!(u.field, "m.toml: media.target");
+    }
+
+    #[test]
+    fn kv_tables_are_kept_for_iolab_kv() {
+        let p = parse(
+            "k.toml",
+            "[[kv]]\nengine = \"lmdb\"\n[kv.props]\nrecordcount = 10\n[[kv]]\nengine = \"rocksdb\"\n",
+        )
+        .unwrap();
+        assert!(p.experiments.is_empty());
+        assert_eq!(p.kv.len(), 2);
+        assert_eq!(p.kv[0]["props"]["recordcount"].as_integer(), Some(10));
+        assert!(parse("k.toml", "kv = 1\n").is_err());
+        assert!(parse("k.toml", "kv = [1]\n").is_err());
     }
 
     #[test]

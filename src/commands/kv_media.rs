@@ -1,0 +1,225 @@
+//! Media runs of `iolab kv`: the same kv workload (YCSB or db_bench-style
+//! phases, on whatever engine) on several directories of the user's own
+//! (`--target` given several times, `[LABEL=]DIR`) and on configurations
+//! iolab builds (`--make`, `--make-in`), interleaved by rounds in
+//! alternating order, one results file normalized to the baseline. The
+//! flags mean what they mean for `device` (`media_set`); kv adds its own
+//! rules: a target is a writable directory (a database needs a file
+//! system: `raw` is refused), `--db` and `--keep` do not apply (every
+//! pass loads a fresh database and removes it), and `--size` is the room
+//! of each configuration. `--plan FILE` runs the file's `[[kv]]` parts
+//! (`kv_planfile`) with its `[media]` table. Everything is checked here,
+//! before anything is built; `kv_media_run` runs it.
+
+use std::path::PathBuf;
+
+use super::kv_planfile::{self, KvPart};
+use super::media_set::{self, MediaSet, Subject};
+use crate::cli::kv::KvArgs;
+use crate::error::usage;
+use crate::kv::plan::KvPlan;
+use crate::plan::parse::parse_size;
+use crate::plan::planfile;
+use crate::testbed::media::MediaKind;
+
+/// The smallest room of a configuration (`--size` default's floor).
+const MIN_ROOM: u64 = 256 << 20;
+
+/// One kv part as it runs on every target.
+pub struct PlannedPart {
+    /// Set when the run has several parts: workloads are `NAME/PHASE`.
+    pub name: Option<String>,
+    pub plan: KvPlan,
+}
+
+impl PlannedPart {
+    /// The workload a phase's point is named by (after `LABEL rN: `).
+    pub fn workload(&self, phase: &str) -> String {
+        match &self.name {
+            Some(n) => format!("{n}/{phase}"),
+            None => phase.to_string(),
+        }
+    }
+}
+
+/// The checked settings of a kv media run.
+pub struct KvMediaPlan {
+    pub set: MediaSet,
+    pub parts: Vec<PlannedPart>,
+    /// Room for the database in each configuration.
+    pub room: u64,
+    pub output: Option<PathBuf>,
+    pub quiet: bool,
+    pub seed: u64,
+}
+
+/// The targets the command line names: `--target`s, else `--dir` (the
+/// older name), which with `--make` and no target is where the
+/// configurations are built (`.` by default).
+fn target_values(a: &KvArgs) -> Vec<PathBuf> {
+    if !a.place.target.is_empty() {
+        return a.place.target.iter().map(PathBuf::from).collect();
+    }
+    if a.media.make.is_some() && a.place.dir == std::path::Path::new(".") {
+        return Vec::new();
+    }
+    vec![a.place.dir.clone()]
+}
+
+/// The parts to run: the `[[kv]]` tables of `--plan`, or the command line.
+fn kv_parts(a: &mut KvArgs) -> anyhow::Result<Vec<KvPart>> {
+    let Some(path) = a.plan.clone() else {
+        return Ok(vec![KvPart {
+            name: a.engine.name().to_string(),
+            args: a.clone(),
+        }]);
+    };
+    let file = planfile::read(&path)?;
+    let several = a.media.make.is_some() || a.place.target.len() > 1;
+    if several || file.media.contains_key("make") {
+        media_set::apply_media_table(&mut a.media, &path, &file, &a.given)?;
+    }
+    kv_planfile::parts(a, &path, &file)
+}
+
+/// Every kv flag that has no meaning when each pass makes its own database.
+fn refuse_unsupported(a: &KvArgs) -> anyhow::Result<()> {
+    if a.place.db.is_some() {
+        return Err(usage(
+            "--db",
+            "a media run loads a fresh database on every target in every round; --db names one directory",
+        ));
+    }
+    if a.place.keep {
+        return Err(usage(
+            "--keep",
+            "a media run removes every target's database after its round",
+        ));
+    }
+    Ok(())
+}
+
+/// The room of each configuration: `--size`, else four times the most
+/// keys and values a part loads, at least 256 MiB.
+fn room(a: &KvArgs, parts: &[PlannedPart]) -> anyhow::Result<u64> {
+    if let Some(s) = &a.place.size {
+        if a.media.make.is_none() {
+            return Err(usage(
+                "--size",
+                "applies to --make only (the room of each configuration)",
+            ));
+        }
+        let v = parse_size("--size", s)?;
+        if v < (64 << 20) {
+            return Err(usage(
+                "--size",
+                "a configuration needs at least 64m for its file system",
+            ));
+        }
+        return Ok(v);
+    }
+    let most = parts
+        .iter()
+        .map(|p| p.plan.load_bytes().0)
+        .max()
+        .unwrap_or(0);
+    Ok(most.saturating_mul(4).max(MIN_ROOM))
+}
+
+/// Check everything a kv media run needs that does not touch the machine.
+pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
+    let mut a = args.clone();
+    let parts = kv_parts(&mut a)?;
+    refuse_unsupported(&a)?;
+    let set = MediaSet::parse(&a.media, &target_values(&a))?;
+    if set.made().any(|k| k == MediaKind::Raw) {
+        return Err(usage(
+            "--make",
+            "raw has no file system, and a database needs one (tmpfs, ext4, ext4-nojournal, xfs, btrfs, stripe:N)",
+        ));
+    }
+    let several = parts.len() > 1;
+    let mut planned = Vec::new();
+    for p in parts {
+        let mut plan = super::kv_args::plan(&p.args).map_err(|e| match &a.plan {
+            Some(f) => kv_planfile::name_place(&format!("{} [[kv]] {}", f.display(), p.name), e),
+            None => e,
+        })?;
+        plan.output = None;
+        planned.push(PlannedPart {
+            name: several.then_some(p.name),
+            plan,
+        });
+    }
+    Ok(KvMediaPlan {
+        room: room(&a, &planned)?,
+        set,
+        parts: planned,
+        output: a.output.clone(),
+        quiet: a.quiet,
+        seed: a.seed,
+    })
+}
+
+/// Every check on the machine, nothing created: the configurations can
+/// be built, every given target is a writable directory with room for
+/// the load, the results file is not inside a target's database.
+fn check(plan: &KvMediaPlan, force: bool) -> anyhow::Result<()> {
+    plan.set.check_made()?;
+    for (_, t) in plan.set.given() {
+        media_set::check_writable_dir(t, "a database")?;
+        for part in &plan.parts {
+            let mut p = part.plan.clone();
+            p.place.dir = t.path.clone();
+            if p.engine != crate::kv::engine::KvEngineKind::Null {
+                crate::kv::run::check_space(&p)
+                    .map_err(|e| super::media_targets::name_target(t, e))?;
+            }
+        }
+    }
+    if let Some(out) = &plan.output {
+        let paths: Vec<&std::path::Path> =
+            plan.set.given().map(|(_, t)| t.path.as_path()).collect();
+        crate::results::output::check(out, "--output", force, &paths)?;
+    }
+    Ok(())
+}
+
+pub fn run(args: KvArgs) -> anyhow::Result<()> {
+    let plan = plan(&args)?;
+    check(&plan, args.force)?;
+    if args.dry_run {
+        print_plan(&plan);
+        return Ok(());
+    }
+    super::kv_media_run::run(&plan)
+}
+
+fn print_plan(plan: &KvMediaPlan) {
+    plan.set.print("kv", |s| match s {
+        Subject::Made(_) => format!(
+            "built in {} (room for {} MiB)",
+            plan.set.make_in.display(),
+            plan.room >> 20
+        ),
+        Subject::Given(t) => format!("{} (a fresh database in it every round)", t.path.display()),
+    });
+    for part in &plan.parts {
+        println!(
+            "  engine {}{}, {} thread(s):",
+            part.plan.engine.name(),
+            part.name
+                .as_deref()
+                .map(|n| format!(" (part {n})"))
+                .unwrap_or_default(),
+            part.plan.threads
+        );
+        for s in &part.plan.steps {
+            println!("      {s:?}");
+        }
+    }
+    println!(
+        "{} database(s) loaded, one per part, target and round",
+        plan.parts.len() * plan.set.subjects.len() * plan.set.rounds as usize
+    );
+}
