@@ -15,17 +15,24 @@ use clap::Args;
       a quick look on a small scratch file
   iolab run --dry-run
       print the plan (steps, jobs, time per job) and exit
+  iolab run ssd=/mnt/ssd nvme=/mnt/nvme --rounds 2 --baseline ssd --budget 10m
+      the same plan on two directories, interleaved job by job, normalized to ssd
+  iolab run /var/tmp --make tmpfs,ext4,xfs --budget 6m --profile quick
+      the same plan on file systems iolab builds on loop devices (root)
 
 Writes DIR/iolab-<UTC time>/results.json (after every point) and report.html.
 Ctrl-C stops the run and keeps what was measured.")]
 pub struct RunArgs {
     /// Directory on the storage to characterize (a scratch file is created
-    /// there and removed at exit), or a remote export (nbd://HOST[:PORT]/[EXPORT])
-    #[arg(value_name = "DIR", default_value = ".")]
-    pub dir: PathBuf,
-    /// The same as DIR, spelled as in every verb
-    #[arg(short = 't', long, value_name = "DIR", conflicts_with = "dir")]
-    pub target: Option<PathBuf>,
+    /// there and removed at exit; default: the current directory), or a
+    /// remote export (nbd://HOST[:PORT]/[EXPORT]). Several, as
+    /// [LABEL=]DIR: the same plan on each, interleaved by rounds and
+    /// normalized to the baseline (docs/media.md)
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// The same as DIR, spelled as in every verb (may be given several times)
+    #[arg(short = 't', long, value_name = "DIR", action = clap::ArgAction::Append)]
+    pub target: Vec<PathBuf>,
     /// Allow writing to a remote export given as the target (its data is
     /// destroyed); a scratch file needs no permission
     #[arg(long)]
@@ -70,4 +77,11 @@ pub struct RunArgs {
     /// Print the plan and exit
     #[arg(long)]
     pub dry_run: bool,
+    /// The configurations to build, rounds and baseline of a media run.
+    #[command(flatten)]
+    pub media: crate::cli::media::MediaArgs,
+    /// The one directory (or export) of a run on a single target, set
+    /// from DIR or --target when the run starts.
+    #[arg(skip)]
+    pub dir: PathBuf,
 }

@@ -9,8 +9,6 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde_json::json;
-
 use crate::analysis::AnalysisOptions;
 use crate::cli::run::RunArgs;
 use crate::dut::{self, RemoteEndpoint, Target, TargetOptions};
@@ -22,13 +20,17 @@ use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::report::html;
 use crate::report::observer::Terminal;
 use crate::results::output;
-use crate::results::{time, Point, Provenance, Results};
+use crate::results::{time, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
-use crate::session::{Driver, ResultsSink, Tags};
+use crate::session::{Driver, ResultsSink};
 
 pub mod breakdown;
 pub mod kv;
+pub mod media;
 pub mod plan;
+mod steps;
+
+use steps::StepRunner;
 
 pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
 use plan::{StepKind, MIB};
@@ -82,29 +84,9 @@ fn steps_that_cannot_run(remote: Option<&RemoteEndpoint>) -> Vec<(StepKind, Stri
     out
 }
 
-/// The closed-loop maximum for a load-latency job: the point of an earlier
-/// step with the same parameters minus the rate (the `iops` step's randread
-/// 4k QD32), marked `role: closed_loop_max` so the analysis finds it.
-fn closed_loop_max(points: &mut [Point], j: &JobSpec) -> Option<f64> {
-    let want = plan::key(&JobSpec {
-        open_loop: None,
-        ..j.clone()
-    });
-    let p = points.iter_mut().find(|p| {
-        p.job.as_ref().is_some_and(|pj| plan::key(pj) == want)
-            && !p.extra.contains_key("interrupted")
-    })?;
-    p.extra
-        .insert("role".into(), serde_json::json!("closed_loop_max"));
-    (p.total.iops > 0.0).then_some(p.total.iops)
-}
-
-fn print_plan(steps: &[Step], dir: &Path, budget_ns: u64) {
-    println!(
-        "iolab run on {} with a budget of {}:",
-        dir.display(),
-        format_ns(budget_ns as f64)
-    );
+/// The plan as `--dry-run` prints it, under `header`.
+fn print_plan(steps: &[Step], header: &str) {
+    println!("{header}");
     for s in steps {
         match &s.skipped {
             Some(why) => println!("  {:<14} {} — skipped: {why}", s.id, s.title),
@@ -150,19 +132,6 @@ fn out_dir(a: &RunArgs, remote: bool) -> PathBuf {
             "iolab-{}",
             time::compact(std::time::SystemTime::now())
         ))
-    })
-}
-
-fn run_record(steps: &[Step], profile: &str, budget_ns: u64) -> serde_json::Value {
-    json!({
-        "profile": profile,
-        "budget_s": budget_ns as f64 / 1e9,
-        "steps": steps.iter().map(|s| json!({
-            "id": s.id,
-            "title": s.title,
-            "jobs": s.jobs.iter().map(|j| j.name.clone()).collect::<Vec<_>>(),
-            "skipped": s.skipped,
-        })).collect::<Vec<_>>(),
     })
 }
 
@@ -267,193 +236,6 @@ fn start_results(
     Ok(results)
 }
 
-/// One `iolab run` in progress: the plan, and the session driver that
-/// measures its jobs and keeps `results.json` current.
-struct StepRunner<'a> {
-    a: &'a RunArgs,
-    target: &'a Target,
-    steps: Vec<Step>,
-    budget_ns: u64,
-    driver: Driver<'a>,
-    /// One `kv` invocation runs every workload of the kv step.
-    kv_ran: bool,
-    /// Where results, logs and stamps go.
-    out_dir: PathBuf,
-    /// The remote step's target, from its first job to the end of the run.
-    own: Option<super::remote::OwnTarget>,
-}
-
-impl StepRunner<'_> {
-    /// Keep the plan record (which steps ran or were skipped) in the results.
-    fn record_plan(&mut self) {
-        let record = run_record(&self.steps, &self.a.profile, self.budget_ns);
-        self.driver.results_mut().extra.insert("run".into(), record);
-    }
-
-    /// Run every job in plan order until the end or Ctrl-C.
-    fn run_all(&mut self, jobs: &[(&'static str, StepKind, JobSpec)]) -> anyhow::Result<()> {
-        for (step_id, kind, job) in jobs {
-            if interrupt::stop_requested() {
-                break;
-            }
-            // Skipped while running (no closed-loop maximum, no tracing here).
-            if self
-                .steps
-                .iter()
-                .any(|s| s.id == *step_id && s.skipped.is_some())
-                || (*kind == StepKind::Kv && self.kv_ran)
-            {
-                continue;
-            }
-            self.run_job(step_id, *kind, job)?;
-        }
-        Ok(())
-    }
-
-    /// Run one job of a step; a step that cannot run here is marked skipped.
-    fn run_job(
-        &mut self,
-        step_id: &'static str,
-        kind: StepKind,
-        job: &JobSpec,
-    ) -> anyhow::Result<()> {
-        let mut job = job.clone();
-        let mut extra = Vec::new();
-        if kind == StepKind::RatesOfMax {
-            let pct = job.open_loop.map_or(100.0, |o| o.rate_iops);
-            let Some(max) = closed_loop_max(&mut self.driver.results_mut().points, &job) else {
-                self.skip_step(
-                    step_id,
-                    "no closed-loop maximum (the iops step's randread 4k point is missing)".into(),
-                );
-                return self.driver.save();
-            };
-            if let Some(ol) = job.open_loop.as_mut() {
-                ol.rate_iops = (pct / 100.0 * max).max(1.0);
-            }
-            job.name = format!("{step_id}: {}", job.default_name());
-            extra.push(("rate_pct_of_max", json!(pct)));
-        }
-        let params = [("step", step_id.to_string())];
-        let tags = Tags {
-            experiment: "",
-            params: &params,
-            extra: &extra,
-        };
-        let expected_s = job_ns(&job) as f64 / 1e9;
-        if kind == StepKind::Remote {
-            return self.run_remote_job(step_id, &job);
-        }
-        let (target, dir, seed) = (self.target, &self.a.dir, self.a.seed);
-        let external = match kind {
-            StepKind::Kv => {
-                self.kv_ran = true;
-                let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
-                self.driver
-                    .run_external(&job.name, expected_s, &tags, |results| {
-                        run_kv(results, dir, records, seed)
-                    })
-            }
-            StepKind::Trace => self.driver.run_external(&job.name, expected_s, &tags, |_| {
-                breakdown::run(target, &job).map(|p| vec![p])
-            }),
-            _ => {
-                self.record_plan();
-                return self.driver.run_point(&job, &tags).map(drop);
-            }
-        };
-        if let Err(e) = external {
-            self.skip_step(step_id, format!("{e:#}"));
-        }
-        self.record_plan();
-        self.driver.save()
-    }
-
-    /// A job of the remote step: on the scratch file, or (nbd engine) over
-    /// iolab's target serving it, started at the step's first job.
-    fn run_remote_job(&mut self, step_id: &'static str, job: &JobSpec) -> anyhow::Result<()> {
-        self.record_plan();
-        if self.own.is_none() {
-            match super::remote::OwnTarget::start(self.target, &self.out_dir, self.a.seed) {
-                Ok(o) => {
-                    self.driver
-                        .results_mut()
-                        .extra
-                        .insert("remote".into(), o.describe());
-                    self.own = Some(o);
-                }
-                Err(e) => {
-                    self.skip_step(step_id, format!("{e:#}"));
-                    return self.driver.save();
-                }
-            }
-        }
-        let own = self.own.as_ref().expect("started");
-        let over_nbd = job.engine == EngineKind::Nbd;
-        let (target, transport) = if over_nbd {
-            (&own.remote, "nbd-iolab")
-        } else {
-            (self.target, crate::analysis::remote::BASELINE)
-        };
-        self.driver
-            .set_peers(over_nbd.then(|| own.sampling.clone()));
-        let params = [
-            ("step", step_id.to_string()),
-            ("transport", transport.to_string()),
-        ];
-        let tags = Tags {
-            experiment: "",
-            params: &params,
-            extra: &[],
-        };
-        let r = self.driver.run_point_on(target, job, &tags).map(drop);
-        self.driver.set_peers(None);
-        r
-    }
-
-    /// After the last job: the remote step's breakdown, then its target and
-    /// namespaces go.
-    fn finish_remote(&mut self) {
-        let Some(own) = self.own.take() else {
-            return;
-        };
-        if !interrupt::stop_requested() {
-            if let Err(e) = own.breakdown(self.driver.results_mut(), 2000, 4096, self.a.seed) {
-                self.driver.warn(format!("remote breakdown: {e:#}"));
-            }
-        }
-        drop(own);
-        let _ = self.driver.save();
-    }
-
-    fn skip_step(&mut self, step_id: &str, why: String) {
-        if let Some(i) = self.steps.iter().position(|s| s.id == step_id) {
-            let msg = format!("step '{}' skipped: {why}", self.steps[i].title);
-            self.driver.warn(msg);
-            self.steps[i].skipped = Some(why);
-        }
-    }
-}
-
-/// The kv step: every workload in one go; its points (at least one), with
-/// the engine's version and the warnings merged into `results`.
-fn run_kv(
-    results: &mut Results,
-    dir: &Path,
-    records: u64,
-    seed: u64,
-) -> anyhow::Result<Vec<Point>> {
-    let kr = kv::run(dir, records, seed)?;
-    for (k, v) in kr.provenance.tools {
-        results.provenance.tools.entry(k).or_insert(v);
-    }
-    results.warnings.extend(kr.warnings);
-    if kr.points.is_empty() {
-        anyhow::bail!("the kv step measured nothing");
-    }
-    Ok(kr.points)
-}
-
 /// The output directory may exist, but what iolab would replace in it must
 /// be iolab's own (or `--force`).
 pub(crate) fn check_outputs(dir: &Path, force: bool) -> anyhow::Result<()> {
@@ -477,9 +259,12 @@ fn job_ns(j: &JobSpec) -> u64 {
 }
 
 pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
-    if let Some(t) = a.target.take() {
-        a.dir = t;
+    let all: Vec<PathBuf> = a.dirs.iter().chain(&a.target).cloned().collect();
+    if crate::commands::media_set::is_media_run(&a.media, all.len()) {
+        return media::run(a, &all);
     }
+    crate::commands::media_set::refuse_without_media(&a.media)?;
+    a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
     let remote = crate::dut::remote::endpoint_of(&a.dir)?;
     let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;
     let mut base = JobSpec {
@@ -490,7 +275,12 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
     let why_not = steps_that_cannot_run(remote.as_ref());
     let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not, a.remote)?;
     if a.dry_run {
-        print_plan(&steps, &a.dir, budget_ns);
+        let header = format!(
+            "iolab run on {} with a budget of {}:",
+            a.dir.display(),
+            format_ns(budget_ns as f64)
+        );
+        print_plan(&steps, &header);
         return Ok(());
     }
     interrupt::install();
@@ -552,16 +342,7 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         (jobs.len(), planned_s),
     )
     .with_status_interval(crate::session::checked_status_interval(a.status_interval)?);
-    let mut runner = StepRunner {
-        a: &a,
-        target: &target,
-        steps,
-        budget_ns,
-        driver,
-        kv_ran: false,
-        out_dir: dir.clone(),
-        own: None,
-    };
+    let mut runner = StepRunner::new(&a, &target, steps, budget_ns, driver, dir.clone());
     runner.record_plan();
     runner.driver.save()?;
     let t0 = Instant::now();

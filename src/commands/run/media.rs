@@ -1,0 +1,355 @@
+//! `iolab run` over several targets (`iolab run A B ... --baseline L`,
+//! `--make`, `--rounds`; docs/media.md): the same plan on every target,
+//! one results directory whose report has the media sections.
+//!
+//! A target is a directory (a scratch file in it, and the kv step's
+//! database) or a configuration iolab builds (`raw` runs the device steps
+//! on the loop device; the kv step is skipped there). The budget is the
+//! whole run's: each target gets an equal share of every round, so the
+//! plan of one pass is the plan of `--budget / (targets x rounds)`. The
+//! plan runs job by job: every job on every target (in the round's
+//! order, reversed every other round), then the next job, so each
+//! workload is measured on every target minutes apart; the kv step runs
+//! whole on each target (a fresh database each time), and the
+//! load-latency step's rates are relative to each target's own
+//! closed-loop maximum of the same round. The stack breakdown and
+//! `--remote` are not part of a media run (`iolab trace`, `iolab remote`).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::plan::{StepKind, MIB};
+use super::steps::StepRunner;
+use super::{
+    active_jobs, budgeted_plan, check_outputs, choose_engine, finish, job_ns, kv, parse_options,
+    print_plan, start_results,
+};
+use crate::analysis::AnalysisOptions;
+use crate::cli::run::RunArgs;
+use crate::commands::device_media_run::target_on;
+use crate::commands::media_set::{self, round_order, MediaSet, Overhead, Subject};
+use crate::dut::{self, Target, TargetOptions};
+use crate::engine::EngineKind;
+use crate::error::usage;
+use crate::interrupt;
+use crate::plan::job::JobSpec;
+use crate::plan::parse::format_ns;
+use crate::report::observer::Terminal;
+use crate::results::{time, Results};
+use crate::session::{Driver, ResultsSink};
+use crate::testbed::media::{MediaKind, Medium};
+
+/// Scratch file size of each target when `--size` is not given (as in
+/// `device`'s media runs: several targets, and configurations to build).
+const DEFAULT_SIZE: u64 = 256 * MIB;
+
+/// The checked settings of a media run of `iolab run`.
+struct RunMedia {
+    set: MediaSet,
+    budget_ns: u64,
+    /// One pass's share of the budget (a target in a round).
+    pass_ns: u64,
+    scratch: u64,
+    explicit: Option<EngineKind>,
+}
+
+/// The flags, the targets and the budget, checked before anything is made.
+fn check(a: &mut RunArgs, all: &[PathBuf]) -> anyhow::Result<RunMedia> {
+    let set = MediaSet::parse(&a.media, all)?;
+    if a.remote {
+        return Err(usage(
+            "--remote",
+            "is not combined with several targets or --make (iolab remote compares transports)",
+        ));
+    }
+    for (_, t) in set.given() {
+        media_set::check_writable_dir(t, "iolab run")?;
+    }
+    set.check_made()?;
+    a.dir = set
+        .given()
+        .next()
+        .map(|(_, t)| t.path.clone())
+        .unwrap_or_else(|| set.make_in.clone());
+    let (budget_ns, size, explicit) = parse_options(a, None)?;
+    let passes = (set.subjects.len() * set.rounds as usize) as u64;
+    let pass_ns = budget_ns / passes;
+    if pass_ns < 1_000_000_000 {
+        return Err(usage(
+            "--budget",
+            format!(
+                "is the whole run's: {passes} passes (targets x rounds) get under 1 s each; give at least {passes}s"
+            ),
+        ));
+    }
+    let scratch = size.unwrap_or(DEFAULT_SIZE);
+    for (_, t) in set.given() {
+        let opts = TargetOptions {
+            path: Some(t.path.clone()),
+            size: Some(scratch),
+            ..Default::default()
+        };
+        dut::check(&opts, true).map_err(|e| crate::commands::media_targets::name_target(t, e))?;
+    }
+    Ok(RunMedia {
+        set,
+        budget_ns,
+        pass_ns,
+        scratch,
+        explicit,
+    })
+}
+
+/// Steps that a media run does not take, and why.
+fn not_in_a_media_run() -> Vec<(StepKind, String)> {
+    vec![
+        (
+            StepKind::Trace,
+            "not in a media run (iolab trace traces one target)".into(),
+        ),
+        (
+            StepKind::Remote,
+            "not in a media run (iolab remote compares transports)".into(),
+        ),
+    ]
+}
+
+pub fn run(mut a: RunArgs, all: &[PathBuf]) -> anyhow::Result<()> {
+    let m = check(&mut a, all)?;
+    let mut base = JobSpec {
+        engine: m.explicit.unwrap_or(EngineKind::IoUring),
+        seed: a.seed,
+        ..JobSpec::default()
+    };
+    let why_not = not_in_a_media_run();
+    let mut steps = budgeted_plan(&a.profile, &base, m.pass_ns, &why_not, false)?;
+    if a.dry_run {
+        print_targets(&m);
+        let header = format!(
+            "  every job on every target in the round's order, then the next job; a target's share of a round, {} of the {} budget:",
+            format_ns(m.pass_ns as f64),
+            format_ns(m.budget_ns as f64)
+        );
+        print_plan(&steps, &header);
+        return Ok(());
+    }
+    let dir = a.output.clone().unwrap_or_else(|| {
+        a.dir.join(format!(
+            "iolab-{}",
+            time::compact(std::time::SystemTime::now())
+        ))
+    });
+    check_outputs(&dir, a.force)?;
+    interrupt::install();
+    let mut overhead = Overhead::start();
+    let media = m.set.build(room(&m, &steps, a.seed)?, a.quiet)?;
+    let targets = prepare(&a, &m, &media)?;
+    let mut warnings = Vec::new();
+    if m.explicit.is_none() {
+        let e = choose_engine(&targets[0], &mut warnings)?;
+        if e != base.engine {
+            base.engine = e;
+            steps = budgeted_plan(&a.profile, &base, m.pass_ns, &why_not, false)?;
+        }
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
+    let jobs: Vec<(&'static str, StepKind, JobSpec)> = active_jobs(&steps)
+        .into_iter()
+        .map(|(s, j)| (s.id, s.kind, j.clone()))
+        .collect();
+    let mut results = start_results(&targets[0], a.seed, &jobs, &steps, warnings)?;
+    results
+        .extra
+        .insert("media".into(), record(&m.set, &media, &targets));
+    let json_path = dir.join("results.json");
+    let sink = ResultsSink::new(
+        results,
+        Some(json_path.clone()),
+        None,
+        AnalysisOptions::across_steps(),
+    );
+    let observer = Terminal::progress_only(a.quiet);
+    let passes = m.set.subjects.len() * m.set.rounds as usize;
+    let planned_s = jobs.iter().map(|(_, _, j)| job_ns(j)).sum::<u64>() as f64 / 1e9;
+    let driver = Driver::new(
+        &targets[0],
+        sink,
+        &observer,
+        None,
+        !a.quiet && std::io::stderr().is_terminal(),
+        (jobs.len() * passes, planned_s * passes as f64),
+    )
+    .with_status_interval(crate::session::checked_status_interval(a.status_interval)?);
+    let mut runner = StepRunner::new(&a, &targets[0], steps, m.budget_ns, driver, dir.clone());
+    runner.record_plan();
+    runner.driver.save()?;
+    let t0 = Instant::now();
+    overhead.rounds_start();
+    let ran = rounds(&mut runner, &m.set, &jobs, &targets, &media);
+    overhead.rounds_end();
+    ran?;
+    runner.record_plan();
+    let mut results = runner.driver.finish()?.results;
+    drop(targets);
+    drop(media);
+    overhead.save_into(&mut results);
+    results.write_atomic(&json_path)?;
+    finish(
+        results,
+        &json_path,
+        &dir.join("report.html"),
+        a.quiet,
+        t0,
+        summary,
+    )
+}
+
+/// Every round: each job on every target in the round's order.
+fn rounds<'a>(
+    runner: &mut StepRunner<'a>,
+    set: &MediaSet,
+    jobs: &[(&'static str, StepKind, JobSpec)],
+    targets: &'a [Target],
+    media: &[Medium],
+) -> anyhow::Result<()> {
+    let dirs = kv_dirs(set, media);
+    for r in 0..set.rounds {
+        for (step_id, kind, job) in jobs {
+            for i in round_order(targets.len(), r) {
+                if interrupt::stop_requested() {
+                    return Ok(());
+                }
+                runner.switch(&targets[i], dirs[i].clone(), set.tag(i, r));
+                runner.run_job_unless_skipped(step_id, *kind, job)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where each subject's kv step makes its database: a given directory,
+/// a configuration's file system; none on `raw`.
+fn kv_dirs(set: &MediaSet, media: &[Medium]) -> Vec<Option<PathBuf>> {
+    let mut made = media.iter();
+    set.subjects
+        .iter()
+        .map(|s| match s {
+            Subject::Given(t) => Some(t.path.clone()),
+            Subject::Made(_) => {
+                let m = made.next().expect("one medium per configuration");
+                (m.kind != MediaKind::Raw).then(|| m.target.clone())
+            }
+        })
+        .collect()
+}
+
+/// Room for the data in each configuration: the scratch file and four
+/// times what the kv step loads (its workloads share one database).
+fn room(m: &RunMedia, steps: &[super::Step], seed: u64) -> anyhow::Result<u64> {
+    let kv_ns = steps
+        .iter()
+        .filter(|s| s.kind == StepKind::Kv && s.skipped.is_none())
+        .flat_map(|s| s.jobs.first())
+        .map(|j| j.stop.runtime_ns.unwrap_or(0))
+        .next();
+    let kv_bytes = match kv_ns {
+        Some(ns) => {
+            let plan = kv::plan(Path::new("."), kv::records(ns), seed)?;
+            plan.load_bytes().0 * kv::WORKLOADS.len() as u64
+        }
+        None => 0,
+    };
+    Ok(m.scratch + kv_bytes.saturating_mul(4))
+}
+
+/// Every subject's target: a scratch file in a given directory or in a
+/// configuration's file system, or a `raw` configuration's loop device.
+fn prepare(a: &RunArgs, m: &RunMedia, media: &[Medium]) -> anyhow::Result<Vec<Target>> {
+    let mut made = media.iter();
+    let mut targets = Vec::new();
+    for s in &m.set.subjects {
+        if interrupt::stop_requested() {
+            return Err(crate::error::Interrupted.into());
+        }
+        let t = match s {
+            Subject::Made(_) => {
+                let medium = made.next().expect("one medium per configuration");
+                target_on(medium, m.scratch, true, a.seed)?
+            }
+            Subject::Given(t) => {
+                if !a.quiet {
+                    eprintln!(
+                        "iolab: preparing a {} MiB scratch file in {}...",
+                        m.scratch >> 20,
+                        t.path.display()
+                    );
+                }
+                let opts = TargetOptions {
+                    path: Some(t.path.clone()),
+                    size: Some(m.scratch),
+                    ..Default::default()
+                };
+                dut::prepare(&opts, true, None, a.seed)
+                    .map_err(|e| crate::commands::media_targets::name_target(t, e))?
+            }
+        };
+        targets.push(t);
+    }
+    Ok(targets)
+}
+
+/// `extra.media`: every target (label, path, kind, size) and how each
+/// configuration was made.
+fn record(set: &MediaSet, media: &[Medium], targets: &[Target]) -> serde_json::Value {
+    let described = set.subjects.iter().zip(targets).map(|(s, t)| {
+        json!({
+            "label": s.label(),
+            "path": t.path.display().to_string(),
+            "kind": t.kind,
+            "size_bytes": t.size,
+            "made": matches!(s, Subject::Made(_)),
+        })
+    });
+    set.record(described.collect(), media)
+}
+
+fn print_targets(m: &RunMedia) {
+    m.set.print("run", |s| match s {
+        Subject::Made(k) => format!(
+            "built in {}{}",
+            m.set.make_in.display(),
+            if *k == MediaKind::Raw {
+                " (device steps on the loop device; no database step)"
+            } else {
+                ""
+            }
+        ),
+        Subject::Given(t) => format!(
+            "{} (a {} MiB scratch file in it)",
+            t.path.display(),
+            m.scratch >> 20
+        ),
+    });
+}
+
+/// The terminal summary of a media run: the comparison and the overhead.
+fn summary(r: &Results, elapsed_s: f64) -> String {
+    let mut o = format!(
+        "iolab run: {} point(s) in {:.0} s{}\n\n",
+        r.points.len(),
+        elapsed_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    for line in crate::report::media_terminal::summary(r) {
+        o.push_str(&line);
+        o.push('\n');
+    }
+    for w in crate::report::summary::warnings(r) {
+        o.push_str(&format!("warning: {w}\n"));
+    }
+    o
+}
