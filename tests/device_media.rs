@@ -27,26 +27,7 @@ fn usable() -> bool {
 
 /// Mounts and loop devices under `dir`, and what is left in it.
 fn leftovers(dir: &Path) -> Vec<String> {
-    let d = dir.to_str().unwrap();
-    let mut out: Vec<String> = std::fs::read_to_string("/proc/mounts")
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains(d))
-        .map(String::from)
-        .collect();
-    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
-        let back = std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
-        if back.starts_with(d) {
-            out.push(back);
-        }
-    }
-    out.extend(
-        std::fs::read_dir(dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path().display().to_string()),
-    );
-    out
+    common::media_leftovers(dir)
 }
 
 #[test]
@@ -278,6 +259,20 @@ fn two_directories_and_a_file_in_one_run() {
     assert_eq!(targets.len(), 3);
     assert_eq!(targets[2]["kind"], "existing_file");
     assert_eq!(r["extra"]["media"]["rows"].as_array().unwrap().len(), 6);
+    let overhead = &r["extra"]["media"]["overhead"];
+    let measured = overhead["measured_s"].as_f64().unwrap();
+    assert!(
+        measured >= 0.9 * 18.0 * 0.1,
+        "18 points of 100 ms: {overhead}"
+    );
+    assert!(
+        overhead["wall_s"].as_f64().unwrap() >= measured,
+        "{overhead}"
+    );
+    assert!(
+        overhead["share_of_measured"].as_f64().is_some(),
+        "{overhead}"
+    );
     // The scratch files are gone; the file is untouched.
     assert!(common::files_in(&a).is_empty() && common::files_in(&b).is_empty());
     assert_eq!(std::fs::read(&file).unwrap(), vec![7u8; 8 << 20]);

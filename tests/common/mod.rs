@@ -101,3 +101,28 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// What a media run may have left under `dir`: mounts and loop devices
+/// (their backing files) under it, and whatever is left in it.
+pub fn media_leftovers(dir: &Path) -> Vec<String> {
+    let d = dir.to_str().unwrap();
+    let mut out: Vec<String> = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(d))
+        .map(String::from)
+        .collect();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let back = std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+        if back.starts_with(d) {
+            out.push(back);
+        }
+    }
+    out.extend(
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().display().to_string()),
+    );
+    out
+}
