@@ -211,15 +211,39 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
             .unwrap_or_else(|| a.clone())
         })
         .collect();
-    // Several targets of a media run: each moved directory is made.
-    let targets: Vec<String> = w
+    // Several targets of a media run: each moved directory is made (for
+    // `run`, its DIR arguments too).
+    let path_of = |v: &String| v.split_once('=').map_or(v.clone(), |x| x.1.to_string());
+    let mut targets: Vec<String> = w
         .windows(2)
         .filter(|p| matches!(p[0].as_str(), "-t" | "--target" | "--make-in"))
-        .map(|p| {
-            p[1].split_once('=')
-                .map_or(p[1].clone(), |x| x.1.to_string())
-        })
+        .map(|p| path_of(&p[1]))
         .collect();
+    if w.first().is_some_and(|v| v == "run") {
+        let flag_values = [
+            "-o",
+            "--output",
+            "--budget",
+            "--profile",
+            "--size",
+            "--engine",
+            "--seed",
+            "--status-interval",
+            "--rounds",
+            "--baseline",
+            "--make",
+            "--make-in",
+            "-t",
+            "--target",
+        ];
+        targets.extend(
+            w.iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(i, a)| !a.starts_with('-') && !flag_values.contains(&w[i - 1].as_str()))
+                .map(|(_, a)| path_of(a)),
+        );
+    }
     if targets.len() > 1 {
         for t in targets.iter().filter(|t| t.starts_with(&d)) {
             std::fs::create_dir_all(t).unwrap();
@@ -255,14 +279,24 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
             }
         }
         "run" => {
-            if !set(&mut w, "--budget", "3s") {
-                w.extend(["--budget".into(), "3s".into()]);
+            if has(&w, "--make") && !is_root() {
+                return None;
+            }
+            // A media run shares the budget among targets x rounds.
+            let media = targets.len() > 1 || has(&w, "--make");
+            let budget = if media { "12s" } else { "3s" };
+            if !set(&mut w, "--budget", budget) {
+                w.extend(["--budget".into(), budget.into()]);
             }
             if !set(&mut w, "--size", "16m") {
                 w.extend(["--size".into(), "16m".into()]);
             }
         }
         "kv" => {
+            // Configurations are built on loop devices (root).
+            if has(&w, "--make") && !is_root() {
+                return None;
+            }
             for (i, a) in w.clone().iter().enumerate() {
                 if a.starts_with("recordcount=") {
                     w[i] = "recordcount=2000".into();
@@ -279,6 +313,27 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
             if has(&w, "-P") && !w.iter().any(|a| a.starts_with("recordcount=")) {
                 w.extend(["-p".into(), "recordcount=2000".into()]);
                 w.extend(["-p".into(), "operationcount=2000".into()]);
+            }
+            // A plan file's [[kv]] parts, scaled down by flags (which win
+            // over the file): small loads, YCSB phases of at most 1 s. Its
+            // [media] table builds configurations (root).
+            if has(&w, "--plan") {
+                if !is_root() {
+                    return None;
+                }
+                for (flag, value) in [("--num", "2000"), ("--reads", "2000"), ("--readers", "1,2")]
+                {
+                    if !set(&mut w, flag, value) {
+                        w.extend([flag.into(), value.into()]);
+                    }
+                }
+                for p in [
+                    "recordcount=2000",
+                    "operationcount=2000",
+                    "maxexecutiontime=1",
+                ] {
+                    w.extend(["-p".into(), p.into()]);
+                }
             }
         }
         "remote" => {

@@ -33,7 +33,7 @@ pub enum PhaseSel {
   iolab kv fillrandom,readwhilewriting --readers 1,2,4,8 --memory-limit 256m --engine lmdb
   iolab kv fillrandom,readrandomwriterandom --readwritepercent 80 --value-size 800 --num 20000
   iolab kv a -t ssd=/mnt/ssd -t nvme=/mnt/nvme --rounds 3 -p recordcount=20000 -p operationcount=20000
-  iolab kv fillrandom,readrandom --engine lmdb -t /var/tmp --make ext4,ext4-nojournal,xfs --rounds 2
+  iolab kv fillrandom,readrandom --engine lmdb --num 20000 -t /var/tmp --make ext4,ext4-nojournal,xfs --rounds 2
   iolab kv -t /var/tmp --plan examples/symas-fs.toml --json symas-kv.json")]
 pub struct KvArgs {
     /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
@@ -221,8 +221,8 @@ pub struct PlaceArgs {
     #[arg(short = 't', long, value_name = "DIR", action = clap::ArgAction::Append)]
     pub target: Vec<String>,
     /// With --make: room for the database in each configuration iolab
-    /// builds (default: four times the keys and values the largest load
-    /// writes, at least 256 MiB)
+    /// builds (default: three times the keys and values the loads write,
+    /// at least 256 MiB)
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// The same as --target (its older name)

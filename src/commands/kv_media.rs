@@ -11,7 +11,7 @@
 //! (`kv_planfile`) with its `[media]` table. Everything is checked here,
 //! before anything is built; `kv_media_run` runs it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::kv_planfile::{self, KvPart};
 use super::media_set::{self, MediaSet, Subject};
@@ -51,6 +51,8 @@ pub struct KvMediaPlan {
     pub output: Option<PathBuf>,
     pub quiet: bool,
     pub seed: u64,
+    /// What the plan changed, said at the start and kept in the results.
+    pub notices: Vec<String>,
 }
 
 /// The targets the command line names: `--target`s, else `--dir` (the
@@ -67,7 +69,7 @@ fn target_values(a: &KvArgs) -> Vec<PathBuf> {
 }
 
 /// The parts to run: the `[[kv]]` tables of `--plan`, or the command line.
-fn kv_parts(a: &mut KvArgs) -> anyhow::Result<Vec<KvPart>> {
+fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvPart>> {
     let Some(path) = a.plan.clone() else {
         return Ok(vec![KvPart {
             name: a.engine.name().to_string(),
@@ -78,8 +80,34 @@ fn kv_parts(a: &mut KvArgs) -> anyhow::Result<Vec<KvPart>> {
     let several = a.media.make.is_some() || a.place.target.len() > 1;
     if several || file.media.contains_key("make") {
         media_set::apply_media_table(&mut a.media, &path, &file, &a.given)?;
+        if !a.given.iter().any(|g| g == "make") {
+            *notices = without_raw(&mut a.media, &path);
+        }
     }
     kv_planfile::parts(a, &path, &file)
+}
+
+/// A plan file's `[media]` table serves its device part too, where `raw`
+/// (the bare loop device) has a meaning; a database has none there, so kv
+/// leaves it out of the file's list, saying so (`--make raw` on the
+/// command line is refused instead).
+fn without_raw(m: &mut crate::cli::media::MediaArgs, path: &Path) -> Vec<String> {
+    let Some(list) = &m.make else {
+        return Vec::new();
+    };
+    let kept: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|k| *k != "raw")
+        .collect();
+    if kept.len() == list.split(',').count() {
+        return Vec::new();
+    }
+    m.make = (!kept.is_empty()).then(|| kept.join(","));
+    vec![format!(
+        "{} [media] make: raw left out of the kv part (a database needs a file system)",
+        path.display()
+    )]
 }
 
 /// Every kv flag that has no meaning when each pass makes its own database.
@@ -99,8 +127,8 @@ fn refuse_unsupported(a: &KvArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The room of each configuration: `--size`, else four times the most
-/// keys and values a part loads, at least 256 MiB.
+/// The room of each configuration: `--size`, else three times the keys
+/// and values the largest part loads, at least 256 MiB.
 fn room(a: &KvArgs, parts: &[PlannedPart]) -> anyhow::Result<u64> {
     if let Some(s) = &a.place.size {
         if a.media.make.is_none() {
@@ -118,18 +146,30 @@ fn room(a: &KvArgs, parts: &[PlannedPart]) -> anyhow::Result<u64> {
         }
         return Ok(v);
     }
-    let most = parts
+    let most = parts.iter().map(|p| loads(&p.plan)).max().unwrap_or(0);
+    Ok(most.saturating_mul(3).max(MIN_ROOM))
+}
+
+/// The keys and values every load of a plan writes, together (YCSB
+/// workloads loaded one after another share the database).
+fn loads(plan: &KvPlan) -> u64 {
+    plan.steps
         .iter()
-        .map(|p| p.plan.load_bytes().0)
-        .max()
-        .unwrap_or(0);
-    Ok(most.saturating_mul(4).max(MIN_ROOM))
+        .map(|s| {
+            let one = KvPlan {
+                steps: vec![s.clone()],
+                ..plan.clone()
+            };
+            one.load_bytes().0
+        })
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Check everything a kv media run needs that does not touch the machine.
 pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
     let mut a = args.clone();
-    let parts = kv_parts(&mut a)?;
+    let mut notices = Vec::new();
+    let parts = kv_parts(&mut a, &mut notices)?;
     refuse_unsupported(&a)?;
     let set = MediaSet::parse(&a.media, &target_values(&a))?;
     if set.made().any(|k| k == MediaKind::Raw) {
@@ -152,6 +192,7 @@ pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
         });
     }
     Ok(KvMediaPlan {
+        notices,
         room: room(&a, &planned)?,
         set,
         parts: planned,
@@ -196,6 +237,9 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
 }
 
 fn print_plan(plan: &KvMediaPlan) {
+    for n in &plan.notices {
+        println!("note: {n}");
+    }
     plan.set.print("kv", |s| match s {
         Subject::Made(_) => format!(
             "built in {} (room for {} MiB)",

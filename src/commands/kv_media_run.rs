@@ -39,6 +39,9 @@ struct Tally {
 
 pub fn run(plan: &KvMediaPlan) -> anyhow::Result<()> {
     interrupt::install();
+    for n in &plan.notices {
+        eprintln!("iolab: {n}");
+    }
     let mut overhead = Overhead::start();
     let media = plan.set.build(plan.room, plan.quiet)?;
     let dirs = directories(plan, &media);
@@ -128,6 +131,7 @@ fn start_results(plan: &KvMediaPlan, media: &[Medium], dirs: &[PathBuf]) -> Resu
     });
     let mut results = Results::new("kv", provenance);
     results.warnings.extend(results.provenance.busy_warning());
+    results.warnings.extend(plan.notices.iter().cloned());
     let targets = plan
         .set
         .subjects
