@@ -307,7 +307,10 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
             set(&mut w, "--num", "2000");
             set(&mut w, "--reads", "2000");
             set(&mut w, "--readers", "1,2");
-            if !has(&w, "--dir") && !has(&w, "--target") && !has(&w, "--db") {
+            if !["--dir", "--target", "-t", "--db"]
+                .iter()
+                .any(|f| has(&w, f))
+            {
                 w.extend(["--target".into(), d.clone()]);
             }
             if has(&w, "-P") && !w.iter().any(|a| a.starts_with("recordcount=")) {

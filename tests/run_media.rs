@@ -113,3 +113,40 @@ fn bad_input_is_refused_naming_the_field() {
     }
     assert_eq!(common::files_in(d.path()).len(), 3, "nothing was created");
 }
+
+/// SIGINT while a media run of `run` measures: it stops after the point,
+/// writes the report of what it measured and exits 130; no scratch file
+/// is left in either target.
+#[test]
+fn sigint_keeps_what_was_measured_and_leaves_no_scratch_file() {
+    let d = workdir();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let out = d.path().join("out");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .arg("run")
+        .args([&a, &b])
+        .args([
+            "--profile",
+            "quick",
+            "--budget",
+            "60s",
+            "--size",
+            "8m",
+            "--quiet",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = common::interrupt_after_first_point(child, &out.join("results.json"));
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    let r = common::results(&out.join("results.json"));
+    assert_eq!(r["interrupted"], true);
+    assert!(!r["points"].as_array().unwrap().is_empty());
+    assert!(out.join("report.html").exists());
+    assert!(common::files_in(&a).is_empty() && common::files_in(&b).is_empty());
+}
