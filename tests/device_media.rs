@@ -172,31 +172,9 @@ fn sigint_while_measuring_leaves_nothing() {
     );
 }
 
-/// Points' (round, medium) in order, and their names.
-fn order_and_names(r: &serde_json::Value) -> (Vec<(String, String)>, Vec<String>) {
-    let pts = r["points"].as_array().unwrap();
-    let order = pts
-        .iter()
-        .map(|p| {
-            (
-                p["params"]["round"].as_str().unwrap().to_string(),
-                p["params"]["medium"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let names = pts
-        .iter()
-        .map(|p| p["name"].as_str().unwrap().to_string())
-        .collect();
-    (order, names)
-}
-
 #[test]
 fn two_directories_and_a_file_in_one_run() {
-    let d = workdir();
-    let (a, b) = (d.path().join("a"), d.path().join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    let (d, a, b) = common::two_dirs();
     let file = d.path().join("img");
     std::fs::write(&file, vec![7u8; 8 << 20]).unwrap();
     let json = d.path().join("m.json");
@@ -225,7 +203,7 @@ fn two_directories_and_a_file_in_one_run() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let r = common::results(&json);
-    let (order, names) = order_and_names(&r);
+    let (order, names) = common::media_order_and_names(&r);
     let mut want = Vec::new();
     for (round, labels) in [
         ("1", ["a", "fast", "img"]),
@@ -461,22 +439,10 @@ fn sigint_at_random_moments_of_a_multi_target_run_leaves_nothing() {
     for x in &dirs {
         std::fs::create_dir_all(x).unwrap();
     }
-    let seed: u64 = std::env::var("IOLAB_INTERRUPT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
+    let seed = common::interrupt_seed();
     let mut x = seed | 1;
     for attempt in 0..4 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let delay = Duration::from_millis(x % 2500);
+        let delay = Duration::from_millis(common::xorshift(&mut x) % 2500);
         let twice = attempt % 2 == 1;
         let json = d.path().join(format!("r{attempt}.json"));
         let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
@@ -502,23 +468,8 @@ fn sigint_at_random_moments_of_a_multi_target_run_leaves_nothing() {
             .spawn()
             .unwrap();
         std::thread::sleep(delay);
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        if twice {
-            std::thread::sleep(Duration::from_millis(5));
-            // SAFETY: as above (the child may have exited: ESRCH is fine).
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        }
-        let out = child.wait_with_output().unwrap();
-        let why = format!(
-            "seed {seed}, {delay:?}, twice {twice}: {:?} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            twice || matches!(out.status.code(), Some(130) | Some(0)),
-            "{why}"
-        );
+        let out = common::sigint_and_wait(child, twice);
+        let why = common::interrupted_as_expected(&out, seed, delay, twice);
         for x in &dirs {
             assert!(
                 common::files_in(x).is_empty(),

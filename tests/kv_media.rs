@@ -31,23 +31,19 @@ fn s(p: &Path) -> String {
     p.to_str().unwrap().to_string()
 }
 
-/// Points' (round, medium) in order, and their names.
-fn order_and_names(r: &Value) -> (Vec<(String, String)>, Vec<String>) {
-    let pts = r["points"].as_array().unwrap();
-    let order = pts
-        .iter()
-        .map(|p| {
-            (
-                p["params"]["round"].as_str().unwrap().to_string(),
-                p["params"]["medium"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let names = pts
-        .iter()
-        .map(|p| p["name"].as_str().unwrap().to_string())
-        .collect();
-    (order, names)
+/// (round, label) of every point when each round runs its labels in the
+/// order given, `phases` points each.
+fn expected_order(rounds: &[[&str; 2]], phases: usize) -> Vec<(String, String)> {
+    let mut want = Vec::new();
+    for (r, labels) in rounds.iter().enumerate() {
+        for l in labels {
+            want.extend(std::iter::repeat_n(
+                ((r + 1).to_string(), l.to_string()),
+                phases,
+            ));
+        }
+    }
+    want
 }
 
 /// Every row of the baseline is 1.0; every other has a ratio in its range.
@@ -66,10 +62,7 @@ fn check_ratios(m: &Value, baseline: &str, rounds: u64) {
 
 #[test]
 fn two_directories_interleaved_by_rounds_in_one_results_file() {
-    let d = workdir();
-    let (a, b) = (d.path().join("a"), d.path().join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    let (d, a, b) = common::two_dirs();
     let json = d.path().join("kv.json");
     let fast = format!("fast={}", s(&b));
     let o = iolab(&[
@@ -99,17 +92,8 @@ fn two_directories_interleaved_by_rounds_in_one_results_file() {
     let r = common::results(&json);
     assert_eq!(r["kind"], "kv");
     assert_eq!(r["complete"], true);
-    let (order, names) = order_and_names(&r);
-    let mut want = Vec::new();
-    for (round, labels) in [
-        ("1", ["a", "fast"]),
-        ("2", ["fast", "a"]),
-        ("3", ["a", "fast"]),
-    ] {
-        for l in labels {
-            want.extend(std::iter::repeat_n((round.to_string(), l.to_string()), 2));
-        }
-    }
+    let (order, names) = common::media_order_and_names(&r);
+    let want = expected_order(&[["a", "fast"], ["fast", "a"], ["a", "fast"]], 2);
     assert_eq!(order, want, "A B, B A, A B; load and run per target");
     assert_eq!(names[0], "a r1: ycsb-a.load");
     assert_eq!(names[5], "fast r2: ycsb-a.run");
@@ -158,14 +142,11 @@ fn configurations_tmpfs_and_ext4_built_and_removed() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let r = common::results(&json);
-    let (order, names) = order_and_names(&r);
-    let mut want = Vec::new();
-    for (round, labels) in [("1", ["tmpfs", "ext4"]), ("2", ["ext4", "tmpfs"])] {
-        for l in labels {
-            want.extend(std::iter::repeat_n((round.to_string(), l.to_string()), 2));
-        }
-    }
-    assert_eq!(order, want);
+    let (order, names) = common::media_order_and_names(&r);
+    assert_eq!(
+        order,
+        expected_order(&[["tmpfs", "ext4"], ["ext4", "tmpfs"]], 2)
+    );
     assert_eq!(names[1], "tmpfs r1: readrandom");
     check_ratios(&r["analysis"]["media"], "ext4", 2);
     let media = &r["extra"]["media"];
@@ -180,10 +161,7 @@ fn configurations_tmpfs_and_ext4_built_and_removed() {
 
 #[test]
 fn plan_file_parts_run_on_every_target() {
-    let d = workdir();
-    let (a, b) = (d.path().join("a"), d.path().join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    let (d, a, b) = common::two_dirs();
     let plan = d.path().join("p.toml");
     std::fs::write(
         &plan,
@@ -223,7 +201,7 @@ props = { recordcount = 300, operationcount = 300 }
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let r = common::results(&json);
-    let (order, names) = order_and_names(&r);
+    let (order, names) = common::media_order_and_names(&r);
     assert_eq!(order.len(), 2 * 2 * 4, "2 rounds x 2 targets x 4 phases");
     assert_eq!(
         &names[..4],
@@ -244,10 +222,7 @@ props = { recordcount = 300, operationcount = 300 }
 
 #[test]
 fn bad_input_is_refused_naming_the_field_before_anything_runs() {
-    let d = workdir();
-    let (a, b) = (d.path().join("a"), d.path().join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    let (d, a, b) = common::two_dirs();
     let file = d.path().join("file");
     std::fs::write(&file, b"x").unwrap();
     let missing = s(&d.path().join("missing"));
@@ -372,22 +347,10 @@ fn sigint_at_random_moments_leaves_nothing() {
     } else {
         vec!["-t".into(), s(&a), "-t".into(), s(&b)]
     };
-    let seed: u64 = std::env::var("IOLAB_INTERRUPT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
+    let seed = common::interrupt_seed();
     let mut x = seed | 1;
     for attempt in 0..4 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let delay = Duration::from_millis(x % 3000);
+        let delay = Duration::from_millis(common::xorshift(&mut x) % 3000);
         let twice = attempt % 2 == 1;
         let json = d.path().join(format!("r{attempt}.json"));
         let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
@@ -401,23 +364,8 @@ fn sigint_at_random_moments_leaves_nothing() {
             .spawn()
             .unwrap();
         std::thread::sleep(delay);
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        if twice {
-            std::thread::sleep(Duration::from_millis(5));
-            // SAFETY: as above (the child may have exited: ESRCH is fine).
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        }
-        let out = child.wait_with_output().unwrap();
-        let why = format!(
-            "seed {seed}, {delay:?}, twice {twice}: {:?} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            twice || matches!(out.status.code(), Some(130) | Some(0)),
-            "{why}"
-        );
+        let out = common::sigint_and_wait(child, twice);
+        let why = common::interrupted_as_expected(&out, seed, delay, twice);
         for x in [&a, &b] {
             assert!(
                 media_leftovers(x).is_empty(),

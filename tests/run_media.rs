@@ -6,14 +6,11 @@
 
 mod common;
 
-use common::{iolab, text, workdir};
+use common::{iolab, text};
 
 #[test]
 fn two_directories_one_results_dir_with_the_media_sections() {
-    let d = workdir();
-    let (a, b) = (d.path().join("a"), d.path().join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    let (d, a, b) = common::two_dirs();
     let out = d.path().join("out");
     let o = iolab(&[
         "run",
@@ -85,10 +82,7 @@ fn two_directories_one_results_dir_with_the_media_sections() {
 
 #[test]
 fn bad_input_is_refused_naming_the_field() {
-    let d = workdir();
-    let (a, b) = (d.path().join("a"), d.path().join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    let (d, a, b) = common::two_dirs();
     let file = d.path().join("f");
     std::fs::write(&file, b"x").unwrap();
     let (a, b, f) = (
@@ -119,10 +113,7 @@ fn bad_input_is_refused_naming_the_field() {
 /// is left in either target.
 #[test]
 fn sigint_keeps_what_was_measured_and_leaves_no_scratch_file() {
-    let d = workdir();
-    let (a, b) = (d.path().join("a"), d.path().join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    let (d, a, b) = common::two_dirs();
     let out = d.path().join("out");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
         .arg("run")

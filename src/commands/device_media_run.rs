@@ -6,8 +6,6 @@
 
 use std::io::IsTerminal;
 
-use serde_json::json;
-
 use super::device_media::MediaPlan;
 use super::media_set::{round_order, Overhead, Subject};
 use super::media_targets;
@@ -100,21 +98,6 @@ pub(crate) fn target_on(m: &Medium, size: u64, writes: bool, seed: u64) -> anyho
     )
 }
 
-/// `extra.media`: the baseline, the rounds, every target and how each
-/// configuration was made.
-fn extra(plan: &MediaPlan, media: &[Medium], targets: &[Target]) -> serde_json::Value {
-    let described = plan.set.subjects.iter().zip(targets).map(|(s, t)| {
-        json!({
-            "label": s.label(),
-            "path": t.path.display().to_string(),
-            "kind": t.kind,
-            "size_bytes": t.size,
-            "made": matches!(s, Subject::Made(_)),
-        })
-    });
-    plan.set.record(described.collect(), media)
-}
-
 /// A warning when the targets address different amounts of data (a file
 /// or a device used whole beside scratch files): the working sets differ.
 fn size_warning(plan: &MediaPlan, targets: &[Target]) -> Option<String> {
@@ -149,7 +132,7 @@ fn measure(
     results.warnings.extend(size_warning(plan, targets));
     results
         .extra
-        .insert("media".into(), extra(plan, media, targets));
+        .insert("media".into(), plan.set.record_targets(targets, media));
     let sink = ResultsSink::new(
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),

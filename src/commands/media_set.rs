@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::media_targets::{self, GivenTarget};
 use crate::cli::media::MediaArgs;
+use crate::dut::Target;
 use crate::error::{usage, UsageError};
 use crate::plan::planfile::PlanFile;
 use crate::results::{Point, Results};
@@ -265,6 +266,21 @@ impl MediaSet {
                 format!("round {}: {}", r + 1, order.join(" "))
             })
             .collect()
+    }
+
+    /// `extra.media` of a run on prepared targets (one per subject, in
+    /// subject order): each target's label, path, kind and size.
+    pub fn record_targets(&self, targets: &[Target], media: &[Medium]) -> serde_json::Value {
+        let described = self.subjects.iter().zip(targets).map(|(s, t)| {
+            json!({
+                "label": s.label(),
+                "path": t.path.display().to_string(),
+                "kind": t.kind,
+                "size_bytes": t.size,
+                "made": matches!(s, Subject::Made(_)),
+            })
+        });
+        self.record(described.collect(), media)
     }
 
     /// `extra.media` before the run: the baseline, the rounds, every

@@ -126,3 +126,90 @@ pub fn media_leftovers(dir: &Path) -> Vec<String> {
     );
     out
 }
+
+/// The seed of the random moments of an interrupt test: IOLAB_INTERRUPT_SEED
+/// to replay one, else the clock; printed, so a failure can be replayed.
+pub fn interrupt_seed() -> u64 {
+    let seed = std::env::var("IOLAB_INTERRUPT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
+    seed
+}
+
+/// The next value of a small xorshift over `x` (reproducible delays).
+pub fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// SIGINT to `child` (a second one 5 ms later when `twice`), then wait
+/// for its output.
+pub fn sigint_and_wait(child: std::process::Child, twice: bool) -> Output {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    if twice {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // SAFETY: as above (the child may have exited: ESRCH is fine).
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Check the exit status of a run interrupted after `delay` (one SIGINT:
+/// 130, or 0 when it had ended; two: whatever the interrupted step
+/// returned) and return the words that explain a later failure.
+pub fn interrupted_as_expected(
+    out: &Output,
+    seed: u64,
+    delay: std::time::Duration,
+    twice: bool,
+) -> String {
+    let why = format!(
+        "seed {seed}, {delay:?}, twice {twice}: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        twice || matches!(out.status.code(), Some(130) | Some(0)),
+        "{why}"
+    );
+    why
+}
+
+/// A work directory with two empty directories in it, `a` and `b` (two
+/// targets of a media run).
+pub fn two_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let d = workdir();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    (d, a, b)
+}
+
+/// A media run's points: their (round, medium) in order, and their names.
+pub fn media_order_and_names(r: &serde_json::Value) -> (Vec<(String, String)>, Vec<String>) {
+    let pts = r["points"].as_array().unwrap();
+    let order = pts
+        .iter()
+        .map(|p| {
+            (
+                p["params"]["round"].as_str().unwrap().to_string(),
+                p["params"]["medium"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let names = pts
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect();
+    (order, names)
+}

@@ -15,19 +15,15 @@
 //! closed-loop maximum of the same round. The stack breakdown and
 //! `--remote` are not part of a media run (`iolab trace`, `iolab remote`).
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-use serde_json::json;
 
 use super::plan::{StepKind, MIB};
 use super::steps::StepRunner;
 use super::{
-    active_jobs, budgeted_plan, check_outputs, choose_engine, finish, job_ns, kv, parse_options,
+    budgeted_plan, check_outputs, choose_engine, driver, finish, kv, parse_options, plan_jobs,
     print_plan, start_results,
 };
-use crate::analysis::AnalysisOptions;
 use crate::cli::run::RunArgs;
 use crate::commands::device_media_run::target_on;
 use crate::commands::media_set::{self, round_order, MediaSet, Overhead, Subject};
@@ -39,7 +35,6 @@ use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
 use crate::report::observer::Terminal;
 use crate::results::{time, Results};
-use crate::session::{Driver, ResultsSink};
 use crate::testbed::media::{MediaKind, Medium};
 
 /// Scratch file size of each target when `--size` is not given (as in
@@ -157,33 +152,23 @@ pub fn run(mut a: RunArgs, all: &[PathBuf]) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&dir)
         .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
-    let jobs: Vec<(&'static str, StepKind, JobSpec)> = active_jobs(&steps)
-        .into_iter()
-        .map(|(s, j)| (s.id, s.kind, j.clone()))
-        .collect();
+    let jobs = plan_jobs(&steps);
     let mut results = start_results(&targets[0], a.seed, &jobs, &steps, warnings)?;
     results
         .extra
-        .insert("media".into(), record(&m.set, &media, &targets));
+        .insert("media".into(), m.set.record_targets(&targets, &media));
     let json_path = dir.join("results.json");
-    let sink = ResultsSink::new(
-        results,
-        Some(json_path.clone()),
-        None,
-        AnalysisOptions::across_steps(),
-    );
     let observer = Terminal::progress_only(a.quiet);
     let passes = m.set.subjects.len() * m.set.rounds as usize;
-    let planned_s = jobs.iter().map(|(_, _, j)| job_ns(j)).sum::<u64>() as f64 / 1e9;
-    let driver = Driver::new(
+    let driver = driver(
+        &a,
         &targets[0],
-        sink,
+        results,
+        &json_path,
         &observer,
-        None,
-        !a.quiet && std::io::stderr().is_terminal(),
-        (jobs.len() * passes, planned_s * passes as f64),
-    )
-    .with_status_interval(crate::session::checked_status_interval(a.status_interval)?);
+        &jobs,
+        passes,
+    )?;
     let mut runner = StepRunner::new(&a, &targets[0], steps, m.budget_ns, driver, dir.clone());
     runner.record_plan();
     runner.driver.save()?;
@@ -300,21 +285,6 @@ fn prepare(a: &RunArgs, m: &RunMedia, media: &[Medium]) -> anyhow::Result<Vec<Ta
         targets.push(t);
     }
     Ok(targets)
-}
-
-/// `extra.media`: every target (label, path, kind, size) and how each
-/// configuration was made.
-fn record(set: &MediaSet, media: &[Medium], targets: &[Target]) -> serde_json::Value {
-    let described = set.subjects.iter().zip(targets).map(|(s, t)| {
-        json!({
-            "label": s.label(),
-            "path": t.path.display().to_string(),
-            "kind": t.kind,
-            "size_bytes": t.size,
-            "made": matches!(s, Subject::Made(_)),
-        })
-    });
-    set.record(described.collect(), media)
 }
 
 fn print_targets(m: &RunMedia) {

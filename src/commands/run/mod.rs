@@ -236,6 +236,44 @@ fn start_results(
     Ok(results)
 }
 
+/// The jobs of the plan's active steps, in order, with their step.
+fn plan_jobs(steps: &[Step]) -> Vec<(&'static str, StepKind, JobSpec)> {
+    active_jobs(steps)
+        .into_iter()
+        .map(|(s, j)| (s.id, s.kind, j.clone()))
+        .collect()
+}
+
+/// The session driver of a run: `results.json` kept current after every
+/// point, progress on a terminal; the jobs run `passes` times (targets x
+/// rounds of a media run, else 1).
+fn driver<'a>(
+    a: &RunArgs,
+    target: &'a Target,
+    results: Results,
+    json_path: &Path,
+    observer: &'a Terminal,
+    jobs: &[(&'static str, StepKind, JobSpec)],
+    passes: usize,
+) -> anyhow::Result<Driver<'a>> {
+    let sink = ResultsSink::new(
+        results,
+        Some(json_path.to_path_buf()),
+        None,
+        AnalysisOptions::across_steps(),
+    );
+    let planned_s = jobs.iter().map(|(_, _, j)| job_ns(j)).sum::<u64>() as f64 / 1e9;
+    Ok(Driver::new(
+        target,
+        sink,
+        observer,
+        None,
+        !a.quiet && std::io::stderr().is_terminal(),
+        (jobs.len() * passes, planned_s * passes as f64),
+    )
+    .with_status_interval(crate::session::checked_status_interval(a.status_interval)?))
+}
+
 /// The output directory may exist, but what iolab would replace in it must
 /// be iolab's own (or `--force`).
 pub(crate) fn check_outputs(dir: &Path, force: bool) -> anyhow::Result<()> {
@@ -319,29 +357,11 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&dir)
         .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
-    let jobs: Vec<(&'static str, StepKind, JobSpec)> = active_jobs(&steps)
-        .into_iter()
-        .map(|(s, j)| (s.id, s.kind, j.clone()))
-        .collect();
+    let jobs = plan_jobs(&steps);
     let results = start_results(&target, a.seed, &jobs, &steps, warnings)?;
     let json_path = dir.join("results.json");
-    let sink = ResultsSink::new(
-        results,
-        Some(json_path.clone()),
-        None,
-        AnalysisOptions::across_steps(),
-    );
     let observer = Terminal::progress_only(a.quiet);
-    let planned_s = jobs.iter().map(|(_, _, j)| job_ns(j)).sum::<u64>() as f64 / 1e9;
-    let driver = Driver::new(
-        &target,
-        sink,
-        &observer,
-        None,
-        !a.quiet && std::io::stderr().is_terminal(),
-        (jobs.len(), planned_s),
-    )
-    .with_status_interval(crate::session::checked_status_interval(a.status_interval)?);
+    let driver = driver(&a, &target, results, &json_path, &observer, &jobs, 1)?;
     let mut runner = StepRunner::new(&a, &target, steps, budget_ns, driver, dir.clone());
     runner.record_plan();
     runner.driver.save()?;
