@@ -76,6 +76,13 @@ pub struct KvArgs {
     #[command(flatten)]
     pub place: Box<PlaceArgs>,
 
+    /// Server engines (postgres, mariadb, redis): the server.
+    #[command(
+        flatten,
+        next_help_heading = "Database server (postgres, mariadb, redis)"
+    )]
+    pub server: Box<crate::cli::server::ServerArgs>,
+
     /// Seed of the key, operation and value generators (the same default in every verb)
     #[arg(long, default_value_t = 4207)]
     pub seed: u64,

@@ -6,10 +6,11 @@ use crate::cli::kv::{KvArgs, PhaseSel};
 use crate::error::usage;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::EngineOptions;
-use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
+use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
 use crate::plan::parse::parse_size;
+use crate::servers::ServerSettings;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -46,6 +47,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             drop_caches: a.place.drop_caches,
             flush_between: a.place.flush_between,
         },
+        server: server(a)?,
         seed: a.seed,
         output: a.output.clone(),
         status_interval_s: a.status_interval,
@@ -67,6 +69,22 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
     }
     plan.validate()?;
     Ok(plan)
+}
+
+/// The server of a server engine, its settings checked.
+fn server(a: &KvArgs) -> Result<KvServer> {
+    if a.server.server_url.is_some() {
+        if let Some(flag) = ServerSettings::private_only(&a.server) {
+            return Err(usage(
+                flag,
+                "sets up the private server iolab starts; with --server-url the server is yours to configure",
+            ));
+        }
+    }
+    Ok(KvServer {
+        url: a.server.server_url.clone(),
+        settings: ServerSettings::from_args(&a.server)?,
+    })
 }
 
 /// Engine options from the flags (sizes parsed, the SQLite page size checked).

@@ -29,7 +29,19 @@ const REPORTED: &[&str] = &[
 
 /// Connect to `db` on `ep` (one blocking connection).
 pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<postgres::Client> {
+    connect_in(ep, db, None)
+}
+
+/// Connect to `db` on `ep` with `schema` first on the search path.
+pub fn connect_in(
+    ep: &Endpoint,
+    db: &str,
+    schema: Option<&str>,
+) -> anyhow::Result<postgres::Client> {
     let mut cfg = postgres::Config::new();
+    if let Some(s) = schema {
+        cfg.options(&format!("-c search_path={s}"));
+    }
     cfg.host(&ep.host)
         .port(ep.port)
         .user(&ep.user)
