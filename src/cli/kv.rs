@@ -83,6 +83,11 @@ pub struct KvArgs {
     )]
     pub server: Box<crate::cli::server::ServerArgs>,
 
+    /// Report the share of each operation kind at or under this latency
+    /// (Intel's figure), next to the latency standard deviation
+    #[arg(long, value_name = "DUR", default_value = "1ms")]
+    pub under: String,
+
     /// Seed of the key, operation and value generators (the same default in every verb)
     #[arg(long, default_value_t = 4207)]
     pub seed: u64,

@@ -106,6 +106,8 @@ pub struct KvPlan {
     pub place: KvPlace,
     /// Server engines: which server.
     pub server: KvServer,
+    /// The latency threshold of the share-under figure (`--under`).
+    pub under_ns: u64,
     pub seed: u64,
     /// The results file, rewritten after every phase.
     pub output: Option<PathBuf>,

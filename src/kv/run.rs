@@ -261,7 +261,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, &dir.path, &progress);
             obs.progress_done();
             let o = o?;
-            let mut p = point::build(&name, params, &o, eng.as_ref(), started);
+            let mut p = point::build(&name, params, &o, eng.as_ref(), started, plan.under_ns);
             let done: u64 = o.rec.ops.iter().sum();
             if let (Some(d), Some(t)) = (spec.deadline_ns, total) {
                 if done < t && !o.interrupted {
@@ -364,6 +364,11 @@ fn step_job(
                 ("workload".into(), n.clone()),
                 ("phase".into(), "load".into()),
                 ("records".into(), cfg.recordcount.to_string()),
+                ("fieldlength".into(), cfg.fieldlength.to_string()),
+                (
+                    "record_bytes".into(),
+                    (cfg.fieldcount * cfg.fieldlength).to_string(),
+                ),
             ]),
         ),
         Step::YcsbRun(n, cfg) => (
@@ -375,6 +380,11 @@ fn step_job(
                 ("workload".into(), n.clone()),
                 ("phase".into(), "run".into()),
                 ("records".into(), cfg.recordcount.to_string()),
+                ("fieldlength".into(), cfg.fieldlength.to_string()),
+                (
+                    "record_bytes".into(),
+                    (cfg.fieldcount * cfg.fieldlength).to_string(),
+                ),
                 ("operations".into(), cfg.operationcount.to_string()),
             ]),
         ),
