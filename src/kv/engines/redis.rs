@@ -205,7 +205,7 @@ impl RedisSession {
 /// The length of each of the `fields` equal fields of `record`.
 fn field_len(record: &[u8], fields: usize) -> Result<usize> {
     anyhow::ensure!(
-        fields > 0 && !record.is_empty() && record.len() % fields == 0,
+        fields > 0 && !record.is_empty() && record.len().is_multiple_of(fields),
         "a record of {} bytes does not split into {fields} fields",
         record.len()
     );

@@ -48,7 +48,7 @@ pub fn key_text(key: &[u8]) -> anyhow::Result<&str> {
 /// The `fields` equal fields of a record, as the text servers store.
 pub fn field_texts(record: &[u8], fields: usize) -> anyhow::Result<Vec<&str>> {
     anyhow::ensure!(
-        fields > 0 && record.len() % fields == 0,
+        fields > 0 && record.len().is_multiple_of(fields),
         "a record of {} bytes does not split into {fields} fields",
         record.len()
     );
