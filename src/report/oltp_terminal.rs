@@ -128,6 +128,16 @@ pub fn headline(info: &OltpInfo) -> String {
 }
 
 impl OltpObserver for OltpTerminal {
+    fn server_starting(&self, engine: crate::oltp::sql::connect::Engine, under: &std::path::Path) {
+        if !self.quiet {
+            println!(
+                "starting a private {} server under {}",
+                engine.name(),
+                under.display()
+            );
+        }
+    }
+
     fn started(&self, s: &Started<'_>) {
         if self.quiet {
             return;
@@ -137,15 +147,26 @@ impl OltpObserver for OltpTerminal {
             s.engine.name(),
             s.version
         );
-        println!(
-            "  database: {}{}",
-            s.endpoint.describe(),
-            match (s.reused, s.kept) {
-                (true, _) => " (reused: no load)",
-                (false, true) => " (kept)",
-                (false, false) => " (scratch, removed at exit)",
-            }
-        );
+        match s.server {
+            Some(info) if info.private => println!(
+                "  server: private, {} (data in {}, removed at exit)",
+                info.url,
+                info.data_dir.as_deref().unwrap_or("?")
+            ),
+            Some(info) => println!(
+                "  server: {} (iolab's tables dropped and loaded anew)",
+                info.url
+            ),
+            None => println!(
+                "  database: {}{}",
+                s.endpoint.describe(),
+                match (s.reused, s.kept) {
+                    (true, _) => " (reused: no load)",
+                    (false, true) => " (kept)",
+                    (false, false) => " (scratch, removed at exit)",
+                }
+            ),
+        }
     }
 
     fn loaded(&self, l: &LoadInfo) {

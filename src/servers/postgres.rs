@@ -2,7 +2,8 @@
 //! a random password, scram-sha-256 over TCP), started on 127.0.0.1 with
 //! no Unix socket, fsync on (the server's default), the settings asked
 //! for; and the client side every PostgreSQL user of iolab shares
-//! (connect, readiness, version and settings).
+//! (connection settings, by TCP or a socket directory; readiness, version
+//! and settings).
 
 use std::process::Command;
 use std::time::Duration;
@@ -27,11 +28,15 @@ const REPORTED: &[&str] = &[
     "effective_io_concurrency",
 ];
 
-/// Connect to `db` on `ep` (one blocking connection).
-pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<postgres::Client> {
+/// How to reach `db` on `ep` (TCP, or its socket directory), before
+/// connecting: callers add what is theirs (an application name).
+pub fn config(ep: &Endpoint, db: &str) -> postgres::Config {
     let mut cfg = postgres::Config::new();
-    cfg.host(&ep.host)
-        .port(ep.port)
+    match &ep.socket {
+        Some(dir) => cfg.host_path(dir),
+        None => cfg.host(&ep.host),
+    };
+    cfg.port(ep.port)
         .user(&ep.user)
         .dbname(db)
         .connect_timeout(Duration::from_secs(5))
@@ -39,7 +44,13 @@ pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<postgres::Client> {
     if !ep.password.is_empty() {
         cfg.password(&ep.password);
     }
-    cfg.connect(postgres::NoTls)
+    cfg
+}
+
+/// Connect to `db` on `ep` (one blocking connection).
+pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<postgres::Client> {
+    config(ep, db)
+        .connect(postgres::NoTls)
         .with_context(|| format!("connecting to {}", ep.display_url()))
 }
 
@@ -149,6 +160,24 @@ fn with_unit(setting: &str, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_directory_replaces_the_host() {
+        use postgres::config::Host;
+        let tcp = Endpoint::parse("postgres://u:pw@db.example:5433/x").unwrap();
+        let c = config(&tcp, "x");
+        assert_eq!(c.get_hosts(), &[Host::Tcp("db.example".into())]);
+        assert_eq!(c.get_ports(), &[5433]);
+        assert_eq!(c.get_password(), Some(&b"pw"[..]));
+        let unix = Endpoint::parse("postgres://u@/x?host=/run/postgresql").unwrap();
+        let c = config(&unix, "other");
+        assert_eq!(c.get_hosts(), &[Host::Unix("/run/postgresql".into())]);
+        assert_eq!(
+            (c.get_ports(), c.get_dbname()),
+            (&[5432][..], Some("other"))
+        );
+        assert_eq!(c.get_password(), None);
+    }
 
     #[test]
     fn settings_are_shown_in_their_units() {
