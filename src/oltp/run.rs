@@ -14,6 +14,7 @@ use super::driver::{self, DriverSpec};
 use super::load::{self, LoadInfo};
 use super::plan::OltpPlan;
 use super::point::{self, OltpInfo, PointSetup};
+use super::probe::PhaseProbe;
 use super::rand::NuConstants;
 use super::sql::connect::{self, Engine};
 use super::sql::DbConnect;
@@ -184,14 +185,26 @@ fn sqlite_size(file: &Path) -> u64 {
         .sum()
 }
 
+/// What every phase of a run shares.
+struct Phases<'a> {
+    plan: &'a OltpPlan,
+    db: &'a DbConnect,
+    version: &'a str,
+    server: Option<&'a Server>,
+    /// SQLite's directory (the scratch one or `--db`'s).
+    sqlite_dir: Option<&'a Path>,
+    obs: &'a dyn OltpObserver,
+}
+
+impl Phases<'_> {
+    fn probe(&self) -> PhaseProbe<'_> {
+        PhaseProbe::new(self.server, self.sqlite_dir)
+    }
+}
+
 /// Load the database, or check the reused one.
-fn load_or_check(
-    plan: &OltpPlan,
-    pl: &Place,
-    db: &DbConnect,
-    conn: &mut dyn super::sql::Conn,
-    obs: &dyn OltpObserver,
-) -> Result<LoadInfo> {
+fn load_or_check(ph: &Phases<'_>, pl: &Place, conn: &mut dyn super::sql::Conn) -> Result<LoadInfo> {
+    let (plan, obs) = (ph.plan, ph.obs);
     let mut info = if pl.reuse {
         let found = load::warehouses_in(conn)?;
         if found != plan.warehouses {
@@ -230,15 +243,21 @@ fn load_or_check(
                 ));
             }
         };
+        let mut probe = ph.probe();
+        probe.begin();
         let l = load::load(
-            db,
+            ph.db,
             plan.warehouses,
             plan.loader_threads,
             plan.seed,
+            probe.ops(),
             &progress,
         );
+        probe.end_with(probe.ops().load(std::sync::atomic::Ordering::Relaxed));
         obs.progress_done();
-        l?
+        let mut l = l?;
+        l.set_measured(probe.result);
+        l
     };
     info.db_size_bytes = match plan.engine {
         Engine::Sqlite => sqlite_size(&pl.file),
@@ -298,7 +317,17 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
             .extra
             .insert("server".into(), serde_json::to_value(info)?);
     }
-    let info = load_or_check(plan, &pl, &db, conn.as_mut(), obs)?;
+    let ph = Phases {
+        plan,
+        db: &db,
+        version: &version,
+        server: server.as_ref(),
+        sqlite_dir: (plan.engine == Engine::Sqlite)
+            .then(|| pl.file.parent())
+            .flatten(),
+        obs,
+    };
+    let info = load_or_check(&ph, &pl, conn.as_mut())?;
     obs.loaded(&info);
     sink.results
         .extra
@@ -312,7 +341,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
                 sink.results.interrupted = true;
                 break;
             }
-            let p = run_point(plan, &db, conn.as_mut(), &version, users, constants, obs)?;
+            let p = run_point(&ph, conn.as_mut(), users, constants)?;
             let interrupted = p.warnings.iter().any(|w| w.starts_with("interrupted"));
             failures += p
                 .extra
@@ -348,17 +377,16 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     })
 }
 
-/// One point: `users` virtual users for the ramp and the measured time,
-/// then the consistency check.
+/// One point: `users` virtual users for the ramp and the measured time
+/// (probed: the server, the device, the timeline), then the consistency
+/// check.
 fn run_point(
-    plan: &OltpPlan,
-    db: &DbConnect,
+    ph: &Phases<'_>,
     conn: &mut dyn super::sql::Conn,
-    version: &str,
     users: usize,
     constants: NuConstants,
-    obs: &dyn OltpObserver,
 ) -> Result<Point> {
+    let (plan, obs) = (ph.plan, ph.obs);
     obs.point_started(users);
     let spec = DriverSpec {
         users,
@@ -397,7 +425,8 @@ fn run_point(
             ));
         }
     };
-    let o = driver::run(db, &spec, &tick);
+    let mut probe = ph.probe();
+    let o = driver::run(ph.db, &spec, &tick, &mut probe);
     obs.progress_done();
     let o = o?;
     let consistency = if plan.check && !o.interrupted {
@@ -405,10 +434,10 @@ fn run_point(
     } else {
         Vec::new()
     };
-    Ok(point::build(
+    let mut p = point::build(
         &PointSetup {
             engine: plan.engine.name(),
-            engine_version: version,
+            engine_version: ph.version,
             warehouses: plan.warehouses,
             users,
             wait: plan.wait,
@@ -417,7 +446,12 @@ fn run_point(
         },
         &o,
         consistency,
-    ))
+    );
+    let measured = probe.result;
+    p.device = measured.device;
+    p.extra.server = measured.server.map(Box::new);
+    p.extra.timeline = measured.timeline.map(Box::new);
+    Ok(p)
 }
 
 /// Provenance: the machine, the engine, where the database is (SQLite's

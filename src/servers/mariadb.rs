@@ -118,6 +118,23 @@ pub(super) fn ready(ep: &Endpoint) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Bytes InnoDB says it has written: data pages and the doublewrite
+/// buffer (Innodb_data_written, which leaves the redo log out) plus the
+/// redo log (Innodb_os_log_written).
+pub(super) fn written_bytes(ep: &Endpoint) -> anyhow::Result<u64> {
+    let mut c = connect(ep, "")?;
+    let rows: Vec<(String, String)> = c.query(
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_written', 'Innodb_os_log_written')",
+    )?;
+    anyhow::ensure!(rows.len() == 2, "InnoDB's write counters are missing");
+    rows.iter()
+        .map(|(name, v)| {
+            v.parse::<u64>()
+                .map_err(|_| anyhow::anyhow!("{name} is not a number: {v}"))
+        })
+        .sum()
+}
+
 /// The version and the reported variables.
 pub(super) fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, String)>)> {
     let mut c = connect(ep, "")?;

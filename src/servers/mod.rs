@@ -132,6 +132,20 @@ impl Server {
         }
     }
 
+    /// What the server says it has written to storage since it started
+    /// (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data,
+    /// doublewrite and redo log); none for Redis or when it cannot be
+    /// asked. It opens a connection of its own: ask just before a measured
+    /// window starts and just after it ends (`ServerSampler` does).
+    pub fn written_bytes(&self) -> Option<u64> {
+        let ep = self.endpoint();
+        match ep.kind {
+            ServerKind::Postgres => postgres::written_bytes(ep).ok(),
+            ServerKind::Mariadb => mariadb::written_bytes(ep).ok(),
+            ServerKind::Redis => None,
+        }
+    }
+
     pub fn info(&self) -> ServerInfo {
         let (config, private) = match self {
             Server::Private(p) => (&p.config, Some(p)),

@@ -137,6 +137,22 @@ pub(super) fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, St
     Ok((format!("PostgreSQL {version}"), config))
 }
 
+/// Bytes the server says it has written: WAL (its position from the
+/// start, exact) plus the shared buffers its checkpointer, background
+/// writer and backends wrote out (statistics, flushed about once a second).
+pub(super) fn written_bytes(ep: &Endpoint) -> anyhow::Result<u64> {
+    let mut c = connect(ep, &ep.database)?;
+    let n: i64 = c
+        .query_one(
+            "SELECT ((pg_current_wal_lsn() - '0/0'::pg_lsn) \
+             + (SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter) \
+             * current_setting('block_size')::numeric)::bigint",
+            &[],
+        )?
+        .get(0);
+    Ok(n.max(0) as u64)
+}
+
 /// A pg_settings value in its unit ("16384" of "8kB" -> "128 MiB").
 fn with_unit(setting: &str, unit: &str) -> String {
     let scale = match unit {
