@@ -13,26 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{files_in, results, text};
-use iolab::servers::{private, ServerKind};
+use common::{files_in, results, server_installed as installed, text, Rng};
+use iolab::servers::ServerKind;
 use serde_json::Value;
-
-fn installed(kind: ServerKind) -> bool {
-    let progs: &[&str] = match kind {
-        ServerKind::Postgres => &["initdb", "postgres"],
-        _ => &["mariadb-install-db", "mariadbd"],
-    };
-    let ok = progs
-        .iter()
-        .all(|p| private::find_program(kind, p).is_some());
-    if !ok {
-        eprintln!(
-            "SKIP {}: not installed (scripts/install-deps.sh installs it)",
-            kind.name()
-        );
-    }
-    ok
-}
 
 /// A directory every server user can enter (a server refuses a target its
 /// user cannot reach), on the real disk.
@@ -146,40 +129,35 @@ fn check_private_run(r: &Value, kind: &str, target: &Path, state: &Path, time_s:
     assert!(files_in(state).is_empty(), "crash records left");
 }
 
+/// `iolab oltp --engine ENGINE -t TARGET --users 2 ARGS -o OUT` in a
+/// fresh directory; the results, checked as every private run must be.
+fn private_run(engine: &str, time_s: f64, args: &[&str]) -> Value {
+    let (dir, state) = (server_dir(), server_dir());
+    let out = dir.path().join("r.json");
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let time = format!("{time_s}s");
+    let mut all = vec!["--engine", engine, "-t", target.to_str().unwrap()];
+    all.extend(["--users", "2", "--time", &time, "-o", out.to_str().unwrap()]);
+    all.extend(args);
+    let o = oltp(&all, state.path());
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("server: private"), "{}", text(&o));
+    let r = results(&out);
+    check_private_run(&r, engine, &target, state.path(), time_s);
+    r
+}
+
 #[test]
 fn a_private_postgres_runs_measures_and_goes_away() {
     if !installed(ServerKind::Postgres) {
         return;
     }
-    let (dir, state) = (server_dir(), server_dir());
-    let out = dir.path().join("r.json");
-    let target = dir.path().join("t");
-    std::fs::create_dir(&target).unwrap();
-    let o = oltp(
-        &[
-            "--engine",
-            "postgres",
-            "-t",
-            target.to_str().unwrap(),
-            "-w",
-            "1",
-            "--users",
-            "2",
-            "--time",
-            "3s",
-            "--ramp",
-            "1s",
-            "--shared-buffers",
-            "64m",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        state.path(),
+    let r = private_run(
+        "postgres",
+        3.0,
+        &["-w", "1", "--ramp", "1s", "--shared-buffers", "64m"],
     );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("server: private"), "{}", text(&o));
-    let r = results(&out);
-    check_private_run(&r, "postgres", &target, state.path(), 3.0);
     // --shared-buffers reached the server: it says so itself.
     assert_eq!(
         r["extra"]["server"]["config"]["shared_buffers"],
@@ -193,48 +171,10 @@ fn a_private_mariadb_runs_measures_and_goes_away() {
     if !installed(ServerKind::Mariadb) {
         return;
     }
-    let (dir, state) = (server_dir(), server_dir());
-    let out = dir.path().join("r.json");
-    let target = dir.path().join("t");
-    std::fs::create_dir(&target).unwrap();
-    let o = oltp(
-        &[
-            "--engine",
-            "mariadb",
-            "-t",
-            target.to_str().unwrap(),
-            "--users",
-            "2",
-            "--time",
-            "2s",
-            "--ramp",
-            "0s",
-            "--buffer-pool",
-            "64m",
-            "-q",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        state.path(),
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    let r = results(&out);
-    check_private_run(&r, "mariadb", &target, state.path(), 2.0);
+    let r = private_run("mariadb", 2.0, &["--ramp", "0s", "--buffer-pool", "64m"]);
     let config = &r["extra"]["server"]["config"];
     assert_eq!(config["innodb_buffer_pool_size"], (64u64 << 20).to_string());
     assert_eq!(config["innodb_flush_method"], "O_DIRECT");
-}
-
-/// A small xorshift: reproducible moments, printed so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 /// The server's directory under `target`, once it is there.
@@ -271,18 +211,7 @@ fn sigint_at_a_random_moment_leaves_no_server_and_no_directory() {
     if !installed(ServerKind::Postgres) {
         return;
     }
-    let seed = std::env::var("IOLAB_INTERRUPT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_env_or_clock();
     for moment in [Moment::Start, Moment::Load, Moment::Run] {
         let (dir, state) = (server_dir(), server_dir());
         let target = dir.path().join("t");

@@ -117,19 +117,8 @@ impl OltpPlan {
                 "--keep keeps SQLite's scratch database; a private server and its data are always removed",
             ));
         }
-        if let Some(url) = &self.server_url {
-            let ep = crate::servers::Endpoint::parse(url)?;
-            if Some(ep.kind) != self.engine.server_kind() {
-                return Err(usage(
-                    "--server-url",
-                    format!(
-                        "{} is a {} URL, and the engine is {}",
-                        ep.display_url(),
-                        ep.kind.name(),
-                        self.engine.name()
-                    ),
-                ));
-            }
+        if let (Some(url), Some(kind)) = (&self.server_url, self.engine.server_kind()) {
+            crate::servers::Endpoint::parse(url)?.check_kind(kind)?;
         }
         self.settings.validate()
     }

@@ -151,6 +151,23 @@ impl Endpoint {
         Ok(ep)
     }
 
+    /// Refuse (exit 2 naming `--server-url`) a URL of another kind than
+    /// the engine's.
+    pub fn check_kind(&self, kind: ServerKind) -> anyhow::Result<()> {
+        if self.kind == kind {
+            return Ok(());
+        }
+        Err(usage(
+            "--server-url",
+            format!(
+                "{} is a {} URL, and the engine is {}",
+                self.display_url(),
+                self.kind.name(),
+                kind.name()
+            ),
+        ))
+    }
+
     /// The URL with the password masked (provenance, messages).
     pub fn display_url(&self) -> String {
         let auth = match (self.user.is_empty(), self.password.is_empty()) {

@@ -74,17 +74,7 @@ impl Server {
     /// (exit 2 naming `--server-url` otherwise).
     pub fn connect(kind: ServerKind, url: &str) -> anyhow::Result<Server> {
         let endpoint = Endpoint::parse(url)?;
-        if endpoint.kind != kind {
-            return Err(usage(
-                "--server-url",
-                format!(
-                    "{} is a {} URL, and the engine is {}",
-                    endpoint.display_url(),
-                    endpoint.kind.name(),
-                    kind.name()
-                ),
-            ));
-        }
+        endpoint.check_kind(kind)?;
         let (version, config) =
             private::describe(&endpoint).map_err(|e| usage("--server-url", format!("{e:#}")))?;
         Ok(Server::External {
