@@ -1,10 +1,12 @@
 //! `iolab oltp` as a library: `run(plan, observer)` starts the private
 //! server (or connects to `--server-url`) and holds it to the end, owns
 //! SQLite's scratch directory (registered with `testbed`, removed at the
-//! end unless kept), decides the endpoint, loads the database (or reuses a kept one), drives one
-//! point per virtual-user count on the same database, checks consistency
-//! after each, and saves the results through a `ResultsSink` after every
-//! point. It never prints: the observer shows progress.
+//! end unless kept), decides the endpoint, loads the database (or reuses a
+//! kept one), drives one point per virtual-user count on the same
+//! database, probes each phase (`probe`: the server, the device, the
+//! timeline), checks consistency after each point, and saves the results
+//! through a `ResultsSink` after every point. It never prints: the
+//! observer shows progress.
 
 use std::path::{Path, PathBuf};
 
