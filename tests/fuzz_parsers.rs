@@ -2,8 +2,8 @@
 //! size splits, CPU lists, sweep axes (lists and ranges), server URLs, fio
 //! job files, plan files, YCSB property files, iolab results files and fio
 //! JSON. Each input either parses or fails as a usage error (exit code 2)
-//! that names the field; nothing panics, and what parses also renders (reports, fio
-//! export). Runs `IOLAB_FUZZ_CASES` cases per parser (default 3000, a few
+//! that names the field; nothing panics, and what parses also renders
+//! (reports, fio export). Runs `IOLAB_FUZZ_CASES` cases per parser (default 3000, a few
 //! seconds) from a fixed seed, so `make test` is repeatable;
 //! `IOLAB_FUZZ_RANDOM=1` draws new inputs each run (to hunt). A failure
 //! prints its input, shrunk.
