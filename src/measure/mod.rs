@@ -1,5 +1,6 @@
 //! Measurement primitives: the clock, latency histograms, process and device
-//! counters. Nothing here prints.
+//! counters, a database server's use over a point (`server`) and the
+//! per-second timeline of database runs (`timeline`). Nothing here prints.
 
 pub mod clock;
 pub mod diskstats;
@@ -9,4 +10,6 @@ pub mod peers;
 pub mod procgroup;
 pub mod procstat;
 pub mod rusage;
+pub mod server;
+pub mod timeline;
 pub mod tsc;
