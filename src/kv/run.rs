@@ -14,6 +14,7 @@ use crate::analysis::AnalysisOptions;
 use crate::dut::{sysfs, TargetInfo, TargetKind};
 use crate::error::usage;
 use crate::interrupt;
+use crate::measure::probe::PhaseProbe;
 use crate::results::provenance::Provenance;
 use crate::results::{Point, Results};
 use crate::servers::Server;
@@ -242,6 +243,8 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             obs.phase_started(&name, spec.threads);
             let total: Option<u64> = spec.ops.iter().copied().sum();
             let status = StatusClock::new(plan.status_interval_s);
+            let mut probe = PhaseProbe::new(server.as_ref(), Some(&dir.path));
+            spec.live_ops = Some(probe.counter());
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
                 let label = match total {
                     Some(t) => format!("{name}: {done} of {t} ops"),
@@ -258,10 +261,14 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                     obs.status(&line);
                 }
             };
+            probe.begin();
             let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, &dir.path, &progress);
             obs.progress_done();
             let o = o?;
+            probe.end_with(o.rec.ops.iter().sum());
             let mut p = point::build(&name, params, &o, eng.as_ref(), started, plan.under_ns);
+            p.extra.server = probe.result.server.take().map(Box::new);
+            p.extra.timeline = probe.result.timeline.take().map(Box::new);
             let done: u64 = o.rec.ops.iter().sum();
             if let (Some(d), Some(t)) = (spec.deadline_ns, total) {
                 if done < t && !o.interrupted {
@@ -403,6 +410,7 @@ fn step_job(
                     seed: seed ^ 7,
                     flush_after: false,
                     deadline_ns: None,
+                    live_ops: None,
                 },
                 (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
                     PhaseSpec::split(dbc.num, threads, target, seed ^ 3)

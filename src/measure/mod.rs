@@ -7,6 +7,7 @@ pub mod diskstats;
 pub mod histogram;
 pub mod overhead;
 pub mod peers;
+pub mod probe;
 pub mod procgroup;
 pub mod procstat;
 pub mod rusage;
