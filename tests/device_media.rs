@@ -439,10 +439,10 @@ fn sigint_at_random_moments_of_a_multi_target_run_leaves_nothing() {
     for x in &dirs {
         std::fs::create_dir_all(x).unwrap();
     }
-    let seed = common::interrupt_seed();
-    let mut x = seed | 1;
+    let mut rng = common::Rng::from_env_or_clock();
+    let seed = rng.seed;
     for attempt in 0..4 {
-        let delay = Duration::from_millis(common::xorshift(&mut x) % 2500);
+        let delay = Duration::from_millis(rng.below(2500));
         let twice = attempt % 2 == 1;
         let json = d.path().join(format!("r{attempt}.json"));
         let child = Command::new(env!("CARGO_BIN_EXE_iolab"))

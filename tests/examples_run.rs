@@ -169,9 +169,11 @@ fn nbd_port() -> Option<u16> {
 }
 
 /// What to do with an example: `None` to only parse it (a block device,
-/// or an NBD example without nbdkit), else the words to run (scaled down,
-/// paths moved into `dir`, NBD examples pointed at a local nbdkit).
-fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
+/// an NBD example without nbdkit, a server that is not installed or not
+/// ours), else the words to run (scaled down, paths moved into `dir`, a
+/// private server's target into `servers` (a directory its user can
+/// enter), NBD examples pointed at a local nbdkit).
+fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
     // Block devices, and iSCSI and NVMe/TCP targets no test starts for the examples.
     if words.iter().any(|w| {
         w.starts_with("/dev/") || w.starts_with("iscsi://") || w.starts_with("nvme-tcp://")
@@ -388,6 +390,7 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
                 w.extend(["--listen".into(), "127.0.0.1:0".into()]);
             }
         }
+        "oltp" => scaled_oltp(&mut w, servers)?,
         "trace" => {
             if !is_root() {
                 return None;
@@ -405,6 +408,43 @@ fn scaled(words: &[String], dir: &Path) -> Option<Vec<String>> {
         _ => {}
     }
     Some(w)
+}
+
+/// An oltp example: one warehouse, one user, a 1 s point; a private
+/// server's target moved where its user can enter, SQLite's made; `None` (parse only)
+/// for a server of someone else's (`--server-url`), a kept database
+/// (`--db`) or a server that is not installed.
+fn scaled_oltp(w: &mut Vec<String>, servers: &Path) -> Option<()> {
+    use iolab::servers::{private, ServerKind};
+    if has(w, "--server-url") || has(w, "--db") {
+        return None;
+    }
+    let kind = match value_after(w, "--engine") {
+        Some("postgres") => Some((ServerKind::Postgres, "postgres")),
+        Some("mariadb") => Some((ServerKind::Mariadb, "mariadbd")),
+        _ => None,
+    };
+    if let Some((kind, program)) = kind {
+        private::find_program(kind, program)?;
+        let target = servers.display().to_string();
+        if !set(w, "-t", &target) && !set(w, "--target", &target) {
+            w.extend(["-t".into(), target]);
+        }
+    } else if let Some(t) = value_after(w, "-t").or(value_after(w, "--target")) {
+        // A target moved into the page's directory (/mnt/sata -> DIR/sata).
+        std::fs::create_dir_all(t).unwrap();
+    }
+    for (flag, value) in [
+        ("-w", "1"),
+        ("--users", "1"),
+        ("--time", "1s"),
+        ("--ramp", "0s"),
+    ] {
+        if !set(w, flag, value) {
+            w.extend([flag.into(), value.into()]);
+        }
+    }
+    Some(())
 }
 
 /// Inputs an example reads (results files, fio output): made from the
@@ -463,7 +503,7 @@ fn all_examples() -> Vec<(String, Vec<Example>)> {
         .map(|p| (p.display().to_string(), markdown_examples(p)))
         .collect();
     for verb in [
-        "run", "device", "kv", "trace", "report", "compare", "sysinfo", "remote", "serve",
+        "run", "device", "kv", "oltp", "trace", "report", "compare", "sysinfo", "remote", "serve",
     ] {
         out.push((format!("{verb} --help"), help_examples(verb)));
     }
@@ -477,6 +517,8 @@ fn every_readme_docs_and_help_example_parses_and_runs() {
     assert!(total >= 60, "found only {total} examples");
     let mut failures = Vec::new();
     let mut ran = 0;
+    // Private servers run as their own user, which must reach their data.
+    let servers = tempfile::tempdir_in("/var/tmp").unwrap();
     for (_, list) in &examples {
         // One directory per page: a page's examples may build on each other.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -490,7 +532,7 @@ fn every_readme_docs_and_help_example_parses_and_runs() {
                 failures.push(format!("{}: {:?} does not parse: {e}", ex.origin, ex.words));
                 continue;
             }
-            let Some(args) = scaled(&ex.words, dir.path()) else {
+            let Some(args) = scaled(&ex.words, dir.path(), servers.path()) else {
                 continue;
             };
             provide_inputs(&ex.words, dir.path());

@@ -1,9 +1,9 @@
 //! Bounded fuzzing of every parser of user input: sizes, durations, block
-//! size splits, CPU lists, sweep axes (lists and ranges), fio job files,
-//! plan files, YCSB property files, iolab results files and fio JSON. Each
-//! input either parses or fails as a usage error (exit code 2) that names
-//! the field; nothing panics, and what parses also renders (reports, fio
-//! export). Runs `IOLAB_FUZZ_CASES` cases per parser (default 3000, a few
+//! size splits, CPU lists, sweep axes (lists and ranges), server URLs, fio
+//! job files, plan files, YCSB property files, iolab results files and fio
+//! JSON. Each input either parses or fails as a usage error (exit code 2)
+//! that names the field; nothing panics, and what parses also renders
+//! (reports, fio export). Runs `IOLAB_FUZZ_CASES` cases per parser (default 3000, a few
 //! seconds) from a fixed seed, so `make test` is repeatable;
 //! `IOLAB_FUZZ_RANDOM=1` draws new inputs each run (to hunt). A failure
 //! prints its input, shrunk.
@@ -89,6 +89,31 @@ fn sweep_axes_stay_bounded() {
 }
 
 /// fio job files from real option names with fuzzed values and structure.
+/// Server URLs (`--server-url`): schemes, credentials with escapes, hosts,
+/// ports, databases and socket options, mixed; and any text.
+fn server_url_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        6 => "(postgres|postgresql|mysql|mariadb|redis|http)?(://)?([a-z%0-9]{0,4}(:[a-z%0-9@]{0,4})?@)?(\\[[0-9:]{0,6}\\]|[a-z0-9.]{0,6})(:[0-9]{0,6})?(/[a-z%0-9]{0,4})?(\\?(host|socket|x)=[/a-z%]{0,6}(&[a-z]=[a-z/]{0,3})?)?",
+        1 => any::<String>(),
+    ]
+}
+
+#[test]
+fn server_urls() {
+    runner()
+        .run(&server_url_text(), |url| {
+            let r = iolab::servers::Endpoint::parse(&url);
+            if let Ok(ep) = &r {
+                // What parses prints without its password.
+                let shown = ep.display_url();
+                assert!(ep.password.is_empty() || !shown.contains(&format!(":{}@", ep.password)));
+            }
+            usage_naming(r, "--server-url", &url);
+            Ok(())
+        })
+        .unwrap();
+}
+
 fn fio_job_text() -> impl Strategy<Value = String> {
     let key = prop_oneof![
         Just("rw"),

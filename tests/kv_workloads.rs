@@ -28,7 +28,7 @@ fn cfg(letter: &str, records: i64, ops: i64) -> YcsbConfig {
 fn load(eng: &dyn KvEngine, c: &YcsbConfig, dir: &Path) {
     let o = run(
         eng,
-        &YcsbLoad::new(c, 1),
+        &YcsbLoad::new(c, 1, false),
         &PhaseSpec::split(c.insertcount as u64, 2, None, 1),
         dir,
     )
@@ -59,7 +59,7 @@ fn ycsb_core_workload_mixes() {
         load(eng.as_ref(), &c, dir.path());
         let o = run(
             eng.as_ref(),
-            &YcsbRun::new(&c, 7),
+            &YcsbRun::new(&c, 7, false),
             &PhaseSpec::split(n, 2, None, 7),
             dir.path(),
         )
@@ -107,7 +107,7 @@ fn verification_catches_injected_corruption() {
     }
     let o = run(
         eng.as_ref(),
-        &YcsbRun::new(&c, 3),
+        &YcsbRun::new(&c, 3, false),
         &PhaseSpec::split(400, 1, None, 3),
         dir.path(),
     )
@@ -209,7 +209,7 @@ fn open_loop_records_intended_latency() {
     let eng = open(KvEngineKind::Null, dir.path(), &small_opts()).unwrap();
     let c = cfg("a", 100, 200);
     let spec = PhaseSpec::split(200, 2, Some(2000.0), 1);
-    let o = run(eng.as_ref(), &YcsbRun::new(&c, 1), &spec, dir.path()).unwrap();
+    let o = run(eng.as_ref(), &YcsbRun::new(&c, 1, false), &spec, dir.path()).unwrap();
     let read = o.rec.intended[KvOp::Read.idx()].as_ref().unwrap();
     assert!(!read.is_empty());
     // 200 ops at 2000/s take about 0.1 s.

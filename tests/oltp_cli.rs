@@ -1,7 +1,8 @@
 //! `iolab oltp` end to end on SQLite with the real binary: the load's row
 //! counts, a two-point sweep with all five transactions and consistency
 //! 1-4, the target left empty, `--db` reuse, SIGINT mid-run, bad input
-//! (exit 2 naming the field) and `iolab report` on the results.
+//! (exit 2 naming the field, server settings included) and `iolab report`
+//! on the results. The private servers are in tests/oltp_servers.rs.
 
 mod common;
 
@@ -259,7 +260,54 @@ fn bad_input_exits_2_naming_the_field() {
         (vec!["--users", "1,,2"], "--users"),
         (vec!["--time", "0"], "--time"),
         (vec!["--time", "soon"], "--time"),
-        (vec!["--engine", "postgres"], "--server-url"),
+        (
+            vec![
+                "--engine",
+                "postgres",
+                "--server-url",
+                "postgres://u@127.0.0.1:1/db",
+                "--shared-buffers",
+                "64m",
+            ],
+            "--shared-buffers",
+        ),
+        (
+            vec![
+                "--engine",
+                "mariadb",
+                "--server-url",
+                "mysql://u@127.0.0.1:1/db",
+                "--server-set",
+                "x=1",
+            ],
+            "--server-set",
+        ),
+        (vec!["--shared-buffers", "64m"], "--shared-buffers"),
+        (
+            vec!["--engine", "mariadb", "--shared-buffers", "64m"],
+            "--shared-buffers",
+        ),
+        (
+            vec!["--engine", "postgres", "--buffer-pool", "1g"],
+            "--buffer-pool",
+        ),
+        (
+            vec!["--engine", "postgres", "--shared-buffers", "lots"],
+            "--shared-buffers",
+        ),
+        (
+            vec!["--engine", "postgres", "--persistence", "rdb"],
+            "--persistence",
+        ),
+        (vec!["--engine", "postgres", "--keep"], "--keep"),
+        (
+            vec!["--engine", "postgres", "--server-url", "/run/postgresql"],
+            "--server-url",
+        ),
+        (
+            vec!["--engine", "postgres", "--server-url", "mysql://u@h/db"],
+            "--server-url",
+        ),
         (
             vec![
                 "--engine",

@@ -11,19 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{files_in, workdir};
-
-/// A small xorshift: the test needs reproducible delays, not quality.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use common::{files_in, workdir, Rng};
 
 #[derive(Clone, Copy, Debug)]
 enum Signal {
@@ -228,18 +216,7 @@ fn trial(verb: &Verb, how: Signal, delay: Duration) -> Vec<PathBuf> {
 
 #[test]
 fn interrupts_at_random_moments_leave_nothing() {
-    let seed = std::env::var("IOLAB_INTERRUPT_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_env_or_clock();
     let mut failures = Vec::new();
     for verb in verbs() {
         for how in [Signal::Int, Signal::DoubleInt, Signal::Kill] {
@@ -252,7 +229,8 @@ fn interrupts_at_random_moments_leave_nothing() {
     }
     assert!(
         failures.is_empty(),
-        "left behind (IOLAB_INTERRUPT_SEED={seed}):\n{}",
+        "left behind (IOLAB_INTERRUPT_SEED={}):\n{}",
+        rng.seed,
         failures.join("\n")
     );
 }

@@ -334,6 +334,56 @@ fn report_in_headless_chromium() {
         &["id=\"kv-throughput\"", "id=\"kv-latency\""],
     );
     check_media(&bin);
+    check_timelines(&bin);
+}
+
+/// The timelines of a real oltp run on a private PostgreSQL (the load and
+/// two points): in the browser's DOM each timeline section has a chart
+/// per phase, the CPU chart with its four machine lines and the server's,
+/// and every second of the phase drawn on every line.
+fn check_timelines(bin: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("oltp-postgres.json")).unwrap())
+            .unwrap();
+    let mut seconds = vec![results["extra"]["oltp_load"]["timeline"]["t_s"]
+        .as_array()
+        .unwrap()
+        .len()];
+    for p in results["points"].as_array().unwrap() {
+        seconds.push(p["extra"]["timeline"]["t_s"].as_array().unwrap().len());
+    }
+    let dom = check_report(
+        bin,
+        "oltp-postgres.json",
+        "oltp-postgres.png",
+        &[
+            "id=\"oltp-nopm\"",
+            "id=\"oltp-server\"",
+            "Machine CPU over time",
+            "Disk bandwidth over time",
+        ],
+    );
+    for (id, lines) in [
+        ("timeline-cpu", 5),
+        ("timeline-disk", 2),
+        ("timeline-iops", 2),
+        ("timeline-client", 1),
+    ] {
+        let charts: Vec<&str> = section(&dom, id).split("<svg").skip(1).collect();
+        assert_eq!(charts.len(), seconds.len(), "{id}: a chart per phase");
+        for (c, n) in charts.iter().zip(&seconds) {
+            assert_eq!(c.matches("class=\"series\"").count(), lines, "{id}");
+            assert_eq!(c.matches("class=\"pt\"").count(), n * lines, "{id}");
+        }
+    }
+    let cpu = section(&dom, "timeline-cpu");
+    for line in ["user", "system", "iowait", "idle", "server usr+sys"] {
+        assert!(
+            cpu.contains(&format!("class=\"series\" data-label=\"{line}\"")),
+            "no {line} line"
+        );
+    }
 }
 
 /// The media sections of a real run over four targets and two workloads

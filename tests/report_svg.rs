@@ -68,6 +68,7 @@ fn every_chart_has_its_points() {
         "trace-sample.json",
         "remote-nbd.json",
         "media.json",
+        "oltp-postgres.json",
     ] {
         let r = Results::read(&root.join(f)).unwrap();
         for s in charts::sections(&r) {
@@ -155,10 +156,16 @@ fn media_sections_draw_every_target() {
         );
     }
     assert_eq!(cdfs.table.rows.len(), 8);
-    let snaps = root.join("snapshots");
+    match_snapshots(&[media, cdfs]);
+}
+
+/// The charts of `sections` as committed in snapshots/ID-N.svg (written
+/// anew with IOLAB_UPDATE_SNAPSHOTS).
+fn match_snapshots(sections: &[&charts::Section]) {
+    let snaps = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/snapshots");
     let update = std::env::var_os("IOLAB_UPDATE_SNAPSHOTS").is_some();
     let mut failures = Vec::new();
-    for s in [media, cdfs] {
+    for s in sections {
         for (i, svg) in s.svgs.iter().enumerate() {
             let path = snaps.join(format!("{}-{}.svg", s.id, i + 1));
             if update {
@@ -172,4 +179,58 @@ fn media_sections_draw_every_target() {
         failures.is_empty(),
         "{failures:?} differ; if intended, rerun with IOLAB_UPDATE_SNAPSHOTS=1 and review"
     );
+}
+
+/// The timelines of a real oltp run on a private PostgreSQL (the load and
+/// two points): a CPU chart per phase with the machine's four lines and
+/// the server's, disk bandwidth and IOPS with read and write, the
+/// client's rate; every second of each phase drawn; the charts as
+/// committed (snapshots/timeline-*.svg).
+#[test]
+fn timeline_sections_draw_every_phase() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let r = Results::read(&root.join("oltp-postgres.json"))
+        .unwrap()
+        .with_analysis();
+    let sections: Vec<_> = charts::sections(&r)
+        .into_iter()
+        .filter(|s| s.id.starts_with("timeline-"))
+        .collect();
+    let ids: Vec<&str> = sections.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "timeline-cpu",
+            "timeline-disk",
+            "timeline-iops",
+            "timeline-client"
+        ]
+    );
+    let seconds: Vec<usize> = std::iter::once(&r.extra["oltp_load"]["timeline"]["t_s"])
+        .map(|t| t.as_array().unwrap().len())
+        .chain(
+            r.points
+                .iter()
+                .map(|p| p.extra.timeline.as_ref().unwrap().len()),
+        )
+        .collect();
+    let lines = [5, 2, 2, 1];
+    for (s, lines) in sections.iter().zip(lines) {
+        assert_eq!(s.svgs.len(), 3, "{}: load and two points", s.id);
+        for (svg, n) in s.svgs.iter().zip(&seconds) {
+            assert_eq!(svg.matches("class=\"series\"").count(), lines, "{}", s.id);
+            assert_eq!(svg.matches("class=\"pt\"").count(), n * lines, "{}", s.id);
+        }
+        assert_eq!(
+            s.table.rows.len(),
+            seconds.iter().sum::<usize>(),
+            "{}",
+            s.id
+        );
+    }
+    assert!(sections[0].svgs[1].contains("server usr+sys"));
+    assert!(
+        sections[3].svgs[0].contains("rows/s") && sections[3].svgs[1].contains("transactions/s")
+    );
+    match_snapshots(&sections.iter().collect::<Vec<_>>());
 }

@@ -226,6 +226,7 @@ fn sections_of_real_files_are_all_typed() {
         "device-batching.json",
         "device-loadlat.json",
         "device-steady.json",
+        "oltp-postgres.json",
     ] {
         let (_, r) = load(&dir.join(name));
         for p in &r.points {
@@ -234,6 +235,9 @@ fn sections_of_real_files_are_all_typed() {
             for (key, set) in [
                 ("kv", p.extra.kv.is_some()),
                 ("trace", p.extra.trace.is_some()),
+                ("oltp", p.extra.oltp.is_some()),
+                ("server", p.extra.server.is_some()),
+                ("timeline", p.extra.timeline.is_some()),
             ] {
                 if set {
                     seen.insert(key);
@@ -243,9 +247,54 @@ fn sections_of_real_files_are_all_typed() {
     }
     assert_eq!(
         seen.into_iter().collect::<Vec<_>>(),
-        ["kv", "trace"],
+        ["kv", "oltp", "server", "timeline", "trace"],
         "the fixtures cover every typed section"
     );
+}
+
+/// The server and timeline sections of a real oltp run on a private
+/// PostgreSQL are typed, hold equal-length columns, and are written back
+/// as read (also after a change: the typed values are what is written).
+#[test]
+fn server_and_timeline_sections_read_back() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let (_, r) = load(&dir.join("oltp-postgres.json"));
+    assert_eq!(r.points.len(), 2);
+    for p in &r.points {
+        let s = p.extra.server.as_deref().expect("server");
+        let proc_ = s.process.as_ref().expect("the server's processes");
+        assert!(proc_.usr_pct + proc_.sys_pct > 0.0 && proc_.processes > 1);
+        assert!(s.db_size_bytes.unwrap() > 0 && s.device_write_bytes_per_op.is_some());
+        assert_eq!(s.ops, p.total.ops);
+        let t = p.extra.timeline.as_deref().expect("timeline");
+        let n = t.len();
+        assert!(n >= 4, "{n} seconds");
+        for col in [
+            &t.len_s,
+            &t.cpu_usr_pct,
+            &t.cpu_sys_pct,
+            &t.cpu_iowait_pct,
+            &t.cpu_idle_pct,
+            &t.disk_read_mib_s,
+            &t.disk_write_mib_s,
+            &t.disk_read_iops,
+            &t.disk_write_iops,
+            &t.server_usr_pct,
+            &t.server_sys_pct,
+            &t.client_ops_s,
+        ] {
+            assert_eq!(col.len(), n);
+        }
+        let mut changed = p.clone();
+        changed.extra.timeline.as_mut().unwrap().client_ops_s[0] = 12.5;
+        let text = serde_json::to_string(&changed).unwrap();
+        let back: iolab::results::Point = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.extra, changed.extra);
+        assert_eq!(back.extra.timeline.unwrap().client_ops_s[0], 12.5);
+    }
+    let load_t = &r.extra["oltp_load"]["timeline"];
+    let t: iolab::results::TimelineSeries = serde_json::from_value(load_t.clone()).unwrap();
+    assert_eq!(&serde_json::to_value(&t).unwrap(), load_t);
 }
 
 /// A section that does not parse exactly (a field missing or unknown)

@@ -29,21 +29,7 @@ fn server_dir() -> tempfile::TempDir {
 }
 
 fn installed(kind: ServerKind) -> bool {
-    let progs: &[&str] = match kind {
-        ServerKind::Postgres => &["initdb", "postgres"],
-        ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
-        ServerKind::Redis => &["redis-server"],
-    };
-    let ok = progs
-        .iter()
-        .all(|p| private::find_program(kind, p).is_some());
-    if !ok {
-        eprintln!(
-            "SKIP {}: not installed (scripts/install-deps.sh installs it)",
-            kind.name()
-        );
-    }
-    ok
+    common::server_installed(kind)
 }
 
 fn running(pid: u32) -> bool {

@@ -79,6 +79,18 @@ pub struct KvArgs {
     #[command(flatten)]
     pub place: Box<PlaceArgs>,
 
+    /// Server engines (postgres, mariadb, redis): the server.
+    #[command(
+        flatten,
+        next_help_heading = "Database server (postgres, mariadb, redis)"
+    )]
+    pub server: Box<crate::cli::server::ServerArgs>,
+
+    /// Report the share of each operation kind at or under this latency
+    /// (Intel's figure), next to the latency standard deviation
+    #[arg(long, value_name = "DUR", default_value = "1ms")]
+    pub under: String,
+
     /// Seed of the key, operation and value generators (the same default in every verb)
     #[arg(long, default_value_t = 4207)]
     pub seed: u64,

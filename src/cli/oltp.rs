@@ -3,35 +3,44 @@
 use clap::Args;
 use std::path::PathBuf;
 
+use super::server::ServerArgs;
+
 #[derive(Debug, Args)]
 #[command(
     after_help = "TPC-C-derived: the spec's schema, load, five transactions and mix, \
 not an audited TPC-C result; it reports NOPM (new orders per minute).
 
 Examples:
-  iolab oltp -t /mnt/nvme -w 1 --users 1,2,4,8,16 --time 60s -o nvme.json
+  iolab oltp --engine postgres -t /mnt/nvme -w 4 --users 1,2,4,8 -o pg-nvme.json
+  iolab oltp --engine mariadb -t /mnt/sata -w 4 --users 8 --buffer-pool 1g --time 5m
+  iolab oltp --engine postgres -t /mnt/nvme --shared-buffers 1g --max-wal-size 4g --users 16
+  iolab oltp -t /mnt/nvme -w 1 --users 1,2,4,8,16 --time 60s -o sqlite-nvme.json
   iolab oltp -t /mnt/sata -w 4 --users 8 --time 5m --ramp 30s --keep
   iolab oltp --db /mnt/sata/iolab-oltp-1234/tpcc.sqlite -w 4 --users 16
-  iolab oltp --engine postgres --server-url postgres://tpcc:secret@127.0.0.1:5432/tpcc -w 10 --users 32
-  iolab oltp --engine mariadb --server-url mysql://root@localhost/tpcc?socket=/run/mysqld/mysqld.sock
-  iolab report nvme.json"
+  iolab oltp --engine postgres --server-url postgres://tpcc:secret@db.example:5432/tpcc -w 10 --users 32
+  iolab oltp --engine mariadb --server-url 'mysql://root@localhost/tpcc?socket=/run/mysqld/mysqld.sock'
+  iolab report pg-nvme.json
+
+postgres and mariadb start a private server with its data under --target
+(own port on 127.0.0.1, random password), stopped and removed at the end;
+--server-url uses a running server instead (its tables are dropped and
+loaded anew, nothing else is touched)."
 )]
 pub struct OltpArgs {
     /// Database engine: sqlite (embedded, in --target), postgres or mariadb
-    /// (a running server named by --server-url).
+    /// (a private server started with its data under --target, or the
+    /// running server named by --server-url)
     #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "postgres", "mariadb"])]
     pub engine: String,
 
-    /// Directory on the filesystem under test: the SQLite database goes in a
-    /// scratch directory made inside it, removed at the end unless --keep
+    /// Directory on the filesystem under test: the SQLite database, or the
+    /// private server's data directory, goes in a scratch directory made
+    /// inside it, removed at the end (SQLite's unless --keep)
     #[arg(short = 't', long, value_name = "DIR", default_value = ".")]
     pub target: PathBuf,
 
-    /// The server to run against (postgres://USER:PW@HOST:PORT/DB,
-    /// mysql://USER:PW@HOST:PORT/DB, ?host=DIR / ?socket=PATH or a bare
-    /// path for a unix socket); its tables are dropped and loaded anew
-    #[arg(long, value_name = "URL")]
-    pub server_url: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
 
     /// Warehouses (the scale: about 100 MB each on SQLite)
     #[arg(short = 'w', long, default_value_t = 1)]

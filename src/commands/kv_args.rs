@@ -6,10 +6,11 @@ use crate::cli::kv::{KvArgs, PhaseSel};
 use crate::error::usage;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::EngineOptions;
-use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
+use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
 use crate::plan::parse::parse_size;
+use crate::servers::ServerSettings;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -46,6 +47,8 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             drop_caches: a.place.drop_caches,
             flush_between: a.place.flush_between,
         },
+        server: server(a)?,
+        under_ns: under(&a.under)?,
         seed: a.seed,
         output: a.output.clone(),
         status_interval_s: a.status_interval,
@@ -67,6 +70,34 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
     }
     plan.validate()?;
     Ok(plan)
+}
+
+/// `--under`: a positive latency.
+fn under(s: &str) -> Result<u64> {
+    let ns = crate::plan::parse::parse_duration_ns("--under", s)?;
+    if ns == 0 {
+        return Err(usage(
+            "--under",
+            "must be a latency above 0 (for example 1ms, 500us)",
+        ));
+    }
+    Ok(ns)
+}
+
+/// The server of a server engine, its settings checked.
+fn server(a: &KvArgs) -> Result<KvServer> {
+    if a.server.server_url.is_some() {
+        if let Some(flag) = ServerSettings::private_only(&a.server) {
+            return Err(usage(
+                flag,
+                "sets up the private server iolab starts; with --server-url the server is yours to configure",
+            ));
+        }
+    }
+    Ok(KvServer {
+        url: a.server.server_url.clone(),
+        settings: ServerSettings::from_args(&a.server)?,
+    })
 }
 
 /// Engine options from the flags (sizes parsed, the SQLite page size checked).
@@ -249,15 +280,40 @@ fn steps(a: &KvArgs, user: &Props) -> Result<Vec<Step>> {
             }
             (format!("ycsb-{letter}"), ycsb_props(Some(&letter), user)?)
         };
-        let cfg = YcsbConfig::from_props(&props)?;
-        if matches!(a.phase, PhaseSel::Load | PhaseSel::Both) {
-            steps.push(Step::YcsbLoad(name.clone(), cfg.clone()));
-        }
-        if matches!(a.phase, PhaseSel::Run | PhaseSel::Both) {
-            steps.push(Step::YcsbRun(name, cfg));
+        for (name, props) in record_sizes(&name, props)? {
+            let cfg = YcsbConfig::from_props(&props)?;
+            if matches!(a.phase, PhaseSel::Load | PhaseSel::Both) {
+                steps.push(Step::YcsbLoad(name.clone(), cfg.clone()));
+            }
+            if matches!(a.phase, PhaseSel::Run | PhaseSel::Both) {
+                steps.push(Step::YcsbRun(name, cfg));
+            }
         }
     }
     Ok(steps)
+}
+
+/// A record-size sweep: `fieldlength` given as a list (`-p
+/// fieldlength=1024,2048,4096`) makes one workload per length, named
+/// `NAME@LENGTHB`; a single length keeps the workload as it is.
+fn record_sizes(name: &str, props: Props) -> Result<Vec<(String, Props)>> {
+    let Some(list) = props.get("fieldlength").filter(|v| v.contains(',')) else {
+        return Ok(vec![(name.to_string(), props)]);
+    };
+    let list = list.to_string();
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        let len: i64 = item.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+            usage(
+                "fieldlength",
+                format!("'{item}' in '{list}' is not a field length in bytes (>= 1)"),
+            )
+        })?;
+        let mut p = props.clone();
+        p.set("fieldlength", len);
+        out.push((format!("{name}@{len}B"), p));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -311,6 +367,43 @@ mod tests {
             (cli.engine, cli.threads, cli.seed, cli.target_ops)
         );
         assert_eq!(format!("{:?}", lib.place), format!("{:?}", cli.place));
+    }
+
+    #[test]
+    fn a_fieldlength_list_sweeps_the_record_size() {
+        let swept = parse(&["a", "-p", "fieldlength=1024, 4096", "-p", "recordcount=10"]);
+        let steps: Vec<(String, i64)> = swept
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::YcsbLoad(n, c) => (format!("{n}.load"), c.fieldlength),
+                Step::YcsbRun(n, c) => (format!("{n}.run"), c.fieldlength),
+                Step::Bench(..) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("ycsb-a@1024B.load".to_string(), 1024),
+                ("ycsb-a@1024B.run".to_string(), 1024),
+                ("ycsb-a@4096B.load".to_string(), 4096),
+                ("ycsb-a@4096B.run".to_string(), 4096),
+            ]
+        );
+        assert_eq!(
+            parse(&["a"]).under_ns,
+            1_000_000,
+            "--under defaults to 1 ms"
+        );
+        for (args, field) in [
+            (&["kv", "a", "-p", "fieldlength=1024,,2"][..], "fieldlength"),
+            (&["kv", "a", "-p", "fieldlength=1k,2"][..], "fieldlength"),
+            (&["kv", "a", "--under", "0"][..], "--under"),
+        ] {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let e = plan(&cli.args).unwrap_err().to_string();
+            assert!(e.contains(field), "{args:?}: {e}");
+        }
     }
 
     #[test]

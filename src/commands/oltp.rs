@@ -9,6 +9,7 @@ use crate::oltp::sql::connect::Engine;
 use crate::plan::parse::parse_duration_ns;
 use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::output;
+use crate::servers::ServerSettings;
 
 /// The plan the arguments describe, validated.
 pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
@@ -19,7 +20,8 @@ pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
             format!("'{}' is not sqlite, postgres or mariadb", a.engine),
         )
     })?;
-    p.server_url = a.server_url.clone();
+    p.server_url = a.server.server_url.clone();
+    p.settings = server_settings(a, p.engine)?;
     p.db = a.db.clone();
     p.keep = a.keep;
     p.warehouses = a.warehouses;
@@ -38,13 +40,65 @@ pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
     Ok(p)
 }
 
+/// The private server's settings; exit 2 naming the flag for a setting
+/// that does not apply (a private server's with `--server-url`, another
+/// server's, any with SQLite).
+fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSettings> {
+    let s = &a.server;
+    let defaults = ServerSettings::default();
+    if s.persistence != defaults.persistence.name() || s.appendfsync != defaults.appendfsync {
+        let flag = if s.persistence != defaults.persistence.name() {
+            "--persistence"
+        } else {
+            "--appendfsync"
+        };
+        return Err(usage(flag, "is Redis's, and Redis is not an oltp engine"));
+    }
+    if let Some(flag) = ServerSettings::private_only(s) {
+        if engine == Engine::Sqlite {
+            return Err(usage(flag, "sets a private server, and sqlite has none"));
+        }
+        if s.server_url.is_some() {
+            return Err(usage(
+                flag,
+                "sets the private server iolab starts; with --server-url the server is yours to configure",
+            ));
+        }
+    }
+    let other = match engine {
+        Engine::Postgres => [
+            (s.buffer_pool.is_some(), "--buffer-pool"),
+            (s.flush_method != defaults.flush_method, "--flush-method"),
+        ],
+        Engine::Mariadb => [
+            (s.shared_buffers.is_some(), "--shared-buffers"),
+            (s.max_wal_size.is_some(), "--max-wal-size"),
+        ],
+        Engine::Sqlite => [(false, ""); 2],
+    };
+    if let Some((_, flag)) = other.iter().find(|(set, _)| *set) {
+        return Err(usage(
+            *flag,
+            format!("is not a setting of {}", engine.name()),
+        ));
+    }
+    ServerSettings::from_args(s)
+}
+
 /// The plan in words (`--dry-run`); a server URL without its password.
 fn describe(p: &OltpPlan) -> String {
     let database = match (&p.db, &p.server_url) {
         (Some(db), _) => format!("{} (reused: no load)", db.display()),
-        (None, Some(url)) => crate::oltp::sql::DbConnect::parse_url(p.engine, url)
-            .map(|c| c.describe())
+        (None, Some(url)) => crate::servers::Endpoint::parse(url)
+            .map(|e| format!("{} (its tables dropped and loaded anew)", e.display_url()))
             .unwrap_or_else(|_| "?".into()),
+        (None, None) if p.engine != Engine::Sqlite => format!(
+            "a private {} server, data in {}/iolab-{}-PID-N (removed at exit){}",
+            p.engine.name(),
+            p.target.display(),
+            p.engine.name(),
+            settings_text(p)
+        ),
         (None, None) => format!(
             "{}/iolab-oltp-PID/tpcc.sqlite ({})",
             p.target.display(),
@@ -74,6 +128,31 @@ fn describe(p: &OltpPlan) -> String {
             .as_ref()
             .map_or("none".to_string(), |o| o.display().to_string()),
     )
+}
+
+/// The settings given to a private server, for the dry run.
+fn settings_text(p: &OltpPlan) -> String {
+    let s = &p.settings;
+    let mut parts = Vec::new();
+    if p.engine == Engine::Mariadb {
+        parts.push(format!("innodb_flush_method {}", s.flush_method));
+    }
+    let size = |n: u64| crate::kv::report::human(n);
+    if let Some(b) = s.shared_buffers {
+        parts.push(format!("shared_buffers {}", size(b)));
+    }
+    if let Some(b) = s.max_wal_size {
+        parts.push(format!("max_wal_size {}", size(b)));
+    }
+    if let Some(b) = s.buffer_pool {
+        parts.push(format!("innodb_buffer_pool_size {}", size(b)));
+    }
+    parts.extend(s.set.iter().map(|(k, v)| format!("{k}={v}")));
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join(", "))
+    }
 }
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {

@@ -120,6 +120,8 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
             writer_rate: None,
         },
         place,
+        server: Default::default(),
+        under_ns: 1_000_000,
         seed,
         output: None,
         status_interval_s: None,

@@ -31,6 +31,11 @@ pub trait KvSession {
     /// cursor (db_bench's readseq iterator), opened at the first key on the
     /// first call; false at the end of the database, where the cursor closes.
     fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool>;
+    /// Replace field `index` of a record of an engine that keeps fields
+    /// apart (`KvEngine::fields`), without reading it.
+    fn update_field(&mut self, _key: &[u8], _index: usize, _value: &[u8]) -> Result<()> {
+        anyhow::bail!("this engine stores records whole: update_field does not apply")
+    }
 }
 
 /// An opened database.
@@ -53,6 +58,22 @@ pub trait KvEngine: Send + Sync {
     fn stores_data(&self) -> bool {
         true
     }
+    /// Servers keep YCSB's fields apart (a column or a hash field each):
+    /// records are this many equal fields concatenated, checked field by
+    /// field (`kv::fields`). `None`: records are one value (`kv::value`).
+    fn field_count(&self) -> Option<usize> {
+        None
+    }
+    /// Empty the database before a load (servers: a YCSB load inserts,
+    /// and a second load of the same keys would collide).
+    fn reset(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Drop what iolab created on a server it did not start (its schema,
+    /// database or keys), at the end of the run.
+    fn cleanup(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Which engine to open.
@@ -65,16 +86,23 @@ pub enum KvEngineKind {
     Fjall,
     /// Does nothing: measures the driver's own per-operation cost.
     Null,
+    /// Servers (`crate::servers`): YCSB's JDBC table layout or Redis hashes.
+    Postgres,
+    Mariadb,
+    Redis,
 }
 
 impl KvEngineKind {
-    pub const ALL: [KvEngineKind; 6] = [
+    pub const ALL: [KvEngineKind; 9] = [
         KvEngineKind::Rocksdb,
         KvEngineKind::Lmdb,
         KvEngineKind::Sqlite,
         KvEngineKind::Redb,
         KvEngineKind::Fjall,
         KvEngineKind::Null,
+        KvEngineKind::Postgres,
+        KvEngineKind::Mariadb,
+        KvEngineKind::Redis,
     ];
 
     pub fn parse(s: &str) -> Option<KvEngineKind> {
@@ -89,6 +117,20 @@ impl KvEngineKind {
             KvEngineKind::Redb => "redb",
             KvEngineKind::Fjall => "fjall",
             KvEngineKind::Null => "null",
+            KvEngineKind::Postgres => "postgres",
+            KvEngineKind::Mariadb => "mariadb",
+            KvEngineKind::Redis => "redis",
+        }
+    }
+
+    /// The server behind a server engine; `None` for embedded engines.
+    pub fn server(self) -> Option<crate::servers::ServerKind> {
+        use crate::servers::ServerKind;
+        match self {
+            KvEngineKind::Postgres => Some(ServerKind::Postgres),
+            KvEngineKind::Mariadb => Some(ServerKind::Mariadb),
+            KvEngineKind::Redis => Some(ServerKind::Redis),
+            _ => None,
         }
     }
 }
@@ -189,6 +231,24 @@ pub fn open(kind: KvEngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<
         KvEngineKind::Redb => Box::new(super::engines::redb::Redb::open(dir, opts)?),
         KvEngineKind::Fjall => Box::new(super::engines::fjall::Fjall::open(dir, opts)?),
         KvEngineKind::Null => Box::new(super::engines::null::Null),
+        KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => {
+            anyhow::bail!(
+                "{} is a server: open it with kv::engine::open_server",
+                kind.name()
+            )
+        }
+    })
+}
+
+/// Open a server engine on `server` with records of `fields` fields: the table or
+/// keys go in iolab's own database (a private server) or in a schema,
+/// database or key prefix of iolab's (an existing server), created now.
+pub fn open_server(server: &crate::servers::Server, fields: usize) -> Result<Box<dyn KvEngine>> {
+    use crate::servers::ServerKind;
+    Ok(match server.kind() {
+        ServerKind::Postgres => Box::new(super::engines::pg::Pg::open(server, fields)?),
+        ServerKind::Mariadb => Box::new(super::engines::maria::Maria::open(server, fields)?),
+        ServerKind::Redis => Box::new(super::engines::redis::RedisKv::open(server, fields)?),
     })
 }
 

@@ -75,7 +75,13 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// Fill `field` (its full length) with a fresh body for field `index` of
 /// `key`, and its check.
 #[inline]
-pub fn build_field<R: Rng + ?Sized>(pool: &TextPool, rng: &mut R, key: &[u8], index: usize, field: &mut [u8]) {
+pub fn build_field<R: Rng + ?Sized>(
+    pool: &TextPool,
+    rng: &mut R,
+    key: &[u8],
+    index: usize,
+    field: &mut [u8],
+) {
     pool.fill(rng, field);
     if field.len() > CHECK {
         let c = crc(key, index, &field[CHECK..]);
@@ -86,7 +92,13 @@ pub fn build_field<R: Rng + ?Sized>(pool: &TextPool, rng: &mut R, key: &[u8], in
 }
 
 /// A fresh record of `layout` for `key` into `out`.
-pub fn build_record<R: Rng + ?Sized>(pool: &TextPool, rng: &mut R, key: &[u8], layout: FieldLayout, out: &mut Vec<u8>) {
+pub fn build_record<R: Rng + ?Sized>(
+    pool: &TextPool,
+    rng: &mut R,
+    key: &[u8],
+    layout: FieldLayout,
+    out: &mut Vec<u8>,
+) {
     out.clear();
     out.resize(layout.record_len(), 0);
     for (i, f) in out.chunks_mut(layout.len).enumerate() {
@@ -113,7 +125,10 @@ pub fn verify_record(key: &[u8], layout: FieldLayout, record: &[u8]) -> Result<(
             .and_then(|s| u32::from_str_radix(s, 16).ok());
         let computed = crc(key, i, &f[CHECK..]);
         if stored != Some(computed) {
-            return Err(format!("field{i}: check {:?} does not match {computed:08x}", String::from_utf8_lossy(&f[..CHECK])));
+            return Err(format!(
+                "field{i}: check {:?} does not match {computed:08x}",
+                String::from_utf8_lossy(&f[..CHECK])
+            ));
         }
     }
     Ok(())
@@ -126,7 +141,10 @@ mod tests {
 
     #[test]
     fn records_check_themselves_field_by_field() {
-        let layout = FieldLayout { count: 10, len: 100 };
+        let layout = FieldLayout {
+            count: 10,
+            len: 100,
+        };
         let pool = TextPool::new(100, 3);
         let mut r = SplitMix64(9);
         let mut rec = Vec::new();
@@ -143,9 +161,16 @@ mod tests {
         rec[500..600].copy_from_slice(&f3);
         let e = verify_record(b"user42", layout, &rec).unwrap_err();
         assert!(e.starts_with("field5"), "{e}");
-        assert!(verify_record(b"user42", layout, &rec[..999]).is_err(), "truncated");
+        assert!(
+            verify_record(b"user42", layout, &rec[..999]).is_err(),
+            "truncated"
+        );
         let tiny = FieldLayout { count: 2, len: 4 };
         build_record(&pool, &mut r, b"k", tiny, &mut rec);
-        assert_eq!(verify_record(b"other", tiny, &rec), Ok(()), "no check under 9 bytes");
+        assert_eq!(
+            verify_record(b"other", tiny, &rec),
+            Ok(()),
+            "no check under 9 bytes"
+        );
     }
 }

@@ -1,8 +1,9 @@
-//! Database workloads on embedded engines (YCSB, db_bench style).
+//! Database workloads (YCSB, db_bench style) on embedded engines and database servers.
 
 pub mod dbbench;
 pub mod engine;
 pub mod engines;
+pub mod fields;
 pub mod generator;
 pub mod keys;
 pub mod loadstats;

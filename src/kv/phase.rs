@@ -83,6 +83,9 @@ pub struct PhaseSpec {
     /// Stop every worker this long after the start (YCSB's
     /// `maxexecutiontime`), even with operations left.
     pub deadline_ns: Option<u64>,
+    /// Operations done so far, kept current every 20 ms for a sampler on
+    /// another thread (the database timeline).
+    pub live_ops: Option<std::sync::Arc<AtomicU64>>,
 }
 
 impl PhaseSpec {
@@ -104,6 +107,7 @@ impl PhaseSpec {
             seed,
             flush_after: false,
             deadline_ns: None,
+            live_ops: None,
         }
     }
 }
@@ -212,7 +216,13 @@ pub fn run_reporting(
         shared.start_at.store(mono_now_ns(), Ordering::Release);
         t_begin = shared.start_at.load(Ordering::Relaxed);
         shared.barrier.wait();
-        series = sample_series(&shared.progress, &handles, t_begin, on_progress);
+        series = sample_series(
+            &shared.progress,
+            &handles,
+            t_begin,
+            spec.live_ops.as_deref(),
+            on_progress,
+        );
         for h in handles {
             recs.push(
                 h.join()
@@ -353,6 +363,7 @@ fn sample_series<T>(
     progress: &[Progress],
     handles: &[std::thread::ScopedJoinHandle<'_, T>],
     t_begin: u64,
+    live_ops: Option<&AtomicU64>,
     on_progress: OnProgress<'_>,
 ) -> Vec<SeriesPoint> {
     let mut series = Vec::new();
@@ -361,6 +372,10 @@ fn sample_series<T>(
     loop {
         let finished = handles.iter().all(|h| h.is_finished());
         let now = mono_now_ns();
+        if let Some(live) = live_ops {
+            let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+            live.store(ops, Ordering::Relaxed);
+        }
         if finished || now - last_t >= 1_000_000_000 {
             let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
             let lat: u64 = progress

@@ -10,6 +10,7 @@ use super::dbbench::{Bench, DbBenchConfig};
 use super::engine::{Compression, EngineOptions, KvEngineKind};
 use super::ycsb::YcsbConfig;
 use crate::error::usage;
+use crate::servers::ServerSettings;
 use anyhow::Result;
 
 /// One phase of the plan.
@@ -73,6 +74,14 @@ impl KvPlace {
     }
 }
 
+/// The server of a server engine: an existing one (`url`) or a private
+/// one iolab starts under the target with `settings`.
+#[derive(Debug, Clone, Default)]
+pub struct KvServer {
+    pub url: Option<String>,
+    pub settings: ServerSettings,
+}
+
 /// db_bench reader settings beyond the key and value shape.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BenchReads {
@@ -95,6 +104,10 @@ pub struct KvPlan {
     pub bench: DbBenchConfig,
     pub reads: BenchReads,
     pub place: KvPlace,
+    /// Server engines: which server.
+    pub server: KvServer,
+    /// The latency threshold of the share-under figure (`--under`).
+    pub under_ns: u64,
     pub seed: u64,
     /// The results file, rewritten after every phase.
     pub output: Option<PathBuf>,
@@ -127,6 +140,7 @@ impl KvPlan {
         if self.steps.iter().any(|s| matches!(s, Step::Bench(..))) {
             self.bench.validate()?;
         }
+        self.validate_server()?;
         let compresses = matches!(self.engine, KvEngineKind::Rocksdb | KvEngineKind::Fjall);
         if self.options.compression != Compression::None && !compresses {
             return Err(usage(
@@ -138,6 +152,66 @@ impl KvPlan {
             ));
         }
         Ok(())
+    }
+
+    /// What a server engine cannot do, and server flags without one.
+    fn validate_server(&self) -> Result<()> {
+        let Some(kind) = self.engine.server() else {
+            if self.server.url.is_some() {
+                return Err(usage(
+                    "--server-url",
+                    format!(
+                        "{} is embedded: --server-url applies to postgres, mariadb and redis",
+                        self.engine.name()
+                    ),
+                ));
+            }
+            return Ok(());
+        };
+        let name = kind.name();
+        if self.steps.iter().any(|s| matches!(s, Step::Bench(..))) {
+            return Err(usage(
+                "WORKLOAD",
+                format!("db_bench-style benchmarks run on embedded engines; {name} runs YCSB workloads (a..f or -P FILE)"),
+            ));
+        }
+        if self.place.db.is_some() {
+            return Err(usage(
+                "--db",
+                format!("{name} keeps its data in its server: give --target DIR (a private server) or --server-url"),
+            ));
+        }
+        if self.place.memory_limit.is_some() {
+            return Err(usage(
+                "--memory-limit",
+                format!("the {name} server would not be in iolab's memory cgroup: size its cache with the server flags instead"),
+            ));
+        }
+        if self.place.keep {
+            return Err(usage(
+                "--keep",
+                format!("a private {name} server is removed at the end of the run"),
+            ));
+        }
+        self.field_count()?;
+        Ok(())
+    }
+
+    /// The number of fields of the YCSB steps, which a server's table has
+    /// once for the whole run.
+    pub fn field_count(&self) -> Result<usize> {
+        let mut counts = self.steps.iter().filter_map(|s| match s {
+            Step::YcsbLoad(_, c) | Step::YcsbRun(_, c) => Some(c.fieldcount),
+            Step::Bench(..) => None,
+        });
+        let first = counts.next().unwrap_or(10);
+        if counts.any(|c| c != first) {
+            return Err(usage(
+                "fieldcount",
+                "the workloads of one run on a server must have the same fieldcount (its table has one set of columns)",
+            ));
+        }
+        Ok(first.max(1) as usize)
     }
 
     /// The most data one phase loads (keys and values, before any engine

@@ -29,6 +29,18 @@ pub struct KvPhaseInfo {
     pub max_backlog_ns: u64,
     /// Reads of keys that should have been there and were not.
     pub missing: u64,
+    /// Intel's figure: the share of each op kind's operations at or under
+    /// a latency threshold (`--under`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under: Option<LatencyShare>,
+}
+
+/// The share of operations at or under a latency threshold, per op kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyShare {
+    pub threshold_ns: u64,
+    /// Op kind -> percent of its operations at or under the threshold.
+    pub share_pct: BTreeMap<String, f64>,
 }
 
 pub fn build(
@@ -37,11 +49,16 @@ pub fn build(
     o: &PhaseOutcome,
     engine: &dyn KvEngine,
     started_at: String,
+    under_ns: u64,
 ) -> Point {
     let secs = (o.duration_ns as f64 / 1e9).max(1e-9);
     let mut ops = BTreeMap::new();
     let mut histograms = BTreeMap::new();
     let mut intended = BTreeMap::new();
+    let mut under = LatencyShare {
+        threshold_ns: under_ns,
+        share_pct: BTreeMap::new(),
+    };
     let mut total = Totals::default();
     for k in KvOp::ALL {
         let i = k.idx();
@@ -63,6 +80,9 @@ pub fn build(
             },
         );
         histograms.insert(format!("{}.lat", k.name()), h.encode());
+        under
+            .share_pct
+            .insert(k.name().to_string(), 100.0 * h.share_at_or_below(under_ns));
         // Parts of read-modify-write are not separate operations.
         if !matches!(k, KvOp::RmwRead | KvOp::RmwUpdate) {
             total.ops += n;
@@ -109,6 +129,7 @@ pub fn build(
             intended_lat: intended,
             max_backlog_ns: o.max_backlog_ns,
             missing: o.rec.missing,
+            under: Some(under),
         })),
         ..Default::default()
     };

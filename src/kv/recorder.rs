@@ -194,6 +194,8 @@ fn merge_hist(a: &mut Option<LatencyHistogram>, b: &Option<LatencyHistogram>) {
 /// the worker's recorder.
 #[derive(Default)]
 pub struct ScanTally {
+    /// Records of fields kept apart (`kv::fields`); `None`: whole values.
+    pub fields: Option<crate::kv::fields::FieldLayout>,
     pub bytes: u64,
     pub verified: u64,
     pub bad: u64,
@@ -201,11 +203,22 @@ pub struct ScanTally {
 }
 
 impl ScanTally {
+    pub fn for_fields(layout: crate::kv::fields::FieldLayout) -> ScanTally {
+        ScanTally {
+            fields: Some(layout),
+            ..ScanTally::default()
+        }
+    }
+
     #[inline]
     pub fn visit(&mut self, k: &[u8], v: &[u8]) {
         self.bytes += (k.len() + v.len()) as u64;
         self.verified += 1;
-        if super::value::verify(k, v).is_err() {
+        let ok = match self.fields {
+            None => super::value::verify(k, v).is_ok(),
+            Some(l) => super::fields::verify_record(k, l, v).is_ok(),
+        };
+        if !ok {
             self.bad += 1;
             if self.first_bad.is_none() {
                 self.first_bad = Some(String::from_utf8_lossy(k).into_owned());

@@ -61,8 +61,24 @@ pub fn ycsb_lines(o: &PhaseOutcome) -> String {
 pub fn latency_table(p: &Point) -> String {
     let mut t = Table::new();
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    let under = p.extra.kv.as_ref().and_then(|k| k.under.as_ref());
+    let under_head = under
+        .map(|u| format!("<= {}", format_ns(u.threshold_ns as f64)))
+        .unwrap_or_else(|| "<= limit".into());
     t.set_header([
-        "op", "latency", "ops", "ops/s", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
+        "op",
+        "latency",
+        "ops",
+        "ops/s",
+        "mean",
+        "stdev",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "max",
+        &under_head,
     ]);
     let intended = p.extra.kv.as_ref().map(|k| &k.intended_lat);
     for (name, st) in &p.ops {
@@ -79,12 +95,17 @@ pub fn latency_table(p: &Point) -> String {
                 st.ops.to_string(),
                 format!("{:.0}", st.iops),
                 format_ns(l.mean_ns),
+                format_ns(l.stdev_ns),
                 pc(50.0),
                 pc(90.0),
                 pc(99.0),
                 pc(99.9),
                 pc(99.99),
                 format_ns(l.max_ns as f64),
+                match under.and_then(|u| u.share_pct.get(name)) {
+                    Some(pct) if label == "service" => format!("{pct:.1}%"),
+                    _ => String::new(),
+                },
             ]);
         }
     }

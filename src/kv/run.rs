@@ -14,8 +14,10 @@ use crate::analysis::AnalysisOptions;
 use crate::dut::{sysfs, TargetInfo, TargetKind};
 use crate::error::usage;
 use crate::interrupt;
+use crate::measure::probe::PhaseProbe;
 use crate::results::provenance::Provenance;
 use crate::results::{Point, Results};
+use crate::servers::Server;
 use crate::session::sink::ResultsSink;
 use crate::session::{Observer, Progress};
 use crate::testbed::cgroup::MemoryCgroup;
@@ -158,7 +160,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);
     plan.check_order(had_data || plan.engine == KvEngineKind::Null)?;
-    if plan.engine != KvEngineKind::Null {
+    if plan.engine != KvEngineKind::Null && plan.server.url.is_none() {
         check_space(plan)?;
     }
     interrupt::install();
@@ -176,7 +178,20 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         Some(l) => Some(MemoryCgroup::enter(l)?),
         None => None,
     };
-    let eng = engine::open(plan.engine, &dir.path, &plan.options)?;
+    // A private server keeps its data in the scratch directory.
+    let server = match plan.engine.server() {
+        Some(kind) => Some(Server::start_or_connect(
+            kind,
+            plan.server.url.as_deref(),
+            &dir.path,
+            &plan.server.settings,
+        )?),
+        None => None,
+    };
+    let eng = match &server {
+        Some(s) => engine::open_server(s, plan.field_count()?)?,
+        None => engine::open(plan.engine, &dir.path, &plan.options)?,
+    };
     obs.started(&Started {
         engine: eng.as_ref(),
         db: &dir.path,
@@ -191,6 +206,11 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         AnalysisOptions::default(),
     );
     sink.results.warnings.extend(plan.notices.iter().cloned());
+    if let Some(s) = &server {
+        sink.results
+            .extra
+            .insert("server".into(), serde_json::to_value(s.info())?);
+    }
     if let Some(cg) = &cgroup {
         sink.results.extra.insert("memory_cgroup".into(), serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit}));
     }
@@ -204,7 +224,12 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             if plan.place.drop_caches {
                 loadstats::drop_caches()?;
             }
-            let (name, work, mut spec, mut params) = step_job(step, plan);
+            if matches!(step, Step::YcsbLoad(..)) {
+                // A server's load inserts: empty what an earlier load left.
+                eng.reset()?;
+            }
+            let (name, work, mut spec, mut params) =
+                step_job(step, plan, eng.field_count().is_some());
             spec.flush_after = plan.place.flush_between;
             params.insert("engine".into(), eng.name().into());
             params.insert("threads".into(), spec.threads.to_string());
@@ -218,6 +243,8 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             obs.phase_started(&name, spec.threads);
             let total: Option<u64> = spec.ops.iter().copied().sum();
             let status = StatusClock::new(plan.status_interval_s);
+            let mut probe = PhaseProbe::new(server.as_ref(), Some(&dir.path));
+            spec.live_ops = Some(probe.counter());
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
                 let label = match total {
                     Some(t) => format!("{name}: {done} of {t} ops"),
@@ -234,10 +261,14 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                     obs.status(&line);
                 }
             };
+            probe.begin();
             let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, &dir.path, &progress);
             obs.progress_done();
             let o = o?;
-            let mut p = point::build(&name, params, &o, eng.as_ref(), started);
+            probe.end_with(o.rec.ops.iter().sum());
+            let mut p = point::build(&name, params, &o, eng.as_ref(), started, plan.under_ns);
+            p.extra.server = probe.result.server.take().map(Box::new);
+            p.extra.timeline = probe.result.timeline.take().map(Box::new);
             let done: u64 = o.rec.ops.iter().sum();
             if let (Some(d), Some(t)) = (spec.deadline_ns, total) {
                 if done < t && !o.interrupted {
@@ -265,8 +296,19 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 .insert("memory_cgroup_peak_bytes".into(), serde_json::json!(peak));
         }
     }
+    if let Err(e) = eng.cleanup() {
+        sink.results.warnings.push(format!(
+            "could not drop iolab's {} on the server: {e:#}",
+            if plan.engine == KvEngineKind::Redis {
+                "keys"
+            } else {
+                "table"
+            }
+        ));
+    }
     sink.save_last()?;
     drop(eng);
+    drop(server);
     drop(cgroup);
     drop(dir);
     outcome?;
@@ -316,29 +358,40 @@ impl StatusClock {
 fn step_job(
     step: &Step,
     plan: &KvPlan,
+    fields_apart: bool,
 ) -> (String, Box<dyn Work>, PhaseSpec, BTreeMap<String, String>) {
     let (threads, target, seed) = (plan.threads, plan.target_ops, plan.seed);
     match step {
         Step::YcsbLoad(n, cfg) => (
             format!("{n}.load"),
-            Box::new(YcsbLoad::new(cfg, seed)),
+            Box::new(YcsbLoad::new(cfg, seed, fields_apart)),
             PhaseSpec::split(cfg.insertcount as u64, threads, target, seed)
                 .with_deadline_s(cfg.max_execution_s),
             BTreeMap::from([
                 ("workload".into(), n.clone()),
                 ("phase".into(), "load".into()),
                 ("records".into(), cfg.recordcount.to_string()),
+                ("fieldlength".into(), cfg.fieldlength.to_string()),
+                (
+                    "record_bytes".into(),
+                    (cfg.fieldcount * cfg.fieldlength).to_string(),
+                ),
             ]),
         ),
         Step::YcsbRun(n, cfg) => (
             format!("{n}.run"),
-            Box::new(YcsbRun::new(cfg, seed)),
+            Box::new(YcsbRun::new(cfg, seed, fields_apart)),
             PhaseSpec::split(cfg.operationcount.max(0) as u64, threads, target, seed ^ 1)
                 .with_deadline_s(cfg.max_execution_s),
             BTreeMap::from([
                 ("workload".into(), n.clone()),
                 ("phase".into(), "run".into()),
                 ("records".into(), cfg.recordcount.to_string()),
+                ("fieldlength".into(), cfg.fieldlength.to_string()),
+                (
+                    "record_bytes".into(),
+                    (cfg.fieldcount * cfg.fieldlength).to_string(),
+                ),
                 ("operations".into(), cfg.operationcount.to_string()),
             ]),
         ),
@@ -357,6 +410,7 @@ fn step_job(
                     seed: seed ^ 7,
                     flush_after: false,
                     deadline_ns: None,
+                    live_ops: None,
                 },
                 (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
                     PhaseSpec::split(dbc.num, threads, target, seed ^ 3)
@@ -391,6 +445,8 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
         KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
         KvEngineKind::Sqlite | KvEngineKind::Redb => opts.cache_size,
         KvEngineKind::Lmdb | KvEngineKind::Null => 0,
+        // Refused with --memory-limit (the server is not in the cgroup).
+        KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => 0,
     };
     (needs + (16 << 20) > l).then(|| {
         format!(

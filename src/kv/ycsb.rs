@@ -1,11 +1,15 @@
 //! YCSB's CoreWorkload: configuration from properties, the load phase
 //! (inserts of `recordcount` records) and the run phase (the operation mix).
 //!
-//! A record is one value: `fieldcount` fields of `fieldlength` bytes after
-//! the integrity header. As in YCSB's RocksDB binding, an update reads the
-//! record, replaces one field (all with `writeallfields=true`) and writes it
-//! back; read-modify-write is recorded as a whole and as its read and update parts.
+//! On an embedded engine a record is one value: `fieldcount` fields of
+//! `fieldlength` bytes after the integrity header. As in YCSB's RocksDB
+//! binding, an update reads the record, replaces one field (all with
+//! `writeallfields=true`) and writes it back. On a server the fields are
+//! kept apart (`kv::fields`) and an update writes its field without
+//! reading, as YCSB's JDBC and Redis bindings do. Read-modify-write is
+//! recorded as a whole and as its read and update parts.
 
+use super::fields::{self, FieldLayout, TextPool};
 use super::generator::{
     AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential,
     SkewedLatest, UniformLong, Zipfian,
@@ -202,19 +206,70 @@ enum KeyChooser {
     Exponential(Exponential),
 }
 
+/// How a run's records are made and checked.
+enum Records {
+    /// One value with iolab's integrity header (embedded engines).
+    Whole(BodyPool),
+    /// Fields kept apart, each checking itself (servers).
+    Fields(FieldLayout, TextPool),
+}
+
+impl Records {
+    fn new(cfg: &YcsbConfig, fields_apart: bool, seed: u64) -> Records {
+        if fields_apart {
+            let len = cfg.fieldlength as usize;
+            let layout = FieldLayout {
+                count: cfg.fieldcount as usize,
+                len,
+            };
+            Records::Fields(layout, TextPool::new(len, seed))
+        } else {
+            Records::Whole(BodyPool::new(cfg.value_len(), seed))
+        }
+    }
+
+    /// A fresh record (version `ver`) for `w.key` into `w.val`.
+    fn fresh(&self, w: &mut Worker<'_>, ver: u64, value_len: usize) {
+        match self {
+            Records::Whole(pool) => {
+                value::build(pool, &mut w.rng, &w.key, ver, value_len, &mut w.val)
+            }
+            Records::Fields(l, pool) => {
+                fields::build_record(pool, &mut w.rng, &w.key, *l, &mut w.val)
+            }
+        }
+    }
+
+    /// Check the record read for `key`; its version (0 for fields).
+    fn verify(&self, key: &[u8], record: &[u8]) -> Result<u64, String> {
+        match self {
+            Records::Whole(_) => value::verify(key, record).map_err(|e| e.to_string()),
+            Records::Fields(l, _) => fields::verify_record(key, *l, record).map(|()| 0),
+        }
+    }
+
+    fn scan_tally(&self) -> ScanTally {
+        match self {
+            Records::Whole(_) => ScanTally::default(),
+            Records::Fields(l, _) => ScanTally::for_fields(*l),
+        }
+    }
+}
+
 /// YCSB's load phase: `insertcount` inserts from `insertstart`.
 pub struct YcsbLoad {
     cfg: YcsbConfig,
     keys: Counter,
-    pool: BodyPool,
+    records: Records,
 }
 
 impl YcsbLoad {
-    pub fn new(cfg: &YcsbConfig, seed: u64) -> YcsbLoad {
+    /// `fields_apart`: the engine keeps fields apart (`KvEngine::field_count`).
+    pub fn new(cfg: &YcsbConfig, seed: u64, fields_apart: bool) -> YcsbLoad {
         YcsbLoad {
             cfg: cfg.clone(),
             keys: Counter::new(cfg.insertstart),
-            pool: BodyPool::new(cfg.value_len(), seed),
+            records: Records::new(cfg, fields_apart, seed),
         }
     }
 }
@@ -232,14 +287,7 @@ impl Work for YcsbLoad {
             self.cfg.insertorder,
             &mut w.key,
         );
-        value::build(
-            &self.pool,
-            &mut w.rng,
-            &w.key,
-            0,
-            self.cfg.value_len(),
-            &mut w.val,
-        );
+        self.records.fresh(w, 0, self.cfg.value_len());
         let t0 = mono_now_ns();
         w.s.insert(&w.key, &w.val)?;
         let t1 = mono_now_ns();
@@ -259,11 +307,12 @@ pub struct YcsbRun {
     fields: UniformLong,
     scan_uniform: UniformLong,
     scan_zipf: Option<Zipfian>,
-    pool: BodyPool,
+    records: Records,
 }
 
 impl YcsbRun {
-    pub fn new(cfg: &YcsbConfig, seed: u64) -> YcsbRun {
+    /// `fields_apart`: the engine keeps fields apart (`KvEngine::field_count`).
+    pub fn new(cfg: &YcsbConfig, seed: u64, fields_apart: bool) -> YcsbRun {
         let mut ops = Discrete::new();
         for (w, k) in [
             (cfg.readproportion, KvOp::Read),
@@ -316,7 +365,7 @@ impl YcsbRun {
                     super::generator::ZIPFIAN_CONSTANT,
                 )
             }),
-            pool: BodyPool::new(cfg.value_len(), seed ^ 0x5EED),
+            records: Records::new(cfg, fields_apart, seed ^ 0x5EED),
         }
     }
 
@@ -346,7 +395,7 @@ impl YcsbRun {
     }
 
     /// Check a value read for `w.key` (in `w.buf`); returns its version.
-    fn check(w: &mut Worker<'_>, found: bool) -> u64 {
+    fn check(&self, w: &mut Worker<'_>, found: bool) -> u64 {
         if !found {
             if w.stores_data {
                 w.rec.missing += 1;
@@ -356,7 +405,7 @@ impl YcsbRun {
             return 0;
         }
         w.rec.verified += 1;
-        match value::verify(&w.key, &w.buf) {
+        match self.records.verify(&w.key, &w.buf) {
             Ok(v) => v,
             Err(e) => {
                 let k = String::from_utf8_lossy(&w.key).into_owned();
@@ -366,22 +415,23 @@ impl YcsbRun {
         }
     }
 
-    /// Turn the record in `w.buf` (version `ver`) into its next version in `w.val`.
-    fn modify(&self, w: &mut Worker<'_>, found: bool, ver: u64) {
+    /// Turn the record in `w.buf` (version `ver`) into its next version in
+    /// `w.val` (records kept whole).
+    fn modify(&self, pool: &BodyPool, w: &mut Worker<'_>, found: bool, ver: u64) {
         let len = self.cfg.value_len();
         if !found || w.buf.len() != len {
-            value::build(&self.pool, &mut w.rng, &w.key, ver + 1, len, &mut w.val);
+            value::build(pool, &mut w.rng, &w.key, ver + 1, len, &mut w.val);
             return;
         }
         w.val.clear();
         w.val.extend_from_slice(&w.buf);
         let fl = self.cfg.fieldlength as usize;
         if self.cfg.writeallfields {
-            self.pool.fill(&mut w.rng, &mut w.val[HEADER..]);
+            pool.fill(&mut w.rng, &mut w.val[HEADER..]);
         } else {
             let f = self.fields.next(&mut w.rng) as usize;
             let off = HEADER + f * fl;
-            self.pool.fill(&mut w.rng, &mut w.val[off..off + fl]);
+            pool.fill(&mut w.rng, &mut w.val[off..off + fl]);
         }
         value::seal(&w.key, ver + 1, &mut w.val);
     }
@@ -424,35 +474,32 @@ impl Work for YcsbRun {
                 let t1 = mono_now_ns();
                 let bytes = (w.key.len() + if found { w.buf.len() } else { 0 }) as u64;
                 w.record(KvOp::Read, t0, t1, 1, bytes);
-                Self::check(w, found);
+                self.check(w, found);
             }
             KvOp::Update => {
                 let k = self.next_keynum(w);
                 self.key(w, k);
-                let t0 = mono_now_ns();
-                let found = w.s.read(&w.key, &mut w.buf)?;
-                let ta = mono_now_ns();
-                let ver = Self::check(w, found);
-                self.modify(w, found, ver);
-                let tb = mono_now_ns();
-                w.s.update(&w.key, &w.val)?;
-                let t1 = mono_now_ns();
-                let bytes = (w.key.len() + w.val.len()) as u64;
-                w.rec.logical_written += bytes;
-                // Service time excludes iolab's own verify/modify work.
-                w.record(KvOp::Update, t0, t1 - (tb - ta), 1, bytes);
+                match &self.records {
+                    Records::Whole(pool) => {
+                        let t0 = mono_now_ns();
+                        let found = w.s.read(&w.key, &mut w.buf)?;
+                        let ta = mono_now_ns();
+                        let ver = self.check(w, found);
+                        self.modify(pool, w, found, ver);
+                        let (tb, t1, bytes) = self.write_whole(w)?;
+                        // Service time excludes iolab's own verify/modify work.
+                        w.record(KvOp::Update, t0, t1 - (tb - ta), 1, bytes);
+                    }
+                    Records::Fields(l, pool) => {
+                        let (t0, t1, bytes) = self.write_fields(*l, pool, w)?;
+                        w.record(KvOp::Update, t0, t1, 1, bytes);
+                    }
+                }
             }
             KvOp::Insert => {
                 let keynum = self.inserts.next();
                 self.key(w, keynum);
-                value::build(
-                    &self.pool,
-                    &mut w.rng,
-                    &w.key,
-                    0,
-                    self.cfg.value_len(),
-                    &mut w.val,
-                );
+                self.records.fresh(w, 0, self.cfg.value_len());
                 let t0 = mono_now_ns();
                 let r = w.s.insert(&w.key, &w.val);
                 let t1 = mono_now_ns();
@@ -474,7 +521,7 @@ impl Work for YcsbRun {
                     }
                     None => self.scan_uniform.next(&mut w.rng),
                 } as usize;
-                let mut tally = ScanTally::default();
+                let mut tally = self.records.scan_tally();
                 let t0 = mono_now_ns();
                 w.s.scan(&w.key, len, &mut |k, v| tally.visit(k, v))?;
                 let t1 = mono_now_ns();
@@ -488,19 +535,59 @@ impl Work for YcsbRun {
                 let t0 = mono_now_ns();
                 let found = w.s.read(&w.key, &mut w.buf)?;
                 let t1 = mono_now_ns();
-                let ver = Self::check(w, found);
-                self.modify(w, found, ver);
-                let t2 = mono_now_ns();
-                w.s.update(&w.key, &w.val)?;
-                let t3 = mono_now_ns();
+                let ver = self.check(w, found);
+                let (t2, t3, wbytes) = match &self.records {
+                    Records::Whole(pool) => {
+                        self.modify(pool, w, found, ver);
+                        self.write_whole(w)?
+                    }
+                    Records::Fields(l, pool) => self.write_fields(*l, pool, w)?,
+                };
                 let rbytes = (w.key.len() + w.buf.len()) as u64;
-                let wbytes = (w.key.len() + w.val.len()) as u64;
-                w.rec.logical_written += wbytes;
                 w.record(KvOp::RmwRead, t0, t1, 1, rbytes);
                 w.record(KvOp::RmwUpdate, t2, t3, 1, wbytes);
                 w.record(KvOp::Rmw, t0, t3 - (t2 - t1), 1, rbytes + wbytes);
             }
         }
         Ok(())
+    }
+}
+
+impl YcsbRun {
+    /// Write the record in `w.val` back whole; its start, end and bytes.
+    fn write_whole(&self, w: &mut Worker<'_>) -> Result<(u64, u64, u64)> {
+        let t0 = mono_now_ns();
+        w.s.update(&w.key, &w.val)?;
+        let t1 = mono_now_ns();
+        let bytes = (w.key.len() + w.val.len()) as u64;
+        w.rec.logical_written += bytes;
+        Ok((t0, t1, bytes))
+    }
+
+    /// Write one fresh field of `w.key` (all with `writeallfields`)
+    /// without reading the record; its start, end and bytes.
+    fn write_fields(
+        &self,
+        l: FieldLayout,
+        pool: &TextPool,
+        w: &mut Worker<'_>,
+    ) -> Result<(u64, u64, u64)> {
+        let (t0, t1) = if self.cfg.writeallfields {
+            fields::build_record(pool, &mut w.rng, &w.key, l, &mut w.val);
+            let t0 = mono_now_ns();
+            w.s.update(&w.key, &w.val)?;
+            (t0, mono_now_ns())
+        } else {
+            let f = self.fields.next(&mut w.rng) as usize;
+            w.val.clear();
+            w.val.resize(l.len, 0);
+            fields::build_field(pool, &mut w.rng, &w.key, f, &mut w.val);
+            let t0 = mono_now_ns();
+            w.s.update_field(&w.key, f, &w.val)?;
+            (t0, mono_now_ns())
+        };
+        let bytes = (w.key.len() + w.val.len()) as u64;
+        w.rec.logical_written += bytes;
+        Ok((t0, t1, bytes))
     }
 }

@@ -21,27 +21,37 @@ pub struct DiskCounters {
     pub flushes: u64,
 }
 
-/// Parse the line for device `name` out of diskstats text.
+/// Parse the line for device `name` out of diskstats text (no allocation:
+/// the timeline reads it every second).
 pub fn parse_diskstats(text: &str, name: &str) -> Option<DiskCounters> {
     for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 14 || f[2] != name {
+        let mut fields = line.split_whitespace();
+        if fields.nth(2) != Some(name) {
             continue;
         }
-        let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        // Fields 3.. of the line: reads, merges, sectors, ms, writes, ...
+        let mut f = [0u64; 17];
+        let mut count = 0;
+        for (slot, v) in f.iter_mut().zip(fields) {
+            *slot = v.parse().unwrap_or(0);
+            count += 1;
+        }
+        if count < 11 {
+            continue;
+        }
         return Some(DiskCounters {
-            reads: n(3),
-            read_merges: n(4),
-            read_sectors: n(5),
-            read_ms: n(6),
-            writes: n(7),
-            write_merges: n(8),
-            write_sectors: n(9),
-            write_ms: n(10),
-            in_flight: n(11),
-            io_ticks_ms: n(12),
-            discards: n(14),
-            flushes: n(18),
+            reads: f[0],
+            read_merges: f[1],
+            read_sectors: f[2],
+            read_ms: f[3],
+            writes: f[4],
+            write_merges: f[5],
+            write_sectors: f[6],
+            write_ms: f[7],
+            in_flight: f[8],
+            io_ticks_ms: f[9],
+            discards: f[11],
+            flushes: f[15],
         });
     }
     None

@@ -76,6 +76,15 @@ impl LatencyHistogram {
         self.h.mean()
     }
 
+    /// The share (0..=1) of recorded values at or below `ns`, to the
+    /// histogram's precision; 0 when nothing was recorded.
+    pub fn share_at_or_below(&self, ns: u64) -> f64 {
+        if self.h.is_empty() {
+            return 0.0;
+        }
+        self.h.count_between(0, ns) as f64 / self.h.len() as f64
+    }
+
     /// Summary statistics, or `None` when nothing was recorded.
     pub fn stats(&self) -> Option<LatStats> {
         if self.h.is_empty() {

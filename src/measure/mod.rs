@@ -1,12 +1,16 @@
 //! Measurement primitives: the clock, latency histograms, process and device
-//! counters. Nothing here prints.
+//! counters, a database server's use over a point (`server`) and the
+//! per-second timeline of database runs (`timeline`). Nothing here prints.
 
 pub mod clock;
 pub mod diskstats;
 pub mod histogram;
 pub mod overhead;
 pub mod peers;
+pub mod probe;
 pub mod procgroup;
 pub mod procstat;
 pub mod rusage;
+pub mod server;
+pub mod timeline;
 pub mod tsc;

@@ -18,23 +18,23 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
+    /// The aggregate `cpu` line of /proc/stat text (no allocation: the
+    /// timeline reads it every second).
     pub fn parse(text: &str) -> Option<CpuTicks> {
         let line = text.lines().find(|l| l.starts_with("cpu "))?;
-        let v: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .map(|x| x.parse().unwrap_or(0))
-            .collect();
-        let g = |i: usize| v.get(i).copied().unwrap_or(0);
+        let mut v = [0u64; 8];
+        for (slot, x) in v.iter_mut().zip(line.split_whitespace().skip(1)) {
+            *slot = x.parse().unwrap_or(0);
+        }
         Some(CpuTicks {
-            user: g(0),
-            nice: g(1),
-            system: g(2),
-            idle: g(3),
-            iowait: g(4),
-            irq: g(5),
-            softirq: g(6),
-            steal: g(7),
+            user: v[0],
+            nice: v[1],
+            system: v[2],
+            idle: v[3],
+            iowait: v[4],
+            irq: v[5],
+            softirq: v[6],
+            steal: v[7],
         })
     }
 

@@ -116,6 +116,22 @@ struct Live {
 /// measured transactions, measured new orders).
 pub type OnTick<'a> = &'a dyn Fn(f64, bool, u64, u64);
 
+/// What the supervising thread tells about the measured time, for probes
+/// that measure it too (the server, the device, the timeline).
+pub trait MeasuredWindow {
+    /// The measured time starts now (the ramp is over).
+    fn begin(&mut self) {}
+    /// Transactions finished in the measured time so far (every 20 ms).
+    fn progress(&mut self, _txns: u64) {}
+    /// Every user has finished: the measured time is over.
+    fn end(&mut self) {}
+}
+
+/// No probe.
+pub struct Unprobed;
+
+impl MeasuredWindow for Unprobed {}
+
 struct Shared {
     live: Vec<Live>,
     barrier: Barrier,
@@ -245,8 +261,14 @@ fn user(db: &DbConnect, spec: &DriverSpec, id: usize, shared: &Shared) -> Result
     Ok(st)
 }
 
-/// Run `spec.users` virtual users against `db`; `on_tick` about once a second.
-pub fn run(db: &DbConnect, spec: &DriverSpec, on_tick: OnTick<'_>) -> Result<DriverOutcome> {
+/// Run `spec.users` virtual users against `db`; `on_tick` about once a
+/// second; `window` told when the measured time starts and ends.
+pub fn run(
+    db: &DbConnect,
+    spec: &DriverSpec,
+    on_tick: OnTick<'_>,
+    window: &mut dyn MeasuredWindow,
+) -> Result<DriverOutcome> {
     let shared = Shared {
         live: (0..spec.users).map(|_| Live::default()).collect(),
         barrier: Barrier::new(spec.users + 1),
@@ -270,12 +292,16 @@ pub fn run(db: &DbConnect, spec: &DriverSpec, on_tick: OnTick<'_>) -> Result<Dri
         let measure_from = t0 + spec.ramp_ns;
         let (mut last_t, mut last) = (measure_from, (0u64, 0u64, 0u64));
         let mut in_ramp = spec.ramp_ns > 0;
+        if !in_ramp {
+            window.begin();
+        }
         let mut last_tick = t0;
         loop {
             let finished = handles.iter().all(|h| h.is_finished());
             let now = mono_now_ns();
             if in_ramp && now >= measure_from {
                 in_ramp = false;
+                window.begin();
                 cpu_start = RusageSnapshot::now();
                 last_t = now;
             }
@@ -285,6 +311,9 @@ pub fn run(db: &DbConnect, spec: &DriverSpec, on_tick: OnTick<'_>) -> Result<Dri
                 sum(|l| l.new_orders.load(Ordering::Relaxed)),
                 sum(|l| l.lat_sum.load(Ordering::Relaxed)),
             );
+            if !in_ramp {
+                window.progress(cur.0);
+            }
             if !in_ramp && (finished || now - last_t >= 1_000_000_000) {
                 let len = (now - last_t) as f64 / 1e9;
                 if len > 0.05 && (cur.0 > last.0 || !finished) {
@@ -313,6 +342,9 @@ pub fn run(db: &DbConnect, spec: &DriverSpec, on_tick: OnTick<'_>) -> Result<Dri
             }
             if finished {
                 measured = (measure_from, now.max(measure_from));
+                if !in_ramp {
+                    window.end();
+                }
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));

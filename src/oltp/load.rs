@@ -21,6 +21,8 @@ use super::rand::{last_name, NuConstants, TpccRng};
 use super::schema;
 use super::sql::{Conn, DbConnect, DbError, Rows};
 use crate::measure::clock::mono_now_ns;
+use crate::measure::diskstats::DeviceStats;
+use crate::results::{ServerPointStats, TimelineSeries};
 
 /// Rows per INSERT statement.
 const ROWS_PER_STATEMENT: usize = 500;
@@ -44,6 +46,36 @@ pub struct LoadInfo {
     /// False when an existing database was reused (`--db`): rows and size
     /// are those found.
     pub loaded: bool,
+    /// Bytes of the INSERT statements the loaders sent: the rows as SQL
+    /// text, the logical bytes of the load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logical_bytes: Option<u64>,
+    /// The device under the data during the load (its indexes and
+    /// statistics included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceStats>,
+    /// Device bytes written / `logical_bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_amplification: Option<f64>,
+    /// The server during the load (server engines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerPointStats>,
+    /// Per second during the load; the client's rate is rows per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<TimelineSeries>,
+}
+
+impl LoadInfo {
+    /// Take what a probe measured over the load.
+    pub fn set_measured(&mut self, m: super::probe::ProbeResult) {
+        self.write_amplification = match (&m.device, self.logical_bytes) {
+            (Some(d), Some(b)) if b > 0 => Some(d.write_bytes as f64 / b as f64),
+            _ => None,
+        };
+        self.device = m.device;
+        self.server = m.server;
+        self.timeline = m.timeline;
+    }
 }
 
 /// One unit of loading work.
@@ -146,6 +178,8 @@ struct Writer<'a> {
     pending: Vec<String>,
     pending_rows: usize,
     done: &'a AtomicU64,
+    /// Bytes of the statements written.
+    bytes: &'a AtomicU64,
 }
 
 impl Writer<'_> {
@@ -185,6 +219,8 @@ impl Writer<'_> {
         }
         self.done
             .fetch_add(self.pending_rows as u64, Ordering::Relaxed);
+        let bytes: usize = self.pending.iter().map(String::len).sum();
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
         self.pending.clear();
         self.pending_rows = 0;
         Ok(())
@@ -404,13 +440,15 @@ fn run_job(w: &mut Writer<'_>, job: Job, seed: u64, c: NuConstants) -> Result<()
 }
 
 /// Load `warehouses` into the (empty) database at `db` with `threads`
-/// loader threads; `on_progress(rows written, rows planned)` about once a
-/// second from the calling thread.
+/// loader threads, counting the rows written in `done`;
+/// `on_progress(rows written, rows planned)` about once a second from the
+/// calling thread.
 pub fn load(
     db: &DbConnect,
     warehouses: u32,
     threads: usize,
     seed: u64,
+    done: &AtomicU64,
     on_progress: &dyn Fn(u64, u64),
 ) -> Result<LoadInfo> {
     let t0 = mono_now_ns();
@@ -432,19 +470,20 @@ pub fn load(
     }
     let threads = threads.clamp(1, jobs.len());
     let next = AtomicUsize::new(0);
-    let done = AtomicU64::new(0);
+    let bytes = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let planned = planned_rows(warehouses);
     let results: Vec<Result<()>> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
-                let (jobs, next, done, failed) = (&jobs, &next, &done, &failed);
+                let (jobs, next, bytes, failed) = (&jobs, &next, &bytes, &failed);
                 sc.spawn(move || -> Result<()> {
                     let mut w = Writer {
                         conn: db.open(true).map_err(anyhow::Error::new)?,
                         pending: Vec::new(),
                         pending_rows: 0,
                         done,
+                        bytes,
                     };
                     while !failed.load(Ordering::Relaxed) {
                         let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
@@ -496,6 +535,8 @@ pub fn load(
         loader_threads: threads,
         c_load: c.c_last,
         loaded: true,
+        logical_bytes: Some(bytes.load(Ordering::Relaxed)),
+        ..Default::default()
     })
 }
 

@@ -11,6 +11,7 @@ pub mod driver;
 pub mod load;
 pub mod plan;
 pub mod point;
+pub mod probe;
 pub mod rand;
 pub mod run;
 pub mod schema;

@@ -1,6 +1,7 @@
 //! What `iolab oltp` runs, as a validated plan: the engine and where its
 //! database is (a scratch SQLite file under the target directory, a kept
-//! one to reuse with `--db`, or a server URL), the warehouses and how to
+//! one to reuse with `--db`, a private server with its data under the
+//! target and its settings, or a server URL), the warehouses and how to
 //! load them, the virtual-user counts of the sweep, the ramp and measured
 //! time, pacing, seed, output and checks. Built by `commands/oltp` from
 //! the command line or directly by library callers; `oltp::run::run`
@@ -12,6 +13,7 @@ use anyhow::Result;
 
 use super::sql::connect::Engine;
 use crate::error::usage;
+use crate::servers::ServerSettings;
 
 /// Most virtual users or warehouses a plan may ask for.
 pub const MAX_USERS: usize = 1024;
@@ -21,11 +23,13 @@ pub const MAX_WAREHOUSES: u32 = 10_000;
 #[derive(Debug, Clone)]
 pub struct OltpPlan {
     pub engine: Engine,
-    /// The filesystem under test: the scratch SQLite database goes in a
-    /// directory made in it (and, later, the private servers' data).
+    /// The filesystem under test: the scratch SQLite database, or the
+    /// private server's data, goes in a directory made in it.
     pub target: PathBuf,
-    /// A server to run against (`--server-url`).
+    /// A running server to use instead of a private one (`--server-url`).
     pub server_url: Option<String>,
+    /// The private server's settings (ignored with `server_url`).
+    pub settings: ServerSettings,
     /// Reuse this loaded SQLite database (skip the load; kept).
     pub db: Option<PathBuf>,
     /// Keep the scratch directory and its database.
@@ -53,6 +57,7 @@ impl OltpPlan {
             engine: Engine::Sqlite,
             target,
             server_url: None,
+            settings: ServerSettings::default(),
             db: None,
             keep: false,
             warehouses: 1,
@@ -106,7 +111,16 @@ impl OltpPlan {
                 "--db reuses a kept SQLite database; a server's database is named in --server-url",
             ));
         }
-        Ok(())
+        if self.engine != Engine::Sqlite && self.keep {
+            return Err(usage(
+                "--keep",
+                "--keep keeps SQLite's scratch database; a private server and its data are always removed",
+            ));
+        }
+        if let (Some(url), Some(kind)) = (&self.server_url, self.engine.server_kind()) {
+            crate::servers::Endpoint::parse(url)?.check_kind(kind)?;
+        }
+        self.settings.validate()
     }
 
     /// Comma-separated list of virtual-user counts (`--users 1,2,4`).

@@ -1,9 +1,12 @@
-//! `iolab oltp` as a library: `run(plan, observer)` decides the endpoint,
-//! owns the scratch directory (registered with `testbed`, removed at the
-//! end unless kept), loads the database (or reuses a kept one), drives one
-//! point per virtual-user count on the same database, checks consistency
-//! after each, and saves the results through a `ResultsSink` after every
-//! point. It never prints: the observer shows progress.
+//! `iolab oltp` as a library: `run(plan, observer)` starts the private
+//! server (or connects to `--server-url`) and holds it to the end, owns
+//! SQLite's scratch directory (registered with `testbed`, removed at the
+//! end unless kept), decides the endpoint, loads the database (or reuses a
+//! kept one), drives one point per virtual-user count on the same
+//! database, probes each phase (`probe`: the server, the device, the
+//! timeline), checks consistency after each point, and saves the results
+//! through a `ResultsSink` after every point. It never prints: the
+//! observer shows progress.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +16,7 @@ use super::driver::{self, DriverSpec};
 use super::load::{self, LoadInfo};
 use super::plan::OltpPlan;
 use super::point::{self, OltpInfo, PointSetup};
+use super::probe::PhaseProbe;
 use super::rand::NuConstants;
 use super::sql::connect::{self, Engine};
 use super::sql::DbConnect;
@@ -22,6 +26,7 @@ use crate::error::usage;
 use crate::interrupt;
 use crate::results::provenance::Provenance;
 use crate::results::{Point, Results};
+use crate::servers::{Server, ServerInfo};
 use crate::session::sink::ResultsSink;
 use crate::session::{Observer, Progress, StatusEvery};
 use crate::testbed::{self, Resource};
@@ -29,6 +34,8 @@ use crate::testbed::{self, Resource};
 /// What an oltp run shows beyond the session's observer; every method
 /// defaults to nothing.
 pub trait OltpObserver: Observer {
+    /// A private server is being started with its data under `under`.
+    fn server_starting(&self, _engine: Engine, _under: &Path) {}
     /// Connected; the load is next (or skipped).
     fn started(&self, _s: &Started<'_>) {}
     /// The database is loaded (or was found loaded).
@@ -46,6 +53,8 @@ pub struct Started<'a> {
     pub engine: Engine,
     pub version: &'a str,
     pub endpoint: &'a DbConnect,
+    /// The server (private or `--server-url`); none for SQLite.
+    pub server: Option<&'a ServerInfo>,
     /// The database stays after the run (`--keep`, `--db`, servers).
     pub kept: bool,
     /// An existing database is reused: no load.
@@ -178,14 +187,26 @@ fn sqlite_size(file: &Path) -> u64 {
         .sum()
 }
 
+/// What every phase of a run shares.
+struct Phases<'a> {
+    plan: &'a OltpPlan,
+    db: &'a DbConnect,
+    version: &'a str,
+    server: Option<&'a Server>,
+    /// SQLite's directory (the scratch one or `--db`'s).
+    sqlite_dir: Option<&'a Path>,
+    obs: &'a dyn OltpObserver,
+}
+
+impl Phases<'_> {
+    fn probe(&self) -> PhaseProbe<'_> {
+        PhaseProbe::new(self.server, self.sqlite_dir)
+    }
+}
+
 /// Load the database, or check the reused one.
-fn load_or_check(
-    plan: &OltpPlan,
-    pl: &Place,
-    db: &DbConnect,
-    conn: &mut dyn super::sql::Conn,
-    obs: &dyn OltpObserver,
-) -> Result<LoadInfo> {
+fn load_or_check(ph: &Phases<'_>, pl: &Place, conn: &mut dyn super::sql::Conn) -> Result<LoadInfo> {
+    let (plan, obs) = (ph.plan, ph.obs);
     let mut info = if pl.reuse {
         let found = load::warehouses_in(conn)?;
         if found != plan.warehouses {
@@ -224,15 +245,21 @@ fn load_or_check(
                 ));
             }
         };
+        let mut probe = ph.probe();
+        probe.begin();
         let l = load::load(
-            db,
+            ph.db,
             plan.warehouses,
             plan.loader_threads,
             plan.seed,
+            probe.ops(),
             &progress,
         );
+        probe.end_with(probe.ops().load(std::sync::atomic::Ordering::Relaxed));
         obs.progress_done();
-        l?
+        let mut l = l?;
+        l.set_measured(probe.result);
+        l
     };
     info.db_size_bytes = match plan.engine {
         Engine::Sqlite => sqlite_size(&pl.file),
@@ -241,30 +268,68 @@ fn load_or_check(
     Ok(info)
 }
 
+/// The server of a server engine: a private one under the target, or the
+/// one `--server-url` names (exit 2 naming it when unreachable).
+fn server_for(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<Option<Server>> {
+    let Some(kind) = plan.engine.server_kind() else {
+        return Ok(None);
+    };
+    if plan.server_url.is_none() {
+        obs.server_starting(plan.engine, &plan.target);
+    }
+    Server::start_or_connect(
+        kind,
+        plan.server_url.as_deref(),
+        &plan.target,
+        &plan.settings,
+    )
+    .map(Some)
+}
+
 /// Run `plan`, reporting to `obs`.
 pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     plan.validate()?;
-    // A missing or malformed --server-url is refused before anything is made.
-    connect::for_plan(plan.engine, plan.server_url.as_deref(), Path::new(""))?;
     interrupt::install();
+    // Dropped last: the server stops after every connection has closed.
+    let server = server_for(plan, obs)?;
+    let server_info = server.as_ref().map(Server::info);
     let pl = place(plan)?;
-    let db = connect::for_plan(plan.engine, plan.server_url.as_deref(), &pl.file)?;
+    let db = connect::for_plan(plan.engine, server.as_ref(), &pl.file)?;
     let mut conn = db.open_checked(false)?;
     let version = conn.version();
     obs.started(&Started {
         engine: plan.engine,
         version: &version,
         endpoint: &db,
+        server: server_info.as_ref(),
         kept: pl.keep,
         reused: pl.reuse,
     });
     let mut sink = ResultsSink::new(
-        Results::new("oltp", provenance(plan, &db, &version, &pl)),
+        Results::new(
+            "oltp",
+            provenance(plan, &db, &version, &pl, server.as_ref()),
+        ),
         plan.output.clone(),
         None,
         AnalysisOptions::default(),
     );
-    let info = load_or_check(plan, &pl, &db, conn.as_mut(), obs)?;
+    if let Some(info) = &server_info {
+        sink.results
+            .extra
+            .insert("server".into(), serde_json::to_value(info)?);
+    }
+    let ph = Phases {
+        plan,
+        db: &db,
+        version: &version,
+        server: server.as_ref(),
+        sqlite_dir: (plan.engine == Engine::Sqlite)
+            .then(|| pl.file.parent())
+            .flatten(),
+        obs,
+    };
+    let info = load_or_check(&ph, &pl, conn.as_mut())?;
     obs.loaded(&info);
     sink.results
         .extra
@@ -278,7 +343,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
                 sink.results.interrupted = true;
                 break;
             }
-            let p = run_point(plan, &db, conn.as_mut(), &version, users, constants, obs)?;
+            let p = run_point(&ph, conn.as_mut(), users, constants)?;
             let interrupted = p.warnings.iter().any(|w| w.starts_with("interrupted"));
             failures += p
                 .extra
@@ -306,6 +371,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     sink.save_last()?;
     drop(conn);
     drop(pl);
+    drop(server);
     outcome?;
     Ok(OltpRun {
         results: sink.results,
@@ -313,17 +379,16 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     })
 }
 
-/// One point: `users` virtual users for the ramp and the measured time,
-/// then the consistency check.
+/// One point: `users` virtual users for the ramp and the measured time
+/// (probed: the server, the device, the timeline), then the consistency
+/// check.
 fn run_point(
-    plan: &OltpPlan,
-    db: &DbConnect,
+    ph: &Phases<'_>,
     conn: &mut dyn super::sql::Conn,
-    version: &str,
     users: usize,
     constants: NuConstants,
-    obs: &dyn OltpObserver,
 ) -> Result<Point> {
+    let (plan, obs) = (ph.plan, ph.obs);
     obs.point_started(users);
     let spec = DriverSpec {
         users,
@@ -362,7 +427,8 @@ fn run_point(
             ));
         }
     };
-    let o = driver::run(db, &spec, &tick);
+    let mut probe = ph.probe();
+    let o = driver::run(ph.db, &spec, &tick, &mut probe);
     obs.progress_done();
     let o = o?;
     let consistency = if plan.check && !o.interrupted {
@@ -370,10 +436,10 @@ fn run_point(
     } else {
         Vec::new()
     };
-    Ok(point::build(
+    let mut p = point::build(
         &PointSetup {
             engine: plan.engine.name(),
-            engine_version: version,
+            engine_version: ph.version,
             warehouses: plan.warehouses,
             users,
             wait: plan.wait,
@@ -382,26 +448,48 @@ fn run_point(
         },
         &o,
         consistency,
-    ))
+    );
+    let measured = probe.result;
+    p.device = measured.device;
+    p.extra.server = measured.server.map(Box::new);
+    p.extra.timeline = measured.timeline.map(Box::new);
+    Ok(p)
 }
 
-/// Provenance: the machine, the engine, where the database is, the plan.
-fn provenance(plan: &OltpPlan, db: &DbConnect, version: &str, pl: &Place) -> Provenance {
+/// Provenance: the machine, the engine, where the database is (SQLite's
+/// file or a private server's data directory, with the disk under it),
+/// the plan.
+fn provenance(
+    plan: &OltpPlan,
+    db: &DbConnect,
+    version: &str,
+    pl: &Place,
+    server: Option<&Server>,
+) -> Provenance {
     let mut prov = Provenance::collect(plan.seed);
     prov.tools
         .insert(plan.engine.name().to_string(), version.to_string());
-    if plan.engine == Engine::Sqlite {
-        let dir = pl.file.parent().unwrap_or(Path::new("."));
-        let dev = sysfs::devnum_of_path(dir);
-        prov.target = Some(TargetInfo {
-            path: dir.display().to_string(),
-            kind: if pl.reuse {
+    let data = match (plan.engine, server) {
+        (Engine::Sqlite, _) => Some((
+            pl.file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            if pl.reuse {
                 TargetKind::ExistingFile
             } else {
                 TargetKind::ScratchFile
             },
+        )),
+        (_, Some(s)) => s
+            .data_dir()
+            .map(|d| (d.to_path_buf(), TargetKind::ScratchFile)),
+        _ => None,
+    };
+    if let Some((dir, kind)) = data {
+        let dev = sysfs::devnum_of_path(&dir);
+        prov.target = Some(TargetInfo {
+            path: dir.display().to_string(),
+            kind,
             size_bytes: 0,
-            filesystem: sysfs::fs_of_path(dir),
+            filesystem: sysfs::fs_of_path(&dir),
             disk: dev.and_then(sysfs::disk_info),
             export: None,
         });
@@ -411,6 +499,7 @@ fn provenance(plan: &OltpPlan, db: &DbConnect, version: &str, pl: &Place) -> Pro
         "workload": "TPC-C-derived",
         "engine": plan.engine.name(),
         "endpoint": db.describe(),
+        "private_server": server.is_some_and(Server::is_private),
         "warehouses": plan.warehouses,
         "users": plan.users,
         "ramp_s": plan.ramp_s,

@@ -1,7 +1,8 @@
-//! `iolab oltp` on a terminal: the header (engine, where the database is),
-//! the load's rows and time, then per point NOPM, TPM and efficiency, a
-//! table per transaction type (count, mean, p50, p90, p95, p99, max,
-//! rollbacks, retries, failures) and the consistency lines.
+//! `iolab oltp` on a terminal: the header (engine, the server or where the
+//! database is), the load's rows, time and write amplification, then per
+//! point NOPM, TPM and efficiency, a table per transaction type (count,
+//! mean, p50, p90, p95, p99, max, rollbacks, retries, failures), the
+//! consistency lines and the server's line.
 
 use comfy_table::Table;
 
@@ -115,6 +116,33 @@ pub fn consistency_lines(info: &OltpInfo) -> String {
     s
 }
 
+/// A server's use over a point or the load, and what its storage took.
+pub fn server_line(s: &crate::results::ServerPointStats) -> String {
+    let human = crate::kv::report::human;
+    let mut parts = Vec::new();
+    if let Some(p) = &s.process {
+        parts.push(format!(
+            "CPU {:.0}% usr {:.0}% sys of one CPU ({} processes)",
+            p.usr_pct, p.sys_pct, p.processes
+        ));
+    }
+    if let Some(d) = &s.device {
+        parts.push(format!("{} {} written", d.device, human(d.write_bytes)));
+    }
+    if let Some(b) = s.device_write_bytes_per_op {
+        parts.push(format!("{} per transaction", human(b as u64)));
+    }
+    if let Some(w) = s.write_amplification {
+        parts.push(format!(
+            "write amplification {w:.1} (device / server's own writes)"
+        ));
+    }
+    if let Some(b) = s.db_size_bytes {
+        parts.push(format!("data {}", human(b)));
+    }
+    format!("  server: {}", parts.join(", "))
+}
+
 /// NOPM, TPM and efficiency of a point.
 pub fn headline(info: &OltpInfo) -> String {
     format!(
@@ -128,6 +156,16 @@ pub fn headline(info: &OltpInfo) -> String {
 }
 
 impl OltpObserver for OltpTerminal {
+    fn server_starting(&self, engine: crate::oltp::sql::connect::Engine, under: &std::path::Path) {
+        if !self.quiet {
+            println!(
+                "starting a private {} server under {}",
+                engine.name(),
+                under.display()
+            );
+        }
+    }
+
     fn started(&self, s: &Started<'_>) {
         if self.quiet {
             return;
@@ -137,15 +175,26 @@ impl OltpObserver for OltpTerminal {
             s.engine.name(),
             s.version
         );
-        println!(
-            "  database: {}{}",
-            s.endpoint.describe(),
-            match (s.reused, s.kept) {
-                (true, _) => " (reused: no load)",
-                (false, true) => " (kept)",
-                (false, false) => " (scratch, removed at exit)",
-            }
-        );
+        match s.server {
+            Some(info) if info.private => println!(
+                "  server: private, {} (data in {}, removed at exit)",
+                info.url,
+                info.data_dir.as_deref().unwrap_or("?")
+            ),
+            Some(info) => println!(
+                "  server: {} (iolab's tables dropped and loaded anew)",
+                info.url
+            ),
+            None => println!(
+                "  database: {}{}",
+                s.endpoint.describe(),
+                match (s.reused, s.kept) {
+                    (true, _) => " (reused: no load)",
+                    (false, true) => " (kept)",
+                    (false, false) => " (scratch, removed at exit)",
+                }
+            ),
+        }
     }
 
     fn loaded(&self, l: &LoadInfo) {
@@ -161,6 +210,14 @@ impl OltpObserver for OltpTerminal {
                 l.loader_threads,
                 l.db_size_bytes >> 20
             );
+            if let (Some(d), Some(w)) = (&l.device, l.write_amplification) {
+                println!(
+                    "  load wrote {} to {} for {} of rows: write amplification {w:.1}",
+                    crate::kv::report::human(d.write_bytes),
+                    d.device,
+                    crate::kv::report::human(l.logical_bytes.unwrap_or(0))
+                );
+            }
         } else {
             println!(
                 "  found {} warehouse(s): {rows} rows, {} MiB",
@@ -193,6 +250,9 @@ impl OltpObserver for OltpTerminal {
         println!("{}", headline(info));
         println!("{}", transaction_table(p, info));
         print!("{}", consistency_lines(info));
+        if let Some(s) = &p.extra.server {
+            println!("{}", server_line(s));
+        }
         for w in &p.warnings {
             println!("  warning: {w}");
         }

@@ -1,6 +1,7 @@
 //! The typed extensions of a point (`Point.extra` in the file): open-loop
 //! statistics, latency-target steps, steady-state rounds, the phase and role
-//! of a point, fio's job identity. Keys this version does not type (or does
+//! of a point, fio's job identity, a database server's use and the
+//! per-second timeline (`server_ext`). Keys this version does not type (or does
 //! not know: older and newer files) stay in `other`, as they were read. On
 //! disk it is the same sorted JSON object as before the model was typed.
 
@@ -16,6 +17,8 @@ use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
 use crate::oltp::point::OltpInfo;
 use crate::trace::config::ConfigResult;
+
+pub use super::server_ext::{ServerPointStats, TimelineSeries};
 
 /// Everything a feature adds to a point.
 ///
@@ -50,6 +53,11 @@ pub struct PointExt {
     pub kv: Option<Box<KvPhaseInfo>>,
     /// An oltp point: NOPM, per-transaction counts, consistency.
     pub oltp: Option<Box<OltpInfo>>,
+    /// A database server over the point: its CPU and I/O, the database's
+    /// size, device bytes per operation, write amplification.
+    pub server: Option<Box<ServerPointStats>>,
+    /// Per-second machine CPU, disk, server CPU and client throughput.
+    pub timeline: Option<Box<TimelineSeries>>,
     /// `iolab trace` and `--breakdown`: the traced configuration, with its
     /// per-request stack breakdown.
     pub trace: Option<Box<ConfigResult>>,
@@ -79,6 +87,8 @@ impl PointExt {
             "interrupted" => self.interrupted.is_some(),
             "kv" => self.kv.is_some(),
             "oltp" => self.oltp.is_some(),
+            "server" => self.server.is_some(),
+            "timeline" => self.timeline.is_some(),
             "latency_target" => self.latency_target.is_some(),
             "open_loop" => self.open_loop.is_some(),
             "phase" => self.phase.is_some(),
@@ -131,6 +141,8 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("peers", e.peers.as_ref().map(|v| json(v)));
         put("kv", e.kv.as_ref().map(|v| json(v)));
         put("oltp", e.oltp.as_ref().map(|v| json(v)));
+        put("server", e.server.as_ref().map(|v| json(v)));
+        put("timeline", e.timeline.as_ref().map(|v| json(v)));
         put("trace", e.trace.as_ref().map(|v| json(v)));
         m
     }
@@ -152,6 +164,8 @@ impl From<BTreeMap<String, Value>> for PointExt {
             peers: take(&mut m, "peers"),
             kv: take(&mut m, "kv"),
             oltp: take(&mut m, "oltp"),
+            server: take(&mut m, "server"),
+            timeline: take(&mut m, "timeline"),
             trace: take(&mut m, "trace"),
             other: m,
         }

@@ -6,6 +6,7 @@
 pub mod ext;
 pub mod output;
 pub mod provenance;
+pub mod server_ext;
 pub mod time;
 
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use crate::measure::diskstats::DeviceStats;
 use crate::measure::histogram::LatStats;
 use crate::measure::rusage::CpuStats;
 use crate::plan::job::JobSpec;
-pub use ext::{ClockInfo, OpenLoopStats, PointExt};
+pub use ext::{ClockInfo, OpenLoopStats, PointExt, ServerPointStats, TimelineSeries};
 pub use output::write_atomic;
 pub use provenance::Provenance;
 

@@ -1,7 +1,10 @@
 //! Which database server, and how to reach it: the kinds iolab drives
 //! (PostgreSQL, MariaDB, Redis) and an `Endpoint` (host, port, user,
-//! password, database) parsed from `--server-url` or handed back by a
-//! private instance iolab started.
+//! password, database, or a unix socket) parsed from `--server-url` or
+//! handed back by a private instance iolab started. The one URL parser of
+//! iolab's server users (kv and oltp).
+
+use std::path::PathBuf;
 
 use crate::error::usage;
 
@@ -63,6 +66,10 @@ pub struct Endpoint {
     pub password: String,
     /// PostgreSQL/MariaDB: the database; Redis: the database number.
     pub database: String,
+    /// A unix socket instead of TCP: PostgreSQL's socket directory
+    /// (`?host=DIR`; the file in it is named after the port), MariaDB's
+    /// socket file (`?socket=PATH`).
+    pub socket: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -73,7 +80,9 @@ impl std::fmt::Debug for Endpoint {
 
 impl Endpoint {
     /// Parse `--server-url`: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`,
-    /// `mysql://...` (or `mariadb://`), `redis://[:PASSWORD@]HOST[:PORT][/N]`.
+    /// `mysql://...` (or `mariadb://`), `redis://[:PASSWORD@]HOST[:PORT][/N]`;
+    /// a unix socket as `postgres://USER@/DB?host=DIR` or
+    /// `mysql://USER@localhost/DB?socket=PATH`.
     pub fn parse(url: &str) -> anyhow::Result<Endpoint> {
         let bad = |why: &str| usage("--server-url", format!("'{}': {why}", mask(url)));
         let (scheme, rest) = url
@@ -86,13 +95,14 @@ impl Endpoint {
             Some((a, h)) => (Some(a), h),
             None => (None, rest),
         };
+        let (hostpart, query) = hostpart.split_once('?').unwrap_or((hostpart, ""));
         let (hostport, database) = match hostpart.split_once('/') {
             Some((h, d)) => (h, d),
             None => (hostpart, ""),
         };
-        let database = database.split('?').next().unwrap_or("");
+        let socket = socket_option(kind, query).map_err(|why| bad(&why))?;
         let (host, port) = split_host_port(hostport).ok_or_else(|| bad("bad HOST[:PORT]"))?;
-        if host.is_empty() {
+        if host.is_empty() && socket.is_none() {
             return Err(bad("no host"));
         }
         let port = match port {
@@ -116,11 +126,12 @@ impl Endpoint {
         let database = decode(database).ok_or_else(|| bad("bad %-escape"))?;
         let ep = Endpoint {
             kind,
-            host: host.to_string(),
+            host: if host.is_empty() { "localhost" } else { host }.to_string(),
             port,
             user,
             password,
             database,
+            socket,
         };
         match kind {
             ServerKind::Redis => {
@@ -138,6 +149,23 @@ impl Endpoint {
             }
         }
         Ok(ep)
+    }
+
+    /// Refuse (exit 2 naming `--server-url`) a URL of another kind than
+    /// the engine's.
+    pub fn check_kind(&self, kind: ServerKind) -> anyhow::Result<()> {
+        if self.kind == kind {
+            return Ok(());
+        }
+        Err(usage(
+            "--server-url",
+            format!(
+                "{} is a {} URL, and the engine is {}",
+                self.display_url(),
+                self.kind.name(),
+                kind.name()
+            ),
+        ))
     }
 
     /// The URL with the password masked (provenance, messages).
@@ -162,7 +190,12 @@ impl Endpoint {
         } else {
             format!("/{}", self.database)
         };
-        format!("{scheme}://{auth}{host}:{}{db}", self.port)
+        let socket = match (&self.socket, self.kind) {
+            (None, _) => String::new(),
+            (Some(s), ServerKind::Postgres) => format!("?host={}", s.display()),
+            (Some(s), _) => format!("?socket={}", s.display()),
+        };
+        format!("{scheme}://{auth}{host}:{}{db}{socket}", self.port)
     }
 
     /// The Redis connection URL (with the password).
@@ -179,6 +212,33 @@ impl Endpoint {
         };
         format!("redis://{auth}{}:{}/{db}", self.host, self.port)
     }
+}
+
+/// The socket a URL's query names (`host=DIR` for PostgreSQL, `socket=PATH`
+/// for MariaDB, an absolute path either way); anything else is refused.
+fn socket_option(kind: ServerKind, query: &str) -> Result<Option<PathBuf>, String> {
+    let mut socket = None;
+    for kv in query.split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        let expected = match kind {
+            ServerKind::Postgres => "host",
+            ServerKind::Mariadb => "socket",
+            ServerKind::Redis => "",
+        };
+        if k != expected || expected.is_empty() {
+            return Err(match kind {
+                ServerKind::Postgres => format!("unknown URL option '{k}' (host=SOCKET_DIR)"),
+                ServerKind::Mariadb => format!("unknown URL option '{k}' (socket=SOCKET_FILE)"),
+                ServerKind::Redis => format!("unknown URL option '{k}' (Redis URLs take none)"),
+            });
+        }
+        let path = decode(v).ok_or("bad %-escape")?;
+        if !path.starts_with('/') {
+            return Err(format!("{k}={path}: the socket must be an absolute path"));
+        }
+        socket = Some(PathBuf::from(path));
+    }
+    Ok(socket)
 }
 
 /// `url` with anything between `:` and `@` of its authority masked.
@@ -276,6 +336,56 @@ mod tests {
         );
         assert_eq!(r.redis_url(), "redis://:pw@::1:6380/2");
         assert_eq!(Endpoint::parse("redis://localhost").unwrap().port, 6379);
+        assert_eq!(e.socket, None);
+    }
+
+    #[test]
+    fn unix_sockets_are_query_options() {
+        let p = Endpoint::parse("postgres://bob:pw@/tpcc?host=/run/postgresql").unwrap();
+        assert_eq!(
+            (
+                p.socket.as_deref(),
+                p.host.as_str(),
+                p.port,
+                p.database.as_str()
+            ),
+            (
+                Some(std::path::Path::new("/run/postgresql")),
+                "localhost",
+                5432,
+                "tpcc"
+            )
+        );
+        assert_eq!(
+            p.display_url(),
+            "postgres://bob:***@localhost:5432/tpcc?host=/run/postgresql"
+        );
+        let p = Endpoint::parse("postgres://bob@h:5433/db?host=%2Ftmp%2Fpg").unwrap();
+        assert_eq!(
+            (p.socket.as_deref(), p.port),
+            (Some(std::path::Path::new("/tmp/pg")), 5433)
+        );
+        let m =
+            Endpoint::parse("mysql://root@localhost/db?socket=/run/mysqld/mysqld.sock").unwrap();
+        assert_eq!(
+            m.socket.as_deref(),
+            Some(std::path::Path::new("/run/mysqld/mysqld.sock"))
+        );
+        assert!(m
+            .display_url()
+            .ends_with("/db?socket=/run/mysqld/mysqld.sock"));
+        for bad in [
+            "postgres://u@h/db?socket=/x",
+            "mysql://u@h/db?host=/x",
+            "postgres://u@h/db?host=relative",
+            "postgres://u@h/db?sslmode=disable",
+            "redis://h/0?socket=/x",
+            "postgres://u@/db",
+        ] {
+            let e = Endpoint::parse(bad).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
+            assert!(format!("{e:#}").contains("--server-url"), "{bad}");
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! `innodb_flush_method=O_DIRECT` unless told otherwise, and a user
 //! `iolab` with a random password created by its init file; and the client
 //! side every MariaDB user of iolab shares. Clients use TCP, as YCSB's JDBC
-//! binding and go-tpc do (the crate would otherwise switch to the socket).
+//! binding and go-tpc do (the crate would otherwise switch to the socket),
+//! unless the endpoint names a socket file (`?socket=PATH`).
 
 use std::process::Command;
 use std::time::Duration;
@@ -28,18 +29,27 @@ const REPORTED: &[&str] = &[
     "max_connections",
 ];
 
-/// Connect to `db` on `ep` (empty: no default database).
-pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<mysql::Conn> {
-    let opts = mysql::OptsBuilder::new()
-        .ip_or_hostname(Some(ep.host.clone()))
-        .tcp_port(ep.port)
+/// How to reach `db` on `ep` (empty: no default database), by TCP or by
+/// its socket file, before connecting.
+pub fn opts(ep: &Endpoint, db: &str) -> mysql::OptsBuilder {
+    let b = mysql::OptsBuilder::new()
         .user(Some(ep.user.clone()))
         .pass((!ep.password.is_empty()).then(|| ep.password.clone()))
         .db_name((!db.is_empty()).then(|| db.to_string()))
-        .prefer_socket(false)
         .tcp_nodelay(true)
         .tcp_connect_timeout(Some(Duration::from_secs(5)));
-    mysql::Conn::new(opts).with_context(|| format!("connecting to {}", ep.display_url()))
+    match &ep.socket {
+        Some(path) => b.socket(Some(path.to_string_lossy().into_owned())),
+        None => b
+            .ip_or_hostname(Some(ep.host.clone()))
+            .tcp_port(ep.port)
+            .prefer_socket(false),
+    }
+}
+
+/// Connect to `db` on `ep` (empty: no default database).
+pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<mysql::Conn> {
+    mysql::Conn::new(opts(ep, db)).with_context(|| format!("connecting to {}", ep.display_url()))
 }
 
 pub(super) fn init_command(
@@ -108,6 +118,23 @@ pub(super) fn ready(ep: &Endpoint) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Bytes InnoDB says it has written: data pages and the doublewrite
+/// buffer (Innodb_data_written, which leaves the redo log out) plus the
+/// redo log (Innodb_os_log_written).
+pub(super) fn written_bytes(ep: &Endpoint) -> anyhow::Result<u64> {
+    let mut c = connect(ep, "")?;
+    let rows: Vec<(String, String)> = c.query(
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_written', 'Innodb_os_log_written')",
+    )?;
+    anyhow::ensure!(rows.len() == 2, "InnoDB's write counters are missing");
+    rows.iter()
+        .map(|(name, v)| {
+            v.parse::<u64>()
+                .map_err(|_| anyhow::anyhow!("{name} is not a number: {v}"))
+        })
+        .sum()
+}
+
 /// The version and the reported variables.
 pub(super) fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, String)>)> {
     let mut c = connect(ep, "")?;
@@ -121,4 +148,30 @@ pub(super) fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, St
         "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})"
     ))?;
     Ok((format!("MariaDB {}", version.unwrap_or_default()), rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_file_replaces_tcp() {
+        let tcp = mysql::Opts::from(opts(
+            &Endpoint::parse("mysql://u:pw@127.0.0.1:3307/x").unwrap(),
+            "x",
+        ));
+        assert_eq!(tcp.get_socket(), None);
+        assert_eq!(
+            (tcp.get_ip_or_hostname().as_ref(), tcp.get_tcp_port()),
+            ("127.0.0.1", 3307)
+        );
+        assert!(!tcp.get_prefer_socket());
+        assert_eq!(tcp.get_pass(), Some("pw"));
+        let unix = mysql::Opts::from(opts(
+            &Endpoint::parse("mysql://u@localhost/x?socket=/run/mysqld/mysqld.sock").unwrap(),
+            "",
+        ));
+        assert_eq!(unix.get_socket(), Some("/run/mysqld/mysqld.sock"));
+        assert_eq!((unix.get_db_name(), unix.get_pass()), (None, None));
+    }
 }

@@ -74,17 +74,7 @@ impl Server {
     /// (exit 2 naming `--server-url` otherwise).
     pub fn connect(kind: ServerKind, url: &str) -> anyhow::Result<Server> {
         let endpoint = Endpoint::parse(url)?;
-        if endpoint.kind != kind {
-            return Err(usage(
-                "--server-url",
-                format!(
-                    "{} is a {} URL, and the engine is {}",
-                    endpoint.display_url(),
-                    endpoint.kind.name(),
-                    kind.name()
-                ),
-            ));
-        }
+        endpoint.check_kind(kind)?;
         let (version, config) =
             private::describe(&endpoint).map_err(|e| usage("--server-url", format!("{e:#}")))?;
         Ok(Server::External {
@@ -129,6 +119,20 @@ impl Server {
         match self {
             Server::Private(p) => &p.version,
             Server::External { version, .. } => version,
+        }
+    }
+
+    /// What the server says it has written to storage since it started
+    /// (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data,
+    /// doublewrite and redo log); none for Redis or when it cannot be
+    /// asked. It opens a connection of its own: ask just before a measured
+    /// window starts and just after it ends (`ServerSampler` does).
+    pub fn written_bytes(&self) -> Option<u64> {
+        let ep = self.endpoint();
+        match ep.kind {
+            ServerKind::Postgres => postgres::written_bytes(ep).ok(),
+            ServerKind::Mariadb => mariadb::written_bytes(ep).ok(),
+            ServerKind::Redis => None,
         }
     }
 

@@ -2,7 +2,8 @@
 //! a random password, scram-sha-256 over TCP), started on 127.0.0.1 with
 //! no Unix socket, fsync on (the server's default), the settings asked
 //! for; and the client side every PostgreSQL user of iolab shares
-//! (connect, readiness, version and settings).
+//! (connection settings, by TCP or a socket directory; readiness, version
+//! and settings).
 
 use std::process::Command;
 use std::time::Duration;
@@ -27,17 +28,39 @@ const REPORTED: &[&str] = &[
     "effective_io_concurrency",
 ];
 
-/// Connect to `db` on `ep` (one blocking connection).
-pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<postgres::Client> {
+/// How to reach `db` on `ep` (TCP, or its socket directory), before
+/// connecting: callers add what is theirs (an application name).
+pub fn config(ep: &Endpoint, db: &str) -> postgres::Config {
     let mut cfg = postgres::Config::new();
-    cfg.host(&ep.host)
-        .port(ep.port)
+    match &ep.socket {
+        Some(dir) => cfg.host_path(dir),
+        None => cfg.host(&ep.host),
+    };
+    cfg.port(ep.port)
         .user(&ep.user)
         .dbname(db)
         .connect_timeout(Duration::from_secs(5))
         .application_name("iolab");
     if !ep.password.is_empty() {
         cfg.password(&ep.password);
+    }
+    cfg
+}
+
+/// Connect to `db` on `ep` (one blocking connection).
+pub fn connect(ep: &Endpoint, db: &str) -> anyhow::Result<postgres::Client> {
+    connect_in(ep, db, None)
+}
+
+/// Connect to `db` on `ep` with `schema` first on the search path.
+pub fn connect_in(
+    ep: &Endpoint,
+    db: &str,
+    schema: Option<&str>,
+) -> anyhow::Result<postgres::Client> {
+    let mut cfg = config(ep, db);
+    if let Some(s) = schema {
+        cfg.options(&format!("-c search_path={s}"));
     }
     cfg.connect(postgres::NoTls)
         .with_context(|| format!("connecting to {}", ep.display_url()))
@@ -126,6 +149,22 @@ pub(super) fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, St
     Ok((format!("PostgreSQL {version}"), config))
 }
 
+/// Bytes the server says it has written: WAL (its position from the
+/// start, exact) plus the shared buffers its checkpointer, background
+/// writer and backends wrote out (statistics, flushed about once a second).
+pub(super) fn written_bytes(ep: &Endpoint) -> anyhow::Result<u64> {
+    let mut c = connect(ep, &ep.database)?;
+    let n: i64 = c
+        .query_one(
+            "SELECT ((pg_current_wal_lsn() - '0/0'::pg_lsn) \
+             + (SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter) \
+             * current_setting('block_size')::numeric)::bigint",
+            &[],
+        )?
+        .get(0);
+    Ok(n.max(0) as u64)
+}
+
 /// A pg_settings value in its unit ("16384" of "8kB" -> "128 MiB").
 fn with_unit(setting: &str, unit: &str) -> String {
     let scale = match unit {
@@ -149,6 +188,24 @@ fn with_unit(setting: &str, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_directory_replaces_the_host() {
+        use postgres::config::Host;
+        let tcp = Endpoint::parse("postgres://u:pw@db.example:5433/x").unwrap();
+        let c = config(&tcp, "x");
+        assert_eq!(c.get_hosts(), &[Host::Tcp("db.example".into())]);
+        assert_eq!(c.get_ports(), &[5433]);
+        assert_eq!(c.get_password(), Some(&b"pw"[..]));
+        let unix = Endpoint::parse("postgres://u@/x?host=/run/postgresql").unwrap();
+        let c = config(&unix, "other");
+        assert_eq!(c.get_hosts(), &[Host::Unix("/run/postgresql".into())]);
+        assert_eq!(
+            (c.get_ports(), c.get_dbname()),
+            (&[5432][..], Some("other"))
+        );
+        assert_eq!(c.get_password(), None);
+    }
 
     #[test]
     fn settings_are_shown_in_their_units() {

@@ -275,6 +275,7 @@ pub fn start(
                 ServerKind::Redis => "0".into(),
                 _ => "iolab".into(),
             },
+            socket: None,
         };
         let mut cmd = command(kind, &layout, &endpoint, settings)?;
         run_as.apply(&mut cmd);

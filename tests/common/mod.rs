@@ -127,30 +127,6 @@ pub fn media_leftovers(dir: &Path) -> Vec<String> {
     out
 }
 
-/// The seed of the random moments of an interrupt test: IOLAB_INTERRUPT_SEED
-/// to replay one, else the clock; printed, so a failure can be replayed.
-pub fn interrupt_seed() -> u64 {
-    let seed = std::env::var("IOLAB_INTERRUPT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
-    seed
-}
-
-/// The next value of a small xorshift over `x` (reproducible delays).
-pub fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
 /// SIGINT to `child` (a second one 5 ms later when `twice`), then wait
 /// for its output.
 pub fn sigint_and_wait(child: std::process::Child, twice: bool) -> Output {
@@ -212,4 +188,57 @@ pub fn media_order_and_names(r: &serde_json::Value) -> (Vec<(String, String)>, V
         .map(|p| p["name"].as_str().unwrap().to_string())
         .collect();
     (order, names)
+}
+
+/// A small xorshift for reproducible random moments: seeded from
+/// IOLAB_INTERRUPT_SEED or the clock, the seed printed so a failure
+/// replays.
+pub struct Rng {
+    state: u64,
+    pub seed: u64,
+}
+
+impl Rng {
+    pub fn from_env_or_clock() -> Rng {
+        let seed = std::env::var("IOLAB_INTERRUPT_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+                    | 1
+            });
+        eprintln!("IOLAB_INTERRUPT_SEED={seed}");
+        Rng { state: seed, seed }
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state % n.max(1)
+    }
+}
+
+/// Whether a private server of `kind` can start here (its programs are
+/// installed); prints why a test skips otherwise.
+pub fn server_installed(kind: iolab::servers::ServerKind) -> bool {
+    use iolab::servers::{private, ServerKind};
+    let progs: &[&str] = match kind {
+        ServerKind::Postgres => &["initdb", "postgres"],
+        ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
+        ServerKind::Redis => &["redis-server"],
+    };
+    let ok = progs
+        .iter()
+        .all(|p| private::find_program(kind, p).is_some());
+    if !ok {
+        eprintln!(
+            "SKIP {}: not installed (scripts/install-deps.sh installs it)",
+            kind.name()
+        );
+    }
+    ok
 }

@@ -54,6 +54,8 @@ pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
         },
         reads: BenchReads::default(),
         place: KvPlace::scratch(dir.to_path_buf()),
+        server: Default::default(),
+        under_ns: 1_000_000,
         seed,
         output: None,
         status_interval_s: None,

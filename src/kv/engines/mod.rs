@@ -2,7 +2,11 @@
 
 pub mod fjall;
 pub mod lmdb;
+pub mod maria;
 pub mod null;
+pub mod pg;
 pub mod redb;
+pub mod redis;
 pub mod rocks;
+pub mod server_ns;
 pub mod sqlite;

@@ -1,15 +1,15 @@
 //! How to reach the database: `DbConnect` (an SQLite file, or a PostgreSQL
-//! or MariaDB server by TCP or unix socket), parsed from `--server-url`
-//! (`postgres://user:pw@host:port/db`, `mysql://user:pw@host:port/db`, a
-//! socket as `?host=/dir` / `?socket=/path`, or a bare socket path), and
-//! `open`, which makes one connection. `for_plan` is the one place where
-//! the endpoint of a plan is decided: the private servers of
-//! `src/servers/` plug in there.
+//! or MariaDB server through a `servers::Endpoint`: TCP, or a unix socket
+//! named in `--server-url` as `?host=DIR` / `?socket=PATH`), and `open`,
+//! which makes one connection. `for_plan` is the one place where the
+//! endpoint of a plan is decided: SQLite's file, or the server
+//! (`servers::Server`: a private instance or `--server-url`) the run holds.
 
 use std::path::{Path, PathBuf};
 
 use super::{Conn, DbResult};
 use crate::error::usage;
+use crate::servers::{Endpoint, Server, ServerKind};
 use anyhow::Result;
 
 /// The engine of a plan.
@@ -39,40 +39,14 @@ impl Engine {
             _ => None,
         }
     }
-}
 
-/// Where a server listens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerAddr {
-    Tcp {
-        host: String,
-        port: u16,
-    },
-    /// PostgreSQL: the socket's directory (its file is named after the
-    /// port); MariaDB: the socket file.
-    Socket {
-        path: PathBuf,
-        port: u16,
-    },
-}
-
-/// A server endpoint and its credentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerEndpoint {
-    pub addr: ServerAddr,
-    pub user: String,
-    pub password: Option<String>,
-    pub dbname: String,
-}
-
-impl ServerEndpoint {
-    /// For messages: no password.
-    pub fn describe(&self) -> String {
-        let at = match &self.addr {
-            ServerAddr::Tcp { host, port } => format!("{host}:{port}"),
-            ServerAddr::Socket { path, .. } => path.display().to_string(),
-        };
-        format!("{}@{at}/{}", self.user, self.dbname)
+    /// The server this engine runs on (none: SQLite is embedded).
+    pub fn server_kind(self) -> Option<ServerKind> {
+        match self {
+            Engine::Sqlite => None,
+            Engine::Postgres => Some(ServerKind::Postgres),
+            Engine::Mariadb => Some(ServerKind::Mariadb),
+        }
     }
 }
 
@@ -80,8 +54,8 @@ impl ServerEndpoint {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DbConnect {
     Sqlite { path: PathBuf },
-    Postgres(ServerEndpoint),
-    Mariadb(ServerEndpoint),
+    Postgres(Endpoint),
+    Mariadb(Endpoint),
 }
 
 impl DbConnect {
@@ -93,15 +67,14 @@ impl DbConnect {
         }
     }
 
-    /// `--server-url URL` for `engine`; errors name `--server-url` (exit 2).
-    pub fn parse_url(engine: Engine, url: &str) -> Result<DbConnect> {
-        let ep = parse_endpoint(engine, url)?;
-        match engine {
-            Engine::Postgres => Ok(DbConnect::Postgres(ep)),
-            Engine::Mariadb => Ok(DbConnect::Mariadb(ep)),
-            Engine::Sqlite => Err(usage(
+    /// The database of a server endpoint (Redis has no SQL: refused).
+    pub fn server(ep: &Endpoint) -> Result<DbConnect> {
+        match ep.kind {
+            ServerKind::Postgres => Ok(DbConnect::Postgres(ep.clone())),
+            ServerKind::Mariadb => Ok(DbConnect::Mariadb(ep.clone())),
+            ServerKind::Redis => Err(usage(
                 "--server-url",
-                "sqlite has no server: give --target DIR (or --db FILE) instead",
+                "Redis is not an oltp engine (postgres:// or mysql://)",
             )),
         }
     }
@@ -110,8 +83,7 @@ impl DbConnect {
     pub fn describe(&self) -> String {
         match self {
             DbConnect::Sqlite { path } => path.display().to_string(),
-            DbConnect::Postgres(e) => format!("postgres://{}", e.describe()),
-            DbConnect::Mariadb(e) => format!("mysql://{}", e.describe()),
+            DbConnect::Postgres(e) | DbConnect::Mariadb(e) => e.display_url(),
         }
     }
 
@@ -140,169 +112,20 @@ impl DbConnect {
     }
 }
 
-/// The endpoint a plan runs against: the SQLite file in `db_dir` (or the
-/// plan's `--db`), or the server of `--server-url`. The private servers
-/// iolab will start itself (src/servers/) plug in here.
-pub fn for_plan(engine: Engine, server_url: Option<&str>, sqlite_file: &Path) -> Result<DbConnect> {
-    match (engine, server_url) {
-        (Engine::Sqlite, None) => Ok(DbConnect::Sqlite {
+/// The endpoint a plan runs against: the SQLite file (the scratch one or
+/// `--db`), or the database of the server the run holds (private, or
+/// `--server-url`).
+pub fn for_plan(engine: Engine, server: Option<&Server>, sqlite_file: &Path) -> Result<DbConnect> {
+    match (engine, server) {
+        (Engine::Sqlite, _) => Ok(DbConnect::Sqlite {
             path: sqlite_file.to_path_buf(),
         }),
-        (_, Some(url)) => DbConnect::parse_url(engine, url),
-        (e, None) => Err(usage(
-            "--server-url",
-            format!(
-                "{} needs a running server: give --server-url {} (iolab does not start private {} servers yet)",
-                e.name(),
-                if e == Engine::Postgres {
-                    "postgres://USER:PASSWORD@HOST:PORT/DB"
-                } else {
-                    "mysql://USER:PASSWORD@HOST:PORT/DB"
-                },
-                e.name()
-            ),
+        (_, Some(s)) => DbConnect::server(s.endpoint()),
+        (e, None) => Err(anyhow::anyhow!(
+            "{} runs on a server, and none was started",
+            e.name()
         )),
     }
-}
-
-fn bad(msg: impl Into<String>) -> anyhow::Error {
-    usage("--server-url", msg)
-}
-
-/// `scheme://[user[:password]@][host][:port]/db[?host=DIR|socket=PATH]`,
-/// or a bare socket path (directory for PostgreSQL, file for MariaDB).
-fn parse_endpoint(engine: Engine, url: &str) -> Result<ServerEndpoint> {
-    let (default_port, default_user, schemes): (u16, &str, &[&str]) = match engine {
-        Engine::Postgres => (5432, "postgres", &["postgres", "postgresql"]),
-        _ => (3306, "root", &["mysql", "mariadb"]),
-    };
-    if url.starts_with('/') {
-        return Ok(ServerEndpoint {
-            addr: ServerAddr::Socket {
-                path: PathBuf::from(url),
-                port: default_port,
-            },
-            user: default_user.into(),
-            password: None,
-            dbname: "tpcc".into(),
-        });
-    }
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(bad(format!(
-            "'{url}' is not a URL: give {}://USER:PASSWORD@HOST:PORT/DB or a unix socket path",
-            schemes[0]
-        )));
-    };
-    if !schemes.contains(&scheme) {
-        return Err(bad(format!(
-            "scheme '{scheme}' is not {}'s ({})",
-            engine.name(),
-            schemes.join(" or ")
-        )));
-    }
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let (auth_host, db) = rest.split_once('/').unwrap_or((rest, ""));
-    let (auth, hostport) = match auth_host.rsplit_once('@') {
-        Some((a, h)) => (Some(a), h),
-        None => (None, auth_host),
-    };
-    let (user, password) = match auth {
-        Some(a) => match a.split_once(':') {
-            Some((u, p)) => (decode(u)?, Some(decode(p)?)),
-            None => (decode(a)?, None),
-        },
-        None => (default_user.to_string(), None),
-    };
-    let hostport = decode(hostport)?;
-    let mut addr = if hostport.starts_with('/') {
-        ServerAddr::Socket {
-            path: PathBuf::from(hostport),
-            port: default_port,
-        }
-    } else {
-        let (host, port) = split_host_port(&hostport, default_port)?;
-        ServerAddr::Tcp {
-            host: if host.is_empty() {
-                "localhost".into()
-            } else {
-                host
-            },
-            port,
-        }
-    };
-    for kv in query.split('&').filter(|s| !s.is_empty()) {
-        match kv.split_once('=') {
-            Some(("host", v)) | Some(("socket", v)) if decode(v)?.starts_with('/') => {
-                let port = match addr {
-                    ServerAddr::Tcp { port, .. } | ServerAddr::Socket { port, .. } => port,
-                };
-                addr = ServerAddr::Socket {
-                    path: PathBuf::from(decode(v)?),
-                    port,
-                };
-            }
-            _ => {
-                return Err(bad(format!(
-                    "unknown URL option '{kv}' (host=DIR or socket=PATH)"
-                )))
-            }
-        }
-    }
-    let db = decode(db)?;
-    if db.is_empty() {
-        return Err(bad(format!("'{url}' names no database (…/DB at the end)")));
-    }
-    Ok(ServerEndpoint {
-        addr,
-        user,
-        password,
-        dbname: db,
-    })
-}
-
-/// `host[:port]` or `[v6]:port`.
-fn split_host_port(hp: &str, default_port: u16) -> Result<(String, u16)> {
-    let (host, port) = if let Some(v6) = hp.strip_prefix('[') {
-        let (h, after) = v6
-            .split_once(']')
-            .ok_or_else(|| bad(format!("'{hp}': unclosed '['")))?;
-        (h, after.strip_prefix(':'))
-    } else {
-        match hp.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (hp, None),
-        }
-    };
-    let port = match port {
-        Some(p) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| bad(format!("'{p}' is not a port (1..65535)")))?,
-        None => default_port,
-    };
-    Ok((host.to_string(), port))
-}
-
-/// Percent-decoding of a URL part.
-fn decode(s: &str) -> Result<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| bad(format!("bad percent escape in '{s}'")))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| bad(format!("'{s}' is not UTF-8 once decoded")))
 }
 
 #[cfg(test)]
@@ -310,75 +133,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_parse() {
-        let c = DbConnect::parse_url(
-            Engine::Postgres,
-            "postgres://bob:p%40ss@127.0.0.1:5433/tpcc",
-        )
-        .unwrap();
-        let DbConnect::Postgres(e) = c else { panic!() };
-        assert_eq!(
-            e.addr,
-            ServerAddr::Tcp {
-                host: "127.0.0.1".into(),
-                port: 5433
-            }
+    fn server_endpoints_name_their_engine_and_hide_the_password() {
+        let ep = Endpoint::parse("postgres://bob:p%40ss@127.0.0.1:5433/tpcc").unwrap();
+        let c = DbConnect::server(&ep).unwrap();
+        assert_eq!(c.engine(), Engine::Postgres);
+        assert_eq!(c.describe(), "postgres://bob:***@127.0.0.1:5433/tpcc");
+        let DbConnect::Postgres(e) = &c else { panic!() };
+        assert_eq!(e.password, "p@ss");
+        let ep = Endpoint::parse("mysql://root@localhost/db?socket=/tmp/m.sock").unwrap();
+        let c = DbConnect::server(&ep).unwrap();
+        assert_eq!(c.engine(), Engine::Mariadb);
+        assert!(
+            c.describe().ends_with("?socket=/tmp/m.sock"),
+            "{}",
+            c.describe()
         );
+        let redis = Endpoint::parse("redis://127.0.0.1/0").unwrap();
+        let e = DbConnect::server(&redis).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(for_plan(Engine::Postgres, None, Path::new("x")).is_err());
         assert_eq!(
-            (e.user.as_str(), e.password.as_deref()),
-            ("bob", Some("p@ss"))
+            for_plan(Engine::Sqlite, None, Path::new("x")).unwrap(),
+            DbConnect::Sqlite { path: "x".into() }
         );
-        assert_eq!(e.dbname, "tpcc");
-        let c = DbConnect::parse_url(
-            Engine::Mariadb,
-            "mysql://root@localhost/db?socket=/tmp/m.sock",
-        )
-        .unwrap();
-        let DbConnect::Mariadb(e) = c else { panic!() };
-        assert_eq!(
-            e.addr,
-            ServerAddr::Socket {
-                path: "/tmp/m.sock".into(),
-                port: 3306
-            }
-        );
-        let c = DbConnect::parse_url(Engine::Postgres, "postgres://u@%2Ftmp%2Fpg/db").unwrap();
-        let DbConnect::Postgres(e) = c else { panic!() };
-        assert_eq!(
-            e.addr,
-            ServerAddr::Socket {
-                path: "/tmp/pg".into(),
-                port: 5432
-            }
-        );
-        let c = DbConnect::parse_url(
-            Engine::Postgres,
-            "postgres://u@localhost:5433/db?host=/run/pg",
-        )
-        .unwrap();
-        let DbConnect::Postgres(e) = c else { panic!() };
-        assert_eq!(
-            e.addr,
-            ServerAddr::Socket {
-                path: "/run/pg".into(),
-                port: 5433
-            }
-        );
-    }
-
-    #[test]
-    fn bad_urls_name_the_flag() {
-        for (eng, url) in [
-            (Engine::Postgres, "mysql://a@b/c"),
-            (Engine::Postgres, "postgres://a@b:99999/c"),
-            (Engine::Mariadb, "mysql://a@b:3306"),
-            (Engine::Mariadb, "nonsense"),
-        ] {
-            let e = DbConnect::parse_url(eng, url).unwrap_err();
-            assert_eq!(crate::error::exit_code(&e), 2, "{url}");
-            assert!(e.to_string().contains("--server-url"), "{e}");
-        }
-        let e = for_plan(Engine::Postgres, None, Path::new("x")).unwrap_err();
-        assert!(e.to_string().contains("--server-url"), "{e}");
+        assert_eq!(Engine::Mariadb.server_kind(), Some(ServerKind::Mariadb));
+        assert_eq!(Engine::Sqlite.server_kind(), None);
     }
 }

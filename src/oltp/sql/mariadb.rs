@@ -6,14 +6,13 @@
 //! parsed by `Value::as_f64`.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use mysql::prelude::Queryable;
-use mysql::{Conn as MyConn, OptsBuilder, Params, Statement, Value as MyValue};
+use mysql::{Conn as MyConn, Params, Statement, Value as MyValue};
 
-use super::connect::{ServerAddr, ServerEndpoint};
 use super::statements::text;
 use super::{Conn, DbError, DbResult, Dialect, Rows, Stmt, Value};
+use crate::servers::Endpoint;
 
 pub struct MariaConn {
     c: MyConn,
@@ -65,20 +64,10 @@ fn params(p: &[Value]) -> Params {
 }
 
 impl MariaConn {
-    pub fn open(e: &ServerEndpoint) -> DbResult<MariaConn> {
-        let mut b = OptsBuilder::new()
-            .user(Some(e.user.clone()))
-            .pass(e.password.clone())
-            .db_name(Some(e.dbname.clone()))
-            .prefer_socket(false)
-            // The crate closes statements it evicts: its cache must hold them all.
-            .stmt_cache_size(Some(256))
-            .tcp_connect_timeout(Some(Duration::from_secs(5)));
-        b = match &e.addr {
-            ServerAddr::Tcp { host, port } => b.ip_or_hostname(Some(host.clone())).tcp_port(*port),
-            ServerAddr::Socket { path, .. } => b.socket(Some(path.to_string_lossy().into_owned())),
-        };
-        let c = MyConn::new(b).map_err(err)?;
+    pub fn open(e: &Endpoint) -> DbResult<MariaConn> {
+        // The crate closes statements it evicts: its cache must hold them all.
+        let opts = crate::servers::mariadb::opts(e, &e.database).stmt_cache_size(Some(256));
+        let c = MyConn::new(opts).map_err(err)?;
         Ok(MariaConn {
             c,
             texts: HashMap::new(),

@@ -8,16 +8,15 @@
 
 use std::collections::HashMap;
 use std::error::Error;
-use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
 use postgres::error::SqlState;
 use postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, NoTls, Statement};
 
-use super::connect::{ServerAddr, ServerEndpoint};
 use super::statements::text;
 use super::{Conn, DbError, DbResult, Dialect, Rows, Stmt, Value};
+use crate::servers::Endpoint;
 
 type BoxErr = Box<dyn Error + Sync + Send>;
 
@@ -39,19 +38,11 @@ fn err(e: postgres::Error) -> DbError {
 }
 
 impl PgConn {
-    pub fn open(e: &ServerEndpoint) -> DbResult<PgConn> {
-        let mut cfg = Config::new();
-        cfg.user(&e.user).dbname(&e.dbname);
-        if let Some(p) = &e.password {
-            cfg.password(p);
-        }
-        match &e.addr {
-            ServerAddr::Tcp { host, port } => cfg.host(host).port(*port),
-            ServerAddr::Socket { path, port } => cfg.host_path(path).port(*port),
-        };
-        cfg.connect_timeout(Duration::from_secs(5));
-        cfg.application_name("iolab-oltp");
-        let c = cfg.connect(NoTls).map_err(err)?;
+    pub fn open(e: &Endpoint) -> DbResult<PgConn> {
+        let c = crate::servers::postgres::config(e, &e.database)
+            .application_name("iolab-oltp")
+            .connect(NoTls)
+            .map_err(err)?;
         Ok(PgConn {
             c,
             stmts: HashMap::new(),

@@ -51,9 +51,93 @@ pub fn kv(r: &Results) -> Vec<Section> {
         out.push(throughput(&plain, &engines));
         out.extend(latency(&plain, engines.len() > 1));
     }
+    out.extend(under_threshold(&plain));
     out.extend(readers_sweep(&pts));
     out.extend(load_stats(&pts));
     out
+}
+
+/// Intel's NoSQL figure: the share of each operation kind at or under the
+/// latency threshold, per workload (and record size), with the standard
+/// deviation of its latency.
+fn under_threshold(plain: &[&Point]) -> Option<Section> {
+    let measured: Vec<(&Point, &crate::kv::point::LatencyShare)> = plain
+        .iter()
+        .filter_map(|p| Some((*p, p.extra.kv.as_ref()?.under.as_ref()?)))
+        .filter(|(p, _)| p.params.get("phase").map(String::as_str) != Some("load"))
+        .collect();
+    let threshold = measured.first()?.1.threshold_ns;
+    let mut cats: Vec<String> = Vec::new();
+    let mut kinds: Vec<String> = Vec::new();
+    for (p, u) in &measured {
+        let w = workload(p);
+        if !cats.contains(&w) {
+            cats.push(w);
+        }
+        for k in u.share_pct.keys() {
+            if !kinds.contains(k) && !k.starts_with("rmw_") {
+                kinds.push(k.clone());
+            }
+        }
+    }
+    let share = |w: &str, k: &str| {
+        measured
+            .iter()
+            .filter(|(p, _)| workload(p) == w)
+            .filter_map(|(_, u)| u.share_pct.get(k).copied())
+            .next_back()
+            .unwrap_or(0.0)
+    };
+    let stacks = kinds
+        .iter()
+        .map(|k| (k.clone(), cats.iter().map(|w| share(w, k)).collect()))
+        .collect();
+    let limit = fmt::ns(threshold as f64);
+    let mut table = Table::new(&[
+        "workload",
+        "engine",
+        "record bytes",
+        "op",
+        "ops",
+        "share <= limit %",
+        "mean ns",
+        "stdev ns",
+    ]);
+    for (p, u) in &measured {
+        for (op, o) in &p.ops {
+            let (Some(l), Some(pct)) = (&o.lat, u.share_pct.get(op)) else {
+                continue;
+            };
+            table.rows.push(vec![
+                workload(p),
+                engine(p),
+                p.params.get("record_bytes").cloned().unwrap_or_default(),
+                op.clone(),
+                o.ops.to_string(),
+                format!("{pct:.2}"),
+                format!("{:.0}", l.mean_ns),
+                format!("{:.0}", l.stdev_ns),
+            ]);
+        }
+    }
+    Some(Section {
+        id: "kv-under".into(),
+        title: format!("Operations at or under {limit}"),
+        note: format!(
+            "The share of each operation kind that completed within {limit} (--under), per workload \
+             and record size (-p fieldlength=1024,2048,4096 sweeps it), as Intel's NoSQL study \
+             reported; the table adds the latency's standard deviation."
+        ),
+        svgs: vec![svg::bar_chart(&BarChart {
+            title: format!("Share of operations at or under {limit}"),
+            y_title: "% of operations".into(),
+            y_fmt: fmt::count,
+            categories: cats,
+            stacks,
+            stacked: false,
+        })],
+        table,
+    })
 }
 
 /// Operations per second of each workload, one bar per engine.

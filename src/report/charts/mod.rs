@@ -11,6 +11,7 @@ pub mod oltp;
 pub mod other;
 pub mod remote;
 pub mod remote_db;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 
@@ -64,6 +65,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(media::media_latency(r));
     out.extend(kv::kv(r));
     out.extend(oltp::oltp(r));
+    out.extend(timeline::timelines(r));
     out.extend(other::breakdown(r));
     out.extend(other::steady_state(r));
     out.extend(latency::time_series(r));

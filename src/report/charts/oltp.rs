@@ -1,7 +1,8 @@
 //! OLTP (TPC-C-derived) charts: NOPM against virtual users, the latency of
-//! each transaction type per user count (table), and transactions per
-//! second over each point's measured time. Read from `extra.oltp` and the
-//! points' ops and series; a file without oltp points has none.
+//! each transaction type per user count (table), transactions per second
+//! over each point's measured time, and the server's use and storage per
+//! point (table, from `extra.server`). Read from `extra.oltp`, the points'
+//! ops and series; a file without oltp points has none.
 
 use super::{Section, Table};
 use crate::oltp::point::OltpInfo;
@@ -22,11 +23,54 @@ pub fn oltp(r: &Results) -> Vec<Section> {
     if pts.is_empty() {
         return Vec::new();
     }
-    vec![
+    let mut out = vec![
         nopm_vs_users(&pts),
         latency_table(&pts),
         tps_over_time(&pts),
-    ]
+    ];
+    out.extend(server_table(&pts));
+    out
+}
+
+fn server_table(pts: &[(&Point, &OltpInfo)]) -> Option<Section> {
+    let mut table = Table::new(&[
+        "users",
+        "server usr % of one CPU",
+        "server sys % of one CPU",
+        "processes",
+        "database bytes",
+        "device bytes written",
+        "device bytes per transaction",
+        "server's own bytes written",
+        "write amplification",
+    ]);
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
+    for (p, o) in pts {
+        let Some(s) = p.extra.server.as_deref() else {
+            continue;
+        };
+        let pr = s.process.as_ref();
+        table.rows.push(vec![
+            o.users.to_string(),
+            opt(pr.map(|p| p.usr_pct)),
+            opt(pr.map(|p| p.sys_pct)),
+            pr.map_or(String::new(), |p| p.processes.to_string()),
+            s.db_size_bytes.map_or(String::new(), |b| b.to_string()),
+            s.device
+                .as_ref()
+                .map_or(String::new(), |d| d.write_bytes.to_string()),
+            opt(s.device_write_bytes_per_op),
+            s.db_written_bytes.map_or(String::new(), |b| b.to_string()),
+            opt(s.write_amplification),
+        ]);
+    }
+    (!table.rows.is_empty()).then(|| Section {
+        id: "oltp-server".into(),
+        title: "The database server per virtual-user count".into(),
+        note: "The server's processes' CPU over the measured time (the client's own is the point's cpu), the data directory's size at the end, the bytes the device under it wrote per transaction, and write amplification: device bytes written / the bytes the server says it wrote (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data, doublewrite and redo log).".into(),
+        svgs: vec![],
+        table,
+    })
 }
 
 fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {

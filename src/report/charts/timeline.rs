@@ -1,0 +1,253 @@
+//! The per-second timelines of database runs (what the NVMe vs SATA study
+//! drew during each run): for every point with a `timeline` section, and
+//! an oltp load with one, the machine's CPU (user, system, iowait, idle,
+//! with the server's share dashed), the bandwidth and IOPS of the device
+//! under the data, and the client's throughput, one chart per run phase
+//! in each section. Read from the typed sections only.
+
+use super::{Section, Table};
+use crate::report::fmt;
+use crate::report::svg::{self, Axis, LineChart, Scale, Series};
+use crate::results::{Results, TimelineSeries};
+
+/// A phase with a timeline: its label, what its client counts, the series.
+struct Phase<'a> {
+    label: String,
+    unit: &'static str,
+    t: std::borrow::Cow<'a, TimelineSeries>,
+}
+
+fn phases(r: &Results) -> Vec<Phase<'_>> {
+    let mut out = Vec::new();
+    let load = r
+        .extra
+        .get("oltp_load")
+        .and_then(|l| l.get("timeline"))
+        .and_then(|t| serde_json::from_value::<TimelineSeries>(t.clone()).ok());
+    if let Some(t) = load.filter(|t| !t.is_empty()) {
+        out.push(Phase {
+            label: "load".into(),
+            unit: "rows/s",
+            t: std::borrow::Cow::Owned(t),
+        });
+    }
+    for p in &r.points {
+        if let Some(t) = p.extra.timeline.as_deref().filter(|t| !t.is_empty()) {
+            out.push(Phase {
+                label: p.name.clone(),
+                unit: if p.extra.oltp.is_some() {
+                    "transactions/s"
+                } else {
+                    "operations/s"
+                },
+                t: std::borrow::Cow::Borrowed(t),
+            });
+        }
+    }
+    out
+}
+
+/// Every timeline section of the report.
+pub fn timelines(r: &Results) -> Vec<Section> {
+    let ph = phases(r);
+    if ph.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![cpu(&ph)];
+    let disk: Vec<&Phase> = ph
+        .iter()
+        .filter(|p| !p.t.disk_write_iops.is_empty())
+        .collect();
+    if !disk.is_empty() {
+        out.push(disk_section(&disk, Disk::Bandwidth));
+        out.push(disk_section(&disk, Disk::Iops));
+    }
+    out.push(client(&ph));
+    out
+}
+
+/// One line of a column over time.
+fn line(
+    p: &Phase,
+    label: &str,
+    ys: &[f64],
+    color: usize,
+    dashed: bool,
+    f: fn(f64) -> String,
+) -> Series {
+    Series {
+        label: label.into(),
+        points: p
+            .t
+            .t_s
+            .iter()
+            .zip(ys)
+            .map(|(&t, &y)| {
+                (
+                    t,
+                    y,
+                    format!("{} at {}: {label} {}", p.label, fmt::secs(t), f(y)),
+                )
+            })
+            .collect(),
+        dashed,
+        color,
+        line: true,
+    }
+}
+
+fn chart(title: String, ytitle: &str, yfmt: fn(f64) -> String, series: Vec<Series>) -> String {
+    svg::line_chart(&LineChart {
+        title,
+        x: Axis::new("time (s)", Scale::Linear, fmt::plain),
+        y: Axis::new(ytitle, Scale::Linear, yfmt),
+        series,
+        shade: None,
+        marks: vec![],
+        hlines: vec![],
+    })
+}
+
+fn cpu(ph: &[Phase]) -> Section {
+    let mut table = Table::new(&[
+        "phase",
+        "t (s)",
+        "usr %",
+        "sys %",
+        "iowait %",
+        "idle %",
+        "server usr %",
+        "server sys %",
+    ]);
+    let mut svgs = Vec::new();
+    for p in ph {
+        let t = &p.t;
+        let mut series = vec![
+            line(p, "user", &t.cpu_usr_pct, 0, false, fmt::pct),
+            line(p, "system", &t.cpu_sys_pct, 1, false, fmt::pct),
+            line(p, "iowait", &t.cpu_iowait_pct, 2, false, fmt::pct),
+            line(p, "idle", &t.cpu_idle_pct, 8, false, fmt::pct),
+        ];
+        let server: Vec<f64> = t
+            .server_usr_pct
+            .iter()
+            .zip(&t.server_sys_pct)
+            .map(|(u, s)| u + s)
+            .collect();
+        if !server.is_empty() {
+            series.push(line(p, "server usr+sys", &server, 3, true, fmt::pct));
+        }
+        svgs.push(chart(
+            format!("{}: CPU of the machine ({} CPUs)", p.label, t.cpus),
+            "% of all CPUs",
+            fmt::pct,
+            series,
+        ));
+        for i in 0..t.len() {
+            let col = |v: &[f64]| v.get(i).map_or(String::new(), |x| format!("{x:.2}"));
+            table.rows.push(vec![
+                p.label.clone(),
+                format!("{:.2}", t.t_s[i]),
+                col(&t.cpu_usr_pct),
+                col(&t.cpu_sys_pct),
+                col(&t.cpu_iowait_pct),
+                col(&t.cpu_idle_pct),
+                col(&t.server_usr_pct),
+                col(&t.server_sys_pct),
+            ]);
+        }
+    }
+    Section {
+        id: "timeline-cpu".into(),
+        title: "Machine CPU over time".into(),
+        note: "Each second of the measured time (and of the load): the machine's user, system, iowait and idle time from /proc/stat as a share of all CPUs, and the database server's processes' user + system time on the same scale (dashed).".into(),
+        svgs,
+        table,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Disk {
+    Bandwidth,
+    Iops,
+}
+
+fn disk_section(ph: &[&Phase], what: Disk) -> Section {
+    let (id, title, ytitle, yfmt): (&str, &str, &str, fn(f64) -> String) = match what {
+        Disk::Bandwidth => (
+            "timeline-disk",
+            "Disk bandwidth over time",
+            "MiB/s",
+            fmt::mib,
+        ),
+        Disk::Iops => (
+            "timeline-iops",
+            "Disk IOPS over time",
+            "I/Os per second",
+            fmt::count,
+        ),
+    };
+    let mut table = Table::new(&["phase", "device", "t (s)", "read", "write"]);
+    let mut svgs = Vec::new();
+    for p in ph {
+        let t = &p.t;
+        let (r, w) = match what {
+            Disk::Bandwidth => (&t.disk_read_mib_s, &t.disk_write_mib_s),
+            Disk::Iops => (&t.disk_read_iops, &t.disk_write_iops),
+        };
+        let device = t.device.clone().unwrap_or_default();
+        svgs.push(chart(
+            format!("{}: {device} {}", p.label, ytitle),
+            ytitle,
+            yfmt,
+            vec![
+                line(p, "read", r, 0, false, yfmt),
+                line(p, "write", w, 1, true, yfmt),
+            ],
+        ));
+        for i in 0..t.len() {
+            table.rows.push(vec![
+                p.label.clone(),
+                device.clone(),
+                format!("{:.2}", t.t_s[i]),
+                format!("{:.2}", r.get(i).copied().unwrap_or(0.0)),
+                format!("{:.2}", w.get(i).copied().unwrap_or(0.0)),
+            ]);
+        }
+    }
+    Section {
+        id: id.into(),
+        title: title.into(),
+        note: "Each second: the block device under the database's data (/proc/diskstats; a partition's own line when the data is on one), read and write. Everything using the device counts, not only the database.".into(),
+        svgs,
+        table,
+    }
+}
+
+fn client(ph: &[Phase]) -> Section {
+    let mut table = Table::new(&["phase", "t (s)", "client per second", "unit"]);
+    let mut svgs = Vec::new();
+    for p in ph {
+        svgs.push(chart(
+            format!("{}: client {}", p.label, p.unit),
+            p.unit,
+            fmt::count,
+            vec![line(p, p.unit, &p.t.client_ops_s, 0, false, fmt::count)],
+        ));
+        for (t, v) in p.t.t_s.iter().zip(&p.t.client_ops_s) {
+            table.rows.push(vec![
+                p.label.clone(),
+                format!("{t:.2}"),
+                format!("{v:.2}"),
+                p.unit.to_string(),
+            ]);
+        }
+    }
+    Section {
+        id: "timeline-client".into(),
+        title: "Client throughput over time".into(),
+        note: "Each second: what the client finished (transactions for an oltp point, rows for the load), from the same clock as the machine's series above.".into(),
+        svgs,
+        table,
+    }
+}

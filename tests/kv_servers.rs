@@ -1,0 +1,384 @@
+//! YCSB on database servers: every record read back from PostgreSQL,
+//! MariaDB and Redis is checked field by field (and a corrupted field is
+//! found), a private server and its directory are gone after the run and
+//! after SIGINT at a random moment, an existing server keeps nothing of
+//! iolab's after the run, and server flags that cannot apply are exit 2
+//! naming the field. Skips, saying why, where a server is not installed.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use iolab::kv::engine::{open_server, KvEngine};
+use iolab::kv::fields::{build_field, build_record, verify_record, FieldLayout, TextPool};
+use iolab::servers::{private, Endpoint, Server, ServerKind, ServerSettings};
+
+/// Tests here start servers and look for leftover server processes: one
+/// at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn installed(kind: ServerKind) -> bool {
+    let progs: &[&str] = match kind {
+        ServerKind::Postgres => &["initdb", "postgres"],
+        ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
+        ServerKind::Redis => &["redis-server"],
+    };
+    let ok = progs
+        .iter()
+        .all(|p| private::find_program(kind, p).is_some());
+    if !ok {
+        eprintln!(
+            "SKIP {}: not installed (scripts/install-deps.sh installs it)",
+            kind.name()
+        );
+    }
+    ok
+}
+
+/// A directory every server's system user can enter, on the real disk.
+fn server_dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir_in("/var/tmp").unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    d
+}
+
+/// Pids of every running server process of the three kinds.
+fn server_pids() -> Vec<u32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat.contains(") Z ");
+        if !zombie && ["postgres", "mariadbd", "redis-server"].contains(&comm.trim()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The URL of `ep`, password included (the test owns the server).
+fn url_of(ep: &Endpoint) -> String {
+    match ep.kind {
+        ServerKind::Postgres => format!(
+            "postgres://{}:{}@{}:{}/{}",
+            ep.user, ep.password, ep.host, ep.port, ep.database
+        ),
+        ServerKind::Mariadb => format!(
+            "mysql://{}:{}@{}:{}/{}",
+            ep.user, ep.password, ep.host, ep.port, ep.database
+        ),
+        ServerKind::Redis => format!("redis://:{}@{}:{}/0", ep.password, ep.host, ep.port),
+    }
+}
+
+fn kv_cmd(kind: ServerKind, dir: &Path, state: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+    c.args(["kv", "--engine", kind.name(), "--quiet", "-t"])
+        .arg(dir)
+        .args(extra)
+        .env("IOLAB_STATE_DIR", state);
+    c
+}
+
+#[test]
+fn ycsb_on_each_server_checks_every_record_and_leaves_nothing() {
+    let _one = one_at_a_time();
+    for kind in ServerKind::ALL {
+        if !installed(kind) {
+            continue;
+        }
+        let before = server_pids();
+        let (dir, out, state) = (server_dir(), common::workdir(), common::workdir());
+        let json = out.path().join("r.json");
+        let o = kv_cmd(kind, dir.path(), state.path(), &["a,e", "--threads", "2"])
+            .args(["-p", "recordcount=300", "-p", "operationcount=400", "-o"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", kind.name(), common::text(&o));
+        let r = common::results(&json);
+        let server = &r["extra"]["server"];
+        assert_eq!(server["kind"], kind.name(), "{server}");
+        assert_eq!(server["private"], true, "{server}");
+        let points = r["points"].as_array().unwrap();
+        let names: Vec<&str> = points.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["ycsb-a.load", "ycsb-a.run", "ycsb-e.load", "ycsb-e.run"]
+        );
+        for p in points {
+            let v = &p["verify"];
+            assert_eq!(v["mismatches"], 0, "{}: {v}", p["name"]);
+            if p["name"].as_str().unwrap().ends_with(".run") {
+                assert!(
+                    v["blocks_checked"].as_u64().unwrap() > 0,
+                    "{}: {v}",
+                    p["name"]
+                );
+            }
+        }
+        let scans = points[3]["ops"]["scan"]["ops"].as_u64().unwrap_or(0);
+        assert!(scans > 0, "workload e scans: {}", points[3]["ops"]);
+        assert!(
+            common::files_in(dir.path()).is_empty(),
+            "left: {:?}",
+            common::files_in(dir.path())
+        );
+        assert!(
+            common::files_in(state.path()).is_empty(),
+            "crash records left"
+        );
+        let left: Vec<u32> = server_pids()
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect();
+        assert!(left.is_empty(), "{} processes left: {left:?}", kind.name());
+    }
+}
+
+/// Write two records, corrupt one field of one, and read both back the
+/// way YCSB's read and scan do.
+fn check_round_trip(eng: &dyn KvEngine, what: &str) {
+    let layout = FieldLayout { count: 3, len: 40 };
+    let pool = TextPool::new(layout.len, 7);
+    let mut rng = <rand::rngs::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(11);
+    let mut s = eng.session().unwrap();
+    let (mut rec, mut out) = (Vec::new(), Vec::new());
+    for key in [&b"user1"[..], b"user2"] {
+        build_record(&pool, &mut rng, key, layout, &mut rec);
+        s.insert(key, &rec).unwrap();
+    }
+    assert!(s.read(b"user1", &mut out).unwrap(), "{what}");
+    assert_eq!(verify_record(b"user1", layout, &out), Ok(()), "{what}");
+    // An update of one field, made for its key, still checks.
+    let mut field = vec![0u8; layout.len];
+    build_field(&pool, &mut rng, b"user1", 2, &mut field);
+    s.update_field(b"user1", 2, &field).unwrap();
+    assert!(s.read(b"user1", &mut out).unwrap());
+    assert_eq!(verify_record(b"user1", layout, &out), Ok(()), "{what}");
+    assert_eq!(&out[80..], &field[..], "{what}: the field written is read");
+    // A field of another key in user2 is found.
+    s.update_field(b"user2", 1, &field).unwrap();
+    assert!(s.read(b"user2", &mut out).unwrap());
+    let e = verify_record(b"user2", layout, &out).unwrap_err();
+    assert!(e.starts_with("field1"), "{what}: {e}");
+    let mut seen = Vec::new();
+    s.scan(b"user", 10, &mut |k, v| {
+        seen.push((k.to_vec(), verify_record(k, layout, v).is_ok()));
+    })
+    .unwrap();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [(b"user1".to_vec(), true), (b"user2".to_vec(), false)],
+        "{what}: scan"
+    );
+    assert!(s.delete(b"user1").unwrap(), "{what}");
+    assert!(!s.read(b"user1", &mut out).unwrap(), "{what}: deleted");
+    drop(s);
+    eng.reset().unwrap();
+    let mut s = eng.session().unwrap();
+    assert!(
+        !s.read(b"user2", &mut out).unwrap(),
+        "{what}: reset empties"
+    );
+}
+
+/// Whether iolab's namespace is still on the server `ep`.
+fn namespace_exists(ep: &Endpoint, ns: &str) -> bool {
+    match ep.kind {
+        ServerKind::Postgres => {
+            let mut c = iolab::servers::postgres::connect(ep, &ep.database).unwrap();
+            let n: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1",
+                    &[&ns],
+                )
+                .unwrap()
+                .get(0);
+            n > 0
+        }
+        ServerKind::Mariadb => {
+            use mysql::prelude::Queryable;
+            let mut c = iolab::servers::mariadb::connect(ep, "").unwrap();
+            let n: Option<i64> = c
+                .exec_first(
+                    "SELECT count(*) FROM information_schema.schemata WHERE schema_name = ?",
+                    (ns,),
+                )
+                .unwrap();
+            n.unwrap_or(0) > 0
+        }
+        ServerKind::Redis => {
+            let mut c = iolab::servers::redis::connect(ep).unwrap();
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{ns}:*"))
+                .query(&mut c)
+                .unwrap();
+            !keys.is_empty()
+        }
+    }
+}
+
+#[test]
+fn records_round_trip_and_an_existing_server_keeps_nothing_of_iolab() {
+    let _one = one_at_a_time();
+    let state = common::workdir();
+    std::env::set_var("IOLAB_STATE_DIR", state.path());
+    for kind in ServerKind::ALL {
+        if !installed(kind) {
+            continue;
+        }
+        let dir = server_dir();
+        let own = Server::start_or_connect(kind, None, dir.path(), &ServerSettings::default())
+            .unwrap_or_else(|e| panic!("{}: {e:#}", kind.name()));
+        let eng = open_server(&own, 3).unwrap();
+        assert_eq!(eng.field_count(), Some(3));
+        check_round_trip(eng.as_ref(), &format!("{} (private)", kind.name()));
+        drop(eng);
+        // The same server reached by URL: iolab's namespace, dropped at the end.
+        let ext = Server::connect(kind, &url_of(own.endpoint())).unwrap();
+        let ns = format!("iolab_{}", std::process::id());
+        let eng = open_server(&ext, 3).unwrap();
+        check_round_trip(eng.as_ref(), &format!("{} (by URL)", kind.name()));
+        let mut s = eng.session().unwrap();
+        s.insert(b"user9", &[b'x'; 120]).unwrap();
+        drop(s);
+        assert!(namespace_exists(own.endpoint(), &ns), "{}", kind.name());
+        eng.cleanup().unwrap();
+        assert!(
+            !namespace_exists(own.endpoint(), &ns),
+            "{}: left",
+            kind.name()
+        );
+    }
+}
+
+#[test]
+fn server_flags_that_cannot_apply_are_refused() {
+    let (dir, state) = (server_dir(), common::workdir());
+    let port = common::free_port().to_string();
+    let refused = format!("redis://127.0.0.1:{port}/0");
+    let cases: [(&str, Vec<&str>, &str); 7] = [
+        (
+            "rocksdb",
+            vec!["a", "--server-url", "postgres://u@127.0.0.1/x"],
+            "--server-url",
+        ),
+        ("postgres", vec!["fillrandom"], "WORKLOAD"),
+        ("postgres", vec!["a", "--db", "/nonexistent/db"], "--db"),
+        (
+            "mariadb",
+            vec!["a", "--memory-limit", "1g"],
+            "--memory-limit",
+        ),
+        (
+            "postgres",
+            vec![
+                "a",
+                "--server-url",
+                "postgres://u@127.0.0.1/x",
+                "--shared-buffers",
+                "1g",
+            ],
+            "--shared-buffers",
+        ),
+        (
+            "redis",
+            vec!["a", "--appendfsync", "sometimes"],
+            "--appendfsync",
+        ),
+        ("redis", vec!["a", "--server-url", &refused], "--server-url"),
+    ];
+    for (engine, args, field) in cases {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+        c.args(["kv", "--engine", engine, "-t"])
+            .arg(dir.path())
+            .args(&args)
+            .env("IOLAB_STATE_DIR", state.path());
+        let o = c.output().unwrap();
+        let msg = common::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{engine} {args:?}: {msg}");
+        assert!(
+            msg.contains(field),
+            "{engine} {args:?} names {field}: {msg}"
+        );
+        assert!(!msg.contains("panicked"), "{msg}");
+    }
+    assert!(common::files_in(dir.path()).is_empty());
+}
+
+#[test]
+fn sigint_at_a_random_moment_of_a_server_run_leaves_nothing() {
+    let _one = one_at_a_time();
+    let seed = std::env::var("IOLAB_INTERRUPT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos() as u64
+        });
+    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
+    for (i, kind) in [ServerKind::Postgres, ServerKind::Redis]
+        .into_iter()
+        .enumerate()
+    {
+        if !installed(kind) {
+            continue;
+        }
+        let before = server_pids();
+        let (dir, state) = (server_dir(), common::workdir());
+        let child = kv_cmd(kind, dir.path(), state.path(), &["a"])
+            .args(["-p", "recordcount=100000", "-p", "operationcount=100000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Start, load or run: the server starts within about a second.
+        let ms = 100 + (seed.wrapping_mul(2654435761).wrapping_add(i as u64 * 977) % 2500);
+        std::thread::sleep(Duration::from_millis(ms));
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let o = child.wait_with_output().unwrap();
+        let code = o.status.code();
+        assert!(
+            code == Some(0) || code == Some(130),
+            "{} after {ms} ms: {code:?} {}",
+            kind.name(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            common::files_in(dir.path()).is_empty(),
+            "{} after {ms} ms left {:?}",
+            kind.name(),
+            common::files_in(dir.path())
+        );
+        assert!(
+            common::files_in(state.path()).is_empty(),
+            "crash records left"
+        );
+        let left: Vec<u32> = server_pids()
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{} after {ms} ms: processes left {left:?}",
+            kind.name()
+        );
+    }
+}
