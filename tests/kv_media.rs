@@ -254,6 +254,12 @@ fn bad_input_is_refused_naming_the_field_before_anything_runs() {
         (two.clone(), vec!["--keep"], "--keep", String::new()),
         (
             two.clone(),
+            vec!["--engine", "redis", "--server-url", "redis://127.0.0.1:1/"],
+            "--server-url",
+            String::new(),
+        ),
+        (
+            two.clone(),
             vec!["--make-in", "/tmp"],
             "--make-in",
             String::new(),
@@ -347,10 +353,10 @@ fn sigint_at_random_moments_leaves_nothing() {
     } else {
         vec!["-t".into(), s(&a), "-t".into(), s(&b)]
     };
-    let seed = common::interrupt_seed();
-    let mut x = seed | 1;
+    let mut rng = common::Rng::from_env_or_clock();
+    let seed = rng.seed;
     for attempt in 0..4 {
-        let delay = Duration::from_millis(common::xorshift(&mut x) % 3000);
+        let delay = Duration::from_millis(rng.below(3000));
         let twice = attempt % 2 == 1;
         let json = d.path().join(format!("r{attempt}.json"));
         let child = Command::new(env!("CARGO_BIN_EXE_iolab"))

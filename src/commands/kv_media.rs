@@ -185,6 +185,12 @@ pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
             Some(f) => kv_planfile::name_place(&format!("{} [[kv]] {}", f.display(), p.name), e),
             None => e,
         })?;
+        if plan.server.url.is_some() {
+            return Err(usage(
+                "--server-url",
+                "an existing server keeps its data where it is; a media run starts a private server with its data on each target (leave --server-url out)",
+            ));
+        }
         plan.output = None;
         planned.push(PlannedPart {
             name: several.then_some(p.name),
