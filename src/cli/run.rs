@@ -43,8 +43,8 @@ pub struct RunArgs {
     /// Which experiments: quick, standard or full
     #[arg(long, default_value = "standard", value_name = "NAME")]
     pub profile: String,
-    /// Size of the scratch file (default 1g), or of the region of a remote
-    /// export to use (default: all of it)
+    /// Size of the scratch file (default 1g; 256m on each target of a media
+    /// run), or of the region of a remote export to use (default: all of it)
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// I/O engine (default io_uring, falling back to aio, then psync, if it does not work here)
