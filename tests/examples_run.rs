@@ -299,6 +299,7 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
             if has(&w, "--make") && !is_root() {
                 return None;
             }
+            private_server_target(&mut w, servers)?;
             for (i, a) in w.clone().iter().enumerate() {
                 if a.starts_with("recordcount=") {
                     w[i] = "recordcount=2000".into();
@@ -410,29 +411,43 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
     Some(w)
 }
 
+/// A server engine's example (kv or oltp): its target moved where the
+/// server's user can enter; `None` (parse only) for a server of someone
+/// else's (`--server-url`) or a server that is not installed. `Some(false)`:
+/// not a server engine.
+fn private_server_target(w: &mut Vec<String>, servers: &Path) -> Option<bool> {
+    use iolab::servers::{private, ServerKind};
+    let (kind, program) = match value_after(w, "--engine") {
+        Some("postgres") => (ServerKind::Postgres, "postgres"),
+        Some("mariadb") => (ServerKind::Mariadb, "mariadbd"),
+        Some("redis") => (ServerKind::Redis, "redis-server"),
+        _ => return Some(false),
+    };
+    if has(w, "--server-url") {
+        return None;
+    }
+    private::find_program(kind, program)?;
+    let target = servers.display().to_string();
+    if !set(w, "-t", &target) && !set(w, "--target", &target) {
+        w.extend(["-t".into(), target]);
+    }
+    Some(true)
+}
+
 /// An oltp example: one warehouse, one user, a 1 s point; a private
 /// server's target moved where its user can enter, SQLite's made; `None` (parse only)
 /// for a server of someone else's (`--server-url`), a kept database
 /// (`--db`) or a server that is not installed.
 fn scaled_oltp(w: &mut Vec<String>, servers: &Path) -> Option<()> {
-    use iolab::servers::{private, ServerKind};
     if has(w, "--server-url") || has(w, "--db") {
         return None;
     }
-    let kind = match value_after(w, "--engine") {
-        Some("postgres") => Some((ServerKind::Postgres, "postgres")),
-        Some("mariadb") => Some((ServerKind::Mariadb, "mariadbd")),
-        _ => None,
-    };
-    if let Some((kind, program)) = kind {
-        private::find_program(kind, program)?;
-        let target = servers.display().to_string();
-        if !set(w, "-t", &target) && !set(w, "--target", &target) {
-            w.extend(["-t".into(), target]);
+    let private = private_server_target(w, servers)?;
+    if let Some(t) = value_after(w, "-t").or(value_after(w, "--target")) {
+        if !private {
+            // A target moved into the page's directory (/mnt/sata -> DIR/sata).
+            std::fs::create_dir_all(t).unwrap();
         }
-    } else if let Some(t) = value_after(w, "-t").or(value_after(w, "--target")) {
-        // A target moved into the page's directory (/mnt/sata -> DIR/sata).
-        std::fs::create_dir_all(t).unwrap();
     }
     for (flag, value) in [
         ("-w", "1"),
