@@ -147,11 +147,9 @@ fn target_info(dir: &Path, kind: TargetKind) -> TargetInfo {
     }
 }
 
-/// Run `plan`, reporting to `obs`. Results are saved to `plan.output` after
-/// every phase; Ctrl-C ends the run after the current phase's operations
-/// stop (`results.interrupted`).
-pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
-    // Refuse a plan that reads before anything was loaded, before creating anything.
+/// Refuse a plan that reads before anything was loaded, or whose load
+/// cannot fit, before anything is created.
+fn check_before_creating(plan: &KvPlan) -> Result<()> {
     let had_data = plan
         .place
         .db
@@ -163,6 +161,33 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     if plan.engine != KvEngineKind::Null && plan.server.url.is_none() {
         check_space(plan)?;
     }
+    Ok(())
+}
+
+/// The engine of `plan`, opened in `dir`; for a server engine, its server
+/// first (a private one keeps its data in `dir`).
+fn open_engine(plan: &KvPlan, dir: &Path) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
+    let server = match plan.engine.server() {
+        Some(kind) => Some(Server::start_or_connect(
+            kind,
+            plan.server.url.as_deref(),
+            dir,
+            &plan.server.settings,
+        )?),
+        None => None,
+    };
+    let eng = match &server {
+        Some(s) => engine::open_server(s, plan.field_count()?)?,
+        None => engine::open(plan.engine, dir, &plan.options)?,
+    };
+    Ok((server, eng))
+}
+
+/// Run `plan`, reporting to `obs`. Results are saved to `plan.output` after
+/// every phase; Ctrl-C ends the run after the current phase's operations
+/// stop (`results.interrupted`).
+pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
+    check_before_creating(plan)?;
     interrupt::install();
     let dir = db_dir(plan)?;
     let mem_limit = plan.place.memory_limit;
@@ -178,20 +203,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         Some(l) => Some(MemoryCgroup::enter(l)?),
         None => None,
     };
-    // A private server keeps its data in the scratch directory.
-    let server = match plan.engine.server() {
-        Some(kind) => Some(Server::start_or_connect(
-            kind,
-            plan.server.url.as_deref(),
-            &dir.path,
-            &plan.server.settings,
-        )?),
-        None => None,
-    };
-    let eng = match &server {
-        Some(s) => engine::open_server(s, plan.field_count()?)?,
-        None => engine::open(plan.engine, &dir.path, &plan.options)?,
-    };
+    let (server, eng) = open_engine(plan, &dir.path)?;
     obs.started(&Started {
         engine: eng.as_ref(),
         db: &dir.path,
