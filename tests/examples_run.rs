@@ -413,7 +413,8 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
 
 /// A server engine's example (kv or oltp): its target moved where the
 /// server's user can enter; `None` (parse only) for a server of someone
-/// else's (`--server-url`) or a server that is not installed. `Some(false)`:
+/// else's (`--server-url`), a server that is not installed or a kind
+/// already run once by this test. `Some(false)`:
 /// not a server engine.
 fn private_server_target(w: &mut Vec<String>, servers: &Path) -> Option<bool> {
     use iolab::servers::{private, ServerKind};
@@ -427,6 +428,16 @@ fn private_server_target(w: &mut Vec<String>, servers: &Path) -> Option<bool> {
         return None;
     }
     private::find_program(kind, program)?;
+    // One run per verb and server kind: a private server's start and load
+    // cost seconds each (tests/kv_servers.rs and tests/oltp_servers.rs
+    // cover them); the other examples are parsed only.
+    static RAN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let key = format!("{} {}", w.first().map_or("", String::as_str), kind.name());
+    let mut ran = RAN.lock().unwrap_or_else(|e| e.into_inner());
+    if ran.contains(&key) {
+        return None;
+    }
+    ran.push(key);
     let target = servers.display().to_string();
     if !set(w, "-t", &target) && !set(w, "--target", &target) {
         w.extend(["-t".into(), target]);
