@@ -11,9 +11,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::server_installed as installed;
 use iolab::kv::engine::{open_server, KvEngine};
 use iolab::kv::fields::{build_field, build_record, verify_record, FieldLayout, TextPool};
-use iolab::servers::{private, Endpoint, Server, ServerKind, ServerSettings};
+use iolab::servers::{Endpoint, Server, ServerKind, ServerSettings};
 
 /// Tests here start servers and look for leftover server processes: one
 /// at a time.
@@ -21,24 +22,6 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn installed(kind: ServerKind) -> bool {
-    let progs: &[&str] = match kind {
-        ServerKind::Postgres => &["initdb", "postgres"],
-        ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
-        ServerKind::Redis => &["redis-server"],
-    };
-    let ok = progs
-        .iter()
-        .all(|p| private::find_program(kind, p).is_some());
-    if !ok {
-        eprintln!(
-            "SKIP {}: not installed (scripts/install-deps.sh installs it)",
-            kind.name()
-        );
-    }
-    ok
 }
 
 /// A directory every server's system user can enter, on the real disk.
@@ -324,20 +307,8 @@ fn server_flags_that_cannot_apply_are_refused() {
 #[test]
 fn sigint_at_a_random_moment_of_a_server_run_leaves_nothing() {
     let _one = one_at_a_time();
-    let seed = std::env::var("IOLAB_INTERRUPT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .subsec_nanos() as u64
-        });
-    eprintln!("IOLAB_INTERRUPT_SEED={seed}");
-    for (i, kind) in [ServerKind::Postgres, ServerKind::Redis]
-        .into_iter()
-        .enumerate()
-    {
+    let mut rng = common::Rng::from_env_or_clock();
+    for kind in [ServerKind::Postgres, ServerKind::Redis] {
         if !installed(kind) {
             continue;
         }
@@ -350,7 +321,7 @@ fn sigint_at_a_random_moment_of_a_server_run_leaves_nothing() {
             .spawn()
             .unwrap();
         // Start, load or run: the server starts within about a second.
-        let ms = 100 + (seed.wrapping_mul(2654435761).wrapping_add(i as u64 * 977) % 2500);
+        let ms = 100 + rng.below(2500);
         std::thread::sleep(Duration::from_millis(ms));
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let o = child.wait_with_output().unwrap();

@@ -255,7 +255,10 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             obs.phase_started(&name, spec.threads);
             let total: Option<u64> = spec.ops.iter().copied().sum();
             let status = StatusClock::new(plan.status_interval_s);
-            let mut probe = PhaseProbe::new(server.as_ref(), Some(&dir.path));
+            let mut probe = match &server {
+                Some(s) => PhaseProbe::new(Some(s), None),
+                None => PhaseProbe::timeline_only(loadstats::device_of(&dir.path)),
+            };
             spec.live_ops = Some(probe.counter());
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
                 let label = match total {

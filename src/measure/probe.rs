@@ -32,6 +32,8 @@ pub struct ProbeResult {
 pub struct PhaseProbe<'a> {
     server: Option<&'a Server>,
     data_dir: Option<PathBuf>,
+    /// The timeline's disk when no sampler names it (`timeline_only`).
+    disk: Option<String>,
     /// The client's operations so far (operations, transactions, rows loaded).
     ops: Arc<AtomicU64>,
     sampler: Option<ServerSampler>,
@@ -50,10 +52,21 @@ impl<'a> PhaseProbe<'a> {
         PhaseProbe {
             server,
             data_dir,
+            disk: None,
             ops: Arc::new(AtomicU64::new(0)),
             sampler: None,
             timeline: None,
             result: ProbeResult::default(),
+        }
+    }
+
+    /// Only the timeline, of `disk`: for a phase whose device and size
+    /// are measured elsewhere (kv's embedded engines: `kv::loadstats`), so
+    /// the directory is not walked twice.
+    pub fn timeline_only(disk: Option<String>) -> PhaseProbe<'static> {
+        PhaseProbe {
+            disk,
+            ..PhaseProbe::new(None, None)
         }
     }
 
@@ -77,7 +90,8 @@ impl<'a> PhaseProbe<'a> {
             disk: self
                 .sampler
                 .as_ref()
-                .and_then(|s| s.device().map(str::to_string)),
+                .and_then(|s| s.device().map(str::to_string))
+                .or_else(|| self.disk.clone()),
             pgid,
             client_ops: self.ops.clone(),
         }));

@@ -216,12 +216,11 @@ impl KvSession for RedisSession {
     fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let len = field_len(value, self.fields)?;
         self.hmset(key, &mut value.chunks(len).enumerate())?;
-        let score = java_hash(key);
-        let full = self.full_key(key).to_vec();
+        // hmset left the prefixed key in self.key.
         redis::cmd("ZADD")
             .arg(&self.index)
-            .arg(score)
-            .arg(full)
+            .arg(java_hash(key))
+            .arg(&self.key)
             .query::<()>(&mut self.c)?;
         Ok(())
     }
