@@ -16,10 +16,18 @@ fn main() {
     if prints_only(&cli) {
         // SAFETY: restoring the default disposition of SIGPIPE has no preconditions.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    } else {
+        // Before anything is set up: a Ctrl-C from here on stops the run
+        // through its normal path instead of killing it halfway.
+        iolab::interrupt::install();
     }
     // What a SIGKILLed run left (scratch files, tracefs instances) goes first.
     for line in iolab::testbed::sweep_stale() {
         eprintln!("iolab: {line}");
+    }
+    if iolab::interrupt::stop_requested() {
+        eprintln!("iolab: interrupted before the run started");
+        std::process::exit(130);
     }
     if let Err(err) = iolab::commands::dispatch(cli) {
         let mut msg = format!("iolab: error: {err}");

@@ -180,6 +180,39 @@ fn check_round_trip(eng: &dyn KvEngine, what: &str) {
     );
 }
 
+/// A hash field iolab did not write (or one of another length) makes the
+/// record read back fail its check, and the connection stays in step.
+fn a_stray_redis_field_fails_the_check(eng: &dyn KvEngine, ep: &Endpoint) {
+    let layout = FieldLayout { count: 3, len: 40 };
+    let pool = TextPool::new(layout.len, 7);
+    let mut rng = <rand::rngs::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(12);
+    let mut s = eng.session().unwrap();
+    let (mut rec, mut out) = (Vec::new(), Vec::new());
+    let mut c = iolab::servers::redis::connect(ep).unwrap();
+    for (key, field, value) in [
+        (&b"user3"[..], "other", "x".repeat(40)),
+        (b"user4", "field1", "short".to_string()),
+    ] {
+        build_record(&pool, &mut rng, key, layout, &mut rec);
+        s.insert(key, &rec).unwrap();
+        redis::cmd("HSET")
+            .arg(key)
+            .arg(field)
+            .arg(&value)
+            .query::<()>(&mut c)
+            .unwrap();
+        assert!(s.read(key, &mut out).unwrap());
+        assert!(
+            verify_record(key, layout, &out).is_err(),
+            "{field}={value} passed"
+        );
+    }
+    build_record(&pool, &mut rng, b"user5", layout, &mut rec);
+    s.insert(b"user5", &rec).unwrap();
+    assert!(s.read(b"user5", &mut out).unwrap());
+    assert_eq!(verify_record(b"user5", layout, &out), Ok(()));
+}
+
 /// Whether iolab's namespace is still on the server `ep`.
 fn namespace_exists(ep: &Endpoint, ns: &str) -> bool {
     match ep.kind {
@@ -231,6 +264,9 @@ fn records_round_trip_and_an_existing_server_keeps_nothing_of_iolab() {
         let eng = open_server(&own, 3).unwrap();
         assert_eq!(eng.field_count(), Some(3));
         check_round_trip(eng.as_ref(), &format!("{} (private)", kind.name()));
+        if kind == ServerKind::Redis {
+            a_stray_redis_field_fails_the_check(eng.as_ref(), own.endpoint());
+        }
         drop(eng);
         // The same server reached by URL: iolab's namespace, dropped at the end.
         let ext = Server::connect(kind, &url_of(own.endpoint())).unwrap();

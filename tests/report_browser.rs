@@ -333,6 +333,16 @@ fn report_in_headless_chromium() {
         "kv-ycsb.png",
         &["id=\"kv-throughput\"", "id=\"kv-latency\""],
     );
+    check_report(
+        &bin,
+        "kv-postgres.json",
+        "kv-postgres.png",
+        &[
+            "id=\"kv-server\"",
+            "id=\"kv-under\"",
+            "Machine CPU over time",
+        ],
+    );
     check_media(&bin);
     check_timelines(&bin);
 }

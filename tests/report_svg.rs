@@ -69,6 +69,7 @@ fn every_chart_has_its_points() {
         "remote-nbd.json",
         "media.json",
         "oltp-postgres.json",
+        "kv-postgres.json",
     ] {
         let r = Results::read(&root.join(f)).unwrap();
         for s in charts::sections(&r) {
@@ -233,4 +234,43 @@ fn timeline_sections_draw_every_phase() {
         sections[3].svgs[0].contains("rows/s") && sections[3].svgs[1].contains("transactions/s")
     );
     match_snapshots(&sections.iter().collect::<Vec<_>>());
+}
+
+/// YCSB on a private PostgreSQL (tests/fixtures/report/kv-postgres.json):
+/// the server's table has a row per phase, with the server's CPU and the
+/// device bytes per operation of each; the share under 1 ms and the
+/// timelines are drawn for it too.
+#[test]
+fn kv_on_a_server_has_its_server_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let r = Results::read(&root.join("kv-postgres.json"))
+        .unwrap()
+        .with_analysis();
+    let sections = charts::sections(&r);
+    let ids: Vec<&str> = sections.iter().map(|s| s.id.as_str()).collect();
+    for id in ["kv-throughput", "kv-under", "kv-server", "timeline-cpu"] {
+        assert!(ids.contains(&id), "{id} missing: {ids:?}");
+    }
+    let t = &sections.iter().find(|s| s.id == "kv-server").unwrap().table;
+    let labels: Vec<&str> = t.rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "postgres ycsb-a load",
+            "postgres ycsb-a run",
+            "postgres ycsb-c load",
+            "postgres ycsb-c run"
+        ]
+    );
+    let col = |name: &str| t.headers.iter().position(|h| h == name).unwrap();
+    for (row, p) in t.rows.iter().zip(&r.points) {
+        let s = p.extra.server.as_ref().unwrap();
+        let usr: f64 = row[col("server usr % of one CPU")].parse().unwrap();
+        assert!(usr > 0.0, "{row:?}");
+        assert_eq!(
+            row[col("device bytes per operation")],
+            s.device_write_bytes_per_op
+                .map_or(String::new(), |v| format!("{v:.2}"))
+        );
+    }
 }

@@ -227,6 +227,7 @@ fn sections_of_real_files_are_all_typed() {
         "device-loadlat.json",
         "device-steady.json",
         "oltp-postgres.json",
+        "kv-postgres.json",
     ] {
         let (_, r) = load(&dir.join(name));
         for p in &r.points {

@@ -3,8 +3,12 @@
 //! which leave the group with setsid(), so descendants of the group's
 //! leader count too), summed from /proc/PID/stat (utime, stime, and cutime/cstime: what the
 //! group's processes reaped from children that ended) and /proc/PID/io
-//! (read_bytes, write_bytes: what reached the block layer). Sampled on a
-//! cold path (phase ends, once a second), never by a worker.
+//! (read_bytes, write_bytes). Sampled on a cold path (phase ends, once a
+//! second), never by a worker. write_bytes is the page cache the group
+//! dirtied, counted a whole folio at a time: on file systems with large
+//! folios (ext4 and XFS on kernel 6.x) one 8 KiB WAL write after an fsync
+//! counts 2 MiB, so it is kept for the record and never used for write
+//! amplification (the device's own counters are).
 
 use serde::{Deserialize, Serialize};
 

@@ -7,6 +7,7 @@ pub mod null;
 pub mod pg;
 pub mod redb;
 pub mod redis;
+pub mod resp;
 pub mod rocks;
 pub mod server_ns;
 pub mod sqlite;

@@ -3,12 +3,14 @@
 //! by the key's Java `String.hashCode`, which scans walk
 //! (`ZRANGEBYSCORE _indices hash(start) +inf LIMIT 0 n`, then `HGETALL`
 //! each key). Read is `HGETALL`, update `HMSET` of the fields written,
-//! delete `DEL` and `ZREM`. One connection per client thread. On an
-//! existing server every key is prefixed `iolab_<pid>:`.
+//! delete `DEL` and `ZREM`. One connection per client thread, speaking
+//! RESP2 through `resp::Resp` (the `redis` crate's generic reply parser
+//! was a tenth of the client's CPU). On an existing server every key is
+//! prefixed `iolab_<pid>:`.
 
 use anyhow::{Context, Result};
-use redis::{Connection, Value};
 
+use super::resp::Resp;
 use super::server_ns::{layout_settings, owned_namespace};
 use crate::kv::engine::{KvEngine, KvSession};
 use crate::servers::{redis as srv, Endpoint, Server};
@@ -91,8 +93,8 @@ impl KvEngine for RedisKv {
     }
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
         Ok(Box::new(RedisSession {
-            c: srv::connect(&self.ep)?,
-            index: format!("{}{INDEX}", self.prefix),
+            c: Resp::connect(&self.ep)?,
+            index: format!("{}{INDEX}", self.prefix).into_bytes(),
             prefix: self.prefix.clone(),
             fields: self.fields,
             key: Vec::new(),
@@ -100,6 +102,9 @@ impl KvEngine for RedisKv {
                 .map(|i| format!("field{i}").into_bytes())
                 .collect(),
             rec: Vec::new(),
+            scan_keys: Vec::new(),
+            scan_ends: Vec::new(),
+            name: Vec::new(),
         }))
     }
     fn flush(&self) -> Result<()> {
@@ -120,86 +125,120 @@ impl KvEngine for RedisKv {
 }
 
 struct RedisSession {
-    c: Connection,
-    index: String,
+    c: Resp,
+    index: Vec<u8>,
     prefix: String,
     fields: usize,
     /// The prefixed key of the current operation.
     key: Vec<u8>,
     names: Vec<Vec<u8>>,
     rec: Vec<u8>,
+    /// A scan's keys, end to end, and where each ends.
+    scan_keys: Vec<u8>,
+    scan_ends: Vec<usize>,
+    /// A field name of an HGETALL reply.
+    name: Vec<u8>,
 }
 
 impl RedisSession {
-    fn full_key(&mut self, key: &[u8]) -> &[u8] {
+    fn set_key(&mut self, key: &[u8]) {
         self.key.clear();
         self.key.extend_from_slice(self.prefix.as_bytes());
         self.key.extend_from_slice(key);
-        &self.key
     }
 
-    fn hmset(
+    /// `HMSET` of the prefixed key (left in `self.key`) and `fields`.
+    fn hmset<'a>(
         &mut self,
         key: &[u8],
-        fields: &mut dyn Iterator<Item = (usize, &[u8])>,
+        fields: impl ExactSizeIterator<Item = (usize, &'a [u8])>,
     ) -> Result<()> {
-        let mut cmd = redis::cmd("HMSET");
-        cmd.arg(self.full_key(key));
+        self.set_key(key);
+        self.c
+            .begin(2 + 2 * fields.len())
+            .arg(b"HMSET")
+            .arg(&self.key);
         for (i, f) in fields {
-            cmd.arg(&self.names[i]).arg(f);
+            self.c.arg(&self.names[i]).arg(f);
         }
-        cmd.query::<()>(&mut self.c)?;
-        Ok(())
+        self.c.send()?;
+        self.c.read_ok().context("HMSET")
     }
 
     /// HGETALL of the prefixed `key`, its `fields` fields placed in index
     /// order into `out`; false when the key does not exist. Fields of
     /// unequal length, missing or unknown fields leave a record that fails
     /// its check.
-    fn hgetall(c: &mut Connection, key: &[u8], fields: usize, out: &mut Vec<u8>) -> Result<bool> {
-        let v: Value = redis::cmd("HGETALL").arg(key).query(c)?;
-        let pairs: Vec<(&Value, &Value)> = match &v {
-            Value::Array(items) => items
-                .chunks(2)
-                .filter(|p| p.len() == 2)
-                .map(|p| (&p[0], &p[1]))
-                .collect(),
-            Value::Map(m) => m.iter().map(|(k, v)| (k, v)).collect(),
-            Value::Nil => Vec::new(),
-            other => anyhow::bail!("HGETALL returned {other:?}"),
-        };
-        if pairs.is_empty() {
+    fn hgetall(
+        c: &mut Resp,
+        key: &[u8],
+        fields: usize,
+        name: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        c.begin(2).arg(b"HGETALL").arg(key);
+        c.send()?;
+        let items = c.read_array_len().context("HGETALL")?.unwrap_or(0);
+        if items == 0 {
             return Ok(false);
         }
-        let len = match pairs[0].1 {
-            Value::BulkString(b) => b.len(),
-            _ => 0,
-        };
         out.clear();
-        out.resize(fields * len, 0);
+        let mut len = None;
         let mut seen = 0;
-        for (name, val) in pairs {
-            let (Value::BulkString(n), Value::BulkString(b)) = (name, val) else {
-                anyhow::bail!("HGETALL returned a pair that is not two strings");
-            };
-            let idx = std::str::from_utf8(n)
-                .ok()
-                .and_then(|s| s.strip_prefix("field"))
-                .and_then(|s| s.parse::<usize>().ok());
-            match idx {
-                Some(i) if i < fields && b.len() == len => {
-                    out[i * len..(i + 1) * len].copy_from_slice(b);
+        let mut broken = items % 2 != 0;
+        for _ in 0..items / 2 {
+            name.clear();
+            let n = c.read_bulk_len()?.unwrap_or(0);
+            c.bulk_append(n, name)?;
+            let v = c.read_bulk_len()?.unwrap_or(0);
+            let len = *len.get_or_insert_with(|| {
+                out.resize(fields * v, 0);
+                v
+            });
+            match field_index(name) {
+                Some(i) if i < fields && v == len && !broken => {
+                    c.bulk_into(&mut out[i * len..(i + 1) * len])?;
                     seen += 1;
                 }
                 // A field iolab did not write: the record fails its check.
-                _ => out.truncate(0),
+                _ => {
+                    c.bulk_skip(v)?;
+                    broken = true;
+                }
             }
         }
-        if seen != fields {
-            out.truncate(seen * len);
+        if items % 2 != 0 {
+            let v = c.read_bulk_len()?.unwrap_or(0);
+            c.bulk_skip(v)?;
+        }
+        if broken {
+            out.clear();
+        } else if seen != fields {
+            out.truncate(seen * len.unwrap_or(0));
         }
         Ok(true)
     }
+
+    fn read_prefixed(&mut self, at: usize) -> Result<bool> {
+        let end = self.scan_ends[at];
+        let start = if at == 0 { 0 } else { self.scan_ends[at - 1] };
+        Self::hgetall(
+            &mut self.c,
+            &self.scan_keys[start..end],
+            self.fields,
+            &mut self.name,
+            &mut self.rec,
+        )
+    }
+}
+
+/// `N` of a field named `fieldN`.
+fn field_index(name: &[u8]) -> Option<usize> {
+    let digits = name.strip_prefix(b"field")?;
+    if digits.is_empty() || digits.len() > 6 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(digits.iter().fold(0, |n, d| n * 10 + (d - b'0') as usize))
 }
 
 /// The length of each of the `fields` equal fields of `record`.
@@ -214,30 +253,32 @@ fn field_len(record: &[u8], fields: usize) -> Result<usize> {
 
 impl KvSession for RedisSession {
     fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let len = field_len(value, self.fields)?;
-        self.hmset(key, &mut value.chunks(len).enumerate())?;
+        self.update(key, value)?;
         // hmset left the prefixed key in self.key.
-        redis::cmd("ZADD")
+        self.c
+            .begin(4)
+            .arg(b"ZADD")
             .arg(&self.index)
-            .arg(java_hash(key))
-            .arg(&self.key)
-            .query::<()>(&mut self.c)?;
+            .arg_int(java_hash(key) as i64)
+            .arg(&self.key);
+        self.c.send()?;
+        self.c.read_int().context("ZADD")?;
         Ok(())
     }
     fn update(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let len = field_len(value, self.fields)?;
-        self.hmset(key, &mut value.chunks(len).enumerate())
+        self.hmset(key, value.chunks(len).enumerate())
     }
     fn update_field(&mut self, key: &[u8], index: usize, value: &[u8]) -> Result<()> {
         anyhow::ensure!(
             index < self.fields,
             "field{index} is not a field of the records"
         );
-        self.hmset(key, &mut std::iter::once((index, value)))
+        self.hmset(key, std::iter::once((index, value)))
     }
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.full_key(key);
-        Self::hgetall(&mut self.c, &self.key, self.fields, out)
+        self.set_key(key);
+        Self::hgetall(&mut self.c, &self.key, self.fields, &mut self.name, out)
     }
     fn scan(
         &mut self,
@@ -245,17 +286,34 @@ impl KvSession for RedisSession {
         count: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
-        let keys: Vec<Vec<u8>> = redis::cmd("ZRANGEBYSCORE")
+        self.c
+            .begin(7)
+            .arg(b"ZRANGEBYSCORE")
             .arg(&self.index)
-            .arg(java_hash(start))
-            .arg("+inf")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(count)
-            .query(&mut self.c)?;
+            .arg_int(java_hash(start) as i64)
+            .arg(b"+inf")
+            .arg(b"LIMIT")
+            .arg(b"0")
+            .arg_int(count as i64);
+        self.c.send()?;
+        let keys = self
+            .c
+            .read_array_len()
+            .context("ZRANGEBYSCORE")?
+            .unwrap_or(0);
+        self.scan_keys.clear();
+        self.scan_ends.clear();
+        for _ in 0..keys {
+            let n = self.c.read_bulk_len()?.unwrap_or(0);
+            self.c.bulk_append(n, &mut self.scan_keys)?;
+            self.scan_ends.push(self.scan_keys.len());
+        }
         let mut n = 0;
-        for k in &keys {
-            if Self::hgetall(&mut self.c, k, self.fields, &mut self.rec)? {
+        for at in 0..self.scan_ends.len() {
+            if self.read_prefixed(at)? {
+                let end = self.scan_ends[at];
+                let start = if at == 0 { 0 } else { self.scan_ends[at - 1] };
+                let k = &self.scan_keys[start..end];
                 visit(&k[self.prefix.len().min(k.len())..], &self.rec);
                 n += 1;
             }
@@ -263,12 +321,13 @@ impl KvSession for RedisSession {
         Ok(n)
     }
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        let full = self.full_key(key).to_vec();
-        let n: i64 = redis::cmd("DEL").arg(&full).query(&mut self.c)?;
-        redis::cmd("ZREM")
-            .arg(&self.index)
-            .arg(&full)
-            .query::<()>(&mut self.c)?;
+        self.set_key(key);
+        self.c.begin(2).arg(b"DEL").arg(&self.key);
+        self.c.send()?;
+        let n = self.c.read_int().context("DEL")?;
+        self.c.begin(3).arg(b"ZREM").arg(&self.index).arg(&self.key);
+        self.c.send()?;
+        self.c.read_int().context("ZREM")?;
         Ok(n > 0)
     }
     fn next_in_order(&mut self, _visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {

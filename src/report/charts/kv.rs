@@ -1,6 +1,7 @@
 //! Database (kv) charts: throughput per workload, latency per operation,
-//! the readers sweep and the load statistics of each phase. Shapes are read
-//! tolerantly: a missing or unknown field skips the chart.
+//! the readers sweep, the load statistics and the server's table of each
+//! phase. Shapes are read tolerantly: a missing or unknown field skips the
+//! chart.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,6 +55,22 @@ pub fn kv(r: &Results) -> Vec<Section> {
     out.extend(under_threshold(&plain));
     out.extend(readers_sweep(&pts));
     out.extend(load_stats(&pts));
+    let rows = pts.iter().map(|p| {
+        let phase = p.params.get("phase").map_or("", String::as_str);
+        (
+            format!("{} {} {phase}", engine(p), workload(p))
+                .trim_end()
+                .to_string(),
+            *p,
+        )
+    });
+    out.extend(super::server::server_table(
+        "phase",
+        rows,
+        "kv-server",
+        "The database server per phase",
+        "operation",
+    ));
     out
 }
 

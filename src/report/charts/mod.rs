@@ -11,6 +11,7 @@ pub mod oltp;
 pub mod other;
 pub mod remote;
 pub mod remote_db;
+pub mod server;
 pub mod timeline;
 
 use std::collections::BTreeMap;

@@ -33,44 +33,14 @@ pub fn oltp(r: &Results) -> Vec<Section> {
 }
 
 fn server_table(pts: &[(&Point, &OltpInfo)]) -> Option<Section> {
-    let mut table = Table::new(&[
+    let rows = pts.iter().map(|(p, o)| (o.users.to_string(), *p));
+    super::server::server_table(
         "users",
-        "server usr % of one CPU",
-        "server sys % of one CPU",
-        "processes",
-        "database bytes",
-        "device bytes written",
-        "device bytes per transaction",
-        "server's own bytes written",
-        "write amplification",
-    ]);
-    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
-    for (p, o) in pts {
-        let Some(s) = p.extra.server.as_deref() else {
-            continue;
-        };
-        let pr = s.process.as_ref();
-        table.rows.push(vec![
-            o.users.to_string(),
-            opt(pr.map(|p| p.usr_pct)),
-            opt(pr.map(|p| p.sys_pct)),
-            pr.map_or(String::new(), |p| p.processes.to_string()),
-            s.db_size_bytes.map_or(String::new(), |b| b.to_string()),
-            s.device
-                .as_ref()
-                .map_or(String::new(), |d| d.write_bytes.to_string()),
-            opt(s.device_write_bytes_per_op),
-            s.db_written_bytes.map_or(String::new(), |b| b.to_string()),
-            opt(s.write_amplification),
-        ]);
-    }
-    (!table.rows.is_empty()).then(|| Section {
-        id: "oltp-server".into(),
-        title: "The database server per virtual-user count".into(),
-        note: "The server's processes' CPU over the measured time (the client's own is the point's cpu), the data directory's size at the end, the bytes the device under it wrote per transaction, and write amplification: device bytes written / the bytes the server says it wrote (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data, doublewrite and redo log).".into(),
-        svgs: vec![],
-        table,
-    })
+        rows,
+        "oltp-server",
+        "The database server per virtual-user count",
+        "transaction",
+    )
 }
 
 fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
