@@ -448,9 +448,16 @@ fn private_server_target(w: &mut Vec<String>, servers: &Path) -> Option<bool> {
 /// An oltp example: one warehouse, one user, a 1 s point; a private
 /// server's target moved where its user can enter, SQLite's made; `None` (parse only)
 /// for a server of someone else's (`--server-url`), a kept database
-/// (`--db`) or a server that is not installed.
+/// (`--db`), a server that is not installed or a media run of servers.
 fn scaled_oltp(w: &mut Vec<String>, servers: &Path) -> Option<()> {
     if has(w, "--server-url") || has(w, "--db") {
+        return None;
+    }
+    // A media run of servers (several targets, --make): tests/oltp_media.rs.
+    let targets = w.iter().filter(|a| *a == "-t" || *a == "--target").count();
+    if (targets > 1 || has(w, "--make"))
+        && value_after(w, "--engine").is_some_and(|e| e != "sqlite")
+    {
         return None;
     }
     let private = private_server_target(w, servers)?;

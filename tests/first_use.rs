@@ -278,6 +278,59 @@ fn ycsb_maxexecutiontime_stops_the_phase_and_unused_properties_are_named() {
     assert!(stdout.contains("current ops/sec"), "{stdout}");
 }
 
+/// A load cut by maxexecutiontime: the run reads only the records the
+/// load inserted (before: every key past them was "not found", a
+/// verification failure, exit 3), and both phases say what happened.
+#[test]
+fn a_load_cut_by_maxexecutiontime_runs_on_what_it_loaded() {
+    let dir = workdir();
+    let out = dir.path().join("kv.json");
+    let o = iolab(&[
+        "kv",
+        "a",
+        "--engine",
+        "lmdb",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "-p",
+        "recordcount=5000000",
+        "-p",
+        "fieldcount=1",
+        "-p",
+        "fieldlength=8",
+        "-p",
+        "operationcount=20000",
+        "-p",
+        "maxexecutiontime=1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::results(&out);
+    let phase = |name: &str| {
+        r["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["params"]["phase"] == name)
+            .unwrap()
+            .clone()
+    };
+    let (load, run) = (phase("load"), phase("run"));
+    let loaded = load["ops"]["insert"]["ops"].as_u64().unwrap();
+    assert!(loaded > 0 && loaded < 5_000_000, "{loaded}");
+    assert!(
+        run["warnings"]
+            .to_string()
+            .contains(&format!("the {loaded} records loaded")),
+        "{}",
+        run["warnings"]
+    );
+    let kv = &run["extra"]["kv"];
+    assert_eq!(kv["missing"], 0, "{kv}");
+    assert!(run["ops"]["read"]["ops"].as_u64().unwrap() > 0);
+}
+
 #[test]
 fn open_loop_table_shows_latency_from_issue_and_from_intended_labelled() {
     let o = iolab(&[

@@ -3,10 +3,10 @@
 //! over what a point measures: any point carrying the `medium` (the
 //! target's label) and `round` params takes part, and its throughput is
 //! `total.iops` (IOPS of device points, operations per second of kv
-//! points, transactions per second of OLTP points). The workload is the
-//! point's name after its `LABEL rN: ` prefix. The baseline is the
-//! `baseline` param when the points carry one (`--baseline`), else the
-//! first target of the first round.
+//! points, transactions per second of OLTP points: each row's `unit`).
+//! The workload is the point's name after its `LABEL rN: ` prefix. The
+//! baseline is the `baseline` param when the points carry one
+//! (`--baseline`), else the first target of the first round.
 //!
 //! Ratios are taken within a round (a target against the baseline
 //! measured minutes apart, not hours), then summarized over the rounds:
@@ -224,11 +224,17 @@ fn row(
     let lo = tp.iter().copied().reduce(f64::min);
     let hi = tp.iter().copied().reduce(f64::max);
     let device = rounds.values().any(|m| m.point.job.is_some());
+    let oltp = rounds.values().any(|m| m.point.extra.oltp.is_some());
     let mib: Vec<f64> = rounds.values().map(|m| m.point.total.mib_s).collect();
     MediaRow {
         workload: workload.to_string(),
         target: target.to_string(),
-        unit: if device { "IOPS" } else { "ops/s" }.into(),
+        unit: match (device, oltp) {
+            (true, _) => "IOPS",
+            (false, true) => "txn/s",
+            (false, false) => "ops/s",
+        }
+        .into(),
         rounds: rounds.len() as u32,
         throughput: median(rounds.values().map(|m| m.throughput).collect()).unwrap_or(0.0),
         mib_s: median(mib).filter(|v| *v > 0.0),

@@ -3,9 +3,10 @@
 use clap::Args;
 use std::path::PathBuf;
 
+use super::media::MediaArgs;
 use super::server::ServerArgs;
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(
     after_help = "TPC-C-derived: the spec's schema, load, five transactions and mix, \
 not an audited TPC-C result; it reports NOPM (new orders per minute).
@@ -19,12 +20,16 @@ Examples:
   iolab oltp --db /mnt/sata/iolab-oltp-1234/tpcc.sqlite -w 4 --users 16
   iolab oltp --engine postgres --server-url postgres://tpcc:secret@db.example:5432/tpcc -w 10 --users 32
   iolab oltp --engine mariadb --server-url 'mysql://root@localhost/tpcc?socket=/run/mysqld/mysqld.sock'
+  iolab oltp --engine postgres -t sata=/mnt/sata -t nvme=/mnt/nvme --rounds 3 -w 4 --users 8 -o pg-media.json
+  iolab oltp --engine postgres -t disk=/mnt/test --make tmpfs --make-in /mnt/test --rounds 2 --users 4 --time 30s
   iolab report pg-nvme.json
 
 postgres and mariadb start a private server with its data under --target
 (own port on 127.0.0.1, random password), stopped and removed at the end;
 --server-url uses a running server instead (its tables are dropped and
-loaded anew, nothing else is touched)."
+loaded anew, nothing else is touched). Several --target (or --make) run
+the same load and points on each, interleaved by rounds, one results file
+normalized to --baseline (docs/media.md)."
 )]
 pub struct OltpArgs {
     /// Database engine: sqlite (embedded, in --target), postgres or mariadb
@@ -35,9 +40,18 @@ pub struct OltpArgs {
 
     /// Directory on the filesystem under test: the SQLite database, or the
     /// private server's data directory, goes in a scratch directory made
-    /// inside it, removed at the end (SQLite's unless --keep)
-    #[arg(short = 't', long, value_name = "DIR", default_value = ".")]
-    pub target: PathBuf,
+    /// inside it, removed at the end (SQLite's unless --keep). Several
+    /// (`-t LABEL=DIR ...`): the same run on each, side by side (default: .)
+    #[arg(short = 't', long, value_name = "[LABEL=]DIR")]
+    pub target: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub media: MediaArgs,
+
+    /// With --make: the room of each configuration (default: 256 MiB per
+    /// warehouse plus the server's log, at least 1 GiB)
+    #[arg(long, value_name = "SIZE", help_heading = "Media")]
+    pub size: Option<String>,
 
     #[command(flatten)]
     pub server: ServerArgs,

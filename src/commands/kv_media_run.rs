@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::kv_media::{KvMediaPlan, PlannedPart};
-use super::media_set::{round_order, Overhead, PassTag, Subject};
+use super::media_set::{merge_pass, round_order, Overhead, PassTag};
 use crate::analysis::AnalysisOptions;
 use crate::error::{Interrupted, VerifyFailed};
 use crate::interrupt;
@@ -44,7 +44,7 @@ pub fn run(plan: &KvMediaPlan) -> anyhow::Result<()> {
     }
     let mut overhead = Overhead::start();
     let media = plan.set.build(plan.room, plan.quiet)?;
-    let dirs = directories(plan, &media);
+    let dirs = plan.set.directories(&media);
     let results = start_results(plan, &media, &dirs);
     let mut sink = ResultsSink::new(
         results,
@@ -97,23 +97,6 @@ pub fn run(plan: &KvMediaPlan) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Each subject's directory: a given target, or a configuration's mount.
-fn directories(plan: &KvMediaPlan, media: &[Medium]) -> Vec<PathBuf> {
-    let mut made = media.iter();
-    plan.set
-        .subjects
-        .iter()
-        .map(|s| match s {
-            Subject::Given(t) => t.path.clone(),
-            Subject::Made(_) => made
-                .next()
-                .expect("one medium per configuration")
-                .target
-                .clone(),
-        })
-        .collect()
-}
-
 /// The results before the first pass: provenance, the plan, `extra.media`.
 fn start_results(plan: &KvMediaPlan, media: &[Medium], dirs: &[PathBuf]) -> Results {
     let mut provenance = Provenance::collect(plan.seed);
@@ -132,26 +115,9 @@ fn start_results(plan: &KvMediaPlan, media: &[Medium], dirs: &[PathBuf]) -> Resu
     let mut results = Results::new("kv", provenance);
     results.warnings.extend(results.provenance.busy_warning());
     results.warnings.extend(plan.notices.iter().cloned());
-    let targets = plan
-        .set
-        .subjects
-        .iter()
-        .zip(dirs)
-        .map(|(s, d)| {
-            let fs = crate::dut::sysfs::fs_of_path(d);
-            json!({
-                "label": s.label(),
-                "path": d.display().to_string(),
-                "kind": "directory",
-                "filesystem": fs.as_ref().map(|f| f.fstype.clone()),
-                "mount_options": fs.as_ref().map(|f| f.options.clone()),
-                "made": matches!(s, Subject::Made(_)),
-            })
-        })
-        .collect();
     results
         .extra
-        .insert("media".into(), plan.set.record(targets, media));
+        .insert("media".into(), plan.set.record_directories(dirs, media));
     results
 }
 
@@ -250,23 +216,12 @@ fn pass(
     Ok(ran)
 }
 
-/// What a pass's own results add to the run's: the engine's version, the
-/// first pass's target description, warnings not seen yet (labelled).
+/// What a pass's own results add to the run's (`media_set::merge_pass`)
+/// and the engine's settings, into its part's description.
 fn merge(sink: &Mutex<ResultsSink>, tag: &PassTag, kr: Results) {
     let mut s = lock(sink);
     let r = &mut s.results;
-    for (k, v) in kr.provenance.tools {
-        r.provenance.tools.entry(k).or_insert(v);
-    }
-    if r.provenance.target.is_none() {
-        r.provenance.target = kr.provenance.target;
-    }
-    for w in kr.warnings {
-        if !r.warnings.contains(&w) && !r.warnings.iter().any(|x| x.ends_with(&w)) {
-            r.warnings
-                .push(format!("{} r{}: {w}", tag.label, tag.round));
-        }
-    }
+    merge_pass(r, tag, &kr);
     let settings = kr.provenance.plan.get("engine_settings").cloned();
     if let (Some(settings), Some(parts)) = (settings, r.provenance.plan.get_mut("parts")) {
         let engine = kr.provenance.plan.get("engine").cloned();

@@ -268,6 +268,45 @@ impl MediaSet {
             .collect()
     }
 
+    /// Each subject's directory, in subject order: a given target's path,
+    /// or a configuration's mount (`media`: one per `Subject::Made`).
+    pub fn directories(&self, media: &[Medium]) -> Vec<PathBuf> {
+        let mut made = media.iter();
+        self.subjects
+            .iter()
+            .map(|s| match s {
+                Subject::Given(t) => t.path.clone(),
+                Subject::Made(_) => made
+                    .next()
+                    .expect("one medium per configuration")
+                    .target
+                    .clone(),
+            })
+            .collect()
+    }
+
+    /// `extra.media` of a run on directories (`directories`): each
+    /// target's label, path, file system and its mount options.
+    pub fn record_directories(&self, dirs: &[PathBuf], media: &[Medium]) -> serde_json::Value {
+        let targets = self
+            .subjects
+            .iter()
+            .zip(dirs)
+            .map(|(s, d)| {
+                let fs = crate::dut::sysfs::fs_of_path(d);
+                json!({
+                    "label": s.label(),
+                    "path": d.display().to_string(),
+                    "kind": "directory",
+                    "filesystem": fs.as_ref().map(|f| f.fstype.clone()),
+                    "mount_options": fs.as_ref().map(|f| f.options.clone()),
+                    "made": matches!(s, Subject::Made(_)),
+                })
+            })
+            .collect();
+        self.record(targets, media)
+    }
+
     /// `extra.media` of a run on prepared targets (one per subject, in
     /// subject order): each target's label, path, kind and size.
     pub fn record_targets(&self, targets: &[Target], media: &[Medium]) -> serde_json::Value {
@@ -328,6 +367,24 @@ impl PassTag {
         p.name = self.name(&p.name);
         for (k, v) in self.params() {
             p.params.insert(k.to_string(), v);
+        }
+    }
+}
+
+/// What a pass's own results add to the run's: the tools' versions, the
+/// first pass's target description, and its warnings not seen yet,
+/// labelled with the pass.
+pub fn merge_pass(r: &mut Results, tag: &PassTag, pass: &Results) {
+    for (k, v) in &pass.provenance.tools {
+        r.provenance.tools.entry(k.clone()).or_insert(v.clone());
+    }
+    if r.provenance.target.is_none() {
+        r.provenance.target = pass.provenance.target.clone();
+    }
+    for w in &pass.warnings {
+        if !r.warnings.contains(w) && !r.warnings.iter().any(|x| x.ends_with(w.as_str())) {
+            r.warnings
+                .push(format!("{} r{}: {w}", tag.label, tag.round));
         }
     }
 }

@@ -14,6 +14,8 @@ pub mod kv_planfile;
 pub mod media_set;
 pub mod media_targets;
 pub mod oltp;
+pub mod oltp_media;
+pub mod oltp_media_run;
 pub mod remote;
 pub mod remote_db;
 pub mod remote_kernel;

@@ -2,6 +2,7 @@
 //! terminal observer -> exit code (2 bad input, 3 a consistency condition
 //! failed, 130 interrupted).
 
+use super::media_set;
 use crate::cli::oltp::OltpArgs;
 use crate::error::{usage, Interrupted};
 use crate::oltp::plan::OltpPlan;
@@ -11,9 +12,11 @@ use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::output;
 use crate::servers::ServerSettings;
 
-/// The plan the arguments describe, validated.
+/// The plan the arguments describe, validated (on the first target: a
+/// media run moves it to each).
 pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
-    let mut p = OltpPlan::new(a.target.clone());
+    let target = a.target.first().cloned().unwrap_or_else(|| ".".into());
+    let mut p = OltpPlan::new(target);
     p.engine = Engine::parse(&a.engine).ok_or_else(|| {
         usage(
             "--engine",
@@ -156,6 +159,16 @@ fn settings_text(p: &OltpPlan) -> String {
 }
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
+    if media_set::is_media_run(&args.media, args.target.len()) {
+        return super::oltp_media::run(args);
+    }
+    media_set::refuse_without_media(&args.media)?;
+    if args.size.is_some() {
+        return Err(usage(
+            "--size",
+            "applies to --make only (the room of each configuration)",
+        ));
+    }
     let plan = plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;

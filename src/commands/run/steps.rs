@@ -333,8 +333,16 @@ fn run_kv(
         results.provenance.tools.entry(k).or_insert(v);
     }
     results.warnings.extend(kr.warnings);
-    if kr.points.is_empty() {
+    let mut points = kr.points;
+    if kr.interrupted {
+        // The phase Ctrl-C stopped is the last: partial, no round of a
+        // media comparison.
+        if let Some(p) = points.last_mut() {
+            p.extra.interrupted = Some(true);
+        }
+    }
+    if points.is_empty() {
         anyhow::bail!("the kv step measured nothing");
     }
-    Ok(kr.points)
+    Ok(points)
 }

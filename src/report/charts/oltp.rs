@@ -10,11 +10,31 @@ use crate::report::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::{Point, Results};
 
+/// (x, y, hover text)
+type Pt = (f64, f64, String);
+
 fn oltp_points(r: &Results) -> Vec<(&Point, &OltpInfo)> {
     r.points
         .iter()
         .filter_map(|p| p.extra.oltp.as_deref().map(|o| (p, o)))
         .collect()
+}
+
+/// `LABEL rN` of a point of a media run (several targets), else none.
+fn pass_of(p: &Point) -> Option<String> {
+    Some(format!(
+        "{} r{}",
+        p.params.get("medium")?,
+        p.params.get("round")?
+    ))
+}
+
+/// How a point is told apart: its users, after its pass in a media run.
+fn who(p: &Point, o: &OltpInfo) -> String {
+    match pass_of(p) {
+        Some(pass) => format!("{pass}, {} users", o.users),
+        None => format!("{} users", o.users),
+    }
 }
 
 /// Every oltp section of the report.
@@ -33,9 +53,9 @@ pub fn oltp(r: &Results) -> Vec<Section> {
 }
 
 fn server_table(pts: &[(&Point, &OltpInfo)]) -> Option<Section> {
-    let rows = pts.iter().map(|(p, o)| (o.users.to_string(), *p));
+    let rows = pts.iter().map(|(p, o)| (who(p, o), *p));
     super::server::server_table(
-        "users",
+        "point",
         rows,
         "oltp-server",
         "The database server per virtual-user count",
@@ -51,13 +71,28 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
         "efficiency %",
         "engine",
         "warehouses",
+        "target",
     ]);
-    let mut nopm = Vec::new();
+    // One NOPM line per pass of a media run; NOPM and TPM lines otherwise.
+    let mut passes: Vec<(String, Vec<Pt>)> = Vec::new();
     let mut tpm = Vec::new();
-    for (_, o) in pts {
+    for (p, o) in pts {
         let u = o.users as f64;
-        nopm.push((u, o.nopm, format!("{} users: NOPM {:.0}", o.users, o.nopm)));
-        tpm.push((u, o.tpm, format!("{} users: TPM {:.0}", o.users, o.tpm)));
+        let pass = pass_of(p);
+        let at = match passes
+            .iter()
+            .position(|(name, _)| Some(name) == pass.as_ref())
+        {
+            Some(i) => i,
+            None => {
+                passes.push((pass.clone().unwrap_or_else(|| "NOPM".into()), Vec::new()));
+                passes.len() - 1
+            }
+        };
+        passes[at]
+            .1
+            .push((u, o.nopm, format!("{}: NOPM {:.0}", who(p, o), o.nopm)));
+        tpm.push((u, o.tpm, format!("{}: TPM {:.0}", who(p, o), o.tpm)));
         table.rows.push(vec![
             o.users.to_string(),
             format!("{:.0}", o.nopm),
@@ -65,31 +100,39 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
             format!("{:.1}", o.efficiency_pct),
             o.engine.clone(),
             o.warehouses.to_string(),
+            pass.unwrap_or_default(),
         ]);
     }
-    nopm.sort_by(|a, b| a.0.total_cmp(&b.0));
-    tpm.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let series = vec![
-        Series {
-            label: "NOPM".into(),
-            points: nopm,
-            dashed: false,
-            color: 0,
-            line: true,
-        },
-        Series {
+    let several = passes.len() > 1;
+    let mut series: Vec<Series> = passes
+        .into_iter()
+        .enumerate()
+        .map(|(i, (label, mut points))| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                label,
+                points,
+                dashed: false,
+                color: i,
+                line: true,
+            }
+        })
+        .collect();
+    if !several {
+        tpm.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push(Series {
             label: "TPM (all types)".into(),
             points: tpm,
             dashed: true,
             color: 1,
             line: true,
-        },
-    ];
-    let xs = svg::auto_scale(series[0].points.iter().map(|p| p.0));
+        });
+    }
+    let xs = svg::auto_scale(pts.iter().map(|(_, o)| o.users as f64));
     Section {
         id: "oltp-nopm".into(),
         title: "New orders per minute vs virtual users".into(),
-        note: "TPC-C-derived workload (not audited TPC-C): New-Order transactions committed per minute of measured time, and transactions of every type per minute, for each virtual-user count.".into(),
+        note: "TPC-C-derived workload (not audited TPC-C): New-Order transactions committed per minute of measured time, and transactions of every type per minute, for each virtual-user count (a media run: NOPM of each target and round).".into(),
         svgs: vec![svg::line_chart(&LineChart {
             title: "NOPM vs virtual users".into(),
             x: Axis::new("virtual users", if xs == Scale::Log { Scale::Log2 } else { xs }, fmt::plain),
@@ -117,6 +160,7 @@ fn latency_table(pts: &[(&Point, &OltpInfo)]) -> Section {
         "rollbacks",
         "retries",
         "failures",
+        "target",
     ]);
     for (p, o) in pts {
         for (name, c) in &o.transactions {
@@ -138,6 +182,7 @@ fn latency_table(pts: &[(&Point, &OltpInfo)]) -> Section {
                 c.rollbacks.to_string(),
                 c.retries.to_string(),
                 c.failures.to_string(),
+                pass_of(p).unwrap_or_default(),
             ]);
         }
     }
@@ -151,7 +196,7 @@ fn latency_table(pts: &[(&Point, &OltpInfo)]) -> Section {
 }
 
 fn tps_over_time(pts: &[(&Point, &OltpInfo)]) -> Section {
-    let mut table = Table::new(&["users", "t (s)", "transactions/s", "new orders/s"]);
+    let mut table = Table::new(&["users", "t (s)", "transactions/s", "new orders/s", "target"]);
     let mut series = Vec::new();
     for (i, (p, o)) in pts.iter().enumerate() {
         let mut line = Vec::new();
@@ -160,17 +205,18 @@ fn tps_over_time(pts: &[(&Point, &OltpInfo)]) -> Section {
             line.push((
                 s.t_s,
                 s.iops,
-                format!("{} users, {:.0} s: {:.0} txn/s", o.users, s.t_s, s.iops),
+                format!("{}, {:.0} s: {:.0} txn/s", who(p, o), s.t_s, s.iops),
             ));
             table.rows.push(vec![
                 o.users.to_string(),
                 format!("{:.0}", s.t_s),
                 format!("{:.1}", s.iops),
                 format!("{no:.1}"),
+                pass_of(p).unwrap_or_default(),
             ]);
         }
         series.push(Series {
-            label: format!("{} users", o.users),
+            label: who(p, o),
             points: line,
             dashed: false,
             color: i,

@@ -1,0 +1,164 @@
+//! Media runs of `iolab oltp`: the same TPC-C-derived run (load, then a
+//! point per user count) on several directories of the user's own
+//! (`--target` given several times, `[LABEL=]DIR`) and on configurations
+//! iolab builds (`--make`, `--make-in`), interleaved by rounds in
+//! alternating order, one results file normalized to the baseline. The
+//! media flags mean what they mean for `device` and `kv` (`media_set`);
+//! oltp adds its own rules: a target is a writable directory (`raw` has no
+//! file system and is refused), every pass loads a fresh database (SQLite
+//! in the target, or a private server with its data there), so `--db`,
+//! `--keep` and `--server-url` do not apply, and `--size` is the room of
+//! each configuration. Everything is checked here, before anything is
+//! built; `oltp_media_run` runs it.
+
+use std::path::PathBuf;
+
+use super::media_set::{self, MediaSet, Subject};
+use crate::cli::oltp::OltpArgs;
+use crate::error::usage;
+use crate::oltp::plan::OltpPlan;
+use crate::oltp::sql::connect::Engine;
+use crate::plan::parse::parse_size;
+use crate::testbed::media::MediaKind;
+
+/// Room for one warehouse with its indexes and the run's growth.
+const PER_WAREHOUSE: u64 = 256 << 20;
+/// The smallest room of a configuration.
+const MIN_ROOM: u64 = 1 << 30;
+
+/// The checked settings of an oltp media run.
+pub struct OltpMediaPlan {
+    pub set: MediaSet,
+    /// The run of one pass (its target replaced by each target's).
+    pub plan: OltpPlan,
+    /// Room for the database (and a server's log) in each configuration.
+    pub room: u64,
+    pub output: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+/// The flags that have no meaning when every pass loads its own database.
+fn refuse_unsupported(a: &OltpArgs) -> anyhow::Result<()> {
+    if a.db.is_some() {
+        return Err(usage(
+            "--db",
+            "a media run loads a fresh database on every target in every round; --db names one file",
+        ));
+    }
+    if a.keep {
+        return Err(usage(
+            "--keep",
+            "a media run removes every target's database after its round",
+        ));
+    }
+    if a.server.server_url.is_some() {
+        return Err(usage(
+            "--server-url",
+            "an existing server keeps its data where it is; a media run starts a private server with its data on each target (leave --server-url out)",
+        ));
+    }
+    Ok(())
+}
+
+/// The room of each configuration: `--size`, else 256 MiB per warehouse
+/// plus what the engine's log may take (PostgreSQL's `max_wal_size`, 1 GiB
+/// by default), at least 1 GiB.
+fn room(a: &OltpArgs, plan: &OltpPlan) -> anyhow::Result<u64> {
+    if let Some(s) = &a.size {
+        if a.media.make.is_none() {
+            return Err(usage(
+                "--size",
+                "applies to --make only (the room of each configuration)",
+            ));
+        }
+        let v = parse_size("--size", s)?;
+        if v < (256 << 20) {
+            return Err(usage(
+                "--size",
+                "a configuration needs at least 256m for a loaded warehouse",
+            ));
+        }
+        return Ok(v);
+    }
+    let log = match plan.engine {
+        Engine::Postgres => plan.settings.max_wal_size.unwrap_or(1 << 30) * 3 / 2,
+        Engine::Mariadb => 512 << 20,
+        Engine::Sqlite => 0,
+    };
+    Ok((plan.warehouses as u64 * PER_WAREHOUSE + log).max(MIN_ROOM))
+}
+
+/// Check everything an oltp media run needs that does not touch the machine.
+pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpMediaPlan> {
+    refuse_unsupported(a)?;
+    let set = MediaSet::parse(&a.media, &a.target)?;
+    if set.made().any(|k| k == MediaKind::Raw) {
+        return Err(usage(
+            "--make",
+            "raw has no file system, and a database needs one (tmpfs, ext4, ext4-nojournal, xfs, btrfs, stripe:N)",
+        ));
+    }
+    let mut plan = super::oltp::plan(a)?;
+    plan.output = None;
+    Ok(OltpMediaPlan {
+        room: room(a, &plan)?,
+        set,
+        plan,
+        output: a.output.clone(),
+        quiet: a.quiet,
+    })
+}
+
+/// Every check on the machine, nothing created: the configurations can be
+/// built, every given target is a writable directory, the results file is
+/// not inside a target.
+fn check(m: &OltpMediaPlan, force: bool) -> anyhow::Result<()> {
+    m.set.check_made()?;
+    for (_, t) in m.set.given() {
+        media_set::check_writable_dir(t, "a database")?;
+    }
+    if let Some(out) = &m.output {
+        let paths: Vec<&std::path::Path> = m.set.given().map(|(_, t)| t.path.as_path()).collect();
+        crate::results::output::check(out, "--output", force, &paths)?;
+    }
+    Ok(())
+}
+
+pub fn run(args: OltpArgs) -> anyhow::Result<()> {
+    let m = plan(&args)?;
+    check(&m, args.force)?;
+    if args.dry_run {
+        print_plan(&m);
+        return Ok(());
+    }
+    super::oltp_media_run::run(&m)
+}
+
+fn print_plan(m: &OltpMediaPlan) {
+    let what = match m.plan.engine {
+        Engine::Sqlite => "a fresh SQLite database",
+        _ => "a fresh private server",
+    };
+    m.set.print("oltp", |s| match s {
+        Subject::Made(_) => format!(
+            "built in {} (room for {} MiB), {what} in it every round",
+            m.set.make_in.display(),
+            m.room >> 20
+        ),
+        Subject::Given(t) => format!("{} ({what} in it every round)", t.path.display()),
+    });
+    let users: Vec<String> = m.plan.users.iter().map(|u| u.to_string()).collect();
+    println!(
+        "  TPC-C-derived on {}: {} warehouse(s), users {}, ramp {} s, measured {} s per point",
+        m.plan.engine.name(),
+        m.plan.warehouses,
+        users.join(","),
+        m.plan.ramp_s,
+        m.plan.time_s
+    );
+    println!(
+        "{} load(s) and {} point(s)",
+        m.set.subjects.len() * m.set.rounds as usize,
+        m.set.subjects.len() * m.set.rounds as usize * m.plan.users.len()
+    );
+}
