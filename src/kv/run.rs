@@ -218,30 +218,18 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         AnalysisOptions::default(),
     );
     sink.results.warnings.extend(plan.notices.iter().cloned());
-    if let Some(s) = &server {
-        sink.results
-            .extra
-            .insert("server".into(), serde_json::to_value(s.info())?);
-    }
-    if let Some(cg) = &cgroup {
-        sink.results.extra.insert("memory_cgroup".into(), serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit}));
-    }
+    record_setup(&mut sink.results, server.as_ref(), cgroup.as_ref())?;
     let mut mismatches = 0u64;
-    // A load cut by maxexecutiontime: (workload, records it inserted).
-    let mut cut_load: Option<(String, i64)> = None;
+    let mut cut_load = CutLoad::default();
     let outcome = (|| -> Result<()> {
         for step in &plan.steps {
-            match (step, &cut_load) {
-                (Step::YcsbLoad(..), _) => cut_load = None,
-                (Step::YcsbRun(n, _), Some((of, 0))) if n == of => {
-                    sink.results.warnings.push(format!(
-                        "{n}.run skipped: its load was cut by maxexecutiontime before any record was inserted"
-                    ));
-                    continue;
-                }
-                _ => {}
-            }
-            let step = &on_what_was_loaded(step, &cut_load);
+            let Ok(step) = cut_load
+                .before(step)
+                .map_err(|w| sink.results.warnings.push(w))
+            else {
+                continue;
+            };
+            let step = &step;
             if interrupt::stop_requested() {
                 sink.results.interrupted = true;
                 break;
@@ -298,22 +286,11 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             p.extra.server = probe.result.server.take().map(Box::new);
             p.extra.timeline = probe.result.timeline.take().map(Box::new);
             let done: u64 = o.rec.ops.iter().sum();
-            if let (Some(d), Some(t)) = (spec.deadline_ns, total) {
-                if done < t && !o.interrupted {
-                    p.warnings.push(format!(
-                        "stopped by maxexecutiontime after {} s: {done} of {t} operations",
-                        d / 1_000_000_000
-                    ));
-                    if let Step::YcsbLoad(n, _) = step {
-                        cut_load = Some((n.clone(), done as i64));
-                    }
-                }
-            }
-            if let (Step::YcsbRun(..), Some((_, loaded))) = (step, &cut_load) {
-                p.warnings.push(format!(
-                    "its load was cut by maxexecutiontime: the run used the {loaded} records loaded as its recordcount"
-                ));
-            }
+            let cut = match (spec.deadline_ns, total) {
+                (Some(d), Some(t)) if done < t && !o.interrupted => Some(d),
+                _ => None,
+            };
+            p.warnings.extend(cut_load.after(step, cut, done, total));
             mismatches += o.rec.mismatches;
             if o.interrupted {
                 sink.results.interrupted = true;
@@ -390,19 +367,80 @@ impl StatusClock {
     }
 }
 
-/// A run phase whose load was cut short by maxexecutiontime runs on the
-/// records that load inserted (keys `insertstart..insertstart + loaded`,
-/// handed out in order), not on the `recordcount` asked: YCSB would read
-/// the keys never loaded as NOT_FOUND, which iolab's checks would count as
-/// lost records. Every other step is itself.
-fn on_what_was_loaded(step: &Step, cut: &Option<(String, i64)>) -> Step {
-    match (step, cut) {
-        (Step::YcsbRun(n, cfg), Some((loaded_for, loaded))) if n == loaded_for => {
-            let mut cfg = cfg.clone();
-            cfg.recordcount = cfg.insertstart + loaded;
-            Step::YcsbRun(n.clone(), cfg)
+/// The private server (`extra.server`) and the memory cgroup
+/// (`extra.memory_cgroup`) the run set up.
+fn record_setup(r: &mut Results, server: Option<&Server>, cg: Option<&MemoryCgroup>) -> Result<()> {
+    if let Some(s) = server {
+        r.extra
+            .insert("server".into(), serde_json::to_value(s.info())?);
+    }
+    if let Some(cg) = cg {
+        r.extra.insert(
+            "memory_cgroup".into(),
+            serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit}),
+        );
+    }
+    Ok(())
+}
+
+/// The YCSB load that maxexecutiontime cut short, if the last one was:
+/// its workload and the records it inserted. The run phase of that
+/// workload runs on those records (keys `insertstart..insertstart +
+/// loaded`, handed out in order), not on the `recordcount` asked: YCSB
+/// would read the keys never loaded as NOT_FOUND, which iolab's checks
+/// would count as lost records.
+#[derive(Default)]
+struct CutLoad(Option<(String, i64)>);
+
+impl CutLoad {
+    /// The step to run in place of `step`, or why it is skipped (a run
+    /// whose load inserted nothing).
+    fn before(&mut self, step: &Step) -> std::result::Result<Step, String> {
+        match (step, &self.0) {
+            (Step::YcsbLoad(..), _) => {
+                self.0 = None;
+                Ok(step.clone())
+            }
+            (Step::YcsbRun(n, _), Some((of, 0))) if n == of => Err(format!(
+                "{n}.run skipped: its load was cut by maxexecutiontime before any record was inserted"
+            )),
+            (Step::YcsbRun(n, cfg), Some((of, loaded))) if n == of => {
+                let mut cfg = cfg.clone();
+                cfg.recordcount = cfg.insertstart + loaded;
+                Ok(Step::YcsbRun(n.clone(), cfg))
+            }
+            _ => Ok(step.clone()),
         }
-        _ => step.clone(),
+    }
+
+    /// The warnings of a phase that ended with `done` of `total`
+    /// operations, `cut` (its deadline in ns) when maxexecutiontime
+    /// stopped it; a cut load is remembered for its run.
+    fn after(
+        &mut self,
+        step: &Step,
+        cut: Option<u64>,
+        done: u64,
+        total: Option<u64>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (Some(d), Some(t)) = (cut, total) {
+            out.push(format!(
+                "stopped by maxexecutiontime after {} s: {done} of {t} operations",
+                d / 1_000_000_000
+            ));
+            if let Step::YcsbLoad(n, _) = step {
+                self.0 = Some((n.clone(), done as i64));
+            }
+        }
+        if let (Step::YcsbRun(n, _), Some((of, loaded))) = (step, &self.0) {
+            if n == of {
+                out.push(format!(
+                    "its load was cut by maxexecutiontime: the run used the {loaded} records loaded as its recordcount"
+                ));
+            }
+        }
+        out
     }
 }
 
