@@ -3,9 +3,8 @@
 //! bytes from /proc/diskstats, the database size on disk, and write
 //! amplification = device bytes written / logical bytes written.
 
-use crate::dut::sysfs;
 use crate::measure::clock::mono_now_ns;
-use crate::measure::diskstats::{DeviceStats, DiskCounters, DiskSampler};
+use crate::measure::diskstats::{device_of, dir_size, DeviceStats, DiskCounters, DiskSampler};
 use crate::measure::rusage::{CpuStats, RusageSnapshot};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -32,12 +31,6 @@ pub struct LoadStats {
     pub logical_written_bytes: u64,
     /// device write bytes / logical bytes (None without device stats or writes).
     pub write_amplification: Option<f64>,
-}
-
-/// The kernel name of the block device holding `dir` (partition, if any).
-pub fn device_of(dir: &Path) -> Option<String> {
-    let dev = sysfs::devnum_of_path(dir)?;
-    sysfs::device_names(dev).map(|(name, _disk)| name)
 }
 
 impl LoadSampler {
@@ -75,29 +68,6 @@ impl LoadSampler {
             write_amplification,
         }
     }
-}
-
-/// (allocated, apparent) bytes under `dir`, recursively.
-pub fn dir_size(dir: &Path) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    let mut alloc = 0;
-    let mut apparent = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let Ok(m) = e.metadata() else { continue };
-            if m.is_dir() {
-                stack.push(e.path());
-            } else {
-                alloc += m.blocks() * 512;
-                apparent += m.len();
-            }
-        }
-    }
-    (alloc, apparent)
 }
 
 /// `sync; echo 3 > /proc/sys/vm/drop_caches` (needs root).

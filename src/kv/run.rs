@@ -258,7 +258,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let status = StatusClock::new(plan.status_interval_s);
             let mut probe = match &server {
                 Some(s) => PhaseProbe::new(Some(s), None),
-                None => PhaseProbe::timeline_only(loadstats::device_of(&dir.path)),
+                None => PhaseProbe::timeline_only(crate::measure::diskstats::device_of(&dir.path)),
             };
             spec.live_ops = Some(probe.counter());
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {

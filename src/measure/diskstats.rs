@@ -1,8 +1,14 @@
 //! Device-level counters from /proc/diskstats for the disk under a target:
 //! bytes and I/Os read and written, and utilization (io_ticks / wall), as
 //! deltas over a phase. The counters cover every process using the disk.
+//! Also which disk a directory is on (`device_of`) and how many bytes a
+//! directory takes (`dir_size`).
+
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use crate::dut::sysfs;
 
 /// One line of /proc/diskstats (the fields iolab uses).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -117,6 +123,35 @@ impl DeviceStats {
             },
         }
     }
+}
+
+/// The kernel name of the block device holding `dir` (partition, if any).
+pub fn device_of(dir: &Path) -> Option<String> {
+    let dev = sysfs::devnum_of_path(dir)?;
+    sysfs::device_names(dev).map(|(name, _disk)| name)
+}
+
+/// (allocated, apparent) bytes under `dir`, recursively.
+pub fn dir_size(dir: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let mut alloc = 0;
+    let mut apparent = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                alloc += m.blocks() * 512;
+                apparent += m.len();
+            }
+        }
+    }
+    (alloc, apparent)
 }
 
 #[cfg(test)]

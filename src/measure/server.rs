@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::kv::loadstats::{device_of, dir_size};
 use crate::measure::clock::mono_now_ns;
+use crate::measure::diskstats::{device_of, dir_size};
 use crate::measure::diskstats::{DeviceStats, DiskCounters, DiskSampler};
 use crate::measure::procgroup::{self, GroupSample};
 use crate::results::ServerPointStats;

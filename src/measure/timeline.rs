@@ -29,7 +29,7 @@ const SHORTEST_NS: u64 = 50_000_000;
 /// What a timeline samples.
 pub struct TimelineSources {
     /// The /proc/diskstats name of the device under the data (see
-    /// `kv::loadstats::device_of`); none: no disk columns.
+    /// `measure::diskstats::device_of`); none: no disk columns.
     pub disk: Option<String>,
     /// The server's first process (its process group leader); none: no
     /// server columns.
