@@ -48,14 +48,40 @@ pub fn oltp(r: &Results) -> Vec<Section> {
         latency_table(&pts),
         tps_over_time(&pts),
     ];
-    out.extend(server_table(&pts));
+    let media = pts.iter().any(|(p, _)| pass_of(p).is_some());
+    if !media {
+        // One target: the tables as they were before media runs.
+        for s in &mut out {
+            drop_column(&mut s.table, "target");
+        }
+        out[0].note = out[0]
+            .note
+            .replace(" (a media run: NOPM of each target and round)", "");
+    }
+    out.extend(server_table(&pts, media));
     out
 }
 
-fn server_table(pts: &[(&Point, &OltpInfo)]) -> Option<Section> {
-    let rows = pts.iter().map(|(p, o)| (who(p, o), *p));
+/// Remove the column `name` (header and cells) from `t`.
+fn drop_column(t: &mut Table, name: &str) {
+    if let Some(i) = t.headers.iter().position(|h| h == name) {
+        t.headers.remove(i);
+        for row in &mut t.rows {
+            if i < row.len() {
+                row.remove(i);
+            }
+        }
+    }
+}
+
+fn server_table(pts: &[(&Point, &OltpInfo)], media: bool) -> Option<Section> {
+    let label = |p: &Point, o: &OltpInfo| match media {
+        true => who(p, o),
+        false => o.users.to_string(),
+    };
+    let rows = pts.iter().map(|(p, o)| (label(p, o), *p));
     super::server::server_table(
-        "point",
+        if media { "point" } else { "users" },
         rows,
         "oltp-server",
         "The database server per virtual-user count",

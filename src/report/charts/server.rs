@@ -50,7 +50,7 @@ pub fn server_table<'a>(
     (!table.rows.is_empty()).then(|| Section {
         id: id.into(),
         title: title.into(),
-        note: format!("The server's processes' CPU over the measured time (the client's own is the point's cpu), the data directory's size at the end, the bytes the device under it wrote per {what}, and write amplification: device bytes written / the bytes the server says it wrote (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data, doublewrite and redo log; Redis: none)."),
+        note: format!("The server's processes' CPU over the measured time (the client's own is the point's cpu), the data directory's size at the end, the bytes the device under it wrote per {what}, and write amplification: device bytes written / the bytes the server says it wrote (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data, doublewrite and redo log)."),
         svgs: vec![],
         table,
     })
