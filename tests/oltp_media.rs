@@ -123,6 +123,13 @@ fn sqlite_on_two_directories_interleaved_in_one_results_file() {
     for label in ["a r1", "fast r1", "fast r2", "a r2"] {
         assert!(page.contains(&format!("{label}, 2 users")), "{label}");
     }
+    let nopm = page.split("id=\"oltp-nopm\"").nth(1).unwrap();
+    let nopm = nopm.split("<section").next().unwrap();
+    assert_eq!(
+        nopm.matches("class=\"series\"").count(),
+        4,
+        "one NOPM line per target and round"
+    );
 }
 
 #[test]

@@ -100,18 +100,15 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
         "target",
     ]);
     // One NOPM line per pass of a media run; NOPM and TPM lines otherwise.
-    let mut passes: Vec<(String, Vec<Pt>)> = Vec::new();
+    let mut passes: Vec<(Option<String>, Vec<Pt>)> = Vec::new();
     let mut tpm = Vec::new();
     for (p, o) in pts {
         let u = o.users as f64;
         let pass = pass_of(p);
-        let at = match passes
-            .iter()
-            .position(|(name, _)| Some(name) == pass.as_ref())
-        {
+        let at = match passes.iter().position(|(name, _)| *name == pass) {
             Some(i) => i,
             None => {
-                passes.push((pass.clone().unwrap_or_else(|| "NOPM".into()), Vec::new()));
+                passes.push((pass.clone(), Vec::new()));
                 passes.len() - 1
             }
         };
@@ -133,10 +130,10 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
     let mut series: Vec<Series> = passes
         .into_iter()
         .enumerate()
-        .map(|(i, (label, mut points))| {
+        .map(|(i, (pass, mut points))| {
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
-                label,
+                label: pass.unwrap_or_else(|| "NOPM".into()),
                 points,
                 dashed: false,
                 color: i,
