@@ -477,11 +477,7 @@ fn sigint_at_random_moments_of_a_multi_target_run_leaves_nothing() {
                 common::files_in(x)
             );
         }
-        let left: Vec<_> = common::files_in(d.path())
-            .into_iter()
-            .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "json"))
-            .chain(common::files_in(state.path()))
-            .collect();
+        let left = common::stray_files(d.path(), state.path());
         assert!(left.is_empty(), "{why}: {left:?}");
     }
 }

@@ -16,7 +16,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{iolab, media_leftovers, text, workdir};
-use serde_json::Value;
 
 fn can_make() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -44,20 +43,6 @@ fn expected_order(rounds: &[[&str; 2]], phases: usize) -> Vec<(String, String)> 
         }
     }
     want
-}
-
-/// Every row of the baseline is 1.0; every other has a ratio in its range.
-fn check_ratios(m: &Value, baseline: &str, rounds: u64) {
-    assert_eq!(m["baseline"], baseline);
-    for row in m["rows"].as_array().unwrap() {
-        assert_eq!(row["paired_rounds"], rounds, "{row}");
-        assert_eq!(row["unit"], "ops/s", "{row}");
-        let v = row["vs_baseline"].as_f64().unwrap();
-        if row["target"] == baseline {
-            assert_eq!(v, 1.0, "{row}");
-        }
-        assert!(row["vs_min"].as_f64().unwrap() <= v && v <= row["vs_max"].as_f64().unwrap());
-    }
 }
 
 #[test]
@@ -104,7 +89,7 @@ fn two_directories_interleaved_by_rounds_in_one_results_file() {
         serde_json::json!(["ycsb-a.load", "ycsb-a.run"])
     );
     assert_eq!(m["rows"].as_array().unwrap().len(), 4);
-    check_ratios(m, "fast", 3);
+    common::check_media_ratios(m, "fast", 3, "ops/s");
     let extra = &r["extra"]["media"];
     assert_eq!(extra["targets"].as_array().unwrap().len(), 2);
     assert!(extra["overhead"]["measured_s"].as_f64().unwrap() > 0.0);
@@ -148,7 +133,7 @@ fn configurations_tmpfs_and_ext4_built_and_removed() {
         expected_order(&[["tmpfs", "ext4"], ["ext4", "tmpfs"]], 2)
     );
     assert_eq!(names[1], "tmpfs r1: readrandom");
-    check_ratios(&r["analysis"]["media"], "ext4", 2);
+    common::check_media_ratios(&r["analysis"]["media"], "ext4", 2, "ops/s");
     let media = &r["extra"]["media"];
     assert_eq!(media["configurations"].as_array().unwrap().len(), 2);
     assert_eq!(media["targets"][1]["filesystem"], "ext4");
@@ -216,7 +201,7 @@ props = { recordcount = 300, operationcount = 300 }
     assert_eq!(r["points"][2]["params"]["engine"], "rocksdb");
     let m = &r["analysis"]["media"];
     assert_eq!(m["rows"].as_array().unwrap().len(), 8);
-    check_ratios(m, "b", 2);
+    common::check_media_ratios(m, "b", 2, "ops/s");
     assert!(common::files_in(&a).is_empty() && common::files_in(&b).is_empty());
 }
 
@@ -379,11 +364,7 @@ fn sigint_at_random_moments_leaves_nothing() {
                 media_leftovers(x)
             );
         }
-        let left: Vec<_> = common::files_in(d.path())
-            .into_iter()
-            .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "json"))
-            .chain(common::files_in(state.path()))
-            .collect();
+        let left = common::stray_files(d.path(), state.path());
         assert!(left.is_empty(), "{why}: {left:?}");
         if json.exists() && !twice {
             let r = common::results(&json);

@@ -17,7 +17,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{iolab, media_leftovers, text, workdir};
-use serde_json::Value;
 
 fn s(p: &Path) -> String {
     p.to_str().unwrap().to_string()
@@ -26,21 +25,6 @@ fn s(p: &Path) -> String {
 /// The short oltp run of every test: one warehouse, the given users, 1 s
 /// points without ramp.
 const SHORT: [&str; 6] = ["-w", "1", "--time", "1s", "--ramp", "0s"];
-
-/// Every row of the baseline is 1.0, every ratio lies in its range, every
-/// row paired `rounds` rounds.
-fn check_ratios(m: &Value, baseline: &str, rounds: u64) {
-    assert_eq!(m["baseline"], baseline);
-    assert!(!m["rows"].as_array().unwrap().is_empty());
-    for row in m["rows"].as_array().unwrap() {
-        assert_eq!(row["paired_rounds"], rounds, "{row}");
-        let v = row["vs_baseline"].as_f64().unwrap();
-        if row["target"] == baseline {
-            assert_eq!(v, 1.0, "{row}");
-        }
-        assert!(row["vs_min"].as_f64().unwrap() <= v && v <= row["vs_max"].as_f64().unwrap());
-    }
-}
 
 #[test]
 fn sqlite_on_two_directories_interleaved_in_one_results_file() {
@@ -75,7 +59,7 @@ fn sqlite_on_two_directories_interleaved_in_one_results_file() {
         m["workloads"],
         serde_json::json!(["oltp.users1", "oltp.users2"])
     );
-    check_ratios(m, "fast", 2);
+    common::check_media_ratios(m, "fast", 2, "txn/s");
     assert!(m["rows"]
         .as_array()
         .unwrap()
@@ -170,7 +154,7 @@ fn a_private_postgres_on_each_target() {
         .as_str()
         .unwrap()
         .contains("PostgreSQL"));
-    check_ratios(&r["analysis"]["media"], "a", 1);
+    common::check_media_ratios(&r["analysis"]["media"], "a", 1, "txn/s");
     for x in [&a, &b] {
         assert!(common::files_in(x).is_empty(), "{:?}", common::files_in(x));
     }
@@ -204,7 +188,7 @@ fn configurations_built_and_removed() {
         [("1".into(), "tmpfs".into()), ("1".into(), "ext4".into())]
     );
     assert_eq!(r["extra"]["media"]["targets"][1]["filesystem"], "ext4");
-    check_ratios(&r["analysis"]["media"], "ext4", 1);
+    common::check_media_ratios(&r["analysis"]["media"], "ext4", 1, "txn/s");
     assert!(
         media_leftovers(data.path()).is_empty(),
         "{:?}",
@@ -289,11 +273,7 @@ fn sigint_at_random_moments_leaves_nothing() {
                 common::files_in(x)
             );
         }
-        let left: Vec<_> = common::files_in(d.path())
-            .into_iter()
-            .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "json"))
-            .chain(common::files_in(state.path()))
-            .collect();
+        let left = common::stray_files(d.path(), state.path());
         assert!(left.is_empty(), "{why}: {left:?}");
         if json.exists() && !twice {
             let r = common::results(&json);

@@ -1,8 +1,8 @@
-//! Running a checked kv media plan (`kv_media::plan`): build the
-//! configurations, then round by round, target by target in alternating
-//! order, run every kv part through `kv::run::run` with a fresh database
-//! in the target's directory (a scratch directory of kv's own, removed
-//! when the part ends). Each phase's point is renamed `LABEL rN:
+//! Running a checked kv media plan (`kv_media::plan`) through
+//! `media_passes::drive` (which builds the configurations): round by
+//! round, target by target in alternating order, run every kv part
+//! through `kv::run::run` with a fresh database in the target's directory
+//! (a scratch directory of kv's own, removed when the part ends). Each phase's point is renamed `LABEL rN:
 //! WORKLOAD`, tagged `medium`, `round`, `baseline` and saved into the one
 //! results file as soon as it is measured (`PassObserver`), so Ctrl-C or
 //! a crash keeps every point measured; `analysis.media` normalizes them
@@ -10,95 +10,42 @@
 //! an error and after Ctrl-C.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde_json::json;
 
 use super::kv_media::{KvMediaPlan, PlannedPart};
-use super::media_set::{merge_pass, round_order, Overhead, PassTag};
-use crate::analysis::AnalysisOptions;
-use crate::error::{Interrupted, VerifyFailed};
+use super::media_passes::{drive, PassSink, Passes, Tally};
+use super::media_set::{merge_pass, round_order, PassTag};
+use crate::error::VerifyFailed;
 use crate::interrupt;
 use crate::kv::phase::PhaseOutcome;
 use crate::kv::run::{KvObserver, KvRun, Started};
 use crate::report::kv_terminal::KvTerminal;
-use crate::report::media_terminal;
 use crate::results::{Point, Provenance, Results};
-use crate::session::{Observer, Progress, ResultsSink};
-use crate::testbed::media::Medium;
-
-/// How the rounds went.
-#[derive(Default)]
-struct Tally {
-    interrupted: bool,
-    mismatches: u64,
-    /// "LABEL rN: error" of every pass that failed.
-    failures: Vec<String>,
-    passes: usize,
-}
+use crate::session::{Observer, Progress};
 
 pub fn run(plan: &KvMediaPlan) -> anyhow::Result<()> {
-    interrupt::install();
     for n in &plan.notices {
         eprintln!("iolab: {n}");
     }
-    let mut overhead = Overhead::start();
-    let media = plan.set.build(plan.room, plan.quiet)?;
-    let dirs = plan.set.directories(&media);
-    let results = start_results(plan, &media, &dirs);
-    let mut sink = ResultsSink::new(
-        results,
-        plan.output.clone(),
-        None,
-        AnalysisOptions::default(),
-    );
-    sink.save()?;
-    let sink = Mutex::new(sink);
-    overhead.rounds_start();
-    let tally = rounds(plan, &dirs, &sink);
-    overhead.rounds_end();
-    drop(media);
-    let mut sink = sink.into_inner().unwrap_or_else(|e| e.into_inner());
-    overhead.save_into(&mut sink.results);
-    let tally = match tally {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = sink.finish(interrupt::stop_requested());
-            return Err(e);
-        }
+    let passes = Passes {
+        set: &plan.set,
+        room: plan.room,
+        quiet: plan.quiet,
+        output: plan.output.clone(),
     };
-    let results = sink.finish(tally.interrupted || interrupt::stop_requested())?;
-    if !plan.quiet {
-        println!();
-        for line in media_terminal::summary(&results) {
-            println!("{line}");
-        }
-        if let Some(p) = &plan.output {
-            println!("results: {}", p.display());
-        }
-    }
-    if tally.mismatches > 0 {
-        return Err(VerifyFailed {
-            mismatches: tally.mismatches,
-        }
-        .into());
-    }
-    if results.interrupted {
-        return Err(Interrupted.into());
-    }
-    if !tally.failures.is_empty() {
-        anyhow::bail!(
-            "{} of {} kv runs failed: {}",
-            tally.failures.len(),
-            tally.passes,
-            tally.failures.join("; ")
-        );
-    }
-    Ok(())
+    let (results, tally) = drive(
+        passes,
+        || start_results(plan),
+        |dirs, sink| rounds(plan, dirs, sink),
+    )?;
+    tally.exit(&results, "kv", |mismatches| {
+        VerifyFailed { mismatches }.into()
+    })
 }
 
-/// The results before the first pass: provenance, the plan, `extra.media`.
-fn start_results(plan: &KvMediaPlan, media: &[Medium], dirs: &[PathBuf]) -> Results {
+/// The results before the first pass: provenance and the plan.
+fn start_results(plan: &KvMediaPlan) -> Results {
     let mut provenance = Provenance::collect(plan.seed);
     provenance.plan = json!({
         "verb": "kv",
@@ -113,20 +60,12 @@ fn start_results(plan: &KvMediaPlan, media: &[Medium], dirs: &[PathBuf]) -> Resu
         "seed": plan.seed,
     });
     let mut results = Results::new("kv", provenance);
-    results.warnings.extend(results.provenance.busy_warning());
     results.warnings.extend(plan.notices.iter().cloned());
-    results
-        .extra
-        .insert("media".into(), plan.set.record_directories(dirs, media));
     results
 }
 
 /// Every round, every target in the round's order, every part.
-fn rounds(
-    plan: &KvMediaPlan,
-    dirs: &[PathBuf],
-    sink: &Mutex<ResultsSink>,
-) -> anyhow::Result<Tally> {
+fn rounds(plan: &KvMediaPlan, dirs: &[PathBuf], sink: &PassSink) -> anyhow::Result<Tally> {
     let term = KvTerminal::new(plan.quiet);
     let mut tally = Tally::default();
     'rounds: for r in 0..plan.set.rounds {
@@ -155,9 +94,7 @@ fn rounds(
                             tag.round,
                             part.unwrap_or_default()
                         );
-                        term.warning(&what);
-                        lock(sink).results.warnings.push(what.clone());
-                        tally.failures.push(what);
+                        tally.failed(sink, &term, what);
                     }
                 }
                 if tally.interrupted || interrupt::stop_requested() {
@@ -170,15 +107,11 @@ fn rounds(
     Ok(tally)
 }
 
-fn lock(sink: &Mutex<ResultsSink>) -> std::sync::MutexGuard<'_, ResultsSink> {
-    sink.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// One part on one target in one round: `Err` when saving a point failed
 /// (the run stops), `Ok(Err)` when the part failed (the run goes on).
 fn pass(
     term: &KvTerminal,
-    sink: &Mutex<ResultsSink>,
+    sink: &PassSink,
     tag: &PassTag,
     part: &PlannedPart,
     dir: &Path,
@@ -203,23 +136,18 @@ fn pass(
         sink,
         tag,
         part,
-        save_error: Mutex::new(None),
     };
     let ran = crate::kv::run::run(&plan, &observer);
-    if let Some(e) = observer
-        .save_error
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-    {
-        return Err(e);
+    match sink.take_error() {
+        Some(e) => Err(e),
+        None => Ok(ran),
     }
-    Ok(ran)
 }
 
 /// What a pass's own results add to the run's (`media_set::merge_pass`)
 /// and the engine's settings, into its part's description.
-fn merge(sink: &Mutex<ResultsSink>, tag: &PassTag, kr: Results) {
-    let mut s = lock(sink);
+fn merge(sink: &PassSink, tag: &PassTag, kr: Results) {
+    let mut s = sink.lock();
     let r = &mut s.results;
     merge_pass(r, tag, &kr);
     let settings = kr.provenance.plan.get("engine_settings").cloned();
@@ -238,10 +166,9 @@ fn merge(sink: &Mutex<ResultsSink>, tag: &PassTag, kr: Results) {
 /// point, renamed and tagged, into the run's results as it ends.
 struct PassObserver<'a> {
     term: &'a KvTerminal,
-    sink: &'a Mutex<ResultsSink>,
+    sink: &'a PassSink,
     tag: &'a PassTag,
     part: &'a PlannedPart,
-    save_error: Mutex<Option<anyhow::Error>>,
 }
 
 impl PassObserver<'_> {
@@ -252,7 +179,7 @@ impl PassObserver<'_> {
 
 impl Observer for PassObserver<'_> {
     fn progress(&self, p: &Progress<'_>) {
-        let label = format!("{} r{}: {}", self.tag.label, self.tag.round, p.label);
+        let label = self.tag.prefixed(p.label);
         self.term.progress(&Progress {
             label: &label,
             ..*p
@@ -264,8 +191,7 @@ impl Observer for PassObserver<'_> {
     }
 
     fn warning(&self, msg: &str) {
-        self.term
-            .warning(&format!("{} r{}: {msg}", self.tag.label, self.tag.round));
+        self.term.warning(&self.tag.prefixed(msg));
     }
 
     fn status(&self, line: &str) {
@@ -294,9 +220,6 @@ impl KvObserver for PassObserver<'_> {
             // A partial phase is no round of the comparison.
             p.extra.interrupted = Some(true);
         }
-        if let Err(e) = lock(self.sink).push(p) {
-            let mut slot = self.save_error.lock().unwrap_or_else(|e| e.into_inner());
-            slot.get_or_insert(e);
-        }
+        self.sink.push(p);
     }
 }

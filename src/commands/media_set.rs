@@ -350,7 +350,12 @@ pub struct PassTag {
 impl PassTag {
     /// `LABEL rN: WORKLOAD`.
     pub fn name(&self, workload: &str) -> String {
-        format!("{} r{}: {workload}", self.label, self.round)
+        self.prefixed(workload)
+    }
+
+    /// `LABEL rN: TEXT`: a line (progress, warning) of this pass.
+    pub fn prefixed(&self, text: &str) -> String {
+        format!("{} r{}: {text}", self.label, self.round)
     }
 
     /// The parameters every point of the pass carries.
@@ -383,8 +388,7 @@ pub fn merge_pass(r: &mut Results, tag: &PassTag, pass: &Results) {
     }
     for w in &pass.warnings {
         if !r.warnings.contains(w) && !r.warnings.iter().any(|x| x.ends_with(w.as_str())) {
-            r.warnings
-                .push(format!("{} r{}: {w}", tag.label, tag.round));
+            r.warnings.push(tag.prefixed(w));
         }
     }
 }

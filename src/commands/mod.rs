@@ -11,6 +11,7 @@ pub mod kv_args;
 pub mod kv_media;
 pub mod kv_media_run;
 pub mod kv_planfile;
+pub mod media_passes;
 pub mod media_set;
 pub mod media_targets;
 pub mod oltp;

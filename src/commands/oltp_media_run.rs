@@ -1,8 +1,9 @@
-//! Running a checked oltp media plan (`oltp_media::plan`): build the
-//! configurations, then round by round, target by target in alternating
-//! order, run the whole oltp plan through `oltp::run::run` with the
-//! target's directory under it (a fresh SQLite database or private server
-//! each pass, removed when the pass ends). Each point is renamed `LABEL
+//! Running a checked oltp media plan (`oltp_media::plan`) through
+//! `media_passes::drive` (which builds the configurations): round by
+//! round, target by target in alternating order, run the whole oltp plan
+//! through `oltp::run::run` with the target's directory under it (a fresh
+//! SQLite database or private server each pass, removed when the pass
+//! ends). Each point is renamed `LABEL
 //! rN: oltp.usersU`, tagged `medium`, `round`, `baseline` and saved into
 //! the one results file as soon as it is measured (`PassObserver`), so
 //! Ctrl-C or a crash keeps every point measured; each pass's load goes
@@ -11,96 +12,38 @@
 //! error and after Ctrl-C.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde_json::json;
 
-use super::media_set::{merge_pass, round_order, Overhead, PassTag};
+use super::media_passes::{drive, PassSink, Passes, Tally};
+use super::media_set::{merge_pass, round_order, PassTag};
 use super::oltp_media::OltpMediaPlan;
-use crate::analysis::AnalysisOptions;
-use crate::error::{Interrupted, VerifyFailed};
 use crate::interrupt;
 use crate::oltp::load::LoadInfo;
 use crate::oltp::point::OltpInfo;
-use crate::oltp::run::{OltpObserver, OltpRun, Started};
+use crate::oltp::run::{consistency_error, OltpObserver, OltpRun, Started};
 use crate::oltp::sql::connect::Engine;
-use crate::report::media_terminal;
 use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::{Point, Provenance, Results};
-use crate::session::{Observer, Progress, ResultsSink};
-use crate::testbed::media::Medium;
-
-/// How the rounds went.
-#[derive(Default)]
-struct Tally {
-    interrupted: bool,
-    consistency_failures: u64,
-    /// "LABEL rN: error" of every pass that failed.
-    failures: Vec<String>,
-    passes: usize,
-}
+use crate::session::{Observer, Progress};
 
 pub fn run(m: &OltpMediaPlan) -> anyhow::Result<()> {
-    interrupt::install();
-    let mut overhead = Overhead::start();
-    let media = m.set.build(m.room, m.quiet)?;
-    let dirs = m.set.directories(&media);
-    let mut sink = ResultsSink::new(
-        start_results(m, &media, &dirs),
-        m.output.clone(),
-        None,
-        AnalysisOptions::default(),
-    );
-    sink.save()?;
-    let sink = Mutex::new(sink);
-    overhead.rounds_start();
-    let tally = rounds(m, &dirs, &sink);
-    overhead.rounds_end();
-    drop(media);
-    let mut sink = sink.into_inner().unwrap_or_else(|e| e.into_inner());
-    overhead.save_into(&mut sink.results);
-    let tally = match tally {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = sink.finish(interrupt::stop_requested());
-            return Err(e);
-        }
+    let passes = Passes {
+        set: &m.set,
+        room: m.room,
+        quiet: m.quiet,
+        output: m.output.clone(),
     };
-    let results = sink.finish(tally.interrupted || interrupt::stop_requested())?;
-    if !m.quiet {
-        println!();
-        for line in media_terminal::summary(&results) {
-            println!("{line}");
-        }
-        if let Some(p) = &m.output {
-            println!("results: {}", p.display());
-        }
-    }
-    if tally.consistency_failures > 0 {
-        return Err(anyhow::Error::new(VerifyFailed {
-            mismatches: tally.consistency_failures,
-        })
-        .context(format!(
-            "{} TPC-C consistency condition check(s) failed (see the warnings)",
-            tally.consistency_failures
-        )));
-    }
-    if results.interrupted {
-        return Err(Interrupted.into());
-    }
-    if !tally.failures.is_empty() {
-        anyhow::bail!(
-            "{} of {} oltp runs failed: {}",
-            tally.failures.len(),
-            tally.passes,
-            tally.failures.join("; ")
-        );
-    }
-    Ok(())
+    let (results, tally) = drive(
+        passes,
+        || start_results(m),
+        |dirs, sink| rounds(m, dirs, sink),
+    )?;
+    tally.exit(&results, "oltp", consistency_error)
 }
 
-/// The results before the first pass: provenance, the plan, `extra.media`.
-fn start_results(m: &OltpMediaPlan, media: &[Medium], dirs: &[PathBuf]) -> Results {
+/// The results before the first pass: provenance and the plan.
+fn start_results(m: &OltpMediaPlan) -> Results {
     let p = &m.plan;
     let mut provenance = Provenance::collect(p.seed);
     provenance.plan = json!({
@@ -117,16 +60,11 @@ fn start_results(m: &OltpMediaPlan, media: &[Medium], dirs: &[PathBuf]) -> Resul
         "check": p.check,
         "seed": p.seed,
     });
-    let mut results = Results::new("oltp", provenance);
-    results.warnings.extend(results.provenance.busy_warning());
-    results
-        .extra
-        .insert("media".into(), m.set.record_directories(dirs, media));
-    results
+    Results::new("oltp", provenance)
 }
 
 /// Every round, every target in the round's order.
-fn rounds(m: &OltpMediaPlan, dirs: &[PathBuf], sink: &Mutex<ResultsSink>) -> anyhow::Result<Tally> {
+fn rounds(m: &OltpMediaPlan, dirs: &[PathBuf], sink: &PassSink) -> anyhow::Result<Tally> {
     let term = OltpTerminal::new(m.quiet);
     let mut tally = Tally::default();
     'rounds: for r in 0..m.set.rounds {
@@ -140,18 +78,13 @@ fn rounds(m: &OltpMediaPlan, dirs: &[PathBuf], sink: &Mutex<ResultsSink>) -> any
             tally.passes += 1;
             match ran? {
                 Ok(run) => {
-                    tally.consistency_failures += run.consistency_failures;
+                    tally.mismatches += run.consistency_failures;
                     tally.interrupted |= run.results.interrupted;
                     merge(sink, &tag, run.results);
                 }
                 // Stopped while starting a server or loading: not a failure.
                 Err(_) if interrupt::stop_requested() => {}
-                Err(e) => {
-                    let what = format!("{} r{}: {e:#}", tag.label, tag.round);
-                    term.warning(&what);
-                    lock(sink).results.warnings.push(what.clone());
-                    tally.failures.push(what);
-                }
+                Err(e) => tally.failed(sink, &term, tag.prefixed(&format!("{e:#}"))),
             }
             if tally.interrupted || interrupt::stop_requested() {
                 tally.interrupted = true;
@@ -162,15 +95,11 @@ fn rounds(m: &OltpMediaPlan, dirs: &[PathBuf], sink: &Mutex<ResultsSink>) -> any
     Ok(tally)
 }
 
-fn lock(sink: &Mutex<ResultsSink>) -> std::sync::MutexGuard<'_, ResultsSink> {
-    sink.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The oltp plan on one target in one round: `Err` when saving a point
 /// failed (the run stops), `Ok(Err)` when the pass failed (the run goes on).
 fn pass(
     term: &OltpTerminal,
-    sink: &Mutex<ResultsSink>,
+    sink: &PassSink,
     tag: &PassTag,
     m: &OltpMediaPlan,
     dir: &Path,
@@ -180,29 +109,20 @@ fn pass(
     if !m.quiet {
         println!("\n=== {} round {}: {}", tag.label, tag.round, dir.display());
     }
-    let observer = PassObserver {
-        term,
-        sink,
-        tag,
-        save_error: Mutex::new(None),
-    };
+    let observer = PassObserver { term, sink, tag };
     let ran = crate::oltp::run::run(&plan, &observer);
-    if let Some(e) = observer
-        .save_error
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-    {
-        return Err(e);
+    match sink.take_error() {
+        Some(e) => Err(e),
+        None => Ok(ran),
     }
-    Ok(ran)
 }
 
 /// What a pass's own results add to the run's (`media_set::merge_pass`),
 /// its load (`extra.oltp_loads`, labelled) and the first pass's server
 /// description (`extra.server`: version and settings, the same on every
 /// target but the data directory).
-fn merge(sink: &Mutex<ResultsSink>, tag: &PassTag, pass: Results) {
-    let mut s = lock(sink);
+fn merge(sink: &PassSink, tag: &PassTag, pass: Results) {
+    let mut s = sink.lock();
     let r = &mut s.results;
     merge_pass(r, tag, &pass);
     if let Some(server) = pass.extra.get("server") {
@@ -231,20 +151,13 @@ fn merge(sink: &Mutex<ResultsSink>, tag: &PassTag, pass: Results) {
 /// point, renamed and tagged, into the run's results as it ends.
 struct PassObserver<'a> {
     term: &'a OltpTerminal,
-    sink: &'a Mutex<ResultsSink>,
+    sink: &'a PassSink,
     tag: &'a PassTag,
-    save_error: Mutex<Option<anyhow::Error>>,
-}
-
-impl PassObserver<'_> {
-    fn prefixed(&self, text: &str) -> String {
-        format!("{} r{}: {text}", self.tag.label, self.tag.round)
-    }
 }
 
 impl Observer for PassObserver<'_> {
     fn progress(&self, p: &Progress<'_>) {
-        let label = self.prefixed(p.label);
+        let label = self.tag.prefixed(p.label);
         self.term.progress(&Progress {
             label: &label,
             ..*p
@@ -256,11 +169,11 @@ impl Observer for PassObserver<'_> {
     }
 
     fn warning(&self, msg: &str) {
-        self.term.warning(&self.prefixed(msg));
+        self.term.warning(&self.tag.prefixed(msg));
     }
 
     fn status(&self, line: &str) {
-        self.term.status(&self.prefixed(line));
+        self.term.status(&self.tag.prefixed(line));
     }
 }
 
@@ -289,9 +202,6 @@ impl OltpObserver for PassObserver<'_> {
             // A partial point is no round of the comparison.
             p.extra.interrupted = Some(true);
         }
-        if let Err(e) = lock(self.sink).push(p) {
-            let mut slot = self.save_error.lock().unwrap_or_else(|e| e.into_inner());
-            slot.get_or_insert(e);
-        }
+        self.sink.push(p);
     }
 }

@@ -71,17 +71,18 @@ pub struct OltpRun {
 impl OltpRun {
     /// An error (exit 3) if a consistency condition failed.
     pub fn checked(&self) -> Result<()> {
-        if self.consistency_failures > 0 {
-            return Err(anyhow::Error::new(crate::error::VerifyFailed {
-                mismatches: self.consistency_failures,
-            })
-            .context(format!(
-                "{} TPC-C consistency condition check(s) failed (see the warnings)",
-                self.consistency_failures
-            )));
+        match self.consistency_failures {
+            0 => Ok(()),
+            n => Err(consistency_error(n)),
         }
-        Ok(())
     }
+}
+
+/// The error (exit 3) of `n` failed consistency condition checks.
+pub fn consistency_error(n: u64) -> anyhow::Error {
+    anyhow::Error::new(crate::error::VerifyFailed { mismatches: n }).context(format!(
+        "{n} TPC-C consistency condition check(s) failed (see the warnings)"
+    ))
 }
 
 /// Where the SQLite database lives; the scratch directory goes on drop

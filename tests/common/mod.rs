@@ -127,6 +127,34 @@ pub fn media_leftovers(dir: &Path) -> Vec<String> {
     out
 }
 
+/// Every row of a media analysis `m` in `unit`, paired over `rounds`
+/// rounds; the baseline's rows 1.0, every ratio inside its range; at
+/// least one row.
+pub fn check_media_ratios(m: &serde_json::Value, baseline: &str, rounds: u64, unit: &str) {
+    assert_eq!(m["baseline"], baseline);
+    assert!(!m["rows"].as_array().unwrap().is_empty());
+    for row in m["rows"].as_array().unwrap() {
+        assert_eq!(row["paired_rounds"], rounds, "{row}");
+        assert_eq!(row["unit"], unit, "{row}");
+        let v = row["vs_baseline"].as_f64().unwrap();
+        if row["target"] == baseline {
+            assert_eq!(v, 1.0, "{row}");
+        }
+        assert!(row["vs_min"].as_f64().unwrap() <= v && v <= row["vs_max"].as_f64().unwrap());
+    }
+}
+
+/// What an interrupted media run must not leave: any file in its work
+/// directory `work` but results (`.json`), anything in the state
+/// directory (crash records).
+pub fn stray_files(work: &Path, state: &Path) -> Vec<PathBuf> {
+    files_in(work)
+        .into_iter()
+        .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "json"))
+        .chain(files_in(state))
+        .collect()
+}
+
 /// SIGINT to `child` (a second one 5 ms later when `twice`), then wait
 /// for its output.
 pub fn sigint_and_wait(child: std::process::Child, twice: bool) -> Output {
