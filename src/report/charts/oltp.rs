@@ -43,35 +43,32 @@ pub fn oltp(r: &Results) -> Vec<Section> {
     if pts.is_empty() {
         return Vec::new();
     }
-    let mut out = vec![
-        nopm_vs_users(&pts),
-        latency_table(&pts),
-        tps_over_time(&pts),
-    ];
+    // A media run (several targets): a target column in every table.
     let media = pts.iter().any(|(p, _)| pass_of(p).is_some());
-    if !media {
-        // One target: the tables as they were before media runs.
-        for s in &mut out {
-            drop_column(&mut s.table, "target");
-        }
-        out[0].note = out[0]
-            .note
-            .replace(" (a media run: NOPM of each target and round)", "");
-    }
+    let mut out = vec![
+        nopm_vs_users(&pts, media),
+        latency_table(&pts, media),
+        tps_over_time(&pts, media),
+    ];
     out.extend(server_table(&pts, media));
     out
 }
 
-/// Remove the column `name` (header and cells) from `t`.
-fn drop_column(t: &mut Table, name: &str) {
-    if let Some(i) = t.headers.iter().position(|h| h == name) {
-        t.headers.remove(i);
-        for row in &mut t.rows {
-            if i < row.len() {
-                row.remove(i);
-            }
-        }
+/// A table of `headers`, and `target` last in a media run.
+fn table_of(headers: &[&str], media: bool) -> Table {
+    let mut t = Table::new(headers);
+    if media {
+        t.headers.push("target".into());
     }
+    t
+}
+
+/// A row's cells, and the point's pass last in a media run.
+fn row_of(mut cells: Vec<String>, p: &Point, media: bool) -> Vec<String> {
+    if media {
+        cells.push(pass_of(p).unwrap_or_default());
+    }
+    cells
 }
 
 fn server_table(pts: &[(&Point, &OltpInfo)], media: bool) -> Option<Section> {
@@ -89,16 +86,18 @@ fn server_table(pts: &[(&Point, &OltpInfo)], media: bool) -> Option<Section> {
     )
 }
 
-fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
-    let mut table = Table::new(&[
-        "users",
-        "NOPM",
-        "TPM",
-        "efficiency %",
-        "engine",
-        "warehouses",
-        "target",
-    ]);
+fn nopm_vs_users(pts: &[(&Point, &OltpInfo)], media: bool) -> Section {
+    let mut table = table_of(
+        &[
+            "users",
+            "NOPM",
+            "TPM",
+            "efficiency %",
+            "engine",
+            "warehouses",
+        ],
+        media,
+    );
     // One NOPM line per pass of a media run; NOPM and TPM lines otherwise.
     let mut passes: Vec<(Option<String>, Vec<Pt>)> = Vec::new();
     let mut tpm = Vec::new();
@@ -108,7 +107,7 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
         let at = match passes.iter().position(|(name, _)| *name == pass) {
             Some(i) => i,
             None => {
-                passes.push((pass.clone(), Vec::new()));
+                passes.push((pass, Vec::new()));
                 passes.len() - 1
             }
         };
@@ -116,15 +115,18 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
             .1
             .push((u, o.nopm, format!("{}: NOPM {:.0}", who(p, o), o.nopm)));
         tpm.push((u, o.tpm, format!("{}: TPM {:.0}", who(p, o), o.tpm)));
-        table.rows.push(vec![
-            o.users.to_string(),
-            format!("{:.0}", o.nopm),
-            format!("{:.0}", o.tpm),
-            format!("{:.1}", o.efficiency_pct),
-            o.engine.clone(),
-            o.warehouses.to_string(),
-            pass.unwrap_or_default(),
-        ]);
+        table.rows.push(row_of(
+            vec![
+                o.users.to_string(),
+                format!("{:.0}", o.nopm),
+                format!("{:.0}", o.tpm),
+                format!("{:.1}", o.efficiency_pct),
+                o.engine.clone(),
+                o.warehouses.to_string(),
+            ],
+            p,
+            media,
+        ));
     }
     let several = passes.len() > 1;
     let mut series: Vec<Series> = passes
@@ -155,7 +157,10 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
     Section {
         id: "oltp-nopm".into(),
         title: "New orders per minute vs virtual users".into(),
-        note: "TPC-C-derived workload (not audited TPC-C): New-Order transactions committed per minute of measured time, and transactions of every type per minute, for each virtual-user count (a media run: NOPM of each target and round).".into(),
+        note: format!(
+            "TPC-C-derived workload (not audited TPC-C): New-Order transactions committed per minute of measured time, and transactions of every type per minute, for each virtual-user count{}.",
+            if media { " (a media run: NOPM of each target and round)" } else { "" }
+        ),
         svgs: vec![svg::line_chart(&LineChart {
             title: "NOPM vs virtual users".into(),
             x: Axis::new("virtual users", if xs == Scale::Log { Scale::Log2 } else { xs }, fmt::plain),
@@ -169,22 +174,24 @@ fn nopm_vs_users(pts: &[(&Point, &OltpInfo)]) -> Section {
     }
 }
 
-fn latency_table(pts: &[(&Point, &OltpInfo)]) -> Section {
-    let mut table = Table::new(&[
-        "users",
-        "transaction",
-        "count",
-        "mean ns",
-        "p50 ns",
-        "p90 ns",
-        "p95 ns",
-        "p99 ns",
-        "max ns",
-        "rollbacks",
-        "retries",
-        "failures",
-        "target",
-    ]);
+fn latency_table(pts: &[(&Point, &OltpInfo)], media: bool) -> Section {
+    let mut table = table_of(
+        &[
+            "users",
+            "transaction",
+            "count",
+            "mean ns",
+            "p50 ns",
+            "p90 ns",
+            "p95 ns",
+            "p99 ns",
+            "max ns",
+            "rollbacks",
+            "retries",
+            "failures",
+        ],
+        media,
+    );
     for (p, o) in pts {
         for (name, c) in &o.transactions {
             let lat = p.ops.get(name).and_then(|s| s.lat.as_ref());
@@ -192,21 +199,24 @@ fn latency_table(pts: &[(&Point, &OltpInfo)]) -> Section {
                 lat.and_then(|l| l.percentile(q))
                     .map_or(String::new(), |v| v.to_string())
             };
-            table.rows.push(vec![
-                o.users.to_string(),
-                name.clone(),
-                (c.commits + c.rollbacks).to_string(),
-                lat.map_or(String::new(), |l| format!("{:.0}", l.mean_ns)),
-                pct(50.0),
-                pct(90.0),
-                pct(95.0),
-                pct(99.0),
-                lat.map_or(String::new(), |l| l.max_ns.to_string()),
-                c.rollbacks.to_string(),
-                c.retries.to_string(),
-                c.failures.to_string(),
-                pass_of(p).unwrap_or_default(),
-            ]);
+            table.rows.push(row_of(
+                vec![
+                    o.users.to_string(),
+                    name.clone(),
+                    (c.commits + c.rollbacks).to_string(),
+                    lat.map_or(String::new(), |l| format!("{:.0}", l.mean_ns)),
+                    pct(50.0),
+                    pct(90.0),
+                    pct(95.0),
+                    pct(99.0),
+                    lat.map_or(String::new(), |l| l.max_ns.to_string()),
+                    c.rollbacks.to_string(),
+                    c.retries.to_string(),
+                    c.failures.to_string(),
+                ],
+                p,
+                media,
+            ));
         }
     }
     Section {
@@ -218,8 +228,8 @@ fn latency_table(pts: &[(&Point, &OltpInfo)]) -> Section {
     }
 }
 
-fn tps_over_time(pts: &[(&Point, &OltpInfo)]) -> Section {
-    let mut table = Table::new(&["users", "t (s)", "transactions/s", "new orders/s", "target"]);
+fn tps_over_time(pts: &[(&Point, &OltpInfo)], media: bool) -> Section {
+    let mut table = table_of(&["users", "t (s)", "transactions/s", "new orders/s"], media);
     let mut series = Vec::new();
     for (i, (p, o)) in pts.iter().enumerate() {
         let mut line = Vec::new();
@@ -230,13 +240,16 @@ fn tps_over_time(pts: &[(&Point, &OltpInfo)]) -> Section {
                 s.iops,
                 format!("{}, {:.0} s: {:.0} txn/s", who(p, o), s.t_s, s.iops),
             ));
-            table.rows.push(vec![
-                o.users.to_string(),
-                format!("{:.0}", s.t_s),
-                format!("{:.1}", s.iops),
-                format!("{no:.1}"),
-                pass_of(p).unwrap_or_default(),
-            ]);
+            table.rows.push(row_of(
+                vec![
+                    o.users.to_string(),
+                    format!("{:.0}", s.t_s),
+                    format!("{:.1}", s.iops),
+                    format!("{no:.1}"),
+                ],
+                p,
+                media,
+            ));
         }
         series.push(Series {
             label: who(p, o),
