@@ -218,18 +218,6 @@ impl RedisSession {
         }
         Ok(true)
     }
-
-    fn read_prefixed(&mut self, at: usize) -> Result<bool> {
-        let end = self.scan_ends[at];
-        let start = if at == 0 { 0 } else { self.scan_ends[at - 1] };
-        Self::hgetall(
-            &mut self.c,
-            &self.scan_keys[start..end],
-            self.fields,
-            &mut self.name,
-            &mut self.rec,
-        )
-    }
 }
 
 /// `N` of a field named `fieldN`.
@@ -309,11 +297,11 @@ impl KvSession for RedisSession {
             self.scan_ends.push(self.scan_keys.len());
         }
         let mut n = 0;
-        for at in 0..self.scan_ends.len() {
-            if self.read_prefixed(at)? {
-                let end = self.scan_ends[at];
-                let start = if at == 0 { 0 } else { self.scan_ends[at - 1] };
-                let k = &self.scan_keys[start..end];
+        let mut start = 0;
+        for &end in &self.scan_ends {
+            let k = &self.scan_keys[start..end];
+            start = end;
+            if Self::hgetall(&mut self.c, k, self.fields, &mut self.name, &mut self.rec)? {
                 visit(&k[self.prefix.len().min(k.len())..], &self.rec);
                 n += 1;
             }
