@@ -98,12 +98,20 @@ pub enum WorkerError {
         offset: u64,
         err: io::Error,
     },
-    /// The engine's submission machinery failed.
+    /// The engine's submission machinery failed. (Not `#[from]`: the
+    /// message already holds the io::Error's, which as a source would be
+    /// printed twice by `{:#}`.)
     #[error("engine error: {0}")]
-    Engine(#[from] io::Error),
+    Engine(io::Error),
     /// This worker did not run because another one failed to start.
     #[error("another worker failed to start")]
     Aborted,
+}
+
+impl From<io::Error> for WorkerError {
+    fn from(e: io::Error) -> Self {
+        WorkerError::Engine(e)
+    }
 }
 
 impl WorkerError {

@@ -180,6 +180,11 @@ pub struct DeviceArgs {
     /// Pin job i to CPU list[i % len], e.g. 0,2-3
     #[arg(long, value_name = "LIST", help_heading = "Engine")]
     pub cpus: Option<String>,
+    /// nbd and nvme-tcp: give up on a server that leaves a request
+    /// unanswered this long (default 30s, Linux's nvme io_timeout); the
+    /// point then fails naming the server and the requests in flight
+    #[arg(long, value_name = "DURATION", help_heading = "Engine")]
+    pub io_timeout: Option<String>,
 
     /// Measured time per job (default 10s unless --io-count/--io-bytes)
     #[arg(long, value_name = "DURATION", help_heading = "Duration")]

@@ -164,6 +164,7 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
         open_loop: None,
         think: think_time(a)?,
         hist_log: a.log_dir.is_some(),
+        io_timeout_ns: io_timeout(a)?,
     };
     if axes.engine.contains(&EngineKind::Mmap) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));
@@ -618,6 +619,20 @@ fn think_time(a: &DeviceArgs) -> anyhow::Result<Option<ThinkTime>> {
         spin_ns: 0,
         blocks: a.thinktime_blocks,
     }))
+}
+
+/// `--io-timeout`: a positive duration.
+fn io_timeout(a: &DeviceArgs) -> anyhow::Result<Option<u64>> {
+    let Some(t) = a.io_timeout.as_deref() else {
+        return Ok(None);
+    };
+    match parse_duration_ns("--io-timeout", t)? {
+        0 => Err(usage(
+            "--io-timeout",
+            "give a duration above zero, e.g. 30s",
+        )),
+        ns => Ok(Some(ns)),
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod mmap;
 pub mod nbd;
 pub mod null;
 pub mod nvmetcp;
+pub mod peer_wait;
 pub mod psync;
 pub mod socket_pump;
 pub mod uring;
@@ -415,6 +416,8 @@ pub enum EngineTarget {
         endpoint: RemoteEndpoint,
         size: u64,
         writable: bool,
+        /// How long the engine's waits on the peer may last.
+        limits: peer_wait::WaitLimits,
     },
 }
 

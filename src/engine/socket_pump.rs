@@ -6,12 +6,15 @@
 //! server blocked on its replies never deadlocks the client. No allocation
 //! after set-up (both buffers are sized for the largest request), no lock;
 //! one clock read per receive that returns data (`rx_at`, the time a reply
-//! arrived, for the request stamps).
+//! arrived, for the request stamps). Every wait on the peer is cut into
+//! slices of at most `peer_wait::WAKE_NS`, between which `peer_wait`'s
+//! limits are checked (I/O timeout, the run's end, a stop signal).
 
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
+use super::peer_wait::{Watch, WAKE_NS};
 use crate::measure::clock::mono_now_ns;
 
 pub struct SocketPump {
@@ -24,6 +27,8 @@ pub struct SocketPump {
     rx_end: usize,
     /// When the last receive that returned data returned (CLOCK_MONOTONIC).
     pub rx_at: u64,
+    /// How long waits on the peer may last.
+    pub watch: Watch,
 }
 
 impl SocketPump {
@@ -38,6 +43,7 @@ impl SocketPump {
             rx_start: 0,
             rx_end: 0,
             rx_at: 0,
+            watch: Watch::default(),
         }
     }
 
@@ -198,8 +204,10 @@ pub trait Pumped {
     fn in_flight(&self) -> usize;
     /// Parse every complete reply received, appending the completions.
     fn parse(&mut self, out: &mut Vec<crate::engine::Completion>) -> io::Result<usize>;
-    /// `e` with what the connection was doing (protocol, requests in flight).
+    /// `e` with what the connection was doing (protocol, peer, requests in flight).
     fn lost(&self, e: io::Error) -> io::Error;
+    /// When the oldest request in flight was sent (CLOCK_MONOTONIC), if any.
+    fn oldest_in_flight(&self) -> Option<u64>;
 }
 
 /// Send what the socket takes now; true when everything is sent.
@@ -208,10 +216,33 @@ pub fn send_some<P: Pumped>(p: &mut P) -> io::Result<bool> {
     r.map_err(|e| p.lost(e))
 }
 
-/// `SocketPump::wait`, its errors with the engine's context.
+/// `SocketPump::wait`, its errors with the engine's context; `timeout_ns`
+/// < 0 waits until something happens or a limit of `peer_wait` ends the
+/// wait with an error naming it. The limits are checked at least every
+/// `WAKE_NS`, also while the peer trickles bytes.
 pub fn wait<P: Pumped>(p: &mut P, timeout_ns: i64) -> io::Result<bool> {
-    let r = p.pump().wait(timeout_ns);
-    r.map_err(|e| p.lost(e))
+    let start = mono_now_ns();
+    loop {
+        let now = mono_now_ns();
+        let left = if timeout_ns < 0 {
+            WAKE_NS
+        } else {
+            timeout_ns.saturating_sub(now.saturating_sub(start).min(i64::MAX as u64) as i64)
+        };
+        let r = p.pump().wait(left.clamp(0, WAKE_NS));
+        let happened = r.map_err(|e| p.lost(e))?;
+        let now = mono_now_ns();
+        let oldest = p.oldest_in_flight();
+        if let Err(why) = p.pump().watch.check(now, oldest) {
+            return Err(p.lost(why.error()));
+        }
+        if happened {
+            return Ok(true);
+        }
+        if timeout_ns >= 0 && now.saturating_sub(start) >= timeout_ns as u64 {
+            return Ok(false);
+        }
+    }
 }
 
 /// `Engine::reap` of a pumped engine: what is parsed already; with

@@ -171,6 +171,10 @@ pub struct JobSpec {
     /// histogram logs: `write_hist_log`, `--log-dir`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub hist_log: bool,
+    /// Network engines: the longest a request may wait for its reply
+    /// (`--io-timeout`); `None`: `peer_wait::DEFAULT_IO_TIMEOUT_NS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_timeout_ns: Option<u64>,
 }
 
 /// fio's `thinktime`: after every `blocks` completions the worker lets its
@@ -228,6 +232,7 @@ impl Default for JobSpec {
             open_loop: None,
             think: None,
             hist_log: false,
+            io_timeout_ns: None,
         }
     }
 }

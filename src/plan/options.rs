@@ -60,6 +60,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("uring_sqpoll", FLAG | PLAN | FIO),
     opt("uring_iopoll", FLAG | PLAN | FIO),
     opt("cpus", FLAG | PLAN),
+    opt("io_timeout", FLAG | PLAN),
     opt("runtime", FLAG | PLAN | OVER),
     opt("io_count", FLAG | PLAN | OVER),
     opt("io_bytes", FLAG | PLAN | OVER),

@@ -11,6 +11,7 @@ use anyhow::Context;
 
 use crate::dut::{self, scratch, Target};
 use crate::engine::dispatch::{self, EngineUser};
+use crate::engine::peer_wait::{self, WaitLimits};
 use crate::engine::{self, Engine, EngineConfig, EngineSetup, EngineTarget, FeatureProbe, Opens};
 use crate::error::{usage, UsageError, WorkerError};
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
@@ -384,6 +385,13 @@ impl<C: Clock> JobCtx<'_, C> {
                 endpoint: ep.clone(),
                 size,
                 writable,
+                limits: WaitLimits {
+                    io_timeout_ns: self
+                        .spec
+                        .io_timeout_ns
+                        .unwrap_or(peer_wait::DEFAULT_IO_TIMEOUT_NS),
+                    end_by_ns: u64::MAX,
+                },
             },
             (None, None) => EngineTarget::Nothing { size },
         }
@@ -467,7 +475,7 @@ impl<C: Clock> JobCtx<'_, C> {
                 };
             }
         };
-        let setup = EngineSetup {
+        let mut setup = EngineSetup {
             target: self.engine_target(fd.as_ref()),
             depth: self.depth,
             pool_base: pool.base(),
@@ -478,6 +486,10 @@ impl<C: Clock> JobCtx<'_, C> {
         let t0 = self.start.load(Ordering::SeqCst);
         rec.start_at(t0 + spec.ramp_ns);
         let ls = self.loop_spec(i, t0);
+        if let EngineTarget::Remote { limits, .. } = &mut setup.target {
+            // A remote engine runs on the real clock (CLOCK_MONOTONIC).
+            limits.end_by_ns = ls.deadline.saturating_add(peer_wait::RUN_END_GRACE_NS);
+        }
         let ol = spec.open_loop.map(|o| OpenLoopSpec {
             mean_gap_ns: 1e9 * spec.jobs as f64 / o.rate_iops,
             poisson: o.arrival == Arrival::Poisson,

@@ -6,13 +6,19 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::Instant;
 
 use super::codec::{self, ExportInfo, NbdError};
 use crate::dut::remote::{RemoteEndpoint, RemoteResource};
+use crate::engine::peer_wait::Bounded;
 
 /// How long connecting and each handshake read or write may take.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::engine::peer_wait::HANDSHAKE_TIMEOUT;
+/// Replies to NBD_OPT_GO accepted before its final one (a server that
+/// never stops sending NBD_REP_INFO is refused, not waited on).
+const MAX_GO_REPLIES: usize = 64;
+/// The largest minimum block size the protocol allows.
+const MAX_MIN_BLOCK: u32 = 64 * 1024;
 /// Largest option reply payload accepted during the handshake.
 const MAX_OPTION_REPLY: u32 = 64 * 1024;
 /// The protocol's block sizes when the server sends none.
@@ -59,7 +65,7 @@ pub fn connect_asking(
             Err(e) => last = Some(e),
         }
     }
-    let Some(mut s) = stream else {
+    let Some(s) = stream else {
         let e = last.unwrap_or_else(|| io::Error::other("no address"));
         return Err(io::Error::new(
             e.kind(),
@@ -67,9 +73,13 @@ pub fn connect_asking(
         ));
     };
     s.set_nodelay(true)?;
-    s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    s.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    let info = handshake_asking(&mut s, export_name(ep), structured).map_err(|e| {
+    let mut bounded = Bounded {
+        sock: &s,
+        deadline: Instant::now() + HANDSHAKE_TIMEOUT,
+        honour_stop: true,
+        what: "the NBD handshake",
+    };
+    let info = handshake_asking(&mut bounded, export_name(ep), structured).map_err(|e| {
         let _ = s.shutdown(Shutdown::Both);
         io::Error::new(e.kind(), format!("{ep}: {e}"))
     })?;
@@ -112,11 +122,11 @@ pub fn handshake_asking<S: Read + Write>(
         structured,
         ..ExportInfo::default()
     };
-    loop {
+    for _ in 0..MAX_GO_REPLIES {
         let (h, payload) = read_opt_reply(s)?;
         match h.reply {
             codec::REP_INFO => codec::apply_info(&mut info, &payload).map_err(protocol)?,
-            codec::REP_ACK => break,
+            codec::REP_ACK => return checked(with_default_blocks(info)),
             codec::REP_ERR_UNSUP => return export_name_fallback(s, export, no_zeroes, structured),
             r if r & (1 << 31) != 0 => {
                 return Err(protocol(codec::option_refused(export, r, &payload)))
@@ -124,7 +134,45 @@ pub fn handshake_asking<S: Read + Write>(
             _ => {} // other replies to GO carry nothing iolab uses
         }
     }
-    Ok(with_default_blocks(info))
+    Err(protocol(NbdError(format!(
+        "the server sent more than {MAX_GO_REPLIES} replies to NBD_OPT_GO without ending them"
+    ))))
+}
+
+/// What the server said, refused where no real export could say it: a
+/// size past what a file offset can address (2^63 - 1, as Linux's and
+/// libnbd's clients refuse), block sizes outside the protocol's rules.
+fn checked(info: ExportInfo) -> io::Result<ExportInfo> {
+    let bad = |field: &str, why: String| protocol(NbdError(format!("{field}: {why}")));
+    if info.size > i64::MAX as u64 {
+        return Err(bad(
+            "export size",
+            format!(
+                "the server says {} bytes, more than 2^63 - 1 (no offset can address it)",
+                info.size
+            ),
+        ));
+    }
+    let (min, pref, max) = (info.min_block, info.preferred_block, info.max_block);
+    if !min.is_power_of_two() || min > MAX_MIN_BLOCK {
+        return Err(bad(
+            "minimum block size",
+            format!("{min} from the server is not a power of two up to 64 KiB"),
+        ));
+    }
+    if !pref.is_power_of_two() || pref < min {
+        return Err(bad(
+            "preferred block size",
+            format!("{pref} from the server is not a power of two of at least the minimum {min}"),
+        ));
+    }
+    if max < min {
+        return Err(bad(
+            "maximum block size",
+            format!("{max} from the server is under its minimum {min}"),
+        ));
+    }
+    Ok(info)
 }
 
 /// Servers without NBD_OPT_GO: NBD_OPT_EXPORT_NAME, which the server
@@ -148,7 +196,7 @@ fn export_name_fallback<S: Read + Write>(
         s.read_exact(&mut z)?;
     }
     let (size, flags) = codec::parse_export_name_reply(&b);
-    Ok(with_default_blocks(ExportInfo {
+    checked(with_default_blocks(ExportInfo {
         size,
         flags,
         structured,

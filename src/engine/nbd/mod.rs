@@ -18,6 +18,7 @@ use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 
+use super::peer_wait::Watch;
 use super::socket_pump::{self, SocketPump};
 
 use codec::{ExportInfo, ReplyHeader};
@@ -45,6 +46,8 @@ struct Slot {
 
 pub struct NbdEngine {
     pump: SocketPump,
+    /// `host:port/export`, for errors.
+    peer: String,
     info: ExportInfo,
     /// One per request slot, plus one for a flush.
     slots: Vec<Slot>,
@@ -56,7 +59,10 @@ impl NbdEngine {
     /// Connect to the endpoint of `setup` and negotiate the export.
     pub fn new(setup: &EngineSetup) -> io::Result<NbdEngine> {
         let EngineTarget::Remote {
-            endpoint, writable, ..
+            endpoint,
+            writable,
+            limits,
+            ..
         } = &setup.target
         else {
             return Err(io::Error::new(
@@ -83,12 +89,15 @@ impl NbdEngine {
             ));
         }
         let reply_max = max_bs + REPLY_SLACK;
+        let mut pump = SocketPump::new(
+            sock,
+            depth * (codec::REQUEST_LEN + max_bs) + codec::REQUEST_LEN,
+            MIN_RX.max(2 * reply_max),
+        );
+        pump.watch = Watch::new(*limits);
         Ok(NbdEngine {
-            pump: SocketPump::new(
-                sock,
-                depth * (codec::REQUEST_LEN + max_bs) + codec::REQUEST_LEN,
-                MIN_RX.max(2 * reply_max),
-            ),
+            pump,
+            peer: endpoint.to_string(),
             info,
             slots: vec![Slot::default(); depth + 1],
             in_flight: 0,
@@ -116,8 +125,8 @@ impl NbdEngine {
         io::Error::new(
             e.kind(),
             format!(
-                "NBD connection: {e} ({} requests in flight)",
-                self.in_flight
+                "NBD connection to {}: {e} ({} requests in flight)",
+                self.peer, self.in_flight
             ),
         )
     }
@@ -217,7 +226,10 @@ impl NbdEngine {
                 };
                 let within = at
                     .checked_sub(slot.offset)
-                    .filter(|d| d + n as u64 <= slot.len as u64)
+                    .filter(|d| {
+                        d.checked_add(n as u64)
+                            .is_some_and(|e| e <= slot.len as u64)
+                    })
                     .ok_or_else(|| {
                         bad_stream(format!(
                             "a reply chunk at {at}+{n} lies outside its read at {}+{}",
@@ -287,6 +299,14 @@ impl socket_pump::Pumped for NbdEngine {
     fn lost(&self, e: io::Error) -> io::Error {
         NbdEngine::lost(self, e)
     }
+
+    fn oldest_in_flight(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .filter(|s| s.busy)
+            .map(|s| s.t_taken)
+            .min()
+    }
 }
 
 impl Engine for NbdEngine {
@@ -349,6 +369,7 @@ impl Engine for NbdEngine {
         self.slots[s] = Slot {
             busy: true,
             op: Some(OpKind::Fsync),
+            t_taken: mono_now_ns(),
             ..Slot::default()
         };
         self.stage(s, codec::CMD_FLUSH, 0, 0, None);

@@ -10,6 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use super::codec;
 use super::NbdEngine;
 use crate::dut::remote::{RemoteEndpoint, RemoteResource, Transport};
+use crate::engine::peer_wait::WaitLimits;
 use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use crate::runner::buffers::BufferPool;
 
@@ -90,6 +91,11 @@ fn scripted(answer: fn(&Req) -> Vec<u8>) -> (NbdEngine, BufferPool) {
         // Closing now: what was written still arrives, then the end of
         // the stream (which a short answer turns into "closed mid-reply").
     });
+    engine_on(port, WaitLimits::default()).unwrap()
+}
+
+/// The engine connected to the server at `port` with `limits`.
+fn engine_on(port: u16, limits: WaitLimits) -> std::io::Result<(NbdEngine, BufferPool)> {
     let pool = BufferPool::new(2, 8192, 1).unwrap();
     let setup = EngineSetup {
         target: EngineTarget::Remote {
@@ -103,12 +109,13 @@ fn scripted(answer: fn(&Req) -> Vec<u8>) -> (NbdEngine, BufferPool) {
             },
             size: 1 << 20,
             writable: true,
+            limits,
         },
         depth: 2,
         pool_base: pool.base(),
         pool_len: pool.len(),
     };
-    (NbdEngine::new(&setup).unwrap(), pool)
+    Ok((NbdEngine::new(&setup)?, pool))
 }
 
 fn one(
@@ -195,4 +202,125 @@ fn a_stream_out_of_step_or_closed_mid_reply_is_a_clear_error() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("not in flight"), "{err}");
+}
+
+/// A server that completes the handshake, reads requests and never
+/// answers, keeping the connection open until `hold` is dropped.
+fn stalled_server() -> (u16, std::sync::mpsc::Sender<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (hold, released) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        serve_handshake(&mut s);
+        let _ = read_request(&mut s);
+        // Bounded: the test ends within a minute either way.
+        let _ = released.recv_timeout(std::time::Duration::from_secs(60));
+    });
+    (port, hold)
+}
+
+#[test]
+fn a_stalled_server_fails_the_request_at_the_io_timeout_naming_it() {
+    let (port, _hold) = stalled_server();
+    let limits = WaitLimits {
+        io_timeout_ns: 300_000_000,
+        end_by_ns: u64::MAX,
+    };
+    let (mut e, pool) = engine_on(port, limits).unwrap();
+    let err = one(&mut e, &pool, OpKind::Read, 0).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("nbd://127.0.0.1:{port}/"))
+            && msg.contains("--io-timeout")
+            && msg.contains("1 requests in flight"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_stalled_server_fails_the_request_at_the_end_of_the_run() {
+    let (port, _hold) = stalled_server();
+    let limits = WaitLimits {
+        io_timeout_ns: u64::MAX,
+        end_by_ns: crate::measure::clock::mono_now_ns() + 300_000_000,
+    };
+    let (mut e, pool) = engine_on(port, limits).unwrap();
+    let err = one(&mut e, &pool, OpKind::Write, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("after the end of the run"), "{err}");
+}
+
+#[test]
+fn a_data_chunk_at_the_end_of_the_offsets_is_refused_not_wrapped() {
+    let (mut e, pool) = scripted(|r| {
+        // Offset 2^64 - 8: offset + length wraps around u64.
+        let mut data = (u64::MAX - 7).to_be_bytes().to_vec();
+        data.extend_from_slice(&[0xab; 16]);
+        chunk(
+            r.cookie,
+            codec::REPLY_FLAG_DONE,
+            codec::REPLY_TYPE_OFFSET_DATA,
+            &data,
+        )
+    });
+    let err = one(&mut e, &pool, OpKind::Read, 0).unwrap_err().to_string();
+    assert!(err.contains("lies outside its read"), "{err}");
+}
+
+/// A server whose GO reply says `size` bytes and block sizes `blocks`.
+fn export_of(size: u64, blocks: Option<(u32, u32, u32)>) -> std::io::Result<NbdEngine> {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.write_all(&codec::encode_greeting(3)).unwrap();
+        let mut flags = [0u8; 4];
+        s.read_exact(&mut flags).unwrap();
+        for _ in 0..2 {
+            let mut h = [0u8; 16];
+            if s.read_exact(&mut h).is_err() {
+                return;
+            }
+            let opt = u32::from_be_bytes(h[8..12].try_into().unwrap());
+            let len = u32::from_be_bytes(h[12..16].try_into().unwrap());
+            let mut data = vec![0u8; len as usize];
+            s.read_exact(&mut data).unwrap();
+            if opt == codec::OPT_GO {
+                let info = codec::encode_info_export(size, codec::TFLAG_HAS_FLAGS);
+                opt_reply(&mut s, opt, codec::REP_INFO, &info);
+                if let Some((min, pref, max)) = blocks {
+                    let bs = codec::encode_info_block_size(min, pref, max);
+                    opt_reply(&mut s, opt, codec::REP_INFO, &bs);
+                }
+            }
+            opt_reply(&mut s, opt, codec::REP_ACK, &[]);
+        }
+    });
+    engine_on(port, WaitLimits::default()).map(|(e, _)| e)
+}
+
+#[test]
+fn exports_no_offset_can_address_and_bad_block_sizes_are_refused() {
+    let err = export_of((1u64 << 63) + 12345, None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("export size") && err.contains("9223372036854788153"),
+        "{err}"
+    );
+    let err = export_of(1 << 20, Some((3, 4096, 1 << 20)))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("minimum block size"), "{err}");
+    let err = export_of(1 << 20, Some((4096, 512, 1 << 20)))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("preferred block size"), "{err}");
+    assert!(export_of(1 << 20, Some((512, 4096, 1 << 20))).is_ok());
 }

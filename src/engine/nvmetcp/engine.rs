@@ -21,6 +21,7 @@ use super::handshake::{self, ControllerInfo, Params};
 use super::keep_alive::AdminKeeper;
 use crate::dut::remote::RemoteResource;
 use crate::dut::RemoteEndpoint;
+use crate::engine::peer_wait::Watch;
 use crate::engine::socket_pump::{self, SocketPump};
 use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use crate::measure::clock::mono_now_ns;
@@ -49,6 +50,8 @@ struct Slot {
 
 pub struct NvmeTcpEngine {
     pump: SocketPump,
+    /// The endpoint, for errors.
+    peer: String,
     digests: Digests,
     cpda: u8,
     maxh2cdata: u32,
@@ -139,16 +142,24 @@ fn setup_error(ep: &RemoteEndpoint, e: anyhow::Error) -> io::Error {
 
 /// The most bytes one command may move (MDTS; 0 is no limit).
 pub fn max_transfer(info: &ControllerInfo) -> u64 {
+    // MDTS is a power of two of the minimum page size; a shift past 2^63
+    // (any MDTS over 51) is no limit either.
     match info.id.mdts {
         0 => u64::MAX,
-        m => 4096u64 << (info.cap.mpsmin as u32 + m as u32),
+        m => match info.cap.mpsmin as u32 + m as u32 {
+            s if s > 51 => u64::MAX,
+            s => 4096u64 << s,
+        },
     }
 }
 
 impl NvmeTcpEngine {
     /// Make the association: admin queue, controller enabled, I/O queue.
     pub fn new(setup: &EngineSetup) -> io::Result<NvmeTcpEngine> {
-        let EngineTarget::Remote { endpoint, .. } = &setup.target else {
+        let EngineTarget::Remote {
+            endpoint, limits, ..
+        } = &setup.target
+        else {
             return Err(invalid(
                 "the nvme-tcp engine needs an nvme-tcp:// target".into(),
             ));
@@ -179,12 +190,18 @@ impl NvmeTcpEngine {
         let pdu_max = max_bs + PDU_SLACK;
         let in_capsule = info.id.in_capsule_data() as u32;
         let h2c_pdus = max_bs.div_ceil(io_q.maxh2cdata as usize);
+        // The pump bounds its own waits; the handshake's socket timeouts go.
+        io_q.sock.set_read_timeout(None)?;
+        io_q.sock.set_write_timeout(None)?;
+        let mut pump = SocketPump::new(
+            io_q.sock,
+            depth * (pdu_max + h2c_pdus * PDU_SLACK) + PDU_SLACK,
+            MIN_RX.max(2 * pdu_max),
+        );
+        pump.watch = Watch::new(*limits);
         Ok(NvmeTcpEngine {
-            pump: SocketPump::new(
-                io_q.sock,
-                depth * (pdu_max + h2c_pdus * PDU_SLACK) + PDU_SLACK,
-                MIN_RX.max(2 * pdu_max),
-            ),
+            pump,
+            peer: endpoint.to_string(),
             digests: io_q.digests,
             cpda: io_q.cpda,
             maxh2cdata: io_q.maxh2cdata,
@@ -225,8 +242,8 @@ impl NvmeTcpEngine {
         io::Error::new(
             e.kind(),
             format!(
-                "NVMe/TCP I/O queue: {e} ({} commands in flight)",
-                self.in_flight
+                "NVMe/TCP I/O queue to {}: {e} ({} commands in flight)",
+                self.peer, self.in_flight
             ),
         )
     }
@@ -437,6 +454,14 @@ impl socket_pump::Pumped for NvmeTcpEngine {
 
     fn lost(&self, e: io::Error) -> io::Error {
         NvmeTcpEngine::lost(self, e)
+    }
+
+    fn oldest_in_flight(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .filter(|s| s.busy)
+            .map(|s| s.t_taken)
+            .min()
     }
 }
 

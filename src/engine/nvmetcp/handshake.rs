@@ -5,16 +5,26 @@
 //! namespace, Set Features Number of Queues, and Connect of an I/O queue.
 //! `Queue::command` runs one command to its completion (C2HData in, R2T ->
 //! H2CData out), enough for the admin queue and for checks; the engine
-//! pipelines the I/O queues itself.
+//! pipelines the I/O queues itself. Every wait has a deadline
+//! (`peer_wait::HANDSHAKE_TIMEOUT` per step) and, on the engine's side, ends
+//! at once on a stop signal; no PDU larger than `MAX_SETUP_PDU` and no
+//! data outside a command's transfer is accepted.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
 use super::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use super::identify::{self, Cap, ControllerId, NamespaceId};
+use crate::engine::peer_wait::{Bounded, HANDSHAKE_TIMEOUT};
+
+/// The largest PDU the control path accepts: a 4 KiB Identify page in one
+/// C2HData with its header, digests and the largest data alignment fit.
+pub const MAX_SETUP_PDU: u32 = 8192;
+/// A data PDU's header, digests and alignment padding, at most.
+const PDU_OVERHEAD: u32 = 256;
 
 /// Who connects to what.
 #[derive(Debug, Clone)]
@@ -42,6 +52,15 @@ pub struct Queue {
     pub maxh2cdata: u32,
     rx: Vec<u8>,
     next_cid: u16,
+    /// How long each step (ICReq/ICResp, one command) may take.
+    pub step_timeout: Duration,
+    /// Whether a stop signal ends a wait at once (the engine's set-up);
+    /// the keep-alive thread's shutdown must run after one.
+    pub honour_stop: bool,
+    /// When the current step must be done.
+    until: Instant,
+    /// The largest PDU the current step may receive.
+    max_pdu: u32,
 }
 
 /// A received PDU, owned.
@@ -75,7 +94,7 @@ pub struct ControllerInfo {
 impl Queue {
     /// Connect TCP and exchange ICReq/ICResp.
     pub fn open(addr: &str, digests: Digests) -> anyhow::Result<Queue> {
-        let mut sock = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+        let sock = connect(addr)?;
         sock.set_nodelay(true)?;
         let req = Ic {
             pfv: 0,
@@ -83,7 +102,6 @@ impl Queue {
             digests,
             max: 0,
         };
-        sock.write_all(&codec::encode_ic(codec::PDU_ICREQ, &req)?)?;
         let mut q = Queue {
             sock,
             digests: Digests::default(),
@@ -91,8 +109,14 @@ impl Queue {
             maxh2cdata: 0,
             rx: Vec::new(),
             next_cid: 0,
+            step_timeout: HANDSHAKE_TIMEOUT,
+            honour_stop: true,
+            until: Instant::now() + HANDSHAKE_TIMEOUT,
+            max_pdu: MAX_SETUP_PDU,
         };
-        let pdu = q.recv()?;
+        q.send(&codec::encode_ic(codec::PDU_ICREQ, &req)?)
+            .context("sending ICReq")?;
+        let pdu = q.recv().context("waiting for ICResp")?;
         let resp = codec::parse_ic(&pdu.raw())?;
         if pdu.header.pdu_type != codec::PDU_ICRESP {
             bail!("{addr}: expected ICResp, got an ICReq");
@@ -109,9 +133,32 @@ impl Queue {
         Ok(q)
     }
 
+    /// The socket, its waits bounded by the current step's deadline.
+    fn bounded(&self) -> Bounded<'_> {
+        Bounded {
+            sock: &self.sock,
+            deadline: self.until,
+            honour_stop: self.honour_stop,
+            what: "an NVMe/TCP set-up step",
+        }
+    }
+
+    fn send(&mut self, pdu: &[u8]) -> std::io::Result<()> {
+        self.bounded().write_all(pdu)
+    }
+
     /// The next PDU (a termination request is an error saying why).
     fn recv(&mut self) -> anyhow::Result<Pdu> {
         loop {
+            if self.rx.len() >= codec::COMMON_HEADER_LEN {
+                let plen = codec::CommonHeader::parse(&self.rx)?.plen;
+                if plen > self.max_pdu {
+                    bail!(
+                        "PDU length (plen) {plen} from the controller is over the {} bytes this step can need",
+                        self.max_pdu
+                    );
+                }
+            }
             if let Some((p, n)) = codec::split_pdu(&self.rx, self.digests)? {
                 if matches!(p.header.pdu_type, codec::PDU_C2H_TERM | codec::PDU_H2C_TERM) {
                     bail!(
@@ -127,8 +174,8 @@ impl Queue {
                 self.rx.drain(..n);
                 return Ok(out);
             }
-            let mut buf = [0u8; 64 * 1024];
-            let n = self.sock.read(&mut buf)?;
+            let mut buf = [0u8; 16 * 1024];
+            let n = self.bounded().read(&mut buf)?;
             if n == 0 {
                 bail!("the controller closed the connection");
             }
@@ -150,7 +197,11 @@ impl Queue {
         let in_capsule = sqe.sgl_desc().0 == codec::SGL_IN_CAPSULE;
         let capsule_data = if in_capsule { out } else { &[][..] };
         let pdu = sqe.capsule(capsule_data, self.digests, self.cpda)?;
-        self.sock.write_all(&pdu)?;
+        self.until = Instant::now() + self.step_timeout;
+        self.send(&pdu)?;
+        // The most data the command can bring back: what its SGL describes.
+        let expected = if in_capsule { 0 } else { sqe.sgl_desc().1 };
+        self.max_pdu = MAX_SETUP_PDU.max(expected.saturating_add(PDU_OVERHEAD));
         loop {
             let pdu = self.recv()?;
             match pdu.header.pdu_type {
@@ -171,7 +222,15 @@ impl Queue {
                 }
                 codec::PDU_C2H_DATA => {
                     let h = codec::parse_data_header(&pdu.raw())?;
-                    let end = h.offset as usize + pdu.data.len();
+                    let end = h.offset as u64 + pdu.data.len() as u64;
+                    if end > expected as u64 {
+                        bail!(
+                            "C2HData at data offset {} with {} bytes lies outside the command's {expected} byte transfer",
+                            h.offset,
+                            pdu.data.len()
+                        );
+                    }
+                    let end = end as usize;
                     if into.len() < end {
                         into.resize(end, 0);
                     }
@@ -191,10 +250,11 @@ impl Queue {
 
     /// Send the part of `out` an R2T asks for, in H2CData PDUs of at most MAXH2CDATA.
     fn send_h2c(&mut self, cid: u16, r2t: &DataHeader, out: &[u8]) -> anyhow::Result<()> {
-        let (start, end) = (r2t.offset as usize, (r2t.offset + r2t.length) as usize);
-        if end > out.len() {
+        let (start, end) = (r2t.offset as u64, r2t.offset as u64 + r2t.length as u64);
+        if end > out.len() as u64 {
             bail!("R2T asks for bytes {start}..{end} of {}", out.len());
         }
+        let (start, end) = (start as usize, end as usize);
         let mut at = start;
         while at < end {
             let n = (end - at).min(self.maxh2cdata as usize);
@@ -217,7 +277,7 @@ impl Queue {
                 self.digests,
                 self.cpda,
             )?;
-            self.sock.write_all(&pdu)?;
+            self.send(&pdu)?;
             at += n;
         }
         Ok(())
@@ -268,6 +328,9 @@ pub fn connect_admin(addr: &str, p: &Params) -> anyhow::Result<(Queue, Controlle
         }
         if csts & identify::CSTS_RDY != 0 {
             break;
+        }
+        if q.honour_stop && crate::interrupt::stop_requested() {
+            bail!("{addr}: stopped by a signal while waiting for the controller to be ready");
         }
         if Instant::now() > until {
             bail!(
@@ -347,6 +410,24 @@ pub fn connect_io(
     let entries = p.queue_size.min(info.cap.mqes.saturating_add(1)).max(2);
     q.connect(p, qid, entries - 1, info.cntlid)?;
     Ok(q)
+}
+
+/// TCP connect to `addr` (`host:port`), each address tried for at most
+/// `HANDSHAKE_TIMEOUT`.
+fn connect(addr: &str) -> anyhow::Result<TcpStream> {
+    let addrs: Vec<_> = addr
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {addr}"))?
+        .collect();
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, HANDSHAKE_TIMEOUT) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    let e = last.unwrap_or_else(|| std::io::Error::other("no address"));
+    Err(anyhow::Error::new(e).context(format!("connecting to {addr}")))
 }
 
 #[cfg(test)]

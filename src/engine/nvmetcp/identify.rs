@@ -142,7 +142,7 @@ pub struct NamespaceId {
 
 impl NamespaceId {
     pub fn bytes(&self) -> u64 {
-        self.nsze * self.block_size as u64
+        self.nsze.saturating_mul(self.block_size as u64)
     }
 
     pub fn encode(&self) -> Result<Vec<u8>> {
@@ -182,8 +182,17 @@ impl NamespaceId {
         if !(9..32).contains(&lbads) {
             return err(format!("LBA data size 2^{lbads} bytes"));
         }
+        let nsze = le64(b, 0);
+        if nsze
+            .checked_mul(1 << lbads)
+            .is_none_or(|n| n > i64::MAX as u64)
+        {
+            return err(format!(
+                "namespace size (NSZE) of {nsze} blocks of 2^{lbads} bytes is past 2^63 - 1 bytes"
+            ));
+        }
         Ok(NamespaceId {
-            nsze: le64(b, 0),
+            nsze,
             ncap: le64(b, 8),
             nuse: le64(b, 16),
             block_size: 1 << lbads,

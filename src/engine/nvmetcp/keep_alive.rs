@@ -53,8 +53,9 @@ impl Drop for AdminKeeper {
 }
 
 fn keep(mut admin: Queue, every: Option<Duration>, stop: mpsc::Receiver<()>) {
-    let _ = admin.sock.set_read_timeout(Some(COMMAND_TIMEOUT));
-    let _ = admin.sock.set_write_timeout(Some(COMMAND_TIMEOUT));
+    admin.step_timeout = COMMAND_TIMEOUT;
+    // The shutdown at the end must run after a Ctrl-C too.
+    admin.honour_stop = false;
     loop {
         let waited = match every {
             Some(d) => stop.recv_timeout(d),
