@@ -302,3 +302,38 @@ fn a_bare_relative_new_file_is_a_scratch_target() {
         "scratch file removed"
     );
 }
+
+#[test]
+fn a_fifo_nobody_reads_is_given_up_on_saying_why() {
+    let dir = workdir();
+    let fifo = dir.path().join("unread.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["device", "--engine", "null", "--rw", "randread"])
+        .args(["--runtime", "100ms", "--quiet", "--json"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Without a reader, opening the FIFO blocked for ever; a generous ceiling.
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && start.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let ended = child.try_wait().unwrap().is_some();
+    if !ended {
+        let _ = child.kill();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(ended, "still waiting for a reader: {}", text(&o));
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("unread.fifo") && text(&o).contains("nobody read"),
+        "{}",
+        text(&o)
+    );
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}

@@ -176,9 +176,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             anyhow::bail!("{} is {kind}: not written", path.display());
         }
         if is_stream_kind(&meta) {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .open(&resolved)
+            let mut f = open_stream(&resolved, meta.file_type().is_fifo())
                 .with_context(|| format!("cannot open {}", path.display()))?;
             return f
                 .write_all(bytes)
@@ -209,6 +207,51 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         w.paths.retain(|p| p != &tmp);
     }
     written
+}
+
+/// How long a FIFO may wait for a reader before its write is given up.
+const FIFO_READER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Open a character device, or a FIFO without blocking: a FIFO nobody reads
+/// would block `open` for ever (and hold the run's end hostage), so it is
+/// opened with O_NONBLOCK, which fails at once without a reader (ENXIO);
+/// that is retried for `FIFO_READER_WAIT`, then refused saying why. The
+/// descriptor is made blocking again for the write.
+fn open_stream(path: &Path, fifo: bool) -> anyhow::Result<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !fifo {
+        return Ok(OpenOptions::new().write(true).open(path)?);
+    }
+    let start = std::time::Instant::now();
+    let f = loop {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(f) => break f,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if start.elapsed() >= FIFO_READER_WAIT {
+                    anyhow::bail!(
+                        "it is a FIFO that nobody read within {} s (start its reader first, e.g. `cat {}`)",
+                        FIFO_READER_WAIT.as_secs(),
+                        path.display()
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    // SAFETY: fcntl on a descriptor this function owns.
+    unsafe {
+        let fl = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(f)
 }
 
 /// Temporary files being written now, which a second Ctrl-C removes; once
