@@ -55,6 +55,7 @@ impl Session {
             CString::new(s)
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in the URL"))
         };
+        reachable(ep)?;
         let initiator = cstr(&format!(
             "iqn.2025-11.io.iolab:initiator-{}",
             std::process::id()
@@ -471,4 +472,26 @@ pub fn probe(ep: &RemoteEndpoint) -> io::Result<LunInfo> {
 /// Whether libiscsi can be loaded; the reason when not.
 pub fn unavailable() -> Option<String> {
     ffi::lib().err()
+}
+
+/// A TCP connect to the portal first: with nothing listening, libiscsi
+/// says only "iscsi_service_reconnect_if_loggedin. Can not reconnect
+/// right now"; this says what the other initiators say.
+fn reachable(ep: &RemoteEndpoint) -> io::Result<()> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let addrs: Vec<_> = (ep.host.as_str(), ep.port)
+        .to_socket_addrs()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot resolve {}: {e}", ep.host)))?
+        .collect();
+    let mut last = io::Error::other("no address");
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, crate::engine::peer_wait::HANDSHAKE_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(io::Error::new(
+        last.kind(),
+        format!("{ep}: cannot connect to {}:{}: {last}", ep.host, ep.port),
+    ))
 }
