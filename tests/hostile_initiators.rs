@@ -419,3 +419,36 @@ fn iscsi_a_portal_with_nothing_listening_is_refused_naming_it() {
     );
     assert!(!out.contains("iscsi_service"), "{out}");
 }
+
+#[test]
+fn a_bad_io_timeout_is_refused_naming_the_flag() {
+    let dir = workdir();
+    let t = dir.path().to_str().unwrap();
+    for args in [
+        &[
+            "device",
+            "--engine",
+            "null",
+            "--runtime",
+            "100ms",
+            "--io-timeout",
+            "0",
+        ][..],
+        &[
+            "device",
+            "--engine",
+            "null",
+            "--runtime",
+            "100ms",
+            "--io-timeout",
+            "soon",
+        ],
+        &["remote", "-t", t, "--dry-run", "--io-timeout", "0"],
+    ] {
+        let o = common::iolab(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("--io-timeout"), "{args:?}: {}", text(&o));
+    }
+    let o = common::iolab(&["remote", "-t", t, "--dry-run", "--io-timeout", "5s"]);
+    assert!(o.status.success(), "{}", text(&o));
+}

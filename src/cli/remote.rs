@@ -63,6 +63,10 @@ pub struct RemoteArgs {
     /// Unmeasured warm-up before each point
     #[arg(long, value_name = "TIME", default_value = "1s")]
     pub ramp: String,
+    /// Give up on a server that leaves a request unanswered this long
+    /// (iolab's nbd and nvme-tcp initiators; default 30s)
+    #[arg(long, value_name = "TIME")]
+    pub io_timeout: Option<String>,
     /// Open-loop rates of the load-latency curve, in percent of each
     /// transport's closed-loop maximum (its randread point at the deepest
     /// --qd); none to skip

@@ -164,7 +164,7 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
         open_loop: None,
         think: think_time(a)?,
         hist_log: a.log_dir.is_some(),
-        io_timeout_ns: io_timeout(a)?,
+        io_timeout_ns: parse_io_timeout(a.io_timeout.as_deref())?,
     };
     if axes.engine.contains(&EngineKind::Mmap) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));
@@ -621,9 +621,9 @@ fn think_time(a: &DeviceArgs) -> anyhow::Result<Option<ThinkTime>> {
     }))
 }
 
-/// `--io-timeout`: a positive duration.
-fn io_timeout(a: &DeviceArgs) -> anyhow::Result<Option<u64>> {
-    let Some(t) = a.io_timeout.as_deref() else {
+/// `--io-timeout` (of `device` and `remote`): a positive duration.
+pub fn parse_io_timeout(v: Option<&str>) -> anyhow::Result<Option<u64>> {
+    let Some(t) = v else {
         return Ok(None);
     };
     match parse_duration_ns("--io-timeout", t)? {
