@@ -147,11 +147,30 @@ impl Session {
         };
         let (lba, block_len) =
             cap.ok_or_else(|| io::Error::other(format!("{}: READ CAPACITY(16) failed", self.ep)))?;
-        Ok(LunInfo {
-            size: (lba + 1) * block_len as u64,
-            block_len,
-        })
+        checked_capacity(&self.ep, lba, block_len)
     }
+}
+
+/// READ CAPACITY(16)'s last LBA and block length, refused where no real
+/// LUN could say them: a block length of 0 or over 1 MiB, a size past
+/// 2^63 - 1 bytes.
+fn checked_capacity(ep: &str, lba: u64, block_len: u32) -> io::Result<LunInfo> {
+    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("{ep}: {why}"));
+    if block_len == 0 || block_len > 1 << 20 {
+        return Err(bad(format!(
+            "READ CAPACITY(16) block length {block_len} is not 1 byte to 1 MiB"
+        )));
+    }
+    let size = lba
+        .checked_add(1)
+        .and_then(|n| n.checked_mul(block_len as u64))
+        .filter(|&n| n <= i64::MAX as u64)
+        .ok_or_else(|| {
+            bad(format!(
+                "READ CAPACITY(16) says {lba} + 1 blocks of {block_len} bytes, past 2^63 - 1 bytes"
+            ))
+        })?;
+    Ok(LunInfo { size, block_len })
 }
 
 impl Drop for Session {
@@ -494,4 +513,26 @@ fn reachable(ep: &RemoteEndpoint) -> io::Result<()> {
         last.kind(),
         format!("{ep}: cannot connect to {}:{}: {last}", ep.host, ep.port),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checked_capacity;
+
+    #[test]
+    fn capacities_no_lun_could_have_are_refused() {
+        let ok = checked_capacity("iscsi://h/t/0", (1 << 20) - 1, 512).unwrap();
+        assert_eq!((ok.size, ok.block_len), (512 << 20, 512));
+        for (lba, bl, says) in [
+            (100, 0, "block length 0"),
+            (100, 2 << 20, "block length 2097152"),
+            (u64::MAX, 512, "past 2^63 - 1"),
+            (1 << 60, 4096, "past 2^63 - 1"),
+        ] {
+            let e = checked_capacity("iscsi://h/t/0", lba, bl)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says) && e.contains("iscsi://h/t/0"), "{e}");
+        }
+    }
 }
