@@ -225,12 +225,12 @@ fn fuzz(transport: Transport, cases: u64) {
 
 #[test]
 fn nbd_random_and_mutated_replies_end_in_errors() {
-    fuzz(Transport::Nbd, 150);
+    fuzz(Transport::Nbd, 300);
 }
 
 #[test]
 fn nvme_random_and_mutated_pdus_end_in_errors() {
-    fuzz(Transport::NvmeTcp, 150);
+    fuzz(Transport::NvmeTcp, 300);
 }
 
 /// `iolab device --quiet ARGS -o JSON` started, with its output piped.

@@ -9,7 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use iolab::engine::nbd::codec;
 
-use super::mutate::{mutate, Rng};
+use super::mutate::{mutate, Fields, Rng};
+
+/// A structured chunk's length, and an OFFSET_DATA or OFFSET_HOLE chunk's
+/// offset and hole length; an option reply's length.
+const FIELDS: Fields = Fields {
+    big_endian: true,
+    at: &[(16, 4), (20, 8), (28, 4), (16, 4)],
+};
 use super::{release_pair, stall, Server};
 
 /// What the server does.
@@ -54,7 +61,7 @@ impl Speaker {
         let n = self.sent;
         self.sent += 1;
         if Some(n) == self.bad {
-            let m = mutate(&mut self.rng, b);
+            let m = mutate(&mut self.rng, b, FIELDS);
             let _ = self.s.write_all(&m);
             return false;
         }

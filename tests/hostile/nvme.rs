@@ -12,7 +12,13 @@ use std::sync::{Arc, Mutex};
 use iolab::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic};
 use iolab::remote::nvme_controller::{Action, Controller};
 
-use super::mutate::{mutate, Rng};
+use super::mutate::{mutate, Fields, Rng};
+
+/// A PDU's hlen, pdo and plen; a data PDU's offset and length.
+const FIELDS: Fields = Fields {
+    big_endian: false,
+    at: &[(2, 1), (3, 1), (4, 4), (12, 4), (16, 4)],
+};
 use super::{release_pair, stall, Server};
 
 pub const NQN: &str = "nqn.2025-11.io.iolab:hostile";
@@ -93,7 +99,7 @@ impl Conn {
         let n = self.sent;
         self.sent += 1;
         if Some(n) == self.bad {
-            let m = mutate(&mut self.rng, b);
+            let m = mutate(&mut self.rng, b, FIELDS);
             let _ = self.s.write_all(&m);
             return false;
         }
