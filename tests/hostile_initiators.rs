@@ -452,3 +452,21 @@ fn a_bad_io_timeout_is_refused_naming_the_flag() {
     let o = common::iolab(&["remote", "-t", t, "--dry-run", "--io-timeout", "5s"]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+#[test]
+fn nvme_the_first_sigterm_stops_a_handshake_the_controller_never_answers() {
+    let srv = nvme::serve(nvme::Play::NoIcResp, 4);
+    let url = format!("nvme-tcp://127.0.0.1:{}/{}", srv.port, nvme::NQN);
+    let dir = workdir();
+    let json = dir.path().join("r.json");
+    let child = device(
+        &["--target", &url, "--rw", "randread", "--runtime", "2s"],
+        &json,
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = ended_within(child, Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(text(&o).contains("ICResp"), "{}", text(&o));
+}

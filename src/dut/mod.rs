@@ -346,7 +346,14 @@ fn prepare_remote(
     if crate::engine::engine_for_transport(ep.transport).is_none() {
         return Err(remote::no_initiator(&ep).into());
     }
-    let export = crate::engine::probe_remote(&ep).map_err(|e| usage("--target", format!("{e}")))?;
+    let export = crate::engine::probe_remote(&ep).map_err(|e| {
+        if crate::interrupt::stop_requested() {
+            // A signal ended the handshake: exit as interrupted (130).
+            anyhow::Error::new(crate::error::Interrupted).context(e.to_string())
+        } else {
+            usage("--target", format!("{e}"))
+        }
+    })?;
     if writes && export.read_only {
         return Err(usage(
             "--target",
