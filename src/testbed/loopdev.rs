@@ -45,21 +45,59 @@ pub fn plausible_device(device: &Path) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Detach `device` if it is still attached to the file `id` (best effort;
-/// a device still mounted is detached by the kernel when it is unmounted).
-pub fn detach(device: &Path, id: FileId) {
+/// Detach `device` if it is still attached to the file `id`; why not, if
+/// it stays attached (a mount still on it: the kernel detaches it when
+/// that mount goes).
+pub fn detach(device: &Path, id: FileId) -> Result<super::Undone, String> {
     if !plausible_device(device) {
-        return;
+        return Ok(super::Undone::AlreadyGone);
     }
     let Ok(f) = std::fs::File::open(device) else {
-        return;
+        return Ok(super::Undone::AlreadyGone);
     };
     if attached_id(&f) != Some(id) {
-        return;
+        return Ok(super::Undone::AlreadyGone);
     }
     use std::os::fd::AsRawFd;
     // SAFETY: LOOP_CLR_FD takes no argument and only detaches the device.
     unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) };
+    drop(f);
+    // With a user left (a mount), LOOP_CLR_FD only marks it to go later.
+    let still = std::fs::File::open(device)
+        .ok()
+        .is_some_and(|f| attached_id(&f) == Some(id));
+    if still {
+        return Err("still in use (a mount on it?); the kernel detaches it when that goes".into());
+    }
+    Ok(super::Undone::Removed)
+}
+
+/// The loop device attached to the file at `path`, if one is (read from
+/// /sys/block/loopN/loop/backing_file).
+pub fn device_over(path: &Path) -> Option<PathBuf> {
+    let path = path.canonicalize().ok()?;
+    device_where(|back| back == path)
+}
+
+/// A loop device attached to a file anywhere under the directory `dir`.
+pub fn device_under(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    device_where(|back| back.starts_with(&dir))
+}
+
+fn device_where(backed_by: impl Fn(&Path) -> bool) -> Option<PathBuf> {
+    std::fs::read_dir("/sys/block")
+        .ok()?
+        .flatten()
+        .find_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let back = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            let back = back.trim_end_matches('\n');
+            // A deleted backing file is named with this suffix.
+            let back = back.strip_suffix(" (deleted)").unwrap_or(back);
+            (name.starts_with("loop") && backed_by(Path::new(back)))
+                .then(|| PathBuf::from("/dev").join(name))
+        })
 }
 
 /// A loop device over a file, detached on drop.
@@ -115,7 +153,9 @@ impl LoopDevice {
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        self.resource.undo();
-        super::release(&self.resource);
+        // One that stays attached keeps its record: the next start tries again.
+        if self.resource.undo().is_ok() {
+            super::release(&self.resource);
+        }
     }
 }

@@ -67,27 +67,43 @@ pub enum Resource {
     },
 }
 
+/// What taking a resource down did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undone {
+    /// It was there and is gone now.
+    Removed,
+    /// It was gone already (nothing to say).
+    AlreadyGone,
+}
+
 impl Resource {
-    /// Take it down (best effort; what is already gone is fine).
-    pub fn undo(&self) {
+    /// Take it down; why not, if it is still there (a mount on it, a loop
+    /// device over it). What is already gone is fine.
+    pub fn undo(&self) -> Result<Undone, String> {
         match self {
-            Resource::Path(p) if p.is_dir() => {
-                // A tracefs instance goes with a plain rmdir (its files cannot
-                // be unlinked); a scratch directory needs the recursion.
-                if std::fs::remove_dir(p).is_err() {
-                    let _ = std::fs::remove_dir_all(p);
+            Resource::Path(p) => remove_path(p),
+            Resource::Mountpoint(p) => {
+                if !p.exists() {
+                    return Ok(Undone::AlreadyGone);
                 }
+                mount::unmount_and_remove(p).map(|()| Undone::Removed)
             }
-            Resource::Path(p) => {
-                let _ = std::fs::remove_file(p);
+            Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
+            other => {
+                other.undo_best_effort();
+                Ok(Undone::Removed)
             }
+        }
+    }
+
+    fn undo_best_effort(&self) {
+        match self {
+            Resource::Path(_) | Resource::Mountpoint(_) | Resource::Loop { .. } => {}
             Resource::Cgroup { path, parent } => cgroup::remove(path, parent),
             Resource::Scheduler { path, original } => {
                 let _ = std::fs::write(path, original);
             }
             Resource::Mount(p) => mount::unmount(p),
-            Resource::Mountpoint(p) => mount::unmount_and_remove(p),
-            Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
             Resource::Netns(name) => netns::delete(name),
             Resource::NbdDevice { device } => nbd_kernel::detach(device),
             Resource::NvmeTarget { subsystem, port } => nvme_kernel::remove_target(subsystem, port),
@@ -134,6 +150,44 @@ impl Resource {
     }
 }
 
+/// Remove a scratch file or directory, a tracefs instance or a backing
+/// file; never one a loop device is still attached to, never a directory
+/// with a filesystem still mounted inside (its contents are not ours to
+/// walk into).
+fn remove_path(p: &Path) -> Result<Undone, String> {
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return Ok(Undone::AlreadyGone);
+    };
+    if !meta.is_dir() {
+        if let Some(dev) = loopdev::device_over(p) {
+            return Err(format!(
+                "loop device {} is still attached to it",
+                dev.display()
+            ));
+        }
+        return std::fs::remove_file(p)
+            .map(|()| Undone::Removed)
+            .map_err(|e| e.to_string());
+    }
+    // A tracefs instance goes with a plain rmdir (its files cannot be
+    // unlinked); a scratch directory needs the recursion.
+    if std::fs::remove_dir(p).is_ok() {
+        return Ok(Undone::Removed);
+    }
+    if let Some(m) = mount::mount_under(p) {
+        return Err(format!("{} is still mounted inside", m.display()));
+    }
+    if let Some(dev) = loopdev::device_under(p) {
+        return Err(format!(
+            "loop device {} is still attached to a file inside",
+            dev.display()
+        ));
+    }
+    std::fs::remove_dir_all(p)
+        .map(|()| Undone::Removed)
+        .map_err(|e| e.to_string())
+}
+
 /// Live resources of this process, with their crash record (if written).
 static LIVE: Mutex<Vec<(Resource, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
@@ -148,7 +202,7 @@ pub fn register(res: Resource) {
     };
     if CLOSED.load(Ordering::SeqCst) {
         drop(v);
-        res.undo();
+        let _ = res.undo();
         return;
     }
     let record = records::write(&res);
@@ -214,13 +268,13 @@ pub fn release(res: &Resource) {
 /// Take down everything still registered, newest first, and the temporary
 /// files of unfinished writes (a second Ctrl-C). The normal path holds the
 /// registry's lock only for a moment: wait up to 200 ms for it, never block.
+/// What cannot be taken down keeps its record for the next start.
 pub fn teardown_all() {
     crate::results::output::remove_in_flight();
     if let Some(mut v) = lock_briefly(&LIVE) {
         CLOSED.store(true, Ordering::SeqCst);
         while let Some((res, rec)) = v.pop() {
-            res.undo();
-            if let Some(rec) = rec {
+            if let (Ok(_), Some(rec)) = (res.undo(), rec) {
                 let _ = std::fs::remove_file(rec);
             }
         }
@@ -240,16 +294,29 @@ pub(crate) fn lock_briefly<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, 
 }
 
 /// Remove what iolab processes that no longer run left behind; one line
-/// per resource removed, for the terminal.
+/// per resource removed or left in place (with why), for the terminal. A
+/// record whose resource stays is kept, so the next start tries again.
 pub fn sweep_stale() -> Vec<String> {
-    records::sweep()
-        .into_iter()
-        .map(|(pid, res)| {
-            res.undo();
-            format!(
-                "removed {} left by iolab process {pid}, which no longer runs",
-                res.describe()
-            )
-        })
-        .collect()
+    let mut said = Vec::new();
+    for claim in records::sweep() {
+        let what = claim.resource.describe();
+        let pid = claim.pid;
+        match claim.resource.undo() {
+            Ok(undone) => {
+                claim.forget();
+                if undone == Undone::Removed {
+                    said.push(format!(
+                        "removed {what} left by iolab process {pid}, which no longer runs"
+                    ));
+                }
+            }
+            Err(why) => {
+                claim.keep();
+                said.push(format!(
+                    "could not remove {what} left by iolab process {pid}: {why} (its record stays; the next start tries again)"
+                ));
+            }
+        }
+    }
+    said
 }
