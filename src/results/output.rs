@@ -231,7 +231,9 @@ fn create_in_flight(tmp: &Path) -> anyhow::Result<std::fs::File> {
         .lock()
         .map_err(|_| anyhow::anyhow!("output registry poisoned"))?;
     if w.closed {
-        anyhow::bail!("iolab is exiting: {} not written", tmp.display());
+        // A second Ctrl-C's teardown has begun: the run ends with 130.
+        return Err(anyhow::Error::new(crate::error::Interrupted)
+            .context(format!("iolab is exiting: {} not written", tmp.display())));
     }
     let f = OpenOptions::new()
         .write(true)
