@@ -69,6 +69,7 @@ pub fn check(
                     ),
                 ));
             }
+            writable_dir(path, dir).map_err(|why| usage(field, why))?;
             return Ok(Destination::File(resolved));
         }
         Err(e) => return Err(usage(field, format!("{}: {e}", path.display()))),
@@ -103,7 +104,38 @@ pub fn check(
             ),
         ));
     }
+    writable_dir(path, parent_dir(&resolved)).map_err(|why| usage(field, why))?;
     Ok(Destination::File(resolved))
+}
+
+/// An atomic write makes a temporary file in `dir`: refuse a directory
+/// this user cannot write or one on a read-only file system, before
+/// anything runs (not after the measurement).
+fn writable_dir(path: &Path, dir: &Path) -> Result<(), String> {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: a NUL-terminated path; access only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!(
+            "{}: cannot write in directory {}: {e}",
+            path.display(),
+            dir.display()
+        ));
+    }
+    // SAFETY: statvfs fills the zeroed struct it is given.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let read_only =
+        unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 && st.f_flag & libc::ST_RDONLY != 0;
+    if read_only {
+        return Err(format!(
+            "{}: directory {} is on a read-only file system",
+            path.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// `path`, or the file its symlink chain points to (even if that does not
