@@ -38,8 +38,9 @@ fn main() {
     // still makes the exit 130 and the results say interrupted.
     let code = iolab::interrupt::exit_code(code);
     if let Err(err) = outcome {
-        let mut msg = format!("iolab: error: {err}");
-        for cause in err.chain().skip(1) {
+        let mut causes = iolab::error::chain_messages(&err).into_iter();
+        let mut msg = format!("iolab: error: {}", causes.next().unwrap_or_default());
+        for cause in causes {
             msg.push_str(&format!("\n  caused by: {cause}"));
         }
         eprintln!("{msg}");
