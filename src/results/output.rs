@@ -111,7 +111,7 @@ pub fn check(
 /// An atomic write makes a temporary file in `dir`: refuse a directory
 /// this user cannot write or one on a read-only file system, before
 /// anything runs (not after the measurement).
-fn writable_dir(path: &Path, dir: &Path) -> Result<(), String> {
+pub(crate) fn writable_dir(path: &Path, dir: &Path) -> Result<(), String> {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
         return Ok(());
     };
