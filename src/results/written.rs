@@ -45,11 +45,13 @@ pub fn mark_interrupted() {
 
 /// Replace `path` through a temporary file beside it, removed on error
 /// (not through `output::write_atomic`: after a second Ctrl-C it refuses
-/// new temporary files).
+/// new temporary files). The name differs from `write_atomic`'s: a write
+/// of the main thread whose temporary file the teardown unlinked must not
+/// rename this one into place half written.
 fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(format!(".{name}.{}.interrupted.tmp", std::process::id()));
     let written = (|| {
         let mut f = std::fs::File::create_new(&tmp)?;
         f.write_all(bytes)?;
