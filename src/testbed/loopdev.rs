@@ -45,9 +45,10 @@ pub fn plausible_device(device: &Path) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Detach `device` if it is still attached to the file `id`; why not, if
-/// it stays attached (a mount still on it: the kernel detaches it when
-/// that mount goes).
+/// Detach `device` if it is still attached to the file `id`. A device
+/// still in use (a lazily unmounted filesystem with files open) is only
+/// set to detach itself when its last user goes (`Deferred`); why not, if
+/// it stays attached without that.
 pub fn detach(device: &Path, id: FileId) -> Result<super::Undone, String> {
     if !plausible_device(device) {
         return Ok(super::Undone::AlreadyGone);
@@ -62,14 +63,18 @@ pub fn detach(device: &Path, id: FileId) -> Result<super::Undone, String> {
     // SAFETY: LOOP_CLR_FD takes no argument and only detaches the device.
     unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) };
     drop(f);
-    // With a user left (a mount), LOOP_CLR_FD only marks it to go later.
     let still = std::fs::File::open(device)
         .ok()
         .is_some_and(|f| attached_id(&f) == Some(id));
-    if still {
-        return Err("still in use (a mount on it?); the kernel detaches it when that goes".into());
+    if !still {
+        return Ok(super::Undone::Removed);
     }
-    Ok(super::Undone::Removed)
+    let name = device.file_name().unwrap_or_default().to_string_lossy();
+    let autoclear = std::fs::read_to_string(format!("/sys/block/{name}/loop/autoclear"));
+    if autoclear.is_ok_and(|a| a.trim() == "1") {
+        return Ok(super::Undone::Deferred);
+    }
+    Err("still attached (LOOP_CLR_FD did not take)".into())
 }
 
 /// The loop device attached to the file at `path`, if one is (read from
@@ -153,9 +158,9 @@ impl LoopDevice {
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        // One that stays attached keeps its record: the next start tries again.
-        if self.resource.undo().is_ok() {
-            super::release(&self.resource);
-        }
+        // Still in use (a filesystem on it lazily unmounted), LOOP_CLR_FD
+        // has set it to detach itself when its last user goes: released.
+        let _ = self.resource.undo();
+        super::release(&self.resource);
     }
 }

@@ -74,6 +74,10 @@ pub enum Undone {
     Removed,
     /// It was gone already (nothing to say).
     AlreadyGone,
+    /// It goes by itself when its last user does (a loop device with a
+    /// lazily unmounted filesystem still open on it: LOOP_CLR_FD set it to
+    /// detach then).
+    Deferred,
 }
 
 impl Resource {
@@ -160,10 +164,12 @@ fn remove_path(p: &Path) -> Result<Undone, String> {
     };
     if !meta.is_dir() {
         if let Some(dev) = loopdev::device_over(p) {
-            return Err(format!(
-                "loop device {} is still attached to it",
-                dev.display()
-            ));
+            // Attached by a losetup that outlived its iolab before the
+            // device was recorded, or left in use: the file is iolab's, so
+            // is the device. Detached (or set to detach itself) first.
+            let id = loopdev::file_id(p).map_err(|e| e.to_string())?;
+            loopdev::detach(&dev, id)
+                .map_err(|why| format!("loop device {} is attached to it: {why}", dev.display()))?;
         }
         return std::fs::remove_file(p)
             .map(|()| Undone::Removed)
@@ -211,8 +217,10 @@ pub fn register(res: Resource) {
 
 /// Create `res` with `make` and register it in one step with respect to
 /// the teardown of a second Ctrl-C: it is either created and registered
-/// before the teardown (which then takes it down) or not created at all,
-/// so an exit in between cannot leave it unrecorded.
+/// before the teardown (which then takes it down) or not created at all.
+/// Its crash record is written before `make` runs (and deleted if `make`
+/// fails), so a SIGKILL in between leaves a record, never an unrecorded
+/// resource: the sweep finds what the record names gone, or takes it down.
 pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
     let mut v = LIVE
         .lock()
@@ -220,10 +228,19 @@ pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> any
     if CLOSED.load(Ordering::SeqCst) {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
-    let made = make()?;
     let record = records::write(&res);
-    v.push((res, record));
-    Ok(made)
+    match make() {
+        Ok(made) => {
+            v.push((res, record));
+            Ok(made)
+        }
+        Err(e) => {
+            if let Some(rec) = record {
+                let _ = std::fs::remove_file(rec);
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Like `create`, for a resource whose identity is known only once it
@@ -298,16 +315,32 @@ pub(crate) fn lock_briefly<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, 
 /// record whose resource stays is kept, so the next start tries again.
 pub fn sweep_stale() -> Vec<String> {
     let mut said = Vec::new();
+    // A set-up command of the dead run (mkfs, mount) may hold a device for
+    // a moment longer: retry what stays, within one bound for the sweep.
+    let patience = std::time::Instant::now() + std::time::Duration::from_secs(3);
     for claim in records::sweep() {
         let what = claim.resource.describe();
         let pid = claim.pid;
-        match claim.resource.undo() {
+        let mut undone = claim.resource.undo();
+        while undone.is_err() && std::time::Instant::now() < patience {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            // Gone now, after the first try began taking it down.
+            undone = claim.resource.undo().map(|u| match u {
+                Undone::AlreadyGone => Undone::Removed,
+                u => u,
+            });
+        }
+        match undone {
             Ok(undone) => {
                 claim.forget();
-                if undone == Undone::Removed {
-                    said.push(format!(
+                match undone {
+                    Undone::Removed => said.push(format!(
                         "removed {what} left by iolab process {pid}, which no longer runs"
-                    ));
+                    )),
+                    Undone::Deferred => said.push(format!(
+                        "{what} left by iolab process {pid} detaches itself when its last user closes it"
+                    )),
+                    Undone::AlreadyGone => {}
                 }
             }
             Err(why) => {

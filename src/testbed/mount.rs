@@ -97,10 +97,8 @@ impl Mountpoint {
 
 impl Drop for Mountpoint {
     fn drop(&mut self) {
-        // One that stays keeps its record: the next start tries again.
-        if unmount_and_remove(&self.0).is_ok() {
-            super::release(&Resource::Mountpoint(self.0.clone()));
-        }
+        let _ = unmount_and_remove(&self.0);
+        super::release(&Resource::Mountpoint(self.0.clone()));
     }
 }
 
