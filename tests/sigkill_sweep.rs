@@ -1,5 +1,5 @@
 //! A SIGKILL at a random moment of every verb that sets things up (media
-//! of `device --make`, a private Redis of `kv`, SQLite on a tmpfs medium
+//! of `device --make`, a private Redis and PostgreSQL of `kv`, SQLite on a tmpfs medium
 //! of `oltp`, namespaces and servers of `remote`, `serve`, `trace`), then
 //! one next start of iolab: nothing may be left. No mount or loop device
 //! under the work directory, no `iolab-*` entry in it, no process naming
@@ -97,6 +97,18 @@ fn verbs() -> Vec<Verb> {
             window_ms: 2500,
         });
     }
+    if common::server_installed(iolab::servers::ServerKind::Postgres) {
+        v.push(Verb {
+            name: "kv --engine postgres",
+            args: |d, o| {
+                let mut a = s(&["kv", "--engine", "postgres", "-t", &p(d), "a"]);
+                a.extend(s(&["-p", "recordcount=5000", "-p", "operationcount=50000"]));
+                a.extend(s(&["-o", &p(&o.join("k.json"))]));
+                a
+            },
+            window_ms: 6000,
+        });
+    }
     if common::server_installed(iolab::servers::ServerKind::Redis) {
         v.push(Verb {
             name: "kv --engine redis",
@@ -128,7 +140,9 @@ fn work_dir() -> tempfile::TempDir {
     d
 }
 
-/// Processes (other than this test) whose command line names `dir`.
+/// Processes (other than this test) whose command line names `dir` or
+/// whose working directory is inside it (a server retitles itself: Redis
+/// shows `redis-server 127.0.0.1:PORT`, but it runs in its data directory).
 fn processes_naming(dir: &Path) -> Vec<String> {
     let needle = p(dir);
     let me = std::process::id().to_string();
@@ -149,7 +163,9 @@ fn processes_naming(dir: &Path) -> Vec<String> {
             }
             let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
             let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            cmd.contains(&needle).then_some(cmd)
+            let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+            (cmd.contains(&needle) || p(&cwd).starts_with(&needle))
+                .then(|| format!("{cmd} (in {})", cwd.display()))
         })
         .collect()
 }
