@@ -157,9 +157,45 @@ pub fn point_cannot_run(e: &anyhow::Error) -> bool {
     })
 }
 
+/// The messages of an error chain, outermost first, without a cause that
+/// only repeats the message before it (a client library's error whose
+/// source is the same `io::Error`: "Connection refused" said twice).
+pub fn chain_messages(err: &anyhow::Error) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.last().is_some_and(|prev| prev.ends_with(&text)) {
+            continue;
+        }
+        out.push(text);
+    }
+    out
+}
+
+/// The chain in one line, as `{:#}` writes it, without repeated causes.
+pub fn chain_line(err: &anyhow::Error) -> String {
+    chain_messages(err).join(": ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cause_repeating_its_parent_is_said_once() {
+        let io = || io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        #[derive(Debug, thiserror::Error)]
+        #[error("{0}")]
+        struct Wrapper(#[source] io::Error);
+        let e = anyhow::Error::new(Wrapper(io())).context("connecting to redis://h:1/0");
+        let refused = io().to_string();
+        assert_eq!(
+            chain_line(&e),
+            format!("connecting to redis://h:1/0: {refused}")
+        );
+        let plain = anyhow::Error::new(io()).context("a").context("b");
+        assert_eq!(chain_messages(&plain), ["b", "a", refused.as_str()]);
+    }
 
     #[test]
     fn point_cannot_run_decides_from_the_kind() {

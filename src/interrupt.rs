@@ -1,7 +1,9 @@
 //! Ctrl-C and SIGTERM: the first signal asks the run to stop (measurement
 //! loops poll `stop_requested`), so results and cleanup happen on the normal
-//! path; a second signal takes down everything `testbed` holds and exits at
-//! once.
+//! path; a second signal takes down everything `testbed` holds, marks the
+//! results files written so far interrupted and exits at once. Either way
+//! the exit code is 130 (`exit_code`), also when the signal came during
+//! the final teardown, too late for the run to see it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -18,6 +20,7 @@ pub fn install() {
             STOP.store(true, Ordering::SeqCst);
             if SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
                 emergency_cleanup();
+                crate::results::written::mark_interrupted();
                 std::process::exit(130);
             }
             eprintln!("\niolab: stopping (Ctrl-C again to abort at once)...");
@@ -33,6 +36,32 @@ pub fn stop_flag() -> &'static AtomicBool {
 #[inline(always)]
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)
+}
+
+/// Whether a signal (SIGINT, SIGTERM) asked the run to stop; unlike
+/// `stop_requested`, not set by `request_stop`.
+pub fn signalled() -> bool {
+    SIGNALS.load(Ordering::SeqCst) > 0
+}
+
+/// The exit code of a run that would end with `code`: 130 when a signal
+/// asked it to stop (its results files then say `interrupted`), except for
+/// bad input (2) and a verification mismatch (3). After a second signal the
+/// handler is tearing down and ends the process itself with 130: wait for
+/// it (bounded) instead of cutting its teardown short.
+pub fn exit_code(code: i32) -> i32 {
+    if SIGNALS.load(Ordering::SeqCst) >= 2 {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        return 130;
+    }
+    if !signalled() || matches!(code, 2 | 3 | 130) {
+        if code == 130 {
+            crate::results::written::mark_interrupted();
+        }
+        return code;
+    }
+    crate::results::written::mark_interrupted();
+    130
 }
 
 /// Ask everything to stop (used by tests and by fatal worker errors).

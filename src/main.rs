@@ -29,14 +29,23 @@ fn main() {
         eprintln!("iolab: interrupted before the run started");
         std::process::exit(130);
     }
-    if let Err(err) = iolab::commands::dispatch(cli) {
-        let mut msg = format!("iolab: error: {err}");
-        for cause in err.chain().skip(1) {
+    let outcome = iolab::commands::dispatch(cli);
+    let code = match &outcome {
+        Ok(()) => 0,
+        Err(err) => iolab::error::exit_code(err),
+    };
+    // A signal the run did not see (it came during the final teardown)
+    // still makes the exit 130 and the results say interrupted.
+    let code = iolab::interrupt::exit_code(code);
+    if let Err(err) = outcome {
+        let mut causes = iolab::error::chain_messages(&err).into_iter();
+        let mut msg = format!("iolab: error: {}", causes.next().unwrap_or_default());
+        for cause in causes {
             msg.push_str(&format!("\n  caused by: {cause}"));
         }
         eprintln!("{msg}");
-        std::process::exit(iolab::error::exit_code(&err));
     }
+    std::process::exit(code);
 }
 
 /// clap reads `--qd -1` as an unknown flag `-1`; name the flag it was

@@ -139,3 +139,33 @@ fn bad_inputs_exit_2_naming_the_field() {
         .collect();
     assert!(made.is_empty(), "bad input created files: {made:?}");
 }
+
+/// `-t =DIR` and `-t a=` name the empty side of `LABEL=PATH` (they said
+/// "does not exist" of the whole value).
+#[test]
+fn an_empty_target_label_or_path_is_named() {
+    let dir = common::workdir();
+    let d = dir.path().to_str().unwrap();
+    let empty_label = format!("={d}");
+    for verb in [
+        vec!["device", "--dry-run"],
+        vec!["kv", "a", "--dry-run"],
+        vec!["oltp", "--dry-run"],
+    ] {
+        for (value, says) in [
+            (empty_label.as_str(), "the label before '=' is empty"),
+            ("a=", "the path after '=' is empty"),
+        ] {
+            let mut args = verb.clone();
+            args.extend(["-t", value, "-t", d]);
+            let o = iolab(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("--target") && err.contains(says),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert!(common::files_in(dir.path()).is_empty());
+}

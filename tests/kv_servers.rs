@@ -389,3 +389,33 @@ fn sigint_at_a_random_moment_of_a_server_run_leaves_nothing() {
         );
     }
 }
+
+/// A server URL nothing listens on: exit 2 naming --server-url, and the
+/// refusal said once (the Redis client's error and its source both said
+/// "Connection refused").
+#[test]
+fn a_refused_connection_is_said_once() {
+    let (dir, state) = (server_dir(), common::workdir());
+    let port = common::free_port();
+    for (engine, url) in [
+        ("redis", format!("redis://127.0.0.1:{port}/0")),
+        ("postgres", format!("postgres://u:p@127.0.0.1:{port}/x")),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+            .args(["kv", "--engine", engine, "-t"])
+            .arg(dir.path())
+            .args(["a", "--server-url", &url])
+            .env("IOLAB_STATE_DIR", state.path())
+            .output()
+            .unwrap();
+        let msg = common::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{engine}: {msg}");
+        assert!(msg.contains("--server-url"), "{engine}: {msg}");
+        assert_eq!(
+            msg.to_lowercase().matches("connection refused").count(),
+            1,
+            "{engine}: {msg}"
+        );
+    }
+    assert!(common::files_in(dir.path()).is_empty());
+}

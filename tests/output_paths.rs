@@ -337,3 +337,62 @@ fn a_fifo_nobody_reads_is_given_up_on_saying_why() {
     );
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
 }
+
+/// An output in a directory iolab cannot write (no permission, a
+/// read-only file system) is bad input, refused before the run (exit 2
+/// naming the flag), not a failure after the measurement (exit 1).
+#[test]
+fn an_unwritable_output_directory_is_refused_before_the_run() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: plain getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    let dir = workdir();
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    let mut unwritable = vec![locked.clone()];
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mounted = root
+        && Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs"])
+            .arg(&ro)
+            .status()
+            .is_ok_and(|s| s.success());
+    if mounted {
+        unwritable.push(ro.clone());
+    } else {
+        eprintln!("SKIP read-only file system: cannot mount a tmpfs");
+    }
+    let mut failures = Vec::new();
+    for d in &unwritable {
+        for (verb, flag, named) in [("device", "--json", "--json"), ("kv", "-o", "--output")] {
+            let out = d.join("r.json");
+            let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+            match verb {
+                "device" => c.args(["device", "--engine", "null", "--runtime", "100ms"]),
+                _ => c.args(["kv", "a", "--engine", "null", "-p", "recordcount=10"]),
+            };
+            c.args([flag, out.to_str().unwrap(), "--quiet"]);
+            c.env("IOLAB_STATE_DIR", dir.path().join("state"));
+            if root && d == &locked {
+                // Root may write anywhere: the permission is tested as nobody.
+                c.uid(65534).env("TMPDIR", "/tmp");
+                c.current_dir("/tmp");
+            }
+            let o = c.output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            if o.status.code() != Some(2) || !err.contains(&format!("error: {named}:")) {
+                failures.push(format!(
+                    "{verb} {flag} {}: {:?} {err}",
+                    out.display(),
+                    o.status
+                ));
+            }
+        }
+    }
+    if mounted {
+        let _ = Command::new("umount").arg(&ro).status();
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

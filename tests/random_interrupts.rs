@@ -234,3 +234,176 @@ fn interrupts_at_random_moments_leave_nothing() {
         failures.join("\n")
     );
 }
+
+/// Whether `child` has exited (left unreaped, so a signal still reaches
+/// only it).
+fn exited(child: &std::process::Child) -> bool {
+    // SAFETY: waitid with WNOWAIT only looks at our own child.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            child.id(),
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        r == 0 && info.si_pid() != 0
+    }
+}
+
+/// Run `args` (results in `json`) until the results file says the run is
+/// complete, that is during the final teardown, then send one SIGINT.
+/// `None` when the run ended before the signal could be sent (missed).
+fn sigint_in_final_teardown(args: &[String], json: &Path, state: &Path) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .env("IOLAB_STATE_DIR", state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start iolab");
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(json).unwrap_or_default();
+        if text.contains("\"complete\": true") {
+            break;
+        }
+        if exited(&child) || start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("the run never completed: {}", common::text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if exited(&child) {
+        child.wait().unwrap();
+        return None;
+    }
+    signal(child.id(), libc::SIGINT);
+    Some(child.wait_with_output().unwrap())
+}
+
+/// Up to three tries to catch the teardown of `args`; the run must then
+/// exit 130 and its results say interrupted.
+fn check_sigint_in_final_teardown(name: &str, args: ArgsOf) {
+    for _ in 0..3 {
+        // On the real disk, enterable by a server's own user.
+        let (dir, state) = (tempfile::tempdir_in("/var/tmp").unwrap(), workdir());
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let json = dir.path().join("out.json");
+        let work = dir.path().join("w");
+        std::fs::create_dir(&work).unwrap();
+        std::fs::set_permissions(&work, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let Some(out) = sigint_in_final_teardown(&args(&work, &json), &json, state.path()) else {
+            continue;
+        };
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{name}: {}",
+            common::text(&out)
+        );
+        let r = common::results(&json);
+        assert_eq!(r["interrupted"], true, "{name}: the results say so");
+        assert!(files_in(state.path()).is_empty(), "{name}: records left");
+        return;
+    }
+    eprintln!("SKIP {name}: the teardown was over before the signal, three times");
+}
+
+use std::process::Output;
+
+/// A command line, given the work directory and the results file.
+type ArgsOf = fn(&Path, &Path) -> Vec<String>;
+
+#[test]
+fn a_sigint_in_the_final_teardown_of_device_make_exits_130() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/loop-control").exists() {
+        eprintln!("SKIP: device --make needs root and loop devices");
+        return;
+    }
+    check_sigint_in_final_teardown("device --make", |work, json| {
+        let mut a = s(&["device", "--make", "tmpfs,ext4", "--size", "64m", "--rw"]);
+        a.extend(s(&["randread", "--runtime", "300ms", "--quiet", "-t"]));
+        a.extend([work.display().to_string(), "--json".into()]);
+        a.push(json.display().to_string());
+        a
+    });
+}
+
+#[test]
+fn a_sigint_in_the_final_teardown_of_kv_redis_exits_130() {
+    if !common::server_installed(iolab::servers::ServerKind::Redis) {
+        return;
+    }
+    check_sigint_in_final_teardown("kv --engine redis", |work, json| {
+        let mut a = s(&["kv", "--engine", "redis", "a", "-p", "recordcount=20000"]);
+        a.extend(s(&["-p", "operationcount=20000", "--quiet", "-t"]));
+        a.extend([work.display().to_string(), "-o".into()]);
+        a.push(json.display().to_string());
+        a
+    });
+}
+
+/// Two SIGINTs once a first point is saved: exit 130, the results say
+/// interrupted, no temporary file (a sweep of device points; trace as
+/// root, whose double SIGINT exited 1 on "... .tmp not written").
+#[test]
+fn a_double_sigint_exits_130_and_the_results_say_interrupted() {
+    let mut rng = Rng::from_env_or_clock();
+    let mut cases: Vec<(&str, ArgsOf)> = vec![("device sweep", |d, json| {
+        let mut a = s(&["device", "--rw", "randread", "--qd", "1,2,4,8,16,32"]);
+        a.extend(s(&["--size", "16m", "--runtime", "400ms", "--quiet"]));
+        a.extend(["--target".into(), d.display().to_string(), "--json".into()]);
+        a.push(json.display().to_string());
+        a
+    })];
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        cases.push(("trace", |d, json| {
+            let mut a = s(&["trace", "--size", "32M", "--runtime", "400ms", "--engine"]);
+            a.extend(s(&["psync,io_uring", "--qd", "1,2,4", "--dir"]));
+            a.extend([d.display().to_string(), "-o".into()]);
+            a.push(json.display().to_string());
+            a
+        }));
+    }
+    for (name, args) in cases {
+        for _ in 0..3 {
+            let (dir, state) = (workdir(), workdir());
+            let json = dir.path().join("r.json");
+            let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+                .args(args(dir.path(), &json))
+                .env("IOLAB_STATE_DIR", state.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start iolab");
+            let start = Instant::now();
+            while !std::fs::read_to_string(&json).is_ok_and(|t| t.contains("\"points\": [\n")) {
+                assert!(
+                    start.elapsed() < Duration::from_secs(120),
+                    "{name}: no point"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            std::thread::sleep(Duration::from_millis(rng.below(300)));
+            let out = common::sigint_and_wait(child, true);
+            let why = format!("{name} (seed {}): {}", rng.seed, common::text(&out));
+            assert_eq!(out.status.code(), Some(130), "{why}");
+            assert_eq!(common::results(&json)["interrupted"], true, "{why}");
+            assert!(
+                leftovers(dir.path()).is_empty(),
+                "{why}: {:?}",
+                leftovers(dir.path())
+            );
+            assert!(records(state.path()).is_empty(), "{why}: records left");
+        }
+    }
+}

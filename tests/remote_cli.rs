@@ -954,3 +954,56 @@ fn the_kernel_nvme_tcp_path_is_detected_and_explained() {
         assert!(why.contains("nvmet"), "{why}");
     }
 }
+
+/// A rate tc cannot read and a transport named twice are refused with
+/// the other inputs: exit 2 naming the flag, before any namespace is built
+/// (also in a dry run, which builds nothing).
+#[test]
+fn a_bad_fabric_rate_and_a_repeated_transport_are_refused_first() {
+    let (dir, state) = (workdir(), workdir());
+    let d = dir.path().to_str().unwrap();
+    for (args, field, says) in [
+        (
+            vec!["--fabric-rate", "abc", "--dry-run"],
+            "--fabric-rate",
+            "'abc'",
+        ),
+        (vec!["--fabric-rate", "abc"], "--fabric-rate", "'abc'"),
+        (vec!["--fabric-rate", "-5mbit"], "--fabric-rate", "-5mbit"),
+        (
+            vec!["--transports", "das,das", "--dry-run"],
+            "--transports",
+            "'das' is named twice",
+        ),
+        (
+            vec!["--transports", "das,iolab,das"],
+            "--transports",
+            "'das' is named twice",
+        ),
+    ] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+        c.args(["remote", "-t", d, "--runtime", "1s", "--size", "32m"])
+            .args(&args)
+            .env("IOLAB_STATE_DIR", state.path());
+        let child = c
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let o = wait_bounded(child);
+        let msg = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {msg}");
+        assert!(
+            msg.contains(&format!("error: {field}:")) && msg.contains(says),
+            "{args:?}: {msg}"
+        );
+        assert!(
+            !msg.contains("tc tbf"),
+            "{args:?}: refused by tc, after the set-up: {msg}"
+        );
+        assert!(namespaces_of(pid).is_empty(), "{args:?}: namespaces left");
+    }
+    assert!(!scratch_left(dir.path()));
+    assert!(common::files_in(state.path()).is_empty());
+}

@@ -312,3 +312,55 @@ fn inexact_sections_are_kept_as_read() {
     let v = serde_json::to_value(&e).unwrap();
     assert_eq!(v, json!({"cpu": odd_cpu, "trace": odd_trace}));
 }
+
+/// The machine CPU section of a timeline: older files (no irq or steal
+/// column) render the table they always had; newer ones add the irq and
+/// steal columns and lines, with which the shares add up to 100.
+#[test]
+fn the_cpu_timeline_shows_irq_and_steal_only_when_recorded() {
+    use iolab::report::charts::timeline::timelines;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let (_, mut r) = load(&dir.join("oltp-postgres.json"));
+    let cpu = |r: &iolab::results::Results| {
+        timelines(r)
+            .into_iter()
+            .find(|s| s.id == "timeline-cpu")
+            .expect("a CPU section")
+    };
+    let old = cpu(&r);
+    assert!(
+        !old.table.headers.iter().any(|h| h == "steal %"),
+        "{:?}",
+        old.table.headers
+    );
+    assert!(!old.svgs.iter().any(|s| s.contains("steal")));
+    for p in &mut r.points {
+        let t = p.extra.timeline.as_mut().unwrap();
+        t.cpu_irq_pct = vec![1.5; t.len()];
+        t.cpu_steal_pct = vec![7.25; t.len()];
+    }
+    let new = cpu(&r);
+    let steal = new
+        .table
+        .headers
+        .iter()
+        .position(|h| h == "steal %")
+        .expect("steal");
+    assert_eq!(new.table.headers[steal - 1], "irq %");
+    assert_eq!(new.table.headers.len(), old.table.headers.len() + 2);
+    // The load's timeline (no such columns set here) leaves its cells blank.
+    let seconds: usize = r
+        .points
+        .iter()
+        .map(|p| p.extra.timeline.as_ref().unwrap().len())
+        .sum();
+    let filled = new.table.rows.iter().filter(|row| row[steal] == "7.25");
+    assert_eq!(filled.count(), seconds);
+    assert!(new
+        .table
+        .rows
+        .iter()
+        .all(|row| row.len() == new.table.headers.len()));
+    let drawn = new.svgs.iter().filter(|s| s.contains("steal")).count();
+    assert_eq!(drawn, r.points.len(), "one chart per point draws steal");
+}

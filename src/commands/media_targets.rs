@@ -46,6 +46,20 @@ fn split_label(value: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// Why `LABEL=PATH` with one side empty (`=DIR`, `a=`) is refused, unless
+/// a file of that very name exists (then it is a path).
+fn empty_side(value: &str) -> Option<String> {
+    let (l, p) = value.split_once('=')?;
+    if l.contains('/') || !(l.is_empty() || p.is_empty()) || Path::new(value).exists() {
+        return None;
+    }
+    Some(if l.is_empty() {
+        format!("{value}: the label before '=' is empty (give LABEL=PATH, or the path alone)")
+    } else {
+        format!("{value}: the path after '=' is empty (give LABEL=PATH)")
+    })
+}
+
 /// The components a default label is made of, last first.
 fn components(path: &Path) -> (Option<String>, Vec<String>) {
     if let Some(s) = path.to_str() {
@@ -101,6 +115,9 @@ pub fn parse(values: &[PathBuf], reserved: &[String]) -> anyhow::Result<Vec<Give
     let mut paths: Vec<(PathBuf, String)> = Vec::new();
     for v in values {
         let value = v.to_string_lossy().into_owned();
+        if let Some(why) = empty_side(&value) {
+            return Err(usage("--target", why));
+        }
         let (label, path) = split_label(&value);
         if let Some(l) = label {
             if !label_ok(l) {

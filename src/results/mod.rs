@@ -8,6 +8,7 @@ pub mod output;
 pub mod provenance;
 pub mod server_ext;
 pub mod time;
+pub mod written;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -98,7 +99,11 @@ impl Results {
     /// Write to `path` atomically (temp file in the same directory, then rename).
     pub fn write_atomic(&self, path: &Path) -> anyhow::Result<()> {
         let json = serde_json::to_vec_pretty(self)?;
-        write_atomic(path, &json)
+        write_atomic(path, &json)?;
+        if !output::is_stream(path) {
+            written::remember(path);
+        }
+        Ok(())
     }
 
     /// Read an iolab results file; exit 2 for anything that is not one

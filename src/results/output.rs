@@ -69,6 +69,7 @@ pub fn check(
                     ),
                 ));
             }
+            writable_dir(path, dir).map_err(|why| usage(field, why))?;
             return Ok(Destination::File(resolved));
         }
         Err(e) => return Err(usage(field, format!("{}: {e}", path.display()))),
@@ -103,7 +104,38 @@ pub fn check(
             ),
         ));
     }
+    writable_dir(path, parent_dir(&resolved)).map_err(|why| usage(field, why))?;
     Ok(Destination::File(resolved))
+}
+
+/// An atomic write makes a temporary file in `dir`: refuse a directory
+/// this user cannot write or one on a read-only file system, before
+/// anything runs (not after the measurement).
+pub(crate) fn writable_dir(path: &Path, dir: &Path) -> Result<(), String> {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: a NUL-terminated path; access only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!(
+            "{}: cannot write in directory {}: {e}",
+            path.display(),
+            dir.display()
+        ));
+    }
+    // SAFETY: statvfs fills the zeroed struct it is given.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let read_only =
+        unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 && st.f_flag & libc::ST_RDONLY != 0;
+    if read_only {
+        return Err(format!(
+            "{}: directory {} is on a read-only file system",
+            path.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// `path`, or the file its symlink chain points to (even if that does not
@@ -274,7 +306,9 @@ fn create_in_flight(tmp: &Path) -> anyhow::Result<std::fs::File> {
         .lock()
         .map_err(|_| anyhow::anyhow!("output registry poisoned"))?;
     if w.closed {
-        anyhow::bail!("iolab is exiting: {} not written", tmp.display());
+        // A second Ctrl-C's teardown has begun: the run ends with 130.
+        return Err(anyhow::Error::new(crate::error::Interrupted)
+            .context(format!("iolab is exiting: {} not written", tmp.display())));
     }
     let f = OpenOptions::new()
         .write(true)

@@ -71,10 +71,19 @@ pub struct TimelineSeries {
     pub t_s: Vec<f64>,
     /// Interval length (the last one may be short).
     pub len_s: Vec<f64>,
+    /// user + nice.
     pub cpu_usr_pct: Vec<f64>,
+    /// system; in files without `cpu_irq_pct` it includes irq and softirq.
     pub cpu_sys_pct: Vec<f64>,
     pub cpu_iowait_pct: Vec<f64>,
     pub cpu_idle_pct: Vec<f64>,
+    /// irq + softirq (absent in files of older versions).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_irq_pct: Vec<f64>,
+    /// Steal: time the hypervisor ran someone else on this VM's CPUs
+    /// (absent in files of older versions). The six CPU columns add to 100.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_steal_pct: Vec<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub disk_read_mib_s: Vec<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

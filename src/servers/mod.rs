@@ -75,8 +75,8 @@ impl Server {
     pub fn connect(kind: ServerKind, url: &str) -> anyhow::Result<Server> {
         let endpoint = Endpoint::parse(url)?;
         endpoint.check_kind(kind)?;
-        let (version, config) =
-            private::describe(&endpoint).map_err(|e| usage("--server-url", format!("{e:#}")))?;
+        let (version, config) = private::describe(&endpoint)
+            .map_err(|e| usage("--server-url", crate::error::chain_line(&e)))?;
         Ok(Server::External {
             endpoint,
             version,

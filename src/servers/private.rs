@@ -480,9 +480,10 @@ fn wait_ready(process: &mut ServerProcess, ep: &Endpoint, layout: &Layout) -> an
             Ok(()) => return Ok(()),
             Err(e) if Instant::now() > deadline => {
                 anyhow::bail!(
-                    "{} did not take connections within {} s ({e:#}); its log is {}:\n{}",
+                    "{} did not take connections within {} s ({}); its log is {}:\n{}",
                     ep.kind.program(),
                     READY_WITHIN.as_secs(),
+                    crate::error::chain_line(&e),
                     layout.log.display(),
                     tail(&layout.log, 15)
                 )

@@ -45,21 +45,64 @@ pub fn plausible_device(device: &Path) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Detach `device` if it is still attached to the file `id` (best effort;
-/// a device still mounted is detached by the kernel when it is unmounted).
-pub fn detach(device: &Path, id: FileId) {
+/// Detach `device` if it is still attached to the file `id`. A device
+/// still in use (a lazily unmounted filesystem with files open) is only
+/// set to detach itself when its last user goes (`Deferred`); why not, if
+/// it stays attached without that.
+pub fn detach(device: &Path, id: FileId) -> Result<super::Undone, String> {
     if !plausible_device(device) {
-        return;
+        return Ok(super::Undone::AlreadyGone);
     }
     let Ok(f) = std::fs::File::open(device) else {
-        return;
+        return Ok(super::Undone::AlreadyGone);
     };
     if attached_id(&f) != Some(id) {
-        return;
+        return Ok(super::Undone::AlreadyGone);
     }
     use std::os::fd::AsRawFd;
     // SAFETY: LOOP_CLR_FD takes no argument and only detaches the device.
     unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) };
+    drop(f);
+    let still = std::fs::File::open(device)
+        .ok()
+        .is_some_and(|f| attached_id(&f) == Some(id));
+    if !still {
+        return Ok(super::Undone::Removed);
+    }
+    let name = device.file_name().unwrap_or_default().to_string_lossy();
+    let autoclear = std::fs::read_to_string(format!("/sys/block/{name}/loop/autoclear"));
+    if autoclear.is_ok_and(|a| a.trim() == "1") {
+        return Ok(super::Undone::Deferred);
+    }
+    Err("still attached (LOOP_CLR_FD did not take)".into())
+}
+
+/// The loop device attached to the file at `path`, if one is (read from
+/// /sys/block/loopN/loop/backing_file).
+pub fn device_over(path: &Path) -> Option<PathBuf> {
+    let path = path.canonicalize().ok()?;
+    device_where(|back| back == path)
+}
+
+/// A loop device attached to a file anywhere under the directory `dir`.
+pub fn device_under(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    device_where(|back| back.starts_with(&dir))
+}
+
+fn device_where(backed_by: impl Fn(&Path) -> bool) -> Option<PathBuf> {
+    std::fs::read_dir("/sys/block")
+        .ok()?
+        .flatten()
+        .find_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let back = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            let back = back.trim_end_matches('\n');
+            // A deleted backing file is named with this suffix.
+            let back = back.strip_suffix(" (deleted)").unwrap_or(back);
+            (name.starts_with("loop") && backed_by(Path::new(back)))
+                .then(|| PathBuf::from("/dev").join(name))
+        })
 }
 
 /// A loop device over a file, detached on drop.
@@ -115,7 +158,9 @@ impl LoopDevice {
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        self.resource.undo();
+        // Still in use (a filesystem on it lazily unmounted), LOOP_CLR_FD
+        // has set it to detach itself when its last user goes: released.
+        let _ = self.resource.undo();
         super::release(&self.resource);
     }
 }

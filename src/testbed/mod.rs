@@ -67,27 +67,47 @@ pub enum Resource {
     },
 }
 
+/// What taking a resource down did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undone {
+    /// It was there and is gone now.
+    Removed,
+    /// It was gone already (nothing to say).
+    AlreadyGone,
+    /// It goes by itself when its last user does (a loop device with a
+    /// lazily unmounted filesystem still open on it: LOOP_CLR_FD set it to
+    /// detach then).
+    Deferred,
+}
+
 impl Resource {
-    /// Take it down (best effort; what is already gone is fine).
-    pub fn undo(&self) {
+    /// Take it down; why not, if it is still there (a mount on it, a loop
+    /// device over it). What is already gone is fine.
+    pub fn undo(&self) -> Result<Undone, String> {
         match self {
-            Resource::Path(p) if p.is_dir() => {
-                // A tracefs instance goes with a plain rmdir (its files cannot
-                // be unlinked); a scratch directory needs the recursion.
-                if std::fs::remove_dir(p).is_err() {
-                    let _ = std::fs::remove_dir_all(p);
+            Resource::Path(p) => remove_path(p),
+            Resource::Mountpoint(p) => {
+                if !p.exists() {
+                    return Ok(Undone::AlreadyGone);
                 }
+                mount::unmount_and_remove(p).map(|()| Undone::Removed)
             }
-            Resource::Path(p) => {
-                let _ = std::fs::remove_file(p);
+            Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
+            other => {
+                other.undo_best_effort();
+                Ok(Undone::Removed)
             }
+        }
+    }
+
+    fn undo_best_effort(&self) {
+        match self {
+            Resource::Path(_) | Resource::Mountpoint(_) | Resource::Loop { .. } => {}
             Resource::Cgroup { path, parent } => cgroup::remove(path, parent),
             Resource::Scheduler { path, original } => {
                 let _ = std::fs::write(path, original);
             }
             Resource::Mount(p) => mount::unmount(p),
-            Resource::Mountpoint(p) => mount::unmount_and_remove(p),
-            Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
             Resource::Netns(name) => netns::delete(name),
             Resource::NbdDevice { device } => nbd_kernel::detach(device),
             Resource::NvmeTarget { subsystem, port } => nvme_kernel::remove_target(subsystem, port),
@@ -134,6 +154,46 @@ impl Resource {
     }
 }
 
+/// Remove a scratch file or directory, a tracefs instance or a backing
+/// file; never one a loop device is still attached to, never a directory
+/// with a filesystem still mounted inside (its contents are not ours to
+/// walk into).
+fn remove_path(p: &Path) -> Result<Undone, String> {
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return Ok(Undone::AlreadyGone);
+    };
+    if !meta.is_dir() {
+        if let Some(dev) = loopdev::device_over(p) {
+            // Attached by a losetup that outlived its iolab before the
+            // device was recorded, or left in use: the file is iolab's, so
+            // is the device. Detached (or set to detach itself) first.
+            let id = loopdev::file_id(p).map_err(|e| e.to_string())?;
+            loopdev::detach(&dev, id)
+                .map_err(|why| format!("loop device {} is attached to it: {why}", dev.display()))?;
+        }
+        return std::fs::remove_file(p)
+            .map(|()| Undone::Removed)
+            .map_err(|e| e.to_string());
+    }
+    // A tracefs instance goes with a plain rmdir (its files cannot be
+    // unlinked); a scratch directory needs the recursion.
+    if std::fs::remove_dir(p).is_ok() {
+        return Ok(Undone::Removed);
+    }
+    if let Some(m) = mount::mount_under(p) {
+        return Err(format!("{} is still mounted inside", m.display()));
+    }
+    if let Some(dev) = loopdev::device_under(p) {
+        return Err(format!(
+            "loop device {} is still attached to a file inside",
+            dev.display()
+        ));
+    }
+    std::fs::remove_dir_all(p)
+        .map(|()| Undone::Removed)
+        .map_err(|e| e.to_string())
+}
+
 /// Live resources of this process, with their crash record (if written).
 static LIVE: Mutex<Vec<(Resource, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
@@ -148,7 +208,7 @@ pub fn register(res: Resource) {
     };
     if CLOSED.load(Ordering::SeqCst) {
         drop(v);
-        res.undo();
+        let _ = res.undo();
         return;
     }
     let record = records::write(&res);
@@ -157,8 +217,10 @@ pub fn register(res: Resource) {
 
 /// Create `res` with `make` and register it in one step with respect to
 /// the teardown of a second Ctrl-C: it is either created and registered
-/// before the teardown (which then takes it down) or not created at all,
-/// so an exit in between cannot leave it unrecorded.
+/// before the teardown (which then takes it down) or not created at all.
+/// Its crash record is written before `make` runs (and deleted if `make`
+/// fails), so a SIGKILL in between leaves a record, never an unrecorded
+/// resource: the sweep finds what the record names gone, or takes it down.
 pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
     let mut v = LIVE
         .lock()
@@ -166,10 +228,19 @@ pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> any
     if CLOSED.load(Ordering::SeqCst) {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
-    let made = make()?;
     let record = records::write(&res);
-    v.push((res, record));
-    Ok(made)
+    match make() {
+        Ok(made) => {
+            v.push((res, record));
+            Ok(made)
+        }
+        Err(e) => {
+            if let Some(rec) = record {
+                let _ = std::fs::remove_file(rec);
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Like `create`, for a resource whose identity is known only once it
@@ -214,13 +285,13 @@ pub fn release(res: &Resource) {
 /// Take down everything still registered, newest first, and the temporary
 /// files of unfinished writes (a second Ctrl-C). The normal path holds the
 /// registry's lock only for a moment: wait up to 200 ms for it, never block.
+/// What cannot be taken down keeps its record for the next start.
 pub fn teardown_all() {
     crate::results::output::remove_in_flight();
     if let Some(mut v) = lock_briefly(&LIVE) {
         CLOSED.store(true, Ordering::SeqCst);
         while let Some((res, rec)) = v.pop() {
-            res.undo();
-            if let Some(rec) = rec {
+            if let (Ok(_), Some(rec)) = (res.undo(), rec) {
                 let _ = std::fs::remove_file(rec);
             }
         }
@@ -240,16 +311,45 @@ pub(crate) fn lock_briefly<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, 
 }
 
 /// Remove what iolab processes that no longer run left behind; one line
-/// per resource removed, for the terminal.
+/// per resource removed or left in place (with why), for the terminal. A
+/// record whose resource stays is kept, so the next start tries again.
 pub fn sweep_stale() -> Vec<String> {
-    records::sweep()
-        .into_iter()
-        .map(|(pid, res)| {
-            res.undo();
-            format!(
-                "removed {} left by iolab process {pid}, which no longer runs",
-                res.describe()
-            )
-        })
-        .collect()
+    let mut said = Vec::new();
+    // A set-up command of the dead run (mkfs, mount) may hold a device for
+    // a moment longer: retry what stays, within one bound for the sweep.
+    let patience = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    for claim in records::sweep() {
+        let what = claim.resource.describe();
+        let pid = claim.pid;
+        let mut undone = claim.resource.undo();
+        while undone.is_err() && std::time::Instant::now() < patience {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            // Gone now, after the first try began taking it down.
+            undone = claim.resource.undo().map(|u| match u {
+                Undone::AlreadyGone => Undone::Removed,
+                u => u,
+            });
+        }
+        match undone {
+            Ok(undone) => {
+                claim.forget();
+                match undone {
+                    Undone::Removed => said.push(format!(
+                        "removed {what} left by iolab process {pid}, which no longer runs"
+                    )),
+                    Undone::Deferred => said.push(format!(
+                        "{what} left by iolab process {pid} detaches itself when its last user closes it"
+                    )),
+                    Undone::AlreadyGone => {}
+                }
+            }
+            Err(why) => {
+                claim.keep();
+                said.push(format!(
+                    "could not remove {what} left by iolab process {pid}: {why} (its record stays; the next start tries again)"
+                ));
+            }
+        }
+    }
+    said
 }

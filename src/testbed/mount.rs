@@ -97,14 +97,14 @@ impl Mountpoint {
 
 impl Drop for Mountpoint {
     fn drop(&mut self) {
-        unmount_and_remove(&self.0);
+        let _ = unmount_and_remove(&self.0);
         super::release(&Resource::Mountpoint(self.0.clone()));
     }
 }
 
 /// Unmount `dir` (lazily if it is busy) and remove it if it is then an
-/// empty directory.
-pub fn unmount_and_remove(dir: &Path) {
+/// empty directory; why not, if it is still mounted or still there.
+pub fn unmount_and_remove(dir: &Path) -> Result<(), String> {
     if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) {
         // SAFETY: a NUL-terminated path; umount2 only reads it.
         let busy = unsafe { libc::umount2(c.as_ptr(), 0) } != 0
@@ -114,5 +114,72 @@ pub fn unmount_and_remove(dir: &Path) {
             unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
         }
     }
-    let _ = std::fs::remove_dir(dir);
+    if is_mount_point(dir) {
+        return Err("it is still mounted (umount failed)".into());
+    }
+    match std::fs::remove_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove the directory: {e}")),
+    }
+}
+
+/// The mount points of this mount namespace (/proc/self/mountinfo, field
+/// 5, with the kernel's octal escapes of space, tab, newline and `\`).
+pub fn mount_points() -> Vec<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|m| PathBuf::from(unescape_octal(m)))
+        .collect()
+}
+
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c));
+        if octal {
+            let digit = |k: usize| u32::from(b[i + k] - b'0');
+            out.push((digit(1) * 64 + digit(2) * 8 + digit(3)) as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether a filesystem is mounted on `path` (mountinfo names resolved
+/// paths: `path` is resolved first).
+pub fn is_mount_point(path: &Path) -> bool {
+    let Ok(path) = path.canonicalize() else {
+        return false;
+    };
+    mount_points().contains(&path)
+}
+
+/// A filesystem mounted on `dir` or anywhere below it, if any.
+pub fn mount_under(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    mount_points().into_iter().find(|m| m.starts_with(&dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes_are_decoded() {
+        assert_eq!(unescape_octal("/a\\040b\\011c"), "/a b\tc");
+        assert_eq!(unescape_octal("/plain"), "/plain");
+        assert_eq!(unescape_octal("/x\\04"), "/x\\04");
+        // Out of a byte's range: truncated, never an overflow panic.
+        let _ = unescape_octal("/\\777");
+        assert!(mount_points().iter().any(|m| m == Path::new("/")));
+    }
 }

@@ -144,7 +144,7 @@ impl KernelTarget {
 
 impl Drop for KernelTarget {
     fn drop(&mut self) {
-        self.resource.undo();
+        let _ = self.resource.undo();
         super::release(&self.resource);
     }
 }
@@ -242,7 +242,7 @@ impl KernelController {
 
 impl Drop for KernelController {
     fn drop(&mut self) {
-        self.resource.undo();
+        let _ = self.resource.undo();
         super::release(&self.resource);
     }
 }

@@ -101,6 +101,11 @@ pub fn stop(pid: u32, start_time: u64, program: &str) {
     }
     // SAFETY: as above.
     unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+    // Gone before what it held (a mount, a loop device) is taken down.
+    let until = Instant::now() + Duration::from_secs(2);
+    while ours() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn is_zombie(pid: u32) -> Option<bool> {

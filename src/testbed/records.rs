@@ -70,7 +70,13 @@ pub fn plausible(res: &Resource) -> bool {
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         }
         Resource::Mount(p) => p == Path::new(crate::trace::tracefs::TRACEFS),
-        Resource::Mountpoint(p) => p.is_absolute() && iolab_named(p),
+        // ext4 on nbdfuse: `iolab-volume-PID-N/iolab-ext4`; a medium of
+        // `device --make`: `iolab-media-NAME-PID-N/mnt`.
+        Resource::Mountpoint(p) => {
+            p.is_absolute()
+                && !p.components().any(|c| c == std::path::Component::ParentDir)
+                && (iolab_named(p) || p.parent().is_some_and(iolab_named))
+        }
         Resource::Loop {
             device, backing, ..
         } => super::loopdev::plausible_device(device) && iolab_named(backing),
@@ -142,10 +148,29 @@ fn newest_first(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
+/// A record claimed by a sweep: renamed so no other sweep takes it, then
+/// deleted (`forget`, its resource is gone) or put back (`keep`, it stays).
+pub struct Claim {
+    pub pid: u32,
+    pub resource: Resource,
+    original: PathBuf,
+    claimed: PathBuf,
+}
+
+impl Claim {
+    pub fn forget(self) {
+        let _ = std::fs::remove_file(&self.claimed);
+    }
+
+    pub fn keep(self) {
+        let _ = std::fs::rename(&self.claimed, &self.original);
+    }
+}
+
 /// Claim every record whose owner no longer runs (renamed first, so two
-/// sweeping processes never both take one) and return what it held,
-/// newest first within each process.
-pub fn sweep() -> Vec<(u32, Resource)> {
+/// sweeping processes never both take one), newest first within each
+/// process.
+pub fn sweep() -> Vec<Claim> {
     let Some(dir) = state_dir() else {
         return Vec::new();
     };
@@ -169,8 +194,12 @@ pub fn sweep() -> Vec<(u32, Resource)> {
         }
         let claimed = path.with_extension(format!("sweeping-{me}"));
         if std::fs::rename(&path, &claimed).is_ok() {
-            let _ = std::fs::remove_file(&claimed);
-            out.push((rec.pid, rec.resource));
+            out.push(Claim {
+                pid: rec.pid,
+                resource: rec.resource,
+                original: path,
+                claimed,
+            });
         }
     }
     out
@@ -218,6 +247,14 @@ mod tests {
             "/tmp/iolab-volume-1/iolab-ext4"
         ))));
         assert!(!plausible(&Resource::Mountpoint(p("/home"))));
+        assert!(plausible(&Resource::Mountpoint(p(
+            "/var/tmp/w/iolab-media-ext4-7-0/mnt"
+        ))));
+        assert!(!plausible(&Resource::Mountpoint(p("/var/tmp/w/mnt"))));
+        assert!(!plausible(&Resource::Mountpoint(p("/iolab-x/../home"))));
+        assert!(!plausible(&Resource::Mountpoint(p(
+            "iolab-media-x-1-0/mnt"
+        ))));
         let lo = |d: &str, b: &str| Resource::Loop {
             device: p(d),
             backing: p(b),

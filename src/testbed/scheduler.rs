@@ -52,7 +52,7 @@ impl SchedulerGuard {
 
 impl Drop for SchedulerGuard {
     fn drop(&mut self) {
-        self.res.undo();
+        let _ = self.res.undo();
         super::release(&self.res);
     }
 }

@@ -287,6 +287,10 @@ pub(crate) fn check_outputs(dir: &Path, force: bool) -> anyhow::Result<()> {
         for name in ["results.json", "report.html"] {
             output::check(&dir.join(name), "--output", force, &[])?;
         }
+    } else {
+        // Made later: the directory it is made in must take it.
+        let parent = output::parent_dir(dir);
+        output::writable_dir(dir, parent).map_err(|why| usage("--output", why))?;
     }
     Ok(())
 }

@@ -109,16 +109,15 @@ fn chart(title: String, ytitle: &str, yfmt: fn(f64) -> String, series: Vec<Serie
 }
 
 fn cpu(ph: &[Phase]) -> Section {
-    let mut table = Table::new(&[
-        "phase",
-        "t (s)",
-        "usr %",
-        "sys %",
-        "iowait %",
-        "idle %",
-        "server usr %",
-        "server sys %",
-    ]);
+    // irq and steal exist in files of newer versions only: their columns
+    // appear only then, so older files render as they did.
+    let split = ph.iter().any(|p| !p.t.cpu_steal_pct.is_empty());
+    let mut head = vec!["phase", "t (s)", "usr %", "sys %", "iowait %", "idle %"];
+    if split {
+        head.extend(["irq %", "steal %"]);
+    }
+    head.extend(["server usr %", "server sys %"]);
+    let mut table = Table::new(&head);
     let mut svgs = Vec::new();
     for p in ph {
         let t = &p.t;
@@ -128,6 +127,10 @@ fn cpu(ph: &[Phase]) -> Section {
             line(p, "iowait", &t.cpu_iowait_pct, 2, false, fmt::pct),
             line(p, "idle", &t.cpu_idle_pct, 8, false, fmt::pct),
         ];
+        if !t.cpu_steal_pct.is_empty() {
+            series.push(line(p, "irq", &t.cpu_irq_pct, 4, false, fmt::pct));
+            series.push(line(p, "steal", &t.cpu_steal_pct, 5, false, fmt::pct));
+        }
         let server: Vec<f64> = t
             .server_usr_pct
             .iter()
@@ -145,22 +148,29 @@ fn cpu(ph: &[Phase]) -> Section {
         ));
         for i in 0..t.len() {
             let col = |v: &[f64]| v.get(i).map_or(String::new(), |x| format!("{x:.2}"));
-            table.rows.push(vec![
+            let mut row = vec![
                 p.label.clone(),
                 format!("{:.2}", t.t_s[i]),
                 col(&t.cpu_usr_pct),
                 col(&t.cpu_sys_pct),
                 col(&t.cpu_iowait_pct),
                 col(&t.cpu_idle_pct),
-                col(&t.server_usr_pct),
-                col(&t.server_sys_pct),
-            ]);
+            ];
+            if split {
+                row.extend([col(&t.cpu_irq_pct), col(&t.cpu_steal_pct)]);
+            }
+            row.extend([col(&t.server_usr_pct), col(&t.server_sys_pct)]);
+            table.rows.push(row);
         }
+    }
+    let mut note = "Each second of the measured time (and of the load): the machine's user, system, iowait and idle time from /proc/stat as a share of all CPUs, and the database server's processes' user + system time on the same scale (dashed).".to_string();
+    if split {
+        note.push_str(" irq is hard and soft interrupt time, steal the time a hypervisor gave these CPUs to someone else; with them the machine's shares add up to 100%.");
     }
     Section {
         id: "timeline-cpu".into(),
         title: "Machine CPU over time".into(),
-        note: "Each second of the measured time (and of the load): the machine's user, system, iowait and idle time from /proc/stat as a share of all CPUs, and the database server's processes' user + system time on the same scale (dashed).".into(),
+        note,
         svgs,
         table,
     }
