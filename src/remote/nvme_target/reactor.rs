@@ -29,7 +29,7 @@ use io_uring::{opcode, squeue, types};
 use super::{Shared, MAX_TRANSFER};
 use crate::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::measure::clock::mono_now_ns;
-use crate::remote::nvme_controller::{Action, Controller, QUEUE_ENTRIES};
+use crate::remote::nvme_controller::{Action, Controller, IN_CAPSULE};
 use crate::remote::serving::{
     self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
 };
@@ -43,6 +43,12 @@ pub struct NewConnection {
 
 /// Most data per H2CData PDU the target accepts (ICResp's MAXH2CDATA).
 const MAX_H2C: u32 = 128 * 1024;
+/// A PDU's header with its digest and padding up to its data (PDO is one byte).
+const MAX_PDU_HEAD: usize = 256;
+/// Encoded PDUs waiting for a send beyond which no new command is taken
+/// (a host that does not read its completions holds only this much, plus
+/// the completions of the commands it has in flight).
+const TX_HIGH_WATER: usize = 2 * MAX_TRANSFER;
 /// Status codes for failed file operations: Internal Error (type 0),
 /// Write Fault and Unrecovered Read Error (type 2).
 const SC_INTERNAL: (u8, u8) = (0, 0x06);
@@ -53,7 +59,9 @@ const SC_CONNECT_INVALID: (u8, u8) = (1, 0x82);
 /// Fatal error statuses of a termination request.
 const FES_INVALID_HEADER: u16 = 0x01;
 const FES_PDU_SEQUENCE: u16 = 0x02;
+const FES_HEADER_DIGEST: u16 = 0x03;
 const FES_DATA_RANGE: u16 = 0x04;
+const FES_LIMIT_EXCEEDED: u16 = 0x05;
 const FES_UNSUPPORTED: u16 = 0x06;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,6 +100,24 @@ enum Queue {
     },
 }
 
+impl Queue {
+    /// The largest PDU a connection at this stage may send: ICReq first,
+    /// then capsules with in-capsule data (the admin queue's 8 KiB, the
+    /// I/O queues' IOCCSZ), and on an I/O queue H2CData of MAXH2CDATA.
+    fn max_pdu(self) -> usize {
+        let tail = codec::DIGEST_LEN;
+        match self {
+            Queue::New => codec::IC_LEN,
+            Queue::Unbound | Queue::Admin { .. } => MAX_PDU_HEAD + IN_CAPSULE as usize + tail,
+            Queue::Io { .. } => MAX_PDU_HEAD + (MAX_H2C.max(IN_CAPSULE)) as usize + tail,
+        }
+    }
+
+    fn negotiating(self) -> bool {
+        matches!(self, Queue::New | Queue::Unbound)
+    }
+}
+
 struct Conn {
     sock: TcpStream,
     peer: SocketAddr,
@@ -102,7 +128,12 @@ struct Conn {
     /// The controller as of the I/O queue's Connect (I/O commands read it
     /// without a lock).
     io_ctrl: Option<Controller>,
+    /// Sized for the largest PDU of the connection's stage, grown as it
+    /// goes (an idle connection holds a few hundred bytes).
     inbox: Inbox,
+    /// When it was accepted: ICReq and Connect must come within the
+    /// negotiation deadline.
+    accepted_at: u64,
     closing: bool,
     shut: bool,
     /// Encoded PDUs waiting for the next send, and the send in flight.
@@ -110,6 +141,7 @@ struct Conn {
     tx_out: Vec<u8>,
     tx_sent: usize,
     sending: bool,
+    /// A slot per entry of the I/O queue (none before its Connect).
     slots: Vec<Slot>,
     free: Vec<usize>,
     memory: SlotMemory,
@@ -157,6 +189,14 @@ impl Conn {
             &codec::encode_data_header(&h),
             data,
         );
+    }
+
+    /// A slot, with its buffer of the largest transfer, per queue entry.
+    fn take_slots(&mut self, entries: usize) -> io::Result<()> {
+        self.memory = SlotMemory::new(entries, MAX_TRANSFER)?;
+        self.slots = vec![Slot::default(); entries];
+        self.free = (0..entries).rev().collect();
+        Ok(())
     }
 
     /// End the connection with a C2HTermReq saying why.
@@ -218,7 +258,6 @@ impl Reactor {
     }
 
     fn adopt_new_connections(&mut self) -> io::Result<()> {
-        let slots = QUEUE_ENTRIES as usize;
         while let Ok(n) = self.incoming.try_recv() {
             let conn = Box::new(Conn {
                 sock: n.sock,
@@ -227,16 +266,18 @@ impl Reactor {
                 hpda: 0,
                 queue: Queue::New,
                 io_ctrl: None,
-                inbox: Inbox::new(2 * (MAX_TRANSFER + 4096)),
+                inbox: Inbox::new(2 * Queue::New.max_pdu()),
+                accepted_at: mono_now_ns(),
                 closing: self.shared.stopping(),
                 shut: false,
-                tx: Vec::with_capacity(64 * 1024),
-                tx_out: Vec::with_capacity(64 * 1024),
+                tx: Vec::new(),
+                tx_out: Vec::new(),
                 tx_sent: 0,
                 sending: false,
-                slots: vec![Slot::default(); slots],
-                free: (0..slots).rev().collect(),
-                memory: SlotMemory::new(slots, MAX_TRANSFER)?,
+                slots: Vec::new(),
+                free: Vec::new(),
+                // One page of address space until an I/O queue's Connect.
+                memory: SlotMemory::new(0, 4096)?,
                 busy: 0,
                 seq: 0,
                 unsent: Vec::new(),
@@ -256,10 +297,16 @@ impl Reactor {
         if self.conns[ci].is_none() {
             return Ok(());
         }
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let deadline = c.accepted_at + self.shared.negotiation_deadline_ns;
+        if c.queue.negotiating() && !c.closing && mono_now_ns() >= deadline {
+            c.terminate(FES_PDU_SEQUENCE, "no ICReq and Connect within the deadline");
+        }
         self.parse(ci)?;
         self.post_send(ci)?;
         let c = self.conns[ci].as_mut().expect("live connection");
         if !c.closing {
+            c.inbox.grow_to(2 * c.queue.max_pdu());
             let ud = user_data(KIND_RECV, ci, 0);
             if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
                 return self.push(e);
@@ -293,24 +340,32 @@ impl Reactor {
     fn parse(&mut self, ci: usize) -> io::Result<()> {
         loop {
             let c = self.conns[ci].as_mut().expect("live connection");
-            if c.closing {
+            if c.closing || c.tx.len() >= TX_HIGH_WATER {
                 return Ok(());
             }
             let avail = c.inbox.avail();
             let (header, n) = match codec::split_pdu(avail, c.digests) {
+                Ok(Some((_, n))) if n > c.queue.max_pdu() => {
+                    let why = format!(
+                        "a PDU of {n} bytes, over this stage's {}",
+                        c.queue.max_pdu()
+                    );
+                    c.terminate(FES_LIMIT_EXCEEDED, &why);
+                    return Ok(());
+                }
                 Ok(Some((p, n))) => (p.header, n),
                 Ok(None) => {
-                    let too_big = avail.len() >= codec::COMMON_HEADER_LEN
-                        && codec::CommonHeader::parse(avail)
-                            .is_ok_and(|h| h.plen as usize > c.inbox.buf.len() / 2);
+                    // Refused before it is all received (never buffered).
+                    let too_big = codec::CommonHeader::parse(avail)
+                        .is_ok_and(|h| h.plen as usize > c.queue.max_pdu());
                     if too_big {
-                        c.terminate(FES_DATA_RANGE, "a PDU larger than any command");
+                        c.terminate(FES_LIMIT_EXCEEDED, "a PDU larger than any this stage takes");
                     }
                     return Ok(());
                 }
                 Err(e) => {
-                    let fes = if e.0.contains("digest") {
-                        0x05 // header digest error
+                    let fes = if e.0.contains("header digest") {
+                        FES_HEADER_DIGEST
                     } else {
                         FES_INVALID_HEADER
                     };
@@ -477,6 +532,11 @@ impl Reactor {
         match outcome {
             Some((Action::Reply { cqe, .. }, ctrl)) => {
                 if cqe.ok() {
+                    // Slots for the entries the host asked for, now.
+                    if let Err(e) = c.take_slots(sqe.connect_sqsize() as usize + 1) {
+                        eprintln!("iolab serve: {}: no memory for its queue: {e}", c.peer);
+                        return c.respond(&failed(sqe.cid(), SC_INTERNAL));
+                    }
                     c.queue = Queue::Io { qid };
                     c.io_ctrl = Some(ctrl);
                 }
@@ -790,7 +850,19 @@ impl Serving for Reactor {
             }
         }
         self.device_pending.clear();
-        self.delayed.peek().map(|Reverse((due, ..))| *due)
+        // Wake for the next delayed completion or negotiation deadline.
+        let deadline = self.shared.negotiation_deadline_ns;
+        let negotiating = self
+            .conns
+            .iter()
+            .flatten()
+            .filter(|c| c.queue.negotiating());
+        let first_deadline = negotiating
+            .filter(|c| !c.closing)
+            .map(|c| c.accepted_at + deadline)
+            .min();
+        let delayed = self.delayed.peek().map(|Reverse((due, ..))| *due);
+        delayed.into_iter().chain(first_deadline).min()
     }
 
     fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
