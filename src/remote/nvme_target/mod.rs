@@ -226,4 +226,6 @@ impl Drop for Target {
 }
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

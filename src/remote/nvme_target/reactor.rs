@@ -199,6 +199,18 @@ impl Conn {
         Ok(())
     }
 
+    /// A closing connection takes no more H2CData: the writes still waiting
+    /// for theirs are dropped (they held the connection open for ever).
+    fn drop_awaited_writes(&mut self) {
+        for (s, slot) in self.slots.iter_mut().enumerate() {
+            if slot.awaiting_data {
+                slot.awaiting_data = false;
+                self.busy -= 1;
+                self.free.push(s);
+            }
+        }
+    }
+
     /// End the connection with a C2HTermReq saying why.
     fn terminate(&mut self, fes: u16, why: &str) {
         eprintln!("iolab serve: {}: {why}; ending the connection", self.peer);
@@ -311,6 +323,9 @@ impl Reactor {
             if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
                 return self.push(e);
             }
+        }
+        if c.closing {
+            c.drop_awaited_writes();
         }
         let done = c.closing && c.busy == 0 && !c.sending && c.tx.is_empty();
         if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {

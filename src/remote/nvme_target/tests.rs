@@ -24,7 +24,7 @@ fn serving(threads: usize, stamps: Option<PathBuf>) -> (tempfile::TempDir, Targe
     (dir, t)
 }
 
-fn params(digests: Digests) -> Params {
+pub(super) fn params(digests: Digests) -> Params {
     Params {
         subnqn: DEFAULT_NQN.into(),
         hostnqn: "nqn.2025-11.io.iolab:test-host".into(),
@@ -60,7 +60,7 @@ fn read(q: &mut Queue, lba: u64, n: u32) -> anyhow::Result<Vec<u8>> {
     Ok(got)
 }
 
-fn round_trip(addr: &str, digests: Digests) {
+pub(super) fn round_trip(addr: &str, digests: Digests) {
     let p = params(digests);
     let (_admin, info) = connect_admin(addr, &p).unwrap();
     assert_eq!((info.ns.bytes(), info.ns.block_size), (8 << 20, 4096));
@@ -252,5 +252,32 @@ fn a_silent_connection_ends_at_the_negotiation_deadline() {
         "the silent connection was never ended"
     );
     assert_eq!(back.first(), Some(&codec::PDU_C2H_TERM), "{back:?}");
+    t.stop().unwrap();
+}
+
+/// A host that gets an R2T and goes away without the data: its write was
+/// waiting for ever, so the connection never closed (and the target could
+/// not stop). Found by the fuzz test.
+#[test]
+fn a_host_gone_before_its_write_data_ends_its_connection() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let p = params(Digests::default());
+    let (_admin, info) = connect_admin(&addr, &p).unwrap();
+    let mut q = connect_io(&addr, &p, &info, 1).unwrap();
+    let capsule = Sqe::write(7, 1, 0, 2, 8192, false)
+        .capsule(&[], q.digests, q.cpda)
+        .unwrap();
+    q.sock.write_all(&capsule).unwrap();
+    let mut r2t = [0u8; codec::DATA_HLEN];
+    q.sock.read_exact(&mut r2t).unwrap();
+    assert_eq!(r2t[0], codec::PDU_R2T);
+    q.sock.shutdown(std::net::Shutdown::Write).unwrap();
+    let start = std::time::Instant::now();
+    until_closed(&mut q.sock);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(59),
+        "the connection stayed open"
+    );
     t.stop().unwrap();
 }
