@@ -10,6 +10,7 @@
 //! can be stamped (`remote::stamps`, as the NBD target does) and every
 //! completion held back by a fabric delay.
 
+mod conn;
 mod reactor;
 
 use std::collections::HashMap;

@@ -6,7 +6,7 @@
 //! Per connection: one receive in flight into a byte buffer, out of which
 //! whole PDUs are parsed (ICReq first, then command capsules and H2CData);
 //! a slot per command in flight (an aligned buffer of the largest
-//! transfer; as many as the queue may hold, so a command never waits for
+//! transfer; as many as the queue's Connect asked for, so a command never waits for
 //! a slot another command of the same queue holds); and one send in
 //! flight of everything encoded since the last one. Admin and Fabrics
 //! commands are answered at once by the controller model; Read, Write and
@@ -14,219 +14,32 @@
 //! its completion in a CapsuleResp; a write's data comes in the capsule
 //! (up to the in-capsule size) or in H2CData PDUs after an R2T for all of
 //! it. With a fabric delay a completion waits until its command's arrival
-//! plus the delay.
+//! plus the delay. What one connection holds, and its bounds: `conn.rs`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types};
 
-use super::{Shared, MAX_TRANSFER};
+use super::conn::{
+    failed, Conn, Op, Queue, Slot, FES_DATA_RANGE, FES_HEADER_DIGEST, FES_INVALID_HEADER,
+    FES_LIMIT_EXCEEDED, FES_PDU_SEQUENCE, FES_UNSUPPORTED, MAX_H2C, SC_CONNECT_INVALID,
+    SC_INTERNAL, SC_READ_ERROR, SC_WRITE_FAULT, TX_HIGH_WATER,
+};
+use super::Shared;
 use crate::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::measure::clock::mono_now_ns;
-use crate::remote::nvme_controller::{Action, Controller, IN_CAPSULE};
+use crate::remote::nvme_controller::Action;
 use crate::remote::serving::{
     self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
 };
 use crate::remote::stamps::{self, TargetStamp};
 
-/// A connection handed over by the acceptor (nothing exchanged yet).
-pub struct NewConnection {
-    pub sock: TcpStream,
-    pub peer: SocketAddr,
-}
-
-/// Most data per H2CData PDU the target accepts (ICResp's MAXH2CDATA).
-const MAX_H2C: u32 = 128 * 1024;
-/// A PDU's header with its digest and padding up to its data (PDO is one byte).
-const MAX_PDU_HEAD: usize = 256;
-/// Encoded PDUs waiting for a send beyond which no new command is taken
-/// (a host that does not read its completions holds only this much, plus
-/// the completions of the commands it has in flight).
-const TX_HIGH_WATER: usize = 2 * MAX_TRANSFER;
-/// Status codes for failed file operations: Internal Error (type 0),
-/// Write Fault and Unrecovered Read Error (type 2).
-const SC_INTERNAL: (u8, u8) = (0, 0x06);
-const SC_WRITE_FAULT: (u8, u8) = (2, 0x80);
-const SC_READ_ERROR: (u8, u8) = (2, 0x81);
-/// Connect: Invalid Parameters (type 1).
-const SC_CONNECT_INVALID: (u8, u8) = (1, 0x82);
-/// Fatal error statuses of a termination request.
-const FES_INVALID_HEADER: u16 = 0x01;
-const FES_PDU_SEQUENCE: u16 = 0x02;
-const FES_HEADER_DIGEST: u16 = 0x03;
-const FES_DATA_RANGE: u16 = 0x04;
-const FES_LIMIT_EXCEEDED: u16 = 0x05;
-const FES_UNSUPPORTED: u16 = 0x06;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Op {
-    #[default]
-    Read,
-    Write,
-    Flush,
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    cid: u16,
-    op: Op,
-    offset: u64,
-    len: u32,
-    /// Write data received so far through H2CData (after the R2T).
-    got: u32,
-    /// Waiting for H2CData (an R2T went out).
-    awaiting_data: bool,
-    stamp: TargetStamp,
-}
-
-/// Which queue a connection is, once its Connect succeeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Queue {
-    /// Before ICReq.
-    New,
-    /// After ICReq, before Connect.
-    Unbound,
-    Admin {
-        cntlid: u16,
-    },
-    Io {
-        qid: u16,
-    },
-}
-
-impl Queue {
-    /// The largest PDU a connection at this stage may send: ICReq first,
-    /// then capsules with in-capsule data (the admin queue's 8 KiB, the
-    /// I/O queues' IOCCSZ), and on an I/O queue H2CData of MAXH2CDATA.
-    fn max_pdu(self) -> usize {
-        let tail = codec::DIGEST_LEN;
-        match self {
-            Queue::New => codec::IC_LEN,
-            Queue::Unbound | Queue::Admin { .. } => MAX_PDU_HEAD + IN_CAPSULE as usize + tail,
-            Queue::Io { .. } => MAX_PDU_HEAD + (MAX_H2C.max(IN_CAPSULE)) as usize + tail,
-        }
-    }
-
-    fn negotiating(self) -> bool {
-        matches!(self, Queue::New | Queue::Unbound)
-    }
-}
-
-struct Conn {
-    sock: TcpStream,
-    peer: SocketAddr,
-    digests: Digests,
-    /// The host's data alignment for C2HData (HPDA).
-    hpda: u8,
-    queue: Queue,
-    /// The controller as of the I/O queue's Connect (I/O commands read it
-    /// without a lock).
-    io_ctrl: Option<Controller>,
-    /// Sized for the largest PDU of the connection's stage, grown as it
-    /// goes (an idle connection holds a few hundred bytes).
-    inbox: Inbox,
-    /// When it was accepted: ICReq and Connect must come within the
-    /// negotiation deadline.
-    accepted_at: u64,
-    closing: bool,
-    shut: bool,
-    /// Encoded PDUs waiting for the next send, and the send in flight.
-    tx: Vec<u8>,
-    tx_out: Vec<u8>,
-    tx_sent: usize,
-    sending: bool,
-    /// A slot per entry of the I/O queue (none before its Connect).
-    slots: Vec<Slot>,
-    free: Vec<usize>,
-    memory: SlotMemory,
-    /// Slots whose file operation is in flight or whose completion waits.
-    busy: usize,
-    seq: u64,
-    /// Stamps of completions encoded but not yet handed to a send.
-    unsent: Vec<TargetStamp>,
-    stamps: Vec<TargetStamp>,
-}
-
-impl Conn {
-    fn pdu(&mut self, pdu_type: u8, flags: u8, specific: &[u8], data: &[u8]) {
-        let align = if pdu_type == codec::PDU_C2H_DATA {
-            self.hpda
-        } else {
-            0
-        };
-        codec::frame_into(
-            &mut self.tx,
-            pdu_type,
-            flags,
-            specific,
-            data,
-            self.digests,
-            align,
-        )
-        .expect("PDUs the target builds always frame");
-    }
-
-    fn respond(&mut self, cqe: &Cqe) {
-        self.pdu(codec::PDU_CAPSULE_RESP, 0, &cqe.encode(), &[]);
-    }
-
-    fn c2h(&mut self, cid: u16, data: &[u8]) {
-        let h = DataHeader {
-            cccid: cid,
-            ttag: 0,
-            offset: 0,
-            length: data.len() as u32,
-        };
-        self.pdu(
-            codec::PDU_C2H_DATA,
-            codec::FLAG_LAST_PDU,
-            &codec::encode_data_header(&h),
-            data,
-        );
-    }
-
-    /// A slot, with its buffer of the largest transfer, per queue entry.
-    fn take_slots(&mut self, entries: usize) -> io::Result<()> {
-        self.memory = SlotMemory::new(entries, MAX_TRANSFER)?;
-        self.slots = vec![Slot::default(); entries];
-        self.free = (0..entries).rev().collect();
-        Ok(())
-    }
-
-    /// A closing connection takes no more H2CData: the writes still waiting
-    /// for theirs are dropped (they held the connection open for ever).
-    fn drop_awaited_writes(&mut self) {
-        for (s, slot) in self.slots.iter_mut().enumerate() {
-            if slot.awaiting_data {
-                slot.awaiting_data = false;
-                self.busy -= 1;
-                self.free.push(s);
-            }
-        }
-    }
-
-    /// End the connection with a C2HTermReq saying why.
-    fn terminate(&mut self, fes: u16, why: &str) {
-        eprintln!("iolab serve: {}: {why}; ending the connection", self.peer);
-        if let Ok(t) = codec::encode_term(codec::PDU_C2H_TERM, fes, 0, &[]) {
-            self.tx.extend_from_slice(&t);
-        }
-        self.closing = true;
-    }
-}
-
-fn failed(cid: u16, (sct, sc): (u8, u8)) -> Cqe {
-    Cqe {
-        status: Cqe::status_of(sct, sc, true),
-        ..Cqe::success(cid, 0)
-    }
-}
+pub use super::conn::NewConnection;
 
 pub struct Reactor {
     ring: Ring,
