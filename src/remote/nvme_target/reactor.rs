@@ -6,9 +6,9 @@
 //! Per connection: one receive in flight into a byte buffer, out of which
 //! whole PDUs are parsed (ICReq first, then command capsules and H2CData);
 //! a slot per command in flight (an aligned buffer of the largest
-//! transfer; as many as the queue's Connect asked for, so a command never waits for
-//! a slot another command of the same queue holds); and one send in
-//! flight of everything encoded since the last one. Admin and Fabrics
+//! transfer; as many as the queue's Connect asked for, so a command never
+//! waits for a slot another command of the same queue holds); and one send
+//! in flight of everything encoded since the last one. Admin and Fabrics
 //! commands are answered at once by the controller model; Read, Write and
 //! Flush go to the file: a read's data goes back in one C2HData PDU and
 //! its completion in a CapsuleResp; a write's data comes in the capsule
