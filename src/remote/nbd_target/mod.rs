@@ -4,8 +4,9 @@
 //! threads (`reactor.rs`), each with its own io_uring for sockets and file.
 //! An acceptor thread starts each connection's handshake (`nbd_negotiate`)
 //! on a thread of its own (`handshakes.rs`: bounded in number and time)
-//! and hands the connection to the next reactor in turn. Every request can be stamped
-//! (`remote::stamps`) and every reply held back by a fabric delay.
+//! and hands the connection to the next reactor in turn. Every request can
+//! be stamped (`remote::stamps`) and every reply held back by a fabric
+//! delay.
 
 mod handshakes;
 mod reactor;
