@@ -16,7 +16,10 @@ use clap::Args;
                                                  NVMe/TCP: nvme-tcp://127.0.0.1:4420/nqn.2025-11.io.iolab:target?nsid=1
 
 The target serves until Ctrl-C (or SIGTERM), then finishes what is in flight,
-writes the stamps of every open connection and removes its scratch file.")]
+writes the stamps of every open connection, removes its scratch file and
+exits 130 (0 when --time-limit ended it). NBD and NVMe/TCP have no
+authentication here: a writable export listens on loopback only, unless
+--allow-remote is given.")]
 pub struct ServeArgs {
     /// What to serve: a directory (a scratch file is created in it and
     /// removed at exit), an existing file (with --overwrite or --read-only),
@@ -48,6 +51,11 @@ pub struct ServeArgs {
     /// Address to listen on (loopback by default; port 10809 for nbd, 4420 for nvme-tcp)
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+    /// Let a writable export listen on an address other than loopback:
+    /// NBD and NVMe/TCP have no authentication here, anyone who reaches
+    /// the port can read and write the export
+    #[arg(long)]
+    pub allow_remote: bool,
     /// Reactor threads, each with its own io_uring; connections are spread over them
     #[arg(
         long,

@@ -113,21 +113,32 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     // Validate everything before creating the scratch file.
     let proto = protocol(&args)?;
-    match proto {
-        Protocol::Nbd => drop(config(&args, &args.target)?),
-        Protocol::NvmeTcp => drop(nvme_config(&args, &args.target)?),
-    }
+    let addr = match proto {
+        Protocol::Nbd => config(&args, &args.target)?.listen,
+        Protocol::NvmeTcp => nvme_config(&args, &args.target)?.listen,
+    };
+    check_exposure(addr, !args.read_only, args.allow_remote)?;
     let limit = args
         .time_limit
         .as_deref()
         .map(|t| parse_duration_ns("--time-limit", t))
         .transpose()?
         .map(Duration::from_nanos);
+    // The port first: a port in use is bad input, found before a scratch
+    // file is laid out. Clients wait in the backlog until the target is ready.
+    let listener = bind(addr)?;
+    if let (true, Some(size)) = (args.target.is_dir(), opts.size) {
+        eprintln!(
+            "iolab serve: laying out a {} MiB scratch file in {}; clients are served once it is ready",
+            size >> 20,
+            args.target.display()
+        );
+    }
     let backing = dut::prepare(&opts, !args.read_only, None, 1)?;
     let stop: Box<dyn FnOnce() -> anyhow::Result<()>> = match proto {
         Protocol::Nbd => {
             let cfg = config(&args, &backing.path)?;
-            let target = nbd_target::start(&cfg)?;
+            let target = nbd_target::start_on(&cfg, listener)?;
             println!(
                 "iolab serve: nbd://{}/ serving {} ({} bytes, {}{}, {})",
                 target.addr,
@@ -137,11 +148,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 if cfg.read_only { ", read-only" } else { "" },
                 reactors(cfg.threads),
             );
+            eprintln!("{}", no_authentication("NBD", target.addr, cfg.read_only));
             Box::new(move || target.stop())
         }
         Protocol::NvmeTcp => {
             let cfg = nvme_config(&args, &backing.path)?;
-            let target = nvme_target::start(&cfg)?;
+            let target = nvme_target::start_on(&cfg, listener)?;
             println!(
                 "iolab serve: {} serving {} ({} bytes in blocks of {}, {}, {})",
                 target.url(),
@@ -151,6 +163,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 direct_io(target.direct),
                 reactors(cfg.threads),
             );
+            eprintln!("{}", no_authentication("NVMe/TCP", target.addr, false));
             Box::new(move || target.stop())
         }
     };
@@ -162,7 +175,55 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     stop()?;
     drop(backing);
+    if interrupt::stop_requested() {
+        // Everything is down; a signal asked for the stop: 130, as the help says.
+        eprintln!("iolab serve: stopped by a signal");
+        std::process::exit(130);
+    }
     Ok(())
+}
+
+/// Bind and listen on `addr`; any failure is the address's fault (in use,
+/// not on this host, a privileged port): exit 2 naming --listen.
+fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
+    std::net::TcpListener::bind(addr)
+        .map_err(|e| usage("--listen", format!("cannot listen on {addr}: {e}")))
+}
+
+/// Whether `addr` reaches beyond this machine (anything but 127.0.0.0/8
+/// and ::1, also as an IPv4-mapped IPv6 address).
+pub fn beyond_loopback(addr: SocketAddr) -> bool {
+    !addr.ip().to_canonical().is_loopback()
+}
+
+/// A writable export on an address beyond loopback needs --allow-remote:
+/// neither protocol authenticates anyone here.
+fn check_exposure(addr: SocketAddr, writable: bool, allowed: bool) -> anyhow::Result<()> {
+    if writable && beyond_loopback(addr) && !allowed {
+        return Err(usage(
+            "--listen",
+            format!(
+                "{addr} is reachable beyond this machine and the export is writable; \
+                 NBD and NVMe/TCP have no authentication here, so anyone who reaches the port \
+                 could write it: give --allow-remote to serve it anyway, or --read-only, \
+                 or listen on 127.0.0.1"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What start says on stderr, always: who can reach the export.
+pub fn no_authentication(protocol: &str, addr: SocketAddr, read_only: bool) -> String {
+    let what = if read_only { "read" } else { "read and write" };
+    let who = if beyond_loopback(addr) {
+        "anyone who can reach it over the network"
+    } else {
+        "any process on this machine"
+    };
+    format!(
+        "iolab serve: {protocol} has no authentication here: {who} can {what} the export at {addr}"
+    )
 }
 
 fn direct_io(direct: bool) -> &'static str {
@@ -191,5 +252,57 @@ fn check_stamps_file(p: &std::path::Path, backing: &std::path::Path) -> anyhow::
             )),
             _ => Ok(()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn only_loopback_stays_on_this_machine() {
+        for local in [
+            "127.0.0.1:1",
+            "127.9.8.7:1",
+            "[::1]:1",
+            "[::ffff:127.0.0.1]:1",
+        ] {
+            assert!(!beyond_loopback(a(local)), "{local}");
+        }
+        for remote in [
+            "0.0.0.0:1",
+            "[::]:1",
+            "10.0.0.1:1",
+            "192.168.1.2:1",
+            "[fe80::1]:1",
+        ] {
+            assert!(beyond_loopback(a(remote)), "{remote}");
+        }
+    }
+
+    #[test]
+    fn a_writable_export_beyond_loopback_needs_allow_remote() {
+        let e = check_exposure(a("0.0.0.0:10809"), true, false).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("--listen") && msg.contains("--allow-remote"),
+            "{msg}"
+        );
+        assert!(check_exposure(a("0.0.0.0:10809"), true, true).is_ok());
+        assert!(
+            check_exposure(a("[::]:10809"), false, false).is_ok(),
+            "read-only"
+        );
+        assert!(check_exposure(a("127.0.0.1:10809"), true, false).is_ok());
+        let w = no_authentication("NBD", a("0.0.0.0:10809"), true);
+        assert!(
+            w.contains("no authentication") && w.contains("network"),
+            "{w}"
+        );
     }
 }

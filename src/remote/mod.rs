@@ -8,6 +8,8 @@
 //! (`serving`).
 
 pub mod breakdown;
+#[cfg(test)]
+pub mod fuzz_peer;
 pub mod kernel;
 pub mod nbd_negotiate;
 pub mod nbd_target;

@@ -44,6 +44,8 @@ pub enum Outcome {
 
 /// Largest option data accepted (an export name is at most 4096 bytes).
 const MAX_OPTION_DATA: u32 = 8192;
+/// Options one handshake may send at most (a client needs a handful).
+const MAX_OPTIONS: usize = 128;
 
 fn protocol(e: NbdError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
@@ -63,7 +65,7 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Outc
     }
     let no_zeroes = client_flags & codec::FLAG_NO_ZEROES as u32 != 0;
     let mut structured = false;
-    loop {
+    for _ in 0..MAX_OPTIONS {
         let mut h = [0u8; 16];
         if let Err(e) = s.read_exact(&mut h) {
             return match e.kind() {
@@ -109,6 +111,9 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Outc
             _ => s.write_all(&codec::encode_opt_reply(opt, codec::REP_ERR_UNSUP, &[]))?,
         }
     }
+    Err(protocol(NbdError(format!(
+        "more than {MAX_OPTIONS} options in one handshake"
+    ))))
 }
 
 fn serves(export: &Export, name: &str) -> bool {

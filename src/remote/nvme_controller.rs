@@ -282,13 +282,20 @@ impl Controller {
                 let bs = self.block_size as u64;
                 let len = blocks as u64 * bs;
                 let (_, sgl_len) = sqe.sgl_desc();
-                if slba.saturating_add(blocks as u64) * bs > self.size {
+                // Checked: an SLBA near 2^64 must not wrap round to the start.
+                let end = slba
+                    .checked_add(blocks as u64)
+                    .and_then(|e| e.checked_mul(bs));
+                let Some(offset) = slba
+                    .checked_mul(bs)
+                    .filter(|_| end.is_some_and(|e| e <= self.size))
+                else {
                     return fail(cid, 0, SC_LBA_RANGE);
-                }
+                };
                 if sgl_len as u64 != len || len > (4096u64 << MDTS) {
                     return fail(cid, 0, SC_INVALID_FIELD);
                 }
-                let (offset, len) = (slba * bs, len as u32);
+                let len = len as u32;
                 if op == codec::OPC_READ {
                     Action::Read { cid, offset, len }
                 } else {
@@ -409,6 +416,15 @@ mod tests {
             cqe(c.io(&Sqe::read(7, 2, 0, 1, 512))).code(),
             (0, SC_INVALID_NS)
         );
+        // An SLBA whose byte offset overflows 64 bits is out of range (it
+        // panicked in a debug build and wrapped round to LBA 0 in a release one).
+        for slba in [u64::MAX, u64::MAX / 512 + 1, (1u64 << 55) - 1] {
+            assert_eq!(
+                cqe(c.io(&Sqe::read(11, 1, slba, 8, 4096))).code(),
+                (0, SC_LBA_RANGE),
+                "SLBA {slba}"
+            );
+        }
         assert_eq!(c.io(&Sqe::flush(8, 1)), Action::Flush { cid: 8 });
         // A normal shutdown completes at once and leaves the controller not ready.
         c.admin(

@@ -346,6 +346,11 @@ fn command_line(
                 v.splice(1..1, s(&["--protocol", "nvme-tcp", "--nqn", NVME_NQN]));
             }
             v.push(format!("{}", std::net::SocketAddr::new(addr, port)));
+            if !addr.to_canonical().is_loopback() {
+                // The target namespace's own veth address: reachable only
+                // from the initiator namespace iolab made next to it.
+                v.push("--allow-remote".into());
+            }
             v.extend(s(&["--threads", &threads.to_string()]));
             if let Some(d) = &own.delay {
                 v.extend(s(&["--fabric-delay", d]));

@@ -65,13 +65,38 @@ pub fn accept_loop(
             Ok(x) => x,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if passing(&e) => {
+                // Out of descriptors or memory, or a peer gone before its
+                // accept: the target keeps serving, and accepts again soon.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                continue;
+            }
             Err(e) => return Err(e),
         };
-        sock.set_nonblocking(false)?;
-        sock.set_nodelay(true)?;
+        // A socket that cannot be set up is that connection's problem only.
+        if sock.set_nonblocking(false).is_err() || sock.set_nodelay(true).is_err() {
+            continue;
+        }
         hand(sock, peer)?;
     }
     Ok(())
+}
+
+/// An accept error that ends one connection or lasts a moment (too many
+/// open descriptors, no memory), not the target.
+fn passing(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::EMFILE
+                | libc::ENFILE
+                | libc::ENOBUFS
+                | libc::ENOMEM
+                | libc::ECONNABORTED
+                | libc::EPROTO
+                | libc::EPERM
+        )
+    )
 }
 
 /// O_DIRECT when the filesystem takes it, buffered otherwise.
@@ -285,6 +310,14 @@ impl Inbox {
             end: 0,
             in_flight: false,
             arrived_at: 0,
+        }
+    }
+
+    /// Make the buffer `len` bytes long, if it is shorter and no receive
+    /// is in flight into it (it is grown before the next one).
+    pub fn grow_to(&mut self, len: usize) {
+        if !self.in_flight && self.buf.len() < len {
+            self.buf.resize(len, 0);
         }
     }
 

@@ -312,8 +312,13 @@ pub fn split_pdu(buf: &[u8], digests: Digests) -> Result<Option<(RawPdu<'_>, usi
     if !ic && has_dd && !digests.data {
         return err("a data digest on a connection that did not negotiate one");
     }
-    let pdu = &buf[..plen];
     let head_end = hlen + if has_hd { DIGEST_LEN } else { 0 };
+    if plen < head_end {
+        return err(format!(
+            "PDU length {plen} leaves no room for its header digest"
+        ));
+    }
+    let pdu = &buf[..plen];
     if has_hd {
         let want = le32(pdu, hlen);
         if crc32c::checksum(&pdu[..hlen]) != want {

@@ -2,14 +2,16 @@
 //! device opened with O_DIRECT (buffered, with a note, where the
 //! filesystem refuses it), served to any NBD client over TCP by N reactor
 //! threads (`reactor.rs`), each with its own io_uring for sockets and file.
-//! An acceptor thread runs the handshake (`nbd_negotiate`) and hands each
-//! connection to the next reactor in turn. Every request can be stamped
-//! (`remote::stamps`) and every reply held back by a fabric delay.
+//! An acceptor thread starts each connection's handshake (`nbd_negotiate`)
+//! on a thread of its own (`handshakes.rs`: bounded in number and time)
+//! and hands the connection to the next reactor in turn. Every request can
+//! be stamped (`remote::stamps`) and every reply held back by a fabric
+//! delay.
 
+mod handshakes;
 mod reactor;
 
 use std::fs::File;
-use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::nbd_negotiate::{self, Export, Outcome};
+use super::nbd_negotiate::Export;
 use super::serving::{self, backing_size, open_backing};
 
 /// How to serve.
@@ -38,7 +40,16 @@ pub struct TargetConfig {
     pub delay: Option<Duration>,
     /// Append every connection's per-request stamps to this file.
     pub stamps: Option<PathBuf>,
+    /// Connections in their handshake at once at most (more are closed at once).
+    pub max_negotiating: usize,
+    /// How long a connection's whole handshake may take.
+    pub negotiation_deadline: Duration,
 }
+
+/// Handshakes under way at once at most, by default.
+pub const MAX_NEGOTIATING: usize = 64;
+/// How long a handshake may take, by default.
+pub const NEGOTIATION_DEADLINE: Duration = Duration::from_secs(10);
 
 impl TargetConfig {
     pub fn new(backing: &Path, listen: SocketAddr) -> TargetConfig {
@@ -51,6 +62,8 @@ impl TargetConfig {
             slots: 256,
             delay: None,
             stamps: None,
+            max_negotiating: MAX_NEGOTIATING,
+            negotiation_deadline: NEGOTIATION_DEADLINE,
         }
     }
 }
@@ -62,6 +75,8 @@ pub struct Shared {
     delay_ns: Option<u64>,
     stamps: Option<PathBuf>,
     stop: AtomicBool,
+    max_negotiating: usize,
+    negotiation_deadline: Duration,
 }
 
 impl Shared {
@@ -79,8 +94,17 @@ pub struct Target {
     threads: serving::Threads,
 }
 
-/// Open the backing store, bind and start serving.
+/// Bind `cfg.listen`, open the backing store and start serving.
 pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
+    let listener = TcpListener::bind(cfg.listen)
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    start_on(cfg, listener)
+}
+
+/// Open the backing store and start serving on `listener` (bound by the
+/// caller, so a port in use is found before anything is prepared;
+/// connections wait in its backlog until now).
+pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Target> {
     let (file, direct) = open_backing(&cfg.backing, cfg.read_only)?;
     let size =
         backing_size(&file).with_context(|| format!("cannot size {}", cfg.backing.display()))?;
@@ -95,8 +119,6 @@ pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
     if export.size == 0 {
         anyhow::bail!("{} is empty: nothing to serve", cfg.backing.display());
     }
-    let listener = TcpListener::bind(cfg.listen)
-        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let shared = Arc::new(Shared {
@@ -105,6 +127,8 @@ pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
         delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),
         stamps: cfg.stamps.clone(),
         stop: AtomicBool::new(false),
+        max_negotiating: cfg.max_negotiating.max(1),
+        negotiation_deadline: cfg.negotiation_deadline,
     });
     let mut senders = Vec::new();
     let mut threads = serving::Threads::default();
@@ -126,7 +150,7 @@ pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
     threads.handles.push(
         std::thread::Builder::new()
             .name("nbd-accept".into())
-            .spawn(move || accept_loop(listener, acceptor_shared, senders, wake_fds))?,
+            .spawn(move || handshakes::accept_loop(listener, acceptor_shared, senders, wake_fds))?,
     );
     Ok(Target {
         addr,
@@ -155,42 +179,7 @@ impl Drop for Target {
     }
 }
 
-/// The NBD handshake on each accepted connection, then the connection to
-/// the next reactor in turn.
-fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    reactors: Vec<mpsc::Sender<reactor::NewConnection>>,
-    wake_fds: Vec<i32>,
-) -> io::Result<()> {
-    let mut next = 0;
-    let stopping = shared.clone();
-    serving::accept_loop(
-        listener,
-        move || stopping.stopping(),
-        |mut sock, peer| {
-            // A client that stalls in the handshake must not hold the others.
-            sock.set_read_timeout(Some(Duration::from_secs(10)))?;
-            match nbd_negotiate::negotiate(&mut sock, &shared.export) {
-                Ok(Outcome::Transmission { structured }) => {
-                    sock.set_read_timeout(None)?;
-                    let conn = reactor::NewConnection {
-                        sock,
-                        peer,
-                        structured,
-                    };
-                    if reactors[next].send(conn).is_ok() {
-                        serving::wake(wake_fds[next]);
-                    }
-                    next = (next + 1) % reactors.len();
-                }
-                Ok(Outcome::Aborted) => {}
-                Err(e) => eprintln!("iolab serve: handshake with {peer} failed: {e}"),
-            }
-            Ok(())
-        },
-    )
-}
-
+#[cfg(test)]
+mod fuzz_tests;
 #[cfg(test)]
 mod tests;

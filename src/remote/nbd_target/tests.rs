@@ -208,3 +208,129 @@ fn an_old_style_client_gets_simple_replies() {
     send(&mut s, codec::CMD_READ, 10, t.export.size, 4096, &[]);
     assert_eq!(read_reply(&mut s, false, &mut data).unwrap(), (10, 22));
 }
+
+/// Whether the server still holds `s` open: its greeting arrived and no
+/// end of stream follows (a closed connection reads 0 or fails).
+fn still_open(s: &mut TcpStream) -> bool {
+    use std::io::Read;
+    s.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 64];
+    let open = loop {
+        match s.read(&mut b) {
+            Ok(0) => break false,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break true,
+            Err(_) => break false,
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    open
+}
+
+/// A write and a read back on an established connection.
+fn write_and_read_back(s: &mut TcpStream, k: u64) {
+    send(s, codec::CMD_WRITE, k, k * 4096, 4096, &pattern(k));
+    assert_eq!(read_reply(s, true, &mut []).unwrap(), (k, 0));
+    let mut data = vec![0u8; 4096];
+    send(s, codec::CMD_READ, k + 1, k * 4096, 4096, &[]);
+    assert_eq!(read_reply(s, true, &mut data).unwrap(), (k + 1, 0));
+    assert_eq!(data, pattern(k));
+}
+
+/// Issue 28, item 4: 20 idle connections opened first do not hold a real
+/// client back (handshakes used to run one at a time, 10 s each: the
+/// client's own 10 s handshake timeout failed it). It is served while
+/// they are all still open, so it never waited for their deadlines.
+#[test]
+fn idle_connections_do_not_delay_a_real_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = serve(config(dir.path()));
+    let mut idle: Vec<TcpStream> = (0..20)
+        .map(|_| TcpStream::connect(t.addr).unwrap())
+        .collect();
+    let (mut s, _) = connect(&t);
+    write_and_read_back(&mut s, 3);
+    assert!(
+        idle.iter_mut().all(still_open),
+        "the client waited for the idle connections to time out"
+    );
+    drop(idle);
+    t.stop().unwrap();
+}
+
+/// Beyond the bound of handshakes under way a new connection is closed at
+/// once; established clients go on being served, and once the idle
+/// connections go, new clients are served again.
+#[test]
+fn over_the_handshake_bound_established_clients_are_served() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.max_negotiating = 4;
+    cfg.negotiation_deadline = Duration::from_secs(120);
+    let t = serve(cfg);
+    let (mut s, _) = connect(&t);
+    let mut idle: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(t.addr).unwrap())
+        .collect();
+    // Each idle connection got its greeting: its handshake is under way.
+    for c in &mut idle {
+        let mut g = [0u8; 18];
+        c.read_exact(&mut g).unwrap();
+    }
+    let mut over = TcpStream::connect(t.addr).unwrap();
+    over.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut b = [0u8; 18];
+    assert!(
+        matches!(over.read(&mut b), Ok(0) | Err(_)),
+        "a connection over the bound is closed, not greeted"
+    );
+    write_and_read_back(&mut s, 5);
+    drop(idle);
+    // Their handshakes end at the end of stream; the bound frees up.
+    let start = std::time::Instant::now();
+    let (mut s2, _) = loop {
+        let url = format!("nbd://{}/", t.addr);
+        let ep = endpoint_of(Path::new(&url)).unwrap().unwrap();
+        match handshake::connect(&ep) {
+            Ok(x) => break x,
+            Err(e) => assert!(start.elapsed() < Duration::from_secs(60), "{e}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    write_and_read_back(&mut s2, 7);
+    write_and_read_back(&mut s, 9);
+    t.stop().unwrap();
+}
+
+/// A client trickling its handshake a byte at a time is cut off by the
+/// deadline of the whole handshake (a timeout per read never fired).
+#[test]
+fn a_trickling_handshake_ends_at_its_deadline() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.negotiation_deadline = Duration::from_secs(1);
+    let t = serve(cfg);
+    let mut c = TcpStream::connect(t.addr).unwrap();
+    let mut g = [0u8; 18];
+    c.read_exact(&mut g).unwrap();
+    let client = (codec::FLAG_FIXED_NEWSTYLE | codec::FLAG_NO_ZEROES) as u32;
+    c.write_all(&client.to_be_bytes()).unwrap();
+    // An option header whose data never ends, a byte every 300 ms.
+    c.write_all(&codec::option(codec::OPT_GO, &[0u8; 4000])[..16])
+        .unwrap();
+    let start = std::time::Instant::now();
+    let ended = loop {
+        if c.write_all(&[0]).is_err() || !still_open(&mut c) {
+            break true;
+        }
+        if start.elapsed() > Duration::from_secs(31) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(ended, "the trickling handshake was never ended");
+    t.stop().unwrap();
+}

@@ -10,6 +10,7 @@
 //! can be stamped (`remote::stamps`, as the NBD target does) and every
 //! completion held back by a fabric delay.
 
+mod conn;
 mod reactor;
 
 use std::collections::HashMap;
@@ -40,6 +41,8 @@ pub struct NvmeTargetConfig {
     pub delay: Option<Duration>,
     /// Append every connection's per-command stamps to this file.
     pub stamps: Option<PathBuf>,
+    /// How long a connection may take to send its ICReq and Connect.
+    pub negotiation_deadline: Duration,
 }
 
 impl NvmeTargetConfig {
@@ -51,6 +54,7 @@ impl NvmeTargetConfig {
             subnqn: DEFAULT_NQN.into(),
             delay: None,
             stamps: None,
+            negotiation_deadline: super::nbd_target::NEGOTIATION_DEADLINE,
         }
     }
 }
@@ -66,6 +70,7 @@ pub struct Shared {
     stamps: Option<PathBuf>,
     stop: AtomicBool,
     controllers: Mutex<Registry>,
+    negotiation_deadline_ns: u64,
 }
 
 /// The live controllers by controller ID.
@@ -117,8 +122,17 @@ pub struct Target {
 /// Largest transfer one command may ask for (MDTS pages of 4 KiB).
 pub const MAX_TRANSFER: usize = 4096 << MDTS;
 
-/// Open the backing store, bind and start serving.
+/// Bind `cfg.listen`, open the backing store and start serving.
 pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
+    let listener = TcpListener::bind(cfg.listen)
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    start_on(cfg, listener)
+}
+
+/// Open the backing store and start serving on `listener` (bound by the
+/// caller, so a port in use is found before anything is prepared;
+/// connections wait in its backlog until now).
+pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result<Target> {
     let (file, direct) = open_backing(&cfg.backing, false)?;
     let raw =
         backing_size(&file).with_context(|| format!("cannot size {}", cfg.backing.display()))?;
@@ -129,8 +143,6 @@ pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
     }
     crate::engine::nvmetcp::codec::connect_data([0; 16], 0, &cfg.subnqn, "nqn.x")
         .map_err(|e| anyhow::anyhow!("--nqn: {e}"))?;
-    let listener = TcpListener::bind(cfg.listen)
-        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let shared = Arc::new(Shared {
@@ -142,6 +154,7 @@ pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
         stamps: cfg.stamps.clone(),
         stop: AtomicBool::new(false),
         controllers: Mutex::new(Registry::default()),
+        negotiation_deadline_ns: cfg.negotiation_deadline.as_nanos() as u64,
     });
     let (mut senders, mut threads) = (Vec::new(), serving::Threads::default());
     for i in 0..cfg.threads.max(1) {
@@ -213,5 +226,7 @@ impl Drop for Target {
     }
 }
 
+#[cfg(test)]
+mod fuzz_tests;
 #[cfg(test)]
 mod tests;

@@ -6,175 +6,40 @@
 //! Per connection: one receive in flight into a byte buffer, out of which
 //! whole PDUs are parsed (ICReq first, then command capsules and H2CData);
 //! a slot per command in flight (an aligned buffer of the largest
-//! transfer; as many as the queue may hold, so a command never waits for
-//! a slot another command of the same queue holds); and one send in
-//! flight of everything encoded since the last one. Admin and Fabrics
+//! transfer; as many as the queue's Connect asked for, so a command never
+//! waits for a slot another command of the same queue holds); and one send
+//! in flight of everything encoded since the last one. Admin and Fabrics
 //! commands are answered at once by the controller model; Read, Write and
 //! Flush go to the file: a read's data goes back in one C2HData PDU and
 //! its completion in a CapsuleResp; a write's data comes in the capsule
 //! (up to the in-capsule size) or in H2CData PDUs after an R2T for all of
 //! it. With a fabric delay a completion waits until its command's arrival
-//! plus the delay.
+//! plus the delay. What one connection holds, and its bounds: `conn.rs`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types};
 
-use super::{Shared, MAX_TRANSFER};
+use super::conn::{
+    failed, Conn, Op, Queue, Slot, FES_DATA_RANGE, FES_HEADER_DIGEST, FES_INVALID_HEADER,
+    FES_LIMIT_EXCEEDED, FES_PDU_SEQUENCE, FES_UNSUPPORTED, MAX_H2C, SC_CONNECT_INVALID,
+    SC_INTERNAL, SC_READ_ERROR, SC_WRITE_FAULT, TX_HIGH_WATER,
+};
+use super::Shared;
 use crate::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::measure::clock::mono_now_ns;
-use crate::remote::nvme_controller::{Action, Controller, QUEUE_ENTRIES};
+use crate::remote::nvme_controller::Action;
 use crate::remote::serving::{
     self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
 };
 use crate::remote::stamps::{self, TargetStamp};
 
-/// A connection handed over by the acceptor (nothing exchanged yet).
-pub struct NewConnection {
-    pub sock: TcpStream,
-    pub peer: SocketAddr,
-}
-
-/// Most data per H2CData PDU the target accepts (ICResp's MAXH2CDATA).
-const MAX_H2C: u32 = 128 * 1024;
-/// Status codes for failed file operations: Internal Error (type 0),
-/// Write Fault and Unrecovered Read Error (type 2).
-const SC_INTERNAL: (u8, u8) = (0, 0x06);
-const SC_WRITE_FAULT: (u8, u8) = (2, 0x80);
-const SC_READ_ERROR: (u8, u8) = (2, 0x81);
-/// Connect: Invalid Parameters (type 1).
-const SC_CONNECT_INVALID: (u8, u8) = (1, 0x82);
-/// Fatal error statuses of a termination request.
-const FES_INVALID_HEADER: u16 = 0x01;
-const FES_PDU_SEQUENCE: u16 = 0x02;
-const FES_DATA_RANGE: u16 = 0x04;
-const FES_UNSUPPORTED: u16 = 0x06;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Op {
-    #[default]
-    Read,
-    Write,
-    Flush,
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    cid: u16,
-    op: Op,
-    offset: u64,
-    len: u32,
-    /// Write data received so far through H2CData (after the R2T).
-    got: u32,
-    /// Waiting for H2CData (an R2T went out).
-    awaiting_data: bool,
-    stamp: TargetStamp,
-}
-
-/// Which queue a connection is, once its Connect succeeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Queue {
-    /// Before ICReq.
-    New,
-    /// After ICReq, before Connect.
-    Unbound,
-    Admin {
-        cntlid: u16,
-    },
-    Io {
-        qid: u16,
-    },
-}
-
-struct Conn {
-    sock: TcpStream,
-    peer: SocketAddr,
-    digests: Digests,
-    /// The host's data alignment for C2HData (HPDA).
-    hpda: u8,
-    queue: Queue,
-    /// The controller as of the I/O queue's Connect (I/O commands read it
-    /// without a lock).
-    io_ctrl: Option<Controller>,
-    inbox: Inbox,
-    closing: bool,
-    shut: bool,
-    /// Encoded PDUs waiting for the next send, and the send in flight.
-    tx: Vec<u8>,
-    tx_out: Vec<u8>,
-    tx_sent: usize,
-    sending: bool,
-    slots: Vec<Slot>,
-    free: Vec<usize>,
-    memory: SlotMemory,
-    /// Slots whose file operation is in flight or whose completion waits.
-    busy: usize,
-    seq: u64,
-    /// Stamps of completions encoded but not yet handed to a send.
-    unsent: Vec<TargetStamp>,
-    stamps: Vec<TargetStamp>,
-}
-
-impl Conn {
-    fn pdu(&mut self, pdu_type: u8, flags: u8, specific: &[u8], data: &[u8]) {
-        let align = if pdu_type == codec::PDU_C2H_DATA {
-            self.hpda
-        } else {
-            0
-        };
-        codec::frame_into(
-            &mut self.tx,
-            pdu_type,
-            flags,
-            specific,
-            data,
-            self.digests,
-            align,
-        )
-        .expect("PDUs the target builds always frame");
-    }
-
-    fn respond(&mut self, cqe: &Cqe) {
-        self.pdu(codec::PDU_CAPSULE_RESP, 0, &cqe.encode(), &[]);
-    }
-
-    fn c2h(&mut self, cid: u16, data: &[u8]) {
-        let h = DataHeader {
-            cccid: cid,
-            ttag: 0,
-            offset: 0,
-            length: data.len() as u32,
-        };
-        self.pdu(
-            codec::PDU_C2H_DATA,
-            codec::FLAG_LAST_PDU,
-            &codec::encode_data_header(&h),
-            data,
-        );
-    }
-
-    /// End the connection with a C2HTermReq saying why.
-    fn terminate(&mut self, fes: u16, why: &str) {
-        eprintln!("iolab serve: {}: {why}; ending the connection", self.peer);
-        if let Ok(t) = codec::encode_term(codec::PDU_C2H_TERM, fes, 0, &[]) {
-            self.tx.extend_from_slice(&t);
-        }
-        self.closing = true;
-    }
-}
-
-fn failed(cid: u16, (sct, sc): (u8, u8)) -> Cqe {
-    Cqe {
-        status: Cqe::status_of(sct, sc, true),
-        ..Cqe::success(cid, 0)
-    }
-}
+pub use super::conn::NewConnection;
 
 pub struct Reactor {
     ring: Ring,
@@ -218,7 +83,6 @@ impl Reactor {
     }
 
     fn adopt_new_connections(&mut self) -> io::Result<()> {
-        let slots = QUEUE_ENTRIES as usize;
         while let Ok(n) = self.incoming.try_recv() {
             let conn = Box::new(Conn {
                 sock: n.sock,
@@ -227,16 +91,18 @@ impl Reactor {
                 hpda: 0,
                 queue: Queue::New,
                 io_ctrl: None,
-                inbox: Inbox::new(2 * (MAX_TRANSFER + 4096)),
+                inbox: Inbox::new(2 * Queue::New.max_pdu()),
+                accepted_at: mono_now_ns(),
                 closing: self.shared.stopping(),
                 shut: false,
-                tx: Vec::with_capacity(64 * 1024),
-                tx_out: Vec::with_capacity(64 * 1024),
+                tx: Vec::new(),
+                tx_out: Vec::new(),
                 tx_sent: 0,
                 sending: false,
-                slots: vec![Slot::default(); slots],
-                free: (0..slots).rev().collect(),
-                memory: SlotMemory::new(slots, MAX_TRANSFER)?,
+                slots: Vec::new(),
+                free: Vec::new(),
+                // One page of address space until an I/O queue's Connect.
+                memory: SlotMemory::new(0, 4096)?,
                 busy: 0,
                 seq: 0,
                 unsent: Vec::new(),
@@ -256,14 +122,23 @@ impl Reactor {
         if self.conns[ci].is_none() {
             return Ok(());
         }
+        let c = self.conns[ci].as_mut().expect("live connection");
+        let deadline = c.accepted_at + self.shared.negotiation_deadline_ns;
+        if c.queue.negotiating() && !c.closing && mono_now_ns() >= deadline {
+            c.terminate(FES_PDU_SEQUENCE, "no ICReq and Connect within the deadline");
+        }
         self.parse(ci)?;
         self.post_send(ci)?;
         let c = self.conns[ci].as_mut().expect("live connection");
         if !c.closing {
+            c.inbox.grow_to(2 * c.queue.max_pdu());
             let ud = user_data(KIND_RECV, ci, 0);
             if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
                 return self.push(e);
             }
+        }
+        if c.closing {
+            c.drop_awaited_writes();
         }
         let done = c.closing && c.busy == 0 && !c.sending && c.tx.is_empty();
         if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {
@@ -293,24 +168,32 @@ impl Reactor {
     fn parse(&mut self, ci: usize) -> io::Result<()> {
         loop {
             let c = self.conns[ci].as_mut().expect("live connection");
-            if c.closing {
+            if c.closing || c.tx.len() >= TX_HIGH_WATER {
                 return Ok(());
             }
             let avail = c.inbox.avail();
             let (header, n) = match codec::split_pdu(avail, c.digests) {
+                Ok(Some((_, n))) if n > c.queue.max_pdu() => {
+                    let why = format!(
+                        "a PDU of {n} bytes, over this stage's {}",
+                        c.queue.max_pdu()
+                    );
+                    c.terminate(FES_LIMIT_EXCEEDED, &why);
+                    return Ok(());
+                }
                 Ok(Some((p, n))) => (p.header, n),
                 Ok(None) => {
-                    let too_big = avail.len() >= codec::COMMON_HEADER_LEN
-                        && codec::CommonHeader::parse(avail)
-                            .is_ok_and(|h| h.plen as usize > c.inbox.buf.len() / 2);
+                    // Refused before it is all received (never buffered).
+                    let too_big = codec::CommonHeader::parse(avail)
+                        .is_ok_and(|h| h.plen as usize > c.queue.max_pdu());
                     if too_big {
-                        c.terminate(FES_DATA_RANGE, "a PDU larger than any command");
+                        c.terminate(FES_LIMIT_EXCEEDED, "a PDU larger than any this stage takes");
                     }
                     return Ok(());
                 }
                 Err(e) => {
-                    let fes = if e.0.contains("digest") {
-                        0x05 // header digest error
+                    let fes = if e.0.contains("header digest") {
+                        FES_HEADER_DIGEST
                     } else {
                         FES_INVALID_HEADER
                     };
@@ -477,6 +360,11 @@ impl Reactor {
         match outcome {
             Some((Action::Reply { cqe, .. }, ctrl)) => {
                 if cqe.ok() {
+                    // Slots for the entries the host asked for, now.
+                    if let Err(e) = c.take_slots(sqe.connect_sqsize() as usize + 1) {
+                        eprintln!("iolab serve: {}: no memory for its queue: {e}", c.peer);
+                        return c.respond(&failed(sqe.cid(), SC_INTERNAL));
+                    }
                     c.queue = Queue::Io { qid };
                     c.io_ctrl = Some(ctrl);
                 }
@@ -790,7 +678,19 @@ impl Serving for Reactor {
             }
         }
         self.device_pending.clear();
-        self.delayed.peek().map(|Reverse((due, ..))| *due)
+        // Wake for the next delayed completion or negotiation deadline.
+        let deadline = self.shared.negotiation_deadline_ns;
+        let negotiating = self
+            .conns
+            .iter()
+            .flatten()
+            .filter(|c| c.queue.negotiating());
+        let first_deadline = negotiating
+            .filter(|c| !c.closing)
+            .map(|c| c.accepted_at + deadline)
+            .min();
+        let delayed = self.delayed.peek().map(|Reverse((due, ..))| *due);
+        delayed.into_iter().chain(first_deadline).min()
     }
 
     fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {

@@ -24,7 +24,7 @@ fn serving(threads: usize, stamps: Option<PathBuf>) -> (tempfile::TempDir, Targe
     (dir, t)
 }
 
-fn params(digests: Digests) -> Params {
+pub(super) fn params(digests: Digests) -> Params {
     Params {
         subnqn: DEFAULT_NQN.into(),
         hostnqn: "nqn.2025-11.io.iolab:test-host".into(),
@@ -60,7 +60,7 @@ fn read(q: &mut Queue, lba: u64, n: u32) -> anyhow::Result<Vec<u8>> {
     Ok(got)
 }
 
-fn round_trip(addr: &str, digests: Digests) {
+pub(super) fn round_trip(addr: &str, digests: Digests) {
     let p = params(digests);
     let (_admin, info) = connect_admin(addr, &p).unwrap();
     assert_eq!((info.ns.bytes(), info.ns.block_size), (8 << 20, 4096));
@@ -168,4 +168,116 @@ fn io_commands_are_stamped_when_the_queue_closes() {
         assert!(s.arrival <= s.device_submit && s.device_submit <= s.device_complete);
         assert!(s.device_complete <= s.reply_send, "{s:?}");
     }
+}
+
+/// Read what the target sends until it closes (60 s at most).
+fn until_closed(s: &mut TcpStream) -> Vec<u8> {
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut back = Vec::new();
+    let _ = s.read_to_end(&mut back);
+    back
+}
+
+/// An ICReq that says it carries a header digest and has no room for one
+/// (the codec read past the PDU: the reactor thread panicked, and with it
+/// every connection it served).
+#[test]
+fn a_header_digest_with_no_room_is_refused() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    let mut ic = codec::encode_ic(
+        codec::PDU_ICREQ,
+        &codec::Ic {
+            pfv: 0,
+            align: 0,
+            digests: Digests::default(),
+            max: 0,
+        },
+    )
+    .unwrap();
+    ic[1] |= codec::FLAG_HDGST;
+    s.write_all(&ic).unwrap();
+    assert_eq!(until_closed(&mut s).first(), Some(&codec::PDU_C2H_TERM));
+    round_trip(&addr, Digests::default());
+    t.stop().unwrap();
+}
+
+/// A capsule header claiming 1 MiB before Connect is refused at once, not
+/// buffered while the rest arrives (the bound was the receive buffer's
+/// half, over 1 MiB, for every connection).
+#[test]
+fn a_pdu_over_its_stage_is_refused_before_it_arrives() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    let ic = codec::Ic {
+        pfv: 0,
+        align: 0,
+        digests: Digests::default(),
+        max: 0,
+    };
+    s.write_all(&codec::encode_ic(codec::PDU_ICREQ, &ic).unwrap())
+        .unwrap();
+    let mut head = [0u8; codec::CAPSULE_CMD_HLEN];
+    head[0] = codec::PDU_CAPSULE_CMD;
+    head[2] = codec::CAPSULE_CMD_HLEN as u8;
+    head[3] = codec::CAPSULE_CMD_HLEN as u8;
+    head[4..8].copy_from_slice(&(1u32 << 20).to_le_bytes());
+    s.write_all(&head).unwrap();
+    let back = until_closed(&mut s);
+    let term = back.get(codec::IC_LEN).copied();
+    assert_eq!(term, Some(codec::PDU_C2H_TERM), "{back:?}");
+    t.stop().unwrap();
+}
+
+/// A connection that never sends its ICReq (or its Connect) is ended at
+/// the negotiation deadline; the others are served meanwhile.
+#[test]
+fn a_silent_connection_ends_at_the_negotiation_deadline() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let file = dir.path().join("disk");
+    std::fs::write(&file, vec![0u8; 8 << 20]).unwrap();
+    let mut cfg = NvmeTargetConfig::new(&file, "127.0.0.1:0".parse().unwrap());
+    cfg.negotiation_deadline = std::time::Duration::from_secs(1);
+    let t = start(&cfg).unwrap();
+    let addr = t.addr.to_string();
+    let mut silent = TcpStream::connect(&addr).unwrap();
+    round_trip(&addr, Digests::default());
+    let start = std::time::Instant::now();
+    let back = until_closed(&mut silent);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(31),
+        "the silent connection was never ended"
+    );
+    assert_eq!(back.first(), Some(&codec::PDU_C2H_TERM), "{back:?}");
+    t.stop().unwrap();
+}
+
+/// A host that gets an R2T and goes away without the data: its write was
+/// waiting for ever, so the connection never closed (and the target could
+/// not stop). Found by the fuzz test.
+#[test]
+fn a_host_gone_before_its_write_data_ends_its_connection() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let p = params(Digests::default());
+    let (_admin, info) = connect_admin(&addr, &p).unwrap();
+    let mut q = connect_io(&addr, &p, &info, 1).unwrap();
+    let capsule = Sqe::write(7, 1, 0, 2, 8192, false)
+        .capsule(&[], q.digests, q.cpda)
+        .unwrap();
+    q.sock.write_all(&capsule).unwrap();
+    let mut r2t = [0u8; codec::DATA_HLEN];
+    q.sock.read_exact(&mut r2t).unwrap();
+    assert_eq!(r2t[0], codec::PDU_R2T);
+    q.sock.shutdown(std::net::Shutdown::Write).unwrap();
+    let start = std::time::Instant::now();
+    until_closed(&mut q.sock);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(59),
+        "the connection stayed open"
+    );
+    t.stop().unwrap();
 }
