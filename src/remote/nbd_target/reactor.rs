@@ -6,7 +6,9 @@
 //! Per connection one receive is in flight into a byte buffer; whole
 //! requests are parsed out of it and each takes a slot (an aligned buffer
 //! of the largest block) until its reply is sent; when no slot is free,
-//! parsing waits, which holds the client back through TCP. Replies leave in
+//! parsing waits, which holds the client back through TCP. A connection
+//! holds at most half the reactor's slots (`share`), so one that never
+//! reads its replies cannot take them all. Replies leave in
 //! completion order, several per `sendmsg`, one send in flight per
 //! connection so their bytes never interleave. With a fabric delay a reply
 //! waits until its arrival plus the delay (a sleep in the ring's wait, a
@@ -80,6 +82,16 @@ struct Conn {
     stamps: Vec<TargetStamp>,
 }
 
+/// Slots one connection may hold (file operations in flight and replies
+/// not yet sent): half the reactor's, 128 of the default 256. That is the
+/// whole queue of a well-behaved client at the depths iolab's engine and
+/// fio's nbd engine are run at (32 to 128; neither has a maximum, deeper
+/// requests wait in the socket), and two such clients fill a reactor; a
+/// client that never reads its replies leaves the other half to the rest.
+fn share(slots: usize) -> usize {
+    (slots / 2).max(1)
+}
+
 pub struct Reactor {
     ring: Ring,
     shared: Arc<Shared>,
@@ -87,6 +99,8 @@ pub struct Reactor {
     conns: Vec<Option<Box<Conn>>>,
     slots: Vec<Slot>,
     free: Vec<usize>,
+    /// Slots one connection may hold at once (see `share`).
+    per_conn: usize,
     memory: SlotMemory,
     /// Slots whose file operation, or replies whose send, the next submit carries.
     device_pending: Vec<usize>,
@@ -118,6 +132,7 @@ impl Reactor {
             conns: Vec::new(),
             slots: vec![Slot::default(); slots],
             free: (0..slots).rev().collect(),
+            per_conn: share(slots),
             memory,
             device_pending: Vec::with_capacity(slots),
             send_pending: Vec::with_capacity(slots),
@@ -232,6 +247,12 @@ impl Reactor {
             if req.cmd == codec::CMD_DISC {
                 c.inbox.start += codec::REQUEST_LEN;
                 c.closing = true;
+                return Ok(());
+            }
+            // At its share, the connection waits (its requests in its
+            // inbox, then its socket) until a reply of its own is sent;
+            // `sent` frees the slot and the next `progress` parses again.
+            if c.busy >= self.per_conn {
                 return Ok(());
             }
             let Some(s) = self.free.pop() else {

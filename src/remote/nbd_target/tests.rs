@@ -334,3 +334,50 @@ fn a_trickling_handshake_ends_at_its_deadline() {
     assert!(ended, "the trickling handshake was never ended");
     t.stop().unwrap();
 }
+
+/// Issue 28, item 4: a client that pipelines more reads than its reactor
+/// has slots and never reads its replies holds at most its share of them.
+/// A well-behaved client on the same reactor is served while it is still
+/// connected (its reads used to wait for slots the other never gave
+/// back), and once the other reads, every one of its replies comes (a
+/// connection held at its share is read again as its slots free up).
+#[test]
+fn a_client_that_never_reads_does_not_starve_the_others() {
+    const LEN: u32 = 256 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.threads = 1;
+    let n = 2 * cfg.slots as u64 + 100;
+    let t = serve(cfg);
+    let (mut hostile, _) = connect(&t);
+    // 256 KiB replies: the socket buffers take a few dozen, the rest wait
+    // in the target, each holding its slot.
+    let mut reqs = Vec::new();
+    for k in 0..n {
+        let mut r = [0u8; codec::REQUEST_LEN];
+        codec::encode_request(&mut r, codec::CMD_READ, k, k % 16 * LEN as u64, LEN);
+        reqs.extend_from_slice(&r);
+    }
+    hostile.write_all(&reqs).unwrap();
+    // Time for the reactor to take them (were it not, the test would pass
+    // on the old code, not fail on the new).
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut s, _) = connect(&t);
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    for k in 0..4 {
+        let mut data = vec![0u8; 4096];
+        send(&mut s, codec::CMD_READ, 7000 + k, k * 4096, 4096, &[]);
+        let reply = read_reply(&mut s, true, &mut data)
+            .expect("the well-behaved client got no reply within 30 s");
+        assert_eq!(reply, (7000 + k, 0));
+    }
+    hostile
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut data = vec![0u8; LEN as usize];
+    for _ in 0..n {
+        let (_, error) = read_reply(&mut hostile, true, &mut data).unwrap();
+        assert_eq!(error, 0);
+    }
+    t.stop().unwrap();
+}
