@@ -60,6 +60,7 @@ pub fn nvme_config(
     cfg.subnqn = args.nqn.clone();
     cfg.delay = nbd.delay;
     cfg.stamps = nbd.stamps;
+    cfg.stall_timeout = nbd.stall_timeout;
     Ok(cfg)
 }
 
@@ -89,13 +90,28 @@ pub fn config(args: &ServeArgs, backing: &std::path::Path) -> anyhow::Result<Tar
     if let Some(p) = &args.stamps {
         check_stamps_file(p, backing)?;
     }
+    let stall_timeout = stall_timeout(&args.stall_timeout)?;
     let mut cfg = TargetConfig::new(backing, listen);
     cfg.threads = args.threads;
     cfg.read_only = args.read_only;
     cfg.max_block = max_block as u32;
     cfg.delay = delay;
     cfg.stamps = args.stamps.clone();
+    cfg.stall_timeout = stall_timeout;
     Ok(cfg)
+}
+
+/// `--stall-timeout`: a duration of at least a second (shorter would cut
+/// off clients that pause for a moment).
+fn stall_timeout(s: &str) -> anyhow::Result<Duration> {
+    let ns = parse_duration_ns("--stall-timeout", s)?;
+    if ns < 1_000_000_000 {
+        return Err(usage(
+            "--stall-timeout",
+            format!("'{s}' is too short: at least 1s"),
+        ));
+    }
+    Ok(Duration::from_nanos(ns))
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -281,6 +297,17 @@ mod tests {
             "[fe80::1]:1",
         ] {
             assert!(beyond_loopback(a(remote)), "{remote}");
+        }
+    }
+
+    #[test]
+    fn the_stall_timeout_is_a_duration_of_at_least_a_second() {
+        assert_eq!(stall_timeout("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(stall_timeout("2m").unwrap(), Duration::from_secs(120));
+        for bad in ["0", "0s", "500ms", "soon", "-1s", ""] {
+            let e = stall_timeout(bad).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
+            assert!(e.to_string().starts_with("--stall-timeout"), "{bad}: {e}");
         }
     }
 

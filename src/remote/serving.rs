@@ -1,7 +1,9 @@
 //! What iolab's two targets (NBD, NVMe/TCP) share: the backing store
 //! opened with O_DIRECT (buffered where the filesystem refuses it), its
 //! size, page-aligned slot buffers for requests, the eventfd that wakes a
-//! reactor, and the accept loop handing connections to reactors in turn.
+//! reactor, the accept loop handing connections to reactors in turn, and
+//! the reactor loop (`run`), whose timer ends connections whose replies
+//! stall (`cut_off`).
 
 use std::fs::File;
 use std::io;
@@ -216,14 +218,18 @@ pub struct Ring {
     wake_fd: std::os::fd::RawFd,
     wake_buf: u64,
     cqes: Vec<(u64, i32)>,
+    /// The kernel takes a timeout in the ring's wait (IORING_FEAT_EXT_ARG).
+    timed_waits: bool,
 }
 
 impl Ring {
     pub fn new(entries: u32, wake_fd: std::os::fd::RawFd) -> io::Result<Ring> {
+        let ring = io_uring::IoUring::builder()
+            .setup_cqsize(entries * 2)
+            .build(entries)?;
         Ok(Ring {
-            ring: io_uring::IoUring::builder()
-                .setup_cqsize(entries * 2)
-                .build(entries)?,
+            timed_waits: ring.params().is_feature_ext_arg(),
+            ring,
             wake_fd,
             wake_buf: 0,
             cqes: Vec::with_capacity(entries as usize * 2),
@@ -260,13 +266,20 @@ impl Ring {
     }
 
     /// Submit and wait for a completion, or (with a delayed reply `due`)
-    /// only until shortly before it; then collect the completions.
-    pub fn submit_and_wait(&mut self, now: u64, due: Option<u64>) -> io::Result<usize> {
-        let r = match due.map(|d| d.saturating_sub(now)) {
-            None => self.ring.submit_and_wait(1),
-            Some(ns) if ns <= SPIN_NS => self.ring.submit(),
-            Some(ns) => {
-                let sleep = ns - SPIN_NS;
+    /// only until shortly before it, and never past `tick`; then collect
+    /// the completions.
+    pub fn submit_and_wait(&mut self, now: u64, due: Option<u64>, tick: u64) -> io::Result<usize> {
+        let sleep = match due {
+            Some(d) if d <= now + SPIN_NS => 0,
+            Some(d) => (d - now - SPIN_NS).min(tick.saturating_sub(now)),
+            None => tick.saturating_sub(now),
+        };
+        let r = match sleep {
+            0 => self.ring.submit(),
+            // Before Linux 5.11 the ring has no timed wait: the tick waits
+            // for the next completion.
+            _ if due.is_none() && !self.timed_waits => self.ring.submit_and_wait(1),
+            sleep => {
                 let ts = io_uring::types::Timespec::new()
                     .sec(sleep / 1_000_000_000)
                     .nsec((sleep % 1_000_000_000) as u32);
@@ -391,20 +404,71 @@ pub trait Serving {
     fn adopt(&mut self) -> io::Result<()>;
     /// Queue the delayed replies whose time has come.
     fn release_due(&mut self, now: u64);
-    /// Parse, post receives and sends, close what is done.
-    fn progress_all(&mut self) -> io::Result<()>;
+    /// Parse, post receives and sends (noting `now` as when each send
+    /// was posted), close what is done.
+    fn progress_all(&mut self, now: u64) -> io::Result<()>;
     /// No connection is left.
     fn idle(&self) -> bool;
     /// Stamp what the coming submit carries; when the next delayed reply is due.
     fn before_submit(&mut self, now: u64) -> Option<u64>;
     /// One completion (not the wake-up's).
     fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()>;
+    /// How long a connection's replies may make no send progress.
+    fn stall_timeout_ns(&self) -> u64;
+    /// `cut_off` every connection whose send in flight was posted at least
+    /// the stall timeout before `now`.
+    fn end_stalled(&mut self, now: u64);
+}
+
+/// End a connection whose replies made no send progress for `timeout_ns`
+/// (a peer that does not read them), said once on stderr. Shutting the
+/// socket down fails its send and receive in flight: the reactor drops its
+/// unsent replies and closes it once its file operations are done, as for
+/// a peer gone. A zero linger resets it at that close, so the kernel drops
+/// what it still holds for the peer too.
+pub fn cut_off(sock: &TcpStream, peer: SocketAddr, timeout_ns: u64, shut: &mut bool) {
+    eprintln!(
+        "iolab serve: {peer}: not one byte of its replies taken in {:?} (--stall-timeout): \
+         it does not read them; closing the connection",
+        std::time::Duration::from_nanos(timeout_ns)
+    );
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a live socket and a linger struct of the size given.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            std::ptr::addr_of!(linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    let _ = sock.shutdown(std::net::Shutdown::Both);
+    *shut = true;
+}
+
+/// A stall timeout in nanoseconds, at least a millisecond.
+pub fn stall_timeout_ns(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos())
+        .unwrap_or(u64::MAX)
+        .max(1_000_000)
+}
+
+/// How often the reactor looks for stalled connections: every second, or
+/// every stall timeout if that is shorter.
+fn stall_check_period(timeout_ns: u64) -> u64 {
+    timeout_ns.clamp(1_000_000, 1_000_000_000)
 }
 
 /// Serve until the target stops and every connection has closed.
 pub fn run<S: Serving>(s: &mut S) -> io::Result<()> {
     use crate::measure::clock::mono_now_ns;
     s.ring().push_wake_read()?;
+    let period = stall_check_period(s.stall_timeout_ns());
+    let mut tick = mono_now_ns() + period;
     let mut stopping = false;
     loop {
         if !stopping && s.stopping() {
@@ -412,14 +476,19 @@ pub fn run<S: Serving>(s: &mut S) -> io::Result<()> {
             s.close_all();
         }
         s.adopt()?;
-        s.release_due(mono_now_ns());
-        s.progress_all()?;
+        let now = mono_now_ns();
+        if now >= tick {
+            s.end_stalled(now);
+            tick = now + period;
+        }
+        s.release_due(now);
+        s.progress_all(now)?;
         if stopping && s.idle() {
             return Ok(());
         }
         let now = mono_now_ns();
         let due = s.before_submit(now);
-        let n = s.ring().submit_and_wait(now, due)?;
+        let n = s.ring().submit_and_wait(now, due, tick)?;
         let now = mono_now_ns();
         for k in 0..n {
             let (ud, res) = s.ring().cqe(k);
@@ -453,5 +522,38 @@ impl Threads {
             wake(w.as_raw_fd());
         }
         join_all(std::mem::take(&mut self.handles))
+    }
+}
+
+/// Whether the target ended `s` within `within`: a hang-up or a reset
+/// seen without reading (a read would let a stalled connection's replies
+/// move), then, after what it holds is drained, an end of stream or the
+/// reset.
+#[cfg(test)]
+pub fn ended_by_target(s: &mut TcpStream, within: std::time::Duration) -> bool {
+    use std::io::Read;
+    let mut pfd = libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut pfd, 1, within.as_millis() as i32) };
+    if n != 1 {
+        return false;
+    }
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                )
+            }
+        }
     }
 }

@@ -44,12 +44,17 @@ pub struct TargetConfig {
     pub max_negotiating: usize,
     /// How long a connection's whole handshake may take.
     pub negotiation_deadline: Duration,
+    /// How long a connection's replies may wait with not one byte taken
+    /// by its socket before it is closed (a client that does not read).
+    pub stall_timeout: Duration,
 }
 
 /// Handshakes under way at once at most, by default.
 pub const MAX_NEGOTIATING: usize = 64;
 /// How long a handshake may take, by default.
 pub const NEGOTIATION_DEADLINE: Duration = Duration::from_secs(10);
+/// How long replies may stall, by default (as Linux's nvme io_timeout).
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl TargetConfig {
     pub fn new(backing: &Path, listen: SocketAddr) -> TargetConfig {
@@ -64,6 +69,7 @@ impl TargetConfig {
             stamps: None,
             max_negotiating: MAX_NEGOTIATING,
             negotiation_deadline: NEGOTIATION_DEADLINE,
+            stall_timeout: STALL_TIMEOUT,
         }
     }
 }
@@ -77,6 +83,7 @@ pub struct Shared {
     stop: AtomicBool,
     max_negotiating: usize,
     negotiation_deadline: Duration,
+    stall_timeout_ns: u64,
 }
 
 impl Shared {
@@ -129,6 +136,7 @@ pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Tar
         stop: AtomicBool::new(false),
         max_negotiating: cfg.max_negotiating.max(1),
         negotiation_deadline: cfg.negotiation_deadline,
+        stall_timeout_ns: serving::stall_timeout_ns(cfg.stall_timeout),
     });
     let mut senders = Vec::new();
     let mut threads = serving::Threads::default();

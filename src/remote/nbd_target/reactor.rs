@@ -8,7 +8,9 @@
 //! of the largest block) until its reply is sent; when no slot is free,
 //! parsing waits, which holds the client back through TCP. A connection
 //! holds at most half the reactor's slots (`share`), so one that never
-//! reads its replies cannot take them all. Replies leave in
+//! reads its replies cannot take them all, and one whose replies have not
+//! had a byte taken by its socket for the stall timeout is closed
+//! (`end_stalled`), so two such cannot keep them for ever. Replies leave in
 //! completion order, several per `sendmsg`, one send in flight per
 //! connection so their bytes never interleave. With a fabric delay a reply
 //! waits until its arrival plus the delay (a sleep in the ring's wait, a
@@ -76,6 +78,9 @@ struct Conn {
     sent_of_first: usize,
     /// Replies in the sendmsg in flight (0: none in flight).
     sending: usize,
+    /// When that sendmsg was posted: it completes once the socket takes
+    /// a byte, so its age is how long the replies have not moved.
+    send_posted_at: u64,
     iov: Vec<libc::iovec>,
     msg: libc::msghdr,
     seq: u64,
@@ -163,6 +168,7 @@ impl Reactor {
                 ready: VecDeque::new(),
                 sent_of_first: 0,
                 sending: 0,
+                send_posted_at: 0,
                 iov: Vec::with_capacity(2 * MAX_IOV_REPLIES),
                 // SAFETY: msghdr is plain data; zero is its empty value.
                 msg: unsafe { std::mem::zeroed() },
@@ -179,12 +185,12 @@ impl Reactor {
 
     /// Parse what arrived, post the receive and the send a connection
     /// needs, and close it once it is done.
-    fn progress(&mut self, ci: usize) -> io::Result<()> {
+    fn progress(&mut self, ci: usize, now: u64) -> io::Result<()> {
         if self.conns[ci].is_none() {
             return Ok(());
         }
         self.parse_requests(ci)?;
-        self.post_send(ci)?;
+        self.post_send(ci, now)?;
         let c = self.conns[ci].as_mut().unwrap();
         if !c.closing {
             let ud = user_data(KIND_RECV, ci, 0);
@@ -425,11 +431,12 @@ impl Reactor {
     }
 
     /// Gather the ready replies of a connection into one sendmsg.
-    fn post_send(&mut self, ci: usize) -> io::Result<()> {
+    fn post_send(&mut self, ci: usize, now: u64) -> io::Result<()> {
         let c = self.conns[ci].as_mut().unwrap();
         if c.sending > 0 || c.ready.is_empty() {
             return Ok(());
         }
+        c.send_posted_at = now;
         c.iov.clear();
         let mut skip = c.sent_of_first;
         for &s in c.ready.iter().take(MAX_IOV_REPLIES) {
@@ -521,9 +528,9 @@ impl Serving for Reactor {
         self.release_due_replies(now);
     }
 
-    fn progress_all(&mut self) -> io::Result<()> {
+    fn progress_all(&mut self, now: u64) -> io::Result<()> {
         for i in 0..self.conns.len() {
-            self.progress(i)?;
+            self.progress(i, now)?;
         }
         Ok(())
     }
@@ -546,5 +553,19 @@ impl Serving for Reactor {
 
     fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
         Reactor::complete(self, ud, res, now)
+    }
+
+    fn stall_timeout_ns(&self) -> u64 {
+        self.shared.stall_timeout_ns
+    }
+
+    fn end_stalled(&mut self, now: u64) {
+        let timeout = self.shared.stall_timeout_ns;
+        for c in self.conns.iter_mut().flatten() {
+            if c.sending > 0 && !c.shut && now.saturating_sub(c.send_posted_at) >= timeout {
+                serving::cut_off(&c.sock, c.peer, timeout, &mut c.shut);
+                c.closing = true;
+            }
+        }
     }
 }

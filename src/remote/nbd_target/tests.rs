@@ -381,3 +381,55 @@ fn a_client_that_never_reads_does_not_starve_the_others() {
     }
     t.stop().unwrap();
 }
+
+/// `n` reads of `len` bytes each, encoded back to back.
+fn pipelined_reads(n: u64, len: u32) -> Vec<u8> {
+    let mut reqs = Vec::new();
+    for k in 0..n {
+        let mut r = [0u8; codec::REQUEST_LEN];
+        codec::encode_request(&mut r, codec::CMD_READ, k, k % 16 * len as u64, len);
+        reqs.extend_from_slice(&r);
+    }
+    reqs
+}
+
+/// Issue 28, item 4: two clients that pipeline more reads than the
+/// reactor has slots and never read their replies filled it (each holds
+/// its share, half) and kept it full for ever. Now a connection whose
+/// replies have not had one byte taken by its socket for the stall
+/// timeout (1 s here) is closed and its slots freed once its reads are
+/// done: a well-behaved client on the same reactor is served (it got no
+/// reply within 30 s before), and the two are found ended.
+#[test]
+fn clients_that_never_read_are_closed_at_the_stall_timeout() {
+    const LEN: u32 = 256 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.threads = 1;
+    cfg.stall_timeout = Duration::from_secs(1);
+    let n = 2 * cfg.slots as u64 + 100;
+    let t = serve(cfg);
+    let mut hostile: Vec<TcpStream> = (0..2).map(|_| connect(&t).0).collect();
+    for h in &mut hostile {
+        h.write_all(&pipelined_reads(n, LEN)).unwrap();
+    }
+    // Time for the reactor to take them: both at their share, it is full.
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut s, _) = connect(&t);
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    for k in 0..4 {
+        let mut data = vec![0u8; 4096];
+        send(&mut s, codec::CMD_READ, 7000 + k, k * 4096, 4096, &[]);
+        let reply = read_reply(&mut s, true, &mut data)
+            .expect("the well-behaved client got no reply within 30 s");
+        assert_eq!(reply, (7000 + k, 0));
+    }
+    for h in &mut hostile {
+        assert!(
+            crate::remote::serving::ended_by_target(h, Duration::from_secs(30)),
+            "a client that never reads its replies is still connected"
+        );
+    }
+    write_and_read_back(&mut s, 11);
+    t.stop().unwrap();
+}

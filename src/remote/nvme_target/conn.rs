@@ -118,6 +118,9 @@ pub(super) struct Conn {
     pub(super) tx_out: Vec<u8>,
     pub(super) tx_sent: usize,
     pub(super) sending: bool,
+    /// When the send in flight was posted: it completes once the socket
+    /// takes a byte, so its age is how long the PDUs have not moved.
+    pub(super) send_posted_at: u64,
     /// A slot per entry of the I/O queue (none before its Connect).
     pub(super) slots: Vec<Slot>,
     pub(super) free: Vec<usize>,

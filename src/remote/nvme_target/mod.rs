@@ -43,6 +43,9 @@ pub struct NvmeTargetConfig {
     pub stamps: Option<PathBuf>,
     /// How long a connection may take to send its ICReq and Connect.
     pub negotiation_deadline: Duration,
+    /// How long a connection's PDUs may wait with not one byte taken by
+    /// its socket before it is closed (a host that does not read).
+    pub stall_timeout: Duration,
 }
 
 impl NvmeTargetConfig {
@@ -55,6 +58,7 @@ impl NvmeTargetConfig {
             delay: None,
             stamps: None,
             negotiation_deadline: super::nbd_target::NEGOTIATION_DEADLINE,
+            stall_timeout: super::nbd_target::STALL_TIMEOUT,
         }
     }
 }
@@ -71,6 +75,7 @@ pub struct Shared {
     stop: AtomicBool,
     controllers: Mutex<Registry>,
     negotiation_deadline_ns: u64,
+    stall_timeout_ns: u64,
 }
 
 /// The live controllers by controller ID.
@@ -155,6 +160,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
         stop: AtomicBool::new(false),
         controllers: Mutex::new(Registry::default()),
         negotiation_deadline_ns: cfg.negotiation_deadline.as_nanos() as u64,
+        stall_timeout_ns: serving::stall_timeout_ns(cfg.stall_timeout),
     });
     let (mut senders, mut threads) = (Vec::new(), serving::Threads::default());
     for i in 0..cfg.threads.max(1) {

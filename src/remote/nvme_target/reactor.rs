@@ -14,7 +14,9 @@
 //! its completion in a CapsuleResp; a write's data comes in the capsule
 //! (up to the in-capsule size) or in H2CData PDUs after an R2T for all of
 //! it. With a fabric delay a completion waits until its command's arrival
-//! plus the delay. What one connection holds, and its bounds: `conn.rs`.
+//! plus the delay. A connection whose PDUs have not had a byte taken by its
+//! socket for the stall timeout is closed (`end_stalled`). What one
+//! connection holds, and its bounds: `conn.rs`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -99,6 +101,7 @@ impl Reactor {
                 tx_out: Vec::new(),
                 tx_sent: 0,
                 sending: false,
+                send_posted_at: 0,
                 slots: Vec::new(),
                 free: Vec::new(),
                 // One page of address space until an I/O queue's Connect.
@@ -118,13 +121,13 @@ impl Reactor {
 
     /// Parse what arrived, post the receive and the send a connection
     /// needs, and close it once it is done.
-    fn progress(&mut self, ci: usize) -> io::Result<()> {
+    fn progress(&mut self, ci: usize, now: u64) -> io::Result<()> {
         if self.conns[ci].is_none() {
             return Ok(());
         }
         let c = self.conns[ci].as_mut().expect("live connection");
         let deadline = c.accepted_at + self.shared.negotiation_deadline_ns;
-        if c.queue.negotiating() && !c.closing && mono_now_ns() >= deadline {
+        if c.queue.negotiating() && !c.closing && now >= deadline {
             c.terminate(FES_PDU_SEQUENCE, "no ICReq and Connect within the deadline");
         }
         self.parse(ci)?;
@@ -522,7 +525,7 @@ impl Reactor {
                 self.finish(ci, s, if short { -libc::EIO } else { res }, now)
             }
             KIND_SEND => {
-                self.sent(ci, res);
+                self.sent(ci, res, now);
                 Ok(())
             }
             _ => Ok(()),
@@ -600,11 +603,12 @@ impl Reactor {
             st.reply_send = now;
             c.stamps.push(st);
         }
-        self.push_send(ci)
+        self.push_send(ci, now)
     }
 
-    fn push_send(&mut self, ci: usize) -> io::Result<()> {
+    fn push_send(&mut self, ci: usize, now: u64) -> io::Result<()> {
         let c = self.conns[ci].as_mut().expect("live connection");
+        c.send_posted_at = now;
         let rest = &c.tx_out[c.tx_sent..];
         let e = opcode::Send::new(
             types::Fd(c.sock.as_raw_fd()),
@@ -618,7 +622,7 @@ impl Reactor {
         self.push(e)
     }
 
-    fn sent(&mut self, ci: usize, res: i32) {
+    fn sent(&mut self, ci: usize, res: i32, now: u64) {
         let c = self.conns[ci].as_mut().expect("live connection");
         c.sending = false;
         if res < 0 {
@@ -630,7 +634,7 @@ impl Reactor {
         }
         c.tx_sent += res as usize;
         if c.tx_sent < c.tx_out.len() {
-            let _ = self.push_send(ci);
+            let _ = self.push_send(ci, now);
         } else {
             c.tx_out.clear();
         }
@@ -660,9 +664,9 @@ impl Serving for Reactor {
         Reactor::release_due(self, now);
     }
 
-    fn progress_all(&mut self) -> io::Result<()> {
+    fn progress_all(&mut self, now: u64) -> io::Result<()> {
         for i in 0..self.conns.len() {
-            self.progress(i)?;
+            self.progress(i, now)?;
         }
         Ok(())
     }
@@ -695,5 +699,19 @@ impl Serving for Reactor {
 
     fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
         Reactor::complete(self, ud, res, now)
+    }
+
+    fn stall_timeout_ns(&self) -> u64 {
+        self.shared.stall_timeout_ns
+    }
+
+    fn end_stalled(&mut self, now: u64) {
+        let timeout = self.shared.stall_timeout_ns;
+        for c in self.conns.iter_mut().flatten() {
+            if c.sending && !c.shut && now.saturating_sub(c.send_posted_at) >= timeout {
+                serving::cut_off(&c.sock, c.peer, timeout, &mut c.shut);
+                c.closing = true;
+            }
+        }
     }
 }

@@ -281,3 +281,58 @@ fn a_host_gone_before_its_write_data_ends_its_connection() {
     );
     t.stop().unwrap();
 }
+
+/// Issue 28, item 4: two hosts that pipeline more 1 MiB reads than their
+/// queues hold and never read a byte kept their connections (slots, 2 MiB
+/// of PDUs) for ever. Now a connection whose PDUs have not had one byte
+/// taken by its socket for the stall timeout (1 s here) is closed once its
+/// reads are done: a host on the same reactor is served meanwhile, the two
+/// are found ended (they stayed open before), their idle admin queues are
+/// not.
+#[test]
+fn hosts_that_never_read_are_closed_at_the_stall_timeout() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let file = dir.path().join("disk");
+    std::fs::write(&file, vec![0u8; 8 << 20]).unwrap();
+    let mut cfg = NvmeTargetConfig::new(&file, "127.0.0.1:0".parse().unwrap());
+    cfg.stall_timeout = std::time::Duration::from_secs(1);
+    let t = start(&cfg).unwrap();
+    let addr = t.addr.to_string();
+    let p = params(Digests::default());
+    let mut admins = Vec::new();
+    let mut hostile = Vec::new();
+    for _ in 0..2 {
+        let (admin, info) = connect_admin(&addr, &p).unwrap();
+        let q = connect_io(&addr, &p, &info, 1).unwrap();
+        admins.push(admin);
+        hostile.push(q);
+    }
+    for q in &mut hostile {
+        let mut reads = Vec::new();
+        for k in 0..100u64 {
+            let sqe = Sqe::read(k as u16 % 32, 1, k % 8 * 256, 256, 1 << 20);
+            reads.extend(sqe.capsule(&[], q.digests, q.cpda).unwrap());
+        }
+        q.sock.write_all(&reads).unwrap();
+    }
+    round_trip(&addr, Digests::default());
+    for q in &mut hostile {
+        assert!(
+            crate::remote::serving::ended_by_target(
+                &mut q.sock,
+                std::time::Duration::from_secs(30)
+            ),
+            "a host that never reads is still connected"
+        );
+    }
+    for a in &mut admins {
+        let mut b = [0u8; 1];
+        a.sock.set_nonblocking(true).unwrap();
+        let r = a.sock.read(&mut b);
+        assert!(
+            matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "an idle admin queue was ended: {r:?}"
+        );
+    }
+    t.stop().unwrap();
+}
