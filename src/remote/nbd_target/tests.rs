@@ -433,3 +433,21 @@ fn clients_that_never_read_are_closed_at_the_stall_timeout() {
     write_and_read_back(&mut s, 11);
     t.stop().unwrap();
 }
+
+/// Stopping the target (Ctrl-C) with a client that never reads its
+/// replies: the stop waited for a send that never completed, for ever.
+/// The stall timeout (1 s here) now ends that client, and the stop.
+#[test]
+fn a_stop_waits_for_a_client_that_never_reads_only_until_the_stall_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.stall_timeout = Duration::from_secs(1);
+    let t = serve(cfg);
+    let (mut hostile, _) = connect(&t);
+    hostile.write_all(&pipelined_reads(400, 256 << 10)).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let (done, stopped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(t.stop().is_ok()));
+    let ended = stopped.recv_timeout(Duration::from_secs(30));
+    assert_eq!(ended, Ok(true), "the stop did not end within 30 s");
+}
