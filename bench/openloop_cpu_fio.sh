@@ -8,8 +8,10 @@
 # (process usr+sys over completed requests) of each and their ratio, and of
 # the p99 latency: iolab's from the intended issue time (what a client
 # sees), fio's total latency from its actual issue (`lat_percentiles`).
+# With OLD=path/to/older/iolab, that build runs in the same rounds too
+# (iolab fio old / old fio iolab) and its CPU and p99 are printed beside.
 #   IOLAB=target/release/iolab bash bench/openloop_cpu_fio.sh [DIR] [ROUNDS]
-#   env: LOADS="1 10 50" RT=3 (s per run) QD=8 ENGINES="io_uring aio"
+#   env: LOADS="1 10 50" RT=3 (s per run) QD=8 ENGINES="io_uring aio" OLD=
 set -euo pipefail
 IOLAB=${IOLAB:-target/release/iolab}
 DIR=${1:-/var/tmp}
@@ -18,6 +20,7 @@ LOADS=${LOADS:-1 10 50}
 RT=${RT:-3}
 QD=${QD:-8}
 ENGINES=${ENGINES:-io_uring}
+OLD=${OLD:-}
 FILE="$DIR/iolab-openloop-cpu-fio.bin"
 OUT=$(mktemp -d /var/tmp/iolab-bench-olfio.XXXXXX)
 trap 'rm -rf "$OUT" "$FILE"' EXIT
@@ -29,8 +32,8 @@ run_fio() { # ENGINE RATE(0: closed loop) OUT
     --direct=1 "${rate[@]}" --lat_percentiles=1 --runtime="$RT" --time_based \
     --output-format=json --output="$3"
 }
-run_iolab() { # ENGINE RATE OUT
-  "$IOLAB" device --target "$FILE" --engine "$1" --rw randread --bs 4k --qd "$QD" --rate "$2" \
+run_iolab() { # ENGINE RATE OUT [BINARY]
+  "${4:-$IOLAB}" device --target "$FILE" --engine "$1" --rw randread --bs 4k --qd "$QD" --rate "$2" \
     --arrival poisson --runtime "${RT}s" --json "$3" --force --quiet >/dev/null 2>&1
 }
 declare -A RATE
@@ -46,8 +49,14 @@ for r in $(seq 1 "$ROUNDS"); do
     for eng in $ENGINES; do
       rate=${RATE[$eng-$pct]}
       a="$OUT/iolab-$eng-$pct-$r.json" b="$OUT/fio-$eng-$pct-$r.json"
-      if [ $((r % 2)) = 1 ]; then run_iolab "$eng" "$rate" "$a"; run_fio "$eng" "$rate" "$b"
-      else run_fio "$eng" "$rate" "$b"; run_iolab "$eng" "$rate" "$a"; fi
+      o="$OUT/old-$eng-$pct-$r.json"
+      if [ $((r % 2)) = 1 ]; then
+        run_iolab "$eng" "$rate" "$a"; run_fio "$eng" "$rate" "$b"
+        [ -z "$OLD" ] || run_iolab "$eng" "$rate" "$o" "$OLD"
+      else
+        [ -z "$OLD" ] || run_iolab "$eng" "$rate" "$o" "$OLD"
+        run_fio "$eng" "$rate" "$b"; run_iolab "$eng" "$rate" "$a"
+      fi
     done
   done
 done
@@ -55,8 +64,8 @@ echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$OUT" "$ROUNDS" "$LOADS" "$ENGINES" <<'PY'
 import json, sys, statistics as st
 out, rounds, loads, engines = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
-def iolab(eng, pct, r):
-    p = json.load(open(f"{out}/iolab-{eng}-{pct}-{r}.json"))["points"][0]
+def iolab(eng, pct, r, build="iolab"):
+    p = json.load(open(f"{out}/{build}-{eng}-{pct}-{r}.json"))["points"][0]
     iops = p["total"]["iops"]
     cpu = (p["cpu"]["usr_pct"] + p["cpu"]["sys_pct"]) / 100
     ol = p["extra"]["open_loop"]
@@ -84,4 +93,16 @@ for eng in engines:
               f"{med([x[0] for x in a])} | {med([y[0] for y in b])} | {rng(cpu)} | "
               f"{med([x[1] for x in a])} | {med([y[1] for y in b])} | {rng(p99)} | "
               f"{100 * st.median(x[3] for x in a):.1f}% |")
+import os
+if os.path.exists(f"{out}/old-{engines[0]}-{loads[0]}-1.json"):
+    print("\n| engine | load | CPU us/request old build | new | new/old | p99 us old | new | late issues old / new |")
+    print("|---|---|---|---|---|---|---|---|")
+    for eng in engines:
+        for pct in loads:
+            a = [iolab(eng, pct, r) for r in range(1, rounds + 1)]
+            o = [iolab(eng, pct, r, "old") for r in range(1, rounds + 1)]
+            cpu = [x[0] / y[0] for x, y in zip(a, o)]
+            print(f"| {eng} | {pct}% | {med([y[0] for y in o])} | {med([x[0] for x in a])} | {rng(cpu)} | "
+                  f"{med([y[1] for y in o])} | {med([x[1] for x in a])} | "
+                  f"{100 * st.median(y[3] for y in o):.1f}% / {100 * st.median(x[3] for x in a):.1f}% |")
 PY
