@@ -124,7 +124,7 @@ fn lay_out(file: &mut File, size: u64, verify_bs: Option<u64>, seed: u64) -> any
         if let Some(bs) = verify_bs {
             for (i, block) in buf[..len].chunks_mut(bs as usize).enumerate() {
                 if block.len() == bs as usize {
-                    verify::stamp(block, off + i as u64 * bs, 0);
+                    verify::stamp(block, off + i as u64 * bs, verify::Stamp { run: 0, seq: 0 });
                 }
             }
         }

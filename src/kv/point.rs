@@ -150,6 +150,7 @@ pub fn build(
         verify: Some(VerifyStats {
             blocks_checked: o.rec.verified,
             mismatches: o.rec.mismatches,
+            never_written: 0,
             first_mismatches: o
                 .rec
                 .first_mismatches

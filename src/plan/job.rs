@@ -380,6 +380,13 @@ impl JobSpec {
                 "verification needs a single block size, not a split",
             ));
         }
+        let min_verified = crate::runner::verify::MIN_UNIT as u64;
+        if self.verify && self.min_bs() < min_verified {
+            return Err(usage(
+                "--bs",
+                format!("--verify needs blocks of at least {min_verified} bytes"),
+            ));
+        }
         let caps = self.engine.caps();
         if self.verify && !caps.stores_data {
             return Err(usage(

@@ -157,9 +157,16 @@ pub fn point_block(p: &Point) -> String {
     out.push('\n');
     if let Some(v) = &p.verify {
         out.push_str(&format!(
-            "verify: {} blocks checked, {} mismatches\n",
+            "verify: {} blocks checked, {} mismatches",
             v.blocks_checked, v.mismatches
         ));
+        if v.never_written > 0 {
+            out.push_str(&format!(
+                ", {} blocks never written with --verify (not checked)",
+                v.never_written
+            ));
+        }
+        out.push('\n');
         for m in v.first_mismatches.iter().take(10) {
             out.push_str(&format!(
                 "  mismatch at offset {}: {}\n",

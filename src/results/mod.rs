@@ -201,10 +201,20 @@ pub struct SeriesPoint {
 /// Data verification outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct VerifyStats {
+    /// Stamped units checked (4 KiB, or 512 bytes for block sizes that are
+    /// no multiple of 4 KiB); files before issue 28 counted reads.
     pub blocks_checked: u64,
     pub mismatches: u64,
+    /// Units read without iolab's stamp that this run did not write (never
+    /// written with --verify): not checked, not mismatches.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub never_written: u64,
     /// The first mismatches (at most 64): offset and what was wrong.
     pub first_mismatches: Vec<VerifyMismatch>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -30,6 +30,7 @@ use crate::runner::pattern::{PatternSpec, RequestGen};
 use crate::runner::point::build_point;
 pub use crate::runner::point::params_of;
 use crate::runner::recorder::{Live, LiveSlot, Recorder};
+use crate::runner::wake::{self, WakeCalibration};
 use crate::runner::worker::{self, LoopSpec, RequestLog};
 
 /// The progress callback: (elapsed s, expected total s, last second).
@@ -475,6 +476,11 @@ impl<C: Clock> JobCtx<'_, C> {
                 };
             }
         };
+        // Off the measured window: the open loop's wake-up lateness here.
+        let wake = match spec.open_loop.is_some() && !spec.engine.caps().virtual_clock {
+            true => wake::calibrate(&self.clock),
+            false => WakeCalibration::default(),
+        };
         let mut setup = EngineSetup {
             target: self.engine_target(fd.as_ref()),
             depth: self.depth,
@@ -494,6 +500,7 @@ impl<C: Clock> JobCtx<'_, C> {
             mean_gap_ns: 1e9 * spec.jobs as f64 / o.rate_iops,
             poisson: o.arrival == Arrival::Poisson,
             seed,
+            wake,
         });
         let outcome = if self.stop.load(Ordering::SeqCst) {
             Err(WorkerError::Aborted)

@@ -9,7 +9,8 @@
 //! Between arrivals the worker sleeps in the kernel until the next
 //! completion or shortly before the next arrival, whichever comes first
 //! (io_uring's and aio's timed waits), then spins the last few microseconds
-//! to issue on time; how early it wakes follows how late the kernel wakes it.
+//! to issue on time; how early it wakes is learned from how late the
+//! kernel wakes it and what spinning costs at this rate (`wake.rs`).
 //!
 //! The closed-loop hot path in `worker.rs` is untouched; this is its own loop.
 
@@ -26,41 +27,13 @@ use crate::results::OpenLoopStats;
 use crate::runner::buffers::BufferPool;
 use crate::runner::pattern::RequestGen;
 use crate::runner::recorder::Recorder;
+use crate::runner::wake::{self, WakeCalibration, WakeMargin};
 use crate::runner::worker::{failed_completion, LoopSpec, WorkerError};
 
 /// An issue is "late" when it starts more than this after its intended time.
 pub const LATE_NS: u64 = 50_000;
 /// Poll step while requests are in flight and the next one is almost due.
 const POLL_NS: u64 = 1_000;
-
-/// How long before an arrival a sleeping worker wakes: the kernel wakes it
-/// late (on a 2-core VM: 40 us typically, 80-150 us at the 99th
-/// percentile), and the rest is spun. Tracks the 99th percentile of the
-/// lateness seen (a streaming quantile: up 99 steps when a wake-up is later
-/// than the margin, down 1 step otherwise), so 1% of wake-ups are late.
-struct WakeMargin {
-    ns: u64,
-}
-
-impl WakeMargin {
-    const MIN_NS: u64 = 5_000;
-    const MAX_NS: u64 = 300_000;
-    const STEP_NS: u64 = 100;
-
-    fn new() -> WakeMargin {
-        WakeMargin { ns: 100_000 }
-    }
-
-    /// A timed sleep meant to end at some time ended `late` ns after it.
-    fn observe(&mut self, late: u64) {
-        self.ns = if late > self.ns {
-            self.ns + 99 * Self::STEP_NS
-        } else {
-            self.ns - Self::STEP_NS
-        }
-        .clamp(Self::MIN_NS, Self::MAX_NS);
-    }
-}
 
 /// One worker's schedule.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,6 +42,9 @@ pub struct OpenLoopSpec {
     pub mean_gap_ns: f64,
     pub poisson: bool,
     pub seed: u64,
+    /// This thread's wake-up lateness, measured before the run
+    /// (`wake::calibrate`; empty with a virtual clock).
+    pub wake: WakeCalibration,
 }
 
 /// What open-loop issuing measured on top of the normal recorder.
@@ -171,9 +147,7 @@ pub fn run<C: Clock, E: Engine>(
     rec: &mut Recorder,
     stop: &AtomicBool,
 ) -> Result<(), WorkerError> {
-    // Timer slack (50 us by default) would make every sleep that much late.
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's slack.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    wake::set_timer_slack();
     let mut orec = rec.open_loop.take().unwrap_or_default();
     let r = run_inner(engine, clock, spec, ol, gen, pool, rec, &mut orec, stop);
     rec.open_loop = Some(orec);
@@ -201,7 +175,7 @@ fn run_inner<C: Clock, E: Engine>(
     let (mut issued_ops, mut issued_bytes) = (0u64, 0u64);
     let mut in_flight = 0usize;
     let mut stopping = false;
-    let mut margin = WakeMargin::new();
+    let mut margin = WakeMargin::new(ol.mean_gap_ns, &ol.wake);
 
     loop {
         let now = clock.now();
@@ -269,12 +243,13 @@ fn run_inner<C: Clock, E: Engine>(
                 break;
             }
             let (t, due) = (clock.now(), sched.due());
-            if due > t + margin.ns {
-                let wake = due - margin.ns;
+            if due > t + margin.ns() {
+                let wake = due - margin.ns();
                 clock.wait_until(wake);
                 margin.observe(clock.now().saturating_sub(wake));
             } else {
-                clock.sleep_until(due);
+                // Spin the margin: a second sleep would wake late again.
+                clock.spin_until(due);
             }
             continue;
         }
@@ -288,9 +263,9 @@ fn run_inner<C: Clock, E: Engine>(
             got
         } else {
             let (t, due) = (clock.now(), sched.due());
-            if engine.waits_with_timeout() && due > t + margin.ns {
+            if engine.waits_with_timeout() && due > t + margin.ns() {
                 // Sleep until a completion or shortly before the arrival.
-                let wake = due - margin.ns;
+                let wake = due - margin.ns();
                 let got = engine.reap_timeout(wake - t, &mut comps)?;
                 if got == 0 {
                     margin.observe(clock.now().saturating_sub(wake));
@@ -411,6 +386,7 @@ mod tests {
             mean_gap_ns: 400_000.0,
             poisson: true,
             seed: 3,
+            wake: WakeCalibration::default(),
         };
         let (mut gen, mut pool) = test_support::reads(8);
         let mut rec = Recorder::new(t0, 2);
@@ -445,6 +421,7 @@ mod tests {
                 mean_gap_ns: 1000.0,
                 poisson,
                 seed: 7,
+                wake: WakeCalibration::default(),
             };
             let mut s = Schedule::new(0, &ol);
             for _ in 0..99_999 {
@@ -462,6 +439,7 @@ mod tests {
                 mean_gap_ns: 100.0,
                 poisson: false,
                 seed: 0,
+                wake: WakeCalibration::default(),
             },
         );
         assert_eq!(s.backlog(50), 0);

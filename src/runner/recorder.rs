@@ -291,6 +291,7 @@ impl Recorder {
         }
         self.verify.blocks_checked += other.verify.blocks_checked;
         self.verify.mismatches += other.verify.mismatches;
+        self.verify.never_written += other.verify.never_written;
         for m in &other.verify.first_mismatches {
             if self.verify.first_mismatches.len() < MAX_LISTED_MISMATCHES {
                 self.verify.first_mismatches.push(m.clone());

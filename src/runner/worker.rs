@@ -100,15 +100,27 @@ struct Slot {
     engine_stamps: (u64, u64),
 }
 
-/// Verification state of one worker: the last sequence written per block.
+/// Verification state of one worker: the last sequence written per block
+/// (0: not written by this run), under this worker's run id.
 struct VerifyState {
     bs: u64,
     region_start: u64,
+    run: u64,
     expected: Vec<u64>,
     next_seq: u64,
 }
 
 impl VerifyState {
+    fn new(bs: u64, region_start: u64, region_len: u64) -> VerifyState {
+        VerifyState {
+            bs,
+            region_start,
+            run: verify::new_run_id(),
+            expected: vec![0; (region_len / bs) as usize],
+            next_seq: 1,
+        }
+    }
+
     fn block(&self, offset: u64) -> usize {
         ((offset - self.region_start) / self.bs) as usize
     }
@@ -137,12 +149,9 @@ pub fn run<C: Clock, E: Engine>(
     // Completions waiting to be recorded, and when they were reaped.
     let mut finished: Vec<Slot> = Vec::with_capacity(depth);
     let mut finished_at = 0u64;
-    let mut vstate = spec.verify_bs.map(|bs| VerifyState {
-        bs,
-        region_start: spec.region_start,
-        expected: vec![0; (spec.region_len / bs) as usize],
-        next_seq: 1,
-    });
+    let mut vstate = spec
+        .verify_bs
+        .map(|bs| VerifyState::new(bs, spec.region_start, spec.region_len));
     let mut in_flight = 0usize;
     let (mut issued_ops, mut issued_bytes) = (0u64, 0u64);
     let mut writes_since_sync = 0u64;
@@ -517,7 +526,11 @@ fn next_non_overlapping(gen: &mut RequestGen, slots: &[Slot]) -> (OpKind, u64, u
 fn stamp_write(v: &mut VerifyState, slot: &mut Slot, pool: &mut BufferPool, s: usize) {
     slot.seq = v.next_seq;
     v.next_seq += 1;
-    verify::stamp(pool.slot(s, slot.len as usize), slot.offset, slot.seq);
+    let by = verify::Stamp {
+        run: v.run,
+        seq: slot.seq,
+    };
+    verify::stamp(pool.slot(s, slot.len as usize), slot.offset, by);
 }
 
 /// Record a write's sequence, or check a read's data.
@@ -535,12 +548,14 @@ fn complete_verify(
         Some(OpKind::Read) if slot.checkable => {
             let expected = match v.expected[block] {
                 0 => None,
-                e => Some(e),
+                seq => Some(verify::Stamp { run: v.run, seq }),
             };
-            rec.verify.blocks_checked += 1;
-            if let Err(m) = verify::check(pool.slot(s, slot.len as usize), slot.offset, expected) {
-                rec.record_mismatch(slot.offset, m.describe());
-            }
+            let data = pool.slot(s, slot.len as usize);
+            let tally = verify::check(data, slot.offset, expected, |offset, m| {
+                rec.record_mismatch(offset, m.describe())
+            });
+            rec.verify.blocks_checked += tally.checked;
+            rec.verify.never_written += tally.never_written;
         }
         _ => {}
     }
