@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::format::{EventFormat, HeaderEvent, HeaderPage};
+pub use crate::results::ext::trace::LostEvents;
 
 /// Where tracefs lives.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
@@ -219,22 +220,6 @@ impl Capabilities {
     pub fn take_mount(&mut self) -> MountGuard {
         let ours = std::mem::take(&mut self.mounted_by_us);
         MountGuard::adopt(ours.then(|| std::path::PathBuf::from(TRACEFS)))
-    }
-}
-
-/// Loss counters summed over CPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct LostEvents {
-    pub entries: u64,
-    pub overrun: u64,
-    pub commit_overrun: u64,
-    pub dropped: u64,
-}
-
-impl LostEvents {
-    pub fn total(&self) -> u64 {
-        self.overrun + self.commit_overrun + self.dropped
     }
 }
 

@@ -11,14 +11,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis::steady::{Criterion, Metric};
-use crate::kv::point::KvPhaseInfo;
 use crate::measure::histogram::LatStats;
 use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
-use crate::oltp::point::OltpInfo;
-use crate::trace::config::ConfigResult;
 
 pub use super::server_ext::{ServerPointStats, TimelineSeries};
+
+pub mod kv;
+pub mod oltp;
+pub mod trace;
+
+pub use kv::{KvPhaseInfo, LatencyShare, LoadStats};
+pub use oltp::{ConsistencyResult, OltpInfo, TxnCounts};
+pub use trace::{BlockStats, Breakdown, ConfigResult, LostEvents, StageStats};
 
 /// Everything a feature adds to a point.
 ///
