@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::analysis::steady::{Criterion, Metric};
+use super::analysis::steady::{Criterion, Metric};
 use crate::measure::histogram::LatStats;
 use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
