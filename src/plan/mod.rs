@@ -3,6 +3,7 @@
 pub mod experiment;
 pub mod fiojob;
 pub mod job;
+pub mod log_request;
 pub mod options;
 pub mod parse;
 pub mod planfile;
