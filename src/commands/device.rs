@@ -18,9 +18,11 @@ use crate::plan::experiment::Mode;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
 
+use crate::report::fio_json::export::FioJsonExporter;
+use crate::report::fio_log::LogPlan;
 use crate::report::observer::Terminal;
 use crate::results::{output, Provenance, Results};
-use crate::session::{Driver, LogPlan, Observer, Outcome, ResultsSink};
+use crate::session::{Driver, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
@@ -135,16 +137,20 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
             .map(|p| p.logs.clone())
             .unwrap_or_default(),
     )?;
-    let sink = ResultsSink::new(
+    let mut sink = ResultsSink::new(
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),
-        fio_export.clone(),
         AnalysisOptions {
             knee_factor,
             ..Default::default()
         },
-    )
-    .with_logs(logs);
+    );
+    if let Some(path) = &fio_export {
+        sink.add_exporter(Box::new(FioJsonExporter::new(path.clone())));
+    }
+    if let Some(logs) = logs {
+        sink.add_exporter(Box::new(logs));
+    }
     let observer = Terminal::new(quiet);
     let show_progress = !quiet && std::io::stderr().is_terminal();
     let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned)

@@ -312,7 +312,6 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
             provenance(plan, &db, &version, &pl, server.as_ref()),
         ),
         plan.output.clone(),
-        None,
         AnalysisOptions::default(),
     );
     if let Some(info) = &server_info {
