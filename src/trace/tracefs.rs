@@ -13,8 +13,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::format::{EventFormat, HeaderEvent, HeaderPage};
 pub use crate::results::ext::trace::LostEvents;
 
-/// Where tracefs lives.
-pub const TRACEFS: &str = "/sys/kernel/tracing";
+pub use crate::testbed::mount::TRACEFS;
 
 /// What the machine offers, probed before tracing.
 #[derive(Debug, Clone)]
