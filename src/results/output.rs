@@ -322,7 +322,7 @@ fn create_in_flight(tmp: &Path) -> anyhow::Result<std::fs::File> {
 /// Remove the temporary files of writes still under way and refuse new
 /// ones (the process is about to exit without finishing them).
 pub fn remove_in_flight() {
-    if let Some(mut w) = crate::testbed::lock_briefly(&IN_FLIGHT) {
+    if let Some(mut w) = crate::lock::lock_briefly(&IN_FLIGHT) {
         w.closed = true;
         for p in w.paths.drain(..) {
             let _ = std::fs::remove_file(p);
