@@ -8,4 +8,5 @@ pub mod options;
 pub mod parse;
 pub mod planfile;
 pub mod profile;
+pub mod steady;
 pub mod sweep;

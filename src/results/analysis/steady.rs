@@ -1,30 +1,11 @@
-//! The steady-state vocabulary the results file records (in
-//! `analysis.steady_state` and a point's `extra.steady`): the criterion,
-//! the tracked metric and a window's verdict. Parsing them from flags and
-//! checking a window are `analysis::steady`'s.
+//! A steady-state window's verdict as the results file records it (in
+//! `analysis.steady_state`), beside the criterion and tracked metric
+//! (`plan::steady`'s, re-exported). Checking a window is
+//! `analysis::steady`'s.
 
 use serde::{Deserialize, Serialize};
 
-/// Which test decides steady state.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "mode")]
-pub enum Criterion {
-    /// range <= 20% and slope excursion <= 10% of the window mean.
-    Snia,
-    /// fio `iops`/`bw`: every value within `limit` of the mean.
-    FioRange { limit: f64 },
-    /// fio `iops_slope`/`bw_slope`: slope within `limit` of the mean.
-    FioSlope { limit: f64 },
-}
-
-/// The tracked variable of a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Metric {
-    Iops,
-    Bw,
-    Lat,
-}
+pub use crate::plan::steady::{Criterion, Metric};
 
 /// The verdict on one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
