@@ -11,6 +11,7 @@
 
 pub mod cgroup;
 pub mod command;
+pub mod kernel_modules;
 pub mod loopdev;
 pub mod media;
 pub mod mount;

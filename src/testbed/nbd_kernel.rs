@@ -35,7 +35,7 @@ const START_LIMIT: Duration = Duration::from_secs(10);
 
 /// Whether the kernel has an NBD client (loaded, or loadable with modprobe).
 pub fn available() -> bool {
-    crate::remote::kernel::module_state("nbd") != crate::remote::kernel::ModuleState::Absent
+    super::kernel_modules::module_state("nbd") != super::kernel_modules::ModuleState::Absent
 }
 
 /// A plausible NBD device path (`/dev/nbdN`).
