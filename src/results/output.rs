@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use anyhow::Context;
 
 use crate::error::usage;
+pub use crate::input::parent_dir;
 
 /// What the first KiB of a file iolab wrote contains: results JSON,
 /// fio-JSON export, HTML reports and comparisons.
@@ -150,13 +151,6 @@ fn resolve(path: &Path) -> PathBuf {
         }
     }
     p
-}
-
-/// The directory `p` is in (`.` for a bare file name).
-pub fn parent_dir(p: &Path) -> &Path {
-    p.parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
 }
 
 /// What kind of file an output may never be, if `meta` is one.
