@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use super::diskstats::DeviceStats;
 use super::server::ServerSampler;
+use super::server_stats::{ServerPointStats, TimelineSeries};
 use super::timeline::{Timeline, TimelineSources};
-use crate::results::{ServerPointStats, TimelineSeries};
 use crate::servers::Server;
 
 /// What a phase's probe measured.

@@ -7,7 +7,6 @@ pub mod analysis;
 pub mod ext;
 pub mod output;
 pub mod provenance;
-pub mod server_ext;
 pub mod time;
 pub mod written;
 
