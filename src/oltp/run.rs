@@ -201,7 +201,7 @@ struct Phases<'a> {
 
 impl Phases<'_> {
     fn probe(&self) -> PhaseProbe<'_> {
-        PhaseProbe::new(self.server, self.sqlite_dir)
+        PhaseProbe::new(self.server.map(|s| s as _), self.sqlite_dir)
     }
 }
 
