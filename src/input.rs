@@ -1,12 +1,20 @@
 //! Reading the files a user names (fio job files, plan files, YCSB property
 //! files, results and fio JSON) with a bound: a device or pipe given by
 //! mistake (`/dev/zero`) ends in an error naming the flag, not in memory
-//! exhaustion.
+//! exhaustion. Also `parent_dir`, the directory a named path is in (the
+//! scratch file's and every output's checks share it).
 
 use std::io::Read;
 use std::path::Path;
 
 use crate::error::usage;
+
+/// The directory `p` is in (`.` for a bare file name).
+pub fn parent_dir(p: &Path) -> &Path {
+    p.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
 
 /// Job, plan and property files: far below this.
 pub const CONFIG_MAX: u64 = 4 << 20;

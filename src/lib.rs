@@ -12,6 +12,7 @@ pub mod error;
 pub mod input;
 pub mod interrupt;
 pub mod kv;
+pub mod lock;
 pub mod measure;
 pub mod oltp;
 pub mod plan;

@@ -16,62 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::measure::histogram::LatencyHistogram;
+pub use crate::results::analysis::media::{MediaAnalysis, MediaRow};
 use crate::results::Point;
-
-/// The media comparison of a run (`analysis.media`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MediaAnalysis {
-    /// The target every other is normalized to.
-    pub baseline: String,
-    /// Rounds seen (the most any target measured).
-    pub rounds: u32,
-    /// Targets in the order of the first round.
-    pub targets: Vec<String>,
-    /// Workloads in the order they ran.
-    pub workloads: Vec<String>,
-    /// One row per workload and target, workload-major.
-    pub rows: Vec<MediaRow>,
-}
-
-/// One workload on one target, over the rounds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MediaRow {
-    pub workload: String,
-    pub target: String,
-    /// What `throughput` counts: "IOPS" (device points) or "ops/s".
-    pub unit: String,
-    /// Rounds this target measured the workload.
-    pub rounds: u32,
-    /// Median throughput over the rounds.
-    pub throughput: f64,
-    /// Median MiB/s over the rounds (points that move bytes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mib_s: Option<f64>,
-    /// Median over the rounds of the mean latency (all operations).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_lat_ns: Option<f64>,
-    /// Throughput over the baseline's in the same round: the median of
-    /// the per-round ratios, and their range. None when no round of the
-    /// baseline is comparable (missing, or zero throughput).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vs_baseline: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vs_min: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vs_max: Option<f64>,
-    /// Rounds behind the ratio (measured on both this target and the baseline).
-    pub paired_rounds: u32,
-    /// The range straddles 1.0: not told apart from the baseline.
-    pub noise: bool,
-    /// Mean latency over the baseline's in the same round (median of the rounds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lat_vs_baseline: Option<f64>,
-    /// The points of this row, one per round, in round order.
-    pub points: Vec<String>,
-}
 
 /// One measured round of a workload on a target.
 struct Measured<'a> {

@@ -15,7 +15,7 @@ pub use types::Analysis;
 use std::collections::BTreeMap;
 
 use crate::measure::histogram::LatStats;
-use crate::results::Point;
+use crate::results::{Point, Results};
 
 /// Options of the analyses.
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +120,35 @@ pub fn lat_summary(s: &LatStats) -> types::LatSummary {
 pub fn single_bs(p: &Point) -> Option<u64> {
     let job = p.job.as_ref()?;
     (job.bs.len() == 1).then(|| job.bs[0].0)
+}
+
+/// Computing a loaded file's analysis lives here, beside what it calls:
+/// the results model (`results::Results`) imports no computation.
+impl Results {
+    /// Compute the analysis when the file has none (fio JSON and kv files).
+    pub fn ensure_analysis(&mut self) {
+        if self.analysis.is_empty() {
+            let opts = if self.kind == "run" {
+                AnalysisOptions::across_steps()
+            } else {
+                AnalysisOptions::default()
+            };
+            self.analysis = analyze(&self.points, &opts);
+        }
+        // Media runs written before the typed media analysis existed.
+        if self.analysis.media.is_none() {
+            let measured: Vec<&Point> = self.points.iter().filter(|p| !is_aux(p)).collect();
+            self.analysis.media = media::analyze(&measured);
+        }
+    }
+
+    /// `self`, with its analysis computed if the file has none (kv files,
+    /// and results written before the analysis section existed): the
+    /// report draws only what `analysis::analyze` computed.
+    pub fn with_analysis(mut self) -> Results {
+        self.ensure_analysis();
+        self
+    }
 }
 
 #[cfg(test)]

@@ -3,33 +3,11 @@
 //! and mean latency as ratios to DAS and CPU per I/O on both sides; and
 //! the database on each volume (`--db`) beside the one on DAS.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::results::analysis::remote::{DbRow, RemoteRow};
 use crate::results::Point;
 
 /// The transport label of DAS points (the baseline).
 pub const BASELINE: &str = "das";
-
-/// One workload on one transport.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RemoteRow {
-    /// The job without its engine ("randrw-4k-mix80-qd32").
-    pub workload: String,
-    pub transport: String,
-    pub point: String,
-    pub iops: f64,
-    pub mean_ns: Option<f64>,
-    pub p95_ns: Option<u64>,
-    /// iolab's CPU (user + system) per I/O, microseconds.
-    pub host_cpu_us_per_io: Option<f64>,
-    /// The target's processes, per I/O.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_cpu_us_per_io: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iops_vs_das: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_vs_das: Option<f64>,
-}
 
 /// Mean latency over reads and writes, weighted by their counts.
 fn mean_ns(p: &Point) -> Option<f64> {
@@ -90,21 +68,6 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
         rows.clear();
     }
     rows
-}
-
-/// The database's mixed phase (readrandomwriterandom) on one volume.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DbRow {
-    pub transport: String,
-    pub value_size: u64,
-    pub point: String,
-    pub ops_s: f64,
-    pub read_mean_ns: Option<f64>,
-    pub read_p99_ns: Option<u64>,
-    pub write_mean_ns: Option<f64>,
-    pub write_p99_ns: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ops_vs_das: Option<f64>,
 }
 
 /// The rows of every database point of a remote run (`role` db), the

@@ -6,26 +6,14 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::results::analysis::steady::{Criterion, Metric, WindowCheck};
 use crate::results::ext::SteadyRound;
-use serde::{Deserialize, Serialize};
 
 use super::types::SteadyGroup;
 
 use super::{key_text, key_without};
 use crate::error::usage;
 use crate::results::Point;
-
-/// Which test decides steady state.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "mode")]
-pub enum Criterion {
-    /// range <= 20% and slope excursion <= 10% of the window mean.
-    Snia,
-    /// fio `iops`/`bw`: every value within `limit` of the mean.
-    FioRange { limit: f64 },
-    /// fio `iops_slope`/`bw_slope`: slope within `limit` of the mean.
-    FioSlope { limit: f64 },
-}
 
 impl Criterion {
     /// `snia`, `fio-range` or `fio-slope`; `limit_pct` for the fio modes.
@@ -47,15 +35,6 @@ impl Criterion {
             )),
         }
     }
-}
-
-/// The tracked variable of a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Metric {
-    Iops,
-    Bw,
-    Lat,
 }
 
 impl Metric {
@@ -87,22 +66,6 @@ impl Metric {
             Metric::Lat => p.main_lat().map(|l| l.mean_ns),
         }
     }
-}
-
-/// The verdict on one window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WindowCheck {
-    /// Rounds (0-based) covered by the window.
-    pub first_round: usize,
-    pub last_round: usize,
-    pub mean: f64,
-    pub range: f64,
-    /// Least-squares slope per round and its excursion across the window.
-    pub slope: f64,
-    pub excursion: f64,
-    /// Largest |value - mean| (fio's range criterion).
-    pub max_deviation: f64,
-    pub steady: bool,
 }
 
 /// Check the window of the last `w` values of `series`.

@@ -18,9 +18,11 @@ use crate::plan::experiment::Mode;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
 
+use crate::report::fio_json::export::FioJsonExporter;
+use crate::report::fio_log::{LogPlan, LogRequest};
 use crate::report::observer::Terminal;
 use crate::results::{output, Provenance, Results};
-use crate::session::{Driver, LogPlan, Observer, Outcome, ResultsSink};
+use crate::session::{Driver, Exporter, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
@@ -128,23 +130,19 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         .map(|e| e.estimate())
         .fold((0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     let knee_factor = exps.first().map_or(2.0, |e| e.knee_factor);
-    let logs = log_plan(
-        &a,
-        fio_plan
-            .as_ref()
-            .map(|p| p.logs.clone())
-            .unwrap_or_default(),
-    )?;
-    let sink = ResultsSink::new(
+    let fio_logs = fio_plan.as_ref().map(|p| p.logs.clone());
+    let exporters = exporters(&a, fio_export.as_deref(), fio_logs.unwrap_or_default())?;
+    let mut sink = ResultsSink::new(
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),
-        fio_export.clone(),
         AnalysisOptions {
             knee_factor,
             ..Default::default()
         },
-    )
-    .with_logs(logs);
+    );
+    for e in exporters {
+        sink.add_exporter(e);
+    }
     let observer = Terminal::new(quiet);
     let show_progress = !quiet && std::io::stderr().is_terminal();
     let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned)
@@ -201,13 +199,27 @@ fn size_and_buffer(a: &DeviceArgs) -> anyhow::Result<Option<u64>> {
     Ok(size)
 }
 
+/// The exporters `iolab device` gives its sink: fio's JSON (`--export`)
+/// and fio-format logs (`--log-dir`, a fio job file's `write_*_log`).
+fn exporters(
+    a: &DeviceArgs,
+    fio_export: Option<&Path>,
+    fio_logs: Vec<(String, LogRequest)>,
+) -> anyhow::Result<Vec<Box<dyn Exporter>>> {
+    let mut out: Vec<Box<dyn Exporter>> = Vec::new();
+    if let Some(path) = fio_export {
+        out.push(Box::new(FioJsonExporter::new(path.to_path_buf())));
+    }
+    if let Some(logs) = log_plan(a, fio_logs)? {
+        out.push(Box::new(logs));
+    }
+    Ok(out)
+}
+
 /// fio-format logs: every point into `--log-dir`, and the logs a fio job
 /// file asks for (`write_bw_log` ...) into `--log-dir` or the current
 /// directory, as fio does. The directory is made if missing.
-fn log_plan(
-    a: &DeviceArgs,
-    by_name: Vec<(String, crate::report::fio_log::LogRequest)>,
-) -> anyhow::Result<Option<LogPlan>> {
+fn log_plan(a: &DeviceArgs, by_name: Vec<(String, LogRequest)>) -> anyhow::Result<Option<LogPlan>> {
     if a.log_dir.is_none() && by_name.is_empty() {
         return Ok(None);
     }

@@ -136,7 +136,6 @@ fn measure(
     let sink = ResultsSink::new(
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),
-        None,
         AnalysisOptions::default(),
     );
     let observer = Terminal::progress_only(a.quiet);

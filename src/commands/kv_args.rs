@@ -10,7 +10,6 @@ use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
 use crate::plan::parse::parse_size;
-use crate::servers::ServerSettings;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -87,7 +86,7 @@ fn under(s: &str) -> Result<u64> {
 /// The server of a server engine, its settings checked.
 fn server(a: &KvArgs) -> Result<KvServer> {
     if a.server.server_url.is_some() {
-        if let Some(flag) = ServerSettings::private_only(&a.server) {
+        if let Some(flag) = super::server_settings::private_only(&a.server) {
             return Err(usage(
                 flag,
                 "sets up the private server iolab starts; with --server-url the server is yours to configure",
@@ -96,7 +95,7 @@ fn server(a: &KvArgs) -> Result<KvServer> {
     }
     Ok(KvServer {
         url: a.server.server_url.clone(),
-        settings: ServerSettings::from_args(&a.server)?,
+        settings: super::server_settings::settings(&a.server)?,
     })
 }
 

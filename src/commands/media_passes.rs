@@ -125,7 +125,7 @@ pub fn drive(
     results
         .extra
         .insert("media".into(), p.set.record_directories(&dirs, &media));
-    let mut sink = ResultsSink::new(results, p.output.clone(), None, AnalysisOptions::default());
+    let mut sink = ResultsSink::new(results, p.output.clone(), AnalysisOptions::default());
     sink.save()?;
     let sink = PassSink {
         sink: Mutex::new(sink),

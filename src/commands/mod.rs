@@ -23,6 +23,7 @@ pub mod remote_kernel;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod server_settings;
 pub mod sysinfo;
 pub mod trace;
 

@@ -435,7 +435,6 @@ fn run_transports(
     let sink = ResultsSink::new(
         results,
         Some(dir.join("results.json")),
-        None,
         AnalysisOptions::default(),
     );
     let observer = Terminal::progress_only(a.quiet);

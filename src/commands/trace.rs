@@ -376,7 +376,6 @@ pub fn run(args: TraceArgs) -> Result<()> {
     let mut sink = ResultsSink::new(
         Results::new("trace", Provenance::collect(args.seed)),
         args.output.clone(),
-        None,
         AnalysisOptions::default(),
     );
     let mut all: Vec<ConfigResult> = Vec::new();

@@ -319,7 +319,7 @@ Add --overwrite to allow it, or give a directory to run on a scratch file",
             ),
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = crate::results::output::parent_dir(&path);
+            let parent = crate::input::parent_dir(&path);
             if !parent.is_dir() {
                 return Err(usage(
                     "--target",

@@ -59,7 +59,7 @@ pub fn scratch_path(dir: &Path) -> PathBuf {
 /// Refuse a scratch file of `size` bytes at `path` when its filesystem
 /// has not that much free, with headroom.
 pub fn check_space(path: &Path, size: u64) -> anyhow::Result<()> {
-    let dir = crate::results::output::parent_dir(path);
+    let dir = crate::input::parent_dir(path);
     let free = free_bytes(dir)?;
     let headroom = 64 << 20;
     if free < size + headroom {

@@ -5,8 +5,8 @@
 
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::{device_of, dir_size, DeviceStats, DiskCounters, DiskSampler};
-use crate::measure::rusage::{CpuStats, RusageSnapshot};
-use serde::{Deserialize, Serialize};
+use crate::measure::rusage::RusageSnapshot;
+pub use crate::results::ext::kv::LoadStats;
 use std::path::Path;
 
 /// Counters at the start of a phase.
@@ -14,23 +14,6 @@ pub struct LoadSampler {
     t0: u64,
     ru0: RusageSnapshot,
     disk: Option<(DiskSampler, DiskCounters)>,
-}
-
-/// What a phase cost.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct LoadStats {
-    pub wall_ns: u64,
-    pub cpu: CpuStats,
-    pub device: Option<DeviceStats>,
-    /// Allocated bytes of the database directory (st_blocks * 512).
-    pub db_size_bytes: u64,
-    /// Sum of file sizes (apparent size).
-    pub db_apparent_bytes: u64,
-    /// Key + value bytes the workload wrote.
-    pub logical_written_bytes: u64,
-    /// device write bytes / logical bytes (None without device stats or writes).
-    pub write_amplification: Option<f64>,
 }
 
 impl LoadSampler {

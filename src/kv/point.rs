@@ -5,43 +5,11 @@
 //! engine statistics.
 
 use super::engine::KvEngine;
-use super::loadstats::LoadStats;
 use super::phase::PhaseOutcome;
 use super::recorder::KvOp;
-use crate::measure::histogram::LatStats;
+pub use crate::results::ext::kv::{KvPhaseInfo, LatencyShare};
 use crate::results::{OpStats, Point, Totals, VerifyMismatch, VerifyStats};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// What a kv phase adds to its point (`extra.kv`): the engine, what the
-/// phase cost, and the latency from each operation's intended start.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct KvPhaseInfo {
-    pub engine: String,
-    pub engine_version: String,
-    pub engine_settings: BTreeMap<String, String>,
-    pub engine_stats: BTreeMap<String, String>,
-    pub load: LoadStats,
-    /// Paced runs: latency from the intended start, per op kind.
-    pub intended_lat: BTreeMap<String, LatStats>,
-    /// How far behind schedule the paced workers ended (ns).
-    pub max_backlog_ns: u64,
-    /// Reads of keys that should have been there and were not.
-    pub missing: u64,
-    /// Intel's figure: the share of each op kind's operations at or under
-    /// a latency threshold (`--under`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub under: Option<LatencyShare>,
-}
-
-/// The share of operations at or under a latency threshold, per op kind.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyShare {
-    pub threshold_ns: u64,
-    /// Op kind -> percent of its operations at or under the threshold.
-    pub share_pct: BTreeMap<String, f64>,
-}
 
 pub fn build(
     name: &str,

@@ -4,6 +4,7 @@
 use super::phase::PhaseOutcome;
 use super::recorder::KvOp;
 use crate::plan::parse::format_ns;
+pub use crate::plan::parse::human_bytes as human;
 use crate::results::Point;
 use comfy_table::Table;
 
@@ -154,18 +155,4 @@ pub fn load_table(o: &PhaseOutcome) -> String {
             .unwrap_or_else(|| "-".into()),
     ]);
     t.to_string()
-}
-
-/// Bytes for people: 512 B, 11.8 MiB, 2.00 GiB.
-pub fn human(b: u64) -> String {
-    let f = b as f64;
-    if b < 1024 {
-        format!("{b} B")
-    } else if f < (1u64 << 20) as f64 {
-        format!("{:.1} KiB", f / 1024.0)
-    } else if f < (1u64 << 30) as f64 {
-        format!("{:.1} MiB", f / (1u64 << 20) as f64)
-    } else {
-        format!("{:.2} GiB", f / (1u64 << 30) as f64)
-    }
 }

@@ -214,7 +214,6 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     let mut sink = ResultsSink::new(
         Results::new("kv", prov),
         plan.output.clone(),
-        None,
         AnalysisOptions::default(),
     );
     sink.results.warnings.extend(plan.notices.iter().cloned());

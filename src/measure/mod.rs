@@ -12,5 +12,6 @@ pub mod procgroup;
 pub mod procstat;
 pub mod rusage;
 pub mod server;
+pub mod server_stats;
 pub mod timeline;
 pub mod tsc;

@@ -14,9 +14,20 @@ use std::sync::Arc;
 
 use super::diskstats::DeviceStats;
 use super::server::ServerSampler;
+use super::server_stats::{ServerPointStats, TimelineSeries};
 use super::timeline::{Timeline, TimelineSources};
-use crate::results::{ServerPointStats, TimelineSeries};
-use crate::servers::Server;
+
+/// What a probe needs of a database server (`servers::Server` implements
+/// it): its process group, its data directory and what it says it wrote.
+/// measure imports no `servers`.
+pub trait ProbedServer {
+    /// The server's process group (a private server iolab started).
+    fn pgid(&self) -> Option<u32>;
+    /// Its data directory, when iolab knows it.
+    fn data_dir(&self) -> Option<&Path>;
+    /// What the server says it has written, if it says.
+    fn written_bytes(&self) -> Option<u64>;
+}
 
 /// What a phase's probe measured.
 #[derive(Debug, Default)]
@@ -30,7 +41,7 @@ pub struct ProbeResult {
 
 /// Measures one phase; `begin` and `end` bracket its measured time.
 pub struct PhaseProbe<'a> {
-    server: Option<&'a Server>,
+    server: Option<&'a dyn ProbedServer>,
     data_dir: Option<PathBuf>,
     /// The timeline's disk when no sampler names it (`timeline_only`).
     disk: Option<String>,
@@ -44,7 +55,7 @@ pub struct PhaseProbe<'a> {
 impl<'a> PhaseProbe<'a> {
     /// A probe of the data in `data_dir` (an embedded database's directory; for a server,
     /// its own data directory is used), on `server` if there is one.
-    pub fn new(server: Option<&'a Server>, data_dir: Option<&Path>) -> PhaseProbe<'a> {
+    pub fn new(server: Option<&'a dyn ProbedServer>, data_dir: Option<&Path>) -> PhaseProbe<'a> {
         let data_dir = match server {
             Some(s) => s.data_dir().map(Path::to_path_buf),
             None => data_dir.map(Path::to_path_buf),
@@ -81,9 +92,9 @@ impl<'a> PhaseProbe<'a> {
     }
 
     pub fn begin(&mut self) {
-        let pgid = self.server.and_then(Server::pgid);
+        let pgid = self.server.and_then(|s| s.pgid());
         if let Some(dir) = &self.data_dir {
-            let written = self.server.and_then(Server::written_bytes);
+            let written = self.server.and_then(|s| s.written_bytes());
             self.sampler = Some(ServerSampler::start(pgid, dir).with_db_written(written));
         }
         self.timeline = Some(Timeline::start(TimelineSources {
@@ -104,7 +115,7 @@ impl<'a> PhaseProbe<'a> {
             return;
         };
         let server = self.server;
-        let stats = sampler.finish_with_db_written(ops, || server.and_then(Server::written_bytes));
+        let stats = sampler.finish_with_db_written(ops, || server.and_then(|s| s.written_bytes()));
         self.result.device = stats.device.clone();
         if server.is_some() {
             self.result.server = Some(stats);

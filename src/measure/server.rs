@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::server_stats::ServerPointStats;
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::{device_of, dir_size};
 use crate::measure::diskstats::{DeviceStats, DiskCounters, DiskSampler};
 use crate::measure::procgroup::{self, GroupSample};
-use crate::results::ServerPointStats;
 
 /// Counters at the start of a point.
 pub struct ServerSampler {

@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::server_stats::TimelineSeries;
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::{parse_diskstats, DiskCounters};
 use crate::measure::procgroup::GroupReader;
 use crate::measure::procstat::CpuTicks;
-use crate::results::TimelineSeries;
 
 const SECOND_NS: u64 = 1_000_000_000;
 /// A last interval shorter than this is dropped (nothing to say in it).

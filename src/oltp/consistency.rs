@@ -8,26 +8,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::sql::{Conn, Rows};
+pub use crate::results::ext::oltp::ConsistencyResult;
 
 /// Money sums may differ by rounding (SQLite stores REAL).
 const MONEY_TOLERANCE: f64 = 0.01;
-
-/// One condition's verdict.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ConsistencyResult {
-    /// 1..4 (clause 3.3.2.1-4).
-    pub condition: u8,
-    pub description: String,
-    pub passed: bool,
-    /// Warehouses or districts checked.
-    pub checked: u64,
-    pub violations: u64,
-    pub first_violation: Option<String>,
-}
 
 impl ConsistencyResult {
     fn new(condition: u8, description: &str) -> ConsistencyResult {

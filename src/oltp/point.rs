@@ -7,63 +7,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::consistency::ConsistencyResult;
 use super::driver::DriverOutcome;
 use super::txn::TxnKind;
+pub use crate::results::ext::oltp::{OltpInfo, TxnCounts};
 use crate::results::{OpStats, Point, PointExt, Totals};
 
 /// New orders per minute per warehouse at the spec's maximum pacing
 /// (keying and think times): efficiency is NOPM against this.
 pub const MAX_NOPM_PER_WAREHOUSE: f64 = 12.86;
-
-/// Counts of one transaction type in a point.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TxnCounts {
-    pub commits: u64,
-    /// New-Order's intended rollbacks (not failures).
-    pub rollbacks: u64,
-    /// Retries after deadlocks, serialization failures, lock timeouts, BUSY.
-    pub retries: u64,
-    /// Transactions still failing after the last retry.
-    pub failures: u64,
-    /// 90th percentile latency (TPC-C's response-time limit is on p90).
-    pub p90_ns: Option<u64>,
-}
-
-/// What an oltp point adds (`extra.oltp`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct OltpInfo {
-    pub engine: String,
-    pub engine_version: String,
-    pub warehouses: u32,
-    pub users: usize,
-    pub wait: bool,
-    /// New-Order transactions committed per minute of measured time.
-    pub nopm: f64,
-    /// Transactions of every type finished per minute.
-    pub tpm: f64,
-    /// NOPM / (12.86 x warehouses), in percent.
-    pub efficiency_pct: f64,
-    pub transactions: BTreeMap<String, TxnCounts>,
-    /// New orders committed per second, aligned with the point's series.
-    pub new_orders_per_s: Vec<f64>,
-    /// Delivery's districts that had no new order to deliver.
-    pub delivery_skipped: u64,
-    /// Conditions 1-4 after the point (empty with --no-check).
-    pub consistency: Vec<ConsistencyResult>,
-    /// The first errors of failed transactions.
-    pub errors: Vec<String>,
-}
-
-impl OltpInfo {
-    pub fn consistency_failures(&self) -> u64 {
-        self.consistency.iter().filter(|c| !c.passed).count() as u64
-    }
-}
 
 /// Who ran the point.
 pub struct PointSetup<'a> {

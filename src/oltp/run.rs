@@ -201,7 +201,7 @@ struct Phases<'a> {
 
 impl Phases<'_> {
     fn probe(&self) -> PhaseProbe<'_> {
-        PhaseProbe::new(self.server, self.sqlite_dir)
+        PhaseProbe::new(self.server.map(|s| s as _), self.sqlite_dir)
     }
 }
 
@@ -312,7 +312,6 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
             provenance(plan, &db, &version, &pl, server.as_ref()),
         ),
         plan.output.clone(),
-        None,
         AnalysisOptions::default(),
     );
     if let Some(info) = &server_info {

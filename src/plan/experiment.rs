@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
+use super::steady::SteadyOptions;
 use crate::plan::job::{Arrival, JobSpec};
 use crate::plan::sweep::{self, RateAxis};
-use crate::runner::steady::SteadyOptions;
 
 /// How the jobs of an experiment are driven.
 #[derive(Debug, Clone, PartialEq, Serialize)]

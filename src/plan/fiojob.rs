@@ -31,7 +31,7 @@ pub struct FioJob {
     /// `norandommap` was given (fio then draws random offsets like iolab).
     pub norandommap: bool,
     /// `write_bw_log`/`write_lat_log`/`write_iops_log`: fio-format logs.
-    pub logs: Option<crate::report::fio_log::LogRequest>,
+    pub logs: Option<super::log_request::LogRequest>,
     /// `log_avg_msec`, when given.
     pub log_avg_msec: Option<u64>,
     /// `thinktime`, `thinktime_spin` and `thinktime_blocks` as read (no
@@ -106,7 +106,7 @@ pub struct FioPlan {
     /// Where iolab's run will differ from fio's on purpose.
     pub warnings: Vec<String>,
     /// fio-format logs asked for, per job name.
-    pub logs: Vec<(String, crate::report::fio_log::LogRequest)>,
+    pub logs: Vec<(String, super::log_request::LogRequest)>,
 }
 
 /// Parse a fio job file for `device`: every job must use the same
@@ -170,7 +170,7 @@ pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
         .filter_map(|j| {
             let mut req = j.logs.clone()?;
             if req.prefix.is_empty() {
-                req.prefix = crate::report::fio_log::file_prefix(&j.spec.name);
+                req.prefix = super::log_request::file_prefix(&j.spec.name);
             }
             Some((j.spec.name.clone(), req))
         })
@@ -352,7 +352,7 @@ fn engine_region_or_log_option(
         "write_bw_log" | "write_lat_log" | "write_iops_log" | "write_hist_log" => {
             let req = job
                 .logs
-                .get_or_insert_with(|| crate::report::fio_log::LogRequest::none(""));
+                .get_or_insert_with(|| super::log_request::LogRequest::none(""));
             if let Some(prefix) = v.as_deref().filter(|p| !p.is_empty()) {
                 req.prefix = prefix.to_string();
             }

@@ -3,8 +3,10 @@
 pub mod experiment;
 pub mod fiojob;
 pub mod job;
+pub mod log_request;
 pub mod options;
 pub mod parse;
 pub mod planfile;
 pub mod profile;
+pub mod steady;
 pub mod sweep;

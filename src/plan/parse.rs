@@ -196,6 +196,20 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
+/// Bytes for people: 512 B, 11.8 MiB, 2.00 GiB.
+pub fn human_bytes(b: u64) -> String {
+    let f = b as f64;
+    if b < 1024 {
+        format!("{b} B")
+    } else if f < (1u64 << 20) as f64 {
+        format!("{:.1} KiB", f / 1024.0)
+    } else if f < (1u64 << 30) as f64 {
+        format!("{:.1} MiB", f / (1u64 << 20) as f64)
+    } else {
+        format!("{:.2} GiB", f / (1u64 << 30) as f64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,9 @@
 pub mod breakdown;
 #[cfg(test)]
 pub mod fuzz_peer;
-pub mod kernel;
+/// The kernel's initiator modules: `testbed::kernel_modules`, beside the
+/// kernel paths that load them.
+pub use crate::testbed::kernel_modules as kernel;
 pub mod nbd_negotiate;
 pub mod nbd_target;
 pub mod nvme_controller;

@@ -49,13 +49,7 @@ pub fn namespaces_unavailable() -> Option<String> {
     None
 }
 
-pub fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| std::path::Path::new(d).join(program))
-        .find(|p| p.is_file())
-}
+pub use crate::testbed::command::which;
 
 fn ip(args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("ip")

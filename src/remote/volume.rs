@@ -196,7 +196,7 @@ impl Volume {
     fn kernel_nbd(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
         let ep = crate::dut::remote::parse(url)?;
         let base = ScratchDir::create(scratch, "volume")?;
-        let nbd = KernelNbd::attach(&ep)?;
+        let nbd = KernelNbd::attach(|| crate::engine::nbd::handshake::connect_asking(&ep, false))?;
         let device = nbd.device.clone();
         let layers = Layers {
             loopdev: None,

@@ -1,6 +1,7 @@
 //! fio's bandwidth, IOPS, latency and histogram logs from a point's
 //! per-second series, so fio-plot `-g`, fio2gnuplot, fiologparser_hist and
-//! other fio log readers work on iolab runs. fio writes one line per
+//! other fio log readers work on iolab runs (`LogPlan`, the sink's exporter
+//! of them, writes them after every point). fio writes one line per
 //! logging interval: `time (ms), value, data direction, block size,
 //! offset`; iolab's interval is 1 s, what fio writes with
 //! `log_avg_msec=1000`. Values: bandwidth in KiB/s, IOPS as a count per
@@ -13,55 +14,37 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::measure::histogram::LatencyHistogram;
+pub use crate::plan::log_request::{file_prefix, LogRequest};
 use crate::results::{write_atomic, Point};
+use crate::session::export::Exporter;
 
-/// Which logs to write, and their file name prefix (fio's
-/// `write_bw_log=PREFIX`; files are `PREFIX_bw.1.log` and so on).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogRequest {
-    pub prefix: String,
-    pub bw: bool,
-    pub iops: bool,
-    pub lat: bool,
-    /// `write_hist_log`: completion-latency histograms (`PREFIX_clat_hist.1.log`).
-    pub hist: bool,
+/// fio-format logs to write after every point (`--log-dir`, or a fio job
+/// file's `write_*_log`).
+#[derive(Debug, Clone, Default)]
+pub struct LogPlan {
+    pub dir: PathBuf,
+    /// Every point, all three logs named after the point (`--log-dir`).
+    pub every_point: bool,
+    /// Points by name (fio jobs) with the logs their job asked for.
+    pub by_name: Vec<(String, LogRequest)>,
 }
 
-impl LogRequest {
-    /// No log yet, named after `prefix`.
-    pub fn none(prefix: &str) -> LogRequest {
-        LogRequest {
-            prefix: prefix.to_string(),
-            bw: false,
-            iops: false,
-            lat: false,
-            hist: false,
+impl Exporter for LogPlan {
+    /// The logs of a point just measured, if asked for.
+    fn point_measured(&mut self, p: &Point) -> anyhow::Result<()> {
+        let req = if self.every_point {
+            Some(LogRequest::all(&file_prefix(&p.name)))
+        } else {
+            self.by_name
+                .iter()
+                .find(|(n, _)| *n == p.name)
+                .map(|(_, r)| r.clone())
+        };
+        if let Some(req) = req {
+            write_logs(&self.dir, &req, p)?;
         }
+        Ok(())
     }
-
-    /// Every log, named after `prefix`.
-    pub fn all(prefix: &str) -> LogRequest {
-        LogRequest {
-            prefix: prefix.to_string(),
-            bw: true,
-            iops: true,
-            lat: true,
-            hist: true,
-        }
-    }
-}
-
-/// A file name from a point name: letters, digits, `-`, `_` and `.` kept.
-pub fn file_prefix(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// A log line's time: the end of its interval, in ms since the start.

@@ -3,10 +3,10 @@
 //! interrupted run keeps what it measured. Every verb writes this model;
 //! `report` and `compare` read it.
 
+pub mod analysis;
 pub mod ext;
 pub mod output;
 pub mod provenance;
-pub mod server_ext;
 pub mod time;
 pub mod written;
 
@@ -15,11 +15,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::Analysis;
 use crate::measure::diskstats::DeviceStats;
 use crate::measure::histogram::LatStats;
 use crate::measure::rusage::CpuStats;
 use crate::plan::job::JobSpec;
+pub use analysis::Analysis;
 pub use ext::{ClockInfo, OpenLoopStats, PointExt, ServerPointStats, TimelineSeries};
 pub use output::write_atomic;
 pub use provenance::Provenance;
@@ -65,35 +65,6 @@ impl Results {
             analysis: Analysis::default(),
             extra: BTreeMap::new(),
         }
-    }
-
-    /// Compute the analysis when the file has none (fio JSON and kv files).
-    pub fn ensure_analysis(&mut self) {
-        if self.analysis.is_empty() {
-            let opts = if self.kind == "run" {
-                crate::analysis::AnalysisOptions::across_steps()
-            } else {
-                crate::analysis::AnalysisOptions::default()
-            };
-            self.analysis = crate::analysis::analyze(&self.points, &opts);
-        }
-        // Media runs written before the typed media analysis existed.
-        if self.analysis.media.is_none() {
-            let measured: Vec<&Point> = self
-                .points
-                .iter()
-                .filter(|p| !crate::analysis::is_aux(p))
-                .collect();
-            self.analysis.media = crate::analysis::media::analyze(&measured);
-        }
-    }
-
-    /// `self`, with its analysis computed if the file has none (kv files,
-    /// and results written before the analysis section existed): the
-    /// report draws only what `analysis::analyze` computed.
-    pub fn with_analysis(mut self) -> Results {
-        self.ensure_analysis();
-        self
     }
 
     /// Write to `path` atomically (temp file in the same directory, then rename).

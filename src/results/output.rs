@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use anyhow::Context;
 
 use crate::error::usage;
+pub use crate::input::parent_dir;
 
 /// What the first KiB of a file iolab wrote contains: results JSON,
 /// fio-JSON export, HTML reports and comparisons.
@@ -150,13 +151,6 @@ fn resolve(path: &Path) -> PathBuf {
         }
     }
     p
-}
-
-/// The directory `p` is in (`.` for a bare file name).
-pub fn parent_dir(p: &Path) -> &Path {
-    p.parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
 }
 
 /// What kind of file an output may never be, if `meta` is one.
@@ -322,7 +316,7 @@ fn create_in_flight(tmp: &Path) -> anyhow::Result<std::fs::File> {
 /// Remove the temporary files of writes still under way and refuse new
 /// ones (the process is about to exit without finishing them).
 pub fn remove_in_flight() {
-    if let Some(mut w) = crate::testbed::lock_briefly(&IN_FLIGHT) {
+    if let Some(mut w) = crate::lock::lock_briefly(&IN_FLIGHT) {
         w.closed = true;
         for p in w.paths.drain(..) {
             let _ = std::fs::remove_file(p);

@@ -26,7 +26,7 @@ pub fn remember(path: &Path) {
 /// after the run returned, or by the second signal once the teardown has
 /// closed the writes; the lock is taken briefly, never waited on.
 pub fn mark_interrupted() {
-    let Some(paths) = crate::testbed::lock_briefly(&WRITTEN).map(|v| v.clone()) else {
+    let Some(paths) = crate::lock::lock_briefly(&WRITTEN).map(|v| v.clone()) else {
         return;
     };
     for path in paths {

@@ -6,21 +6,10 @@
 
 use std::os::fd::AsRawFd;
 
-use serde::{Deserialize, Serialize};
-
-use crate::analysis::steady::{Criterion, Metric};
 use crate::dut::{Target, TargetKind};
 use crate::error::usage;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
-
-/// Steady-state settings of an experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SteadyOptions {
-    pub metric: Metric,
-    pub criterion: Criterion,
-    pub window: usize,
-    pub max_rounds: usize,
-}
+pub use crate::plan::steady::SteadyOptions;
 
 /// BLKDISCARD = _IO(0x12, 119).
 const BLKDISCARD: libc::c_ulong = 0x1277;

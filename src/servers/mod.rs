@@ -153,3 +153,18 @@ impl Server {
         }
     }
 }
+
+/// What a phase's probe reads of a server (`measure::probe`).
+impl crate::measure::probe::ProbedServer for Server {
+    fn pgid(&self) -> Option<u32> {
+        Server::pgid(self)
+    }
+
+    fn data_dir(&self) -> Option<&Path> {
+        Server::data_dir(self)
+    }
+
+    fn written_bytes(&self) -> Option<u64> {
+        Server::written_bytes(self)
+    }
+}

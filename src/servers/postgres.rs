@@ -180,7 +180,7 @@ fn with_unit(setting: &str, unit: &str) -> String {
         }
     };
     match setting.parse::<u64>() {
-        Ok(n) => crate::kv::report::human(n * scale),
+        Ok(n) => crate::plan::parse::human_bytes(n * scale),
         Err(_) => format!("{setting} {unit}"),
     }
 }
@@ -213,7 +213,7 @@ mod tests {
         assert_eq!(with_unit("300", "s"), "300 s");
         assert_eq!(
             with_unit("16384", "8kB"),
-            crate::kv::report::human(128 << 20)
+            crate::plan::parse::human_bytes(128 << 20)
         );
     }
 }

@@ -367,7 +367,7 @@ impl<'a> Driver<'a> {
         if let Some(res) = &traced {
             self.observer.point_traced(res);
         }
-        self.sink.write_point_logs(&outcome.point)?;
+        self.sink.export_point(&outcome.point)?;
         self.sink.results.points.push(outcome.point.clone());
         self.save()?;
         Ok(Ran::Done(Box::new(outcome.point)))

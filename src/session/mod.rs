@@ -4,10 +4,12 @@
 //! [`Silent`] or a recording observer. Modeled on criterion.rs's `Report`.
 
 pub mod driver;
+pub mod export;
 pub mod sink;
 
 pub use driver::{with_rate, Driver, Outcome, Tags};
-pub use sink::{LogPlan, ResultsSink};
+pub use export::Exporter;
+pub use sink::ResultsSink;
 
 use crate::results::Point;
 use crate::trace::config::ConfigResult;

@@ -1,82 +1,49 @@
 //! Where a run's results go: the `Results` being built, re-analysed and
 //! written atomically after every point (so Ctrl-C or a crash keeps what
-//! was measured), and the optional fio-JSON export kept with it (one job
-//! appended per point: `FioExportFile`).
+//! was measured), and the exporters given to it (`session::export`: fio
+//! JSON, fio-format logs), called at the same moments.
 
 use std::path::{Path, PathBuf};
 
+use super::export::Exporter;
 use crate::analysis::{self, AnalysisOptions};
-use crate::report::fio_json::export::FioExportFile;
-use crate::report::fio_json::to_fio_json;
-use crate::report::fio_log::{file_prefix, write_logs, LogRequest};
 use crate::results::output::is_stream;
-use crate::results::{write_atomic, Point, Results};
-
-/// fio-format logs to write after every point (`--log-dir`, or a fio job
-/// file's `write_*_log`).
-#[derive(Debug, Clone, Default)]
-pub struct LogPlan {
-    pub dir: PathBuf,
-    /// Every point, all three logs named after the point (`--log-dir`).
-    pub every_point: bool,
-    /// Points by name (fio jobs) with the logs their job asked for.
-    pub by_name: Vec<(String, LogRequest)>,
-}
+use crate::results::{Point, Results};
 
 /// The results of a run and the files they are kept in.
 pub struct ResultsSink {
-    logs: Option<LogPlan>,
     pub results: Results,
     path: Option<PathBuf>,
-    fio_export: Option<FioExportFile>,
-    /// Which of the two is a FIFO or character device (decided once: a
+    /// Other formats, written after the results file at every save.
+    exporters: Vec<Box<dyn Exporter>>,
+    /// The results file is a FIFO or character device (decided once: a
     /// stream is written once, at the end).
     path_is_stream: bool,
-    export_is_stream: bool,
     analysis: AnalysisOptions,
 }
 
 impl ResultsSink {
-    /// `path`: the results file (none: kept in memory only);
-    /// `fio_export`: also write fio's JSON shape there.
-    pub fn new(
-        results: Results,
-        path: Option<PathBuf>,
-        fio_export: Option<PathBuf>,
-        analysis: AnalysisOptions,
-    ) -> ResultsSink {
+    /// `path`: the results file (none: kept in memory only).
+    pub fn new(results: Results, path: Option<PathBuf>, analysis: AnalysisOptions) -> ResultsSink {
         ResultsSink {
             results,
             path_is_stream: path.as_deref().is_some_and(is_stream),
-            export_is_stream: fio_export.as_deref().is_some_and(is_stream),
             path,
-            fio_export: fio_export.map(FioExportFile::new),
+            exporters: Vec::new(),
             analysis,
-            logs: None,
         }
     }
 
-    /// Also write fio-format logs after every point.
-    pub fn with_logs(mut self, logs: Option<LogPlan>) -> ResultsSink {
-        self.logs = logs;
-        self
+    /// Also write the results in another format, at every save.
+    pub fn add_exporter(&mut self, exporter: Box<dyn Exporter>) {
+        self.exporters.push(exporter);
     }
 
-    /// The fio-format logs of a point just measured, if asked for.
-    pub fn write_point_logs(&self, p: &Point) -> anyhow::Result<()> {
-        let Some(plan) = &self.logs else {
-            return Ok(());
-        };
-        let req = if plan.every_point {
-            Some(LogRequest::all(&file_prefix(&p.name)))
-        } else {
-            plan.by_name
-                .iter()
-                .find(|(n, _)| *n == p.name)
-                .map(|(_, r)| r.clone())
-        };
-        if let Some(req) = req {
-            write_logs(&plan.dir, &req, p)?;
+    /// Tell the exporters of a device point just measured (fio-format
+    /// logs are written from it).
+    pub fn export_point(&mut self, p: &Point) -> anyhow::Result<()> {
+        for e in &mut self.exporters {
+            e.point_measured(p)?;
         }
         Ok(())
     }
@@ -116,13 +83,8 @@ impl ResultsSink {
         {
             self.results.write_atomic(p)?;
         }
-        if let Some(export) = &mut self.fio_export {
-            if !self.export_is_stream {
-                export.update(&self.results)?;
-            } else if last {
-                let text = serde_json::to_string_pretty(&to_fio_json(&self.results))?;
-                write_atomic(export.path(), text.as_bytes())?;
-            }
+        for e in &mut self.exporters {
+            e.saved(&self.results, last)?;
         }
         Ok(())
     }

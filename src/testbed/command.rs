@@ -10,6 +10,15 @@ use std::ffi::OsStr;
 use std::process::Command;
 use std::time::Duration;
 
+/// `program`'s path on PATH, if it is there.
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
+
 /// Run `program args...` for at most `limit` (then SIGTERM, SIGKILL 5 s
 /// later); its standard output, or an error with its standard error.
 pub fn bounded(program: &str, args: &[&OsStr], limit: Duration) -> anyhow::Result<String> {

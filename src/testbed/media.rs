@@ -130,7 +130,7 @@ impl MediaKind {
             tools.push(mkfs);
         }
         for t in tools {
-            if crate::remote::topology::which(t).is_none() {
+            if super::command::which(t).is_none() {
                 return Some(format!(
                     "{t} is not installed (scripts/install-deps.sh installs it)"
                 ));

@@ -11,6 +11,7 @@
 
 pub mod cgroup;
 pub mod command;
+pub mod kernel_modules;
 pub mod loopdev;
 pub mod media;
 pub mod mount;
@@ -25,6 +26,8 @@ pub mod scratch_dir;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+
+use crate::lock::lock_briefly;
 
 use serde::{Deserialize, Serialize};
 
@@ -296,18 +299,6 @@ pub fn teardown_all() {
             }
         }
     }
-}
-
-/// `m` locked, waiting up to 200 ms for a thread that holds it for a moment
-/// (the second Ctrl-C's teardown must neither hang on it nor skip it).
-pub(crate) fn lock_briefly<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
-    for _ in 0..200 {
-        if let Ok(g) = m.try_lock() {
-            return Some(g);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    None
 }
 
 /// Remove what iolab processes that no longer run left behind; one line

@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 
 use super::Resource;
 
+/// Where tracefs lives: the one filesystem iolab may mount outside its own
+/// directories (`trace::tracefs` mounts it; a crash record may name it).
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
 /// Unmounts its path on drop if iolab mounted it. Hold one for the whole
 /// session: tracefs instances come and go per job, the mount outlives them.
 pub struct MountGuard(Option<PathBuf>);

@@ -9,6 +9,7 @@
 //! only disconnects a device still served by a live socket of a dead run.
 
 use std::fs::{File, OpenOptions};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -17,8 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use super::Resource;
-use crate::dut::RemoteEndpoint;
-use crate::engine::nbd::handshake;
+use crate::engine::nbd::codec::ExportInfo;
 
 // linux/nbd.h: _IO(0xab, n).
 const NBD_SET_SOCK: libc::c_ulong = 0xab00;
@@ -35,7 +35,7 @@ const START_LIMIT: Duration = Duration::from_secs(10);
 
 /// Whether the kernel has an NBD client (loaded, or loadable with modprobe).
 pub fn available() -> bool {
-    crate::remote::kernel::module_state("nbd") != crate::remote::kernel::ModuleState::Absent
+    super::kernel_modules::module_state("nbd") != super::kernel_modules::ModuleState::Absent
 }
 
 /// A plausible NBD device path (`/dev/nbdN`).
@@ -80,11 +80,15 @@ pub struct KernelNbd {
 }
 
 impl KernelNbd {
-    /// Connect to `ep` (from the calling thread's network namespace) and
-    /// attach it to the first free NBD device.
-    pub fn attach(ep: &RemoteEndpoint) -> anyhow::Result<KernelNbd> {
+    /// Load the nbd module, connect with `connect` (the caller's
+    /// negotiated connection, e.g. `engine::nbd::handshake::connect_asking`
+    /// from the calling thread's network namespace) and attach it to the
+    /// first free NBD device.
+    pub fn attach(
+        connect: impl FnOnce() -> std::io::Result<(TcpStream, ExportInfo)>,
+    ) -> anyhow::Result<KernelNbd> {
         super::nvme_kernel::load_modules(&["nbd"])?;
-        let (sock, info) = handshake::connect_asking(ep, false)?;
+        let (sock, info) = connect()?;
         let (device, dev) = free_device()?;
         let resource = Resource::NbdDevice {
             device: device.clone(),

@@ -69,7 +69,7 @@ pub fn plausible(res: &Resource) -> bool {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         }
-        Resource::Mount(p) => p == Path::new(crate::trace::tracefs::TRACEFS),
+        Resource::Mount(p) => p == Path::new(super::mount::TRACEFS),
         // ext4 on nbdfuse: `iolab-volume-PID-N/iolab-ext4`; a medium of
         // `device --make`: `iolab-media-NAME-PID-N/mnt`.
         Resource::Mountpoint(p) => {

@@ -4,51 +4,19 @@
 //! device's original scheduler.
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
-use super::correlate::{block_timelines, BlockStats, Joiner, Timeline, UserStamp};
+use super::correlate::{block_timelines, Joiner, Timeline, UserStamp};
 use super::extents::ExtentMap;
 use super::session::{traced, Capture, TraceSpec};
-use super::stages::{breakdown, Breakdown};
-use super::tracefs::{Capabilities, LostEvents};
+use super::stages::breakdown;
+use super::tracefs::Capabilities;
 use crate::dut::Target;
 use crate::engine::{EngineKind, OpKind};
 use crate::interrupt;
 use crate::plan::job::JobSpec;
+pub use crate::results::ext::trace::ConfigResult;
 use crate::results::Point;
 use crate::runner::job::{run_job, JobOutcome, RunOptions};
-
-/// The measured result of one configuration.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ConfigResult {
-    pub label: String,
-    pub engine: String,
-    pub qd: u32,
-    pub scheduler: String,
-    pub traced_iops: f64,
-    pub traced_mean_ns: f64,
-    pub untraced_iops: Option<f64>,
-    pub untraced_mean_ns: Option<f64>,
-    /// traced mean latency / untraced mean latency - 1 (the median over
-    /// `overhead_pairs` when several pairs ran).
-    pub overhead: Option<f64>,
-    /// Per-pair overheads, pairs run in alternating order (U T, T U, ...).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub overhead_pairs: Vec<f64>,
-    pub breakdown: Option<Breakdown>,
-    pub block: Option<BlockStats>,
-    pub lost: Option<LostEvents>,
-    pub missed_in_pages: u64,
-    pub events: usize,
-    pub pages: usize,
-    pub unmatched_requests: u64,
-    /// Mean Q2C and D2C over every completed bio of the capture (all I/O on
-    /// the device, not only the job's): what btt computes from the same events.
-    pub capture_q2c_mean_ns: Option<f64>,
-    pub capture_d2c_mean_ns: Option<f64>,
-    pub interrupted: bool,
-}
 
 /// Everything shared by the configurations of one invocation.
 pub struct Setup<'a> {

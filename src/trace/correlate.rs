@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::events::{Event, Kind};
+pub use crate::results::ext::trace::BlockStats;
 
 /// The life of one bio through the block layer (times in ns, CLOCK_MONOTONIC).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,21 +44,6 @@ struct Rq {
     d: Option<u64>,
     requeues: u32,
     bios: Vec<usize>,
-}
-
-/// Counters of what could not be matched.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct BlockStats {
-    pub bios: u64,
-    pub merged: u64,
-    pub split: u64,
-    pub requeued: u64,
-    /// Block events referring to a sector with nothing in flight (their Q was
-    /// before tracing started, or events were lost).
-    pub orphan_events: u64,
-    /// Bios still without a completion at the end.
-    pub incomplete: u64,
 }
 
 /// Build bio timelines from events sorted by timestamp.

@@ -2,9 +2,8 @@
 //! Q2G/G2I/I2D or Q2M/M2D, device D2C split at the interrupt, completion path,
 //! reaping, residual) and their btt-style statistics table.
 
-use serde::{Deserialize, Serialize};
-
 use super::correlate::Timeline;
+pub use crate::results::ext::trace::{Breakdown, StageStats};
 
 /// Names of the intervals between consecutive timeline edges.
 fn stage_name(from: &'static str, to: &'static str) -> &'static str {
@@ -114,52 +113,6 @@ pub fn split_checked(t: &Timeline) -> (Vec<(&'static str, u64)>, Option<String>)
     let total = t.u.saturating_sub(t.p);
     out.push(("residual", total.saturating_sub(sum)));
     (out, reordered)
-}
-
-/// Statistics of one stage over all requests.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(default)]
-pub struct StageStats {
-    pub stage: String,
-    pub n: u64,
-    pub min_ns: u64,
-    pub mean_ns: f64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub max_ns: u64,
-    /// Sum of this stage over the sum of all request totals.
-    pub share: f64,
-    /// This stage's contribution to the mean request (sum / requests): the
-    /// value to stack in bars (`mean_ns` is per occurrence, as btt's AVG).
-    /// Files written before it was measured lack it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub per_request_ns: Option<f64>,
-    /// The stage's HDR histogram (ns, base64 V2 deflate, as the core's
-    /// point histograms), for CDFs in reports.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub histogram: String,
-}
-
-/// The breakdown of a set of requests.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(default)]
-pub struct Breakdown {
-    pub requests: u64,
-    pub stages: Vec<StageStats>,
-    pub total: StageStats,
-    /// btt's Q2C and D2C over the same requests, for cross-checking.
-    pub q2c: Option<StageStats>,
-    pub d2c: Option<StageStats>,
-    pub device_share: f64,
-    pub software_share: f64,
-    pub merged: u64,
-    pub split: u64,
-    pub requeued: u64,
-    pub cross_cpu_completions: u64,
-    pub with_irq: u64,
-    /// Requests with an edge earlier than the one before it, by edge pair.
-    pub reordered: std::collections::BTreeMap<String, u64>,
 }
 
 fn stats(name: &str, mut v: Vec<u64>, denom: f64, requests: usize) -> StageStats {

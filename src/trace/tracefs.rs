@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::format::{EventFormat, HeaderEvent, HeaderPage};
+pub use crate::results::ext::trace::LostEvents;
 
-/// Where tracefs lives.
-pub const TRACEFS: &str = "/sys/kernel/tracing";
+pub use crate::testbed::mount::TRACEFS;
 
 /// What the machine offers, probed before tracing.
 #[derive(Debug, Clone)]
@@ -219,22 +219,6 @@ impl Capabilities {
     pub fn take_mount(&mut self) -> MountGuard {
         let ours = std::mem::take(&mut self.mounted_by_us);
         MountGuard::adopt(ours.then(|| std::path::PathBuf::from(TRACEFS)))
-    }
-}
-
-/// Loss counters summed over CPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct LostEvents {
-    pub entries: u64,
-    pub overrun: u64,
-    pub commit_overrun: u64,
-    pub dropped: u64,
-}
-
-impl LostEvents {
-    pub fn total(&self) -> u64 {
-        self.overrun + self.commit_overrun + self.dropped
     }
 }
 

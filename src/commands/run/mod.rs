@@ -259,7 +259,6 @@ fn driver<'a>(
     let sink = ResultsSink::new(
         results,
         Some(json_path.to_path_buf()),
-        None,
         AnalysisOptions::across_steps(),
     );
     let planned_s = jobs.iter().map(|(_, _, j)| job_ns(j)).sum::<u64>() as f64 / 1e9;

@@ -6,7 +6,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::measure::histogram::{LatStats, LatencyHistogram};
-use crate::results::{Point, Results};
+use crate::results::output::is_stream;
+use crate::results::{write_atomic, Point, Results};
+use crate::session::export::Exporter;
 
 /// fio's percentile key for a JSON map: 99.9 -> "99.900000".
 fn lat_json(l: Option<&LatStats>, bins: Option<&String>) -> Value {
@@ -347,6 +349,35 @@ impl FioExportFile {
         f.write_all(format!("{}]{}", self.head, self.tail).as_bytes())?;
         self.jobs_end = self.head.len() as u64;
         self.file = Some(f);
+        Ok(())
+    }
+}
+
+/// `--export fio-json FILE` as one of the sink's exporters: the file
+/// brought up to date at every save, or, when it is a stream (a FIFO,
+/// /dev/stdout), written once at the run's end.
+pub struct FioJsonExporter {
+    file: FioExportFile,
+    is_stream: bool,
+}
+
+impl FioJsonExporter {
+    pub fn new(path: std::path::PathBuf) -> FioJsonExporter {
+        FioJsonExporter {
+            is_stream: is_stream(&path),
+            file: FioExportFile::new(path),
+        }
+    }
+}
+
+impl Exporter for FioJsonExporter {
+    fn saved(&mut self, r: &Results, last: bool) -> anyhow::Result<()> {
+        if !self.is_stream {
+            self.file.update(r)?;
+        } else if last {
+            let text = serde_json::to_string_pretty(&to_fio_json(r))?;
+            write_atomic(self.file.path(), text.as_bytes())?;
+        }
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! The typed extensions of a point (`Point.extra` in the file): open-loop
 //! statistics, latency-target steps, steady-state rounds, the phase and role
 //! of a point, fio's job identity, a database server's use and the
-//! per-second timeline (`server_ext`). Keys this version does not type (or does
+//! per-second timeline (`measure::server_stats`). Keys this version does not type (or does
 //! not know: older and newer files) stay in `other`, as they were read. On
 //! disk it is the same sorted JSON object as before the model was typed.
 
@@ -10,15 +10,20 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::analysis::steady::{Criterion, Metric};
-use crate::kv::point::KvPhaseInfo;
+use super::analysis::steady::{Criterion, Metric};
 use crate::measure::histogram::LatStats;
 use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
-use crate::oltp::point::OltpInfo;
-use crate::trace::config::ConfigResult;
 
-pub use super::server_ext::{ServerPointStats, TimelineSeries};
+pub use crate::measure::server_stats::{ServerPointStats, TimelineSeries};
+
+pub mod kv;
+pub mod oltp;
+pub mod trace;
+
+pub use kv::{KvPhaseInfo, LatencyShare, LoadStats};
+pub use oltp::{ConsistencyResult, OltpInfo, TxnCounts};
+pub use trace::{BlockStats, Breakdown, ConfigResult, LostEvents, StageStats};
 
 /// Everything a feature adds to a point.
 ///

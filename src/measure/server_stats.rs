@@ -3,12 +3,14 @@
 //! point) and `timeline` (`TimelineSeries`: the machine, the device under
 //! the data, the server and the client second by second). Filled by
 //! `measure::server::ServerSampler` and `measure::timeline::Timeline`, for
-//! oltp points and the kv phases on servers alike.
+//! oltp points and the kv phases on servers alike. The samplers' output
+//! types, like `DeviceStats` and `CpuStats`: the results model is written in
+//! them (`results::ext` re-exports both), measure imports no results.
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::diskstats::DeviceStats;
-use crate::measure::procgroup::GroupUsage;
+use super::diskstats::DeviceStats;
+use super::procgroup::GroupUsage;
 
 /// A database server over one point (or phase).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

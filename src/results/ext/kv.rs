@@ -1,0 +1,58 @@
+//! The `kv` section of a point (`extra.kv`): what a key-value phase adds,
+//! in results' terms. `kv/` fills it (`kv::point::build`); reports read it.
+//! Owned here so the results model imports no workload.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::diskstats::DeviceStats;
+use crate::measure::histogram::LatStats;
+use crate::measure::rusage::CpuStats;
+
+/// What a kv phase adds to its point (`extra.kv`): the engine, what the
+/// phase cost, and the latency from each operation's intended start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KvPhaseInfo {
+    pub engine: String,
+    pub engine_version: String,
+    pub engine_settings: BTreeMap<String, String>,
+    pub engine_stats: BTreeMap<String, String>,
+    pub load: LoadStats,
+    /// Paced runs: latency from the intended start, per op kind.
+    pub intended_lat: BTreeMap<String, LatStats>,
+    /// How far behind schedule the paced workers ended (ns).
+    pub max_backlog_ns: u64,
+    /// Reads of keys that should have been there and were not.
+    pub missing: u64,
+    /// Intel's figure: the share of each op kind's operations at or under
+    /// a latency threshold (`--under`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under: Option<LatencyShare>,
+}
+
+/// The share of operations at or under a latency threshold, per op kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyShare {
+    pub threshold_ns: u64,
+    /// Op kind -> percent of its operations at or under the threshold.
+    pub share_pct: BTreeMap<String, f64>,
+}
+
+/// What a phase cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoadStats {
+    pub wall_ns: u64,
+    pub cpu: CpuStats,
+    pub device: Option<DeviceStats>,
+    /// Allocated bytes of the database directory (st_blocks * 512).
+    pub db_size_bytes: u64,
+    /// Sum of file sizes (apparent size).
+    pub db_apparent_bytes: u64,
+    /// Key + value bytes the workload wrote.
+    pub logical_written_bytes: u64,
+    /// device write bytes / logical bytes (None without device stats or writes).
+    pub write_amplification: Option<f64>,
+}

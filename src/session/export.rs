@@ -1,0 +1,24 @@
+//! The formats a run's results are also kept in besides the results file,
+//! behind one trait (hyperfine's `Exporter` model: one exporter per
+//! format). The `ResultsSink` calls every exporter it was given; the
+//! exporters themselves live in `report/` (fio JSON:
+//! `report::fio_json::export::FioJsonExporter`; fio-format logs:
+//! `report::fio_log::LogPlan`) and `commands/` hands them to the sink, so
+//! the session never imports a presentation format.
+
+use crate::results::{Point, Results};
+
+/// One output format written alongside the results file (`Send`: a sink
+/// may be shared by the observers of parallel passes).
+pub trait Exporter: Send {
+    /// A device point was just measured, before it joins the results.
+    fn point_measured(&mut self, _point: &Point) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// The results were re-analysed and the results file written; `last`
+    /// is the run's final save (a stream is written then, and only then).
+    fn saved(&mut self, _results: &Results, _last: bool) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
