@@ -474,3 +474,95 @@ fn readseq_reads_every_record_on_every_engine() {
         assert_eq!(p["verify"]["mismatches"], 0, "{engine}");
     }
 }
+
+/// db_bench's chain steps run between benchmarks: `waitforcompaction`
+/// leaves a quiet LSM for the next phase, `compact` moves L0 into L1, and
+/// every RocksDB point records the LSM state at its start and end with the
+/// chain steps that preceded it.
+#[test]
+fn chain_steps_settle_the_lsm_and_points_record_it() {
+    let d = tmp();
+    let out = d.path().join("chain.json");
+    let o = iolab()
+        .args([
+            "kv",
+            "fillrandom,waitforcompaction,readrandom,flush,compact,seekrandom",
+        ])
+        .args([
+            "--engine",
+            "rocksdb",
+            "--num",
+            "20000",
+            "--value-size",
+            "400",
+        ])
+        .args(["--write-buffer-size", "1m", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    let names: Vec<&str> = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["fillrandom", "readrandom", "seekrandom"],
+        "chain steps make no point"
+    );
+    let lsm = |i: usize| r["points"][i]["extra"]["kv"]["lsm"].clone();
+    assert!(lsm(0)["after_steps"].is_null());
+    assert!(
+        lsm(0)["end"]["files_per_level"][0].as_u64().unwrap() >= 1,
+        "{}",
+        lsm(0)
+    );
+    let read = lsm(1);
+    assert_eq!(read["after_steps"][0]["step"], "waitforcompaction");
+    for key in [
+        "running_flushes",
+        "running_compactions",
+        "flush_pending",
+        "compaction_pending",
+    ] {
+        assert_eq!(read["start"][key], 0, "readrandom starts quiet: {read}");
+    }
+    assert!(read["start"]["pending_compaction_bytes"].is_u64());
+    let seek = lsm(2);
+    let steps: Vec<&str> = seek["after_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["flush", "compact"]);
+    assert_eq!(seek["start"]["l0_files"], 0, "compact empties L0: {seek}");
+    assert!(
+        seek["start"]["files_per_level"][1].as_u64().unwrap() >= 1,
+        "{seek}"
+    );
+    assert_eq!(r["points"][2]["verify"]["mismatches"], 0);
+    // Engines without an LSM accept the steps (flush, nothing to wait for)
+    // and record no LSM state.
+    let lmdb = d.path().join("lmdb.json");
+    let o = iolab()
+        .args([
+            "kv",
+            "fillseq,waitforcompaction,compact,readrandom",
+            "--engine",
+            "lmdb",
+        ])
+        .args(["--num", "500", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&lmdb)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(json(&lmdb)["points"][1]["extra"]["kv"]["lsm"].is_null());
+}

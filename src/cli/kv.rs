@@ -38,7 +38,9 @@ pub enum PhaseSel {
 pub struct KvArgs {
     /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
-    /// readrandomwriterandom.
+    /// readrandomwriterandom; between them db_bench's chain steps
+    /// waitforcompaction, flush, compact (RocksDB: wait for a quiet LSM,
+    /// flush the memtable, compact everything).
     /// Default: a (or the -P file's workload).
     pub workload: Option<String>,
 

@@ -54,6 +54,19 @@ pub trait KvEngine: Send + Sync {
     fn stats(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+    /// Run a db_bench chain step (`kv::chain`). Engines without background
+    /// work: `flush` and `compact` make what was written durable and
+    /// `waitforcompaction` has nothing to wait for.
+    fn chain_step(&self, step: super::chain::ChainStep) -> Result<()> {
+        match step {
+            super::chain::ChainStep::WaitForCompaction => Ok(()),
+            super::chain::ChainStep::Flush | super::chain::ChainStep::Compact => self.flush(),
+        }
+    }
+    /// The LSM tree's background state (RocksDB); `None` for other engines.
+    fn lsm_state(&self) -> Option<super::lsm::LsmState> {
+        None
+    }
     /// Whether reads return what was written (false for the null engine).
     fn stores_data(&self) -> bool {
         true

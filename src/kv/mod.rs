@@ -1,5 +1,6 @@
 //! Database workloads (YCSB, db_bench style) on embedded engines and database servers.
 
+pub mod chain;
 pub mod dbbench;
 pub mod engine;
 pub mod engines;
@@ -7,6 +8,7 @@ pub mod fields;
 pub mod generator;
 pub mod keys;
 pub mod loadstats;
+pub mod lsm;
 pub mod phase;
 pub mod plan;
 pub mod point;
