@@ -566,3 +566,67 @@ fn chain_steps_settle_the_lsm_and_points_record_it() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(json(&lmdb)["points"][1]["extra"]["kv"]["lsm"].is_null());
 }
+
+/// `--check-values all|sample|none` each run; `all` checks every value
+/// read (and catches one corrupted behind iolab's back), `sample` one in
+/// 64 per thread, `none` none. YCSB refuses anything but all.
+#[test]
+fn check_values_modes_and_a_corrupted_value() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let run = |list: &str, mode: &str, out: &str| {
+        iolab()
+            .args(["kv", list, "--engine", "rocksdb", "--num", "1000"])
+            .args(["--value-size", "400", "--check-values", mode, "--db"])
+            .arg(&db)
+            .arg("-o")
+            .arg(d.path().join(out))
+            .output()
+            .unwrap()
+    };
+    let o = run("fillseq", "all", "fill.json");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (mode, checked) in [("all", 1000), ("sample", 16), ("none", 0)] {
+        let out = format!("{mode}.json");
+        let o = run("readrandom,readseq,seekrandom", mode, &out);
+        assert!(
+            o.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = json(&d.path().join(&out));
+        for p in r["points"].as_array().unwrap() {
+            assert_eq!(
+                p["verify"]["blocks_checked"], checked,
+                "{mode}: {}",
+                p["name"]
+            );
+            assert_eq!(p["verify"]["mismatches"], 0);
+        }
+    }
+    // Replace record 7's value with one of the same length whose check fails.
+    {
+        let rdb = rocksdb::DB::open_default(&db).unwrap();
+        let key = b"0000000000000007";
+        let mut v = rdb.get(key).unwrap().unwrap();
+        v[200] ^= 1;
+        rdb.put(key, &v).unwrap();
+    }
+    let o = run("readseq", "all", "bad.json");
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("0000000000000007"));
+    // Record 7 is not among the sampled ones (the 1st, 65th, ...): unseen.
+    assert!(run("readseq", "sample", "s.json").status.success());
+    assert!(run("readseq", "none", "n.json").status.success());
+    let o = iolab()
+        .args(["kv", "c", "--check-values", "none", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--check-values"));
+}

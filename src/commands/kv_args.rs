@@ -30,6 +30,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             key_size: a.bench.key_size,
             value_size: a.bench.value_size,
             read_percent: a.bench.readwritepercent,
+            check_values: a.bench.check_values,
         },
         reads: BenchReads {
             reads: a.bench.reads,

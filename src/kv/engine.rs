@@ -17,6 +17,21 @@ pub trait KvSession {
     }
     /// Read `key` into `out`; false when it does not exist.
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Read `key` and show its value to `visit`, in place where the engine
+    /// can (RocksDB's pinned slice), else through `scratch`; false when it
+    /// does not exist.
+    fn read_with(
+        &mut self,
+        key: &[u8],
+        scratch: &mut Vec<u8>,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> Result<bool> {
+        if !self.read(key, scratch)? {
+            return Ok(false);
+        }
+        visit(scratch);
+        Ok(true)
+    }
     /// Visit up to `count` records in key order starting at `start`
     /// (inclusive); returns how many were visited.
     fn scan(

@@ -144,6 +144,16 @@ impl KvPlan {
         if self.steps.iter().any(|s| matches!(s, Step::Bench(..))) {
             self.bench.validate()?;
         }
+        let ycsb = self
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::YcsbLoad(..) | Step::YcsbRun(..)));
+        if ycsb && self.bench.check_values != super::value::CheckValues::All {
+            return Err(usage(
+                "--check-values",
+                "applies to the db_bench-style benchmarks; YCSB workloads check every value",
+            ));
+        }
         self.validate_server()?;
         let compresses = matches!(self.engine, KvEngineKind::Rocksdb | KvEngineKind::Fjall);
         if self.options.compression != Compression::None && !compresses {
