@@ -474,3 +474,163 @@ fn readseq_reads_every_record_on_every_engine() {
         assert_eq!(p["verify"]["mismatches"], 0, "{engine}");
     }
 }
+
+/// db_bench's chain steps run between benchmarks: `waitforcompaction`
+/// leaves a quiet LSM for the next phase, `compact` moves L0 into L1, and
+/// every RocksDB point records the LSM state at its start and end with the
+/// chain steps that preceded it.
+#[test]
+fn chain_steps_settle_the_lsm_and_points_record_it() {
+    let d = tmp();
+    let out = d.path().join("chain.json");
+    let o = iolab()
+        .args([
+            "kv",
+            "fillrandom,waitforcompaction,readrandom,flush,compact,seekrandom",
+        ])
+        .args([
+            "--engine",
+            "rocksdb",
+            "--num",
+            "20000",
+            "--value-size",
+            "400",
+        ])
+        .args(["--write-buffer-size", "1m", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    let names: Vec<&str> = r["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["fillrandom", "readrandom", "seekrandom"],
+        "chain steps make no point"
+    );
+    let lsm = |i: usize| r["points"][i]["extra"]["kv"]["lsm"].clone();
+    assert!(lsm(0)["after_steps"].is_null());
+    // The fill flushed SST files (to L0, or already compacted into L1).
+    let files: u64 = lsm(0)["end"]["files_per_level"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert!(files >= 1, "{}", lsm(0));
+    let read = lsm(1);
+    assert_eq!(read["after_steps"][0]["step"], "waitforcompaction");
+    for key in [
+        "running_flushes",
+        "running_compactions",
+        "flush_pending",
+        "compaction_pending",
+    ] {
+        assert_eq!(read["start"][key], 0, "readrandom starts quiet: {read}");
+    }
+    assert!(read["start"]["pending_compaction_bytes"].is_u64());
+    let seek = lsm(2);
+    let steps: Vec<&str> = seek["after_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["flush", "compact"]);
+    assert_eq!(seek["start"]["l0_files"], 0, "compact empties L0: {seek}");
+    let below_l0: u64 = seek["start"]["files_per_level"].as_array().unwrap()[1..]
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert!(below_l0 >= 1, "{seek}");
+    assert_eq!(r["points"][2]["verify"]["mismatches"], 0);
+    // Engines without an LSM accept the steps (flush, nothing to wait for)
+    // and record no LSM state.
+    let lmdb = d.path().join("lmdb.json");
+    let o = iolab()
+        .args([
+            "kv",
+            "fillseq,waitforcompaction,compact,readrandom",
+            "--engine",
+            "lmdb",
+        ])
+        .args(["--num", "500", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&lmdb)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(json(&lmdb)["points"][1]["extra"]["kv"]["lsm"].is_null());
+}
+
+/// `--check-values all|sample|none` each run; `all` checks every value
+/// read (and catches one corrupted behind iolab's back), `sample` one in
+/// 64 per thread, `none` none. YCSB refuses anything but all.
+#[test]
+fn check_values_modes_and_a_corrupted_value() {
+    let d = tmp();
+    let db = d.path().join("db");
+    let run = |list: &str, mode: &str, out: &str| {
+        iolab()
+            .args(["kv", list, "--engine", "rocksdb", "--num", "1000"])
+            .args(["--value-size", "400", "--check-values", mode, "--db"])
+            .arg(&db)
+            .arg("-o")
+            .arg(d.path().join(out))
+            .output()
+            .unwrap()
+    };
+    let o = run("fillseq", "all", "fill.json");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (mode, checked) in [("all", 1000), ("sample", 16), ("none", 0)] {
+        let out = format!("{mode}.json");
+        let o = run("readrandom,readseq,seekrandom", mode, &out);
+        assert!(
+            o.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = json(&d.path().join(&out));
+        for p in r["points"].as_array().unwrap() {
+            assert_eq!(
+                p["verify"]["blocks_checked"], checked,
+                "{mode}: {}",
+                p["name"]
+            );
+            assert_eq!(p["verify"]["mismatches"], 0);
+        }
+    }
+    // Replace record 7's value with one of the same length whose check fails.
+    {
+        let rdb = rocksdb::DB::open_default(&db).unwrap();
+        let key = b"0000000000000007";
+        let mut v = rdb.get(key).unwrap().unwrap();
+        v[200] ^= 1;
+        rdb.put(key, &v).unwrap();
+    }
+    let o = run("readseq", "all", "bad.json");
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("0000000000000007"));
+    // Record 7 is not among the sampled ones (the 1st, 65th, ...): unseen.
+    assert!(run("readseq", "sample", "s.json").status.success());
+    assert!(run("readseq", "none", "n.json").status.success());
+    let o = iolab()
+        .args(["kv", "c", "--check-values", "none", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--check-values"));
+}

@@ -133,6 +133,7 @@ fn load_statistics_are_consistent() {
         key_size: 16,
         value_size: 400,
         read_percent: 90,
+        check_values: iolab::kv::value::CheckValues::All,
     };
     let o = run(
         eng.as_ref(),
@@ -180,6 +181,7 @@ fn readrandomwriterandom_reads_the_percent_of_every_thread() {
         key_size: 16,
         value_size: 800,
         read_percent: 80,
+        check_values: iolab::kv::value::CheckValues::All,
     };
     run(
         eng.as_ref(),

@@ -364,3 +364,35 @@ fn the_cpu_timeline_shows_irq_and_steal_only_when_recorded() {
     let drawn = new.svgs.iter().filter(|s| s.contains("steal")).count();
     assert_eq!(drawn, r.points.len(), "one chart per point draws steal");
 }
+
+/// A kv point's LSM state (`extra.kv.lsm`) is typed: it reads back into
+/// `LsmPhase` and writes back the same JSON; a kv point of an older file,
+/// without it, gains no `lsm` key.
+#[test]
+fn kv_lsm_state_round_trips() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+    let (_, mut r) = load(&dir.join("kv-ycsb-rocksdb.json"));
+    let before = serde_json::to_value(&r.points[0]).unwrap();
+    assert!(
+        before["extra"]["kv"].get("lsm").is_none(),
+        "old files have none"
+    );
+    let lsm = json!({
+        "start": {"l0_files": 3, "files_per_level": [3, 1, 0, 0, 0, 0, 0],
+                  "pending_compaction_bytes": 12_582_912_u64, "running_flushes": 1,
+                  "running_compactions": 1, "flush_pending": 0, "compaction_pending": 1,
+                  "immutable_memtables": 1, "memtable_bytes": 4096},
+        "end": {"l0_files": 0, "files_per_level": [0, 2, 0, 0, 0, 0, 0],
+                "pending_compaction_bytes": 0, "running_flushes": 0,
+                "running_compactions": 0, "flush_pending": 0, "compaction_pending": 0,
+                "immutable_memtables": 0, "memtable_bytes": 2048},
+        "after_steps": [{"step": "waitforcompaction", "duration_ns": 1500}]
+    });
+    let kv = r.points[0].extra.kv.as_mut().unwrap();
+    kv.lsm = Some(serde_json::from_value(lsm.clone()).unwrap());
+    assert!(!kv.lsm.as_ref().unwrap().settled());
+    let written = serde_json::to_value(&r.points[0]).unwrap();
+    assert_eq!(written["extra"]["kv"]["lsm"], lsm);
+    let back: iolab::results::Point = serde_json::from_value(written.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), written);
+}

@@ -1,6 +1,7 @@
 //! Arguments of `iolab kv` (issue: database workloads).
 
 use crate::kv::engine::{Compression, KvEngineKind};
+use crate::kv::value::CheckValues;
 use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -15,6 +16,12 @@ fn engine_kind() -> impl clap::builder::TypedValueParser<Value = KvEngineKind> {
 fn compression() -> impl clap::builder::TypedValueParser<Value = Compression> {
     clap::builder::PossibleValuesParser::new(Compression::ALL.map(Compression::name))
         .map(|s| Compression::parse(&s).expect("a possible value"))
+}
+
+/// `--check-values`: the value check modes.
+fn check_values() -> impl clap::builder::TypedValueParser<Value = CheckValues> {
+    clap::builder::PossibleValuesParser::new(CheckValues::ALL.map(CheckValues::name))
+        .map(|s| CheckValues::parse(&s).expect("a possible value"))
 }
 
 /// Which YCSB phases to run.
@@ -38,7 +45,9 @@ pub enum PhaseSel {
 pub struct KvArgs {
     /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
-    /// readrandomwriterandom.
+    /// readrandomwriterandom; between them db_bench's chain steps
+    /// waitforcompaction, flush, compact (RocksDB: wait for a quiet LSM,
+    /// flush the memtable, compact everything).
     /// Default: a (or the -P file's workload).
     pub workload: Option<String>,
 
@@ -220,6 +229,12 @@ pub struct BenchArgs {
     /// rest are writes of random keys), as db_bench's --readwritepercent.
     #[arg(long, default_value_t = 90)]
     pub readwritepercent: u8,
+
+    /// db_bench-style reads: check every value read (all), one in 64 per
+    /// thread (sample) or none (db_bench's own cost; corruption unseen).
+    /// YCSB workloads always check every value.
+    #[arg(long, default_value = "all", value_parser = check_values())]
+    pub check_values: CheckValues,
 }
 
 /// The database location and the environment of `iolab kv`.

@@ -4,6 +4,7 @@
 
 use crate::cli::kv::{KvArgs, PhaseSel};
 use crate::error::usage;
+use crate::kv::chain::ChainStep;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::EngineOptions;
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, Step};
@@ -28,6 +29,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             key_size: a.bench.key_size,
             value_size: a.bench.value_size,
             read_percent: a.bench.readwritepercent,
+            check_values: a.bench.check_values,
         },
         reads: BenchReads {
             reads: a.bench.reads,
@@ -240,6 +242,10 @@ fn steps(a: &KvArgs, user: &Props) -> Result<Vec<Step>> {
                 format!("empty item in '{spec}' (a comma-separated list of workloads)"),
             ));
         }
+        if let Some(c) = ChainStep::parse(tok) {
+            steps.push(Step::Chain(c));
+            continue;
+        }
         if let Some(b) = Bench::parse(tok) {
             if b == Bench::ReadWhileWriting {
                 steps.extend(readers.iter().map(|&r| Step::Bench(b, Some(r))));
@@ -274,7 +280,7 @@ fn steps(a: &KvArgs, user: &Props) -> Result<Vec<Step>> {
             if Props::builtin(&letter).is_none() {
                 return Err(usage(
                     "WORKLOAD",
-                    format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting, readrandomwriterandom)"),
+                    format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting, readrandomwriterandom; between them waitforcompaction, flush, compact)"),
                 ));
             }
             (format!("ycsb-{letter}"), ycsb_props(Some(&letter), user)?)
@@ -377,7 +383,7 @@ mod tests {
             .map(|s| match s {
                 Step::YcsbLoad(n, c) => (format!("{n}.load"), c.fieldlength),
                 Step::YcsbRun(n, c) => (format!("{n}.run"), c.fieldlength),
-                Step::Bench(..) => unreachable!(),
+                Step::Bench(..) | Step::Chain(_) => unreachable!(),
             })
             .collect();
         assert_eq!(
@@ -403,6 +409,21 @@ mod tests {
             let e = plan(&cli.args).unwrap_err().to_string();
             assert!(e.contains(field), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn db_bench_chain_steps_are_steps_of_their_own() {
+        let p = parse(&["fillrandom,waitforcompaction,flush,compact,readrandom"]);
+        assert_eq!(
+            format!("{:?}", p.steps),
+            "[Bench(FillRandom, None), Chain(WaitForCompaction), Chain(Flush), Chain(Compact), Bench(ReadRandom, None)]"
+        );
+        let cli = Cli::try_parse_from(["kv", "a,flush", "--engine", "redis"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("WORKLOAD") && e.contains("embedded"), "{e}");
+        let cli = Cli::try_parse_from(["kv", "fillrandom,compactall"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("waitforcompaction, flush, compact"), "{e}");
     }
 
     #[test]

@@ -114,6 +114,7 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
             key_size: 16,
             value_size: value as usize,
             read_percent: db.read_percent,
+            check_values: crate::kv::value::CheckValues::All,
         },
         reads: BenchReads {
             reads: Some(db.ops),

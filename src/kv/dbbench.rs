@@ -9,7 +9,7 @@ use super::generator::Counter;
 use super::keys::fixed_key;
 use super::phase::{Work, Worker};
 use super::recorder::{KvOp, ScanTally};
-use super::value::{self, BodyPool, HEADER};
+use super::value::{self, BodyPool, CheckValues, HEADER};
 use crate::error::usage;
 use anyhow::Result;
 use rand::RngExt;
@@ -77,6 +77,8 @@ pub struct DbBenchConfig {
     /// readrandomwriterandom: reads per 100 operations (db_bench's
     /// --readwritepercent, default 90).
     pub read_percent: u8,
+    /// Which values reads check (`--check-values`).
+    pub check_values: CheckValues,
 }
 
 impl DbBenchConfig {
@@ -148,24 +150,27 @@ impl DbBench {
     fn read(&self, w: &mut Worker<'_>) -> Result<()> {
         let num = w.rng.random_range(0..self.cfg.num);
         fixed_key(num, self.cfg.key_size, &mut w.key);
+        let check = self.cfg.check_values.due(w.n);
+        let (mut len, mut checked) = (0, None);
+        let key = &w.key;
         let t0 = w.op_start;
-        let found = w.s.read(&w.key, &mut w.buf)?;
+        let found = w.s.read_with(key, &mut w.buf, &mut |v| {
+            len = v.len();
+            if check {
+                checked = Some(value::verify(key, v));
+            }
+        })?;
         let t1 = w.end_op();
-        w.record(
-            KvOp::Read,
-            t0,
-            t1,
-            1,
-            (w.key.len() + if found { w.buf.len() } else { 0 }) as u64,
-        );
-        if found {
+        w.record(KvOp::Read, t0, t1, 1, (w.key.len() + len) as u64);
+        if !found {
+            w.rec.not_found += 1;
+        }
+        if let Some(result) = checked {
             w.rec.verified += 1;
-            if let Err(e) = value::verify(&w.key, &w.buf) {
+            if let Err(e) = result {
                 let k = String::from_utf8_lossy(&w.key).into_owned();
                 w.rec.mismatch(|| format!("{k}: {e}"));
             }
-        } else {
-            w.rec.not_found += 1;
         }
         Ok(())
     }
@@ -174,7 +179,10 @@ impl DbBench {
     fn seek(&self, w: &mut Worker<'_>) -> Result<()> {
         let num = w.rng.random_range(0..self.cfg.num);
         fixed_key(num, self.cfg.key_size, &mut w.key);
-        let mut tally = ScanTally::default();
+        let mut tally = ScanTally {
+            skip_check: !self.cfg.check_values.due(w.n),
+            ..ScanTally::default()
+        };
         let t0 = w.op_start;
         w.s.scan(&w.key, 1, &mut |k, v| tally.visit(k, v))?;
         let t1 = w.end_op();
@@ -187,7 +195,10 @@ impl DbBench {
     /// one includes opening the iterator, as in db_bench). At
     /// the end of the database the worker is done, as db_bench's is.
     fn next_in_order(&self, w: &mut Worker<'_>) -> Result<()> {
-        let mut tally = ScanTally::default();
+        let mut tally = ScanTally {
+            skip_check: !self.cfg.check_values.due(w.n),
+            ..ScanTally::default()
+        };
         let t0 = w.op_start;
         let more = w.s.next_in_order(&mut |k, v| tally.visit(k, v))?;
         let t1 = w.end_op();

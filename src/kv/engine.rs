@@ -17,6 +17,21 @@ pub trait KvSession {
     }
     /// Read `key` into `out`; false when it does not exist.
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Read `key` and show its value to `visit`, in place where the engine
+    /// can (RocksDB's pinned slice), else through `scratch`; false when it
+    /// does not exist.
+    fn read_with(
+        &mut self,
+        key: &[u8],
+        scratch: &mut Vec<u8>,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> Result<bool> {
+        if !self.read(key, scratch)? {
+            return Ok(false);
+        }
+        visit(scratch);
+        Ok(true)
+    }
     /// Visit up to `count` records in key order starting at `start`
     /// (inclusive); returns how many were visited.
     fn scan(
@@ -53,6 +68,19 @@ pub trait KvEngine: Send + Sync {
     /// Engine statistics (compaction, stalls, cache) where available.
     fn stats(&self) -> Vec<(String, String)> {
         Vec::new()
+    }
+    /// Run a db_bench chain step (`kv::chain`). Engines without background
+    /// work: `flush` and `compact` make what was written durable and
+    /// `waitforcompaction` has nothing to wait for.
+    fn chain_step(&self, step: super::chain::ChainStep) -> Result<()> {
+        match step {
+            super::chain::ChainStep::WaitForCompaction => Ok(()),
+            super::chain::ChainStep::Flush | super::chain::ChainStep::Compact => self.flush(),
+        }
+    }
+    /// The LSM tree's background state (RocksDB); `None` for other engines.
+    fn lsm_state(&self) -> Option<super::lsm::LsmState> {
+        None
     }
     /// Whether reads return what was written (false for the null engine).
     fn stores_data(&self) -> bool {

@@ -1,5 +1,6 @@
 //! Database workloads (YCSB, db_bench style) on embedded engines and database servers.
 
+pub mod chain;
 pub mod dbbench;
 pub mod engine;
 pub mod engines;
@@ -7,6 +8,8 @@ pub mod fields;
 pub mod generator;
 pub mod keys;
 pub mod loadstats;
+/// The LSM state of a phase: owned by results (`results::ext::lsm`).
+pub use crate::results::ext::lsm;
 pub mod phase;
 pub mod plan;
 pub mod point;

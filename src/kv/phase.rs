@@ -128,6 +128,9 @@ pub struct PhaseOutcome {
     pub interrupted: bool,
     /// Open-loop workers that fell behind schedule at the end (ns).
     pub max_backlog_ns: u64,
+    /// The LSM's state when the workers started and when they finished
+    /// (engines that have one).
+    pub lsm: Option<super::lsm::LsmPhase>,
 }
 
 /// State the workers and the sampler share during a phase.
@@ -194,6 +197,7 @@ pub fn run_reporting(
     let stores = engine.stores_data();
 
     let sampler = LoadSampler::start(db_dir);
+    let lsm_start = engine.lsm_state();
     let mut series = Vec::new();
     let mut recs: Vec<Result<(KvRecorder, u64)>> = Vec::new();
     let mut t_begin = 0;
@@ -242,6 +246,11 @@ pub fn run_reporting(
         rec.merge(&r);
         max_backlog_ns = max_backlog_ns.max(backlog);
     }
+    let lsm = lsm_start.map(|start| super::lsm::LsmPhase {
+        start,
+        end: engine.lsm_state().unwrap_or_default(),
+        after_steps: Vec::new(),
+    });
     if spec.flush_after {
         engine.flush()?;
     }
@@ -253,6 +262,7 @@ pub fn run_reporting(
         duration_ns,
         interrupted: interrupt::stop_requested(),
         max_backlog_ns,
+        lsm,
     })
 }
 

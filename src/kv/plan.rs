@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use super::chain::ChainStep;
 use super::dbbench::{Bench, DbBenchConfig};
 use super::engine::{Compression, EngineOptions, KvEngineKind};
 use super::ycsb::YcsbConfig;
@@ -22,6 +23,9 @@ pub enum Step {
     YcsbRun(String, YcsbConfig),
     /// A db_bench benchmark; `Some(readers)` for a readwhilewriting point.
     Bench(Bench, Option<usize>),
+    /// A db_bench chain step between benchmarks (no point of its own: its
+    /// duration goes in the next phase's `lsm.after_steps`).
+    Chain(ChainStep),
 }
 
 impl Step {
@@ -30,7 +34,7 @@ impl Step {
         match self {
             Step::YcsbRun(..) => true,
             Step::Bench(b, _) => b.needs_data(),
-            Step::YcsbLoad(..) => false,
+            Step::YcsbLoad(..) | Step::Chain(_) => false,
         }
     }
 
@@ -140,6 +144,16 @@ impl KvPlan {
         if self.steps.iter().any(|s| matches!(s, Step::Bench(..))) {
             self.bench.validate()?;
         }
+        let ycsb = self
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::YcsbLoad(..) | Step::YcsbRun(..)));
+        if ycsb && self.bench.check_values != super::value::CheckValues::All {
+            return Err(usage(
+                "--check-values",
+                "applies to the db_bench-style benchmarks; YCSB workloads check every value",
+            ));
+        }
         self.validate_server()?;
         let compresses = matches!(self.engine, KvEngineKind::Rocksdb | KvEngineKind::Fjall);
         if self.options.compression != Compression::None && !compresses {
@@ -169,7 +183,11 @@ impl KvPlan {
             return Ok(());
         };
         let name = kind.name();
-        if self.steps.iter().any(|s| matches!(s, Step::Bench(..))) {
+        if self
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::Bench(..) | Step::Chain(_)))
+        {
             return Err(usage(
                 "WORKLOAD",
                 format!("db_bench-style benchmarks run on embedded engines; {name} runs YCSB workloads (a..f or -P FILE)"),
@@ -202,7 +220,7 @@ impl KvPlan {
     pub fn field_count(&self) -> Result<usize> {
         let mut counts = self.steps.iter().filter_map(|s| match s {
             Step::YcsbLoad(_, c) | Step::YcsbRun(_, c) => Some(c.fieldcount),
-            Step::Bench(..) => None,
+            Step::Bench(..) | Step::Chain(_) => None,
         });
         let first = counts.next().unwrap_or(10);
         if counts.any(|c| c != first) {

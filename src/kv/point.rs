@@ -98,6 +98,7 @@ pub fn build(
             max_backlog_ns: o.max_backlog_ns,
             missing: o.rec.missing,
             under: Some(under),
+            lsm: o.lsm.clone(),
         })),
         ..Default::default()
     };

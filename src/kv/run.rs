@@ -4,8 +4,10 @@
 //! file after every phase; it never prints (the observer shows progress:
 //! `report::kv_terminal` on a terminal, `session::Silent` inside `iolab run`).
 
+use super::chain::ChainStep;
 use super::dbbench::{Bench, DbBench};
 use super::engine::{self, EngineOptions, KvEngine, KvEngineKind};
+use super::lsm::{ChainStepRun, LsmState};
 use super::phase::{self, PhaseOutcome, PhaseSpec, Work};
 use super::plan::{KvPlan, Step};
 use super::ycsb::{YcsbLoad, YcsbRun};
@@ -35,6 +37,9 @@ pub trait KvObserver: Observer {
     fn phase_started(&self, _name: &str, _threads: usize) {}
     /// A phase finished; its point is saved.
     fn phase_done(&self, _name: &str, _outcome: &PhaseOutcome, _point: &Point) {}
+    /// A db_bench chain step (`waitforcompaction`, `flush`, `compact`)
+    /// finished, leaving the LSM in `after` (engines that have one).
+    fn chain_step_done(&self, _step: &ChainStepRun, _after: Option<&LsmState>) {}
 }
 
 impl KvObserver for crate::session::Silent {}
@@ -220,6 +225,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     record_setup(&mut sink.results, server.as_ref(), cgroup.as_ref())?;
     let mut mismatches = 0u64;
     let mut cut_load = CutLoad::default();
+    let mut chain_steps: Vec<ChainStepRun> = Vec::new();
     let outcome = (|| -> Result<()> {
         for step in &plan.steps {
             let Ok(step) = cut_load
@@ -232,6 +238,12 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             if interrupt::stop_requested() {
                 sink.results.interrupted = true;
                 break;
+            }
+            if let Step::Chain(c) = step {
+                let done = run_chain_step(eng.as_ref(), *c)?;
+                obs.chain_step_done(&done, eng.lsm_state().as_ref());
+                chain_steps.push(done);
+                continue;
             }
             if plan.place.drop_caches {
                 loadstats::drop_caches()?;
@@ -282,6 +294,10 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let o = o?;
             probe.end_with(o.rec.ops.iter().sum());
             let mut p = point::build(&name, params, &o, eng.as_ref(), started, plan.under_ns);
+            if let Some(lsm) = p.extra.kv.as_mut().and_then(|kv| kv.lsm.as_mut()) {
+                lsm.after_steps = std::mem::take(&mut chain_steps);
+            }
+            chain_steps.clear();
             p.extra.server = probe.result.server.take().map(Box::new);
             p.extra.timeline = probe.result.timeline.take().map(Box::new);
             let done: u64 = o.rec.ops.iter().sum();
@@ -297,6 +313,16 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             sink.push(p)?;
             let p = sink.results.points.last().expect("just pushed");
             obs.phase_done(&name, &o, p);
+        }
+        if !chain_steps.is_empty() {
+            let ran: Vec<String> = chain_steps
+                .iter()
+                .map(|c| format!("{} ({:.3} s)", c.step, c.duration_ns as f64 / 1e9))
+                .collect();
+            sink.results.warnings.push(format!(
+                "chain steps after the last phase ran but precede no point: {}",
+                ran.join(", ")
+            ));
         }
         Ok(())
     })();
@@ -327,6 +353,17 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     Ok(KvRun {
         results: sink.results,
         mismatches,
+    })
+}
+
+/// Run one db_bench chain step and time it.
+fn run_chain_step(eng: &dyn KvEngine, step: ChainStep) -> Result<ChainStepRun> {
+    let t0 = crate::measure::clock::mono_now_ns();
+    eng.chain_step(step)
+        .with_context(|| format!("{} (db_bench chain step)", step.name()))?;
+    Ok(ChainStepRun {
+        step: step.name().to_string(),
+        duration_ns: crate::measure::clock::mono_now_ns().saturating_sub(t0),
     })
 }
 
@@ -484,6 +521,8 @@ fn step_job(
                 ("operations".into(), cfg.operationcount.to_string()),
             ]),
         ),
+        // Chain steps are run by `run_chain_step`, never as a phase.
+        Step::Chain(c) => unreachable!("chain step {} run as a phase", c.name()),
         Step::Bench(b, readers) => {
             let dbc = plan.bench;
             let reads = plan.reads.reads.unwrap_or(dbc.num);

@@ -9,6 +9,10 @@ use crate::engine::{EngineConfig, EngineKind, UringOptions};
 use crate::error::usage;
 use crate::plan::parse::format_size;
 
+/// The smallest block `--verify` can stamp: a stamp header (56 bytes,
+/// `runner::verify::HEADER_LEN`) and as much payload.
+pub const MIN_VERIFIED_BLOCK: u64 = 112;
+
 /// Access pattern, fio's `rw` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -380,7 +384,7 @@ impl JobSpec {
                 "verification needs a single block size, not a split",
             ));
         }
-        let min_verified = crate::runner::verify::MIN_UNIT as u64;
+        let min_verified = MIN_VERIFIED_BLOCK;
         if self.verify && self.min_bs() < min_verified {
             return Err(usage(
                 "--bs",

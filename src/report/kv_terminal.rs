@@ -2,6 +2,7 @@
 //! limit), a title per phase, and each finished phase's throughput lines,
 //! latency and load tables, engine statistics and verification failures.
 
+use crate::kv::lsm::{ChainStepRun, LsmState};
 use crate::kv::phase::PhaseOutcome;
 use crate::kv::recorder::KvOp;
 use crate::kv::report::{human, latency_table, load_table, ycsb_lines};
@@ -100,6 +101,16 @@ impl KvObserver for KvTerminal {
         );
     }
 
+    fn chain_step_done(&self, step: &ChainStepRun, after: Option<&LsmState>) {
+        if self.quiet {
+            return;
+        }
+        println!("\n== {}: {:.3} s", step.step, step.duration_ns as f64 / 1e9);
+        if let Some(lsm) = after {
+            println!("  lsm after: {}", lsm.summary());
+        }
+    }
+
     fn phase_done(&self, name: &str, o: &PhaseOutcome, p: &Point) {
         if self.quiet {
             if o.rec.mismatches > 0 {
@@ -116,6 +127,10 @@ impl KvObserver for KvTerminal {
         if let Some(kv) = &p.extra.kv {
             for (k, v) in &kv.engine_stats {
                 println!("  {}: {k} = {v}", kv.engine);
+            }
+            if let Some(lsm) = &kv.lsm {
+                println!("  lsm at start: {}", lsm.start.summary());
+                println!("  lsm at end:   {}", lsm.end.summary());
             }
         }
         if o.rec.mismatches > 0 {

@@ -23,7 +23,8 @@ use crate::measure::clock::mono_now_ns;
 
 pub const HEADER_LEN: usize = 56;
 /// The smallest block --verify can stamp: a header and as much payload.
-pub const MIN_UNIT: usize = 2 * HEADER_LEN;
+pub const MIN_UNIT: usize = crate::plan::job::MIN_VERIFIED_BLOCK as usize;
+const _: () = assert!(MIN_UNIT == 2 * HEADER_LEN);
 const MAX_UNIT: usize = 4096;
 /// Blocks of sizes that are no multiple of 512 are one unit, up to --bs's 1 GiB.
 const MAX_STAMPED_BLOCK: u64 = 1 << 30;

@@ -1,11 +1,13 @@
 //! RocksDB through the `rocksdb` crate, linked against the system librocksdb.
 
+use crate::kv::chain::ChainStep;
 use crate::kv::engine::{mib, yes, Compression, EngineOptions, KvEngine, KvSession};
+use crate::kv::lsm::LsmState;
 use anyhow::{Context, Result};
 use rocksdb::perf::{set_perf_stats, PerfStatsLevel};
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, DBRawIterator, Options, ReadOptions, WriteOptions,
-    DB,
+    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
+    DBRawIterator, Options, ReadOptions, WriteOptions, DB,
 };
 use std::path::Path;
 
@@ -43,6 +45,36 @@ impl Rocks {
             db,
             opts: o.clone(),
         })
+    }
+
+    fn int_property(&self, name: &str) -> u64 {
+        self.db.property_int_value(name).ok().flatten().unwrap_or(0)
+    }
+
+    /// db_bench's `waitforcompaction`: poll until no flush or compaction is
+    /// pending or running (Ctrl-C stops the wait).
+    fn wait_for_compaction(&self) {
+        while !self.lsm().is_quiet() && !crate::interrupt::stop_requested() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn lsm(&self) -> LsmState {
+        let files_per_level: Vec<u64> = (0..7)
+            .map(|l| self.int_property(&format!("rocksdb.num-files-at-level{l}")))
+            .collect();
+        LsmState {
+            l0_files: files_per_level[0],
+            files_per_level,
+            pending_compaction_bytes: self
+                .int_property("rocksdb.estimate-pending-compaction-bytes"),
+            running_flushes: self.int_property("rocksdb.num-running-flushes"),
+            running_compactions: self.int_property("rocksdb.num-running-compactions"),
+            flush_pending: self.int_property("rocksdb.mem-table-flush-pending"),
+            compaction_pending: self.int_property("rocksdb.compaction-pending"),
+            immutable_memtables: self.int_property("rocksdb.num-immutable-mem-table"),
+            memtable_bytes: self.int_property("rocksdb.cur-size-active-mem-table"),
+        }
     }
 
     fn write_opts(&self) -> WriteOptions {
@@ -89,6 +121,21 @@ impl KvSession for RocksSession<'_> {
             None => Ok(false),
         }
     }
+    fn read_with(
+        &mut self,
+        key: &[u8],
+        _scratch: &mut Vec<u8>,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> Result<bool> {
+        // The value is checked where RocksDB pinned it: no copy.
+        match self.db.get_pinned_opt(key, &self.r)? {
+            Some(v) => {
+                visit(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     fn scan(
         &mut self,
         start: &[u8],
@@ -98,11 +145,15 @@ impl KvSession for RocksSession<'_> {
         let mut it = self.db.raw_iterator();
         it.seek(start);
         let mut n = 0;
-        while n < count && it.valid() {
-            if let (Some(k), Some(v)) = (it.key(), it.value()) {
-                visit(k, v);
-            }
+        // `item` is one validity check and the key and value calls; no
+        // `next` after the last record wanted (db_bench's seekrandom with
+        // --seek_nexts=0 does none).
+        while let Some((k, v)) = it.item() {
+            visit(k, v);
             n += 1;
+            if n == count {
+                break;
+            }
             it.next();
         }
         it.status()?;
@@ -125,16 +176,16 @@ impl KvSession for RocksSession<'_> {
                 it
             }
         };
-        if !it.valid() {
-            let status = it.status();
-            self.seq = None;
-            status?;
-            return Ok(false);
-        }
-        if let (Some(k), Some(v)) = (it.key(), it.value()) {
+        // One validity check, then the key and the value: three calls
+        // across the C API per record, with the `next` above.
+        if let Some((k, v)) = it.item() {
             visit(k, v);
+            return Ok(true);
         }
-        Ok(true)
+        let status = it.status();
+        self.seq = None;
+        status?;
+        Ok(false)
     }
 }
 
@@ -189,6 +240,21 @@ impl KvEngine for Rocks {
             self.db.flush_wal(true)?;
         }
         Ok(())
+    }
+    fn chain_step(&self, step: ChainStep) -> Result<()> {
+        match step {
+            ChainStep::WaitForCompaction => self.wait_for_compaction(),
+            ChainStep::Flush => self.db.flush()?,
+            ChainStep::Compact => {
+                let mut o = CompactOptions::default();
+                o.set_bottommost_level_compaction(BottommostLevelCompaction::ForceOptimized);
+                self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &o);
+            }
+        }
+        Ok(())
+    }
+    fn lsm_state(&self) -> Option<LsmState> {
+        Some(self.lsm())
     }
     fn stats(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();

@@ -30,6 +30,10 @@ pub struct KvPhaseInfo {
     /// a latency threshold (`--under`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub under: Option<LatencyShare>,
+    /// RocksDB: the LSM's state at the start and end of the phase, and the
+    /// chain steps run before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lsm: Option<super::lsm::LsmPhase>,
 }
 
 /// The share of operations at or under a latency threshold, per op kind.

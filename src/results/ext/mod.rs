@@ -18,6 +18,7 @@ use crate::measure::procstat::SystemCpu;
 pub use crate::measure::server_stats::{ServerPointStats, TimelineSeries};
 
 pub mod kv;
+pub mod lsm;
 pub mod oltp;
 pub mod trace;
 
