@@ -255,14 +255,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let (name, work, mut spec, mut params) =
                 step_job(step, plan, eng.field_count().is_some());
             spec.flush_after = plan.place.flush_between;
-            params.insert("engine".into(), eng.name().into());
-            params.insert("threads".into(), spec.threads.to_string());
-            if let Some(t) = plan.target_ops {
-                params.insert("target".into(), t.to_string());
-            }
-            if let Some(l) = mem_limit {
-                params.insert("memory_limit".into(), l.to_string());
-            }
+            name_phase_settings(&mut params, plan, eng.name(), spec.threads);
             let started = crate::results::time::now_rfc3339();
             obs.phase_started(&name, spec.threads);
             let total: Option<u64> = spec.ops.iter().copied().sum();
@@ -314,16 +307,9 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let p = sink.results.points.last().expect("just pushed");
             obs.phase_done(&name, &o, p);
         }
-        if !chain_steps.is_empty() {
-            let ran: Vec<String> = chain_steps
-                .iter()
-                .map(|c| format!("{} ({:.3} s)", c.step, c.duration_ns as f64 / 1e9))
-                .collect();
-            sink.results.warnings.push(format!(
-                "chain steps after the last phase ran but precede no point: {}",
-                ran.join(", ")
-            ));
-        }
+        sink.results
+            .warnings
+            .extend(trailing_chain_steps(&chain_steps));
         Ok(())
     })();
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
@@ -354,6 +340,39 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         results: sink.results,
         mismatches,
     })
+}
+
+/// The settings a phase's point names in its params, beside the workload's.
+fn name_phase_settings(
+    params: &mut BTreeMap<String, String>,
+    plan: &KvPlan,
+    engine: &str,
+    threads: usize,
+) {
+    params.insert("engine".into(), engine.into());
+    params.insert("threads".into(), threads.to_string());
+    if let Some(t) = plan.target_ops {
+        params.insert("target".into(), t.to_string());
+    }
+    if let Some(l) = plan.place.memory_limit {
+        params.insert("memory_limit".into(), l.to_string());
+    }
+}
+
+/// The warning for chain steps that ran after the last phase (no point
+/// records them).
+fn trailing_chain_steps(steps: &[ChainStepRun]) -> Option<String> {
+    if steps.is_empty() {
+        return None;
+    }
+    let ran: Vec<String> = steps
+        .iter()
+        .map(|c| format!("{} ({:.3} s)", c.step, c.duration_ns as f64 / 1e9))
+        .collect();
+    Some(format!(
+        "chain steps after the last phase ran but precede no point: {}",
+        ran.join(", ")
+    ))
 }
 
 /// Run one db_bench chain step and time it.

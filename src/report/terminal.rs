@@ -5,7 +5,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
 
 use crate::plan::parse::format_ns;
-use crate::results::{Point, Results};
+use crate::results::{Point, Results, VerifyStats};
 
 /// 45231.7 -> "45.2k"
 pub fn format_count(v: f64) -> String {
@@ -156,29 +156,36 @@ pub fn point_block(p: &Point) -> String {
     }
     out.push('\n');
     if let Some(v) = &p.verify {
-        out.push_str(&format!(
-            "verify: {} blocks checked, {} mismatches",
-            v.blocks_checked, v.mismatches
-        ));
-        if v.never_written > 0 {
-            out.push_str(&format!(
-                ", {} blocks never written with --verify (not checked)",
-                v.never_written
-            ));
-        }
-        out.push('\n');
-        for m in v.first_mismatches.iter().take(10) {
-            out.push_str(&format!(
-                "  mismatch at offset {}: {}\n",
-                m.offset, m.reason
-            ));
-        }
+        out.push_str(&verify_lines(v));
     }
     for (e, n) in &p.errors {
         out.push_str(&format!("errors: {n} x {e}\n"));
     }
     for w in &p.warnings {
         out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+/// What `--verify` found: units checked, mismatches (the first ten located)
+/// and units never stamped.
+fn verify_lines(v: &VerifyStats) -> String {
+    let mut out = format!(
+        "verify: {} blocks checked, {} mismatches",
+        v.blocks_checked, v.mismatches
+    );
+    if v.never_written > 0 {
+        out.push_str(&format!(
+            ", {} blocks never written with --verify (not checked)",
+            v.never_written
+        ));
+    }
+    out.push('\n');
+    for m in v.first_mismatches.iter().take(10) {
+        out.push_str(&format!(
+            "  mismatch at offset {}: {}\n",
+            m.offset, m.reason
+        ));
     }
     out
 }
