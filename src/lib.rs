@@ -16,6 +16,7 @@ pub mod lock;
 pub mod measure;
 pub mod oltp;
 pub mod plan;
+pub mod proto;
 pub mod remote;
 pub mod report;
 pub mod results;

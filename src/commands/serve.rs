@@ -53,7 +53,7 @@ pub fn nvme_config(
             "iolab's NVMe/TCP target serves read-write only (use --protocol nbd)",
         ));
     }
-    crate::engine::nvmetcp::codec::connect_data([0; 16], 0, &args.nqn, "nqn.x")
+    crate::proto::nvme::codec::connect_data([0; 16], 0, &args.nqn, "nqn.x")
         .map_err(|e| usage("--nqn", e.0))?;
     let mut cfg = NvmeTargetConfig::new(backing, listen(args, 4420)?);
     cfg.threads = nbd.threads;

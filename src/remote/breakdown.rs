@@ -15,9 +15,9 @@ use anyhow::Context;
 
 use super::stamps::{self, Breakdown, InitiatorStamp, TargetStamp};
 use crate::dut::Target;
-use crate::engine::nbd::codec::{self, ReplyHeader};
 use crate::engine::EngineKind;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::proto::nbd::{self as codec, ReplyHeader};
 use crate::runner::job::RunOptions;
 use crate::runner::worker::RequestRecord;
 

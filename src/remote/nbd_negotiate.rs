@@ -7,7 +7,7 @@
 
 use std::io::{self, Read, Write};
 
-use crate::engine::nbd::codec::{self, NbdError};
+use crate::proto::nbd::{self as codec, NbdError};
 
 /// What the target serves.
 #[derive(Debug, Clone, PartialEq, Eq)]

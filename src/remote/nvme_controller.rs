@@ -7,8 +7,8 @@
 //! do, checked against the namespace (Read, Write, Flush). The transport
 //! (PDUs, sockets, io_uring) is the caller's.
 
-use crate::engine::nvmetcp::codec::{self, Cqe, Sqe};
-use crate::engine::nvmetcp::identify::{
+use crate::proto::nvme::codec::{self, Cqe, Sqe};
+use crate::proto::nvme::identify::{
     self, Cap, ControllerId, NamespaceId, CC_EN, CC_SHUTDOWN, CSTS_RDY, CSTS_SHUTDOWN_DONE,
 };
 
@@ -310,7 +310,7 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::nvmetcp::identify::CC_ENABLE;
+    use crate::proto::nvme::identify::CC_ENABLE;
 
     const NQN: &str = "nqn.2025-11.io.iolab:remote";
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use super::Resource;
-use crate::engine::nbd::codec::ExportInfo;
+use crate::proto::nbd::ExportInfo;
 
 // linux/nbd.h: _IO(0xab, n).
 const NBD_SET_SOCK: libc::c_ulong = 0xab00;

@@ -10,7 +10,8 @@
 //! buffer and copies each read's data into its slot's buffer. No
 //! allocation or lock.
 
-pub mod codec;
+/// The wire format, shared with the NBD target: `proto::nbd`.
+pub use crate::proto::nbd as codec;
 pub mod handshake;
 
 use crate::measure::clock::mono_now_ns;

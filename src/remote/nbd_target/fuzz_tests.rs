@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::engine::nbd::codec;
+use crate::proto::nbd as codec;
 use crate::remote::fuzz_peer::{self, exchange, mutate, Rng};
 
 /// A well-formed session: fixed newstyle, structured replies, GO, then a

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use io_uring::{opcode, squeue, types};
 
 use super::Shared;
-use crate::engine::nbd::codec;
+use crate::proto::nbd as codec;
 use crate::remote::serving::{
     self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
 };

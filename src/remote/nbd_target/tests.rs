@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::*;
 use crate::dut::remote::endpoint_of;
-use crate::engine::nbd::codec::{self, ExportInfo};
 use crate::engine::nbd::handshake;
+use crate::proto::nbd::{self as codec, ExportInfo};
 use crate::remote::breakdown::{self, read_reply, BreakdownSpec};
 
 fn backing(dir: &Path, size: u64) -> PathBuf {

@@ -7,7 +7,7 @@ use std::io;
 use std::net::{SocketAddr, TcpStream};
 
 use super::MAX_TRANSFER;
-use crate::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests};
+use crate::proto::nvme::codec::{self, Cqe, DataHeader, Digests};
 use crate::remote::nvme_controller::{Controller, IN_CAPSULE};
 use crate::remote::serving::{Inbox, SlotMemory};
 use crate::remote::stamps::TargetStamp;

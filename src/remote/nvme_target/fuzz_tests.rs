@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::tests::{params, round_trip};
 use super::*;
-use crate::engine::nvmetcp::codec::{self, DataHeader, Digests, Ic, Sqe};
 use crate::engine::nvmetcp::handshake::connect_admin;
-use crate::engine::nvmetcp::identify::CC_ENABLE;
+use crate::proto::nvme::codec::{self, DataHeader, Digests, Ic, Sqe};
+use crate::proto::nvme::identify::CC_ENABLE;
 use crate::remote::fuzz_peer::{self, exchange, mutate, Rng};
 
 fn icreq(digests: Digests) -> Vec<u8> {

@@ -146,7 +146,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
     if size == 0 {
         anyhow::bail!("{} is empty: nothing to serve", cfg.backing.display());
     }
-    crate::engine::nvmetcp::codec::connect_data([0; 16], 0, &cfg.subnqn, "nqn.x")
+    crate::proto::nvme::codec::connect_data([0; 16], 0, &cfg.subnqn, "nqn.x")
         .map_err(|e| anyhow::anyhow!("--nqn: {e}"))?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;

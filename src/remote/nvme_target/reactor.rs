@@ -33,8 +33,8 @@ use super::conn::{
     SC_INTERNAL, SC_READ_ERROR, SC_WRITE_FAULT, TX_HIGH_WATER,
 };
 use super::Shared;
-use crate::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::measure::clock::mono_now_ns;
+use crate::proto::nvme::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::remote::nvme_controller::Action;
 use crate::remote::serving::{
     self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,

@@ -10,8 +10,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use super::*;
-use crate::engine::nvmetcp::codec::{self, Digests, Sqe};
 use crate::engine::nvmetcp::handshake::{connect_admin, connect_io, Params, Queue};
+use crate::proto::nvme::codec::{self, Digests, Sqe};
 
 fn serving(threads: usize, stamps: Option<PathBuf>) -> (tempfile::TempDir, Target) {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();

@@ -1,0 +1,7 @@
+//! NVMe over TCP's wire format: `codec` (PDUs, commands, completions),
+//! `identify` (Identify data and controller properties) and `crc32c` (the
+//! header and data digests).
+
+pub mod codec;
+pub mod crc32c;
+pub mod identify;
