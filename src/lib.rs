@@ -23,5 +23,6 @@ pub mod results;
 pub mod runner;
 pub mod servers;
 pub mod session;
+pub mod target;
 pub mod testbed;
 pub mod trace;

@@ -685,7 +685,7 @@ fn load_latency(
     Ok(())
 }
 
-fn record_breakdown(results: &mut Results, label: &str, b: &crate::remote::stamps::Breakdown) {
+fn record_breakdown(results: &mut Results, label: &str, b: &crate::target::stamps::Breakdown) {
     if let Some(r) = results
         .extra
         .get_mut("remote")

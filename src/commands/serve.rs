@@ -8,8 +8,8 @@ use crate::dut::{self, TargetOptions};
 use crate::error::usage;
 use crate::interrupt;
 use crate::plan::parse::{parse_duration_ns, parse_size};
-use crate::remote::nbd_target::{self, TargetConfig};
-use crate::remote::nvme_target::{self, NvmeTargetConfig};
+use crate::target::nbd_target::{self, TargetConfig};
+use crate::target::nvme_target::{self, NvmeTargetConfig};
 
 /// The protocol `--protocol` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! queue-depth-1 random-read job on the transport's engine (nbd,
 //! nvme-tcp), run by the runner with its per-request log
 //! (due, taken by the engine, reply received, reaped), joined with the
-//! stamps iolab's target wrote for the same connection (`remote::stamps`).
+//! stamps iolab's target wrote for the same connection (`target::stamps`).
 //! The requests broken down are the engine's own, so the stages sum to the
 //! latency the job measures. `read_reply` reads one reply for tests that
 //! speak NBD by hand.
@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::stamps::{self, Breakdown, InitiatorStamp, TargetStamp};
 use crate::dut::Target;
 use crate::engine::EngineKind;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::proto::nbd::{self as codec, ReplyHeader};
 use crate::runner::job::RunOptions;
 use crate::runner::worker::RequestRecord;
+use crate::target::stamps::{self, Breakdown, InitiatorStamp, TargetStamp};
 
 /// How to probe.
 #[derive(Debug, Clone, Copy)]

@@ -8,8 +8,8 @@ use comfy_table::{CellAlignment, Table};
 
 use super::terminal::format_count;
 use crate::plan::parse::format_ns;
-use crate::remote::stamps::Breakdown;
 use crate::results::Results;
+use crate::target::stamps::Breakdown;
 
 pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
     let mut o = format!(

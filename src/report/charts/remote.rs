@@ -6,10 +6,10 @@
 
 use super::{Section, Table};
 use crate::analysis::remote::RemoteRow;
-use crate::remote::stamps::Breakdown;
 use crate::report::fmt;
 use crate::report::svg::{self, BarChart};
 use crate::results::Results;
+use crate::target::stamps::Breakdown;
 
 fn rows(r: &Results) -> &[RemoteRow] {
     &r.analysis.remote

@@ -1,5 +1,5 @@
 //! The initiator's control path against iolab's controller model
-//! (`remote::nvme_controller`) served over a real socket by a small
+//! (`target::nvme_controller`) served over a real socket by a small
 //! blocking loop here (test glue; the target's reactor comes later):
 //! connect, enable, identify, queues, data both ways (in-capsule, R2T and
 //! H2CData, C2HData), digests, and errors in words.
@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::remote::nvme_controller::{Action, Controller};
+use crate::target::nvme_controller::{Action, Controller};
 
 const NQN: &str = "nqn.2025-11.io.iolab:test";
 /// The glue's MAXH2CDATA: small, so a 40 KiB write takes three H2CData PDUs.

@@ -8,9 +8,9 @@ use std::net::{SocketAddr, TcpStream};
 
 use super::MAX_TRANSFER;
 use crate::proto::nvme::codec::{self, Cqe, DataHeader, Digests};
-use crate::remote::nvme_controller::{Controller, IN_CAPSULE};
-use crate::remote::serving::{Inbox, SlotMemory};
-use crate::remote::stamps::TargetStamp;
+use crate::target::nvme_controller::{Controller, IN_CAPSULE};
+use crate::target::serving::{Inbox, SlotMemory};
+use crate::target::stamps::TargetStamp;
 
 /// A connection handed over by the acceptor (nothing exchanged yet).
 pub struct NewConnection {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::proto::nbd as codec;
-use crate::remote::fuzz_peer::{self, exchange, mutate, Rng};
+use crate::target::fuzz_peer::{self, exchange, mutate, Rng};
 
 /// A well-formed session: fixed newstyle, structured replies, GO, then a
 /// write, a read, a flush and a disconnect.

@@ -1,7 +1,7 @@
 //! One reactor of iolab's NBD target: a thread with one io_uring that
 //! receives requests, reads and writes the backing file (O_DIRECT) and
 //! sends replies for every connection it was given, and stamps each
-//! request (see `remote::stamps`). Nothing blocks but the ring's wait.
+//! request (see `target::stamps`). Nothing blocks but the ring's wait.
 //!
 //! Per connection one receive is in flight into a byte buffer; whole
 //! requests are parsed out of it and each takes a slot (an aligned buffer
@@ -28,10 +28,10 @@ use io_uring::{opcode, squeue, types};
 
 use super::Shared;
 use crate::proto::nbd as codec;
-use crate::remote::serving::{
+use crate::target::serving::{
     self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
 };
-use crate::remote::stamps::{self, TargetStamp};
+use crate::target::stamps::{self, TargetStamp};
 
 /// A connection handed over by the acceptor, its handshake done.
 pub struct NewConnection {

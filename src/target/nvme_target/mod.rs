@@ -4,10 +4,10 @@
 //! discovery to any host by N reactor threads (`reactor.rs`), each with its
 //! own io_uring for sockets and file. The acceptor hands each connection to
 //! the next reactor in turn; the ICReq/ICResp exchange and everything after
-//! it happen on the reactor. Controllers (`remote::nvme_controller`) are
+//! it happen on the reactor. Controllers (`target::nvme_controller`) are
 //! made by an admin queue's Connect and found by I/O queues' Connects in a
 //! registry shared by the reactors (control path only). Every I/O command
-//! can be stamped (`remote::stamps`, as the NBD target does) and every
+//! can be stamped (`target::stamps`, as the NBD target does) and every
 //! completion held back by a fabric delay.
 
 mod conn;

@@ -5,7 +5,7 @@
 //! An acceptor thread starts each connection's handshake (`nbd_negotiate`)
 //! on a thread of its own (`handshakes.rs`: bounded in number and time)
 //! and hands the connection to the next reactor in turn. Every request can
-//! be stamped (`remote::stamps`) and every reply held back by a fabric
+//! be stamped (`target::stamps`) and every reply held back by a fabric
 //! delay.
 
 mod handshakes;

@@ -1,7 +1,7 @@
 //! One reactor of iolab's NVMe/TCP target: a thread with one io_uring that
 //! receives PDUs, reads and writes the backing file (O_DIRECT) and sends
 //! PDUs for every connection it was given, and stamps each I/O command
-//! (see `remote::stamps`). Nothing blocks but the ring's wait.
+//! (see `target::stamps`). Nothing blocks but the ring's wait.
 //!
 //! Per connection: one receive in flight into a byte buffer, out of which
 //! whole PDUs are parsed (ICReq first, then command capsules and H2CData);
@@ -35,11 +35,11 @@ use super::conn::{
 use super::Shared;
 use crate::measure::clock::mono_now_ns;
 use crate::proto::nvme::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
-use crate::remote::nvme_controller::Action;
-use crate::remote::serving::{
+use crate::target::nvme_controller::Action;
+use crate::target::serving::{
     self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
 };
-use crate::remote::stamps::{self, TargetStamp};
+use crate::target::stamps::{self, TargetStamp};
 
 pub use super::conn::NewConnection;
 

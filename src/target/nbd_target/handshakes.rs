@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use super::reactor::NewConnection;
 use super::Shared;
-use crate::remote::nbd_negotiate::{self, Outcome};
-use crate::remote::serving;
+use crate::target::nbd_negotiate::{self, Outcome};
+use crate::target::serving;
 
 /// A blocking read or write waits this long at most before checking the
 /// deadline and whether the target stops.

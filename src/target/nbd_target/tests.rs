@@ -435,7 +435,7 @@ fn clients_that_never_read_are_closed_at_the_stall_timeout() {
     }
     for h in &mut hostile {
         assert!(
-            crate::remote::serving::ended_by_target(h, Duration::from_secs(30)),
+            crate::target::serving::ended_by_target(h, Duration::from_secs(30)),
             "a client that never reads its replies is still connected"
         );
     }

@@ -11,7 +11,7 @@ use super::*;
 use crate::engine::nvmetcp::handshake::connect_admin;
 use crate::proto::nvme::codec::{self, DataHeader, Digests, Ic, Sqe};
 use crate::proto::nvme::identify::CC_ENABLE;
-use crate::remote::fuzz_peer::{self, exchange, mutate, Rng};
+use crate::target::fuzz_peer::{self, exchange, mutate, Rng};
 
 fn icreq(digests: Digests) -> Vec<u8> {
     let ic = Ic {

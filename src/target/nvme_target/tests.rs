@@ -161,7 +161,7 @@ fn io_commands_are_stamped_when_the_queue_closes() {
     drop(q);
     t.stop().unwrap();
     let text = std::fs::read_to_string(&stamps).unwrap();
-    let blocks = crate::remote::stamps::blocks(&text);
+    let blocks = crate::target::stamps::blocks(&text);
     assert_eq!(blocks.len(), 1, "the I/O queue only: {text}");
     assert_eq!(blocks[0].len(), 5);
     for s in &blocks[0] {
@@ -318,7 +318,7 @@ fn hosts_that_never_read_are_closed_at_the_stall_timeout() {
     round_trip(&addr, Digests::default());
     for q in &mut hostile {
         assert!(
-            crate::remote::serving::ended_by_target(
+            crate::target::serving::ended_by_target(
                 &mut q.sock,
                 std::time::Duration::from_secs(30)
             ),
