@@ -87,6 +87,9 @@ impl GiveUp {
 pub struct Watch {
     pub limits: WaitLimits,
     stop_seen_ns: Option<u64>,
+    /// When the limits are next due a check: every `WAKE_NS`, not after
+    /// every reply (that is the hot path).
+    next_check_ns: u64,
 }
 
 impl Watch {
@@ -94,12 +97,20 @@ impl Watch {
         Watch {
             limits,
             stop_seen_ns: None,
+            next_check_ns: 0,
         }
+    }
+
+    /// Whether `WAKE_NS` passed since the last `check`.
+    #[inline]
+    pub fn due(&self, now: u64) -> bool {
+        now >= self.next_check_ns
     }
 
     /// Whether waiting must end at `now`, with the oldest request in
     /// flight sent at `oldest_ns` (`None`: nothing in flight).
     pub fn check(&mut self, now: u64, oldest_ns: Option<u64>) -> Result<(), GiveUp> {
+        self.next_check_ns = now.saturating_add(WAKE_NS as u64);
         self.check_with(now, oldest_ns, interrupt::stop_requested())
     }
 

@@ -222,8 +222,8 @@ pub fn send_some<P: Pumped>(p: &mut P) -> io::Result<bool> {
 /// `WAKE_NS`, also while the peer trickles bytes.
 pub fn wait<P: Pumped>(p: &mut P, timeout_ns: i64) -> io::Result<bool> {
     let start = mono_now_ns();
+    let mut now = start;
     loop {
-        let now = mono_now_ns();
         let left = if timeout_ns < 0 {
             WAKE_NS
         } else {
@@ -231,10 +231,12 @@ pub fn wait<P: Pumped>(p: &mut P, timeout_ns: i64) -> io::Result<bool> {
         };
         let r = p.pump().wait(left.clamp(0, WAKE_NS));
         let happened = r.map_err(|e| p.lost(e))?;
-        let now = mono_now_ns();
-        let oldest = p.oldest_in_flight();
-        if let Err(why) = p.pump().watch.check(now, oldest) {
-            return Err(p.lost(why.error()));
+        now = mono_now_ns();
+        if p.pump().watch.due(now) {
+            let oldest = p.oldest_in_flight();
+            if let Err(why) = p.pump().watch.check(now, oldest) {
+                return Err(p.lost(why.error()));
+            }
         }
         if happened {
             return Ok(true);
