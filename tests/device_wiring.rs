@@ -601,3 +601,36 @@ fn the_main_thread_sleeps_while_a_quiet_job_runs() {
     assert!(child.wait().unwrap().success());
     assert!(b - a < 30, "the main thread woke {} times in 1.5 s", b - a);
 }
+
+/// Issue 31 item 10: `verify=crc32c` on a write job checked nothing; as in
+/// fio, the write is followed by a read-back that checks every block.
+#[test]
+fn fio_job_verified_writes_are_read_back_and_checked() {
+    let dir = workdir();
+    let d = dir.path().display();
+    let job = write(
+        &dir.path().join("v.fio"),
+        &format!(
+            "[w]\nrw=randwrite\nbs=4k\nsize=2m\ndirectory={d}\nioengine=psync\nverify=crc32c\nruntime=200ms\ntime_based\n"
+        ),
+    );
+    let json = dir.path().join("v.json");
+    let o = iolab(&[
+        "device",
+        "--fio-job",
+        &job,
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = results(&json);
+    let pts = r["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2, "{r}");
+    assert_eq!(pts[1]["name"], "w (verify)");
+    let v = &pts[1]["verify"];
+    assert!(v["blocks_checked"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["mismatches"], 0, "{v}");
+    // The read-back is one pass over the region.
+    assert_eq!(pts[1]["total"]["bytes"], 2 << 20, "{}", pts[1]["total"]);
+}

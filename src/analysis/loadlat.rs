@@ -15,6 +15,8 @@ use crate::results::Point;
 
 /// A load point falls short when it achieves less than this share of its target.
 pub const SHORTFALL: f64 = 0.95;
+/// Rates a group needs before it has a knee.
+pub const MIN_CURVE_POINTS: usize = 2;
 
 struct Row<'a> {
     p: &'a Point,
@@ -61,10 +63,12 @@ pub fn analyze(points: &[Point], knee_factor: f64) -> Vec<LoadLatencyGroup> {
             .next_back();
         let unloaded_p99 = rows[0].intended.percentile(99.0).unwrap_or(0) as f64;
         let limit = knee_factor * unloaded_p99;
+        // A knee is a bend in a curve: one rate has none.
         let knee = rows
             .iter()
             .take_while(|r| (r.intended.percentile(99.0).unwrap_or(u64::MAX) as f64) < limit)
-            .last();
+            .last()
+            .filter(|_| rows.len() >= MIN_CURVE_POINTS);
         let first_short = rows.iter().find(|r| r.achieved < SHORTFALL * r.target);
         let max_achieved = rows.iter().max_by(|a, b| {
             a.achieved
@@ -111,11 +115,11 @@ mod tests {
     use crate::plan::job::{Arrival, JobSpec, OpenLoop};
     use crate::results::OpenLoopStats;
 
-    /// M/D/1-like synthetic curve: service 100 us, capacity 10k IOPS.
-    #[test]
-    fn knee_and_saturation() {
+    /// Open-loop points at `rates` on a device of 10k IOPS and 100 us
+    /// service time (an M/D/1-like p99).
+    fn curve(rates: &[f64]) -> Vec<Point> {
         let mut pts = Vec::new();
-        for rate in [1000.0, 3000.0, 5000.0, 7000.0, 9000.0, 11000.0, 13000.0] {
+        for &rate in rates {
             let spec = JobSpec {
                 open_loop: Some(OpenLoop {
                     rate_iops: rate,
@@ -138,6 +142,12 @@ mod tests {
             });
             pts.push(p);
         }
+        pts
+    }
+
+    #[test]
+    fn knee_and_saturation() {
+        let pts = curve(&[1000.0, 3000.0, 5000.0, 7000.0, 9000.0, 11000.0, 13000.0]);
         let v = serde_json::to_value(analyze(&pts, 2.0)).unwrap();
         let g = &v[0];
         // p99 = 100us * (1 + rho/(1-rho)): 2x at rho = 0.5, so the knee is 5000.
@@ -147,5 +157,20 @@ mod tests {
         assert_eq!(g["curve"].as_array().unwrap().len(), 7);
         let v3 = serde_json::to_value(analyze(&pts, 4.0)).unwrap();
         assert_eq!(v3[0]["knee"]["target_iops"], 7000.0);
+    }
+
+    /// One rate is a point, not a curve: no knee (issue 31 item 7: a job
+    /// with one rate_iops printed "knee 1961 IOPS").
+    #[test]
+    fn one_rate_has_no_knee() {
+        let g = &analyze(&curve(&[2000.0]), 2.0)[0];
+        assert!(
+            g.knee.is_none(),
+            "{:?}",
+            g.knee.as_ref().map(|k| k.target_iops)
+        );
+        assert_eq!(g.curve.len(), 1);
+        let two = &analyze(&curve(&[1000.0, 3000.0]), 2.0)[0];
+        assert!(two.knee.is_some());
     }
 }

@@ -175,13 +175,58 @@ pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
             Some((j.spec.name.clone(), req))
         })
         .collect();
+    let size = jobs.iter().filter_map(|j| j.size).max();
+    let mut specs = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        let phase = verify_phase(&j)?;
+        specs.push(j.spec);
+        specs.extend(phase);
+    }
     Ok(FioPlan {
         logs,
         warnings,
-        size: jobs.iter().filter_map(|j| j.size).max(),
+        size,
         target: targets[0].clone().map(std::path::PathBuf::from),
-        jobs: jobs.into_iter().map(|j| j.spec).collect(),
+        jobs: specs,
     })
+}
+
+/// fio's verify phase: a job that only writes, with `verify` (and
+/// `do_verify=1`, fio's default), then reads back the region it wrote and
+/// checks every block. iolab runs that read-back as the next job, named
+/// "JOB (verify)", one sequential pass over the region with its largest
+/// block size (a read checks the stamps of every write inside it).
+fn verify_phase(job: &FioJob) -> anyhow::Result<Option<JobSpec>> {
+    let w = &job.spec;
+    if !w.verify || w.read_percent() > 0 {
+        return Ok(None);
+    }
+    let Some(size) = job.size else {
+        return Err(usage(
+            "verify",
+            format!(
+                "job [{}]: fio reads back what a write job wrote (do_verify=1); give size= so iolab knows the region to read back, or set do_verify=0",
+                w.name
+            ),
+        ));
+    };
+    Ok(Some(JobSpec {
+        name: format!("{} (verify)", w.name),
+        pattern: Pattern::Read,
+        bs: vec![(w.max_bs(), 100)],
+        jobs: 1,
+        batch: None,
+        fsync_every: 0,
+        open_loop: None,
+        think: None,
+        ramp_ns: 0,
+        stop: StopCondition {
+            runtime_ns: None,
+            io_count: None,
+            io_bytes: Some(size),
+        },
+        ..w.clone()
+    }))
 }
 
 /// Options that only affect fio's ordering or reporting, accepted silently.
@@ -197,6 +242,41 @@ const HARMLESS: [&str; 5] = [
     "norandommap",
     "randrepeat",
 ];
+
+/// Every option a job file may use, as the refusal lists them.
+fn supported_list() -> String {
+    let mut all: Vec<&str> = SUPPORTED.iter().chain(HARMLESS.iter()).copied().collect();
+    all.sort_unstable();
+    all.join(", ")
+}
+
+/// The iolab flag that does what an unsupported fio option does, where
+/// there is one (the job file cannot say it, the command line can).
+fn iolab_instead(option: &str) -> Option<&'static str> {
+    Some(match option {
+        "steadystate"
+        | "ss"
+        | "steadystate_duration"
+        | "ss_dur"
+        | "steadystate_ramp_time"
+        | "ss_ramp" => "iolab: --steady-state",
+        "latency_target" | "latency_window" | "latency_percentile" | "latency_run" => {
+            "iolab: --latency-target and --percentile"
+        }
+        "rate" | "rate_min" | "ratemin" | "rate_iops_min" => {
+            "iolab: --rate IOPS (or rate_iops here); no bandwidth limit"
+        }
+        "number_ios" => "iolab: --io-count",
+        "io_size" | "io_limit" | "loops" => "iolab: --io-bytes (size x loops)",
+        "random_distribution" => {
+            "iolab device draws offsets uniformly (kv has YCSB's -p requestdistribution=zipfian)"
+        }
+        "zonemode" | "zonesize" | "zonerange" | "zoneskip" => "no iolab equivalent",
+        "startdelay" => "no iolab equivalent: jobs start together",
+        "rw_sequencer" => "no iolab equivalent",
+        _ => return None,
+    })
+}
 
 /// Parse a fio job file into job specs (one per job section, times numjobs
 /// as `jobs`). Every unsupported option is named in one usage error.
@@ -229,7 +309,10 @@ pub fn parse_fio_jobs(text: &str) -> anyhow::Result<Vec<FioJob>> {
             ));
         };
         if !SUPPORTED.contains(&k.as_str()) && !HARMLESS.contains(&k.as_str()) {
-            unsupported.push(format!("{k} (line {})", i + 1));
+            unsupported.push(match iolab_instead(&k) {
+                Some(hint) => format!("{k} (line {}) -> {hint}", i + 1),
+                None => format!("{k} (line {})", i + 1),
+            });
             continue;
         }
         sec.1.push((i + 1, k, v));
@@ -240,7 +323,7 @@ pub fn parse_fio_jobs(text: &str) -> anyhow::Result<Vec<FioJob>> {
             format!(
                 "unsupported fio option(s): {}. iolab runs only: {}",
                 unsupported.join(", "),
-                SUPPORTED.join(", ")
+                supported_list()
             ),
         ));
     }
@@ -332,6 +415,8 @@ fn engine_region_or_log_option(
         // Any of fio's checksums: iolab's own stamped blocks (--verify),
         // checked on every read; a mismatch fails the run (verify_fatal).
         "verify" => spec.verify = !matches!(need(line, k, v)?, "0" | "null"),
+        // do_verify=0: no read-back phase (see `verify_phase`) and, as
+        // iolab stamps only what it checks, no stamps either.
         "do_verify" if !flag(line, k, v)? => spec.verify = false,
         "do_verify" => {}
         // iolab keeps full HDR histograms: every percentile is there.
@@ -421,7 +506,13 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
         match k.as_str() {
             "rw" | "readwrite" => {
                 let s = need(line, k, v)?;
-                let base = s.split(':').next().unwrap_or(s);
+                let (base, modifier) = s.split_once(':').unwrap_or((s, ""));
+                if !modifier.is_empty() {
+                    return Err(usage(
+                        "rw",
+                        format!("line {line}: '{s}': fio's offset modifier ':{modifier}' (sequential runs within a random pattern, or holes in a sequential one) has no iolab equivalent; remove it to run '{base}'"),
+                    ));
+                }
                 spec.pattern = Pattern::parse(base).ok_or_else(|| {
                     usage(
                         "rw",
@@ -635,4 +726,72 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
     spec.validate()
         .map_err(|e| usage("--fio-job", format!("job [{name}]: {e}")))?;
     Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(text: &str) -> String {
+        fio_plan(text, true).unwrap_err().to_string()
+    }
+
+    /// Issue 31 item 10: a write job with verify checked nothing; fio
+    /// writes, then reads back and checks every block.
+    #[test]
+    fn a_verified_write_job_gets_fios_read_back_phase() {
+        let plan = fio_plan("[w]\nrw=randwrite\nbs=4k\nverify=crc32c\nsize=1m\n", true).unwrap();
+        assert_eq!(plan.jobs.len(), 2);
+        let back = &plan.jobs[1];
+        assert_eq!(back.name, "w (verify)");
+        assert_eq!(back.pattern, Pattern::Read);
+        assert!(back.verify);
+        assert_eq!(back.stop.io_bytes, Some(1 << 20));
+        assert_eq!(back.stop.runtime_ns, None);
+        // do_verify=0, reads, or no verify: no read-back.
+        for text in [
+            "[w]\nrw=randwrite\nverify=crc32c\ndo_verify=0\nsize=1m\n",
+            "[w]\nrw=randrw\nverify=crc32c\nsize=1m\n",
+            "[w]\nrw=write\nsize=1m\n",
+        ] {
+            assert_eq!(fio_plan(text, true).unwrap().jobs.len(), 1, "{text}");
+        }
+        let err = refusal("[w]\nrw=write\nverify=md5\n");
+        assert!(err.contains("verify") && err.contains("size="), "{err}");
+    }
+
+    /// Issue 31 item 11: the offset modifier was dropped silently.
+    #[test]
+    fn rw_offset_modifiers_are_refused_not_dropped() {
+        let err = refusal("[j]\nrw=randread:8\n");
+        assert!(
+            err.contains("randread:8") && err.contains("line 2"),
+            "{err}"
+        );
+        assert!(fio_plan("[j]\nrw=randread\n", true).is_ok());
+    }
+
+    /// Issue 31 item 11: a refusal points to the iolab flag that does the
+    /// same, and the list of what runs includes the harmless options.
+    #[test]
+    fn refusals_point_to_iolab_flags_and_list_everything_supported() {
+        let err = refusal(
+            "[j]\nrw=read\nsteadystate=iops:1%\nlatency_target=1ms\nrate=1m\nnumber_ios=5\nloops=2\nzonemode=zbd\n",
+        );
+        for want in [
+            "steadystate (line 3) -> iolab: --steady-state,",
+            "latency_target (line 4) -> iolab: --latency-target",
+            "rate (line 5) -> iolab: --rate",
+            "number_ios (line 6) -> iolab: --io-count,",
+            "loops (line 7) -> iolab: --io-bytes",
+            "zonemode (line 8) -> no iolab equivalent.",
+            "norandommap",
+            "randrepeat",
+            "thread",
+            "new_group",
+            "wait_for_previous",
+        ] {
+            assert!(err.contains(want), "{want} missing: {err}");
+        }
+    }
 }

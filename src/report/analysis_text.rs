@@ -38,9 +38,12 @@ fn load_latency_line(g: &LoadLatencyGroup) -> String {
     format!(
         "load-latency [{}]: knee {} (the highest rate whose p99 from the intended issue time stays under {}x the lowest rate's, {}); saturation: {}; max achieved {:.0} IOPS",
         g.group,
-        g.knee
-            .as_ref()
-            .map_or("none".to_string(), |k| format!("{:.0} IOPS", k.achieved_iops)),
+        match &g.knee {
+            Some(k) => format!("{:.0} IOPS", k.achieved_iops),
+            None if g.curve.len() < crate::analysis::loadlat::MIN_CURVE_POINTS =>
+                "none: one rate is no curve (give --rate several rates)".to_string(),
+            None => "none".to_string(),
+        },
         g.knee_factor,
         format_ns(g.unloaded_p99_ns),
         g.saturation.first_short_target_iops.map_or(

@@ -157,9 +157,13 @@ fn knee_headline(g: &LoadLatencyGroup) -> Headline {
             Some(t) => format!("load-latency knee, {t}"),
             None => "load-latency knee".into(),
         },
-        value: g.knee.as_ref().map_or("none".into(), |k| {
-            format!("{} IOPS", fmt::count(k.achieved_iops))
-        }),
+        value: match &g.knee {
+            Some(k) => format!("{} IOPS", fmt::count(k.achieved_iops)),
+            None if g.curve.len() < crate::analysis::loadlat::MIN_CURVE_POINTS => {
+                "none (one rate: no curve)".into()
+            }
+            None => "none".into(),
+        },
         detail: format!(
             "p99 under {}x the unloaded {}; max achieved {} IOPS open loop",
             g.knee_factor,
