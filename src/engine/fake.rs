@@ -46,6 +46,8 @@ pub struct FakeEngine {
     in_flight: Vec<(u64, Completion)>,
     /// Reaps that neither waited nor found a completion (busy polls).
     pub empty_polls: u64,
+    /// How late a timed wait that times out ends (a kernel's timer wakes late).
+    pub late_wake_ns: u64,
 }
 
 impl FakeEngine {
@@ -59,6 +61,7 @@ impl FakeEngine {
             staged: Vec::with_capacity(depth as usize),
             in_flight: Vec::with_capacity(depth as usize),
             empty_polls: 0,
+            late_wake_ns: 0,
         }
     }
 
@@ -136,7 +139,7 @@ impl Engine for FakeEngine {
         match first {
             Some(t) if t <= deadline => self.reap(1, out),
             _ => {
-                self.clock.set(deadline);
+                self.clock.set(deadline + self.late_wake_ns);
                 Ok(0)
             }
         }
