@@ -7,7 +7,9 @@
 # per engine and load the median (min..max over rounds) of CPU per request
 # (process usr+sys over completed requests) of each and their ratio, and of
 # the p99 latency: iolab's from the intended issue time (what a client
-# sees), fio's total latency from its actual issue (`lat_percentiles`).
+# sees), fio's total latency from its actual issue (`lat_percentiles`);
+# then iolab's p99 from the actual issue (fio's view of the same requests)
+# and the p99 of its issue delay (how late requests started).
 # With OLD=path/to/older/iolab, that build runs in the same rounds too
 # (iolab fio old / old fio iolab) and its CPU and p99 are printed beside.
 #   IOLAB=target/release/iolab bash bench/openloop_cpu_fio.sh [DIR] [ROUNDS]
@@ -70,7 +72,10 @@ def iolab(eng, pct, r, build="iolab"):
     cpu = (p["cpu"]["usr_pct"] + p["cpu"]["sys_pct"]) / 100
     ol = p["extra"]["open_loop"]
     p99 = ol["lat_from_intended"]["read"]["percentiles_ns"]["99.000000"] / 1e3
-    return cpu / iops * 1e6, p99, iops, ol["late_fraction"], ol["target_iops"]
+    # The same requests from their actual issue (fio's view), and how late they started.
+    p99_issue = p["ops"]["read"]["lat"]["percentiles_ns"]["99.000000"] / 1e3
+    delay99 = (ol.get("issue_delay") or {}).get("percentiles_ns", {}).get("99.000000", 0) / 1e3
+    return cpu / iops * 1e6, p99, iops, ol["late_fraction"], ol["target_iops"], p99_issue, delay99
 def fio(eng, pct, r):
     j = json.load(open(f"{out}/fio-{eng}-{pct}-{r}.json"))["jobs"][0]
     iops = j["read"]["iops"]
@@ -80,8 +85,9 @@ med = lambda v: f"{st.median(v):.1f}"
 rng = lambda v: f"{st.median(v):.2f} ({min(v):.2f}..{max(v):.2f})"
 print(f"\nmedian of {rounds} rounds (min..max over rounds)\n")
 print("| engine | load | rate/s | IOPS iolab / fio | CPU us/request iolab | fio | iolab/fio | "
-      "p99 us iolab (from intended) | fio (lat) | iolab/fio | iolab late issues |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+      "p99 us iolab (from intended) | fio (lat) | iolab/fio | iolab late issues | "
+      "iolab p99 from issue | iolab issue delay p99 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for eng in engines:
     for pct in loads:
         a = [iolab(eng, pct, r) for r in range(1, rounds + 1)]
@@ -92,7 +98,8 @@ for eng in engines:
               f"{med([x[2] for x in a])} / {med([y[2] for y in b])} | "
               f"{med([x[0] for x in a])} | {med([y[0] for y in b])} | {rng(cpu)} | "
               f"{med([x[1] for x in a])} | {med([y[1] for y in b])} | {rng(p99)} | "
-              f"{100 * st.median(x[3] for x in a):.1f}% |")
+              f"{100 * st.median(x[3] for x in a):.1f}% | "
+              f"{med([x[5] for x in a])} | {med([x[6] for x in a])} |")
 import os
 if os.path.exists(f"{out}/old-{engines[0]}-{loads[0]}-1.json"):
     print("\n| engine | load | CPU us/request old build | new | new/old | p99 us old | new | late issues old / new |")

@@ -427,3 +427,50 @@ fn block_sizes_outside_the_servers_constraints_are_refused_before_the_run() {
     let o = device(&["--target", &srv.url(""), "--bs", "64k", "--io-count", "10"]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// Issue 31 item 13: nbdkit's error filter fails a share of the requests
+/// with EIO; the point failed and was dropped. With --continue-on-error
+/// the errors are counted per kind and the point is kept; without it the
+/// point still fails (exit 1), as before.
+#[test]
+fn continue_on_error_counts_injected_errors_and_keeps_the_point() {
+    let Some(srv) = nbdkit_with(&["--filter=error"], &["error=EIO", "error-pread-rate=20%"]) else {
+        return;
+    };
+    let dir = workdir();
+    let json = dir.path().join("e.json");
+    let url = srv.url("");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--target",
+            &url,
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--qd",
+            "4",
+            "--io-count",
+            "400",
+            "-o",
+            json.to_str().unwrap(),
+            "--force",
+        ];
+        args.extend_from_slice(extra);
+        device(&args)
+    };
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = run(&["--continue-on-error"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p = point(&json);
+    let failed: u64 = p["errors"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no errors counted: {p}"))
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    let ok = p["total"]["ops"].as_u64().unwrap();
+    assert!(failed > 0 && ok > 0, "{failed} failed, {ok} ok");
+    assert_eq!(failed + ok, 400, "every issued request is counted once");
+}

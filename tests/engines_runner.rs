@@ -46,6 +46,7 @@ fn pass<E: Engine>(
         region_start: 0,
         region_len: REGION,
         think: None,
+        continue_on_error: false,
     };
     let mut gen = RequestGen::new(&PatternSpec {
         read_pct,

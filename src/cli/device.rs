@@ -282,6 +282,10 @@ pub struct DeviceArgs {
     #[arg(long, help_heading = "Data")]
     pub verify: bool,
 
+    /// Count requests that complete with an error (per errno, in the point's `errors`) and go on, as fio's continue_on_error; without it the first error fails the point
+    #[arg(long, help_heading = "Data")]
+    pub continue_on_error: bool,
+
     /// Clock that stamps requests: tsc (rdtsc, a few ns per read; where the
     /// TSC is invariant and the kernel's clocksource), mono
     /// (CLOCK_MONOTONIC), or auto (tsc where it can be used, else mono).

@@ -165,6 +165,7 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
         think: think_time(a)?,
         hist_log: a.log_dir.is_some(),
         io_timeout_ns: parse_io_timeout(a.io_timeout.as_deref())?,
+        continue_on_error: a.continue_on_error,
     };
     if axes.engine.contains(&EngineKind::Mmap) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));

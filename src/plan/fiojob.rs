@@ -39,7 +39,8 @@ pub struct FioJob {
     pub think: ThinkTime,
 }
 
-const SUPPORTED: [&str; 49] = [
+const SUPPORTED: [&str; 50] = [
+    "continue_on_error",
     "rw",
     "readwrite",
     "rwmixread",
@@ -451,6 +452,18 @@ fn engine_region_or_log_option(
                 _ => req.iops = true,
             }
         }
+        "continue_on_error" => {
+            spec.continue_on_error = match need(line, k, v)? {
+                "none" | "0" => false,
+                "io" | "all" | "1" => true,
+                other => {
+                    return Err(usage(
+                        k,
+                        format!("line {line}: '{other}': iolab counts every failed request or none (none, io, all)"),
+                    ))
+                }
+            }
+        }
         "log_avg_msec" => job.log_avg_msec = Some(num(line, k, v)?),
         "thinktime" => job.think.ns = usec(line, k, v)?,
         "thinktime_spin" => job.think.spin_ns = usec(line, k, v)?,
@@ -758,6 +771,18 @@ mod tests {
         }
         let err = refusal("[w]\nrw=write\nverify=md5\n");
         assert!(err.contains("verify") && err.contains("size="), "{err}");
+    }
+
+    #[test]
+    fn continue_on_error_maps_and_refuses_directions() {
+        let on = |v: &str| fio_plan(&format!("[j]\nrw=read\ncontinue_on_error={v}\n"), true);
+        assert!(on("io").unwrap().jobs[0].continue_on_error);
+        assert!(!on("none").unwrap().jobs[0].continue_on_error);
+        let err = on("read").unwrap_err().to_string();
+        assert!(
+            err.contains("continue_on_error") && err.contains("line 3"),
+            "{err}"
+        );
     }
 
     /// Issue 31 item 11: the offset modifier was dropped silently.

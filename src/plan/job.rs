@@ -179,6 +179,11 @@ pub struct JobSpec {
     /// (`--io-timeout`); `None`: `peer_wait::DEFAULT_IO_TIMEOUT_NS`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_timeout_ns: Option<u64>,
+    /// A request that completes with an error is counted (per errno in the
+    /// point's `errors`) and the job goes on, as fio's `continue_on_error`;
+    /// otherwise the first error fails the job.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub continue_on_error: bool,
 }
 
 /// fio's `thinktime`: after every `blocks` completions the worker lets its
@@ -237,6 +242,7 @@ impl Default for JobSpec {
             think: None,
             hist_log: false,
             io_timeout_ns: None,
+            continue_on_error: false,
         }
     }
 }
@@ -314,6 +320,12 @@ impl JobSpec {
 
     /// Checks that need no target. Errors name the flag.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if self.continue_on_error && self.verify {
+            return Err(usage(
+                "--continue-on-error",
+                "cannot be combined with --verify (a failed write leaves its block's expected content unknown)",
+            ));
+        }
         if self.bs.is_empty() {
             return Err(usage("--bs", "no block size given"));
         }

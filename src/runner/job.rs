@@ -419,6 +419,7 @@ impl<C: Clock> JobCtx<'_, C> {
             region_start,
             region_len,
             think: spec.think,
+            continue_on_error: spec.continue_on_error,
         }
     }
 

@@ -37,6 +37,7 @@ pub(crate) mod test_support {
             region_start: 0,
             region_len: 1 << 30,
             think: None,
+            continue_on_error: false,
         }
     }
 

@@ -300,10 +300,11 @@ fn run_inner<C: Clock, E: Engine>(
             let op = slot.op.unwrap_or(OpKind::Read);
             if c.result != slot.len as i64 {
                 rec.record_error(c.result);
-                let err = failed_completion(c.result, slot.len);
-                return Err(WorkerError::Io { op, offset: 0, err });
-            }
-            if t_done >= spec.measure_start {
+                if !spec.continue_on_error {
+                    let err = failed_completion(c.result, slot.len);
+                    return Err(WorkerError::Io { op, offset: 0, err });
+                }
+            } else if t_done >= spec.measure_start {
                 record_measured(rec, orec, op, &slot, t_done, spec.sync_engine);
             }
             slots[s].op = None;

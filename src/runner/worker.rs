@@ -40,6 +40,8 @@ pub struct LoopSpec {
     /// fio's thinktime (`None`: never pause), checked where fio checks:
     /// after an issue that leaves the queue not full, and after a reap.
     pub think: Option<ThinkTime>,
+    /// Count failed requests and go on (`--continue-on-error`).
+    pub continue_on_error: bool,
 }
 
 /// One request as seen from user space, for the stack breakdown.
@@ -252,6 +254,7 @@ pub fn run<C: Clock, E: Engine>(
             comps: &comps,
             t_done,
             measure_start: spec.measure_start,
+            continue_on_error: spec.continue_on_error,
         };
         writes_since_sync += take_completions(
             done,
@@ -335,6 +338,7 @@ struct Reaped<'a> {
     comps: &'a [Completion],
     t_done: u64,
     measure_start: u64,
+    continue_on_error: bool,
 }
 
 /// Check each reaped completion, verify it, free its slot and keep the
@@ -356,6 +360,12 @@ fn take_completions(
         let op = slot.op.unwrap_or(OpKind::Read);
         if c.result != slot.len as i64 {
             rec.record_error(c.result);
+            if done.continue_on_error {
+                // Counted in `errors`, not as a completed request.
+                slots[s].op = None;
+                free.push(c.slot);
+                continue;
+            }
             return Err(WorkerError::Io {
                 op,
                 offset: slot.offset,
