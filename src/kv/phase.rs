@@ -400,7 +400,7 @@ fn sample_series<T>(
                     iops: (ops - last_ops) as f64 / len,
                     mib_s: 0.0,
                     mean_ns: (lat - last_lat) as f64 / (ops - last_ops) as f64,
-                    p99_ns: 0,
+                    p99_ns: None,
                     clat_hist: None,
                 });
             }

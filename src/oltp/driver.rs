@@ -328,7 +328,7 @@ pub fn run(
                         } else {
                             0.0
                         },
-                        p99_ns: 0,
+                        p99_ns: None,
                         clat_hist: None,
                     });
                     new_orders.push((cur.1 - last.1) as f64 / len);

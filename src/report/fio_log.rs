@@ -151,7 +151,7 @@ mod tests {
                 iops: 1000.0,
                 mib_s: 1000.0 * 4096.0 / 1048576.0,
                 mean_ns: 50_000.0,
-                p99_ns: 90_000,
+                p99_ns: Some(90_000),
                 clat_hist: None,
             },
             SeriesPoint {
@@ -160,7 +160,7 @@ mod tests {
                 iops: 800.0,
                 mib_s: 800.0 * 4096.0 / 1048576.0,
                 mean_ns: 60_000.0,
-                p99_ns: 90_000,
+                p99_ns: Some(90_000),
                 clat_hist: None,
             },
         ];
@@ -222,7 +222,7 @@ mod tests {
             iops: 7.0,
             mib_s: 0.0,
             mean_ns: 100_000.0,
-            p99_ns: 100_000,
+            p99_ns: Some(100_000),
             clat_hist: Some(h.encode()),
         }];
         let dir = tempfile::tempdir().unwrap();

@@ -162,7 +162,11 @@ pub struct SeriesPoint {
     pub iops: f64,
     pub mib_s: f64,
     pub mean_ns: f64,
-    pub p99_ns: u64,
+    /// The interval's p99; absent where it was not measured (an interval
+    /// without requests, and kv and oltp series, which keep no
+    /// per-interval histogram).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<u64>,
     /// Completion latencies of the interval (encoded HDR histogram), kept
     /// only for fio's histogram logs (`JobSpec::hist_log`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,5 +264,28 @@ mod tests {
         );
         std::fs::write(&p, "{\"schema\":1}").unwrap();
         assert_eq!(crate::error::exit_code(&Results::read(&p).unwrap_err()), 2);
+    }
+
+    /// Issue 31 item 4: kv and oltp series wrote `"p99_ns": 0`, which reads
+    /// as measured; a p99 that was not measured is absent, and files
+    /// written before still load.
+    #[test]
+    fn an_unmeasured_series_p99_is_absent() {
+        let s = SeriesPoint {
+            t_s: 0.0,
+            len_s: 1.0,
+            iops: 180.0,
+            mib_s: 0.0,
+            mean_ns: 5e6,
+            p99_ns: None,
+            clat_hist: None,
+        };
+        let v = serde_json::to_value(&s).unwrap();
+        assert!(v.get("p99_ns").is_none(), "{v}");
+        let old: SeriesPoint = serde_json::from_str(
+            r#"{"t_s":0.0,"len_s":1.0,"iops":1.0,"mib_s":0.0,"mean_ns":1.0,"p99_ns":7}"#,
+        )
+        .unwrap();
+        assert_eq!(old.p99_ns, Some(7));
     }
 }

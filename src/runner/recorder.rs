@@ -321,11 +321,7 @@ impl Recorder {
                     } else {
                         0.0
                     },
-                    p99_ns: if iv.ops > 0 {
-                        iv.hist.value_at_percentile(99.0)
-                    } else {
-                        0
-                    },
+                    p99_ns: (iv.ops > 0).then(|| iv.hist.value_at_percentile(99.0)),
                     clat_hist: iv.clat_hist.as_ref().map(LatencyHistogram::encode),
                 }
             })

@@ -298,11 +298,13 @@ pub fn time_series(r: &Results) -> Option<Section> {
                 t,
                 s.mean_ns,
                 format!(
-                    "{} at {}: mean {}, p99 {}",
+                    "{} at {}: mean {}{}",
                     p.name,
                     fmt::secs(t),
                     fmt::ns(s.mean_ns),
-                    fmt::ns(s.p99_ns as f64)
+                    s.p99_ns
+                        .map(|v| format!(", p99 {}", fmt::ns(v as f64)))
+                        .unwrap_or_default()
                 ),
             ));
             table.rows.push(vec![
@@ -311,7 +313,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
                 format!("{:.0}", s.iops),
                 format!("{:.2}", s.mib_s),
                 format!("{:.0}", s.mean_ns),
-                s.p99_ns.to_string(),
+                s.p99_ns.map(|v| v.to_string()).unwrap_or_default(),
             ]);
         }
         let dashed = super::is_write(p);
