@@ -455,3 +455,42 @@ fn run_summary_headlines_show_the_analyses() {
         assert!(t.contains(h), "{h} missing: {t}");
     }
 }
+
+/// Issue 31 item 4: an oltp results file said NOPM nowhere a reader looks:
+/// "No headline numbers", transactions as IOPS, a MiB/s column of zeros,
+/// iolab's own CPU as the only CPU.
+#[test]
+fn oltp_reports_lead_with_nopm_and_show_the_servers_cpu() {
+    let f = fixture("oltp-postgres.json");
+    let o = iolab(&["report", &f, "--format", "text"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("NOPM 4950  TPM 10920"), "{t}");
+    assert!(
+        t.contains("client (iolab's driver): CPU") && t.contains("server: CPU"),
+        "{t}"
+    );
+    assert!(!t.contains("MiB/s"), "{t}");
+    let dir = workdir();
+    for (fmt, nopm_label) in [
+        ("html", "NOPM (new orders per minute)"),
+        ("markdown", "NOPM"),
+    ] {
+        let out = dir.path().join(format!("r.{fmt}"));
+        let o = iolab(&["report", &f, "--format", fmt, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        let doc = std::fs::read_to_string(&out).unwrap();
+        assert!(doc.contains(nopm_label), "{fmt}");
+        assert!(doc.contains("TPM (incl. rollbacks)"), "{fmt}");
+        assert!(doc.contains("server CPU usr/sys %"), "{fmt}");
+        assert!(!doc.contains("No headline numbers"), "{fmt}");
+        assert!(
+            !doc.contains("| MiB/s |"),
+            "{fmt}: no MiB/s column of zeros"
+        );
+        if fmt == "html" {
+            assert!(doc.contains("transactions/s over time"));
+            assert!(!doc.contains("Bandwidth over time"), "no chart of zeros");
+        }
+    }
+}

@@ -94,7 +94,7 @@ fn points_overview(r: &Results) -> Table {
         "max",
         "usr/sys %",
     ]);
-    for p in &r.points {
+    for p in r.points.iter().filter(|p| p.extra.oltp.is_none()) {
         for (op, o) in &p.ops {
             let l = o.lat.as_ref().or(o.clat.as_ref());
             let pc = |q: f64| {
@@ -211,7 +211,14 @@ pub fn render(r: &Results, source: &str) -> String {
         o.push_str("</p></nav>");
     }
     o.push_str(r#"<section id="points"><h2>Points</h2>"#);
-    o.push_str(&table_html(&points_overview(r), "data"));
+    let oltp = summary::oltp_table(r);
+    let overview = points_overview(r);
+    if let Some(t) = &oltp {
+        o.push_str(&table_html(t, "data"));
+    }
+    if oltp.is_none() || !overview.rows.is_empty() {
+        o.push_str(&table_html(&overview, "data"));
+    }
     o.push_str("</section>");
     for s in &sections {
         o.push_str(&section_html(s));

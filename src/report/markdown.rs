@@ -60,8 +60,12 @@ pub fn render(r: &Results) -> String {
         o.push('\n');
     }
     o.push_str("## Points\n\n");
+    let oltp = summary::oltp_table(r);
+    if let Some(t) = &oltp {
+        o.push_str(&table_md(t));
+    }
     let mut t = Table::new(&["point", "op", "IOPS", "MiB/s", "mean", "p99", "max"]);
-    for p in &r.points {
+    for p in r.points.iter().filter(|p| p.extra.oltp.is_none()) {
         for (op, s) in &p.ops {
             let l = s.lat.as_ref().or(s.clat.as_ref());
             t.rows.push(vec![
@@ -77,7 +81,9 @@ pub fn render(r: &Results) -> String {
             ]);
         }
     }
-    o.push_str(&table_md(&t));
+    if oltp.is_none() || !t.rows.is_empty() {
+        o.push_str(&table_md(&t));
+    }
     for s in charts::sections(r) {
         if s.table.rows.len() > 60 {
             continue;

@@ -143,16 +143,47 @@ pub fn server_line(s: &crate::results::ServerPointStats) -> String {
     format!("  server: {}", parts.join(", "))
 }
 
-/// NOPM, TPM and efficiency of a point.
+/// NOPM, TPM and efficiency of a point. Efficiency (NOPM against TPC-C's
+/// ceiling per warehouse) means something only with keying and think
+/// times; without them it is left out.
 pub fn headline(info: &OltpInfo) -> String {
+    let efficiency = if info.wait {
+        format!(
+            "  efficiency {:.1}% of {:.2} x {} warehouse(s)",
+            info.efficiency_pct,
+            crate::oltp::point::MAX_NOPM_PER_WAREHOUSE,
+            info.warehouses
+        )
+    } else {
+        format!(
+            "  {} warehouse(s), no keying or think times (no TPC-C efficiency)",
+            info.warehouses
+        )
+    };
     format!(
-        "NOPM {:.0}  TPM {:.0}  efficiency {:.1}% of {:.2} x {} warehouse(s)",
-        info.nopm,
-        info.tpm,
-        info.efficiency_pct,
-        crate::oltp::point::MAX_NOPM_PER_WAREHOUSE,
-        info.warehouses
+        "NOPM {:.0}  TPM {:.0} (every transaction, rollbacks too){efficiency}",
+        info.nopm, info.tpm
     )
+}
+
+/// A stored oltp point as text (`iolab report`): NOPM first, the
+/// transactions (not IOPS and MiB/s), the client's CPU named as iolab's
+/// and the server's beside it.
+pub fn point_text(p: &Point, info: &OltpInfo) -> String {
+    let mut out = format!("{}\n{}\n", headline(info), transaction_table(p, info));
+    out += &consistency_lines(info);
+    out += &format!(
+        "  client (iolab's driver): CPU {:.0}% usr {:.0}% sys of one CPU\n",
+        p.cpu.usr_pct, p.cpu.sys_pct
+    );
+    if let Some(s) = &p.extra.server {
+        out += &server_line(s);
+        out.push('\n');
+    }
+    for e in &info.errors {
+        out += &format!("  error: {e}\n");
+    }
+    out
 }
 
 impl OltpObserver for OltpTerminal {

@@ -4,7 +4,7 @@
 //! warnings, shared by the terminal summary, HTML and Markdown.
 
 use crate::analysis::types::{LoadLatencyGroup, SteadyGroup};
-use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of};
+use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of, Table};
 use crate::report::fmt;
 use crate::results::{Point, Results};
 
@@ -32,6 +32,7 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
     out.extend(r.analysis.steady_state.iter().map(steady_headline));
     out.extend(r.points.iter().filter_map(trace_headline));
     out.extend(kv_headline(r));
+    out.extend(oltp_headline(r));
     out
 }
 
@@ -212,6 +213,60 @@ fn kv_headline(r: &Results) -> Option<Headline> {
         value: fmt::count(p.total.iops),
         detail: p.name.clone(),
     })
+}
+
+/// The highest NOPM of an oltp run, with its TPM (every transaction,
+/// rollbacks too) and the users it took.
+fn oltp_headline(r: &Results) -> Option<Headline> {
+    let oltp = r.points.iter().filter(|p| p.extra.oltp.is_some());
+    let p = best(oltp, |p| p.extra.oltp.as_ref().map_or(0.0, |o| o.nopm))?;
+    let o = p.extra.oltp.as_ref()?;
+    Some(Headline {
+        label: "NOPM (new orders per minute)".into(),
+        value: fmt::count(o.nopm),
+        detail: format!(
+            "{}: {} users; TPM {} (every transaction, rollbacks too)",
+            p.name,
+            o.users,
+            fmt::count(o.tpm)
+        ),
+    })
+}
+
+/// The oltp points: NOPM and TPM, transactions per second, the new-order
+/// latency TPC-C bounds (p90), and the server's CPU beside iolab's own.
+pub fn oltp_table(r: &Results) -> Option<Table> {
+    let mut t = Table::new(&[
+        "point",
+        "users",
+        "NOPM",
+        "TPM (incl. rollbacks)",
+        "txn/s",
+        "new_order p90",
+        "server CPU usr/sys %",
+        "client (iolab) CPU usr/sys %",
+    ]);
+    for p in &r.points {
+        let Some(o) = &p.extra.oltp else { continue };
+        let new_order = p.ops.get("new_order").and_then(|o| o.lat.as_ref());
+        let server = p.extra.server.as_ref().and_then(|s| s.process.as_ref());
+        t.rows.push(vec![
+            p.name.clone(),
+            o.users.to_string(),
+            fmt::count(o.nopm),
+            fmt::count(o.tpm),
+            fmt::count(p.total.iops),
+            new_order
+                .and_then(|l| l.percentile(90.0))
+                .map(|v| fmt::ns(v as f64))
+                .unwrap_or_else(|| "-".into()),
+            server.map_or("not measured".into(), |s| {
+                format!("{:.0}/{:.0}", s.usr_pct, s.sys_pct)
+            }),
+            format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct),
+        ]);
+    }
+    (!t.rows.is_empty()).then_some(t)
 }
 
 /// Run warnings, then point warnings prefixed with the point name, without repeats.

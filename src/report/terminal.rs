@@ -41,6 +41,13 @@ pub fn point_block(p: &Point) -> String {
         },
         if p.direct { "O_DIRECT" } else { "buffered" }
     ));
+    if let Some(info) = &p.extra.oltp {
+        out += &crate::report::oltp_terminal::point_text(p, info);
+        for w in &p.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        return out;
+    }
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(vec![
@@ -171,8 +178,10 @@ pub fn point_block(p: &Point) -> String {
 /// and units never stamped.
 fn verify_lines(v: &VerifyStats) -> String {
     let mut out = format!(
-        "verify: {} blocks checked, {} mismatches",
-        v.blocks_checked, v.mismatches
+        "verify: {} blocks checked, {} mismatch{}",
+        v.blocks_checked,
+        v.mismatches,
+        if v.mismatches == 1 { "" } else { "es" }
     );
     if v.never_written > 0 {
         out.push_str(&format!(
@@ -275,6 +284,20 @@ mod tests {
         assert_eq!(format_count(2_500_000.0), "2.50M");
         assert_eq!(format_count(950.0), "950");
         assert_eq!(format_count(12.34), "12.3");
+    }
+
+    /// Issue 31 item 17: "1 mismatches".
+    #[test]
+    fn one_mismatch_is_singular() {
+        let mut v = VerifyStats {
+            blocks_checked: 10,
+            mismatches: 1,
+            never_written: 0,
+            first_mismatches: vec![],
+        };
+        assert!(verify_lines(&v).starts_with("verify: 10 blocks checked, 1 mismatch\n"));
+        v.mismatches = 2;
+        assert!(verify_lines(&v).contains(", 2 mismatches"));
     }
 
     #[test]

@@ -263,7 +263,11 @@ pub fn time_series(r: &Results) -> Option<Section> {
     sel.truncate(4);
     sel.sort_by_key(|p| r.points.iter().position(|q| std::ptr::eq(q, *p)));
     let ramp = sel.iter().map(|p| p.ramp_ns).max().unwrap_or(0) as f64 / 1e9;
-    let mut table = Table::new(&["point", "t (s)", "IOPS", "MiB/s", "mean ns", "p99 ns"]);
+    // Database points count operations, not I/Os, and move no bytes of
+    // their own: no bandwidth chart or column of zeros for them.
+    let moves_bytes = sel.iter().any(|p| p.total.bytes > 0);
+    let rate = rate_unit(&sel);
+    let mut table = Table::new(&["point", "t (s)", rate, "MiB/s", "mean ns", "p99 ns"]);
     let mut iops = Vec::new();
     let mut bw = Vec::new();
     let mut lat = Vec::new();
@@ -278,7 +282,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
                 t,
                 s.iops,
                 format!(
-                    "{} at {}: {} IOPS",
+                    "{} at {}: {} {rate}",
                     p.name,
                     fmt::secs(t),
                     fmt::count(s.iops)
@@ -328,9 +332,13 @@ pub fn time_series(r: &Results) -> Option<Section> {
         }
     }
     let shade = (ramp > 0.0).then(|| (0.0, ramp, "ramp (not measured)".to_string()));
+    let lat_scale = latency_over_time_scale(&mut lat);
     let chart = |title: &str, ytitle: &str, series: Vec<Series>, f: fn(f64) -> String| {
-        // Linear: a time series shows change over time, which a log axis hides.
-        let scale = Scale::Linear;
+        let scale = if title.starts_with("Mean latency") {
+            lat_scale
+        } else {
+            Scale::Linear
+        };
         svg::line_chart(&LineChart {
             title: title.into(),
             x: Axis::new("time (s)", Scale::Linear, fmt::plain),
@@ -353,13 +361,78 @@ pub fn time_series(r: &Results) -> Option<Section> {
         } else {
             "Per-second values of each point.".into()
         },
-        svgs: vec![
-            chart("IOPS over time", "IOPS", iops, fmt::count),
-            chart("Bandwidth over time", "bandwidth (MiB/s)", bw, fmt::mib),
-            chart("Mean latency over time", "mean latency", lat, fmt::ns),
-        ],
-        table,
+        svgs: [
+            Some(chart(&format!("{rate} over time"), rate, iops, fmt::count)),
+            moves_bytes.then(|| chart("Bandwidth over time", "bandwidth (MiB/s)", bw, fmt::mib)),
+            Some(chart(
+                "Mean latency over time",
+                "mean latency",
+                lat,
+                fmt::ns,
+            )),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        table: if moves_bytes {
+            table
+        } else {
+            without_column(table, "MiB/s")
+        },
     })
+}
+
+/// What the points' per-second rate counts: transactions (oltp),
+/// operations (kv) or I/Os.
+fn rate_unit(points: &[&Point]) -> &'static str {
+    if points.iter().all(|p| p.extra.oltp.is_some()) {
+        "transactions/s"
+    } else if points
+        .iter()
+        .all(|p| p.extra.oltp.is_some() || p.extra.kv.is_some())
+    {
+        "ops/s"
+    } else {
+        "IOPS"
+    }
+}
+
+/// Linear shows change over time best; latencies of points more than 10x
+/// apart (4 KiB beside 1 MiB) would sit flat at the bottom of it, so those
+/// get a log axis (and an interval without requests, no latency to place
+/// on it, is left out).
+fn latency_over_time_scale(lat: &mut [Series]) -> Scale {
+    if spread(lat) <= 10.0 {
+        return Scale::Linear;
+    }
+    for s in lat.iter_mut() {
+        s.points.retain(|p| p.1 > 0.0);
+    }
+    Scale::Log
+}
+
+/// Largest over smallest positive value of the series.
+fn spread(series: &[Series]) -> f64 {
+    let v = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let (lo, hi) = v
+        .filter(|&y| y > 0.0)
+        .fold((f64::MAX, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    if hi > 0.0 {
+        hi / lo
+    } else {
+        1.0
+    }
+}
+
+/// `t` without the column named `name`.
+fn without_column(mut t: Table, name: &str) -> Table {
+    if let Some(i) = t.headers.iter().position(|h| h == name) {
+        t.headers.remove(i);
+        for row in &mut t.rows {
+            row.remove(i);
+        }
+    }
+    t
 }
 
 /// A point imported from fio whose latency percentiles are clat's.
@@ -500,6 +573,31 @@ mod tests {
                 .push(point(&j, 1e4 * (i + 1) as f64, 1e5, 200_000 + i as u64));
         }
         r
+    }
+
+    fn line(points: &[f64]) -> Series {
+        Series {
+            label: String::new(),
+            points: points
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| (i as f64, y, String::new()))
+                .collect(),
+            dashed: false,
+            color: 0,
+            line: true,
+        }
+    }
+
+    /// Issue 31 item 17: 4k lines sat flat under the 1m line.
+    #[test]
+    fn latency_over_time_goes_log_when_points_are_far_apart() {
+        let mut near = vec![line(&[100e3, 120e3]), line(&[300e3, 0.0])];
+        assert_eq!(latency_over_time_scale(&mut near), Scale::Linear);
+        assert_eq!(near[1].points.len(), 2);
+        let mut far = vec![line(&[100e3, 120e3]), line(&[20e6, 0.0])];
+        assert_eq!(latency_over_time_scale(&mut far), Scale::Log);
+        assert_eq!(far[1].points.len(), 1, "the empty interval left out");
     }
 
     #[test]
