@@ -419,3 +419,60 @@ fn a_refused_connection_is_said_once() {
     }
     assert!(common::files_in(dir.path()).is_empty());
 }
+
+/// Issue 31 item 5: with --server-url (a server iolab did not start,
+/// perhaps on another machine) kv reported this machine's disk, a write
+/// amplification, "db size 0 B" and a target path; none was measured.
+#[test]
+fn a_server_by_url_reports_nothing_of_this_machines_disk() {
+    let _one = one_at_a_time();
+    if !installed(ServerKind::Redis) {
+        return;
+    }
+    let state = common::workdir();
+    std::env::set_var("IOLAB_STATE_DIR", state.path());
+    let dir = server_dir();
+    let own = Server::start_or_connect(
+        ServerKind::Redis,
+        None,
+        dir.path(),
+        &ServerSettings::default(),
+    )
+    .unwrap();
+    let work = common::workdir();
+    let json = work.path().join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["kv", "a", "--engine", "redis", "--quiet", "--server-url"])
+        .arg(url_of(own.endpoint()))
+        .args(["-p", "recordcount=200", "-p", "operationcount=400", "-o"])
+        .arg(&json)
+        .env("IOLAB_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(
+        r["provenance"]["target"].is_null(),
+        "{}",
+        r["provenance"]["target"]
+    );
+    let pts = r["points"].as_array().unwrap();
+    assert!(!pts.is_empty());
+    for p in pts {
+        assert!(p["device"].is_null(), "{}: {}", p["name"], p["device"]);
+        let load = &p["extra"]["kv"]["load"];
+        for absent in [
+            "device",
+            "db_size_bytes",
+            "db_apparent_bytes",
+            "write_amplification",
+        ] {
+            assert!(
+                load[absent].is_null(),
+                "{}: {absent} = {}",
+                p["name"],
+                load[absent]
+            );
+        }
+    }
+}

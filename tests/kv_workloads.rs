@@ -149,7 +149,7 @@ fn load_statistics_are_consistent() {
         "{l:?}"
     );
     assert_eq!(l.logical_written_bytes, 2000 * 416);
-    assert!(l.db_size_bytes > 0);
+    assert!(l.db_size_bytes.is_some_and(|b| b > 0));
     match (&l.device, l.write_amplification) {
         (Some(_), Some(wa)) => assert!(
             wa >= 1.0,

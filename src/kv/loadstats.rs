@@ -1,7 +1,9 @@
 //! Load statistics of a phase (the Symas table): wall, user and system
 //! time, CPU%, context switches and filesystem I/O from getrusage, device
 //! bytes from /proc/diskstats, the database size on disk, and write
-//! amplification = device bytes written / logical bytes written.
+//! amplification = device bytes written / logical bytes written. Where the
+//! database is not on this machine (a server at `--server-url`), only the
+//! client's own counters are taken: no device, size or amplification.
 
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::{device_of, dir_size, DeviceStats, DiskCounters, DiskSampler};
@@ -17,8 +19,8 @@ pub struct LoadSampler {
 }
 
 impl LoadSampler {
-    pub fn start(db_dir: &Path) -> LoadSampler {
-        let disk = device_of(db_dir).and_then(|name| {
+    pub fn start(db_dir: Option<&Path>) -> LoadSampler {
+        let disk = db_dir.and_then(device_of).and_then(|name| {
             let s = DiskSampler::new(name);
             s.sample().map(|c| (s, c))
         });
@@ -29,14 +31,14 @@ impl LoadSampler {
         }
     }
 
-    pub fn finish(&self, db_dir: &Path, logical_written: u64) -> LoadStats {
+    pub fn finish(&self, db_dir: Option<&Path>, logical_written: u64) -> LoadStats {
         let wall = mono_now_ns().saturating_sub(self.t0).max(1);
         let cpu = RusageSnapshot::now().since(&self.ru0, wall);
         let device = self.disk.as_ref().and_then(|(s, c0)| {
             s.sample()
                 .map(|c1| DeviceStats::between(&s.device, c0, &c1, wall))
         });
-        let (alloc, apparent) = dir_size(db_dir);
+        let sizes = db_dir.map(dir_size);
         let write_amplification = match &device {
             Some(d) if logical_written > 0 => Some(d.write_bytes as f64 / logical_written as f64),
             _ => None,
@@ -45,8 +47,8 @@ impl LoadSampler {
             wall_ns: wall,
             cpu,
             device,
-            db_size_bytes: alloc,
-            db_apparent_bytes: apparent,
+            db_size_bytes: sizes.map(|s| s.0),
+            db_apparent_bytes: sizes.map(|s| s.1),
             logical_written_bytes: logical_written,
             write_amplification,
         }

@@ -166,22 +166,24 @@ struct WorkerJob<'a> {
 /// sum of their latencies in ns).
 pub type OnProgress<'a> = &'a dyn Fn(f64, u64, u64);
 
-/// Run `work` with `spec` on `engine`; `db_dir` is measured for size.
+/// Run `work` with `spec` on `engine`; `db_dir` is measured for size and
+/// its device's writes.
 pub fn run(
     engine: &dyn KvEngine,
     work: &dyn Work,
     spec: &PhaseSpec,
     db_dir: &Path,
 ) -> Result<PhaseOutcome> {
-    run_reporting(engine, work, spec, db_dir, &|_, _, _| {})
+    run_reporting(engine, work, spec, Some(db_dir), &|_, _, _| {})
 }
 
-/// `run`, reporting progress about once a second.
+/// `run`, reporting progress about once a second; `db_dir` is `None` where
+/// the data is not on this machine (nothing of its disk is measured).
 pub fn run_reporting(
     engine: &dyn KvEngine,
     work: &dyn Work,
     spec: &PhaseSpec,
-    db_dir: &Path,
+    db_dir: Option<&Path>,
     on_progress: OnProgress<'_>,
 ) -> Result<PhaseOutcome> {
     let kinds = work.kinds();

@@ -130,7 +130,7 @@ pub fn load_table(o: &PhaseOutcome) -> String {
         "db size",
         "dev read",
         "dev written",
-        "write amp",
+        "write amp (dev / kv bytes)",
     ]);
     let secs = |ns: u64| format!("{:.2}s", ns as f64 / 1e9);
     let (dr, dw) = l
@@ -147,7 +147,7 @@ pub fn load_table(o: &PhaseOutcome) -> String {
         l.cpu.ctx_involuntary.to_string(),
         l.cpu.fs_in_blocks.to_string(),
         l.cpu.fs_out_blocks.to_string(),
-        human(l.db_size_bytes),
+        l.db_size_bytes.map_or("-".into(), human),
         dr,
         dw,
         l.write_amplification

@@ -282,7 +282,10 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 }
             };
             probe.begin();
-            let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, &dir.path, &progress);
+            // A server at --server-url keeps its data elsewhere (perhaps
+            // on another machine): nothing of this machine's disk is its.
+            let data_here = plan.server.url.is_none().then_some(dir.path.as_path());
+            let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, data_here, &progress);
             obs.progress_done();
             let o = o?;
             probe.end_with(o.rec.ops.iter().sum());
@@ -610,14 +613,17 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
 fn provenance(plan: &KvPlan, eng: &dyn KvEngine, dir: &DbDir) -> Provenance {
     let mut prov = Provenance::collect(plan.seed);
     prov.tools.insert(eng.name().to_string(), eng.version());
-    prov.target = Some(target_info(
-        &dir.path,
-        if plan.place.db.is_some() {
-            TargetKind::ExistingFile
-        } else {
-            TargetKind::ScratchFile
-        },
-    ));
+    // A server iolab did not start keeps its data where iolab cannot see.
+    prov.target = plan.server.url.is_none().then(|| {
+        target_info(
+            &dir.path,
+            if plan.place.db.is_some() {
+                TargetKind::ExistingFile
+            } else {
+                TargetKind::ScratchFile
+            },
+        )
+    });
     prov.plan = serde_json::json!({
         "verb": "kv",
         "engine": eng.name(),

@@ -51,12 +51,18 @@ pub struct LoadStats {
     pub wall_ns: u64,
     pub cpu: CpuStats,
     pub device: Option<DeviceStats>,
-    /// Allocated bytes of the database directory (st_blocks * 512).
-    pub db_size_bytes: u64,
-    /// Sum of file sizes (apparent size).
-    pub db_apparent_bytes: u64,
+    /// Allocated bytes of the database directory (st_blocks * 512); absent
+    /// where the data is not on this machine (`--server-url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_size_bytes: Option<u64>,
+    /// Sum of file sizes (apparent size); absent as `db_size_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_apparent_bytes: Option<u64>,
     /// Key + value bytes the workload wrote.
     pub logical_written_bytes: u64,
-    /// device write bytes / logical bytes (None without device stats or writes).
+    /// Device bytes written / key+value bytes the workload wrote (None
+    /// without device stats or writes). Not the server's
+    /// `extra.server.write_amplification`, whose denominator is the
+    /// server process's own writes.
     pub write_amplification: Option<f64>,
 }
