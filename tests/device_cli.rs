@@ -549,6 +549,14 @@ fn sysinfo_prints_provenance() {
     assert!(text(&o).contains("timer cost"));
     let o = iolab(&["sysinfo", "--target", "/no/such/path"]);
     assert_eq!(o.status.code(), Some(2));
+    // Issue 31 item 16: a directory was called "(ExistingFile, 0 bytes)".
+    let dir = workdir();
+    let o = iolab(&["sysinfo", "--target", dir.path().to_str().unwrap()]);
+    let t = text(&o);
+    assert!(
+        t.contains("(directory)") && !t.contains("ExistingFile"),
+        "{t}"
+    );
     // One output option, as in every verb: -o FILE, -o - (stdout), --json [FILE].
     let dir = workdir();
     let file = dir.path().join("m.json");

@@ -50,7 +50,8 @@ fn parse_clock(s: &str) -> Result<ClockChoice, String> {
       the same jobs on several targets of your own, interleaved by rounds, normalized to the first")]
 pub struct DeviceArgs {
     /// Directory (a scratch file is created in it), existing file, block
-    /// device, or remote export (nbd://HOST[:PORT]/[EXPORT]). Given several
+    /// device, or remote export (nbd://HOST[:PORT]/[EXPORT],
+    /// nvme-tcp://HOST[:PORT]/NQN[?nsid=N], iscsi://HOST[:PORT]/IQN/LUN). Given several
     /// times, as [LABEL=]PATH: the same jobs on every target, interleaved by
     /// rounds and normalized to the baseline (docs/media.md)
     #[arg(
@@ -156,6 +157,8 @@ pub struct DeviceArgs {
         long,
         default_value = "io_uring",
         value_name = "ENGINE",
+        value_parser = crate::cli::names::DEVICE_ENGINES,
+        hide_possible_values = true,
         help_heading = "Engine"
     )]
     pub engine: String,

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod device;
 pub mod kv;
 pub mod media;
+pub mod names;
 pub mod oltp;
 pub mod remote;
 pub mod report;
@@ -105,8 +106,8 @@ pub enum Command {
     Oltp(Box<oltp::OltpArgs>),
     /// Per-request latency breakdown through the I/O stack
     Trace(trace::TraceArgs),
-    /// Local vs remote block storage: the same jobs on DAS and over NBD targets, both sides measured
+    /// Local vs remote block storage: the same jobs on DAS and over NBD, NVMe/TCP and iSCSI targets, both sides measured
     Remote(Box<remote::RemoteArgs>),
-    /// Serve a file or device over NBD (iolab's own target: io_uring, O_DIRECT, per-request stamps)
+    /// Serve a file or device over NBD or NVMe/TCP (iolab's own targets: io_uring, O_DIRECT, per-request stamps)
     Serve(serve::ServeArgs),
 }

@@ -25,7 +25,8 @@ Ctrl-C stops the run and keeps what was measured.")]
 pub struct RunArgs {
     /// Directory on the storage to characterize (a scratch file is created
     /// there and removed at exit; default: the current directory), or a
-    /// remote export (nbd://HOST[:PORT]/[EXPORT]). Several, as
+    /// remote export (nbd://HOST[:PORT]/[EXPORT], nvme-tcp://HOST[:PORT]/NQN,
+    /// iscsi://HOST[:PORT]/IQN/LUN). Several, as
     /// [LABEL=]DIR: the same plan on each, interleaved by rounds and
     /// normalized to the baseline (docs/media.md)
     #[arg(value_name = "DIR")]
@@ -48,7 +49,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// I/O engine (default io_uring, falling back to aio, then psync, if it does not work here)
-    #[arg(long, value_name = "ENGINE")]
+    #[arg(
+        long,
+        value_name = "ENGINE",
+        value_parser = crate::cli::names::DEVICE_ENGINES,
+        hide_possible_values = true
+    )]
     pub engine: Option<String>,
     /// Where to write results.json and report.html (default DIR/iolab-<UTC
     /// time>; for a remote export, ./iolab-<UTC time>)

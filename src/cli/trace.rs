@@ -27,7 +27,12 @@ pub struct TraceOpts {
     #[arg(long, default_value = "512M")]
     pub size: String,
     /// Engines, comma separated: psync, aio, io_uring, io_uring+sqpoll
-    #[arg(long, default_value = "psync")]
+    #[arg(
+        long,
+        default_value = "psync",
+        value_parser = crate::cli::names::TRACE_ENGINES,
+        hide_possible_values = true
+    )]
     pub engine: String,
     /// Queue depths, comma separated (psync always runs at 1)
     #[arg(long, default_value = "1")]

@@ -27,9 +27,11 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
             "engine: {} (defaults below are applied when it opens)",
             plan.engine.name()
         );
-        println!("{:#?}", plan.options);
+        for (k, v) in crate::kv::describe::options(&plan.options) {
+            println!("  {k} = {v}");
+        }
         for s in &plan.steps {
-            println!("step: {s:?}");
+            println!("step: {}", crate::kv::describe::step(s));
         }
         return Ok(());
     }

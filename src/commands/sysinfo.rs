@@ -29,16 +29,15 @@ pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
             .unwrap_or(path.clone())
             .display()
             .to_string(),
-        kind: if devnum.is_some()
-            && std::fs::metadata(&path)
-                .map(|m| !m.is_dir() && !m.is_file())
-                .unwrap_or(false)
-        {
-            TargetKind::BlockDevice
-        } else {
-            TargetKind::ExistingFile
+        kind: match std::fs::metadata(&path) {
+            Ok(m) if m.is_dir() => TargetKind::Directory,
+            Ok(m) if !m.is_file() && devnum.is_some() => TargetKind::BlockDevice,
+            _ => TargetKind::ExistingFile,
         },
-        size_bytes: 0,
+        size_bytes: std::fs::metadata(&path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0, |m| m.len()),
         filesystem: sysfs::fs_of_path(&path),
         disk: devnum.and_then(sysfs::disk_info),
         export: None,

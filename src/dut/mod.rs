@@ -56,6 +56,22 @@ pub enum TargetKind {
     /// A remote endpoint (`nbd://`, `iscsi://`, `nvme-tcp://`), opened by an
     /// engine that speaks its transport.
     Remote,
+    /// A directory that exists (`sysinfo --target DIR`, `kv --db DIR`).
+    Directory,
+}
+
+impl TargetKind {
+    /// How the provenance names it to a reader.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TargetKind::ScratchFile => "scratch file",
+            TargetKind::ExistingFile => "existing file",
+            TargetKind::BlockDevice => "block device",
+            TargetKind::NoFile => "no file",
+            TargetKind::Remote => "remote export",
+            TargetKind::Directory => "directory",
+        }
+    }
 }
 
 /// A target ready to be opened by workers.

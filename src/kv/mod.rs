@@ -2,6 +2,7 @@
 
 pub mod chain;
 pub mod dbbench;
+pub mod describe;
 pub mod engine;
 pub mod engines;
 pub mod fields;

@@ -618,7 +618,7 @@ fn provenance(plan: &KvPlan, eng: &dyn KvEngine, dir: &DbDir) -> Provenance {
         target_info(
             &dir.path,
             if plan.place.db.is_some() {
-                TargetKind::ExistingFile
+                TargetKind::Directory
             } else {
                 TargetKind::ScratchFile
             },
@@ -628,7 +628,7 @@ fn provenance(plan: &KvPlan, eng: &dyn KvEngine, dir: &DbDir) -> Provenance {
         "verb": "kv",
         "engine": eng.name(),
         "engine_settings": eng.settings().into_iter().collect::<BTreeMap<_, _>>(),
-        "steps": plan.steps.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
+        "steps": plan.steps.iter().map(super::describe::step).collect::<Vec<_>>(),
         "threads": plan.threads,
         "target": plan.target_ops,
         "memory_limit": plan.place.memory_limit,

@@ -180,7 +180,10 @@ impl Provenance {
         if let Some(t) = &self.target {
             rows.push((
                 "target".into(),
-                format!("{} ({:?}, {} bytes)", t.path, t.kind, t.size_bytes),
+                match t.size_bytes {
+                    0 => format!("{} ({})", t.path, t.kind.describe()),
+                    n => format!("{} ({}, {n} bytes)", t.path, t.kind.describe()),
+                },
             ));
             if let Some(fs) = &t.filesystem {
                 rows.push((

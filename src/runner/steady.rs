@@ -20,6 +20,10 @@ const BLKDISCARD: libc::c_ulong = 0x1277;
 pub fn purge(target: &Target, size: u64) -> anyhow::Result<String> {
     match target.kind {
         TargetKind::NoFile => Ok("nothing to purge (no file)".into()),
+        TargetKind::Directory => Err(usage(
+            "--purge",
+            format!("{} is a directory, not a device or file", target.path.display()),
+        )),
         TargetKind::Remote => Err(usage(
             "--purge",
             format!("purging the remote target {} is not supported", target.path.display()),
