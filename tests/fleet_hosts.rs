@@ -315,3 +315,83 @@ fn a_malformed_message_to_the_agent_is_refused_with_a_clear_error() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+fn status_kib(key: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn cpu_ms(who: i32) -> f64 {
+    // SAFETY: getrusage into a local struct.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut r) };
+    let t = |v: libc::timeval| v.tv_sec as f64 * 1e3 + v.tv_usec as f64 / 1e3;
+    t(r.ru_utime) + t(r.ru_stime)
+}
+
+/// The control side at scale, for docs/fleet.md (not a check: run with
+/// `IOLAB_FLEET_HOSTS=N cargo test --test fleet_hosts -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn scale_measurement() {
+    let n: usize = std::env::var("IOLAB_FLEET_HOSTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let Some(lab) = fleet_common::lab(n, &[]) else {
+        return;
+    };
+    let rss0 = status_kib("VmRSS:");
+    let (cpu0, kids0) = (cpu_ms(libc::RUSAGE_SELF), cpu_ms(libc::RUSAGE_CHILDREN));
+    let t = Instant::now();
+    let mut fleet = Fleet::connect(&lab.specs(), &lab.options()).unwrap();
+    let connect_s = t.elapsed().as_secs_f64();
+    let threads = status_kib("Threads:");
+    let t = Instant::now();
+    let pass = fleet.run_pass(&null_job(2), &no_dir()).unwrap();
+    let pass_s = t.elapsed().as_secs_f64();
+    // The same with 1,000 requests a second per host: the agents leave the
+    // CPUs idle, so the skew is the start's own, not the scheduler's.
+    let paced = JobSpec {
+        open_loop: Some(iolab::plan::job::OpenLoop {
+            rate_iops: 1000.0,
+            arrival: Default::default(),
+        }),
+        ..null_job(2)
+    };
+    let light = fleet.run_pass(&paced, &no_dir()).unwrap();
+    let mut starts: Vec<i64> = light
+        .per_host
+        .iter()
+        .map(|h| h.start_offset_ns / 1000)
+        .collect();
+    starts.sort();
+    println!(
+        "hosts {n}, paced: start skew {:.3} ms; release after the common start, us: {starts:?}",
+        light.start_skew_ns as f64 / 1e6
+    );
+    let rss1 = status_kib("VmRSS:");
+    fleet.close();
+    let (cpu1, kids1) = (cpu_ms(libc::RUSAGE_SELF), cpu_ms(libc::RUSAGE_CHILDREN));
+    let pass_json = serde_json::to_vec(&pass).unwrap().len();
+    let agg_json = serde_json::to_vec(&pass.aggregate).unwrap().len();
+    let hist_bytes: usize = pass.aggregate.histograms.values().map(|h| h.len()).sum();
+    let per_host_ops: u64 = pass.per_host.iter().map(|h| h.ops).sum();
+    assert_eq!(pass.aggregate.total.ops, per_host_ops);
+    println!(
+        "hosts {n}: connect {connect_s:.2} s, pass of a 2 s job {pass_s:.2} s, start skew {:.3} ms \
+         (clock uncertainty <= {:.3} ms), control threads while connected {threads}, \
+         control RSS {rss0} -> {rss1} KiB, control CPU {:.0} ms, ssh clients' CPU {:.0} ms, \
+         FleetPass JSON {pass_json} B (aggregate point {agg_json} B, its histograms {hist_bytes} B), \
+         aggregate {:.0} IOPS",
+        pass.start_skew_ns as f64 / 1e6,
+        pass.clock_uncertainty_ns as f64 / 1e6,
+        cpu1 - cpu0,
+        kids1 - kids0,
+        pass.aggregate.total.iops,
+    );
+}
