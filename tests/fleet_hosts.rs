@@ -83,9 +83,10 @@ fn agents_say_hello_and_another_build_is_refused_naming_the_host() {
 
 #[test]
 fn a_refused_login_is_exit_2_naming_the_host_and_nothing_is_left_running() {
-    let Some(lab) = fleet_common::lab(2, &[1]) else {
+    let Some(mut lab) = fleet_common::lab(3, &[1]) else {
         return;
     };
+    lab.stop_sshd(2);
     let err = Fleet::connect(&lab.specs(), &lab.options())
         .err()
         .expect("the login is refused");
@@ -99,6 +100,12 @@ fn a_refused_login_is_exit_2_naming_the_host_and_nothing_is_left_running() {
         msg.contains("Permission denied"),
         "ssh's reason is quoted: {msg}"
     );
+    // The unreachable host is named too, with ssh's reason.
+    assert!(
+        msg.contains(&format!("host {}", lab.hosts[2].addr)),
+        "{msg}"
+    );
+    assert!(msg.contains("Connection refused"), "{msg}");
     assert!(
         !msg.contains(&format!("host {}:", lab.hosts[0].addr)),
         "{msg}"

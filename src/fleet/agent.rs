@@ -9,6 +9,7 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,7 +42,7 @@ enum Event {
 
 /// Read frames; answer clock probes at once; a stop or the end of input
 /// stops a running job through the process's stop flag.
-fn reader(mut input: impl Read, out: Out, tx: mpsc::Sender<Event>) {
+fn reader(mut input: impl Read, out: Out, tx: mpsc::Sender<Event>, served: Arc<AtomicBool>) {
     loop {
         let m = proto::read_message(&mut input);
         match m {
@@ -67,19 +68,30 @@ fn reader(mut input: impl Read, out: Out, tx: mpsc::Sender<Event>) {
                     other => format!("{other}"),
                 };
                 let _ = tx.send(Event::Ended(why));
-                orphan_watchdog();
+                orphan_watchdog(&served);
                 return;
             }
         }
     }
 }
 
-/// The input is gone: if the main loop has not exited after the grace
-/// period (a job that does not stop), tear down and exit from here.
-fn orphan_watchdog() {
+/// The input is gone: if `serve` has not returned after the grace period
+/// (a job that does not stop), tear down and exit from here.
+fn orphan_watchdog(served: &AtomicBool) {
     std::thread::sleep(ORPHAN_GRACE);
-    crate::testbed::teardown_all();
-    std::process::exit(1);
+    if !served.load(Ordering::SeqCst) {
+        crate::testbed::teardown_all();
+        std::process::exit(1);
+    }
+}
+
+/// Marks `serve` as returned, however it returns.
+struct Served(Arc<AtomicBool>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 fn agent_error(e: &anyhow::Error) -> AgentError {
@@ -106,9 +118,11 @@ pub fn serve(
     send(&out, &Message::Hello(hello))?;
     let (tx, rx) = mpsc::channel();
     let rout = out.clone();
+    let served = Served(Arc::new(AtomicBool::new(false)));
+    let flag = served.0.clone();
     std::thread::Builder::new()
         .name("agent-rx".into())
-        .spawn(move || reader(input, rout, tx))?;
+        .spawn(move || reader(input, rout, tx, flag))?;
     let mut target: Option<(Prepare, Target)> = None;
     loop {
         match next(&rx) {
@@ -216,7 +230,7 @@ fn run(p: &Prepare, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobR
     let released = std::sync::atomic::AtomicU64::new(0);
     let gate = || {
         wait_until(start_ns);
-        released.store(mono_now_ns(), std::sync::atomic::Ordering::SeqCst);
+        released.store(mono_now_ns(), Ordering::SeqCst);
     };
     let progress = |elapsed_s: f64, _: Option<f64>, live: Option<crate::runner::recorder::Live>| {
         let iops = live.map(|l| l.iops).unwrap_or(0.0);
@@ -236,6 +250,65 @@ fn run(p: &Prepare, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobR
     }
     Ok(JobResult {
         point,
-        started_ns: released.load(std::sync::atomic::Ordering::SeqCst),
+        started_ns: released.load(Ordering::SeqCst),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineKind;
+    use crate::fleet::proto::{read_message, write_message, JobTarget};
+    use crate::plan::job::{JobSpec, StopCondition};
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn an_agent_runs_a_job_released_at_the_given_instant() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let input = theirs.try_clone().unwrap();
+        let agent = std::thread::spawn(move || serve(input, theirs));
+        let mut r = ours.try_clone().unwrap();
+        let mut w = ours;
+        let Message::Hello(h) = read_message(&mut r).unwrap() else {
+            panic!("no hello")
+        };
+        assert_eq!(h.build, build::current().unwrap());
+        let job = JobSpec {
+            engine: EngineKind::Null,
+            stop: StopCondition {
+                runtime_ns: None,
+                io_count: Some(5000),
+                io_bytes: None,
+            },
+            ..JobSpec::default()
+        };
+        let target = JobTarget {
+            dir: None,
+            size: None,
+        };
+        write_message(&mut w, &Message::Prepare(Box::new(Prepare { job, target }))).unwrap();
+        assert!(matches!(
+            read_message(&mut r).unwrap(),
+            Message::Ready { .. }
+        ));
+        let at = mono_now_ns() + 50_000_000;
+        write_message(&mut w, &Message::StartAt { agent_ns: at }).unwrap();
+        let result = loop {
+            match read_message(&mut r).unwrap() {
+                Message::Progress { .. } => continue,
+                Message::Result(res) => break res,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(result.point.total.ops, 5000);
+        assert!(result.started_ns >= at, "released before the instant");
+        // A start without a prepare is a protocol error, not a crash.
+        write_message(&mut w, &Message::StartAt { agent_ns: 0 }).unwrap();
+        match read_message(&mut r).unwrap() {
+            Message::Error(e) => assert!(e.message.contains("before prepare"), "{e:?}"),
+            other => panic!("{other:?}"),
+        }
+        write_message(&mut w, &Message::Bye).unwrap();
+        agent.join().unwrap().unwrap();
+    }
 }

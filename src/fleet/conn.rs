@@ -83,6 +83,24 @@ impl Conn {
         }
     }
 
+    /// As `recv_until`, but a stop (Ctrl-C) ends the wait within 250 ms.
+    pub fn recv_until_stopped(&mut self, deadline: Instant) -> anyhow::Result<Message> {
+        loop {
+            let slice = deadline.min(Instant::now() + Duration::from_millis(250));
+            match self.recv_until(slice) {
+                Ok(m) => return Ok(m),
+                Err(e) if self.ended() || Instant::now() >= deadline => return Err(e),
+                Err(_) if crate::interrupt::stop_requested() => {
+                    return Err(host_error(
+                        &self.host,
+                        "interrupted while waiting for its agent",
+                    ))
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
     pub fn recv_within(&mut self, timeout: Duration) -> anyhow::Result<Message> {
         self.recv_until(Instant::now() + timeout)
     }
@@ -90,7 +108,7 @@ impl Conn {
     /// The next message that is not progress (progress is only a sign of life).
     pub fn recv_skipping_progress(&mut self, deadline: Instant) -> anyhow::Result<Message> {
         loop {
-            match self.recv_until(deadline)? {
+            match self.recv_until_stopped(deadline)? {
                 Message::Progress { .. } => continue,
                 m => return Ok(m),
             }

@@ -144,7 +144,9 @@ fn connect_one(spec: &HostSpec, opts: &FleetOptions, want: &BuildId) -> anyhow::
         child,
         stderr,
     };
-    let hello = agent.conn().recv_within(opts.hello_timeout);
+    let hello = agent
+        .conn()
+        .recv_until_stopped(Instant::now() + opts.hello_timeout);
     let checked = hello.and_then(|m| check_hello(&name, m, want, opts.ssh.deploy));
     match checked {
         Ok(h) => {

@@ -186,6 +186,12 @@ impl Lab {
         }
     }
 
+    /// Stop host `i`'s sshd: the host no longer answers on port 22.
+    pub fn stop_sshd(&mut self, i: usize) {
+        let _ = self.hosts[i].sshd.kill();
+        let _ = self.hosts[i].sshd.wait();
+    }
+
     /// An executable script in the lab's directory.
     pub fn script(&self, name: &str, body: &str) -> String {
         use std::os::unix::fs::PermissionsExt;
