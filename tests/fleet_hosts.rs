@@ -46,10 +46,28 @@ fn agents_say_hello_and_another_build_is_refused_naming_the_host() {
     };
     let hosts = lab.specs();
     let opts = lab.options();
-    let fleet = Fleet::connect(&hosts[..1], &opts).unwrap();
+    let mut fleet = Fleet::connect(&hosts[..1], &opts).unwrap();
     let want = build::of_executable(&opts.ssh.local_iolab).unwrap();
     assert_eq!(fleet.agents()[0].hello.build, want);
     assert!(fleet.agents()[0].hello.pid > 0);
+    // A target the host does not have is bad input, named with the host.
+    let file_job = JobSpec {
+        engine: EngineKind::Psync,
+        direct: false,
+        qd: 1,
+        ..null_job(1)
+    };
+    let nowhere = JobTarget {
+        dir: Some("/nonexistent/iolab-fleet-test".into()),
+        size: None,
+    };
+    let err = fleet.run_pass(&file_job, &nowhere).unwrap_err();
+    let msg = format!("{err:#}");
+    assert_eq!(exit_code(&err), 2, "{msg}");
+    assert!(
+        msg.contains("target") && msg.contains(&lab.hosts[0].addr),
+        "{msg}"
+    );
     fleet.close();
 
     // The second host runs "another build": a hello with another hash.
