@@ -8,6 +8,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -76,14 +77,14 @@ pub fn command(host: &HostSpec, opts: &SshOptions, remote: &str) -> Command {
 /// The last few KiB of a child's stderr, read on a thread (ssh's own
 /// messages name why a login failed).
 #[derive(Clone, Default)]
-pub struct StderrTail(Arc<Mutex<Vec<u8>>>);
+pub struct StderrTail(Arc<(Mutex<Vec<u8>>, AtomicBool)>);
 
 const TAIL: usize = 4096;
 
 impl StderrTail {
     pub fn follow(&self, mut r: impl Read + Send + 'static) {
-        let buf = self.0.clone();
-        let _ = std::thread::Builder::new()
+        let tail = self.0.clone();
+        let spawned = std::thread::Builder::new()
             .name("ssh-stderr".into())
             .spawn(move || {
                 let mut chunk = [0u8; 1024];
@@ -91,18 +92,28 @@ impl StderrTail {
                     if n == 0 {
                         break;
                     }
-                    let mut b = buf.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut b = tail.0.lock().unwrap_or_else(|e| e.into_inner());
                     b.extend_from_slice(&chunk[..n]);
                     if b.len() > TAIL {
                         let cut = b.len() - TAIL;
                         b.drain(..cut);
                     }
                 }
+                tail.1.store(true, Ordering::SeqCst);
             });
+        if spawned.is_err() {
+            self.0 .1.store(true, Ordering::SeqCst);
+        }
     }
 
+    /// What the child said, once its stderr ended (waiting up to a second
+    /// for the reader to see the end after the child exited).
     pub fn text(&self) -> String {
-        let b = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let end = std::time::Instant::now() + Duration::from_secs(1);
+        while !self.0 .1.load(Ordering::SeqCst) && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let b = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
         String::from_utf8_lossy(&b).trim().to_string()
     }
 }
