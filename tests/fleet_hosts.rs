@@ -420,3 +420,21 @@ fn scale_measurement() {
         pass.aggregate.total.iops,
     );
 }
+
+#[test]
+fn the_agent_refuses_a_terminal() {
+    if !std::path::Path::new("/usr/bin/script").exists() {
+        eprintln!("skipping: script (util-linux) is not installed to give the agent a terminal");
+        return;
+    }
+    let cmd = format!("{} agent", env!("CARGO_BIN_EXE_iolab"));
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("not to a terminal"), "{text}");
+    assert!(!text.contains("IL\u{1}"), "no frame on a terminal: {text}");
+}
