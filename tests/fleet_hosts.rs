@@ -438,3 +438,49 @@ fn the_agent_refuses_a_terminal() {
     assert!(text.contains("not to a terminal"), "{text}");
     assert!(!text.contains("IL\u{1}"), "no frame on a terminal: {text}");
 }
+
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn a_host_killed_mid_point_makes_the_pass_partial_and_the_others_are_kept() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let mut fleet = Fleet::connect(&lab.specs(), &lab.options()).unwrap();
+    let victim = fleet.agents()[1].hello.pid;
+    // Killed once its workers exist: after the start was sent.
+    let killer = std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(60);
+        while threads_of(victim) < 3 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: the agent's pid, in a namespace this test made.
+        unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    });
+    let pass = fleet.run_pass(&null_job(60), &no_dir()).unwrap();
+    killer.join().unwrap();
+    assert!(pass.is_partial());
+    assert_eq!(pass.lost.len(), 1);
+    assert_eq!(pass.lost[0].host, lab.hosts[1].addr);
+    assert!(pass.lost[0].why.contains("closed"), "{:?}", pass.lost);
+    assert_eq!(pass.per_host.len(), 1);
+    assert_eq!(pass.aggregate.total.ops, pass.per_host[0].ops);
+    assert!(pass.per_host[0].ops > 0);
+    // The surviving host was stopped, not left measuring for a minute.
+    assert!(
+        pass.per_host[0]
+            .warnings
+            .iter()
+            .any(|w| w.contains("stopped before its end")),
+        "{:?}",
+        pass.per_host[0]
+    );
+    let w = &pass.aggregate.warnings;
+    assert!(w.iter().any(|w| w.contains("partial")), "{w:?}");
+    assert_eq!(fleet.hosts(), vec![lab.hosts[0].addr.clone()]);
+    fleet.close();
+    assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
+}

@@ -3,7 +3,7 @@
 //! with a deadline (an ssh that hangs never blocks the others).
 
 use std::io::{Read, Write};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use super::proto::{self, Message, ProtoError};
@@ -64,21 +64,41 @@ impl Conn {
         }
         let wait = deadline.saturating_duration_since(Instant::now());
         match self.rx.recv_timeout(wait) {
-            Ok(Ok(m)) => Ok(m),
-            Ok(Err(e)) => {
-                let why = match e {
-                    ProtoError::Closed => "the agent's channel closed".to_string(),
-                    other => format!("a bad message from its agent: {other}"),
-                };
-                self.ended = Some(why.clone());
-                Err(host_error(&self.host, why))
-            }
+            Ok(got) => self.received(got),
             Err(RecvTimeoutError::Timeout) => Err(host_error(
                 &self.host,
                 format!("no answer within {:.1} s", wait.as_secs_f64()),
             )),
             Err(RecvTimeoutError::Disconnected) => {
                 Err(host_error(&self.host, "the agent's channel closed"))
+            }
+        }
+    }
+
+    /// A message if one is waiting (`None`: nothing yet).
+    pub fn try_recv(&mut self) -> Option<anyhow::Result<Message>> {
+        if let Some(why) = &self.ended {
+            return Some(Err(host_error(&self.host, why)));
+        }
+        match self.rx.try_recv() {
+            Ok(got) => Some(self.received(got)),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => {
+                Some(Err(host_error(&self.host, "the agent's channel closed")))
+            }
+        }
+    }
+
+    fn received(&mut self, got: Result<Message, ProtoError>) -> anyhow::Result<Message> {
+        match got {
+            Ok(m) => Ok(m),
+            Err(e) => {
+                let why = match e {
+                    ProtoError::Closed => "the agent's channel closed".to_string(),
+                    other => format!("a bad message from its agent: {other}"),
+                };
+                self.ended = Some(why.clone());
+                Err(host_error(&self.host, why))
             }
         }
     }

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use super::build::{self, BuildId};
 use super::clock::{self, ClockOffset};
+use super::collect;
 use super::conn::{host_error, unexpected, Conn};
 use super::hosts::HostSpec;
-use super::merge::{self, FleetPass, HostPoint};
+use super::merge::{self, FleetPass, HostPoint, LostHost};
 use super::proto::{Hello, JobTarget, Message, Prepare, PROTOCOL_VERSION};
 use super::ssh::{self, SshOptions, StderrTail};
 use crate::error::usage;
-use crate::interrupt;
 use crate::measure::clock::mono_now_ns;
 use crate::plan::job::JobSpec;
 
@@ -272,6 +272,9 @@ impl Fleet {
     }
 
     /// Run `job` on every host with one common start and merge the points.
+    /// A failure before the start is an error naming the host; a host lost
+    /// after it makes the pass partial (`FleetPass::lost`): the others are
+    /// stopped, their points kept, and the lost host leaves the fleet.
     pub fn run_pass(&mut self, job: &JobSpec, target: &JobTarget) -> anyhow::Result<FleetPass> {
         let prepare = Message::Prepare(Box::new(Prepare {
             job: job.clone(),
@@ -310,19 +313,49 @@ impl Fleet {
             })
             .collect();
         let start = self.start_all(&offsets)?;
+        let mut conns: Vec<&mut Conn> = self.agents.iter_mut().map(|a| a.conn()).collect();
+        let gathered = collect::results(&mut conns, self.opts.idle_timeout);
         let mut points = Vec::with_capacity(self.agents.len());
-        let mut stop_sent = false;
-        for (i, clock) in offsets.into_iter().enumerate() {
-            let r = collect(&mut self.agents, i, self.opts.idle_timeout, &mut stop_sent)?;
-            let a = &self.agents[i];
-            points.push(HostPoint {
-                host: a.name.clone(),
-                start_offset_ns: clock.to_control(r.started_ns) as i64 - start as i64,
-                point: r.point,
-                clock,
-            });
+        let mut lost = Vec::new();
+        for ((a, clock), got) in self.agents.iter().zip(offsets).zip(gathered) {
+            match got {
+                Ok(r) => points.push(HostPoint {
+                    host: a.name.clone(),
+                    start_offset_ns: clock.to_control(r.started_ns) as i64 - start as i64,
+                    point: r.point,
+                    clock,
+                }),
+                Err(e) => lost.push(LostHost {
+                    host: a.name.clone(),
+                    why: format!("{e:#}"),
+                }),
+            }
         }
-        merge::merge(&points).ok_or_else(|| anyhow::anyhow!("no host returned a point"))
+        self.drop_lost(&lost);
+        let Some(mut pass) = merge::merge(&points) else {
+            let all: Vec<String> = lost.iter().map(|l| l.why.clone()).collect();
+            anyhow::bail!("every host was lost during the point: {}", all.join("; "));
+        };
+        for l in &lost {
+            pass.aggregate.warnings.push(format!(
+                "host {} was lost during the point ({}): the point is partial, its figures are the other hosts'",
+                l.host, l.why
+            ));
+        }
+        pass.lost = lost;
+        Ok(pass)
+    }
+
+    /// Close and forget the agents lost during a pass (the others go on).
+    fn drop_lost(&mut self, lost: &[LostHost]) {
+        let (mut gone, kept): (Vec<Agent>, Vec<Agent>) = std::mem::take(&mut self.agents)
+            .into_iter()
+            .partition(|a| lost.iter().any(|l| l.host == a.name));
+        self.agents = kept;
+        par_each(&mut gone, |a| {
+            a.close();
+            Ok(())
+        });
     }
 
     /// Send every agent the common start (each in its own clock); the
@@ -359,36 +392,5 @@ impl Fleet {
 impl Drop for Fleet {
     fn drop(&mut self) {
         self.close_all();
-    }
-}
-
-/// Wait for host `i`'s result; a Ctrl-C here stops every agent still
-/// running (each sends its partial point).
-fn collect(
-    agents: &mut [Agent],
-    i: usize,
-    idle: Duration,
-    stop_sent: &mut bool,
-) -> anyhow::Result<super::proto::JobResult> {
-    let mut last = Instant::now();
-    loop {
-        if interrupt::stop_requested() && !*stop_sent {
-            *stop_sent = true;
-            for a in agents[i..].iter_mut() {
-                let _ = a.conn().send(&Message::Stop);
-            }
-        }
-        let a = &mut agents[i];
-        let name = a.name.clone();
-        match a.conn().recv_within(Duration::from_millis(250)) {
-            Ok(Message::Result(r)) => return Ok(*r),
-            Ok(Message::Progress { .. }) => last = Instant::now(),
-            Ok(other) => return Err(unexpected(&name, other, "a result")),
-            Err(e) => {
-                if a.conn.as_ref().is_some_and(|c| c.ended()) || last.elapsed() > idle {
-                    return Err(e);
-                }
-            }
-        }
     }
 }

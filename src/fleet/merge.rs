@@ -35,6 +35,14 @@ pub struct HostRow {
     pub warnings: Vec<String>,
 }
 
+/// A host that went away after the start (its ssh died, its agent was
+/// killed, it sent nonsense or fell silent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostHost {
+    pub host: String,
+    pub why: String,
+}
+
 /// A pass over several hosts: the aggregate beside the hosts' rows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FleetPass {
@@ -44,6 +52,16 @@ pub struct FleetPass {
     pub start_skew_ns: u64,
     /// The largest clock uncertainty among the hosts (the skew is known to within it, twice).
     pub clock_uncertainty_ns: u64,
+    /// Hosts lost during the pass: when any, the pass is partial and the
+    /// figures are the other hosts'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<LostHost>,
+}
+
+impl FleetPass {
+    pub fn is_partial(&self) -> bool {
+        !self.lost.is_empty()
+    }
 }
 
 /// What one host returned, ready to merge.
@@ -232,6 +250,7 @@ pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
             .map(|h| h.clock.uncertainty_ns)
             .max()
             .unwrap_or(0),
+        lost: Vec::new(),
     })
 }
 

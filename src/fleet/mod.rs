@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod build;
 pub mod clock;
+pub mod collect;
 pub mod conn;
 pub mod control;
 pub mod hosts;
@@ -20,6 +21,6 @@ pub mod validate;
 pub use clock::ClockOffset;
 pub use control::{Fleet, FleetOptions};
 pub use hosts::{parse_hosts, HostSpec};
-pub use merge::{FleetPass, HostRow};
+pub use merge::{FleetPass, HostRow, LostHost};
 pub use proto::JobTarget;
 pub use ssh::SshOptions;
