@@ -174,6 +174,8 @@ fn a_null_job_on_three_hosts_starts_once_and_merges_exactly() {
         .per_host
         .iter()
         .all(|h| h.clock.rtt_ns > 0 && h.clock.probes >= 1));
+    // Each host's own CPU, the machine's (usr, sys, iowait) beside the agent's.
+    assert!(pass.per_host.iter().all(|h| h.system_cpu.is_some()));
     assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::clock::ClockOffset;
 use super::validate;
 use crate::measure::histogram::LatencyHistogram;
+use crate::measure::procstat::SystemCpu;
 use crate::measure::rusage::CpuStats;
 use crate::results::{OpStats, Point, SeriesPoint, Totals};
 
@@ -28,6 +29,8 @@ pub struct HostRow {
     pub lat_p99_ns: Option<u64>,
     /// The agent process's CPU on that host.
     pub cpu: CpuStats,
+    /// The host's whole CPU during the job (usr, sys, iowait, idle, steal).
+    pub system_cpu: Option<SystemCpu>,
     pub clock: ClockOffset,
     /// When this host's workers were released, relative to the common start
     /// instant, on the control side's clock (positive: late).
@@ -180,6 +183,7 @@ fn row(h: &HostPoint) -> HostRow {
         lat_mean_ns: lat.map(|l| l.mean_ns),
         lat_p99_ns: lat.and_then(|l| l.percentile(99.0)),
         cpu: h.point.cpu,
+        system_cpu: h.point.extra.cpu,
         clock: h.clock,
         start_offset_ns: h.start_offset_ns,
         warnings: h.point.warnings.clone(),
