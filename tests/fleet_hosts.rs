@@ -155,7 +155,26 @@ fn a_null_job_on_three_hosts_starts_once_and_merges_exactly() {
     };
     let mut fleet = Fleet::connect(&lab.specs(), &lab.options()).unwrap();
     let pass = fleet.run_pass(&null_job(1), &no_dir()).unwrap();
+    // A second pass with the file engine: each host makes its own scratch
+    // file in the directory and removes it after the pass.
+    let dir = tempfile::tempdir().unwrap();
+    let file_job = JobSpec {
+        engine: EngineKind::Psync,
+        direct: false,
+        qd: 1,
+        ..null_job(1)
+    };
+    let in_dir = JobTarget {
+        dir: Some(dir.path().display().to_string()),
+        size: Some(4 << 20),
+    };
+    let files_pass = fleet.run_pass(&file_job, &in_dir).unwrap();
     fleet.close();
+    let merged = LatencyHistogram::decode(&files_pass.aggregate.histograms["read.lat"]).unwrap();
+    let ops: u64 = files_pass.per_host.iter().map(|h| h.ops).sum();
+    assert!(ops > 0);
+    assert_eq!(merged.len(), ops);
+    assert!(files(dir.path()).is_empty(), "{:?}", files(dir.path()));
     let agg = &pass.aggregate;
     assert_eq!(pass.per_host.len(), 3);
     let merged = LatencyHistogram::decode(&agg.histograms["read.lat"]).unwrap();
