@@ -17,6 +17,7 @@ PACKAGES=(
   qemu-system-x86 busybox-static cpio # a full Linux kernel under qemu: Linux's NVMe/TCP target (tests)
   postgresql mariadb-server           # database servers iolab starts privately (kv --engine postgres|mariadb, oltp)
   redis-server redis-tools            # Redis (kv --engine redis); redis-benchmark as a peer (bench)
+  openssh-client openssh-server       # fleet: ssh to the hosts; a private sshd per test host (tests; never the machine's own)
 )
 
 missing=()

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod dut;
 pub mod engine;
 pub mod error;
+pub mod fleet;
 pub mod input;
 pub mod interrupt;
 pub mod kv;

@@ -134,6 +134,6 @@ fn prints_only(cli: &iolab::cli::Cli) -> bool {
         Command::Kv(a) => a.dry_run,
         Command::Oltp(a) => a.dry_run,
         Command::Remote(a) => a.dry_run,
-        Command::Trace(_) | Command::Serve(_) => false,
+        Command::Trace(_) | Command::Serve(_) | Command::Agent(_) => false,
     }
 }

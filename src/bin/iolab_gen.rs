@@ -17,7 +17,10 @@ fn main() -> anyhow::Result<()> {
     let man = dir.join("man1");
     std::fs::create_dir_all(&man)?;
     clap_mangen::Man::new(cmd.clone()).render(&mut std::fs::File::create(man.join("iolab.1"))?)?;
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| s.get_name() != "help" && !s.is_hide_set())
+    {
         // A generator that runs once: the leaked name lives until it exits.
         let name: &'static str = Box::leak(format!("iolab-{}", sub.get_name()).into_boxed_str());
         let page = sub.clone().name(name);

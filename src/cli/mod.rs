@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive) only; no behaviour lives here.
 //! Each verb's arguments are in a file of their own.
 
+pub mod agent;
 pub mod compare;
 pub mod device;
 pub mod kv;
@@ -110,4 +111,7 @@ pub enum Command {
     Remote(Box<remote::RemoteArgs>),
     /// Serve a file or device over NBD or NVMe/TCP (iolab's own targets: io_uring, O_DIRECT, per-request stamps)
     Serve(serve::ServeArgs),
+    /// The host side of --hosts, started over ssh (speaks the fleet protocol on stdin/stdout)
+    #[command(hide = true)]
+    Agent(agent::AgentArgs),
 }

@@ -1,5 +1,6 @@
 //! Glue between parsed arguments and the library: one file per verb.
 
+pub mod agent;
 pub mod compare;
 pub mod device;
 pub mod device_args;
@@ -42,5 +43,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Trace(args) => trace::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Remote(args) => remote::run(*args),
+        Command::Agent(args) => agent::run(args),
     }
 }

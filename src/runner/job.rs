@@ -50,6 +50,9 @@ pub struct RunOptions<'a> {
     /// The other side of a remote job (target processes, the link), sampled
     /// with iolab's own CPU.
     pub peers: Option<&'a PeerSampling>,
+    /// Called once every worker is ready (files open, buffers filled), right
+    /// before they are released: a fleet agent waits here for the common start.
+    pub before_start: Option<&'a (dyn Fn() + Sync)>,
 }
 
 /// What a job produced.
@@ -557,6 +560,9 @@ fn supervise<C: Clock>(
         .as_ref()
         .map(|d| DiskSampler::new(d.disk.clone()));
     ctx.barrier.wait();
+    if let Some(wait) = opts.before_start {
+        wait();
+    }
     ctx.start.store(ctx.clock.now(), Ordering::SeqCst);
     let wall0 = std::time::Instant::now();
     ctx.barrier.wait();

@@ -310,6 +310,7 @@ impl<'a> Driver<'a> {
                 None
             },
             peers: self.peers.as_ref(),
+            before_start: None,
         };
         let mut traced = None;
         let mut untraced_why = None;

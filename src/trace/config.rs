@@ -70,6 +70,7 @@ fn run(setup: &Setup, spec: &JobSpec) -> Result<JobOutcome> {
         record_requests: Some(setup.max_records),
         on_progress: setup.progress,
         peers: None,
+        before_start: None,
     };
     run_job(spec, setup.target, &opts)
 }

@@ -1,0 +1,323 @@
+//! `iolab agent`: the host side of a fleet. It speaks the framed protocol on
+//! its stdin/stdout (the ssh channel), prepares a job's target when told,
+//! releases its workers at the instant the control side gives, and sends
+//! the point back. It answers clock probes from its reader thread, so a
+//! probe's round trip never waits on the job. When its input ends (the
+//! control side or the ssh died) it stops the job, tears down what it made
+//! and exits within a few seconds; what a SIGKILL leaves is registered in
+//! the testbed, for that host's next iolab start to sweep.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::build;
+use super::proto::{self, AgentError, ClockReply, Hello, JobResult, Message, Prepare, ProtoError};
+use crate::dut::{self, Target, TargetOptions};
+use crate::error::UsageError;
+use crate::interrupt;
+use crate::measure::clock::mono_now_ns;
+use crate::runner::job::{run_job, RunOptions};
+
+/// How long the agent lets a stopped job wind down after its input ended
+/// before it tears everything down itself and exits.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(3);
+
+type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+
+fn send(out: &Out, m: &Message) -> anyhow::Result<()> {
+    let mut w = out.lock().unwrap_or_else(|e| e.into_inner());
+    proto::write_message(&mut *w, m)
+}
+
+/// What the reader hands to the agent's main loop.
+enum Event {
+    Msg(Message),
+    /// The input ended or went bad (the reason, for the agent's stderr).
+    Ended(String),
+}
+
+/// Read frames; answer clock probes at once; a stop or the end of input
+/// stops a running job through the process's stop flag.
+fn reader(mut input: impl Read, out: Out, tx: mpsc::Sender<Event>, served: Arc<AtomicBool>) {
+    loop {
+        let m = proto::read_message(&mut input);
+        match m {
+            Ok(Message::ClockProbe { seq }) => {
+                let reply = Message::ClockReply(ClockReply {
+                    seq,
+                    agent_ns: mono_now_ns(),
+                });
+                if send(&out, &reply).is_err() {
+                    interrupt::request_stop();
+                }
+            }
+            Ok(Message::Stop) => interrupt::request_stop(),
+            Ok(m) => {
+                if tx.send(Event::Msg(m)).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                interrupt::request_stop();
+                let why = match e {
+                    ProtoError::Closed => "the control side closed the channel".to_string(),
+                    other => format!("{other}"),
+                };
+                let _ = tx.send(Event::Ended(why));
+                orphan_watchdog(&served);
+                return;
+            }
+        }
+    }
+}
+
+/// The input is gone: if `serve` has not returned after the grace period
+/// (a job that does not stop), tear down and exit from here.
+fn orphan_watchdog(served: &AtomicBool) {
+    std::thread::sleep(ORPHAN_GRACE);
+    if !served.load(Ordering::SeqCst) {
+        crate::testbed::teardown_all();
+        std::process::exit(1);
+    }
+}
+
+/// Marks `serve` as returned, however it returns.
+struct Served(Arc<AtomicBool>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn agent_error(e: &anyhow::Error) -> AgentError {
+    AgentError {
+        message: format!("{e:#}"),
+        field: e.downcast_ref::<UsageError>().map(|u| u.field.clone()),
+    }
+}
+
+/// Run the agent on these streams until the control side says bye or goes away.
+pub fn serve(
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+) -> anyhow::Result<()> {
+    let out: Out = Arc::new(Mutex::new(Box::new(output)));
+    let hello = Hello {
+        protocol: proto::PROTOCOL_VERSION,
+        build: build::current()?,
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default(),
+        pid: std::process::id(),
+    };
+    send(&out, &Message::Hello(hello))?;
+    let (tx, rx) = mpsc::channel();
+    let rout = out.clone();
+    let served = Served(Arc::new(AtomicBool::new(false)));
+    let flag = served.0.clone();
+    std::thread::Builder::new()
+        .name("agent-rx".into())
+        .spawn(move || reader(input, rout, tx, flag))?;
+    let mut target: Option<(Prepare, Target)> = None;
+    loop {
+        match next(&rx) {
+            Event::Ended(why) => {
+                drop(target);
+                anyhow::bail!("{why}; the agent tore down and exits");
+            }
+            Event::Msg(Message::Bye) => return Ok(()),
+            Event::Msg(Message::Prepare(p)) => {
+                drop(target.take());
+                interrupt::reset();
+                match prepare(&p) {
+                    Ok(t) => {
+                        let path = t.path.display().to_string();
+                        target = Some((*p, t));
+                        send(&out, &Message::Ready { target: path })?;
+                    }
+                    Err(e) => send(&out, &Message::Error(agent_error(&e)))?,
+                }
+            }
+            Event::Msg(Message::StartAt { agent_ns }) => {
+                let Some((p, t)) = &target else {
+                    send(
+                        &out,
+                        &Message::Error(protocol_error("start-at before prepare")),
+                    )?;
+                    continue;
+                };
+                let m = match run(p, t, agent_ns, &out) {
+                    Ok(r) => Message::Result(Box::new(r)),
+                    Err(e) => Message::Error(agent_error(&e)),
+                };
+                // One job per prepare: its scratch file goes with it.
+                target = None;
+                send(&out, &m)?;
+            }
+            Event::Msg(other) => {
+                let why = format!("unexpected {} message", other.name());
+                send(&out, &Message::Error(protocol_error(&why)))?;
+            }
+        }
+    }
+}
+
+fn next(rx: &Receiver<Event>) -> Event {
+    rx.recv()
+        .unwrap_or_else(|_| Event::Ended("the reader stopped".into()))
+}
+
+fn protocol_error(why: &str) -> AgentError {
+    AgentError {
+        message: format!("protocol: {why}"),
+        field: None,
+    }
+}
+
+/// The job's target, made through `dut::prepare` as `iolab device` makes it.
+/// Only a directory is accepted (a scratch file is made in it): an agent
+/// never writes to a file or device it did not create.
+fn prepare(p: &Prepare) -> anyhow::Result<Target> {
+    p.job.validate()?;
+    let path = match (&p.target.dir, p.job.engine.needs_target()) {
+        (_, false) => None,
+        (None, true) => {
+            return Err(crate::error::usage(
+                "target",
+                format!(
+                    "the {} engine needs a directory on the host",
+                    p.job.engine.name()
+                ),
+            ))
+        }
+        (Some(d), true) => {
+            let d = PathBuf::from(d);
+            if !d.is_dir() {
+                return Err(crate::error::usage(
+                    "target",
+                    format!("{} is not a directory on this host", d.display()),
+                ));
+            }
+            Some(d)
+        }
+    };
+    let opts = TargetOptions {
+        path,
+        size: p.target.size,
+        ..TargetOptions::default()
+    };
+    let verify_bs = p.job.verify.then(|| p.job.max_bs());
+    dut::prepare(&opts, p.job.writes(), verify_bs, p.job.seed)
+}
+
+/// The last stretch before the start is spun, not slept: a sleep's wake-up
+/// comes late by the timer slack and the scheduler's latency.
+const SPIN_NS: u64 = 300_000;
+
+/// Wait until the agent's clock reads `at` (or a stop comes).
+fn wait_until(at: u64) {
+    loop {
+        let now = mono_now_ns();
+        if now >= at || interrupt::stop_requested() {
+            return;
+        }
+        let left = at - now;
+        if left > SPIN_NS {
+            std::thread::sleep(Duration::from_nanos((left - SPIN_NS).min(20_000_000)));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+fn run(p: &Prepare, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobResult> {
+    let released = std::sync::atomic::AtomicU64::new(0);
+    let gate = || {
+        wait_until(start_ns);
+        released.store(mono_now_ns(), Ordering::SeqCst);
+    };
+    let progress = |elapsed_s: f64, _: Option<f64>, live: Option<crate::runner::recorder::Live>| {
+        let iops = live.map(|l| l.iops).unwrap_or(0.0);
+        let _ = send(out, &Message::Progress { elapsed_s, iops });
+    };
+    let opts = RunOptions {
+        before_start: Some(&gate),
+        on_progress: Some(&progress),
+        ..RunOptions::default()
+    };
+    let outcome = run_job(&p.job, t, &opts)?;
+    let mut point = outcome.point;
+    if interrupt::stop_requested() {
+        point
+            .warnings
+            .push("stopped before its end (the control side asked)".into());
+    }
+    Ok(JobResult {
+        point,
+        started_ns: released.load(Ordering::SeqCst),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineKind;
+    use crate::fleet::proto::{read_message, write_message, JobTarget};
+    use crate::plan::job::{JobSpec, StopCondition};
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn an_agent_runs_a_job_released_at_the_given_instant() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let input = theirs.try_clone().unwrap();
+        let agent = std::thread::spawn(move || serve(input, theirs));
+        let mut r = ours.try_clone().unwrap();
+        let mut w = ours;
+        let Message::Hello(h) = read_message(&mut r).unwrap() else {
+            panic!("no hello")
+        };
+        assert_eq!(h.build, build::current().unwrap());
+        let job = JobSpec {
+            engine: EngineKind::Null,
+            stop: StopCondition {
+                runtime_ns: None,
+                io_count: Some(5000),
+                io_bytes: None,
+            },
+            ..JobSpec::default()
+        };
+        let target = JobTarget {
+            dir: None,
+            size: None,
+        };
+        write_message(&mut w, &Message::Prepare(Box::new(Prepare { job, target }))).unwrap();
+        assert!(matches!(
+            read_message(&mut r).unwrap(),
+            Message::Ready { .. }
+        ));
+        let at = mono_now_ns() + 50_000_000;
+        write_message(&mut w, &Message::StartAt { agent_ns: at }).unwrap();
+        let result = loop {
+            match read_message(&mut r).unwrap() {
+                Message::Progress { .. } => continue,
+                Message::Result(res) => break res,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(result.point.total.ops, 5000);
+        assert!(result.started_ns >= at, "released before the instant");
+        // A start without a prepare is a protocol error, not a crash.
+        write_message(&mut w, &Message::StartAt { agent_ns: 0 }).unwrap();
+        match read_message(&mut r).unwrap() {
+            Message::Error(e) => assert!(e.message.contains("before prepare"), "{e:?}"),
+            other => panic!("{other:?}"),
+        }
+        write_message(&mut w, &Message::Bye).unwrap();
+        agent.join().unwrap().unwrap();
+    }
+}

@@ -1,0 +1,161 @@
+//! One peer's channel: frames written to its input, frames read from its
+//! output on a thread of their own, so the control side waits on any host
+//! with a deadline (an ssh that hangs never blocks the others).
+
+use std::io::{Read, Write};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use super::proto::{self, Message, ProtoError};
+
+/// The error of one host, named.
+pub fn host_error(host: &str, what: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("host {host}: {what}")
+}
+
+pub struct Conn {
+    /// The host as the user named it (every error names it).
+    pub host: String,
+    writer: Box<dyn Write + Send>,
+    rx: Receiver<Result<Message, ProtoError>>,
+    /// The reader stopped after this (closed channel or a bad frame).
+    ended: Option<String>,
+}
+
+impl Conn {
+    /// Start reading `reader` on a thread; frames go to `recv`.
+    pub fn new(
+        host: String,
+        reader: impl Read + Send + 'static,
+        writer: impl Write + Send + 'static,
+    ) -> Conn {
+        let (tx, rx) = mpsc::sync_channel(64);
+        let name = format!("fleet-rx-{host}");
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
+            let mut r = std::io::BufReader::with_capacity(64 << 10, reader);
+            loop {
+                let m = proto::read_message(&mut r);
+                let last = m.is_err();
+                if tx.send(m).is_err() || last {
+                    break;
+                }
+            }
+        });
+        let ended = spawned
+            .err()
+            .map(|e| format!("cannot start its reader thread: {e}"));
+        Conn {
+            host,
+            writer: Box::new(writer),
+            rx,
+            ended,
+        }
+    }
+
+    pub fn send(&mut self, m: &Message) -> anyhow::Result<()> {
+        proto::write_message(&mut self.writer, m)
+            .map_err(|e| host_error(&self.host, format!("sending {}: {e:#}", m.name())))
+    }
+
+    /// The next message before `deadline`; errors name the host.
+    pub fn recv_until(&mut self, deadline: Instant) -> anyhow::Result<Message> {
+        if let Some(why) = &self.ended {
+            return Err(host_error(&self.host, why));
+        }
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(wait) {
+            Ok(got) => self.received(got),
+            Err(RecvTimeoutError::Timeout) => Err(host_error(
+                &self.host,
+                format!("no answer within {:.1} s", wait.as_secs_f64()),
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(host_error(&self.host, "the agent's channel closed"))
+            }
+        }
+    }
+
+    /// A message if one is waiting (`None`: nothing yet).
+    pub fn try_recv(&mut self) -> Option<anyhow::Result<Message>> {
+        if let Some(why) = &self.ended {
+            return Some(Err(host_error(&self.host, why)));
+        }
+        match self.rx.try_recv() {
+            Ok(got) => Some(self.received(got)),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => {
+                Some(Err(host_error(&self.host, "the agent's channel closed")))
+            }
+        }
+    }
+
+    fn received(&mut self, got: Result<Message, ProtoError>) -> anyhow::Result<Message> {
+        match got {
+            Ok(m) => Ok(m),
+            Err(e) => {
+                let why = match e {
+                    ProtoError::Closed => "the agent's channel closed".to_string(),
+                    other => format!("a bad message from its agent: {other}"),
+                };
+                self.ended = Some(why.clone());
+                Err(host_error(&self.host, why))
+            }
+        }
+    }
+
+    /// As `recv_until`, but a stop (Ctrl-C) ends the wait within 250 ms.
+    pub fn recv_until_stopped(&mut self, deadline: Instant) -> anyhow::Result<Message> {
+        loop {
+            let slice = deadline.min(Instant::now() + Duration::from_millis(250));
+            match self.recv_until(slice) {
+                Ok(m) => return Ok(m),
+                Err(e) if self.ended() || Instant::now() >= deadline => return Err(e),
+                Err(_) if crate::interrupt::stop_requested() => {
+                    return Err(host_error(
+                        &self.host,
+                        "interrupted while waiting for its agent",
+                    ))
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    pub fn recv_within(&mut self, timeout: Duration) -> anyhow::Result<Message> {
+        self.recv_until(Instant::now() + timeout)
+    }
+
+    /// The next message that is not progress (progress is only a sign of life).
+    pub fn recv_skipping_progress(&mut self, deadline: Instant) -> anyhow::Result<Message> {
+        loop {
+            match self.recv_until_stopped(deadline)? {
+                Message::Progress { .. } => continue,
+                m => return Ok(m),
+            }
+        }
+    }
+
+    /// The channel ended (closed, or a bad frame): nothing more will come.
+    pub fn ended(&self) -> bool {
+        self.ended.is_some()
+    }
+
+    /// Close the agent's input (it ends by itself when it sees the end).
+    pub fn close(self) {
+        drop(self.writer);
+    }
+}
+
+/// An `Error` message as an error naming the host; anything else unexpected too.
+pub fn unexpected(host: &str, got: Message, wanted: &str) -> anyhow::Error {
+    match got {
+        Message::Error(e) => match e.field {
+            Some(f) => crate::error::usage(f, format!("host {host}: {}", e.message)),
+            None => host_error(host, e.message),
+        },
+        other => host_error(
+            host,
+            format!("expected {wanted} from the agent, got {}", other.name()),
+        ),
+    }
+}

@@ -1,0 +1,396 @@
+//! The control side of a fleet: connect to every host (ssh, hello, build
+//! check) before anything is set up anywhere, then run passes: prepare on
+//! every host, measure clock offsets, release every host's workers at one
+//! instant, collect the points and merge them exactly.
+
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::build::{self, BuildId};
+use super::clock::{self, ClockOffset};
+use super::collect;
+use super::conn::{host_error, unexpected, Conn};
+use super::hosts::HostSpec;
+use super::merge::{self, FleetPass, HostPoint, LostHost};
+use super::proto::{Hello, JobTarget, Message, Prepare, PROTOCOL_VERSION};
+use super::ssh::{self, SshOptions, StderrTail};
+use crate::error::usage;
+use crate::measure::clock::mono_now_ns;
+use crate::plan::job::JobSpec;
+
+/// Hosts connected to (ssh started, hello awaited) at the same time.
+pub const MAX_CONNECTING: usize = 64;
+
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    pub ssh: SshOptions,
+    /// How long a host may take from ssh's start to its agent's hello.
+    pub hello_timeout: Duration,
+    /// How long preparing a target may take (a large scratch file).
+    pub prepare_timeout: Duration,
+    /// The least time between sending the start and the start itself.
+    pub start_margin: Duration,
+    /// Silence from a running agent (no progress) that counts as a lost host.
+    pub idle_timeout: Duration,
+    pub clock_probes: u32,
+}
+
+impl Default for FleetOptions {
+    fn default() -> Self {
+        FleetOptions {
+            ssh: SshOptions::default(),
+            hello_timeout: Duration::from_secs(30),
+            prepare_timeout: Duration::from_secs(600),
+            start_margin: Duration::from_millis(300),
+            idle_timeout: Duration::from_secs(30),
+            clock_probes: clock::PROBES,
+        }
+    }
+}
+
+/// One connected host.
+pub struct Agent {
+    pub spec: HostSpec,
+    pub name: String,
+    pub hello: Hello,
+    conn: Option<Conn>,
+    child: Child,
+    /// Kept so a failure can quote ssh's reason.
+    pub stderr: StderrTail,
+}
+
+impl Agent {
+    fn conn(&mut self) -> &mut Conn {
+        self.conn
+            .as_mut()
+            .expect("an open connection until the agent is closed")
+    }
+
+    fn close(&mut self) {
+        if let Some(mut c) = self.conn.take() {
+            let _ = c.send(&Message::Bye);
+            c.close();
+        }
+        ssh::reap(&mut self.child, Duration::from_secs(10));
+    }
+}
+
+/// Agents on several hosts, connected and checked.
+pub struct Fleet {
+    agents: Vec<Agent>,
+    opts: FleetOptions,
+}
+
+/// Raise the soft limit of open files to the hard one: each host holds three
+/// pipes here, more than the usual 1024 at a few hundred hosts.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+/// Start ssh and the agent on one host; wait for its hello and check it.
+fn connect_one(spec: &HostSpec, opts: &FleetOptions, want: &BuildId) -> anyhow::Result<Agent> {
+    let name = spec.to_string();
+    let deployed = match opts.ssh.deploy {
+        true => Some(
+            ssh::deploy(spec, &opts.ssh, &opts.ssh.local_iolab)
+                .map_err(|e| host_error(&name, format!("{e:#}")))?,
+        ),
+        false => None,
+    };
+    let remote = ssh::agent_command(&opts.ssh, deployed.as_deref());
+    let started = ssh::command(spec, &opts.ssh, &remote)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match started {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(d) = &deployed {
+                ssh::remove_deployed(spec, &opts.ssh, d);
+            }
+            return Err(host_error(
+                &name,
+                format!("cannot start {}: {e}", opts.ssh.ssh.display()),
+            ));
+        }
+    };
+    let stderr = StderrTail::default();
+    stderr.follow(child.stderr.take().expect("piped"));
+    let conn = Conn::new(
+        name.clone(),
+        child.stdout.take().expect("piped"),
+        child.stdin.take().expect("piped"),
+    );
+    let mut agent = Agent {
+        spec: spec.clone(),
+        name: name.clone(),
+        hello: Hello {
+            protocol: 0,
+            build: want.clone(),
+            hostname: String::new(),
+            pid: 0,
+        },
+        conn: Some(conn),
+        child,
+        stderr,
+    };
+    let hello = agent
+        .conn()
+        .recv_until_stopped(Instant::now() + opts.hello_timeout);
+    let checked = hello.and_then(|m| check_hello(&name, m, want, opts.ssh.deploy));
+    match checked {
+        Ok(h) => {
+            agent.hello = h;
+            Ok(agent)
+        }
+        Err(e) => {
+            agent.close();
+            let why = describe_failure(&mut agent, e);
+            if let Some(d) = &deployed {
+                ssh::remove_deployed(spec, &opts.ssh, d);
+            }
+            Err(why)
+        }
+    }
+}
+
+fn check_hello(host: &str, m: Message, want: &BuildId, deploy: bool) -> anyhow::Result<Hello> {
+    let Message::Hello(h) = m else {
+        return Err(unexpected(host, m, "hello"));
+    };
+    if h.protocol != PROTOCOL_VERSION || h.build != *want {
+        let fix = if deploy {
+            ""
+        } else {
+            " (install this build there or use --deploy)"
+        };
+        return Err(host_error(
+            host,
+            format!("runs {}, not this {want}{fix}", h.build),
+        ));
+    }
+    Ok(h)
+}
+
+/// The error of a host whose agent did not come up, with ssh's own words.
+fn describe_failure(agent: &mut Agent, e: anyhow::Error) -> anyhow::Error {
+    let status = agent.child.try_wait().ok().flatten();
+    let said = agent.stderr.text();
+    let mut msg = format!("{e:#}");
+    if let Some(s) = status.and_then(|s| s.code()) {
+        msg.push_str(&format!("; ssh exited with {s}"));
+        if s == 127 {
+            msg.push_str(" (no iolab there: install this build or use --deploy)");
+        }
+    }
+    if !said.is_empty() {
+        let last: Vec<&str> = said.lines().rev().take(3).collect();
+        msg.push_str(&format!(
+            ": {}",
+            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        ));
+    }
+    anyhow::anyhow!(msg)
+}
+
+/// Run `f` on every agent, at most MAX_CONNECTING at a time; the errors.
+fn par_each<T: Send>(
+    items: &mut [T],
+    f: impl Fn(&mut T) -> anyhow::Result<()> + Sync,
+) -> Vec<anyhow::Error> {
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
+    let errors = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..slots.len().min(MAX_CONNECTING) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(slot) = slots.get(i) else { return };
+                let mut item = slot.lock().unwrap_or_else(|e| e.into_inner());
+                if let Err(e) = f(&mut item) {
+                    errors.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+                }
+            });
+        }
+    });
+    errors.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Fleet {
+    /// Connect to every host and check its build. Any host that cannot be
+    /// reached, refuses the login or runs another build is an error (exit 2)
+    /// naming every such host, and nothing is left running anywhere.
+    pub fn connect(hosts: &[HostSpec], opts: &FleetOptions) -> anyhow::Result<Fleet> {
+        if hosts.is_empty() {
+            return Err(usage("--hosts", "no hosts"));
+        }
+        raise_fd_limit();
+        let want = build::of_executable(&opts.ssh.local_iolab)?;
+        let mut slots: Vec<(HostSpec, Option<anyhow::Result<Agent>>)> =
+            hosts.iter().map(|h| (h.clone(), None)).collect();
+        par_each(&mut slots, |(spec, out)| {
+            *out = Some(connect_one(spec, opts, &want));
+            Ok(())
+        });
+        let mut agents = Vec::new();
+        let mut failed = Vec::new();
+        for (_, r) in slots {
+            match r {
+                Some(Ok(a)) => agents.push(a),
+                Some(Err(e)) => failed.push(format!("{e:#}")),
+                None => failed.push("not tried".into()),
+            }
+        }
+        let fleet = Fleet {
+            agents,
+            opts: opts.clone(),
+        };
+        if !failed.is_empty() {
+            drop(fleet);
+            return Err(usage("--hosts", failed.join("; ")));
+        }
+        Ok(fleet)
+    }
+
+    /// The hosts, as the user named them.
+    pub fn hosts(&self) -> Vec<String> {
+        self.agents.iter().map(|a| a.name.clone()).collect()
+    }
+
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    /// Run `job` on every host with one common start and merge the points.
+    /// A failure before the start is an error naming the host; a host lost
+    /// after it makes the pass partial (`FleetPass::lost`): the others are
+    /// stopped, their points kept, and the lost host leaves the fleet.
+    pub fn run_pass(&mut self, job: &JobSpec, target: &JobTarget) -> anyhow::Result<FleetPass> {
+        let prepare = Message::Prepare(Box::new(Prepare {
+            job: job.clone(),
+            target: target.clone(),
+        }));
+        for a in &mut self.agents {
+            a.conn().send(&prepare)?;
+        }
+        let prep_deadline = Instant::now() + self.opts.prepare_timeout;
+        for a in &mut self.agents {
+            let name = a.name.clone();
+            match a.conn().recv_skipping_progress(prep_deadline)? {
+                Message::Ready { .. } => {}
+                other => return Err(unexpected(&name, other, "ready")),
+            }
+        }
+        let probes = self.opts.clock_probes.max(1);
+        let timeout = self.opts.hello_timeout;
+        let offsets: Vec<Mutex<Option<ClockOffset>>> =
+            self.agents.iter().map(|_| Mutex::new(None)).collect();
+        let mut indexed: Vec<(usize, &mut Agent)> = self.agents.iter_mut().enumerate().collect();
+        let errors = par_each(&mut indexed, |(i, a)| {
+            let o = clock::measure(a.conn(), probes, timeout)?;
+            *offsets[*i].lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
+            Ok(())
+        });
+        if let Some(e) = errors.into_iter().next() {
+            return Err(e);
+        }
+        let offsets: Vec<ClockOffset> = offsets
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .expect("measured")
+            })
+            .collect();
+        let start = self.start_all(&offsets)?;
+        let mut conns: Vec<&mut Conn> = self.agents.iter_mut().map(|a| a.conn()).collect();
+        let gathered = collect::results(&mut conns, self.opts.idle_timeout);
+        let mut points = Vec::with_capacity(self.agents.len());
+        let mut lost = Vec::new();
+        for ((a, clock), got) in self.agents.iter().zip(offsets).zip(gathered) {
+            match got {
+                Ok(r) => points.push(HostPoint {
+                    host: a.name.clone(),
+                    start_offset_ns: clock.to_control(r.started_ns) as i64 - start as i64,
+                    point: r.point,
+                    clock,
+                }),
+                Err(e) => lost.push(LostHost {
+                    host: a.name.clone(),
+                    why: format!("{e:#}"),
+                }),
+            }
+        }
+        self.drop_lost(&lost);
+        let Some(mut pass) = merge::merge(&points) else {
+            let all: Vec<String> = lost.iter().map(|l| l.why.clone()).collect();
+            anyhow::bail!("every host was lost during the point: {}", all.join("; "));
+        };
+        for l in &lost {
+            pass.aggregate.warnings.push(format!(
+                "host {} was lost during the point ({}): the point is partial, its figures are the other hosts'",
+                l.host, l.why
+            ));
+        }
+        pass.lost = lost;
+        Ok(pass)
+    }
+
+    /// Close and forget the agents lost during a pass (the others go on).
+    fn drop_lost(&mut self, lost: &[LostHost]) {
+        let (mut gone, kept): (Vec<Agent>, Vec<Agent>) = std::mem::take(&mut self.agents)
+            .into_iter()
+            .partition(|a| lost.iter().any(|l| l.host == a.name));
+        self.agents = kept;
+        par_each(&mut gone, |a| {
+            a.close();
+            Ok(())
+        });
+    }
+
+    /// Send every agent the common start (each in its own clock); the
+    /// instant on the control's clock.
+    fn start_all(&mut self, offsets: &[ClockOffset]) -> anyhow::Result<u64> {
+        let worst_rtt = offsets.iter().map(|o| o.rtt_ns).max().unwrap_or(0);
+        // Room to reach the last host: a round trip per host in the worst
+        // case (sends are sequential), and the margin.
+        let lead = self.opts.start_margin.as_nanos() as u64
+            + worst_rtt * 2
+            + 200_000 * self.agents.len() as u64;
+        let start = mono_now_ns() + lead;
+        for (a, o) in self.agents.iter_mut().zip(offsets) {
+            a.conn().send(&Message::StartAt {
+                agent_ns: o.to_agent(start),
+            })?;
+        }
+        Ok(start)
+    }
+
+    /// Say bye to every agent and wait for its ssh to end.
+    pub fn close(mut self) {
+        self.close_all();
+    }
+
+    fn close_all(&mut self) {
+        par_each(&mut self.agents, |a| {
+            a.close();
+            Ok(())
+        });
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}

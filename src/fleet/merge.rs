@@ -1,0 +1,335 @@
+//! The exact merge of one pass's per-host points: HDR histograms added
+//! bucket by bucket (never percentiles averaged), operations, bytes, IOPS
+//! and bandwidth summed (every host measured the same window, shifted by
+//! the start skew, which is recorded), per-second series added by index
+//! on the common start, and one row per host kept beside the aggregate.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::ClockOffset;
+use super::validate;
+use crate::measure::histogram::LatencyHistogram;
+use crate::measure::procstat::SystemCpu;
+use crate::measure::rusage::CpuStats;
+use crate::results::{OpStats, Point, SeriesPoint, Totals};
+
+/// One host's part of a pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRow {
+    pub host: String,
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mib_s: f64,
+    pub duration_ns: u64,
+    /// The main op kind's latency (read if any, else write), from this host's histogram.
+    pub lat_mean_ns: Option<f64>,
+    pub lat_p99_ns: Option<u64>,
+    /// The agent process's CPU on that host.
+    pub cpu: CpuStats,
+    /// The host's whole CPU during the job (usr, sys, iowait, idle, steal).
+    pub system_cpu: Option<SystemCpu>,
+    pub clock: ClockOffset,
+    /// When this host's workers were released, relative to the common start
+    /// instant, on the control side's clock (positive: late).
+    pub start_offset_ns: i64,
+    pub warnings: Vec<String>,
+}
+
+/// A host that went away after the start (its ssh died, its agent was
+/// killed, it sent nonsense or fell silent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostHost {
+    pub host: String,
+    pub why: String,
+}
+
+/// A pass over several hosts: the aggregate beside the hosts' rows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FleetPass {
+    pub aggregate: Point,
+    pub per_host: Vec<HostRow>,
+    /// Latest minus earliest release of any host, control clock.
+    pub start_skew_ns: u64,
+    /// The largest clock uncertainty among the hosts (the skew is known to within it, twice).
+    pub clock_uncertainty_ns: u64,
+    /// Hosts lost during the pass: when any, the pass is partial and the
+    /// figures are the other hosts'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<LostHost>,
+}
+
+impl FleetPass {
+    pub fn is_partial(&self) -> bool {
+        !self.lost.is_empty()
+    }
+}
+
+/// What one host returned, ready to merge.
+pub struct HostPoint {
+    pub host: String,
+    pub point: Point,
+    pub clock: ClockOffset,
+    pub start_offset_ns: i64,
+}
+
+fn merge_histograms<'a>(encoded: impl Iterator<Item = &'a String>) -> Option<LatencyHistogram> {
+    let mut acc: Option<LatencyHistogram> = None;
+    for e in encoded {
+        // Points were validated when they were received; a histogram that
+        // still does not decode is left out rather than guessed.
+        if let Ok(h) = validate::histogram(e) {
+            match acc.as_mut() {
+                Some(a) => a.merge(&h),
+                None => acc = Some(h),
+            }
+        }
+    }
+    acc
+}
+
+fn merged_ops(
+    points: &[&Point],
+    hists: &BTreeMap<String, LatencyHistogram>,
+) -> BTreeMap<String, OpStats> {
+    let mut ops: BTreeMap<String, OpStats> = BTreeMap::new();
+    for p in points {
+        for (kind, o) in &p.ops {
+            let e = ops.entry(kind.clone()).or_insert(OpStats {
+                ops: 0,
+                bytes: 0,
+                iops: 0.0,
+                mib_s: 0.0,
+                slat: None,
+                clat: None,
+                lat: None,
+            });
+            e.ops += o.ops;
+            e.bytes += o.bytes;
+            e.iops += o.iops;
+            e.mib_s += o.mib_s;
+        }
+    }
+    for (kind, o) in ops.iter_mut() {
+        let stats = |t: &str| hists.get(&format!("{kind}.{t}")).and_then(|h| h.stats());
+        o.slat = stats("slat");
+        o.clat = stats("clat");
+        o.lat = stats("lat");
+    }
+    ops
+}
+
+fn merged_series(points: &[&Point]) -> Vec<SeriesPoint> {
+    let len = points.iter().map(|p| p.series.len()).max().unwrap_or(0);
+    (0..len)
+        .map(|i| {
+            let secs: Vec<&SeriesPoint> = points.iter().filter_map(|p| p.series.get(i)).collect();
+            let iops: f64 = secs.iter().map(|s| s.iops).sum();
+            let weighted: f64 = secs.iter().map(|s| s.mean_ns * s.iops).sum();
+            let all_hist = secs.len() == points.len() && secs.iter().all(|s| s.clat_hist.is_some());
+            let hist = all_hist
+                .then(|| merge_histograms(secs.iter().filter_map(|s| s.clat_hist.as_ref())))
+                .flatten();
+            SeriesPoint {
+                t_s: secs[0].t_s,
+                len_s: secs.iter().map(|s| s.len_s).fold(0.0, f64::max),
+                iops,
+                mib_s: secs.iter().map(|s| s.mib_s).sum(),
+                mean_ns: if iops > 0.0 { weighted / iops } else { 0.0 },
+                // Without every host's histogram of the second, the largest
+                // p99 is an upper bound of the merged one, never an average.
+                p99_ns: match &hist {
+                    Some(h) => h.value_at_percentile(99.0),
+                    None => secs.iter().map(|s| s.p99_ns).max().unwrap_or(0),
+                },
+                clat_hist: hist.map(|h| h.encode()),
+            }
+        })
+        .collect()
+}
+
+/// Counters summed, wall the longest: percentages are of one CPU, summed
+/// over the hosts (per-host figures are in the rows).
+fn summed_cpu(points: &[&Point]) -> CpuStats {
+    let mut c = CpuStats::default();
+    for p in points {
+        let h = &p.cpu;
+        c.wall_ns = c.wall_ns.max(h.wall_ns);
+        c.user_ns += h.user_ns;
+        c.sys_ns += h.sys_ns;
+        c.usr_pct += h.usr_pct;
+        c.sys_pct += h.sys_pct;
+        c.ctx_voluntary += h.ctx_voluntary;
+        c.ctx_involuntary += h.ctx_involuntary;
+        c.fs_in_blocks += h.fs_in_blocks;
+        c.fs_out_blocks += h.fs_out_blocks;
+        c.major_faults += h.major_faults;
+        c.minor_faults += h.minor_faults;
+    }
+    c
+}
+
+fn row(h: &HostPoint) -> HostRow {
+    let lat = h.point.main_lat();
+    HostRow {
+        host: h.host.clone(),
+        ops: h.point.total.ops,
+        bytes: h.point.total.bytes,
+        iops: h.point.total.iops,
+        mib_s: h.point.total.mib_s,
+        duration_ns: h.point.duration_ns,
+        lat_mean_ns: lat.map(|l| l.mean_ns),
+        lat_p99_ns: lat.and_then(|l| l.percentile(99.0)),
+        cpu: h.point.cpu,
+        system_cpu: h.point.extra.cpu,
+        clock: h.clock,
+        start_offset_ns: h.start_offset_ns,
+        warnings: h.point.warnings.clone(),
+    }
+}
+
+/// Merge the hosts' points of one pass (at least one).
+pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
+    let first = &hosts.first()?.point;
+    let points: Vec<&Point> = hosts.iter().map(|h| &h.point).collect();
+    let keys: std::collections::BTreeSet<&String> =
+        points.iter().flat_map(|p| p.histograms.keys()).collect();
+    let hists: BTreeMap<String, LatencyHistogram> = keys
+        .into_iter()
+        .filter_map(|k| {
+            merge_histograms(points.iter().filter_map(|p| p.histograms.get(k)))
+                .map(|h| (k.clone(), h))
+        })
+        .collect();
+    let total = Totals {
+        ops: points.iter().map(|p| p.total.ops).sum(),
+        bytes: points.iter().map(|p| p.total.bytes).sum(),
+        iops: points.iter().map(|p| p.total.iops).sum(),
+        mib_s: points.iter().map(|p| p.total.mib_s).sum(),
+    };
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    for p in &points {
+        for (k, n) in &p.errors {
+            *errors.entry(k.clone()).or_default() += n;
+        }
+    }
+    let aggregate = Point {
+        name: first.name.clone(),
+        job: first.job.clone(),
+        params: first.params.clone(),
+        started_at: first.started_at.clone(),
+        duration_ns: points.iter().map(|p| p.duration_ns).max().unwrap_or(0),
+        ramp_ns: first.ramp_ns,
+        direct: points.iter().all(|p| p.direct),
+        ops: merged_ops(&points, &hists),
+        total,
+        batch: None,
+        cpu: summed_cpu(&points),
+        device: None,
+        series: merged_series(&points),
+        verify: None,
+        errors,
+        warnings: hosts
+            .iter()
+            .flat_map(|h| {
+                h.point
+                    .warnings
+                    .iter()
+                    .map(move |w| format!("host {}: {w}", h.host))
+            })
+            .collect(),
+        histograms: hists.iter().map(|(k, h)| (k.clone(), h.encode())).collect(),
+        extra: Default::default(),
+    };
+    let starts = hosts.iter().map(|h| h.start_offset_ns);
+    let skew = starts.clone().max().unwrap_or(0) - starts.min().unwrap_or(0);
+    Some(FleetPass {
+        aggregate,
+        per_host: hosts.iter().map(row).collect(),
+        start_skew_ns: skew.max(0) as u64,
+        clock_uncertainty_ns: hosts
+            .iter()
+            .map(|h| h.clock.uncertainty_ns)
+            .max()
+            .unwrap_or(0),
+        lost: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(lats: &[u64], secs: usize) -> Point {
+        let mut h = LatencyHistogram::new();
+        for l in lats {
+            h.record(*l);
+        }
+        let n = lats.len() as u64;
+        let series: Vec<serde_json::Value> = (0..secs)
+            .map(|i| serde_json::json!({"t_s": i as f64, "len_s": 1.0, "iops": n as f64, "mib_s": 1.0, "mean_ns": 10.0, "p99_ns": 20}))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "name": "p", "params": {}, "started_at": "t", "duration_ns": 1_000_000_000u64,
+            "ramp_ns": 0, "direct": true,
+            "ops": {"read": {"ops": n, "bytes": n * 4096, "iops": n as f64, "mib_s": 1.5,
+                             "slat": null, "clat": null, "lat": h.stats()}},
+            "total": {"ops": n, "bytes": n * 4096, "iops": n as f64, "mib_s": 1.5},
+            "cpu": CpuStats { usr_pct: 10.0, user_ns: 5, ..Default::default() },
+            "series": series, "warnings": ["w"],
+            "histograms": {"read.lat": h.encode()},
+        }))
+        .unwrap()
+    }
+
+    fn host(name: &str, p: Point, start: i64) -> HostPoint {
+        HostPoint {
+            host: name.into(),
+            point: p,
+            clock: ClockOffset {
+                offset_ns: 0,
+                uncertainty_ns: 7,
+                rtt_ns: 14,
+                probes: 8,
+            },
+            start_offset_ns: start,
+        }
+    }
+
+    #[test]
+    fn histograms_add_and_rates_sum() {
+        let a = point(&[100, 200, 300], 2);
+        let b = point(&[1_000_000; 5], 3);
+        let all: Vec<u64> = [100, 200, 300].into_iter().chain([1_000_000; 5]).collect();
+        let pass = merge(&[host("a", a, -50), host("b", b, 150)]).unwrap();
+        let agg = &pass.aggregate;
+        let merged = LatencyHistogram::decode(&agg.histograms["read.lat"]).unwrap();
+        assert_eq!(merged.len(), 8);
+        let lat = agg.ops["read"].lat.as_ref().unwrap();
+        // The merged p50 is a sample of host b's, not an average of the two p50s.
+        let mut direct = LatencyHistogram::new();
+        all.iter().for_each(|v| direct.record(*v));
+        assert_eq!(
+            lat.percentile(50.0),
+            direct.stats().unwrap().percentile(50.0)
+        );
+        assert_eq!(agg.total.ops, 8);
+        assert_eq!(agg.total.iops, 8.0);
+        assert_eq!(agg.total.mib_s, 3.0);
+        assert_eq!(agg.cpu.usr_pct, 20.0);
+        assert_eq!(agg.series.len(), 3);
+        assert_eq!(agg.series[0].iops, 8.0);
+        assert_eq!(agg.series[2].iops, 5.0);
+        assert_eq!(pass.start_skew_ns, 200);
+        assert_eq!(pass.clock_uncertainty_ns, 7);
+        assert_eq!(pass.per_host[1].ops, 5);
+        assert_eq!(agg.warnings, vec!["host a: w", "host b: w"]);
+    }
+
+    #[test]
+    fn nothing_to_merge() {
+        assert!(merge(&[]).is_none());
+    }
+}

@@ -1,0 +1,26 @@
+//! Several hosts at once over OpenSSH (docs/fleet.md): `iolab agent` on
+//! each host, reached through the system's ssh; a framed, versioned
+//! protocol on the ssh channel (`proto`); clock offsets and one common
+//! start (`clock`); the exact merge of the hosts' points (`merge`).
+//!
+//! The control side: [`Fleet::connect`] then [`Fleet::run_pass`] per job.
+//! The host side: [`agent::serve`] on stdin/stdout.
+
+pub mod agent;
+pub mod build;
+pub mod clock;
+pub mod collect;
+pub mod conn;
+pub mod control;
+pub mod hosts;
+pub mod merge;
+pub mod proto;
+pub mod ssh;
+pub mod validate;
+
+pub use clock::ClockOffset;
+pub use control::{Fleet, FleetOptions};
+pub use hosts::{parse_hosts, HostSpec};
+pub use merge::{FleetPass, HostRow, LostHost};
+pub use proto::JobTarget;
+pub use ssh::SshOptions;

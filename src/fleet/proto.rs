@@ -1,0 +1,476 @@
+//! The framed protocol between the control side and `iolab agent` over a
+//! byte stream (the ssh channel's stdin/stdout). A frame is an 8-byte
+//! header — `I` `L`, the protocol version, the message kind, the payload
+//! length (u32, little endian) — and a JSON payload. Every kind has its own
+//! size bound, checked before anything is allocated, so a corrupt or
+//! hostile peer gives an error naming what was wrong, never a panic or an
+//! unbounded allocation.
+
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::job::JobSpec;
+use crate::results::Point;
+
+use super::build::BuildId;
+
+/// Bumped whenever a message changes shape.
+pub const PROTOCOL_VERSION: u8 = 1;
+const MAGIC: [u8; 2] = *b"IL";
+pub const HEADER_LEN: usize = 8;
+/// A result carries a point with its encoded HDR histograms.
+pub const MAX_RESULT: usize = 16 << 20;
+/// A job spec (with a fake engine's script) or an error's text.
+pub const MAX_CONTROL: usize = 256 << 10;
+/// Clock probes, start, progress, stop, bye.
+pub const MAX_SMALL: usize = 4 << 10;
+
+/// Where the agent runs the job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobTarget {
+    /// A directory on the host for the scratch file (`None`: engines that open no file).
+    pub dir: Option<String>,
+    /// The scratch file's size, bytes.
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    pub protocol: u8,
+    pub build: BuildId,
+    pub hostname: String,
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prepare {
+    pub job: JobSpec,
+    pub target: JobTarget,
+}
+
+/// The agent's answer to a clock probe: its CLOCK_MONOTONIC, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockReply {
+    pub seq: u32,
+    pub agent_ns: u64,
+}
+
+/// What the agent measured, with the moment its measured interval began.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobResult {
+    pub point: Point,
+    /// The agent's CLOCK_MONOTONIC when its workers were released, ns.
+    pub started_ns: u64,
+}
+
+/// Errors the agent reports; `field` is set when the job was bad input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentError {
+    pub message: String,
+    pub field: Option<String>,
+}
+
+/// Every message, in either direction.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// agent -> control, first: who and which build.
+    Hello(Hello),
+    /// control -> agent: set up the job's target (nothing is measured yet).
+    Prepare(Box<Prepare>),
+    /// agent -> control: prepared; the path it made (empty: none).
+    Ready {
+        target: String,
+    },
+    /// control -> agent: answer with your clock at once.
+    ClockProbe {
+        seq: u32,
+    },
+    ClockReply(ClockReply),
+    /// control -> agent: release the workers at this CLOCK_MONOTONIC (agent's), ns.
+    StartAt {
+        agent_ns: u64,
+    },
+    /// agent -> control, about once a second.
+    Progress {
+        elapsed_s: f64,
+        iops: f64,
+    },
+    Result(Box<JobResult>),
+    Error(AgentError),
+    /// control -> agent: end the job now (its result still comes).
+    Stop,
+    /// Either side: the conversation is over.
+    Bye,
+}
+
+/// Kinds on the wire; the numbers never change meaning within a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Hello = 1,
+    Prepare = 2,
+    Ready = 3,
+    ClockProbe = 4,
+    ClockReply = 5,
+    StartAt = 6,
+    Progress = 7,
+    Result = 8,
+    Error = 9,
+    Stop = 10,
+    Bye = 11,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Kind> {
+        use Kind::*;
+        [
+            Hello, Prepare, Ready, ClockProbe, ClockReply, StartAt, Progress, Result, Error, Stop,
+            Bye,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == b)
+    }
+
+    fn limit(self) -> usize {
+        match self {
+            Kind::Result => MAX_RESULT,
+            Kind::Prepare | Kind::Error | Kind::Hello | Kind::Ready => MAX_CONTROL,
+            _ => MAX_SMALL,
+        }
+    }
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtoError {
+    #[error("the peer closed the channel")]
+    Closed,
+    #[error("reading from the peer: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not an iolab agent frame (it starts with {0:?}: a shell profile printing text, or not iolab at the other end)")]
+    BadMagic(String),
+    #[error(
+        "protocol version {0} (this iolab speaks {PROTOCOL_VERSION}): a different iolab build"
+    )]
+    Version(u8),
+    #[error("unknown message kind {0}")]
+    UnknownKind(u8),
+    #[error("a {kind} message of {len} bytes is over its limit of {limit}")]
+    TooLarge {
+        kind: &'static str,
+        len: usize,
+        limit: usize,
+    },
+    #[error("a malformed {kind} message: {why}")]
+    Malformed { kind: &'static str, why: String },
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Hello => "hello",
+        Kind::Prepare => "prepare",
+        Kind::Ready => "ready",
+        Kind::ClockProbe => "clock-probe",
+        Kind::ClockReply => "clock-reply",
+        Kind::StartAt => "start-at",
+        Kind::Progress => "progress",
+        Kind::Result => "result",
+        Kind::Error => "error",
+        Kind::Stop => "stop",
+        Kind::Bye => "bye",
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadyBody {
+    target: String,
+}
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProbeBody {
+    seq: u32,
+}
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartBody {
+    agent_ns: u64,
+}
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgressBody {
+    elapsed_s: f64,
+    iops: f64,
+}
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+impl Message {
+    fn kind(&self) -> Kind {
+        match self {
+            Message::Hello(_) => Kind::Hello,
+            Message::Prepare(_) => Kind::Prepare,
+            Message::Ready { .. } => Kind::Ready,
+            Message::ClockProbe { .. } => Kind::ClockProbe,
+            Message::ClockReply(_) => Kind::ClockReply,
+            Message::StartAt { .. } => Kind::StartAt,
+            Message::Progress { .. } => Kind::Progress,
+            Message::Result(_) => Kind::Result,
+            Message::Error(_) => Kind::Error,
+            Message::Stop => Kind::Stop,
+            Message::Bye => Kind::Bye,
+        }
+    }
+
+    /// The message's name, for errors ("expected ready, got ...").
+    pub fn name(&self) -> &'static str {
+        kind_name(self.kind())
+    }
+
+    fn body(&self) -> serde_json::Result<Vec<u8>> {
+        match self {
+            Message::Hello(h) => serde_json::to_vec(h),
+            Message::Prepare(p) => serde_json::to_vec(p),
+            Message::Ready { target } => serde_json::to_vec(&ReadyBody {
+                target: target.clone(),
+            }),
+            Message::ClockProbe { seq } => serde_json::to_vec(&ProbeBody { seq: *seq }),
+            Message::ClockReply(r) => serde_json::to_vec(r),
+            Message::StartAt { agent_ns } => serde_json::to_vec(&StartBody {
+                agent_ns: *agent_ns,
+            }),
+            Message::Progress { elapsed_s, iops } => serde_json::to_vec(&ProgressBody {
+                elapsed_s: *elapsed_s,
+                iops: *iops,
+            }),
+            Message::Result(r) => serde_json::to_vec(r),
+            Message::Error(e) => serde_json::to_vec(e),
+            Message::Stop | Message::Bye => serde_json::to_vec(&Empty {}),
+        }
+    }
+
+    /// The whole frame, header included; a message over its bound is an
+    /// error here already, so a peer never receives one.
+    pub fn encode(&self) -> Result<Vec<u8>, ProtoError> {
+        let kind = self.kind();
+        let body = self.body().map_err(|e| ProtoError::Malformed {
+            kind: kind_name(kind),
+            why: e.to_string(),
+        })?;
+        if body.len() > kind.limit() {
+            return Err(ProtoError::TooLarge {
+                kind: kind_name(kind),
+                len: body.len(),
+                limit: kind.limit(),
+            });
+        }
+        let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+        out.extend_from_slice(&MAGIC);
+        out.push(PROTOCOL_VERSION);
+        out.push(kind as u8);
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+
+    fn decode_body(kind: Kind, body: &[u8]) -> Result<Message, ProtoError> {
+        let bad = |e: serde_json::Error| ProtoError::Malformed {
+            kind: kind_name(kind),
+            why: e.to_string(),
+        };
+        let m = match kind {
+            Kind::Hello => Message::Hello(serde_json::from_slice(body).map_err(bad)?),
+            Kind::Prepare => Message::Prepare(serde_json::from_slice(body).map_err(bad)?),
+            Kind::Ready => {
+                let b: ReadyBody = serde_json::from_slice(body).map_err(bad)?;
+                Message::Ready { target: b.target }
+            }
+            Kind::ClockProbe => {
+                let b: ProbeBody = serde_json::from_slice(body).map_err(bad)?;
+                Message::ClockProbe { seq: b.seq }
+            }
+            Kind::ClockReply => Message::ClockReply(serde_json::from_slice(body).map_err(bad)?),
+            Kind::StartAt => {
+                let b: StartBody = serde_json::from_slice(body).map_err(bad)?;
+                Message::StartAt {
+                    agent_ns: b.agent_ns,
+                }
+            }
+            Kind::Progress => {
+                let b: ProgressBody = serde_json::from_slice(body).map_err(bad)?;
+                Message::Progress {
+                    elapsed_s: b.elapsed_s,
+                    iops: b.iops,
+                }
+            }
+            Kind::Result => Message::Result(serde_json::from_slice(body).map_err(bad)?),
+            Kind::Error => Message::Error(serde_json::from_slice(body).map_err(bad)?),
+            Kind::Stop | Kind::Bye => {
+                let _: Empty = serde_json::from_slice(body).map_err(bad)?;
+                if kind == Kind::Stop {
+                    Message::Stop
+                } else {
+                    Message::Bye
+                }
+            }
+        };
+        if let Message::Result(r) = &m {
+            super::validate::point(&r.point).map_err(|why| ProtoError::Malformed {
+                kind: "result",
+                why,
+            })?;
+        }
+        Ok(m)
+    }
+}
+
+/// Read one frame. EOF before the first header byte is `Closed`; EOF
+/// inside a frame is an I/O error (a truncated frame).
+pub fn read_message(r: &mut impl Read) -> Result<Message, ProtoError> {
+    let mut header = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        match r.read(&mut header[got..]) {
+            Ok(0) if got == 0 => return Err(ProtoError::Closed),
+            Ok(0) => {
+                return Err(ProtoError::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the channel closed inside a frame header",
+                )))
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    decode_header_and_body(&header, r)
+}
+
+fn decode_header_and_body(
+    header: &[u8; HEADER_LEN],
+    r: &mut impl Read,
+) -> Result<Message, ProtoError> {
+    if header[..2] != MAGIC {
+        return Err(ProtoError::BadMagic(
+            String::from_utf8_lossy(&header[..]).into_owned(),
+        ));
+    }
+    if header[2] != PROTOCOL_VERSION {
+        return Err(ProtoError::Version(header[2]));
+    }
+    let kind = Kind::from_u8(header[3]).ok_or(ProtoError::UnknownKind(header[3]))?;
+    let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+    if len > kind.limit() {
+        return Err(ProtoError::TooLarge {
+            kind: kind_name(kind),
+            len,
+            limit: kind.limit(),
+        });
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    Message::decode_body(kind, &body)
+}
+
+/// Write one frame and flush it.
+pub fn write_message(w: &mut impl Write, m: &Message) -> anyhow::Result<()> {
+    let frame = m.encode()?;
+    w.write_all(&frame)?;
+    w.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(m: &Message) -> Message {
+        let bytes = m.encode().unwrap();
+        read_message(&mut bytes.as_slice()).unwrap()
+    }
+
+    #[test]
+    fn small_messages_round_trip() {
+        assert!(matches!(
+            round_trip(&Message::ClockProbe { seq: 7 }),
+            Message::ClockProbe { seq: 7 }
+        ));
+        assert!(matches!(
+            round_trip(&Message::StartAt { agent_ns: 42 }),
+            Message::StartAt { agent_ns: 42 }
+        ));
+        assert!(matches!(round_trip(&Message::Bye), Message::Bye));
+        let e = AgentError {
+            message: "no".into(),
+            field: Some("--bs".into()),
+        };
+        match round_trip(&Message::Error(e.clone())) {
+            Message::Error(back) => assert_eq!(back, e),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_oversized_length_is_refused_before_allocating() {
+        let mut frame = Message::Stop.encode().unwrap();
+        frame[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = read_message(&mut frame.as_slice()).unwrap_err();
+        assert!(
+            matches!(err, ProtoError::TooLarge { kind: "stop", .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn text_instead_of_a_frame_is_named() {
+        let err = read_message(&mut &b"Welcome to host\n"[..]).unwrap_err();
+        assert!(
+            err.to_string().contains("not an iolab agent frame"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn another_version_and_unknown_kinds_are_refused() {
+        let mut frame = Message::Bye.encode().unwrap();
+        frame[2] = PROTOCOL_VERSION + 1;
+        assert!(matches!(
+            read_message(&mut frame.as_slice()),
+            Err(ProtoError::Version(_))
+        ));
+        frame[2] = PROTOCOL_VERSION;
+        frame[3] = 200;
+        assert!(matches!(
+            read_message(&mut frame.as_slice()),
+            Err(ProtoError::UnknownKind(200))
+        ));
+    }
+
+    #[test]
+    fn truncated_and_empty_streams() {
+        assert!(matches!(
+            read_message(&mut &b""[..]),
+            Err(ProtoError::Closed)
+        ));
+        let frame = Message::ClockProbe { seq: 1 }.encode().unwrap();
+        let err = read_message(&mut &frame[..frame.len() - 1]).unwrap_err();
+        assert!(matches!(err, ProtoError::Io(_)), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_are_malformed() {
+        let body = br#"{"seq":1,"extra":2}"#;
+        let mut frame = vec![b'I', b'L', PROTOCOL_VERSION, 4];
+        frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        frame.extend_from_slice(body);
+        let err = read_message(&mut frame.as_slice()).unwrap_err();
+        assert!(err.to_string().contains("malformed clock-probe"), "{err}");
+    }
+}

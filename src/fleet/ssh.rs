@@ -1,0 +1,228 @@
+//! Reaching a host: the system's `ssh`, in batch mode (no password or
+//! passphrase prompt), with the user's own configuration, keys, agent and
+//! known_hosts; host keys are checked as ssh checks them (iolab never turns
+//! that off); `--ssh-config FILE` becomes `-F FILE`. `--deploy` copies this
+//! build into a fresh directory under the host's /tmp and the remote shell
+//! removes it when the agent exits, however it exits.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::hosts::HostSpec;
+
+/// How the control side reaches its hosts.
+#[derive(Debug, Clone)]
+pub struct SshOptions {
+    /// `-F FILE` (`--ssh-config`).
+    pub config: Option<PathBuf>,
+    /// ssh's ConnectTimeout, seconds.
+    pub connect_timeout_s: u32,
+    /// The iolab to run on a host when not deploying (its PATH is searched).
+    pub remote_iolab: String,
+    /// Copy `local_iolab` to each host for the run (`--deploy`).
+    pub deploy: bool,
+    /// This build's executable: what is deployed, and the build hosts must run.
+    pub local_iolab: PathBuf,
+    /// The ssh client (tests may name another).
+    pub ssh: PathBuf,
+}
+
+impl Default for SshOptions {
+    fn default() -> Self {
+        SshOptions {
+            config: None,
+            connect_timeout_s: 10,
+            remote_iolab: "iolab".into(),
+            deploy: false,
+            local_iolab: PathBuf::from("/proc/self/exe"),
+            ssh: PathBuf::from("ssh"),
+        }
+    }
+}
+
+/// A word for the remote shell, single-quoted.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `ssh [options] -- HOST COMMAND` for one host.
+pub fn command(host: &HostSpec, opts: &SshOptions, remote: &str) -> Command {
+    let mut c = Command::new(&opts.ssh);
+    c.args(["-T", "-o", "BatchMode=yes"]);
+    c.arg("-o")
+        .arg(format!("ConnectTimeout={}", opts.connect_timeout_s));
+    // A host that vanishes mid-pass is noticed within ~15 s.
+    c.args(["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]);
+    if let Some(f) = &opts.config {
+        c.arg("-F").arg(f);
+    }
+    if let Some(p) = host.port {
+        c.arg("-p").arg(p.to_string());
+    }
+    if let Some(u) = &host.user {
+        c.arg("-l").arg(u);
+    }
+    c.arg("--").arg(&host.host).arg(remote);
+    // Ctrl-C reaches iolab, which stops the agents in order; ssh is not
+    // killed under them by the terminal.
+    use std::os::unix::process::CommandExt;
+    c.process_group(0);
+    c
+}
+
+/// The last few KiB of a child's stderr, read on a thread (ssh's own
+/// messages name why a login failed).
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<(Mutex<Vec<u8>>, AtomicBool)>);
+
+const TAIL: usize = 4096;
+
+impl StderrTail {
+    pub fn follow(&self, mut r: impl Read + Send + 'static) {
+        let tail = self.0.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ssh-stderr".into())
+            .spawn(move || {
+                let mut chunk = [0u8; 1024];
+                while let Ok(n) = r.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut b = tail.0.lock().unwrap_or_else(|e| e.into_inner());
+                    b.extend_from_slice(&chunk[..n]);
+                    if b.len() > TAIL {
+                        let cut = b.len() - TAIL;
+                        b.drain(..cut);
+                    }
+                }
+                tail.1.store(true, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.0 .1.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// What the child said, once its stderr ended (waiting up to a second
+    /// for the reader to see the end after the child exited).
+    pub fn text(&self) -> String {
+        let end = std::time::Instant::now() + Duration::from_secs(1);
+        while !self.0 .1.load(Ordering::SeqCst) && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let b = self.0 .0.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&b).trim().to_string()
+    }
+}
+
+/// Wait up to `limit` for `child`; then kill it. Its exit status, if any.
+pub fn reap(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if std::time::Instant::now() >= end {
+            let _ = child.kill();
+            return child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A directory name mktemp made on the host (nothing a shell would expand).
+fn plausible_remote_dir(d: &str) -> bool {
+    d.starts_with('/')
+        && d.contains("/iolab-fleet.")
+        && d.len() < 4096
+        && d.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
+}
+
+/// Copy `local` to a new directory on `host`; the directory's path.
+pub fn deploy(host: &HostSpec, opts: &SshOptions, local: &Path) -> anyhow::Result<String> {
+    let script = r#"umask 077 && d=$(mktemp -d "${TMPDIR:-/tmp}/iolab-fleet.XXXXXXXX") && { cat > "$d/iolab" && chmod 700 "$d/iolab" && echo "$d"; } || { rm -rf "$d"; exit 1; }"#;
+    let file = std::fs::File::open(local)
+        .map_err(|e| anyhow::anyhow!("--deploy: reading {}: {e}", local.display()))?;
+    let out = command(host, opts, script)
+        .stdin(Stdio::from(file))
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .output()
+        .map_err(|e| anyhow::anyhow!("starting {}: {e}", opts.ssh.display()))?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !plausible_remote_dir(&dir) {
+        anyhow::bail!(
+            "copying iolab there failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(dir)
+}
+
+/// What runs the agent on the host: the deployed copy, removed by the
+/// remote shell when the agent exits, or the host's own iolab.
+pub fn agent_command(opts: &SshOptions, deployed: Option<&str>) -> String {
+    match deployed {
+        Some(d) => {
+            let d = shell_quote(d);
+            format!("{d}/iolab agent; rc=$?; rm -rf -- {d}; exit $rc")
+        }
+        None => format!("{} agent", shell_quote(&opts.remote_iolab)),
+    }
+}
+
+/// Remove a deployed directory (when the agent never started there).
+pub fn remove_deployed(host: &HostSpec, opts: &SshOptions, dir: &str) {
+    let cmd = format!("rm -rf -- {}", shell_quote(dir));
+    if let Ok(mut child) = command(host, opts, &cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    {
+        reap(&mut child, Duration::from_secs(15));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(c: &Command) -> Vec<String> {
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn ssh_gets_batch_mode_the_config_and_the_host_last() {
+        let h = super::super::hosts::parse_host("bob@h1:2222", "--hosts").unwrap();
+        let opts = SshOptions {
+            config: Some("/tmp/cfg".into()),
+            ..SshOptions::default()
+        };
+        let a = args(&command(&h, &opts, "iolab agent"));
+        assert!(a.contains(&"BatchMode=yes".to_string()));
+        let f = a.iter().position(|x| x == "-F").unwrap();
+        assert_eq!(a[f + 1], "/tmp/cfg");
+        assert_eq!(a[a.len() - 3..], ["--", "h1", "iolab agent"]);
+        assert!(a.windows(2).any(|w| w == ["-p", "2222"]));
+        assert!(a.windows(2).any(|w| w == ["-l", "bob"]));
+        assert!(!a.iter().any(|x| x.contains("StrictHostKeyChecking")));
+    }
+
+    #[test]
+    fn quoting_and_remote_dirs() {
+        assert_eq!(shell_quote("a'b"), r"'a'\''b'");
+        assert!(plausible_remote_dir("/tmp/iolab-fleet.AbC123"));
+        assert!(!plausible_remote_dir("/tmp/iolab-fleet.x; rm -rf /"));
+        assert!(!plausible_remote_dir("Welcome\n/tmp/iolab-fleet.x"));
+        let c = agent_command(&SshOptions::default(), Some("/tmp/iolab-fleet.x"));
+        assert!(c.contains("rm -rf -- '/tmp/iolab-fleet.x'"), "{c}");
+    }
+}
