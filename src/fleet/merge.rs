@@ -141,8 +141,8 @@ fn merged_series(points: &[&Point]) -> Vec<SeriesPoint> {
                 // Without every host's histogram of the second, the largest
                 // p99 is an upper bound of the merged one, never an average.
                 p99_ns: match &hist {
-                    Some(h) => h.value_at_percentile(99.0),
-                    None => secs.iter().map(|s| s.p99_ns).max().unwrap_or(0),
+                    Some(h) => Some(h.value_at_percentile(99.0)),
+                    None => secs.iter().filter_map(|s| s.p99_ns).max(),
                 },
                 clat_hist: hist.map(|h| h.encode()),
             }
