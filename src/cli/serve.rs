@@ -38,7 +38,8 @@ pub struct ServeArgs {
     /// Serve read-only (clients' writes fail with EPERM)
     #[arg(long)]
     pub read_only: bool,
-    /// Protocol: nbd, or nvme-tcp (one subsystem, namespace 1, no discovery)
+    /// Protocol: nbd, or nvme-tcp (one subsystem, namespace 1, and the
+    /// discovery subsystem listing it)
     #[arg(long, value_name = "PROTOCOL", default_value = "nbd")]
     pub protocol: String,
     /// Subsystem NQN of the NVMe/TCP target
@@ -86,4 +87,8 @@ pub struct ServeArgs {
     /// Keep the scratch file at exit
     #[arg(long)]
     pub keep: bool,
+    /// Say nothing on stderr about laying out the scratch file (what it
+    /// serves still goes to stdout; warnings and errors to stderr)
+    #[arg(short, long)]
+    pub quiet: bool,
 }
