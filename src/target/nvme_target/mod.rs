@@ -1,7 +1,7 @@
 //! iolab's own NVMe/TCP target (`iolab serve --protocol nvme-tcp`): one
 //! subsystem with one namespace, backed by a file or block device opened
-//! with O_DIRECT (buffered where the filesystem refuses it), served without
-//! discovery to any host by N reactor threads (`reactor.rs`), each with its
+//! with O_DIRECT (buffered where the filesystem refuses it), and the
+//! discovery subsystem that lists it, served to any host by N reactor threads (`reactor.rs`), each with its
 //! own io_uring for sockets and file. The acceptor hands each connection to
 //! the next reactor in turn; the ICReq/ICResp exchange and everything after
 //! it happen on the reactor. Controllers (`target::nvme_controller`) are
@@ -26,6 +26,7 @@ use anyhow::Context;
 
 use super::nvme_controller::{Controller, MDTS};
 use super::serving::{self, backing_size, open_backing};
+use crate::proto::nvme::discovery::{self, DISCOVERY_NQN};
 
 /// The subsystem NQN `iolab serve --protocol nvme-tcp` uses by default.
 pub const DEFAULT_NQN: &str = "nqn.2025-11.io.iolab:target";
@@ -67,6 +68,8 @@ impl NvmeTargetConfig {
 pub struct Shared {
     file: File,
     subnqn: String,
+    /// The address listened on (the discovery log names it).
+    listen: SocketAddr,
     /// Namespace size in bytes (whole blocks) and logical block size.
     size: u64,
     block_size: u32,
@@ -90,11 +93,28 @@ impl Shared {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// A new controller (an admin queue's Connect); its ID.
-    fn new_controller(&self) -> Controller {
+    /// A new controller for an admin queue's Connect naming `subnqn`
+    /// over a connection to `local`: a discovery controller for the
+    /// discovery NQN, else the subsystem's (the Connect is checked after).
+    fn new_controller(&self, subnqn: &str, local: SocketAddr) -> Controller {
         let mut r = self.controllers.lock().expect("registry");
         r.next = if r.next >= 0xFFEF { 1 } else { r.next + 1 };
+        if subnqn == DISCOVERY_NQN {
+            return Controller::discovery(r.next, Arc::new(self.discovery_log(local)));
+        }
         Controller::new(&self.subnqn, r.next, self.size, self.block_size)
+    }
+
+    /// The discovery log: the one subsystem at the listening address (the
+    /// connection's own address where the target listens on all of them,
+    /// as Linux's nvmet does).
+    fn discovery_log(&self, local: SocketAddr) -> Vec<u8> {
+        let mut at = self.listen;
+        if at.ip().is_unspecified() {
+            at.set_ip(local.ip());
+        }
+        discovery::encode_log(1, &[discovery::Entry::tcp(&self.subnqn, at)])
+            .expect("an NQN checked at start and an IP address fit their fields")
     }
 
     fn with_controller<T>(&self, cntlid: u16, f: impl FnOnce(&mut Controller) -> T) -> Option<T> {
@@ -153,6 +173,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
     let shared = Arc::new(Shared {
         file,
         subnqn: cfg.subnqn.clone(),
+        listen: addr,
         size,
         block_size,
         delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),

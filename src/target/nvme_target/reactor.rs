@@ -342,7 +342,11 @@ impl Reactor {
             return c.respond(&failed(sqe.cid(), SC_CONNECT_INVALID));
         }
         if qid == 0 {
-            let mut ctrl = self.shared.new_controller();
+            let subnqn = codec::parse_connect_data(data)
+                .map(|(_, _, nqn, _)| nqn)
+                .unwrap_or_default();
+            let local = c.sock.local_addr().unwrap_or(self.shared.listen);
+            let mut ctrl = self.shared.new_controller(&subnqn, local);
             let action = ctrl.admin(sqe, data);
             let cntlid = ctrl.cntlid;
             if let Action::Reply { cqe, .. } = &action {
