@@ -14,6 +14,10 @@ use clap::Args;
                                                  every reply held 100 us after arrival; per-request stamps
   iolab serve -t /var/tmp --protocol nvme-tcp --listen 127.0.0.1:4420
                                                  NVMe/TCP: nvme-tcp://127.0.0.1:4420/nqn.2025-11.io.iolab:target?nsid=1
+  nbdinfo --list nbd://127.0.0.1:10809            (another terminal) the NBD export
+  nvme discover -t tcp -a 127.0.0.1 -s 4420       the NVMe/TCP subsystem, from its discovery controller
+  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2025-11.io.iolab:target
+                                                 Linux's initiator: the namespace as /dev/nvmeXnY
 
 The target serves until Ctrl-C (or SIGTERM), then finishes what is in flight,
 writes the stamps of every open connection, removes its scratch file and
