@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::vm;
+use common::vm::{self, field};
 
 const SCRIPT: &str = r#"
 cd /tmp
@@ -30,13 +30,6 @@ nvme disconnect -n nqn.2025-11.io.iolab:target 2>&1
 echo "IOLAB-LEFT [$(ls /sys/class/nvme)]"
 "#;
 
-fn field<'a>(console: &'a str, tag: &str) -> &'a str {
-    console
-        .lines()
-        .find_map(|l| l.find(tag).map(|at| &l[at..]))
-        .unwrap_or_else(|| panic!("no {tag} line in the console:\n{console}"))
-}
-
 #[test]
 fn nvme_discover_lists_iolabs_subsystem_and_nvme_connect_attaches_it() {
     if let Some(why) = vm::unavailable() {
@@ -47,13 +40,7 @@ fn nvme_discover_lists_iolabs_subsystem_and_nvme_connect_attaches_it() {
         eprintln!("SKIP: nvme-cli is not installed (scripts/install-deps.sh installs it)");
         return;
     }
-    let dir = common::workdir();
-    let archive = vm::iolab_archive(dir.path(), SCRIPT, &["nvme"]);
-    let console = vm::run_to_end(
-        "exec",
-        &[archive.to_str().unwrap()],
-        Duration::from_secs(300),
-    );
+    let console = vm::run_script(SCRIPT, &["nvme"], Duration::from_secs(300));
     let log = vm::between(&console, "IOLAB-DISCOVER-BEGIN", "IOLAB-DISCOVER-END")
         .unwrap_or_else(|| panic!("{console}"));
     eprintln!("nvme discover in the guest:{log}");
