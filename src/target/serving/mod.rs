@@ -16,9 +16,9 @@ mod target;
 
 pub use backing::{backing_size, file_entry, open_backing, FileOp, SlotMemory};
 pub use inbox::Inbox;
-pub use reactor::{cut_off, stall_timeout_ns, Connection, Io, Protocol, Reactor};
-pub use ring::{split, user_data, wake, waker, Ring, KIND_FILE, KIND_RECV, KIND_SEND, KIND_WAKE};
-pub use target::{accept_loop, join_all, start, Control, Handoff, Port, Running};
+pub use reactor::{Connection, Io, Protocol};
+pub use ring::{split, user_data, Ring, KIND_FILE, KIND_RECV, KIND_SEND};
+pub use target::{accept_loop, start, Control, Handoff, Port, Running};
 
 #[cfg(test)]
 use std::io;

@@ -153,7 +153,7 @@ pub fn start<P: Protocol>(
 }
 
 /// Join the target's threads; the first error (or panic) they ended with.
-pub fn join_all(threads: Vec<JoinHandle<io::Result<()>>>) -> anyhow::Result<()> {
+fn join_all(threads: Vec<JoinHandle<io::Result<()>>>) -> anyhow::Result<()> {
     let mut first_error = None;
     for t in threads {
         match t.join() {
