@@ -15,6 +15,7 @@ PACKAGES=(
   xfsprogs btrfs-progs                # mkfs.xfs, mkfs.btrfs for the media configurations (device --make)
   chromium                            # headless check of the HTML report (tests)
   qemu-system-x86 busybox-static cpio # a full Linux kernel under qemu: Linux's NVMe/TCP target (tests)
+  nvme-cli                            # `nvme discover` against iolab's discovery controller, in that kernel (tests)
   postgresql mariadb-server           # database servers iolab starts privately (kv --engine postgres|mariadb, oltp)
   redis-server redis-tools            # Redis (kv --engine redis); redis-benchmark as a peer (bench)
   openssh-client openssh-server       # fleet: ssh to the hosts; a private sshd per test host (tests; never the machine's own)

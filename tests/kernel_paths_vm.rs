@@ -16,7 +16,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::vm;
+use common::vm::{self, field};
 
 const SCRIPT: &str = r#"
 cd /tmp
@@ -45,13 +45,6 @@ echo IOLAB-NVME-BEGIN; cat /tmp/nvme/results.json; echo IOLAB-NVME-END
 left IOLAB-NVME-LEFT
 "#;
 
-fn field<'a>(console: &'a str, tag: &str) -> &'a str {
-    console
-        .lines()
-        .find_map(|l| l.find(tag).map(|at| &l[at..]))
-        .unwrap_or_else(|| panic!("no {tag} line in the console:\n{console}"))
-}
-
 fn kernel_db(points: &[serde_json::Value]) -> Vec<&serde_json::Value> {
     points
         .iter()
@@ -65,13 +58,7 @@ fn the_kernel_path_runs_and_leaves_nothing() {
         eprintln!("SKIP: {why}");
         return;
     }
-    let dir = common::workdir();
-    let archive = vm::iolab_archive(dir.path(), SCRIPT, &["mkfs.ext4"]);
-    let console = vm::run_to_end(
-        "exec",
-        &[archive.to_str().unwrap()],
-        Duration::from_secs(400),
-    );
+    let console = vm::run_script(SCRIPT, &["mkfs.ext4"], Duration::from_secs(400));
     assert_eq!(field(&console, "IOLAB-EXIT"), "IOLAB-EXIT 0", "{console}");
     let json = vm::between(&console, "IOLAB-RESULTS-BEGIN", "IOLAB-RESULTS-END")
         .unwrap_or_else(|| panic!("{console}"));

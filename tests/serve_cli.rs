@@ -133,10 +133,62 @@ fn start_says_there_is_no_authentication_and_what_it_lays_out() {
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("laying out a 8 MiB scratch file"), "{err}");
+    assert!(err.contains("scratch file laid out in"), "{err}");
     assert!(
         err.contains("NBD has no authentication here") && err.contains("read and write"),
         "{err}"
     );
+}
+
+/// Issue 31, item 14: the line saying what is served (the address
+/// clients use) comes only once the scratch file is laid out in full, and
+/// `-q` keeps the layout notes off stderr.
+#[test]
+fn the_serving_line_comes_after_the_layout_and_quiet_keeps_it_unsaid() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let (server, line) = serving(&["-t", d, "--size", "64m", "-q"]);
+    assert!(line.contains("nbd://"), "{line}");
+    let files = files_in(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let meta = std::fs::metadata(&files[0]).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(meta.len(), 64 << 20, "the size when clients are told");
+    assert!(meta.blocks() * 512 >= 64 << 20, "written, not sparse");
+    signal(&server, libc::SIGTERM);
+    let (code, err) = ended(server);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        !err.contains("laying out") && !err.contains("laid out"),
+        "{err}"
+    );
+    assert!(err.contains("no authentication"), "warnings stay: {err}");
+}
+
+/// Issue 31, item 14: `nbdinfo --list` lists the one export (NBD_OPT_LIST
+/// was answered "unsupported").
+#[test]
+fn nbdinfo_lists_the_export() {
+    if !common::have("nbdinfo") {
+        eprintln!("SKIP: nbdinfo (libnbd-bin) is not installed");
+        return;
+    }
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let (server, line) = serving(&["-t", d, "--size", "8m", "-q"]);
+    let url = format!("nbd://{}", address_of(&line));
+    // Bounded: a client waiting for a reply never sent fails, not hangs.
+    let o = Command::new("timeout")
+        .args(["30", "nbdinfo", "--list", "--json", &url])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let exports = v["exports"].as_array().expect("exports");
+    assert_eq!(exports.len(), 1, "{v}");
+    assert_eq!(exports[0]["export-name"], "", "{v}");
+    assert_eq!(exports[0]["export-size"], 8 << 20, "{v}");
+    drop(server);
 }
 
 /// Issue 28, item 10: a port in use is bad input (exit 2 naming --listen)

@@ -14,6 +14,10 @@ use clap::Args;
                                                  every reply held 100 us after arrival; per-request stamps
   iolab serve -t /var/tmp --protocol nvme-tcp --listen 127.0.0.1:4420
                                                  NVMe/TCP: nvme-tcp://127.0.0.1:4420/nqn.2025-11.io.iolab:target?nsid=1
+  nbdinfo --list nbd://127.0.0.1:10809            (another terminal) the NBD export
+  nvme discover -t tcp -a 127.0.0.1 -s 4420       the NVMe/TCP subsystem, from its discovery controller
+  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2025-11.io.iolab:target
+                                                 Linux's initiator: the namespace as /dev/nvmeXnY
 
 The target serves until Ctrl-C (or SIGTERM), then finishes what is in flight,
 writes the stamps of every open connection, removes its scratch file and
@@ -38,7 +42,8 @@ pub struct ServeArgs {
     /// Serve read-only (clients' writes fail with EPERM)
     #[arg(long)]
     pub read_only: bool,
-    /// Protocol: nbd, or nvme-tcp (one subsystem, namespace 1, no discovery)
+    /// Protocol: nbd, or nvme-tcp (one subsystem, namespace 1, and the
+    /// discovery subsystem listing it)
     #[arg(long, value_name = "PROTOCOL", default_value = "nbd")]
     pub protocol: String,
     /// Subsystem NQN of the NVMe/TCP target
@@ -86,4 +91,8 @@ pub struct ServeArgs {
     /// Keep the scratch file at exit
     #[arg(long)]
     pub keep: bool,
+    /// Say nothing on stderr about laying out the scratch file (what it
+    /// serves still goes to stdout; warnings and errors to stderr)
+    #[arg(short, long)]
+    pub quiet: bool,
 }

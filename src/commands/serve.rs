@@ -143,14 +143,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // The port first: a port in use is bad input, found before a scratch
     // file is laid out. Clients wait in the backlog until the target is ready.
     let listener = bind(addr)?;
-    if let (true, Some(size)) = (args.target.is_dir(), opts.size) {
+    let layout = args.target.is_dir().then_some(opts.size).flatten();
+    if let (Some(size), false) = (layout, args.quiet) {
         eprintln!(
             "iolab serve: laying out a {} MiB scratch file in {}; clients are served once it is ready",
             size >> 20,
             args.target.display()
         );
     }
+    let laying_out = std::time::Instant::now();
     let backing = dut::prepare(&opts, !args.read_only, None, 1)?;
+    if let (Some(_), false) = (layout, args.quiet) {
+        eprintln!(
+            "iolab serve: scratch file laid out in {:.1} s",
+            laying_out.elapsed().as_secs_f64()
+        );
+    }
     let stop: Box<dyn FnOnce() -> anyhow::Result<()>> = match proto {
         Protocol::Nbd => {
             let cfg = config(&args, &backing.path)?;

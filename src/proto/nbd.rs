@@ -26,12 +26,14 @@ pub const FLAG_NO_ZEROES: u16 = 1 << 1;
 /// Options.
 pub const OPT_EXPORT_NAME: u32 = 1;
 pub const OPT_ABORT: u32 = 2;
+pub const OPT_LIST: u32 = 3;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
 
 /// Option reply types; errors have bit 31 set.
 pub const REP_ACK: u32 = 1;
+pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
 const REP_ERR: u32 = 1 << 31;
 pub const REP_ERR_UNSUP: u32 = REP_ERR + 1;

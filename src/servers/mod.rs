@@ -1,9 +1,11 @@
-//! Database servers iolab measures: a private instance it starts with its
-//! data on the storage under test (PostgreSQL, MariaDB, Redis; see
-//! `private`), or an existing server named by `--server-url`, of which iolab
-//! uses only what it creates itself. Either way the server's version,
-//! settings and data directory go into provenance (`ServerInfo`), and its
-//! processes are sampled per point (`measure::procgroup`).
+//! Every server iolab starts. Database servers iolab measures: a private
+//! instance it starts with its data on the storage under test (PostgreSQL,
+//! MariaDB, Redis; see `private`), or an existing server named by
+//! `--server-url`, of which iolab uses only what it creates itself. Either
+//! way the server's version, settings and data directory go into
+//! provenance (`ServerInfo`), and its processes are sampled per point
+//! (`measure::procgroup`). And the storage servers `iolab remote` compares
+//! transports through (`storage`: iolab's targets, nbdkit, qemu-nbd, tgtd).
 
 pub mod endpoint;
 pub mod mariadb;
@@ -11,6 +13,7 @@ pub mod postgres;
 pub mod private;
 pub mod redis;
 pub mod settings;
+pub mod storage;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -211,7 +211,7 @@ pub fn find_program(kind: ServerKind, program: &str) -> Option<PathBuf> {
         });
         return dirs.pop().map(|d| d.join(program));
     }
-    crate::remote::topology::which(program).or_else(|| {
+    crate::testbed::command::which(program).or_else(|| {
         ["/usr/sbin", "/usr/bin", "/sbin"]
             .iter()
             .map(|d| Path::new(d).join(program))

@@ -1,9 +1,10 @@
-//! `iolab serve`: iolab's own storage targets. The NBD target (`nbd_target`:
-//! concurrent bounded handshakes on `nbd_negotiate`, io_uring reactors,
-//! O_DIRECT) and the NVMe/TCP target (`nvme_target` on its controller model
-//! `nvme_controller`) over what both share (`serving`: backing store, slot
-//! memory, wakers, the accept loop, the stall cut-off); per-request stamps
-//! for the unloaded breakdown (`stamps`). The wire formats are `proto`'s;
+//! `iolab serve`: iolab's own storage targets, two protocols on one
+//! serving substrate (`serving`: backing store, slot memory, io_uring
+//! reactors, connection table, accept loop and handoff, stall cut-off,
+//! stop and Drop). The NBD protocol (`nbd_target`: concurrent bounded
+//! handshakes on `nbd_negotiate`) and the NVMe/TCP protocol (`nvme_target`
+//! on its controller model `nvme_controller`, with a discovery controller)
+//! plug into it; per-request stamps for the unloaded breakdown (`stamps`). The wire formats are `proto`'s;
 //! the `iolab remote` harness that starts these targets is `remote`.
 
 #[cfg(test)]

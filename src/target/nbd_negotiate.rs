@@ -1,8 +1,8 @@
 //! The server side of NBD's fixed-newstyle handshake, for iolab's own NBD
 //! target: the greeting, the client's flags, then options until
 //! transmission starts: structured replies, NBD_OPT_INFO and NBD_OPT_GO
-//! (the export's size, flags and block sizes), NBD_OPT_EXPORT_NAME,
-//! NBD_OPT_ABORT; anything else is refused with NBD_REP_ERR_UNSUP, as the
+//! (the export's size, flags and block sizes), NBD_OPT_LIST (the one
+//! export's name), NBD_OPT_EXPORT_NAME, NBD_OPT_ABORT; anything else is refused with NBD_REP_ERR_UNSUP, as the
 //! protocol asks. Blocking, once per connection, before any timing.
 
 use std::io::{self, Read, Write};
@@ -104,6 +104,7 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Outc
                 }
                 return Ok(Outcome::Transmission { structured });
             }
+            codec::OPT_LIST => list(s, &data, export)?,
             codec::OPT_ABORT => {
                 let _ = s.write_all(&codec::encode_opt_reply(opt, codec::REP_ACK, &[]));
                 return Ok(Outcome::Aborted);
@@ -118,6 +119,31 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Outc
 
 fn serves(export: &Export, name: &str) -> bool {
     name.is_empty() || name == export.name
+}
+
+/// Answer NBD_OPT_LIST: one NBD_REP_SERVER naming the export, then
+/// NBD_REP_ACK; the option carries no data (else NBD_REP_ERR_INVALID).
+fn list<S: Write>(s: &mut S, data: &[u8], export: &Export) -> io::Result<()> {
+    if !data.is_empty() {
+        let msg = b"NBD_OPT_LIST carries no data";
+        return s.write_all(&codec::encode_opt_reply(
+            codec::OPT_LIST,
+            codec::REP_ERR_INVALID,
+            msg,
+        ));
+    }
+    let mut server = (export.name.len() as u32).to_be_bytes().to_vec();
+    server.extend_from_slice(export.name.as_bytes());
+    s.write_all(&codec::encode_opt_reply(
+        codec::OPT_LIST,
+        codec::REP_SERVER,
+        &server,
+    ))?;
+    s.write_all(&codec::encode_opt_reply(
+        codec::OPT_LIST,
+        codec::REP_ACK,
+        &[],
+    ))
 }
 
 /// Answer NBD_OPT_INFO or NBD_OPT_GO; true when the export was described.
@@ -285,5 +311,62 @@ mod tests {
             server.join().unwrap(),
             Outcome::Transmission { .. }
         ));
+    }
+
+    /// Bytes in, bytes out: a scripted client.
+    struct Script {
+        input: io::Cursor<Vec<u8>>,
+        output: Vec<u8>,
+    }
+
+    impl Read for Script {
+        fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+            self.input.read(b)
+        }
+    }
+
+    impl Write for Script {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.output.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The option replies after the greeting: (option, type, data).
+    fn replies(out: &[u8]) -> Vec<(u32, u32, Vec<u8>)> {
+        let mut r = Vec::new();
+        let mut at = 18; // NBDMAGIC, IHAVEOPT, the handshake flags
+        while at + 20 <= out.len() {
+            let len = u32::from_be_bytes(out[at + 16..at + 20].try_into().unwrap()) as usize;
+            let opt = u32::from_be_bytes(out[at + 8..at + 12].try_into().unwrap());
+            let kind = u32::from_be_bytes(out[at + 12..at + 16].try_into().unwrap());
+            r.push((opt, kind, out[at + 20..at + 20 + len].to_vec()));
+            at += 20 + len;
+        }
+        r
+    }
+
+    #[test]
+    fn opt_list_names_the_one_export_and_refuses_data() {
+        let option = codec::option;
+        let mut input = (codec::FLAG_FIXED_NEWSTYLE as u32).to_be_bytes().to_vec();
+        input.extend(option(codec::OPT_LIST, &[]));
+        input.extend(option(codec::OPT_LIST, b"x"));
+        input.extend(option(codec::OPT_ABORT, &[]));
+        let mut s = Script {
+            input: io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        assert_eq!(negotiate(&mut s, &export()).unwrap(), Outcome::Aborted);
+        let r = replies(&s.output);
+        let mut named = 3u32.to_be_bytes().to_vec();
+        named.extend_from_slice(b"vol");
+        assert_eq!(r[0], (codec::OPT_LIST, codec::REP_SERVER, named));
+        assert_eq!(r[1], (codec::OPT_LIST, codec::REP_ACK, vec![]));
+        assert_eq!((r[2].0, r[2].1), (codec::OPT_LIST, codec::REP_ERR_INVALID));
+        assert_eq!((r[3].0, r[3].1), (codec::OPT_ABORT, codec::REP_ACK));
     }
 }

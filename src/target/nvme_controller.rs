@@ -4,10 +4,16 @@
 //! Property Get/Set with CC.EN -> CSTS.RDY and shutdown, Identify
 //! controller / namespace / active namespace list, Set Features Number of
 //! Queues, Keep Alive) and turns NVM commands into the file operation to
-//! do, checked against the namespace (Read, Write, Flush). The transport
-//! (PDUs, sockets, io_uring) is the caller's.
+//! do, checked against the namespace (Read, Write, Flush). A discovery
+//! controller (Connect to the well-known discovery NQN) has no namespace
+//! and no I/O queues: it answers Identify Controller and the discovery log
+//! page (`Role::Discovery`). The transport (PDUs, sockets, io_uring) is
+//! the caller's.
+
+use std::sync::Arc;
 
 use crate::proto::nvme::codec::{self, Cqe, Sqe};
+use crate::proto::nvme::discovery::{self, DISCOVERY_NQN};
 use crate::proto::nvme::identify::{
     self, Cap, ControllerId, NamespaceId, CC_EN, CC_SHUTDOWN, CSTS_RDY, CSTS_SHUTDOWN_DONE,
 };
@@ -27,6 +33,18 @@ pub const IO_QUEUES: u16 = 64;
 pub const IN_CAPSULE: u32 = 8192;
 /// Largest transfer: 2^MDTS pages of 4 KiB.
 pub const MDTS: u8 = 8;
+/// Most bytes one Get Log Page may ask for (a hostile NUMD asks for up to
+/// 16 GiB): the discovery log of one subsystem is 2 KiB.
+pub const MAX_LOG_READ: u64 = 64 << 10;
+
+/// What a controller is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// The subsystem's controller: one namespace, I/O queues.
+    Nvm,
+    /// A discovery controller, holding its discovery log page.
+    Discovery { log: Arc<Vec<u8>> },
+}
 
 /// What one command asks of the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +65,7 @@ pub enum Action {
 pub struct Controller {
     pub subnqn: String,
     pub cntlid: u16,
+    pub role: Role,
     size: u64,
     block_size: u32,
     cc: u32,
@@ -75,11 +94,24 @@ impl Controller {
         Controller {
             subnqn: subnqn.to_string(),
             cntlid,
+            role: Role::Nvm,
             size: size / block_size as u64 * block_size as u64,
             block_size,
             cc: 0,
             csts: 0,
         }
+    }
+
+    /// A discovery controller whose log page is `log`.
+    pub fn discovery(cntlid: u16, log: Arc<Vec<u8>>) -> Controller {
+        Controller {
+            role: Role::Discovery { log },
+            ..Controller::new(DISCOVERY_NQN, cntlid, 0, 512)
+        }
+    }
+
+    fn is_discovery(&self) -> bool {
+        matches!(self.role, Role::Discovery { .. })
     }
 
     pub fn ready(&self) -> bool {
@@ -99,24 +131,31 @@ impl Controller {
 
     /// The Identify Controller data of this controller.
     pub fn identify(&self) -> ControllerId {
+        let discovery = self.is_discovery();
         ControllerId {
             vid: 0,
             serial: format!("iolab-{}", self.cntlid),
             model: "iolab NVMe/TCP target".into(),
             firmware: env!("CARGO_PKG_VERSION").chars().take(8).collect(),
-            mdts: MDTS,
+            mdts: if discovery { 0 } else { MDTS },
             cntlid: self.cntlid,
             ver: 0x0001_0400,
-            cntrltype: 1,
+            cntrltype: if discovery {
+                discovery::CNTRLTYPE_DISCOVERY
+            } else {
+                1
+            },
             kas: 100,
+            lpa: 1 << 2,
             sqes: 0x66,
             cqes: 0x44,
             maxcmd: QUEUE_ENTRIES,
-            nn: 1,
+            nn: u32::from(!discovery),
             oncs: 0,
-            vwc: true,
+            vwc: !discovery,
             sgls: 1 | 1 << 20,
             subnqn: self.subnqn.clone(),
+            // Linux hosts check these of discovery controllers too.
             ioccsz: (64 + IN_CAPSULE) / 16,
             iorcsz: 1,
             icdoff: 0,
@@ -161,6 +200,7 @@ impl Controller {
         let wrong_ctrl = qid > 0 && cntlid != self.cntlid;
         if subnqn != self.subnqn
             || wrong_ctrl
+            || (qid > 0 && self.is_discovery())
             || sqsize >= QUEUE_ENTRIES
             || sqsize == 0
             || qid > IO_QUEUES
@@ -179,6 +219,18 @@ impl Controller {
         let cid = sqe.cid();
         match sqe.opcode() {
             codec::OPC_FABRICS => self.fabrics(sqe, data),
+            codec::OPC_IDENTIFY if self.is_discovery() => match (sqe.dword(10) & 0xFF) as u8 {
+                codec::CNS_CONTROLLER => match self.identify().encode() {
+                    Ok(data) => Action::Reply {
+                        cqe: Cqe::success(cid, 0),
+                        data,
+                    },
+                    Err(_) => fail(cid, 0, SC_INVALID_FIELD),
+                },
+                _ => fail(cid, 0, SC_INVALID_FIELD),
+            },
+            codec::OPC_GET_LOG_PAGE if self.is_discovery() => self.discovery_log(sqe),
+            codec::OPC_SET_FEATURES if self.is_discovery() => fail(cid, 0, SC_INVALID_FIELD),
             codec::OPC_IDENTIFY => {
                 let page = match (sqe.dword(10) & 0xFF) as u8 {
                     codec::CNS_CONTROLLER => self.identify().encode(),
@@ -223,6 +275,29 @@ impl Controller {
                 }
             }
             _ => fail(cid, 0, SC_INVALID_OPCODE),
+        }
+    }
+
+    /// Get Log Page on a discovery controller: the discovery log from the
+    /// command's offset for its length (zeros past the log's end, as Linux
+    /// answers), offsets in whole dwords, at most `MAX_LOG_READ` bytes.
+    fn discovery_log(&self, sqe: &Sqe) -> Action {
+        let cid = sqe.cid();
+        let Role::Discovery { log } = &self.role else {
+            return fail(cid, 0, SC_INVALID_FIELD);
+        };
+        let (lid, offset, len) = sqe.log_page();
+        if lid != discovery::LID_DISCOVERY || offset % 4 != 0 || len > MAX_LOG_READ {
+            return fail(cid, 0, SC_INVALID_FIELD);
+        }
+        let mut data = vec![0u8; len as usize];
+        if let Some(rest) = log.get(offset.min(log.len() as u64) as usize..) {
+            let n = rest.len().min(data.len());
+            data[..n].copy_from_slice(&rest[..n]);
+        }
+        Action::Reply {
+            cqe: Cqe::success(cid, 0),
+            data,
         }
     }
 

@@ -31,6 +31,21 @@ pub struct TargetStamp {
 /// Most requests kept per connection (the rest are served, not stamped).
 pub const MAX_STAMPS_PER_CONNECTION: usize = 1 << 20;
 
+/// A closing connection's stamps, in arrival order, appended to `path`
+/// (when stamps are kept); a failure is said on stderr, the target goes on.
+pub fn save(path: Option<&Path>, peer: SocketAddr, stamps: &mut [TargetStamp]) {
+    let Some(path) = path else {
+        return;
+    };
+    stamps.sort_unstable_by_key(|s| s.seq);
+    if let Err(e) = append(path, peer, stamps) {
+        eprintln!(
+            "iolab serve: cannot write stamps to {}: {e}",
+            path.display()
+        );
+    }
+}
+
 /// Append one connection's stamps to `path` in one write (several
 /// reactors share the file; O_APPEND keeps blocks whole).
 pub fn append(path: &Path, peer: SocketAddr, stamps: &[TargetStamp]) -> std::io::Result<()> {

@@ -146,3 +146,20 @@ pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> Option<&'a str> 
     let len = console[start..].find(end)?;
     Some(&console[start..start + len])
 }
+
+/// Run `script` as /iolab-run.sh in the guest (`exec` mode, with the iolab
+/// binary and `programs`), killed after `limit`; its console. The archive
+/// is built in a directory removed after.
+pub fn run_script(script: &str, programs: &[&str], limit: Duration) -> String {
+    let dir = super::workdir();
+    let archive = iolab_archive(dir.path(), script, programs);
+    run_to_end("exec", &[archive.to_str().unwrap()], limit)
+}
+
+/// The first console line holding `tag`, from the tag on.
+pub fn field<'a>(console: &'a str, tag: &str) -> &'a str {
+    console
+        .lines()
+        .find_map(|l| l.find(tag).map(|at| &l[at..]))
+        .unwrap_or_else(|| panic!("no {tag} line in the console:\n{console}"))
+}

@@ -603,6 +603,27 @@ impl Sqe {
             .cdw(10, cns as u32)
     }
 
+    /// Get Log Page `lid`: `len` bytes (a multiple of 4) from byte `offset`
+    /// (a multiple of 4) of the log, sent back in C2HData; `rae` keeps an
+    /// asynchronous event pending (nvme-cli sets it on all but the last
+    /// read of the discovery log).
+    pub fn get_log_page(cid: u16, lid: u8, offset: u64, len: u32, rae: bool) -> Sqe {
+        let numd = len / 4 - 1;
+        Sqe::new(OPC_GET_LOG_PAGE, cid, 0)
+            .sgl(SGL_TRANSPORT, len)
+            .cdw(10, lid as u32 | (rae as u32) << 15 | (numd & 0xFFFF) << 16)
+            .cdw(11, numd >> 16)
+            .cdw(12, offset as u32)
+            .cdw(13, (offset >> 32) as u32)
+    }
+
+    /// Get Log Page's (log id, byte offset, byte length).
+    pub fn log_page(&self) -> (u8, u64, u64) {
+        let numd = (self.dword(10) >> 16) as u64 | ((self.dword(11) & 0xFFFF) as u64) << 16;
+        let offset = self.dword(12) as u64 | (self.dword(13) as u64) << 32;
+        ((self.dword(10) & 0xFF) as u8, offset, (numd + 1) * 4)
+    }
+
     /// Set Features, Number of Queues: `n` I/O submission and completion
     /// queues (the fields are 0's based).
     pub fn set_num_queues(cid: u16, n: u16) -> Sqe {

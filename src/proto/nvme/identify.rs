@@ -39,6 +39,8 @@ pub struct ControllerId {
     pub cntrltype: u8,
     /// Keep-alive support, in units of 100 ms (0: none).
     pub kas: u16,
+    /// Log page attributes (bit 2: Get Log Page takes an offset).
+    pub lpa: u8,
     /// Queue entry sizes, required and maximum, as powers of two (0x66, 0x44).
     pub sqes: u8,
     pub cqes: u8,
@@ -78,6 +80,7 @@ impl ControllerId {
         b[78..80].copy_from_slice(&self.cntlid.to_le_bytes());
         b[80..84].copy_from_slice(&self.ver.to_le_bytes());
         b[111] = self.cntrltype;
+        b[261] = self.lpa;
         b[320..322].copy_from_slice(&self.kas.to_le_bytes());
         b[512] = self.sqes;
         b[513] = self.cqes;
@@ -113,6 +116,7 @@ impl ControllerId {
             ver: le32(b, 80),
             cntrltype: b[111],
             kas: le16(b, 320),
+            lpa: b[261],
             sqes: b[512],
             cqes: b[513],
             maxcmd: le16(b, 514),
@@ -277,6 +281,7 @@ mod tests {
             ver: 0x0001_0400,
             cntrltype: 1,
             kas: 100,
+            lpa: 4,
             sqes: 0x66,
             cqes: 0x44,
             maxcmd: 128,

@@ -8,14 +8,13 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::reactor::NewConnection;
 use super::Shared;
 use crate::target::nbd_negotiate::{self, Outcome};
-use crate::target::serving;
+use crate::target::serving::{self, Handoff, Port};
 
 /// A blocking read or write waits this long at most before checking the
 /// deadline and whether the target stops.
@@ -98,13 +97,12 @@ impl Drop for Negotiating {
     }
 }
 
-/// Negotiate on `sock` and hand it to a reactor (`to`, woken through `wake_fd`).
+/// Negotiate on `sock` and hand it to a reactor (`to`).
 fn negotiate_and_hand(
     sock: TcpStream,
     peer: SocketAddr,
     shared: &Shared,
-    to: &Sender<NewConnection>,
-    wake_fd: i32,
+    to: &Port<NewConnection>,
 ) {
     let mut s = DeadlineStream {
         sock: &sock,
@@ -124,9 +122,7 @@ fn negotiate_and_hand(
                 peer,
                 structured,
             };
-            if to.send(conn).is_ok() {
-                serving::wake(wake_fd);
-            }
+            to.hand(conn);
         }
         Ok(Outcome::Aborted) => {}
         Err(e) if shared.stopping() => drop(e),
@@ -140,11 +136,9 @@ fn negotiate_and_hand(
 pub fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
-    reactors: Vec<Sender<NewConnection>>,
-    wake_fds: Vec<i32>,
+    mut reactors: Handoff<NewConnection>,
 ) -> io::Result<()> {
     let negotiating = Arc::new(AtomicUsize::new(0));
-    let mut next = 0;
     let mut said_full = false;
     let stopping = shared.clone();
     let r = serving::accept_loop(
@@ -164,15 +158,14 @@ pub fn accept_loop(
             }
             negotiating.fetch_add(1, Ordering::SeqCst);
             let slot = Negotiating(negotiating.clone());
-            let (to, wake_fd) = (reactors[next].clone(), wake_fds[next]);
-            next = (next + 1) % reactors.len();
+            let to = reactors.next_port();
             let shared = shared.clone();
             let spawned = std::thread::Builder::new()
                 .name("nbd-handshake".into())
                 .stack_size(256 << 10)
                 .spawn(move || {
                     let _slot = slot;
-                    negotiate_and_hand(sock, peer, &shared, &to, wake_fd);
+                    negotiate_and_hand(sock, peer, &shared, &to);
                 });
             if let Err(e) = spawned {
                 eprintln!("iolab serve: no thread for the handshake with {peer}: {e}; closed");

@@ -1,7 +1,8 @@
 //! iolab's own NBD target (`iolab serve`): one backing file or block
 //! device opened with O_DIRECT (buffered, with a note, where the
 //! filesystem refuses it), served to any NBD client over TCP by N reactor
-//! threads (`reactor.rs`), each with its own io_uring for sockets and file.
+//! threads of the serving substrate (`target::serving`), each with its own
+//! io_uring for sockets and file, running the NBD protocol (`reactor.rs`).
 //! An acceptor thread starts each connection's handshake (`nbd_negotiate`)
 //! on a thread of its own (`handshakes.rs`: bounded in number and time)
 //! and hands the connection to the next reactor in turn. Every request can
@@ -13,10 +14,7 @@ mod reactor;
 
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,21 +72,20 @@ impl TargetConfig {
     }
 }
 
-/// What every reactor reads.
+/// What every reactor and handshake reads.
 pub struct Shared {
     file: File,
     export: Export,
     delay_ns: Option<u64>,
     stamps: Option<PathBuf>,
-    stop: AtomicBool,
+    control: Arc<serving::Control>,
     max_negotiating: usize,
     negotiation_deadline: Duration,
-    stall_timeout_ns: u64,
 }
 
 impl Shared {
     fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.control.stopping()
     }
 }
 
@@ -97,8 +94,7 @@ pub struct Target {
     pub addr: SocketAddr,
     pub export: Export,
     pub direct: bool,
-    shared: Arc<Shared>,
-    threads: serving::Threads,
+    running: serving::Running,
 }
 
 /// Bind `cfg.listen`, open the backing store and start serving.
@@ -128,62 +124,36 @@ pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Tar
     }
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
+    let control = serving::Control::new(cfg.stall_timeout);
     let shared = Arc::new(Shared {
         file,
         export: export.clone(),
         delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),
         stamps: cfg.stamps.clone(),
-        stop: AtomicBool::new(false),
+        control: control.clone(),
         max_negotiating: cfg.max_negotiating.max(1),
         negotiation_deadline: cfg.negotiation_deadline,
-        stall_timeout_ns: serving::stall_timeout_ns(cfg.stall_timeout),
     });
-    let mut senders = Vec::new();
-    let mut threads = serving::Threads::default();
-    for i in 0..cfg.threads.max(1) {
-        let waker = serving::waker()?;
-        let (tx, rx) = mpsc::channel();
-        let r = reactor::Reactor::new(shared.clone(), rx, waker.as_raw_fd(), cfg.slots)
-            .context("cannot set up an io_uring for the target")?;
-        threads.handles.push(
-            std::thread::Builder::new()
-                .name(format!("nbd-reactor-{i}"))
-                .spawn(move || r.run())?,
-        );
-        threads.wakers.push(waker);
-        senders.push(tx);
-    }
-    let acceptor_shared = shared.clone();
-    let wake_fds = threads.wake_fds();
-    threads.handles.push(
-        std::thread::Builder::new()
-            .name("nbd-accept".into())
-            .spawn(move || handshakes::accept_loop(listener, acceptor_shared, senders, wake_fds))?,
-    );
+    let reactors = (0..cfg.threads.max(1))
+        .map(|_| reactor::Nbd::new(shared.clone(), cfg.slots))
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("cannot map the target's slot memory")?;
+    let running = serving::start("nbd", &control, reactors, move |handoff| {
+        handshakes::accept_loop(listener, shared, handoff)
+    })?;
     Ok(Target {
         addr,
         export,
         direct,
-        shared,
-        threads,
+        running,
     })
 }
 
 impl Target {
     /// Stop taking connections, finish what is in flight, close every
     /// connection (writing its stamps) and join the threads.
-    pub fn stop(mut self) -> anyhow::Result<()> {
-        self.stop_threads()
-    }
-
-    fn stop_threads(&mut self) -> anyhow::Result<()> {
-        self.threads.stop(&self.shared.stop)
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = self.stop_threads();
+    pub fn stop(self) -> anyhow::Result<()> {
+        self.running.stop()
     }
 }
 

@@ -1,7 +1,8 @@
-//! One reactor of iolab's NBD target: a thread with one io_uring that
-//! receives requests, reads and writes the backing file (O_DIRECT) and
-//! sends replies for every connection it was given, and stamps each
-//! request (see `target::stamps`). Nothing blocks but the ring's wait.
+//! The NBD protocol on one reactor of the serving substrate
+//! (`target::serving`, which owns the thread, its io_uring, the
+//! connections and the stop): it parses requests, reads and writes the
+//! backing file (O_DIRECT), sends replies and stamps each request (see
+//! `target::stamps`). Nothing blocks but the ring's wait.
 //!
 //! Per connection one receive is in flight into a byte buffer; whole
 //! requests are parsed out of it and each takes a slot (an aligned buffer
@@ -20,16 +21,16 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
-use std::sync::mpsc::Receiver;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use io_uring::{opcode, squeue, types};
+use io_uring::{opcode, types};
 
 use super::Shared;
 use crate::proto::nbd as codec;
 use crate::target::serving::{
-    self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
+    self, file_entry, split, user_data, Connection, FileOp, Inbox, Protocol, SlotMemory, KIND_FILE,
+    KIND_RECV, KIND_SEND,
 };
 use crate::target::stamps::{self, TargetStamp};
 
@@ -63,7 +64,7 @@ struct Slot {
     stamp: TargetStamp,
 }
 
-struct Conn {
+pub struct Conn {
     sock: TcpStream,
     peer: SocketAddr,
     structured: bool,
@@ -97,11 +98,10 @@ fn share(slots: usize) -> usize {
     (slots / 2).max(1)
 }
 
-pub struct Reactor {
-    ring: Ring,
+/// The NBD protocol on one reactor: the reactor's slots (shared by its
+/// connections, at most `per_conn` each) and the replies held back.
+pub struct Nbd {
     shared: Arc<Shared>,
-    incoming: Receiver<NewConnection>,
-    conns: Vec<Option<Box<Conn>>>,
     slots: Vec<Slot>,
     free: Vec<usize>,
     /// Slots one connection may hold at once (see `share`).
@@ -113,28 +113,13 @@ pub struct Reactor {
     delayed: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
-// SAFETY: the raw pointers in a connection's msghdr and iovecs point into
-// memory the reactor owns (the connection's box, slot memory); the reactor
-// is built on one thread and moved once, before any I/O, to the thread
-// that runs it.
-unsafe impl Send for Reactor {}
+type Io = serving::Io<Conn>;
 
-impl Reactor {
-    pub fn new(
-        shared: Arc<Shared>,
-        incoming: Receiver<NewConnection>,
-        wake_fd: RawFd,
-        slots: usize,
-    ) -> io::Result<Reactor> {
+impl Nbd {
+    pub fn new(shared: Arc<Shared>, slots: usize) -> io::Result<Nbd> {
         let memory = SlotMemory::new(slots, shared.export.max_block as usize)?;
-        // Every slot's file operation and reply send, each connection's
-        // receive, and the wake-up read fit in the ring at once.
-        let entries = (2 * slots + 64).next_power_of_two() as u32;
-        Ok(Reactor {
-            ring: Ring::new(entries, wake_fd)?,
+        Ok(Nbd {
             shared,
-            incoming,
-            conns: Vec::new(),
             slots: vec![Slot::default(); slots],
             free: (0..slots).rev().collect(),
             per_conn: share(slots),
@@ -145,82 +130,14 @@ impl Reactor {
         })
     }
 
-    /// Serve until the target stops and every connection has closed.
-    pub fn run(mut self) -> io::Result<()> {
-        serving::run(&mut self)
+    fn close(&mut self, io: &mut Io, ci: usize) {
+        let mut c = io.take(ci);
+        stamps::save(self.shared.stamps.as_deref(), c.peer, &mut c.stamps);
     }
 
-    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
-        self.ring.push(e)
-    }
-
-    fn adopt_new_connections(&mut self) -> io::Result<()> {
-        while let Ok(n) = self.incoming.try_recv() {
-            let rx_len = 2 * (codec::REQUEST_LEN + self.shared.export.max_block as usize);
-            let conn = Box::new(Conn {
-                sock: n.sock,
-                peer: n.peer,
-                structured: n.structured,
-                inbox: Inbox::new(rx_len),
-                closing: self.shared.stopping(),
-                shut: false,
-                busy: 0,
-                ready: VecDeque::new(),
-                sent_of_first: 0,
-                sending: 0,
-                send_posted_at: 0,
-                iov: Vec::with_capacity(2 * MAX_IOV_REPLIES),
-                // SAFETY: msghdr is plain data; zero is its empty value.
-                msg: unsafe { std::mem::zeroed() },
-                seq: 0,
-                stamps: Vec::new(),
-            });
-            match self.conns.iter().position(Option::is_none) {
-                Some(i) => self.conns[i] = Some(conn),
-                None => self.conns.push(Some(conn)),
-            }
-        }
-        Ok(())
-    }
-
-    /// Parse what arrived, post the receive and the send a connection
-    /// needs, and close it once it is done.
-    fn progress(&mut self, ci: usize, now: u64) -> io::Result<()> {
-        if self.conns[ci].is_none() {
-            return Ok(());
-        }
-        self.parse_requests(ci)?;
-        self.post_send(ci, now)?;
-        let c = self.conns[ci].as_mut().unwrap();
-        if !c.closing {
-            let ud = user_data(KIND_RECV, ci, 0);
-            if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
-                return self.push(e);
-            }
-        }
-        let done = c.closing && c.busy == 0 && c.sending == 0 && c.ready.is_empty();
-        if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {
-            self.close(ci);
-        }
-        Ok(())
-    }
-
-    fn close(&mut self, ci: usize) {
-        let mut c = self.conns[ci].take().unwrap();
-        if let Some(path) = &self.shared.stamps {
-            c.stamps.sort_unstable_by_key(|s| s.seq);
-            if let Err(e) = stamps::append(path, c.peer, &c.stamps) {
-                eprintln!(
-                    "iolab serve: cannot write stamps to {}: {e}",
-                    path.display()
-                );
-            }
-        }
-    }
-
-    fn parse_requests(&mut self, ci: usize) -> io::Result<()> {
+    fn parse_requests(&mut self, io: &mut Io, ci: usize) -> io::Result<()> {
         loop {
-            let c = self.conns[ci].as_mut().unwrap();
+            let c = io.conns[ci].as_mut().unwrap();
             if c.closing || c.inbox.avail().len() < codec::REQUEST_LEN {
                 return Ok(());
             }
@@ -283,17 +200,17 @@ impl Reactor {
                 ..Default::default()
             };
             if payload > 0 {
-                let c = self.conns[ci].as_ref().unwrap();
+                let c = io.conns[ci].as_ref().unwrap();
                 self.memory
                     .slot(s, payload)
                     .copy_from_slice(&c.inbox.buf[data_at..data_at + payload]);
             }
-            self.start(s, req.flags)?;
+            self.start(io, s, req.flags)?;
         }
     }
 
     /// Check a request and hand it to the file, or answer it at once.
-    fn start(&mut self, s: usize, _flags: u16) -> io::Result<()> {
+    fn start(&mut self, io: &mut Io, s: usize, _flags: u16) -> io::Result<()> {
         let export = &self.shared.export;
         let sl = self.slots[s];
         let end = sl.offset.checked_add(sl.len as u64);
@@ -301,59 +218,38 @@ impl Reactor {
         let aligned = sl.offset.is_multiple_of(export.min_block as u64)
             && sl.len.is_multiple_of(export.min_block)
             && sl.len <= export.max_block;
-        let fd = types::Fd(self.shared.file.as_raw_fd());
         let ud = user_data(KIND_FILE, sl.conn, s);
-        let e = match sl.cmd {
+        let op = match sl.cmd {
             codec::CMD_READ | codec::CMD_WRITE if !in_bounds || !aligned => {
-                return self.finish(s, -libc::EINVAL, self.slots[s].stamp.arrival)
+                return self.finish(io, s, -libc::EINVAL, self.slots[s].stamp.arrival)
             }
             codec::CMD_WRITE if export.read_only => {
-                return self.finish(s, -libc::EPERM, self.slots[s].stamp.arrival)
+                return self.finish(io, s, -libc::EPERM, self.slots[s].stamp.arrival)
             }
             _ if sl.len == 0 && sl.cmd != codec::CMD_FLUSH => {
-                return self.finish(s, 0, self.slots[s].stamp.arrival)
+                return self.finish(io, s, 0, self.slots[s].stamp.arrival)
             }
-            codec::CMD_READ => {
-                let buf = self.memory.slot(s, sl.len as usize).as_mut_ptr();
-                opcode::Read::new(fd, buf, sl.len).offset(sl.offset).build()
-            }
-            codec::CMD_WRITE => {
-                let buf = self.memory.slot(s, sl.len as usize).as_ptr();
-                opcode::Write::new(fd, buf, sl.len)
-                    .offset(sl.offset)
-                    .build()
-            }
-            codec::CMD_FLUSH => opcode::Fsync::new(fd).build(),
-            _ => return self.finish(s, -libc::EINVAL, self.slots[s].stamp.arrival),
+            codec::CMD_READ => FileOp::Read,
+            codec::CMD_WRITE => FileOp::Write,
+            codec::CMD_FLUSH => FileOp::Flush,
+            _ => return self.finish(io, s, -libc::EINVAL, self.slots[s].stamp.arrival),
         };
+        let e = file_entry(
+            &self.shared.file,
+            op,
+            &mut self.memory,
+            s,
+            sl.offset,
+            sl.len,
+        );
         self.device_pending.push(s);
-        self.push(e.user_data(ud))
-    }
-
-    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
-        let (kind, ci, s) = split(ud);
-        match kind {
-            KIND_RECV => {
-                let c = self.conns[ci].as_mut().unwrap();
-                if !c.inbox.received(res, now) {
-                    c.closing = true;
-                }
-                Ok(())
-            }
-            KIND_FILE => {
-                let sl = &self.slots[s];
-                let short = sl.cmd != codec::CMD_FLUSH && res >= 0 && res as u32 != sl.len;
-                self.finish(s, if short { -libc::EIO } else { res }, now)
-            }
-            KIND_SEND => self.sent(ci, res),
-            _ => Ok(()),
-        }
+        io.push(e.user_data(ud))
     }
 
     /// The request's outcome is known: build its reply and queue it (after
     /// the fabric delay, if any).
-    fn finish(&mut self, s: usize, res: i32, now: u64) -> io::Result<()> {
-        let structured = self.conns[self.slots[s].conn].as_ref().unwrap().structured;
+    fn finish(&mut self, io: &mut Io, s: usize, res: i32, now: u64) -> io::Result<()> {
+        let structured = io.conns[self.slots[s].conn].as_ref().unwrap().structured;
         let sl = &mut self.slots[s];
         sl.stamp.device_complete = now;
         if sl.stamp.device_submit == 0 {
@@ -413,26 +309,15 @@ impl Reactor {
             }
             _ => {
                 let ci = sl.conn;
-                self.conns[ci].as_mut().unwrap().ready.push_back(s);
+                io.conns[ci].as_mut().unwrap().ready.push_back(s);
             }
         }
         Ok(())
     }
 
-    fn release_due_replies(&mut self, now: u64) {
-        while let Some(&Reverse((due, s))) = self.delayed.peek() {
-            if due > now {
-                break;
-            }
-            self.delayed.pop();
-            let ci = self.slots[s].conn;
-            self.conns[ci].as_mut().unwrap().ready.push_back(s);
-        }
-    }
-
     /// Gather the ready replies of a connection into one sendmsg.
-    fn post_send(&mut self, ci: usize, now: u64) -> io::Result<()> {
-        let c = self.conns[ci].as_mut().unwrap();
+    fn post_send(&mut self, io: &mut Io, ci: usize, now: u64) -> io::Result<()> {
+        let c = io.conns[ci].as_mut().unwrap();
         if c.sending > 0 || c.ready.is_empty() {
             return Ok(());
         }
@@ -468,11 +353,11 @@ impl Reactor {
             .flags(libc::MSG_NOSIGNAL as u32)
             .build()
             .user_data(user_data(KIND_SEND, ci, 0));
-        self.push(e)
+        io.push(e)
     }
 
-    fn sent(&mut self, ci: usize, res: i32) -> io::Result<()> {
-        let c = self.conns[ci].as_mut().unwrap();
+    fn sent(&mut self, io: &mut Io, ci: usize, res: i32) -> io::Result<()> {
+        let c = io.conns[ci].as_mut().unwrap();
         c.sending = 0;
         if res < 0 {
             // The client is gone: drop its replies.
@@ -505,41 +390,110 @@ impl Reactor {
     }
 }
 
-impl Serving for Reactor {
-    fn ring(&mut self) -> &mut Ring {
-        &mut self.ring
+impl Connection for Conn {
+    fn socket(&self) -> (&TcpStream, SocketAddr) {
+        (&self.sock, self.peer)
     }
 
-    fn stopping(&self) -> bool {
-        self.shared.stopping()
+    fn close_soon(&mut self) {
+        self.closing = true;
     }
 
-    fn close_all(&mut self) {
-        for c in self.conns.iter_mut().flatten() {
-            c.closing = true;
+    fn send_in_flight_since(&self) -> Option<u64> {
+        (self.sending > 0 && !self.shut).then_some(self.send_posted_at)
+    }
+
+    fn mark_shut(&mut self) {
+        self.shut = true;
+    }
+}
+
+impl Protocol for Nbd {
+    type Handed = NewConnection;
+    type Conn = Conn;
+
+    fn ring_entries(&self) -> u32 {
+        // Every slot's file operation and reply send, each connection's
+        // receive, and the wake-up read fit in the ring at once.
+        (2 * self.slots.len() + 64).next_power_of_two() as u32
+    }
+
+    fn adopt(&mut self, n: NewConnection, _now: u64) -> io::Result<Conn> {
+        let rx_len = 2 * (codec::REQUEST_LEN + self.shared.export.max_block as usize);
+        Ok(Conn {
+            sock: n.sock,
+            peer: n.peer,
+            structured: n.structured,
+            inbox: Inbox::new(rx_len),
+            closing: false,
+            shut: false,
+            busy: 0,
+            ready: VecDeque::new(),
+            sent_of_first: 0,
+            sending: 0,
+            send_posted_at: 0,
+            iov: Vec::with_capacity(2 * MAX_IOV_REPLIES),
+            // SAFETY: msghdr is plain data; zero is its empty value.
+            msg: unsafe { std::mem::zeroed() },
+            seq: 0,
+            stamps: Vec::new(),
+        })
+    }
+
+    /// Parse what arrived, post the receive and the send a connection
+    /// needs, and close it once it is done.
+    fn progress(&mut self, io: &mut Io, ci: usize, now: u64) -> io::Result<()> {
+        if io.conns[ci].is_none() {
+            return Ok(());
         }
-    }
-
-    fn adopt(&mut self) -> io::Result<()> {
-        self.adopt_new_connections()
-    }
-
-    fn release_due(&mut self, now: u64) {
-        self.release_due_replies(now);
-    }
-
-    fn progress_all(&mut self, now: u64) -> io::Result<()> {
-        for i in 0..self.conns.len() {
-            self.progress(i, now)?;
+        self.parse_requests(io, ci)?;
+        self.post_send(io, ci, now)?;
+        let c = io.conns[ci].as_mut().unwrap();
+        if !c.closing {
+            let ud = user_data(KIND_RECV, ci, 0);
+            if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
+                return io.push(e);
+            }
+        }
+        let done = c.closing && c.busy == 0 && c.sending == 0 && c.ready.is_empty();
+        if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {
+            self.close(io, ci);
         }
         Ok(())
     }
 
-    fn idle(&self) -> bool {
-        self.conns.iter().all(Option::is_none)
+    fn complete(&mut self, io: &mut Io, ud: u64, res: i32, now: u64) -> io::Result<()> {
+        let (kind, ci, s) = split(ud);
+        match kind {
+            KIND_RECV => {
+                let c = io.conns[ci].as_mut().unwrap();
+                if !c.inbox.received(res, now) {
+                    c.closing = true;
+                }
+                Ok(())
+            }
+            KIND_FILE => {
+                let sl = &self.slots[s];
+                let short = sl.cmd != codec::CMD_FLUSH && res >= 0 && res as u32 != sl.len;
+                self.finish(io, s, if short { -libc::EIO } else { res }, now)
+            }
+            KIND_SEND => self.sent(io, ci, res),
+            _ => Ok(()),
+        }
     }
 
-    fn before_submit(&mut self, now: u64) -> Option<u64> {
+    fn release_due(&mut self, io: &mut Io, now: u64) {
+        while let Some(&Reverse((due, s))) = self.delayed.peek() {
+            if due > now {
+                break;
+            }
+            self.delayed.pop();
+            let ci = self.slots[s].conn;
+            io.conns[ci].as_mut().unwrap().ready.push_back(s);
+        }
+    }
+
+    fn before_submit(&mut self, _io: &mut Io, now: u64) -> Option<u64> {
         for &s in &self.device_pending {
             self.slots[s].stamp.device_submit = now;
         }
@@ -549,23 +503,5 @@ impl Serving for Reactor {
         self.device_pending.clear();
         self.send_pending.clear();
         self.delayed.peek().map(|Reverse((due, _))| *due)
-    }
-
-    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
-        Reactor::complete(self, ud, res, now)
-    }
-
-    fn stall_timeout_ns(&self) -> u64 {
-        self.shared.stall_timeout_ns
-    }
-
-    fn end_stalled(&mut self, now: u64) {
-        let timeout = self.shared.stall_timeout_ns;
-        for c in self.conns.iter_mut().flatten() {
-            if c.sending > 0 && !c.shut && now.saturating_sub(c.send_posted_at) >= timeout {
-                serving::cut_off(&c.sock, c.peer, timeout, &mut c.shut);
-                c.closing = true;
-            }
-        }
     }
 }

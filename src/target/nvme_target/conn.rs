@@ -41,13 +41,7 @@ pub(super) const FES_DATA_RANGE: u16 = 0x04;
 pub(super) const FES_LIMIT_EXCEEDED: u16 = 0x05;
 pub(super) const FES_UNSUPPORTED: u16 = 0x06;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) enum Op {
-    #[default]
-    Read,
-    Write,
-    Flush,
-}
+pub(super) use crate::target::serving::FileOp as Op;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Slot {
@@ -95,7 +89,7 @@ impl Queue {
     }
 }
 
-pub(super) struct Conn {
+pub struct Conn {
     pub(super) sock: TcpStream,
     pub(super) peer: SocketAddr,
     pub(super) digests: Digests,

@@ -1,8 +1,10 @@
 //! iolab's own NVMe/TCP target (`iolab serve --protocol nvme-tcp`): one
 //! subsystem with one namespace, backed by a file or block device opened
-//! with O_DIRECT (buffered where the filesystem refuses it), served without
-//! discovery to any host by N reactor threads (`reactor.rs`), each with its
-//! own io_uring for sockets and file. The acceptor hands each connection to
+//! with O_DIRECT (buffered where the filesystem refuses it), and the
+//! discovery subsystem that lists it, served to any host by N reactor
+//! threads of the serving substrate (`target::serving`), each with its own
+//! io_uring for sockets and file, running the NVMe/TCP protocol
+//! (`reactor.rs`). The acceptor hands each connection to
 //! the next reactor in turn; the ICReq/ICResp exchange and everything after
 //! it happen on the reactor. Controllers (`target::nvme_controller`) are
 //! made by an admin queue's Connect and found by I/O queues' Connects in a
@@ -16,16 +18,15 @@ mod reactor;
 use std::collections::HashMap;
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
 
 use super::nvme_controller::{Controller, MDTS};
 use super::serving::{self, backing_size, open_backing};
+use crate::proto::nvme::discovery::{self, DISCOVERY_NQN};
 
 /// The subsystem NQN `iolab serve --protocol nvme-tcp` uses by default.
 pub const DEFAULT_NQN: &str = "nqn.2025-11.io.iolab:target";
@@ -67,15 +68,15 @@ impl NvmeTargetConfig {
 pub struct Shared {
     file: File,
     subnqn: String,
+    /// The address listened on (the discovery log names it).
+    listen: SocketAddr,
     /// Namespace size in bytes (whole blocks) and logical block size.
     size: u64,
     block_size: u32,
     delay_ns: Option<u64>,
     stamps: Option<PathBuf>,
-    stop: AtomicBool,
     controllers: Mutex<Registry>,
     negotiation_deadline_ns: u64,
-    stall_timeout_ns: u64,
 }
 
 /// The live controllers by controller ID.
@@ -86,15 +87,28 @@ struct Registry {
 }
 
 impl Shared {
-    fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
-    /// A new controller (an admin queue's Connect); its ID.
-    fn new_controller(&self) -> Controller {
+    /// A new controller for an admin queue's Connect naming `subnqn`
+    /// over a connection to `local`: a discovery controller for the
+    /// discovery NQN, else the subsystem's (the Connect is checked after).
+    fn new_controller(&self, subnqn: &str, local: SocketAddr) -> Controller {
         let mut r = self.controllers.lock().expect("registry");
         r.next = if r.next >= 0xFFEF { 1 } else { r.next + 1 };
+        if subnqn == DISCOVERY_NQN {
+            return Controller::discovery(r.next, Arc::new(self.discovery_log(local)));
+        }
         Controller::new(&self.subnqn, r.next, self.size, self.block_size)
+    }
+
+    /// The discovery log: the one subsystem at the listening address (the
+    /// connection's own address where the target listens on all of them,
+    /// as Linux's nvmet does).
+    fn discovery_log(&self, local: SocketAddr) -> Vec<u8> {
+        let mut at = self.listen;
+        if at.ip().is_unspecified() {
+            at.set_ip(local.ip());
+        }
+        discovery::encode_log(1, &[discovery::Entry::tcp(&self.subnqn, at)])
+            .expect("an NQN checked at start and an IP address fit their fields")
     }
 
     fn with_controller<T>(&self, cntlid: u16, f: impl FnOnce(&mut Controller) -> T) -> Option<T> {
@@ -120,8 +134,8 @@ pub struct Target {
     pub size: u64,
     pub block_size: u32,
     pub direct: bool,
-    shared: Arc<Shared>,
-    threads: serving::Threads,
+    subnqn: String,
+    running: serving::Running,
 }
 
 /// Largest transfer one command may ask for (MDTS pages of 4 KiB).
@@ -150,85 +164,52 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
         .map_err(|e| anyhow::anyhow!("--nqn: {e}"))?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
+    let control = serving::Control::new(cfg.stall_timeout);
     let shared = Arc::new(Shared {
         file,
         subnqn: cfg.subnqn.clone(),
+        listen: addr,
         size,
         block_size,
         delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),
         stamps: cfg.stamps.clone(),
-        stop: AtomicBool::new(false),
         controllers: Mutex::new(Registry::default()),
         negotiation_deadline_ns: cfg.negotiation_deadline.as_nanos() as u64,
-        stall_timeout_ns: serving::stall_timeout_ns(cfg.stall_timeout),
     });
-    let (mut senders, mut threads) = (Vec::new(), serving::Threads::default());
-    for i in 0..cfg.threads.max(1) {
-        let waker = serving::waker()?;
-        let (tx, rx) = mpsc::channel();
-        let r = reactor::Reactor::new(shared.clone(), rx, waker.as_raw_fd())
-            .context("cannot set up an io_uring for the target")?;
-        threads.handles.push(
-            std::thread::Builder::new()
-                .name(format!("nvme-reactor-{i}"))
-                .spawn(move || r.run())?,
-        );
-        threads.wakers.push(waker);
-        senders.push(tx);
-    }
-    let wake_fds = threads.wake_fds();
-    let stopping = shared.clone();
-    let mut next = 0;
-    threads.handles.push(
-        std::thread::Builder::new()
-            .name("nvme-accept".into())
-            .spawn(move || {
-                serving::accept_loop(
-                    listener,
-                    move || stopping.stopping(),
-                    |sock, peer| {
-                        if senders[next]
-                            .send(reactor::NewConnection { sock, peer })
-                            .is_ok()
-                        {
-                            serving::wake(wake_fds[next]);
-                        }
-                        next = (next + 1) % senders.len();
-                        Ok(())
-                    },
-                )
-            })?,
-    );
+    let reactors = (0..cfg.threads.max(1))
+        .map(|_| reactor::Nvme::new(shared.clone()))
+        .collect();
+    let stopping = control.clone();
+    let running = serving::start("nvme", &control, reactors, move |mut handoff| {
+        serving::accept_loop(
+            listener,
+            move || stopping.stopping(),
+            |sock, peer| {
+                handoff.hand(reactor::NewConnection { sock, peer });
+                Ok(())
+            },
+        )
+    })?;
     Ok(Target {
         addr,
         size,
         block_size,
         direct,
-        shared,
-        threads,
+        subnqn: cfg.subnqn.clone(),
+        running,
     })
 }
 
 impl Target {
     /// Stop taking connections, finish what is in flight, close every
     /// connection (writing its stamps) and join the threads.
-    pub fn stop(mut self) -> anyhow::Result<()> {
-        self.stop_threads()
-    }
-
-    fn stop_threads(&mut self) -> anyhow::Result<()> {
-        self.threads.stop(&self.shared.stop)
+    pub fn stop(self) -> anyhow::Result<()> {
+        self.running.stop()
     }
 
     /// The URL hosts connect to.
     pub fn url(&self) -> String {
-        format!("nvme-tcp://{}/{}?nsid=1", self.addr, self.shared.subnqn)
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = self.stop_threads();
+        format!("nvme-tcp://{}/{}?nsid=1", self.addr, self.subnqn)
     }
 }
 

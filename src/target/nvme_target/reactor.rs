@@ -1,7 +1,8 @@
-//! One reactor of iolab's NVMe/TCP target: a thread with one io_uring that
-//! receives PDUs, reads and writes the backing file (O_DIRECT) and sends
-//! PDUs for every connection it was given, and stamps each I/O command
-//! (see `target::stamps`). Nothing blocks but the ring's wait.
+//! The NVMe/TCP protocol on one reactor of the serving substrate
+//! (`target::serving`, which owns the thread, its io_uring, the
+//! connections and the stop): it parses PDUs, reads and writes the
+//! backing file (O_DIRECT), sends PDUs and stamps each I/O command (see
+//! `target::stamps`). Nothing blocks but the ring's wait.
 //!
 //! Per connection: one receive in flight into a byte buffer, out of which
 //! whole PDUs are parsed (ICReq first, then command capsules and H2CData);
@@ -21,11 +22,11 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-use std::sync::mpsc::Receiver;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use io_uring::{opcode, squeue, types};
+use io_uring::{opcode, types};
 
 use super::conn::{
     failed, Conn, Op, Queue, Slot, FES_DATA_RANGE, FES_HEADER_DIGEST, FES_INVALID_HEADER,
@@ -37,140 +38,48 @@ use crate::measure::clock::mono_now_ns;
 use crate::proto::nvme::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::target::nvme_controller::Action;
 use crate::target::serving::{
-    self, split, user_data, Inbox, Ring, Serving, SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
+    self, file_entry, split, user_data, Connection, Inbox, Protocol, SlotMemory, KIND_FILE,
+    KIND_RECV, KIND_SEND,
 };
 use crate::target::stamps::{self, TargetStamp};
 
 pub use super::conn::NewConnection;
 
-pub struct Reactor {
-    ring: Ring,
+/// The NVMe/TCP protocol on one reactor: the file operations the next
+/// submit carries and the completions held back (slots are per connection).
+pub struct Nvme {
     shared: Arc<Shared>,
-    incoming: Receiver<NewConnection>,
-    conns: Vec<Option<Box<Conn>>>,
     /// (conn, slot) whose file operation the next submit carries.
     device_pending: Vec<(usize, usize)>,
     delayed: BinaryHeap<Reverse<(u64, usize, usize, i32)>>,
 }
 
-// SAFETY: the buffers the ring's entries point at (receive and send
-// buffers, slot memory) are owned by the connections' boxes, which the
-// reactor owns; it is built on one thread and moved once, before any I/O,
-// to the thread that runs it.
-unsafe impl Send for Reactor {}
+type Io = serving::Io<Conn>;
 
-impl Reactor {
-    pub fn new(
-        shared: Arc<Shared>,
-        incoming: Receiver<NewConnection>,
-        wake_fd: RawFd,
-    ) -> io::Result<Reactor> {
-        Ok(Reactor {
-            ring: Ring::new(1024, wake_fd)?,
+impl Nvme {
+    pub fn new(shared: Arc<Shared>) -> Nvme {
+        Nvme {
             shared,
-            incoming,
-            conns: Vec::new(),
             device_pending: Vec::new(),
             delayed: BinaryHeap::new(),
-        })
+        }
     }
 
-    /// Serve until the target stops and every connection has closed.
-    pub fn run(mut self) -> io::Result<()> {
-        serving::run(&mut self)
-    }
-
-    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
-        self.ring.push(e)
-    }
-
-    fn adopt_new_connections(&mut self) -> io::Result<()> {
-        while let Ok(n) = self.incoming.try_recv() {
-            let conn = Box::new(Conn {
-                sock: n.sock,
-                peer: n.peer,
-                digests: Digests::default(),
-                hpda: 0,
-                queue: Queue::New,
-                io_ctrl: None,
-                inbox: Inbox::new(2 * Queue::New.max_pdu()),
-                accepted_at: mono_now_ns(),
-                closing: self.shared.stopping(),
-                shut: false,
-                tx: Vec::new(),
-                tx_out: Vec::new(),
-                tx_sent: 0,
-                sending: false,
-                send_posted_at: 0,
-                slots: Vec::new(),
-                free: Vec::new(),
-                // One page of address space until an I/O queue's Connect.
-                memory: SlotMemory::new(0, 4096)?,
-                busy: 0,
-                seq: 0,
-                unsent: Vec::new(),
-                stamps: Vec::new(),
-            });
-            match self.conns.iter().position(Option::is_none) {
-                Some(i) => self.conns[i] = Some(conn),
-                None => self.conns.push(Some(conn)),
-            }
-        }
-        Ok(())
-    }
-
-    /// Parse what arrived, post the receive and the send a connection
-    /// needs, and close it once it is done.
-    fn progress(&mut self, ci: usize, now: u64) -> io::Result<()> {
-        if self.conns[ci].is_none() {
-            return Ok(());
-        }
-        let c = self.conns[ci].as_mut().expect("live connection");
-        let deadline = c.accepted_at + self.shared.negotiation_deadline_ns;
-        if c.queue.negotiating() && !c.closing && now >= deadline {
-            c.terminate(FES_PDU_SEQUENCE, "no ICReq and Connect within the deadline");
-        }
-        self.parse(ci)?;
-        self.post_send(ci)?;
-        let c = self.conns[ci].as_mut().expect("live connection");
-        if !c.closing {
-            c.inbox.grow_to(2 * c.queue.max_pdu());
-            let ud = user_data(KIND_RECV, ci, 0);
-            if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
-                return self.push(e);
-            }
-        }
-        if c.closing {
-            c.drop_awaited_writes();
-        }
-        let done = c.closing && c.busy == 0 && !c.sending && c.tx.is_empty();
-        if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {
-            self.close(ci);
-        }
-        Ok(())
-    }
-
-    fn close(&mut self, ci: usize) {
-        let mut c = self.conns[ci].take().expect("live connection");
+    fn close(&mut self, io: &mut Io, ci: usize) {
+        let mut c = io.conns[ci].take().expect("live connection");
         if let Queue::Admin { cntlid } = c.queue {
             self.shared.remove(cntlid);
         }
-        if let (Some(path), Queue::Io { .. }) = (&self.shared.stamps, c.queue) {
-            c.stamps.sort_unstable_by_key(|s| s.seq);
-            if let Err(e) = stamps::append(path, c.peer, &c.stamps) {
-                eprintln!(
-                    "iolab serve: cannot write stamps to {}: {e}",
-                    path.display()
-                );
-            }
+        if let Queue::Io { .. } = c.queue {
+            stamps::save(self.shared.stamps.as_deref(), c.peer, &mut c.stamps);
         }
     }
 
     /// Handle every whole PDU received (stopping when a command finds no
     /// free slot: the host's queue size bounds that).
-    fn parse(&mut self, ci: usize) -> io::Result<()> {
+    fn parse(&mut self, io: &mut Io, ci: usize) -> io::Result<()> {
         loop {
-            let c = self.conns[ci].as_mut().expect("live connection");
+            let c = io.conns[ci].as_mut().expect("live connection");
             if c.closing || c.tx.len() >= TX_HIGH_WATER {
                 return Ok(());
             }
@@ -206,15 +115,15 @@ impl Reactor {
             };
             let handled = match (header.pdu_type, c.queue) {
                 (codec::PDU_ICREQ, Queue::New) => {
-                    self.icreq(ci, n);
+                    self.icreq(io, ci, n);
                     true
                 }
                 (_, Queue::New) | (codec::PDU_ICREQ, _) => {
                     c.terminate(FES_PDU_SEQUENCE, "ICReq must come first, and once");
                     true
                 }
-                (codec::PDU_CAPSULE_CMD, _) => self.capsule(ci, n)?,
-                (codec::PDU_H2C_DATA, Queue::Io { .. }) => self.h2c(ci, n)?,
+                (codec::PDU_CAPSULE_CMD, _) => self.capsule(io, ci, n)?,
+                (codec::PDU_H2C_DATA, Queue::Io { .. }) => self.h2c(io, ci, n)?,
                 (codec::PDU_H2C_TERM, _) => {
                     c.closing = true;
                     true
@@ -236,8 +145,8 @@ impl Reactor {
     /// The PDU of `n` bytes at the start of connection `ci`'s buffer
     /// (checked by the caller), consumed: its command, if it is a capsule,
     /// and where its data lies in the receive buffer.
-    fn take_pdu(&mut self, ci: usize, n: usize) -> (Option<Sqe>, usize, usize) {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn take_pdu(&mut self, io: &mut Io, ci: usize, n: usize) -> (Option<Sqe>, usize, usize) {
+        let c = io.conns[ci].as_mut().expect("live connection");
         let start = c.inbox.start;
         let (p, _) = codec::split_pdu(&c.inbox.buf[start..start + n], c.digests)
             .ok()
@@ -254,8 +163,8 @@ impl Reactor {
         (sqe, data_at, data_len)
     }
 
-    fn icreq(&mut self, ci: usize, n: usize) {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn icreq(&mut self, io: &mut Io, ci: usize, n: usize) {
+        let c = io.conns[ci].as_mut().expect("live connection");
         let parsed = {
             let (p, _) = codec::split_pdu(&c.inbox.avail()[..n], Digests::default())
                 .ok()
@@ -285,23 +194,23 @@ impl Reactor {
     }
 
     /// A command capsule; false when it must wait for a free slot.
-    fn capsule(&mut self, ci: usize, n: usize) -> io::Result<bool> {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn capsule(&mut self, io: &mut Io, ci: usize, n: usize) -> io::Result<bool> {
+        let c = io.conns[ci].as_mut().expect("live connection");
         let io_queue = matches!(c.queue, Queue::Io { .. });
         if io_queue && c.free.is_empty() {
             return Ok(false);
         }
         let arrival = c.inbox.arrived_at;
-        let (sqe, data_at, data_len) = self.take_pdu(ci, n);
+        let (sqe, data_at, data_len) = self.take_pdu(io, ci, n);
         let Some(sqe) = sqe else {
-            let c = self.conns[ci].as_mut().expect("live connection");
+            let c = io.conns[ci].as_mut().expect("live connection");
             c.terminate(FES_INVALID_HEADER, "a command capsule without a command");
             return Ok(true);
         };
-        let c = self.conns[ci].as_mut().expect("live connection");
+        let c = io.conns[ci].as_mut().expect("live connection");
         if sqe.opcode() == codec::OPC_FABRICS && sqe.fctype() == codec::FCTYPE_CONNECT {
             let data = c.inbox.buf[data_at..data_at + data_len].to_vec();
-            self.connect(ci, &sqe, &data);
+            self.connect(io, ci, &sqe, &data);
             return Ok(true);
         }
         match c.queue {
@@ -310,7 +219,7 @@ impl Reactor {
                 let action = self
                     .shared
                     .with_controller(cntlid, |ctrl| ctrl.admin(&sqe, &data));
-                let c = self.conns[ci].as_mut().expect("live connection");
+                let c = io.conns[ci].as_mut().expect("live connection");
                 match action {
                     Some(Action::Reply { cqe, data }) => {
                         if !data.is_empty() && cqe.ok() {
@@ -323,7 +232,7 @@ impl Reactor {
                 Ok(true)
             }
             Queue::Io { .. } => {
-                self.io_command(ci, &sqe, arrival, data_at, data_len)?;
+                self.io_command(io, ci, &sqe, arrival, data_at, data_len)?;
                 Ok(true)
             }
             _ => {
@@ -335,14 +244,18 @@ impl Reactor {
 
     /// Fabrics Connect: a new controller for an admin queue, or an I/O
     /// queue of the controller its data names.
-    fn connect(&mut self, ci: usize, sqe: &Sqe, data: &[u8]) {
+    fn connect(&mut self, io: &mut Io, ci: usize, sqe: &Sqe, data: &[u8]) {
         let qid = sqe.connect_qid();
-        let c = self.conns[ci].as_mut().expect("live connection");
+        let c = io.conns[ci].as_mut().expect("live connection");
         if c.queue != Queue::Unbound {
             return c.respond(&failed(sqe.cid(), SC_CONNECT_INVALID));
         }
         if qid == 0 {
-            let mut ctrl = self.shared.new_controller();
+            let subnqn = codec::parse_connect_data(data)
+                .map(|(_, _, nqn, _)| nqn)
+                .unwrap_or_default();
+            let local = c.sock.local_addr().unwrap_or(self.shared.listen);
+            let mut ctrl = self.shared.new_controller(&subnqn, local);
             let action = ctrl.admin(sqe, data);
             let cntlid = ctrl.cntlid;
             if let Action::Reply { cqe, .. } = &action {
@@ -380,13 +293,14 @@ impl Reactor {
     /// Read, Write or Flush on an I/O queue (a slot is free).
     fn io_command(
         &mut self,
+        io: &mut Io,
         ci: usize,
         sqe: &Sqe,
         arrival: u64,
         data_at: usize,
         data_len: usize,
     ) -> io::Result<()> {
-        let c = self.conns[ci].as_mut().expect("live connection");
+        let c = io.conns[ci].as_mut().expect("live connection");
         let action = match &c.io_ctrl {
             Some(ctrl) => ctrl.io(sqe),
             None => Action::Reply {
@@ -433,19 +347,19 @@ impl Reactor {
                 return Ok(());
             }
             if data_len != len as usize {
-                return self.finish(ci, s, -libc::EINVAL, arrival);
+                return self.finish(io, ci, s, -libc::EINVAL, arrival);
             }
             let (rx, memory) = (&c.inbox.buf, &mut c.memory);
             memory
                 .slot(s, data_len)
                 .copy_from_slice(&rx[data_at..data_at + data_len]);
         }
-        self.start_file(ci, s)
+        self.start_file(io, ci, s)
     }
 
     /// H2CData for a write that got an R2T (always handled: true).
-    fn h2c(&mut self, ci: usize, n: usize) -> io::Result<bool> {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn h2c(&mut self, io: &mut Io, ci: usize, n: usize) -> io::Result<bool> {
+        let c = io.conns[ci].as_mut().expect("live connection");
         let parsed = codec::split_pdu(&c.inbox.avail()[..n], c.digests)
             .ok()
             .flatten()
@@ -458,8 +372,8 @@ impl Reactor {
             }
             None => unreachable!("a whole PDU, checked"),
         };
-        let (_, data_at, data_len) = self.take_pdu(ci, n);
-        let c = self.conns[ci].as_mut().expect("live connection");
+        let (_, data_at, data_len) = self.take_pdu(io, ci, n);
+        let c = io.conns[ci].as_mut().expect("live connection");
         let h = header;
         let s = h.ttag as usize;
         let ok = s < c.slots.len()
@@ -480,62 +394,32 @@ impl Reactor {
         let last = flags & codec::FLAG_LAST_PDU != 0;
         if c.slots[s].got == c.slots[s].len {
             c.slots[s].awaiting_data = false;
-            self.start_file(ci, s)?;
+            self.start_file(io, ci, s)?;
         } else if last {
             c.terminate(FES_DATA_RANGE, "the last H2CData PDU before all the data");
         }
         Ok(true)
     }
 
-    fn start_file(&mut self, ci: usize, s: usize) -> io::Result<()> {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn start_file(&mut self, io: &mut Io, ci: usize, s: usize) -> io::Result<()> {
+        let c = io.conns[ci].as_mut().expect("live connection");
         let sl = c.slots[s];
-        let fd = types::Fd(self.shared.file.as_raw_fd());
-        let e = match sl.op {
-            Op::Read => {
-                let buf = c.memory.slot(s, sl.len as usize).as_mut_ptr();
-                opcode::Read::new(fd, buf, sl.len).offset(sl.offset).build()
-            }
-            Op::Write => {
-                let buf = c.memory.slot(s, sl.len as usize).as_ptr();
-                opcode::Write::new(fd, buf, sl.len)
-                    .offset(sl.offset)
-                    .build()
-            }
-            Op::Flush => opcode::Fsync::new(fd).build(),
-        };
+        let e = file_entry(
+            &self.shared.file,
+            sl.op,
+            &mut c.memory,
+            s,
+            sl.offset,
+            sl.len,
+        );
         self.device_pending.push((ci, s));
-        self.push(e.user_data(user_data(KIND_FILE, ci, s)))
-    }
-
-    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
-        let (kind, ci, s) = split(ud);
-        match kind {
-            KIND_RECV => {
-                let c = self.conns[ci].as_mut().expect("live connection");
-                if !c.inbox.received(res, now) {
-                    c.closing = true;
-                }
-                Ok(())
-            }
-            KIND_FILE => {
-                let c = self.conns[ci].as_ref().expect("live connection");
-                let sl = &c.slots[s];
-                let short = sl.op != Op::Flush && res >= 0 && res as u32 != sl.len;
-                self.finish(ci, s, if short { -libc::EIO } else { res }, now)
-            }
-            KIND_SEND => {
-                self.sent(ci, res, now);
-                Ok(())
-            }
-            _ => Ok(()),
-        }
+        io.push(e.user_data(user_data(KIND_FILE, ci, s)))
     }
 
     /// A command's outcome is known: its completion (and a read's data)
     /// is encoded now, or when its fabric delay is over.
-    fn finish(&mut self, ci: usize, s: usize, res: i32, now: u64) -> io::Result<()> {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn finish(&mut self, io: &mut Io, ci: usize, s: usize, res: i32, now: u64) -> io::Result<()> {
+        let c = io.conns[ci].as_mut().expect("live connection");
         let st = &mut c.slots[s].stamp;
         st.device_complete = now;
         if st.device_submit == 0 {
@@ -545,13 +429,13 @@ impl Reactor {
             Some(d) if st.arrival + d > now => {
                 self.delayed.push(Reverse((st.arrival + d, ci, s, res)));
             }
-            _ => self.encode_completion(ci, s, res),
+            _ => self.encode_completion(io, ci, s, res),
         }
         Ok(())
     }
 
-    fn encode_completion(&mut self, ci: usize, s: usize, res: i32) {
-        let Some(c) = self.conns[ci].as_mut() else {
+    fn encode_completion(&mut self, io: &mut Io, ci: usize, s: usize, res: i32) {
+        let Some(c) = io.conns[ci].as_mut() else {
             return;
         };
         let sl = c.slots[s];
@@ -580,19 +464,9 @@ impl Reactor {
         c.free.push(s);
     }
 
-    fn release_due(&mut self, now: u64) {
-        while let Some(&Reverse((due, ci, s, res))) = self.delayed.peek() {
-            if due > now {
-                break;
-            }
-            self.delayed.pop();
-            self.encode_completion(ci, s, res);
-        }
-    }
-
     /// Send everything encoded since the last send (one send in flight).
-    fn post_send(&mut self, ci: usize) -> io::Result<()> {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn post_send(&mut self, io: &mut Io, ci: usize) -> io::Result<()> {
+        let c = io.conns[ci].as_mut().expect("live connection");
         if c.sending || c.tx.is_empty() {
             return Ok(());
         }
@@ -603,11 +477,11 @@ impl Reactor {
             st.reply_send = now;
             c.stamps.push(st);
         }
-        self.push_send(ci, now)
+        self.push_send(io, ci, now)
     }
 
-    fn push_send(&mut self, ci: usize, now: u64) -> io::Result<()> {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn push_send(&mut self, io: &mut Io, ci: usize, now: u64) -> io::Result<()> {
+        let c = io.conns[ci].as_mut().expect("live connection");
         c.send_posted_at = now;
         let rest = &c.tx_out[c.tx_sent..];
         let e = opcode::Send::new(
@@ -619,11 +493,11 @@ impl Reactor {
         .build()
         .user_data(user_data(KIND_SEND, ci, 0));
         c.sending = true;
-        self.push(e)
+        io.push(e)
     }
 
-    fn sent(&mut self, ci: usize, res: i32, now: u64) {
-        let c = self.conns[ci].as_mut().expect("live connection");
+    fn sent(&mut self, io: &mut Io, ci: usize, res: i32, now: u64) {
+        let c = io.conns[ci].as_mut().expect("live connection");
         c.sending = false;
         if res < 0 {
             // The host is gone: drop what was to be sent.
@@ -634,84 +508,147 @@ impl Reactor {
         }
         c.tx_sent += res as usize;
         if c.tx_sent < c.tx_out.len() {
-            let _ = self.push_send(ci, now);
+            let _ = self.push_send(io, ci, now);
         } else {
             c.tx_out.clear();
         }
     }
 }
 
-impl Serving for Reactor {
-    fn ring(&mut self) -> &mut Ring {
-        &mut self.ring
+impl Connection for Conn {
+    fn socket(&self) -> (&TcpStream, SocketAddr) {
+        (&self.sock, self.peer)
     }
 
-    fn stopping(&self) -> bool {
-        self.shared.stopping()
+    fn close_soon(&mut self) {
+        self.closing = true;
     }
 
-    fn close_all(&mut self) {
-        for c in self.conns.iter_mut().flatten() {
-            c.closing = true;
+    fn send_in_flight_since(&self) -> Option<u64> {
+        (self.sending && !self.shut).then_some(self.send_posted_at)
+    }
+
+    fn mark_shut(&mut self) {
+        self.shut = true;
+    }
+}
+
+impl Protocol for Nvme {
+    type Handed = NewConnection;
+    type Conn = Conn;
+
+    fn ring_entries(&self) -> u32 {
+        1024
+    }
+
+    fn adopt(&mut self, n: NewConnection, now: u64) -> io::Result<Conn> {
+        Ok(Conn {
+            sock: n.sock,
+            peer: n.peer,
+            digests: Digests::default(),
+            hpda: 0,
+            queue: Queue::New,
+            io_ctrl: None,
+            inbox: Inbox::new(2 * Queue::New.max_pdu()),
+            accepted_at: now,
+            closing: false,
+            shut: false,
+            tx: Vec::new(),
+            tx_out: Vec::new(),
+            tx_sent: 0,
+            sending: false,
+            send_posted_at: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            // One page of address space until an I/O queue's Connect.
+            memory: SlotMemory::new(0, 4096)?,
+            busy: 0,
+            seq: 0,
+            unsent: Vec::new(),
+            stamps: Vec::new(),
+        })
+    }
+
+    /// Parse what arrived, post the receive and the send a connection
+    /// needs, and close it once it is done.
+    fn progress(&mut self, io: &mut Io, ci: usize, now: u64) -> io::Result<()> {
+        if io.conns[ci].is_none() {
+            return Ok(());
         }
-    }
-
-    fn adopt(&mut self) -> io::Result<()> {
-        self.adopt_new_connections()
-    }
-
-    fn release_due(&mut self, now: u64) {
-        Reactor::release_due(self, now);
-    }
-
-    fn progress_all(&mut self, now: u64) -> io::Result<()> {
-        for i in 0..self.conns.len() {
-            self.progress(i, now)?;
+        let c = io.conns[ci].as_mut().expect("live connection");
+        let deadline = c.accepted_at + self.shared.negotiation_deadline_ns;
+        if c.queue.negotiating() && !c.closing && now >= deadline {
+            c.terminate(FES_PDU_SEQUENCE, "no ICReq and Connect within the deadline");
+        }
+        self.parse(io, ci)?;
+        self.post_send(io, ci)?;
+        let c = io.conns[ci].as_mut().expect("live connection");
+        if !c.closing {
+            c.inbox.grow_to(2 * c.queue.max_pdu());
+            let ud = user_data(KIND_RECV, ci, 0);
+            if let Some(e) = c.inbox.recv(c.sock.as_raw_fd(), ud) {
+                return io.push(e);
+            }
+        }
+        if c.closing {
+            c.drop_awaited_writes();
+        }
+        let done = c.closing && c.busy == 0 && !c.sending && c.tx.is_empty();
+        if done && c.inbox.ready_to_close(&c.sock, &mut c.shut) {
+            self.close(io, ci);
         }
         Ok(())
     }
 
-    fn idle(&self) -> bool {
-        self.conns.iter().all(Option::is_none)
+    fn complete(&mut self, io: &mut Io, ud: u64, res: i32, now: u64) -> io::Result<()> {
+        let (kind, ci, s) = split(ud);
+        match kind {
+            KIND_RECV => {
+                let c = io.conns[ci].as_mut().expect("live connection");
+                if !c.inbox.received(res, now) {
+                    c.closing = true;
+                }
+                Ok(())
+            }
+            KIND_FILE => {
+                let c = io.conns[ci].as_ref().expect("live connection");
+                let sl = &c.slots[s];
+                let short = sl.op != Op::Flush && res >= 0 && res as u32 != sl.len;
+                self.finish(io, ci, s, if short { -libc::EIO } else { res }, now)
+            }
+            KIND_SEND => {
+                self.sent(io, ci, res, now);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
-    fn before_submit(&mut self, now: u64) -> Option<u64> {
+    fn release_due(&mut self, io: &mut Io, now: u64) {
+        while let Some(&Reverse((due, ci, s, res))) = self.delayed.peek() {
+            if due > now {
+                break;
+            }
+            self.delayed.pop();
+            self.encode_completion(io, ci, s, res);
+        }
+    }
+
+    fn before_submit(&mut self, io: &mut Io, now: u64) -> Option<u64> {
         for &(ci, s) in &self.device_pending {
-            if let Some(c) = self.conns[ci].as_mut() {
+            if let Some(c) = io.conns[ci].as_mut() {
                 c.slots[s].stamp.device_submit = now;
             }
         }
         self.device_pending.clear();
         // Wake for the next delayed completion or negotiation deadline.
         let deadline = self.shared.negotiation_deadline_ns;
-        let negotiating = self
-            .conns
-            .iter()
-            .flatten()
-            .filter(|c| c.queue.negotiating());
+        let negotiating = io.conns.iter().flatten().filter(|c| c.queue.negotiating());
         let first_deadline = negotiating
             .filter(|c| !c.closing)
             .map(|c| c.accepted_at + deadline)
             .min();
         let delayed = self.delayed.peek().map(|Reverse((due, ..))| *due);
         delayed.into_iter().chain(first_deadline).min()
-    }
-
-    fn complete(&mut self, ud: u64, res: i32, now: u64) -> io::Result<()> {
-        Reactor::complete(self, ud, res, now)
-    }
-
-    fn stall_timeout_ns(&self) -> u64 {
-        self.shared.stall_timeout_ns
-    }
-
-    fn end_stalled(&mut self, now: u64) {
-        let timeout = self.shared.stall_timeout_ns;
-        for c in self.conns.iter_mut().flatten() {
-            if c.sending && !c.shut && now.saturating_sub(c.send_posted_at) >= timeout {
-                serving::cut_off(&c.sock, c.peer, timeout, &mut c.shut);
-                c.closing = true;
-            }
-        }
     }
 }

@@ -336,3 +336,81 @@ fn hosts_that_never_read_are_closed_at_the_stall_timeout() {
     }
     t.stop().unwrap();
 }
+
+/// Issue 31, item 14: discovery as nvme-cli's `nvme discover` does it:
+/// Connect to the well-known discovery NQN, enable, Identify Controller,
+/// the log's header (with RAE), its entries from offset 1024, the header
+/// again; the entry leads to the subsystem. Requests outside the log's
+/// rules are refused; a discovery controller takes no I/O queue.
+#[test]
+fn discovery_lists_the_subsystem_as_nvme_cli_reads_it() {
+    use crate::proto::nvme::discovery::{self, Entry, DISCOVERY_NQN, LID_DISCOVERY};
+    use crate::proto::nvme::identify::{ControllerId, CC_ENABLE};
+    let (_dir, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let p = Params {
+        subnqn: DISCOVERY_NQN.into(),
+        ..params(Digests::default())
+    };
+    let connect = |q: &mut Queue, qid: u16, cntlid: u16| {
+        let data = codec::connect_data(p.hostid, cntlid, &p.subnqn, &p.hostnqn).unwrap();
+        let cid = q.next_cid();
+        q.command(&Sqe::connect(cid, qid, 31, 0), &data, &mut Vec::new())
+    };
+    let mut q = Queue::open(&addr, Digests::default()).unwrap();
+    let cntlid = connect(&mut q, 0, 0xFFFF).unwrap().result as u16;
+    let ask = |q: &mut Queue, sqe: &dyn Fn(u16) -> Sqe| {
+        let mut got = Vec::new();
+        let cid = q.next_cid();
+        q.command(&sqe(cid), &[], &mut got).map(|_| got)
+    };
+    let cc = CC_ENABLE as u64;
+    ask(&mut q, &|cid| {
+        Sqe::property_set(cid, codec::PROP_CC, false, cc)
+    })
+    .unwrap();
+    let id = ControllerId::parse(&ask(&mut q, &|cid| Sqe::identify(cid, 1, 0)).unwrap()).unwrap();
+    assert_eq!(id.cntrltype, discovery::CNTRLTYPE_DISCOVERY);
+    assert_eq!((id.subnqn.as_str(), id.lpa & 4), (DISCOVERY_NQN, 4));
+    let log = |q: &mut Queue, offset: u64, len: u32, rae: bool| {
+        let mut got = Vec::new();
+        let cid = q.next_cid();
+        let sqe = Sqe::get_log_page(cid, LID_DISCOVERY, offset, len, rae);
+        q.command(&sqe, &[], &mut got).map(|_| got)
+    };
+    let (genctr, numrec) = discovery::parse_header(&log(&mut q, 0, 1024, true).unwrap()).unwrap();
+    assert_eq!(numrec, 1);
+    let e = Entry::parse(&log(&mut q, 1024, 1024, true).unwrap()).unwrap();
+    assert_eq!(
+        discovery::parse_header(&log(&mut q, 0, 1024, false).unwrap())
+            .unwrap()
+            .0,
+        genctr
+    );
+    assert_eq!((e.trtype, e.adrfam, e.subtype), (3, 1, 2), "TCP, IPv4, NVM");
+    assert_eq!(
+        (e.traddr.as_str(), e.subnqn.as_str()),
+        ("127.0.0.1", DEFAULT_NQN)
+    );
+    assert_eq!(e.trsvcid, t.addr.port().to_string());
+    // Past the log's end: zeros, as Linux answers.
+    assert!(log(&mut q, 2048, 512, false)
+        .unwrap()
+        .iter()
+        .all(|&b| b == 0));
+    // Another log, an offset inside a dword, more than the bound.
+    let other = |cid| Sqe::get_log_page(cid, 0x02, 0, 512, false);
+    assert!(ask(&mut q, &other).is_err());
+    assert!(log(&mut q, 2, 512, false).is_err());
+    assert!(log(&mut q, 0, 128 << 10, false).is_err());
+    assert!(ask(&mut q, &|cid| Sqe::identify(cid, codec::CNS_NAMESPACE, 1)).is_err());
+    let mut io = Queue::open(&addr, Digests::default()).unwrap();
+    assert!(connect(&mut io, 1, cntlid).is_err(), "no I/O queue");
+    // What the entry names is the subsystem, reachable as named.
+    let named = Params {
+        subnqn: e.subnqn.clone(),
+        ..params(Digests::default())
+    };
+    let (_admin, info) = connect_admin(&format!("{}:{}", e.traddr, e.trsvcid), &named).unwrap();
+    assert_eq!(info.id.cntrltype, 1);
+}

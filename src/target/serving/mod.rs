@@ -1,0 +1,64 @@
+//! The serving substrate of iolab's targets (NBD, NVMe/TCP), each protocol
+//! plugging in as SPDK's transports plug into its generic transport layer:
+//! a protocol (`reactor::Protocol`) decodes, executes and encodes on its
+//! connections; the substrate owns the sockets, threads, limits and stop.
+//! `backing` (the file or device opened with O_DIRECT, slot memory),
+//! `ring` (a reactor's io_uring, its wake-up eventfd, user data),
+//! `inbox` (a connection's receive buffer), `reactor` (the loop, the
+//! connection table, the stall cut-off), `target` (the reactor threads,
+//! the acceptor and its handoff, `Running`: stop and Drop).
+
+mod backing;
+mod inbox;
+mod reactor;
+mod ring;
+mod target;
+
+pub use backing::{backing_size, file_entry, open_backing, FileOp, SlotMemory};
+pub use inbox::Inbox;
+pub use reactor::{Connection, Io, Protocol};
+pub use ring::{split, user_data, Ring, KIND_FILE, KIND_RECV, KIND_SEND};
+pub use target::{accept_loop, start, Control, Handoff, Port, Running};
+
+#[cfg(test)]
+use std::io;
+#[cfg(test)]
+use std::net::TcpStream;
+#[cfg(test)]
+use std::os::fd::AsRawFd;
+
+/// Whether the target ended `s` within `within`: a hang-up or a reset
+/// seen without reading (a read would let a stalled connection's replies
+/// move), then, after what it holds is drained, an end of stream or the
+/// reset.
+#[cfg(test)]
+pub fn ended_by_target(s: &mut TcpStream, within: std::time::Duration) -> bool {
+    use std::io::Read;
+    let mut pfd = libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut pfd, 1, within.as_millis() as i32) };
+    if n != 1 {
+        return false;
+    }
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
