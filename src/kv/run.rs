@@ -590,7 +590,7 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
     let needs = match kind {
         KvEngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
         KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
-        KvEngineKind::Sqlite | KvEngineKind::Redb => opts.cache_size,
+        KvEngineKind::Sqlite | KvEngineKind::Redb | KvEngineKind::Wiredtiger => opts.cache_size,
         KvEngineKind::Lmdb | KvEngineKind::Null => 0,
         // Refused with --memory-limit (the server is not in the cgroup).
         KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => 0,
