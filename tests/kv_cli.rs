@@ -704,3 +704,47 @@ fn wiredtiger_runs_db_bench_and_ycsb() {
         assert!(left.is_empty(), "{table}: left {left:?}");
     }
 }
+
+/// Every kv phase carries Intel's table (`extra.kv.intel`), and the
+/// terminal prints it for the whole run: workload C's reads at or under
+/// 1 ms are the `--under` share of its one op kind, and a phase with no
+/// writes has no write figures (null, not 0).
+#[test]
+fn intels_table_for_every_phase() {
+    let d = tmp();
+    let out = d.path().join("intel.json");
+    let o = iolab()
+        .args(["kv", "c", "--engine", "lmdb", "-p", "recordcount=500"])
+        .args(["-p", "operationcount=20000", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Intel's table"), "{stdout}");
+    assert!(stdout.contains("ycsb-c.run"), "{stdout}");
+    let r = json(&out);
+    let load = &r["points"][0]["extra"]["kv"]["intel"];
+    assert!(
+        load["reads_under_pct"].is_null(),
+        "the load only writes: {load}"
+    );
+    assert!(load["writes_under_pct"].as_f64().unwrap() > 0.0);
+    let run = &r["points"][1];
+    let intel = &run["extra"]["kv"]["intel"];
+    assert_eq!(
+        intel["reads_under_pct"],
+        run["extra"]["kv"]["under"]["share_pct"]["read"]
+    );
+    assert!(intel["writes_under_pct"].is_null());
+    assert!(intel["write_stdev_ns"].is_null());
+    assert_eq!(
+        intel["read_stdev_ns"],
+        run["ops"]["read"]["lat"]["stdev_ns"]
+    );
+    assert_eq!(intel["tps"], run["total"]["iops"]);
+    assert_eq!(intel["threshold_ns"], 1_000_000);
+    assert!(intel["cpu_busy_pct"].as_f64().is_some(), "{intel}");
+}

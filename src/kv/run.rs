@@ -282,6 +282,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 }
             };
             probe.begin();
+            let cpu_at_start = crate::measure::procstat::CpuTicks::now();
             let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, &dir.path, &progress);
             obs.progress_done();
             let o = o?;
@@ -293,6 +294,11 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             chain_steps.clear();
             p.extra.server = probe.result.server.take().map(Box::new);
             p.extra.timeline = probe.result.timeline.take().map(Box::new);
+            p.extra.cpu = machine_cpu_since(cpu_at_start);
+            let intel = crate::analysis::intel::row(&p, plan.under_ns);
+            if let Some(kv) = p.extra.kv.as_mut() {
+                kv.intel = Some(intel);
+            }
             let done: u64 = o.rec.ops.iter().sum();
             let cut = match (spec.deadline_ns, total) {
                 (Some(d), Some(t)) if done < t && !o.interrupted => Some(d),
@@ -583,6 +589,15 @@ fn step_job(
             (name, Box::new(DbBench::new(*b, dbc, seed)), spec, params)
         }
     }
+}
+
+/// The machine's CPU since `start` (`extra.cpu`, as device points have it).
+fn machine_cpu_since(
+    start: Option<crate::measure::procstat::CpuTicks>,
+) -> Option<crate::measure::procstat::SystemCpu> {
+    let end = crate::measure::procstat::CpuTicks::now()?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Some(end.since(&start?, cpus))
 }
 
 /// A warning when `--memory-limit` is below what the engine keeps in memory.

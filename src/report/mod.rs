@@ -10,6 +10,7 @@ pub mod fio_json;
 pub mod fio_log;
 pub mod fmt;
 pub mod html;
+pub mod kv_intel;
 pub mod kv_terminal;
 pub mod markdown;
 pub mod media_terminal;

@@ -17,6 +17,7 @@ use crate::measure::procstat::SystemCpu;
 
 pub use crate::measure::server_stats::{ServerPointStats, TimelineSeries};
 
+pub mod intel;
 pub mod kv;
 pub mod lsm;
 pub mod oltp;
