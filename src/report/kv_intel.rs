@@ -16,17 +16,16 @@ fn or(v: Option<f64>, none: &str, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| none.to_string())
 }
 
-/// The table, or `None` when no point carries the row.
-pub fn table(r: &Results) -> Option<String> {
-    let rows: Vec<_> = r
+/// The table's header and rows (the terminal's and the HTML report's),
+/// and the threshold as text; `None` when no point carries the row.
+pub fn cells(r: &Results) -> Option<(String, Vec<String>, Vec<Vec<String>>)> {
+    let points: Vec<_> = r
         .points
         .iter()
         .filter_map(|p| Some((p, p.extra.kv.as_ref()?.intel.as_ref()?)))
         .collect();
-    let threshold = format_ns(rows.first()?.1.threshold_ns as f64);
-    let mut t = Table::new();
-    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
-    t.set_header([
+    let threshold = format_ns(points.first()?.1.threshold_ns as f64);
+    let header = vec![
         "phase".to_string(),
         "TPS".into(),
         format!("reads <= {threshold}"),
@@ -38,24 +37,39 @@ pub fn table(r: &Results) -> Option<String> {
         "avg queue".into(),
         "dev latency".into(),
         "CPU busy".into(),
-    ]);
+    ];
     let pct = |v: f64| format!("{v:.2}%");
     let ns = |v: f64| format_ns(v);
     let num = |v: f64| format!("{v:.1}");
-    for (p, i) in rows {
-        t.add_row([
-            p.name.clone(),
-            format!("{:.0}", i.tps),
-            or(i.reads_under_pct, "no reads", pct),
-            or(i.writes_under_pct, "no writes", pct),
-            or(i.read_stdev_ns, "no reads", ns),
-            or(i.write_stdev_ns, "no writes", ns),
-            or_not_measured(i.device_read_mib_s, num),
-            or_not_measured(i.device_write_mib_s, num),
-            or_not_measured(i.device_avg_queue, |v| format!("{v:.2}")),
-            or_not_measured(i.device_latency_ms, |v| format!("{v:.2} ms")),
-            or_not_measured(i.cpu_busy_pct, |v| format!("{v:.0}%")),
-        ]);
+    let rows = points
+        .into_iter()
+        .map(|(p, i)| {
+            vec![
+                p.name.clone(),
+                format!("{:.0}", i.tps),
+                or(i.reads_under_pct, "no reads", pct),
+                or(i.writes_under_pct, "no writes", pct),
+                or(i.read_stdev_ns, "no reads", ns),
+                or(i.write_stdev_ns, "no writes", ns),
+                or_not_measured(i.device_read_mib_s, num),
+                or_not_measured(i.device_write_mib_s, num),
+                or_not_measured(i.device_avg_queue, |v| format!("{v:.2}")),
+                or_not_measured(i.device_latency_ms, |v| format!("{v:.2} ms")),
+                or_not_measured(i.cpu_busy_pct, |v| format!("{v:.0}%")),
+            ]
+        })
+        .collect();
+    Some((threshold, header, rows))
+}
+
+/// The terminal table, or `None` when no point carries the row.
+pub fn table(r: &Results) -> Option<String> {
+    let (threshold, header, rows) = cells(r)?;
+    let mut t = Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header(header);
+    for row in rows {
+        t.add_row(row);
     }
     Some(format!(
         "Intel's table (reads and writes at or under {threshold}; device from /proc/diskstats, CPU busy of the whole machine):\n{t}"
