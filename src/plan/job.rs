@@ -179,6 +179,10 @@ pub struct JobSpec {
     /// (`--io-timeout`); `None`: `peer_wait::DEFAULT_IO_TIMEOUT_NS`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_timeout_ns: Option<u64>,
+    /// Large-block writes and reads beside the workers, at fixed rates
+    /// (`--profile act`; `runner::large_blocks`), recorded apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub large_blocks: Option<super::act::LargeBlockLoad>,
 }
 
 /// fio's `thinktime`: after every `blocks` completions the worker lets its
@@ -237,6 +241,7 @@ impl Default for JobSpec {
             think: None,
             hist_log: false,
             io_timeout_ns: None,
+            large_blocks: None,
         }
     }
 }
@@ -266,7 +271,7 @@ impl JobSpec {
     }
 
     pub fn writes(&self) -> bool {
-        self.read_percent() < 100
+        self.read_percent() < 100 || self.large_blocks.is_some()
     }
 
     /// Requests in flight per worker: the batch size, or the queue depth
@@ -316,6 +321,12 @@ impl JobSpec {
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.bs.is_empty() {
             return Err(usage("--bs", "no block size given"));
+        }
+        if self.large_blocks.is_some() && self.verify {
+            return Err(usage(
+                "--verify",
+                "--profile act's large-block writes are not stamped: they would overwrite what the reads check",
+            ));
         }
         if self.qd == 0 || self.qd > 65_536 {
             return Err(usage(

@@ -51,6 +51,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("thinktime_blocks", FLAG | PLAN | FIO),
     opt("seed", FLAG | PLAN),
     opt("profile", FLAG | PLAN | FIO),
+    opt("act_scale", FLAG | PLAN | FIO),
     opt("name", FLAG | PLAN | FIO),
     opt("engine", FLAG | PLAN | OVER),
     opt("direct", FLAG | PLAN | OVER),

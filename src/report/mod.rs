@@ -2,6 +2,7 @@
 //! HTML report with SVG charts, CSV, Markdown, comparisons across runs, and
 //! fio JSON import/export. Report code never measures.
 
+pub mod act_terminal;
 pub mod analysis_text;
 pub mod charts;
 pub mod compare;
