@@ -23,7 +23,7 @@ cc -O2 -Wall -o "$work/wt_floor" bench/wt_floor.c -lwiredtiger
 
 IO_ARGS="fillrandom,readrandom --engine wiredtiger --num $NUM --reads $NUM --key-size 16 \
  --value-size $VALUE --threads 1 --check-values none --quiet"
-echo "iolab: $($IOLAB --version); floor: bench/wt_floor.c on $(ls /usr/lib/x86_64-linux-gnu/libwiredtiger-*.so 2>/dev/null | head -1)"
+echo "iolab: $($IOLAB --version); floor: bench/wt_floor.c on $(readlink -f /usr/lib/x86_64-linux-gnu/libwiredtiger.so)"
 echo "num=$NUM reads=$NUM key=16 value=$VALUE threads=1 (cache 64 MiB, btree, journal on, no sync, checkpoint 60 s)"
 echo "floor: wt_floor DIR $NUM 16 $VALUE $NUM SEED"
 echo "iolab: iolab kv $IO_ARGS --db DIR -o FILE"
