@@ -7,6 +7,7 @@ set -euo pipefail
 PACKAGES=(
   pkg-config clang libclang-dev       # bindgen for the RocksDB bindings
   librocksdb-dev libsqlite3-dev       # database engines linked from Debian
+  libwiredtiger-dev                   # WiredTiger 3.2.1 (kv --engine wiredtiger; built into iolab by build.rs)
   fio rocksdb-tools blktrace          # peers for agreement checks and benchmarks
   python3-pandas                      # runs fio's fiologparser_hist on iolab's histogram logs (tests)
   nbdkit qemu-utils libnbd-bin        # NBD servers for the nbd engine's tests; libnbd for fio's nbd engine (bench)

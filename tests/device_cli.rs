@@ -657,3 +657,98 @@ fn verify_reads_larger_than_the_stamped_blocks() {
     assert_eq!(v["blocks_checked"], 64 * 16);
     assert_eq!(v["mismatches"], 0, "{v}");
 }
+
+/// `--profile act`: small 1.5 KiB reads at ACT's rate (the point), the
+/// large-block writes and reads beside them (extra.act), ACT's table per
+/// second, the terminal's table; the scratch file removed; bad
+/// multipliers and a multiplier without the profile exit 2.
+#[test]
+fn act_profile_runs_acts_three_streams() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let json = dir.path().join("act.json");
+    let args = ["--profile", "act", "--act-scale", "0.5", "--runtime", "2s"];
+    let p = device_point(
+        &[&args[..], &["--size", "32m", "--target", d]].concat(),
+        &json,
+    );
+    assert_eq!(p["job"]["bs"][0][0], 1536);
+    assert_eq!(p["job"]["open_loop"]["rate_iops"], 1000.0);
+    assert!(
+        p["ops"]["write"].is_null(),
+        "large blocks are not in the point's ops"
+    );
+    let read_ops = p["ops"]["read"]["ops"].as_u64().unwrap();
+    assert!(read_ops > 500, "{read_ops}");
+    let act = &p["extra"]["act"];
+    assert_eq!(act["scale"], 0.5);
+    assert_eq!(act["large_block_bytes"], 131072);
+    assert_eq!(
+        act["thresholds_ms"],
+        serde_json::json!([1, 2, 4, 8, 16, 32, 64])
+    );
+    for s in ["large_block_writes", "large_block_reads"] {
+        assert!(act[s]["ops"].as_u64().unwrap() > 5, "{s}: {}", act[s]);
+    }
+    let intervals = act["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 2, "{act}");
+    let counted: u64 = intervals.iter().map(|i| i["reads"].as_u64().unwrap()).sum();
+    assert_eq!(counted, read_ops, "every small read is in one interval");
+    let printed = iolab(
+        &[
+            &["device"][..],
+            &args[..],
+            &[
+                "--size",
+                "32m",
+                "--target",
+                d,
+                "--json",
+                json.to_str().unwrap(),
+                "--force",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(printed.status.success(), "{}", text(&printed));
+    assert!(text(&printed).contains("% > 64 ms"), "{}", text(&printed));
+    assert_eq!(
+        files_in(dir.path()),
+        vec![json.clone()],
+        "only the results stay"
+    );
+    for (args, field) in [
+        (
+            vec![
+                "device",
+                "--profile",
+                "act",
+                "--act-scale",
+                "0",
+                "--target",
+                d,
+            ],
+            "--act-scale",
+        ),
+        (
+            vec![
+                "device",
+                "--profile",
+                "act",
+                "--act-scale",
+                "-3",
+                "--target",
+                d,
+            ],
+            "--act-scale",
+        ),
+        (
+            vec!["device", "--act-scale", "2", "--target", d],
+            "--act-scale",
+        ),
+    ] {
+        let o = iolab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(field), "{args:?}: {}", text(&o));
+    }
+}

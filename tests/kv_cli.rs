@@ -453,7 +453,7 @@ fn phases_do_not_flush_unless_asked() {
 #[test]
 fn readseq_reads_every_record_on_every_engine() {
     let d = tmp();
-    for engine in ["lmdb", "sqlite", "redb", "fjall", "rocksdb"] {
+    for engine in ["lmdb", "sqlite", "redb", "fjall", "rocksdb", "wiredtiger"] {
         let out = d.path().join(format!("{engine}.json"));
         let o = iolab()
             .args(["kv", "fillseq,readseq", "--engine", engine])
@@ -633,4 +633,118 @@ fn check_values_modes_and_a_corrupted_value() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--check-values"));
+}
+
+/// WiredTiger runs db_bench's benchmarks and a YCSB workload from the
+/// command line, btree and LSM, with its settings in the results and
+/// nothing left in the target directory.
+#[test]
+fn wiredtiger_runs_db_bench_and_ycsb() {
+    let d = tmp();
+    for table in ["btree", "lsm"] {
+        let out = d.path().join(format!("wt-{table}.json"));
+        let o = iolab()
+            .args([
+                "kv",
+                "fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom,a",
+                "--engine",
+                "wiredtiger",
+                "--wt-table",
+                table,
+                "--cache-size",
+                "32m",
+                "--checkpoint-interval",
+                "1s",
+                "--num",
+                "2000",
+                "-p",
+                "recordcount=1000",
+                "-p",
+                "operationcount=2000",
+                "--threads",
+                "2",
+                "--dir",
+            ])
+            .arg(d.path())
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{table}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = json(&out);
+        let points = r["points"].as_array().unwrap();
+        assert_eq!(
+            points.len(),
+            8,
+            "{table}: six benchmarks, YCSB load and run"
+        );
+        for p in points {
+            assert_eq!(p["verify"]["mismatches"], 0, "{table} {}", p["name"]);
+            let kv = &p["extra"]["kv"];
+            assert_eq!(kv["engine"], "wiredtiger");
+            assert_eq!(kv["engine_settings"]["table"], table);
+            assert_eq!(kv["engine_settings"]["checkpoint_interval"], "1 s");
+            assert!(kv["engine_version"]
+                .as_str()
+                .unwrap()
+                .contains("WiredTiger 3."));
+        }
+        assert_eq!(points[3]["ops"]["read"]["ops"], 4000, "{table}");
+        assert!(points[3]["errors"]["not_found"].is_null(), "{table}");
+        assert!(points[7]["ops"]["read"]["ops"].as_u64().unwrap() > 0);
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .collect();
+        assert!(left.is_empty(), "{table}: left {left:?}");
+    }
+}
+
+/// Every kv phase carries Intel's table (`extra.kv.intel`), and the
+/// terminal prints it for the whole run: workload C's reads at or under
+/// 1 ms are the `--under` share of its one op kind, and a phase with no
+/// writes has no write figures (null, not 0).
+#[test]
+fn intels_table_for_every_phase() {
+    let d = tmp();
+    let out = d.path().join("intel.json");
+    let o = iolab()
+        .args(["kv", "c", "--engine", "lmdb", "-p", "recordcount=500"])
+        .args(["-p", "operationcount=20000", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("Intel's table"), "{stdout}");
+    assert!(stdout.contains("ycsb-c.run"), "{stdout}");
+    let r = json(&out);
+    let load = &r["points"][0]["extra"]["kv"]["intel"];
+    assert!(
+        load["reads_under_pct"].is_null(),
+        "the load only writes: {load}"
+    );
+    assert!(load["writes_under_pct"].as_f64().unwrap() > 0.0);
+    let run = &r["points"][1];
+    let intel = &run["extra"]["kv"]["intel"];
+    assert_eq!(
+        intel["reads_under_pct"],
+        run["extra"]["kv"]["under"]["share_pct"]["read"]
+    );
+    assert!(intel["writes_under_pct"].is_null());
+    assert!(intel["write_stdev_ns"].is_null());
+    assert_eq!(
+        intel["read_stdev_ns"],
+        run["ops"]["read"]["lat"]["stdev_ns"]
+    );
+    assert_eq!(intel["tps"], run["total"]["iops"]);
+    assert_eq!(intel["threshold_ns"], 1_000_000);
+    assert!(intel["cpu_busy_pct"].as_f64().is_some(), "{intel}");
 }

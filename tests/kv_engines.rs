@@ -92,3 +92,40 @@ fn redb_adapter() {
 fn fjall_adapter() {
     exercise(KvEngineKind::Fjall);
 }
+
+#[test]
+fn wiredtiger_adapter() {
+    exercise(KvEngineKind::Wiredtiger);
+}
+
+/// The LSM table type runs the same operations.
+#[test]
+fn wiredtiger_lsm_adapter() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let opts = EngineOptions {
+        wt_table: iolab::kv::engine::WtTable::Lsm,
+        cache_size: 32 << 20,
+        checkpoint_interval_s: 0,
+        ..EngineOptions::default()
+    };
+    let eng = open(KvEngineKind::Wiredtiger, dir.path(), &opts).unwrap();
+    assert!(eng
+        .settings()
+        .contains(&("table".to_string(), "lsm".to_string())));
+    let mut s = eng.session().unwrap();
+    for i in 0..2000u32 {
+        s.insert(format!("k{i:06}").as_bytes(), &[i as u8; 100])
+            .unwrap();
+    }
+    let mut out = Vec::new();
+    assert!(s.read(b"k001234", &mut out).unwrap());
+    assert_eq!(out, [1234u32 as u8; 100]);
+    let n = s.scan(b"k001998", 5, &mut |_, _| {}).unwrap();
+    assert_eq!(n, 2);
+    drop(s);
+    eng.flush().unwrap();
+    drop(eng);
+    // Reopened, the records are there.
+    let eng = open(KvEngineKind::Wiredtiger, dir.path(), &opts).unwrap();
+    assert!(eng.session().unwrap().read(b"k000007", &mut out).unwrap());
+}

@@ -42,6 +42,15 @@ fn share(o: &iolab::kv::phase::PhaseOutcome, k: KvOp, total: u64) -> f64 {
 
 #[test]
 fn ycsb_core_workload_mixes() {
+    core_workload_mixes(KvEngineKind::Lmdb);
+}
+
+#[test]
+fn ycsb_core_workload_mixes_on_wiredtiger() {
+    core_workload_mixes(KvEngineKind::Wiredtiger);
+}
+
+fn core_workload_mixes(kind: KvEngineKind) {
     // (workload, [(op, expected share)])
     let cases: [(&str, &[(KvOp, f64)]); 6] = [
         ("a", &[(KvOp::Read, 0.5), (KvOp::Update, 0.5)]),
@@ -53,7 +62,7 @@ fn ycsb_core_workload_mixes() {
     ];
     for (w, mix) in cases {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let eng = open(KvEngineKind::Lmdb, dir.path(), &small_opts()).unwrap();
+        let eng = open(kind, dir.path(), &small_opts()).unwrap();
         let n = 4000u64;
         let c = cfg(w, 500, n as i64);
         load(eng.as_ref(), &c, dir.path());

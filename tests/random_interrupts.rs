@@ -72,6 +72,15 @@ fn verbs() -> Vec<Verb> {
             },
         },
         Verb {
+            name: "kv wiredtiger",
+            args: |d| {
+                let mut a = s(&["kv", "fillrandom,readrandom", "--engine", "wiredtiger"]);
+                a.extend(s(&["--num", "2000000", "--dir"]));
+                a.extend([d.display().to_string(), "-o".into(), at(d, "k.json")]);
+                a
+            },
+        },
+        Verb {
             name: "run",
             args: |d| {
                 let mut a = s(&["run", "--budget", "20s", "--size", "32m", "--quiet"]);

@@ -3,6 +3,7 @@
 
 pub mod batching;
 pub mod compare;
+pub mod intel;
 pub mod loadlat;
 pub mod media;
 pub mod remote;

@@ -142,9 +142,13 @@ pub struct DeviceArgs {
     /// Seed of the offset and data generators
     #[arg(long, default_value = "4207", help_heading = "Workload")]
     pub seed: u64,
-    /// A built-in set of jobs: quick, snia-iops, snia-throughput, snia-latency, batched-scan, batched-random, qd1-latency, max (see docs/sweeps.md)
+    /// A built-in set of jobs: quick, snia-iops, snia-throughput, snia-latency, batched-scan, batched-random, qd1-latency, max, act (see docs/sweeps.md)
     #[arg(long, value_name = "NAME", help_heading = "Workload")]
     pub profile: Option<String>,
+    /// --profile act: ACT's load multiplier N ("Nx": 2000 x N small reads
+    /// and 1000 x N writes per second; default 1)
+    #[arg(long, value_name = "N", help_heading = "Workload")]
+    pub act_scale: Option<f64>,
     /// Name of the job in results (default: derived from its parameters)
     #[arg(long, help_heading = "Workload")]
     pub name: Option<String>,

@@ -1,6 +1,6 @@
 //! Arguments of `iolab kv` (issue: database workloads).
 
-use crate::kv::engine::{Compression, KvEngineKind};
+use crate::kv::engine::{Compression, KvEngineKind, WtTable};
 use crate::kv::value::CheckValues;
 use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
@@ -16,6 +16,12 @@ fn engine_kind() -> impl clap::builder::TypedValueParser<Value = KvEngineKind> {
 fn compression() -> impl clap::builder::TypedValueParser<Value = Compression> {
     clap::builder::PossibleValuesParser::new(Compression::ALL.map(Compression::name))
         .map(|s| Compression::parse(&s).expect("a possible value"))
+}
+
+/// `--wt-table`: WiredTiger's table types.
+fn wt_table() -> impl clap::builder::TypedValueParser<Value = WtTable> {
+    clap::builder::PossibleValuesParser::new(WtTable::ALL.map(WtTable::name))
+        .map(|s| WtTable::parse(&s).expect("a possible value"))
 }
 
 /// `--check-values`: the value check modes.
@@ -145,11 +151,12 @@ pub struct KvArgs {
 /// the effective values.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// Durable writes: fsync on every commit.
+    /// Durable writes: fsync on every commit (WiredTiger: of its journal).
     #[arg(long)]
     pub sync: bool,
 
-    /// Disable the write-ahead log (RocksDB) / use a rollback journal (SQLite).
+    /// Disable the write-ahead log (RocksDB), the journal (WiredTiger) /
+    /// use a rollback journal (SQLite).
     #[arg(long)]
     pub disable_wal: bool,
 
@@ -196,6 +203,15 @@ pub struct EngineArgs {
     /// RocksDB max background jobs.
     #[arg(long, default_value_t = 2)]
     pub background_jobs: u32,
+
+    /// WiredTiger table: btree (MongoDB's) or lsm.
+    #[arg(long, default_value = "btree", value_parser = wt_table())]
+    pub wt_table: WtTable,
+
+    /// WiredTiger: time between checkpoints, in whole seconds (0: only at
+    /// flushes and close; MongoDB checkpoints every 60s).
+    #[arg(long, value_name = "DUR", default_value = "60s")]
+    pub checkpoint_interval: String,
 }
 
 /// db_bench-style options of `iolab kv`.

@@ -166,6 +166,7 @@ pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
         hist_log: a.log_dir.is_some(),
         io_timeout_ns: parse_io_timeout(a.io_timeout.as_deref())?,
         continue_on_error: a.continue_on_error,
+        large_blocks: None,
     };
     if axes.engine.contains(&EngineKind::Mmap) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));
@@ -281,6 +282,9 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
             "give --runtime (per point) or --budget (shared), not both",
         ));
     }
+    if a.act_scale.is_some() && a.profile.as_deref() != Some("act") {
+        return Err(usage("--act-scale", "applies to --profile act"));
+    }
     let mut jobs = match &a.profile {
         Some(p) => {
             let axes = axes_from_args(a)?;
@@ -290,7 +294,13 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
                     "a profile sets its own sweep; give single values with it",
                 ));
             }
-            profile::expand(p, &base, budget)?
+            match p.as_str() {
+                "act" => vec![crate::plan::act::job(
+                    &base,
+                    crate::plan::act::scale(a.act_scale)?,
+                )],
+                _ => profile::expand(p, &base, budget)?,
+            }
         }
         None => sweep::expand(&base, &axes_from_args(a)?)?,
     };

@@ -100,6 +100,7 @@ fn override_job(job: &mut JobSpec, flags: &JobSpec, given: &[&str]) {
             "jobs" => job.jobs = flags.jobs,
             "direct" | "buffered" => job.direct = flags.direct,
             "verify" => job.verify = flags.verify,
+            "continue_on_error" => job.continue_on_error = flags.continue_on_error,
             _ => {}
         }
     }

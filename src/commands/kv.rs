@@ -36,6 +36,11 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let done = crate::kv::run::run(&plan, &KvTerminal::new(args.quiet))?;
+    if !args.quiet {
+        if let Some(t) = crate::report::kv_intel::table(&done.results) {
+            println!("\n{t}");
+        }
+    }
     if let (Some(out), false) = (&plan.output, args.quiet) {
         println!("\nresults: {}", out.display());
     }

@@ -139,7 +139,22 @@ pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
         readahead: !a.no_readahead,
         bytes_per_sync: parse_size("--bytes-per-sync", &a.bytes_per_sync)?,
         pipelined_write: a.pipelined_write,
+        wt_table: a.wt_table,
+        checkpoint_interval_s: checkpoint_interval(&a.checkpoint_interval)?,
     })
+}
+
+/// `--checkpoint-interval`: whole seconds, as WiredTiger takes them.
+fn checkpoint_interval(s: &str) -> Result<u32> {
+    const FIELD: &str = "--checkpoint-interval";
+    let ns = crate::plan::parse::parse_duration_ns(FIELD, s)?;
+    if ns % 1_000_000_000 != 0 || ns > 100_000 * 1_000_000_000 {
+        return Err(usage(
+            FIELD,
+            format!("'{s}' is not whole seconds from 0 to 100000 (WiredTiger's checkpoint wait)"),
+        ));
+    }
+    Ok((ns / 1_000_000_000) as u32)
 }
 
 /// Client threads: `--threads`, or YCSB's `threadcount` property (from -P
@@ -404,6 +419,18 @@ mod tests {
             (&["kv", "a", "-p", "fieldlength=1024,,2"][..], "fieldlength"),
             (&["kv", "a", "-p", "fieldlength=1k,2"][..], "fieldlength"),
             (&["kv", "a", "--under", "0"][..], "--under"),
+            (
+                &["kv", "a", "--checkpoint-interval", "1.5s"][..],
+                "--checkpoint-interval",
+            ),
+            (
+                &["kv", "a", "--checkpoint-interval", "2d"][..],
+                "--checkpoint-interval",
+            ),
+            (
+                &["kv", "a", "--checkpoint-interval", "x"][..],
+                "--checkpoint-interval",
+            ),
         ] {
             let cli = Cli::try_parse_from(args).unwrap();
             let e = plan(&cli.args).unwrap_err().to_string();

@@ -61,6 +61,9 @@ fn reader(mut input: impl Read, out: Out, tx: mpsc::Sender<Event>, served: Arc<A
                     return;
                 }
             }
+            // After `serve` returned (a bye), the end of input ends nothing:
+            // no stop for a process that may go on (a test, say).
+            Err(_) if served.load(Ordering::SeqCst) => return,
             Err(e) => {
                 interrupt::request_stop();
                 let why = match e {

@@ -112,6 +112,8 @@ pub enum KvEngineKind {
     Sqlite,
     Redb,
     Fjall,
+    /// MongoDB's storage engine (libwiredtiger).
+    Wiredtiger,
     /// Does nothing: measures the driver's own per-operation cost.
     Null,
     /// Servers (`crate::servers`): YCSB's JDBC table layout or Redis hashes.
@@ -121,12 +123,13 @@ pub enum KvEngineKind {
 }
 
 impl KvEngineKind {
-    pub const ALL: [KvEngineKind; 9] = [
+    pub const ALL: [KvEngineKind; 10] = [
         KvEngineKind::Rocksdb,
         KvEngineKind::Lmdb,
         KvEngineKind::Sqlite,
         KvEngineKind::Redb,
         KvEngineKind::Fjall,
+        KvEngineKind::Wiredtiger,
         KvEngineKind::Null,
         KvEngineKind::Postgres,
         KvEngineKind::Mariadb,
@@ -144,6 +147,7 @@ impl KvEngineKind {
             KvEngineKind::Sqlite => "sqlite",
             KvEngineKind::Redb => "redb",
             KvEngineKind::Fjall => "fjall",
+            KvEngineKind::Wiredtiger => "wiredtiger",
             KvEngineKind::Null => "null",
             KvEngineKind::Postgres => "postgres",
             KvEngineKind::Mariadb => "mariadb",
@@ -197,6 +201,28 @@ impl Compression {
     }
 }
 
+/// WiredTiger's table type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WtTable {
+    Btree,
+    Lsm,
+}
+
+impl WtTable {
+    pub const ALL: [WtTable; 2] = [WtTable::Btree, WtTable::Lsm];
+
+    pub fn parse(s: &str) -> Option<WtTable> {
+        Self::ALL.into_iter().find(|t| t.name() == s)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WtTable::Btree => "btree",
+            WtTable::Lsm => "lsm",
+        }
+    }
+}
+
 /// Options common to the engines; each adapter maps what applies to it and
 /// reports the effective values through `KvEngine::settings`.
 #[derive(Debug, Clone)]
@@ -227,6 +253,11 @@ pub struct EngineOptions {
     pub bytes_per_sync: u64,
     /// RocksDB enable_pipelined_write (db_bench's default is on).
     pub pipelined_write: bool,
+    /// WiredTiger: a btree table or an LSM tree.
+    pub wt_table: WtTable,
+    /// WiredTiger: seconds between checkpoints (0 = none until a flush;
+    /// MongoDB's default is 60).
+    pub checkpoint_interval_s: u32,
 }
 
 impl Default for EngineOptions {
@@ -245,6 +276,8 @@ impl Default for EngineOptions {
             readahead: true,
             bytes_per_sync: 0,
             pipelined_write: false,
+            wt_table: WtTable::Btree,
+            checkpoint_interval_s: 60,
         }
     }
 }
@@ -258,6 +291,7 @@ pub fn open(kind: KvEngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<
         KvEngineKind::Sqlite => Box::new(super::engines::sqlite::Sqlite::open(dir, opts)?),
         KvEngineKind::Redb => Box::new(super::engines::redb::Redb::open(dir, opts)?),
         KvEngineKind::Fjall => Box::new(super::engines::fjall::Fjall::open(dir, opts)?),
+        KvEngineKind::Wiredtiger => Box::new(super::engines::wt::WiredTiger::open(dir, opts)?),
         KvEngineKind::Null => Box::new(super::engines::null::Null),
         KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => {
             anyhow::bail!(

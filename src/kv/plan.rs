@@ -155,6 +155,9 @@ impl KvPlan {
             ));
         }
         self.validate_server()?;
+        if self.engine == KvEngineKind::Wiredtiger {
+            self.validate_wiredtiger()?;
+        }
         let compresses = matches!(self.engine, KvEngineKind::Rocksdb | KvEngineKind::Fjall);
         if self.options.compression != Compression::None && !compresses {
             return Err(usage(
@@ -163,6 +166,30 @@ impl KvPlan {
                     "{} does not compress: --compression applies to rocksdb and fjall",
                     self.engine.name()
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// WiredTiger's limits: a cache of at least 1 MiB (32 MiB for LSM
+    /// trees, three of its default 10 MB chunks and more), and a journal to sync.
+    fn validate_wiredtiger(&self) -> Result<()> {
+        let lsm = self.options.wt_table == super::engine::WtTable::Lsm;
+        let min: u64 = if lsm { 32 << 20 } else { 1 << 20 };
+        if self.options.cache_size < min {
+            return Err(usage(
+                "--cache-size",
+                format!(
+                    "WiredTiger's cache is at least {} MiB{}",
+                    min >> 20,
+                    if lsm { " with --wt-table lsm" } else { "" }
+                ),
+            ));
+        }
+        if self.options.sync && !self.options.wal {
+            return Err(usage(
+                "--sync",
+                "WiredTiger syncs its journal on commit; with --disable-wal there is none to sync (checkpoints make data durable)",
             ));
         }
         Ok(())

@@ -99,6 +99,7 @@ pub fn build(
             missing: o.rec.missing,
             under: Some(under),
             lsm: o.lsm.clone(),
+            intel: None,
         })),
         ..Default::default()
     };

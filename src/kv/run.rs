@@ -282,6 +282,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 }
             };
             probe.begin();
+            let cpu_at_start = crate::measure::procstat::CpuTicks::now();
             // A server at --server-url keeps its data elsewhere (perhaps
             // on another machine): nothing of this machine's disk is its.
             let data_here = plan.server.url.is_none().then_some(dir.path.as_path());
@@ -296,6 +297,11 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             chain_steps.clear();
             p.extra.server = probe.result.server.take().map(Box::new);
             p.extra.timeline = probe.result.timeline.take().map(Box::new);
+            p.extra.cpu = machine_cpu_since(cpu_at_start);
+            let intel = crate::analysis::intel::row(&p, plan.under_ns);
+            if let Some(kv) = p.extra.kv.as_mut() {
+                kv.intel = Some(intel);
+            }
             let done: u64 = o.rec.ops.iter().sum();
             let cut = match (spec.deadline_ns, total) {
                 (Some(d), Some(t)) if done < t && !o.interrupted => Some(d),
@@ -588,12 +594,21 @@ fn step_job(
     }
 }
 
+/// The machine's CPU since `start` (`extra.cpu`, as device points have it).
+fn machine_cpu_since(
+    start: Option<crate::measure::procstat::CpuTicks>,
+) -> Option<crate::measure::procstat::SystemCpu> {
+    let end = crate::measure::procstat::CpuTicks::now()?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Some(end.since(&start?, cpus))
+}
+
 /// A warning when `--memory-limit` is below what the engine keeps in memory.
 fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Option<String> {
     let needs = match kind {
         KvEngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
         KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
-        KvEngineKind::Sqlite | KvEngineKind::Redb => opts.cache_size,
+        KvEngineKind::Sqlite | KvEngineKind::Redb | KvEngineKind::Wiredtiger => opts.cache_size,
         KvEngineKind::Lmdb | KvEngineKind::Null => 0,
         // Refused with --memory-limit (the server is not in the cgroup).
         KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => 0,

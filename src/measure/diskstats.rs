@@ -23,6 +23,9 @@ pub struct DiskCounters {
     pub write_ms: u64,
     pub in_flight: u64,
     pub io_ticks_ms: u64,
+    /// Weighted time in queue (ms): each I/O's time in flight summed, so
+    /// its delta over the wall time is iostat's average queue size.
+    pub queue_ms: u64,
     pub discards: u64,
     pub flushes: u64,
 }
@@ -56,6 +59,7 @@ pub fn parse_diskstats(text: &str, name: &str) -> Option<DiskCounters> {
             write_ms: f[7],
             in_flight: f[8],
             io_ticks_ms: f[9],
+            queue_ms: f[10],
             discards: f[11],
             flushes: f[15],
         });
@@ -97,6 +101,10 @@ pub struct DeviceStats {
     pub util_pct: f64,
     /// Mean time per I/O the device spent (read_ms + write_ms) / ios, ms.
     pub avg_wait_ms: f64,
+    /// iostat's average queue size (aqu-sz): the weighted time in queue
+    /// over the wall time. Absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_queue: Option<f64>,
 }
 
 impl DeviceStats {
@@ -121,6 +129,7 @@ impl DeviceStats {
             } else {
                 0.0
             },
+            avg_queue: Some(d(a.queue_ms, b.queue_ms) as f64 * 1e6 / wall_ns.max(1) as f64),
         }
     }
 }
@@ -167,15 +176,19 @@ mod tests {
         assert_eq!(a.write_sectors, 160000);
         assert_eq!(a.io_ticks_ms, 1200);
         assert_eq!(a.flushes, 30);
+        assert_eq!(a.queue_ms, 1400);
         assert!(parse_diskstats(SAMPLE, "sdz").is_none());
         let mut b = a;
         b.reads += 100;
         b.read_sectors += 800;
         b.io_ticks_ms += 500;
+        b.queue_ms += 2500;
         let s = DeviceStats::between("vda", &a, &b, 1_000_000_000);
         assert_eq!(s.read_ios, 100);
         assert_eq!(s.read_bytes, 800 * 512);
         assert!((s.util_pct - 50.0).abs() < 1e-9);
+        // 2.5 s of I/O time in queue over 1 s: 2.5 requests in flight on average.
+        assert_eq!(s.avg_queue, Some(2.5));
     }
 
     #[test]

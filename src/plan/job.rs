@@ -184,6 +184,10 @@ pub struct JobSpec {
     /// otherwise the first error fails the job.
     #[serde(default, skip_serializing_if = "is_false")]
     pub continue_on_error: bool,
+    /// Large-block writes and reads beside the workers, at fixed rates
+    /// (`--profile act`; `runner::large_blocks`), recorded apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub large_blocks: Option<super::act::LargeBlockLoad>,
 }
 
 /// fio's `thinktime`: after every `blocks` completions the worker lets its
@@ -243,6 +247,7 @@ impl Default for JobSpec {
             hist_log: false,
             io_timeout_ns: None,
             continue_on_error: false,
+            large_blocks: None,
         }
     }
 }
@@ -272,7 +277,7 @@ impl JobSpec {
     }
 
     pub fn writes(&self) -> bool {
-        self.read_percent() < 100
+        self.read_percent() < 100 || self.large_blocks.is_some()
     }
 
     /// Requests in flight per worker: the batch size, or the queue depth
@@ -328,6 +333,12 @@ impl JobSpec {
         }
         if self.bs.is_empty() {
             return Err(usage("--bs", "no block size given"));
+        }
+        if self.large_blocks.is_some() && self.verify {
+            return Err(usage(
+                "--verify",
+                "--profile act's large-block writes are not stamped: they would overwrite what the reads check",
+            ));
         }
         if self.qd == 0 || self.qd > 65_536 {
             return Err(usage(

@@ -1,5 +1,6 @@
 //! Plans: what the user asked for, parsed and validated before anything runs.
 
+pub mod act;
 pub mod experiment;
 pub mod fiojob;
 pub mod job;

@@ -5,7 +5,7 @@ use crate::error::usage;
 use crate::plan::job::{JobSpec, Pattern};
 use crate::plan::sweep;
 
-pub const PROFILES: [&str; 8] = [
+pub const PROFILES: [&str; 9] = [
     "quick",
     "snia-iops",
     "snia-throughput",
@@ -14,6 +14,7 @@ pub const PROFILES: [&str; 8] = [
     "batched-random",
     "qd1-latency",
     "max",
+    "act",
 ];
 
 /// Budget of the batched profiles when none is given.
@@ -39,6 +40,7 @@ pub fn expand(name: &str, base: &JobSpec, budget_ns: Option<u64>) -> anyhow::Res
         "batched-random" => batched(base, true, 4096, budget_ns)?,
         "qd1-latency" => qd1_latency(base),
         "max" => max(base),
+        "act" => vec![super::act::job(base, 1.0)],
         other => {
             return Err(usage(
                 "--profile",

@@ -2,6 +2,7 @@
 //! HTML report with SVG charts, CSV, Markdown, comparisons across runs, and
 //! fio JSON import/export. Report code never measures.
 
+pub mod act_terminal;
 pub mod analysis_text;
 pub mod charts;
 pub mod compare;
@@ -10,6 +11,7 @@ pub mod fio_json;
 pub mod fio_log;
 pub mod fmt;
 pub mod html;
+pub mod kv_intel;
 pub mod kv_terminal;
 pub mod markdown;
 pub mod media_terminal;

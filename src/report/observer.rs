@@ -93,6 +93,9 @@ impl Observer for Terminal {
     fn point_done(&self, point: &Point) {
         if !self.quiet && self.tables {
             println!("{}", terminal::point_block(point));
+            if let Some(act) = &point.extra.act {
+                println!("{}", super::act_terminal::table(act));
+            }
         }
     }
 

@@ -25,6 +25,7 @@ use crate::plan::parse::format_size;
 use crate::results::ClockInfo;
 use crate::results::{time, Point};
 use crate::runner::buffers::BufferPool;
+use crate::runner::large_blocks;
 use crate::runner::openloop::{self, OpenLoopSpec};
 use crate::runner::pattern::{PatternSpec, RequestGen};
 use crate::runner::point::build_point;
@@ -680,7 +681,8 @@ pub fn run_job_with_clock<C: Clock>(
     };
     let started_at = time::now_rfc3339();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let (results, sys) = std::thread::scope(|scope| {
+    let large_stop = AtomicBool::new(false);
+    let (results, sys, large) = std::thread::scope(|scope| {
         let ctx = &ctx;
         let handles = fds
             .into_iter()
@@ -694,7 +696,19 @@ pub fn run_job_with_clock<C: Clock>(
             })
             .collect();
         drop(done_tx);
-        supervise(ctx, handles, done_rx, opts)
+        let large = spec.large_blocks.as_ref().map(|load| {
+            large_blocks::spawn(
+                scope,
+                load,
+                target,
+                (spec.offset, size),
+                (direct, spec.seed),
+                &large_stop,
+            )
+        });
+        let (results, sys) = supervise(ctx, handles, done_rx, opts);
+        large_stop.store(true, Ordering::SeqCst);
+        (results, sys, large.map(large_blocks::join))
     });
 
     // The first real error: a worker that stopped because another failed says less.
@@ -727,6 +741,10 @@ pub fn run_job_with_clock<C: Clock>(
         warnings,
         target.kind,
     );
+    if let (Some(load), Some(streams)) = (&spec.large_blocks, large) {
+        let streams = streams.with_context(|| format!("job {} failed", spec.name))?;
+        point.extra.act = Some(Box::new(large_blocks::section(&point, load, &streams)));
+    }
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
         point.extra.cpu = Some(system);

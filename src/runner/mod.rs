@@ -2,6 +2,7 @@
 
 pub mod buffers;
 pub mod job;
+pub mod large_blocks;
 pub mod openloop;
 pub mod pattern;
 pub mod point;

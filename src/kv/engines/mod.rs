@@ -11,3 +11,4 @@ pub mod resp;
 pub mod rocks;
 pub mod server_ns;
 pub mod sqlite;
+pub mod wt;

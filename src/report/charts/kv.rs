@@ -53,6 +53,7 @@ pub fn kv(r: &Results) -> Vec<Section> {
         out.extend(latency(&plain, engines.len() > 1));
     }
     out.extend(under_threshold(&plain));
+    out.extend(intel_table(r));
     out.extend(readers_sweep(&pts));
     out.extend(load_stats(&pts));
     let rows = pts.iter().map(|p| {
@@ -153,6 +154,26 @@ fn under_threshold(plain: &[&Point]) -> Option<Section> {
             stacks,
             stacked: false,
         })],
+        table,
+    })
+}
+
+/// Intel's table: one row per phase (`extra.kv.intel`).
+fn intel_table(r: &Results) -> Option<Section> {
+    let (threshold, header, rows) = crate::report::kv_intel::cells(r)?;
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut table = Table::new(&header);
+    table.rows = rows;
+    Some(Section {
+        id: "kv-intel".into(),
+        title: "Intel's table".into(),
+        note: format!(
+            "Per phase, the figures of Intel's NoSQL study: throughput, the share of reads and of \
+             writes at or under {threshold} (from the HDR histograms), their latency's standard \
+             deviation, the device's MiB/s, average queue size and latency (/proc/diskstats) and \
+             the whole machine's CPU busy (/proc/stat). \"not measured\": the phase had no such figure."
+        ),
+        svgs: Vec::new(),
         table,
     })
 }

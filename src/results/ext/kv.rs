@@ -34,6 +34,9 @@ pub struct KvPhaseInfo {
     /// chain steps run before it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lsm: Option<super::lsm::LsmPhase>,
+    /// Intel's table for this phase (`analysis::intel`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intel: Option<super::intel::IntelRow>,
 }
 
 /// The share of operations at or under a latency threshold, per op kind.

@@ -17,6 +17,8 @@ use crate::measure::procstat::SystemCpu;
 
 pub use crate::measure::server_stats::{ServerPointStats, TimelineSeries};
 
+pub mod act;
+pub mod intel;
 pub mod kv;
 pub mod lsm;
 pub mod oltp;
@@ -67,6 +69,8 @@ pub struct PointExt {
     /// `iolab trace` and `--breakdown`: the traced configuration, with its
     /// per-request stack breakdown.
     pub trace: Option<Box<ConfigResult>>,
+    /// `--profile act`: the large-block streams and ACT's table.
+    pub act: Option<Box<act::ActPoint>>,
     /// Keys not typed here (older or newer files), kept as read.
     pub other: BTreeMap<String, Value>,
 }
@@ -103,6 +107,7 @@ impl PointExt {
             "steady" => self.steady.is_some(),
             "peers" => self.peers.is_some(),
             "trace" => self.trace.is_some(),
+            "act" => self.act.is_some(),
             _ => false,
         };
         typed || self.other.contains_key(key)
@@ -150,6 +155,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("server", e.server.as_ref().map(|v| json(v)));
         put("timeline", e.timeline.as_ref().map(|v| json(v)));
         put("trace", e.trace.as_ref().map(|v| json(v)));
+        put("act", e.act.as_ref().map(|v| json(v)));
         m
     }
 }
@@ -173,6 +179,7 @@ impl From<BTreeMap<String, Value>> for PointExt {
             server: take(&mut m, "server"),
             timeline: take(&mut m, "timeline"),
             trace: take(&mut m, "trace"),
+            act: take(&mut m, "act"),
             other: m,
         }
     }

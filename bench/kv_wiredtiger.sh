@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# iolab kv --engine wiredtiger vs its floor: bench/wt_floor.c, a bare C loop
+# making the same WiredTiger calls (fillrandom, then readrandom) on the same
+# library (Debian's libwiredtiger 3.2.1) with the same connection and table
+# configuration, built here with cc. Debian ships no wtperf.
+# Rounds are interleaved (A B, then B A) on fresh databases; iolab checks no
+# values (--check-values none), as the C loop does not. Prints per round the
+# ops/s of both and the ratio iolab/floor, then per benchmark the median
+# ratio with its spread.
+# Usage: [ROUNDS=8] [NUM=200000] [VALUE=100] [KV_BENCH_DIR=/var/tmp] bench/kv_wiredtiger.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-8}
+NUM=${NUM:-200000}
+VALUE=${VALUE:-100}
+DIR=${KV_BENCH_DIR:-/var/tmp}
+IOLAB=${IOLAB:-./target/release/iolab}
+[ -f /usr/include/wiredtiger.h ] || { echo "libwiredtiger-dev is missing (scripts/install-deps.sh)"; exit 1; }
+[ -x "$IOLAB" ] || cargo build --release --locked
+work=$(mktemp -d "$DIR/kv-wiredtiger.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cc -O2 -Wall -o "$work/wt_floor" bench/wt_floor.c -lwiredtiger
+
+IO_ARGS="fillrandom,readrandom --engine wiredtiger --num $NUM --reads $NUM --key-size 16 \
+ --value-size $VALUE --threads 1 --check-values none --quiet"
+echo "iolab: $($IOLAB --version); floor: bench/wt_floor.c on $(readlink -f /usr/lib/x86_64-linux-gnu/libwiredtiger.so)"
+echo "num=$NUM reads=$NUM key=16 value=$VALUE threads=1 (cache 64 MiB, btree, journal on, no sync, checkpoint 60 s)"
+echo "floor: wt_floor DIR $NUM 16 $VALUE $NUM SEED"
+echo "iolab: iolab kv $IO_ARGS --db DIR -o FILE"
+echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+results=$work/ratios.txt
+: >"$results"
+printf '%-5s %-11s %12s %12s %7s\n' round bench floor iolab ratio
+for r in $(seq 1 "$ROUNDS"); do
+  rm -rf "$work"/db* "$work"/io.json
+  mkdir "$work/db1"
+  run_floor() { "$work/wt_floor" "$work/db1" "$NUM" 16 "$VALUE" "$NUM" "$r" >"$work/floor.txt"; }
+  run_iolab() { $IOLAB kv $IO_ARGS --seed "$r" --db "$work/db2" -o "$work/io.json" >/dev/null; }
+  if [ $((r % 2)) -eq 1 ]; then run_floor; run_iolab; else run_iolab; run_floor; fi
+  python3 - "$work/floor.txt" "$work/io.json" "$r" >>"$results" <<'PY'
+import json, sys
+floor = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[1]) if l.strip()}
+for p in json.load(open(sys.argv[2]))["points"]:
+    name = p["name"].split(".")[0]
+    f = floor[name]
+    print(sys.argv[3], name, f, p["total"]["iops"], p["total"]["iops"] / f, sep="\t")
+PY
+  grep -P "^$r\t" "$results" | while IFS=$'\t' read -r rr b f i ratio; do
+    printf '%-5s %-11s %12.0f %12.0f %7.3f\n' "$rr" "$b" "$f" "$i" "$ratio"
+  done
+done
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+print("median ratio iolab/floor ops/s (min..max), rounds")
+for b in dict.fromkeys(r[1] for r in rows):
+    rs = sorted(float(r[4]) for r in rows if r[1] == b)
+    print(f"  {b:11s} {statistics.median(rs):.3f} ({rs[0]:.3f}..{rs[-1]:.3f}) n={len(rs)}")
+PY
