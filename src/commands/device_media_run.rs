@@ -160,17 +160,19 @@ fn measure(
         for i in round_order(n, r) {
             let pass = plan.set.tag(i, r);
             let params = pass.params();
-            let tags = Tags {
-                experiment: "",
-                params: &params,
-                extra: &[],
-            };
             for (j, workload) in plan.jobs[i].iter().zip(&plan.workloads) {
                 if interrupt::stop_requested() {
                     break 'rounds;
                 }
+                let id = pass.id(workload);
+                let tags = Tags {
+                    experiment: "",
+                    params: &params,
+                    extra: &[],
+                    pass: Some(&id),
+                };
                 let mut job = j.clone();
-                job.name = pass.name(workload);
+                job.name = id.name();
                 driver.run_point_on(&targets[i], &job, &tags)?;
             }
         }

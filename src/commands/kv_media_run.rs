@@ -215,6 +215,9 @@ impl KvObserver for PassObserver<'_> {
         self.tag.apply(&mut p);
         if let Some(n) = &self.part.name {
             p.params.insert("part".into(), n.clone());
+            if let Some(id) = p.pass.as_mut() {
+                id.part = Some(n.clone());
+            }
         }
         if outcome.interrupted {
             // A partial phase is no round of the comparison.

@@ -18,7 +18,7 @@ use crate::cli::media::MediaArgs;
 use crate::dut::Target;
 use crate::error::{usage, UsageError};
 use crate::plan::planfile::PlanFile;
-use crate::results::{Point, Results};
+use crate::results::{PassId, Point, Results};
 use crate::testbed::media::{MediaKind, Medium, MEDIA_NAMES};
 
 /// One target of a media run.
@@ -355,7 +355,7 @@ impl PassTag {
 
     /// `LABEL rN: TEXT`: a line (progress, warning) of this pass.
     pub fn prefixed(&self, text: &str) -> String {
-        format!("{} r{}: {text}", self.label, self.round)
+        crate::results::pass::prefixed(&self.label, self.round, text)
     }
 
     /// The parameters every point of the pass carries.
@@ -367,9 +367,22 @@ impl PassTag {
         ]
     }
 
+    /// The typed pass of a point measuring `workload` in this pass.
+    pub fn id(&self, workload: &str) -> PassId {
+        PassId {
+            setup: self.label.clone(),
+            round: self.round,
+            baseline: self.label == self.baseline,
+            part: None,
+            workload: workload.to_string(),
+        }
+    }
+
     /// Name and tag a point measured in this pass.
     pub fn apply(&self, p: &mut Point) {
-        p.name = self.name(&p.name);
+        let id = self.id(&p.name);
+        p.name = id.name();
+        p.pass = Some(id);
         for (k, v) in self.params() {
             p.params.insert(k.to_string(), v);
         }

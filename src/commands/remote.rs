@@ -472,6 +472,7 @@ fn run_transports(
             experiment: "",
             params: &params,
             extra: &[],
+            pass: None,
         };
         if let Some(why) = t.unavailable() {
             driver.warn(format!("transport {label} skipped: {why}"));
@@ -679,6 +680,7 @@ fn load_latency(
             experiment: "",
             params: &params,
             extra: &extra,
+            pass: None,
         };
         driver.run_point_on(target, &j, &tags)?;
     }

@@ -35,13 +35,14 @@ fn closed_loop_max(points: &mut [Point], j: &JobSpec, pass: Option<&PassTag>) ->
     });
     let same_pass = |p: &Point| {
         pass.is_none_or(|t| {
-            p.params.get("medium") == Some(&t.label)
-                && p.params.get("round") == Some(&t.round.to_string())
+            p.pass
+                .as_ref()
+                .is_some_and(|id| id.setup == t.label && id.round == t.round)
         })
     };
     let p = points.iter_mut().find(|p| {
         p.job.as_ref().is_some_and(|pj| plan::key(pj) == want)
-            && !p.extra.contains_key("interrupted")
+            && !p.is_interrupted()
             && same_pass(p)
     })?;
     p.extra
@@ -187,14 +188,16 @@ impl<'a> StepRunner<'a> {
             extra.push(("rate_pct_of_max", json!(pct)));
         }
         let mut params = vec![("step", step_id.to_string())];
-        if let Some(pass) = &self.pass {
+        let id = self.pass.as_ref().map(|pass| pass.id(&job.name));
+        if let (Some(pass), Some(id)) = (&self.pass, &id) {
             params.extend(pass.params());
-            job.name = pass.name(&job.name);
+            job.name = id.name();
         }
         let tags = Tags {
             experiment: "",
             params: &params,
             extra: &extra,
+            pass: id.as_ref(),
         };
         let expected_s = job_ns(&job) as f64 / 1e9;
         if kind == StepKind::Remote {
@@ -274,6 +277,7 @@ impl<'a> StepRunner<'a> {
             experiment: "",
             params: &params,
             extra: &[],
+            pass: None,
         };
         let r = self.driver.run_point_on(target, job, &tags).map(drop);
         self.driver.set_peers(None);
