@@ -15,8 +15,8 @@ use serde_json::json;
 
 use super::plan::{self, Step, StepKind};
 use super::{breakdown, job_ns, kv};
+use crate::campaign::Pass as PassTag;
 use crate::cli::run::RunArgs;
-use crate::commands::media_set::PassTag;
 use crate::dut::Target;
 use crate::engine::EngineKind;
 use crate::interrupt;
