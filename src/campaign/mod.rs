@@ -17,6 +17,7 @@
 pub mod device;
 pub mod driver;
 pub mod given;
+pub mod kernel_path;
 pub mod kv;
 pub mod oltp;
 pub mod overhead;
@@ -24,6 +25,7 @@ pub mod pass;
 pub mod setups;
 pub mod sink;
 pub mod tagged;
+pub mod transport;
 
 pub use driver::{run_rounds, Order, PassOutcome, Placement, Schedule, Tally, Workload};
 pub use overhead::Overhead;

@@ -13,7 +13,6 @@ pub mod oltp;
 pub mod oltp_media;
 pub mod remote;
 pub mod remote_db;
-pub mod remote_kernel;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -12,6 +12,9 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::analysis::AnalysisOptions;
+use crate::campaign::kernel_path::KernelPath;
+use crate::campaign::transport::{port_for, record_breakdown, serve};
+use crate::campaign::{run_rounds, Order, Pass, PassOutcome, Placement, Schedule, Workload};
 use crate::cli::remote::RemoteArgs;
 use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
@@ -21,17 +24,13 @@ use crate::measure::peers::PeerSampling;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::remote::breakdown::{self, BreakdownSpec};
-use crate::remote::servers::{self, OwnTargetOptions, Transport, TRANSPORT_NAMES};
+use crate::remote::servers::{OwnTargetOptions, Transport, TRANSPORT_NAMES};
 use crate::remote::topology::{self, Topology};
 use crate::report::observer::Terminal;
 use crate::results::{time, Provenance, Results};
 use crate::session::{Driver, ResultsSink, Tags};
 
 use super::remote_db::{self, DbPlan, Source};
-use super::remote_kernel;
-
-/// First port of the servers on the target host (one per transport).
-const FIRST_PORT: u16 = 10809;
 
 /// The checked settings of a run.
 #[derive(Debug, Clone)]
@@ -447,7 +446,7 @@ fn run_transports(
     let per_transport = per_job + plan.rates.len() as u64 * per_rate;
     let n = plan.transports.len();
     let db_points = plan.db.as_ref().map_or(0, |d| 2 * d.values.len());
-    let mut driver = Driver::new(
+    let driver = Driver::new(
         local,
         sink,
         &observer,
@@ -462,70 +461,145 @@ fn run_transports(
         .fabric_delay
         .as_ref()
         .and_then(|_| topo.netem_missing());
-    for (i, &t) in plan.transports.iter().enumerate() {
-        if interrupt::stop_requested() {
-            break;
-        }
+    // The transports are the setups of one round, DAS the baseline; the
+    // points keep remote's own tags (`transport`), not a media pass's.
+    let schedule = Schedule {
+        setups: plan.transports.iter().map(|t| t.label()).collect(),
+        baseline: crate::analysis::remote::BASELINE.into(),
+        rounds: 1,
+        order: Order::SetupMajor,
+        placement: Placement::Local,
+    };
+    let mut passes = TransportPasses {
+        a,
+        plan,
+        topo,
+        local,
+        dir,
+        driver,
+        netem_missing,
+    };
+    run_rounds(&schedule, &mut passes)?;
+    Ok(passes.driver.finish()?.results)
+}
+
+/// The jobs, the load-latency curve, the breakdown and the database on
+/// each transport: one pass per transport.
+struct TransportPasses<'a> {
+    a: &'a RemoteArgs,
+    plan: &'a RemotePlan,
+    topo: &'a Topology,
+    local: &'a Target,
+    dir: &'a Path,
+    driver: Driver<'a>,
+    netem_missing: Option<String>,
+}
+
+impl Workload for TransportPasses<'_> {
+    fn run_pass(&mut self, _pass: &Pass, i: usize, _part: usize) -> anyhow::Result<PassOutcome> {
+        let t = self.plan.transports[i];
         let label = t.label();
-        let params = [("transport", label.clone())];
-        let tags = Tags {
-            experiment: "",
-            params: &params,
-            extra: &[],
-            pass: None,
-        };
         if let Some(why) = t.unavailable() {
-            driver.warn(format!("transport {label} skipped: {why}"));
-            continue;
-        }
-        if t == Transport::Das {
-            driver.set_peers(None);
-            for j in jobs_on(plan, EngineKind::IoUring, &label) {
-                driver.run_point_on(local, &j, &tags)?;
-            }
-            load_latency(&mut driver, plan, local, EngineKind::IoUring, &label)?;
-            database(
-                &mut driver,
-                plan,
-                t,
-                &label,
-                Source::Local(&local.path),
-                &a.target,
-                a.seed,
+            self.driver
+                .warn(format!("transport {label} skipped: {why}"));
+        } else if t == Transport::Das {
+            self.das(&label)?;
+        } else if t == Transport::KernelNvme {
+            let params = transport_params(&label);
+            let tags = Tags {
+                params: &params,
+                ..Tags::default()
+            };
+            kernel_transport(
+                &mut self.driver,
+                self.plan,
+                self.topo,
+                self.local,
+                i,
+                &tags,
+                self.a,
             )?;
-            continue;
-        }
-        if t == Transport::KernelNvme {
-            kernel_transport(&mut driver, plan, topo, local, i, &tags, a)?;
-            continue;
-        }
-        if let (Some(why), false) = (&netem_missing, t.own()) {
-            driver.warn(format!(
+        } else if let (Some(why), false) = (&self.netem_missing, t.own()) {
+            self.driver.warn(format!(
                 "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
             ));
-            continue;
+        } else {
+            self.served(t, i, &label)?;
         }
+        Ok(PassOutcome::done())
+    }
+
+    fn failed(&mut self, what: &str) {
+        self.driver.warn(what.to_string());
+    }
+}
+
+/// The params of a transport's points.
+fn transport_params(label: &str) -> [(&'static str, String); 1] {
+    [("transport", label.to_string())]
+}
+
+impl TransportPasses<'_> {
+    /// The jobs on the local scratch file.
+    fn das(&mut self, label: &str) -> anyhow::Result<()> {
+        let params = transport_params(label);
+        let tags = Tags {
+            params: &params,
+            ..Tags::default()
+        };
+        self.driver.set_peers(None);
+        for j in jobs_on(self.plan, EngineKind::IoUring, label) {
+            self.driver.run_point_on(self.local, &j, &tags)?;
+        }
+        load_latency(
+            &mut self.driver,
+            self.plan,
+            self.local,
+            EngineKind::IoUring,
+            label,
+        )?;
+        database(
+            &mut self.driver,
+            self.plan,
+            Transport::Das,
+            label,
+            Source::Local(&self.local.path),
+            &self.a.target,
+            self.a.seed,
+        )
+    }
+
+    /// The jobs over a transport's server, its breakdown and database.
+    fn served(&mut self, t: Transport, i: usize, label: &str) -> anyhow::Result<()> {
+        let (plan, dir, seed) = (self.plan, self.dir, self.a.seed);
         let stamps =
             (t.own() && plan.breakdown > 0).then(|| dir.join(format!("stamps-{label}.txt")));
         let own = OwnTargetOptions {
             delay: plan.fabric_delay.clone(),
             stamps: stamps.clone(),
         };
-        let (server, remote) = match serve(t, topo, local, i, &own, dir, a.seed) {
+        let (server, remote) = match serve(t, self.topo, self.local, i, &own, dir, seed) {
             Ok(x) => x,
             Err(e) => {
-                driver.warn(format!("transport {label} skipped: {e:#}"));
-                continue;
+                self.driver
+                    .warn(format!("transport {label} skipped: {e:#}"));
+                return Ok(());
             }
         };
+        let driver = &mut self.driver;
         driver.set_peers(Some(PeerSampling {
             processes: vec![server.sampled()],
-            interface: Some(topo.initiator_iface.clone()),
+            interface: Some(self.topo.initiator_iface.clone()),
         }));
-        for j in jobs_on(plan, t.engine(), &label) {
+        let params = transport_params(label);
+        let tags = Tags {
+            params: &params,
+            ..Tags::default()
+        };
+        for j in jobs_on(plan, t.engine(), label) {
             driver.run_point_on(&remote, &j, &tags)?;
         }
-        load_latency(&mut driver, plan, &remote, t.engine(), &label)?;
+        load_latency(driver, plan, &remote, t.engine(), label)?;
         driver.set_peers(None);
         if let (Some(stamps), Some(_)) = (&stamps, &remote.remote) {
             if !interrupt::stop_requested() {
@@ -533,32 +607,25 @@ fn run_transports(
                     requests: plan.breakdown,
                     warmup: (plan.breakdown / 10).max(1),
                     block: plan.jobs[0].bs[0].0 as u32,
-                    span: local.size,
-                    seed: a.seed,
+                    span: self.local.size,
+                    seed,
                 };
                 match breakdown::measure(&remote, &spec, stamps) {
-                    Ok(b) => record_breakdown(driver.results_mut(), &label, &b),
+                    Ok(b) => record_breakdown(driver.results_mut(), label, &b),
                     Err(e) => driver.warn(format!("breakdown over {label}: {e:#}")),
                 }
             }
         }
-        database(
-            &mut driver,
-            plan,
-            t,
-            &label,
-            if matches!(t, Transport::IolabNvme { .. }) {
-                Source::Nvme(&server.url)
-            } else {
-                Source::Nbd(&server.url)
-            },
-            &a.target,
-            a.seed,
-        )?;
+        let source = if matches!(t, Transport::IolabNvme { .. }) {
+            Source::Nvme(&server.url)
+        } else {
+            Source::Nbd(&server.url)
+        };
+        database(driver, plan, t, label, source, &self.a.target, seed)?;
         drop(remote);
         drop(server);
+        Ok(())
     }
-    Ok(driver.finish()?.results)
 }
 
 /// The kernel's NVMe/TCP (`nvme-tcp-kernel`, the `index`th transport):
@@ -575,7 +642,7 @@ fn kernel_transport(
 ) -> anyhow::Result<()> {
     let t = Transport::KernelNvme;
     let label = t.label();
-    let k = match remote_kernel::KernelPath::connect(topo, local, port_for(topo, index)?, a.seed) {
+    let k = match KernelPath::connect(topo, local, port_for(topo, index)?, a.seed) {
         Ok(k) => k,
         Err(e) => {
             driver.warn(format!("transport {label} skipped: {e:#}"));
@@ -685,141 +752,6 @@ fn load_latency(
         driver.run_point_on(target, &j, &tags)?;
     }
     Ok(())
-}
-
-fn record_breakdown(results: &mut Results, label: &str, b: &crate::target::stamps::Breakdown) {
-    if let Some(r) = results
-        .extra
-        .get_mut("remote")
-        .and_then(|v| v.as_object_mut())
-    {
-        let entry = r.entry("breakdown").or_insert_with(|| json!({}));
-        if let Some(m) = entry.as_object_mut() {
-            m.insert(
-                label.to_string(),
-                serde_json::to_value(b).unwrap_or_default(),
-            );
-        }
-    }
-}
-
-/// Start the server of transport `t` (the `index`th of the run) on
-/// `local`'s file and prepare its export as a target.
-fn serve(
-    t: Transport,
-    topo: &Topology,
-    local: &Target,
-    index: usize,
-    own: &OwnTargetOptions,
-    dir: &Path,
-    seed: u64,
-) -> anyhow::Result<(servers::Server, Target)> {
-    let port = port_for(topo, index)?;
-    let server = servers::start(t, topo, &local.path, local.size, port, own, dir)?;
-    let remote = dut::prepare(
-        &TargetOptions {
-            path: Some(PathBuf::from(&server.url)),
-            overwrite: true,
-            ..Default::default()
-        },
-        true,
-        None,
-        seed,
-    )?;
-    Ok((server, remote))
-}
-
-/// The port of the `index`th transport of the run.
-fn port_for(topo: &Topology, index: usize) -> anyhow::Result<u16> {
-    if topo.kind == "loopback" {
-        free_port()
-    } else {
-        Ok(FIRST_PORT + index as u16)
-    }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
-/// iolab's own NBD target serving a local scratch file, with the topology
-/// around it and the export as a target: `iolab run --remote`'s step. The
-/// calling thread is in the initiator namespace while it lives.
-pub struct OwnTarget {
-    /// The served export, for jobs on the nbd engine.
-    pub remote: Target,
-    pub sampling: PeerSampling,
-    stamps: PathBuf,
-    server: servers::Server,
-    topo: Topology,
-}
-
-impl OwnTarget {
-    /// Namespaces as root (loopback otherwise), the target started on
-    /// `local`'s file, the export probed. Logs and stamps go into `dir`.
-    pub fn start(local: &Target, dir: &Path, seed: u64) -> anyhow::Result<OwnTarget> {
-        let mut topo = Topology::choose(false)?;
-        topo.enter_initiator()?;
-        let stamps = dir.join("stamps-nbd-iolab.txt");
-        let own = OwnTargetOptions {
-            delay: None,
-            stamps: Some(stamps.clone()),
-        };
-        let t = Transport::Iolab { threads: 1 };
-        let (server, remote) = serve(t, &topo, local, 0, &own, dir, seed)?;
-        let sampling = PeerSampling {
-            processes: vec![server.sampled()],
-            interface: Some(topo.initiator_iface.clone()),
-        };
-        Ok(OwnTarget {
-            remote,
-            sampling,
-            stamps,
-            server,
-            topo,
-        })
-    }
-
-    /// What `extra.remote` says about the link.
-    pub fn describe(&self) -> serde_json::Value {
-        json!({
-            "topology": self.topo.kind,
-            "note": self.topo.note,
-            "target_addr": self.topo.target_addr.to_string(),
-            "initiator_interface": self.topo.initiator_iface,
-            "transports": [{"label": "das", "backing": Transport::Das.backing()},
-                           {"label": self.server.transport.label(), "backing": self.server.transport.backing()}],
-        })
-    }
-
-    /// The unloaded breakdown of `requests` QD1 reads of `block` bytes,
-    /// recorded into `results`.
-    pub fn breakdown(
-        &self,
-        results: &mut Results,
-        requests: usize,
-        block: u32,
-        seed: u64,
-    ) -> anyhow::Result<()> {
-        let spec = BreakdownSpec {
-            requests,
-            warmup: (requests / 10).max(1),
-            block,
-            span: self.remote.size,
-            seed,
-        };
-        let b = breakdown::measure(&self.remote, &spec, &self.stamps)?;
-        record_breakdown(results, &self.server.transport.label(), &b);
-        Ok(())
-    }
-}
-
-impl Drop for OwnTarget {
-    fn drop(&mut self) {
-        // The server goes first (field order), then the namespaces.
-        self.topo.leave_initiator();
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! protocol's own cost), qemu-nbd (O_DIRECT through --cache=none,
 //! io_uring), tgtd (iSCSI). `das` is the same file used locally: the
 //! baseline; `nvme-tcp-kernel` (the kernel's nvmet and nvme-tcp) has no
-//! server process and is set up by `commands::remote_kernel`.
+//! server process and is set up by `campaign::kernel_path`.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};

@@ -83,7 +83,7 @@ pub(super) struct StepRunner<'a> {
     /// Where results, logs and stamps go.
     out_dir: PathBuf,
     /// The remote step's target, from its first job to the end of the run.
-    own: Option<crate::commands::remote::OwnTarget>,
+    own: Option<crate::campaign::transport::OwnTarget>,
 }
 
 impl<'a> StepRunner<'a> {
@@ -245,8 +245,11 @@ impl<'a> StepRunner<'a> {
     fn run_remote_job(&mut self, step_id: &'static str, job: &JobSpec) -> anyhow::Result<()> {
         self.record_plan();
         if self.own.is_none() {
-            match crate::commands::remote::OwnTarget::start(self.target, &self.out_dir, self.a.seed)
-            {
+            match crate::campaign::transport::OwnTarget::start(
+                self.target,
+                &self.out_dir,
+                self.a.seed,
+            ) {
                 Ok(o) => {
                     self.driver
                         .results_mut()
