@@ -52,6 +52,15 @@ pub struct DeviceMediaPlan {
 }
 
 impl DeviceMediaPlan {
+    /// The measured seconds of one round (every job on every target).
+    pub fn round_secs(&self) -> f64 {
+        self.jobs
+            .iter()
+            .flatten()
+            .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
+            .sum()
+    }
+
     /// The options a given target is checked and prepared with.
     pub fn options(&self, i: usize, t: &GivenTarget) -> dut::TargetOptions {
         media_targets::options_for(
@@ -181,12 +190,7 @@ fn measure(
     let json = plan.json.clone().filter(|p| p.as_os_str() != "-");
     let sink = ResultsSink::new(results, json, AnalysisOptions::default());
     let observer = Terminal::progress_only(plan.quiet);
-    let per_round: f64 = plan
-        .jobs
-        .iter()
-        .flatten()
-        .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
-        .sum();
+    let per_round = plan.round_secs();
     let points = plan.workloads.len() * plan.set.subjects.len() * plan.set.rounds as usize;
     let mut driver = Driver::new(
         &targets[0],

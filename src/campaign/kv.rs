@@ -15,14 +15,13 @@ use super::driver::{run_rounds, Order, PassOutcome, Schedule, Workload};
 use super::pass::Pass;
 use super::setups::MediaSet;
 use super::sink::{drive, PassSink, Passes};
-use super::tagged::Tagged;
+use super::tagged::{pass_on_dir, Tagged};
 use crate::error::VerifyFailed;
 use crate::kv::phase::PhaseOutcome;
 use crate::kv::plan::KvPlan;
 use crate::kv::run::{KvObserver, Started};
 use crate::report::kv_terminal::KvTerminal;
 use crate::results::{Point, Provenance, Results};
-use crate::session::Observer;
 
 /// One kv part as it runs on every target.
 pub struct PlannedPart {
@@ -110,43 +109,25 @@ impl Workload for KvPasses<'_> {
         let dir = &self.dirs[setup];
         let mut plan = self.plan.parts[part].plan.clone();
         plan.place.dir = dir.clone();
-        if !self.plan.quiet {
-            println!(
-                "\n=== {} round {}{}: {}",
-                pass.label,
-                pass.round,
-                pass.part
-                    .as_deref()
-                    .map(|n| format!(", part {n}"))
-                    .unwrap_or_default(),
-                dir.display()
-            );
-        }
-        let observer = Tagged {
-            inner: &self.term,
-            sink: self.sink,
+        pass_on_dir(
+            self.sink,
+            &self.term,
             pass,
-        };
-        let ran = crate::kv::run::run(&plan, &observer);
-        if let Some(e) = self.sink.take_error() {
-            return Err(e);
-        }
-        Ok(match ran {
-            Ok(kr) => {
+            (dir, self.plan.quiet),
+            |obs| crate::kv::run::run(&plan, obs),
+            |kr| {
                 let outcome = PassOutcome::Ran {
                     mismatches: kr.mismatches,
                     interrupted: kr.results.interrupted,
                 };
                 merge(self.sink, pass, kr.results);
                 outcome
-            }
-            Err(e) => PassOutcome::Failed(e),
-        })
+            },
+        )
     }
 
     fn failed(&mut self, what: &str) {
-        self.term.warning(what);
-        self.sink.warn(what);
+        self.sink.failed(&self.term, what);
     }
 }
 

@@ -22,6 +22,8 @@ pub mod kv;
 pub mod oltp;
 pub mod overhead;
 pub mod pass;
+pub mod remote;
+pub mod remote_db;
 pub mod setups;
 pub mod sink;
 pub mod tagged;

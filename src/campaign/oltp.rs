@@ -14,7 +14,7 @@ use super::driver::{run_rounds, Order, PassOutcome, Schedule, Workload};
 use super::pass::Pass;
 use super::setups::MediaSet;
 use super::sink::{drive, PassSink, Passes};
-use super::tagged::Tagged;
+use super::tagged::{pass_on_dir, Tagged};
 use crate::oltp::load::LoadInfo;
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::point::OltpInfo;
@@ -22,7 +22,6 @@ use crate::oltp::run::{consistency_error, OltpObserver, Started};
 use crate::oltp::sql::connect::Engine;
 use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::{Point, Provenance, Results};
-use crate::session::Observer;
 
 /// The checked settings of an oltp media run.
 pub struct OltpMediaPlan {
@@ -93,39 +92,25 @@ impl Workload for OltpPasses<'_> {
         let dir = &self.dirs[setup];
         let mut plan = self.m.plan.clone();
         plan.target = dir.clone();
-        if !self.m.quiet {
-            println!(
-                "\n=== {} round {}: {}",
-                pass.label,
-                pass.round,
-                dir.display()
-            );
-        }
-        let observer = Tagged {
-            inner: &self.term,
-            sink: self.sink,
+        pass_on_dir(
+            self.sink,
+            &self.term,
             pass,
-        };
-        let ran = crate::oltp::run::run(&plan, &observer);
-        if let Some(e) = self.sink.take_error() {
-            return Err(e);
-        }
-        Ok(match ran {
-            Ok(run) => {
+            (dir, self.m.quiet),
+            |obs| crate::oltp::run::run(&plan, obs),
+            |run| {
                 let outcome = PassOutcome::Ran {
                     mismatches: run.consistency_failures,
                     interrupted: run.results.interrupted,
                 };
                 merge(self.sink, pass, run.results);
                 outcome
-            }
-            Err(e) => PassOutcome::Failed(e),
-        })
+            },
+        )
     }
 
     fn failed(&mut self, what: &str) {
-        self.term.warning(what);
-        self.sink.warn(what);
+        self.sink.failed(&self.term, what);
     }
 }
 

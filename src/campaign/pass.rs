@@ -50,6 +50,19 @@ impl Pass {
         )
     }
 
+    /// `=== LABEL round N[, part P]: DIR`, the line a pass on a
+    /// directory starts with.
+    pub fn banner(&self, dir: &std::path::Path) -> String {
+        let part = self.part.as_deref().map(|n| format!(", part {n}"));
+        format!(
+            "\n=== {} round {}{}: {}",
+            self.label,
+            self.round,
+            part.unwrap_or_default(),
+            dir.display()
+        )
+    }
+
     /// The parameters every point of the pass carries.
     pub fn params(&self) -> Vec<(&'static str, String)> {
         let mut v = vec![

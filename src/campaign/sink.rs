@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-use super::driver::Tally;
+use super::driver::{PassOutcome, Tally};
 use super::overhead::Overhead;
 use super::setups::MediaSet;
 use crate::analysis::AnalysisOptions;
@@ -37,8 +37,9 @@ impl PassSink {
         self.sink.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Keep a warning of the run (a pass that failed).
-    pub fn warn(&self, what: &str) {
+    /// A pass that failed: said on `obs` and kept in the run's warnings.
+    pub fn failed(&self, obs: &dyn crate::session::Observer, what: &str) {
+        obs.warning(what);
         self.lock().results.warnings.push(what.to_string());
     }
 
@@ -48,6 +49,23 @@ impl PassSink {
             let mut slot = self.save_error.lock().unwrap_or_else(|e| e.into_inner());
             slot.get_or_insert(e);
         }
+    }
+
+    /// How a pass that saved its points here went: `Err` when a save
+    /// failed (the campaign stops), else what `ran` says (`outcome` of a
+    /// run, or a failed pass).
+    pub fn pass_outcome<T>(
+        &self,
+        ran: anyhow::Result<T>,
+        outcome: impl FnOnce(T) -> PassOutcome,
+    ) -> anyhow::Result<PassOutcome> {
+        if let Some(e) = self.take_error() {
+            return Err(e);
+        }
+        Ok(match ran {
+            Ok(r) => outcome(r),
+            Err(e) => PassOutcome::Failed(e),
+        })
     }
 
     /// The error of a save that failed since the last call.

@@ -5,6 +5,9 @@
 //! observers (kv's phases, oltp's users) forward their own events to the
 //! inner observer through `inner`.
 
+use std::path::Path;
+
+use super::driver::PassOutcome;
 use super::pass::Pass;
 use super::sink::PassSink;
 use crate::results::Point;
@@ -30,6 +33,29 @@ impl<O> Tagged<'_, O> {
         self.pass.apply(&mut p);
         self.sink.push(p);
     }
+}
+
+/// One pass on directory `dir`: its banner (unless `quiet`), `run` with
+/// the tagging observer over `term`, and how it went (`outcome` of what
+/// `run` returned; `PassSink::pass_outcome`).
+pub fn pass_on_dir<O, T>(
+    sink: &PassSink,
+    term: &O,
+    pass: &Pass,
+    (dir, quiet): (&Path, bool),
+    run: impl FnOnce(&Tagged<'_, O>) -> anyhow::Result<T>,
+    outcome: impl FnOnce(T) -> PassOutcome,
+) -> anyhow::Result<PassOutcome> {
+    if !quiet {
+        println!("{}", pass.banner(dir));
+    }
+    let observer = Tagged {
+        inner: term,
+        sink,
+        pass,
+    };
+    let ran = run(&observer);
+    sink.pass_outcome(ran, outcome)
 }
 
 impl<O: Observer> Observer for Tagged<'_, O> {

@@ -248,12 +248,7 @@ fn print_plan(plan: &DeviceMediaPlan) {
     for w in &plan.workloads {
         println!("      {w}");
     }
-    let per_round: f64 = plan
-        .jobs
-        .iter()
-        .flatten()
-        .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
-        .sum();
+    let per_round = plan.round_secs();
     println!(
         "{} point(s); estimated duration: {:.0} s (plus building the configurations and laying out scratch files)",
         plan.workloads.len() * plan.set.subjects.len() * plan.set.rounds as usize,

@@ -12,7 +12,6 @@ pub mod kv_planfile;
 pub mod oltp;
 pub mod oltp_media;
 pub mod remote;
-pub mod remote_db;
 pub mod report;
 pub mod run;
 pub mod serve;
