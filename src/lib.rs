@@ -4,6 +4,7 @@
 //! line and dispatches to `commands`. See docs/ARCHITECTURE.md for the map.
 
 pub mod analysis;
+pub mod campaign;
 pub mod cli;
 pub mod commands;
 pub mod dut;

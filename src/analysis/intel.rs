@@ -90,6 +90,7 @@ mod tests {
     fn point() -> Point {
         let mut p = Point {
             name: "ycsb-a.run".into(),
+            pass: None,
             job: None,
             params: Default::default(),
             started_at: String::new(),

@@ -1,24 +1,27 @@
 //! Storage media side by side: the same workloads on several targets,
 //! interleaved by rounds, each normalized to a baseline target. Generic
-//! over what a point measures: any point carrying the `medium` (the
-//! target's label) and `round` params takes part, and its throughput is
-//! `total.iops` (IOPS of device points, operations per second of kv
-//! points, transactions per second of OLTP points: each row's `unit`).
-//! The workload is the point's name after its `LABEL rN: ` prefix. The
-//! baseline is the `baseline` param when the points carry one
-//! (`--baseline`), else the first target of the first round.
+//! over what a point measures: any point of a campaign pass (`pass_of`:
+//! the typed `Point::pass`, or an older file's `medium` and `round`
+//! params) takes part, and its throughput is `total.iops` (IOPS of
+//! device points, operations per second of kv points, transactions per
+//! second of OLTP points: each row's `unit`). The baseline is the setup
+//! marked baseline (`--baseline`), else the first target of round 1.
 //!
 //! Ratios are taken within a round (a target against the baseline
 //! measured minutes apart, not hours), then summarized over the rounds:
-//! the median, the range, and a noise mark when the range straddles 1.0.
+//! the median, the range, and a noise mark when the range straddles 1.0
+//! (`analysis::baseline`, the one comparison with a baseline).
 //! A point marked interrupted (a job or kv phase stopped early by Ctrl-C)
 //! is partial and takes no part: its round counts as missing.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use super::baseline::{median, paired_ratios, Spread};
 use crate::measure::histogram::LatencyHistogram;
 pub use crate::results::analysis::media::{MediaAnalysis, MediaRow};
-use crate::results::Point;
+use crate::results::pass::prefixed;
+use crate::results::{PassId, Point};
 
 /// One measured round of a workload on a target.
 struct Measured<'a> {
@@ -27,23 +30,65 @@ struct Measured<'a> {
     mean_lat_ns: Option<f64>,
 }
 
-/// Whether a point is part of a media comparison (partial points are not).
-pub fn is_media_point(p: &Point) -> bool {
-    p.params.contains_key("medium")
-        && p.params.contains_key("round")
-        && p.extra.interrupted != Some(true)
+/// The pass a point belongs to: its typed `pass`, or (files written
+/// before it existed) the `medium`, `round`, `baseline` and `part` params
+/// with the workload after the name's `LABEL rN: ` prefix.
+pub fn pass_of(p: &Point) -> Option<Cow<'_, PassId>> {
+    if let Some(id) = &p.pass {
+        return Some(Cow::Borrowed(id));
+    }
+    let setup = p.params.get("medium")?;
+    let round = p.params.get("round")?.trim().parse().ok()?;
+    Some(Cow::Owned(PassId {
+        setup: setup.clone(),
+        round,
+        baseline: p.params.get("baseline") == Some(setup),
+        part: p.params.get("part").cloned(),
+        workload: legacy_workload(p, setup, round).to_string(),
+    }))
 }
 
-/// The workload a media point measured: its name after `LABEL rN: `.
-pub fn workload_of(p: &Point) -> &str {
-    let (Some(m), Some(r)) = (p.params.get("medium"), p.params.get("round")) else {
-        return &p.name;
-    };
-    let prefix = format!("{m} r{r}: ");
+/// The workload in an older file's point name, after `LABEL rN: `.
+fn legacy_workload<'a>(p: &'a Point, setup: &str, round: u32) -> &'a str {
+    let prefix = prefixed(setup, round, "");
     p.name
         .strip_prefix(&prefix)
         .or_else(|| p.name.split_once(": ").map(|x| x.1))
         .unwrap_or(&p.name)
+}
+
+/// Whether a point is part of a media comparison (partial points are not).
+pub fn is_media_point(p: &Point) -> bool {
+    pass_of(p).is_some() && !p.is_interrupted()
+}
+
+/// The workload a media point measured (its whole name outside a pass).
+pub fn workload_of(p: &Point) -> Cow<'_, str> {
+    match pass_of(p) {
+        Some(Cow::Borrowed(id)) => Cow::Borrowed(id.workload.as_str()),
+        Some(Cow::Owned(id)) => Cow::Owned(id.workload),
+        None => Cow::Borrowed(p.name.as_str()),
+    }
+}
+
+/// The baseline setup of passes: the one marked baseline (a file before
+/// the typed pass: the `baseline` param), else the first setup of round 1.
+fn baseline_of(all: &[&Point], passes: &[(&Point, Cow<'_, PassId>)]) -> Option<String> {
+    let marked = all.iter().filter_map(|p| pass_of(p)).find(|id| id.baseline);
+    if let Some(id) = marked {
+        return Some(id.setup.clone());
+    }
+    let legacy = all
+        .iter()
+        .filter(|p| p.pass.is_none())
+        .find_map(|p| p.params.get("baseline").filter(|_| pass_of(p).is_some()));
+    legacy.cloned().or_else(|| {
+        let first = passes
+            .iter()
+            .find(|(_, id)| id.round == 1)
+            .or(passes.first());
+        first.map(|(_, id)| id.setup.clone())
+    })
 }
 
 /// Mean latency over every operation kind, weighted by their counts.
@@ -58,76 +103,35 @@ pub fn mean_lat_ns(p: &Point) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-/// The median and range of per-round ratios `a / b`, over the rounds both
-/// have with `b > 0`.
-fn ratios(
-    this: &BTreeMap<u32, Measured>,
-    base: &BTreeMap<u32, Measured>,
-    value: impl Fn(&Measured) -> Option<f64>,
-) -> Vec<f64> {
-    this.iter()
-        .filter_map(|(r, m)| {
-            let b = value(base.get(r)?)?;
-            let a = value(m)?;
-            (b > 0.0 && a.is_finite()).then(|| a / b)
-        })
-        .collect()
-}
-
-/// The media comparison of `points`, if any point carries `medium` and
-/// `round`.
+/// The media comparison of `points`, if any point belongs to a pass.
 pub fn analyze(points: &[&Point]) -> Option<MediaAnalysis> {
-    let media: Vec<&Point> = points
+    let media: Vec<(&Point, Cow<'_, PassId>)> = points
         .iter()
-        .copied()
-        .filter(|p| is_media_point(p))
+        .filter(|p| !p.is_interrupted())
+        .filter_map(|p| pass_of(p).map(|id| (*p, id)))
         .collect();
-    let first = media.first()?;
-    let baseline = media
-        .iter()
-        .find_map(|p| p.params.get("baseline"))
-        .or_else(|| {
-            media
-                .iter()
-                .find(|p| p.params.get("round").is_some_and(|r| r == "1"))
-                .and_then(|p| p.params.get("medium"))
-        })
-        .unwrap_or(&first.params["medium"])
-        .clone();
+    media.first()?;
+    let baseline = baseline_of(points, &media)?;
     let mut targets: Vec<String> = Vec::new();
     let mut workloads: Vec<String> = Vec::new();
     // (workload, target) -> round -> measured (a repeated round keeps the last)
     let mut by: BTreeMap<(String, String), BTreeMap<u32, Measured>> = BTreeMap::new();
-    let mut ordered: Vec<&Point> = media.clone();
+    let mut ordered: Vec<&(&Point, Cow<'_, PassId>)> = media.iter().collect();
     // Round 1's order is the order the targets were given.
-    ordered.sort_by_key(|p| round_of(p).unwrap_or(u32::MAX));
-    for p in &ordered {
-        let target = &p.params["medium"];
-        if !targets.contains(target) {
-            targets.push(target.clone());
+    ordered.sort_by_key(|(_, id)| id.round);
+    for (_, id) in &ordered {
+        if !targets.contains(&id.setup) {
+            targets.push(id.setup.clone());
         }
     }
-    for p in &media {
-        let Some(round) = round_of(p) else { continue };
-        let workload = workload_of(p).to_string();
-        if !workloads.contains(&workload) {
-            workloads.push(workload.clone());
+    for (p, id) in &media {
+        if !workloads.contains(&id.workload) {
+            workloads.push(id.workload.clone());
         }
-        by.entry((workload, p.params["medium"].clone()))
+        by.entry((id.workload.clone(), id.setup.clone()))
             .or_default()
             .insert(
-                round,
+                id.round,
                 Measured {
                     point: p,
                     throughput: p.total.iops,
@@ -155,10 +159,6 @@ pub fn analyze(points: &[&Point]) -> Option<MediaAnalysis> {
     })
 }
 
-fn round_of(p: &Point) -> Option<u32> {
-    p.params.get("round")?.trim().parse().ok()
-}
-
 fn row(
     workload: &str,
     target: &str,
@@ -166,10 +166,9 @@ fn row(
     rounds: &BTreeMap<u32, Measured>,
     base: &BTreeMap<u32, Measured>,
 ) -> MediaRow {
-    let tp = ratios(rounds, base, |m| Some(m.throughput));
-    let lat = ratios(rounds, base, |m| m.mean_lat_ns);
-    let lo = tp.iter().copied().reduce(f64::min);
-    let hi = tp.iter().copied().reduce(f64::max);
+    let tp = paired_ratios(rounds, base, |m| Some(m.throughput));
+    let lat = paired_ratios(rounds, base, |m| m.mean_lat_ns);
+    let spread = Spread::of(&tp);
     let device = rounds.values().any(|m| m.point.job.is_some());
     let oltp = rounds.values().any(|m| m.point.extra.oltp.is_some());
     let mib: Vec<f64> = rounds.values().map(|m| m.point.total.mib_s).collect();
@@ -183,15 +182,21 @@ fn row(
         }
         .into(),
         rounds: rounds.len() as u32,
-        throughput: median(rounds.values().map(|m| m.throughput).collect()).unwrap_or(0.0),
-        mib_s: median(mib).filter(|v| *v > 0.0),
-        mean_lat_ns: median(rounds.values().filter_map(|m| m.mean_lat_ns).collect()),
+        throughput: median(&rounds.values().map(|m| m.throughput).collect::<Vec<_>>())
+            .unwrap_or(0.0),
+        mib_s: median(&mib).filter(|v| *v > 0.0),
+        mean_lat_ns: median(
+            &rounds
+                .values()
+                .filter_map(|m| m.mean_lat_ns)
+                .collect::<Vec<_>>(),
+        ),
         paired_rounds: tp.len() as u32,
-        vs_baseline: median(tp),
-        vs_min: lo,
-        vs_max: hi,
-        noise: !is_baseline && lo.zip(hi).is_some_and(|(lo, hi)| lo < 1.0 && hi > 1.0),
-        lat_vs_baseline: median(lat),
+        vs_baseline: spread.map(|s| s.median),
+        vs_min: spread.map(|s| s.min),
+        vs_max: spread.map(|s| s.max),
+        noise: !is_baseline && spread.is_some_and(|s| s.straddles_one()),
+        lat_vs_baseline: median(&lat),
         points: rounds.values().map(|m| m.point.name.clone()).collect(),
     }
 }
@@ -422,5 +427,67 @@ mod tests {
         assert_eq!(workload_of(&p), "seq: read");
         p.name = "no prefix".into();
         assert_eq!(workload_of(&p), "no prefix");
+    }
+
+    #[test]
+    fn the_typed_pass_is_read_and_older_files_analyse_the_same() {
+        let legacy: Vec<Point> = [
+            ("a", 1, 100.0),
+            ("b", 1, 150.0),
+            ("b", 2, 300.0),
+            ("a", 2, 100.0),
+        ]
+        .iter()
+        .map(|&(t, r, v)| {
+            let mut p = point(t, r, v, 1.0);
+            p.params.insert("baseline".into(), "b".into());
+            p
+        })
+        .collect();
+        // The same points as this version writes them: the typed pass, and
+        // names and params no reader of the analysis looks at.
+        let typed: Vec<Point> = legacy
+            .iter()
+            .map(|p| {
+                let mut q = p.clone();
+                let id = pass_of(p).unwrap().into_owned();
+                q.params.clear();
+                q.name = format!("renamed {}", q.name.len());
+                q.pass = Some(id);
+                q
+            })
+            .collect();
+        let (old, new) = (run(&legacy), run(&typed));
+        assert_eq!(old.baseline, "b");
+        assert_eq!(new.baseline, "b");
+        assert_eq!(new.workloads, ["randread-4k-qd1"]);
+        assert_eq!(old.targets, new.targets);
+        assert!(close(
+            row(&new, "a").vs_baseline,
+            (100.0 / 150.0 + 100.0 / 300.0) / 2.0
+        ));
+        assert_eq!(row(&old, "a").vs_baseline, row(&new, "a").vs_baseline);
+        let json = serde_json::to_value(&typed[0]).unwrap();
+        assert_eq!(json["pass"]["setup"], "a");
+        assert!(serde_json::to_value(&legacy[0])
+            .unwrap()
+            .get("pass")
+            .is_none());
+        let back: Point = serde_json::from_value(json).unwrap();
+        assert_eq!(back.pass, typed[0].pass);
+    }
+
+    #[test]
+    fn an_interrupted_mark_is_read_in_either_form() {
+        let mut p = point("a", 1, 1.0, 1.0);
+        assert!(is_media_point(&p));
+        p.warnings
+            .push("interrupted: the phase was stopped early".into());
+        assert!(!is_media_point(&p), "an older file's warning");
+        let mut q = point("a", 1, 1.0, 1.0);
+        q.mark_interrupted("interrupted before the end of the job: this point is partial");
+        assert_eq!(q.extra.interrupted, Some(true));
+        assert_eq!(q.warnings.len(), 1);
+        assert!(!is_media_point(&q));
     }
 }

@@ -1,6 +1,7 @@
 //! Derived metrics over results: pure functions of the points, no I/O.
 //! `analyze` gathers every analysis that applies into `Results.analysis`.
 
+pub mod baseline;
 pub mod batching;
 pub mod compare;
 pub mod intel;
@@ -215,6 +216,7 @@ pub(crate) mod testutil {
         Point {
             name: spec.default_name(),
             job: Some(spec.clone()),
+            pass: None,
             params: params_of(spec),
             started_at: String::new(),
             duration_ns: 1_000_000_000,

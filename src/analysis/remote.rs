@@ -3,23 +3,13 @@
 //! and mean latency as ratios to DAS and CPU per I/O on both sides; and
 //! the database on each volume (`--db`) beside the one on DAS.
 
+use super::baseline::{ratio, ratio_of};
+use super::media::mean_lat_ns;
 pub use crate::results::analysis::remote::{DbRow, RemoteRow};
 use crate::results::Point;
 
 /// The transport label of DAS points (the baseline).
 pub const BASELINE: &str = "das";
-
-/// Mean latency over reads and writes, weighted by their counts.
-fn mean_ns(p: &Point) -> Option<f64> {
-    let (mut sum, mut n) = (0.0, 0u64);
-    for o in p.ops.values() {
-        if let Some(l) = &o.lat {
-            sum += l.mean_ns * l.n as f64;
-            n += l.n;
-        }
-    }
-    (n > 0).then(|| sum / n as f64)
-}
 
 /// The rows of every closed-loop point that names its transport, in point
 /// order (the load-latency points are in the load-latency analysis).
@@ -43,7 +33,7 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
                 transport,
                 point: p.name.clone(),
                 iops: p.total.iops,
-                mean_ns: mean_ns(p),
+                mean_ns: mean_lat_ns(p),
                 p95_ns: p.main_lat().and_then(|l| l.percentile(95.0)),
                 host_cpu_us_per_io: (p.total.ops > 0)
                     .then(|| (p.cpu.user_ns + p.cpu.sys_ns) as f64 / 1e3 / ops),
@@ -60,8 +50,8 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
         .collect();
     for r in &mut rows {
         if let Some((_, iops, mean)) = base.iter().find(|b| b.0 == r.workload) {
-            r.iops_vs_das = (*iops > 0.0).then(|| r.iops / iops);
-            r.mean_vs_das = mean.zip(r.mean_ns).map(|(b, m)| m / b);
+            r.iops_vs_das = ratio(r.iops, *iops);
+            r.mean_vs_das = ratio_of(r.mean_ns, *mean);
         }
     }
     if rows.iter().all(|r| r.transport == BASELINE) {
@@ -103,7 +93,7 @@ pub fn analyze_db(points: &[&Point]) -> Vec<DbRow> {
         .collect();
     for r in &mut rows {
         if let Some((_, ops)) = base.iter().find(|b| b.0 == r.value_size) {
-            r.ops_vs_das = (*ops > 0.0).then(|| r.ops_s / ops);
+            r.ops_vs_das = ratio(r.ops_s, *ops);
         }
     }
     rows

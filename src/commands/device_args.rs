@@ -484,8 +484,32 @@ pub fn with_plan_media(mut a: DeviceArgs) -> anyhow::Result<DeviceArgs> {
     if a.media.make.is_none() && a.target.len() < 2 && !plan.media.contains_key("make") {
         return Ok(a);
     }
-    super::media_set::apply_media_table(&mut a.media, &path, &plan, &a.given)?;
+    apply_media_table(&mut a.media, &path, &plan, &a.given)?;
     Ok(a)
+}
+
+/// The `[media]` table of a plan file (`make`, `rounds`, `baseline`)
+/// applied onto the media flags, except the keys the command line gave
+/// (`given`: they win, as everywhere in plan files).
+pub fn apply_media_table(
+    m: &mut crate::cli::media::MediaArgs,
+    path: &std::path::Path,
+    plan: &planfile::PlanFile,
+    given: &[String],
+) -> anyhow::Result<()> {
+    let argv: Vec<String> = plan
+        .media
+        .iter()
+        .filter(|(k, _)| !given.iter().any(|g| g == *k))
+        .map(|(k, v)| format!("--{}={v}", k.replace('_', "-")))
+        .collect();
+    if argv.is_empty() {
+        return Ok(());
+    }
+    apply_flags(m, argv).map_err(|err| match err.downcast::<UsageError>() {
+        Ok(u) => usage(format!("{} [media] {}", path.display(), u.field), u.message),
+        Err(other) => other,
+    })
 }
 
 /// A plan experiment's settings minus what the command line gave (flags

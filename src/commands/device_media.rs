@@ -9,11 +9,12 @@
 //! target to the baseline, and `extra.media` records the targets and how
 //! each configuration was made (plus the rows in their pre-analysis shape).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::device_args::experiments_from_args;
-use super::media_set::{MediaSet, Subject};
-use super::media_targets::{self, GivenTarget};
+pub use crate::campaign::device::DeviceMediaPlan;
+use crate::campaign::given::{self as media_targets, GivenTarget};
+use crate::campaign::setups::{MediaSet, Subject};
 use crate::cli::device::DeviceArgs;
 use crate::dut;
 use crate::engine::{EngineKind, Opens};
@@ -25,49 +26,14 @@ use crate::plan::parse::parse_size;
 /// Default bytes of every scratch file and configuration of a media run.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
 
-/// The checked settings of a media run.
-pub struct MediaPlan {
-    /// The targets (given, then made), the rounds and the baseline.
-    pub set: MediaSet,
-    /// Each subject's jobs (their engine may differ: a remote target's
-    /// jobs use its transport's engine unless `--engine` was given).
-    pub jobs: Vec<Vec<JobSpec>>,
-    /// The workload of each job: the part of the point name after
-    /// `LABEL rN: ` (without the engine when targets' engines differ).
-    pub workloads: Vec<String>,
-    /// Bytes of every scratch file and configuration (`--size`).
-    pub size: u64,
-    /// The `--size` given (files and devices are else used whole).
-    pub size_given: Option<u64>,
-    /// Per subject: the `--destroy-data` naming its device.
-    pub destroy: Vec<Option<PathBuf>>,
-    pub writes: bool,
-}
-
-impl MediaPlan {
-    /// The options a given target is checked and prepared with.
-    pub fn options(&self, i: usize, t: &GivenTarget, a: &DeviceArgs) -> dut::TargetOptions {
-        media_targets::options_for(
-            t,
-            Some(self.size_given.unwrap_or(self.size)).filter(|_| {
-                self.size_given.is_some()
-                    || (t.remote().is_none() && (t.path.is_dir() || !t.path.exists()))
-            }),
-            a.overwrite,
-            self.destroy[i].clone(),
-            a.keep,
-        )
-    }
-}
-
 /// `--make`, or several `--target`: a media run.
 pub fn is_media_run(a: &DeviceArgs) -> bool {
-    super::media_set::is_media_run(&a.media, a.target.len())
+    crate::campaign::setups::is_media_run(&a.media, a.target.len())
 }
 
 /// The flags of media runs mean nothing in a single-target run.
 pub fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
-    super::media_set::refuse_without_media(&a.media)?;
+    crate::campaign::setups::refuse_without_media(&a.media)?;
     if a.destroy_data.len() > 1 {
         return Err(usage(
             "--destroy-data",
@@ -95,7 +61,7 @@ fn refuse_unsupported(a: &DeviceArgs, field: &str) -> anyhow::Result<()> {
 }
 
 /// Check everything a media run needs before anything is built.
-pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
+pub fn plan(a: &DeviceArgs) -> anyhow::Result<DeviceMediaPlan> {
     let field = if a.media.make.is_some() {
         "--make"
     } else {
@@ -131,8 +97,13 @@ pub fn plan(a: &DeviceArgs) -> anyhow::Result<MediaPlan> {
         return Err(usage("--size", "size must be greater than 0"));
     }
     let (jobs, workloads) = jobs_per_subject(a, &set.subjects, &planned)?;
-    Ok(MediaPlan {
+    Ok(DeviceMediaPlan {
         writes: planned.iter().any(|j| j.writes()),
+        overwrite: a.overwrite,
+        keep: a.keep,
+        quiet: a.quiet,
+        seed: a.seed,
+        json: a.json.clone(),
         set,
         jobs,
         workloads,
@@ -229,7 +200,7 @@ fn jobs_per_subject(
 /// Every check of the run, nothing created: the configurations can be
 /// built here, every given target passes its kind's rules, the results
 /// file is not one of them.
-fn check(plan: &MediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
+fn check(plan: &DeviceMediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
     plan.set.check_made()?;
     for (i, t) in plan.set.given() {
         // A new file at a mistyped path would still run: compare only what exists.
@@ -239,7 +210,7 @@ fn check(plan: &MediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
                 "does not exist (give a directory, a file, a block device or a remote URL)",
             ));
         }
-        dut::check(&plan.options(i, t, a), plan.writes)
+        dut::check(&plan.options(i, t), plan.writes)
             .map_err(|e| media_targets::name_target(t, e))?;
     }
     if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
@@ -256,10 +227,10 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         print_plan(&plan);
         return Ok(());
     }
-    super::device_media_run::run(&a, &plan)
+    crate::campaign::device::run(&plan)
 }
 
-fn print_plan(plan: &MediaPlan) {
+fn print_plan(plan: &DeviceMediaPlan) {
     plan.set.print("device", |s| match s {
         Subject::Made(_) => format!(
             "built in {} (room for {} MiB)",
@@ -277,12 +248,7 @@ fn print_plan(plan: &MediaPlan) {
     for w in &plan.workloads {
         println!("      {w}");
     }
-    let per_round: f64 = plan
-        .jobs
-        .iter()
-        .flatten()
-        .map(|j| (j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns) as f64 / 1e9)
-        .sum();
+    let per_round = plan.round_secs();
     println!(
         "{} point(s); estimated duration: {:.0} s (plus building the configurations and laying out scratch files)",
         plan.workloads.len() * plan.set.subjects.len() * plan.set.rounds as usize,

@@ -8,10 +8,12 @@ use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
-    if args.plan.is_some() || super::media_set::is_media_run(&args.media, args.place.target.len()) {
+    if args.plan.is_some()
+        || crate::campaign::setups::is_media_run(&args.media, args.place.target.len())
+    {
         return super::kv_media::run(args);
     }
-    super::media_set::refuse_without_media(&args.media)?;
+    crate::campaign::setups::refuse_without_media(&args.media)?;
     if args.place.size.is_some() {
         return Err(crate::error::usage(
             "--size",

@@ -3,18 +3,19 @@
 //! (`--target` given several times, `[LABEL=]DIR`) and on configurations
 //! iolab builds (`--make`, `--make-in`), interleaved by rounds in
 //! alternating order, one results file normalized to the baseline. The
-//! flags mean what they mean for `device` (`media_set`); kv adds its own
+//! flags mean what they mean for `device` (`campaign::setups`); kv adds its own
 //! rules: a target is a writable directory (a database needs a file
 //! system: `raw` is refused), `--db` and `--keep` do not apply (every
 //! pass loads a fresh database and removes it), and `--size` is the room
 //! of each configuration. `--plan FILE` runs the file's `[[kv]]` parts
 //! (`kv_planfile`) with its `[media]` table. Everything is checked here,
-//! before anything is built; `kv_media_run` runs it.
+//! before anything is built; `campaign::kv` runs it.
 
 use std::path::{Path, PathBuf};
 
 use super::kv_planfile::{self, KvPart};
-use super::media_set::{self, MediaSet, Subject};
+pub use crate::campaign::kv::{KvMediaPlan, PlannedPart};
+use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::cli::kv::KvArgs;
 use crate::error::usage;
 use crate::kv::plan::KvPlan;
@@ -24,36 +25,6 @@ use crate::testbed::media::MediaKind;
 
 /// The smallest room of a configuration (`--size` default's floor).
 const MIN_ROOM: u64 = 256 << 20;
-
-/// One kv part as it runs on every target.
-pub struct PlannedPart {
-    /// Set when the run has several parts: workloads are `NAME/PHASE`.
-    pub name: Option<String>,
-    pub plan: KvPlan,
-}
-
-impl PlannedPart {
-    /// The workload a phase's point is named by (after `LABEL rN: `).
-    pub fn workload(&self, phase: &str) -> String {
-        match &self.name {
-            Some(n) => format!("{n}/{phase}"),
-            None => phase.to_string(),
-        }
-    }
-}
-
-/// The checked settings of a kv media run.
-pub struct KvMediaPlan {
-    pub set: MediaSet,
-    pub parts: Vec<PlannedPart>,
-    /// Room for the database in each configuration.
-    pub room: u64,
-    pub output: Option<PathBuf>,
-    pub quiet: bool,
-    pub seed: u64,
-    /// What the plan changed, said at the start and kept in the results.
-    pub notices: Vec<String>,
-}
 
 /// The targets the command line names: `--target`s, else `--dir` (the
 /// older name), which with `--make` and no target is where the
@@ -79,7 +50,7 @@ fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvP
     let file = planfile::read(&path)?;
     let several = a.media.make.is_some() || a.place.target.len() > 1;
     if several || file.media.contains_key("make") {
-        media_set::apply_media_table(&mut a.media, &path, &file, &a.given)?;
+        super::device_args::apply_media_table(&mut a.media, &path, &file, &a.given)?;
         if !a.given.iter().any(|g| g == "make") {
             *notices = without_raw(&mut a.media, &path);
         }
@@ -220,7 +191,7 @@ fn check(plan: &KvMediaPlan, force: bool) -> anyhow::Result<()> {
             p.place.dir = t.path.clone();
             if p.engine != crate::kv::engine::KvEngineKind::Null {
                 crate::kv::run::check_space(&p)
-                    .map_err(|e| super::media_targets::name_target(t, e))?;
+                    .map_err(|e| crate::campaign::given::name_target(t, e))?;
             }
         }
     }
@@ -239,7 +210,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         print_plan(&plan);
         return Ok(());
     }
-    super::kv_media_run::run(&plan)
+    crate::campaign::kv::run(&plan)
 }
 
 fn print_plan(plan: &KvMediaPlan) {

@@ -2,7 +2,7 @@
 //! terminal observer -> exit code (2 bad input, 3 a consistency condition
 //! failed, 130 interrupted).
 
-use super::media_set;
+use crate::campaign::setups as media_set;
 use crate::cli::oltp::OltpArgs;
 use crate::error::{usage, Interrupted};
 use crate::oltp::plan::OltpPlan;

@@ -3,17 +3,15 @@
 //! (`--target` given several times, `[LABEL=]DIR`) and on configurations
 //! iolab builds (`--make`, `--make-in`), interleaved by rounds in
 //! alternating order, one results file normalized to the baseline. The
-//! media flags mean what they mean for `device` and `kv` (`media_set`);
+//! media flags mean what they mean for `device` and `kv` (`campaign::setups`);
 //! oltp adds its own rules: a target is a writable directory (`raw` has no
 //! file system and is refused), every pass loads a fresh database (SQLite
 //! in the target, or a private server with its data there), so `--db`,
 //! `--keep` and `--server-url` do not apply, and `--size` is the room of
 //! each configuration. Everything is checked here, before anything is
-//! built; `oltp_media_run` runs it.
+//! built; `campaign::oltp` runs it.
 
-use std::path::PathBuf;
-
-use super::media_set::{self, MediaSet, Subject};
+use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::cli::oltp::OltpArgs;
 use crate::error::usage;
 use crate::oltp::plan::OltpPlan;
@@ -26,16 +24,7 @@ const PER_WAREHOUSE: u64 = 256 << 20;
 /// The smallest room of a configuration.
 const MIN_ROOM: u64 = 1 << 30;
 
-/// The checked settings of an oltp media run.
-pub struct OltpMediaPlan {
-    pub set: MediaSet,
-    /// The run of one pass (its target replaced by each target's).
-    pub plan: OltpPlan,
-    /// Room for the database (and a server's log) in each configuration.
-    pub room: u64,
-    pub output: Option<PathBuf>,
-    pub quiet: bool,
-}
+pub use crate::campaign::oltp::OltpMediaPlan;
 
 /// The flags that have no meaning when every pass loads its own database.
 fn refuse_unsupported(a: &OltpArgs) -> anyhow::Result<()> {
@@ -131,7 +120,7 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
         print_plan(&m);
         return Ok(());
     }
-    super::oltp_media_run::run(&m)
+    crate::campaign::oltp::run(&m)
 }
 
 fn print_plan(m: &OltpMediaPlan) {

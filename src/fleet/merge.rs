@@ -217,6 +217,7 @@ pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
     }
     let aggregate = Point {
         name: first.name.clone(),
+        pass: first.pass.clone(),
         job: first.job.clone(),
         params: first.params.clone(),
         started_at: first.started_at.clone(),

@@ -88,6 +88,8 @@ pub fn build(
         errors.insert("not_found".to_string(), o.rec.not_found);
     }
     let extra = crate::results::PointExt {
+        // A partial phase is no round of a comparison.
+        interrupted: o.interrupted.then_some(true),
         kv: Some(Box::new(KvPhaseInfo {
             engine: engine.name().to_string(),
             engine_version: engine.version(),
@@ -106,6 +108,7 @@ pub fn build(
     Point {
         name: name.to_string(),
         job: None,
+        pass: None,
         params,
         started_at,
         duration_ns: o.duration_ns,

@@ -115,6 +115,7 @@ pub fn build(s: &PointSetup<'_>, o: &DriverOutcome, consistency: Vec<Consistency
     Point {
         name: format!("oltp.users{}", s.users),
         job: None,
+        pass: None,
         params: BTreeMap::from([
             ("engine".to_string(), s.engine.to_string()),
             ("warehouses".to_string(), s.warehouses.to_string()),
@@ -141,6 +142,8 @@ pub fn build(s: &PointSetup<'_>, o: &DriverOutcome, consistency: Vec<Consistency
         warnings,
         histograms,
         extra: PointExt {
+            // A partial point is no round of a comparison.
+            interrupted: o.interrupted.then_some(true),
             oltp: Some(Box::new(info)),
             ..Default::default()
         },

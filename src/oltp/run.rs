@@ -344,7 +344,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
                 break;
             }
             let p = run_point(&ph, conn.as_mut(), users, constants)?;
-            let interrupted = p.warnings.iter().any(|w| w.starts_with("interrupted"));
+            let interrupted = p.is_interrupted();
             failures += p
                 .extra
                 .oltp

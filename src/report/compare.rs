@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table as CTable};
 
+use crate::analysis::baseline::Spread;
 use crate::report::charts::{latency, Table};
 use crate::report::fmt;
 use crate::report::svg::{self, esc, BarChart};
@@ -105,6 +106,17 @@ pub struct Cell {
     pub rounds: usize,
 }
 
+impl Cell {
+    fn spread(&self) -> Spread {
+        Spread {
+            median: self.value,
+            min: self.min,
+            max: self.max,
+            n: self.rounds,
+        }
+    }
+}
+
 /// One matched point and metric across runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -120,7 +132,7 @@ impl Row {
     pub fn ratio(&self, i: usize) -> Option<f64> {
         let b = self.cells.first()?.as_ref()?;
         let c = self.cells.get(i)?.as_ref()?;
-        (b.value != 0.0).then(|| c.value / b.value)
+        c.spread().ratio_to(&b.spread())
     }
 
     /// Is the difference of run `i` from the baseline inside the noise?
@@ -130,7 +142,7 @@ impl Row {
         };
         if b.rounds > 1 || c.rounds > 1 {
             // Overlapping ranges of the rounds: not a difference we can claim.
-            return c.min <= b.max && b.min <= c.max;
+            return c.spread().overlaps(&b.spread());
         }
         self.ratio(i)
             .is_some_and(|r| (r - 1.0).abs() * 100.0 < noise_pct)
@@ -194,16 +206,6 @@ fn point_label(k: &Key, varying: &BTreeSet<&str>) -> String {
         .join(" ")
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Match points across runs; rows ordered as in the baseline, then new ones.
 pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
     let mut order: Vec<Vec<(String, String)>> = Vec::new();
@@ -246,17 +248,13 @@ pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
             let cells: Vec<Option<Cell>> = by_run
                 .iter()
                 .map(|m| {
-                    let mut v: Vec<f64> = m.get(k)?.iter().filter_map(|p| metric.of(p)).collect();
-                    if v.is_empty() {
-                        return None;
-                    }
-                    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-                    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let v: Vec<f64> = m.get(k)?.iter().filter_map(|p| metric.of(p)).collect();
+                    let s = Spread::of(&v)?;
                     Some(Cell {
-                        rounds: v.len(),
-                        value: median(&mut v),
-                        min,
-                        max,
+                        rounds: s.n,
+                        value: s.median,
+                        min: s.min,
+                        max: s.max,
                     })
                 })
                 .collect();
@@ -583,8 +581,6 @@ mod tests {
             cells: vec![cell(100.0, 90.0, 110.0, 3), cell(120.0, 111.0, 130.0, 3)],
         };
         assert!(!row.in_noise(1, 50.0));
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(Metric::parse("p99.9"), Some(Metric::P999));
         assert_eq!(Metric::parse("speed"), None);
     }

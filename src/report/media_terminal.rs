@@ -53,7 +53,7 @@ pub fn table(m: &MediaAnalysis) -> Vec<String> {
     out
 }
 
-/// The line of an overhead record (`media_set::Overhead`).
+/// The line of an overhead record (`campaign::Overhead`).
 pub fn overhead_line(o: &serde_json::Value) -> Option<String> {
     let f = |k: &str| o.get(k).and_then(|v| v.as_f64());
     let (overhead, measured) = (f("overhead_s")?, f("measured_s")?);

@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod ext;
 pub mod output;
+pub mod pass;
 pub mod provenance;
 pub mod time;
 pub mod written;
@@ -22,6 +23,7 @@ use crate::plan::job::JobSpec;
 pub use analysis::Analysis;
 pub use ext::{ClockInfo, OpenLoopStats, PointExt, ServerPointStats, TimelineSeries};
 pub use output::write_atomic;
+pub use pass::PassId;
 pub use provenance::Provenance;
 
 pub const SCHEMA: &str = "iolab-results";
@@ -202,6 +204,9 @@ pub struct VerifyMismatch {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Point {
     pub name: String,
+    /// The campaign pass (setup, round, baseline) the point was measured in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<PassId>,
     /// The job as run (device points); other verbs leave it empty and use `params`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobSpec>,
@@ -236,6 +241,21 @@ pub struct Point {
 }
 
 impl Point {
+    /// The point is partial (its job or phase was stopped early): the
+    /// typed mark, or the warning text files of older versions carried.
+    pub fn is_interrupted(&self) -> bool {
+        self.extra.interrupted == Some(true)
+            || self.warnings.iter().any(|w| w.starts_with("interrupted"))
+    }
+
+    /// Mark the point partial: the typed mark, and a warning for readers.
+    pub fn mark_interrupted(&mut self, warning: &str) {
+        self.extra.interrupted = Some(true);
+        if !self.warnings.iter().any(|w| w == warning) {
+            self.warnings.push(warning.to_string());
+        }
+    }
+
     /// Latency stats of the main op kind for summaries: read if any, else write.
     pub fn main_lat(&self) -> Option<&LatStats> {
         ["read", "write", "fsync"]

@@ -124,6 +124,7 @@ pub(crate) fn build_point(
     Point {
         name: spec.name.clone(),
         job: Some(spec.clone()),
+        pass: None,
         params: params_of(spec),
         started_at,
         duration_ns,

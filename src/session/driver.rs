@@ -20,7 +20,7 @@ use crate::interrupt;
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{Arrival, JobSpec, OpenLoop};
 use crate::plan::sweep::RateAxis;
-use crate::results::{Point, Results};
+use crate::results::{PassId, Point, Results};
 use crate::runner::job::{run_job, JobOutcome, RunOptions};
 use crate::runner::recorder::Live;
 use crate::runner::steady::{self as steady_run, SteadyOptions};
@@ -72,6 +72,8 @@ pub struct Tags<'t> {
     pub experiment: &'t str,
     pub params: &'t [(&'t str, String)],
     pub extra: &'t [(&'t str, Value)],
+    /// The campaign pass the point belongs to.
+    pub pass: Option<&'t PassId>,
 }
 
 impl Tags<'_> {
@@ -85,6 +87,10 @@ impl Tags<'_> {
         }
         for (k, v) in self.extra {
             p.extra.insert((*k).to_string(), v.clone());
+        }
+        // A point that names its own pass (a kv phase of `run`) keeps it.
+        if let (Some(id), None) = (self.pass, &p.pass) {
+            p.pass = Some(id.clone());
         }
     }
 }
@@ -383,6 +389,7 @@ impl<'a> Driver<'a> {
                 experiment: exp,
                 params: &[],
                 extra,
+                pass: None,
             },
         )
     }

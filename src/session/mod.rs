@@ -63,12 +63,7 @@ impl Observer for Silent {}
 /// Mark `point` partial if Ctrl-C stopped its job before the end.
 pub fn mark_if_interrupted(point: &mut Point) {
     if crate::interrupt::stop_requested() {
-        point
-            .warnings
-            .push("interrupted before the end of the job: this point is partial".into());
-        point
-            .extra
-            .insert("interrupted".into(), serde_json::Value::Bool(true));
+        point.mark_interrupted("interrupted before the end of the job: this point is partial");
     }
 }
 

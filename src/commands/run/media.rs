@@ -24,9 +24,10 @@ use super::{
     budgeted_plan, check_outputs, choose_engine, driver, finish, kv, parse_options, plan_jobs,
     print_plan, start_results,
 };
+use crate::campaign::device::target_on;
+use crate::campaign::setups::{self as media_set, MediaSet, Subject};
+use crate::campaign::{run_rounds, Order, Overhead, Pass, PassOutcome, Schedule, Workload};
 use crate::cli::run::RunArgs;
-use crate::commands::device_media_run::target_on;
-use crate::commands::media_set::{self, round_order, MediaSet, Overhead, Subject};
 use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
 use crate::error::usage;
@@ -87,7 +88,7 @@ fn check(a: &mut RunArgs, all: &[PathBuf]) -> anyhow::Result<RunMedia> {
             size: Some(scratch),
             ..Default::default()
         };
-        dut::check(&opts, true).map_err(|e| crate::commands::media_targets::name_target(t, e))?;
+        dut::check(&opts, true).map_err(|e| crate::campaign::given::name_target(t, e))?;
     }
     Ok(RunMedia {
         set,
@@ -174,7 +175,14 @@ pub fn run(mut a: RunArgs, all: &[PathBuf]) -> anyhow::Result<()> {
     runner.driver.save()?;
     let t0 = Instant::now();
     overhead.rounds_start();
-    let ran = rounds(&mut runner, &m.set, &jobs, &targets, &media);
+    let schedule = Schedule::of(&m.set, Order::PartMajor);
+    let mut passes = RunPasses {
+        runner: &mut runner,
+        jobs: &jobs,
+        targets: &targets,
+        dirs: kv_dirs(&m.set, &media),
+    };
+    let ran = run_rounds(&schedule, &mut passes);
     overhead.rounds_end();
     ran?;
     runner.record_plan();
@@ -193,27 +201,31 @@ pub fn run(mut a: RunArgs, all: &[PathBuf]) -> anyhow::Result<()> {
     )
 }
 
-/// Every round: each job on every target in the round's order.
-fn rounds<'a>(
-    runner: &mut StepRunner<'a>,
-    set: &MediaSet,
-    jobs: &[(&'static str, StepKind, JobSpec)],
+/// `run`'s plan as a campaign workload: one pass is one job of the plan
+/// on one target (every job on every target, then the next job).
+struct RunPasses<'r, 'a> {
+    runner: &'r mut StepRunner<'a>,
+    jobs: &'r [(&'static str, StepKind, JobSpec)],
     targets: &'a [Target],
-    media: &[Medium],
-) -> anyhow::Result<()> {
-    let dirs = kv_dirs(set, media);
-    for r in 0..set.rounds {
-        for (step_id, kind, job) in jobs {
-            for i in round_order(targets.len(), r) {
-                if interrupt::stop_requested() {
-                    return Ok(());
-                }
-                runner.switch(&targets[i], dirs[i].clone(), set.tag(i, r));
-                runner.run_job_unless_skipped(step_id, *kind, job)?;
-            }
-        }
+    dirs: Vec<Option<PathBuf>>,
+}
+
+impl Workload for RunPasses<'_, '_> {
+    fn parts(&self) -> Vec<Option<String>> {
+        vec![None; self.jobs.len()]
     }
-    Ok(())
+
+    fn run_pass(&mut self, pass: &Pass, setup: usize, part: usize) -> anyhow::Result<PassOutcome> {
+        let (step_id, kind, job) = &self.jobs[part];
+        self.runner
+            .switch(&self.targets[setup], self.dirs[setup].clone(), pass.clone());
+        self.runner.run_job_unless_skipped(step_id, *kind, job)?;
+        Ok(PassOutcome::done())
+    }
+
+    fn failed(&mut self, what: &str) {
+        self.runner.driver.warn(what.to_string());
+    }
 }
 
 /// Where each subject's kv step makes its database: a given directory,
@@ -279,7 +291,7 @@ fn prepare(a: &RunArgs, m: &RunMedia, media: &[Medium]) -> anyhow::Result<Vec<Ta
                     ..Default::default()
                 };
                 dut::prepare(&opts, true, None, a.seed)
-                    .map_err(|e| crate::commands::media_targets::name_target(t, e))?
+                    .map_err(|e| crate::campaign::given::name_target(t, e))?
             }
         };
         targets.push(t);

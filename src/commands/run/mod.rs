@@ -301,10 +301,10 @@ fn job_ns(j: &JobSpec) -> u64 {
 
 pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
     let all: Vec<PathBuf> = a.dirs.iter().chain(&a.target).cloned().collect();
-    if crate::commands::media_set::is_media_run(&a.media, all.len()) {
+    if crate::campaign::setups::is_media_run(&a.media, all.len()) {
         return media::run(a, &all);
     }
-    crate::commands::media_set::refuse_without_media(&a.media)?;
+    crate::campaign::setups::refuse_without_media(&a.media)?;
     a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
     let remote = crate::dut::remote::endpoint_of(&a.dir)?;
     let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;

@@ -15,8 +15,8 @@ use serde_json::json;
 
 use super::plan::{self, Step, StepKind};
 use super::{breakdown, job_ns, kv};
+use crate::campaign::Pass as PassTag;
 use crate::cli::run::RunArgs;
-use crate::commands::media_set::PassTag;
 use crate::dut::Target;
 use crate::engine::EngineKind;
 use crate::interrupt;
@@ -35,13 +35,14 @@ fn closed_loop_max(points: &mut [Point], j: &JobSpec, pass: Option<&PassTag>) ->
     });
     let same_pass = |p: &Point| {
         pass.is_none_or(|t| {
-            p.params.get("medium") == Some(&t.label)
-                && p.params.get("round") == Some(&t.round.to_string())
+            p.pass
+                .as_ref()
+                .is_some_and(|id| id.setup == t.label && id.round == t.round)
         })
     };
     let p = points.iter_mut().find(|p| {
         p.job.as_ref().is_some_and(|pj| plan::key(pj) == want)
-            && !p.extra.contains_key("interrupted")
+            && !p.is_interrupted()
             && same_pass(p)
     })?;
     p.extra
@@ -82,7 +83,7 @@ pub(super) struct StepRunner<'a> {
     /// Where results, logs and stamps go.
     out_dir: PathBuf,
     /// The remote step's target, from its first job to the end of the run.
-    own: Option<crate::commands::remote::OwnTarget>,
+    own: Option<crate::campaign::transport::OwnTarget>,
 }
 
 impl<'a> StepRunner<'a> {
@@ -187,14 +188,16 @@ impl<'a> StepRunner<'a> {
             extra.push(("rate_pct_of_max", json!(pct)));
         }
         let mut params = vec![("step", step_id.to_string())];
-        if let Some(pass) = &self.pass {
+        let id = self.pass.as_ref().map(|pass| pass.id(&job.name));
+        if let (Some(pass), Some(id)) = (&self.pass, &id) {
             params.extend(pass.params());
-            job.name = pass.name(&job.name);
+            job.name = id.name();
         }
         let tags = Tags {
             experiment: "",
             params: &params,
             extra: &extra,
+            pass: id.as_ref(),
         };
         let expected_s = job_ns(&job) as f64 / 1e9;
         if kind == StepKind::Remote {
@@ -242,8 +245,11 @@ impl<'a> StepRunner<'a> {
     fn run_remote_job(&mut self, step_id: &'static str, job: &JobSpec) -> anyhow::Result<()> {
         self.record_plan();
         if self.own.is_none() {
-            match crate::commands::remote::OwnTarget::start(self.target, &self.out_dir, self.a.seed)
-            {
+            match crate::campaign::transport::OwnTarget::start(
+                self.target,
+                &self.out_dir,
+                self.a.seed,
+            ) {
                 Ok(o) => {
                     self.driver
                         .results_mut()
@@ -274,6 +280,7 @@ impl<'a> StepRunner<'a> {
             experiment: "",
             params: &params,
             extra: &[],
+            pass: None,
         };
         let r = self.driver.run_point_on(target, job, &tags).map(drop);
         self.driver.set_peers(None);

@@ -22,11 +22,8 @@ fn oltp_points(r: &Results) -> Vec<(&Point, &OltpInfo)> {
 
 /// `LABEL rN` of a point of a media run (several targets), else none.
 fn pass_of(p: &Point) -> Option<String> {
-    Some(format!(
-        "{} r{}",
-        p.params.get("medium")?,
-        p.params.get("round")?
-    ))
+    let id = crate::analysis::media::pass_of(p)?;
+    Some(format!("{} r{}", id.setup, id.round))
 }
 
 /// How a point is told apart: its users, after its pass in a media run.

@@ -294,6 +294,7 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
     Point {
         name,
         job: None,
+        pass: None,
         params: params_of(&opts),
         started_at: String::new(),
         duration_ns: wall_ns,

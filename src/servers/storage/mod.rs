@@ -7,7 +7,7 @@
 //! (O_DIRECT through --cache=none, io_uring; `qemu_nbd`), tgtd (iSCSI;
 //! `tgtd`). `das` is the same file used locally: the baseline;
 //! `nvme-tcp-kernel` (the kernel's nvmet and nvme-tcp) has no server
-//! process and is set up by `commands::remote_kernel`. Where the server
+//! process and is set up by `campaign::kernel_path`. Where the server
 //! runs (a network namespace) is the caller's: `start` takes the address
 //! and a way to make the command there (`remote::servers::start` passes
 //! its topology's).

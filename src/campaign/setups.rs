@@ -1,24 +1,21 @@
-//! The targets of a media run, whatever runs on them (`device` jobs, `kv`
-//! plans, `run`'s steps): the configurations iolab builds (`--make`,
-//! `testbed::media`), the targets of the user's own (`--target`, parsed
-//! and labelled by `media_targets`), where the configurations are built
-//! (`--make-in`), the rounds and their alternating order, and the
-//! baseline. Each verb adds the rules of what it runs (which target kinds
-//! it takes, how a target is prepared) and keeps the same meaning and
-//! refusals for these flags. Also the accounting of the wall time spent
-//! outside the measured intervals (`Overhead`, `extra.media.overhead`).
+//! The setups of a campaign, whatever runs on them (`device` jobs, `kv`
+//! plans, `oltp`, `run`'s steps): the configurations iolab builds
+//! (`--make`, `testbed::media`), the targets of the user's own
+//! (`--target`, parsed and labelled by `given`), where the configurations
+//! are built (`--make-in`), the rounds and the baseline. Each workload
+//! adds the rules of what it runs (which target kinds it takes, how a
+//! target is prepared) and keeps the same meaning and refusals for these
+//! flags.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use serde_json::json;
 
-use super::media_targets::{self, GivenTarget};
+use super::given::{self as media_targets, GivenTarget};
+use super::pass::round_order;
 use crate::cli::media::MediaArgs;
 use crate::dut::Target;
-use crate::error::{usage, UsageError};
-use crate::plan::planfile::PlanFile;
-use crate::results::{Point, Results};
+use crate::error::usage;
 use crate::testbed::media::{MediaKind, Medium, MEDIA_NAMES};
 
 /// One target of a media run.
@@ -69,15 +66,6 @@ pub fn refuse_without_media(m: &MediaArgs) -> anyhow::Result<()> {
         return Err(usage("--make-in", "applies to --make only"));
     }
     Ok(())
-}
-
-/// The order of round `r` (0-based): forward, then backward, ...
-pub fn round_order(n: usize, r: u32) -> Vec<usize> {
-    let mut v: Vec<usize> = (0..n).collect();
-    if r % 2 == 1 {
-        v.reverse();
-    }
-    v
 }
 
 /// The `--target` field, for messages about the media flags.
@@ -224,17 +212,6 @@ impl MediaSet {
             .collect()
     }
 
-    /// The point name and parameters of a workload measured on subject
-    /// `i` in round `r` (0-based): `LABEL rN: WORKLOAD`, and `medium`,
-    /// `round`, `baseline` (what `analysis::media` reads).
-    pub fn tag(&self, i: usize, r: u32) -> PassTag {
-        PassTag {
-            label: self.subjects[i].label(),
-            round: r + 1,
-            baseline: self.baseline.clone(),
-        }
-    }
-
     /// What `--dry-run` prints first: the rounds, every target (`what`
     /// says what runs on it) and the order of every round.
     pub fn print(&self, verb: &str, what: impl Fn(&Subject) -> String) {
@@ -338,85 +315,6 @@ impl MediaSet {
     }
 }
 
-/// Where one pass (a target in a round) puts its points.
-#[derive(Debug, Clone)]
-pub struct PassTag {
-    pub label: String,
-    /// 1-based.
-    pub round: u32,
-    pub baseline: String,
-}
-
-impl PassTag {
-    /// `LABEL rN: WORKLOAD`.
-    pub fn name(&self, workload: &str) -> String {
-        self.prefixed(workload)
-    }
-
-    /// `LABEL rN: TEXT`: a line (progress, warning) of this pass.
-    pub fn prefixed(&self, text: &str) -> String {
-        format!("{} r{}: {text}", self.label, self.round)
-    }
-
-    /// The parameters every point of the pass carries.
-    pub fn params(&self) -> [(&'static str, String); 3] {
-        [
-            ("medium", self.label.clone()),
-            ("round", self.round.to_string()),
-            ("baseline", self.baseline.clone()),
-        ]
-    }
-
-    /// Name and tag a point measured in this pass.
-    pub fn apply(&self, p: &mut Point) {
-        p.name = self.name(&p.name);
-        for (k, v) in self.params() {
-            p.params.insert(k.to_string(), v);
-        }
-    }
-}
-
-/// What a pass's own results add to the run's: the tools' versions, the
-/// first pass's target description, and its warnings not seen yet,
-/// labelled with the pass.
-pub fn merge_pass(r: &mut Results, tag: &PassTag, pass: &Results) {
-    for (k, v) in &pass.provenance.tools {
-        r.provenance.tools.entry(k.clone()).or_insert(v.clone());
-    }
-    if r.provenance.target.is_none() {
-        r.provenance.target = pass.provenance.target.clone();
-    }
-    for w in &pass.warnings {
-        if !r.warnings.contains(w) && !r.warnings.iter().any(|x| x.ends_with(w.as_str())) {
-            r.warnings.push(tag.prefixed(w));
-        }
-    }
-}
-
-/// The `[media]` table of a plan file (`make`, `rounds`, `baseline`)
-/// applied onto the media flags, except the keys the command line gave
-/// (`given`: they win, as everywhere in plan files).
-pub fn apply_media_table(
-    m: &mut MediaArgs,
-    path: &Path,
-    plan: &PlanFile,
-    given: &[String],
-) -> anyhow::Result<()> {
-    let argv: Vec<String> = plan
-        .media
-        .iter()
-        .filter(|(k, _)| !given.iter().any(|g| g == *k))
-        .map(|(k, v)| format!("--{}={v}", k.replace('_', "-")))
-        .collect();
-    if argv.is_empty() {
-        return Ok(());
-    }
-    super::device_args::apply_flags(m, argv).map_err(|err| match err.downcast::<UsageError>() {
-        Ok(u) => usage(format!("{} [media] {}", path.display(), u.field), u.message),
-        Err(other) => other,
-    })
-}
-
 /// A directory a database (or a scratch file) goes into must exist, be a
 /// directory and be writable (not on a read-only file system): checked
 /// before anything runs, the error naming `--target` and the value.
@@ -458,76 +356,6 @@ fn writable(p: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The wall time of a media run outside its measured intervals: building
-/// the configurations and preparing the targets (set-up), everything
-/// between measured intervals while the rounds run (opening and closing
-/// engines, making and removing databases, switching targets), and the
-/// teardown. The measured time is the sum of the points' durations (ramp
-/// included: it is part of measuring). Exposed, not judged:
-/// `extra.media.overhead`.
-pub struct Overhead {
-    started: Instant,
-    rounds_started: Option<Instant>,
-    rounds_ended: Option<Instant>,
-}
-
-impl Overhead {
-    /// Start the clock (before anything is built).
-    pub fn start() -> Overhead {
-        Overhead {
-            started: Instant::now(),
-            rounds_started: None,
-            rounds_ended: None,
-        }
-    }
-
-    /// The set-up is done: the rounds start.
-    pub fn rounds_start(&mut self) {
-        self.rounds_started = Some(Instant::now());
-    }
-
-    /// The rounds are done (or stopped): the teardown starts.
-    pub fn rounds_end(&mut self) {
-        self.rounds_ended = Some(Instant::now());
-    }
-
-    /// The accounting at the end of the teardown, over the points measured.
-    pub fn record(&self, points: &[Point]) -> serde_json::Value {
-        let now = Instant::now();
-        let rounds_started = self.rounds_started.unwrap_or(now);
-        let rounds_ended = self.rounds_ended.unwrap_or(now);
-        let secs = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
-        let measured_s: f64 = points
-            .iter()
-            .map(|p| (p.duration_ns + p.ramp_ns) as f64 / 1e9)
-            .sum();
-        let wall_s = secs(self.started, now);
-        let overhead_s = (wall_s - measured_s).max(0.0);
-        json!({
-            "wall_s": wall_s,
-            "measured_s": measured_s,
-            "setup_s": secs(self.started, rounds_started),
-            "between_s": (secs(rounds_started, rounds_ended) - measured_s).max(0.0),
-            "teardown_s": secs(rounds_ended, now),
-            "overhead_s": overhead_s,
-            "share_of_measured": if measured_s > 0.0 { json!(overhead_s / measured_s) } else { json!(null) },
-        })
-    }
-
-    /// `extra.media.overhead`, over the points of `results` (a results
-    /// file without `extra.media` gets one holding only this).
-    pub fn save_into(&self, results: &mut Results) {
-        let record = self.record(&results.points);
-        let media = results
-            .extra
-            .entry("media".into())
-            .or_insert_with(|| json!({}));
-        if let Some(m) = media.as_object_mut() {
-            m.insert("overhead".into(), record);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,13 +367,6 @@ mod tests {
             rounds,
             baseline: baseline.map(str::to_string),
         }
-    }
-
-    #[test]
-    fn rounds_alternate_direction() {
-        assert_eq!(round_order(3, 0), vec![0, 1, 2]);
-        assert_eq!(round_order(3, 1), vec![2, 1, 0]);
-        assert_eq!(round_order(3, 2), vec![0, 1, 2]);
     }
 
     #[test]
@@ -575,42 +396,5 @@ mod tests {
             field(&media(Some("ext4"), 1, None), &[t("/a"), t("/b")]),
             "--make-in"
         );
-    }
-
-    #[test]
-    fn a_pass_names_and_tags_its_points() {
-        let tag = PassTag {
-            label: "xfs".into(),
-            round: 2,
-            baseline: "ext4".into(),
-        };
-        let mut p =
-            crate::analysis::testutil::point(&crate::plan::job::JobSpec::default(), 1.0, 1.0, 1);
-        p.name = "ycsb-a.run".into();
-        tag.apply(&mut p);
-        assert_eq!(p.name, "xfs r2: ycsb-a.run");
-        assert_eq!(crate::analysis::media::workload_of(&p), "ycsb-a.run");
-        assert_eq!(p.params["baseline"], "ext4");
-    }
-
-    #[test]
-    fn the_overhead_is_the_wall_time_outside_the_points() {
-        let mut o = Overhead::start();
-        o.rounds_start();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        o.rounds_end();
-        let mut p =
-            crate::analysis::testutil::point(&crate::plan::job::JobSpec::default(), 1.0, 1.0, 1);
-        p.duration_ns = 5_000_000;
-        p.ramp_ns = 0;
-        let r = o.record(&[p]);
-        let f = |k: &str| r[k].as_f64().unwrap();
-        assert!(f("wall_s") >= 0.02, "{r}");
-        assert!((f("measured_s") - 0.005).abs() < 1e-9);
-        assert!((f("overhead_s") - (f("wall_s") - 0.005)).abs() < 1e-9);
-        assert!(f("between_s") >= 0.014, "{r}");
-        assert!(crate::report::media_terminal::overhead_line(&r)
-            .unwrap()
-            .contains("measured 0.0 s"));
     }
 }

@@ -210,6 +210,7 @@ pub fn run_on(
         experiment: "",
         params: &params,
         extra: &[],
+        pass: None,
     };
     for &value in &db.values {
         if crate::interrupt::stop_requested() {

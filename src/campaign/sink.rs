@@ -1,68 +1,21 @@
-//! What the media runs of `kv` and `oltp` share. Each is a series of
-//! passes (the verb's whole run on one target in one round) saved into one
-//! results file: `drive` builds the configurations, starts the results
-//! file, runs the verb's rounds, takes the configurations down, records
-//! the time outside the measurements, finishes the file and prints the
-//! media table; `PassSink` is the file the passes' observers save their
-//! points into as they are measured; `Tally` is how the passes went and
-//! the exit status it makes.
+//! Campaigns whose passes run on directories (`kv`, `oltp`: a fresh
+//! database in the setup's directory every pass): `drive` builds the
+//! configurations, starts the results file, runs the rounds, takes the
+//! configurations down, records the time outside the measurements,
+//! finishes the file and prints the media table; `PassSink` is the file
+//! the passes' observers save their points into as they are measured.
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-use super::media_set::{MediaSet, Overhead};
+use super::driver::{PassOutcome, Tally};
+use super::overhead::Overhead;
+use super::setups::MediaSet;
 use crate::analysis::AnalysisOptions;
-use crate::error::Interrupted;
 use crate::interrupt;
 use crate::report::media_terminal;
 use crate::results::{Point, Results};
-use crate::session::{Observer, ResultsSink};
-
-/// How the passes went.
-#[derive(Default)]
-pub struct Tally {
-    pub interrupted: bool,
-    /// Verification mismatches (kv) or failed consistency conditions (oltp).
-    pub mismatches: u64,
-    /// "LABEL rN: error" of every pass that failed.
-    pub failures: Vec<String>,
-    pub passes: usize,
-}
-
-impl Tally {
-    /// A pass that failed (the run goes on): said on `obs`, kept in the
-    /// results' warnings, counted.
-    pub fn failed(&mut self, sink: &PassSink, obs: &dyn Observer, what: String) {
-        obs.warning(&what);
-        sink.lock().results.warnings.push(what.clone());
-        self.failures.push(what);
-    }
-
-    /// The run's exit: mismatches first (`mismatch` makes the error, exit
-    /// 3), then an interrupted run (130), then failed passes of `verb` (1).
-    pub fn exit(
-        &self,
-        results: &Results,
-        verb: &str,
-        mismatch: impl FnOnce(u64) -> anyhow::Error,
-    ) -> anyhow::Result<()> {
-        if self.mismatches > 0 {
-            return Err(mismatch(self.mismatches));
-        }
-        if results.interrupted {
-            return Err(Interrupted.into());
-        }
-        if !self.failures.is_empty() {
-            anyhow::bail!(
-                "{} of {} {verb} runs failed: {}",
-                self.failures.len(),
-                self.passes,
-                self.failures.join("; ")
-            );
-        }
-        Ok(())
-    }
-}
+use crate::session::ResultsSink;
 
 /// The run's results file, shared by the passes' observers: every point
 /// is saved as it comes; the first save that fails is kept, and the run
@@ -73,8 +26,21 @@ pub struct PassSink {
 }
 
 impl PassSink {
+    pub fn new(sink: ResultsSink) -> PassSink {
+        PassSink {
+            sink: Mutex::new(sink),
+            save_error: Mutex::new(None),
+        }
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, ResultsSink> {
         self.sink.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A pass that failed: said on `obs` and kept in the run's warnings.
+    pub fn failed(&self, obs: &dyn crate::session::Observer, what: &str) {
+        obs.warning(what);
+        self.lock().results.warnings.push(what.to_string());
     }
 
     /// Save a point (already named and tagged by its pass).
@@ -83,6 +49,23 @@ impl PassSink {
             let mut slot = self.save_error.lock().unwrap_or_else(|e| e.into_inner());
             slot.get_or_insert(e);
         }
+    }
+
+    /// How a pass that saved its points here went: `Err` when a save
+    /// failed (the campaign stops), else what `ran` says (`outcome` of a
+    /// run, or a failed pass).
+    pub fn pass_outcome<T>(
+        &self,
+        ran: anyhow::Result<T>,
+        outcome: impl FnOnce(T) -> PassOutcome,
+    ) -> anyhow::Result<PassOutcome> {
+        if let Some(e) = self.take_error() {
+            return Err(e);
+        }
+        Ok(match ran {
+            Ok(r) => outcome(r),
+            Err(e) => PassOutcome::Failed(e),
+        })
     }
 
     /// The error of a save that failed since the last call.
@@ -127,10 +110,7 @@ pub fn drive(
         .insert("media".into(), p.set.record_directories(&dirs, &media));
     let mut sink = ResultsSink::new(results, p.output.clone(), AnalysisOptions::default());
     sink.save()?;
-    let sink = PassSink {
-        sink: Mutex::new(sink),
-        save_error: Mutex::new(None),
-    };
+    let sink = PassSink::new(sink);
     overhead.rounds_start();
     let tally = rounds(&dirs, &sink);
     overhead.rounds_end();

@@ -1,0 +1,168 @@
+//! The oltp workload of a campaign (`iolab oltp` over several targets or
+//! `--make`): the whole oltp plan (`commands::oltp_media::plan`) through
+//! `oltp::run::run` with the setup's directory under it (a fresh SQLite
+//! database or private server each pass, removed when the pass ends).
+//! Each point is named `LABEL rN: oltp.usersU`, tagged with its pass and
+//! saved into the one results file as soon as it is measured (`Tagged`);
+//! each pass's load goes into `extra.oltp_loads`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::driver::{run_rounds, Order, PassOutcome, Schedule, Workload};
+use super::pass::Pass;
+use super::setups::MediaSet;
+use super::sink::{drive, PassSink, Passes};
+use super::tagged::{pass_on_dir, Tagged};
+use crate::oltp::load::LoadInfo;
+use crate::oltp::plan::OltpPlan;
+use crate::oltp::point::OltpInfo;
+use crate::oltp::run::{consistency_error, OltpObserver, Started};
+use crate::oltp::sql::connect::Engine;
+use crate::report::oltp_terminal::OltpTerminal;
+use crate::results::{Point, Provenance, Results};
+
+/// The checked settings of an oltp media run.
+pub struct OltpMediaPlan {
+    pub set: MediaSet,
+    /// The run of one pass (its target replaced by each target's).
+    pub plan: OltpPlan,
+    /// Room for the database (and a server's log) in each configuration.
+    pub room: u64,
+    pub output: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+pub fn run(m: &OltpMediaPlan) -> anyhow::Result<()> {
+    let passes = Passes {
+        set: &m.set,
+        room: m.room,
+        quiet: m.quiet,
+        output: m.output.clone(),
+    };
+    let (results, tally) = drive(
+        passes,
+        || start_results(m),
+        |dirs, sink| {
+            let schedule = Schedule::of(&m.set, Order::SetupMajor);
+            let mut w = OltpPasses {
+                m,
+                dirs,
+                sink,
+                term: OltpTerminal::new(m.quiet),
+            };
+            run_rounds(&schedule, &mut w)
+        },
+    )?;
+    tally.exit(&results, "oltp", consistency_error)
+}
+
+/// The results before the first pass: provenance and the plan.
+fn start_results(m: &OltpMediaPlan) -> Results {
+    let p = &m.plan;
+    let mut provenance = Provenance::collect(p.seed);
+    provenance.plan = json!({
+        "verb": "oltp",
+        "workload": "TPC-C-derived",
+        "engine": p.engine.name(),
+        "private_server": p.engine != Engine::Sqlite,
+        "warehouses": p.warehouses,
+        "users": p.users,
+        "ramp_s": p.ramp_s,
+        "time_s": p.time_s,
+        "wait": p.wait,
+        "loader_threads": p.loader_threads,
+        "check": p.check,
+        "seed": p.seed,
+    });
+    Results::new("oltp", provenance)
+}
+
+/// The oltp plan as a campaign workload: one pass is the plan on one setup.
+struct OltpPasses<'a> {
+    m: &'a OltpMediaPlan,
+    dirs: &'a [PathBuf],
+    sink: &'a PassSink,
+    term: OltpTerminal,
+}
+
+impl Workload for OltpPasses<'_> {
+    fn run_pass(&mut self, pass: &Pass, setup: usize, _part: usize) -> anyhow::Result<PassOutcome> {
+        let dir = &self.dirs[setup];
+        let mut plan = self.m.plan.clone();
+        plan.target = dir.clone();
+        pass_on_dir(
+            self.sink,
+            &self.term,
+            pass,
+            (dir, self.m.quiet),
+            |obs| crate::oltp::run::run(&plan, obs),
+            |run| {
+                let outcome = PassOutcome::Ran {
+                    mismatches: run.consistency_failures,
+                    interrupted: run.results.interrupted,
+                };
+                merge(self.sink, pass, run.results);
+                outcome
+            },
+        )
+    }
+
+    fn failed(&mut self, what: &str) {
+        self.sink.failed(&self.term, what);
+    }
+}
+
+/// What a pass's own results add to the run's (`Pass::merge_into`), its
+/// load (`extra.oltp_loads`, labelled) and the first pass's server
+/// description (`extra.server`: version and settings, the same on every
+/// target but the data directory).
+fn merge(sink: &PassSink, pass: &Pass, own: Results) {
+    let mut s = sink.lock();
+    let r = &mut s.results;
+    pass.merge_into(r, &own);
+    if let Some(server) = own.extra.get("server") {
+        r.extra
+            .entry("server".to_string())
+            .or_insert_with(|| server.clone());
+    }
+    if let Some(load) = own.extra.get("oltp_load") {
+        let mut load = load.clone();
+        if let Some(o) = load.as_object_mut() {
+            o.insert("medium".into(), json!(pass.label));
+            o.insert("round".into(), json!(pass.round));
+        }
+        let loads = r
+            .extra
+            .entry("oltp_loads".to_string())
+            .or_insert_with(|| json!([]));
+        if let Some(list) = loads.as_array_mut() {
+            list.push(load);
+        }
+    }
+}
+
+/// oltp's events of a pass: each point saved, tagged, as it ends.
+impl OltpObserver for Tagged<'_, OltpTerminal> {
+    fn server_starting(&self, engine: Engine, under: &Path) {
+        self.inner.server_starting(engine, under);
+    }
+
+    fn started(&self, s: &Started<'_>) {
+        self.inner.started(s);
+    }
+
+    fn loaded(&self, l: &LoadInfo) {
+        self.inner.loaded(l);
+    }
+
+    fn point_started(&self, users: usize) {
+        self.inner.point_started(users);
+    }
+
+    fn oltp_point_done(&self, point: &Point, info: &OltpInfo) {
+        self.inner.oltp_point_done(point, info);
+        self.save(point, point.name.clone());
+    }
+}

@@ -1,0 +1,432 @@
+//! `iolab remote`'s campaign: the transports are the setups of one round
+//! (`TransportPasses`), DAS (the local scratch file) the baseline. On
+//! each: the jobs, the load-latency curve relative to the transport's own
+//! closed-loop maximum, the unloaded breakdown over iolab's own target,
+//! and the database on the volume (`remote_db`), through one session
+//! `Driver` sampling the server's CPU and the link with every point.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::kernel_path::KernelPath;
+use super::remote_db::{self, DbPlan, Source};
+use super::transport::{port_for, record_breakdown, serve};
+use super::{run_rounds, Order, Pass, PassOutcome, Placement, Schedule, Workload};
+use crate::analysis::AnalysisOptions;
+use crate::cli::remote::RemoteArgs;
+use crate::dut::Target;
+use crate::engine::EngineKind;
+use crate::interrupt;
+use crate::measure::peers::PeerSampling;
+use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
+use crate::remote::breakdown::{self, BreakdownSpec};
+use crate::remote::servers::{OwnTargetOptions, Transport};
+use crate::remote::topology::Topology;
+use crate::report::observer::Terminal;
+use crate::results::{Provenance, Results};
+use crate::session::{Driver, ResultsSink, Tags};
+
+/// The checked settings of a run.
+#[derive(Debug, Clone)]
+pub struct RemotePlan {
+    pub transports: Vec<Transport>,
+    /// The jobs, engine left to the transport (io_uring for DAS, nbd otherwise).
+    pub jobs: Vec<JobSpec>,
+    pub size: u64,
+    /// Load-latency rates, percent of each transport's closed-loop maximum.
+    pub rates: Vec<f64>,
+    pub breakdown: usize,
+    pub fabric_rate: Option<String>,
+    pub fabric_delay: Option<String>,
+    /// The database on each volume (`--db`), if any.
+    pub db: Option<DbPlan>,
+}
+
+/// The plan's jobs on one engine, named after the transport `label` (the
+/// same job runs on every transport; the name tells the points apart).
+pub fn jobs_on(plan: &RemotePlan, engine: EngineKind, label: &str) -> Vec<JobSpec> {
+    plan.jobs
+        .iter()
+        .map(|j| {
+            let mut j = JobSpec {
+                engine,
+                ..j.clone()
+            };
+            j.name = point_name(label, &j);
+            j
+        })
+        .collect()
+}
+
+fn point_name(label: &str, j: &JobSpec) -> String {
+    if label.is_empty() {
+        j.default_name()
+    } else {
+        format!("{label}: {}", j.default_name())
+    }
+}
+
+/// The results before the first point: provenance, plan and the topology.
+fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Target) -> Results {
+    let mut provenance = Provenance::collect(a.seed);
+    provenance.target = Some(local.info());
+    provenance.plan = serde_json::to_value(&plan.jobs).unwrap_or_default();
+    let mut results = Results::new("remote", provenance);
+    results.warnings.extend(results.provenance.busy_warning());
+    if let Some(note) = &topo.note {
+        results.warnings.push(format!(
+            "initiator and targets share loopback, not two hosts on a link: {note}"
+        ));
+    }
+    results.extra.insert(
+        "remote".into(),
+        json!({
+            "topology": topo.kind,
+            "note": topo.note,
+            "target_addr": topo.target_addr.to_string(),
+            "initiator_interface": topo.initiator_iface,
+            "fabric_rate": plan.fabric_rate,
+            "fabric_delay": plan.fabric_delay,
+            "db": plan.db.as_ref().map(remote_db::describe),
+            "initiators": crate::remote::kernel::initiators(),
+            "transports": plan.transports.iter().map(|t| json!({
+                "label": t.label(),
+                "backing": t.backing(),
+            })).collect::<Vec<_>>(),
+        }),
+    );
+    results
+}
+
+pub fn run_transports(
+    a: &RemoteArgs,
+    plan: &RemotePlan,
+    topo: &mut Topology,
+    local: &Target,
+    dir: &Path,
+) -> anyhow::Result<Results> {
+    let results = start_results(a, plan, topo, local);
+    let sink = ResultsSink::new(
+        results,
+        Some(dir.join("results.json")),
+        AnalysisOptions::default(),
+    );
+    let observer = Terminal::progress_only(a.quiet);
+    let per_job = plan
+        .jobs
+        .iter()
+        .map(|j| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
+        .sum::<u64>();
+    let per_rate = plan.jobs[0].stop.runtime_ns.unwrap_or(0) + plan.jobs[0].ramp_ns;
+    let per_transport = per_job + plan.rates.len() as u64 * per_rate;
+    let n = plan.transports.len();
+    let db_points = plan.db.as_ref().map_or(0, |d| 2 * d.values.len());
+    let driver = Driver::new(
+        local,
+        sink,
+        &observer,
+        None,
+        !a.quiet && std::io::stderr().is_terminal(),
+        (
+            n * (plan.jobs.len() + plan.rates.len() + db_points),
+            (n as u64 * per_transport) as f64 / 1e9,
+        ),
+    );
+    let netem_missing = plan
+        .fabric_delay
+        .as_ref()
+        .and_then(|_| topo.netem_missing());
+    // The transports are the setups of one round, DAS the baseline; the
+    // points keep remote's own tags (`transport`), not a media pass's.
+    let schedule = Schedule {
+        setups: plan.transports.iter().map(|t| t.label()).collect(),
+        baseline: crate::analysis::remote::BASELINE.into(),
+        rounds: 1,
+        order: Order::SetupMajor,
+        placement: Placement::Local,
+    };
+    let mut passes = TransportPasses {
+        a,
+        plan,
+        topo,
+        local,
+        dir,
+        driver,
+        netem_missing,
+    };
+    run_rounds(&schedule, &mut passes)?;
+    Ok(passes.driver.finish()?.results)
+}
+
+/// The jobs, the load-latency curve, the breakdown and the database on
+/// each transport: one pass per transport.
+struct TransportPasses<'a> {
+    a: &'a RemoteArgs,
+    plan: &'a RemotePlan,
+    topo: &'a Topology,
+    local: &'a Target,
+    dir: &'a Path,
+    driver: Driver<'a>,
+    netem_missing: Option<String>,
+}
+
+impl Workload for TransportPasses<'_> {
+    fn run_pass(&mut self, _pass: &Pass, i: usize, _part: usize) -> anyhow::Result<PassOutcome> {
+        let t = self.plan.transports[i];
+        let label = t.label();
+        if let Some(why) = t.unavailable() {
+            self.driver
+                .warn(format!("transport {label} skipped: {why}"));
+        } else if t == Transport::Das {
+            self.das(&label)?;
+        } else if t == Transport::KernelNvme {
+            let params = transport_params(&label);
+            let tags = Tags {
+                params: &params,
+                ..Tags::default()
+            };
+            kernel_transport(
+                &mut self.driver,
+                self.plan,
+                self.topo,
+                self.local,
+                i,
+                &tags,
+                self.a,
+            )?;
+        } else if let (Some(why), false) = (&self.netem_missing, t.own()) {
+            self.driver.warn(format!(
+                "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
+            ));
+        } else {
+            self.served(t, i, &label)?;
+        }
+        Ok(PassOutcome::done())
+    }
+
+    fn failed(&mut self, what: &str) {
+        self.driver.warn(what.to_string());
+    }
+}
+
+/// The params of a transport's points.
+fn transport_params(label: &str) -> [(&'static str, String); 1] {
+    [("transport", label.to_string())]
+}
+
+impl TransportPasses<'_> {
+    /// The jobs on the local scratch file.
+    fn das(&mut self, label: &str) -> anyhow::Result<()> {
+        let params = transport_params(label);
+        let tags = Tags {
+            params: &params,
+            ..Tags::default()
+        };
+        self.driver.set_peers(None);
+        for j in jobs_on(self.plan, EngineKind::IoUring, label) {
+            self.driver.run_point_on(self.local, &j, &tags)?;
+        }
+        load_latency(
+            &mut self.driver,
+            self.plan,
+            self.local,
+            EngineKind::IoUring,
+            label,
+        )?;
+        database(
+            &mut self.driver,
+            self.plan,
+            Transport::Das,
+            label,
+            Source::Local(&self.local.path),
+            &self.a.target,
+            self.a.seed,
+        )
+    }
+
+    /// The jobs over a transport's server, its breakdown and database.
+    fn served(&mut self, t: Transport, i: usize, label: &str) -> anyhow::Result<()> {
+        let (plan, dir, seed) = (self.plan, self.dir, self.a.seed);
+        let stamps =
+            (t.own() && plan.breakdown > 0).then(|| dir.join(format!("stamps-{label}.txt")));
+        let own = OwnTargetOptions {
+            delay: plan.fabric_delay.clone(),
+            stamps: stamps.clone(),
+        };
+        let (server, remote) = match serve(t, self.topo, self.local, i, &own, dir, seed) {
+            Ok(x) => x,
+            Err(e) => {
+                self.driver
+                    .warn(format!("transport {label} skipped: {e:#}"));
+                return Ok(());
+            }
+        };
+        let driver = &mut self.driver;
+        driver.set_peers(Some(PeerSampling {
+            processes: vec![server.sampled()],
+            interface: Some(self.topo.initiator_iface.clone()),
+        }));
+        let params = transport_params(label);
+        let tags = Tags {
+            params: &params,
+            ..Tags::default()
+        };
+        for j in jobs_on(plan, t.engine(), label) {
+            driver.run_point_on(&remote, &j, &tags)?;
+        }
+        load_latency(driver, plan, &remote, t.engine(), label)?;
+        driver.set_peers(None);
+        if let (Some(stamps), Some(_)) = (&stamps, &remote.remote) {
+            if !interrupt::stop_requested() {
+                let spec = BreakdownSpec {
+                    requests: plan.breakdown,
+                    warmup: (plan.breakdown / 10).max(1),
+                    block: plan.jobs[0].bs[0].0 as u32,
+                    span: self.local.size,
+                    seed,
+                };
+                match breakdown::measure(&remote, &spec, stamps) {
+                    Ok(b) => record_breakdown(driver.results_mut(), label, &b),
+                    Err(e) => driver.warn(format!("breakdown over {label}: {e:#}")),
+                }
+            }
+        }
+        let source = if matches!(t, Transport::IolabNvme { .. }) {
+            Source::Nvme(&server.url)
+        } else {
+            Source::Nbd(&server.url)
+        };
+        database(driver, plan, t, label, source, &self.a.target, seed)?;
+        drop(remote);
+        drop(server);
+        Ok(())
+    }
+}
+
+/// The kernel's NVMe/TCP (`nvme-tcp-kernel`, the `index`th transport):
+/// nvmet and the kernel's initiator set up, the jobs and the database on
+/// the namespace's block device, everything taken down.
+fn kernel_transport(
+    driver: &mut Driver,
+    plan: &RemotePlan,
+    topo: &Topology,
+    local: &Target,
+    index: usize,
+    tags: &Tags<'_>,
+    a: &RemoteArgs,
+) -> anyhow::Result<()> {
+    let t = Transport::KernelNvme;
+    let label = t.label();
+    let k = match KernelPath::connect(topo, local, port_for(topo, index)?, a.seed) {
+        Ok(k) => k,
+        Err(e) => {
+            driver.warn(format!("transport {label} skipped: {e:#}"));
+            return Ok(());
+        }
+    };
+    if let Some(r) = driver
+        .results_mut()
+        .extra
+        .get_mut("remote")
+        .and_then(|v| v.as_object_mut())
+    {
+        r.insert("nvme_tcp_kernel".into(), json!(k.describe()));
+    }
+    driver.set_peers(Some(PeerSampling {
+        processes: Vec::new(),
+        interface: Some(topo.initiator_iface.clone()),
+    }));
+    for j in jobs_on(plan, t.engine(), &label) {
+        driver.run_point_on(&k.target, &j, tags)?;
+    }
+    load_latency(driver, plan, &k.target, t.engine(), &label)?;
+    driver.set_peers(None);
+    let device = k.device().to_path_buf();
+    database(
+        driver,
+        plan,
+        t,
+        &label,
+        Source::Block(&device),
+        &a.target,
+        a.seed,
+    )
+}
+
+/// The database runs on transport `t`'s volume, when `--db` asks for them.
+fn database(
+    driver: &mut Driver,
+    plan: &RemotePlan,
+    t: Transport,
+    label: &str,
+    source: Source<'_>,
+    dir: &Path,
+    seed: u64,
+) -> anyhow::Result<()> {
+    let Some(db) = &plan.db else {
+        return Ok(());
+    };
+    if interrupt::stop_requested() {
+        return Ok(());
+    }
+    if let Some(why) = remote_db::skipped(t) {
+        driver.warn(format!("database on {label} skipped: {why}"));
+        return Ok(());
+    }
+    remote_db::run_on(driver, db, label, source, dir, seed)
+}
+
+/// The load-latency curve of one transport: open-loop Poisson arrivals at
+/// each rate, a percentage of the transport's read-only point at the
+/// deepest queue (marked as the closed-loop maximum), capped at that depth.
+fn load_latency(
+    driver: &mut Driver,
+    plan: &RemotePlan,
+    target: &Target,
+    engine: EngineKind,
+    label: &str,
+) -> anyhow::Result<()> {
+    if plan.rates.is_empty() || interrupt::stop_requested() {
+        return Ok(());
+    }
+    let jobs = jobs_on(plan, engine, label);
+    let Some(base) = jobs
+        .iter()
+        .filter(|j| j.pattern == Pattern::RandRead)
+        .max_by_key(|j| j.qd)
+    else {
+        return Ok(());
+    };
+    let max = driver.results_mut().points.iter_mut().rev().find(|p| {
+        p.params.get("transport").map(String::as_str) == Some(label) && p.name == base.name
+    });
+    let Some(max) = max.filter(|p| p.total.iops > 0.0 && !p.extra.contains_key("interrupted"))
+    else {
+        driver.warn(format!(
+            "load-latency over {label} skipped: its closed-loop point did not run"
+        ));
+        return Ok(());
+    };
+    max.extra.role = Some("closed_loop_max".into());
+    let max_iops = max.total.iops;
+    let params = [("transport", label.to_string())];
+    for &pct in &plan.rates {
+        let mut j = base.clone();
+        j.open_loop = Some(OpenLoop {
+            rate_iops: (pct / 100.0 * max_iops).max(1.0),
+            arrival: Arrival::Poisson,
+        });
+        j.name = point_name(label, &j);
+        let extra = [("rate_pct_of_max", json!(pct))];
+        let tags = Tags {
+            experiment: "",
+            params: &params,
+            extra: &extra,
+            pass: None,
+        };
+        driver.run_point_on(target, &j, &tags)?;
+    }
+    Ok(())
+}
