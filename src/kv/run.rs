@@ -188,13 +188,8 @@ fn open_engine(plan: &KvPlan, dir: &Path) -> Result<(Option<Server>, Box<dyn KvE
     Ok((server, eng))
 }
 
-/// Run `plan`, reporting to `obs`. Results are saved to `plan.output` after
-/// every phase; Ctrl-C ends the run after the current phase's operations
-/// stop (`results.interrupted`).
-pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
-    check_before_creating(plan)?;
-    interrupt::install();
-    let dir = db_dir(plan)?;
+/// Say the plan's notices and enter its memory limit's cgroup, if any.
+fn memory_cgroup(plan: &KvPlan, obs: &dyn KvObserver) -> Result<Option<MemoryCgroup>> {
     let mem_limit = plan.place.memory_limit;
     if let Some(l) = mem_limit {
         if let Some(w) = memory_limit_warning(l, plan.engine, &plan.options) {
@@ -204,10 +199,17 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     for n in &plan.notices {
         obs.warning(n);
     }
-    let cgroup = match mem_limit {
-        Some(l) => Some(MemoryCgroup::enter(l)?),
-        None => None,
-    };
+    mem_limit.map(MemoryCgroup::enter).transpose()
+}
+
+/// Run `plan`, reporting to `obs`. Results are saved to `plan.output` after
+/// every phase; Ctrl-C ends the run after the current phase's operations
+/// stop (`results.interrupted`).
+pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
+    check_before_creating(plan)?;
+    interrupt::install();
+    let dir = db_dir(plan)?;
+    let cgroup = memory_cgroup(plan, obs)?;
     let (server, eng) = open_engine(plan, &dir.path)?;
     obs.started(&Started {
         engine: eng.as_ref(),

@@ -294,23 +294,39 @@ fn run_inner<C: Clock, E: Engine>(
             continue;
         }
         let t_done = clock.now();
-        for c in comps.iter() {
-            let s = c.slot as usize;
-            let slot = slots[s];
-            let op = slot.op.unwrap_or(OpKind::Read);
-            if c.result != slot.len as i64 {
-                rec.record_error(c.result);
-                if !spec.continue_on_error {
-                    let err = failed_completion(c.result, slot.len);
-                    return Err(WorkerError::Io { op, offset: 0, err });
-                }
-            } else if t_done >= spec.measure_start {
-                record_measured(rec, orec, op, &slot, t_done, spec.sync_engine);
+        take_completions(&comps, t_done, spec, &mut slots, &mut free, rec, orec)?;
+        in_flight -= comps.len();
+    }
+    Ok(())
+}
+
+/// Record the reaped completions and free their slots; a failed one fails
+/// the worker unless `--continue-on-error` (then it is only counted).
+#[inline(always)]
+fn take_completions(
+    comps: &[Completion],
+    t_done: u64,
+    spec: &LoopSpec,
+    slots: &mut [Slot],
+    free: &mut Vec<u32>,
+    rec: &mut Recorder,
+    orec: &mut OpenLoopRecorder,
+) -> Result<(), WorkerError> {
+    for c in comps {
+        let s = c.slot as usize;
+        let slot = slots[s];
+        let op = slot.op.unwrap_or(OpKind::Read);
+        if c.result != slot.len as i64 {
+            rec.record_error(c.result);
+            if !spec.continue_on_error {
+                let err = failed_completion(c.result, slot.len);
+                return Err(WorkerError::Io { op, offset: 0, err });
             }
-            slots[s].op = None;
-            free.push(c.slot);
-            in_flight -= 1;
+        } else if t_done >= spec.measure_start {
+            record_measured(rec, orec, op, &slot, t_done, spec.sync_engine);
         }
+        slots[s].op = None;
+        free.push(c.slot);
     }
     Ok(())
 }
