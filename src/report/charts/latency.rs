@@ -491,6 +491,9 @@ pub fn cpu(r: &Results) -> Option<Section> {
     })];
     let machine: Vec<Option<&SystemCpu>> = pts.iter().map(|p| p.extra.cpu.as_ref()).collect();
     let has_machine = machine.iter().any(Option::is_some);
+    // /proc/stat's shares are of one CPU (they add up to 200% on two):
+    // drawn and tabled as shares of all of them.
+    let ncpu = r.provenance.cpu_count.max(1) as f64;
     if has_machine {
         svgs.push(svg::bar_chart(&BarChart {
             title: "Machine CPU per point (all CPUs)".into(),
@@ -500,7 +503,10 @@ pub fn cpu(r: &Results) -> Option<Section> {
             stacks: MACHINE_CPU
                 .iter()
                 .map(|(name, f)| {
-                    let col = machine.iter().map(|m| m.map_or(0.0, f)).collect();
+                    let col = machine
+                        .iter()
+                        .map(|m| m.map_or(0.0, |m| f(m) / ncpu))
+                        .collect();
                     (name.to_string(), col)
                 })
                 .collect(),
@@ -516,7 +522,7 @@ pub fn cpu(r: &Results) -> Option<Section> {
     ];
     let machine_heads: Vec<String> = MACHINE_CPU
         .iter()
-        .map(|(name, _)| format!("machine {name} %"))
+        .map(|(name, _)| format!("machine {name} % of all CPUs"))
         .collect();
     if has_machine {
         head.extend(machine_heads.iter().map(String::as_str));
@@ -534,7 +540,7 @@ pub fn cpu(r: &Results) -> Option<Section> {
             row.extend(
                 MACHINE_CPU
                     .iter()
-                    .map(|(_, f)| m.map_or(String::new(), |m| format!("{:.1}", f(m)))),
+                    .map(|(_, f)| m.map_or(String::new(), |m| format!("{:.1}", f(m) / ncpu))),
             );
         }
         table.rows.push(row);
@@ -587,6 +593,29 @@ mod tests {
             color: 0,
             line: true,
         }
+    }
+
+    /// Issue 31 item 17: the machine chart said "share of all CPUs" while
+    /// its values added up to 200% on 2 CPUs.
+    #[test]
+    fn machine_cpu_is_a_share_of_all_cpus() {
+        let mut r = sweep(&[1]);
+        r.provenance.cpu_count = 2;
+        r.points[0].cpu.usr_pct = 40.0;
+        r.points[0].extra.cpu = Some(SystemCpu {
+            usr_pct: 150.0,
+            sys_pct: 50.0,
+            iowait_pct: 0.0,
+            idle_pct: 0.0,
+            steal_pct: 0.0,
+        });
+        let s = cpu(&r).unwrap();
+        let usr = s
+            .table
+            .headers
+            .iter()
+            .position(|h| h == "machine usr % of all CPUs");
+        assert_eq!(s.table.rows[0][usr.unwrap()], "75.0");
     }
 
     /// Issue 31 item 17: 4k lines sat flat under the 1m line.
