@@ -494,3 +494,25 @@ fn oltp_reports_lead_with_nopm_and_show_the_servers_cpu() {
         }
     }
 }
+
+/// Issue 31 item 3: compare showed IOPS only; it shows bandwidth, the
+/// block size each side really issued, and the in-flight check (IOPS x
+/// mean latency, to hold against the slots) for every side.
+#[test]
+fn compare_shows_bandwidth_block_size_and_the_in_flight_check() {
+    let o = iolab(&[
+        "compare",
+        &fixture("run-standard.json"),
+        &fixture("fio-randread.json"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout).to_string();
+    for want in [
+        "MiB/s",
+        "avg block",
+        "in flight (IOPS x mean lat)",
+        "Little's law",
+    ] {
+        assert!(t.contains(want), "{want} missing: {t}");
+    }
+}

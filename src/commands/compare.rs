@@ -38,12 +38,19 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
                 Metric::parse(s.trim()).ok_or_else(|| {
                     usage(
                         "--metric",
-                        format!("unknown metric '{s}' (iops, mib_s, mean, p50, p99, p99.9)"),
+                        format!("unknown metric '{s}' (iops, mib_s, mean, p50, p99, p99.9, avg_block, in_flight)"),
                     )
                 })
             })
             .collect::<anyhow::Result<_>>()?,
-        None => vec![Metric::Iops, Metric::Mean, Metric::P99],
+        None => vec![
+            Metric::Iops,
+            Metric::MibS,
+            Metric::AvgBlock,
+            Metric::Mean,
+            Metric::P99,
+            Metric::InFlight,
+        ],
     };
     let mut runs = Vec::new();
     for f in &a.files {
@@ -92,6 +99,9 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             let mut t = compare::terminal(&runs, &rows, a.noise);
             if !keys.is_empty() {
                 t.push_str(&format!("matched by: {}\n", keys.join(", ")));
+            }
+            if metrics.contains(&Metric::InFlight) {
+                t.push_str("in flight = IOPS x mean latency (Little's law): a side whose figure is above its slots (qd x jobs) counts time no request was in flight\n");
             }
             t
         }

@@ -30,6 +30,12 @@ pub enum Metric {
     P50,
     P99,
     P999,
+    /// Mean bytes per request (MiB/s over IOPS): what a block size split
+    /// really issued.
+    AvgBlock,
+    /// IOPS x mean latency (Little's law): the requests in flight the
+    /// numbers imply, to hold against the slots (qd x jobs).
+    InFlight,
 }
 
 impl Metric {
@@ -41,6 +47,8 @@ impl Metric {
             "p50" => Metric::P50,
             "p99" => Metric::P99,
             "p99.9" | "p999" => Metric::P999,
+            "avg_block" | "avg-block" => Metric::AvgBlock,
+            "in_flight" | "in-flight" | "inflight" => Metric::InFlight,
             _ => return None,
         })
     }
@@ -53,6 +61,8 @@ impl Metric {
             Metric::P50 => "p50 lat",
             Metric::P99 => "p99 lat",
             Metric::P999 => "p99.9 lat",
+            Metric::AvgBlock => "avg block",
+            Metric::InFlight => "in flight (IOPS x mean lat)",
         }
     }
 
@@ -65,12 +75,19 @@ impl Metric {
             Metric::P50 => l.and_then(|l| l.percentile(50.0)).map(|v| v as f64),
             Metric::P99 => l.and_then(|l| l.percentile(99.0)).map(|v| v as f64),
             Metric::P999 => l.and_then(|l| l.percentile(99.9)).map(|v| v as f64),
+            Metric::AvgBlock => {
+                (p.total.iops > 0.0).then(|| p.total.mib_s * (1u64 << 20) as f64 / p.total.iops)
+            }
+            Metric::InFlight => l.map(|l| p.total.iops * l.mean_ns / 1e9),
         }
     }
 
     /// Throughput: more is better; latency: less is.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Iops | Metric::MibS)
+        matches!(
+            self,
+            Metric::Iops | Metric::MibS | Metric::AvgBlock | Metric::InFlight
+        )
     }
 
     /// How a value of this metric is written.
@@ -78,6 +95,8 @@ impl Metric {
         match self {
             Metric::Iops => fmt::count,
             Metric::MibS => fmt::mib,
+            Metric::AvgBlock => |v| crate::kv::report::human(v.round() as u64),
+            Metric::InFlight => |v| format!("{v:.2}"),
             _ => fmt::ns,
         }
     }
@@ -174,7 +193,48 @@ pub fn match_keys(runs: &[Run], by: Option<&[String]>) -> Vec<String> {
             Some(c) => c.intersection(&keys).cloned().collect(),
         });
     }
-    common.unwrap_or_default().into_iter().collect()
+    let mut keys: Vec<String> = common.unwrap_or_default().into_iter().collect();
+    // Points of one run that match on these keys are rounds of one job and
+    // are pooled; where they differ in another param (a rate one has and
+    // the other has not, another medium), they are different jobs: that
+    // param joins the keys.
+    loop {
+        let split = splitting_params(runs, &keys);
+        if split.is_empty() {
+            return keys;
+        }
+        keys.extend(split);
+        keys.sort();
+    }
+}
+
+/// The params (not `IGNORED`) whose value (or absence) differs between
+/// points of one run that `keys` would pool, for the first such group.
+fn splitting_params(runs: &[Run], keys: &[String]) -> Vec<String> {
+    for r in runs {
+        let mut groups: BTreeMap<Key, Vec<&Point>> = BTreeMap::new();
+        for p in &r.results.points {
+            groups.entry(key_of(p, keys)).or_default().push(p);
+        }
+        for pts in groups.values().filter(|g| g.len() > 1) {
+            let names: BTreeSet<&String> = pts.iter().flat_map(|p| p.params.keys()).collect();
+            let split: Vec<String> = names
+                .into_iter()
+                .filter(|n| {
+                    !IGNORED.contains(&n.as_str())
+                        && !keys.contains(n)
+                        && pts
+                            .iter()
+                            .any(|p| p.params.get(*n) != pts[0].params.get(*n))
+                })
+                .cloned()
+                .collect();
+            if !split.is_empty() {
+                return split;
+            }
+        }
+    }
+    Vec::new()
 }
 
 fn key_of(p: &Point, keys: &[String]) -> Vec<(String, String)> {
@@ -553,6 +613,62 @@ mod tests {
             max,
             rounds,
         })
+    }
+
+    /// Issue 31 item 2: a QD32 closed-loop job and a 2000 IOPS paced job
+    /// of one file were pooled as `8678 (1968..15.4k, n=2)`.
+    #[test]
+    fn different_jobs_are_never_pooled() {
+        use crate::plan::job::{Arrival, JobSpec, OpenLoop};
+        let closed = JobSpec {
+            qd: 32,
+            ..JobSpec::default()
+        };
+        let paced = JobSpec {
+            open_loop: Some(OpenLoop {
+                rate_iops: 2000.0,
+                arrival: Arrival::Poisson,
+            }),
+            ..closed.clone()
+        };
+        let run = |label: &str, jobs: &[&JobSpec]| {
+            let mut r = Results::new("device", crate::results::Provenance::default());
+            for (j, iops) in jobs.iter().zip([15_400.0, 1968.0]) {
+                r.points
+                    .push(crate::analysis::testutil::point(j, iops, 1e5, 200_000));
+            }
+            Run {
+                label: label.into(),
+                results: r,
+            }
+        };
+        // The second run has no paced job: "rate" is not a param of all runs.
+        let runs = [run("a", &[&closed, &paced]), run("b", &[&closed])];
+        let keys = match_keys(&runs, None);
+        assert!(keys.iter().any(|k| k == "rate"), "{keys:?}");
+        let rows = compare(&runs, &keys, &[Metric::Iops]);
+        assert_eq!(rows.len(), 2, "one row per job");
+        let a: Vec<usize> = rows
+            .iter()
+            .map(|r| r.cells[0].as_ref().unwrap().rounds)
+            .collect();
+        assert_eq!(a, vec![1, 1], "nothing pooled");
+        assert!(
+            rows[1].cells[1].is_none(),
+            "the paced job has no match in b"
+        );
+    }
+
+    /// Little's law on a point: 14,000 IOPS at a mean of 1 ms is 14 in
+    /// flight; 4 KiB and 64 KiB half and half issue 34 KiB on average.
+    #[test]
+    fn in_flight_and_average_block() {
+        let j = crate::plan::job::JobSpec::default();
+        let mut p = crate::analysis::testutil::point(&j, 14_000.0, 1e6, 2_000_000);
+        assert!((Metric::InFlight.of(&p).unwrap() - 14.0).abs() < 1e-6);
+        p.total.iops = 1000.0;
+        p.total.mib_s = 1000.0 * 34.0 * 1024.0 / (1u64 << 20) as f64;
+        assert!((Metric::AvgBlock.of(&p).unwrap() - 34.0 * 1024.0).abs() < 1e-6);
     }
 
     #[test]
