@@ -71,7 +71,9 @@ fn two_directories_interleaved_by_rounds_in_one_results_file() {
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("vs fast (range)") && out.contains("outside the measured intervals"),
+        out.contains("vs fast")
+            && out.contains("per-round ratios: median (range)")
+            && out.contains("outside the measured intervals"),
         "the media table and the overhead at the end: {out}"
     );
     let r = common::results(&json);

@@ -31,7 +31,7 @@ fn two_directories_one_results_dir_with_the_media_sections() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("vs fast (range)"),
+        String::from_utf8_lossy(&o.stdout).contains("per-round ratios: median (range)"),
         "{}",
         text(&o)
     );

@@ -3,21 +3,24 @@
 //! over what a point measures: any point of a campaign pass (`pass_of`:
 //! the typed `Point::pass`, or an older file's `medium` and `round`
 //! params) takes part, and its throughput is `total.iops` (IOPS of
-//! device points, operations per second of kv points, transactions per
-//! second of OLTP points: each row's `unit`). The baseline is the setup
+//! device points, operations per second of kv points) or NOPM (OLTP
+//! points): each row's `unit`. The baseline is the setup
 //! marked baseline (`--baseline`), else the first target of round 1.
 //!
 //! Ratios are taken within a round (a target against the baseline
 //! measured minutes apart, not hours), then summarized over the rounds:
 //! the median, the range, and a noise mark when the range straddles 1.0
-//! (`analysis::baseline`, the one comparison with a baseline).
+//! (`analysis::baseline`, the one comparison with a baseline). Beside
+//! them each row has `ratio`, the ratio of the medians a table shows side
+//! by side: with noisy rounds the two can differ, and a table must say
+//! which one it prints.
 //! A point marked interrupted (a job or kv phase stopped early by Ctrl-C)
 //! is partial and takes no part: its round counts as missing.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::baseline::{median, paired_ratios, Spread};
+use super::baseline::{median, paired_ratios, ratio, Spread};
 use crate::measure::histogram::LatencyHistogram;
 pub use crate::results::analysis::media::{MediaAnalysis, MediaRow};
 use crate::results::pass::prefixed;
@@ -134,7 +137,8 @@ pub fn analyze(points: &[&Point]) -> Option<MediaAnalysis> {
                 id.round,
                 Measured {
                     point: p,
-                    throughput: p.total.iops,
+                    // TPC-C's figure, not transactions of every kind.
+                    throughput: p.extra.oltp.as_ref().map_or(p.total.iops, |o| o.nopm),
                     mean_lat_ns: mean_lat_ns(p),
                 },
             );
@@ -177,7 +181,7 @@ fn row(
         target: target.to_string(),
         unit: match (device, oltp) {
             (true, _) => "IOPS",
-            (false, true) => "txn/s",
+            (false, true) => "NOPM",
             (false, false) => "ops/s",
         }
         .into(),
@@ -197,8 +201,21 @@ fn row(
         vs_max: spread.map(|s| s.max),
         noise: !is_baseline && spread.is_some_and(|s| s.straddles_one()),
         lat_vs_baseline: median(&lat),
+        ratio: of_medians(rounds, base, |m| Some(m.throughput)),
+        lat_ratio: of_medians(rounds, base, |m| m.mean_lat_ns),
         points: rounds.values().map(|m| m.point.name.clone()).collect(),
     }
+}
+
+/// The median of `f` over this row's rounds over the baseline's: the
+/// ratio of the two values a table shows side by side.
+fn of_medians(
+    rounds: &BTreeMap<u32, Measured>,
+    base: &BTreeMap<u32, Measured>,
+    f: impl Fn(&Measured) -> Option<f64>,
+) -> Option<f64> {
+    let m = |r: &BTreeMap<u32, Measured>| median(&r.values().filter_map(&f).collect::<Vec<_>>());
+    ratio(m(rounds)?, m(base)?)
 }
 
 /// The latency distribution of a row: every round's read and write
@@ -219,6 +236,24 @@ pub fn merged_latency(points: &[Point], row: &MediaRow) -> Option<LatencyHistogr
 /// The rows as `extra.media.rows` held them before the typed analysis
 /// (job, medium, iops, vs_baseline, vs_min, vs_max, noise), for readers
 /// of older files' shape.
+/// A row's throughput and mean latency over its baseline row's: the
+/// ratios of the values a table shows side by side (`MediaRow::ratio` and
+/// `lat_ratio`, worked out again for files written before they existed).
+pub fn shown_ratios(m: &MediaAnalysis, r: &MediaRow) -> (Option<f64>, Option<f64>) {
+    let base = m
+        .rows
+        .iter()
+        .find(|b| b.workload == r.workload && b.target == m.baseline);
+    match base {
+        Some(b) => (
+            r.ratio.or_else(|| ratio(r.throughput, b.throughput)),
+            r.lat_ratio
+                .or_else(|| super::baseline::ratio_of(r.mean_lat_ns, b.mean_lat_ns)),
+        ),
+        None => (r.ratio, r.lat_ratio),
+    }
+}
+
 pub fn legacy_rows(a: &MediaAnalysis) -> serde_json::Value {
     let rows: Vec<serde_json::Value> = a
         .rows
@@ -264,6 +299,32 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    /// Issue 31 item 1: a table printed 57758 ops/s beside a baseline's
+    /// 72011 with "1.07x" (the median of two noisy per-round ratios). The
+    /// ratio of the values shown is kept beside it and is what tables print
+    /// first.
+    #[test]
+    fn the_ratio_of_the_values_shown_is_kept_beside_the_per_round_ones() {
+        let mut pts = Vec::new();
+        for (r, (base, other)) in [(100.0, 52.0), (44.0, 71.28)].into_iter().enumerate() {
+            pts.push(point("ssd", r as u32 + 1, base, 1000.0));
+            pts.push(point("nvme", r as u32 + 1, other, 1000.0));
+        }
+        let a = run(&pts);
+        let nvme = row(&a, "nvme");
+        assert!(close(nvme.vs_baseline, (0.52 + 1.62) / 2.0), "{nvme:?}");
+        let shown = nvme.throughput / row(&a, "ssd").throughput;
+        assert!(close(nvme.ratio, shown), "{nvme:?}");
+        assert!(close(shown_ratios(&a, nvme).0, shown));
+        // Files written before `ratio` existed: worked out from the rows.
+        let mut old = a.clone();
+        old.rows
+            .iter_mut()
+            .for_each(|r| (r.ratio, r.lat_ratio) = (None, None));
+        let nvme_old = row(&old, "nvme");
+        assert!(close(shown_ratios(&old, nvme_old).0, shown));
     }
 
     #[test]

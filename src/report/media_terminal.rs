@@ -24,32 +24,38 @@ pub fn table(m: &MediaAnalysis) -> Vec<String> {
         .unwrap_or(0)
         .max(6);
     let mut out = vec![format!(
-        "{:<width$} {:<twidth$} {:>12} {:>26} {:>12}",
+        "{:<width$} {:<twidth$} {:>14} {:>8} {:>34} {:>12}",
         "workload",
         "target",
         "throughput",
-        format!("vs {} (range)", m.baseline),
+        format!("vs {}", m.baseline),
+        "per-round ratios: median (range)",
         "mean lat vs"
     )];
+    let times = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}x"));
     for r in &m.rows {
-        let ratio = match (r.vs_baseline, r.vs_min, r.vs_max) {
+        let rounds = match (r.vs_baseline, r.vs_min, r.vs_max) {
             (Some(v), Some(lo), Some(hi)) => format!(
                 "{v:.2}x ({lo:.2}..{hi:.2}){}",
                 if r.noise { " ~noise" } else { "" }
             ),
             _ => "-".into(),
         };
+        let (ratio, lat_ratio) = crate::analysis::media::shown_ratios(m, r);
         out.push(format!(
-            "{:<width$} {:<twidth$} {:>12} {:>26} {:>12}",
+            "{:<width$} {:<twidth$} {:>14} {:>8} {:>34} {:>12}",
             r.workload,
             r.target,
             format!("{:.0} {}", r.throughput, r.unit),
-            ratio,
-            r.lat_vs_baseline
-                .map(|v| format!("{v:.2}x"))
-                .unwrap_or_else(|| "-".into())
+            times(ratio),
+            rounds,
+            times(lat_ratio)
         ));
     }
+    out.push(
+        "(throughput and mean latency: medians over the rounds; \"vs\" is their ratio; the per-round ratios pair each round with the baseline's)"
+            .into(),
+    );
     out
 }
 

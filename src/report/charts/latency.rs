@@ -100,6 +100,17 @@ fn titled(base: &str, group: &str) -> String {
 
 /// "randread 4k qd1" from the params, else the point name.
 pub fn short_label(p: &Point) -> String {
+    let job = job_label(p);
+    // Points of a campaign's passes (several targets, transports or
+    // rounds) would read alike: name the setup and the round.
+    match crate::analysis::media::pass_of(p) {
+        Some(id) if !job.starts_with(&id.setup) => format!("{} r{}: {job}", id.setup, id.round),
+        _ => job,
+    }
+}
+
+/// "randread 4k qd1", or the point's name for other kinds of points.
+fn job_label(p: &Point) -> String {
     match (p.params.get("rw"), p.params.get("bs")) {
         (Some(rw), Some(bs)) => {
             let depth = match p.params.get("batch") {
@@ -593,6 +604,22 @@ mod tests {
             color: 0,
             line: true,
         }
+    }
+
+    /// Issue 31 item 8: the media report's legends read "randread 4k
+    /// qd1" for every target and round.
+    #[test]
+    fn labels_of_a_campaigns_points_name_the_setup_and_round() {
+        let mut p = sweep(&[1]).points.remove(0);
+        assert_eq!(short_label(&p), "randread 4k qd1");
+        p.pass = Some(crate::results::PassId {
+            setup: "nvme".into(),
+            round: 2,
+            baseline: false,
+            part: None,
+            workload: "randread-4k-qd1".into(),
+        });
+        assert_eq!(short_label(&p), "nvme r2: randread 4k qd1");
     }
 
     /// Issue 31 item 17: the machine chart said "share of all CPUs" while

@@ -21,17 +21,24 @@ fn find<'a>(m: &'a MediaAnalysis, workload: &str, target: &str) -> Option<&'a Me
         .find(|r| r.workload == workload && r.target == target)
 }
 
-/// "1.53x (1.40..1.60)", with " ~noise" when marked.
-fn ratio_text(r: &MediaRow) -> String {
-    match (r.vs_baseline, r.vs_min, r.vs_max) {
+/// "per round 1.53x (1.40..1.60)", with " ~noise" when marked, after
+/// the ratio of the medians shown beside it when they differ.
+fn ratio_text(m: &MediaAnalysis, r: &MediaRow) -> String {
+    let rounds = match (r.vs_baseline, r.vs_min, r.vs_max) {
         (Some(v), Some(lo), Some(hi)) => format!(
-            "{} ({:.2}..{:.2}){}",
+            "per round {} ({:.2}..{:.2}){}",
             fmt::times(v),
             lo,
             hi,
             if r.noise { " ~noise" } else { "" }
         ),
-        _ => "no ratio".into(),
+        _ => return "no ratio".into(),
+    };
+    match crate::analysis::media::shown_ratios(m, r).0 {
+        Some(v) if (v - r.vs_baseline.unwrap_or(v)).abs() >= 0.005 => {
+            format!("{} of the medians; {rounds}", fmt::times(v))
+        }
+        _ => rounds,
     }
 }
 
@@ -83,7 +90,7 @@ fn ratio_bars(m: &MediaAnalysis, title: &str, y: &str, latency: bool) -> String 
                             r.workload,
                             fmt::count(r.throughput),
                             r.unit,
-                            ratio_text(r)
+                            ratio_text(m, r)
                         ),
                     })
                 })
@@ -121,21 +128,27 @@ pub fn media(r: &Results) -> Option<Section> {
         row.extend(
             m.targets
                 .iter()
-                .map(|t| find(m, w, t).map(ratio_text).unwrap_or_default()),
+                .map(|t| find(m, w, t).map(|r| ratio_text(m, r)).unwrap_or_default()),
         );
         table.rows.push(row);
     }
     let unit = m.rows.first().map_or("IOPS", |r| r.unit.as_str());
     let mut svgs = vec![ratio_bars(
         m,
-        &format!("Throughput relative to {}", m.baseline),
+        &format!(
+            "Throughput relative to {} (median of per-round ratios)",
+            m.baseline
+        ),
         &format!("{unit} / {} {unit}", m.baseline),
         false,
     )];
     if m.rows.iter().any(|r| r.lat_vs_baseline.is_some()) {
         svgs.push(ratio_bars(
             m,
-            &format!("Mean latency relative to {}", m.baseline),
+            &format!(
+                "Mean latency relative to {} (median of per-round ratios)",
+                m.baseline
+            ),
             &format!("mean latency / {}'s", m.baseline),
             true,
         ));
@@ -144,7 +157,7 @@ pub fn media(r: &Results) -> Option<Section> {
         id: "media".into(),
         title: "Storage media side by side".into(),
         note: format!(
-            "The same workloads on every target, interleaved by rounds ({} round(s), the order reversed every other round). Each bar is a target's throughput over the baseline's ({}) in the same round, the median over the rounds; the whisker is the range of the per-round ratios, and ~ marks a target whose range straddles 1.0 (not told apart from the baseline). The table holds the same ratios.",
+            "The same workloads on every target, interleaved by rounds ({} round(s), the order reversed every other round). Each bar is a target's throughput over the baseline's ({}) in the same round, the median over the rounds; the whisker is the range of the per-round ratios, and ~ marks a target whose range straddles 1.0 (not told apart from the baseline). The table holds the same ratios, and the ratio of the median throughputs where it differs from them (noisy rounds).",
             m.rounds, m.baseline
         ),
         svgs,
@@ -166,7 +179,7 @@ pub fn media_latency(r: &Results) -> Option<Section> {
         "throughput",
         "MiB/s",
         "mean latency",
-        "mean latency vs baseline",
+        "mean latency / baseline's",
         "p50 (all rounds)",
         "p99 (all rounds)",
     ]);
@@ -185,7 +198,10 @@ pub fn media_latency(r: &Results) -> Option<Section> {
                 format!("{} {}", fmt::count(row.throughput), row.unit),
                 row.mib_s.map(fmt::mib).unwrap_or_default(),
                 row.mean_lat_ns.map(fmt::ns).unwrap_or_default(),
-                row.lat_vs_baseline.map(fmt::times).unwrap_or_default(),
+                crate::analysis::media::shown_ratios(m, row)
+                    .1
+                    .map(fmt::times)
+                    .unwrap_or_default(),
                 pct(&merged, 50.0),
                 pct(&merged, 99.0),
             ]);

@@ -24,7 +24,8 @@ pub struct MediaAnalysis {
 pub struct MediaRow {
     pub workload: String,
     pub target: String,
-    /// What `throughput` counts: "IOPS" (device points) or "ops/s".
+    /// What `throughput` counts: "IOPS" (device points), "NOPM" (oltp,
+    /// new orders per minute) or "ops/s".
     pub unit: String,
     /// Rounds this target measured the workload.
     pub rounds: u32,
@@ -36,9 +37,17 @@ pub struct MediaRow {
     /// Median over the rounds of the mean latency (all operations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_lat_ns: Option<f64>,
+    /// `throughput` over the baseline row's `throughput`: the ratio of
+    /// the two values shown side by side (medians over the rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// `mean_lat_ns` over the baseline row's, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_ratio: Option<f64>,
     /// Throughput over the baseline's in the same round: the median of
-    /// the per-round ratios, and their range. None when no round of the
-    /// baseline is comparable (missing, or zero throughput).
+    /// the per-round ratios, and their range (what tells drift from a
+    /// difference). None when no round of the baseline is comparable
+    /// (missing, or zero throughput).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vs_baseline: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,7 +58,8 @@ pub struct MediaRow {
     pub paired_rounds: u32,
     /// The range straddles 1.0: not told apart from the baseline.
     pub noise: bool,
-    /// Mean latency over the baseline's in the same round (median of the rounds).
+    /// Mean latency over the baseline's in the same round (median of the
+    /// per-round ratios).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lat_vs_baseline: Option<f64>,
     /// The points of this row, one per round, in round order.
