@@ -253,3 +253,24 @@ fn a_second_ctrl_c_removes_the_memory_cgroup_and_the_database() {
     assert!(common::files_in(dir.path()).is_empty(), "database left");
     assert!(records(state.path()).is_empty(), "records left");
 }
+
+/// A sweep killed before it finished (an `iolab serve` child of a
+/// SIGKILLed `iolab remote` starts, claims its parent's records and dies
+/// with it) left its claims renamed `*.sweeping-PID`, and no later start
+/// took them again: the scratch file and the netns stayed for ever.
+#[test]
+fn claims_of_a_sweep_that_died_are_taken_again() {
+    let dir = common::workdir();
+    let state = common::workdir();
+    let file = dir.path().join("iolab-scratch-4194301-0.dat");
+    std::fs::write(&file, b"x").unwrap();
+    let rec = serde_json::json!({"pid": u32::MAX - 1, "start_time": 1, "resource": {"path": file}});
+    let claimed = state.path().join(format!("9-0.sweeping-{}", u32::MAX - 2));
+    std::fs::write(&claimed, rec.to_string()).unwrap();
+    let said = common::next_start(state.path());
+    assert!(!file.exists(), "the scratch file stayed: {said}");
+    assert!(
+        records(state.path()).is_empty() && !claimed.exists(),
+        "{said}"
+    );
+}

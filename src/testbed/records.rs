@@ -177,9 +177,26 @@ pub fn sweep() -> Vec<Claim> {
     let me = std::process::id();
     let mut out = Vec::new();
     for path in newest_first(&dir) {
-        if path.extension().is_none_or(|x| x != "json") {
+        let ext = path.extension().and_then(|x| x.to_str()).unwrap_or("");
+        // A record claimed by a sweep that died before it finished (an
+        // iolab killed mid-sweep, as a server child whose parent was
+        // SIGKILLed is) is taken again, as if it had never been claimed.
+        let abandoned = ext
+            .strip_prefix("sweeping-")
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| pid != me && start_time(pid).is_none());
+        if ext != "json" && !abandoned {
             continue;
         }
+        let path = if abandoned {
+            let back = path.with_extension("json");
+            if std::fs::rename(&path, &back).is_err() {
+                continue;
+            }
+            back
+        } else {
+            path
+        };
         let Some(rec) = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice::<Record>(&b).ok())
