@@ -273,7 +273,7 @@ fn running_file_job(
     conn.send(&Message::StartAt { agent_ns: 0 }).unwrap();
     // A progress message says the job runs.
     match conn.recv_within(Duration::from_secs(30)).unwrap() {
-        Message::Progress { .. } => {}
+        Message::Progress(_) => {}
         other => panic!("{other:?}"),
     }
     (child, conn, hello)

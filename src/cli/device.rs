@@ -47,7 +47,9 @@ fn parse_clock(s: &str) -> Result<ClockChoice, String> {
   iolab device --target /var/tmp --make ext4,ext4-nojournal,xfs,raw --rounds 3 --rw randread --qd 1,32
       the same jobs on file systems iolab builds on loop devices (root), interleaved by rounds, vs ext4
   iolab device -t ssd=/mnt/ssd -t nvme=/mnt/nvme -t ram=/dev/shm --rounds 3 --profile quick
-      the same jobs on several targets of your own, interleaved by rounds, normalized to the first")]
+      the same jobs on several targets of your own, interleaved by rounds, normalized to the first
+  iolab device --hosts web1,web2,db@10.0.0.7:2222 --target /var/tmp --rw randread --qd 1,32
+      every job on three hosts at once over ssh, one start, histograms merged exactly (docs/fleet.md)")]
 pub struct DeviceArgs {
     /// Directory (a scratch file is created in it), existing file, block
     /// device, or remote export (nbd://HOST[:PORT]/[EXPORT],
@@ -83,6 +85,9 @@ pub struct DeviceArgs {
     /// The configurations to build, rounds and baseline of a media run.
     #[command(flatten)]
     pub media: crate::cli::media::MediaArgs,
+    /// Several hosts at once (docs/fleet.md).
+    #[command(flatten)]
+    pub hosts: crate::cli::hosts::HostsArgs,
 
     /// Access pattern: read, write, randread, randwrite, readwrite, randrw; a list sweeps it
     #[arg(

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod compare;
 pub mod device;
+pub mod hosts;
 pub mod kv;
 pub mod media;
 pub mod names;

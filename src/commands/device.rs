@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::device_args::{dry_run, experiments_from_args};
 use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
-use crate::commands::device_fio;
+use crate::commands::{device_fio, device_hosts};
 use crate::dut::{self, TargetOptions};
 use crate::error::{usage, Interrupted, VerifyFailed};
 use crate::interrupt;
@@ -28,6 +28,12 @@ use crate::trace::point_tracer::Tracer;
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = super::device_args::with_plan_media(a)?;
     if super::device_media::is_media_run(&a) {
+        if a.hosts.hosts.is_some() {
+            return Err(usage(
+                "--hosts",
+                "runs one target on every host: not with --make or several --target",
+            ));
+        }
         return super::device_media::run(a);
     }
     super::device_media::refuse_without_media(&a)?;
@@ -46,6 +52,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let a = device_fio::with_target_defaults(a, fio_plan.as_ref());
     let fio_export = device_fio::export_path(a.export.as_deref())?;
     let exps = experiments_from_args(&a)?;
+    let hosts = device_hosts::refuse_what_hosts_cannot_run(&a, &exps)?;
     let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
     let json = a.json.as_deref().filter(|p| p.as_os_str() != "-");
     for (path, field) in [(json, "--json"), (fio_export.as_deref(), "--export")] {
@@ -77,7 +84,9 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         jobs.iter().any(|j| j.writes()) || exps.iter().any(|e| e.precondition.is_some() || e.purge);
     if a.dry_run {
         // Every check of the real run, nothing created.
-        dut::check(&topts, writes)?;
+        if hosts.is_none() {
+            dut::check(&topts, writes)?;
+        }
         dry_run(&exps, &a);
         return Ok(());
     }
@@ -86,14 +95,25 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let mut provenance = Provenance::collect(a.seed);
     let mut run_warnings = Vec::new();
     run_warnings.extend(provenance.busy_warning());
-    if !quiet && needs_target && a.target.first().is_none_or(|p| p.is_dir()) {
+    let placement = match &hosts {
+        Some(h) => {
+            let jt = device_hosts::job_target(&a, needs_target, size);
+            Some(device_hosts::connect(&a, h, jt, quiet)?)
+        }
+        None => None,
+    };
+    if !quiet && placement.is_none() && needs_target && a.target.first().is_none_or(|p| p.is_dir())
+    {
         eprintln!(
             "iolab: preparing a {} MiB scratch file...",
             size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE) >> 20
         );
     }
-    let target = dut::prepare(&topts, writes, verify_bs, a.seed)?;
-    provenance.target = Some(target.info());
+    let target = match &placement {
+        Some(_) => dut::Target::none(size.unwrap_or(0)),
+        None => dut::prepare(&topts, writes, verify_bs, a.seed)?,
+    };
+    provenance.target = placement.is_none().then(|| target.info());
     provenance.plan = if a.plan.is_some() || exps.len() > 1 || exps[0].mode != Mode::Plain {
         serde_json::to_value(&exps)?
     } else {
@@ -117,6 +137,9 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     }
     let mut results = Results::new("device", provenance);
     results.warnings = run_warnings;
+    if let Some(p) = &placement {
+        results.extra.insert("hosts".into(), p.describe());
+    }
     if let Some(f) = &a.fio_job {
         results
             .extra
@@ -148,6 +171,9 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let mut driver = Driver::new(&target, sink, &observer, tracer, show_progress, planned)
         .with_clock(a.clock)
         .with_status_interval(crate::session::checked_status_interval(a.status_interval)?);
+    if let Some(p) = placement {
+        driver = driver.with_hosts(Box::new(p));
+    }
     driver.save()?;
     for w in &driver.results().warnings {
         observer.warning(w);

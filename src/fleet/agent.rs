@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::build;
-use super::proto::{self, AgentError, ClockReply, Hello, JobResult, Message, Prepare, ProtoError};
+use super::proto::{
+    self, AgentError, ClockReply, Hello, JobResult, Message, Prepare, ProgressReport, ProtoError,
+};
 use crate::dut::{self, Target, TargetOptions};
 use crate::error::UsageError;
 use crate::interrupt;
@@ -127,6 +129,8 @@ pub fn serve(
         .name("agent-rx".into())
         .spawn(move || reader(input, rout, tx, flag))?;
     let mut target: Option<(Prepare, Target)> = None;
+    // A prepare arms one start; the target may outlive it (`reusable`).
+    let mut armed = false;
     loop {
         match next(&rx) {
             Event::Ended(why) => {
@@ -135,31 +139,34 @@ pub fn serve(
             }
             Event::Msg(Message::Bye) => return Ok(()),
             Event::Msg(Message::Prepare(p)) => {
-                drop(target.take());
                 interrupt::reset();
-                match prepare(&p) {
+                let made = match target.take().filter(|(old, _)| reusable(old, &p)) {
+                    Some((_, kept)) => Ok(kept),
+                    None => prepare(&p),
+                };
+                match made {
                     Ok(t) => {
                         let path = t.path.display().to_string();
                         target = Some((*p, t));
+                        armed = true;
                         send(&out, &Message::Ready { target: path })?;
                     }
                     Err(e) => send(&out, &Message::Error(agent_error(&e)))?,
                 }
             }
             Event::Msg(Message::StartAt { agent_ns }) => {
-                let Some((p, t)) = &target else {
+                let Some((p, t)) = target.as_ref().filter(|_| armed) else {
                     send(
                         &out,
                         &Message::Error(protocol_error("start-at before prepare")),
                     )?;
                     continue;
                 };
+                armed = false;
                 let m = match run(p, t, agent_ns, &out) {
                     Ok(r) => Message::Result(Box::new(r)),
                     Err(e) => Message::Error(agent_error(&e)),
                 };
-                // One job per prepare: its scratch file goes with it.
-                target = None;
                 send(&out, &m)?;
             }
             Event::Msg(other) => {
@@ -180,6 +187,16 @@ fn protocol_error(why: &str) -> AgentError {
         message: format!("protocol: {why}"),
         field: None,
     }
+}
+
+/// The next job may run on the scratch file the last one ran on (as the
+/// points of a local sweep share one): same directory and size, and no
+/// verification, whose file holds the pattern of its own seed.
+fn reusable(old: &Prepare, new: &Prepare) -> bool {
+    old.target == new.target
+        && !old.job.verify
+        && !new.job.verify
+        && old.job.engine.needs_target() == new.job.engine.needs_target()
 }
 
 /// The job's target, made through `dut::prepare` as `iolab device` makes it.
@@ -245,8 +262,20 @@ fn run(p: &Prepare, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobR
         released.store(mono_now_ns(), Ordering::SeqCst);
     };
     let progress = |elapsed_s: f64, _: Option<f64>, live: Option<crate::runner::recorder::Live>| {
-        let iops = live.map(|l| l.iops).unwrap_or(0.0);
-        let _ = send(out, &Message::Progress { elapsed_s, iops });
+        let l = live.unwrap_or(crate::runner::recorder::Live {
+            iops: 0.0,
+            mib_s: 0.0,
+            mean_ns: 0.0,
+            p99_ns: 0,
+        });
+        let report = ProgressReport {
+            elapsed_s,
+            iops: l.iops,
+            mib_s: l.mib_s,
+            mean_ns: l.mean_ns,
+            p99_ns: l.p99_ns,
+        };
+        let _ = send(out, &Message::Progress(report));
     };
     let opts = RunOptions {
         before_start: Some(&gate),
@@ -307,7 +336,7 @@ mod tests {
         write_message(&mut w, &Message::StartAt { agent_ns: at }).unwrap();
         let result = loop {
             match read_message(&mut r).unwrap() {
-                Message::Progress { .. } => continue,
+                Message::Progress(_) => continue,
                 Message::Result(res) => break res,
                 other => panic!("{other:?}"),
             }

@@ -7,8 +7,6 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::conn::{unexpected, Conn};
 use super::proto::{ClockReply, Message};
 use crate::measure::clock::mono_now_ns;
@@ -24,14 +22,7 @@ pub struct Sample {
     pub received_ns: u64,
 }
 
-/// agent clock = control clock + offset_ns (± uncertainty_ns).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ClockOffset {
-    pub offset_ns: i64,
-    pub uncertainty_ns: u64,
-    pub rtt_ns: u64,
-    pub probes: u32,
-}
+pub use crate::results::ext::ClockOffset;
 
 impl ClockOffset {
     /// A control-side instant in the agent's clock.

@@ -8,12 +8,18 @@
 use std::time::{Duration, Instant};
 
 use super::conn::{host_error, unexpected, Conn};
-use super::proto::{JobResult, Message};
+use super::proto::{JobResult, Message, ProgressReport};
 use crate::interrupt;
 
 /// Each host's result, or why it was lost, in the order of `conns`.
-pub fn results(conns: &mut [&mut Conn], idle: Duration) -> Vec<anyhow::Result<JobResult>> {
+/// `progress` hears the hosts' last seconds combined (`combined`).
+pub fn results(
+    conns: &mut [&mut Conn],
+    idle: Duration,
+    progress: &dyn Fn(ProgressReport),
+) -> Vec<anyhow::Result<JobResult>> {
     let n = conns.len();
+    let mut last = vec![ProgressReport::default(); n];
     let mut out: Vec<Option<anyhow::Result<JobResult>>> = (0..n).map(|_| None).collect();
     let mut heard = vec![Instant::now(); n];
     let mut stop_sent = false;
@@ -39,9 +45,11 @@ pub fn results(conns: &mut [&mut Conn], idle: Duration) -> Vec<anyhow::Result<Jo
                     format!("silent for {} s while measuring", idle.as_secs()),
                 ))),
                 None => None,
-                Some(Ok(Message::Progress { .. })) => {
+                Some(Ok(Message::Progress(p))) => {
                     heard[i] = Instant::now();
                     busy = true;
+                    last[i] = p;
+                    progress(combined(&last));
                     None
                 }
                 Some(Ok(Message::Result(r))) => Some(Ok(*r)),
@@ -61,4 +69,49 @@ pub fn results(conns: &mut [&mut Conn], idle: Duration) -> Vec<anyhow::Result<Jo
     out.into_iter()
         .map(|o| o.expect("every host answered or was lost"))
         .collect()
+}
+
+/// The hosts' last seconds as one: the longest elapsed time, rates summed,
+/// the mean weighted by each host's rate, and the largest p99 (an upper
+/// bound of the combined one: the seconds' histograms are not sent).
+pub fn combined(last: &[ProgressReport]) -> ProgressReport {
+    let iops: f64 = last.iter().map(|l| l.iops).sum();
+    let weighted: f64 = last.iter().map(|l| l.mean_ns * l.iops).sum();
+    ProgressReport {
+        elapsed_s: last.iter().map(|l| l.elapsed_s).fold(0.0, f64::max),
+        iops,
+        mib_s: last.iter().map(|l| l.mib_s).sum(),
+        mean_ns: if iops > 0.0 { weighted / iops } else { 0.0 },
+        p99_ns: last.iter().map(|l| l.p99_ns).max().unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_seconds_combine_into_sums_a_weighted_mean_and_the_largest_p99() {
+        let a = ProgressReport {
+            elapsed_s: 2.0,
+            iops: 100.0,
+            mib_s: 1.0,
+            mean_ns: 10.0,
+            p99_ns: 50,
+        };
+        let b = ProgressReport {
+            elapsed_s: 3.0,
+            iops: 300.0,
+            mib_s: 2.0,
+            mean_ns: 30.0,
+            p99_ns: 40,
+        };
+        let c = combined(&[a, b]);
+        assert_eq!(c.elapsed_s, 3.0);
+        assert_eq!(c.iops, 400.0);
+        assert_eq!(c.mib_s, 3.0);
+        assert_eq!(c.mean_ns, 25.0);
+        assert_eq!(c.p99_ns, 50);
+        assert_eq!(combined(&[]).mean_ns, 0.0);
+    }
 }

@@ -129,7 +129,7 @@ impl Conn {
     pub fn recv_skipping_progress(&mut self, deadline: Instant) -> anyhow::Result<Message> {
         loop {
             match self.recv_until_stopped(deadline)? {
-                Message::Progress { .. } => continue,
+                Message::Progress(_) => continue,
                 m => return Ok(m),
             }
         }

@@ -14,7 +14,7 @@ use super::collect;
 use super::conn::{host_error, unexpected, Conn};
 use super::hosts::HostSpec;
 use super::merge::{self, FleetPass, HostPoint, LostHost};
-use super::proto::{Hello, JobTarget, Message, Prepare, PROTOCOL_VERSION};
+use super::proto::{Hello, JobTarget, Message, Prepare, ProgressReport, PROTOCOL_VERSION};
 use super::ssh::{self, SshOptions, StderrTail};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
@@ -276,6 +276,17 @@ impl Fleet {
     /// after it makes the pass partial (`FleetPass::lost`): the others are
     /// stopped, their points kept, and the lost host leaves the fleet.
     pub fn run_pass(&mut self, job: &JobSpec, target: &JobTarget) -> anyhow::Result<FleetPass> {
+        self.run_pass_observed(job, target, &|_| {})
+    }
+
+    /// `run_pass`, telling `progress` the hosts' last seconds combined
+    /// about once a second.
+    pub fn run_pass_observed(
+        &mut self,
+        job: &JobSpec,
+        target: &JobTarget,
+        progress: &dyn Fn(ProgressReport),
+    ) -> anyhow::Result<FleetPass> {
         let prepare = Message::Prepare(Box::new(Prepare {
             job: job.clone(),
             target: target.clone(),
@@ -314,7 +325,7 @@ impl Fleet {
             .collect();
         let start = self.start_all(&offsets)?;
         let mut conns: Vec<&mut Conn> = self.agents.iter_mut().map(|a| a.conn()).collect();
-        let gathered = collect::results(&mut conns, self.opts.idle_timeout);
+        let gathered = collect::results(&mut conns, self.opts.idle_timeout, progress);
         let mut points = Vec::with_capacity(self.agents.len());
         let mut lost = Vec::new();
         for ((a, clock), got) in self.agents.iter().zip(offsets).zip(gathered) {

@@ -8,43 +8,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::clock::ClockOffset;
 use super::validate;
 use crate::measure::histogram::LatencyHistogram;
-use crate::measure::procstat::SystemCpu;
 use crate::measure::rusage::CpuStats;
+pub use crate::results::ext::{ClockOffset, HostRow, HostsInfo, LostHost};
 use crate::results::{OpStats, Point, SeriesPoint, Totals};
-
-/// One host's part of a pass.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostRow {
-    pub host: String,
-    pub ops: u64,
-    pub bytes: u64,
-    pub iops: f64,
-    pub mib_s: f64,
-    pub duration_ns: u64,
-    /// The main op kind's latency (read if any, else write), from this host's histogram.
-    pub lat_mean_ns: Option<f64>,
-    pub lat_p99_ns: Option<u64>,
-    /// The agent process's CPU on that host.
-    pub cpu: CpuStats,
-    /// The host's whole CPU during the job (usr, sys, iowait, idle, steal).
-    pub system_cpu: Option<SystemCpu>,
-    pub clock: ClockOffset,
-    /// When this host's workers were released, relative to the common start
-    /// instant, on the control side's clock (positive: late).
-    pub start_offset_ns: i64,
-    pub warnings: Vec<String>,
-}
-
-/// A host that went away after the start (its ssh died, its agent was
-/// killed, it sent nonsense or fell silent).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LostHost {
-    pub host: String,
-    pub why: String,
-}
 
 /// A pass over several hosts: the aggregate beside the hosts' rows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -64,6 +32,22 @@ pub struct FleetPass {
 impl FleetPass {
     pub fn is_partial(&self) -> bool {
         !self.lost.is_empty()
+    }
+
+    /// The pass as one point: the aggregate, with the hosts' rows, the
+    /// start skew and the lost hosts in `extra.hosts`.
+    pub fn into_point(self) -> Point {
+        let mut p = self.aggregate;
+        if !self.lost.is_empty() {
+            p.extra.interrupted = Some(true);
+        }
+        p.extra.hosts = Some(Box::new(HostsInfo {
+            per_host: self.per_host,
+            start_skew_ns: self.start_skew_ns,
+            clock_uncertainty_ns: self.clock_uncertainty_ns,
+            lost: self.lost,
+        }));
+        p
     }
 }
 

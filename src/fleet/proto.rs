@@ -16,7 +16,7 @@ use crate::results::Point;
 use super::build::BuildId;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 1;
+pub const PROTOCOL_VERSION: u8 = 2;
 const MAGIC: [u8; 2] = *b"IL";
 pub const HEADER_LEN: usize = 8;
 /// A result carries a point with its encoded HDR histograms.
@@ -68,6 +68,17 @@ pub struct JobResult {
     pub started_ns: u64,
 }
 
+/// A running job's last complete second (zeros before the first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgressReport {
+    pub elapsed_s: f64,
+    pub iops: f64,
+    pub mib_s: f64,
+    pub mean_ns: f64,
+    pub p99_ns: u64,
+}
+
 /// Errors the agent reports; `field` is set when the job was bad input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,10 +108,7 @@ pub enum Message {
         agent_ns: u64,
     },
     /// agent -> control, about once a second.
-    Progress {
-        elapsed_s: f64,
-        iops: f64,
-    },
+    Progress(ProgressReport),
     Result(Box<JobResult>),
     Error(AgentError),
     /// control -> agent: end the job now (its result still comes).
@@ -204,12 +212,6 @@ struct StartBody {
 }
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ProgressBody {
-    elapsed_s: f64,
-    iops: f64,
-}
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Empty {}
 
 impl Message {
@@ -221,7 +223,7 @@ impl Message {
             Message::ClockProbe { .. } => Kind::ClockProbe,
             Message::ClockReply(_) => Kind::ClockReply,
             Message::StartAt { .. } => Kind::StartAt,
-            Message::Progress { .. } => Kind::Progress,
+            Message::Progress(_) => Kind::Progress,
             Message::Result(_) => Kind::Result,
             Message::Error(_) => Kind::Error,
             Message::Stop => Kind::Stop,
@@ -246,10 +248,7 @@ impl Message {
             Message::StartAt { agent_ns } => serde_json::to_vec(&StartBody {
                 agent_ns: *agent_ns,
             }),
-            Message::Progress { elapsed_s, iops } => serde_json::to_vec(&ProgressBody {
-                elapsed_s: *elapsed_s,
-                iops: *iops,
-            }),
+            Message::Progress(p) => serde_json::to_vec(p),
             Message::Result(r) => serde_json::to_vec(r),
             Message::Error(e) => serde_json::to_vec(e),
             Message::Stop | Message::Bye => serde_json::to_vec(&Empty {}),
@@ -303,13 +302,7 @@ impl Message {
                     agent_ns: b.agent_ns,
                 }
             }
-            Kind::Progress => {
-                let b: ProgressBody = serde_json::from_slice(body).map_err(bad)?;
-                Message::Progress {
-                    elapsed_s: b.elapsed_s,
-                    iops: b.iops,
-                }
-            }
+            Kind::Progress => Message::Progress(serde_json::from_slice(body).map_err(bad)?),
             Kind::Result => Message::Result(serde_json::from_slice(body).map_err(bad)?),
             Kind::Error => Message::Error(serde_json::from_slice(body).map_err(bad)?),
             Kind::Stop | Kind::Bye => {

@@ -10,6 +10,7 @@ pub mod csv;
 pub mod fio_json;
 pub mod fio_log;
 pub mod fmt;
+pub mod hosts_table;
 pub mod html;
 pub mod kv_intel;
 pub mod kv_terminal;

@@ -96,6 +96,9 @@ impl Observer for Terminal {
             if let Some(act) = &point.extra.act {
                 println!("{}", super::act_terminal::table(act));
             }
+            if let Some(h) = &point.extra.hosts {
+                println!("{}", super::hosts_table::terminal(point, h));
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::{Observer, Progress, ResultsSink};
+use super::{HostPlacement, Observer, Progress, ResultsSink};
 use crate::analysis::search::TargetSearch;
 use crate::analysis::steady;
 use crate::analysis::AnalysisOptions;
@@ -48,6 +48,8 @@ pub struct Driver<'a> {
     first_skip: Option<anyhow::Error>,
     /// Sampled with every job: the target's processes and the link.
     peers: Option<PeerSampling>,
+    /// `--hosts`: every job runs on these hosts instead of here.
+    hosts: Option<Box<dyn HostPlacement>>,
 }
 
 /// What a driven run left: the results, how many points failed, and the
@@ -120,7 +122,15 @@ impl<'a> Driver<'a> {
             clock: ClockChoice::Auto,
             status_every: None,
             peers: None,
+            hosts: None,
         }
+    }
+
+    /// Run every job on these hosts (merged into one point each) instead
+    /// of on this machine.
+    pub fn with_hosts(mut self, hosts: Box<dyn HostPlacement>) -> Driver<'a> {
+        self.hosts = Some(hosts);
+        self
     }
 
     /// Print a status line every `secs` seconds while a point runs.
@@ -291,6 +301,10 @@ impl<'a> Driver<'a> {
             return Ok(Ran::Skipped);
         }
         let exp = tags.experiment;
+        if let Some(why) = self.hosts.as_ref().and_then(|h| h.halted()) {
+            self.skip(job, exp, why, false)?;
+            return Ok(Ran::Skipped);
+        }
         let label = self.next_label(&job.name);
         let started = self.started;
         let planned = self.planned_secs;
@@ -320,22 +334,25 @@ impl<'a> Driver<'a> {
         };
         let mut traced = None;
         let mut untraced_why = None;
-        let outcome = match &mut self.tracer {
-            Some(t) => match t.why_not_for(job) {
-                None => t.run(job).map(|(point, res)| {
-                    traced = Some(res);
-                    JobOutcome {
-                        point,
-                        request_logs: Vec::new(),
-                        features: Vec::new(),
+        let outcome = match (&mut self.hosts, &mut self.tracer) {
+            (Some(h), _) => on_hosts(h.as_mut(), job, &progress),
+            (None, t) => match t {
+                Some(t) => match t.why_not_for(job) {
+                    None => t.run(job).map(|(point, res)| {
+                        traced = Some(res);
+                        JobOutcome {
+                            point,
+                            request_logs: Vec::new(),
+                            features: Vec::new(),
+                        }
+                    }),
+                    Some(why) => {
+                        untraced_why = Some(why);
+                        run_job(job, target, &opts)
                     }
-                }),
-                Some(why) => {
-                    untraced_why = Some(why);
-                    run_job(job, target, &opts)
-                }
+                },
+                None => run_job(job, target, &opts),
             },
-            None => run_job(job, target, &opts),
         };
         if self.show_progress {
             self.observer.progress_done();
@@ -353,6 +370,9 @@ impl<'a> Driver<'a> {
         };
         let p = &mut outcome.point;
         super::mark_if_interrupted(p);
+        if p.extra.hosts.as_ref().is_some_and(|h| h.is_partial()) {
+            self.failures += 1;
+        }
         tags.apply(p);
         if let Some(res) = &traced {
             p.warnings.extend(point_tracer::warnings(res));
@@ -585,6 +605,21 @@ impl<'a> Driver<'a> {
 }
 
 /// Seconds left of a run planned to take `planned_s` from `started`.
+/// A job on the hosts, its progress the hosts' last seconds combined.
+fn on_hosts(
+    h: &mut dyn HostPlacement,
+    job: &JobSpec,
+    progress: &dyn Fn(f64, Option<f64>, Option<Live>),
+) -> anyhow::Result<JobOutcome> {
+    let total = job.stop.runtime_ns.map(|r| (r + job.ramp_ns) as f64 / 1e9);
+    let point = h.run(job, &|elapsed, live| progress(elapsed, total, Some(live)))?;
+    Ok(JobOutcome {
+        point,
+        request_logs: Vec::new(),
+        features: Vec::new(),
+    })
+}
+
 fn eta_s(planned_s: f64, started: Instant) -> f64 {
     (planned_s - started.elapsed().as_secs_f64()).max(0.0)
 }

@@ -11,8 +11,27 @@ pub use driver::{with_rate, Driver, Outcome, Tags};
 pub use export::Exporter;
 pub use sink::ResultsSink;
 
+use crate::plan::job::JobSpec;
 use crate::results::Point;
 use crate::trace::config::ConfigResult;
+
+/// Where a driver's jobs run when not on this machine (`--hosts`: every
+/// job on several hosts at once, merged into one point).
+pub trait HostPlacement {
+    /// Run `job` on the hosts; `progress(elapsed_s, the hosts' last
+    /// second combined)` about once a second while it runs. A host lost
+    /// during the job gives a partial point (`extra.hosts.lost`), not an
+    /// error.
+    fn run(
+        &mut self,
+        job: &JobSpec,
+        progress: &dyn Fn(f64, crate::runner::recorder::Live),
+    ) -> anyhow::Result<Point>;
+    /// Why no further job may run (a host was lost and the run stops).
+    fn halted(&self) -> Option<String>;
+    /// The hosts, as the user named them (for status lines).
+    fn hosts(&self) -> usize;
+}
 
 /// Where a long run is, about once a second while a point is measured.
 #[derive(Debug, Clone, Copy)]

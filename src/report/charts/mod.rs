@@ -4,6 +4,7 @@
 //! skipped, so results from newer verbs still render.
 
 pub mod device;
+pub mod hosts;
 pub mod kv;
 pub mod latency;
 pub mod media;
@@ -56,6 +57,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(device::batching(r));
     out.extend(device::heat_map(r));
     out.extend(device::load_latency(r));
+    out.extend(hosts::per_host(r));
     out.extend(latency::percentiles(r));
     out.extend(latency::cdf(r));
     out.extend(remote::local_vs_remote(r));

@@ -18,12 +18,14 @@ use crate::measure::procstat::SystemCpu;
 pub use crate::measure::server_stats::{ServerPointStats, TimelineSeries};
 
 pub mod act;
+pub mod hosts;
 pub mod intel;
 pub mod kv;
 pub mod lsm;
 pub mod oltp;
 pub mod trace;
 
+pub use hosts::{ClockOffset, HostRow, HostsInfo, LostHost};
 pub use kv::{KvPhaseInfo, LatencyShare, LoadStats};
 pub use oltp::{ConsistencyResult, OltpInfo, TxnCounts};
 pub use trace::{BlockStats, Breakdown, ConfigResult, LostEvents, StageStats};
@@ -71,6 +73,8 @@ pub struct PointExt {
     pub trace: Option<Box<ConfigResult>>,
     /// `--profile act`: the large-block streams and ACT's table.
     pub act: Option<Box<act::ActPoint>>,
+    /// Measured on several hosts at once: each host's row, the start skew.
+    pub hosts: Option<Box<HostsInfo>>,
     /// Keys not typed here (older or newer files), kept as read.
     pub other: BTreeMap<String, Value>,
 }
@@ -108,6 +112,7 @@ impl PointExt {
             "peers" => self.peers.is_some(),
             "trace" => self.trace.is_some(),
             "act" => self.act.is_some(),
+            "hosts" => self.hosts.is_some(),
             _ => false,
         };
         typed || self.other.contains_key(key)
@@ -156,6 +161,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("timeline", e.timeline.as_ref().map(|v| json(v)));
         put("trace", e.trace.as_ref().map(|v| json(v)));
         put("act", e.act.as_ref().map(|v| json(v)));
+        put("hosts", e.hosts.as_ref().map(|v| json(v)));
         m
     }
 }
@@ -180,6 +186,7 @@ impl From<BTreeMap<String, Value>> for PointExt {
             timeline: take(&mut m, "timeline"),
             trace: take(&mut m, "trace"),
             act: take(&mut m, "act"),
+            hosts: take(&mut m, "hosts"),
             other: m,
         }
     }

@@ -1,0 +1,102 @@
+//! `iolab device --hosts`: what a run on several hosts accepts (one
+//! directory on every host; no local-only steps), the hosts connected and
+//! checked before anything is set up anywhere, and the driver's placement
+//! that runs each job on all of them (`fleet::FleetPlacement`).
+
+use std::path::PathBuf;
+
+use crate::cli::device::DeviceArgs;
+use crate::error::usage;
+use crate::fleet::{self, Fleet, FleetPlacement, JobTarget};
+use crate::plan::experiment::Experiment;
+
+/// The hosts' flags checked against the rest of the run; `None` without --hosts.
+pub fn refuse_what_hosts_cannot_run(
+    a: &DeviceArgs,
+    exps: &[Experiment],
+) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
+    a.hosts.check()?;
+    let Some(list) = &a.hosts.hosts else {
+        return Ok(None);
+    };
+    let hosts = fleet::parse_hosts(list, "--hosts")?;
+    let local_only = [
+        (
+            "--breakdown",
+            a.breakdown,
+            "traces this machine's block layer",
+        ),
+        (
+            "--destroy-data",
+            !a.destroy_data.is_empty(),
+            "names a device of this machine; on hosts iolab makes a scratch file in --target",
+        ),
+        (
+            "--fio-job",
+            a.fio_job.is_some(),
+            "reads its target from the job file",
+        ),
+        (
+            "--precondition",
+            exps.iter().any(|e| e.precondition.is_some()),
+            "each host's scratch file is its own",
+        ),
+        (
+            "--purge",
+            exps.iter().any(|e| e.purge),
+            "each host's scratch file is its own",
+        ),
+    ];
+    if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
+        return Err(usage(*flag, format!("not with --hosts: it {why}")));
+    }
+    if let Some(t) = a.target.first().filter(|t| !t.is_absolute()) {
+        return Err(usage(
+            "--target",
+            format!(
+                "with --hosts the target is a directory on every host, given as an absolute path (not {})",
+                t.display()
+            ),
+        ));
+    }
+    Ok(Some(hosts))
+}
+
+/// Where each job runs on the hosts: a scratch file of `size` in the
+/// directory `--target` (none for engines that open no file).
+pub fn job_target(a: &DeviceArgs, needs_target: bool, size: Option<u64>) -> JobTarget {
+    JobTarget {
+        dir: needs_target.then(|| {
+            a.target
+                .first()
+                .cloned()
+                .unwrap_or_else(|| PathBuf::from("/var/tmp"))
+                .display()
+                .to_string()
+        }),
+        size,
+    }
+}
+
+/// Connect to every host (exit 2 naming each host that cannot be reached
+/// or runs another build; nothing is left running anywhere then).
+pub fn connect(
+    a: &DeviceArgs,
+    hosts: &[fleet::HostSpec],
+    target: JobTarget,
+    quiet: bool,
+) -> anyhow::Result<FleetPlacement> {
+    let opts = a.hosts.options()?;
+    if !quiet {
+        eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
+    }
+    let f = Fleet::connect(hosts, &opts).map_err(|e| {
+        // Ctrl-C while connecting: the hosts were not refused, the user stopped.
+        if crate::interrupt::stop_requested() {
+            crate::error::Interrupted.into()
+        } else {
+            e
+        }
+    })?;
+    Ok(FleetPlacement::new(f, target, a.hosts.on_host_loss.into()))
+}

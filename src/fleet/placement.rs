@@ -1,0 +1,94 @@
+//! The fleet as where a driver's jobs run (`--hosts`): every job of a
+//! device run on every host at once, merged into one point whose
+//! `extra.hosts` keeps each host's row. A host lost during a job leaves a
+//! partial point naming it; then the run stops or goes on with the hosts
+//! left, as the user chose.
+
+use serde_json::{json, Value};
+
+use super::control::Fleet;
+use super::proto::JobTarget;
+use crate::plan::job::JobSpec;
+use crate::results::Point;
+use crate::runner::recorder::Live;
+use crate::session::HostPlacement;
+
+/// What follows a host lost during a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnHostLoss {
+    Stop,
+    Continue,
+}
+
+pub struct FleetPlacement {
+    fleet: Fleet,
+    target: JobTarget,
+    on_loss: OnHostLoss,
+    halted: Option<String>,
+}
+
+impl FleetPlacement {
+    pub fn new(fleet: Fleet, target: JobTarget, on_loss: OnHostLoss) -> FleetPlacement {
+        FleetPlacement {
+            fleet,
+            target,
+            on_loss,
+            halted: None,
+        }
+    }
+
+    /// The hosts for the results' provenance: as named, their host name,
+    /// the agent's pid and build.
+    pub fn describe(&self) -> Value {
+        let hosts: Vec<Value> = self
+            .fleet
+            .agents()
+            .iter()
+            .map(|a| {
+                json!({
+                    "host": a.name,
+                    "hostname": a.hello.hostname,
+                    "agent_pid": a.hello.pid,
+                    "build": a.hello.build.to_string(),
+                })
+            })
+            .collect();
+        json!({ "hosts": hosts, "target": self.target })
+    }
+}
+
+impl HostPlacement for FleetPlacement {
+    fn run(&mut self, job: &JobSpec, progress: &dyn Fn(f64, Live)) -> anyhow::Result<Point> {
+        let ran = self.fleet.run_pass_observed(job, &self.target, &|p| {
+            progress(
+                p.elapsed_s,
+                Live {
+                    iops: p.iops,
+                    mib_s: p.mib_s,
+                    mean_ns: p.mean_ns,
+                    p99_ns: p.p99_ns,
+                },
+            )
+        });
+        if self.fleet.agents().is_empty() {
+            self.halted = Some("every host was lost".into());
+        }
+        let pass = ran?;
+        if pass.is_partial() && self.on_loss == OnHostLoss::Stop {
+            let names: Vec<&str> = pass.lost.iter().map(|l| l.host.as_str()).collect();
+            self.halted = Some(format!(
+                "not run: host {} was lost (--on-host-loss stop)",
+                names.join(", ")
+            ));
+        }
+        Ok(pass.into_point())
+    }
+
+    fn halted(&self) -> Option<String> {
+        self.halted.clone()
+    }
+
+    fn hosts(&self) -> usize {
+        self.fleet.agents().len()
+    }
+}

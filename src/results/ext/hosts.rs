@@ -1,0 +1,70 @@
+//! A point measured on several hosts at once (`--hosts`, the fleet): one
+//! row per host beside the aggregate (its operations, rates, latency, CPU,
+//! clock offset and release instant), the start skew between the hosts,
+//! and the hosts lost during the point. The aggregate is the point itself.
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::procstat::SystemCpu;
+use crate::measure::rusage::CpuStats;
+
+/// agent clock = control clock + offset_ns (± uncertainty_ns).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    pub offset_ns: i64,
+    pub uncertainty_ns: u64,
+    pub rtt_ns: u64,
+    pub probes: u32,
+}
+
+/// One host's part of a pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRow {
+    pub host: String,
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mib_s: f64,
+    pub duration_ns: u64,
+    /// The main op kind's latency (read if any, else write), from this host's histogram.
+    pub lat_mean_ns: Option<f64>,
+    pub lat_p99_ns: Option<u64>,
+    /// The agent process's CPU on that host.
+    pub cpu: CpuStats,
+    /// The host's whole CPU during the job (usr, sys, iowait, idle, steal).
+    pub system_cpu: Option<SystemCpu>,
+    pub clock: ClockOffset,
+    /// When this host's workers were released, relative to the common start
+    /// instant, on the control side's clock (positive: late).
+    pub start_offset_ns: i64,
+    pub warnings: Vec<String>,
+}
+
+/// A host that went away after the start (its ssh died, its agent was
+/// killed, it sent nonsense or fell silent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostHost {
+    pub host: String,
+    pub why: String,
+}
+
+/// The hosts' side of a point measured on several hosts (`Point.extra.hosts`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostsInfo {
+    pub per_host: Vec<HostRow>,
+    /// Latest minus earliest release of any host, control clock.
+    pub start_skew_ns: u64,
+    /// The largest clock uncertainty among the hosts (the skew is known to
+    /// within twice it).
+    pub clock_uncertainty_ns: u64,
+    /// Hosts lost during the point: when any, the point is partial and its
+    /// figures are the other hosts'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<LostHost>,
+}
+
+impl HostsInfo {
+    pub fn is_partial(&self) -> bool {
+        !self.lost.is_empty()
+    }
+}

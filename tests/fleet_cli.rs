@@ -1,0 +1,317 @@
+//! `iolab device --hosts` end to end, against namespace hosts with their
+//! own sshd (tests/fleet_common): one merged point per job with each
+//! host's row, a sweep over a file on every host, refused logins and
+//! flags, a host killed mid-point under --on-host-loss stop and continue,
+//! and SIGINT, a double SIGINT and SIGKILL of the control side leaving
+//! nothing on any host. Needs root, ip netns and sshd; skips otherwise.
+
+mod fleet_common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use fleet_common::Lab;
+use iolab::measure::histogram::LatencyHistogram;
+use iolab::results::Results;
+
+const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
+
+fn device(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(IOLAB);
+    c.args(["device", "--hosts", hosts, "--ssh-config"])
+        .arg(&lab.ssh_config)
+        .args(["--host-iolab", IOLAB, "--quiet"])
+        .args(extra);
+    c
+}
+
+fn all_hosts(lab: &Lab) -> String {
+    lab.hosts
+        .iter()
+        .map(|h| h.addr.clone())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn load(p: &Path) -> Results {
+    Results::read(p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
+}
+
+/// The merge is exact: the aggregate's ops are the hosts' sum, and its
+/// merged histogram counts every host's requests.
+fn assert_exact(r: &Results) {
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().expect("a hosts section");
+        let sum: u64 = h.per_host.iter().map(|x| x.ops).sum();
+        assert_eq!(p.total.ops, sum, "{}", p.name);
+        if let Some(e) = p.histograms.get("read.lat") {
+            let merged = LatencyHistogram::decode(e).unwrap();
+            assert_eq!(merged.len(), p.ops["read"].ops, "{}", p.name);
+        }
+    }
+}
+
+fn leftover_check(lab: &Lab) {
+    let left = lab.wait_quiet(Duration::from_secs(20));
+    assert!(left.is_empty(), "left on the hosts: {left:?}");
+}
+
+#[test]
+fn a_sweep_runs_on_every_host_and_merges_exactly() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let out = lab.dir.path().join("out.json");
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = device(
+        &lab,
+        &all_hosts(&lab),
+        &["--engine", "psync", "--rw", "randread"],
+    )
+    .args([
+        "--qd",
+        "1",
+        "--jobs",
+        "1,2",
+        "--size",
+        "8m",
+        "--runtime",
+        "1s",
+        "--target",
+    ])
+    .arg(&work)
+    .arg("--json")
+    .arg(&out)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = load(&out);
+    assert_eq!(r.points.len(), 2);
+    assert_exact(&r);
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().unwrap();
+        assert_eq!(h.per_host.len(), 2, "{}", p.name);
+        assert!(h.per_host.iter().all(|x| x.ops > 0), "{h:?}");
+        assert!(h.lost.is_empty());
+        assert!(!p.is_interrupted());
+    }
+    let described = r.extra["hosts"]["hosts"].as_array().unwrap();
+    assert_eq!(described.len(), 2);
+    // No scratch file is left in the hosts' directory, nothing runs there.
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+    leftover_check(&lab);
+    // The report draws the hosts.
+    let html = lab.dir.path().join("r.html");
+    let o = Command::new(IOLAB)
+        .arg("report")
+        .arg(&out)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("IOPS per host"), "no hosts chart");
+    assert!(
+        page.contains(&lab.hosts[1].addr),
+        "no row of the second host"
+    );
+    // On a terminal: each point's table of hosts under the point.
+    let o = Command::new(IOLAB)
+        .args(["device", "--hosts", &all_hosts(&lab), "--ssh-config"])
+        .arg(&lab.ssh_config)
+        .args([
+            "--host-iolab",
+            IOLAB,
+            "--engine",
+            "null",
+            "--io-count",
+            "20000",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let shown = String::from_utf8_lossy(&o.stdout);
+    println!("{shown}");
+    assert!(
+        shown.contains("all 2 hosts") && shown.contains("start skew"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn refused_logins_and_flags_are_exit_2_and_nothing_starts() {
+    let Some(lab) = fleet_common::lab(2, &[1]) else {
+        return;
+    };
+    let o = device(
+        &lab,
+        &all_hosts(&lab),
+        &["--engine", "null", "--runtime", "1s"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&lab.hosts[1].addr), "{err}");
+    leftover_check(&lab);
+    for (args, field) in [
+        (vec!["--breakdown"], "--breakdown"),
+        (vec!["--target", "relative/dir"], "--target"),
+        (vec!["--make", "ext4"], "--hosts"),
+    ] {
+        let o = device(&lab, &lab.hosts[0].addr, &args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(field), "{args:?}: {err}");
+    }
+    let o = Command::new(IOLAB)
+        .args(["device", "--engine", "null", "--deploy", "--io-count", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--deploy"));
+}
+
+/// The agent's pid on host `i`, once it runs.
+fn agent_pid(lab: &Lab, i: usize) -> u32 {
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = lab.hosts[i]
+            .others()
+            .into_iter()
+            .find(|p| p.contains(" agent"))
+            .and_then(|p| p.split(':').next()?.parse().ok());
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(Instant::now() < end, "no agent on host {i}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn host_lost(on_loss: &str) -> Results {
+    let lab = fleet_common::lab(2, &[]).unwrap();
+    let out = lab.dir.path().join("out.json");
+    let child = device(
+        &lab,
+        &all_hosts(&lab),
+        &["--engine", "null", "--qd", "1,2,4"],
+    )
+    .args(["--runtime", "4s", "--on-host-loss", on_loss, "--json"])
+    .arg(&out)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let victim = agent_pid(&lab, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: an agent in a namespace this test made.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    leftover_check(&lab);
+    let r = load(&out);
+    let first = &r.points[0];
+    let h = first.extra.hosts.as_ref().unwrap();
+    assert_eq!(h.lost.len(), 1, "{h:?}");
+    assert_eq!(h.lost[0].host, lab.hosts[1].addr);
+    assert!(first.is_interrupted(), "a partial point is marked");
+    assert!(first.total.ops > 0, "the other host's data is kept");
+    assert_exact(&r);
+    r
+}
+
+#[test]
+fn a_host_lost_mid_point_stops_the_run_or_the_others_go_on() {
+    if fleet_common::missing().is_some() {
+        eprintln!("skipping: {}", fleet_common::missing().unwrap());
+        return;
+    }
+    let stopped = host_lost("stop");
+    assert_eq!(stopped.points.len(), 1, "no point after the loss");
+    let skipped = stopped.extra["skipped_points"].as_array().unwrap();
+    assert_eq!(skipped.len(), 2);
+    let went_on = host_lost("continue");
+    assert_eq!(went_on.points.len(), 3);
+    for p in &went_on.points[1..] {
+        assert_eq!(p.extra.hosts.as_ref().unwrap().per_host.len(), 1);
+    }
+}
+
+fn signal(c: &Child, sig: i32) {
+    // SAFETY: our own child.
+    unsafe { libc::kill(c.id() as i32, sig) };
+}
+
+#[test]
+fn interrupts_and_sigkill_of_the_control_side_leave_nothing_on_the_hosts() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // Moments spread over connecting, preparing and measuring.
+    let seed = std::process::id() as u64;
+    let cases = [
+        (libc::SIGINT, Some(100)),
+        (libc::SIGINT, None),
+        (-libc::SIGINT, None),
+        (libc::SIGKILL, Some(100)),
+        (libc::SIGKILL, None),
+    ];
+    for (k, (sig, early)) in cases.into_iter().enumerate() {
+        let random = 200 + (seed.wrapping_mul(7919).wrapping_add(k as u64 * 131) % 2500);
+        let delay = early.unwrap_or(random);
+        let out = lab.dir.path().join(format!("out-{k}.json"));
+        let mut child = device(
+            &lab,
+            &all_hosts(&lab),
+            &["--engine", "psync", "--size", "16m"],
+        )
+        .args(["--qd", "1", "--runtime", "30s", "--target"])
+        .arg(&work)
+        .arg("--json")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        match sig {
+            s if s < 0 => {
+                signal(&child, -s);
+                std::thread::sleep(Duration::from_millis(100));
+                signal(&child, -s);
+            }
+            s => signal(&child, s),
+        }
+        let status = child.wait().unwrap();
+        if sig != libc::SIGKILL {
+            assert!(
+                matches!(status.code(), Some(130) | Some(0)),
+                "signal {sig} after {delay} ms: {status:?}"
+            );
+            if out.exists() {
+                load(&out);
+            }
+        }
+        leftover_check(&lab);
+        let left: Vec<_> = std::fs::read_dir(&work)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "after signal {sig}: {left:?}");
+    }
+}
