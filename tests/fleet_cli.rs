@@ -315,3 +315,91 @@ fn interrupts_and_sigkill_of_the_control_side_leave_nothing_on_the_hosts() {
         assert!(left.is_empty(), "after signal {sig}: {left:?}");
     }
 }
+
+/// Wait until `addr:port` answers inside namespace `ns`.
+fn wait_port(ns: &str, addr: &str, port: u16) {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let probe = format!("exec 3<>/dev/tcp/{addr}/{port}");
+        let ok = Command::new("ip")
+            .args(["netns", "exec", ns, "bash", "-c", &probe])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "nothing listens on {addr}:{port} in {ns}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn several_hosts_drive_one_shared_nbd_target() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let t = lab.shared_target();
+    let served = lab.dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let listen = format!("{}:10809", t.addr);
+    let mut serve = t
+        .command(IOLAB)
+        .args([
+            "serve",
+            "--size",
+            "32m",
+            "--read-only",
+            "--quiet",
+            "--time-limit",
+            "60s",
+        ])
+        .arg("--target")
+        .arg(&served)
+        .args(["--listen", &listen])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_port(&t.ns, &t.addr, 10809);
+    let out = lab.dir.path().join("out.json");
+    let url = format!("nbd://{}:10809/", t.addr);
+    let o = device(
+        &lab,
+        &all_hosts(&lab),
+        &["--target", &url, "--rw", "randread"],
+    )
+    .args(["--qd", "4", "--runtime", "1s", "--json"])
+    .arg(&out)
+    .output()
+    .unwrap();
+    // A write to a read-only export is refused by each host, named.
+    let w = device(
+        &lab,
+        &all_hosts(&lab),
+        &["--target", &url, "--rw", "randwrite"],
+    )
+    .args(["--io-count", "10"])
+    .output()
+    .unwrap();
+    signal(&serve, libc::SIGTERM);
+    let _ = serve.wait();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = load(&out);
+    assert_exact(&r);
+    let p = &r.points[0];
+    assert_eq!(p.params.get("engine").map(String::as_str), Some("nbd"));
+    let h = p.extra.hosts.as_ref().unwrap();
+    assert_eq!(h.per_host.len(), 2);
+    assert!(h.per_host.iter().all(|x| x.ops > 0), "{h:?}");
+    assert_eq!(w.status.code(), Some(2), "{}", text(&w));
+    let err = String::from_utf8_lossy(&w.stderr);
+    assert!(
+        err.contains("read-only") && err.contains("host 10.213."),
+        "{err}"
+    );
+    leftover_check(&lab);
+}

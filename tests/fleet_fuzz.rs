@@ -63,6 +63,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
             target: JobTarget {
                 dir: Some("/tmp".into()),
                 size: Some(1 << 20),
+                overwrite: false,
             },
         })),
         Message::Result(Box::new(JobResult {

@@ -36,6 +36,7 @@ fn no_dir() -> JobTarget {
     JobTarget {
         dir: None,
         size: None,
+        overwrite: false,
     }
 }
 
@@ -60,6 +61,7 @@ fn agents_say_hello_and_another_build_is_refused_naming_the_host() {
     let nowhere = JobTarget {
         dir: Some("/nonexistent/iolab-fleet-test".into()),
         size: None,
+        overwrite: false,
     };
     let err = fleet.run_pass(&file_job, &nowhere).unwrap_err();
     let msg = format!("{err:#}");
@@ -167,6 +169,7 @@ fn a_null_job_on_three_hosts_starts_once_and_merges_exactly() {
     let in_dir = JobTarget {
         dir: Some(dir.path().display().to_string()),
         size: Some(4 << 20),
+        overwrite: false,
     };
     let files_pass = fleet.run_pass(&file_job, &in_dir).unwrap();
     fleet.close();
@@ -263,6 +266,7 @@ fn running_file_job(
         target: JobTarget {
             dir: Some(dir.display().to_string()),
             size: Some(8 << 20),
+            overwrite: false,
         },
     })))
     .unwrap();

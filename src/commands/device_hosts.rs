@@ -50,11 +50,21 @@ pub fn refuse_what_hosts_cannot_run(
     if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
         return Err(usage(*flag, format!("not with --hosts: it {why}")));
     }
-    if let Some(t) = a.target.first().filter(|t| !t.is_absolute()) {
+    let remote = a
+        .target
+        .first()
+        .map(|t| crate::dut::remote::endpoint_of(t))
+        .transpose()?
+        .flatten();
+    if let Some(t) = a
+        .target
+        .first()
+        .filter(|t| !t.is_absolute() && remote.is_none())
+    {
         return Err(usage(
             "--target",
             format!(
-                "with --hosts the target is a directory on every host, given as an absolute path (not {})",
+                "with --hosts the target is a directory on every host, given as an absolute path, or a remote export they share (not {})",
                 t.display()
             ),
         ));
@@ -63,9 +73,11 @@ pub fn refuse_what_hosts_cannot_run(
 }
 
 /// Where each job runs on the hosts: a scratch file of `size` in the
-/// directory `--target` (none for engines that open no file).
+/// directory `--target`, or the remote export `--target` every host
+/// reaches (none for engines that open no file).
 pub fn job_target(a: &DeviceArgs, needs_target: bool, size: Option<u64>) -> JobTarget {
     JobTarget {
+        overwrite: a.overwrite,
         dir: needs_target.then(|| {
             a.target
                 .first()

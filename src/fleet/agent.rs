@@ -8,7 +8,7 @@
 //! the testbed, for that host's next iolab start to sweep.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
@@ -200,8 +200,9 @@ fn reusable(old: &Prepare, new: &Prepare) -> bool {
 }
 
 /// The job's target, made through `dut::prepare` as `iolab device` makes it.
-/// Only a directory is accepted (a scratch file is made in it): an agent
-/// never writes to a file or device it did not create.
+/// A directory (a scratch file is made in it) or a remote export (written
+/// only with `overwrite`, as `device` asks): an agent never writes to a
+/// file or device of its host it did not create.
 fn prepare(p: &Prepare) -> anyhow::Result<Target> {
     p.job.validate()?;
     let path = match (&p.target.dir, p.job.engine.needs_target()) {
@@ -214,6 +215,9 @@ fn prepare(p: &Prepare) -> anyhow::Result<Target> {
                     p.job.engine.name()
                 ),
             ))
+        }
+        (Some(d), true) if crate::dut::remote::endpoint_of(Path::new(d))?.is_some() => {
+            Some(PathBuf::from(d))
         }
         (Some(d), true) => {
             let d = PathBuf::from(d);
@@ -229,6 +233,7 @@ fn prepare(p: &Prepare) -> anyhow::Result<Target> {
     let opts = TargetOptions {
         path,
         size: p.target.size,
+        overwrite: p.target.overwrite,
         ..TargetOptions::default()
     };
     let verify_bs = p.job.verify.then(|| p.job.max_bs());
@@ -326,6 +331,7 @@ mod tests {
         let target = JobTarget {
             dir: None,
             size: None,
+            overwrite: false,
         };
         write_message(&mut w, &Message::Prepare(Box::new(Prepare { job, target }))).unwrap();
         assert!(matches!(

@@ -29,10 +29,15 @@ pub const MAX_SMALL: usize = 4 << 10;
 /// Where the agent runs the job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobTarget {
-    /// A directory on the host for the scratch file (`None`: engines that open no file).
+    /// A directory on the host for the scratch file (`None`: engines that
+    /// open no file), or a remote export every host reaches
+    /// (`nbd://`, `nvme-tcp://`, `iscsi://`: the hosts share one target).
     pub dir: Option<String>,
-    /// The scratch file's size, bytes.
+    /// The scratch file's size, bytes (of a remote export: how much of it).
     pub size: Option<u64>,
+    /// Writes to a remote export were allowed (`--overwrite`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overwrite: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

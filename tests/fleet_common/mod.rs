@@ -290,3 +290,84 @@ fn wait_listening(addr: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A namespace every host of a lab reaches at one address (the shared
+/// target of several initiators: the NVMe-oF study's storage server). It
+/// holds `addr` on its loopback; each host has a veth of its own to it and
+/// a route to `addr` through it. What runs inside listens only there.
+pub struct SharedTarget {
+    pub ns: String,
+    pub addr: String,
+    _guard: NetnsGuard,
+}
+
+impl SharedTarget {
+    /// `cmd` run inside the target's namespace.
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns, program]);
+        c
+    }
+}
+
+impl Lab {
+    pub fn shared_target(&self) -> SharedTarget {
+        let i = NEXT.fetch_add(1, Ordering::SeqCst);
+        let pid = std::process::id();
+        let ns = format!("iolab-{pid}-ft{i}");
+        let guard = NetnsGuard::create(&ns).unwrap();
+        let third = pid % 250;
+        let addr = format!("10.215.{third}.1");
+        run(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        run(&[
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &format!("{addr}/32"),
+            "dev",
+            "lo",
+        ]);
+        for (k, h) in self.hosts.iter().enumerate() {
+            let (t_end, h_end) = (format!("t{k}"), format!("tgt{k}"));
+            run(&[
+                "ip", "-n", &ns, "link", "add", &t_end, "type", "veth", "peer", "name", &h_end,
+                "netns", &h.ns,
+            ]);
+            let base = k * 4;
+            let (t_ip, h_ip) = (
+                format!("10.216.{third}.{}", base + 1),
+                format!("10.216.{third}.{}", base + 2),
+            );
+            run(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{t_ip}/30"),
+                "dev",
+                &t_end,
+            ]);
+            run(&["ip", "-n", &ns, "link", "set", &t_end, "up"]);
+            run(&[
+                "ip",
+                "-n",
+                &h.ns,
+                "addr",
+                "add",
+                &format!("{h_ip}/30"),
+                "dev",
+                &h_end,
+            ]);
+            run(&["ip", "-n", &h.ns, "link", "set", &h_end, "up"]);
+            run(&["ip", "-n", &h.ns, "route", "add", &addr, "via", &t_ip]);
+        }
+        SharedTarget {
+            ns,
+            addr,
+            _guard: guard,
+        }
+    }
+}
