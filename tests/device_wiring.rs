@@ -634,3 +634,54 @@ fn fio_job_verified_writes_are_read_back_and_checked() {
     // The read-back is one pass over the region.
     assert_eq!(pts[1]["total"]["bytes"], 2 << 20, "{}", pts[1]["total"]);
 }
+
+/// fio runs a job file's jobs at once unless a `stonewall` separates
+/// them, and `group_reporting` reports a group as one: iolab the same.
+#[test]
+fn fio_jobs_between_stonewalls_run_at_once_and_groups_report_as_one() {
+    let dir = workdir();
+    let d = dir.path().display();
+    let job = write(
+        &dir.path().join("groups.fio"),
+        &format!(
+            "[global]\nioengine=psync\nbs=4k\nsize=8m\ndirectory={d}\n\
+             runtime=300ms\ntime_based\n\
+             [a]\nrw=randread\n\
+             [b]\nrw=randwrite\n\
+             [c]\nstonewall\nrw=read\n\
+             [d]\nstonewall\ngroup_reporting\nrw=randread\n\
+             [e]\nrw=randread\nnumjobs=2\n"
+        ),
+    );
+    let json = dir.path().join("r.json");
+    let o = iolab(&[
+        "device",
+        "--fio-job",
+        &job,
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = results(&json);
+    let pts = r["points"].as_array().unwrap();
+    let names: Vec<&str> = pts.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b", "c", "d"], "{r}");
+    // a and b ran together, each its own point, each saying so.
+    assert_eq!(pts[0]["params"]["ran_with"], "a,b");
+    assert_eq!(pts[1]["params"]["ran_with"], "a,b");
+    assert!(pts[1]["total"]["ops"].as_u64().unwrap() > 0);
+    // c waited for them.
+    assert!(pts[2]["started_at"].as_str() > pts[1]["started_at"].as_str());
+    assert!(pts[2]["params"].get("ran_with").is_none());
+    // d and e (2 workers) reported as one group, merged exactly.
+    let g = &pts[3];
+    assert_eq!(g["params"]["group_of"], "d,e");
+    let ops = g["total"]["ops"].as_u64().unwrap();
+    let hist = g["histograms"]["read.lat"].as_str().unwrap();
+    let h = iolab::measure::histogram::LatencyHistogram::decode(hist).unwrap();
+    assert_eq!(h.len(), ops);
+    // The dry run says which jobs run at once.
+    let o = iolab(&["device", "--fio-job", &job, "--dry-run"]);
+    assert!(text(&o).contains("all 2 jobs at once"), "{}", text(&o));
+}

@@ -413,7 +413,7 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
 /// Every experiment to run: the plan file's, or the one the flags describe.
 pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> {
     if let Some(f) = &a.fio_job {
-        return Ok(vec![device_fio::experiment(a, f)?]);
+        return device_fio::experiments(a, f);
     }
     let Some(path) = &a.plan else {
         return Ok(vec![experiment_from_args(a, "")?]);
@@ -575,6 +575,11 @@ fn mode_text(m: &Mode) -> String {
         Mode::Steady(s) => format!(
             "rounds until steady on {:?} ({:?}, window {}, at most {} rounds)",
             s.metric, s.criterion, s.window, s.max_rounds
+        ),
+        Mode::Concurrent { reports } => format!(
+            "all {} jobs at once (fio runs the jobs between two stonewalls together), {} point(s)",
+            reports.iter().map(Vec::len).sum::<usize>(),
+            reports.len()
         ),
     }
 }

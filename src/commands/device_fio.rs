@@ -37,10 +37,11 @@ pub fn with_target_defaults(mut a: DeviceArgs, plan: Option<&FioPlan>) -> Device
     a
 }
 
-/// The job file's jobs as one plain experiment, with the command line's
-/// seed and CPU list applied, and the flags of `fio_job_overrides` given
+/// The job file's jobs as experiments in fio's order: one per group of
+/// jobs fio runs at once (between two stonewalls: `Mode::Concurrent`),
+/// with the command line's seed and CPU list applied, and the flags of `fio_job_overrides` given
 /// on the command line (`--runtime 1s`) overriding the file.
-pub fn experiment(a: &DeviceArgs, path: &Path) -> anyhow::Result<Experiment> {
+pub fn experiments(a: &DeviceArgs, path: &Path) -> anyhow::Result<Vec<Experiment>> {
     let plan = read_plan(path)?;
     let overrides = crate::plan::options::fio_job_overrides();
     let given: Vec<&str> = a
@@ -74,14 +75,27 @@ pub fn experiment(a: &DeviceArgs, path: &Path) -> anyhow::Result<Experiment> {
         j.validate()
             .map_err(|e| usage("--fio-job", format!("job [{}]: {e}", j.name)))?;
     }
-    Ok(Experiment {
-        name: String::new(),
-        jobs,
-        mode: Mode::Plain,
-        precondition: None,
-        purge: false,
-        knee_factor: a.knee_factor,
-    })
+    // fio's order: groups one after another, the jobs of a group at once.
+    Ok(plan
+        .groups
+        .iter()
+        .map(|g| {
+            let jobs = jobs[g.jobs.clone()].to_vec();
+            Experiment {
+                name: String::new(),
+                mode: match jobs.len() {
+                    1 => Mode::Plain,
+                    _ => Mode::Concurrent {
+                        reports: g.reports.clone(),
+                    },
+                },
+                jobs,
+                precondition: None,
+                purge: false,
+                knee_factor: a.knee_factor,
+            }
+        })
+        .collect())
 }
 
 /// Set the `given` options of `job` from the job the flags describe.

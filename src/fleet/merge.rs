@@ -1,18 +1,13 @@
-//! The exact merge of one pass's per-host points: HDR histograms added
-//! bucket by bucket (never percentiles averaged), operations, bytes, IOPS
-//! and bandwidth summed (every host measured the same window, shifted by
-//! the start skew, which is recorded), per-second series added by index
-//! on the common start, and one row per host kept beside the aggregate.
-
-use std::collections::BTreeMap;
+//! The exact merge of one pass's per-host points (`results::merge`: HDR
+//! histograms added bucket by bucket, never percentiles averaged; rates
+//! summed: every host measured the same window, shifted by the start skew,
+//! which is recorded), with one row per host kept beside the aggregate.
 
 use serde::{Deserialize, Serialize};
 
-use super::validate;
-use crate::measure::histogram::LatencyHistogram;
-use crate::measure::rusage::CpuStats;
 pub use crate::results::ext::{ClockOffset, HostRow, HostsInfo, LostHost};
-use crate::results::{OpStats, Point, SeriesPoint, Totals};
+use crate::results::merge::{merge_points, CpuOf};
+use crate::results::Point;
 
 /// A pass over several hosts: the aggregate beside the hosts' rows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -59,102 +54,6 @@ pub struct HostPoint {
     pub start_offset_ns: i64,
 }
 
-fn merge_histograms<'a>(encoded: impl Iterator<Item = &'a String>) -> Option<LatencyHistogram> {
-    let mut acc: Option<LatencyHistogram> = None;
-    for e in encoded {
-        // Points were validated when they were received; a histogram that
-        // still does not decode is left out rather than guessed.
-        if let Ok(h) = validate::histogram(e) {
-            match acc.as_mut() {
-                Some(a) => a.merge(&h),
-                None => acc = Some(h),
-            }
-        }
-    }
-    acc
-}
-
-fn merged_ops(
-    points: &[&Point],
-    hists: &BTreeMap<String, LatencyHistogram>,
-) -> BTreeMap<String, OpStats> {
-    let mut ops: BTreeMap<String, OpStats> = BTreeMap::new();
-    for p in points {
-        for (kind, o) in &p.ops {
-            let e = ops.entry(kind.clone()).or_insert(OpStats {
-                ops: 0,
-                bytes: 0,
-                iops: 0.0,
-                mib_s: 0.0,
-                slat: None,
-                clat: None,
-                lat: None,
-            });
-            e.ops += o.ops;
-            e.bytes += o.bytes;
-            e.iops += o.iops;
-            e.mib_s += o.mib_s;
-        }
-    }
-    for (kind, o) in ops.iter_mut() {
-        let stats = |t: &str| hists.get(&format!("{kind}.{t}")).and_then(|h| h.stats());
-        o.slat = stats("slat");
-        o.clat = stats("clat");
-        o.lat = stats("lat");
-    }
-    ops
-}
-
-fn merged_series(points: &[&Point]) -> Vec<SeriesPoint> {
-    let len = points.iter().map(|p| p.series.len()).max().unwrap_or(0);
-    (0..len)
-        .map(|i| {
-            let secs: Vec<&SeriesPoint> = points.iter().filter_map(|p| p.series.get(i)).collect();
-            let iops: f64 = secs.iter().map(|s| s.iops).sum();
-            let weighted: f64 = secs.iter().map(|s| s.mean_ns * s.iops).sum();
-            let all_hist = secs.len() == points.len() && secs.iter().all(|s| s.clat_hist.is_some());
-            let hist = all_hist
-                .then(|| merge_histograms(secs.iter().filter_map(|s| s.clat_hist.as_ref())))
-                .flatten();
-            SeriesPoint {
-                t_s: secs[0].t_s,
-                len_s: secs.iter().map(|s| s.len_s).fold(0.0, f64::max),
-                iops,
-                mib_s: secs.iter().map(|s| s.mib_s).sum(),
-                mean_ns: if iops > 0.0 { weighted / iops } else { 0.0 },
-                // Without every host's histogram of the second, the largest
-                // p99 is an upper bound of the merged one, never an average.
-                p99_ns: match &hist {
-                    Some(h) => Some(h.value_at_percentile(99.0)),
-                    None => secs.iter().filter_map(|s| s.p99_ns).max(),
-                },
-                clat_hist: hist.map(|h| h.encode()),
-            }
-        })
-        .collect()
-}
-
-/// Counters summed, wall the longest: percentages are of one CPU, summed
-/// over the hosts (per-host figures are in the rows).
-fn summed_cpu(points: &[&Point]) -> CpuStats {
-    let mut c = CpuStats::default();
-    for p in points {
-        let h = &p.cpu;
-        c.wall_ns = c.wall_ns.max(h.wall_ns);
-        c.user_ns += h.user_ns;
-        c.sys_ns += h.sys_ns;
-        c.usr_pct += h.usr_pct;
-        c.sys_pct += h.sys_pct;
-        c.ctx_voluntary += h.ctx_voluntary;
-        c.ctx_involuntary += h.ctx_involuntary;
-        c.fs_in_blocks += h.fs_in_blocks;
-        c.fs_out_blocks += h.fs_out_blocks;
-        c.major_faults += h.major_faults;
-        c.minor_faults += h.minor_faults;
-    }
-    c
-}
-
 fn row(h: &HostPoint) -> HostRow {
     let lat = h.point.main_lat();
     HostRow {
@@ -176,58 +75,8 @@ fn row(h: &HostPoint) -> HostRow {
 
 /// Merge the hosts' points of one pass (at least one).
 pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
-    let first = &hosts.first()?.point;
-    let points: Vec<&Point> = hosts.iter().map(|h| &h.point).collect();
-    let keys: std::collections::BTreeSet<&String> =
-        points.iter().flat_map(|p| p.histograms.keys()).collect();
-    let hists: BTreeMap<String, LatencyHistogram> = keys
-        .into_iter()
-        .filter_map(|k| {
-            merge_histograms(points.iter().filter_map(|p| p.histograms.get(k)))
-                .map(|h| (k.clone(), h))
-        })
-        .collect();
-    let total = Totals {
-        ops: points.iter().map(|p| p.total.ops).sum(),
-        bytes: points.iter().map(|p| p.total.bytes).sum(),
-        iops: points.iter().map(|p| p.total.iops).sum(),
-        mib_s: points.iter().map(|p| p.total.mib_s).sum(),
-    };
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    for p in &points {
-        for (k, n) in &p.errors {
-            *errors.entry(k.clone()).or_default() += n;
-        }
-    }
-    let aggregate = Point {
-        name: first.name.clone(),
-        pass: first.pass.clone(),
-        job: first.job.clone(),
-        params: first.params.clone(),
-        started_at: first.started_at.clone(),
-        duration_ns: points.iter().map(|p| p.duration_ns).max().unwrap_or(0),
-        ramp_ns: first.ramp_ns,
-        direct: points.iter().all(|p| p.direct),
-        ops: merged_ops(&points, &hists),
-        total,
-        batch: None,
-        cpu: summed_cpu(&points),
-        device: None,
-        series: merged_series(&points),
-        verify: None,
-        errors,
-        warnings: hosts
-            .iter()
-            .flat_map(|h| {
-                h.point
-                    .warnings
-                    .iter()
-                    .map(move |w| format!("host {}: {w}", h.host))
-            })
-            .collect(),
-        histograms: hists.iter().map(|(k, h)| (k.clone(), h.encode())).collect(),
-        extra: Default::default(),
-    };
+    let parts: Vec<(&str, &Point)> = hosts.iter().map(|h| (h.host.as_str(), &h.point)).collect();
+    let aggregate = merge_points(&parts, "host", CpuOf::Summed)?;
     let starts = hosts.iter().map(|h| h.start_offset_ns);
     let skew = starts.clone().max().unwrap_or(0) - starts.min().unwrap_or(0);
     Some(FleetPass {
@@ -246,6 +95,8 @@ pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::histogram::LatencyHistogram;
+    use crate::measure::rusage::CpuStats;
 
     fn point(lats: &[u64], secs: usize) -> Point {
         let mut h = LatencyHistogram::new();

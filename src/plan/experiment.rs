@@ -30,6 +30,11 @@ pub enum Mode {
     },
     /// Rounds of every job until the tracked one is steady.
     Steady(SteadyOptions),
+    /// Every job at once, released together (a fio job file's jobs
+    /// between two stonewalls). One point per entry of `reports` (indices
+    /// into `jobs`), merged exactly when it holds several jobs (fio's
+    /// `group_reporting`).
+    Concurrent { reports: Vec<Vec<usize>> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,6 +67,13 @@ impl Experiment {
             Mode::LatencyTarget { .. } => (n * 20, one * 20.0),
             // At least one window of rounds.
             Mode::Steady(s) => (n * s.window, one * s.window as f64),
+            Mode::Concurrent { reports } => (
+                reports.len(),
+                self.jobs
+                    .iter()
+                    .map(|j| sweep::estimate_secs(std::slice::from_ref(j)))
+                    .fold(0.0, f64::max),
+            ),
         }
     }
 }

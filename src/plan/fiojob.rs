@@ -8,7 +8,8 @@
 //! size, iodepth, iodepth_batch/_submit/_complete/_complete_min/_complete_max,
 //! numjobs, ioengine, direct/buffered, runtime, time_based, ramp_time,
 //! rate_iops, rate_process, filename, directory, fsync, name, description,
-//! stonewall/wait_for_previous/group_reporting (ordering and reporting only).
+//! stonewall/wait_for_previous, new_group and group_reporting: the jobs
+//! between two stonewalls run at once, as in fio (`FioGroup`).
 
 use crate::engine::EngineKind;
 use crate::error::usage;
@@ -37,9 +38,25 @@ pub struct FioJob {
     /// `thinktime`, `thinktime_spin` and `thinktime_blocks` as read (no
     /// pause while `ns` is 0).
     pub think: ThinkTime,
+    /// `stonewall` or `wait_for_previous`: starts after the jobs before it end.
+    pub stonewall: bool,
+    /// `new_group`: starts a reporting group (still run with the others).
+    pub new_group: bool,
+    /// `group_reporting`: its reporting group is reported as one.
+    pub group_reporting: bool,
 }
 
-const SUPPORTED: [&str; 50] = [
+/// Jobs fio runs at once: the jobs between two `stonewall`s (`jobs`, a
+/// range of `FioPlan::jobs`), and how they are reported: each entry of
+/// `reports` (indices into `jobs`' range, from 0) is one point, merged
+/// when it holds several jobs (`group_reporting`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioGroup {
+    pub jobs: std::ops::Range<usize>,
+    pub reports: Vec<Vec<usize>>,
+}
+
+const SUPPORTED: [&str; 52] = [
     "continue_on_error",
     "rw",
     "readwrite",
@@ -70,6 +87,8 @@ const SUPPORTED: [&str; 50] = [
     "name",
     "description",
     "stonewall",
+    "wait_for_previous",
+    "new_group",
     "group_reporting",
     "write_bw_log",
     "write_lat_log",
@@ -108,6 +127,8 @@ pub struct FioPlan {
     pub warnings: Vec<String>,
     /// fio-format logs asked for, per job name.
     pub logs: Vec<(String, super::log_request::LogRequest)>,
+    /// How `jobs` run: groups one after another, the jobs of a group at once.
+    pub groups: Vec<FioGroup>,
 }
 
 /// Parse a fio job file for `device`: every job must use the same
@@ -177,19 +198,67 @@ pub fn fio_plan(text: &str, open_loop: bool) -> anyhow::Result<FioPlan> {
         })
         .collect();
     let size = jobs.iter().filter_map(|j| j.size).max();
-    let mut specs = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        let phase = verify_phase(&j)?;
-        specs.push(j.spec);
-        specs.extend(phase);
-    }
+    let (specs, groups) = run_groups(jobs)?;
     Ok(FioPlan {
         logs,
         warnings,
         size,
         target: targets[0].clone().map(std::path::PathBuf::from),
         jobs: specs,
+        groups,
     })
+}
+
+/// The jobs in fio's order of execution: the jobs up to the next
+/// `stonewall` run at once; a verified write job's read-back (fio's
+/// verify phase) runs after its group, alone. Reporting groups (split at
+/// `new_group`) are one point each with `group_reporting`, else one point
+/// per job.
+fn run_groups(jobs: Vec<FioJob>) -> anyhow::Result<(Vec<JobSpec>, Vec<FioGroup>)> {
+    let mut sets: Vec<Vec<FioJob>> = Vec::new();
+    for j in jobs {
+        match sets.last_mut() {
+            Some(set) if !j.stonewall => set.push(j),
+            _ => sets.push(vec![j]),
+        }
+    }
+    let mut specs = Vec::new();
+    let mut groups = Vec::new();
+    for set in sets {
+        let start = specs.len();
+        let mut reports: Vec<(bool, Vec<usize>)> = Vec::new();
+        let mut phases = Vec::new();
+        for (k, j) in set.iter().enumerate() {
+            match reports.last_mut() {
+                Some((merged, r)) if !j.new_group => {
+                    r.push(k);
+                    *merged |= j.group_reporting;
+                }
+                _ => reports.push((j.group_reporting, vec![k])),
+            }
+            phases.extend(verify_phase(j)?);
+        }
+        specs.extend(set.into_iter().map(|j| j.spec));
+        let reports = reports
+            .into_iter()
+            .flat_map(|(merged, r)| match merged {
+                true => vec![r],
+                false => r.into_iter().map(|k| vec![k]).collect(),
+            })
+            .collect();
+        groups.push(FioGroup {
+            jobs: start..specs.len(),
+            reports,
+        });
+        for p in phases {
+            groups.push(FioGroup {
+                jobs: specs.len()..specs.len() + 1,
+                reports: vec![vec![0]],
+            });
+            specs.push(p);
+        }
+    }
+    Ok((specs, groups))
 }
 
 /// fio's verify phase: a job that only writes, with `verify` (and
@@ -230,19 +299,11 @@ fn verify_phase(job: &FioJob) -> anyhow::Result<Option<JobSpec>> {
     }))
 }
 
-/// Options that only affect fio's ordering or reporting, accepted silently.
-/// Accepted and meaning nothing different in iolab: ordering and
-/// reporting (`wait_for_previous`, `new_group`), `thread` (iolab's jobs
+/// Accepted and meaning nothing different in iolab: `thread` (iolab's jobs
 /// are threads), `norandommap` (iolab keeps no random map: offsets are
 /// drawn uniformly, with repeats), `randrepeat` (offsets are always seeded,
 /// by `--seed`).
-const HARMLESS: [&str; 5] = [
-    "wait_for_previous",
-    "new_group",
-    "thread",
-    "norandommap",
-    "randrepeat",
-];
+const HARMLESS: [&str; 3] = ["thread", "norandommap", "randrepeat"];
 
 /// Every option a job file may use, as the refusal lists them.
 fn supported_list() -> String {
@@ -506,6 +567,9 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             spin_ns: 0,
             blocks: 1,
         },
+        stonewall: false,
+        new_group: false,
+        group_reporting: false,
     };
     let mut runtime = None;
     let mut time_based = false;
@@ -591,7 +655,10 @@ fn build(name: &str, opts: &[Opt]) -> anyhow::Result<FioJob> {
             "directory" => job.directory = Some(need(line, k, v)?.to_string()),
             "fsync" => spec.fsync_every = num(line, k, v)?.min(u32::MAX as u64) as u32,
             "name" => spec.name = need(line, k, v)?.to_string(),
-            _ => {} // description, stonewall, group_reporting, ...
+            "stonewall" | "wait_for_previous" => job.stonewall = flag(line, k, v)?,
+            "new_group" => job.new_group = flag(line, k, v)?,
+            "group_reporting" => job.group_reporting = flag(line, k, v)?,
+            _ => {} // description, thread, ...
         }
     }
     let read = Parsed {
@@ -771,6 +838,26 @@ mod tests {
         }
         let err = refusal("[w]\nrw=write\nverify=md5\n");
         assert!(err.contains("verify") && err.contains("size="), "{err}");
+    }
+
+    #[test]
+    fn jobs_run_in_stonewall_groups_and_verify_phases_follow_their_group() {
+        let text = "[global]\nbs=4k\nsize=1m\n\
+                    [w]\nrw=randwrite\nverify=crc32c\n[r]\nrw=randread\n\
+                    [n]\nnew_group\nrw=read\n\
+                    [s]\nwait_for_previous\ngroup_reporting\nrw=read\n[t]\nrw=write\n";
+        let plan = fio_plan(text, true).unwrap();
+        let names: Vec<&str> = plan.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["w", "r", "n", "w (verify)", "s", "t"]);
+        let g = &plan.groups;
+        assert_eq!(g.len(), 3);
+        // w, r and n at once, each reported alone (no group_reporting).
+        assert_eq!(g[0].jobs, 0..3);
+        assert_eq!(g[0].reports, vec![vec![0], vec![1], vec![2]]);
+        // The read-back after them, alone; then s and t as one report.
+        assert_eq!(g[1].jobs, 3..4);
+        assert_eq!(g[2].jobs, 4..6);
+        assert_eq!(g[2].reports, vec![vec![0, 1]]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod ext;
+pub mod merge;
 pub mod output;
 pub mod pass;
 pub mod provenance;

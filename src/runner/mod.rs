@@ -8,6 +8,7 @@ pub mod pattern;
 pub mod point;
 pub mod recorder;
 pub mod steady;
+pub mod together;
 pub mod verify;
 pub mod wake;
 pub mod worker;

@@ -21,10 +21,12 @@ use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{Arrival, JobSpec, OpenLoop};
 use crate::plan::sweep::RateAxis;
 use crate::results::{PassId, Point, Results};
-use crate::runner::job::{run_job, JobOutcome, RunOptions};
+use crate::runner::job::{run_job, JobOutcome, OnProgress, RunOptions};
 use crate::runner::recorder::Live;
 use crate::runner::steady::{self as steady_run, SteadyOptions};
 use crate::trace::point_tracer::{self, Tracer};
+
+mod together;
 
 /// Run state shared by every point: the results, progress and counters.
 pub struct Driver<'a> {
@@ -295,6 +297,30 @@ impl<'a> Driver<'a> {
         self.save()
     }
 
+    /// What reports a running point's progress (`label` on the line).
+    fn reporter(&self, label: String) -> impl Fn(f64, Option<f64>, Option<Live>) + Sync + 'a {
+        let started = self.started;
+        let planned = self.planned_secs;
+        let observer = self.observer;
+        let show = self.show_progress;
+        let status = super::StatusEvery::new(self.status_every);
+        move |elapsed: f64, total: Option<f64>, live: Option<Live>| {
+            let p = Progress {
+                label: &label,
+                elapsed_s: elapsed,
+                expected_s: total,
+                eta_s: Some(eta_s(planned, started)),
+                live,
+            };
+            status.report(observer, show, &p);
+        }
+    }
+
+    /// Whether a running point reports progress.
+    fn reports_progress(&self) -> bool {
+        self.show_progress || self.status_every.is_some()
+    }
+
     /// Run one point; errors that mean "this point cannot run" skip it.
     fn measure(&mut self, target: &Target, job: &JobSpec, tags: &Tags) -> anyhow::Result<Ran> {
         if interrupt::stop_requested() {
@@ -306,32 +332,12 @@ impl<'a> Driver<'a> {
             return Ok(Ran::Skipped);
         }
         let label = self.next_label(&job.name);
-        let started = self.started;
-        let planned = self.planned_secs;
-        let observer = self.observer;
-        let show = self.show_progress;
-        let status = super::StatusEvery::new(self.status_every);
-        let progress = move |elapsed: f64, total: Option<f64>, live: Option<Live>| {
-            let p = Progress {
-                label: &label,
-                elapsed_s: elapsed,
-                expected_s: total,
-                eta_s: Some(eta_s(planned, started)),
-                live,
-            };
-            status.report(observer, show, &p);
-        };
-        let opts = RunOptions {
-            clock: self.clock,
-            record_requests: None,
-            on_progress: if self.show_progress || self.status_every.is_some() {
-                Some(&progress)
-            } else {
-                None
-            },
-            peers: self.peers.as_ref(),
-            before_start: None,
-        };
+        let progress = self.reporter(label);
+        let opts = run_options(
+            self.clock,
+            self.peers.as_ref(),
+            self.reports_progress().then_some(&progress),
+        );
         let mut traced = None;
         let mut untraced_why = None;
         let outcome = match (&mut self.hosts, &mut self.tracer) {
@@ -450,6 +456,7 @@ impl<'a> Driver<'a> {
                 }
             }
             Mode::Steady(s) => self.steady_rounds(&e.jobs, exp, s)?,
+            Mode::Concurrent { reports } => self.run_together(&e.jobs, exp, reports)?,
         }
         Ok(())
     }
@@ -605,6 +612,21 @@ impl<'a> Driver<'a> {
 }
 
 /// Seconds left of a run planned to take `planned_s` from `started`.
+/// How the driver's jobs run: its clock, peers and progress.
+fn run_options<'o>(
+    clock: ClockChoice,
+    peers: Option<&'o PeerSampling>,
+    progress: Option<&'o OnProgress<'o>>,
+) -> RunOptions<'o> {
+    RunOptions {
+        clock,
+        record_requests: None,
+        on_progress: progress,
+        peers,
+        before_start: None,
+    }
+}
+
 /// A job on the hosts, its progress the hosts' last seconds combined.
 fn on_hosts(
     h: &mut dyn HostPlacement,

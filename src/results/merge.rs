@@ -1,0 +1,179 @@
+//! The exact merge of points measured at the same time (the hosts of a
+//! fleet pass, the concurrent jobs of a fio job file's group): HDR
+//! histograms added bucket by bucket (never percentiles averaged),
+//! operations, bytes, IOPS and bandwidth summed (the parts measured the
+//! same window), per-second series added by index on the common start.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::measure::histogram::LatencyHistogram;
+use crate::measure::rusage::CpuStats;
+use crate::results::{OpStats, Point, SeriesPoint, Totals};
+
+/// Whose CPU the parts' `cpu` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuOf {
+    /// Each part's own process (hosts): summed.
+    Summed,
+    /// One process for all of them (concurrent jobs of one run): each part
+    /// measured the same process, so the longest part's is the whole.
+    OneProcess,
+}
+
+fn merge_histograms<'a>(encoded: impl Iterator<Item = &'a String>) -> Option<LatencyHistogram> {
+    let mut acc: Option<LatencyHistogram> = None;
+    for e in encoded {
+        // A histogram that does not decode is left out rather than guessed
+        // (a peer's were validated, bounded, when they were received).
+        if let Ok(h) = LatencyHistogram::decode(e) {
+            match acc.as_mut() {
+                Some(a) => a.merge(&h),
+                None => acc = Some(h),
+            }
+        }
+    }
+    acc
+}
+
+fn merged_ops(
+    points: &[&Point],
+    hists: &BTreeMap<String, LatencyHistogram>,
+) -> BTreeMap<String, OpStats> {
+    let mut ops: BTreeMap<String, OpStats> = BTreeMap::new();
+    for p in points {
+        for (kind, o) in &p.ops {
+            let e = ops.entry(kind.clone()).or_insert(OpStats {
+                ops: 0,
+                bytes: 0,
+                iops: 0.0,
+                mib_s: 0.0,
+                slat: None,
+                clat: None,
+                lat: None,
+            });
+            e.ops += o.ops;
+            e.bytes += o.bytes;
+            e.iops += o.iops;
+            e.mib_s += o.mib_s;
+        }
+    }
+    for (kind, o) in ops.iter_mut() {
+        let stats = |t: &str| hists.get(&format!("{kind}.{t}")).and_then(|h| h.stats());
+        o.slat = stats("slat");
+        o.clat = stats("clat");
+        o.lat = stats("lat");
+    }
+    ops
+}
+
+fn merged_series(points: &[&Point]) -> Vec<SeriesPoint> {
+    let len = points.iter().map(|p| p.series.len()).max().unwrap_or(0);
+    (0..len)
+        .map(|i| {
+            let secs: Vec<&SeriesPoint> = points.iter().filter_map(|p| p.series.get(i)).collect();
+            let iops: f64 = secs.iter().map(|s| s.iops).sum();
+            let weighted: f64 = secs.iter().map(|s| s.mean_ns * s.iops).sum();
+            let all_hist = secs.len() == points.len() && secs.iter().all(|s| s.clat_hist.is_some());
+            let hist = all_hist
+                .then(|| merge_histograms(secs.iter().filter_map(|s| s.clat_hist.as_ref())))
+                .flatten();
+            SeriesPoint {
+                t_s: secs[0].t_s,
+                len_s: secs.iter().map(|s| s.len_s).fold(0.0, f64::max),
+                iops,
+                mib_s: secs.iter().map(|s| s.mib_s).sum(),
+                mean_ns: if iops > 0.0 { weighted / iops } else { 0.0 },
+                // Without every host's histogram of the second, the largest
+                // p99 is an upper bound of the merged one, never an average.
+                p99_ns: match &hist {
+                    Some(h) => Some(h.value_at_percentile(99.0)),
+                    None => secs.iter().filter_map(|s| s.p99_ns).max(),
+                },
+                clat_hist: hist.map(|h| h.encode()),
+            }
+        })
+        .collect()
+}
+
+/// Counters summed, wall the longest: percentages are of one CPU, summed
+/// over the processes (per-part figures are in the rows).
+fn summed_cpu(points: &[&Point]) -> CpuStats {
+    let mut c = CpuStats::default();
+    for p in points {
+        let h = &p.cpu;
+        c.wall_ns = c.wall_ns.max(h.wall_ns);
+        c.user_ns += h.user_ns;
+        c.sys_ns += h.sys_ns;
+        c.usr_pct += h.usr_pct;
+        c.sys_pct += h.sys_pct;
+        c.ctx_voluntary += h.ctx_voluntary;
+        c.ctx_involuntary += h.ctx_involuntary;
+        c.fs_in_blocks += h.fs_in_blocks;
+        c.fs_out_blocks += h.fs_out_blocks;
+        c.major_faults += h.major_faults;
+        c.minor_faults += h.minor_faults;
+    }
+    c
+}
+
+/// The parts' points as one (`None` without parts): named and tagged as
+/// the first; warnings prefixed with `KIND LABEL:`.
+pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<Point> {
+    let first = parts.first()?.1;
+    let points: Vec<&Point> = parts.iter().map(|(_, p)| *p).collect();
+    let keys: BTreeSet<&String> = points.iter().flat_map(|p| p.histograms.keys()).collect();
+    let hists: BTreeMap<String, LatencyHistogram> = keys
+        .into_iter()
+        .filter_map(|k| {
+            merge_histograms(points.iter().filter_map(|p| p.histograms.get(k)))
+                .map(|h| (k.clone(), h))
+        })
+        .collect();
+    let total = Totals {
+        ops: points.iter().map(|p| p.total.ops).sum(),
+        bytes: points.iter().map(|p| p.total.bytes).sum(),
+        iops: points.iter().map(|p| p.total.iops).sum(),
+        mib_s: points.iter().map(|p| p.total.mib_s).sum(),
+    };
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    for p in &points {
+        for (k, n) in &p.errors {
+            *errors.entry(k.clone()).or_default() += n;
+        }
+    }
+    let longest = points.iter().max_by_key(|p| p.duration_ns).copied()?;
+    Some(Point {
+        name: first.name.clone(),
+        pass: first.pass.clone(),
+        job: first.job.clone(),
+        params: first.params.clone(),
+        started_at: first.started_at.clone(),
+        duration_ns: longest.duration_ns,
+        ramp_ns: first.ramp_ns,
+        direct: points.iter().all(|p| p.direct),
+        ops: merged_ops(&points, &hists),
+        total,
+        batch: None,
+        cpu: match cpu {
+            CpuOf::Summed => summed_cpu(&points),
+            CpuOf::OneProcess => longest.cpu,
+        },
+        device: match cpu {
+            CpuOf::Summed => None,
+            CpuOf::OneProcess => longest.device.clone(),
+        },
+        series: merged_series(&points),
+        verify: None,
+        errors,
+        warnings: parts
+            .iter()
+            .flat_map(|(label, p)| {
+                p.warnings
+                    .iter()
+                    .map(move |w| format!("{kind} {label}: {w}"))
+            })
+            .collect(),
+        histograms: hists.iter().map(|(k, h)| (k.clone(), h.encode())).collect(),
+        extra: Default::default(),
+    })
+}
