@@ -3,7 +3,8 @@
 //! every value read; a device given as `--target` runs with
 //! `--destroy-data` naming it, and is refused (exit 2, nothing written)
 //! without it, naming another device, or while it is mounted; other
-//! engines on raw keep the refusal. Loop devices need root and the loop
+//! engines on raw keep the refusal; an interrupted run leaves no lock
+//! directory and frees the device. Loop devices need root and the loop
 //! driver: the tests check and skip with the reason where they are absent.
 
 mod common;
@@ -341,4 +342,53 @@ fn a_plan_files_raw_runs_lmdb_parts_and_is_left_out_beside_other_engines() {
         assert_eq!(out.contains("raw left out"), !raw_runs, "{out}");
         assert_eq!(out.contains("round 1: raw ext4"), raw_runs, "{out}");
     }
+}
+
+#[test]
+fn an_interrupted_run_on_a_device_leaves_nothing_behind() {
+    let d = workdir();
+    let Some(lo) = device(d.path()) else { return };
+    let dev = s(&lo.dev);
+    for (delay_ms, twice) in [(300, false), (700, true), (1200, false)] {
+        let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+            .args([
+                "kv",
+                "fillrandom",
+                "--engine",
+                "lmdb",
+                "--sync",
+                "--num",
+                "50000",
+            ])
+            .args(["-q", "-t", &dev, "--destroy-data", &dev])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let o = common::sigint_and_wait(child, twice);
+        let why = common::interrupted_as_expected(
+            &o,
+            0,
+            std::time::Duration::from_millis(delay_ms),
+            twice,
+        );
+        assert!(!scratch_left(pid), "the lock directory is removed: {why}");
+    }
+    // The device is free again: O_EXCL held by none of those runs.
+    let (o, _) = run(&[
+        "kv",
+        "fillrandom",
+        "--engine",
+        "lmdb",
+        "--num",
+        "500",
+        "-q",
+        "-t",
+        &dev,
+        "--destroy-data",
+        &dev,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
 }
