@@ -2,7 +2,8 @@
 //! `--make`): every part of a checked kv media plan
 //! (`commands::kv_media::plan`) through `kv::run::run` with a fresh
 //! database in the setup's directory (a scratch directory of kv's own,
-//! removed when the part ends). Each phase's point is named `LABEL rN:
+//! removed when the part ends), or on `--make raw`'s loop device (LMDB
+//! writing a fresh environment on it every pass: `kv::raw`). Each phase's point is named `LABEL rN:
 //! WORKLOAD`, tagged with its pass and saved into the one results file as
 //! soon as it is measured (`Tagged`), so Ctrl-C or a crash keeps every
 //! point measured; `analysis.media` normalizes them to the baseline.
@@ -13,15 +14,16 @@ use serde_json::json;
 
 use super::driver::{run_rounds, Order, PassOutcome, Schedule, Workload};
 use super::pass::Pass;
-use super::setups::MediaSet;
+use super::setups::{MediaSet, Subject};
 use super::sink::{drive, PassSink, Passes};
 use super::tagged::{pass_on_dir, Tagged};
 use crate::error::VerifyFailed;
 use crate::kv::phase::PhaseOutcome;
-use crate::kv::plan::KvPlan;
+use crate::kv::plan::{KvPlan, RawDevice};
 use crate::kv::run::{KvObserver, Started};
 use crate::report::kv_terminal::KvTerminal;
 use crate::results::{Point, Provenance, Results};
+use crate::testbed::media::MediaKind;
 
 /// One kv part as it runs on every target.
 pub struct PlannedPart {
@@ -109,6 +111,12 @@ impl Workload for KvPasses<'_> {
         let dir = &self.dirs[setup];
         let mut plan = self.plan.parts[part].plan.clone();
         plan.place.dir = dir.clone();
+        // The loop device of --make raw is iolab's own: it names it.
+        plan.place.raw = matches!(self.plan.set.subjects[setup], Subject::Made(MediaKind::Raw))
+            .then(|| RawDevice {
+                device: dir.clone(),
+                destroy_data: Some(dir.clone()),
+            });
         pass_on_dir(
             self.sink,
             &self.term,

@@ -263,18 +263,20 @@ impl MediaSet {
     }
 
     /// `extra.media` of a run on directories (`directories`): each
-    /// target's label, path, file system and its mount options.
+    /// target's label, path, file system and its mount options (none for
+    /// `raw`'s block device, a kv run's LMDB data file).
     pub fn record_directories(&self, dirs: &[PathBuf], media: &[Medium]) -> serde_json::Value {
         let targets = self
             .subjects
             .iter()
             .zip(dirs)
             .map(|(s, d)| {
-                let fs = crate::dut::sysfs::fs_of_path(d);
+                let raw = matches!(s, Subject::Made(MediaKind::Raw));
+                let fs = (!raw).then(|| crate::dut::sysfs::fs_of_path(d)).flatten();
                 json!({
                     "label": s.label(),
                     "path": d.display().to_string(),
-                    "kind": "directory",
+                    "kind": if raw { "block_device" } else { "directory" },
                     "filesystem": fs.as_ref().map(|f| f.fstype.clone()),
                     "mount_options": fs.as_ref().map(|f| f.options.clone()),
                     "made": matches!(s, Subject::Made(_)),

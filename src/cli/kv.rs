@@ -47,6 +47,8 @@ pub enum PhaseSel {
   iolab kv fillrandom,readrandomwriterandom --readwritepercent 80 --value-size 800 --num 20000
   iolab kv a -t ssd=/mnt/ssd -t nvme=/mnt/nvme --rounds 3 -p recordcount=20000 -p operationcount=20000
   iolab kv fillrandom,readrandom --engine lmdb --num 20000 -t /var/tmp --make ext4,ext4-nojournal,xfs --rounds 2
+  iolab kv fillrandom,readrandom --engine lmdb --num 20000 -t /var/tmp --make raw,ext4
+  iolab kv fillrandom,readrandom --engine lmdb -t /dev/loop7 --destroy-data /dev/loop7
   iolab kv -t /var/tmp --plan examples/symas-fs.toml --json symas-kv.json")]
 pub struct KvArgs {
     /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
@@ -275,6 +277,12 @@ pub struct PlaceArgs {
     /// Use (and keep) this database directory instead of a scratch one.
     #[arg(long)]
     pub db: Option<PathBuf>,
+
+    /// LMDB on a raw block device: allow writing to the block device
+    /// given as --target, destroying its data (must name that device;
+    /// refused while it is mounted or in use)
+    #[arg(long, value_name = "DEVICE")]
+    pub destroy_data: Option<PathBuf>,
 
     /// Keep the scratch database directory.
     #[arg(long)]

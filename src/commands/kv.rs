@@ -21,8 +21,14 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         ));
     }
     let plan = super::kv_args::plan(&args)?;
+    if let Some(raw) = &plan.place.raw {
+        // The same device checks as the run (--dry-run included).
+        crate::kv::raw::check(&plan, raw)?;
+    }
     if let Some(out) = &plan.output {
-        output::check(out, "--output", args.force, &[])?;
+        let devices: Vec<&std::path::Path> =
+            plan.place.raw.iter().map(|r| r.device.as_path()).collect();
+        output::check(out, "--output", args.force, &devices)?;
     }
     if args.dry_run {
         println!(

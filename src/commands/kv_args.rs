@@ -7,7 +7,7 @@ use crate::error::usage;
 use crate::kv::chain::ChainStep;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::EngineOptions;
-use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, Step};
+use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, RawDevice, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
 use crate::plan::parse::parse_size;
@@ -36,6 +36,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             writer_rate: a.bench.writer_rate,
         },
         place: KvPlace {
+            raw: raw_device(a)?,
             dir: target_dir(a)?,
             db: a.place.db.clone(),
             keep: a.place.keep,
@@ -213,6 +214,33 @@ fn target_dir(a: &KvArgs) -> Result<PathBuf> {
         return Err(usage("--target", "give --target or --dir, not both"));
     }
     Ok(PathBuf::from(t))
+}
+
+/// The block device a single `--target` names, if it is one: LMDB writes
+/// its database on it (`--destroy-data` is checked against it by `dut`'s
+/// rule when the run starts). `--destroy-data` without a device target is
+/// refused.
+fn raw_device(a: &KvArgs) -> Result<Option<RawDevice>> {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = target_dir(a)?;
+    let is_device = a.place.target.len() == 1
+        && std::fs::metadata(&dir).is_ok_and(|m| m.file_type().is_block_device());
+    if !is_device {
+        if let Some(d) = &a.place.destroy_data {
+            return Err(usage(
+                "--destroy-data",
+                format!(
+                    "names {}, but --target is not a block device: --destroy-data applies to LMDB on a raw device given as the one --target",
+                    d.display()
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(Some(RawDevice {
+        device: dir,
+        destroy_data: a.place.destroy_data.clone(),
+    }))
 }
 
 /// The properties the user gave: files in order, then -p.

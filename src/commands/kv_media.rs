@@ -4,8 +4,9 @@
 //! iolab builds (`--make`, `--make-in`), interleaved by rounds in
 //! alternating order, one results file normalized to the baseline. The
 //! flags mean what they mean for `device` (`campaign::setups`); kv adds its own
-//! rules: a target is a writable directory (a database needs a file
-//! system: `raw` is refused), `--db` and `--keep` do not apply (every
+//! rules: a target is a writable directory, `raw` (the bare loop device)
+//! takes LMDB only (the one engine that opens a block device as its data
+//! file: `kv::raw`), `--db`, `--keep` and `--destroy-data` do not apply (every
 //! pass loads a fresh database and removes it), and `--size` is the room
 //! of each configuration. `--plan FILE` runs the file's `[[kv]]` parts
 //! (`kv_planfile`) with its `[media]` table. Everything is checked here,
@@ -18,6 +19,7 @@ pub use crate::campaign::kv::{KvMediaPlan, PlannedPart};
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::cli::kv::KvArgs;
 use crate::error::usage;
+use crate::kv::engine::KvEngineKind;
 use crate::kv::plan::KvPlan;
 use crate::plan::parse::parse_size;
 use crate::plan::planfile;
@@ -51,17 +53,19 @@ fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvP
     let several = a.media.make.is_some() || a.place.target.len() > 1;
     if several || file.media.contains_key("make") {
         super::device_args::apply_media_table(&mut a.media, &path, &file, &a.given)?;
-        if !a.given.iter().any(|g| g == "make") {
-            *notices = without_raw(&mut a.media, &path);
-        }
     }
-    kv_planfile::parts(a, &path, &file)
+    let parts = kv_planfile::parts(a, &path, &file)?;
+    let all_lmdb = parts.iter().all(|p| p.args.engine == KvEngineKind::Lmdb);
+    if !all_lmdb && !a.given.iter().any(|g| g == "make") {
+        *notices = without_raw(&mut a.media, &path);
+    }
+    Ok(parts)
 }
 
 /// A plan file's `[media]` table serves its device part too, where `raw`
-/// (the bare loop device) has a meaning; a database has none there, so kv
-/// leaves it out of the file's list, saying so (`--make raw` on the
-/// command line is refused instead).
+/// (the bare loop device) has a meaning; a database of another engine than
+/// LMDB has none there, so kv leaves it out of the file's list, saying so
+/// (`--make raw` on the command line is refused instead).
 fn without_raw(m: &mut crate::cli::media::MediaArgs, path: &Path) -> Vec<String> {
     let Some(list) = &m.make else {
         return Vec::new();
@@ -76,7 +80,7 @@ fn without_raw(m: &mut crate::cli::media::MediaArgs, path: &Path) -> Vec<String>
     }
     m.make = (!kept.is_empty()).then(|| kept.join(","));
     vec![format!(
-        "{} [media] make: raw left out of the kv part (a database needs a file system)",
+        "{} [media] make: raw left out of the kv parts (their engines need a file system; only lmdb runs on a raw device)",
         path.display()
     )]
 }
@@ -93,6 +97,12 @@ fn refuse_unsupported(a: &KvArgs) -> anyhow::Result<()> {
         return Err(usage(
             "--keep",
             "a media run removes every target's database after its round",
+        ));
+    }
+    if a.place.destroy_data.is_some() {
+        return Err(usage(
+            "--destroy-data",
+            "applies to LMDB on a block device given as the one --target; a media run's raw is the loop device --make raw builds",
         ));
     }
     Ok(())
@@ -143,12 +153,7 @@ pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
     let parts = kv_parts(&mut a, &mut notices)?;
     refuse_unsupported(&a)?;
     let set = MediaSet::parse(&a.media, &target_values(&a))?;
-    if set.made().any(|k| k == MediaKind::Raw) {
-        return Err(usage(
-            "--make",
-            "raw has no file system, and a database needs one (tmpfs, ext4, ext4-nojournal, xfs, btrfs, stripe:N)",
-        ));
-    }
+    let raw = set.made().any(|k| k == MediaKind::Raw);
     let several = parts.len() > 1;
     let mut planned = Vec::new();
     for p in parts {
@@ -161,6 +166,14 @@ pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
                 "--server-url",
                 "an existing server keeps its data where it is; a media run starts a private server with its data on each target (leave --server-url out)",
             ));
+        }
+        if raw {
+            plan.validate_raw("--make").map_err(|e| match &a.plan {
+                Some(f) => {
+                    kv_planfile::name_place(&format!("{} [[kv]] {} on raw", f.display(), p.name), e)
+                }
+                None => e,
+            })?;
         }
         plan.output = None;
         planned.push(PlannedPart {
@@ -218,6 +231,11 @@ fn print_plan(plan: &KvMediaPlan) {
         println!("note: {n}");
     }
     plan.set.print("kv", |s| match s {
+        Subject::Made(MediaKind::Raw) => format!(
+            "built in {} (a loop device of {} MiB, LMDB's data file)",
+            plan.set.make_in.display(),
+            plan.room >> 20
+        ),
         Subject::Made(_) => format!(
             "built in {} (room for {} MiB)",
             plan.set.make_in.display(),

@@ -38,7 +38,8 @@ impl LoadSampler {
             s.sample()
                 .map(|c1| DeviceStats::between(&s.device, c0, &c1, wall))
         });
-        let sizes = db_dir.map(dir_size);
+        // A raw block device has no directory to measure.
+        let sizes = db_dir.filter(|d| d.is_dir()).map(dir_size);
         let write_amplification = match &device {
             Some(d) if logical_written > 0 => Some(d.write_bytes as f64 / logical_written as f64),
             _ => None,

@@ -15,6 +15,7 @@ pub mod phase;
 pub mod plan;
 pub mod point;
 pub mod props;
+pub mod raw;
 pub mod recorder;
 pub mod report;
 pub mod run;

@@ -62,6 +62,18 @@ pub struct KvPlace {
     pub drop_caches: bool,
     /// Make everything written durable at the end of each phase.
     pub flush_between: bool,
+    /// The database is written on this block device directly, with no
+    /// file system (LMDB only; `kv::raw`).
+    pub raw: Option<RawDevice>,
+}
+
+/// A block device a database is written on as its data file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawDevice {
+    pub device: PathBuf,
+    /// `--destroy-data` as given; it must name `device` (for `--make raw`
+    /// iolab names the loop device it built).
+    pub destroy_data: Option<PathBuf>,
 }
 
 impl KvPlace {
@@ -74,6 +86,7 @@ impl KvPlace {
             memory_limit: None,
             drop_caches: false,
             flush_between: false,
+            raw: None,
         }
     }
 }
@@ -155,6 +168,9 @@ impl KvPlan {
             ));
         }
         self.validate_server()?;
+        if self.place.raw.is_some() {
+            self.validate_raw("--engine")?;
+        }
         if self.engine == KvEngineKind::Wiredtiger {
             self.validate_wiredtiger()?;
         }
@@ -166,6 +182,40 @@ impl KvPlan {
                     "{} does not compress: --compression applies to rocksdb and fjall",
                     self.engine.name()
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What a database on a raw block device rules out; `field` is the
+    /// flag an engine that cannot go there is refused under (`--engine`
+    /// for a device given as `--target`, `--make` for `--make raw`).
+    pub fn validate_raw(&self, field: &str) -> Result<()> {
+        if self.engine != KvEngineKind::Lmdb {
+            return Err(usage(
+                field,
+                format!(
+                    "a raw block device has no file system, and {} needs one: of iolab's engines only lmdb opens a block device as its data file",
+                    self.engine.name()
+                ),
+            ));
+        }
+        if self.place.db.is_some() {
+            return Err(usage(
+                "--db",
+                "names a database directory; on a raw block device the device is the database",
+            ));
+        }
+        if self.place.keep {
+            return Err(usage(
+                "--keep",
+                "keeps a scratch database directory; on a raw block device the data stays on the device anyway",
+            ));
+        }
+        if self.options.mmap {
+            return Err(usage(
+                "--mmap",
+                "LMDB's WRITEMAP grows its data file to the map size with ftruncate, which a block device refuses",
             ));
         }
         Ok(())

@@ -10,10 +10,11 @@ use super::engine::{self, EngineOptions, KvEngine, KvEngineKind};
 use super::lsm::{ChainStepRun, LsmState};
 use super::phase::{self, PhaseOutcome, PhaseSpec, Work};
 use super::plan::{KvPlan, Step};
+use super::raw::RawDb;
 use super::ycsb::{YcsbLoad, YcsbRun};
 use super::{loadstats, point};
 use crate::analysis::AnalysisOptions;
-use crate::dut::{sysfs, TargetInfo, TargetKind};
+use crate::dut::{sysfs, Target, TargetInfo, TargetKind};
 use crate::error::usage;
 use crate::interrupt;
 use crate::measure::probe::PhaseProbe;
@@ -50,6 +51,8 @@ pub struct Started<'a> {
     pub db: &'a Path,
     /// The database directory stays after the run.
     pub kept: bool,
+    /// `db` is a raw block device (no file system).
+    pub raw: bool,
     pub cgroup: Option<&'a MemoryCgroup>,
 }
 
@@ -72,10 +75,22 @@ impl KvRun {
     }
 }
 
-/// The database directory; removed on drop unless kept.
+/// The database directory; removed on drop unless kept. On a raw block
+/// device it holds LMDB's lock file and the link to the device (`raw`).
 struct DbDir {
     path: PathBuf,
     keep: bool,
+    raw: Option<RawDb>,
+}
+
+impl DbDir {
+    /// Where the data is: the device of a raw run, else the directory.
+    fn data(&self) -> &Path {
+        match &self.raw {
+            Some(r) => &r.target.path,
+            None => &self.path,
+        }
+    }
 }
 
 impl Drop for DbDir {
@@ -87,24 +102,32 @@ impl Drop for DbDir {
     }
 }
 
-fn db_dir(plan: &KvPlan) -> Result<DbDir> {
+/// The database directory: `--db`, or a scratch directory in the target,
+/// or for a raw block device (`raw`, checked) one in the temporary
+/// directory with the device linked into it.
+fn db_dir(plan: &KvPlan, raw: Option<Target>) -> Result<DbDir> {
     let place = &plan.place;
     if let Some(p) = &place.db {
         std::fs::create_dir_all(p).with_context(|| format!("creating --db {}", p.display()))?;
         return Ok(DbDir {
             path: p.clone(),
             keep: true,
+            raw: None,
         });
     }
-    let meta = std::fs::metadata(&place.dir)
-        .map_err(|e| usage("--dir", format!("{}: {e}", place.dir.display())))?;
+    let parent = match raw {
+        Some(_) => std::env::temp_dir(),
+        None => place.dir.clone(),
+    };
+    let meta = std::fs::metadata(&parent)
+        .map_err(|e| usage("--dir", format!("{}: {e}", parent.display())))?;
     if !meta.is_dir() {
         return Err(usage(
             "--dir",
-            format!("{} is not a directory", place.dir.display()),
+            format!("{} is not a directory", parent.display()),
         ));
     }
-    let path = place.dir.join(format!(
+    let path = parent.join(format!(
         "iolab-kv-{}-{}",
         plan.engine.name(),
         std::process::id()
@@ -113,10 +136,15 @@ fn db_dir(plan: &KvPlan) -> Result<DbDir> {
         std::fs::create_dir(&path)
             .with_context(|| format!("creating scratch database directory {}", path.display()))
     })?;
-    Ok(DbDir {
+    let mut dir = DbDir {
         path,
         keep: place.keep,
-    })
+        raw: None,
+    };
+    if let Some(target) = raw {
+        dir.raw = Some(RawDb::attach(target, &dir.path)?);
+    }
+    Ok(dir)
 }
 
 /// Refuse a load whose data alone does not fit where the database goes.
@@ -153,8 +181,13 @@ fn target_info(dir: &Path, kind: TargetKind) -> TargetInfo {
 }
 
 /// Refuse a plan that reads before anything was loaded, or whose load
-/// cannot fit, before anything is created.
-fn check_before_creating(plan: &KvPlan) -> Result<()> {
+/// cannot fit, before anything is created; a raw block device checked by
+/// `device`'s rule (`kv::raw::check`).
+fn check_before_creating(plan: &KvPlan) -> Result<Option<Target>> {
+    if let Some(raw) = &plan.place.raw {
+        plan.check_order(false)?;
+        return super::raw::check(plan, raw).map(Some);
+    }
     let had_data = plan
         .place
         .db
@@ -166,12 +199,14 @@ fn check_before_creating(plan: &KvPlan) -> Result<()> {
     if plan.engine != KvEngineKind::Null && plan.server.url.is_none() {
         check_space(plan)?;
     }
-    Ok(())
+    Ok(None)
 }
 
-/// The engine of `plan`, opened in `dir`; for a server engine, its server
-/// first (a private one keeps its data in `dir`).
-fn open_engine(plan: &KvPlan, dir: &Path) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
+/// The engine of `plan`, opened in `dir` (on a raw device, with the
+/// options it takes there); for a server engine, its server first (a
+/// private one keeps its data in `dir`).
+fn open_engine(plan: &KvPlan, db: &DbDir) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
+    let dir = db.path.as_path();
     let server = match plan.engine.server() {
         Some(kind) => Some(Server::start_or_connect(
             kind,
@@ -183,7 +218,10 @@ fn open_engine(plan: &KvPlan, dir: &Path) -> Result<(Option<Server>, Box<dyn KvE
     };
     let eng = match &server {
         Some(s) => engine::open_server(s, plan.field_count()?)?,
-        None => engine::open(plan.engine, dir, &plan.options)?,
+        None => match &db.raw {
+            Some(r) => engine::open(plan.engine, dir, &r.options(&plan.options))?,
+            None => engine::open(plan.engine, dir, &plan.options)?,
+        },
     };
     Ok((server, eng))
 }
@@ -206,15 +244,16 @@ fn memory_cgroup(plan: &KvPlan, obs: &dyn KvObserver) -> Result<Option<MemoryCgr
 /// every phase; Ctrl-C ends the run after the current phase's operations
 /// stop (`results.interrupted`).
 pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
-    check_before_creating(plan)?;
+    let raw = check_before_creating(plan)?;
     interrupt::install();
-    let dir = db_dir(plan)?;
+    let dir = db_dir(plan, raw)?;
     let cgroup = memory_cgroup(plan, obs)?;
-    let (server, eng) = open_engine(plan, &dir.path)?;
+    let (server, eng) = open_engine(plan, &dir)?;
     obs.started(&Started {
         engine: eng.as_ref(),
-        db: &dir.path,
+        db: dir.data(),
         kept: dir.keep,
+        raw: dir.raw.is_some(),
         cgroup: cgroup.as_ref(),
     });
     let prov = provenance(plan, eng.as_ref(), &dir);
@@ -264,7 +303,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let status = StatusClock::new(plan.status_interval_s);
             let mut probe = match &server {
                 Some(s) => PhaseProbe::new(Some(s), None),
-                None => PhaseProbe::timeline_only(crate::measure::diskstats::device_of(&dir.path)),
+                None => PhaseProbe::timeline_only(crate::measure::diskstats::device_of(dir.data())),
             };
             spec.live_ops = Some(probe.counter());
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
@@ -287,7 +326,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             let cpu_at_start = crate::measure::procstat::CpuTicks::now();
             // A server at --server-url keeps its data elsewhere (perhaps
             // on another machine): nothing of this machine's disk is its.
-            let data_here = plan.server.url.is_none().then_some(dir.path.as_path());
+            let data_here = plan.server.url.is_none().then_some(dir.data());
             let o = phase::run_reporting(eng.as_ref(), work.as_ref(), &spec, data_here, &progress);
             obs.progress_done();
             let o = o?;
@@ -630,17 +669,21 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
 fn provenance(plan: &KvPlan, eng: &dyn KvEngine, dir: &DbDir) -> Provenance {
     let mut prov = Provenance::collect(plan.seed);
     prov.tools.insert(eng.name().to_string(), eng.version());
-    // A server iolab did not start keeps its data where iolab cannot see.
-    prov.target = plan.server.url.is_none().then(|| {
-        target_info(
-            &dir.path,
-            if plan.place.db.is_some() {
-                TargetKind::Directory
-            } else {
-                TargetKind::ScratchFile
-            },
-        )
-    });
+    // A server iolab did not start keeps its data where iolab cannot see;
+    // a raw run's data is the block device.
+    prov.target = match &dir.raw {
+        Some(r) => Some(r.target.info()),
+        None => plan.server.url.is_none().then(|| {
+            target_info(
+                &dir.path,
+                if plan.place.db.is_some() {
+                    TargetKind::Directory
+                } else {
+                    TargetKind::ScratchFile
+                },
+            )
+        }),
+    };
     prov.plan = serde_json::json!({
         "verb": "kv",
         "engine": eng.name(),

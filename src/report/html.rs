@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::report::charts::{self, Section, Table};
 use crate::report::svg::esc;
-use crate::report::{csv, fmt, summary};
+use crate::report::{csv, summary};
 use crate::results::Results;
 
 const CSS: &str = r#"
@@ -80,57 +80,23 @@ fn section_html(s: &Section) -> String {
     o
 }
 
-/// The points overview: one row per point and op kind.
+/// The points overview: one row per point and op kind (a point without
+/// op kinds: its totals).
 fn points_overview(r: &Results) -> Table {
-    let mut t = Table::new(&[
-        "point",
-        "op",
-        "IOPS",
-        "MiB/s",
-        "mean",
-        "p50",
-        "p99",
-        "p99.9",
-        "max",
-        "usr/sys %",
-    ]);
-    for p in r.points.iter().filter(|p| p.extra.oltp.is_none()) {
-        for (op, o) in &p.ops {
-            let l = o.lat.as_ref().or(o.clat.as_ref());
-            let pc = |q: f64| {
-                l.and_then(|l| l.percentile(q))
-                    .map(|v| fmt::ns(v as f64))
-                    .unwrap_or_default()
-            };
-            t.rows.push(vec![
-                p.name.clone(),
-                op.clone(),
-                fmt::count(o.iops),
-                fmt::mib(o.mib_s),
-                l.map(|l| fmt::ns(l.mean_ns)).unwrap_or_default(),
-                pc(50.0),
-                pc(99.0),
-                pc(99.9),
-                l.map(|l| fmt::ns(l.max_ns as f64)).unwrap_or_default(),
-                format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct),
-            ]);
-        }
-        if p.ops.is_empty() {
-            t.rows.push(vec![
-                p.name.clone(),
-                String::new(),
-                fmt::count(p.total.iops),
-                fmt::mib(p.total.mib_s),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct),
-            ]);
-        }
-    }
-    t
+    use summary::PointColumn as C;
+    let columns = [
+        C::Point,
+        C::Op,
+        C::Iops,
+        C::MibS,
+        C::Mean,
+        C::P50,
+        C::P99,
+        C::P999,
+        C::Max,
+        C::Cpu,
+    ];
+    summary::points_table(r, &columns, true)
 }
 
 /// Render a whole report. `source` names the file it came from.

@@ -68,7 +68,9 @@ impl KvObserver for KvTerminal {
         println!(
             "  database: {}{}",
             s.db.display(),
-            if s.kept {
+            if s.raw {
+                " (raw block device: LMDB's data file, no file system)"
+            } else if s.kept {
                 " (kept)"
             } else {
                 " (scratch, removed at exit)"

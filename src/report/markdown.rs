@@ -2,7 +2,7 @@
 //! warnings, points and each chart's data table (for issues and wikis).
 
 use crate::report::charts::{self, Table};
-use crate::report::{fmt, summary};
+use crate::report::summary;
 use crate::results::Results;
 
 fn cell(s: &str) -> String {
@@ -64,23 +64,9 @@ pub fn render(r: &Results) -> String {
     if let Some(t) = &oltp {
         o.push_str(&table_md(t));
     }
-    let mut t = Table::new(&["point", "op", "IOPS", "MiB/s", "mean", "p99", "max"]);
-    for p in r.points.iter().filter(|p| p.extra.oltp.is_none()) {
-        for (op, s) in &p.ops {
-            let l = s.lat.as_ref().or(s.clat.as_ref());
-            t.rows.push(vec![
-                p.name.clone(),
-                op.clone(),
-                fmt::count(s.iops),
-                fmt::mib(s.mib_s),
-                l.map(|l| fmt::ns(l.mean_ns)).unwrap_or_default(),
-                l.and_then(|l| l.percentile(99.0))
-                    .map(|v| fmt::ns(v as f64))
-                    .unwrap_or_default(),
-                l.map(|l| fmt::ns(l.max_ns as f64)).unwrap_or_default(),
-            ]);
-        }
-    }
+    use summary::PointColumn as C;
+    let columns = [C::Point, C::Op, C::Iops, C::MibS, C::Mean, C::P99, C::Max];
+    let t = summary::points_table(r, &columns, false);
     if oltp.is_none() || !t.rows.is_empty() {
         o.push_str(&table_md(&t));
     }

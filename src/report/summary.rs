@@ -6,7 +6,7 @@
 use crate::analysis::types::{LoadLatencyGroup, SteadyGroup};
 use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of, Table};
 use crate::report::fmt;
-use crate::results::{Point, Results};
+use crate::results::{OpStats, Point, Results};
 
 /// One headline: label, value, where it comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -269,6 +269,80 @@ pub fn oltp_table(r: &Results) -> Option<Table> {
     (!t.rows.is_empty()).then_some(t)
 }
 
+/// A column of the points table (`points_table`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointColumn {
+    Point,
+    Op,
+    Iops,
+    MibS,
+    Mean,
+    P50,
+    P99,
+    P999,
+    Max,
+    Cpu,
+}
+
+impl PointColumn {
+    fn header(self) -> &'static str {
+        match self {
+            PointColumn::Point => "point",
+            PointColumn::Op => "op",
+            PointColumn::Iops => "IOPS",
+            PointColumn::MibS => "MiB/s",
+            PointColumn::Mean => "mean",
+            PointColumn::P50 => "p50",
+            PointColumn::P99 => "p99",
+            PointColumn::P999 => "p99.9",
+            PointColumn::Max => "max",
+            PointColumn::Cpu => "usr/sys %",
+        }
+    }
+
+    /// This column's cell of point `p`'s row for `op` (with its stats),
+    /// or of its totals row (`None`: a point without op kinds).
+    fn cell(self, p: &Point, op: Option<(&String, &OpStats)>) -> String {
+        let l = op.and_then(|(_, o)| o.lat.as_ref().or(o.clat.as_ref()));
+        let pc = |q: f64| {
+            l.and_then(|l| l.percentile(q))
+                .map(|v| fmt::ns(v as f64))
+                .unwrap_or_default()
+        };
+        match self {
+            PointColumn::Point => p.name.clone(),
+            PointColumn::Op => op.map(|(name, _)| name.clone()).unwrap_or_default(),
+            PointColumn::Iops => fmt::count(op.map_or(p.total.iops, |(_, o)| o.iops)),
+            PointColumn::MibS => fmt::mib(op.map_or(p.total.mib_s, |(_, o)| o.mib_s)),
+            PointColumn::Mean => l.map(|l| fmt::ns(l.mean_ns)).unwrap_or_default(),
+            PointColumn::P50 => pc(50.0),
+            PointColumn::P99 => pc(99.0),
+            PointColumn::P999 => pc(99.9),
+            PointColumn::Max => l.map(|l| fmt::ns(l.max_ns as f64)).unwrap_or_default(),
+            PointColumn::Cpu => format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct),
+        }
+    }
+}
+
+/// The points table of the HTML and Markdown reports: one row per point
+/// and op kind, with `columns`; oltp points are left out (they have
+/// `oltp_table`). With `totals`, a point without op kinds gets one row of
+/// its totals.
+pub fn points_table(r: &Results, columns: &[PointColumn], totals: bool) -> Table {
+    let headers: Vec<&str> = columns.iter().map(|c| c.header()).collect();
+    let mut t = Table::new(&headers);
+    let row = |p: &Point, op| columns.iter().map(|c| c.cell(p, op)).collect();
+    for p in r.points.iter().filter(|p| p.extra.oltp.is_none()) {
+        for op in &p.ops {
+            t.rows.push(row(p, Some(op)));
+        }
+        if totals && p.ops.is_empty() {
+            t.rows.push(row(p, None));
+        }
+    }
+    t
+}
+
 /// Run warnings, then point warnings prefixed with the point name, without repeats.
 pub fn warnings(r: &Results) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -373,5 +447,39 @@ mod tests {
             .push(point(&job(Pattern::RandRead, 8), 50_000.0, 1.6e5, 300_000));
         let h = labels(&r);
         assert_eq!(h[0], ("max 4k random read IOPS".into(), "50.0k".into()));
+    }
+}
+
+#[cfg(test)]
+mod points_table_tests {
+    use super::*;
+    use crate::analysis::testutil::point;
+    use crate::plan::job::JobSpec;
+    use crate::results::ext::oltp::OltpInfo;
+    use crate::results::Provenance;
+
+    /// One builder for HTML's and Markdown's points tables: the columns
+    /// asked, oltp points left out, a totals row only where asked.
+    #[test]
+    fn points_table_has_the_columns_asked_and_no_oltp_points() {
+        let mut r = Results::new("device", Provenance::default());
+        let mut dev = point(&JobSpec::default(), 1000.0, 50_000.0, 90_000);
+        dev.name = "dev".into();
+        let mut bare = dev.clone();
+        bare.name = "bare".into();
+        bare.ops.clear();
+        let mut oltp = dev.clone();
+        oltp.name = "oltp".into();
+        oltp.extra.oltp = Some(Box::new(OltpInfo::default()));
+        r.points = vec![dev, bare, oltp];
+        use PointColumn as C;
+        let t = points_table(&r, &[C::Point, C::Op, C::P99, C::Cpu], true);
+        assert_eq!(t.headers, ["point", "op", "p99", "usr/sys %"]);
+        let names: Vec<&str> = t.rows.iter().map(|row| row[0].as_str()).collect();
+        assert_eq!(names, ["dev", "bare"]);
+        assert_eq!(t.rows[0][2], fmt::ns(90_000.0));
+        assert_eq!(t.rows[1][1..3], [String::new(), String::new()]);
+        let t = points_table(&r, &[C::Point, C::Iops], false);
+        assert_eq!(t.rows.len(), 1, "no totals row");
     }
 }

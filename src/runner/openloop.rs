@@ -28,7 +28,7 @@ use crate::runner::buffers::BufferPool;
 use crate::runner::pattern::RequestGen;
 use crate::runner::recorder::Recorder;
 use crate::runner::wake::{self, WakeCalibration, WakeMargin};
-use crate::runner::worker::{failed_completion, LoopSpec, WorkerError};
+use crate::runner::worker::{completed, LoopSpec, WorkerError};
 
 /// An issue is "late" when it starts more than this after its intended time.
 pub const LATE_NS: u64 = 50_000;
@@ -316,13 +316,9 @@ fn take_completions(
         let s = c.slot as usize;
         let slot = slots[s];
         let op = slot.op.unwrap_or(OpKind::Read);
-        if c.result != slot.len as i64 {
-            rec.record_error(c.result);
-            if !spec.continue_on_error {
-                let err = failed_completion(c.result, slot.len);
-                return Err(WorkerError::Io { op, offset: 0, err });
-            }
-        } else if t_done >= spec.measure_start {
+        // The open loop keeps no offsets in its slots: errors name offset 0.
+        let ok = completed(c, op, (0, slot.len), spec.continue_on_error, rec)?;
+        if ok && t_done >= spec.measure_start {
             record_measured(rec, orec, op, &slot, t_done, spec.sync_engine);
         }
         slots[s].op = None;

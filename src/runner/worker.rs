@@ -358,19 +358,11 @@ fn take_completions(
         let s = c.slot as usize;
         let slot = slots[s];
         let op = slot.op.unwrap_or(OpKind::Read);
-        if c.result != slot.len as i64 {
-            rec.record_error(c.result);
-            if done.continue_on_error {
-                // Counted in `errors`, not as a completed request.
-                slots[s].op = None;
-                free.push(c.slot);
-                continue;
-            }
-            return Err(WorkerError::Io {
-                op,
-                offset: slot.offset,
-                err: failed_completion(c.result, slot.len),
-            });
+        if !completed(c, op, (slot.offset, slot.len), done.continue_on_error, rec)? {
+            // Counted in `errors`, not as a completed request.
+            slots[s].op = None;
+            free.push(c.slot);
+            continue;
         }
         if let Some(v) = vstate.as_deref_mut() {
             complete_verify(v, &slot, pool, s, rec);
@@ -385,6 +377,33 @@ fn take_completions(
         free.push(c.slot);
     }
     Ok(writes)
+}
+
+/// Whether a reaped completion of the request `op` at `(offset, len)`
+/// transferred its `len` bytes. One that did not is counted in `rec`'s
+/// errors and fails the worker (`Err`) unless `--continue-on-error`, when
+/// it is `Ok(false)` and the caller frees its slot. Shared by the closed
+/// and the open loop; a success costs the one comparison.
+#[inline(always)]
+pub(crate) fn completed(
+    c: &Completion,
+    op: OpKind,
+    (offset, len): (u64, u64),
+    continue_on_error: bool,
+    rec: &mut Recorder,
+) -> Result<bool, WorkerError> {
+    if c.result == len as i64 {
+        return Ok(true);
+    }
+    rec.record_error(c.result);
+    if continue_on_error {
+        return Ok(false);
+    }
+    Err(WorkerError::Io {
+        op,
+        offset,
+        err: failed_completion(c.result, len),
+    })
 }
 
 /// The error of a completion that did not transfer `len` bytes.
@@ -580,6 +599,33 @@ mod tests {
     use crate::runner::test_support;
 
     const T0: u64 = 1_000_000_000;
+
+    /// A completion's check, shared by both loops: a full transfer passes,
+    /// a failed one is counted and, without --continue-on-error, fails the
+    /// worker naming the request.
+    #[test]
+    fn a_completion_is_checked_the_same_in_both_loops() {
+        let mut rec = Recorder::new(0, 1);
+        let full = Completion {
+            slot: 0,
+            result: 4096,
+        };
+        let short = Completion {
+            slot: 0,
+            result: 512,
+        };
+        assert!(completed(&full, OpKind::Write, (8192, 4096), false, &mut rec).unwrap());
+        assert!(rec.errors.is_empty());
+        assert!(!completed(&short, OpKind::Write, (8192, 4096), true, &mut rec).unwrap());
+        assert_eq!(rec.errors.values().sum::<u64>(), 1);
+        match completed(&short, OpKind::Read, (8192, 4096), false, &mut rec) {
+            Err(WorkerError::Io { op, offset, .. }) => {
+                assert_eq!((op, offset), (OpKind::Read, 8192));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rec.errors.values().sum::<u64>(), 2);
+    }
 
     /// Run `edit(loop_spec)` closed loop at `depth` on the fake device
     /// `script` (virtual clock from T0); the merged recorder.

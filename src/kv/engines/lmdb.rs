@@ -46,6 +46,34 @@ impl Lmdb {
     }
 }
 
+/// The data file of a new, empty environment as this LMDB writes it (its
+/// two meta pages), made in `scratch` (created here, removed after): what
+/// `kv::raw` puts on a block device's first pages, so LMDB opens the
+/// device as an environment of its own format.
+pub fn fresh_environment(scratch: &Path) -> Result<Vec<u8>> {
+    std::fs::create_dir(scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let made = (|| -> Result<Vec<u8>> {
+        let mut eo = EnvOpenOptions::new();
+        eo.map_size(1 << 20).max_dbs(1);
+        // SAFETY: a directory of its own, opened once and closed below.
+        let env = unsafe { eo.open(scratch) }?;
+        env.prepare_for_closing().wait();
+        Ok(std::fs::read(scratch.join("data.mdb"))?)
+    })();
+    let _ = std::fs::remove_dir_all(scratch);
+    made.context("making an empty LMDB environment")
+}
+
+/// The map size in the largest whole unit (GiB as before; a raw device's
+/// map is the device's size, often not whole GiB).
+fn map_size(b: u64) -> String {
+    match b {
+        b if b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b => format!("{} KiB", b >> 10),
+    }
+}
+
 struct LmdbSession<'a> {
     e: &'a Lmdb,
     /// readseq's cursor, kept across calls in one read transaction.
@@ -145,7 +173,7 @@ impl KvEngine for Lmdb {
             ("sync".into(), yes(o.sync)),
             ("writemap".into(), yes(o.mmap)),
             ("readahead".into(), yes(o.readahead)),
-            ("map_size".into(), format!("{} GiB", o.map_size >> 30)),
+            ("map_size".into(), map_size(o.map_size)),
             ("page_size".into(), "OS page (LMDB fixed)".into()),
         ]
     }
@@ -158,9 +186,54 @@ impl KvEngine for Lmdb {
     fn stats(&self) -> Vec<(String, String)> {
         let info = self.env.info();
         let mut v = vec![("last_page".into(), info.last_page_number.to_string())];
-        if let Ok(sz) = self.env.real_disk_size() {
+        // A block device's file size is 0: only a file's says anything.
+        if let Ok(sz @ 1..) = self.env.real_disk_size() {
             v.push(("real_disk_size".into(), sz.to_string()));
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_sizes_in_whole_units() {
+        assert_eq!(map_size(64 << 30), "64 GiB");
+        assert_eq!(map_size(256 << 20), "256 MiB");
+        assert_eq!(map_size((1 << 20) + 4096), "1028 KiB");
+    }
+
+    /// What `kv::raw` writes on a device: two meta pages LMDB accepts as
+    /// an environment, so an environment opened over them is empty.
+    #[test]
+    fn a_fresh_environment_is_two_meta_pages_lmdb_opens() {
+        let d = tempfile::tempdir().unwrap();
+        let fresh = fresh_environment(&d.path().join("fresh")).unwrap();
+        assert!(!d.path().join("fresh").exists(), "its scratch removed");
+        let page = fresh.len() / 2;
+        assert!(
+            page >= 4096 && page.is_power_of_two(),
+            "{} bytes",
+            fresh.len()
+        );
+        // Over a data file of garbage beyond the meta pages, as a used
+        // device has: LMDB reads the meta pages and nothing past them.
+        let env_dir = d.path().join("env");
+        std::fs::create_dir(&env_dir).unwrap();
+        let mut data = fresh.clone();
+        data.extend(std::iter::repeat_n(0xA5u8, 16 * page));
+        std::fs::write(env_dir.join("data.mdb"), &data).unwrap();
+        let o = EngineOptions {
+            map_size: 1 << 20,
+            ..EngineOptions::default()
+        };
+        let db = Lmdb::open(&env_dir, &o).unwrap();
+        let mut s = db.session().unwrap();
+        let mut out = Vec::new();
+        assert!(!s.read(b"k", &mut out).unwrap(), "empty");
+        s.insert(b"k", b"v").unwrap();
+        assert!(s.read(b"k", &mut out).unwrap() && out == b"v");
     }
 }
