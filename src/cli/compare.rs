@@ -14,7 +14,9 @@ use clap::Args;
   iolab compare main.json branch.json --metric iops,p99 --fail-if-slower 10
       exit 1 if the branch lost more than 10% IOPS or p99 outside the noise (CI)
   iolab compare a.json b.json --format csv
-      the comparison as CSV (also json, markdown)")]
+      the comparison as CSV (also json, markdown)
+  iolab compare a.json b.json --format json -o cmp.json
+      the comparison written to a file")]
 pub struct CompareArgs {
     /// Results files (iolab or fio JSON); the first is the baseline
     #[arg(value_name = "RESULTS.json", num_args = 2.., required = true)]
@@ -22,6 +24,9 @@ pub struct CompareArgs {
     /// Also write an HTML comparison here
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Write the comparison (in --format) to this file instead of stdout
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Replace an existing output file iolab did not write (iolab's own
     /// results and reports are replaced without it)
     #[arg(long)]

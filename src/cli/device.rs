@@ -198,8 +198,14 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Engine")]
     pub io_timeout: Option<String>,
 
-    /// Measured time per job (default 10s unless --io-count/--io-bytes)
-    #[arg(long, value_name = "DURATION", help_heading = "Duration")]
+    /// Measured time per job (default 10s unless --io-count/--io-bytes;
+    /// --time is the same)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Duration",
+        visible_alias = "time"
+    )]
     pub runtime: Option<String>,
     /// Stop after this many requests (all jobs together); k/m suffixes allowed
     #[arg(long, value_name = "N", help_heading = "Duration")]

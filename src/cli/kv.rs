@@ -75,6 +75,11 @@ pub struct KvArgs {
     #[arg(long, value_enum, default_value = "both")]
     pub phase: PhaseSel,
 
+    /// Stop each YCSB phase after this long even with operations left
+    /// (YCSB's -p maxexecutiontime, in whole seconds; --time is the same)
+    #[arg(long, value_name = "DURATION", visible_alias = "time")]
+    pub runtime: Option<String>,
+
     /// Client threads (YCSB threadcount; db_bench threads for fill/read benchmarks).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -302,4 +307,50 @@ pub struct PlaceArgs {
     /// and YCSB: a phase may then read what the previous one left in memory.
     #[arg(long)]
     pub flush_between: bool,
+}
+
+/// YCSB's own single-dash options on `iolab kv`'s command line
+/// (`-threads 4`, `-target 1000`), as its users type them: rewritten to
+/// iolab's flags before parsing (clap would read `-threads` as `-t hreads`).
+pub fn ycsb_spellings(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).and_then(|a| a.to_str()) != Some("kv") {
+        return args;
+    }
+    for a in args.iter_mut().skip(2) {
+        let long = match a.to_str() {
+            Some("-threads") => "--threads",
+            Some("-target") => "--target-ops",
+            _ => continue,
+        };
+        *a = long.into();
+    }
+    args
+}
+
+#[cfg(test)]
+mod ycsb_tests {
+    use super::*;
+
+    #[test]
+    fn ycsbs_single_dash_options_become_iolabs_flags() {
+        let args = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            ycsb_spellings(args(&[
+                "iolab", "kv", "-P", "w", "-threads", "4", "-target", "9"
+            ])),
+            args(&[
+                "iolab",
+                "kv",
+                "-P",
+                "w",
+                "--threads",
+                "4",
+                "--target-ops",
+                "9"
+            ])
+        );
+        // Other verbs are left alone.
+        let d = args(&["iolab", "device", "-threads"]);
+        assert_eq!(ycsb_spellings(d.clone()), d);
+    }
 }

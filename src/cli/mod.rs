@@ -72,6 +72,7 @@ impl Cli {
     {
         use clap::parser::ValueSource;
         use clap::FromArgMatches;
+        let args = kv::ycsb_spellings(args.into_iter().map(Into::into).collect());
         let m = Cli::with_exit_codes().try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&m)?;
         let given = |sm: &clap::ArgMatches| -> Vec<String> {

@@ -13,15 +13,15 @@ not an audited TPC-C result; it reports NOPM (new orders per minute).
 
 Examples:
   iolab oltp --engine postgres -t /mnt/nvme -w 4 --users 1,2,4,8 -o pg-nvme.json
-  iolab oltp --engine mariadb -t /mnt/sata -w 4 --users 8 --buffer-pool 1g --time 5m
+  iolab oltp --engine mariadb -t /mnt/sata -w 4 --users 8 --buffer-pool 1g --runtime 5m
   iolab oltp --engine postgres -t /mnt/nvme --shared-buffers 1g --max-wal-size 4g --users 16
-  iolab oltp -t /mnt/nvme -w 1 --users 1,2,4,8,16 --time 60s -o sqlite-nvme.json
-  iolab oltp -t /mnt/sata -w 4 --users 8 --time 5m --ramp 30s --keep
+  iolab oltp -t /mnt/nvme -w 1 --users 1,2,4,8,16 --runtime 60s -o sqlite-nvme.json
+  iolab oltp -t /mnt/sata -w 4 --users 8 --runtime 5m --ramp 30s --keep
   iolab oltp --db /mnt/sata/iolab-oltp-1234/tpcc.sqlite -w 4 --users 16
   iolab oltp --engine postgres --server-url postgres://tpcc:secret@db.example:5432/tpcc -w 10 --users 32
   iolab oltp --engine mariadb --server-url 'mysql://root@localhost/tpcc?socket=/run/mysqld/mysqld.sock'
   iolab oltp --engine postgres -t sata=/mnt/sata -t nvme=/mnt/nvme --rounds 3 -w 4 --users 8 -o pg-media.json
-  iolab oltp --engine postgres -t disk=/mnt/test --make tmpfs --make-in /mnt/test --rounds 2 --users 4 --time 30s
+  iolab oltp --engine postgres -t disk=/mnt/test --make tmpfs --make-in /mnt/test --rounds 2 --users 4 --runtime 30s
   iolab report pg-nvme.json
 
 postgres and mariadb start a private server with its data under --target
@@ -65,8 +65,13 @@ pub struct OltpArgs {
     #[arg(long, default_value = "1")]
     pub users: String,
 
-    /// Measured time of each point
-    #[arg(long, default_value = "60s", value_name = "DUR")]
+    /// Measured time of each point (--runtime in every verb; --time is the same)
+    #[arg(
+        long = "runtime",
+        visible_alias = "time",
+        default_value = "60s",
+        value_name = "DUR"
+    )]
     pub time: String,
 
     /// Ramp before each point's measured time (run, not counted)

@@ -57,8 +57,13 @@ pub struct RemoteArgs {
     /// Jobs (threads; over NBD one connection each)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub jobs: u32,
-    /// Measured time of each point
-    #[arg(long, value_name = "TIME", default_value = "3s")]
+    /// Measured time of each point (--time is the same)
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "3s",
+        visible_alias = "time"
+    )]
     pub runtime: String,
     /// Unmeasured warm-up before each point
     #[arg(long, value_name = "TIME", default_value = "1s")]
@@ -109,8 +114,8 @@ pub struct RemoteArgs {
     /// Replace output files iolab did not write
     #[arg(long)]
     pub force: bool,
-    /// Seed of the random offsets
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the random offsets (the same default in every verb)
+    #[arg(long, default_value_t = 4207)]
     pub seed: u64,
     /// No progress and no tables
     #[arg(short, long)]

@@ -41,6 +41,9 @@ pub struct RunArgs {
     /// Total time for the measurements (the scratch file layout comes on top)
     #[arg(long, default_value = "3m", value_name = "DURATION")]
     pub budget: String,
+    /// Not a flag of `run` (its time is the total --budget); refused with a pointer
+    #[arg(long, value_name = "DURATION", hide = true)]
+    pub runtime: Option<String>,
     /// Which experiments: quick, standard or full
     #[arg(long, default_value = "standard", value_name = "NAME")]
     pub profile: String,

@@ -85,8 +85,8 @@ pub struct ServeArgs {
     /// holds; at least 1s
     #[arg(long, value_name = "TIME", default_value = "30s")]
     pub stall_timeout: String,
-    /// Stop after TIME (default: serve until Ctrl-C or SIGTERM)
-    #[arg(long, value_name = "TIME")]
+    /// Stop after TIME (default: serve until Ctrl-C or SIGTERM; --runtime is the same)
+    #[arg(long, value_name = "TIME", visible_alias = "runtime")]
     pub time_limit: Option<String>,
     /// Keep the scratch file at exit
     #[arg(long)]

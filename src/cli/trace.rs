@@ -46,8 +46,9 @@ pub struct TraceOpts {
     /// randread or randwrite
     #[arg(long, default_value = "randread")]
     pub rw: String,
-    /// Measured time per configuration (traced; the same again untraced)
-    #[arg(long, default_value = "3s")]
+    /// Measured time per configuration (traced; the same again untraced;
+    /// --time is the same)
+    #[arg(long, default_value = "3s", visible_alias = "time")]
     pub runtime: String,
     /// I/O schedulers to compare, comma separated (e.g. none,mq-deadline,bfq,kyber);
     /// the original scheduler is restored afterwards
@@ -85,6 +86,9 @@ pub struct TraceOpts {
     /// No tables (warnings and errors still go to stderr)
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the configurations and the expected duration, and exit
+    #[arg(long)]
+    pub dry_run: bool,
     /// Print the last second's IOPS, MiB/s and latency to stdout every SECS
     /// seconds while a configuration runs (fio's --status-interval)
     #[arg(long, value_name = "SECS")]

@@ -9,9 +9,11 @@ use crate::error::usage;
 use crate::report::compare::{self, Metric, Run};
 
 pub fn run(a: CompareArgs) -> anyhow::Result<()> {
-    if let Some(h) = &a.html {
-        let inputs: Vec<&std::path::Path> = a.files.iter().map(|f| f.as_path()).collect();
-        crate::results::output::check(h, "--html", a.force, &inputs)?;
+    let inputs: Vec<&std::path::Path> = a.files.iter().map(|f| f.as_path()).collect();
+    for (path, field) in [(&a.output, "--output"), (&a.html, "--html")] {
+        if let Some(p) = path {
+            crate::results::output::check(p, field, a.force, &inputs)?;
+        }
     }
     if a.files.len() < 2 {
         return Err(usage("RESULTS", "give at least two results files"));
@@ -112,8 +114,16 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             out.push_str(&format!("html: {}\n", h.display()));
         }
     }
-    // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = std::io::stdout().write_all(out.as_bytes());
+    match &a.output {
+        Some(o) => {
+            crate::results::write_atomic(o, out.as_bytes())?;
+            println!("comparison: {}", o.display());
+        }
+        // A closed pipe (`| head`) is not an error worth a panic.
+        None => {
+            let _ = std::io::stdout().write_all(out.as_bytes());
+        }
+    }
     if let Some(pct) = a.fail_if_slower {
         let worse = compare::slower(&runs, &rows, a.noise, pct);
         if !worse.is_empty() {

@@ -252,6 +252,16 @@ fn user_props(a: &KvArgs) -> Result<Props> {
     for kv in &a.props {
         p.set_arg(kv)?;
     }
+    if let Some(r) = &a.runtime {
+        let ns = crate::plan::parse::parse_duration_ns("--runtime", r)?;
+        if ns < 1_000_000_000 || ns % 1_000_000_000 != 0 {
+            return Err(crate::error::usage(
+                "--runtime",
+                format!("'{r}': whole seconds, at least 1s (YCSB's maxexecutiontime)"),
+            ));
+        }
+        p.set("maxexecutiontime", ns / 1_000_000_000);
+    }
     Ok(p)
 }
 

@@ -95,6 +95,50 @@ fn parse_qds(spec: &str) -> Result<Vec<u32>> {
     Ok(qds)
 }
 
+/// The configurations a run would trace, in order, and its expected length.
+fn dry_run(plan: &Plan, args: &TraceOpts) -> String {
+    let mut out = format!(
+        "trace plan on {} ({} MiB scratch file, {} {}):\n",
+        args.dir.display(),
+        plan.size >> 20,
+        args.rw,
+        args.bs
+    );
+    let mut configs = 0usize;
+    for &(engine, sqpoll) in &plan.engines {
+        let name = format!("{}{}", engine.name(), if sqpoll { "+sqpoll" } else { "" });
+        if engine.is_sync() {
+            configs += 1;
+            out.push_str(&format!("  {name} qd1"));
+            if plan.qds.iter().any(|&q| q > 1) {
+                out.push_str(" (a synchronous engine has one request in flight: its deeper --qd are not run)");
+            }
+            out.push('\n');
+        } else {
+            for qd in &plan.qds {
+                configs += 1;
+                out.push_str(&format!("  {name} qd{qd}\n"));
+            }
+        }
+    }
+    let schedulers = args
+        .scheduler
+        .as_deref()
+        .unwrap_or("the device's current one");
+    let per = plan.runtime_ns as f64 / 1e9;
+    let runs = if args.no_overhead {
+        1
+    } else {
+        2 * args.overhead_pairs.max(1)
+    };
+    out.push_str(&format!(
+        "schedulers: {schedulers}\n{configs} configuration(s) per scheduler, each {per:.0} s traced{}: ~{:.0} s per scheduler (plus the scratch file layout)\n",
+        if args.no_overhead { "" } else { " and untraced (the overhead)" },
+        configs as f64 * per * runs as f64
+    ));
+    out
+}
+
 fn parse_plan(args: &TraceOpts) -> Result<Plan> {
     // A directory for the scratch file: a mistyped one must not become a file.
     if !args.dir.is_dir() {
@@ -319,6 +363,10 @@ pub fn run(args: TraceArgs) -> Result<()> {
     if let Some(out) = &args.output {
         crate::results::output::check(out, "--output", args.force, &[&args.dir])?;
     }
+    if args.dry_run {
+        print!("{}", dry_run(&plan, &args));
+        return Ok(());
+    }
     let (caps, _mount) = probe_tracing();
     let opts = TargetOptions {
         path: Some(args.dir.clone()),
@@ -378,6 +426,11 @@ pub fn run(args: TraceArgs) -> Result<()> {
         args.output.clone(),
         AnalysisOptions::default(),
     );
+    if plan.engines.iter().any(|(e, _)| e.is_sync()) && plan.qds.iter().any(|&q| q > 1) {
+        let w = "psync runs at QD 1 only: a synchronous engine has one request in flight, so its deeper --qd are not run".to_string();
+        eprintln!("note: {w}");
+        sink.results.warnings.push(w);
+    }
     let mut all: Vec<ConfigResult> = Vec::new();
     'outer: for sched in &schedulers {
         let _guard = match sched {

@@ -300,6 +300,12 @@ fn job_ns(j: &JobSpec) -> u64 {
 }
 
 pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
+    if let Some(r) = &a.runtime {
+        return Err(crate::error::usage(
+            "--runtime",
+            format!("run fits its steps into a total time: --budget {r} (--runtime is the time of one point in device, kv, remote and trace)"),
+        ));
+    }
     let all: Vec<PathBuf> = a.dirs.iter().chain(&a.target).cloned().collect();
     if crate::campaign::setups::is_media_run(&a.media, all.len()) {
         return media::run(a, &all);
