@@ -2,7 +2,8 @@
 //! time of one point everywhere (`--time` the same), `run` points to its
 //! `--budget`, the seed's default is the same in every verb, YCSB's own
 //! `-threads`/`-target` work on `kv`, `trace` has a dry run that says what
-//! psync does at depth, and `compare` writes to a file with `-o`.
+//! psync does at depth, `compare` writes to a file with `-o`, and dry runs
+//! say their total and the batching (item 16).
 
 mod common;
 use common::{iolab, text, workdir};
@@ -141,4 +142,13 @@ fn compare_writes_to_a_file_with_o() {
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert!(v.is_object() || v.is_array(), "{v}");
+}
+
+#[test]
+fn dry_runs_say_the_total_and_the_batching() {
+    let o = iolab(&["remote", "-t", "/var/tmp", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("total: "), "{}", text(&o));
+    let o = iolab(&["device", "--engine", "null", "--batch", "64", "--dry-run"]);
+    assert!(text(&o).contains("batches of 64"), "{}", text(&o));
 }

@@ -44,6 +44,23 @@ pub struct RemotePlan {
     pub db: Option<DbPlan>,
 }
 
+impl RemotePlan {
+    /// (points, measured seconds) on `transports` transports: every job,
+    /// the load-latency rates (the first job's length each) and the
+    /// database's points (not timed here: they run to their op counts).
+    pub fn estimate(&self, transports: usize) -> (usize, f64) {
+        let len = |j: &JobSpec| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns;
+        let per_job: u64 = self.jobs.iter().map(len).sum();
+        let per_rate = self.jobs.first().map_or(0, len);
+        let per_transport = per_job + self.rates.len() as u64 * per_rate;
+        let db_points = self.db.as_ref().map_or(0, |d| 2 * d.values.len());
+        (
+            transports * (self.jobs.len() + self.rates.len() + db_points),
+            (transports as u64 * per_transport) as f64 / 1e9,
+        )
+    }
+}
+
 /// The plan's jobs on one engine, named after the transport `label` (the
 /// same job runs on every transport; the name tells the points apart).
 pub fn jobs_on(plan: &RemotePlan, engine: EngineKind, label: &str) -> Vec<JobSpec> {
@@ -114,25 +131,13 @@ pub fn run_transports(
         AnalysisOptions::default(),
     );
     let observer = Terminal::progress_only(a.quiet);
-    let per_job = plan
-        .jobs
-        .iter()
-        .map(|j| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
-        .sum::<u64>();
-    let per_rate = plan.jobs[0].stop.runtime_ns.unwrap_or(0) + plan.jobs[0].ramp_ns;
-    let per_transport = per_job + plan.rates.len() as u64 * per_rate;
-    let n = plan.transports.len();
-    let db_points = plan.db.as_ref().map_or(0, |d| 2 * d.values.len());
     let driver = Driver::new(
         local,
         sink,
         &observer,
         None,
         !a.quiet && std::io::stderr().is_terminal(),
-        (
-            n * (plan.jobs.len() + plan.rates.len() + db_points),
-            (n as u64 * per_transport) as f64 / 1e9,
-        ),
+        plan.estimate(plan.transports.len()),
     );
     let netem_missing = plan
         .fabric_delay

@@ -623,7 +623,10 @@ pub fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
                 j.name,
                 j.pattern.name(),
                 j.bs_label(),
-                j.depth(),
+                match j.batch.filter(|&k| k > 0) {
+                    Some(k) => format!("{} (batches of {k}: submit {k}, wait for all)", j.depth()),
+                    None => j.depth().to_string(),
+                },
                 j.jobs,
                 j.engine.name(),
                 j.direct,

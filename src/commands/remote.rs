@@ -233,6 +233,16 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
             plan.breakdown
         );
     }
+    let runs = plan
+        .transports
+        .iter()
+        .filter(|t| t.unavailable().is_none())
+        .count();
+    let (points, secs) = plan.estimate(runs);
+    println!(
+        "total: {points} point(s) on {runs} transport(s), ~{secs:.0} s measured (plus each transport's set-up and the scratch file layout{})",
+        if plan.db.is_some() { "; the database steps run to their op counts" } else { "" }
+    );
     if let Some(db) = &plan.db {
         println!(
             "  database: RocksDB fillseq {} keys, then readrandomwriterandom {} ops ({}% reads), values {:?} bytes, on ext4 on each volume",
