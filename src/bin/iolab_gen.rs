@@ -8,15 +8,25 @@ use std::path::PathBuf;
 use clap_complete::{generate_to, Shell};
 
 fn main() -> anyhow::Result<()> {
-    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
-        eprintln!("usage: iolab-gen DIR   (writes DIR/man1/*.1 and DIR/completions/*)");
+    let usage = "usage: iolab-gen DIR   (writes DIR/man1/*.1 and DIR/completions/*)";
+    let arg = std::env::args_os().nth(1);
+    // An option is not a directory to create ("iolab-gen --help").
+    let Some(dir) = arg
+        .filter(|a| !a.to_string_lossy().starts_with('-'))
+        .map(PathBuf::from)
+    else {
+        eprintln!("{usage}");
         std::process::exit(2);
     };
     let mut cmd = iolab::cli::Cli::with_exit_codes();
     cmd.build();
     let man = dir.join("man1");
     std::fs::create_dir_all(&man)?;
-    clap_mangen::Man::new(cmd.clone()).render(&mut std::fs::File::create(man.join("iolab.1"))?)?;
+    iolab::cli::man::render(
+        cmd.clone(),
+        "iolab",
+        &mut std::fs::File::create(man.join("iolab.1"))?,
+    )?;
     for sub in cmd
         .get_subcommands()
         .filter(|s| s.get_name() != "help" && !s.is_hide_set())
@@ -24,8 +34,8 @@ fn main() -> anyhow::Result<()> {
         // A generator that runs once: the leaked name lives until it exits.
         let name: &'static str = Box::leak(format!("iolab-{}", sub.get_name()).into_boxed_str());
         let page = sub.clone().name(name);
-        clap_mangen::Man::new(page)
-            .render(&mut std::fs::File::create(man.join(format!("{name}.1")))?)?;
+        let mut f = std::fs::File::create(man.join(format!("{name}.1")))?;
+        iolab::cli::man::render(page, &format!("iolab {}", sub.get_name()), &mut f)?;
     }
     let completions = dir.join("completions");
     std::fs::create_dir_all(&completions)?;

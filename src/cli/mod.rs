@@ -6,6 +6,7 @@ pub mod compare;
 pub mod device;
 pub mod hosts;
 pub mod kv;
+pub mod man;
 pub mod media;
 pub mod names;
 pub mod oltp;
