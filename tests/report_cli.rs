@@ -313,6 +313,11 @@ fn compare_matches_points_and_shows_ratios() {
     );
     let h = std::fs::read_to_string(&html).unwrap();
     assert!(h.contains("<svg") && h.contains("class=\"noise\""));
+    // The charts are ratios to the baseline with its line at 1 (absolute
+    // values differing by decades hid the small bars), legends whole on hover.
+    assert!(h.contains("relative to run-standard, per point"), "{h}");
+    assert!(h.contains("class=\"reference\""), "no baseline line");
+    assert!(h.contains("<title>synthetic-all</title>"), "no full legend");
 }
 
 #[test]

@@ -532,35 +532,44 @@ pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
             metrics.push(r.metric);
         }
     }
+    // Ratios to the baseline, not absolute values: points whose values
+    // differ by decades (1 MiB and 4 KiB IOPS, QD1 and QD32 latency) are
+    // all readable on one axis; the values are in the table below.
     for m in metrics {
         let sel: Vec<&Row> = rows.iter().filter(|r| r.metric == m).collect();
-        o.push_str(&svg::bar_chart(&BarChart {
-            title: format!("{} per point", m.name()),
-            y_title: format!(
-                "{} ({} is better)",
-                m.name(),
-                if m.higher_is_better() {
-                    "higher"
-                } else {
-                    "lower"
-                }
-            ),
-            y_fmt: m.formatter(),
-            categories: sel.iter().map(|r| r.label.clone()).collect(),
-            stacks: runs
-                .iter()
-                .enumerate()
-                .map(|(i, run)| {
-                    (
-                        run.label.clone(),
-                        sel.iter()
-                            .map(|r| r.cells[i].as_ref().map(|c| c.value).unwrap_or(0.0))
-                            .collect(),
-                    )
-                })
-                .collect(),
-            stacked: false,
-        }));
+        let base = runs.first().map_or("", |r| r.label.as_str());
+        o.push_str(&svg::bar_chart_with(
+            &BarChart {
+                title: format!("{} relative to {base}, per point", m.name()),
+                y_title: format!(
+                    "{} / {base}'s ({} is better)",
+                    m.name(),
+                    if m.higher_is_better() {
+                        "higher"
+                    } else {
+                        "lower"
+                    }
+                ),
+                y_fmt: |v| format!("{v:.2}x"),
+                categories: sel.iter().map(|r| r.label.clone()).collect(),
+                stacks: runs
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .map(|(i, run)| {
+                        (
+                            run.label.clone(),
+                            sel.iter().map(|r| r.ratio(i).unwrap_or(0.0)).collect(),
+                        )
+                    })
+                    .collect(),
+                stacked: false,
+            },
+            &svg::BarOverlay {
+                reference: Some((1.0, format!("{base} = 1"))),
+                ..svg::BarOverlay::default()
+            },
+        ));
     }
     for chart in percentile_overlays(runs, rows, keys) {
         o.push_str(&chart);

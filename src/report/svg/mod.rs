@@ -304,10 +304,11 @@ pub(crate) fn legend(out: &mut String, items: &[(String, usize, bool, bool)]) {
         }
         let _ = write!(
             out,
-            r#"<text x="{}" y="{}" font-size="11">{}</text>"#,
+            r#"<text x="{}" y="{}" font-size="11"><title>{}</title>{}</text>"#,
             n(x0 + 28.0),
             n(y + 4.0),
-            esc(&truncate(label, 22))
+            esc(label),
+            esc(&truncate_middle(label, 22))
         );
     }
     if items.len() > 18 {
@@ -319,6 +320,20 @@ pub(crate) fn legend(out: &mut String, items: &[(String, usize, bool, bool)]) {
             items.len() - 18
         );
     }
+}
+
+/// `s` in at most `max` characters, its start and end kept: labels that
+/// share a long prefix (file names with a date) stay told apart by their end.
+pub(crate) fn truncate_middle(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 5 {
+        return truncate(s, max);
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
 }
 
 pub(crate) fn truncate(s: &str, max: usize) -> String {
@@ -392,6 +407,26 @@ pub(crate) fn scale_note(s: Scale) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legends_keep_both_ends_of_a_long_label() {
+        let t = truncate_middle("iolab-20261126T085823Z-a", 22);
+        assert_eq!(t.chars().count(), 22);
+        assert!(
+            t.starts_with("iolab-2026") && t.ends_with("085823Z-a"),
+            "{t}"
+        );
+        assert_eq!(truncate_middle("short", 22), "short");
+        let mut out = String::new();
+        legend(
+            &mut out,
+            &[("iolab-20261126T085823Z-a".into(), 0, false, false)],
+        );
+        assert!(
+            out.contains("<title>iolab-20261126T085823Z-a</title>"),
+            "{out}"
+        );
+    }
 
     #[test]
     fn log_axis_ticks_are_decades() {
