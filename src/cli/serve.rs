@@ -80,9 +80,10 @@ pub struct ServeArgs {
     /// reply send) of every connection to FILE when it closes
     #[arg(long, value_name = "FILE")]
     pub stamps: Option<PathBuf>,
-    /// Close a connection whose replies waited TIME with not one byte taken
-    /// by its socket (a client that does not read them), freeing what it
-    /// holds; at least 1s
+    /// Close a connection whose replies waited TIME without leaving (NBD:
+    /// its oldest queued reply waited TIME to leave whole; NVMe/TCP: not
+    /// one byte taken by its socket): a client that does not read them, or
+    /// reads them a trickle at a time, frees what it holds; at least 1s
     #[arg(long, value_name = "TIME", default_value = "30s")]
     pub stall_timeout: String,
     /// Stop after TIME (default: serve until Ctrl-C or SIGTERM; --runtime is the same)

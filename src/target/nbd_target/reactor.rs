@@ -9,9 +9,10 @@
 //! of the largest block) until its reply is sent; when no slot is free,
 //! parsing waits, which holds the client back through TCP. A connection
 //! holds at most half the reactor's slots (`share`), so one that never
-//! reads its replies cannot take them all, and one whose replies have not
-//! had a byte taken by its socket for the stall timeout is closed
-//! (`end_stalled`), so two such cannot keep them for ever. Replies leave in
+//! reads its replies cannot take them all, and one whose oldest reply has
+//! waited the stall timeout to leave whole is closed (`end_stalled`), so
+//! two such (not reading, or reading a trickle at a time) cannot keep them
+//! for ever. Replies leave in
 //! completion order, several per `sendmsg`, one send in flight per
 //! connection so their bytes never interleave. With a fabric delay a reply
 //! waits until its arrival plus the delay (a sleep in the ring's wait, a
@@ -62,6 +63,8 @@ struct Slot {
     data_len: usize,
     hdr: [u8; 32],
     stamp: TargetStamp,
+    /// When the reply joined its connection's queue (ready to send).
+    ready_at: u64,
 }
 
 pub struct Conn {
@@ -79,9 +82,12 @@ pub struct Conn {
     sent_of_first: usize,
     /// Replies in the sendmsg in flight (0: none in flight).
     sending: usize,
-    /// When that sendmsg was posted: it completes once the socket takes
-    /// a byte, so its age is how long the replies have not moved.
+    /// When that sendmsg was posted.
     send_posted_at: u64,
+    /// When the first ready reply joined the queue: its age is how long
+    /// the oldest reply has waited to leave whole. A client that reads a
+    /// trickle at a time keeps sends completing, but not replies leaving.
+    head_ready_at: u64,
     iov: Vec<libc::iovec>,
     msg: libc::msghdr,
     seq: u64,
@@ -309,10 +315,20 @@ impl Nbd {
             }
             _ => {
                 let ci = sl.conn;
-                io.conns[ci].as_mut().unwrap().ready.push_back(s);
+                self.enqueue(io, ci, s, now);
             }
         }
         Ok(())
+    }
+
+    /// Reply `s` is ready to leave on connection `ci`.
+    fn enqueue(&mut self, io: &mut Io, ci: usize, s: usize, now: u64) {
+        self.slots[s].ready_at = now;
+        let c = io.conns[ci].as_mut().unwrap();
+        if c.ready.is_empty() {
+            c.head_ready_at = now;
+        }
+        c.ready.push_back(s);
     }
 
     /// Gather the ready replies of a connection into one sendmsg.
@@ -380,6 +396,9 @@ impl Nbd {
             }
             n -= total;
             c.ready.pop_front();
+            if let Some(&next) = c.ready.front() {
+                c.head_ready_at = self.slots[next].ready_at;
+            }
             c.busy -= 1;
             if c.stamps.len() < stamps::MAX_STAMPS_PER_CONNECTION && self.shared.stamps.is_some() {
                 c.stamps.push(sl.stamp);
@@ -400,7 +419,9 @@ impl Connection for Conn {
     }
 
     fn send_in_flight_since(&self) -> Option<u64> {
-        (self.sending > 0 && !self.shut).then_some(self.send_posted_at)
+        // The oldest reply's wait, not the send's: a trickle keeps sends
+        // completing while the slots stay held.
+        (self.sending > 0 && !self.shut).then_some(self.head_ready_at.min(self.send_posted_at))
     }
 
     fn mark_shut(&mut self) {
@@ -432,6 +453,7 @@ impl Protocol for Nbd {
             sent_of_first: 0,
             sending: 0,
             send_posted_at: 0,
+            head_ready_at: 0,
             iov: Vec::with_capacity(2 * MAX_IOV_REPLIES),
             // SAFETY: msghdr is plain data; zero is its empty value.
             msg: unsafe { std::mem::zeroed() },
@@ -489,7 +511,7 @@ impl Protocol for Nbd {
             }
             self.delayed.pop();
             let ci = self.slots[s].conn;
-            io.conns[ci].as_mut().unwrap().ready.push_back(s);
+            self.enqueue(io, ci, s, now);
         }
     }
 

@@ -2,7 +2,7 @@
 //! read back (pipelined), errors are answered by name, stamps are written
 //! in order and a fabric delay holds every reply.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
@@ -440,6 +440,68 @@ fn clients_that_never_read_are_closed_at_the_stall_timeout() {
         );
     }
     write_and_read_back(&mut s, 11);
+    t.stop().unwrap();
+}
+
+/// Issue 28: two clients that read their replies slowly (64 KiB every
+/// 20 ms: each send completes within the stall timeout, 2 s here, but the
+/// 128 replies of 256 KiB a client may hold take 10 s to leave) held the
+/// reactor's slots for ever,
+/// the stall timeout being counted from the send in flight. It is now
+/// counted from the oldest reply still queued: both are ended, and a
+/// well-behaved client on the same reactor is served.
+#[test]
+fn clients_that_read_a_trickle_at_a_time_are_closed_at_the_stall_timeout() {
+    const LEN: u32 = 256 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.threads = 1;
+    cfg.stall_timeout = Duration::from_secs(2);
+    let n = 2 * cfg.slots as u64 + 100;
+    let t = serve(cfg);
+    let tricklers: Vec<_> = (0..2)
+        .map(|_| {
+            let (mut h, _) = connect(&t);
+            h.write_all(&pipelined_reads(n, LEN)).unwrap();
+            h.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            std::thread::spawn(move || {
+                // Sip until the target ends the connection, for 30 s at most.
+                let mut buf = vec![0u8; 64 << 10];
+                for _ in 0..1500 {
+                    match h.read(&mut buf) {
+                        Ok(0) => return true,
+                        Err(e)
+                            if !matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) =>
+                        {
+                            return true
+                        }
+                        _ => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+                false
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut s, _) = connect(&t);
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    for k in 0..4 {
+        let mut data = vec![0u8; 4096];
+        send(&mut s, codec::CMD_READ, 7000 + k, k * 4096, 4096, &[]);
+        let reply = read_reply(&mut s, true, &mut data)
+            .expect("the well-behaved client got no reply within 30 s");
+        assert_eq!(reply, (7000 + k, 0));
+    }
+    for h in tricklers {
+        assert!(
+            h.join().unwrap(),
+            "a client reading slowly kept its slots for 30 s"
+        );
+    }
     t.stop().unwrap();
 }
 

@@ -22,8 +22,10 @@ pub trait Connection {
     fn socket(&self) -> (&TcpStream, SocketAddr);
     /// Take no new requests; close once what is in flight is done.
     fn close_soon(&mut self);
-    /// When the send in flight was posted, while one is and the socket
-    /// has not been shut down.
+    /// While a send is in flight and the socket has not been shut down:
+    /// since when its replies have waited (the stall timeout's clock; a
+    /// protocol may date it from the oldest reply still queued, so a
+    /// client reading a trickle at a time is not taken for a reader).
     fn send_in_flight_since(&self) -> Option<u64>;
     /// The socket was shut down (by `cut_off`).
     fn mark_shut(&mut self);
