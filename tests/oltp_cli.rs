@@ -258,8 +258,8 @@ fn bad_input_exits_2_naming_the_field() {
         (vec!["--warehouses", "0"], "--warehouses"),
         (vec!["--users", "0"], "--users"),
         (vec!["--users", "1,,2"], "--users"),
-        (vec!["--time", "0"], "--time"),
-        (vec!["--time", "soon"], "--time"),
+        (vec!["--time", "0"], "--runtime"),
+        (vec!["--time", "soon"], "--runtime"),
         (
             vec![
                 "--engine",

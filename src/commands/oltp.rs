@@ -29,7 +29,7 @@ pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
     p.keep = a.keep;
     p.warehouses = a.warehouses;
     p.users = OltpPlan::parse_users(&a.users)?;
-    p.time_s = parse_duration_ns("--time", &a.time)? as f64 / 1e9;
+    p.time_s = parse_duration_ns("--runtime", &a.time)? as f64 / 1e9;
     p.ramp_s = parse_duration_ns("--ramp", &a.ramp)? as f64 / 1e9;
     p.wait = a.wait;
     if let Some(n) = a.loader_threads {

@@ -272,6 +272,7 @@ fn run(p: &Prepare, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobR
             mib_s: 0.0,
             mean_ns: 0.0,
             p99_ns: 0,
+            second: 0,
         });
         let report = ProgressReport {
             elapsed_s,

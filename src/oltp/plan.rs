@@ -91,7 +91,7 @@ impl OltpPlan {
             ));
         }
         if !(self.time_s > 0.0 && self.time_s.is_finite()) {
-            return Err(usage("--time", "must be a positive duration"));
+            return Err(usage("--runtime", "must be a positive duration"));
         }
         if !(self.ramp_s >= 0.0 && self.ramp_s.is_finite()) {
             return Err(usage("--ramp", "must be a duration (0 for none)"));
@@ -164,7 +164,7 @@ mod tests {
             time_s: 0.0,
             ..ok.clone()
         })
-        .contains("--time"));
+        .contains("--runtime"));
         assert!(OltpPlan::parse_users("1,,2")
             .unwrap_err()
             .to_string()

@@ -232,11 +232,15 @@ fn load_or_check(ph: &Phases<'_>, pl: &Place, conn: &mut dyn super::sql::Conn) -
         let progress = |done: u64, planned: u64| {
             let elapsed_s = (crate::measure::clock::mono_now_ns() - t0) as f64 / 1e9;
             let label = format!("loading: {done} of ~{planned} rows");
+            // The load at its pace so far, then every point's ramp and time.
+            let points_s = plan.users.len() as f64 * (plan.ramp_s + plan.time_s);
+            let load_left_s =
+                (done > 0).then(|| elapsed_s * planned.saturating_sub(done) as f64 / done as f64);
             obs.progress(&Progress {
                 label: &label,
                 elapsed_s,
                 expected_s: None,
-                eta_s: None,
+                eta_s: load_left_s.map(|l| l + points_s),
                 live: None,
             });
             if status.due(elapsed_s) {
@@ -402,6 +406,8 @@ fn run_point(
     let started_at = crate::results::time::now_rfc3339();
     let status = StatusEvery::new(plan.status_interval_s);
     let expected = plan.ramp_s + plan.time_s;
+    // This point and the ones after it (users counts run in order).
+    let left = plan.users.len() - plan.users.iter().position(|&u| u == users).unwrap_or(0);
     let tick = |elapsed_s: f64, ramp: bool, txns: u64, new_orders: u64| {
         let label = if ramp {
             format!("{users} user(s): ramp")
@@ -416,7 +422,7 @@ fn run_point(
             label: &label,
             elapsed_s,
             expected_s: Some(expected),
-            eta_s: None,
+            eta_s: Some((expected * left as f64 - elapsed_s).max(0.0)),
             live: None,
         });
         if status.due(elapsed_s) {
@@ -510,4 +516,49 @@ fn provenance(
         "seed": plan.seed,
     });
     prov
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The progress lines' ETAs, with their labels.
+    #[derive(Default)]
+    struct Etas(Mutex<Vec<(String, Option<f64>)>>);
+
+    impl Observer for Etas {
+        fn progress(&self, p: &Progress<'_>) {
+            self.0.lock().unwrap().push((p.label.to_string(), p.eta_s));
+        }
+    }
+    impl OltpObserver for Etas {}
+
+    /// The load and every point say how long the run has left (they said
+    /// nothing: `eta_s` was never set in oltp).
+    #[test]
+    fn the_load_and_the_points_show_an_eta() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = OltpPlan {
+            users: vec![1, 2],
+            ramp_s: 0.0,
+            time_s: 1.5,
+            ..OltpPlan::new(dir.path().to_path_buf())
+        };
+        let etas = Etas::default();
+        run(&plan, &etas).unwrap();
+        let seen = etas.0.lock().unwrap();
+        let of = |what: &str| -> Vec<f64> {
+            seen.iter()
+                .filter(|(l, _)| l.starts_with(what))
+                .filter_map(|(_, e)| *e)
+                .collect()
+        };
+        let load = of("loading");
+        assert!(!load.is_empty(), "no ETA while loading: {seen:?}");
+        // During the first of two 1.5 s points the second's time is left
+        // too (with only its own, no ETA of the first point could pass 1.5).
+        let first = of("1 user(s)");
+        assert!(first.iter().any(|e| *e > 1.6), "{seen:?}");
+    }
 }

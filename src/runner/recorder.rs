@@ -66,6 +66,9 @@ pub struct Live {
     pub mean_ns: f64,
     /// The largest of the workers' p99s (exact with one worker).
     pub p99_ns: u64,
+    /// Which second of the job it is (1-based): a status line is printed
+    /// once per second measured, never twice for the same one.
+    pub second: u64,
 }
 
 impl Live {
@@ -99,6 +102,7 @@ impl Live {
                 0.0
             },
             p99_ns: p99,
+            second: latest,
         })
     }
 }

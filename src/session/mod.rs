@@ -102,6 +102,8 @@ pub fn checked_status_interval(v: Option<f64>) -> anyhow::Result<Option<f64>> {
 pub struct StatusEvery {
     every_s: Option<f64>,
     last_s: std::sync::atomic::AtomicU64,
+    /// The job's second the last status line showed.
+    last_second: std::sync::atomic::AtomicU64,
 }
 
 impl StatusEvery {
@@ -109,6 +111,7 @@ impl StatusEvery {
         StatusEvery {
             every_s,
             last_s: std::sync::atomic::AtomicU64::new(0),
+            last_second: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -118,7 +121,17 @@ impl StatusEvery {
         if show {
             observer.progress(p);
         }
-        if p.live.is_some() && self.due(p.elapsed_s) {
+        let Some(live) = p.live else {
+            return;
+        };
+        // A second already shown (the workers have not published the
+        // next one yet) is not shown again as if it were new.
+        use std::sync::atomic::Ordering;
+        if live.second == self.last_second.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.due(p.elapsed_s) {
+            self.last_second.store(live.second, Ordering::Relaxed);
             observer.point_status(p);
         }
     }
@@ -127,6 +140,8 @@ impl StatusEvery {
     pub fn reset(&self) {
         self.last_s
             .store(0f64.to_bits(), std::sync::atomic::Ordering::Relaxed);
+        self.last_second
+            .store(0, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether a status line is due at `elapsed_s` (and note it as given).
@@ -145,5 +160,52 @@ impl StatusEvery {
         }
         self.last_s.store(elapsed_s.to_bits(), Ordering::Relaxed);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::recorder::Live;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Lines(Mutex<Vec<f64>>);
+
+    impl Observer for Lines {
+        fn point_status(&self, p: &Progress<'_>) {
+            self.0.lock().unwrap().push(p.elapsed_s);
+        }
+    }
+
+    fn tick(s: &StatusEvery, o: &Lines, elapsed_s: f64, second: u64) {
+        let live = Live {
+            iops: 1.0,
+            mib_s: 1.0,
+            mean_ns: 1.0,
+            p99_ns: 1,
+            second,
+        };
+        s.report(
+            o,
+            false,
+            &Progress {
+                label: "p",
+                elapsed_s,
+                expected_s: None,
+                eta_s: None,
+                live: Some(live),
+            },
+        );
+    }
+
+    #[test]
+    fn a_second_already_shown_is_not_shown_again() {
+        let (s, o) = (StatusEvery::new(Some(1.0)), Lines::default());
+        tick(&s, &o, 1.0, 1);
+        // The workers have not published the next second yet.
+        tick(&s, &o, 2.0, 1);
+        tick(&s, &o, 3.0, 3);
+        assert_eq!(*o.0.lock().unwrap(), [1.0, 3.0]);
     }
 }
