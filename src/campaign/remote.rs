@@ -111,6 +111,8 @@ fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Tar
             "transports": plan.transports.iter().map(|t| json!({
                 "label": t.label(),
                 "backing": t.backing(),
+                "initiator_cache": t.caching().0,
+                "target_cache": t.caching().1,
             })).collect::<Vec<_>>(),
         }),
     );

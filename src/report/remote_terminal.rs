@@ -71,7 +71,9 @@ pub fn remote_table(r: &Results) -> String {
         "p95",
         "CPU/IO ini",
         "CPU/IO tgt",
+        "cache ini / tgt",
     ]);
+    let caching = caching_of(r);
     let ratio = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_default();
     let us = |v: Option<f64>| v.map(|x| format!("{x:.1}us")).unwrap_or_default();
     for x in &r.analysis.remote {
@@ -85,6 +87,11 @@ pub fn remote_table(r: &Results) -> String {
             x.p95_ns.map(|v| format_ns(v as f64)).unwrap_or_default(),
             us(x.host_cpu_us_per_io),
             us(x.target_cpu_us_per_io),
+            caching
+                .iter()
+                .find(|(l, _, _)| *l == x.transport)
+                .map(|(_, i, t)| format!("{i} / {t}"))
+                .unwrap_or_default(),
         ]);
     }
     for i in 2..9 {
@@ -93,6 +100,11 @@ pub fn remote_table(r: &Results) -> String {
         }
     }
     o.push_str(&format!("{t}\n"));
+    for (label, _, tgt) in caching.iter().filter(|(_, _, t)| t.starts_with("buffered")) {
+        o.push_str(&format!(
+            "note: {label}'s target is {tgt} while DAS is O_DIRECT: its ratios to DAS set a cache against the device\n"
+        ));
+    }
     let breakdowns = r
         .extra
         .get("remote")
@@ -115,6 +127,26 @@ pub fn remote_table(r: &Results) -> String {
         ));
     }
     o
+}
+
+/// (label, initiator's caching, target's caching) of each transport, as
+/// the run recorded them (older files: none).
+pub fn caching_of(r: &Results) -> Vec<(String, String, String)> {
+    let list = r
+        .extra
+        .get("remote")
+        .and_then(|v| v.get("transports"))
+        .and_then(|v| v.as_array());
+    list.into_iter()
+        .flatten()
+        .filter_map(|t| {
+            Some((
+                t["label"].as_str()?.to_string(),
+                t["initiator_cache"].as_str()?.to_string(),
+                t["target_cache"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
 }
 
 /// The database on each volume beside DAS (`iolab remote --db`); empty
@@ -180,5 +212,56 @@ mod tests {
         }
         assert_eq!(text.matches(" B ").count(), r.analysis.remote_db.len());
         assert!(remote_summary(&r, 1.0).contains("RocksDB readrandomwriterandom"));
+    }
+}
+
+#[cfg(test)]
+mod caching_tests {
+    use super::*;
+
+    /// The remote table and the report say how each end caches, and warn
+    /// where a buffered target is set against DAS's O_DIRECT (an nbdkit
+    /// file target's 5.39x "vs DAS" was a page cache against the disk).
+    #[test]
+    fn the_table_says_the_caching_of_both_ends() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/remote-nbd.json"
+        );
+        let mut r = Results::read(std::path::Path::new(path)).unwrap();
+        let remote = r.extra.get_mut("remote").unwrap();
+        remote["transports"] = serde_json::json!([
+            {"label": "das", "initiator_cache": "O_DIRECT", "target_cache": "-"},
+            {"label": "nbd-iolab", "initiator_cache": "none (user-space initiator)", "target_cache": "O_DIRECT"},
+            {"label": "nbd-nbdkit-memory", "initiator_cache": "none (user-space initiator)", "target_cache": "buffered (page cache)"},
+        ]);
+        let t = remote_table(&r);
+        assert!(t.contains("cache ini / tgt"), "{t}");
+        assert!(t.contains("none (user-space initiator) / O_DIRECT"), "{t}");
+        assert!(
+            t.contains("note: nbd-nbdkit-memory's target is buffered"),
+            "{t}"
+        );
+        let s = crate::report::charts::remote::local_vs_remote(&r).unwrap();
+        assert!(s.table.headers.iter().any(|h| h == "target cache"));
+        assert!(
+            s.note.contains("nbd-nbdkit-memory: the target is buffered"),
+            "{}",
+            s.note
+        );
+        // A point through a remote engine is not called "buffered".
+        let nbd = r
+            .points
+            .iter()
+            .find(|p| p.params.get("engine").map(String::as_str) == Some("nbd"))
+            .unwrap();
+        let head = crate::report::terminal::point_block(nbd);
+        assert!(
+            head.lines()
+                .next()
+                .unwrap()
+                .contains("user-space initiator, no page cache"),
+            "{head}"
+        );
     }
 }

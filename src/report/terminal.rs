@@ -27,6 +27,19 @@ fn lat_cell(v: Option<u64>) -> String {
 }
 
 /// The block of text printed for one point.
+/// How the point's requests were cached on this side: a remote engine's
+/// requests reach no page cache here, whatever `direct` says.
+fn caching(p: &Point) -> &'static str {
+    let engine = p.params.get("engine").map(String::as_str);
+    if matches!(engine, Some("nbd" | "nvme-tcp" | "iscsi")) {
+        "user-space initiator, no page cache"
+    } else if p.direct {
+        "O_DIRECT"
+    } else {
+        "buffered"
+    }
+}
+
 pub fn point_block(p: &Point) -> String {
     let mut out = String::new();
     let secs = p.duration_ns as f64 / 1e9;
@@ -39,7 +52,7 @@ pub fn point_block(p: &Point) -> String {
         } else {
             String::new()
         },
-        if p.direct { "O_DIRECT" } else { "buffered" }
+        caching(p)
     ));
     if let Some(info) = &p.extra.oltp {
         out += &crate::report::oltp_terminal::point_text(p, info);

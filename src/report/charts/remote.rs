@@ -73,8 +73,12 @@ pub fn local_vs_remote(r: &Results) -> Option<Section> {
         "p95",
         "initiator CPU/IO",
         "target CPU/IO",
+        "initiator cache",
+        "target cache",
     ]);
     let us = |v: f64| format!("{v:.1} us");
+    let caching = crate::report::remote_terminal::caching_of(r);
+    let cache_of = |label: &str| caching.iter().find(|(l, _, _)| l == label);
     for x in rows {
         table.rows.push(vec![
             x.workload.clone(),
@@ -86,8 +90,15 @@ pub fn local_vs_remote(r: &Results) -> Option<Section> {
             opt(x.p95_ns.map(|v| v as f64), fmt::ns),
             opt(x.host_cpu_us_per_io, us),
             opt(x.target_cpu_us_per_io, us),
+            cache_of(&x.transport).map_or(String::new(), |c| c.1.clone()),
+            cache_of(&x.transport).map_or(String::new(), |c| c.2.clone()),
         ]);
     }
+    let buffered: Vec<&str> = caching
+        .iter()
+        .filter(|(_, _, t)| t.starts_with("buffered"))
+        .map(|(l, _, _)| l.as_str())
+        .collect();
     let (categories, iops) = grid(rows, |x| x.iops_vs_das);
     let (_, mean) = grid(rows, |x| x.mean_vs_das);
     let chart = |title: &str, y: &str, stacks| {
@@ -103,7 +114,17 @@ pub fn local_vs_remote(r: &Results) -> Option<Section> {
     Some(Section {
         id: "remote".into(),
         title: "Local vs remote".into(),
-        note: "The same jobs on the scratch file locally (das) and through each transport's server on the target host; one bar per transport, as a ratio to DAS (1.0 = as fast as local). Mean latency is over reads and writes.".into(),
+        note: format!(
+            "The same jobs on the scratch file locally (das) and through each transport's server on the target host; one bar per transport, as a ratio to DAS (1.0 = as fast as local). Mean latency is over reads and writes. DAS is O_DIRECT; the remote initiators are in user space (no page cache on this side); the table says each target's caching.{}",
+            if buffered.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " {}: the target is buffered (page cache), so its ratios set a cache against the device.",
+                    buffered.join(", ")
+                )
+            }
+        ),
         svgs: vec![
             chart("IOPS relative to DAS", "IOPS / DAS IOPS", iops),
             chart("Mean latency relative to DAS", "mean latency / DAS mean", mean),

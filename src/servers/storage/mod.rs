@@ -146,6 +146,23 @@ impl Transport {
     }
 
     /// What the backing store is, for the results.
+    /// How each end caches: (the initiator's reads and writes, the
+    /// target's backing file). A ratio against DAS (O_DIRECT) compares a
+    /// device only where both are uncached.
+    pub fn caching(&self) -> (&'static str, &'static str) {
+        const USER_SPACE: &str = "none (user-space initiator)";
+        match self {
+            Transport::Das => ("O_DIRECT", "-"),
+            Transport::Iolab { .. } | Transport::IolabNvme { .. } | Transport::QemuNbd => {
+                (USER_SPACE, "O_DIRECT")
+            }
+            Transport::Tgtd => (USER_SPACE, "O_DIRECT"),
+            Transport::NbdkitFile => (USER_SPACE, "buffered (page cache)"),
+            Transport::NbdkitMemory => (USER_SPACE, "RAM"),
+            Transport::KernelNvme => ("O_DIRECT (/dev/nvmeXnY)", "O_DIRECT"),
+        }
+    }
+
     pub fn backing(&self) -> &'static str {
         match self {
             Transport::Das => "the scratch file, O_DIRECT",
