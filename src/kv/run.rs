@@ -171,7 +171,14 @@ fn check_before_creating(plan: &KvPlan) -> Result<()> {
 
 /// The engine of `plan`, opened in `dir`; for a server engine, its server
 /// first (a private one keeps its data in `dir`).
-fn open_engine(plan: &KvPlan, dir: &Path) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
+fn open_engine(
+    plan: &KvPlan,
+    dir: &Path,
+    obs: &dyn KvObserver,
+) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
+    if plan.engine == KvEngineKind::Cassandra && plan.server.url.is_none() {
+        obs.note(crate::servers::cassandra::STARTING);
+    }
     let server = match plan.engine.server() {
         Some(kind) => Some(Server::start_or_connect(
             kind,
@@ -182,7 +189,7 @@ fn open_engine(plan: &KvPlan, dir: &Path) -> Result<(Option<Server>, Box<dyn KvE
         None => None,
     };
     let eng = match &server {
-        Some(s) => engine::open_server(s, plan.field_count()?)?,
+        Some(s) => engine::open_server(s, plan.field_count()?, plan.server.cql)?,
         None => engine::open(plan.engine, dir, &plan.options)?,
     };
     Ok((server, eng))
@@ -210,7 +217,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     interrupt::install();
     let dir = db_dir(plan)?;
     let cgroup = memory_cgroup(plan, obs)?;
-    let (server, eng) = open_engine(plan, &dir.path)?;
+    let (server, eng) = open_engine(plan, &dir.path, obs)?;
     obs.started(&Started {
         engine: eng.as_ref(),
         db: &dir.path,
@@ -334,10 +341,10 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     if let Err(e) = eng.cleanup() {
         sink.results.warnings.push(format!(
             "could not drop iolab's {} on the server: {e:#}",
-            if plan.engine == KvEngineKind::Redis {
-                "keys"
-            } else {
-                "table"
+            match plan.engine {
+                KvEngineKind::Redis => "keys",
+                KvEngineKind::Cassandra => "keyspace",
+                _ => "table",
             }
         ));
     }
@@ -613,7 +620,10 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
         KvEngineKind::Sqlite | KvEngineKind::Redb | KvEngineKind::Wiredtiger => opts.cache_size,
         KvEngineKind::Lmdb | KvEngineKind::Null => 0,
         // Refused with --memory-limit (the server is not in the cgroup).
-        KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => 0,
+        KvEngineKind::Postgres
+        | KvEngineKind::Mariadb
+        | KvEngineKind::Redis
+        | KvEngineKind::Cassandra => 0,
     };
     (needs + (16 << 20) > l).then(|| {
         format!(
