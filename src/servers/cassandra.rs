@@ -192,6 +192,8 @@ fn yaml(layout: &Layout, ep: &Endpoint, storage_port: u16, s: &ServerSettings) -
             "org.apache.cassandra.dht.Murmur3Partitioner".into(),
         ),
         ("auto_bootstrap".into(), "false".into()),
+        // TRUNCATE (before each load) would keep a snapshot of what it removes.
+        ("auto_snapshot".into(), "false".into()),
         ("data_file_directories".into(), format!("[{}]", d("data"))),
         (
             "commitlog_directory".into(),
