@@ -5,7 +5,7 @@
 # throughput, iolab's client CPU per operation (the run phase's own
 # getrusage: all client threads, measured interval only) and the server's
 # CPU per operation (its process group, same interval), then the medians.
-# No peer yet: YCSB's own cassandra-cql binding is left (docs/benchmarks.md).
+# The peer (YCSB with a cassandra-cql binding, same server): bench/kv_cassandra_vs_ycsb.sh.
 # Usage: [ROUNDS=3] [RECORDS=10000] [RUN_S=15] [THREADS=4] [HEAP=1g]
 #        [KV_BENCH_DIR=/var/tmp] bench/kv_cassandra.sh
 set -euo pipefail
