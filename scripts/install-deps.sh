@@ -19,6 +19,7 @@ PACKAGES=(
   nvme-cli                            # `nvme discover` against iolab's discovery controller, in that kernel (tests)
   postgresql mariadb-server           # database servers iolab starts privately (kv --engine postgres|mariadb, oltp)
   redis-server redis-tools            # Redis (kv --engine redis); redis-benchmark as a peer (bench)
+  openjdk-17-jre-headless maven       # Cassandra (kv --engine cassandra): its JVM; mvn fetches its jars from Maven Central
   openssh-client openssh-server       # fleet: ssh to the hosts; a private sshd per test host (tests; never the machine's own)
 )
 
@@ -43,6 +44,11 @@ fi
 if [ -w "$(dirname "${IOLAB_VM_CACHE:-/var/cache/iolab-vm}")" ] || [ "$(id -u)" -eq 0 ]; then
   bash "$(dirname "$0")/linux-vm.sh" prepare
 fi
+
+# Cassandra's jars from Maven Central (quiet when present). Not fatal: its
+# tests say why they skip when the jars are missing.
+bash "$(dirname "$0")/fetch-cassandra.sh" ||
+  echo "install-deps: Cassandra's jars could not be fetched; kv --engine cassandra and its tests will say so" >&2
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "install-deps: cargo (Rust >= 1.85) is required; install it with rustup" >&2

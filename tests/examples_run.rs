@@ -180,6 +180,11 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
     }) {
         return None;
     }
+    // Cassandra (a JVM starting in 10-30 s per private server, per pass of
+    // a plan): tests/kv_cassandra.rs runs it; its examples are parsed only.
+    if words.iter().any(|w| w.contains("cassandra")) {
+        return None;
+    }
     let words: Vec<String> = if words.iter().any(|w| w.starts_with("nbd://127.0.0.1/")) {
         let port = nbd_port()?;
         words

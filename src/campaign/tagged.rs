@@ -78,6 +78,10 @@ impl<O: Observer> Observer for Tagged<'_, O> {
     fn status(&self, line: &str) {
         self.inner.status(&self.pass.prefixed(line));
     }
+
+    fn note(&self, msg: &str) {
+        self.inner.note(&self.pass.prefixed(msg));
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use clap::Args;
 pub struct ServerArgs {
     /// Use this running server instead of starting a private one
     /// (postgres://USER:PW@HOST:PORT/DB, mysql://USER:PW@HOST:PORT/DB,
-    /// redis://[:PW@]HOST:PORT[/N]; a unix socket as ?host=DIR for
+    /// redis://[:PW@]HOST:PORT[/N], cassandra://HOST:PORT[/KEYSPACE]; a unix socket as ?host=DIR for
     /// PostgreSQL, ?socket=PATH for MariaDB); iolab creates and drops only
     /// its own tables, database or key prefix
     #[arg(long, value_name = "URL")]
@@ -38,8 +38,19 @@ pub struct ServerArgs {
     #[arg(long, value_name = "WHEN", default_value = "everysec")]
     pub appendfsync: String,
 
+    /// Private Cassandra: the JVM heap (-Xms and -Xmx; default 1g; its
+    /// memtables take a quarter of it unless memtable_heap_space is set)
+    #[arg(long, value_name = "SIZE")]
+    pub heap: Option<String>,
+
+    /// Private Cassandra: put the commit log in a directory of its own
+    /// under DIR (another medium) instead of beside the data
+    #[arg(long, value_name = "DIR")]
+    pub commitlog_dir: Option<std::path::PathBuf>,
+
     /// Private server: any other option as KEY=VALUE (repeatable), passed
-    /// to the server as is (postgres -c, mariadbd --KEY=VALUE, redis config)
+    /// to the server as is (postgres -c, mariadbd --KEY=VALUE, redis config,
+    /// a cassandra.yaml key)
     #[arg(long = "server-set", value_name = "KEY=VALUE")]
     pub server_set: Vec<String>,
 }

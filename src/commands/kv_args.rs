@@ -49,7 +49,7 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
             drop_caches: a.place.drop_caches,
             flush_between: a.place.flush_between,
         },
-        server: server(a)?,
+        server: server(a, &user)?,
         under_ns: under(&a.under)?,
         seed: a.seed,
         output: a.output.clone(),
@@ -57,6 +57,14 @@ pub fn plan(a: &KvArgs) -> Result<KvPlan> {
         notices: Vec::new(),
     };
     plan.notices = crate::kv::props::unused_notices(&user);
+    if a.engine == crate::kv::engine::KvEngineKind::Cassandra {
+        // The cassandra-cql binding's properties this engine reads.
+        plan.notices.retain(|n| {
+            !crate::kv::engines::cassandra::PROPS
+                .iter()
+                .any(|p| n.starts_with(&format!("YCSB property {p}=")))
+        });
+    }
     if plan.status_interval_s.is_none() {
         plan.status_interval_s = user
             .get("status.interval")
@@ -87,7 +95,7 @@ fn under(s: &str) -> Result<u64> {
 }
 
 /// The server of a server engine, its settings checked.
-fn server(a: &KvArgs) -> Result<KvServer> {
+fn server(a: &KvArgs, user: &Props) -> Result<KvServer> {
     if a.server.server_url.is_some() {
         if let Some(flag) = super::server_settings::private_only(&a.server) {
             return Err(usage(
@@ -99,6 +107,7 @@ fn server(a: &KvArgs) -> Result<KvServer> {
     Ok(KvServer {
         url: a.server.server_url.clone(),
         settings: super::server_settings::settings(&a.server)?,
+        cql: crate::kv::engines::cassandra::CqlOptions::from_props(user)?,
     })
 }
 

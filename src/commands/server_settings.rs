@@ -32,6 +32,8 @@ pub fn settings(a: &ServerArgs) -> anyhow::Result<ServerSettings> {
         flush_method: a.flush_method.clone(),
         persistence,
         appendfsync: a.appendfsync.clone(),
+        heap: size("--heap", &a.heap)?,
+        commitlog_dir: a.commitlog_dir.clone(),
         set: a
             .server_set
             .iter()
@@ -50,6 +52,10 @@ pub fn private_only(a: &ServerArgs) -> Option<&'static str> {
         Some("--max-wal-size")
     } else if a.buffer_pool.is_some() {
         Some("--buffer-pool")
+    } else if a.heap.is_some() {
+        Some("--heap")
+    } else if a.commitlog_dir.is_some() {
+        Some("--commitlog-dir")
     } else if !a.server_set.is_empty() {
         Some("--server-set")
     } else {

@@ -116,14 +116,16 @@ pub enum KvEngineKind {
     Wiredtiger,
     /// Does nothing: measures the driver's own per-operation cost.
     Null,
-    /// Servers (`crate::servers`): YCSB's JDBC table layout or Redis hashes.
+    /// Servers (`crate::servers`): YCSB's JDBC table layout, Redis hashes,
+    /// or YCSB's cassandra-cql table.
     Postgres,
     Mariadb,
     Redis,
+    Cassandra,
 }
 
 impl KvEngineKind {
-    pub const ALL: [KvEngineKind; 10] = [
+    pub const ALL: [KvEngineKind; 11] = [
         KvEngineKind::Rocksdb,
         KvEngineKind::Lmdb,
         KvEngineKind::Sqlite,
@@ -134,6 +136,7 @@ impl KvEngineKind {
         KvEngineKind::Postgres,
         KvEngineKind::Mariadb,
         KvEngineKind::Redis,
+        KvEngineKind::Cassandra,
     ];
 
     pub fn parse(s: &str) -> Option<KvEngineKind> {
@@ -152,6 +155,7 @@ impl KvEngineKind {
             KvEngineKind::Postgres => "postgres",
             KvEngineKind::Mariadb => "mariadb",
             KvEngineKind::Redis => "redis",
+            KvEngineKind::Cassandra => "cassandra",
         }
     }
 
@@ -162,6 +166,7 @@ impl KvEngineKind {
             KvEngineKind::Postgres => Some(ServerKind::Postgres),
             KvEngineKind::Mariadb => Some(ServerKind::Mariadb),
             KvEngineKind::Redis => Some(ServerKind::Redis),
+            KvEngineKind::Cassandra => Some(ServerKind::Cassandra),
             _ => None,
         }
     }
@@ -293,7 +298,10 @@ pub fn open(kind: KvEngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<
         KvEngineKind::Fjall => Box::new(super::engines::fjall::Fjall::open(dir, opts)?),
         KvEngineKind::Wiredtiger => Box::new(super::engines::wt::WiredTiger::open(dir, opts)?),
         KvEngineKind::Null => Box::new(super::engines::null::Null),
-        KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => {
+        KvEngineKind::Postgres
+        | KvEngineKind::Mariadb
+        | KvEngineKind::Redis
+        | KvEngineKind::Cassandra => {
             anyhow::bail!(
                 "{} is a server: open it with kv::engine::open_server",
                 kind.name()
@@ -304,13 +312,21 @@ pub fn open(kind: KvEngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<
 
 /// Open a server engine on `server` with records of `fields` fields: the table or
 /// keys go in iolab's own database (a private server) or in a schema,
-/// database or key prefix of iolab's (an existing server), created now.
-pub fn open_server(server: &crate::servers::Server, fields: usize) -> Result<Box<dyn KvEngine>> {
+/// database, keyspace or key prefix of iolab's (an existing server),
+/// created now. `cql`: Cassandra's consistency levels.
+pub fn open_server(
+    server: &crate::servers::Server,
+    fields: usize,
+    cql: super::engines::cassandra::CqlOptions,
+) -> Result<Box<dyn KvEngine>> {
     use crate::servers::ServerKind;
     Ok(match server.kind() {
         ServerKind::Postgres => Box::new(super::engines::pg::Pg::open(server, fields)?),
         ServerKind::Mariadb => Box::new(super::engines::maria::Maria::open(server, fields)?),
         ServerKind::Redis => Box::new(super::engines::redis::RedisKv::open(server, fields)?),
+        ServerKind::Cassandra => Box::new(super::engines::cassandra::CassandraKv::open(
+            server, fields, cql,
+        )?),
     })
 }
 

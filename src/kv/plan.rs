@@ -97,6 +97,8 @@ impl KvPlace {
 pub struct KvServer {
     pub url: Option<String>,
     pub settings: ServerSettings,
+    /// Cassandra's consistency levels (YCSB's cassandra.* properties).
+    pub cql: super::engines::cassandra::CqlOptions,
 }
 
 /// db_bench reader settings beyond the key and value shape.

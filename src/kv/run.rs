@@ -205,8 +205,15 @@ fn check_before_creating(plan: &KvPlan) -> Result<Option<Target>> {
 /// The engine of `plan`, opened in `dir` (on a raw device, with the
 /// options it takes there); for a server engine, its server first (a
 /// private one keeps its data in `dir`).
-fn open_engine(plan: &KvPlan, db: &DbDir) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
+fn open_engine(
+    plan: &KvPlan,
+    db: &DbDir,
+    obs: &dyn KvObserver,
+) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
     let dir = db.path.as_path();
+    if plan.engine == KvEngineKind::Cassandra && plan.server.url.is_none() {
+        obs.note(crate::servers::cassandra::STARTING);
+    }
     let server = match plan.engine.server() {
         Some(kind) => Some(Server::start_or_connect(
             kind,
@@ -217,7 +224,7 @@ fn open_engine(plan: &KvPlan, db: &DbDir) -> Result<(Option<Server>, Box<dyn KvE
         None => None,
     };
     let eng = match &server {
-        Some(s) => engine::open_server(s, plan.field_count()?)?,
+        Some(s) => engine::open_server(s, plan.field_count()?, plan.server.cql)?,
         None => match &db.raw {
             Some(r) => engine::open(plan.engine, dir, &r.options(&plan.options))?,
             None => engine::open(plan.engine, dir, &plan.options)?,
@@ -248,7 +255,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     interrupt::install();
     let dir = db_dir(plan, raw)?;
     let cgroup = memory_cgroup(plan, obs)?;
-    let (server, eng) = open_engine(plan, &dir)?;
+    let (server, eng) = open_engine(plan, &dir, obs)?;
     obs.started(&Started {
         engine: eng.as_ref(),
         db: dir.data(),
@@ -373,10 +380,10 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     if let Err(e) = eng.cleanup() {
         sink.results.warnings.push(format!(
             "could not drop iolab's {} on the server: {e:#}",
-            if plan.engine == KvEngineKind::Redis {
-                "keys"
-            } else {
-                "table"
+            match plan.engine {
+                KvEngineKind::Redis => "keys",
+                KvEngineKind::Cassandra => "keyspace",
+                _ => "table",
             }
         ));
     }
@@ -652,7 +659,10 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
         KvEngineKind::Sqlite | KvEngineKind::Redb | KvEngineKind::Wiredtiger => opts.cache_size,
         KvEngineKind::Lmdb | KvEngineKind::Null => 0,
         // Refused with --memory-limit (the server is not in the cgroup).
-        KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => 0,
+        KvEngineKind::Postgres
+        | KvEngineKind::Mariadb
+        | KvEngineKind::Redis
+        | KvEngineKind::Cassandra => 0,
     };
     (needs + (16 << 20) > l).then(|| {
         format!(

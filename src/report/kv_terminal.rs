@@ -48,6 +48,12 @@ impl Observer for KvTerminal {
         self.term.warning(msg);
     }
 
+    fn note(&self, msg: &str) {
+        if !self.quiet {
+            self.term.note(msg);
+        }
+    }
+
     fn status(&self, line: &str) {
         if !self.quiet {
             println!("{line}");

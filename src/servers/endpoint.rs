@@ -1,5 +1,5 @@
 //! Which database server, and how to reach it: the kinds iolab drives
-//! (PostgreSQL, MariaDB, Redis) and an `Endpoint` (host, port, user,
+//! (PostgreSQL, MariaDB, Redis, Cassandra) and an `Endpoint` (host, port, user,
 //! password, database, or a unix socket) parsed from `--server-url` or
 //! handed back by a private instance iolab started. The one URL parser of
 //! iolab's server users (kv and oltp).
@@ -14,16 +14,23 @@ pub enum ServerKind {
     Postgres,
     Mariadb,
     Redis,
+    Cassandra,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 3] = [ServerKind::Postgres, ServerKind::Mariadb, ServerKind::Redis];
+    pub const ALL: [ServerKind; 4] = [
+        ServerKind::Postgres,
+        ServerKind::Mariadb,
+        ServerKind::Redis,
+        ServerKind::Cassandra,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             ServerKind::Postgres => "postgres",
             ServerKind::Mariadb => "mariadb",
             ServerKind::Redis => "redis",
+            ServerKind::Cassandra => "cassandra",
         }
     }
 
@@ -33,6 +40,8 @@ impl ServerKind {
             ServerKind::Postgres => "postgres",
             ServerKind::Mariadb => "mariadbd",
             ServerKind::Redis => "redis-server",
+            // A JVM running CassandraDaemon.
+            ServerKind::Cassandra => "cassandra",
         }
     }
 
@@ -42,6 +51,7 @@ impl ServerKind {
             ServerKind::Postgres => 5432,
             ServerKind::Mariadb => 3306,
             ServerKind::Redis => 6379,
+            ServerKind::Cassandra => 9042,
         }
     }
 
@@ -51,6 +61,7 @@ impl ServerKind {
             "postgres" | "postgresql" => ServerKind::Postgres,
             "mysql" | "mariadb" => ServerKind::Mariadb,
             "redis" => ServerKind::Redis,
+            "cassandra" => ServerKind::Cassandra,
             _ => return None,
         })
     }
@@ -64,7 +75,8 @@ pub struct Endpoint {
     pub port: u16,
     pub user: String,
     pub password: String,
-    /// PostgreSQL/MariaDB: the database; Redis: the database number.
+    /// PostgreSQL/MariaDB: the database; Redis: the database number;
+    /// Cassandra: the keyspace (empty: iolab's own name).
     pub database: String,
     /// A unix socket instead of TCP: PostgreSQL's socket directory
     /// (`?host=DIR`; the file in it is named after the port), MariaDB's
@@ -80,7 +92,8 @@ impl std::fmt::Debug for Endpoint {
 
 impl Endpoint {
     /// Parse `--server-url`: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`,
-    /// `mysql://...` (or `mariadb://`), `redis://[:PASSWORD@]HOST[:PORT][/N]`;
+    /// `mysql://...` (or `mariadb://`), `redis://[:PASSWORD@]HOST[:PORT][/N]`,
+    /// `cassandra://[USER:PASSWORD@]HOST[:PORT][/KEYSPACE]`;
     /// a unix socket as `postgres://USER@/DB?host=DIR` or
     /// `mysql://USER@localhost/DB?socket=PATH`.
     pub fn parse(url: &str) -> anyhow::Result<Endpoint> {
@@ -89,7 +102,7 @@ impl Endpoint {
             .split_once("://")
             .ok_or_else(|| bad("expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/DATABASE]"))?;
         let kind = ServerKind::from_scheme(scheme).ok_or_else(|| {
-            bad("the scheme must be postgres://, mysql:// (mariadb://) or redis://")
+            bad("the scheme must be postgres://, mysql:// (mariadb://), redis:// or cassandra://")
         })?;
         let (auth, hostpart) = match rest.rsplit_once('@') {
             Some((a, h)) => (Some(a), h),
@@ -139,6 +152,16 @@ impl Endpoint {
                     return Err(bad("a Redis database is a number (redis://HOST:PORT/N)"));
                 }
             }
+            ServerKind::Cassandra => {
+                if !ep.database.is_empty() && !is_cql_name(&ep.database) {
+                    return Err(bad(
+                        "a keyspace is 1 to 48 letters, digits or _ (cassandra://HOST:PORT/KEYSPACE)",
+                    ));
+                }
+                if !ep.user.is_empty() && ep.password.is_empty() {
+                    return Err(bad("a Cassandra user needs its password (USER:PASSWORD@)"));
+                }
+            }
             _ => {
                 if ep.user.is_empty() {
                     return Err(bad("name the user (SCHEME://USER[:PASSWORD]@HOST...)"));
@@ -179,6 +202,7 @@ impl Endpoint {
             ServerKind::Postgres => "postgres",
             ServerKind::Mariadb => "mysql",
             ServerKind::Redis => "redis",
+            ServerKind::Cassandra => "cassandra",
         };
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)
@@ -223,13 +247,16 @@ fn socket_option(kind: ServerKind, query: &str) -> Result<Option<PathBuf>, Strin
         let expected = match kind {
             ServerKind::Postgres => "host",
             ServerKind::Mariadb => "socket",
-            ServerKind::Redis => "",
+            ServerKind::Redis | ServerKind::Cassandra => "",
         };
         if k != expected || expected.is_empty() {
             return Err(match kind {
                 ServerKind::Postgres => format!("unknown URL option '{k}' (host=SOCKET_DIR)"),
                 ServerKind::Mariadb => format!("unknown URL option '{k}' (socket=SOCKET_FILE)"),
                 ServerKind::Redis => format!("unknown URL option '{k}' (Redis URLs take none)"),
+                ServerKind::Cassandra => {
+                    format!("unknown URL option '{k}' (Cassandra URLs take none)")
+                }
             });
         }
         let path = decode(v).ok_or("bad %-escape")?;
@@ -239,6 +266,11 @@ fn socket_option(kind: ServerKind, query: &str) -> Result<Option<PathBuf>, Strin
         socket = Some(PathBuf::from(path));
     }
     Ok(socket)
+}
+
+/// A keyspace name CQL takes unquoted (and Cassandra's 48-character limit).
+pub fn is_cql_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 48 && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// `url` with anything between `:` and `@` of its authority masked.
@@ -336,6 +368,14 @@ mod tests {
         );
         assert_eq!(r.redis_url(), "redis://:pw@::1:6380/2");
         assert_eq!(Endpoint::parse("redis://localhost").unwrap().port, 6379);
+        let c = Endpoint::parse("cassandra://127.0.0.1/ycsb").unwrap();
+        assert_eq!(
+            (c.kind, c.port, c.database.as_str()),
+            (ServerKind::Cassandra, 9042, "ycsb")
+        );
+        assert_eq!(c.display_url(), "cassandra://127.0.0.1:9042/ycsb");
+        let c = Endpoint::parse("cassandra://u:pw@h:19042").unwrap();
+        assert_eq!((c.port, c.database.as_str()), (19042, ""));
         assert_eq!(e.socket, None);
     }
 
@@ -400,6 +440,10 @@ mod tests {
             "mysql://u@:3306/db",
             "redis://h/x",
             "postgres://u:p%zz@h/db",
+            "cassandra://h/bad-keyspace",
+            "cassandra://u@h/ks",
+            "cassandra://h:0/ks",
+            "cassandra://h/ks?x=1",
         ] {
             let e = Endpoint::parse(bad).unwrap_err();
             let msg = format!("{e:#}");

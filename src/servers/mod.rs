@@ -1,12 +1,13 @@
 //! Every server iolab starts. Database servers iolab measures: a private
 //! instance it starts with its data on the storage under test (PostgreSQL,
-//! MariaDB, Redis; see `private`), or an existing server named by
+//! MariaDB, Redis, Cassandra; see `private`), or an existing server named by
 //! `--server-url`, of which iolab uses only what it creates itself. Either
 //! way the server's version, settings and data directory go into
 //! provenance (`ServerInfo`), and its processes are sampled per point
 //! (`measure::procgroup`). And the storage servers `iolab remote` compares
 //! transports through (`storage`: iolab's targets, nbdkit, qemu-nbd, tgtd).
 
+pub mod cassandra;
 pub mod endpoint;
 pub mod mariadb;
 pub mod postgres;
@@ -40,7 +41,7 @@ pub enum Server {
 /// What a results file says about the server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerInfo {
-    /// postgres, mariadb, redis.
+    /// postgres, mariadb, redis, cassandra.
     pub kind: String,
     pub version: String,
     /// The URL, password masked.
@@ -135,7 +136,7 @@ impl Server {
         match ep.kind {
             ServerKind::Postgres => postgres::written_bytes(ep).ok(),
             ServerKind::Mariadb => mariadb::written_bytes(ep).ok(),
-            ServerKind::Redis => None,
+            ServerKind::Redis | ServerKind::Cassandra => None,
         }
     }
 

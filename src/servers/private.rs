@@ -6,6 +6,9 @@
 //! at the next start after a SIGKILL. It listens on 127.0.0.1 at a free
 //! port with a random password; as root it runs as the server's own system
 //! user (postgres, mysql, redis), since PostgreSQL refuses root.
+//! Cassandra is the exception: a JVM started from jars iolab fetched, it
+//! runs as iolab's user and takes no password (it has no cheap way to set
+//! one at start); it too listens on 127.0.0.1 only.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,7 +19,7 @@ use anyhow::Context;
 
 use super::endpoint::{Endpoint, ServerKind};
 use super::settings::ServerSettings;
-use super::{mariadb, postgres, redis};
+use super::{cassandra, mariadb, postgres, redis};
 use crate::error::usage;
 use crate::testbed::process::ServerProcess;
 use crate::testbed::{self, Resource};
@@ -37,7 +40,7 @@ impl RunAs {
     pub fn for_kind(kind: ServerKind) -> anyhow::Result<RunAs> {
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        if uid != 0 {
+        if uid != 0 || kind == ServerKind::Cassandra {
             return Ok(RunAs {
                 name: std::env::var("USER").unwrap_or_else(|_| uid.to_string()),
                 uid,
@@ -48,6 +51,7 @@ impl RunAs {
             ServerKind::Postgres => "postgres",
             ServerKind::Mariadb => "mysql",
             ServerKind::Redis => "redis",
+            ServerKind::Cassandra => unreachable!("runs as iolab's user"),
         };
         let (uid, gid) = passwd_ids(name).ok_or_else(|| {
             usage(
@@ -94,6 +98,9 @@ pub struct Layout {
     pub log: PathBuf,
     /// MariaDB's socket (it always opens one).
     pub socket: PathBuf,
+    /// Cassandra's commit log: `data/commitlog`, or a directory of its own
+    /// under `--commitlog-dir`.
+    pub commitlog: PathBuf,
 }
 
 /// The server's directory, removed (recursively) when dropped: after the
@@ -102,6 +109,8 @@ struct ServerDir {
     path: PathBuf,
     /// A socket placed outside `path` because `path` was too long for one.
     socket_outside: Option<PathBuf>,
+    /// A directory of the server's placed elsewhere (Cassandra's commit log).
+    dir_outside: Option<PathBuf>,
 }
 
 impl Drop for ServerDir {
@@ -111,6 +120,10 @@ impl Drop for ServerDir {
         if let Some(s) = &self.socket_outside {
             let _ = std::fs::remove_file(s);
             testbed::release_path(s);
+        }
+        if let Some(d) = &self.dir_outside {
+            let _ = std::fs::remove_dir_all(d);
+            testbed::release_path(d);
         }
     }
 }
@@ -147,6 +160,14 @@ impl std::fmt::Debug for PrivateServer {
 /// Refuse early what cannot work: the server is not installed, or its user
 /// cannot reach the directory its data would go in.
 pub fn check(kind: ServerKind, under: &Path) -> anyhow::Result<RunAs> {
+    if kind == ServerKind::Cassandra {
+        if let Some(why) = cassandra::missing() {
+            return Err(usage(
+                "--engine",
+                format!("a private Cassandra cannot start here: {why}, or use --server-url"),
+            ));
+        }
+    }
     for prog in programs(kind) {
         if find_program(kind, prog).is_none() {
             return Err(usage(
@@ -189,6 +210,8 @@ fn programs(kind: ServerKind) -> &'static [&'static str] {
         ServerKind::Postgres => &["initdb", "postgres"],
         ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
         ServerKind::Redis => &["redis-server"],
+        // java and the jars: cassandra::missing.
+        ServerKind::Cassandra => &[],
     }
 }
 
@@ -253,8 +276,11 @@ pub fn start(
     settings: &ServerSettings,
 ) -> anyhow::Result<PrivateServer> {
     settings.validate()?;
+    if kind == ServerKind::Cassandra {
+        cassandra::check_settings(settings)?;
+    }
     let run_as = check(kind, under)?;
-    let (dir, layout) = make_dir(kind, under, &run_as)?;
+    let (dir, layout) = make_dir(kind, under, &run_as, settings)?;
     let password = random_password();
     init(kind, &layout, &run_as, &password)?;
     let mut tries = 0;
@@ -267,12 +293,17 @@ pub fn start(
             port,
             // Redis's password belongs to its default user.
             user: match kind {
-                ServerKind::Redis => String::new(),
+                ServerKind::Redis | ServerKind::Cassandra => String::new(),
                 _ => "iolab".into(),
             },
-            password: password.clone(),
+            password: match kind {
+                ServerKind::Cassandra => String::new(),
+                _ => password.clone(),
+            },
             database: match kind {
                 ServerKind::Redis => "0".into(),
+                // YCSB's cassandra-cql keyspace.
+                ServerKind::Cassandra => "ycsb".into(),
                 _ => "iolab".into(),
             },
             socket: None,
@@ -319,7 +350,12 @@ impl PrivateServer {
 
 /// The server's directory, owned by the user it runs as, registered with
 /// the testbed before anything is put in it.
-fn make_dir(kind: ServerKind, under: &Path, run_as: &RunAs) -> anyhow::Result<(ServerDir, Layout)> {
+fn make_dir(
+    kind: ServerKind,
+    under: &Path,
+    run_as: &RunAs,
+    settings: &ServerSettings,
+) -> anyhow::Result<(ServerDir, Layout)> {
     static SEQ: AtomicU32 = AtomicU32::new(0);
     let under = under
         .canonicalize()
@@ -333,6 +369,7 @@ fn make_dir(kind: ServerKind, under: &Path, run_as: &RunAs) -> anyhow::Result<(S
     let mut dir = ServerDir {
         path: path.clone(),
         socket_outside: None,
+        dir_outside: None,
     };
     chown(&path, run_as)?;
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
@@ -343,11 +380,31 @@ fn make_dir(kind: ServerKind, under: &Path, run_as: &RunAs) -> anyhow::Result<(S
         testbed::register(Resource::Path(socket.clone()));
         dir.socket_outside = Some(socket.clone());
     }
+    let mut commitlog = path.join("data").join("commitlog");
+    if let (ServerKind::Cassandra, Some(place)) = (kind, &settings.commitlog_dir) {
+        let place = place
+            .canonicalize()
+            .map_err(|e| usage("--commitlog-dir", format!("{}: {e}", place.display())))?;
+        if !place.is_dir() {
+            return Err(usage(
+                "--commitlog-dir",
+                format!("{} is not a directory", place.display()),
+            ));
+        }
+        let own = place.join(format!("iolab-{}-commitlog-{pid}-{n}", kind.name()));
+        testbed::create(Resource::Path(own.clone()), || {
+            std::fs::create_dir(&own).with_context(|| format!("creating {}", own.display()))
+        })?;
+        dir.dir_outside = Some(own.clone());
+        chown(&own, run_as)?;
+        commitlog = own;
+    }
     let layout = Layout {
         data: path.join("data"),
         log: path.join("server.log"),
         dir: path,
         socket,
+        commitlog,
     };
     Ok((dir, layout))
 }
@@ -390,7 +447,7 @@ fn random_password() -> String {
         .collect()
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(super) fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(l.local_addr()?.port())
 }
@@ -398,7 +455,9 @@ fn free_port() -> anyhow::Result<u16> {
 /// The log says the port was taken between choosing and binding it.
 fn port_taken(log: &Path) -> bool {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.contains("Address already in use") || text.contains("Bind on TCP/IP port")
+    text.contains("Address already in use")
+        || text.contains("Bind on TCP/IP port")
+        || text.contains("Failed to bind port")
 }
 
 /// Create the data directory (initdb, mariadb-install-db; nothing for Redis).
@@ -406,7 +465,7 @@ fn init(kind: ServerKind, layout: &Layout, run_as: &RunAs, password: &str) -> an
     let mut cmd = match kind {
         ServerKind::Postgres => postgres::init_command(layout, run_as, password)?,
         ServerKind::Mariadb => mariadb::init_command(layout, run_as, password)?,
-        ServerKind::Redis => {
+        ServerKind::Redis | ServerKind::Cassandra => {
             std::fs::create_dir(&layout.data)?;
             return chown(&layout.data, run_as);
         }
@@ -457,13 +516,18 @@ fn command(
         ServerKind::Postgres => postgres::server_command(layout, ep, s)?,
         ServerKind::Mariadb => mariadb::server_command(layout, ep, s)?,
         ServerKind::Redis => redis::server_command(layout, ep, s)?,
+        ServerKind::Cassandra => cassandra::server_command(layout, ep, s)?,
     })
 }
 
 /// Poll until the server takes connections; fail at once, naming its log,
 /// if it exits.
 fn wait_ready(process: &mut ServerProcess, ep: &Endpoint, layout: &Layout) -> anyhow::Result<()> {
-    let deadline = Instant::now() + READY_WITHIN;
+    let within = match ep.kind {
+        ServerKind::Cassandra => cassandra::READY_WITHIN,
+        _ => READY_WITHIN,
+    };
+    let deadline = Instant::now() + within;
     loop {
         if let Some(status) = process.exited() {
             anyhow::bail!(
@@ -482,13 +546,16 @@ fn wait_ready(process: &mut ServerProcess, ep: &Endpoint, layout: &Layout) -> an
                 anyhow::bail!(
                     "{} did not take connections within {} s ({}); its log is {}:\n{}",
                     ep.kind.program(),
-                    READY_WITHIN.as_secs(),
+                    within.as_secs(),
                     crate::error::chain_line(&e),
                     layout.log.display(),
                     tail(&layout.log, 15)
                 )
             }
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => std::thread::sleep(Duration::from_millis(match ep.kind {
+                ServerKind::Cassandra => 250,
+                _ => 50,
+            })),
         }
     }
 }
@@ -499,6 +566,7 @@ fn ready(ep: &Endpoint) -> anyhow::Result<()> {
         ServerKind::Postgres => postgres::ready(ep),
         ServerKind::Mariadb => mariadb::ready(ep),
         ServerKind::Redis => redis::ready(ep),
+        ServerKind::Cassandra => cassandra::ready(ep),
     }
 }
 
@@ -508,6 +576,7 @@ pub fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, String)>)
         ServerKind::Postgres => postgres::describe(ep),
         ServerKind::Mariadb => mariadb::describe(ep),
         ServerKind::Redis => redis::describe(ep),
+        ServerKind::Cassandra => cassandra::describe(ep),
     }
 }
 

@@ -50,6 +50,11 @@ pub struct ServerSettings {
     pub persistence: Persistence,
     /// Redis `appendfsync`: always, everysec or no.
     pub appendfsync: String,
+    /// Cassandra's JVM heap (bytes; `servers::cassandra::DEFAULT_HEAP`).
+    pub heap: Option<u64>,
+    /// Cassandra's commit log in a directory of its own under this one
+    /// (another medium), instead of beside the data.
+    pub commitlog_dir: Option<std::path::PathBuf>,
     /// Other server options, passed as is.
     pub set: Vec<(String, String)>,
 }
@@ -63,6 +68,8 @@ impl Default for ServerSettings {
             flush_method: "O_DIRECT".into(),
             persistence: Persistence::Aof,
             appendfsync: "everysec".into(),
+            heap: None,
+            commitlog_dir: None,
             set: Vec::new(),
         }
     }
@@ -87,6 +94,11 @@ impl ServerSettings {
                 "--flush-method",
                 format!("must be one of {}", methods.join(", ")),
             ));
+        }
+        if let Some(h) = self.heap {
+            if h < (256 << 20) {
+                return Err(usage("--heap", "Cassandra needs a heap of at least 256m"));
+            }
         }
         for (k, v) in &self.set {
             let ok_key = !k.is_empty()

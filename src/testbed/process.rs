@@ -20,6 +20,8 @@ pub const SERVERS: &[&str] = &[
     "postgres",
     "mariadbd",
     "redis-server",
+    // A JVM running CassandraDaemon (the process is named java).
+    "cassandra",
 ];
 
 /// A server iolab started.

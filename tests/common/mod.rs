@@ -257,11 +257,19 @@ impl Rng {
 /// Whether a private server of `kind` can start here (its programs are
 /// installed); prints why a test skips otherwise.
 pub fn server_installed(kind: iolab::servers::ServerKind) -> bool {
-    use iolab::servers::{private, ServerKind};
+    use iolab::servers::{cassandra, private, ServerKind};
+    if kind == ServerKind::Cassandra {
+        if let Some(why) = cassandra::missing() {
+            eprintln!("SKIP cassandra: {why}");
+            return false;
+        }
+        return true;
+    }
     let progs: &[&str] = match kind {
         ServerKind::Postgres => &["initdb", "postgres"],
         ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
         ServerKind::Redis => &["redis-server"],
+        ServerKind::Cassandra => &[],
     };
     let ok = progs
         .iter()

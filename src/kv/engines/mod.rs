@@ -1,5 +1,6 @@
 //! Adapters from each embedded engine to `KvEngine`.
 
+pub mod cassandra;
 pub mod fjall;
 pub mod lmdb;
 pub mod maria;

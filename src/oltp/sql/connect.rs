@@ -76,6 +76,10 @@ impl DbConnect {
                 "--server-url",
                 "Redis is not an oltp engine (postgres:// or mysql://)",
             )),
+            ServerKind::Cassandra => Err(usage(
+                "--server-url",
+                "Cassandra is not an oltp engine (postgres:// or mysql://)",
+            )),
         }
     }
 
