@@ -1,5 +1,6 @@
 //! YCSB on database servers: every record read back from PostgreSQL,
-//! MariaDB and Redis is checked field by field (and a corrupted field is
+//! MariaDB, Redis and MongoDB's wire protocol (a private FerretDB, its
+//! test double) is checked field by field (and a corrupted field is
 //! found), a private server and its directory are gone after the run and
 //! after SIGINT at a random moment, an existing server keeps nothing of
 //! iolab's after the run, and server flags that cannot apply are exit 2
@@ -45,7 +46,7 @@ fn server_pids() -> Vec<u32> {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let zombie = stat.contains(") Z ");
-        if !zombie && ["postgres", "mariadbd", "redis-server"].contains(&comm.trim()) {
+        if !zombie && ["postgres", "mariadbd", "redis-server", "ferretdb"].contains(&comm.trim()) {
             pids.push(pid);
         }
     }
@@ -64,6 +65,7 @@ fn url_of(ep: &Endpoint) -> String {
             ep.user, ep.password, ep.host, ep.port, ep.database
         ),
         ServerKind::Redis => format!("redis://:{}@{}:{}/0", ep.password, ep.host, ep.port),
+        ServerKind::Mongodb => format!("mongodb://{}:{}/?w=1", ep.host, ep.port),
     }
 }
 
@@ -213,6 +215,53 @@ fn a_stray_redis_field_fails_the_check(eng: &dyn KvEngine, ep: &Endpoint) {
     assert_eq!(verify_record(b"user5", layout, &out), Ok(()));
 }
 
+/// A document field iolab did not write, one of another length or one
+/// that is not binary makes the record read back fail its check.
+fn a_stray_mongodb_field_fails_the_check(eng: &dyn KvEngine, ep: &Endpoint) {
+    use mongodb::bson::{doc, Bson, Document};
+    let layout = FieldLayout { count: 3, len: 40 };
+    let pool = TextPool::new(layout.len, 7);
+    let mut rng = <rand::rngs::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(12);
+    let mut s = eng.session().unwrap();
+    let (mut rec, mut out) = (Vec::new(), Vec::new());
+    let c = iolab::servers::mongodb::connect(ep).unwrap();
+    let coll = c.database("ycsb").collection::<Document>("usertable");
+    let short = Bson::Binary(mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Generic,
+        bytes: b"short".to_vec(),
+    });
+    for (key, field, value) in [
+        (
+            "user3",
+            "other",
+            Bson::Binary(mongodb::bson::Binary {
+                subtype: mongodb::bson::spec::BinarySubtype::Generic,
+                bytes: vec![b'x'; 40],
+            }),
+        ),
+        ("user4", "field1", short),
+        ("user6", "field2", Bson::String("x".repeat(40))),
+    ] {
+        build_record(&pool, &mut rng, key.as_bytes(), layout, &mut rec);
+        s.insert(key.as_bytes(), &rec).unwrap();
+        coll.update_one(
+            doc! { "_id": key },
+            doc! { "$set": { field: value.clone() } },
+        )
+        .run()
+        .unwrap();
+        assert!(s.read(key.as_bytes(), &mut out).unwrap());
+        assert!(
+            verify_record(key.as_bytes(), layout, &out).is_err(),
+            "{field}={value} passed"
+        );
+    }
+    build_record(&pool, &mut rng, b"user5", layout, &mut rec);
+    s.insert(b"user5", &rec).unwrap();
+    assert!(s.read(b"user5", &mut out).unwrap());
+    assert_eq!(verify_record(b"user5", layout, &out), Ok(()));
+}
+
 /// Whether iolab's namespace is still on the server `ep`.
 fn namespace_exists(ep: &Endpoint, ns: &str) -> bool {
     match ep.kind {
@@ -246,6 +295,11 @@ fn namespace_exists(ep: &Endpoint, ns: &str) -> bool {
                 .unwrap();
             !keys.is_empty()
         }
+        ServerKind::Mongodb => {
+            let c = iolab::servers::mongodb::connect(ep).unwrap();
+            let names = c.list_database_names().run().unwrap();
+            names.iter().any(|n| n == ns)
+        }
     }
 }
 
@@ -266,6 +320,9 @@ fn records_round_trip_and_an_existing_server_keeps_nothing_of_iolab() {
         check_round_trip(eng.as_ref(), &format!("{} (private)", kind.name()));
         if kind == ServerKind::Redis {
             a_stray_redis_field_fails_the_check(eng.as_ref(), own.endpoint());
+        }
+        if kind == ServerKind::Mongodb {
+            a_stray_mongodb_field_fails_the_check(eng.as_ref(), own.endpoint());
         }
         drop(eng);
         // The same server reached by URL: iolab's namespace, dropped at the end.
@@ -291,7 +348,8 @@ fn server_flags_that_cannot_apply_are_refused() {
     let (dir, state) = (server_dir(), common::workdir());
     let port = common::free_port().to_string();
     let refused = format!("redis://127.0.0.1:{port}/0");
-    let cases: [(&str, Vec<&str>, &str); 7] = [
+    let mongo_refused = format!("mongodb://127.0.0.1:{port}");
+    let cases: [(&str, Vec<&str>, &str); 11] = [
         (
             "rocksdb",
             vec!["a", "--server-url", "postgres://u@127.0.0.1/x"],
@@ -321,6 +379,26 @@ fn server_flags_that_cannot_apply_are_refused() {
             "--appendfsync",
         ),
         ("redis", vec!["a", "--server-url", &refused], "--server-url"),
+        (
+            "mongodb",
+            vec!["a", "--server-url", &mongo_refused],
+            "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--server-url", "mongodb://127.0.0.1:70000"],
+            "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--server-url", "mongodb://h/db?journal=maybe"],
+            "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--server-url", "mongodb://h/my.db"],
+            "--server-url",
+        ),
     ];
     for (engine, args, field) in cases {
         let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
@@ -344,7 +422,7 @@ fn server_flags_that_cannot_apply_are_refused() {
 fn sigint_at_a_random_moment_of_a_server_run_leaves_nothing() {
     let _one = one_at_a_time();
     let mut rng = common::Rng::from_env_or_clock();
-    for kind in [ServerKind::Postgres, ServerKind::Redis] {
+    for kind in [ServerKind::Postgres, ServerKind::Redis, ServerKind::Mongodb] {
         if !installed(kind) {
             continue;
         }
@@ -400,6 +478,7 @@ fn a_refused_connection_is_said_once() {
     for (engine, url) in [
         ("redis", format!("redis://127.0.0.1:{port}/0")),
         ("postgres", format!("postgres://u:p@127.0.0.1:{port}/x")),
+        ("mongodb", format!("mongodb://127.0.0.1:{port}")),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
             .args(["kv", "--engine", engine, "-t"])

@@ -116,14 +116,17 @@ pub enum KvEngineKind {
     Wiredtiger,
     /// Does nothing: measures the driver's own per-operation cost.
     Null,
-    /// Servers (`crate::servers`): YCSB's JDBC table layout or Redis hashes.
+    /// Servers (`crate::servers`): YCSB's JDBC table layout, Redis hashes
+    /// or MongoDB documents.
     Postgres,
     Mariadb,
     Redis,
+    /// MongoDB's wire protocol (a user's MongoDB, or a private FerretDB).
+    Mongodb,
 }
 
 impl KvEngineKind {
-    pub const ALL: [KvEngineKind; 10] = [
+    pub const ALL: [KvEngineKind; 11] = [
         KvEngineKind::Rocksdb,
         KvEngineKind::Lmdb,
         KvEngineKind::Sqlite,
@@ -134,6 +137,7 @@ impl KvEngineKind {
         KvEngineKind::Postgres,
         KvEngineKind::Mariadb,
         KvEngineKind::Redis,
+        KvEngineKind::Mongodb,
     ];
 
     pub fn parse(s: &str) -> Option<KvEngineKind> {
@@ -152,6 +156,7 @@ impl KvEngineKind {
             KvEngineKind::Postgres => "postgres",
             KvEngineKind::Mariadb => "mariadb",
             KvEngineKind::Redis => "redis",
+            KvEngineKind::Mongodb => "mongodb",
         }
     }
 
@@ -162,6 +167,7 @@ impl KvEngineKind {
             KvEngineKind::Postgres => Some(ServerKind::Postgres),
             KvEngineKind::Mariadb => Some(ServerKind::Mariadb),
             KvEngineKind::Redis => Some(ServerKind::Redis),
+            KvEngineKind::Mongodb => Some(ServerKind::Mongodb),
             _ => None,
         }
     }
@@ -293,7 +299,10 @@ pub fn open(kind: KvEngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<
         KvEngineKind::Fjall => Box::new(super::engines::fjall::Fjall::open(dir, opts)?),
         KvEngineKind::Wiredtiger => Box::new(super::engines::wt::WiredTiger::open(dir, opts)?),
         KvEngineKind::Null => Box::new(super::engines::null::Null),
-        KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => {
+        KvEngineKind::Postgres
+        | KvEngineKind::Mariadb
+        | KvEngineKind::Redis
+        | KvEngineKind::Mongodb => {
             anyhow::bail!(
                 "{} is a server: open it with kv::engine::open_server",
                 kind.name()
@@ -311,6 +320,7 @@ pub fn open_server(server: &crate::servers::Server, fields: usize) -> Result<Box
         ServerKind::Postgres => Box::new(super::engines::pg::Pg::open(server, fields)?),
         ServerKind::Mariadb => Box::new(super::engines::maria::Maria::open(server, fields)?),
         ServerKind::Redis => Box::new(super::engines::redis::RedisKv::open(server, fields)?),
+        ServerKind::Mongodb => Box::new(super::engines::mongo::MongoKv::open(server, fields)?),
     })
 }
 

@@ -334,10 +334,10 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     if let Err(e) = eng.cleanup() {
         sink.results.warnings.push(format!(
             "could not drop iolab's {} on the server: {e:#}",
-            if plan.engine == KvEngineKind::Redis {
-                "keys"
-            } else {
-                "table"
+            match plan.engine {
+                KvEngineKind::Redis => "keys",
+                KvEngineKind::Mongodb => "database",
+                _ => "table",
             }
         ));
     }
@@ -613,7 +613,10 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
         KvEngineKind::Sqlite | KvEngineKind::Redb | KvEngineKind::Wiredtiger => opts.cache_size,
         KvEngineKind::Lmdb | KvEngineKind::Null => 0,
         // Refused with --memory-limit (the server is not in the cgroup).
-        KvEngineKind::Postgres | KvEngineKind::Mariadb | KvEngineKind::Redis => 0,
+        KvEngineKind::Postgres
+        | KvEngineKind::Mariadb
+        | KvEngineKind::Redis
+        | KvEngineKind::Mongodb => 0,
     };
     (needs + (16 << 20) > l).then(|| {
         format!(

@@ -1,6 +1,7 @@
 //! Every server iolab starts. Database servers iolab measures: a private
 //! instance it starts with its data on the storage under test (PostgreSQL,
-//! MariaDB, Redis; see `private`), or an existing server named by
+//! MariaDB, Redis; a FerretDB as MongoDB's wire protocol's test double;
+//! see `private`), or an existing server named by
 //! `--server-url`, of which iolab uses only what it creates itself. Either
 //! way the server's version, settings and data directory go into
 //! provenance (`ServerInfo`), and its processes are sampled per point
@@ -8,7 +9,9 @@
 //! transports through (`storage`: iolab's targets, nbdkit, qemu-nbd, tgtd).
 
 pub mod endpoint;
+pub mod ferretdb;
 pub mod mariadb;
+pub mod mongodb;
 pub mod postgres;
 pub mod private;
 pub mod redis;
@@ -40,7 +43,7 @@ pub enum Server {
 /// What a results file says about the server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerInfo {
-    /// postgres, mariadb, redis.
+    /// postgres, mariadb, redis, mongodb.
     pub kind: String,
     pub version: String,
     /// The URL, password masked.
@@ -135,7 +138,7 @@ impl Server {
         match ep.kind {
             ServerKind::Postgres => postgres::written_bytes(ep).ok(),
             ServerKind::Mariadb => mariadb::written_bytes(ep).ok(),
-            ServerKind::Redis => None,
+            ServerKind::Redis | ServerKind::Mongodb => None,
         }
     }
 

@@ -5,7 +5,9 @@
 //! resources, so they go at the end, on an error, on a second Ctrl-C and
 //! at the next start after a SIGKILL. It listens on 127.0.0.1 at a free
 //! port with a random password; as root it runs as the server's own system
-//! user (postgres, mysql, redis), since PostgreSQL refuses root.
+//! user (postgres, mysql, redis), since PostgreSQL refuses root; a
+//! private FerretDB (MongoDB's wire protocol, a test double) has no system
+//! user and runs as iolab's, without a password.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,7 +18,7 @@ use anyhow::Context;
 
 use super::endpoint::{Endpoint, ServerKind};
 use super::settings::ServerSettings;
-use super::{mariadb, postgres, redis};
+use super::{ferretdb, mariadb, mongodb, postgres, redis};
 use crate::error::usage;
 use crate::testbed::process::ServerProcess;
 use crate::testbed::{self, Resource};
@@ -48,6 +50,13 @@ impl RunAs {
             ServerKind::Postgres => "postgres",
             ServerKind::Mariadb => "mysql",
             ServerKind::Redis => "redis",
+            ServerKind::Mongodb => {
+                return Ok(RunAs {
+                    name: "root".into(),
+                    uid,
+                    gid,
+                })
+            }
         };
         let (uid, gid) = passwd_ids(name).ok_or_else(|| {
             usage(
@@ -147,6 +156,17 @@ impl std::fmt::Debug for PrivateServer {
 /// Refuse early what cannot work: the server is not installed, or its user
 /// cannot reach the directory its data would go in.
 pub fn check(kind: ServerKind, under: &Path) -> anyhow::Result<RunAs> {
+    if kind == ServerKind::Mongodb && ferretdb::find().is_none() {
+        return Err(usage(
+            "--engine",
+            format!(
+                "mongodb needs --server-url mongodb://HOST:PORT of your MongoDB; without one iolab \
+                 starts a private FerretDB (MongoDB's wire protocol over SQLite: the protocol's test \
+                 double, never a MongoDB performance figure), and none was found: {}",
+                ferretdb::HOW_TO_GET
+            ),
+        ));
+    }
     for prog in programs(kind) {
         if find_program(kind, prog).is_none() {
             return Err(usage(
@@ -189,12 +209,17 @@ fn programs(kind: ServerKind) -> &'static [&'static str] {
         ServerKind::Postgres => &["initdb", "postgres"],
         ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
         ServerKind::Redis => &["redis-server"],
+        ServerKind::Mongodb => &["ferretdb"],
     }
 }
 
 /// Where `program` is: PostgreSQL's in its newest versioned bin directory,
-/// the others on PATH or in the system directories.
+/// FerretDB's where `ferretdb::find` looks, the others on PATH or in the
+/// system directories.
 pub fn find_program(kind: ServerKind, program: &str) -> Option<PathBuf> {
+    if kind == ServerKind::Mongodb {
+        return ferretdb::find();
+    }
     if kind == ServerKind::Postgres {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
             .ok()?
@@ -265,17 +290,23 @@ pub fn start(
             kind,
             host: "127.0.0.1".into(),
             port,
-            // Redis's password belongs to its default user.
+            // Redis's password belongs to its default user; FerretDB
+            // over SQLite has no users.
             user: match kind {
-                ServerKind::Redis => String::new(),
+                ServerKind::Redis | ServerKind::Mongodb => String::new(),
                 _ => "iolab".into(),
             },
-            password: password.clone(),
+            password: match kind {
+                ServerKind::Mongodb => String::new(),
+                _ => password.clone(),
+            },
             database: match kind {
                 ServerKind::Redis => "0".into(),
+                ServerKind::Mongodb => String::new(),
                 _ => "iolab".into(),
             },
             socket: None,
+            options: String::new(),
         };
         let mut cmd = command(kind, &layout, &endpoint, settings)?;
         run_as.apply(&mut cmd);
@@ -398,7 +429,9 @@ fn free_port() -> anyhow::Result<u16> {
 /// The log says the port was taken between choosing and binding it.
 fn port_taken(log: &Path) -> bool {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.contains("Address already in use") || text.contains("Bind on TCP/IP port")
+    text.contains("Address already in use")
+        || text.contains("address already in use")
+        || text.contains("Bind on TCP/IP port")
 }
 
 /// Create the data directory (initdb, mariadb-install-db; nothing for Redis).
@@ -406,7 +439,7 @@ fn init(kind: ServerKind, layout: &Layout, run_as: &RunAs, password: &str) -> an
     let mut cmd = match kind {
         ServerKind::Postgres => postgres::init_command(layout, run_as, password)?,
         ServerKind::Mariadb => mariadb::init_command(layout, run_as, password)?,
-        ServerKind::Redis => {
+        ServerKind::Redis | ServerKind::Mongodb => {
             std::fs::create_dir(&layout.data)?;
             return chown(&layout.data, run_as);
         }
@@ -457,6 +490,15 @@ fn command(
         ServerKind::Postgres => postgres::server_command(layout, ep, s)?,
         ServerKind::Mariadb => mariadb::server_command(layout, ep, s)?,
         ServerKind::Redis => redis::server_command(layout, ep, s)?,
+        ServerKind::Mongodb => {
+            if let Some((k, _)) = s.set.first() {
+                return Err(usage(
+                    "--server-set",
+                    format!("{k}: the private FerretDB takes no server options"),
+                ));
+            }
+            ferretdb::server_command(layout, ep)?
+        }
     })
 }
 
@@ -499,6 +541,7 @@ fn ready(ep: &Endpoint) -> anyhow::Result<()> {
         ServerKind::Postgres => postgres::ready(ep),
         ServerKind::Mariadb => mariadb::ready(ep),
         ServerKind::Redis => redis::ready(ep),
+        ServerKind::Mongodb => mongodb::ready(ep),
     }
 }
 
@@ -508,6 +551,7 @@ pub fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, String)>)
         ServerKind::Postgres => postgres::describe(ep),
         ServerKind::Mariadb => mariadb::describe(ep),
         ServerKind::Redis => redis::describe(ep),
+        ServerKind::Mongodb => mongodb::describe(ep),
     }
 }
 

@@ -20,6 +20,7 @@ pub const SERVERS: &[&str] = &[
     "postgres",
     "mariadbd",
     "redis-server",
+    "ferretdb",
 ];
 
 /// A server iolab started.
