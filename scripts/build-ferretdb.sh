@@ -34,7 +34,10 @@ trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 export GOPATH="$work/gopath" GOFLAGS=-modcacherw GOTOOLCHAIN=local
 
 if ! info="$("$GO" mod download -json "github.com/FerretDB/FerretDB@$VERSION" 2>"$work/err")"; then
-  echo "build-ferretdb: the Go module proxy did not serve FerretDB $VERSION ($(tail -n1 "$work/err")); the mongodb tests will skip" >&2
+  # With -json, go reports the reason in the "Error" field on stdout.
+  why="$(printf '%s' "$info" | sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' | head -n1)"
+  [ -n "$why" ] || why="$(tail -n1 "$work/err")"
+  echo "build-ferretdb: the Go module proxy did not serve FerretDB $VERSION ($why); the mongodb tests will skip" >&2
   exit 1
 fi
 moddir="$(printf '%s' "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"

@@ -44,6 +44,11 @@ if [ -w "$(dirname "${IOLAB_VM_CACHE:-/var/cache/iolab-vm}")" ] || [ "$(id -u)" 
   bash "$(dirname "$0")/linux-vm.sh" prepare
 fi
 
+# FerretDB, MongoDB's wire protocol over SQLite: the test double of
+# `kv --engine mongodb`, built from the Go module proxy into a cache outside
+# the repository. Not fatal: without it the mongodb tests skip, saying why.
+bash "$(dirname "$0")/build-ferretdb.sh" || true
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "install-deps: cargo (Rust >= 1.85) is required; install it with rustup" >&2
   exit 1
