@@ -555,3 +555,84 @@ fn a_server_by_url_reports_nothing_of_this_machines_disk() {
         }
     }
 }
+
+/// `--engine mongodb` with neither `--server-url` nor a FerretDB to start:
+/// exit 2 saying MongoDB needs a URL, that FerretDB is only a test double,
+/// and how to get one; nothing created.
+#[test]
+fn mongodb_without_a_url_or_a_ferretdb_says_what_it_needs() {
+    let (dir, state) = (server_dir(), common::workdir());
+    let o = kv_cmd(ServerKind::Mongodb, dir.path(), state.path(), &["a"])
+        .env("IOLAB_FERRETDB", dir.path().join("no-ferretdb"))
+        .output()
+        .unwrap();
+    let msg = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{msg}");
+    for said in ["--server-url", "test double", "scripts/build-ferretdb.sh"] {
+        assert!(msg.contains(said), "says {said}: {msg}");
+    }
+    assert!(!msg.contains("panicked"), "{msg}");
+    assert!(common::files_in(dir.path()).is_empty());
+}
+
+/// Pids of FerretDB processes whose command line names `dir`.
+fn ferretdbs_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    server_pids()
+        .into_iter()
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains(&needle)
+        })
+        .collect()
+}
+
+/// A run SIGKILLed while its private FerretDB serves leaves the server and
+/// its directory; the next start of iolab removes both.
+#[test]
+fn a_sigkilled_runs_ferretdb_is_removed_by_the_next_start() {
+    let _one = one_at_a_time();
+    if !installed(ServerKind::Mongodb) {
+        return;
+    }
+    let (dir, state) = (server_dir(), common::workdir());
+    let mut child = kv_cmd(ServerKind::Mongodb, dir.path(), state.path(), &["a"])
+        .args(["-p", "recordcount=100000", "-p", "operationcount=100000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until its FerretDB answers: the load has begun once iolab's
+    // collection file is there.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let loading = |d: &Path| {
+        common::files_in(d)
+            .iter()
+            .flat_map(|run| common::files_in(run))
+            .flat_map(|server| common::files_in(&server.join("data")))
+            .any(|f| f.file_name().is_some_and(|n| n == "ycsb.sqlite"))
+    };
+    while !loading(dir.path()) {
+        assert!(std::time::Instant::now() < deadline, "no load within 60 s");
+        assert!(child.try_wait().unwrap().is_none(), "iolab ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let servers = ferretdbs_under(dir.path());
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(ferretdbs_under(dir.path()), servers, "left running");
+    let said = common::next_start(state.path());
+    assert!(said.contains("removed ferretdb"), "{said}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ferretdbs_under(dir.path()).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ferretdbs_under(dir.path()).is_empty(), "still running");
+    assert!(
+        common::files_in(dir.path()).is_empty(),
+        "{:?}",
+        common::files_in(dir.path())
+    );
+    assert!(common::files_in(state.path()).is_empty(), "records left");
+}

@@ -107,6 +107,11 @@ impl Endpoint {
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad("expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/DATABASE]"))?;
+        if scheme == "mongodb+srv" {
+            return Err(bad(
+                "mongodb+srv:// (a DNS seed list) is not supported: give mongodb://HOST:PORT",
+            ));
+        }
         let kind = ServerKind::from_scheme(scheme).ok_or_else(|| {
             bad("the scheme must be postgres://, mysql:// (mariadb://), redis:// or mongodb://")
         })?;
@@ -428,6 +433,7 @@ mod tests {
         );
         for bad in [
             "mongodb://h:0",
+            "mongodb+srv://u:pw@cluster.example/db",
             "mongodb://h/a.b",
             "mongodb://u:pw@h/db?journal=maybe",
             "mongodb://u:pw@h/db?nosuchoption=1&w=1&w=2",

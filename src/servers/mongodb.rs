@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
 use mongodb::bson::{doc, Document};
 use mongodb::options::ClientOptions;
 use mongodb::sync::Client;
@@ -18,13 +17,27 @@ const CONNECT_WITHIN: Duration = Duration::from_secs(5);
 
 /// What the driver makes of a URL; a reason when it refuses it.
 pub(super) fn check_url(url: &str) -> Result<(), String> {
-    options(url).map(|_| ()).map_err(|e| {
-        // The driver's message may quote the URL: keep only its reason.
-        let msg = e.to_string();
-        msg.split_once(": ")
-            .map(|(_, why)| why.to_string())
-            .unwrap_or(msg)
-    })
+    options(url).map(|_| ()).map_err(|e| reason(&e))
+}
+
+/// The driver's error without its labels and empty sources.
+fn reason(e: &mongodb::error::Error) -> String {
+    use mongodb::error::ErrorKind;
+    match e.kind.as_ref() {
+        ErrorKind::InvalidArgument { message, .. }
+        | ErrorKind::ServerSelection { message, .. }
+        | ErrorKind::Authentication { message, .. } => message.clone(),
+        _ => {
+            let msg = e.to_string();
+            let msg = msg.strip_prefix("Kind: ").unwrap_or(&msg);
+            msg.split(", labels: ").next().unwrap_or(msg).to_string()
+        }
+    }
+}
+
+/// The driver's error as the cause of `what`.
+fn failed(what: String) -> impl FnOnce(mongodb::error::Error) -> anyhow::Error {
+    move |e| anyhow::anyhow!("{what}: {}", reason(&e))
 }
 
 fn options(url: &str) -> mongodb::error::Result<ClientOptions> {
@@ -39,8 +52,8 @@ fn options(url: &str) -> mongodb::error::Result<ClientOptions> {
 /// command says whether the server is there.
 pub fn connect(ep: &Endpoint) -> anyhow::Result<Client> {
     let o =
-        options(&ep.mongodb_url()).with_context(|| format!("--server-url {}", ep.display_url()))?;
-    Client::with_options(o).with_context(|| format!("connecting to {}", ep.display_url()))
+        options(&ep.mongodb_url()).map_err(failed(format!("--server-url {}", ep.display_url())))?;
+    Client::with_options(o).map_err(failed(format!("connecting to {}", ep.display_url())))
 }
 
 /// Run `command` on the `admin` database.
@@ -49,7 +62,7 @@ pub fn admin(c: &Client, command: Document) -> anyhow::Result<Document> {
     c.database("admin")
         .run_command(command)
         .run()
-        .with_context(|| format!("MongoDB command {name}"))
+        .map_err(failed(format!("MongoDB command {name}")))
 }
 
 pub(super) fn ready(ep: &Endpoint) -> anyhow::Result<()> {
