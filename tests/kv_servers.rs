@@ -349,7 +349,7 @@ fn server_flags_that_cannot_apply_are_refused() {
     let port = common::free_port().to_string();
     let refused = format!("redis://127.0.0.1:{port}/0");
     let mongo_refused = format!("mongodb://127.0.0.1:{port}");
-    let cases: [(&str, Vec<&str>, &str); 11] = [
+    let cases: [(&str, Vec<&str>, &str); 12] = [
         (
             "rocksdb",
             vec!["a", "--server-url", "postgres://u@127.0.0.1/x"],
@@ -398,6 +398,11 @@ fn server_flags_that_cannot_apply_are_refused() {
             "mongodb",
             vec!["a", "--server-url", "mongodb://h/my.db"],
             "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--shared-buffers", "1g"],
+            "--shared-buffers",
         ),
     ];
     for (engine, args, field) in cases {
