@@ -49,6 +49,10 @@ fi
 # tests say why they skip when the jars are missing.
 bash "$(dirname "$0")/fetch-cassandra.sh" ||
   echo "install-deps: Cassandra's jars could not be fetched; kv --engine cassandra and its tests will say so" >&2
+# FerretDB, MongoDB's wire protocol over SQLite: the test double of
+# `kv --engine mongodb`, built from the Go module proxy into a cache outside
+# the repository. Not fatal: without it the mongodb tests skip, saying why.
+bash "$(dirname "$0")/build-ferretdb.sh" || true
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "install-deps: cargo (Rust >= 1.85) is required; install it with rustup" >&2

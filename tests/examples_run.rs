@@ -427,6 +427,7 @@ fn private_server_target(w: &mut Vec<String>, servers: &Path) -> Option<bool> {
         Some("postgres") => (ServerKind::Postgres, "postgres"),
         Some("mariadb") => (ServerKind::Mariadb, "mariadbd"),
         Some("redis") => (ServerKind::Redis, "redis-server"),
+        Some("mongodb") => (ServerKind::Mongodb, "ferretdb"),
         _ => return Some(false),
     };
     if has(w, "--server-url") {

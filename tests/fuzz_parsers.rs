@@ -90,10 +90,13 @@ fn sweep_axes_stay_bounded() {
 
 /// fio job files from real option names with fuzzed values and structure.
 /// Server URLs (`--server-url`): schemes, credentials with escapes, hosts,
-/// ports, databases and socket options, mixed; and any text.
+/// ports, databases and socket options, mixed; MongoDB URLs with options;
+/// and any text.
 fn server_url_text() -> impl Strategy<Value = String> {
     prop_oneof![
-        6 => "(postgres|postgresql|mysql|mariadb|redis|http)?(://)?([a-z%0-9]{0,4}(:[a-z%0-9@]{0,4})?@)?(\\[[0-9:]{0,6}\\]|[a-z0-9.]{0,6})(:[0-9]{0,6})?(/[a-z%0-9]{0,4})?(\\?(host|socket|x)=[/a-z%]{0,6}(&[a-z]=[a-z/]{0,3})?)?",
+        6 => "(postgres|postgresql|mysql|mariadb|redis|mongodb|mongodb\\+srv|http)?(://)?([a-z%0-9]{0,4}(:[a-z%0-9@]{0,4})?@)?(\\[[0-9:]{0,6}\\]|[a-z0-9.]{0,6})(:[0-9]{0,6})?(/[a-z%0-9]{0,4})?(\\?(host|socket|x)=[/a-z%]{0,6}(&[a-z]=[a-z/]{0,3})?)?",
+        // MongoDB's options go to the driver's own parser.
+        2 => "mongodb://([a-z%0-9]{0,4}(:[a-z%0-9@]{0,4})?@)?[a-z0-9.]{0,6}(:[0-9]{0,6})?(/[a-z.%0-9]{0,4})?(\\?(w|journal|readPreference|wtimeoutMS|authSource|tls|replicaSet|x)=[a-zA-Z0-9%]{0,6}(&(w|journal|maxPoolSize)=[a-z0-9]{0,3})?)?",
         1 => any::<String>(),
     ]
 }

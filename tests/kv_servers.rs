@@ -1,5 +1,6 @@
 //! YCSB on database servers: every record read back from PostgreSQL,
-//! MariaDB and Redis is checked field by field (and a corrupted field is
+//! MariaDB, Redis and MongoDB's wire protocol (a private FerretDB, its
+//! test double) is checked field by field (and a corrupted field is
 //! found), a private server and its directory are gone after the run and
 //! after SIGINT at a random moment, an existing server keeps nothing of
 //! iolab's after the run, and server flags that cannot apply are exit 2
@@ -7,9 +8,15 @@
 
 mod common;
 
-/// The servers these tests start; Cassandra (a JVM, slow to start) has a
-/// binary of its own that starts it once: tests/kv_cassandra.rs.
-const KINDS: [ServerKind; 3] = [ServerKind::Postgres, ServerKind::Mariadb, ServerKind::Redis];
+/// The servers these tests start (MongoDB's protocol on a private
+/// FerretDB); Cassandra (a JVM, slow to start) has a binary of its own
+/// that starts it once: tests/kv_cassandra.rs.
+const KINDS: [ServerKind; 4] = [
+    ServerKind::Postgres,
+    ServerKind::Mariadb,
+    ServerKind::Redis,
+    ServerKind::Mongodb,
+];
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -49,7 +56,7 @@ fn server_pids() -> Vec<u32> {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let zombie = stat.contains(") Z ");
-        if !zombie && ["postgres", "mariadbd", "redis-server"].contains(&comm.trim()) {
+        if !zombie && ["postgres", "mariadbd", "redis-server", "ferretdb"].contains(&comm.trim()) {
             pids.push(pid);
         }
     }
@@ -69,6 +76,7 @@ fn url_of(ep: &Endpoint) -> String {
         ),
         ServerKind::Redis => format!("redis://:{}@{}:{}/0", ep.password, ep.host, ep.port),
         ServerKind::Cassandra => unreachable!("tests/kv_cassandra.rs"),
+        ServerKind::Mongodb => format!("mongodb://{}:{}/?w=1", ep.host, ep.port),
     }
 }
 
@@ -218,6 +226,53 @@ fn a_stray_redis_field_fails_the_check(eng: &dyn KvEngine, ep: &Endpoint) {
     assert_eq!(verify_record(b"user5", layout, &out), Ok(()));
 }
 
+/// A document field iolab did not write, one of another length or one
+/// that is not binary makes the record read back fail its check.
+fn a_stray_mongodb_field_fails_the_check(eng: &dyn KvEngine, ep: &Endpoint) {
+    use mongodb::bson::{doc, Bson, Document};
+    let layout = FieldLayout { count: 3, len: 40 };
+    let pool = TextPool::new(layout.len, 7);
+    let mut rng = <rand::rngs::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(12);
+    let mut s = eng.session().unwrap();
+    let (mut rec, mut out) = (Vec::new(), Vec::new());
+    let c = iolab::servers::mongodb::connect(ep).unwrap();
+    let coll = c.database("ycsb").collection::<Document>("usertable");
+    let short = Bson::Binary(mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Generic,
+        bytes: b"short".to_vec(),
+    });
+    for (key, field, value) in [
+        (
+            "user3",
+            "other",
+            Bson::Binary(mongodb::bson::Binary {
+                subtype: mongodb::bson::spec::BinarySubtype::Generic,
+                bytes: vec![b'x'; 40],
+            }),
+        ),
+        ("user4", "field1", short),
+        ("user6", "field2", Bson::String("x".repeat(40))),
+    ] {
+        build_record(&pool, &mut rng, key.as_bytes(), layout, &mut rec);
+        s.insert(key.as_bytes(), &rec).unwrap();
+        coll.update_one(
+            doc! { "_id": key },
+            doc! { "$set": { field: value.clone() } },
+        )
+        .run()
+        .unwrap();
+        assert!(s.read(key.as_bytes(), &mut out).unwrap());
+        assert!(
+            verify_record(key.as_bytes(), layout, &out).is_err(),
+            "{field}={value} passed"
+        );
+    }
+    build_record(&pool, &mut rng, b"user5", layout, &mut rec);
+    s.insert(b"user5", &rec).unwrap();
+    assert!(s.read(b"user5", &mut out).unwrap());
+    assert_eq!(verify_record(b"user5", layout, &out), Ok(()));
+}
+
 /// Whether iolab's namespace is still on the server `ep`.
 fn namespace_exists(ep: &Endpoint, ns: &str) -> bool {
     match ep.kind {
@@ -252,6 +307,11 @@ fn namespace_exists(ep: &Endpoint, ns: &str) -> bool {
             !keys.is_empty()
         }
         ServerKind::Cassandra => unreachable!("tests/kv_cassandra.rs"),
+        ServerKind::Mongodb => {
+            let c = iolab::servers::mongodb::connect(ep).unwrap();
+            let names = c.list_database_names().run().unwrap();
+            names.iter().any(|n| n == ns)
+        }
     }
 }
 
@@ -272,6 +332,9 @@ fn records_round_trip_and_an_existing_server_keeps_nothing_of_iolab() {
         check_round_trip(eng.as_ref(), &format!("{} (private)", kind.name()));
         if kind == ServerKind::Redis {
             a_stray_redis_field_fails_the_check(eng.as_ref(), own.endpoint());
+        }
+        if kind == ServerKind::Mongodb {
+            a_stray_mongodb_field_fails_the_check(eng.as_ref(), own.endpoint());
         }
         drop(eng);
         // The same server reached by URL: iolab's namespace, dropped at the end.
@@ -297,7 +360,8 @@ fn server_flags_that_cannot_apply_are_refused() {
     let (dir, state) = (server_dir(), common::workdir());
     let port = common::free_port().to_string();
     let refused = format!("redis://127.0.0.1:{port}/0");
-    let cases: [(&str, Vec<&str>, &str); 7] = [
+    let mongo_refused = format!("mongodb://127.0.0.1:{port}");
+    let cases: [(&str, Vec<&str>, &str); 12] = [
         (
             "rocksdb",
             vec!["a", "--server-url", "postgres://u@127.0.0.1/x"],
@@ -327,6 +391,31 @@ fn server_flags_that_cannot_apply_are_refused() {
             "--appendfsync",
         ),
         ("redis", vec!["a", "--server-url", &refused], "--server-url"),
+        (
+            "mongodb",
+            vec!["a", "--server-url", &mongo_refused],
+            "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--server-url", "mongodb://127.0.0.1:70000"],
+            "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--server-url", "mongodb://h/db?journal=maybe"],
+            "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--server-url", "mongodb://h/my.db"],
+            "--server-url",
+        ),
+        (
+            "mongodb",
+            vec!["a", "--shared-buffers", "1g"],
+            "--shared-buffers",
+        ),
     ];
     for (engine, args, field) in cases {
         let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
@@ -350,7 +439,7 @@ fn server_flags_that_cannot_apply_are_refused() {
 fn sigint_at_a_random_moment_of_a_server_run_leaves_nothing() {
     let _one = one_at_a_time();
     let mut rng = common::Rng::from_env_or_clock();
-    for kind in [ServerKind::Postgres, ServerKind::Redis] {
+    for kind in [ServerKind::Postgres, ServerKind::Redis, ServerKind::Mongodb] {
         if !installed(kind) {
             continue;
         }
@@ -406,6 +495,7 @@ fn a_refused_connection_is_said_once() {
     for (engine, url) in [
         ("redis", format!("redis://127.0.0.1:{port}/0")),
         ("postgres", format!("postgres://u:p@127.0.0.1:{port}/x")),
+        ("mongodb", format!("mongodb://127.0.0.1:{port}")),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
             .args(["kv", "--engine", engine, "-t"])
@@ -481,4 +571,85 @@ fn a_server_by_url_reports_nothing_of_this_machines_disk() {
             );
         }
     }
+}
+
+/// `--engine mongodb` with neither `--server-url` nor a FerretDB to start:
+/// exit 2 saying MongoDB needs a URL, that FerretDB is only a test double,
+/// and how to get one; nothing created.
+#[test]
+fn mongodb_without_a_url_or_a_ferretdb_says_what_it_needs() {
+    let (dir, state) = (server_dir(), common::workdir());
+    let o = kv_cmd(ServerKind::Mongodb, dir.path(), state.path(), &["a"])
+        .env("IOLAB_FERRETDB", dir.path().join("no-ferretdb"))
+        .output()
+        .unwrap();
+    let msg = common::text(&o);
+    assert_eq!(o.status.code(), Some(2), "{msg}");
+    for said in ["--server-url", "test double", "scripts/build-ferretdb.sh"] {
+        assert!(msg.contains(said), "says {said}: {msg}");
+    }
+    assert!(!msg.contains("panicked"), "{msg}");
+    assert!(common::files_in(dir.path()).is_empty());
+}
+
+/// Pids of FerretDB processes whose command line names `dir`.
+fn ferretdbs_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    server_pids()
+        .into_iter()
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains(&needle)
+        })
+        .collect()
+}
+
+/// A run SIGKILLed while its private FerretDB serves leaves the server and
+/// its directory; the next start of iolab removes both.
+#[test]
+fn a_sigkilled_runs_ferretdb_is_removed_by_the_next_start() {
+    let _one = one_at_a_time();
+    if !installed(ServerKind::Mongodb) {
+        return;
+    }
+    let (dir, state) = (server_dir(), common::workdir());
+    let mut child = kv_cmd(ServerKind::Mongodb, dir.path(), state.path(), &["a"])
+        .args(["-p", "recordcount=100000", "-p", "operationcount=100000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until its FerretDB answers: the load has begun once iolab's
+    // collection file is there.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let loading = |d: &Path| {
+        common::files_in(d)
+            .iter()
+            .flat_map(|run| common::files_in(run))
+            .flat_map(|server| common::files_in(&server.join("data")))
+            .any(|f| f.file_name().is_some_and(|n| n == "ycsb.sqlite"))
+    };
+    while !loading(dir.path()) {
+        assert!(std::time::Instant::now() < deadline, "no load within 60 s");
+        assert!(child.try_wait().unwrap().is_none(), "iolab ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let servers = ferretdbs_under(dir.path());
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(ferretdbs_under(dir.path()), servers, "left running");
+    let said = common::next_start(state.path());
+    assert!(said.contains("removed ferretdb"), "{said}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ferretdbs_under(dir.path()).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ferretdbs_under(dir.path()).is_empty(), "still running");
+    assert!(
+        common::files_in(dir.path()).is_empty(),
+        "{:?}",
+        common::files_in(dir.path())
+    );
+    assert!(common::files_in(state.path()).is_empty(), "records left");
 }

@@ -360,6 +360,20 @@ fn a_sigint_in_the_final_teardown_of_kv_redis_exits_130() {
     });
 }
 
+#[test]
+fn a_sigint_in_the_final_teardown_of_kv_mongodb_exits_130() {
+    if !common::server_installed(iolab::servers::ServerKind::Mongodb) {
+        return;
+    }
+    check_sigint_in_final_teardown("kv --engine mongodb", |work, json| {
+        let mut a = s(&["kv", "--engine", "mongodb", "a", "-p", "recordcount=300"]);
+        a.extend(s(&["-p", "operationcount=300", "--quiet", "-t"]));
+        a.extend([work.display().to_string(), "-o".into()]);
+        a.push(json.display().to_string());
+        a
+    });
+}
+
 /// Two SIGINTs once a first point is saved: exit 130, the results say
 /// interrupted, no temporary file (a sweep of device points; trace as
 /// root, whose double SIGINT exited 1 on "... .tmp not written").

@@ -1,6 +1,8 @@
 //! Private database servers: each kind starts under a directory of the
 //! test's, takes connections on loopback with its password, reports its
-//! version and settings, runs as its own user when iolab is root, and is
+//! version and settings, runs as its own user when iolab is root (a
+//! private FerretDB, MongoDB's wire protocol's test double, has neither
+//! password nor user of its own: it listens on loopback only), and is
 //! stopped with its directory removed when dropped; a server that cannot
 //! start fails with its log named; an existing server is reached through
 //! `--server-url` and a refused one is exit 2 naming it. Skips, saying
@@ -12,9 +14,15 @@ use iolab::servers::{private, Server, ServerKind, ServerSettings};
 
 mod common;
 
-/// The servers these tests start; Cassandra (a JVM, slow to start) has a
-/// binary of its own that starts it once: tests/kv_cassandra.rs.
-const KINDS: [ServerKind; 3] = [ServerKind::Postgres, ServerKind::Mariadb, ServerKind::Redis];
+/// The servers these tests start (MongoDB's protocol on a private
+/// FerretDB); Cassandra (a JVM, slow to start) has a binary of its own
+/// that starts it once: tests/kv_cassandra.rs.
+const KINDS: [ServerKind; 4] = [
+    ServerKind::Postgres,
+    ServerKind::Mariadb,
+    ServerKind::Redis,
+    ServerKind::Mongodb,
+];
 
 /// The tests share the process's state directory (an environment
 /// variable): one at a time.
@@ -62,8 +70,9 @@ fn each_server_starts_answers_and_goes_away_with_its_directory() {
         let pgid = server.pgid().unwrap();
         assert!(running(pgid), "{info:?}");
         assert!(info.private && !info.version.is_empty(), "{info:?}");
+        let passworded = kind != ServerKind::Mongodb;
         assert!(
-            info.url.contains("127.0.0.1") && info.url.contains("***"),
+            info.url.contains("127.0.0.1") && (info.url.contains("***") || !passworded),
             "{info:?}"
         );
         let data = server.data_dir().unwrap().to_path_buf();
@@ -107,6 +116,24 @@ fn each_server_starts_answers_and_goes_away_with_its_directory() {
                 assert_eq!(v, "v");
             }
             ServerKind::Cassandra => unreachable!("tests/kv_cassandra.rs"),
+            ServerKind::Mongodb => {
+                use mongodb::bson::doc;
+                assert!(info.version.starts_with("FerretDB v1."), "{info:?}");
+                let c = iolab::servers::mongodb::connect(server.endpoint()).unwrap();
+                let coll = c.database("t").collection::<mongodb::bson::Document>("c");
+                coll.insert_one(doc! { "_id": "k", "v": 42 }).run().unwrap();
+                let d = coll.find_one(doc! { "_id": "k" }).run().unwrap().unwrap();
+                assert_eq!(d.get_i32("v"), Ok(42));
+            }
+        }
+        if !passworded {
+            assert!(info.url.starts_with("mongodb://127.0.0.1:"), "{info:?}");
+            assert_eq!(entries(state.path()).len(), 2, "records of dir and process");
+            drop(server);
+            assert!(!running(pgid), "{} still runs", kind.name());
+            assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+            assert!(entries(state.path()).is_empty(), "records left");
+            continue;
         }
         // A wrong password is refused: the instance is not open to anyone.
         let mut wrong = server.endpoint().clone();
@@ -190,6 +217,14 @@ fn server_urls_are_checked_and_a_refused_connection_is_bad_input() {
         (
             ServerKind::Redis,
             format!("redis://:secret@127.0.0.1:{port}/0"),
+        ),
+        (
+            ServerKind::Mongodb,
+            format!("mongodb://u:secret@127.0.0.1:{port}/db"),
+        ),
+        (
+            ServerKind::Mongodb,
+            "mongodb://u:secret@h/db?wtimeoutMS=soon".to_string(),
         ),
         (ServerKind::Postgres, "redis://127.0.0.1/0".to_string()),
         (ServerKind::Postgres, "nonsense".to_string()),

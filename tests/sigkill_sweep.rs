@@ -1,5 +1,5 @@
 //! A SIGKILL at a random moment of every verb that sets things up (media
-//! of `device --make`, a private Redis and PostgreSQL of `kv`, SQLite on a tmpfs medium
+//! of `device --make`, a private Redis, PostgreSQL and FerretDB of `kv`, SQLite on a tmpfs medium
 //! of `oltp`, namespaces and servers of `remote`, `serve`, `trace`), then
 //! one next start of iolab: nothing may be left. No mount or loop device
 //! under the work directory, no `iolab-*` entry in it, no process naming
@@ -124,6 +124,18 @@ fn verbs() -> Vec<Verb> {
                 a
             },
             window_ms: 2500,
+        });
+    }
+    if common::server_installed(iolab::servers::ServerKind::Mongodb) {
+        v.push(Verb {
+            name: "kv --engine mongodb (a private FerretDB)",
+            args: |d, o| {
+                let mut a = s(&["kv", "--engine", "mongodb", "-t", &p(d), "a"]);
+                a.extend(s(&["-p", "recordcount=5000", "-p", "operationcount=50000"]));
+                a.extend(s(&["-o", &p(&o.join("k.json"))]));
+                a
+            },
+            window_ms: 3000,
         });
     }
     v

@@ -101,10 +101,10 @@ pub struct KvArgs {
     #[command(flatten)]
     pub place: Box<PlaceArgs>,
 
-    /// Server engines (postgres, mariadb, redis): the server.
+    /// Server engines (postgres, mariadb, redis, mongodb): the server.
     #[command(
         flatten,
-        next_help_heading = "Database server (postgres, mariadb, redis)"
+        next_help_heading = "Database server (postgres, mariadb, redis, mongodb)"
     )]
     pub server: Box<crate::cli::server::ServerArgs>,
 

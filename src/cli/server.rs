@@ -8,9 +8,10 @@ use clap::Args;
 pub struct ServerArgs {
     /// Use this running server instead of starting a private one
     /// (postgres://USER:PW@HOST:PORT/DB, mysql://USER:PW@HOST:PORT/DB,
-    /// redis://[:PW@]HOST:PORT[/N], cassandra://HOST:PORT[/KEYSPACE]; a unix socket as ?host=DIR for
-    /// PostgreSQL, ?socket=PATH for MariaDB); iolab creates and drops only
-    /// its own tables, database or key prefix
+    /// redis://[:PW@]HOST:PORT[/N], cassandra://HOST:PORT[/KEYSPACE],
+    /// mongodb://[USER:PW@]HOST:PORT[/DB][?OPTIONS]; a unix socket as
+    /// ?host=DIR for PostgreSQL, ?socket=PATH for MariaDB); iolab creates
+    /// and drops only its own tables, keyspace, database or key prefix
     #[arg(long, value_name = "URL")]
     pub server_url: Option<String>,
 

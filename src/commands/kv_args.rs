@@ -103,6 +103,14 @@ fn server(a: &KvArgs, user: &Props) -> Result<KvServer> {
                 "sets up the private server iolab starts; with --server-url the server is yours to configure",
             ));
         }
+    } else if a.engine == crate::kv::engine::KvEngineKind::Mongodb {
+        if let Some(flag) = super::server_settings::private_only(&a.server) {
+            return Err(usage(
+                flag,
+                "sets up a private PostgreSQL, MariaDB or Redis; mongodb's private server is a FerretDB \
+                 (the protocol's test double), which takes none",
+            ));
+        }
     }
     Ok(KvServer {
         url: a.server.server_url.clone(),

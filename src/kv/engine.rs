@@ -117,15 +117,17 @@ pub enum KvEngineKind {
     /// Does nothing: measures the driver's own per-operation cost.
     Null,
     /// Servers (`crate::servers`): YCSB's JDBC table layout, Redis hashes,
-    /// or YCSB's cassandra-cql table.
+    /// YCSB's cassandra-cql table or MongoDB documents.
     Postgres,
     Mariadb,
     Redis,
     Cassandra,
+    /// MongoDB's wire protocol (a user's MongoDB, or a private FerretDB).
+    Mongodb,
 }
 
 impl KvEngineKind {
-    pub const ALL: [KvEngineKind; 11] = [
+    pub const ALL: [KvEngineKind; 12] = [
         KvEngineKind::Rocksdb,
         KvEngineKind::Lmdb,
         KvEngineKind::Sqlite,
@@ -137,6 +139,7 @@ impl KvEngineKind {
         KvEngineKind::Mariadb,
         KvEngineKind::Redis,
         KvEngineKind::Cassandra,
+        KvEngineKind::Mongodb,
     ];
 
     pub fn parse(s: &str) -> Option<KvEngineKind> {
@@ -156,6 +159,7 @@ impl KvEngineKind {
             KvEngineKind::Mariadb => "mariadb",
             KvEngineKind::Redis => "redis",
             KvEngineKind::Cassandra => "cassandra",
+            KvEngineKind::Mongodb => "mongodb",
         }
     }
 
@@ -167,6 +171,7 @@ impl KvEngineKind {
             KvEngineKind::Mariadb => Some(ServerKind::Mariadb),
             KvEngineKind::Redis => Some(ServerKind::Redis),
             KvEngineKind::Cassandra => Some(ServerKind::Cassandra),
+            KvEngineKind::Mongodb => Some(ServerKind::Mongodb),
             _ => None,
         }
     }
@@ -301,7 +306,8 @@ pub fn open(kind: KvEngineKind, dir: &Path, opts: &EngineOptions) -> Result<Box<
         KvEngineKind::Postgres
         | KvEngineKind::Mariadb
         | KvEngineKind::Redis
-        | KvEngineKind::Cassandra => {
+        | KvEngineKind::Cassandra
+        | KvEngineKind::Mongodb => {
             anyhow::bail!(
                 "{} is a server: open it with kv::engine::open_server",
                 kind.name()
@@ -327,6 +333,7 @@ pub fn open_server(
         ServerKind::Cassandra => Box::new(super::engines::cassandra::CassandraKv::open(
             server, fields, cql,
         )?),
+        ServerKind::Mongodb => Box::new(super::engines::mongo::MongoKv::open(server, fields)?),
     })
 }
 

@@ -254,7 +254,7 @@ impl KvPlan {
                 return Err(usage(
                     "--server-url",
                     format!(
-                        "{} is embedded: --server-url applies to postgres, mariadb and redis",
+                        "{} is embedded: --server-url applies to postgres, mariadb, redis and mongodb",
                         self.engine.name()
                     ),
                 ));

@@ -383,6 +383,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             match plan.engine {
                 KvEngineKind::Redis => "keys",
                 KvEngineKind::Cassandra => "keyspace",
+                KvEngineKind::Mongodb => "database",
                 _ => "table",
             }
         ));
@@ -662,7 +663,8 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
         KvEngineKind::Postgres
         | KvEngineKind::Mariadb
         | KvEngineKind::Redis
-        | KvEngineKind::Cassandra => 0,
+        | KvEngineKind::Cassandra
+        | KvEngineKind::Mongodb => 0,
     };
     (needs + (16 << 20) > l).then(|| {
         format!(

@@ -396,6 +396,7 @@ mod tests {
             password: String::new(),
             database: "ycsb".into(),
             socket: None,
+            options: String::new(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Which database server, and how to reach it: the kinds iolab drives
-//! (PostgreSQL, MariaDB, Redis, Cassandra) and an `Endpoint` (host, port, user,
+//! (PostgreSQL, MariaDB, Redis, Cassandra, MongoDB's wire protocol) and an
+//! `Endpoint` (host, port, user,
 //! password, database, or a unix socket) parsed from `--server-url` or
 //! handed back by a private instance iolab started. The one URL parser of
 //! iolab's server users (kv and oltp).
@@ -15,14 +16,18 @@ pub enum ServerKind {
     Mariadb,
     Redis,
     Cassandra,
+    /// MongoDB's wire protocol: a user's MongoDB, or a private FerretDB
+    /// (the protocol's test double).
+    Mongodb,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 4] = [
+    pub const ALL: [ServerKind; 5] = [
         ServerKind::Postgres,
         ServerKind::Mariadb,
         ServerKind::Redis,
         ServerKind::Cassandra,
+        ServerKind::Mongodb,
     ];
 
     pub fn name(self) -> &'static str {
@@ -31,6 +36,7 @@ impl ServerKind {
             ServerKind::Mariadb => "mariadb",
             ServerKind::Redis => "redis",
             ServerKind::Cassandra => "cassandra",
+            ServerKind::Mongodb => "mongodb",
         }
     }
 
@@ -42,6 +48,8 @@ impl ServerKind {
             ServerKind::Redis => "redis-server",
             // A JVM running CassandraDaemon.
             ServerKind::Cassandra => "cassandra",
+            // The private one: FerretDB (a user's MongoDB is never started).
+            ServerKind::Mongodb => "ferretdb",
         }
     }
 
@@ -52,6 +60,7 @@ impl ServerKind {
             ServerKind::Mariadb => 3306,
             ServerKind::Redis => 6379,
             ServerKind::Cassandra => 9042,
+            ServerKind::Mongodb => 27017,
         }
     }
 
@@ -62,6 +71,7 @@ impl ServerKind {
             "mysql" | "mariadb" => ServerKind::Mariadb,
             "redis" => ServerKind::Redis,
             "cassandra" => ServerKind::Cassandra,
+            "mongodb" => ServerKind::Mongodb,
             _ => return None,
         })
     }
@@ -77,11 +87,16 @@ pub struct Endpoint {
     pub password: String,
     /// PostgreSQL/MariaDB: the database; Redis: the database number;
     /// Cassandra: the keyspace (empty: iolab's own name).
+    /// MongoDB: the URL's database (where a user authenticates; iolab's
+    /// records go in a database of its own).
     pub database: String,
     /// A unix socket instead of TCP: PostgreSQL's socket directory
     /// (`?host=DIR`; the file in it is named after the port), MariaDB's
     /// socket file (`?socket=PATH`).
     pub socket: Option<PathBuf>,
+    /// MongoDB: the URL's options as given (`w=majority&journal=true`),
+    /// checked by the driver; empty for the others.
+    pub options: String,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -93,7 +108,8 @@ impl std::fmt::Debug for Endpoint {
 impl Endpoint {
     /// Parse `--server-url`: `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`,
     /// `mysql://...` (or `mariadb://`), `redis://[:PASSWORD@]HOST[:PORT][/N]`,
-    /// `cassandra://[USER:PASSWORD@]HOST[:PORT][/KEYSPACE]`;
+    /// `cassandra://[USER:PASSWORD@]HOST[:PORT][/KEYSPACE]`,
+    /// `mongodb://[USER[:PASSWORD]@]HOST[:PORT][/DB][?OPTIONS]`;
     /// a unix socket as `postgres://USER@/DB?host=DIR` or
     /// `mysql://USER@localhost/DB?socket=PATH`.
     pub fn parse(url: &str) -> anyhow::Result<Endpoint> {
@@ -101,8 +117,13 @@ impl Endpoint {
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad("expected SCHEME://[USER[:PASSWORD]@]HOST[:PORT][/DATABASE]"))?;
+        if scheme == "mongodb+srv" {
+            return Err(bad(
+                "mongodb+srv:// (a DNS seed list) is not supported: give mongodb://HOST:PORT",
+            ));
+        }
         let kind = ServerKind::from_scheme(scheme).ok_or_else(|| {
-            bad("the scheme must be postgres://, mysql:// (mariadb://), redis:// or cassandra://")
+            bad("the scheme must be postgres://, mysql:// (mariadb://), redis://, cassandra:// or mongodb://")
         })?;
         let (auth, hostpart) = match rest.rsplit_once('@') {
             Some((a, h)) => (Some(a), h),
@@ -113,7 +134,13 @@ impl Endpoint {
             Some((h, d)) => (h, d),
             None => (hostpart, ""),
         };
-        let socket = socket_option(kind, query).map_err(|why| bad(&why))?;
+        let (socket, options) = match kind {
+            ServerKind::Mongodb => (None, query.to_string()),
+            _ => (
+                socket_option(kind, query).map_err(|why| bad(&why))?,
+                String::new(),
+            ),
+        };
         let (host, port) = split_host_port(hostport).ok_or_else(|| bad("bad HOST[:PORT]"))?;
         if host.is_empty() && socket.is_none() {
             return Err(bad("no host"));
@@ -145,6 +172,7 @@ impl Endpoint {
             password,
             database,
             socket,
+            options,
         };
         match kind {
             ServerKind::Redis => {
@@ -161,6 +189,12 @@ impl Endpoint {
                 if !ep.user.is_empty() && ep.password.is_empty() {
                     return Err(bad("a Cassandra user needs its password (USER:PASSWORD@)"));
                 }
+            }
+            ServerKind::Mongodb => {
+                if ep.database.contains(['/', '\\', '.', ' ', '"', '$']) {
+                    return Err(bad("a MongoDB database name has none of / \\ . space \" $"));
+                }
+                super::mongodb::check_url(&ep.mongodb_url()).map_err(|why| bad(&why))?;
             }
             _ => {
                 if ep.user.is_empty() {
@@ -203,6 +237,7 @@ impl Endpoint {
             ServerKind::Mariadb => "mysql",
             ServerKind::Redis => "redis",
             ServerKind::Cassandra => "cassandra",
+            ServerKind::Mongodb => "mongodb",
         };
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)
@@ -219,7 +254,36 @@ impl Endpoint {
             (Some(s), ServerKind::Postgres) => format!("?host={}", s.display()),
             (Some(s), _) => format!("?socket={}", s.display()),
         };
-        format!("{scheme}://{auth}{host}:{}{db}{socket}", self.port)
+        let options = if self.options.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", self.options)
+        };
+        format!("{scheme}://{auth}{host}:{}{db}{socket}{options}", self.port)
+    }
+
+    /// The MongoDB connection URL (with the password and the options).
+    pub fn mongodb_url(&self) -> String {
+        let auth = match (self.user.is_empty(), self.password.is_empty()) {
+            (true, _) => String::new(),
+            (false, true) => format!("{}@", encode(&self.user)),
+            (false, false) => format!("{}:{}@", encode(&self.user), encode(&self.password)),
+        };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let options = if self.options.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", self.options)
+        };
+        format!(
+            "mongodb://{auth}{host}:{}/{}{options}",
+            self.port,
+            encode(&self.database)
+        )
     }
 
     /// The Redis connection URL (with the password).
@@ -247,13 +311,15 @@ fn socket_option(kind: ServerKind, query: &str) -> Result<Option<PathBuf>, Strin
         let expected = match kind {
             ServerKind::Postgres => "host",
             ServerKind::Mariadb => "socket",
-            ServerKind::Redis | ServerKind::Cassandra => "",
+            ServerKind::Redis | ServerKind::Cassandra | ServerKind::Mongodb => "",
         };
         if k != expected || expected.is_empty() {
             return Err(match kind {
                 ServerKind::Postgres => format!("unknown URL option '{k}' (host=SOCKET_DIR)"),
                 ServerKind::Mariadb => format!("unknown URL option '{k}' (socket=SOCKET_FILE)"),
-                ServerKind::Redis => format!("unknown URL option '{k}' (Redis URLs take none)"),
+                ServerKind::Redis | ServerKind::Mongodb => {
+                    format!("unknown URL option '{k}' (Redis URLs take none)")
+                }
                 ServerKind::Cassandra => {
                     format!("unknown URL option '{k}' (Cassandra URLs take none)")
                 }
@@ -377,6 +443,44 @@ mod tests {
         let c = Endpoint::parse("cassandra://u:pw@h:19042").unwrap();
         assert_eq!((c.port, c.database.as_str()), (19042, ""));
         assert_eq!(e.socket, None);
+    }
+
+    #[test]
+    fn mongodb_urls_keep_their_options_for_the_driver() {
+        let m = Endpoint::parse("mongodb://127.0.0.1").unwrap();
+        assert_eq!(
+            (m.kind, m.port, m.database.as_str()),
+            (ServerKind::Mongodb, 27017, "")
+        );
+        assert_eq!(m.mongodb_url(), "mongodb://127.0.0.1:27017/");
+        let m =
+            Endpoint::parse("mongodb://bob:s%40c@db:27018/admin?w=majority&journal=true").unwrap();
+        assert_eq!(
+            (m.user.as_str(), m.password.as_str(), m.database.as_str()),
+            ("bob", "s@c", "admin")
+        );
+        assert_eq!(m.options, "w=majority&journal=true");
+        assert_eq!(
+            m.display_url(),
+            "mongodb://bob:***@db:27018/admin?w=majority&journal=true"
+        );
+        assert_eq!(
+            m.mongodb_url(),
+            "mongodb://bob:s%40c@db:27018/admin?w=majority&journal=true"
+        );
+        for bad in [
+            "mongodb://h:0",
+            "mongodb+srv://u:pw@cluster.example/db",
+            "mongodb://h/a.b",
+            "mongodb://u:pw@h/db?journal=maybe",
+            "mongodb://u:pw@h/db?nosuchoption=1&w=1&w=2",
+        ] {
+            let e = Endpoint::parse(bad).unwrap_err();
+            let msg = format!("{e:#}");
+            assert_eq!(crate::error::exit_code(&e), 2, "{bad}: {msg}");
+            assert!(msg.contains("--server-url"), "{msg}");
+            assert!(!msg.contains(":pw@"), "password shown: {msg}");
+        }
     }
 
     #[test]

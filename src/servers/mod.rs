@@ -1,6 +1,7 @@
 //! Every server iolab starts. Database servers iolab measures: a private
 //! instance it starts with its data on the storage under test (PostgreSQL,
-//! MariaDB, Redis, Cassandra; see `private`), or an existing server named by
+//! MariaDB, Redis, Cassandra; a FerretDB as MongoDB's wire protocol's test
+//! double; see `private`), or an existing server named by
 //! `--server-url`, of which iolab uses only what it creates itself. Either
 //! way the server's version, settings and data directory go into
 //! provenance (`ServerInfo`), and its processes are sampled per point
@@ -9,7 +10,9 @@
 
 pub mod cassandra;
 pub mod endpoint;
+pub mod ferretdb;
 pub mod mariadb;
+pub mod mongodb;
 pub mod postgres;
 pub mod private;
 pub mod redis;
@@ -42,6 +45,7 @@ pub enum Server {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerInfo {
     /// postgres, mariadb, redis, cassandra.
+    /// postgres, mariadb, redis, mongodb.
     pub kind: String,
     pub version: String,
     /// The URL, password masked.
@@ -136,7 +140,7 @@ impl Server {
         match ep.kind {
             ServerKind::Postgres => postgres::written_bytes(ep).ok(),
             ServerKind::Mariadb => mariadb::written_bytes(ep).ok(),
-            ServerKind::Redis | ServerKind::Cassandra => None,
+            ServerKind::Redis | ServerKind::Cassandra | ServerKind::Mongodb => None,
         }
     }
 

@@ -8,7 +8,9 @@
 //! user (postgres, mysql, redis), since PostgreSQL refuses root.
 //! Cassandra is the exception: a JVM started from jars iolab fetched, it
 //! runs as iolab's user and takes no password (it has no cheap way to set
-//! one at start); it too listens on 127.0.0.1 only.
+//! one at start); it too listens on 127.0.0.1 only. A private FerretDB
+//! (MongoDB's wire protocol, a test double) has no system user either and
+//! runs as iolab's, without a password.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,7 +21,7 @@ use anyhow::Context;
 
 use super::endpoint::{Endpoint, ServerKind};
 use super::settings::ServerSettings;
-use super::{cassandra, mariadb, postgres, redis};
+use super::{cassandra, ferretdb, mariadb, mongodb, postgres, redis};
 use crate::error::usage;
 use crate::testbed::process::ServerProcess;
 use crate::testbed::{self, Resource};
@@ -52,6 +54,13 @@ impl RunAs {
             ServerKind::Mariadb => "mysql",
             ServerKind::Redis => "redis",
             ServerKind::Cassandra => unreachable!("runs as iolab's user"),
+            ServerKind::Mongodb => {
+                return Ok(RunAs {
+                    name: "root".into(),
+                    uid,
+                    gid,
+                })
+            }
         };
         let (uid, gid) = passwd_ids(name).ok_or_else(|| {
             usage(
@@ -168,6 +177,17 @@ pub fn check(kind: ServerKind, under: &Path) -> anyhow::Result<RunAs> {
             ));
         }
     }
+    if kind == ServerKind::Mongodb && ferretdb::find().is_none() {
+        return Err(usage(
+            "--engine",
+            format!(
+                "mongodb needs --server-url mongodb://HOST:PORT of your MongoDB; without one iolab \
+                 starts a private FerretDB (MongoDB's wire protocol over SQLite: the protocol's test \
+                 double, never a MongoDB performance figure), and none was found: {}",
+                ferretdb::HOW_TO_GET
+            ),
+        ));
+    }
     for prog in programs(kind) {
         if find_program(kind, prog).is_none() {
             return Err(usage(
@@ -212,12 +232,17 @@ fn programs(kind: ServerKind) -> &'static [&'static str] {
         ServerKind::Redis => &["redis-server"],
         // java and the jars: cassandra::missing.
         ServerKind::Cassandra => &[],
+        ServerKind::Mongodb => &["ferretdb"],
     }
 }
 
 /// Where `program` is: PostgreSQL's in its newest versioned bin directory,
-/// the others on PATH or in the system directories.
+/// FerretDB's where `ferretdb::find` looks, the others on PATH or in the
+/// system directories.
 pub fn find_program(kind: ServerKind, program: &str) -> Option<PathBuf> {
+    if kind == ServerKind::Mongodb {
+        return ferretdb::find();
+    }
     if kind == ServerKind::Postgres {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
             .ok()?
@@ -291,22 +316,25 @@ pub fn start(
             kind,
             host: "127.0.0.1".into(),
             port,
-            // Redis's password belongs to its default user.
+            // Redis's password belongs to its default user; FerretDB
+            // over SQLite has no users.
             user: match kind {
-                ServerKind::Redis | ServerKind::Cassandra => String::new(),
+                ServerKind::Redis | ServerKind::Cassandra | ServerKind::Mongodb => String::new(),
                 _ => "iolab".into(),
             },
             password: match kind {
-                ServerKind::Cassandra => String::new(),
+                ServerKind::Cassandra | ServerKind::Mongodb => String::new(),
                 _ => password.clone(),
             },
             database: match kind {
                 ServerKind::Redis => "0".into(),
                 // YCSB's cassandra-cql keyspace.
                 ServerKind::Cassandra => "ycsb".into(),
+                ServerKind::Mongodb => String::new(),
                 _ => "iolab".into(),
             },
             socket: None,
+            options: String::new(),
         };
         let mut cmd = command(kind, &layout, &endpoint, settings)?;
         run_as.apply(&mut cmd);
@@ -456,6 +484,7 @@ pub(super) fn free_port() -> anyhow::Result<u16> {
 fn port_taken(log: &Path) -> bool {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.contains("Address already in use")
+        || text.contains("address already in use")
         || text.contains("Bind on TCP/IP port")
         || text.contains("Failed to bind port")
 }
@@ -465,7 +494,7 @@ fn init(kind: ServerKind, layout: &Layout, run_as: &RunAs, password: &str) -> an
     let mut cmd = match kind {
         ServerKind::Postgres => postgres::init_command(layout, run_as, password)?,
         ServerKind::Mariadb => mariadb::init_command(layout, run_as, password)?,
-        ServerKind::Redis | ServerKind::Cassandra => {
+        ServerKind::Redis | ServerKind::Cassandra | ServerKind::Mongodb => {
             std::fs::create_dir(&layout.data)?;
             return chown(&layout.data, run_as);
         }
@@ -517,6 +546,15 @@ fn command(
         ServerKind::Mariadb => mariadb::server_command(layout, ep, s)?,
         ServerKind::Redis => redis::server_command(layout, ep, s)?,
         ServerKind::Cassandra => cassandra::server_command(layout, ep, s)?,
+        ServerKind::Mongodb => {
+            if let Some((k, _)) = s.set.first() {
+                return Err(usage(
+                    "--server-set",
+                    format!("{k}: the private FerretDB takes no server options"),
+                ));
+            }
+            ferretdb::server_command(layout, ep)?
+        }
     })
 }
 
@@ -567,6 +605,7 @@ fn ready(ep: &Endpoint) -> anyhow::Result<()> {
         ServerKind::Mariadb => mariadb::ready(ep),
         ServerKind::Redis => redis::ready(ep),
         ServerKind::Cassandra => cassandra::ready(ep),
+        ServerKind::Mongodb => mongodb::ready(ep),
     }
 }
 
@@ -577,6 +616,7 @@ pub fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, String)>)
         ServerKind::Mariadb => mariadb::describe(ep),
         ServerKind::Redis => redis::describe(ep),
         ServerKind::Cassandra => cassandra::describe(ep),
+        ServerKind::Mongodb => mongodb::describe(ep),
     }
 }
 

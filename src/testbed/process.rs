@@ -22,6 +22,7 @@ pub const SERVERS: &[&str] = &[
     "redis-server",
     // A JVM running CassandraDaemon (the process is named java).
     "cassandra",
+    "ferretdb",
 ];
 
 /// A server iolab started.

@@ -270,6 +270,17 @@ pub fn server_installed(kind: iolab::servers::ServerKind) -> bool {
         ServerKind::Mariadb => &["mariadb-install-db", "mariadbd"],
         ServerKind::Redis => &["redis-server"],
         ServerKind::Cassandra => &[],
+        ServerKind::Mongodb => {
+            let ok = private::find_program(kind, "ferretdb").is_some();
+            if !ok {
+                eprintln!(
+                    "SKIP mongodb: no FerretDB to test the protocol against \
+                     (scripts/build-ferretdb.sh builds it from the Go module proxy, \
+                     and says why when it cannot)"
+                );
+            }
+            return ok;
+        }
     };
     let ok = progs
         .iter()

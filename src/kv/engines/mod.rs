@@ -4,6 +4,7 @@ pub mod cassandra;
 pub mod fjall;
 pub mod lmdb;
 pub mod maria;
+pub mod mongo;
 pub mod null;
 pub mod pg;
 pub mod redb;

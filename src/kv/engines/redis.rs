@@ -221,7 +221,7 @@ impl RedisSession {
 }
 
 /// `N` of a field named `fieldN`.
-fn field_index(name: &[u8]) -> Option<usize> {
+pub(super) fn field_index(name: &[u8]) -> Option<usize> {
     let digits = name.strip_prefix(b"field")?;
     if digits.is_empty() || digits.len() > 6 || !digits.iter().all(u8::is_ascii_digit) {
         return None;

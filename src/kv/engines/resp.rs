@@ -313,6 +313,7 @@ mod tests {
             password: String::new(),
             database: String::new(),
             socket: None,
+            options: String::new(),
         };
         let mut c = Resp::connect(&ep).unwrap();
         c.begin(2).arg(b"HGETALL").arg(b"k");

@@ -1,8 +1,8 @@
 //! Where a server engine keeps its records: on a private server (iolab's
 //! own instance) the whole `iolab` database is iolab's; on an existing
 //! server (`--server-url`) only a namespace named after this process is:
-//! a PostgreSQL schema, a MariaDB database or a Redis key prefix
-//! `iolab_<pid>`, created at open and dropped at the end of the run.
+//! a PostgreSQL schema, a MariaDB or MongoDB database or a Redis key
+//! prefix `iolab_<pid>`, created at open and dropped at the end of the run.
 
 use crate::servers::Server;
 

@@ -72,9 +72,12 @@ impl DbConnect {
         match ep.kind {
             ServerKind::Postgres => Ok(DbConnect::Postgres(ep.clone())),
             ServerKind::Mariadb => Ok(DbConnect::Mariadb(ep.clone())),
-            ServerKind::Redis => Err(usage(
+            ServerKind::Redis | ServerKind::Mongodb => Err(usage(
                 "--server-url",
-                "Redis is not an oltp engine (postgres:// or mysql://)",
+                format!(
+                    "{} is not an oltp engine (postgres:// or mysql://)",
+                    ep.kind.name()
+                ),
             )),
             ServerKind::Cassandra => Err(usage(
                 "--server-url",
