@@ -15,6 +15,7 @@ use crate::dut::{self, TargetOptions};
 use crate::error::{usage, Interrupted, VerifyFailed};
 use crate::interrupt;
 use crate::plan::experiment::Mode;
+use crate::plan::fiojob::FioPlan;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
 
@@ -95,23 +96,21 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let mut provenance = Provenance::collect(a.seed);
     let mut run_warnings = Vec::new();
     run_warnings.extend(provenance.busy_warning());
-    let placement = match &hosts {
+    let (placement, target) = match &hosts {
         Some(h) => {
             let jt = device_hosts::job_target(&a, needs_target, size);
-            Some(device_hosts::connect(&a, h, jt, quiet)?)
+            let p = device_hosts::connect(&a, h, jt, quiet)?;
+            (Some(p), dut::Target::none(size.unwrap_or(0)))
         }
-        None => None,
-    };
-    if !quiet && placement.is_none() && needs_target && a.target.first().is_none_or(|p| p.is_dir())
-    {
-        eprintln!(
-            "iolab: preparing a {} MiB scratch file...",
-            size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE) >> 20
-        );
-    }
-    let target = match &placement {
-        Some(_) => dut::Target::none(size.unwrap_or(0)),
-        None => dut::prepare(&topts, writes, verify_bs, a.seed)?,
+        None => {
+            if !quiet && needs_target && a.target.first().is_none_or(|p| p.is_dir()) {
+                eprintln!(
+                    "iolab: preparing a {} MiB scratch file...",
+                    size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE) >> 20
+                );
+            }
+            (None, dut::prepare(&topts, writes, verify_bs, a.seed)?)
+        }
     };
     provenance.target = placement.is_none().then(|| target.info());
     provenance.plan = if a.plan.is_some() || exps.len() > 1 || exps[0].mode != Mode::Plain {
@@ -119,35 +118,13 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     } else {
         serde_json::to_value(&exps[0].jobs)?
     };
-    let tracer = a
-        .breakdown
-        .then(|| Tracer::new(&target, a.breakdown_buffer_kb));
-    if let Some(t) = &tracer {
-        if t.why_not.is_none() && !quiet {
-            eprintln!("{}", t.status);
-        }
-        if let Some(why) = &t.why_not {
-            let w = format!("--breakdown: tracing unavailable ({why}); every point runs untraced");
-            // Said even with --quiet: the user asked for a breakdown.
-            if quiet {
-                eprintln!("warning: {w}");
-            }
-            run_warnings.push(w);
-        }
-    }
+    let tracer = breakdown_tracer(&a, &target, quiet, &mut run_warnings);
     let mut results = Results::new("device", provenance);
     results.warnings = run_warnings;
     if let Some(p) = &placement {
         results.extra.insert("hosts".into(), p.describe());
     }
-    if let Some(f) = &a.fio_job {
-        results
-            .extra
-            .insert("fio_job".into(), device_fio::provenance(f));
-        results
-            .warnings
-            .extend(fio_plan.iter().flat_map(|p| p.warnings.clone()));
-    }
+    record_fio_job(&mut results, &a, fio_plan.as_ref());
     let planned = exps
         .iter()
         .map(|e| e.estimate())
@@ -204,6 +181,42 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     }
     drop(target);
     exit_status(&results, failures)
+}
+
+/// `--breakdown`'s tracer on `target`, its status said; when tracing is
+/// unavailable, a warning (also with --quiet: the user asked for it).
+fn breakdown_tracer<'t>(
+    a: &DeviceArgs,
+    target: &'t dut::Target,
+    quiet: bool,
+    warnings: &mut Vec<String>,
+) -> Option<Tracer<'t>> {
+    let t = a
+        .breakdown
+        .then(|| Tracer::new(target, a.breakdown_buffer_kb))?;
+    if t.why_not.is_none() && !quiet {
+        eprintln!("{}", t.status);
+    }
+    if let Some(why) = &t.why_not {
+        let w = format!("--breakdown: tracing unavailable ({why}); every point runs untraced");
+        if quiet {
+            eprintln!("warning: {w}");
+        }
+        warnings.push(w);
+    }
+    Some(t)
+}
+
+/// The job file a run came from, and its warnings, in the results.
+fn record_fio_job(results: &mut Results, a: &DeviceArgs, plan: Option<&FioPlan>) {
+    if let Some(f) = &a.fio_job {
+        results
+            .extra
+            .insert("fio_job".into(), device_fio::provenance(f));
+        results
+            .warnings
+            .extend(plan.iter().flat_map(|p| p.warnings.clone()));
+    }
 }
 
 /// `--size` (more than 0) and `--breakdown-buffer-kb` (at least 1), checked.
