@@ -38,6 +38,12 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("make_in", FLAG),
     opt("rounds", FLAG),
     opt("baseline", FLAG),
+    // Several hosts (`--hosts`, docs/fleet.md): the command line's only.
+    opt("hosts", FLAG),
+    opt("ssh_config", FLAG),
+    opt("deploy", FLAG),
+    opt("host_iolab", FLAG),
+    opt("on_host_loss", FLAG),
     opt("rw", FLAG | PLAN | FIO),
     opt("mix", FLAG | PLAN | FIO),
     opt("bs", FLAG | PLAN | FIO),

@@ -12,6 +12,7 @@ pub mod oltp;
 pub mod other;
 pub mod remote;
 pub mod remote_db;
+pub mod remote_study;
 pub mod server;
 pub mod timeline;
 
@@ -62,6 +63,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(latency::cdf(r));
     out.extend(remote::local_vs_remote(r));
     out.extend(remote::cpu_per_io(r));
+    out.extend(remote_study::study_figures(r));
     out.extend(remote::breakdown(r));
     out.extend(remote_db::database(r));
     out.extend(media::media(r));

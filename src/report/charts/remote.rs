@@ -16,7 +16,7 @@ fn rows(r: &Results) -> &[RemoteRow] {
 }
 
 /// Workloads and transports in the order they ran.
-fn axes(rows: &[RemoteRow]) -> (Vec<String>, Vec<String>) {
+pub(super) fn axes(rows: &[RemoteRow]) -> (Vec<String>, Vec<String>) {
     let mut w: Vec<String> = Vec::new();
     let mut t: Vec<String> = Vec::new();
     for r in rows {
