@@ -480,9 +480,9 @@ fn compare_formats_and_fail_if_slower_gate_a_ci_job() {
     assert!(o.status.success(), "{}", text(&o));
     let h = std::fs::read_to_string(&html).unwrap();
     for chart in [
-        "IOPS per point",
-        "mean lat per point",
-        "p99 lat per point",
+        "IOPS relative to main, per point",
+        "mean lat relative to main, per point",
+        "p99 lat relative to main, per point",
         "Latency percentiles: ",
     ] {
         assert!(h.contains(chart), "{chart}");
