@@ -188,7 +188,10 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
     // Several hosts over ssh (tests/fleet_cli.rs runs them on namespace
     // hosts with their own sshd), and a target listening on another
     // machine's address: parsed only.
-    if words.iter().any(|w| w == "--hosts" || w == "--allow-remote") {
+    if words
+        .iter()
+        .any(|w| w == "--hosts" || w == "--allow-remote")
+    {
         return None;
     }
     let words: Vec<String> = if words.iter().any(|w| w.starts_with("nbd://127.0.0.1/")) {

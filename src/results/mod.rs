@@ -9,6 +9,7 @@ pub mod merge;
 pub mod output;
 pub mod pass;
 pub mod provenance;
+pub mod sorted;
 pub mod time;
 pub mod written;
 

@@ -56,7 +56,7 @@ impl Analysis {
 impl From<Analysis> for BTreeMap<String, serde_json::Value> {
     fn from(a: Analysis) -> Self {
         fn json<T: Serialize>(v: &T) -> serde_json::Value {
-            serde_json::to_value(v).unwrap_or_default()
+            crate::results::sorted::to_sorted_value(v)
         }
         let mut m = a.other;
         let mut put = |k: &str, empty: bool, v: serde_json::Value| {

@@ -216,7 +216,7 @@ mod erased {
     }
     impl<T: serde::Serialize> Ser for T {
         fn to_json(&self) -> serde_json::Value {
-            serde_json::to_value(self).unwrap_or_default()
+            crate::results::sorted::to_sorted_value(self)
         }
     }
 }
