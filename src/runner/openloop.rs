@@ -394,6 +394,25 @@ mod tests {
     use crate::measure::clock::VirtualClock;
     use crate::runner::test_support;
 
+    /// 8-slot reads of `spec` open loop at `ol`'s arrivals, to the end:
+    /// the worker's recorder (its open-loop part in `open_loop`).
+    fn reads_open_loop<C: Clock, E: Engine>(
+        engine: &mut E,
+        clock: &C,
+        spec: &LoopSpec,
+        ol: &OpenLoopSpec,
+    ) -> Recorder {
+        let (mut gen, mut pool) = test_support::reads(8);
+        let mut rec = Recorder::new(spec.measure_start, 2);
+        rec.open_loop = Some(OpenLoopRecorder::default());
+        let stop = AtomicBool::new(false);
+        run(
+            engine, clock, spec, ol, &mut gen, &mut pool, &mut rec, &stop,
+        )
+        .unwrap();
+        rec
+    }
+
     /// At light load the worker waits in the kernel for the next completion
     /// or arrival instead of polling every microsecond (issue 10 item 11:
     /// it polled ~300 times per request at 2,500 requests/s).
@@ -414,21 +433,7 @@ mod tests {
             seed: 3,
             wake: WakeCalibration::default(),
         };
-        let (mut gen, mut pool) = test_support::reads(8);
-        let mut rec = Recorder::new(t0, 2);
-        rec.open_loop = Some(OpenLoopRecorder::default());
-        let stop = AtomicBool::new(false);
-        run(
-            &mut engine,
-            &clock,
-            &spec,
-            &ol,
-            &mut gen,
-            &mut pool,
-            &mut rec,
-            &stop,
-        )
-        .unwrap();
+        let rec = reads_open_loop(&mut engine, &clock, &spec, &ol);
         let done = rec.ops[OpKind::Read.index()];
         assert!((2_000..3_000).contains(&done), "{done} requests");
         let polls_per_request = engine.empty_polls as f64 / done as f64;
@@ -488,21 +493,7 @@ mod tests {
             seed: 5,
             wake,
         };
-        let (mut gen, mut pool) = test_support::reads(8);
-        let mut rec = Recorder::new(t0, 2);
-        rec.open_loop = Some(OpenLoopRecorder::default());
-        let stop = AtomicBool::new(false);
-        run(
-            &mut engine,
-            &clock,
-            &spec,
-            &ol,
-            &mut gen,
-            &mut pool,
-            &mut rec,
-            &stop,
-        )
-        .unwrap();
+        let rec = reads_open_loop(&mut engine, &clock, &spec, &ol);
         let done = rec.ops[OpKind::Read.index()];
         assert!((3_000..3_700).contains(&done), "{done} requests");
         let polls_per_request = engine.empty_polls as f64 / done as f64;

@@ -402,6 +402,44 @@ fn pipelined_reads(n: u64, len: u32) -> Vec<u8> {
     reqs
 }
 
+/// A one-reactor target with this stall timeout and two clients that each
+/// pipelined more 256 KiB reads than the reactor has slots: the target,
+/// the two sockets and the target's directory (kept while it serves).
+fn full_reactor(stall: Duration) -> (Target, Vec<TcpStream>, tempfile::TempDir) {
+    const LEN: u32 = 256 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.threads = 1;
+    cfg.stall_timeout = stall;
+    let n = 2 * cfg.slots as u64 + 100;
+    let t = serve(cfg);
+    let clients = (0..2)
+        .map(|_| {
+            let (mut h, _) = connect(&t);
+            h.write_all(&pipelined_reads(n, LEN)).unwrap();
+            h
+        })
+        .collect();
+    (t, clients, dir)
+}
+
+/// After the reactor had time to take the hostile clients' requests (both
+/// at their share: it is full), a well-behaved client is answered within
+/// 30 s: its socket.
+fn a_well_behaved_client_is_served(t: &Target) -> TcpStream {
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut s, _) = connect(t);
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    for k in 0..4 {
+        let mut data = vec![0u8; 4096];
+        send(&mut s, codec::CMD_READ, 7000 + k, k * 4096, 4096, &[]);
+        let reply = read_reply(&mut s, true, &mut data)
+            .expect("the well-behaved client got no reply within 30 s");
+        assert_eq!(reply, (7000 + k, 0));
+    }
+    s
+}
+
 /// Issue 28, item 4: two clients that pipeline more reads than the
 /// reactor has slots and never read their replies filled it (each holds
 /// its share, half) and kept it full for ever. Now a connection whose
@@ -411,28 +449,8 @@ fn pipelined_reads(n: u64, len: u32) -> Vec<u8> {
 /// reply within 30 s before), and the two are found ended.
 #[test]
 fn clients_that_never_read_are_closed_at_the_stall_timeout() {
-    const LEN: u32 = 256 << 10;
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path());
-    cfg.threads = 1;
-    cfg.stall_timeout = Duration::from_secs(1);
-    let n = 2 * cfg.slots as u64 + 100;
-    let t = serve(cfg);
-    let mut hostile: Vec<TcpStream> = (0..2).map(|_| connect(&t).0).collect();
-    for h in &mut hostile {
-        h.write_all(&pipelined_reads(n, LEN)).unwrap();
-    }
-    // Time for the reactor to take them: both at their share, it is full.
-    std::thread::sleep(Duration::from_millis(500));
-    let (mut s, _) = connect(&t);
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    for k in 0..4 {
-        let mut data = vec![0u8; 4096];
-        send(&mut s, codec::CMD_READ, 7000 + k, k * 4096, 4096, &[]);
-        let reply = read_reply(&mut s, true, &mut data)
-            .expect("the well-behaved client got no reply within 30 s");
-        assert_eq!(reply, (7000 + k, 0));
-    }
+    let (t, mut hostile, _dir) = full_reactor(Duration::from_secs(1));
+    let mut s = a_well_behaved_client_is_served(&t);
     for h in &mut hostile {
         assert!(
             crate::target::serving::ended_by_target(h, Duration::from_secs(30)),
@@ -452,17 +470,10 @@ fn clients_that_never_read_are_closed_at_the_stall_timeout() {
 /// well-behaved client on the same reactor is served.
 #[test]
 fn clients_that_read_a_trickle_at_a_time_are_closed_at_the_stall_timeout() {
-    const LEN: u32 = 256 << 10;
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path());
-    cfg.threads = 1;
-    cfg.stall_timeout = Duration::from_secs(2);
-    let n = 2 * cfg.slots as u64 + 100;
-    let t = serve(cfg);
-    let tricklers: Vec<_> = (0..2)
-        .map(|_| {
-            let (mut h, _) = connect(&t);
-            h.write_all(&pipelined_reads(n, LEN)).unwrap();
+    let (t, clients, _dir) = full_reactor(Duration::from_secs(2));
+    let tricklers: Vec<_> = clients
+        .into_iter()
+        .map(|mut h| {
             h.set_read_timeout(Some(Duration::from_millis(200)))
                 .unwrap();
             std::thread::spawn(move || {
@@ -486,16 +497,7 @@ fn clients_that_read_a_trickle_at_a_time_are_closed_at_the_stall_timeout() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
-    let (mut s, _) = connect(&t);
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    for k in 0..4 {
-        let mut data = vec![0u8; 4096];
-        send(&mut s, codec::CMD_READ, 7000 + k, k * 4096, 4096, &[]);
-        let reply = read_reply(&mut s, true, &mut data)
-            .expect("the well-behaved client got no reply within 30 s");
-        assert_eq!(reply, (7000 + k, 0));
-    }
+    a_well_behaved_client_is_served(&t);
     for h in tricklers {
         assert!(
             h.join().unwrap(),
