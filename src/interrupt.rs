@@ -19,9 +19,13 @@ pub fn install() {
         let _ = ctrlc::set_handler(|| {
             STOP.store(true, Ordering::SeqCst);
             if SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
+                park_threads_that_abort();
                 emergency_cleanup();
                 crate::results::written::mark_interrupted();
-                std::process::exit(130);
+                // Not `exit`: C++ static destructors must not run while the
+                // engine's threads (parked or still going) use those objects.
+                // SAFETY: _exit has no preconditions; stderr is unbuffered.
+                unsafe { libc::_exit(130) };
             }
             eprintln!("\niolab: stopping (Ctrl-C again to abort at once)...");
         });
@@ -88,4 +92,91 @@ pub fn unregister_cleanup(path: &std::path::Path) {
 
 fn emergency_cleanup() {
     crate::testbed::teardown_all();
+}
+
+/// The thread running the emergency teardown (its kernel thread id).
+static TEARDOWN_TID: AtomicU32 = AtomicU32::new(0);
+
+/// The emergency teardown removes mounts and devices under an embedded
+/// database that is still running; a library built with assertions (Debian's
+/// librocksdb) then aborts on the I/O error it sees, which would kill the
+/// process halfway through the teardown and leave the rest behind. From
+/// here on, a thread other than the teardown's that calls `abort` sleeps
+/// until the teardown ends the process.
+fn park_threads_that_abort() {
+    // SAFETY: gettid has no preconditions.
+    TEARDOWN_TID.store(unsafe { libc::gettid() } as u32, Ordering::SeqCst);
+    // SAFETY: the handler only calls async-signal-safe functions (gettid,
+    // signal, raise, pause); SA_NODEFER is not set, so a second abort in
+    // the same thread waits behind the first.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = park_on_abort as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGABRT, &action, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn park_on_abort(_signal: libc::c_int) {
+    // SAFETY: all async-signal-safe; the teardown thread's own abort keeps
+    // its default meaning (a bug there must not hang the process).
+    unsafe {
+        if libc::gettid() as u32 == TEARDOWN_TID.load(Ordering::SeqCst) {
+            // Pending until this handler returns, then fatal.
+            libc::signal(libc::SIGABRT, libc::SIG_DFL);
+            libc::raise(libc::SIGABRT);
+            return;
+        }
+        loop {
+            libc::pause();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `child` in a forked process and returns how it ended:
+    /// `Ok(exit code)` or `Err(signal)`.
+    fn in_child(child: fn()) -> Result<i32, i32> {
+        // SAFETY: the child only parks, spawns a thread and exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            child();
+            // SAFETY: leaving the forked child without running the harness.
+            unsafe { libc::_exit(0) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        if libc::WIFEXITED(status) {
+            Ok(libc::WEXITSTATUS(status))
+        } else {
+            Err(libc::WTERMSIG(status))
+        }
+    }
+
+    #[test]
+    fn another_threads_abort_during_the_teardown_does_not_end_the_process() {
+        let ended = in_child(|| {
+            park_threads_that_abort();
+            std::thread::spawn(|| unsafe { libc::abort() });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            // SAFETY: as the teardown does.
+            unsafe { libc::_exit(130) };
+        });
+        assert_eq!(ended, Ok(130));
+    }
+
+    #[test]
+    fn the_teardown_threads_own_abort_still_aborts() {
+        let ended = in_child(|| {
+            park_threads_that_abort();
+            // SAFETY: the behaviour under test.
+            unsafe { libc::abort() };
+        });
+        assert_eq!(ended, Err(libc::SIGABRT));
+    }
 }
