@@ -13,7 +13,7 @@
 # recorded at the start of the phase; then per mode the median ratio with
 # its spread. readwhilewriting compares the reader's ops/s.
 # Usage: [DB_BENCH=db_bench] [ROUNDS=8] [NUM=100000] [VALUE=400] [READS=NUM]
-#        [MODES="settled unsettled"] [CHECK=all] bench/kv_dbbench.sh
+#        [MODES="settled unsettled"] [CHECK=auto] bench/kv_dbbench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DB_BENCH=${DB_BENCH:-db_bench}
@@ -22,7 +22,7 @@ NUM=${NUM:-100000}
 VALUE=${VALUE:-400}
 READS=${READS:-$NUM}
 MODES=${MODES:-settled unsettled}
-CHECK=${CHECK:-all}
+CHECK=${CHECK:-auto}
 DIR=${KV_BENCH_DIR:-/var/tmp}
 IOLAB=${IOLAB:-./target/release/iolab}
 command -v "$DB_BENCH" >/dev/null || { echo "db_bench not found (apt-get install rocksdb-tools)"; exit 1; }

@@ -253,10 +253,11 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 90)]
     pub readwritepercent: u8,
 
-    /// db_bench-style reads: check every value read (all), one in 64 per
-    /// thread (sample) or none (db_bench's own cost; corruption unseen).
+    /// db_bench-style reads: check every value of point reads and seeks and
+    /// one in 64 of readseq's walk (auto), every value read (all), one in 64
+    /// per thread (sample) or none (db_bench's own cost; corruption unseen).
     /// YCSB workloads always check every value.
-    #[arg(long, default_value = "all", value_parser = check_values())]
+    #[arg(long, default_value = "auto", value_parser = check_values())]
     pub check_values: CheckValues,
 }
 

@@ -196,7 +196,7 @@ impl DbBench {
     /// the end of the database the worker is done, as db_bench's is.
     fn next_in_order(&self, w: &mut Worker<'_>) -> Result<()> {
         let mut tally = ScanTally {
-            skip_check: !self.cfg.check_values.due(w.n),
+            skip_check: !self.cfg.check_values.due_in_order(w.n),
             ..ScanTally::default()
         };
         let t0 = w.op_start;

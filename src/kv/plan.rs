@@ -163,7 +163,7 @@ impl KvPlan {
             .steps
             .iter()
             .any(|s| matches!(s, Step::YcsbLoad(..) | Step::YcsbRun(..)));
-        if ycsb && self.bench.check_values != super::value::CheckValues::All {
+        if ycsb && !self.bench.check_values.fits_ycsb() {
             return Err(usage(
                 "--check-values",
                 "applies to the db_bench-style benchmarks; YCSB workloads check every value",

@@ -41,7 +41,12 @@ impl std::fmt::Display for Mismatch {
 /// Which values a db_bench-style read checks (`--check-values`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckValues {
-    /// Every value read (the default).
+    /// Every value of a point read or seek, one in `SAMPLE_EVERY` of a walk
+    /// in key order (readseq), the default: a walk is the one benchmark
+    /// where reading each value's bytes costs more than the read itself
+    /// (db_bench never reads them).
+    Auto,
+    /// Every value read.
     All,
     /// One read in `SAMPLE_EVERY` per thread (its first, then every 64th).
     Sample,
@@ -50,7 +55,12 @@ pub enum CheckValues {
 }
 
 impl CheckValues {
-    pub const ALL: [CheckValues; 3] = [CheckValues::All, CheckValues::Sample, CheckValues::None];
+    pub const ALL: [CheckValues; 4] = [
+        CheckValues::Auto,
+        CheckValues::All,
+        CheckValues::Sample,
+        CheckValues::None,
+    ];
     /// `sample` checks one value in this many.
     pub const SAMPLE_EVERY: u64 = 64;
 
@@ -60,20 +70,37 @@ impl CheckValues {
 
     pub fn name(self) -> &'static str {
         match self {
+            CheckValues::Auto => "auto",
             CheckValues::All => "all",
             CheckValues::Sample => "sample",
             CheckValues::None => "none",
         }
     }
 
-    /// Whether the worker's `n`-th operation checks its value.
+    /// Whether the worker's `n`-th point read or seek checks its value.
     #[inline]
     pub fn due(self, n: u64) -> bool {
         match self {
-            CheckValues::All => true,
+            CheckValues::Auto | CheckValues::All => true,
             CheckValues::Sample => n.is_multiple_of(Self::SAMPLE_EVERY),
             CheckValues::None => false,
         }
+    }
+
+    /// Whether the worker's `n`-th step of a walk in key order checks its
+    /// value.
+    #[inline]
+    pub fn due_in_order(self, n: u64) -> bool {
+        match self {
+            CheckValues::Auto => CheckValues::Sample.due(n),
+            other => other.due(n),
+        }
+    }
+
+    /// Whether a YCSB workload may run with this mode: YCSB checks every
+    /// value it reads (`auto` means all there).
+    pub fn fits_ycsb(self) -> bool {
+        matches!(self, CheckValues::Auto | CheckValues::All)
     }
 }
 
@@ -294,6 +321,11 @@ mod tests {
         assert_eq!(CheckValues::parse("some"), None);
         let due = |c: CheckValues| (0..640).filter(|&n| c.due(n)).count();
         assert_eq!(due(CheckValues::All), 640);
+        assert_eq!(due(CheckValues::Auto), 640);
+        let in_order = |c: CheckValues| (0..640).filter(|&n| c.due_in_order(n)).count();
+        assert_eq!(in_order(CheckValues::Auto), 10);
+        assert_eq!(in_order(CheckValues::All), 640);
+        assert_eq!(in_order(CheckValues::None), 0);
         assert_eq!(due(CheckValues::Sample), 10);
         assert_eq!(due(CheckValues::None), 0);
     }
