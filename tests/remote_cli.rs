@@ -326,7 +326,30 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
             "{own}: {b}"
         );
     }
+    // DAS, the reference: the initiator's share and the device's, summing
+    // to its mean.
+    let b = &r["extra"]["remote"]["breakdown"]["das"];
+    assert_eq!(b["requests"], 270, "das: {b} {}", r["warnings"]);
+    let (ini, dev) = (
+        b["initiator_ns"].as_f64().unwrap(),
+        b["device_ns"].as_f64().unwrap(),
+    );
+    let lat = b["latency_ns"].as_f64().unwrap();
+    assert!(dev > 0.0 && (ini + dev - lat).abs() < 1.0, "das: {b}");
+    assert!(b.get("fabric_out_ns").unwrap().as_f64() == Some(0.0), "{b}");
+    // Targets other than iolab's own: the initiator's share and the rest.
+    let all = r["extra"]["remote"]["breakdown"].as_object().unwrap();
+    assert_eq!(all.len(), ntransports, "{:?}", all.keys());
+    for (label, b) in all.iter().filter(|(_, b)| b.get("unstamped_ns").is_some()) {
+        let rest = b["unstamped_ns"].as_f64().unwrap();
+        let sum = b["initiator_ns"].as_f64().unwrap() + rest;
+        let lat = b["latency_ns"].as_f64().unwrap();
+        assert!(rest > 0.0 && (sum - lat).abs() < 1.0, "{label}: {b}");
+    }
+    let unstamped = all.values().filter(|b| b.get("unstamped_ns").is_some());
+    assert_eq!(unstamped.count(), ntransports - 3, "{:?}", all);
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(html.contains("Unloaded latency breakdown, DAS as the reference"));
     for title in [
         "Local vs remote",
         "CPU per I/O, initiator and target",

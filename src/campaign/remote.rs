@@ -242,6 +242,15 @@ impl TransportPasses<'_> {
             EngineKind::IoUring,
             label,
         )?;
+        let spec = breakdown_spec(self.plan, self.local.size, self.a.seed);
+        unstamped_breakdown(
+            &mut self.driver,
+            spec,
+            self.local,
+            EngineKind::IoUring,
+            label,
+            true,
+        );
         database(
             &mut self.driver,
             self.plan,
@@ -285,20 +294,15 @@ impl TransportPasses<'_> {
         }
         load_latency(driver, plan, &remote, t.engine(), label)?;
         driver.set_peers(None);
-        if let (Some(stamps), Some(_)) = (&stamps, &remote.remote) {
-            if !interrupt::stop_requested() {
-                let spec = BreakdownSpec {
-                    requests: plan.breakdown,
-                    warmup: (plan.breakdown / 10).max(1),
-                    block: plan.jobs[0].bs[0].0 as u32,
-                    span: self.local.size,
-                    seed,
-                };
+        let spec = breakdown_spec(plan, self.local.size, seed);
+        match (&stamps, spec) {
+            (Some(stamps), Some(spec)) if remote.remote.is_some() => {
                 match breakdown::measure(&remote, &spec, stamps) {
                     Ok(b) => record_breakdown(driver.results_mut(), label, &b),
                     Err(e) => driver.warn(format!("breakdown over {label}: {e:#}")),
                 }
             }
+            _ => unstamped_breakdown(driver, spec, &remote, t.engine(), label, false),
         }
         let source = if matches!(t, Transport::IolabNvme { .. }) {
             Source::Nvme(&server.url)
@@ -350,6 +354,8 @@ fn kernel_transport(
     }
     load_latency(driver, plan, &k.target, t.engine(), &label)?;
     driver.set_peers(None);
+    let spec = breakdown_spec(plan, local.size, a.seed);
+    unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
     let device = k.device().to_path_buf();
     database(
         driver,
@@ -360,6 +366,37 @@ fn kernel_transport(
         &a.target,
         a.seed,
     )
+}
+
+/// The breakdown's job (`--breakdown N` requests; none with 0 or after a
+/// stop): QD1 random reads of the plan's first block size over `span`.
+fn breakdown_spec(plan: &RemotePlan, span: u64, seed: u64) -> Option<BreakdownSpec> {
+    (plan.breakdown > 0 && !interrupt::stop_requested()).then(|| BreakdownSpec {
+        requests: plan.breakdown,
+        warmup: (plan.breakdown / 10).max(1),
+        block: plan.jobs[0].bs[0].0 as u32,
+        span,
+        seed,
+    })
+}
+
+/// The breakdown from the initiator's stamps alone (DAS, `local`, and the
+/// targets that keep no stamps), recorded under `label` or warned about.
+fn unstamped_breakdown(
+    driver: &mut Driver,
+    spec: Option<BreakdownSpec>,
+    target: &Target,
+    engine: EngineKind,
+    label: &str,
+    local: bool,
+) {
+    let Some(spec) = spec else {
+        return;
+    };
+    match breakdown::measure_from_initiator(target, &spec, engine, local) {
+        Ok(b) => record_breakdown(driver.results_mut(), label, &b),
+        Err(e) => driver.warn(format!("breakdown over {label}: {e:#}")),
+    }
 }
 
 /// The database runs on transport `t`'s volume, when `--db` asks for them.

@@ -201,9 +201,139 @@ fn measure_once(
     }
 }
 
+/// The breakdown from the initiator's stamps alone, over a transport
+/// whose target keeps none (tgtd, qemu-nbd, the kernel's path) or on the
+/// local disk (DAS, the reference): `spec.requests` QD1 random reads on
+/// `engine`. With the engine's own stamps (taken, reply received) the
+/// initiator's share is its user space and the rest one unstamped stage;
+/// without them (local engines) the initiator's share is due to submitted
+/// and the rest is the device's (`local`) or unstamped.
+pub fn measure_from_initiator(
+    target: &Target,
+    spec: &BreakdownSpec,
+    engine: EngineKind,
+    local: bool,
+) -> anyhow::Result<Breakdown> {
+    let opts = RunOptions {
+        record_requests: Some(spec.requests + 16),
+        ..RunOptions::default()
+    };
+    let out = crate::runner::job::run_job(&job(spec, engine), target, &opts)?;
+    let records: Vec<&RequestRecord> = out
+        .request_logs
+        .iter()
+        .flat_map(|l| l.records.iter())
+        .collect();
+    let mut b = from_initiator(&records, spec.warmup, local).with_context(|| {
+        format!(
+            "the {} engine logged {} requests, {} wanted after {} of warm-up",
+            engine.name(),
+            records.len(),
+            spec.requests.saturating_sub(spec.warmup),
+            spec.warmup
+        )
+    })?;
+    b.point_mean_ns = out.point.main_lat().map(|l| l.mean_ns);
+    Ok(b)
+}
+
+/// Mean stages of `records` after `skip` of warm-up (see
+/// `measure_from_initiator`); None when none is left or a stamp is out
+/// of order.
+fn from_initiator(records: &[&RequestRecord], skip: usize, local: bool) -> Option<Breakdown> {
+    let mut sum = [0f64; 3];
+    let mut n = 0u64;
+    for r in records.iter().skip(skip) {
+        let (mine, rest) = if r.t_engine_taken > 0 && r.t_engine_received > 0 {
+            let ordered = r.t_prep <= r.t_engine_taken
+                && r.t_engine_taken <= r.t_engine_received
+                && r.t_engine_received <= r.t_reaped;
+            if !ordered {
+                return None;
+            }
+            (
+                (r.t_engine_taken - r.t_prep) + (r.t_reaped - r.t_engine_received),
+                r.t_engine_received - r.t_engine_taken,
+            )
+        } else {
+            if !(r.t_prep <= r.t_submitted && r.t_submitted <= r.t_reaped) {
+                return None;
+            }
+            (r.t_submitted - r.t_prep, r.t_reaped - r.t_submitted)
+        };
+        sum[0] += mine as f64;
+        sum[1] += rest as f64;
+        sum[2] += (r.t_reaped - r.t_prep) as f64;
+        n += 1;
+    }
+    if n == 0 {
+        return None;
+    }
+    let mean = |v: f64| v / n as f64;
+    let (device_ns, unstamped_ns) = if local {
+        (mean(sum[1]), 0.0)
+    } else {
+        (0.0, mean(sum[1]))
+    };
+    Some(Breakdown {
+        requests: n,
+        initiator_ns: mean(sum[0]),
+        device_ns,
+        unstamped_ns,
+        latency_ns: mean(sum[2]),
+        ..Breakdown::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(prep: u64, submitted: u64, engine: Option<(u64, u64)>, reaped: u64) -> RequestRecord {
+        let (taken, received) = engine.unwrap_or((0, 0));
+        RequestRecord {
+            op: crate::engine::OpKind::Read,
+            offset: 0,
+            len: 4096,
+            t_prep: prep,
+            t_submitted: submitted,
+            t_reaped: reaped,
+            tid: 1,
+            t_engine_taken: taken,
+            t_engine_received: received,
+        }
+    }
+
+    #[test]
+    fn the_initiators_stamps_alone_split_a_request_in_two() {
+        // A local engine: due 0, submitted 2, reaped 12 (and 10 more).
+        let local = [record(0, 2, None, 12), record(20, 21, None, 30)];
+        let refs: Vec<&RequestRecord> = local.iter().collect();
+        let b = from_initiator(&refs, 0, true).unwrap();
+        assert_eq!(
+            (b.initiator_ns, b.device_ns, b.latency_ns),
+            (1.5, 9.5, 11.0)
+        );
+        assert_eq!(b.stages(), vec![("initiator", 1.5), ("device", 9.5)]);
+        // The nbd engine over a target without stamps; one warm-up request.
+        let nbd = [
+            record(0, 0, Some((1, 50)), 52),
+            record(100, 100, Some((103, 140)), 141),
+        ];
+        let refs: Vec<&RequestRecord> = nbd.iter().collect();
+        let b = from_initiator(&refs, 1, false).unwrap();
+        assert_eq!(
+            (b.initiator_ns, b.unstamped_ns, b.latency_ns),
+            (4.0, 37.0, 41.0)
+        );
+        assert_eq!(b.stages().len(), 2);
+        let total: f64 = b.stages().iter().map(|s| s.1).sum();
+        assert_eq!(total, b.latency_ns);
+        // Out of order, or nothing after the warm-up: no breakdown.
+        let bad = [record(10, 5, None, 12)];
+        assert!(from_initiator(&[&bad[0]], 0, true).is_none());
+        assert!(from_initiator(&refs, 2, false).is_none());
+    }
 
     #[test]
     fn the_first_request_is_found_among_the_targets_stamps() {

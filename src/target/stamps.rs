@@ -127,6 +127,10 @@ pub struct Breakdown {
     pub device_ns: f64,
     /// The target's send, TCP and the link, the initiator's wake-up and receive.
     pub fabric_back_ns: f64,
+    /// Fabric, target and device together, over a target that keeps no
+    /// stamps (a server other than iolab's own); 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unstamped_ns: f64,
     /// Mean latency measured by the initiator (issue to done).
     pub latency_ns: f64,
     /// The mean latency of the job the requests came from, as its point
@@ -135,15 +139,46 @@ pub struct Breakdown {
     pub point_mean_ns: Option<f64>,
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// The stages in the order of a request's life, each with its name.
+pub const STAGES: [&str; 6] = [
+    "initiator",
+    "fabric out",
+    "target",
+    "device",
+    "fabric back",
+    "fabric, target and device (no target stamps)",
+];
+
 impl Breakdown {
-    pub fn stages(&self) -> [(&'static str, f64); 5] {
-        [
-            ("initiator", self.initiator_ns),
-            ("fabric out", self.fabric_out_ns),
-            ("target", self.target_ns),
-            ("device", self.device_ns),
-            ("fabric back", self.fabric_back_ns),
-        ]
+    /// Every stage of `STAGES` with its mean.
+    pub fn all_stages(&self) -> [(&'static str, f64); 6] {
+        let v = [
+            self.initiator_ns,
+            self.fabric_out_ns,
+            self.target_ns,
+            self.device_ns,
+            self.fabric_back_ns,
+            self.unstamped_ns,
+        ];
+        std::array::from_fn(|i| (STAGES[i], v[i]))
+    }
+
+    /// The stages this breakdown measured: over iolab's own target the five
+    /// stamped ones; over another target the initiator and the rest; on
+    /// the local disk (DAS, the reference) the initiator and the device.
+    pub fn stages(&self) -> Vec<(&'static str, f64)> {
+        let all = self.all_stages();
+        if self.unstamped_ns > 0.0 {
+            vec![all[0], all[5]]
+        } else if self.fabric_out_ns == 0.0 && self.target_ns == 0.0 && self.fabric_back_ns == 0.0 {
+            vec![all[0], all[3]]
+        } else {
+            all[..5].to_vec()
+        }
     }
 }
 
@@ -187,6 +222,7 @@ pub fn join(ini: &[InitiatorStamp], tgt: &[TargetStamp], skip: usize) -> Option<
         target_ns: sum[2] / n,
         device_ns: sum[3] / n,
         fabric_back_ns: sum[4] / n,
+        unstamped_ns: 0.0,
         latency_ns: sum[5] / n,
         point_mean_ns: None,
     })

@@ -1,7 +1,7 @@
 //! The "local vs remote" section (`iolab remote`): IOPS of every transport
 //! normalized to DAS per workload, mean latency likewise, CPU per I/O on
-//! the initiator and the target, and the unloaded latency breakdown over
-//! iolab's own target. Everything is drawn from `analysis.remote` and
+//! the initiator and the target, and the unloaded latency breakdown of
+//! each transport with DAS as the reference. Everything is drawn from `analysis.remote` and
 //! `extra.remote.breakdown`; nothing is derived here.
 
 use super::{Section, Table};
@@ -9,7 +9,7 @@ use crate::analysis::remote::RemoteRow;
 use crate::report::fmt;
 use crate::report::svg::{self, BarChart};
 use crate::results::Results;
-use crate::target::stamps::Breakdown;
+use crate::target::stamps::{Breakdown, STAGES};
 
 fn rows(r: &Results) -> &[RemoteRow] {
     &r.analysis.remote
@@ -190,15 +190,27 @@ pub fn cpu_per_io(r: &Results) -> Option<Section> {
     })
 }
 
-/// The unloaded latency breakdown (QD1 over iolab's target), stacked.
+/// The unloaded latency breakdown (QD1) per transport, stacked, DAS first.
+fn stage_index(name: &str) -> usize {
+    STAGES.iter().position(|s| *s == name).unwrap_or(0)
+}
+
 pub fn breakdown(r: &Results) -> Option<Section> {
     let b = r.extra.get("remote")?.get("breakdown")?.as_object()?;
     let parsed: Vec<(String, Breakdown)> = b
         .iter()
         .filter_map(|(k, v)| Some((k.clone(), serde_json::from_value(v.clone()).ok()?)))
         .collect();
-    let first = parsed.first()?;
-    let stage_names: Vec<&str> = first.1.stages().iter().map(|s| s.0).collect();
+    parsed.first()?;
+    // Every stage some transport measured, in the order of a request's life.
+    let stage_names: Vec<&str> = STAGES
+        .into_iter()
+        .filter(|name| {
+            parsed
+                .iter()
+                .any(|(_, b)| b.stages().iter().any(|s| s.0 == *name))
+        })
+        .collect();
     let mut table = Table::new(&["transport", "stage", "mean", "share"]);
     for (t, b) in &parsed {
         for (name, v) in b.stages() {
@@ -218,20 +230,22 @@ pub fn breakdown(r: &Results) -> Option<Section> {
     }
     let stacks = stage_names
         .iter()
-        .enumerate()
-        .map(|(i, name)| {
+        .map(|name| {
             (
                 name.to_string(),
-                parsed.iter().map(|(_, b)| b.stages()[i].1).collect(),
+                parsed
+                    .iter()
+                    .map(|(_, b)| b.all_stages()[stage_index(name)].1)
+                    .collect(),
             )
         })
         .collect();
     Some(Section {
         id: "remote-breakdown".into(),
         title: "Where the time of a remote request goes".into(),
-        note: "Queue depth 1 random reads of iolab's nbd engine over iolab's own NBD target, stamped by the initiator (due, taken by the engine, reply received, reaped) and by the target (arrival, device submit, device completion, reply send) with the same CLOCK_MONOTONIC, joined request by request. Fabric includes the system calls, TCP and the wake-up of the side that receives; the stages add up to the measured mean.".into(),
+        note: "Queue depth 1 random reads on each transport, DAS (the local disk through io_uring) first as the reference. Over iolab's own targets the initiator (due, taken by the engine, reply received, reaped) and the target (arrival, device submit, device completion, reply send) stamp each request with the same CLOCK_MONOTONIC, joined request by request; fabric includes the system calls, TCP and the wake-up of the side that receives. Over other targets (tgtd, qemu-nbd, the kernel's path) only the initiator stamps: fabric, target and device stay one stage. On DAS and over targets without stamps the initiator's share runs from due to the return of the submit call (with a kernel engine it includes the kernel's submission path), and the rest is the device's (DAS) or fabric, target and device together. The stages add up to each transport's measured mean.".into(),
         svgs: vec![svg::bar_chart(&BarChart {
-            title: "Unloaded latency breakdown".into(),
+            title: "Unloaded latency breakdown, DAS as the reference".into(),
             y_title: "time per request (stacked stages)".into(),
             y_fmt: fmt::ns,
             categories: parsed.iter().map(|(t, _)| t.clone()).collect(),
