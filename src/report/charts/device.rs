@@ -574,7 +574,7 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
         ));
         svgs.push(svg::line_chart(&LineChart {
             title: if groups.len() > 1 {
-                format!("Load-latency curve: {group}")
+                format!("Load-latency curve: {}", transport_first(&group))
             } else {
                 "Load-latency curve".to_string()
             },
@@ -598,6 +598,18 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
     })
 }
 
+/// A group's label with its transport first ("nbd-iolab, arrival=poisson
+/// ..."), so a title cut for width still says which transport it is.
+fn transport_first(group: &str) -> String {
+    let (transport, rest): (Vec<&str>, Vec<&str>) = group
+        .split(' ')
+        .partition(|kv| kv.starts_with("transport="));
+    match transport.first() {
+        Some(t) => format!("{}, {}", &t["transport=".len()..], rest.join(" ")),
+        None => group.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::gapless;
@@ -608,5 +620,14 @@ mod tests {
         assert!(gapless([1.0, 4.0, 16.0].into_iter(), &all));
         assert!(!gapless([1.0, 64.0].into_iter(), &all));
         assert!(gapless([64.0, 16.0].into_iter(), &all));
+    }
+
+    #[test]
+    fn a_load_latency_title_names_the_transport_first() {
+        assert_eq!(
+            super::transport_first("arrival=poisson bs=4k qd=8 transport=nbd-iolab"),
+            "nbd-iolab, arrival=poisson bs=4k qd=8"
+        );
+        assert_eq!(super::transport_first("bs=4k qd=8"), "bs=4k qd=8");
     }
 }

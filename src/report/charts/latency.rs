@@ -105,7 +105,11 @@ pub fn short_label(p: &Point) -> String {
     // rounds) would read alike: name the setup and the round.
     match crate::analysis::media::pass_of(p) {
         Some(id) if !job.starts_with(&id.setup) => format!("{} r{}: {job}", id.setup, id.round),
-        _ => job,
+        // `iolab remote`'s points: the same jobs over every transport.
+        _ => match p.params.get("transport") {
+            Some(t) if !job.starts_with(t.as_str()) => format!("{t}: {job}"),
+            _ => job,
+        },
     }
 }
 
