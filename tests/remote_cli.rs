@@ -350,6 +350,8 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     assert_eq!(unstamped.count(), ntransports - 3, "{:?}", all);
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
     assert!(html.contains("Unloaded latency breakdown, DAS as the reference"));
+    // No --db: the report says the database runs exist and how to ask.
+    assert!(html.contains("Not run: without --db"));
     for title in [
         "Local vs remote",
         "CPU per I/O, initiator and target",
@@ -455,6 +457,7 @@ fn a_database_on_the_local_and_the_remote_volume() {
     }
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
     assert!(html.contains("A database on the remote volume"));
+    assert!(!html.contains("Not run: without --db"));
     assert!(html.contains("Read latency CDF, 4 KiB values"));
     assert_nothing_left(pid, data.path(), state.path());
 }

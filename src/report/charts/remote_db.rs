@@ -40,6 +40,20 @@ fn value_size(v: u64) -> String {
     }
 }
 
+/// A remote run without `--db`: say that the database runs exist and how
+/// to ask for them.
+fn not_run() -> Section {
+    let mut table = Table::new(&["to run it"]);
+    table.rows.push(vec!["iolab remote ... --db 800,4k".into()]);
+    Section {
+        id: "remote-db".into(),
+        title: "A database on the remote volume".into(),
+        note: "Not run: without --db, iolab remote measures block I/O only. With --db SIZES it also runs RocksDB (db_bench's fillseq, then readrandomwriterandom, per value size) on ext4 over every transport's volume and on the local file, and draws its throughput relative to DAS and its read latency CDF per volume here.".into(),
+        svgs: Vec::new(),
+        table,
+    }
+}
+
 /// A latency CDF as a line (at most ~150 points): `what` names the
 /// requests in the hover text ("reads").
 pub fn cdf_series(label: &str, color: usize, h: &LatencyHistogram, what: &str) -> Series {
@@ -98,7 +112,7 @@ fn read_cdf(r: &Results, rows: &[DbRow], size: u64) -> Option<String> {
 pub fn database(r: &Results) -> Option<Section> {
     let rows = &r.analysis.remote_db;
     if rows.is_empty() {
-        return None;
+        return r.extra.get("remote").map(|_| not_run());
     }
     let (sizes, transports) = axes(rows);
     let mut table = Table::new(&[
