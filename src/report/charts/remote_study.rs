@@ -3,7 +3,7 @@
 //! read/write mix at each depth), the initiator's and the target's CPU as
 //! utilization (percent of one CPU: CPU per I/O times IOPS), and the
 //! load-latency curves (the open-loop rates and the closed-loop maximum)
-//! of every transport in one chart, mean and p99.
+//! of every transport in one chart, mean and p99, and their p95 in another.
 
 use super::{Section, Table};
 use crate::report::fmt;
@@ -15,8 +15,8 @@ fn utilization(us_per_io: Option<f64>, iops: f64) -> Option<f64> {
     us_per_io.map(|u| u * iops / 1e4)
 }
 
-/// A transport's load-latency points: (IOPS, mean ns, p99 ns), by IOPS.
-type Curve = (String, Vec<(f64, f64, f64)>);
+/// A transport's load-latency points: (IOPS, [mean, p95, p99] ns), by IOPS.
+type Curve = (String, Vec<(f64, [f64; 3])>);
 
 /// Each transport's curve, in the order the transports ran.
 fn curves(r: &Results) -> Vec<Curve> {
@@ -26,10 +26,10 @@ fn curves(r: &Results) -> Vec<Curve> {
         let (Some(t), Some(l)) = (p.params.get("transport"), p.main_lat()) else {
             continue;
         };
-        let Some(p99) = l.percentile(99.0) else {
+        let (Some(p95), Some(p99)) = (l.percentile(95.0), l.percentile(99.0)) else {
             continue;
         };
-        let point = (p.total.iops, l.mean_ns, p99 as f64);
+        let point = (p.total.iops, [l.mean_ns, p95 as f64, p99 as f64]);
         match out.iter_mut().find(|(n, _)| n == t) {
             Some((_, v)) => v.push(point),
             None => out.push((t.clone(), vec![point])),
@@ -41,31 +41,34 @@ fn curves(r: &Results) -> Vec<Curve> {
     out
 }
 
-fn load_latency_chart(curves: &[Curve]) -> String {
+/// One chart of every transport's curves: each of `stats` (an index into
+/// the curve's [mean, p95, p99] and its name), the first solid, the second
+/// dashed.
+fn load_latency_chart(curves: &[Curve], title: &str, stats: &[(usize, &str)]) -> String {
     let mut series = Vec::new();
     for (i, (t, pts)) in curves.iter().enumerate() {
-        for (p99, pick) in [(false, 1usize), (true, 2usize)] {
+        for (k, &(pick, name)) in stats.iter().enumerate() {
             series.push(Series {
-                label: format!("{t} {}", if p99 { "p99" } else { "mean" }),
+                label: format!("{t} {name}"),
                 points: pts
                     .iter()
                     .map(|q| {
-                        let y = if pick == 1 { q.1 } else { q.2 };
+                        let y = q.1[pick];
                         (
                             q.0,
                             y,
-                            format!("{t}: {} IOPS, {}", fmt::count(q.0), fmt::ns(y)),
+                            format!("{t}: {} IOPS, {name} {}", fmt::count(q.0), fmt::ns(y)),
                         )
                     })
                     .collect(),
-                dashed: p99,
+                dashed: k == 1,
                 color: i,
                 line: true,
             });
         }
     }
     svg::line_chart(&LineChart {
-        title: "Load-latency, every transport (solid: mean, dashed: p99)".into(),
+        title: title.into(),
         x: Axis::new("IOPS achieved", Scale::Linear, fmt::count),
         y: Axis::new("latency", Scale::Log, fmt::ns),
         series,
@@ -134,7 +137,16 @@ pub fn study_figures(r: &Results) -> Option<Section> {
     }
     let curves = curves(r);
     if !curves.is_empty() {
-        svgs.push(load_latency_chart(&curves));
+        svgs.push(load_latency_chart(
+            &curves,
+            "Load-latency, every transport (solid: mean, dashed: p99)",
+            &[(0, "mean"), (2, "p99")],
+        ));
+        svgs.push(load_latency_chart(
+            &curves,
+            "Load-latency p95, every transport",
+            &[(1, "p95")],
+        ));
     }
     let mut table = Table::new(&[
         "workload",
@@ -156,7 +168,7 @@ pub fn study_figures(r: &Results) -> Option<Section> {
     Some(Section {
         id: "remote-study".into(),
         title: "Transports side by side (the NVMe-oF study's figures)".into(),
-        note: "Every transport on the same axes: absolute IOPS per workload, the initiator's and the target's CPU as a share of one CPU (CPU time per I/O times IOPS, so a transport that does more I/O in the same CPU shows it), and the load-latency curves (the open-loop rates and the closed-loop maximum of the deepest read job) of all transports in one chart.".into(),
+        note: "Every transport on the same axes: absolute IOPS per workload, the initiator's and the target's CPU as a share of one CPU (CPU time per I/O times IOPS, so a transport that does more I/O in the same CPU shows it), and the load-latency curves (the open-loop rates and the closed-loop maximum of the deepest read job) of all transports in one chart (mean and p99), their p95 in the next.".into(),
         svgs,
         table,
     })
@@ -175,13 +187,16 @@ mod tests {
         let r = Results::read(std::path::Path::new(path)).unwrap();
         let s = study_figures(&r).unwrap();
         assert!(s.svgs.len() >= 3, "{}", s.svgs.len());
-        let ll = s.svgs.last().unwrap();
+        let ll = &s.svgs[s.svgs.len() - 2];
         assert!(ll.contains("Load-latency, every transport"), "{ll}");
+        let p95 = s.svgs.last().unwrap();
+        assert!(p95.contains("Load-latency p95, every transport"), "{p95}");
         for t in ["das", "nbd-iolab", "nvme-tcp-iolab", "nbd-nbdkit-memory"] {
             assert!(
                 ll.contains(&format!("{t} mean")),
                 "{t} missing from the load-latency legend"
             );
+            assert!(p95.contains(&format!("{t} p95")), "{t}: no p95 curve");
             assert!(
                 s.svgs[0].contains(&format!("<title>{t}</title>")),
                 "{t} not in the IOPS legend"
