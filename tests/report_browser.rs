@@ -345,6 +345,67 @@ fn report_in_headless_chromium() {
     );
     check_media(&bin);
     check_timelines(&bin);
+    check_legends(&bin);
+}
+
+/// The legends a reader compares by (issue 31 item 17): in the oltp
+/// report every series has a colour of its own and every user count a
+/// legend entry in full; in the remote report every transport is named in the p95
+/// load-latency chart and the breakdown's categories start with DAS.
+fn check_legends(bin: &Path) {
+    let dom = check_report(
+        bin,
+        "oltp-postgres.json",
+        "oltp-legends.png",
+        &["id=\"oltp-tps\"", "id=\"oltp-nopm\""],
+    );
+    for id in ["oltp-tps", "oltp-nopm"] {
+        let chart = section(&dom, id);
+        // A legend entry is a line of its colour, then its text (the DOM
+        // writes the line as `<line ...></line>`, the source as `<line .../>`).
+        let pieces: Vec<&str> = chart.split("<text").collect();
+        let colours: Vec<&str> = pieces[..pieces.len() - 1]
+            .iter()
+            .filter_map(|p| {
+                let last = p.rsplit_once("<line")?.1;
+                let tag = last
+                    .strip_suffix("></line>")
+                    .or_else(|| last.strip_suffix("/>"))?;
+                let legend_line = tag.contains("stroke-width=\"2\"") && !tag.contains('<');
+                legend_line.then(|| tag.split_once("stroke=\"")?.1.split('"').next())?
+            })
+            .collect();
+        assert!(colours.len() >= 2, "{id}: legend lines {colours:?}");
+        let mut distinct = colours.to_vec();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            colours.len(),
+            "{id}: colours repeat {colours:?}"
+        );
+    }
+    let tps = section(&dom, "oltp-tps");
+    for users in ["1 users", "2 users"] {
+        assert!(
+            tps.contains(&format!("<title>{users}</title>")),
+            "no legend entry for {users}"
+        );
+    }
+    let dom = check_report(
+        bin,
+        "remote-nbd.json",
+        "remote-legends.png",
+        &["Load-latency p95, every transport"],
+    );
+    let study = section(&dom, "remote-study");
+    let p95 = study.split_once("Load-latency p95").unwrap().1;
+    for t in ["das", "nbd-iolab", "nvme-tcp-iolab", "nbd-nbdkit-memory"] {
+        assert!(
+            p95.contains(&format!("{t} p95")),
+            "{t} not in the p95 legend"
+        );
+    }
 }
 
 /// The timelines of a real oltp run on a private PostgreSQL (the load and
