@@ -18,7 +18,7 @@ use scylla::frame::types::Consistency;
 use scylla::response::query_result::QueryResult;
 use scylla::statement::prepared::PreparedStatement;
 
-use super::server_ns::{field_texts, key_text, layout_settings, owned_namespace};
+use super::server_ns::{field_statement, field_texts, key_text, layout_settings, owned_namespace};
 use crate::error::usage;
 use crate::kv::engine::{locked_version, KvEngine, KvSession};
 use crate::kv::props::Props;
@@ -316,17 +316,13 @@ impl KvSession for CqlSession {
     fn update_field(&mut self, key: &[u8], index: usize, value: &[u8]) -> Result<()> {
         let k = key_text(key)?;
         let v = std::str::from_utf8(value).context("field is not text")?;
-        let st = match self.update_one.get(index) {
-            Some(Some(st)) => st.clone(),
-            Some(None) => {
-                let cql = format!("UPDATE usertable SET field{index} = ? WHERE y_id = ?");
-                let mut st = self.c.rt.block_on(self.c.session.prepare(cql.as_str()))?;
-                st.set_consistency(self.write);
-                self.update_one[index] = Some(st.clone());
-                st
-            }
-            None => anyhow::bail!("field{index} is not a column of usertable"),
-        };
+        let (c, write) = (&self.c, self.write);
+        let st = field_statement(&mut self.update_one, index, "field", |i| {
+            let cql = format!("UPDATE usertable SET field{i} = ? WHERE y_id = ?");
+            let mut st = c.rt.block_on(c.session.prepare(cql.as_str()))?;
+            st.set_consistency(write);
+            Ok(st)
+        })?;
         self.execute(&st, (v, k))?;
         Ok(())
     }

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Params, Statement, Value};
 
-use super::server_ns::{field_texts, key_text, layout_settings, owned_namespace};
+use super::server_ns::{field_statement, field_texts, key_text, layout_settings, owned_namespace};
 use crate::kv::engine::{KvEngine, KvSession};
 use crate::servers::{mariadb as maria, Endpoint, Server};
 
@@ -169,17 +169,12 @@ impl KvSession for MariaSession {
     }
     fn update_field(&mut self, key: &[u8], index: usize, value: &[u8]) -> Result<()> {
         let k = key_text(key)?;
-        let st = match self.update_one.get(index) {
-            Some(Some(st)) => st.clone(),
-            Some(None) => {
-                let st = self.c.prep(format!(
-                    "UPDATE usertable SET FIELD{index} = ? WHERE YCSB_KEY = ?"
-                ))?;
-                self.update_one[index] = Some(st.clone());
-                st
-            }
-            None => anyhow::bail!("FIELD{index} is not a column of usertable"),
-        };
+        let c = &mut self.c;
+        let st = field_statement(&mut self.update_one, index, "FIELD", |i| {
+            Ok(c.prep(format!(
+                "UPDATE usertable SET FIELD{i} = ? WHERE YCSB_KEY = ?"
+            ))?)
+        })?;
         self.c.exec_drop(
             &st,
             Params::Positional(vec![Value::Bytes(value.to_vec()), text(k)]),

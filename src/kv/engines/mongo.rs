@@ -15,7 +15,7 @@ use mongodb::bson::{doc, Binary, Document, RawBinaryRef, RawBsonRef, RawDocument
 use mongodb::sync::{Client, Collection};
 
 use super::redis::field_index;
-use super::server_ns::{key_text, layout_settings, owned_namespace};
+use super::server_ns::{field_len, key_text, known_field, layout_settings, owned_namespace};
 use crate::kv::engine::{KvEngine, KvSession};
 use crate::servers::{mongodb as srv, Server};
 
@@ -137,16 +137,6 @@ fn binary(bytes: &[u8]) -> RawBinaryRef<'_> {
     }
 }
 
-/// The length of each of the `fields` equal fields of `record`.
-fn field_len(record: &[u8], fields: usize) -> Result<usize> {
-    anyhow::ensure!(
-        fields > 0 && !record.is_empty() && record.len().is_multiple_of(fields),
-        "a record of {} bytes does not split into {fields} fields",
-        record.len()
-    );
-    Ok(record.len() / fields)
-}
-
 /// A document's `fields` fields placed in index order into `out`. Fields
 /// of unequal length, not binary, missing or unknown leave a record that
 /// fails its check.
@@ -229,10 +219,7 @@ impl KvSession for MongoSession {
         self.set(key, value.chunks(len).enumerate())
     }
     fn update_field(&mut self, key: &[u8], index: usize, value: &[u8]) -> Result<()> {
-        anyhow::ensure!(
-            index < self.fields,
-            "field{index} is not a field of the records"
-        );
+        known_field(index, self.fields, "field")?;
         self.set(key, std::iter::once((index, value)))
     }
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {

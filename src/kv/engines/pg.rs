@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use postgres::types::ToSql;
 use postgres::{Client, Statement};
 
-use super::server_ns::{field_texts, key_text, layout_settings, owned_namespace};
+use super::server_ns::{field_statement, field_texts, key_text, layout_settings, owned_namespace};
 use crate::kv::engine::{KvEngine, KvSession};
 use crate::servers::{postgres as pg, Endpoint, Server};
 
@@ -181,17 +181,12 @@ impl KvSession for PgSession {
     fn update_field(&mut self, key: &[u8], index: usize, value: &[u8]) -> Result<()> {
         let k = key_text(key)?;
         let v = std::str::from_utf8(value).context("field is not text")?;
-        let st = match self.update_one.get(index) {
-            Some(Some(st)) => st.clone(),
-            Some(None) => {
-                let st = self.c.prepare(&format!(
-                    "UPDATE usertable SET field{index} = $1 WHERE ycsb_key = $2"
-                ))?;
-                self.update_one[index] = Some(st.clone());
-                st
-            }
-            None => anyhow::bail!("field{index} is not a column of usertable"),
-        };
+        let c = &mut self.c;
+        let st = field_statement(&mut self.update_one, index, "field", |i| {
+            Ok(c.prepare(&format!(
+                "UPDATE usertable SET field{i} = $1 WHERE ycsb_key = $2"
+            ))?)
+        })?;
         self.c.execute(&st, &[&v, &k])?;
         Ok(())
     }

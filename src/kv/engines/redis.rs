@@ -11,7 +11,7 @@
 use anyhow::{Context, Result};
 
 use super::resp::Resp;
-use super::server_ns::{layout_settings, owned_namespace};
+use super::server_ns::{field_len, known_field, layout_settings, owned_namespace};
 use crate::kv::engine::{KvEngine, KvSession};
 use crate::servers::{redis as srv, Endpoint, Server};
 
@@ -229,16 +229,6 @@ pub(super) fn field_index(name: &[u8]) -> Option<usize> {
     Some(digits.iter().fold(0, |n, d| n * 10 + (d - b'0') as usize))
 }
 
-/// The length of each of the `fields` equal fields of `record`.
-fn field_len(record: &[u8], fields: usize) -> Result<usize> {
-    anyhow::ensure!(
-        fields > 0 && !record.is_empty() && record.len().is_multiple_of(fields),
-        "a record of {} bytes does not split into {fields} fields",
-        record.len()
-    );
-    Ok(record.len() / fields)
-}
-
 impl KvSession for RedisSession {
     fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.update(key, value)?;
@@ -258,10 +248,7 @@ impl KvSession for RedisSession {
         self.hmset(key, value.chunks(len).enumerate())
     }
     fn update_field(&mut self, key: &[u8], index: usize, value: &[u8]) -> Result<()> {
-        anyhow::ensure!(
-            index < self.fields,
-            "field{index} is not a field of the records"
-        );
+        known_field(index, self.fields, "field")?;
         self.hmset(key, std::iter::once((index, value)))
     }
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {

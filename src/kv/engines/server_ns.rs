@@ -45,15 +45,73 @@ pub fn key_text(key: &[u8]) -> anyhow::Result<&str> {
     std::str::from_utf8(key).map_err(|_| anyhow::anyhow!("key is not text: {key:?}"))
 }
 
-/// The `fields` equal fields of a record, as the text servers store.
-pub fn field_texts(record: &[u8], fields: usize) -> anyhow::Result<Vec<&str>> {
+/// The length of each of the `fields` equal fields of `record`.
+pub fn field_len(record: &[u8], fields: usize) -> anyhow::Result<usize> {
     anyhow::ensure!(
-        fields > 0 && record.len().is_multiple_of(fields),
+        fields > 0 && !record.is_empty() && record.len().is_multiple_of(fields),
         "a record of {} bytes does not split into {fields} fields",
         record.len()
     );
+    Ok(record.len() / fields)
+}
+
+/// The `fields` equal fields of a record, as the text servers store.
+pub fn field_texts(record: &[u8], fields: usize) -> anyhow::Result<Vec<&str>> {
     record
-        .chunks(record.len() / fields)
+        .chunks(field_len(record, fields)?)
         .map(|f| std::str::from_utf8(f).map_err(|_| anyhow::anyhow!("field is not text")))
         .collect()
+}
+
+/// `index` checked against the `fields` fields of a record (`name` is the
+/// field as the server calls it).
+pub fn known_field(index: usize, fields: usize, name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        index < fields,
+        "{name}{index} is not a field of the records"
+    );
+    Ok(())
+}
+
+/// The statement that updates field `index` alone, prepared on first use
+/// (`prepare` gets the index) and kept in `cache` (one slot per field).
+pub fn field_statement<S: Clone>(
+    cache: &mut [Option<S>],
+    index: usize,
+    name: &str,
+    prepare: impl FnOnce(usize) -> anyhow::Result<S>,
+) -> anyhow::Result<S> {
+    known_field(index, cache.len(), name)?;
+    if let Some(st) = &cache[index] {
+        return Ok(st.clone());
+    }
+    let st = prepare(index)?;
+    cache[index] = Some(st.clone());
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_field_statement_is_prepared_once_and_only_for_a_field() {
+        let mut cache: Vec<Option<String>> = vec![None; 3];
+        let mut prepared = 0;
+        for _ in 0..2 {
+            let st = field_statement(&mut cache, 2, "field", |i| {
+                prepared += 1;
+                Ok(format!("SET field{i}"))
+            })
+            .unwrap();
+            assert_eq!(st, "SET field2");
+        }
+        assert_eq!(prepared, 1);
+        let e = field_statement(&mut cache, 3, "FIELD", |_| Ok(String::new())).unwrap_err();
+        assert_eq!(e.to_string(), "FIELD3 is not a field of the records");
+        assert_eq!(field_len(b"aabbcc", 3).unwrap(), 2);
+        assert!(field_len(b"aabbc", 3).is_err());
+        assert!(field_len(b"", 3).is_err());
+        assert_eq!(field_texts(b"aabb", 2).unwrap(), ["aa", "bb"]);
+    }
 }
