@@ -207,6 +207,60 @@ props = { recordcount = 300, operationcount = 300 }
     assert!(common::files_in(&a).is_empty() && common::files_in(&b).is_empty());
 }
 
+/// Parts that differ in record count (and threads) are drawn as
+/// throughput against database size, one line per thread count.
+#[test]
+fn a_database_size_sweep_is_drawn_per_thread_count() {
+    let (d, a, _) = common::two_dirs();
+    let plan = d.path().join("p.toml");
+    let part = |name: &str, records: u32, threads: u32| {
+        format!(
+            "[[kv]]\nname = \"{name}\"\nengine = \"rocksdb\"\nworkload = \"c\"\nthreads = {threads}\nprops = {{ recordcount = {records}, operationcount = 600 }}\n"
+        )
+    };
+    let parts = [
+        part("small", 300, 1),
+        part("large", 1200, 1),
+        part("small2", 300, 2),
+    ]
+    .concat();
+    std::fs::write(&plan, parts).unwrap();
+    let json = d.path().join("p.json");
+    let o = iolab(&[
+        "kv",
+        "-t",
+        &s(&a),
+        "--plan",
+        &s(&plan),
+        "--rounds",
+        "2",
+        "--quiet",
+        "-o",
+        &s(&json),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = d.path().join("r.html");
+    let o = iolab(&["report", &s(&json), "-o", &s(&html)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page.find("id=\"kv-size\"").expect("a size chart");
+    let section = &page[at..at + page[at..].find("</section>").unwrap()];
+    // threads=1 at 300 and 1200 records, threads=2 at 300; two rounds each.
+    for (line, records) in [("threads=1", 300), ("threads=1", 1200), ("threads=2", 300)] {
+        assert!(
+            section.contains(&format!("<td>{line}</td><td>{records}</td>")),
+            "{line} {records}: {section}"
+        );
+    }
+    assert_eq!(
+        section.matches("<td>2</td></tr>").count(),
+        3,
+        "2 rounds each: {}",
+        &section[section.find("<tbody>").unwrap_or(0)..]
+    );
+    assert!(section.contains("<title>threads=2</title>"));
+}
+
 #[test]
 fn bad_input_is_refused_naming_the_field_before_anything_runs() {
     let (d, a, b) = common::two_dirs();

@@ -99,7 +99,14 @@ fn ycsb_on_each_server_checks_every_record_and_leaves_nothing() {
         let before = server_pids();
         let (dir, out, state) = (server_dir(), common::workdir(), common::workdir());
         let json = out.path().join("r.json");
+        // A server setting a part changed is named in its points.
+        let set: &[&str] = if kind.name() == "redis" {
+            &["--server-set", "hz=20"]
+        } else {
+            &[]
+        };
         let o = kv_cmd(kind, dir.path(), state.path(), &["a,e", "--threads", "2"])
+            .args(set)
             .args(["-p", "recordcount=300", "-p", "operationcount=400", "-o"])
             .arg(&json)
             .output()
@@ -116,6 +123,9 @@ fn ycsb_on_each_server_checks_every_record_and_leaves_nothing() {
             ["ycsb-a.load", "ycsb-a.run", "ycsb-e.load", "ycsb-e.run"]
         );
         for p in points {
+            if !set.is_empty() {
+                assert_eq!(p["params"]["server.hz"], "20", "{}", p["params"]);
+            }
             let v = &p["verify"];
             assert_eq!(v["mismatches"], 0, "{}: {v}", p["name"]);
             if p["name"].as_str().unwrap().ends_with(".run") {

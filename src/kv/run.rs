@@ -415,6 +415,12 @@ fn name_phase_settings(
     if let Some(l) = plan.place.memory_limit {
         params.insert("memory_limit".into(), l.to_string());
     }
+    // A private server's `--server-set` settings: what a part changed.
+    if plan.server.url.is_none() {
+        for (k, v) in &plan.server.settings.set {
+            params.insert(format!("server.{k}"), v.clone());
+        }
+    }
 }
 
 /// The warning for chain steps that ran after the last phase (no point

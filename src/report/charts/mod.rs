@@ -6,6 +6,7 @@
 pub mod device;
 pub mod hosts;
 pub mod kv;
+pub mod kv_size;
 pub mod latency;
 pub mod media;
 pub mod oltp;
@@ -69,6 +70,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(media::media(r));
     out.extend(media::media_latency(r));
     out.extend(kv::kv(r));
+    out.extend(kv_size::size_sweep(r));
     out.extend(oltp::oltp(r));
     out.extend(timeline::timelines(r));
     out.extend(other::breakdown(r));
