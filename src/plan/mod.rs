@@ -9,5 +9,6 @@ pub mod options;
 pub mod parse;
 pub mod planfile;
 pub mod profile;
+pub mod run_plan;
 pub mod steady;
 pub mod sweep;

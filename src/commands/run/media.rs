@@ -18,7 +18,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::plan::{StepKind, MIB};
 use super::steps::StepRunner;
 use super::{
     budgeted_plan, check_outputs, choose_engine, driver, finish, kv, parse_options, plan_jobs,
@@ -34,6 +33,7 @@ use crate::error::usage;
 use crate::interrupt;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
+use crate::plan::run_plan::{StepKind, MIB};
 use crate::report::observer::Terminal;
 use crate::results::{time, Results};
 use crate::testbed::media::{MediaKind, Medium};

@@ -27,11 +27,11 @@ use crate::session::{Driver, ResultsSink};
 pub mod breakdown;
 pub mod kv;
 pub mod media;
-pub mod plan;
 mod steps;
 
 use steps::StepRunner;
 
+use crate::plan::run_plan as plan;
 pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
 use plan::{StepKind, MIB};
 

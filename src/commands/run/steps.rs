@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::plan::{self, Step, StepKind};
 use super::{breakdown, job_ns, kv};
 use crate::campaign::Pass as PassTag;
 use crate::cli::run::RunArgs;
@@ -21,6 +20,7 @@ use crate::dut::Target;
 use crate::engine::EngineKind;
 use crate::interrupt;
 use crate::plan::job::JobSpec;
+use crate::plan::run_plan::{self as plan, Step, StepKind};
 use crate::results::{Point, Results};
 use crate::session::{Driver, Tags};
 
