@@ -1,194 +1,152 @@
-//! `iolab device`'s arguments -> experiments: sweep axes, the base job,
-//! plan-file settings applied onto the flags, the experiment modes (plain,
-//! rates, latency target, steady state) and the `--dry-run` listing.
+//! `iolab device`'s flags for the plan layer: `DeviceArgs` copied into
+//! `plan::device_args::DeviceSettings`, plan-file settings applied onto
+//! the flags by clap (`apply_settings`, `apply_flags`, the `[media]`
+//! table), and every experiment of a run (the plan file's, a fio job
+//! file's, or the flags').
 
-use crate::analysis::steady::{Criterion, Metric};
 use crate::cli::device::DeviceArgs;
 use crate::commands::device_fio;
-use crate::engine::fake::FakeScript;
-use crate::engine::{EngineKind, UringOptions};
 use crate::error::{usage, UsageError};
-use crate::plan::experiment::{Experiment, Mode};
-use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
-use crate::plan::parse::{format_ns, parse_cpu_list, parse_duration_ns, parse_size};
-use crate::plan::sweep::{self, Axes, RateAxis};
-use crate::plan::{planfile, profile};
-use crate::runner::steady::SteadyOptions;
+use crate::plan::device_args::{experiment_from_settings, DeviceSettings};
+use crate::plan::experiment::Experiment;
+use crate::plan::job::JobSpec;
+use crate::plan::parse::parse_duration_ns;
+use crate::plan::planfile;
 
-/// Parse a count with optional k/m/g suffix (powers of 1000 would surprise
-/// fio users less than 1024 here? fio uses 1024 for sizes; counts use 1000).
-fn parse_count(field: &str, s: &str) -> anyhow::Result<u64> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1_000),
-        Some('m') => (&t[..t.len() - 1], 1_000_000),
-        Some('g') => (&t[..t.len() - 1], 1_000_000_000),
-        _ => (t.as_str(), 1),
-    };
-    let n: u64 = num.parse().map_err(|_| {
-        usage(
-            field,
-            format!("'{s}' is not a count (examples: 1000, 10k, 2m)"),
-        )
-    })?;
-    n.checked_mul(mult)
-        .ok_or_else(|| usage(field, format!("'{s}' is too large")))
-}
-
-/// The sweep axes the flags describe (lists and ranges).
-pub fn axes_from_args(a: &DeviceArgs) -> anyhow::Result<Axes> {
-    let allow_fake = a.fake_latency.is_some();
-    Ok(Axes {
-        bs: sweep::parse_bs_axis("--bs", &a.bs)?,
-        qd: sweep::parse_u32_axis("--qd", &a.qd, 1, 65_536)?,
-        batch: match &a.batch {
-            Some(b) => sweep::parse_u32_axis("--batch", b, 1, 65_536)?
-                .into_iter()
-                .map(Some)
-                .collect(),
-            None => vec![None],
-        },
-        jobs: sweep::parse_u32_axis("--jobs", &a.jobs, 1, 1024)?,
-        mix: sweep::parse_u32_axis("--mix", &a.mix, 0, 100)?
-            .into_iter()
-            .map(|m| m as u8)
-            .collect(),
-        rw: sweep::parse_rw_axis("--rw", &a.rw)?,
-        engine: match remote_engine(a) {
-            Some(k) if !a.given.iter().any(|g| g == "engine") => vec![k],
-            _ => sweep::parse_engine_axis("--engine", &a.engine, allow_fake)?,
-        },
-    })
-}
-
-/// The engine that speaks a remote target's transport (`nbd://` -> nbd):
-/// the default engine for it.
-fn remote_engine(a: &DeviceArgs) -> Option<EngineKind> {
-    let ep = crate::dut::remote::endpoint_of(a.target.first()?).ok()??;
-    crate::engine::engine_for_transport(ep.transport)
-}
-
-/// The job the flags describe, with the first value of every sweep axis
-/// (before a sweep or profile expands it).
-pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
-    let axes = axes_from_args(a)?;
-    let engine = axes.engine[0];
-    let runtime = a
-        .runtime
-        .as_deref()
-        .map(|r| parse_duration_ns("--runtime", r))
-        .transpose()?;
-    let io_count = a
-        .io_count
-        .as_deref()
-        .map(|c| parse_count("--io-count", c))
-        .transpose()?;
-    let io_bytes = a
-        .io_bytes
-        .as_deref()
-        .map(|b| parse_size("--io-bytes", b))
-        .transpose()?;
-    let default_runtime = if io_count.is_none() && io_bytes.is_none() {
-        Some(10_000_000_000)
-    } else {
-        None
-    };
-    let region = match a.region.as_str() {
-        "shared" => RegionMode::Shared,
-        "split" => RegionMode::Split,
-        other => {
-            return Err(usage(
-                "--region",
-                format!("'{other}' is not shared or split"),
-            ))
-        }
-    };
-    let fake = a
-        .fake_latency
-        .as_deref()
-        .map(|l| -> anyhow::Result<FakeScript> {
-            let lat = l
-                .split(',')
-                .map(|x| parse_duration_ns("--fake-latency", x))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            if lat.contains(&0) {
-                return Err(usage("--fake-latency", "service times must be > 0"));
-            }
-            Ok(FakeScript {
-                latencies_ns: lat,
-                servers: a.fake_servers.max(1),
-                submit_ns: 0,
-            })
-        })
-        .transpose()?;
-    let spec = JobSpec {
-        name: a.name.clone().unwrap_or_default(),
-        pattern: axes.rw[0],
-        mix: axes.mix[0],
-        bs: axes.bs[0].clone(),
-        qd: axes.qd[0],
-        jobs: axes.jobs[0],
+/// The settings the experiments are built from.
+pub fn settings(a: &DeviceArgs) -> DeviceSettings {
+    let DeviceArgs {
+        target,
+        rw,
+        mix,
+        bs,
+        qd,
+        jobs,
         region,
-        cpus: a
-            .cpus
-            .as_deref()
-            .map(|c| parse_cpu_list("--cpus", c))
-            .transpose()?,
+        batch,
+        fsync_every,
+        submit_batch,
+        thinktime,
+        thinktime_blocks,
+        seed,
+        profile,
+        act_scale,
+        name,
         engine,
-        uring: UringOptions {
-            fixed_buffers: a.uring_fixed_buffers,
-            fixed_files: a.uring_fixed_files,
-            sqpoll: a.uring_sqpoll,
-            iopoll: a.uring_iopoll,
-        },
-        direct: !a.buffered && engine != EngineKind::Mmap,
-        stop: StopCondition {
-            runtime_ns: runtime.or(default_runtime),
-            io_count,
-            io_bytes,
-        },
-        ramp_ns: a
-            .ramp
-            .as_deref()
-            .map(|r| parse_duration_ns("--ramp", r))
-            .transpose()?
-            .unwrap_or(0),
-        seed: a.seed,
-        fsync_every: a.fsync_every,
-        submit_batch: a.submit_batch,
-        batch: axes.batch[0],
-        verify: a.verify,
-        size: None,
-        offset: 0,
-        fake,
-        open_loop: None,
-        think: think_time(a)?,
-        hist_log: a.log_dir.is_some(),
-        io_timeout_ns: parse_io_timeout(a.io_timeout.as_deref())?,
-        continue_on_error: a.continue_on_error,
-        large_blocks: None,
-    };
-    if axes.engine.contains(&EngineKind::Mmap) && a.direct {
-        return Err(usage("--direct", "mmap always goes through the page cache"));
+        direct,
+        buffered,
+        uring_fixed_buffers,
+        uring_fixed_files,
+        uring_sqpoll,
+        uring_iopoll,
+        cpus,
+        io_timeout,
+        runtime,
+        io_count,
+        io_bytes,
+        budget,
+        ramp,
+        rate,
+        arrival,
+        knee_factor,
+        latency_target,
+        percentile,
+        steady_state,
+        steady_criterion,
+        steady_limit,
+        steady_window,
+        max_rounds,
+        precondition,
+        purge,
+        verify,
+        continue_on_error,
+        log_dir,
+        fake_latency,
+        fake_servers,
+        given,
+        size: _,
+        overwrite: _,
+        destroy_data: _,
+        keep: _,
+        media: _,
+        hosts: _,
+        plan: _,
+        fio_job: _,
+        clock: _,
+        json: _,
+        force: _,
+        quiet: _,
+        status_interval: _,
+        dry_run: _,
+        export: _,
+        breakdown: _,
+        breakdown_buffer_kb: _,
+    } = a.clone();
+    DeviceSettings {
+        target,
+        rw,
+        mix,
+        bs,
+        qd,
+        jobs,
+        region,
+        batch,
+        fsync_every,
+        submit_batch,
+        thinktime,
+        thinktime_blocks,
+        seed,
+        profile,
+        act_scale,
+        name,
+        engine,
+        direct,
+        buffered,
+        uring_fixed_buffers,
+        uring_fixed_files,
+        uring_sqpoll,
+        uring_iopoll,
+        cpus,
+        io_timeout,
+        runtime,
+        io_count,
+        io_bytes,
+        budget,
+        ramp,
+        rate,
+        arrival,
+        knee_factor,
+        latency_target,
+        percentile,
+        steady_state,
+        steady_criterion,
+        steady_limit,
+        steady_window,
+        max_rounds,
+        precondition,
+        purge,
+        verify,
+        continue_on_error,
+        log_dir,
+        fake_latency,
+        fake_servers,
+        given,
     }
-    if a.uring_fixed_buffers || a.uring_fixed_files || a.uring_sqpoll || a.uring_iopoll {
-        if axes.engine.iter().any(|e| *e != EngineKind::IoUring) {
-            return Err(usage(
-                "--uring-*",
-                format!(
-                    "io_uring options need --engine io_uring (not {})",
-                    engine.name()
-                ),
-            ));
-        }
-        if a.uring_iopoll && !spec.direct {
-            return Err(usage(
-                "--uring-iopoll",
-                "completion polling needs O_DIRECT (drop --buffered)",
-            ));
-        }
-    }
-    Ok(spec)
+}
+
+/// The job the flags describe (`plan::device_args::base_spec`).
+pub fn base_spec(a: &DeviceArgs) -> anyhow::Result<JobSpec> {
+    crate::plan::device_args::base_spec(&settings(a))
+}
+
+/// One experiment from the flags.
+pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experiment> {
+    experiment_from_settings(&settings(a), name)
+}
+
+/// The `--dry-run` listing (`plan::device_args::dry_run`).
+pub fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
+    crate::plan::device_args::dry_run(exps, &settings(a))
 }
 
 /// Set the flags a plan-file experiment names. A key is the flag's long
@@ -266,148 +224,6 @@ fn plan_value_error(e: clap::Error) -> anyhow::Error {
         .map(|s| s.to_string())
         .unwrap_or_else(|| e.kind().to_string());
     usage(flag, format!("'{value}' is not valid: {why}"))
-}
-
-/// One experiment from the flags.
-pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experiment> {
-    let base = base_spec(a)?;
-    let budget = a
-        .budget
-        .as_deref()
-        .map(|b| parse_duration_ns("--budget", b))
-        .transpose()?;
-    if budget.is_some() && a.runtime.is_some() {
-        return Err(usage(
-            "--budget",
-            "give --runtime (per point) or --budget (shared), not both",
-        ));
-    }
-    if a.act_scale.is_some() && a.profile.as_deref() != Some("act") {
-        return Err(usage("--act-scale", "applies to --profile act"));
-    }
-    let mut jobs = match &a.profile {
-        Some(p) => {
-            let axes = axes_from_args(a)?;
-            if axes.len() > 1 {
-                return Err(usage(
-                    "--profile",
-                    "a profile sets its own sweep; give single values with it",
-                ));
-            }
-            match p.as_str() {
-                "act" => vec![crate::plan::act::job(
-                    &base,
-                    crate::plan::act::scale(a.act_scale)?,
-                )],
-                _ => profile::expand(p, &base, budget)?,
-            }
-        }
-        None => sweep::expand(&base, &axes_from_args(a)?)?,
-    };
-    for j in &mut jobs {
-        if j.name.is_empty() {
-            j.name = j.default_name();
-        }
-        j.validate()?;
-    }
-    let arrival = Arrival::parse(&a.arrival).ok_or_else(|| {
-        usage(
-            "--arrival",
-            format!("'{}' is not uniform or poisson", a.arrival),
-        )
-    })?;
-    let rates = a
-        .rate
-        .as_deref()
-        .map(|r| sweep::parse_rate_axis("--rate", r))
-        .transpose()?;
-    if rates.is_some() {
-        for j in &jobs {
-            crate::session::with_rate(j, 1000.0, arrival).validate()?;
-        }
-    }
-    if !(a.knee_factor > 1.0 && a.knee_factor.is_finite()) {
-        return Err(usage("--knee-factor", "the factor must be greater than 1"));
-    }
-    let mode = if let Some(t) = &a.latency_target {
-        let target_ns = parse_duration_ns("--latency-target", t)?;
-        if !(a.percentile > 0.0 && a.percentile <= 100.0) {
-            return Err(usage("--percentile", "give a percentile in (0, 100]"));
-        }
-        if target_ns == 0 {
-            return Err(usage("--latency-target", "the target must be > 0"));
-        }
-        if rates.is_none() && jobs.iter().any(|j| j.engine.is_sync() || j.batch.is_some()) {
-            return Err(usage(
-                "--latency-target",
-                "searching the QD needs an async engine without --batch (or add --rate to search the rate)",
-            ));
-        }
-        Mode::LatencyTarget {
-            target_ns,
-            percentile: a.percentile,
-            open_loop: rates.as_ref().map(|_| arrival),
-        }
-    } else if let Some(rates) = rates {
-        Mode::Rates { rates, arrival }
-    } else if let Some(m) = &a.steady_state {
-        let criterion = Criterion::parse(&a.steady_criterion, a.steady_limit)?;
-        if a.steady_window < 2 || a.max_rounds < a.steady_window || a.max_rounds > 1000 {
-            return Err(usage(
-                "--steady-window",
-                "the window needs >= 2 rounds and --max-rounds >= the window (<= 1000)",
-            ));
-        }
-        Mode::Steady(SteadyOptions {
-            metric: Metric::parse(m)?,
-            criterion,
-            window: a.steady_window,
-            max_rounds: a.max_rounds,
-        })
-    } else {
-        Mode::Plain
-    };
-    if a.steady_state.is_some() && !matches!(mode, Mode::Steady(_)) {
-        return Err(usage(
-            "--steady-state",
-            "steady-state rounds cannot be combined with --rate or --latency-target",
-        ));
-    }
-    let precondition = a
-        .precondition
-        .as_deref()
-        .map(|n| {
-            n.parse::<f64>()
-                .ok()
-                .filter(|v| *v > 0.0 && *v <= 100.0)
-                .ok_or_else(|| {
-                    usage(
-                        "--precondition",
-                        format!("'{n}' is not a multiple in (0, 100]"),
-                    )
-                })
-        })
-        .transpose()?;
-    let mut exp = Experiment {
-        name: name.to_string(),
-        jobs,
-        mode,
-        precondition,
-        purge: a.purge,
-        knee_factor: a.knee_factor,
-    };
-    if let Some(b) = budget {
-        if a.profile
-            .as_deref()
-            .is_none_or(|p| !p.starts_with("batched"))
-        {
-            // Rates, searches and rounds run each job several times: share
-            // the budget among the estimated number of points.
-            let runs_per_job = (exp.estimate().0 / exp.jobs.len().max(1)).max(1) as u64;
-            sweep::apply_budget(&mut exp.jobs, b / runs_per_job, 100_000_000)?;
-        }
-    }
-    Ok(exp)
 }
 
 /// Every experiment to run: the plan file's, or the one the flags describe.
@@ -542,142 +358,6 @@ pub fn specs_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<JobSpec>> {
         .collect())
 }
 
-fn mode_text(m: &Mode) -> String {
-    match m {
-        Mode::Plain => String::new(),
-        Mode::Rates { rates, arrival } => match rates {
-            RateAxis::Iops(v) => format!(
-                "open loop ({}) at {} IOPS",
-                arrival.name(),
-                v.iter()
-                    .map(|r| format!("{r:.0}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            RateAxis::PercentOfMax(v) => format!(
-                "closed-loop maximum, then open loop ({}) at {}% of it",
-                arrival.name(),
-                v.iter()
-                    .map(|r| format!("{r:.0}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        },
-        Mode::LatencyTarget {
-            target_ns,
-            percentile,
-            open_loop,
-        } => format!(
-            "largest {} with p{percentile} <= {} (doubling, then bisection)",
-            if open_loop.is_some() { "rate" } else { "QD" },
-            format_ns(*target_ns as f64)
-        ),
-        Mode::Steady(s) => format!(
-            "rounds until steady on {:?} ({:?}, window {}, at most {} rounds)",
-            s.metric, s.criterion, s.window, s.max_rounds
-        ),
-        Mode::Concurrent { reports } => format!(
-            "all {} jobs at once (fio runs the jobs between two stonewalls together), {} point(s)",
-            reports.iter().map(Vec::len).sum::<usize>(),
-            reports.len()
-        ),
-    }
-}
-
-pub fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
-    let (mut points, mut total) = (0usize, 0.0);
-    println!(
-        "plan on {}:",
-        a.target
-            .first()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| ".".into())
-    );
-    for e in exps {
-        let (n, secs) = e.estimate();
-        points += n;
-        total += secs;
-        let title = if e.name.is_empty() {
-            "experiment".to_string()
-        } else {
-            e.name.clone()
-        };
-        println!(
-            "{title}: {} job(s), ~{n} point(s), ~{secs:.0} s",
-            e.jobs.len()
-        );
-        if e.purge {
-            println!("  purge the target");
-        }
-        if let Some(p) = e.precondition {
-            println!("  precondition: {p}x capacity of 128k sequential writes");
-        }
-        let m = mode_text(&e.mode);
-        if !m.is_empty() {
-            println!("  {m}");
-        }
-        for j in &e.jobs {
-            let secs = j.stop.runtime_ns.map(|r| (r + j.ramp_ns) as f64 / 1e9);
-            println!(
-                "  {:<40} rw={} bs={} qd={} jobs={} engine={} direct={} {}{}{}",
-                j.name,
-                j.pattern.name(),
-                j.bs_label(),
-                match j.batch.filter(|&k| k > 0) {
-                    Some(k) => format!("{} (batches of {k}: submit {k}, wait for all)", j.depth()),
-                    None => j.depth().to_string(),
-                },
-                j.jobs,
-                j.engine.name(),
-                j.direct,
-                secs.map(|s| format!("runtime={s:.1}s"))
-                    .unwrap_or_else(|| "until io limit".into()),
-                j.open_loop
-                    .map(|o| format!(" rate={:.0} ({})", o.rate_iops, o.arrival.name()))
-                    .unwrap_or_default(),
-                if j.verify { " verify" } else { "" }
-            );
-        }
-    }
-    println!("{points} point(s); estimated duration: {total:.0} s (plus scratch file layout and preconditioning)");
-}
-
-/// `--thinktime` and `--thinktime-blocks`.
-fn think_time(a: &DeviceArgs) -> anyhow::Result<Option<ThinkTime>> {
-    let Some(t) = a.thinktime.as_deref() else {
-        return Ok(None);
-    };
-    let ns = parse_duration_ns("--thinktime", t)?;
-    if a.thinktime_blocks == 0 {
-        return Err(usage("--thinktime-blocks", "give 1 or more"));
-    }
-    if a.rate.is_some() {
-        return Err(usage(
-            "--thinktime",
-            "an open loop (--rate) already decides when requests start; use one or the other",
-        ));
-    }
-    Ok((ns > 0).then_some(ThinkTime {
-        ns,
-        spin_ns: 0,
-        blocks: a.thinktime_blocks,
-    }))
-}
-
-/// `--io-timeout` (of `device` and `remote`): a positive duration.
-pub fn parse_io_timeout(v: Option<&str>) -> anyhow::Result<Option<u64>> {
-    let Some(t) = v else {
-        return Ok(None);
-    };
-    match parse_duration_ns("--io-timeout", t)? {
-        0 => Err(usage(
-            "--io-timeout",
-            "give a duration above zero, e.g. 30s",
-        )),
-        ns => Ok(Some(ns)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -780,13 +460,5 @@ mod tests {
         assert!(u.message.contains("'steep'"), "{}", u.message);
         let err = apply_settings(&mut a, &set(&[("purge", "maybe")])).unwrap_err();
         assert_eq!(err.downcast::<UsageError>().unwrap().field, "--purge");
-    }
-
-    #[test]
-    fn counts_parse() {
-        assert_eq!(parse_count("--io-count", "10k").unwrap(), 10_000);
-        assert_eq!(parse_count("--io-count", "2M").unwrap(), 2_000_000);
-        assert!(parse_count("--io-count", "x").is_err());
-        assert!(parse_count("--io-count", "99999999999999999999g").is_err());
     }
 }

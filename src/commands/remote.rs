@@ -137,7 +137,7 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         return Err(usage("--runtime", "give at least 100ms"));
     }
     let ramp = parse_duration_ns("--ramp", &a.ramp)?;
-    let io_timeout_ns = crate::commands::device_args::parse_io_timeout(a.io_timeout.as_deref())?;
+    let io_timeout_ns = crate::plan::device_args::parse_io_timeout(a.io_timeout.as_deref())?;
     let size = parse_size("--size", &a.size)?;
     if size < 16 << 20 {
         return Err(usage("--size", "the scratch file needs at least 16m"));
