@@ -15,6 +15,7 @@
 //!   points through a tagging observer (`kv`, `oltp`: `kv.rs`, `oltp.rs`).
 
 pub mod device;
+pub mod device_plan;
 pub mod driver;
 pub mod given;
 pub mod kernel_path;

@@ -28,17 +28,33 @@ use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = super::device_args::with_plan_media(a)?;
-    if super::device_media::is_media_run(&a) {
+    // `--make`, or several `--target`: a media run.
+    if crate::campaign::setups::is_media_run(&a.media, a.target.len()) {
         if a.hosts.hosts.is_some() {
             return Err(usage(
                 "--hosts",
                 "runs one target on every host: not with --make or several --target",
             ));
         }
-        return super::device_media::run(a);
+        let settings = super::device_args::settings(&a);
+        return crate::campaign::device_plan::run(&settings, &a.media, || {
+            experiments_from_args(&a)
+        });
     }
-    super::device_media::refuse_without_media(&a)?;
+    refuse_without_media(&a)?;
     run_on_one_target(a)
+}
+
+/// The flags of media runs mean nothing in a single-target run.
+fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
+    crate::campaign::setups::refuse_without_media(&a.media)?;
+    if a.destroy_data.len() > 1 {
+        return Err(usage(
+            "--destroy-data",
+            "given several times, but there is one --target",
+        ));
+    }
+    Ok(())
 }
 
 /// A run on one target (or none: engines that need no file).

@@ -6,7 +6,6 @@ pub mod device;
 pub mod device_args;
 pub mod device_fio;
 pub mod device_hosts;
-pub mod device_media;
 pub mod kv;
 pub mod kv_args;
 pub mod kv_media;

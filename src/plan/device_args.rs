@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::engine::fake::FakeScript;
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::usage;
+use crate::measure::tsc::ClockChoice;
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
 use crate::plan::parse::{format_ns, parse_cpu_list, parse_duration_ns, parse_size};
@@ -15,12 +16,16 @@ use crate::plan::profile;
 use crate::plan::steady::{Criterion, Metric, SteadyOptions};
 use crate::plan::sweep::{self, Axes, RateAxis};
 
-/// What `iolab device`'s flags (and a plan experiment's settings) say
-/// about its jobs, as given: the fields of `cli::device::DeviceArgs` the
-/// experiments are built from (commands/device_args.rs copies them).
+/// What `iolab device`'s flags (and a plan experiment's settings) say, as
+/// given: `cli::device::DeviceArgs` without its flag groups (media,
+/// hosts), copied by commands/device_args.rs.
 #[derive(Debug, Clone)]
 pub struct DeviceSettings {
     pub target: Vec<PathBuf>,
+    pub size: Option<String>,
+    pub overwrite: bool,
+    pub destroy_data: Vec<PathBuf>,
+    pub keep: bool,
     pub rw: String,
     pub mix: String,
     pub bs: String,
@@ -67,6 +72,17 @@ pub struct DeviceSettings {
     pub log_dir: Option<PathBuf>,
     pub fake_latency: Option<String>,
     pub fake_servers: u32,
+    pub plan: Option<PathBuf>,
+    pub fio_job: Option<PathBuf>,
+    pub clock: ClockChoice,
+    pub json: Option<PathBuf>,
+    pub force: bool,
+    pub quiet: bool,
+    pub status_interval: Option<f64>,
+    pub dry_run: bool,
+    pub export: Option<Vec<String>>,
+    pub breakdown: bool,
+    pub breakdown_buffer_kb: u32,
     pub given: Vec<String>,
 }
 
