@@ -21,6 +21,7 @@ pub mod given;
 pub mod kernel_path;
 pub mod kv;
 pub mod oltp;
+pub mod oltp_plan;
 pub mod overhead;
 pub mod pass;
 pub mod remote;

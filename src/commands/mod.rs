@@ -11,7 +11,6 @@ pub mod kv_args;
 pub mod kv_media;
 pub mod kv_planfile;
 pub mod oltp;
-pub mod oltp_media;
 pub mod remote;
 pub mod report;
 pub mod run;

@@ -160,7 +160,18 @@ fn settings_text(p: &OltpPlan) -> String {
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
     if media_set::is_media_run(&args.media, args.target.len()) {
-        return super::oltp_media::run(args);
+        let media = crate::campaign::oltp_plan::OltpMediaSettings {
+            target: args.target.clone(),
+            size: args.size.clone(),
+            keep: args.keep,
+            db: args.db.clone(),
+            server_url: args.server.server_url.clone(),
+            output: args.output.clone(),
+            force: args.force,
+            quiet: args.quiet,
+            dry_run: args.dry_run,
+        };
+        return crate::campaign::oltp_plan::run(&media, &args.media, || plan(&args));
     }
     media_set::refuse_without_media(&args.media)?;
     if args.size.is_some() {
