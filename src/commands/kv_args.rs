@@ -212,7 +212,7 @@ fn parse_readers(s: &str) -> Result<Vec<usize>> {
 }
 
 /// `--target DIR` (or its older name `--dir`); in a media run (several
-/// `--target`s) the first, which `kv_media` replaces with each target's
+/// `--target`s) the first, which `campaign::kv_plan` replaces with each target's
 /// directory. A number is the old meaning of kv's --target (a rate):
 /// refused with a pointer to --target-ops.
 fn target_dir(a: &KvArgs) -> Result<PathBuf> {

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use crate::cli::kv::KvArgs;
-use crate::error::{usage, UsageError};
+use crate::error::{name_place, usage};
 use crate::plan::planfile::{value_text, PlanFile};
 
 /// Keys a `[[kv]]` table may not hold, and where they belong.
@@ -130,17 +130,10 @@ fn table_props(field: &str, v: &toml::Value) -> anyhow::Result<Vec<String>> {
     }
 }
 
-/// A usage error of a part, named by its place in the file.
-pub fn name_place(place: &str, e: anyhow::Error) -> anyhow::Error {
-    match e.downcast::<UsageError>() {
-        Ok(u) => usage(format!("{place} {}", u.field), u.message),
-        Err(other) => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::UsageError;
     use clap::Parser;
 
     #[derive(Parser)]

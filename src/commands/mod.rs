@@ -8,7 +8,6 @@ pub mod device_fio;
 pub mod device_hosts;
 pub mod kv;
 pub mod kv_args;
-pub mod kv_media;
 pub mod kv_planfile;
 pub mod oltp;
 pub mod remote;
