@@ -1,399 +1,156 @@
-//! `iolab kv` arguments -> a validated `KvPlan`: engine options with their
-//! sizes parsed, YCSB property files and overrides applied, workload names
-//! resolved to phases, reader sweeps expanded.
+//! `iolab kv`'s flags for the kv library: `KvArgs` copied into
+//! `kv::settings::KvSettings`, from which `kv::settings::plan` builds the
+//! validated `KvPlan`.
 
-use crate::cli::kv::{KvArgs, PhaseSel};
-use crate::error::usage;
-use crate::kv::chain::ChainStep;
-use crate::kv::dbbench::{Bench, DbBenchConfig};
-use crate::kv::engine::EngineOptions;
-use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, RawDevice, Step};
-use crate::kv::props::Props;
-use crate::kv::ycsb::YcsbConfig;
-use crate::plan::parse::parse_size;
-use anyhow::Result;
-use std::path::PathBuf;
+use crate::cli::kv::{BenchArgs, EngineArgs, KvArgs, PhaseSel, PlaceArgs};
+use crate::kv::plan::KvPlan;
+use crate::kv::settings::{self, BenchSettings, EngineSettings, KvSettings, PlaceSettings};
 
 /// The plan the arguments describe, validated.
-pub fn plan(a: &KvArgs) -> Result<KvPlan> {
-    // Property files are read once; every workload overlays them.
-    let user = user_props(a)?;
-    let mut plan = KvPlan {
-        engine: a.engine,
-        options: engine_options(a)?,
-        steps: steps(a, &user)?,
-        threads: threads(a, &user)?,
-        target_ops: a.target_ops,
-        bench: DbBenchConfig {
-            num: a.bench.num,
-            key_size: a.bench.key_size,
-            value_size: a.bench.value_size,
-            read_percent: a.bench.readwritepercent,
-            check_values: a.bench.check_values,
+pub fn plan(a: &KvArgs) -> anyhow::Result<KvPlan> {
+    settings::plan(&kv_settings(a))
+}
+
+/// The flags as given.
+pub fn kv_settings(a: &KvArgs) -> KvSettings {
+    let KvArgs {
+        workload,
+        property_files,
+        props,
+        engine,
+        runtime,
+        threads,
+        target_ops,
+        under,
+        seed,
+        status_interval,
+        output,
+        phase,
+        bench,
+        eng,
+        place,
+        server,
+        force: _,
+        quiet: _,
+        dry_run: _,
+        plan: _,
+        media: _,
+        given: _,
+    } = a.clone();
+    KvSettings {
+        workload,
+        property_files,
+        props,
+        engine,
+        runtime,
+        threads,
+        target_ops,
+        under,
+        seed,
+        status_interval,
+        output,
+        phase: match phase {
+            PhaseSel::Load => settings::PhaseSel::Load,
+            PhaseSel::Run => settings::PhaseSel::Run,
+            PhaseSel::Both => settings::PhaseSel::Both,
         },
-        reads: BenchReads {
-            reads: a.bench.reads,
-            writer_rate: a.bench.writer_rate,
-        },
-        place: KvPlace {
-            raw: raw_device(a)?,
-            dir: target_dir(a)?,
-            db: a.place.db.clone(),
-            keep: a.place.keep,
-            memory_limit: a
-                .place
-                .memory_limit
-                .as_deref()
-                .map(|s| parse_size("--memory-limit", s))
-                .transpose()?,
-            drop_caches: a.place.drop_caches,
-            flush_between: a.place.flush_between,
-        },
-        server: server(a, &user)?,
-        under_ns: under(&a.under)?,
-        seed: a.seed,
-        output: a.output.clone(),
-        status_interval_s: a.status_interval,
-        notices: Vec::new(),
-    };
-    plan.notices = crate::kv::props::unused_notices(&user);
-    if a.engine == crate::kv::engine::KvEngineKind::Cassandra {
-        // The cassandra-cql binding's properties this engine reads.
-        plan.notices.retain(|n| {
-            !crate::kv::engines::cassandra::PROPS
-                .iter()
-                .any(|p| n.starts_with(&format!("YCSB property {p}=")))
-        });
+        bench: bench_settings(*bench),
+        eng: engine_settings(*eng),
+        place: place_settings(*place),
+        server: super::server_settings::flags(&server),
     }
-    if plan.status_interval_s.is_none() {
-        plan.status_interval_s = user
-            .get("status.interval")
-            .map(|v| {
-                v.trim().parse::<f64>().map_err(|_| {
-                    usage(
-                        "status.interval",
-                        format!("'{v}' is not a number of seconds"),
-                    )
-                })
-            })
-            .transpose()?;
-    }
-    plan.validate()?;
-    Ok(plan)
 }
 
-/// `--under`: a positive latency.
-fn under(s: &str) -> Result<u64> {
-    let ns = crate::plan::parse::parse_duration_ns("--under", s)?;
-    if ns == 0 {
-        return Err(usage(
-            "--under",
-            "must be a latency above 0 (for example 1ms, 500us)",
-        ));
+fn bench_settings(a: BenchArgs) -> BenchSettings {
+    let BenchArgs {
+        num,
+        key_size,
+        value_size,
+        reads,
+        readers,
+        writer_rate,
+        readwritepercent,
+        check_values,
+    } = a;
+    BenchSettings {
+        num,
+        key_size,
+        value_size,
+        reads,
+        readers,
+        writer_rate,
+        readwritepercent,
+        check_values,
     }
-    Ok(ns)
 }
 
-/// The server of a server engine, its settings checked.
-fn server(a: &KvArgs, user: &Props) -> Result<KvServer> {
-    if a.server.server_url.is_some() {
-        if let Some(flag) = super::server_settings::private_only(&a.server) {
-            return Err(usage(
-                flag,
-                "sets up the private server iolab starts; with --server-url the server is yours to configure",
-            ));
-        }
-    } else if a.engine == crate::kv::engine::KvEngineKind::Mongodb {
-        if let Some(flag) = super::server_settings::private_only(&a.server) {
-            return Err(usage(
-                flag,
-                "sets up a private PostgreSQL, MariaDB or Redis; mongodb's private server is a FerretDB \
-                 (the protocol's test double), which takes none",
-            ));
-        }
+fn engine_settings(a: EngineArgs) -> EngineSettings {
+    let EngineArgs {
+        sync,
+        disable_wal,
+        cache_size,
+        compression,
+        direct_io,
+        mmap,
+        page_size,
+        no_readahead,
+        map_size,
+        write_buffer_size,
+        bytes_per_sync,
+        pipelined_write,
+        background_jobs,
+        wt_table,
+        checkpoint_interval,
+    } = a;
+    EngineSettings {
+        sync,
+        disable_wal,
+        cache_size,
+        compression,
+        direct_io,
+        mmap,
+        page_size,
+        no_readahead,
+        map_size,
+        write_buffer_size,
+        bytes_per_sync,
+        pipelined_write,
+        background_jobs,
+        wt_table,
+        checkpoint_interval,
     }
-    Ok(KvServer {
-        url: a.server.server_url.clone(),
-        settings: super::server_settings::settings(&a.server)?,
-        cql: crate::kv::engines::cassandra::CqlOptions::from_props(user)?,
-    })
 }
 
-/// Engine options from the flags (sizes parsed, the SQLite page size checked).
-pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
-    let a = &a.eng;
-    Ok(EngineOptions {
-        sync: a.sync,
-        wal: !a.disable_wal,
-        cache_size: parse_size("--cache-size", &a.cache_size)?,
-        compression: a.compression,
-        direct_io: a.direct_io,
-        mmap: a.mmap,
-        page_size: match &a.page_size {
-            Some(s) => {
-                let v = parse_size("--page-size", s)?;
-                if !(512..=65536).contains(&v) || !v.is_power_of_two() {
-                    return Err(usage(
-                        "--page-size",
-                        "must be a power of two from 512 to 64k",
-                    ));
-                }
-                Some(v as u32)
-            }
-            None => None,
-        },
-        map_size: {
-            let v = parse_size("--map-size", &a.map_size)?;
-            if v < (1 << 20) || v % 4096 != 0 {
-                return Err(usage(
-                    "--map-size",
-                    "must be a multiple of 4 KiB and at least 1 MiB (LMDB's map is in pages)",
-                ));
-            }
-            v
-        },
-        write_buffer_size: parse_size("--write-buffer-size", &a.write_buffer_size)?,
-        background_jobs: a.background_jobs.max(1),
-        readahead: !a.no_readahead,
-        bytes_per_sync: parse_size("--bytes-per-sync", &a.bytes_per_sync)?,
-        pipelined_write: a.pipelined_write,
-        wt_table: a.wt_table,
-        checkpoint_interval_s: checkpoint_interval(&a.checkpoint_interval)?,
-    })
-}
-
-/// `--checkpoint-interval`: whole seconds, as WiredTiger takes them.
-fn checkpoint_interval(s: &str) -> Result<u32> {
-    const FIELD: &str = "--checkpoint-interval";
-    let ns = crate::plan::parse::parse_duration_ns(FIELD, s)?;
-    if ns % 1_000_000_000 != 0 || ns > 100_000 * 1_000_000_000 {
-        return Err(usage(
-            FIELD,
-            format!("'{s}' is not whole seconds from 0 to 100000 (WiredTiger's checkpoint wait)"),
-        ));
+fn place_settings(a: PlaceArgs) -> PlaceSettings {
+    let PlaceArgs {
+        target,
+        size,
+        dir,
+        db,
+        destroy_data,
+        keep,
+        memory_limit,
+        drop_caches,
+        flush_between,
+    } = a;
+    PlaceSettings {
+        target,
+        size,
+        dir,
+        db,
+        destroy_data,
+        keep,
+        memory_limit,
+        drop_caches,
+        flush_between,
     }
-    Ok((ns / 1_000_000_000) as u32)
-}
-
-/// Client threads: `--threads`, or YCSB's `threadcount` property (from -P
-/// files or -p), which must agree with `--threads` when both are given.
-fn threads(a: &KvArgs, user: &Props) -> Result<usize> {
-    let Some(t) = user.get("threadcount").map(str::to_string) else {
-        return Ok(a.threads);
-    };
-    let n = match t.trim().parse::<usize>() {
-        Ok(n) if (1..=1024).contains(&n) => n,
-        _ => {
-            return Err(usage(
-                "threadcount",
-                format!("'{t}' is not a thread count (1..1024)"),
-            ))
-        }
-    };
-    if a.threads != 1 && a.threads != n {
-        return Err(usage(
-            "threadcount",
-            format!("threadcount={n} and --threads {} disagree", a.threads),
-        ));
-    }
-    Ok(n)
-}
-
-fn parse_readers(s: &str) -> Result<Vec<usize>> {
-    s.split(',')
-        .map(|t| match t.trim().parse::<usize>() {
-            Ok(n) if (1..=1024).contains(&n) => Ok(n),
-            _ => Err(usage(
-                "--readers",
-                format!("'{t}' is not a reader count (1..1024)"),
-            )),
-        })
-        .collect()
-}
-
-/// `--target DIR` (or its older name `--dir`); in a media run (several
-/// `--target`s) the first, which `campaign::kv_plan` replaces with each target's
-/// directory. A number is the old meaning of kv's --target (a rate):
-/// refused with a pointer to --target-ops.
-fn target_dir(a: &KvArgs) -> Result<PathBuf> {
-    for t in &a.place.target {
-        if t.parse::<f64>().is_ok() && !std::path::Path::new(t).exists() {
-            return Err(usage(
-                "--target",
-                format!("kv's --target is the storage under test now (a directory, as in device); for a rate use --target-ops {t} (or --rate {t})"),
-            ));
-        }
-    }
-    let Some(t) = a.place.target.first() else {
-        return Ok(a.place.dir.clone());
-    };
-    if a.place.dir != std::path::Path::new(".") {
-        return Err(usage("--target", "give --target or --dir, not both"));
-    }
-    Ok(PathBuf::from(t))
-}
-
-/// The block device a single `--target` names, if it is one: LMDB writes
-/// its database on it (`--destroy-data` is checked against it by `dut`'s
-/// rule when the run starts). `--destroy-data` without a device target is
-/// refused.
-fn raw_device(a: &KvArgs) -> Result<Option<RawDevice>> {
-    use std::os::unix::fs::FileTypeExt;
-    let dir = target_dir(a)?;
-    let is_device = a.place.target.len() == 1
-        && std::fs::metadata(&dir).is_ok_and(|m| m.file_type().is_block_device());
-    if !is_device {
-        if let Some(d) = &a.place.destroy_data {
-            return Err(usage(
-                "--destroy-data",
-                format!(
-                    "names {}, but --target is not a block device: --destroy-data applies to LMDB on a raw device given as the one --target",
-                    d.display()
-                ),
-            ));
-        }
-        return Ok(None);
-    }
-    Ok(Some(RawDevice {
-        device: dir,
-        destroy_data: a.place.destroy_data.clone(),
-    }))
-}
-
-/// The properties the user gave: files in order, then -p.
-fn user_props(a: &KvArgs) -> Result<Props> {
-    let mut p = Props::default();
-    for f in &a.property_files {
-        p.load_file(f)?;
-    }
-    for kv in &a.props {
-        p.set_arg(kv)?;
-    }
-    if let Some(r) = &a.runtime {
-        let ns = crate::plan::parse::parse_duration_ns("--runtime", r)?;
-        if ns < 1_000_000_000 || ns % 1_000_000_000 != 0 {
-            return Err(crate::error::usage(
-                "--runtime",
-                format!("'{r}': whole seconds, at least 1s (YCSB's maxexecutiontime)"),
-            ));
-        }
-        p.set("maxexecutiontime", ns / 1_000_000_000);
-    }
-    Ok(p)
-}
-
-/// A workload's properties: the built-in letter's (if any) with the user's
-/// on top.
-fn ycsb_props(letter: Option<&str>, user: &Props) -> Result<Props> {
-    let mut p = match letter {
-        Some(l) => {
-            Props::builtin(l).ok_or_else(|| usage("WORKLOAD", format!("unknown workload '{l}'")))?
-        }
-        None => Props::default(),
-    };
-    p.overlay(user);
-    Ok(p)
-}
-
-/// The phases, in order: each workload name becomes a YCSB load and/or run
-/// phase or a db_bench benchmark (readwhilewriting: one per reader count).
-fn steps(a: &KvArgs, user: &Props) -> Result<Vec<Step>> {
-    let spec = match (&a.workload, a.property_files.is_empty()) {
-        (Some(w), _) => w.clone(),
-        (None, false) => "P".to_string(),
-        (None, true) => "a".to_string(),
-    };
-    let readers = parse_readers(&a.bench.readers)?;
-    let mut steps = Vec::new();
-    for tok in spec.split(',').map(str::trim) {
-        if tok.is_empty() {
-            return Err(usage(
-                "WORKLOAD",
-                format!("empty item in '{spec}' (a comma-separated list of workloads)"),
-            ));
-        }
-        if let Some(c) = ChainStep::parse(tok) {
-            steps.push(Step::Chain(c));
-            continue;
-        }
-        if let Some(b) = Bench::parse(tok) {
-            if b == Bench::ReadWhileWriting {
-                steps.extend(readers.iter().map(|&r| Step::Bench(b, Some(r))));
-            } else {
-                steps.push(Step::Bench(b, None));
-            }
-            continue;
-        }
-        let (name, props) = if tok == "P" {
-            let n = a.property_files[0]
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let props = ycsb_props(None, user)?;
-            if props.get("recordcount").is_none() {
-                return Err(usage(
-                    "recordcount",
-                    format!(
-                        "{} sets no recordcount: YCSB would load its default of 2,147,483,647 records; \
-                         set recordcount in the file or pass -p recordcount=N",
-                        a.property_files[0].display()
-                    ),
-                ));
-            }
-            (n, props)
-        } else {
-            let letter = tok.to_ascii_lowercase();
-            let letter = letter
-                .strip_prefix("workload")
-                .unwrap_or(&letter)
-                .to_string();
-            if Props::builtin(&letter).is_none() {
-                return Err(usage(
-                    "WORKLOAD",
-                    format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting, readrandomwriterandom; between them waitforcompaction, flush, compact)"),
-                ));
-            }
-            (format!("ycsb-{letter}"), ycsb_props(Some(&letter), user)?)
-        };
-        for (name, props) in record_sizes(&name, props)? {
-            let cfg = YcsbConfig::from_props(&props)?;
-            if matches!(a.phase, PhaseSel::Load | PhaseSel::Both) {
-                steps.push(Step::YcsbLoad(name.clone(), cfg.clone()));
-            }
-            if matches!(a.phase, PhaseSel::Run | PhaseSel::Both) {
-                steps.push(Step::YcsbRun(name, cfg));
-            }
-        }
-    }
-    Ok(steps)
-}
-
-/// A record-size sweep: `fieldlength` given as a list (`-p
-/// fieldlength=1024,2048,4096`) makes one workload per length, named
-/// `NAME@LENGTHB`; a single length keeps the workload as it is.
-fn record_sizes(name: &str, props: Props) -> Result<Vec<(String, Props)>> {
-    let Some(list) = props.get("fieldlength").filter(|v| v.contains(',')) else {
-        return Ok(vec![(name.to_string(), props)]);
-    };
-    let list = list.to_string();
-    let mut out = Vec::new();
-    for item in list.split(',').map(str::trim) {
-        let len: i64 = item.parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
-            usage(
-                "fieldlength",
-                format!("'{item}' in '{list}' is not a field length in bytes (>= 1)"),
-            )
-        })?;
-        let mut p = props.clone();
-        p.set("fieldlength", len);
-        out.push((format!("{name}@{len}B"), p));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kv::engine::EngineOptions;
+    use crate::kv::plan::Step;
     use clap::Parser;
 
     #[derive(Parser)]

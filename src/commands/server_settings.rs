@@ -1,64 +1,47 @@
-//! The private server's settings from the command line (`cli::server::
-//! ServerArgs`, the flags `kv` and `oltp` share) to `servers::
-//! ServerSettings`, checked: the clap types stay in `cli/` and `commands/`,
-//! `servers/` takes a plain settings struct.
+//! The private server's flags (`cli::server::ServerArgs`, shared by `kv`
+//! and `oltp`) as `servers::flags::ServerFlags`, and checked into
+//! `servers::ServerSettings` there: the clap types stay in `cli/` and
+//! `commands/`.
 
 use crate::cli::server::ServerArgs;
-use crate::error::usage;
-use crate::plan::parse::parse_size;
-use crate::servers::settings::{Persistence, ServerSettings};
+use crate::servers::flags::{self, ServerFlags};
+use crate::servers::settings::ServerSettings;
+
+/// The flags as given.
+pub fn flags(a: &ServerArgs) -> ServerFlags {
+    let ServerArgs {
+        server_url,
+        shared_buffers,
+        max_wal_size,
+        buffer_pool,
+        flush_method,
+        persistence,
+        appendfsync,
+        heap,
+        commitlog_dir,
+        server_set,
+    } = a.clone();
+    ServerFlags {
+        server_url,
+        shared_buffers,
+        max_wal_size,
+        buffer_pool,
+        flush_method,
+        persistence,
+        appendfsync,
+        heap,
+        commitlog_dir,
+        server_set,
+    }
+}
 
 /// The settings named on the command line, checked (exit 2 naming the
 /// flag).
 pub fn settings(a: &ServerArgs) -> anyhow::Result<ServerSettings> {
-    let size = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
-        match v {
-            None => Ok(None),
-            Some(s) => {
-                let n = parse_size(flag, s)?;
-                if n == 0 {
-                    return Err(usage(flag, "must be more than 0"));
-                }
-                Ok(Some(n))
-            }
-        }
-    };
-    let persistence = Persistence::parse(&a.persistence)
-        .ok_or_else(|| usage("--persistence", "must be aof, rdb or none"))?;
-    let s = ServerSettings {
-        shared_buffers: size("--shared-buffers", &a.shared_buffers)?,
-        max_wal_size: size("--max-wal-size", &a.max_wal_size)?,
-        buffer_pool: size("--buffer-pool", &a.buffer_pool)?,
-        flush_method: a.flush_method.clone(),
-        persistence,
-        appendfsync: a.appendfsync.clone(),
-        heap: size("--heap", &a.heap)?,
-        commitlog_dir: a.commitlog_dir.clone(),
-        set: a
-            .server_set
-            .iter()
-            .map(|s| ServerSettings::parse_set(s))
-            .collect::<anyhow::Result<_>>()?,
-    };
-    s.validate()?;
-    Ok(s)
+    flags::settings(&flags(a))
 }
 
 /// Whether anything was set that only a private server takes.
 pub fn private_only(a: &ServerArgs) -> Option<&'static str> {
-    if a.shared_buffers.is_some() {
-        Some("--shared-buffers")
-    } else if a.max_wal_size.is_some() {
-        Some("--max-wal-size")
-    } else if a.buffer_pool.is_some() {
-        Some("--buffer-pool")
-    } else if a.heap.is_some() {
-        Some("--heap")
-    } else if a.commitlog_dir.is_some() {
-        Some("--commitlog-dir")
-    } else if !a.server_set.is_empty() {
-        Some("--server-set")
-    } else {
-        None
-    }
+    flags::private_only(&flags(a))
 }
