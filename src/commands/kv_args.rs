@@ -190,7 +190,7 @@ mod tests {
             "--dir",
             dir.to_str().unwrap(),
         ]);
-        let lib = crate::commands::run::kv::plan(&dir, 1234, 9).unwrap();
+        let lib = crate::campaign::run::kv::plan(&dir, 1234, 9).unwrap();
         assert_eq!(format!("{:?}", lib.steps), format!("{:?}", cli.steps));
         assert_eq!(format!("{:?}", lib.options), format!("{:?}", cli.options));
         assert_eq!(format!("{:?}", lib.bench), format!("{:?}", cli.bench));

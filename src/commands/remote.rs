@@ -310,7 +310,7 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
             time::compact(std::time::SystemTime::now())
         ))
     });
-    super::run::check_outputs(&dir, a.force)?;
+    crate::campaign::run::check_outputs(&dir, a.force)?;
     let mut topo = Topology::choose(a.loopback)?;
     if let Some(rate) = &plan.fabric_rate {
         topo.limit_rate(rate)
@@ -342,7 +342,7 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
     drop(topo);
     drop(local);
     let results = results?;
-    super::run::finish(
+    crate::campaign::run::finish(
         results,
         &dir.join("results.json"),
         &dir.join("report.html"),

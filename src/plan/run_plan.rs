@@ -56,9 +56,9 @@ pub const LOADLAT_QD: u32 = 32;
 pub const TRACE_MAX_OPS: u64 = 200_000;
 
 /// The YCSB workloads of the kv step (one budget slot each), run by
-/// commands/run/kv.rs.
+/// campaign/run/kv.rs.
 pub const WORKLOADS: [&str; 2] = ["a", "c"];
-/// The kv step's engine by name (commands/run/kv.rs's `ENGINE`, checked
+/// The kv step's engine by name (campaign/run/kv.rs's `ENGINE`, checked
 /// there: plan imports no kv).
 pub const KV_ENGINE: &str = "rocksdb";
 /// Records (and operations per workload) per second of the kv step's slot:
@@ -353,7 +353,7 @@ fn breakdown_step(base: &JobSpec) -> Step {
     }
 }
 
-/// Database workloads through `iolab kv` (commands/run/kv.rs): one placeholder job
+/// Database workloads through `iolab kv` (campaign/run/kv.rs): one placeholder job
 /// per YCSB workload, so the step gets its share of the budget; its points
 /// carry `extra.kv`.
 fn kv_step(base: &JobSpec, d: Depth) -> Step {
