@@ -159,9 +159,9 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
     experiment_from_settings(&settings(a), name)
 }
 
-/// The `--dry-run` listing (`plan::device_args::dry_run`).
+/// The `--dry-run` listing (`report::device_plan::dry_run`).
 pub fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
-    crate::plan::device_args::dry_run(exps, &settings(a))
+    crate::report::device_plan::dry_run(exps, &settings(a))
 }
 
 /// Set the flags a plan-file experiment names. A key is the flag's long
