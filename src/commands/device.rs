@@ -1,4 +1,4 @@
-//! `iolab device`: parse -> plan (`device_args`) -> prepare the target
+//! `iolab device`: parse -> plan (`device_flags`, `plan::device_args`) -> prepare the target
 //! safely -> drive every point through the session driver (plain sweeps,
 //! open-loop rates, latency-target searches, steady-state rounds) with the
 //! terminal as observer -> exit code. fio job files and fio JSON export are
@@ -7,7 +7,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use super::device_args::{dry_run, experiments_from_args};
+use super::device_flags::{dry_run, experiments_from_args};
 use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
 use crate::commands::{device_fio, device_hosts};
@@ -27,7 +27,7 @@ use crate::session::{Driver, Exporter, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
-    let a = super::device_args::with_plan_media(a)?;
+    let a = super::device_flags::with_plan_media(a)?;
     // `--make`, or several `--target`: a media run.
     if crate::campaign::setups::is_media_run(&a.media, a.target.len()) {
         if a.hosts.hosts.is_some() {
@@ -36,7 +36,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
                 "runs one target on every host: not with --make or several --target",
             ));
         }
-        let settings = super::device_args::settings(&a);
+        let settings = super::device_flags::settings(&a);
         return crate::campaign::device_plan::run(&settings, &a.media, || {
             experiments_from_args(&a)
         });

@@ -1,4 +1,4 @@
-//! `iolab kv`: database workloads. Arguments -> `KvPlan` (kv_args) ->
+//! `iolab kv`: database workloads. Arguments -> `KvPlan` (kv_flags, `kv::settings`) ->
 //! `kv::run::run` with the terminal observer -> exit code. Several
 //! targets, `--make` or a `--plan` file: a media run (its parts read here,
 //! planned and run by `campaign::kv_plan`).
@@ -27,7 +27,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
             "applies to --make only (the room of each configuration)",
         ));
     }
-    let plan = super::kv_args::plan(&args)?;
+    let plan = super::kv_flags::plan(&args)?;
     if let Some(raw) = &plan.place.raw {
         // The same device checks as the run (--dry-run included).
         crate::kv::raw::check(&plan, raw)?;
@@ -89,7 +89,7 @@ fn media_run(args: KvArgs) -> anyhow::Result<()> {
         .into_iter()
         .map(|p| Part {
             name: p.name,
-            plan: move || super::kv_args::plan(&p.args),
+            plan: move || super::kv_flags::plan(&p.args),
         })
         .collect();
     kv_plan::run(&settings, &a.media, notices, parts)
@@ -119,7 +119,7 @@ fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvP
     let file = planfile::read(&path)?;
     let several = a.media.make.is_some() || a.place.target.len() > 1;
     if several || file.media.contains_key("make") {
-        super::device_args::apply_media_table(&mut a.media, &path, &file, &a.given)?;
+        super::device_flags::apply_media_table(&mut a.media, &path, &file, &a.given)?;
     }
     let parts = kv_planfile::parts(a, &path, &file)?;
     let all_lmdb = parts.iter().all(|p| p.args.engine == KvEngineKind::Lmdb);

@@ -2,7 +2,7 @@
 //! part (an engine and its workload) applied onto the command line's
 //! settings. A table's keys are `iolab kv`'s flag names (`engine`, `num`,
 //! `value-size`, `readers`, `memory-limit` ...) applied with the flags'
-//! own definitions (as device plan files are: `device_args::apply_flags`),
+//! own definitions (as device plan files are: `device_flags::apply_flags`),
 //! plus `workload` (the positional WORKLOAD), `props` (YCSB properties, a
 //! table or a list of `key=value`), `name` and `description`. Flags given
 //! on the command line win over the file; `-p` given there is applied
@@ -110,7 +110,7 @@ fn part(a: &KvArgs, place: &str, table: &toml::Table) -> anyhow::Result<KvPart> 
     // The command line's -p last: it overrides the table's.
     props.append(&mut args.props);
     args.props = props;
-    super::device_args::apply_flags(&mut args, argv).map_err(|e| name_place(place, e))?;
+    super::device_flags::apply_flags(&mut args, argv).map_err(|e| name_place(place, e))?;
     let name = name.unwrap_or_else(|| args.engine.name().to_string());
     Ok(KvPart { name, args })
 }

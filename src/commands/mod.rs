@@ -3,18 +3,18 @@
 pub mod agent;
 pub mod compare;
 pub mod device;
-pub mod device_args;
 pub mod device_fio;
+pub mod device_flags;
 pub mod device_hosts;
 pub mod kv;
-pub mod kv_args;
+pub mod kv_flags;
 pub mod kv_planfile;
 pub mod oltp;
 pub mod remote;
 pub mod report;
 pub mod run;
 pub mod serve;
-pub mod server_settings;
+pub mod server_flags;
 pub mod sysinfo;
 pub mod trace;
 

@@ -57,7 +57,7 @@ fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSetting
         };
         return Err(usage(flag, "is Redis's, and Redis is not an oltp engine"));
     }
-    if let Some(flag) = super::server_settings::private_only(s) {
+    if let Some(flag) = super::server_flags::private_only(s) {
         if engine == Engine::Sqlite {
             return Err(usage(flag, "sets a private server, and sqlite has none"));
         }
@@ -85,7 +85,7 @@ fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSetting
             format!("is not a setting of {}", engine.name()),
         ));
     }
-    super::server_settings::settings(s)
+    super::server_flags::settings(s)
 }
 
 /// The plan in words (`--dry-run`); a server URL without its password.

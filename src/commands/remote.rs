@@ -285,7 +285,7 @@ fn apply_plan_file(a: &mut RemoteArgs, path: &Path) -> anyhow::Result<()> {
         let value = crate::plan::planfile::value_text(&format!("{field}: {k}"), v)?;
         argv.push(format!("--{}={value}", k.replace('_', "-")));
     }
-    super::device_args::apply_flags(a, argv).map_err(|e| usage(&field, format!("{e:#}")))
+    super::device_flags::apply_flags(a, argv).map_err(|e| usage(&field, format!("{e:#}")))
 }
 
 pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {

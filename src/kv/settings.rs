@@ -1,8 +1,8 @@
 //! `iolab kv`'s settings (`KvSettings`, its flags as given, copied from
-//! `cli::kv::KvArgs` by commands/kv_args.rs) -> a validated `KvPlan`:
+//! `cli::kv::KvArgs` by commands/kv_flags.rs) -> a validated `KvPlan`:
 //! engine options with their sizes parsed, YCSB property files and
 //! overrides applied, workload names resolved to phases, reader sweeps
-//! expanded (moved from commands/kv_args.rs).
+//! expanded (moved from commands/kv_flags.rs).
 
 use crate::error::usage;
 use crate::kv::chain::ChainStep;

@@ -1,7 +1,7 @@
 //! `iolab device`'s settings -> experiments: sweep axes, the base job,
 //! the experiment modes (plain, rates, latency target, steady state),
 //! from `DeviceSettings` (the flags, with a plan file's settings already
-//! applied onto them by commands/device_args.rs); the `--dry-run` listing
+//! applied onto them by commands/device_flags.rs); the `--dry-run` listing
 //! is `report::device_plan`.
 
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use crate::plan::sweep::{self, Axes};
 
 /// What `iolab device`'s flags (and a plan experiment's settings) say, as
 /// given: `cli::device::DeviceArgs` without its flag groups (media,
-/// hosts), copied by commands/device_args.rs.
+/// hosts), copied by commands/device_flags.rs.
 #[derive(Debug, Clone)]
 pub struct DeviceSettings {
     pub target: Vec<PathBuf>,

@@ -1,6 +1,6 @@
 //! `iolab device --dry-run`: the experiments a run would measure, their
 //! jobs, points and estimated time, on stdout (moved from
-//! commands/device_args.rs).
+//! commands/device_flags.rs).
 
 use crate::plan::device_args::DeviceSettings;
 use crate::plan::experiment::{Experiment, Mode};

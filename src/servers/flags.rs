@@ -1,12 +1,12 @@
 //! The server flags `kv` and `oltp` share, as given (`ServerFlags`, copied
-//! from `cli::server::ServerFlags` by commands/server_settings.rs), to
-//! `ServerSettings`, checked (moved from commands/server_settings.rs).
+//! from `cli::server::ServerArgs` by commands/server_flags.rs), to
+//! `ServerSettings`, checked (moved from commands/server_flags.rs).
 
 use crate::error::usage;
 use crate::plan::parse::parse_size;
 use crate::servers::settings::{Persistence, ServerSettings};
 
-/// The server flags as given (`cli::server::ServerFlags` documents each).
+/// The server flags as given (`cli::server::ServerArgs` documents each).
 #[derive(Debug, Clone)]
 pub struct ServerFlags {
     pub server_url: Option<String>,

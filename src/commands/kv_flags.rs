@@ -57,7 +57,7 @@ pub fn kv_settings(a: &KvArgs) -> KvSettings {
         bench: bench_settings(*bench),
         eng: engine_settings(*eng),
         place: place_settings(*place),
-        server: super::server_settings::flags(&server),
+        server: super::server_flags::flags(&server),
     }
 }
 
