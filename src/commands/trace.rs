@@ -86,7 +86,10 @@ pub fn run(args: TraceArgs) -> Result<()> {
         print!("{}", dry_run(&plan, &args));
         return Ok(());
     }
-    let (caps, _mount) = probe_tracing();
+    let (caps, _mount, said) = probe_tracing();
+    for line in said {
+        println!("{line}");
+    }
     let opts = TargetOptions {
         path: Some(args.dir.clone()),
         size: Some(plan.size),
@@ -99,6 +102,15 @@ pub fn run(args: TraceArgs) -> Result<()> {
         extents,
         irqs,
     } = place(&tgt, &args.dir, plan.size)?;
+    println!(
+        "target: {} ({} MiB) on {} {} scheduler {}, irq {:?}",
+        tgt.path.display(),
+        plan.size >> 20,
+        disk.disk,
+        whole.text(),
+        disk.scheduler.clone().unwrap_or_default(),
+        irqs
+    );
     let schedulers = schedulers(args.scheduler.as_deref(), &disk.disk)?;
     // The progress line: the configuration running, its seconds and last second.
     let term = crate::report::observer::Terminal::progress_only(args.quiet);
@@ -182,7 +194,8 @@ pub fn run(args: TraceArgs) -> Result<()> {
                     print!("{}", trace_terminal::config_text(&res));
                 }
                 if let (Some(dir), Some(cap)) = (&args.export, &cap) {
-                    export_capture(dir, &res, cap, plan.export_dev.unwrap_or(whole))?;
+                    let said = export_capture(dir, &res, cap, plan.export_dev.unwrap_or(whole))?;
+                    println!("{said}");
                 }
                 pt.name = res.label.clone();
                 pt.params.insert("scheduler".into(), res.scheduler.clone());

@@ -220,18 +220,22 @@ pub fn parse_plan(args: &TraceSettings) -> Result<Plan> {
 }
 
 /// Probe root and tracefs (mounting it if needed), remove stale instances
-/// and say what tracing will do. Without them the job still runs, untraced.
-pub fn probe_tracing() -> (tracefs::Capabilities, MountGuard) {
+/// and say what tracing will do (the lines to print). Without them the job
+/// still runs, untraced.
+pub fn probe_tracing() -> (tracefs::Capabilities, MountGuard, Vec<String>) {
     let mut caps = tracefs::probe();
     // Unmounts tracefs at the very end if iolab mounted it.
     let mount = caps.take_mount();
+    let mut said = Vec::new();
     if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
         for name in tracefs::remove_stale(t) {
-            println!("tracing: removed stale instance {name} of a process that no longer exists");
+            said.push(format!(
+                "tracing: removed stale instance {name} of a process that no longer exists"
+            ));
         }
     }
-    match &caps.why_not {
-        None => println!(
+    said.push(match &caps.why_not {
+        None => format!(
             "tracing: tracefs at {}{}, private instance iolab-{}",
             tracefs::TRACEFS,
             if mount.mounted_by_us() {
@@ -241,9 +245,9 @@ pub fn probe_tracing() -> (tracefs::Capabilities, MountGuard) {
             },
             std::process::id()
         ),
-        Some(why) => println!("tracing: unavailable ({why}); running the job untraced"),
-    }
-    (caps, mount)
+        Some(why) => format!("tracing: unavailable ({why}); running the job untraced"),
+    });
+    (caps, mount, said)
 }
 
 /// Where the target lives on its disk: the disk, its device number, the
@@ -290,15 +294,6 @@ pub fn place(tgt: &Target, dir: &Path, size: u64) -> Result<Placement> {
     };
     drop(fd);
     let irqs = disk_irqs(&disk.disk);
-    println!(
-        "target: {} ({} MiB) on {} {} scheduler {}, irq {:?}",
-        tgt.path.display(),
-        size >> 20,
-        disk.disk,
-        whole.text(),
-        disk.scheduler.clone().unwrap_or_default(),
-        irqs
-    );
     Ok(Placement {
         disk,
         whole,
@@ -364,8 +359,13 @@ pub fn job_spec(
 }
 
 /// `--export DIR`: the capture in blktrace's binary format, all I/O on the
-/// device and this job's requests only.
-pub fn export_capture(dir: &Path, res: &ConfigResult, cap: &Capture, dev: DevNum) -> Result<()> {
+/// device and this job's requests only; what was written, to print.
+pub fn export_capture(
+    dir: &Path,
+    res: &ConfigResult,
+    cap: &Capture,
+    dev: DevNum,
+) -> Result<String> {
     let name = res.label.replace([' ', '+'], "_");
     let files = blkexport::export(&cap.events, dir, &name, kdev(dev.major, dev.minor))?;
     blkexport::export(
@@ -374,12 +374,11 @@ pub fn export_capture(dir: &Path, res: &ConfigResult, cap: &Capture, dev: DevNum
         &format!("{name}_job"),
         kdev(dev.major, dev.minor),
     )?;
-    println!(
+    Ok(format!(
         "blktrace export: {} file(s) {}/{}.blktrace.* (all I/O on the device; {}_job.blktrace.*: this job's requests only)",
         files.len(),
         dir.display(),
         name,
         name
-    );
-    Ok(())
+    ))
 }
