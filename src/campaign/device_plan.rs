@@ -15,8 +15,8 @@ use std::path::Path;
 
 pub use crate::campaign::device::DeviceMediaPlan;
 use crate::campaign::given::{self as media_targets, GivenTarget};
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{MediaSet, Subject};
-use crate::cli::media::MediaArgs;
 use crate::dut;
 use crate::engine::{EngineKind, Opens};
 use crate::error::usage;
@@ -50,7 +50,7 @@ fn refuse_unsupported(a: &DeviceSettings, field: &str) -> anyhow::Result<()> {
 /// built after the checks of the targets.
 pub fn plan(
     a: &DeviceSettings,
-    media: &MediaArgs,
+    media: &MediaFlags,
     experiments: impl FnOnce() -> anyhow::Result<Vec<Experiment>>,
 ) -> anyhow::Result<DeviceMediaPlan> {
     let field = if media.make.is_some() {
@@ -215,7 +215,7 @@ fn check(plan: &DeviceMediaPlan, a: &DeviceSettings) -> anyhow::Result<()> {
 /// or run (`campaign::device::run`).
 pub fn run(
     a: &DeviceSettings,
-    media: &MediaArgs,
+    media: &MediaFlags,
     experiments: impl FnOnce() -> anyhow::Result<Vec<Experiment>>,
 ) -> anyhow::Result<()> {
     let plan = plan(a, media, experiments)?;

@@ -17,8 +17,8 @@
 use std::path::{Path, PathBuf};
 
 pub use crate::campaign::kv::{KvMediaPlan, PlannedPart};
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
-use crate::cli::media::MediaArgs;
 use crate::error::{name_place, usage};
 use crate::kv::plan::KvPlan;
 use crate::plan::parse::parse_size;
@@ -57,8 +57,8 @@ const MIN_ROOM: u64 = 256 << 20;
 /// (the bare loop device) has a meaning; a database of another engine than
 /// LMDB has none there, so kv leaves it out of the file's list, saying so
 /// (`--make raw` on the command line is refused instead).
-pub fn without_raw(m: &mut MediaArgs, path: &Path) -> Vec<String> {
-    let Some(list) = &m.make else {
+pub fn without_raw(make: &mut Option<String>, path: &Path) -> Vec<String> {
+    let Some(list) = make.as_deref() else {
         return Vec::new();
     };
     let kept: Vec<&str> = list
@@ -69,7 +69,7 @@ pub fn without_raw(m: &mut MediaArgs, path: &Path) -> Vec<String> {
     if kept.len() == list.split(',').count() {
         return Vec::new();
     }
-    m.make = (!kept.is_empty()).then(|| kept.join(","));
+    *make = (!kept.is_empty()).then(|| kept.join(","));
     vec![format!(
         "{} [media] make: raw left out of the kv parts (their engines need a file system; only lmdb runs on a raw device)",
         path.display()
@@ -101,7 +101,7 @@ fn refuse_unsupported(a: &KvMediaSettings) -> anyhow::Result<()> {
 
 /// The room of each configuration: `--size`, else three times the keys
 /// and values the largest part loads, at least 256 MiB.
-fn room(a: &KvMediaSettings, media: &MediaArgs, parts: &[PlannedPart]) -> anyhow::Result<u64> {
+fn room(a: &KvMediaSettings, media: &MediaFlags, parts: &[PlannedPart]) -> anyhow::Result<u64> {
     if let Some(s) = &a.size {
         if media.make.is_none() {
             return Err(usage(
@@ -141,7 +141,7 @@ fn loads(plan: &KvPlan) -> u64 {
 /// `notices`: what reading the parts changed.
 pub fn plan<F: FnOnce() -> anyhow::Result<KvPlan>>(
     a: &KvMediaSettings,
-    media: &MediaArgs,
+    media: &MediaFlags,
     notices: Vec<String>,
     parts: Vec<Part<F>>,
 ) -> anyhow::Result<KvMediaPlan> {
@@ -212,7 +212,7 @@ fn check(plan: &KvMediaPlan, force: bool) -> anyhow::Result<()> {
 /// run (`campaign::kv::run`).
 pub fn run<F: FnOnce() -> anyhow::Result<KvPlan>>(
     args: &KvMediaSettings,
-    media: &MediaArgs,
+    media: &MediaFlags,
     notices: Vec<String>,
     parts: Vec<Part<F>>,
 ) -> anyhow::Result<()> {

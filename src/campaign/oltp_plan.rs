@@ -13,8 +13,8 @@
 
 use std::path::PathBuf;
 
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
-use crate::cli::media::MediaArgs;
 use crate::error::usage;
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::sql::connect::Engine;
@@ -70,7 +70,7 @@ fn refuse_unsupported(a: &OltpMediaSettings) -> anyhow::Result<()> {
 /// The room of each configuration: `--size`, else 256 MiB per warehouse
 /// plus what the engine's log may take (PostgreSQL's `max_wal_size`, 1 GiB
 /// by default), at least 1 GiB.
-fn room(a: &OltpMediaSettings, media: &MediaArgs, plan: &OltpPlan) -> anyhow::Result<u64> {
+fn room(a: &OltpMediaSettings, media: &MediaFlags, plan: &OltpPlan) -> anyhow::Result<u64> {
     if let Some(s) = &a.size {
         if media.make.is_none() {
             return Err(usage(
@@ -99,7 +99,7 @@ fn room(a: &OltpMediaSettings, media: &MediaArgs, plan: &OltpPlan) -> anyhow::Re
 /// machine; `oltp_plan` builds the oltp plan after the media checks.
 pub fn plan(
     a: &OltpMediaSettings,
-    media: &MediaArgs,
+    media: &MediaFlags,
     oltp_plan: impl FnOnce() -> anyhow::Result<OltpPlan>,
 ) -> anyhow::Result<OltpMediaPlan> {
     refuse_unsupported(a)?;
@@ -140,7 +140,7 @@ fn check(m: &OltpMediaPlan, force: bool) -> anyhow::Result<()> {
 /// run (`campaign::oltp::run`).
 pub fn run(
     args: &OltpMediaSettings,
-    media: &MediaArgs,
+    media: &MediaFlags,
     oltp_plan: impl FnOnce() -> anyhow::Result<OltpPlan>,
 ) -> anyhow::Result<()> {
     let m = plan(args, media, oltp_plan)?;

@@ -29,7 +29,7 @@ use crate::trace::point_tracer::Tracer;
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = super::device_flags::with_plan_media(a)?;
     // `--make`, or several `--target`: a media run.
-    if crate::campaign::setups::is_media_run(&a.media, a.target.len()) {
+    if crate::campaign::setups::is_media_run(&super::media_flags(&a.media), a.target.len()) {
         if a.hosts.hosts.is_some() {
             return Err(usage(
                 "--hosts",
@@ -37,7 +37,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             ));
         }
         let settings = super::device_flags::settings(&a);
-        return crate::campaign::device_plan::run(&settings, &a.media, || {
+        return crate::campaign::device_plan::run(&settings, &super::media_flags(&a.media), || {
             experiments_from_args(&a)
         });
     }
@@ -47,7 +47,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
 
 /// The flags of media runs mean nothing in a single-target run.
 fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
-    crate::campaign::setups::refuse_without_media(&a.media)?;
+    crate::campaign::setups::refuse_without_media(&super::media_flags(&a.media))?;
     if a.destroy_data.len() > 1 {
         return Err(usage(
             "--destroy-data",

@@ -16,11 +16,14 @@ use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
     if args.plan.is_some()
-        || crate::campaign::setups::is_media_run(&args.media, args.place.target.len())
+        || crate::campaign::setups::is_media_run(
+            &super::media_flags(&args.media),
+            args.place.target.len(),
+        )
     {
         return media_run(args);
     }
-    crate::campaign::setups::refuse_without_media(&args.media)?;
+    crate::campaign::setups::refuse_without_media(&super::media_flags(&args.media))?;
     if args.place.size.is_some() {
         return Err(crate::error::usage(
             "--size",
@@ -92,7 +95,7 @@ fn media_run(args: KvArgs) -> anyhow::Result<()> {
             plan: move || super::kv_flags::plan(&p.args),
         })
         .collect();
-    kv_plan::run(&settings, &a.media, notices, parts)
+    kv_plan::run(&settings, &super::media_flags(&a.media), notices, parts)
 }
 
 /// The targets the command line names: `--target`s, else `--dir` (the
@@ -124,7 +127,7 @@ fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvP
     let parts = kv_planfile::parts(a, &path, &file)?;
     let all_lmdb = parts.iter().all(|p| p.args.engine == KvEngineKind::Lmdb);
     if !all_lmdb && !a.given.iter().any(|g| g == "make") {
-        *notices = kv_plan::without_raw(&mut a.media, &path);
+        *notices = kv_plan::without_raw(&mut a.media.make, &path);
     }
     Ok(parts)
 }

@@ -18,7 +18,26 @@ pub mod server_flags;
 pub mod sysinfo;
 pub mod trace;
 
+use crate::campaign::setups::MediaFlags;
+use crate::cli::media::MediaArgs;
 use crate::cli::{Cli, Command};
+
+/// The media flags (`device`, `kv`, `oltp`, `run`) as
+/// `campaign::setups::MediaFlags`.
+pub fn media_flags(m: &MediaArgs) -> MediaFlags {
+    let MediaArgs {
+        make,
+        make_in,
+        rounds,
+        baseline,
+    } = m.clone();
+    MediaFlags {
+        make,
+        make_in,
+        rounds,
+        baseline,
+    }
+}
 
 /// Run the verb the user asked for.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {

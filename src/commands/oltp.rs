@@ -159,7 +159,7 @@ fn settings_text(p: &OltpPlan) -> String {
 }
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
-    if media_set::is_media_run(&args.media, args.target.len()) {
+    if media_set::is_media_run(&super::media_flags(&args.media), args.target.len()) {
         let media = crate::campaign::oltp_plan::OltpMediaSettings {
             target: args.target.clone(),
             size: args.size.clone(),
@@ -171,9 +171,11 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
             quiet: args.quiet,
             dry_run: args.dry_run,
         };
-        return crate::campaign::oltp_plan::run(&media, &args.media, || plan(&args));
+        return crate::campaign::oltp_plan::run(&media, &super::media_flags(&args.media), || {
+            plan(&args)
+        });
     }
-    media_set::refuse_without_media(&args.media)?;
+    media_set::refuse_without_media(&super::media_flags(&args.media))?;
     if args.size.is_some() {
         return Err(usage(
             "--size",

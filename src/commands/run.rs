@@ -42,5 +42,5 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         dry_run,
         dir,
     };
-    run_campaign::run(settings, &media)
+    run_campaign::run(settings, &super::media_flags(&media))
 }

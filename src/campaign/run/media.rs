@@ -24,9 +24,9 @@ use super::{
     print_plan, start_results, RunSettings,
 };
 use crate::campaign::device::target_on;
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::campaign::{run_rounds, Order, Overhead, Pass, PassOutcome, Schedule, Workload};
-use crate::cli::media::MediaArgs;
 use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
 use crate::error::usage;
@@ -53,7 +53,7 @@ struct RunMedia {
 }
 
 /// The flags, the targets and the budget, checked before anything is made.
-fn check(a: &mut RunSettings, media: &MediaArgs, all: &[PathBuf]) -> anyhow::Result<RunMedia> {
+fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Result<RunMedia> {
     let set = MediaSet::parse(media, all)?;
     if a.remote {
         return Err(usage(
@@ -113,7 +113,7 @@ fn not_in_a_media_run() -> Vec<(StepKind, String)> {
     ]
 }
 
-pub fn run(mut a: RunSettings, media_args: &MediaArgs, all: &[PathBuf]) -> anyhow::Result<()> {
+pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyhow::Result<()> {
     let m = check(&mut a, media_args, all)?;
     let mut base = JobSpec {
         engine: m.explicit.unwrap_or(EngineKind::IoUring),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::analysis::AnalysisOptions;
-use crate::cli::media::MediaArgs;
+use crate::campaign::setups::MediaFlags;
 use crate::dut::{self, RemoteEndpoint, Target, TargetOptions};
 use crate::engine::EngineKind;
 use crate::error::{usage, Interrupted};
@@ -324,7 +324,7 @@ fn job_ns(j: &JobSpec) -> u64 {
 
 /// `iolab run`: on one target (or a remote export), or over several
 /// (`media`: `--make`, several targets).
-pub fn run(mut a: RunSettings, media: &MediaArgs) -> anyhow::Result<()> {
+pub fn run(mut a: RunSettings, media: &MediaFlags) -> anyhow::Result<()> {
     if let Some(r) = &a.runtime {
         return Err(crate::error::usage(
             "--runtime",
