@@ -40,6 +40,15 @@ pub fn usage(field: impl Into<String>, message: impl Into<String>) -> anyhow::Er
     anyhow::Error::new(UsageError::new(field, message))
 }
 
+/// A usage error named by its place (a plan file's part: `FILE [[kv]]
+/// NAME`) before its field; other errors as they are.
+pub fn name_place(place: &str, e: anyhow::Error) -> anyhow::Error {
+    match e.downcast::<UsageError>() {
+        Ok(u) => usage(format!("{place} {}", u.field), u.message),
+        Err(other) => other,
+    }
+}
+
 /// The run finished but data verification found mismatches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyFailed {

@@ -1,6 +1,6 @@
 //! The kv workload of a campaign (`iolab kv` over several targets or
 //! `--make`): every part of a checked kv media plan
-//! (`commands::kv_media::plan`) through `kv::run::run` with a fresh
+//! (`campaign::kv_plan::plan`) through `kv::run::run` with a fresh
 //! database in the setup's directory (a scratch directory of kv's own,
 //! removed when the part ends), or on `--make raw`'s loop device (LMDB
 //! writing a fresh environment on it every pass: `kv::raw`). Each phase's point is named `LABEL rN:

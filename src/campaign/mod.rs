@@ -15,15 +15,19 @@
 //!   points through a tagging observer (`kv`, `oltp`: `kv.rs`, `oltp.rs`).
 
 pub mod device;
+pub mod device_plan;
 pub mod driver;
 pub mod given;
 pub mod kernel_path;
 pub mod kv;
+pub mod kv_plan;
 pub mod oltp;
+pub mod oltp_plan;
 pub mod overhead;
 pub mod pass;
 pub mod remote;
 pub mod remote_db;
+pub mod run;
 pub mod setups;
 pub mod sink;
 pub mod tagged;

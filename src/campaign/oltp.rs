@@ -1,5 +1,5 @@
 //! The oltp workload of a campaign (`iolab oltp` over several targets or
-//! `--make`): the whole oltp plan (`commands::oltp_media::plan`) through
+//! `--make`): the whole oltp plan (`campaign::oltp_plan::plan`) through
 //! `oltp::run::run` with the setup's directory under it (a fresh SQLite
 //! database or private server each pass, removed when the pass ends).
 //! Each point is named `LABEL rN: oltp.usersU`, tagged with its pass and

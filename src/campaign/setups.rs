@@ -13,7 +13,6 @@ use serde_json::json;
 
 use super::given::{self as media_targets, GivenTarget};
 use super::pass::round_order;
-use crate::cli::media::MediaArgs;
 use crate::dut::Target;
 use crate::error::usage;
 use crate::testbed::media::{MediaKind, Medium, MEDIA_NAMES};
@@ -37,6 +36,17 @@ impl Subject {
 }
 
 /// The checked targets of a media run.
+/// The media flags as given (`cli::media::MediaFlags` documents each; the
+/// commands copy them): the configurations to build, where, the rounds and
+/// the baseline.
+#[derive(Debug, Clone)]
+pub struct MediaFlags {
+    pub make: Option<String>,
+    pub make_in: Option<PathBuf>,
+    pub rounds: u32,
+    pub baseline: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct MediaSet {
     /// In run order: the given targets, then the configurations.
@@ -48,12 +58,12 @@ pub struct MediaSet {
 }
 
 /// `--make`, or several targets: a media run.
-pub fn is_media_run(m: &MediaArgs, targets: usize) -> bool {
+pub fn is_media_run(m: &MediaFlags, targets: usize) -> bool {
     m.make.is_some() || targets > 1
 }
 
 /// The flags of media runs mean nothing in a single-target run.
-pub fn refuse_without_media(m: &MediaArgs) -> anyhow::Result<()> {
+pub fn refuse_without_media(m: &MediaFlags) -> anyhow::Result<()> {
     if m.rounds != 1 || m.baseline.is_some() {
         let field = if m.rounds != 1 {
             "--rounds"
@@ -69,7 +79,7 @@ pub fn refuse_without_media(m: &MediaArgs) -> anyhow::Result<()> {
 }
 
 /// The `--target` field, for messages about the media flags.
-fn media_field(m: &MediaArgs) -> &'static str {
+fn media_field(m: &MediaFlags) -> &'static str {
     if m.make.is_some() {
         "--make"
     } else {
@@ -78,7 +88,7 @@ fn media_field(m: &MediaArgs) -> &'static str {
 }
 
 /// `--make LIST`, parsed.
-fn made_kinds(m: &MediaArgs) -> anyhow::Result<Vec<MediaKind>> {
+fn made_kinds(m: &MediaFlags) -> anyhow::Result<Vec<MediaKind>> {
     let Some(list) = m.make.as_deref() else {
         return Ok(Vec::new());
     };
@@ -97,7 +107,7 @@ fn made_kinds(m: &MediaArgs) -> anyhow::Result<Vec<MediaKind>> {
 /// Where the configurations are built, and which `--target`s are targets
 /// of their own. One `--target` with `--make` is where they are built (as
 /// before `--make-in` existed); several are ambiguous without `--make-in`.
-fn split_targets(m: &MediaArgs, targets: &[PathBuf]) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+fn split_targets(m: &MediaFlags, targets: &[PathBuf]) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
     if m.make.is_none() {
         if m.make_in.is_some() {
             return Err(usage("--make-in", "applies to --make only"));
@@ -131,7 +141,7 @@ impl MediaSet {
     /// Parse the media flags and the targets given, label every target,
     /// check the rounds and the baseline. Nothing is created or checked
     /// on the machine yet (`check_made`, and each verb's target rules).
-    pub fn parse(m: &MediaArgs, targets: &[PathBuf]) -> anyhow::Result<MediaSet> {
+    pub fn parse(m: &MediaFlags, targets: &[PathBuf]) -> anyhow::Result<MediaSet> {
         let kinds = made_kinds(m)?;
         if !(1..=100).contains(&m.rounds) {
             return Err(usage("--rounds", "must be 1 to 100"));
@@ -362,8 +372,8 @@ fn writable(p: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn media(make: Option<&str>, rounds: u32, baseline: Option<&str>) -> MediaArgs {
-        MediaArgs {
+    fn media(make: Option<&str>, rounds: u32, baseline: Option<&str>) -> MediaFlags {
+        MediaFlags {
             make: make.map(str::to_string),
             make_in: None,
             rounds,
@@ -381,7 +391,7 @@ mod tests {
         assert_eq!(set.labels(), ["a", "b", "tmpfs", "ext4"]);
         assert_eq!(set.baseline, "ext4");
         assert_eq!(set.order_lines()[1], "round 2: ext4 tmpfs b a");
-        let field = |m: &MediaArgs, ts: &[PathBuf]| {
+        let field = |m: &MediaFlags, ts: &[PathBuf]| {
             let e = MediaSet::parse(m, ts).unwrap_err();
             e.downcast::<crate::error::UsageError>().unwrap().field
         };

@@ -1,4 +1,4 @@
-//! `iolab device`: parse -> plan (`device_args`) -> prepare the target
+//! `iolab device`: parse -> plan (`device_flags`, `plan::device_args`) -> prepare the target
 //! safely -> drive every point through the session driver (plain sweeps,
 //! open-loop rates, latency-target searches, steady-state rounds) with the
 //! terminal as observer -> exit code. fio job files and fio JSON export are
@@ -7,7 +7,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use super::device_args::{dry_run, experiments_from_args};
+use super::device_flags::{dry_run, experiments_from_args};
 use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
 use crate::commands::{device_fio, device_hosts};
@@ -27,18 +27,34 @@ use crate::session::{Driver, Exporter, Observer, Outcome, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
-    let a = super::device_args::with_plan_media(a)?;
-    if super::device_media::is_media_run(&a) {
+    let a = super::device_flags::with_plan_media(a)?;
+    // `--make`, or several `--target`: a media run.
+    if crate::campaign::setups::is_media_run(&super::media_flags(&a.media), a.target.len()) {
         if a.hosts.hosts.is_some() {
             return Err(usage(
                 "--hosts",
                 "runs one target on every host: not with --make or several --target",
             ));
         }
-        return super::device_media::run(a);
+        let settings = super::device_flags::settings(&a);
+        return crate::campaign::device_plan::run(&settings, &super::media_flags(&a.media), || {
+            experiments_from_args(&a)
+        });
     }
-    super::device_media::refuse_without_media(&a)?;
+    refuse_without_media(&a)?;
     run_on_one_target(a)
+}
+
+/// The flags of media runs mean nothing in a single-target run.
+fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
+    crate::campaign::setups::refuse_without_media(&super::media_flags(&a.media))?;
+    if a.destroy_data.len() > 1 {
+        return Err(usage(
+            "--destroy-data",
+            "given several times, but there is one --target",
+        ));
+    }
+    Ok(())
 }
 
 /// A run on one target (or none: engines that need no file).

@@ -53,7 +53,7 @@ pub fn experiments(a: &DeviceArgs, path: &Path) -> anyhow::Result<Vec<Experiment
     let flags = if given.is_empty() {
         None
     } else {
-        Some(crate::commands::device_args::base_spec(a)?)
+        Some(crate::commands::device_flags::base_spec(a)?)
     };
     let cpus = a
         .cpus

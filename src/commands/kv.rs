@@ -1,26 +1,36 @@
-//! `iolab kv`: database workloads. Arguments -> `KvPlan` (kv_args) ->
+//! `iolab kv`: database workloads. Arguments -> `KvPlan` (kv_flags, `kv::settings`) ->
 //! `kv::run::run` with the terminal observer -> exit code. Several
-//! targets, `--make` or a `--plan` file: a media run (`kv_media`).
+//! targets, `--make` or a `--plan` file: a media run (its parts read here,
+//! planned and run by `campaign::kv_plan`).
 
+use std::path::PathBuf;
+
+use super::kv_planfile::{self, KvPart};
+use crate::campaign::kv_plan::{self, KvMediaSettings, Part};
 use crate::cli::kv::KvArgs;
 use crate::error::Interrupted;
+use crate::kv::engine::KvEngineKind;
+use crate::plan::planfile;
 use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
     if args.plan.is_some()
-        || crate::campaign::setups::is_media_run(&args.media, args.place.target.len())
+        || crate::campaign::setups::is_media_run(
+            &super::media_flags(&args.media),
+            args.place.target.len(),
+        )
     {
-        return super::kv_media::run(args);
+        return media_run(args);
     }
-    crate::campaign::setups::refuse_without_media(&args.media)?;
+    crate::campaign::setups::refuse_without_media(&super::media_flags(&args.media))?;
     if args.place.size.is_some() {
         return Err(crate::error::usage(
             "--size",
             "applies to --make only (the room of each configuration)",
         ));
     }
-    let plan = super::kv_args::plan(&args)?;
+    let plan = super::kv_flags::plan(&args)?;
     if let Some(raw) = &plan.place.raw {
         // The same device checks as the run (--dry-run included).
         crate::kv::raw::check(&plan, raw)?;
@@ -57,4 +67,67 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         return Err(Interrupted.into());
     }
     Ok(())
+}
+
+/// A media run: the parts (the command line, or `--plan`'s `[[kv]]`
+/// tables with its `[media]` table applied), then `campaign::kv_plan`.
+fn media_run(args: KvArgs) -> anyhow::Result<()> {
+    let mut a = args.clone();
+    let mut notices = Vec::new();
+    let parts = kv_parts(&mut a, &mut notices)?;
+    let settings = KvMediaSettings {
+        targets: target_values(&a),
+        size: a.place.size.clone(),
+        db: a.place.db.clone(),
+        destroy_data: a.place.destroy_data.clone(),
+        keep: a.place.keep,
+        plan: a.plan.clone(),
+        output: a.output.clone(),
+        force: args.force,
+        quiet: a.quiet,
+        seed: a.seed,
+        dry_run: args.dry_run,
+    };
+    let parts = parts
+        .into_iter()
+        .map(|p| Part {
+            name: p.name,
+            plan: move || super::kv_flags::plan(&p.args),
+        })
+        .collect();
+    kv_plan::run(&settings, &super::media_flags(&a.media), notices, parts)
+}
+
+/// The targets the command line names: `--target`s, else `--dir` (the
+/// older name), which with `--make` and no target is where the
+/// configurations are built (`.` by default).
+fn target_values(a: &KvArgs) -> Vec<PathBuf> {
+    if !a.place.target.is_empty() {
+        return a.place.target.iter().map(PathBuf::from).collect();
+    }
+    if a.media.make.is_some() && a.place.dir == std::path::Path::new(".") {
+        return Vec::new();
+    }
+    vec![a.place.dir.clone()]
+}
+
+/// The parts to run: the `[[kv]]` tables of `--plan`, or the command line.
+fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvPart>> {
+    let Some(path) = a.plan.clone() else {
+        return Ok(vec![KvPart {
+            name: a.engine.name().to_string(),
+            args: a.clone(),
+        }]);
+    };
+    let file = planfile::read(&path)?;
+    let several = a.media.make.is_some() || a.place.target.len() > 1;
+    if several || file.media.contains_key("make") {
+        super::device_flags::apply_media_table(&mut a.media, &path, &file, &a.given)?;
+    }
+    let parts = kv_planfile::parts(a, &path, &file)?;
+    let all_lmdb = parts.iter().all(|p| p.args.engine == KvEngineKind::Lmdb);
+    if !all_lmdb && !a.given.iter().any(|g| g == "make") {
+        *notices = kv_plan::without_raw(&mut a.media.make, &path);
+    }
+    Ok(parts)
 }

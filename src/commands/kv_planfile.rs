@@ -2,7 +2,7 @@
 //! part (an engine and its workload) applied onto the command line's
 //! settings. A table's keys are `iolab kv`'s flag names (`engine`, `num`,
 //! `value-size`, `readers`, `memory-limit` ...) applied with the flags'
-//! own definitions (as device plan files are: `device_args::apply_flags`),
+//! own definitions (as device plan files are: `device_flags::apply_flags`),
 //! plus `workload` (the positional WORKLOAD), `props` (YCSB properties, a
 //! table or a list of `key=value`), `name` and `description`. Flags given
 //! on the command line win over the file; `-p` given there is applied
@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use crate::cli::kv::KvArgs;
-use crate::error::{usage, UsageError};
+use crate::error::{name_place, usage};
 use crate::plan::planfile::{value_text, PlanFile};
 
 /// Keys a `[[kv]]` table may not hold, and where they belong.
@@ -110,7 +110,7 @@ fn part(a: &KvArgs, place: &str, table: &toml::Table) -> anyhow::Result<KvPart> 
     // The command line's -p last: it overrides the table's.
     props.append(&mut args.props);
     args.props = props;
-    super::device_args::apply_flags(&mut args, argv).map_err(|e| name_place(place, e))?;
+    super::device_flags::apply_flags(&mut args, argv).map_err(|e| name_place(place, e))?;
     let name = name.unwrap_or_else(|| args.engine.name().to_string());
     Ok(KvPart { name, args })
 }
@@ -130,17 +130,10 @@ fn table_props(field: &str, v: &toml::Value) -> anyhow::Result<Vec<String>> {
     }
 }
 
-/// A usage error of a part, named by its place in the file.
-pub fn name_place(place: &str, e: anyhow::Error) -> anyhow::Error {
-    match e.downcast::<UsageError>() {
-        Ok(u) => usage(format!("{place} {}", u.field), u.message),
-        Err(other) => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::UsageError;
     use clap::Parser;
 
     #[derive(Parser)]

@@ -3,25 +3,41 @@
 pub mod agent;
 pub mod compare;
 pub mod device;
-pub mod device_args;
 pub mod device_fio;
+pub mod device_flags;
 pub mod device_hosts;
-pub mod device_media;
 pub mod kv;
-pub mod kv_args;
-pub mod kv_media;
+pub mod kv_flags;
 pub mod kv_planfile;
 pub mod oltp;
-pub mod oltp_media;
 pub mod remote;
 pub mod report;
 pub mod run;
 pub mod serve;
-pub mod server_settings;
+pub mod server_flags;
 pub mod sysinfo;
 pub mod trace;
 
+use crate::campaign::setups::MediaFlags;
+use crate::cli::media::MediaArgs;
 use crate::cli::{Cli, Command};
+
+/// The media flags (`device`, `kv`, `oltp`, `run`) as
+/// `campaign::setups::MediaFlags`.
+pub fn media_flags(m: &MediaArgs) -> MediaFlags {
+    let MediaArgs {
+        make,
+        make_in,
+        rounds,
+        baseline,
+    } = m.clone();
+    MediaFlags {
+        make,
+        make_in,
+        rounds,
+        baseline,
+    }
+}
 
 /// Run the verb the user asked for.
 pub fn dispatch(cli: Cli) -> anyhow::Result<()> {

@@ -57,7 +57,7 @@ fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSetting
         };
         return Err(usage(flag, "is Redis's, and Redis is not an oltp engine"));
     }
-    if let Some(flag) = super::server_settings::private_only(s) {
+    if let Some(flag) = super::server_flags::private_only(s) {
         if engine == Engine::Sqlite {
             return Err(usage(flag, "sets a private server, and sqlite has none"));
         }
@@ -85,7 +85,7 @@ fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSetting
             format!("is not a setting of {}", engine.name()),
         ));
     }
-    super::server_settings::settings(s)
+    super::server_flags::settings(s)
 }
 
 /// The plan in words (`--dry-run`); a server URL without its password.
@@ -159,10 +159,23 @@ fn settings_text(p: &OltpPlan) -> String {
 }
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
-    if media_set::is_media_run(&args.media, args.target.len()) {
-        return super::oltp_media::run(args);
+    if media_set::is_media_run(&super::media_flags(&args.media), args.target.len()) {
+        let media = crate::campaign::oltp_plan::OltpMediaSettings {
+            target: args.target.clone(),
+            size: args.size.clone(),
+            keep: args.keep,
+            db: args.db.clone(),
+            server_url: args.server.server_url.clone(),
+            output: args.output.clone(),
+            force: args.force,
+            quiet: args.quiet,
+            dry_run: args.dry_run,
+        };
+        return crate::campaign::oltp_plan::run(&media, &super::media_flags(&args.media), || {
+            plan(&args)
+        });
     }
-    media_set::refuse_without_media(&args.media)?;
+    media_set::refuse_without_media(&super::media_flags(&args.media))?;
     if args.size.is_some() {
         return Err(usage(
             "--size",

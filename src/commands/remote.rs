@@ -137,7 +137,7 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         return Err(usage("--runtime", "give at least 100ms"));
     }
     let ramp = parse_duration_ns("--ramp", &a.ramp)?;
-    let io_timeout_ns = crate::commands::device_args::parse_io_timeout(a.io_timeout.as_deref())?;
+    let io_timeout_ns = crate::plan::device_args::parse_io_timeout(a.io_timeout.as_deref())?;
     let size = parse_size("--size", &a.size)?;
     if size < 16 << 20 {
         return Err(usage("--size", "the scratch file needs at least 16m"));
@@ -285,7 +285,7 @@ fn apply_plan_file(a: &mut RemoteArgs, path: &Path) -> anyhow::Result<()> {
         let value = crate::plan::planfile::value_text(&format!("{field}: {k}"), v)?;
         argv.push(format!("--{}={value}", k.replace('_', "-")));
     }
-    super::device_args::apply_flags(a, argv).map_err(|e| usage(&field, format!("{e:#}")))
+    super::device_flags::apply_flags(a, argv).map_err(|e| usage(&field, format!("{e:#}")))
 }
 
 pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
@@ -310,7 +310,7 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
             time::compact(std::time::SystemTime::now())
         ))
     });
-    super::run::check_outputs(&dir, a.force)?;
+    crate::campaign::run::check_outputs(&dir, a.force)?;
     let mut topo = Topology::choose(a.loopback)?;
     if let Some(rate) = &plan.fabric_rate {
         topo.limit_rate(rate)
@@ -342,7 +342,7 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
     drop(topo);
     drop(local);
     let results = results?;
-    super::run::finish(
+    crate::campaign::run::finish(
         results,
         &dir.join("results.json"),
         &dir.join("report.html"),

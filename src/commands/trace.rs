@@ -1,363 +1,82 @@
 //! `iolab trace`: per-request latency breakdown through the I/O stack.
-//! Probes capabilities, prepares the scratch file, runs every configuration
-//! (scheduler x engine x queue depth) untraced and traced, prints the
-//! btt-style tables and writes the results and optional blktrace exports.
+//! Its plan and preparation are `trace::plan`; here: every configuration
+//! (scheduler x engine x queue depth) run untraced and traced, the
+//! btt-style tables printed and the results and blktrace exports written.
 
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::analysis::AnalysisOptions;
 use crate::cli::trace::{TraceArgs, TraceOpts};
-use crate::dut::sysfs::{DevNum, DiskInfo};
-use crate::dut::{self, Target, TargetKind, TargetOptions};
-use crate::engine::{EngineKind, UringOptions};
-use crate::error::usage;
+use crate::dut::{self, TargetOptions};
 use crate::interrupt;
-use crate::plan::job::{JobSpec, Pattern, StopCondition};
-use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::report::trace_terminal;
 use crate::results::{Provenance, Results};
 use crate::session::sink::ResultsSink;
 use crate::session::{Observer, Progress, StatusEvery};
-use crate::testbed::mount::MountGuard;
 use crate::testbed::scheduler::SchedulerGuard;
-use crate::trace::blkexport;
 use crate::trace::config::{run_config, ConfigResult, Setup};
 use crate::trace::events::kdev;
-use crate::trace::extents::ExtentMap;
-use crate::trace::session::{disk_irqs, Capture};
-use crate::trace::tracefs;
+use crate::trace::plan::{
+    dry_run, export_capture, job_spec, parse_plan, place, probe_tracing, schedulers, Placement,
+    TraceSettings,
+};
 
-fn list(field: &str, s: &str) -> Result<Vec<String>> {
-    let v: Vec<String> = s
-        .split(',')
-        .map(|x| x.trim().to_string())
-        .filter(|x| !x.is_empty())
-        .collect();
-    if v.is_empty() {
-        return Err(usage(field, "empty list"));
-    }
-    Ok(v)
-}
-
-/// The checked options of one `iolab trace`.
-struct Plan {
-    size: u64,
-    bs: u64,
-    runtime_ns: u64,
-    write: bool,
-    /// (engine, sqpoll)
-    engines: Vec<(EngineKind, bool)>,
-    qds: Vec<u32>,
-    export_dev: Option<DevNum>,
-}
-
-fn parse_engines(spec: &str) -> Result<Vec<(EngineKind, bool)>> {
-    let mut engines = Vec::new();
-    for e in list("--engine", spec)? {
-        let (name, sqpoll) = match e.strip_suffix("+sqpoll") {
-            Some(n) => (n.to_string(), true),
-            None => (e.clone(), false),
-        };
-        match EngineKind::parse(&name) {
-            Some(k @ (EngineKind::Psync | EngineKind::Aio | EngineKind::IoUring)) => {
-                if sqpoll && k != EngineKind::IoUring {
-                    return Err(usage("--engine", "+sqpoll applies to io_uring only"));
-                }
-                engines.push((k, sqpoll));
-            }
-            _ => {
-                return Err(usage(
-                    "--engine",
-                    format!("{e:?}: use psync, aio, io_uring or io_uring+sqpoll"),
-                ))
-            }
-        }
-    }
-    Ok(engines)
-}
-
-fn parse_qds(spec: &str) -> Result<Vec<u32>> {
-    let mut qds = Vec::new();
-    for q in list("--qd", spec)? {
-        match q.parse::<u32>() {
-            Ok(n) if (1..=4096).contains(&n) => qds.push(n),
-            _ => {
-                return Err(usage(
-                    "--qd",
-                    format!("{q:?}: a queue depth from 1 to 4096"),
-                ))
-            }
-        }
-    }
-    Ok(qds)
-}
-
-/// The configurations a run would trace, in order, and its expected length.
-fn dry_run(plan: &Plan, args: &TraceOpts) -> String {
-    let mut out = format!(
-        "trace plan on {} ({} MiB scratch file, {} {}):\n",
-        args.dir.display(),
-        plan.size >> 20,
-        args.rw,
-        args.bs
-    );
-    let mut configs = 0usize;
-    for &(engine, sqpoll) in &plan.engines {
-        let name = format!("{}{}", engine.name(), if sqpoll { "+sqpoll" } else { "" });
-        if engine.is_sync() {
-            configs += 1;
-            out.push_str(&format!("  {name} qd1"));
-            if plan.qds.iter().any(|&q| q > 1) {
-                out.push_str(" (a synchronous engine has one request in flight: its deeper --qd are not run)");
-            }
-            out.push('\n');
-        } else {
-            for qd in &plan.qds {
-                configs += 1;
-                out.push_str(&format!("  {name} qd{qd}\n"));
-            }
-        }
-    }
-    let schedulers = args
-        .scheduler
-        .as_deref()
-        .unwrap_or("the device's current one");
-    let per = plan.runtime_ns as f64 / 1e9;
-    let runs = if args.no_overhead {
-        1
-    } else {
-        2 * args.overhead_pairs.max(1)
-    };
-    out.push_str(&format!(
-        "schedulers: {schedulers}\n{configs} configuration(s) per scheduler, each {per:.0} s traced{}: ~{:.0} s per scheduler (plus the scratch file layout)\n",
-        if args.no_overhead { "" } else { " and untraced (the overhead)" },
-        configs as f64 * per * runs as f64
-    ));
-    out
-}
-
-fn parse_plan(args: &TraceOpts) -> Result<Plan> {
-    // A directory for the scratch file: a mistyped one must not become a file.
-    if !args.dir.is_dir() {
-        return Err(usage(
-            "--dir",
-            format!("{} is not an existing directory", args.dir.display()),
-        ));
-    }
-    if args.buffer_kb == 0 {
-        return Err(usage("--buffer-kb", "must be at least 1 (KiB per CPU)"));
-    }
-    if args.max_ops == 0 {
-        return Err(usage("--max-ops", "must be at least 1"));
-    }
-    let size = parse_size("--size", &args.size)?;
-    if size == 0 {
-        return Err(usage("--size", "must be greater than 0"));
-    }
-    let bs = parse_size("--bs", &args.bs)?;
-    if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {
-        return Err(usage("--bs", "must be a multiple of 512 up to 64M"));
-    }
-    let runtime_ns = parse_duration_ns("--runtime", &args.runtime)?;
-    let write = match args.rw.as_str() {
-        "randread" => false,
-        "randwrite" => true,
-        other => {
-            return Err(usage(
-                "--rw",
-                format!("{other:?}: use randread or randwrite"),
-            ))
-        }
-    };
-    let engines = parse_engines(&args.engine)?;
-    let qds = parse_qds(&args.qd)?;
-    let export_dev = match &args.export_dev {
-        Some(s) => {
-            Some(DevNum::parse(s).ok_or_else(|| usage("--export-dev", "use MAJ:MIN, e.g. 8:0"))?)
-        }
-        None => None,
-    };
-    if args.jobs == 0 || args.jobs > 1024 {
-        return Err(usage(
-            "--jobs",
-            format!("{} jobs is out of range 1..1024", args.jobs),
-        ));
-    }
-    Ok(Plan {
-        size,
-        bs,
-        runtime_ns,
-        write,
-        engines,
-        qds,
-        export_dev,
-    })
-}
-
-/// Probe root and tracefs (mounting it if needed), remove stale instances
-/// and say what tracing will do. Without them the job still runs, untraced.
-fn probe_tracing() -> (tracefs::Capabilities, MountGuard) {
-    let mut caps = tracefs::probe();
-    // Unmounts tracefs at the very end if iolab mounted it.
-    let mount = caps.take_mount();
-    if let Some(t) = caps.tracefs.as_deref().filter(|_| caps.root) {
-        for name in tracefs::remove_stale(t) {
-            println!("tracing: removed stale instance {name} of a process that no longer exists");
-        }
-    }
-    match &caps.why_not {
-        None => println!(
-            "tracing: tracefs at {}{}, private instance iolab-{}",
-            tracefs::TRACEFS,
-            if mount.mounted_by_us() {
-                " (mounted by iolab)"
-            } else {
-                ""
-            },
-            std::process::id()
-        ),
-        Some(why) => println!("tracing: unavailable ({why}); running the job untraced"),
-    }
-    (caps, mount)
-}
-
-/// Where the target lives on its disk: the disk, its device number, the
-/// file's extents (block offsets) and the disk's interrupts.
-struct Placement {
-    disk: DiskInfo,
-    whole: DevNum,
-    extents: ExtentMap,
-    irqs: Vec<u32>,
-}
-
-fn place(tgt: &Target, dir: &Path, size: u64) -> Result<Placement> {
-    let (fd, direct) = tgt.open(false, true)?;
-    if !direct {
-        return Err(usage(
-            "--dir",
-            format!(
-                "{} does not support O_DIRECT; tracing needs requests to reach the device",
-                dir.display()
-            ),
-        ));
-    }
-    let disk = tgt
-        .disk
-        .clone()
-        .ok_or_else(|| usage("--dir", "cannot find the block device under this directory"))?;
-    let whole = std::fs::read_to_string(format!("/sys/block/{}/dev", disk.disk))
-        .ok()
-        .and_then(|s| DevNum::parse(&s))
-        .context("reading the disk's device number")?;
-    let part_start = if disk.device != disk.disk {
-        std::fs::read_to_string(format!("/sys/block/{}/{}/start", disk.disk, disk.device))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0)
-    } else {
-        0
-    };
-    let extents = if tgt.kind == TargetKind::BlockDevice {
-        ExtentMap::identity(part_start)
-    } else {
-        ExtentMap::of_fd(fd.as_raw_fd(), size, part_start)
-            .unwrap_or_else(|_| ExtentMap::identity(part_start))
-    };
-    drop(fd);
-    let irqs = disk_irqs(&disk.disk);
-    println!(
-        "target: {} ({} MiB) on {} {} scheduler {}, irq {:?}",
-        tgt.path.display(),
-        size >> 20,
-        disk.disk,
-        whole.text(),
-        disk.scheduler.clone().unwrap_or_default(),
-        irqs
-    );
-    Ok(Placement {
-        disk,
-        whole,
-        extents,
-        irqs,
-    })
-}
-
-/// `--scheduler`: the schedulers to compare (each must exist for the disk);
-/// `None` is the current one.
-fn schedulers(spec: Option<&str>, disk: &str) -> Result<Vec<Option<String>>> {
-    let Some(s) = spec else {
-        return Ok(vec![None]);
-    };
-    let (avail, _) = SchedulerGuard::available(disk)?;
-    let want = list("--scheduler", s)?;
-    for w in &want {
-        if !avail.contains(w) {
-            return Err(usage(
-                "--scheduler",
-                format!(
-                    "{w:?} is not available for {disk} (have {})",
-                    avail.join(", ")
-                ),
-            ));
-        }
-    }
-    Ok(want.into_iter().map(Some).collect())
-}
-
-/// The job of one configuration.
-fn job_spec(plan: &Plan, args: &TraceOpts, engine: EngineKind, sqpoll: bool, qd: u32) -> JobSpec {
-    JobSpec {
-        name: format!("trace-{}-qd{qd}", engine.name()),
-        pattern: if plan.write {
-            Pattern::RandWrite
-        } else {
-            Pattern::RandRead
-        },
-        bs: vec![(plan.bs, 100)],
-        qd,
-        jobs: args.jobs,
-        engine,
-        uring: UringOptions {
-            sqpoll,
-            ..Default::default()
-        },
-        direct: true,
-        stop: StopCondition {
-            runtime_ns: Some(plan.runtime_ns),
-            io_count: Some(args.max_ops as u64),
-            io_bytes: None,
-        },
-        seed: args.seed,
-        ..Default::default()
-    }
-}
-
-/// `--export DIR`: the capture in blktrace's binary format, all I/O on the
-/// device and this job's requests only.
-fn export_capture(dir: &Path, res: &ConfigResult, cap: &Capture, dev: DevNum) -> Result<()> {
-    let name = res.label.replace([' ', '+'], "_");
-    let files = blkexport::export(&cap.events, dir, &name, kdev(dev.major, dev.minor))?;
-    blkexport::export(
-        &cap.job_events(),
+/// The command line as `trace::plan::TraceSettings`.
+fn settings(o: TraceOpts) -> TraceSettings {
+    let TraceOpts {
         dir,
-        &format!("{name}_job"),
-        kdev(dev.major, dev.minor),
-    )?;
-    println!(
-        "blktrace export: {} file(s) {}/{}.blktrace.* (all I/O on the device; {}_job.blktrace.*: this job's requests only)",
-        files.len(),
-        dir.display(),
-        name,
-        name
-    );
-    Ok(())
+        size,
+        engine,
+        qd,
+        jobs,
+        bs,
+        rw,
+        runtime,
+        scheduler,
+        overhead_pairs,
+        no_overhead,
+        no_syscalls,
+        buffer_kb,
+        export,
+        export_dev,
+        output,
+        force,
+        quiet,
+        dry_run,
+        status_interval,
+        max_ops,
+        seed,
+    } = o;
+    TraceSettings {
+        dir,
+        size,
+        engine,
+        qd,
+        jobs,
+        bs,
+        rw,
+        runtime,
+        scheduler,
+        overhead_pairs,
+        no_overhead,
+        no_syscalls,
+        buffer_kb,
+        export,
+        export_dev,
+        output,
+        force,
+        quiet,
+        dry_run,
+        status_interval,
+        max_ops,
+        seed,
+    }
 }
 
 pub fn run(args: TraceArgs) -> Result<()> {
-    let args = *args.opts;
+    let args = settings(*args.opts);
     interrupt::install();
     let plan = parse_plan(&args)?;
     if let Some(out) = &args.output {
@@ -367,7 +86,10 @@ pub fn run(args: TraceArgs) -> Result<()> {
         print!("{}", dry_run(&plan, &args));
         return Ok(());
     }
-    let (caps, _mount) = probe_tracing();
+    let (caps, _mount, said) = probe_tracing();
+    for line in said {
+        println!("{line}");
+    }
     let opts = TargetOptions {
         path: Some(args.dir.clone()),
         size: Some(plan.size),
@@ -380,6 +102,15 @@ pub fn run(args: TraceArgs) -> Result<()> {
         extents,
         irqs,
     } = place(&tgt, &args.dir, plan.size)?;
+    println!(
+        "target: {} ({} MiB) on {} {} scheduler {}, irq {:?}",
+        tgt.path.display(),
+        plan.size >> 20,
+        disk.disk,
+        whole.text(),
+        disk.scheduler.clone().unwrap_or_default(),
+        irqs
+    );
     let schedulers = schedulers(args.scheduler.as_deref(), &disk.disk)?;
     // The progress line: the configuration running, its seconds and last second.
     let term = crate::report::observer::Terminal::progress_only(args.quiet);
@@ -463,7 +194,8 @@ pub fn run(args: TraceArgs) -> Result<()> {
                     print!("{}", trace_terminal::config_text(&res));
                 }
                 if let (Some(dir), Some(cap)) = (&args.export, &cap) {
-                    export_capture(dir, &res, cap, plan.export_dev.unwrap_or(whole))?;
+                    let said = export_capture(dir, &res, cap, plan.export_dev.unwrap_or(whole))?;
+                    println!("{said}");
                 }
                 pt.name = res.label.clone();
                 pt.params.insert("scheduler".into(), res.scheduler.clone());

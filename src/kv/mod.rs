@@ -19,5 +19,6 @@ pub mod raw;
 pub mod recorder;
 pub mod report;
 pub mod run;
+pub mod settings;
 pub mod value;
 pub mod ycsb;

@@ -474,6 +474,21 @@ impl JobSpec {
     }
 }
 
+/// `j` at a fixed open-loop rate, named after it.
+pub fn with_rate(j: &JobSpec, rate: f64, arrival: Arrival) -> JobSpec {
+    let mut r = j.clone();
+    r.open_loop = Some(OpenLoop {
+        rate_iops: rate,
+        arrival,
+    });
+    r.name = if j.name == j.default_name() {
+        r.default_name()
+    } else {
+        format!("{}-rate{rate:.0}", j.name)
+    };
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! Plans: what the user asked for, parsed and validated before anything runs.
 
 pub mod act;
+pub mod device_args;
 pub mod experiment;
 pub mod fiojob;
 pub mod job;
@@ -9,5 +10,6 @@ pub mod options;
 pub mod parse;
 pub mod planfile;
 pub mod profile;
+pub mod run_plan;
 pub mod steady;
 pub mod sweep;

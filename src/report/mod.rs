@@ -7,6 +7,7 @@ pub mod analysis_text;
 pub mod charts;
 pub mod compare;
 pub mod csv;
+pub mod device_plan;
 pub mod fio_json;
 pub mod fio_log;
 pub mod fmt;

@@ -11,6 +11,7 @@
 pub mod cassandra;
 pub mod endpoint;
 pub mod ferretdb;
+pub mod flags;
 pub mod mariadb;
 pub mod mongodb;
 pub mod postgres;

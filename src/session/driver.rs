@@ -18,7 +18,7 @@ use crate::analysis::AnalysisOptions;
 use crate::dut::Target;
 use crate::interrupt;
 use crate::plan::experiment::{Experiment, Mode};
-use crate::plan::job::{Arrival, JobSpec, OpenLoop};
+use crate::plan::job::{with_rate, Arrival, JobSpec};
 use crate::plan::sweep::RateAxis;
 use crate::results::{PassId, Point, Results};
 use crate::runner::job::{run_job, JobOutcome, OnProgress, RunOptions};
@@ -644,21 +644,6 @@ fn on_hosts(
 
 fn eta_s(planned_s: f64, started: Instant) -> f64 {
     (planned_s - started.elapsed().as_secs_f64()).max(0.0)
-}
-
-/// `j` at a fixed open-loop rate, named after it.
-pub fn with_rate(j: &JobSpec, rate: f64, arrival: Arrival) -> JobSpec {
-    let mut r = j.clone();
-    r.open_loop = Some(OpenLoop {
-        rate_iops: rate,
-        arrival,
-    });
-    r.name = if j.name == j.default_name() {
-        r.default_name()
-    } else {
-        format!("{}-rate{rate:.0}", j.name)
-    };
-    r
 }
 
 /// The percentile of the point's main latency: from the intended issue time

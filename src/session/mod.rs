@@ -7,7 +7,8 @@ pub mod driver;
 pub mod export;
 pub mod sink;
 
-pub use driver::{with_rate, Driver, Outcome, Tags};
+pub use crate::plan::job::with_rate;
+pub use driver::{Driver, Outcome, Tags};
 pub use export::Exporter;
 pub use sink::ResultsSink;
 

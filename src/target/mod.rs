@@ -5,7 +5,9 @@
 //! handshakes on `nbd_negotiate`) and the NVMe/TCP protocol (`nvme_target`
 //! on its controller model `nvme_controller`, with a discovery controller)
 //! plug into it; per-request stamps for the unloaded breakdown (`stamps`). The wire formats are `proto`'s;
-//! the `iolab remote` harness that starts these targets is `remote`.
+//! the `iolab remote` harness that starts these targets is `remote`; the
+//! verb's run (settings checked, backing prepared, served until a signal or
+//! the time limit) is `serve`.
 
 #[cfg(test)]
 pub mod fuzz_peer;
@@ -13,5 +15,6 @@ pub mod nbd_negotiate;
 pub mod nbd_target;
 pub mod nvme_controller;
 pub mod nvme_target;
+pub mod serve;
 pub mod serving;
 pub mod stamps;

@@ -4,6 +4,7 @@
 //! `format` and `ringbuf` parse the kernel's formats and pages, `events`
 //! decodes records, `correlate` builds per-request timelines, `stages` turns
 //! them into a btt-style breakdown, and `blkexport` writes blktrace files.
+//! `plan` is `iolab trace`'s checked settings and preparation.
 
 pub mod blkexport;
 pub mod config;
@@ -11,6 +12,7 @@ pub mod correlate;
 pub mod events;
 pub mod extents;
 pub mod format;
+pub mod plan;
 pub mod point_tracer;
 pub mod reader;
 pub mod ringbuf;

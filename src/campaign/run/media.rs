@@ -18,22 +18,22 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::plan::{StepKind, MIB};
 use super::steps::StepRunner;
 use super::{
     budgeted_plan, check_outputs, choose_engine, driver, finish, kv, parse_options, plan_jobs,
-    print_plan, start_results,
+    print_plan, start_results, RunSettings,
 };
 use crate::campaign::device::target_on;
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::campaign::{run_rounds, Order, Overhead, Pass, PassOutcome, Schedule, Workload};
-use crate::cli::run::RunArgs;
 use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
 use crate::error::usage;
 use crate::interrupt;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
+use crate::plan::run_plan::{StepKind, MIB};
 use crate::report::observer::Terminal;
 use crate::results::{time, Results};
 use crate::testbed::media::{MediaKind, Medium};
@@ -53,8 +53,8 @@ struct RunMedia {
 }
 
 /// The flags, the targets and the budget, checked before anything is made.
-fn check(a: &mut RunArgs, all: &[PathBuf]) -> anyhow::Result<RunMedia> {
-    let set = MediaSet::parse(&a.media, all)?;
+fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Result<RunMedia> {
+    let set = MediaSet::parse(media, all)?;
     if a.remote {
         return Err(usage(
             "--remote",
@@ -113,8 +113,8 @@ fn not_in_a_media_run() -> Vec<(StepKind, String)> {
     ]
 }
 
-pub fn run(mut a: RunArgs, all: &[PathBuf]) -> anyhow::Result<()> {
-    let m = check(&mut a, all)?;
+pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyhow::Result<()> {
+    let m = check(&mut a, media_args, all)?;
     let mut base = JobSpec {
         engine: m.explicit.unwrap_or(EngineKind::IoUring),
         seed: a.seed,
@@ -265,7 +265,7 @@ fn room(m: &RunMedia, steps: &[super::Step], seed: u64) -> anyhow::Result<u64> {
 
 /// Every subject's target: a scratch file in a given directory or in a
 /// configuration's file system, or a `raw` configuration's loop device.
-fn prepare(a: &RunArgs, m: &RunMedia, media: &[Medium]) -> anyhow::Result<Vec<Target>> {
+fn prepare(a: &RunSettings, m: &RunMedia, media: &[Medium]) -> anyhow::Result<Vec<Target>> {
     let mut made = media.iter();
     let mut targets = Vec::new();
     for s in &m.set.subjects {

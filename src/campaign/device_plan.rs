@@ -8,43 +8,28 @@
 //! label), `round` and `baseline`; `analysis.media` normalizes every
 //! target to the baseline, and `extra.media` records the targets and how
 //! each configuration was made (plus the rows in their pre-analysis shape).
+//! This is the plan of such a run, checked before anything is built
+//! (moved from commands/device_media.rs); the run is `campaign::device`.
 
 use std::path::Path;
 
-use super::device_args::experiments_from_args;
 pub use crate::campaign::device::DeviceMediaPlan;
 use crate::campaign::given::{self as media_targets, GivenTarget};
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{MediaSet, Subject};
-use crate::cli::device::DeviceArgs;
 use crate::dut;
 use crate::engine::{EngineKind, Opens};
 use crate::error::usage;
-use crate::plan::experiment::Mode;
+use crate::plan::device_args::DeviceSettings;
+use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
 
 /// Default bytes of every scratch file and configuration of a media run.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
 
-/// `--make`, or several `--target`: a media run.
-pub fn is_media_run(a: &DeviceArgs) -> bool {
-    crate::campaign::setups::is_media_run(&a.media, a.target.len())
-}
-
-/// The flags of media runs mean nothing in a single-target run.
-pub fn refuse_without_media(a: &DeviceArgs) -> anyhow::Result<()> {
-    crate::campaign::setups::refuse_without_media(&a.media)?;
-    if a.destroy_data.len() > 1 {
-        return Err(usage(
-            "--destroy-data",
-            "given several times, but there is one --target",
-        ));
-    }
-    Ok(())
-}
-
 /// Flags a media run does not combine with (refused rather than ignored).
-fn refuse_unsupported(a: &DeviceArgs, field: &str) -> anyhow::Result<()> {
+fn refuse_unsupported(a: &DeviceSettings, field: &str) -> anyhow::Result<()> {
     let unsupported = [
         ("--fio-job", a.fio_job.is_some()),
         ("--export", a.export.is_some()),
@@ -61,13 +46,19 @@ fn refuse_unsupported(a: &DeviceArgs, field: &str) -> anyhow::Result<()> {
 }
 
 /// Check everything a media run needs before anything is built.
-pub fn plan(a: &DeviceArgs) -> anyhow::Result<DeviceMediaPlan> {
-    let field = if a.media.make.is_some() {
+/// `experiments`: the run's experiments (the flags', a plan file's),
+/// built after the checks of the targets.
+pub fn plan(
+    a: &DeviceSettings,
+    media: &MediaFlags,
+    experiments: impl FnOnce() -> anyhow::Result<Vec<Experiment>>,
+) -> anyhow::Result<DeviceMediaPlan> {
+    let field = if media.make.is_some() {
         "--make"
     } else {
         "--target"
     };
-    let set = MediaSet::parse(&a.media, &a.target)?;
+    let set = MediaSet::parse(media, &a.target)?;
     let given: Vec<GivenTarget> = set.given().map(|(_, t)| t.clone()).collect();
     if given.is_empty() && (!a.destroy_data.is_empty() || a.overwrite) {
         return Err(usage(
@@ -78,7 +69,7 @@ pub fn plan(a: &DeviceArgs) -> anyhow::Result<DeviceMediaPlan> {
     refuse_unsupported(a, field)?;
     let mut destroy = media_targets::destroy_data_for(&given, &a.destroy_data)?;
     destroy.extend(set.made().map(|_| None));
-    let exps = experiments_from_args(a)?;
+    let exps = experiments()?;
     if exps
         .iter()
         .any(|e| e.mode != Mode::Plain || e.precondition.is_some() || e.purge)
@@ -117,7 +108,7 @@ pub fn plan(a: &DeviceArgs) -> anyhow::Result<DeviceMediaPlan> {
 /// engine, else the planned one; an engine given with `--engine` must be
 /// able to open the target.
 fn engine_for(
-    a: &DeviceArgs,
+    a: &DeviceSettings,
     s: &Subject,
     planned: EngineKind,
     local: EngineKind,
@@ -153,7 +144,7 @@ fn engine_for(
 
 /// Every subject's jobs, and the workload names the points are named by.
 fn jobs_per_subject(
-    a: &DeviceArgs,
+    a: &DeviceSettings,
     subjects: &[Subject],
     planned: &[JobSpec],
 ) -> anyhow::Result<(Vec<Vec<JobSpec>>, Vec<String>)> {
@@ -200,7 +191,7 @@ fn jobs_per_subject(
 /// Every check of the run, nothing created: the configurations can be
 /// built here, every given target passes its kind's rules, the results
 /// file is not one of them.
-fn check(plan: &DeviceMediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
+fn check(plan: &DeviceMediaPlan, a: &DeviceSettings) -> anyhow::Result<()> {
     plan.set.check_made()?;
     for (i, t) in plan.set.given() {
         // A new file at a mistyped path would still run: compare only what exists.
@@ -220,9 +211,15 @@ fn check(plan: &DeviceMediaPlan, a: &DeviceArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
-    let plan = plan(&a)?;
-    check(&plan, &a)?;
+/// A media run of `iolab device`: planned, checked, listed (`--dry-run`)
+/// or run (`campaign::device::run`).
+pub fn run(
+    a: &DeviceSettings,
+    media: &MediaFlags,
+    experiments: impl FnOnce() -> anyhow::Result<Vec<Experiment>>,
+) -> anyhow::Result<()> {
+    let plan = plan(a, media, experiments)?;
+    check(&plan, a)?;
     if a.dry_run {
         print_plan(&plan);
         return Ok(());

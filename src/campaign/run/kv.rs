@@ -12,20 +12,11 @@ use crate::kv::engine::{EngineOptions, KvEngineKind};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
+pub use crate::plan::run_plan::{records, WORKLOADS};
 use crate::results::Results;
 
 /// The embedded engine of the step.
 pub const ENGINE: KvEngineKind = KvEngineKind::Rocksdb;
-/// The YCSB workloads of the step (one budget slot each).
-pub const WORKLOADS: [&str; 2] = ["a", "c"];
-/// Records (and operations per workload) per second of the step's slot:
-/// load + A + C stay well inside the slot on a slow machine (debug build).
-const RECORDS_PER_SLOT_S: f64 = 10_000.0;
-
-/// Records (= operations per workload) for a slot of `slot_ns` per workload.
-pub fn records(slot_ns: u64) -> u64 {
-    ((slot_ns as f64 / 1e9 * RECORDS_PER_SLOT_S) as u64).clamp(1_000, 200_000)
-}
 
 /// The step's plan: load and run of each workload with `records` records
 /// and as many operations, one client thread, in a scratch database.
@@ -72,4 +63,12 @@ pub fn run(dir: &Path, records: u64, seed: u64) -> Result<Results> {
     let done = crate::kv::run::run(&plan, &crate::session::Silent)?;
     done.verified()?;
     Ok(done.results)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_plan_names_this_engine() {
+        assert_eq!(super::ENGINE.name(), crate::plan::run_plan::KV_ENGINE);
+    }
 }

@@ -3,14 +3,15 @@
 //! matrix, batching, and more with `--profile full`), splits the time
 //! budget over its jobs, runs them on one scratch file, keeps
 //! `results.json` current after every point and ends with `report.html`
-//! and a terminal summary.
+//! and a terminal summary. (Moved from commands/run/; the command line
+//! comes as `RunSettings` from commands/run.rs.)
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::analysis::AnalysisOptions;
-use crate::cli::run::RunArgs;
+use crate::campaign::setups::MediaFlags;
 use crate::dut::{self, RemoteEndpoint, Target, TargetOptions};
 use crate::engine::EngineKind;
 use crate::error::{usage, Interrupted};
@@ -27,13 +28,35 @@ use crate::session::{Driver, ResultsSink};
 pub mod breakdown;
 pub mod kv;
 pub mod media;
-pub mod plan;
 mod steps;
 
 use steps::StepRunner;
 
+use crate::plan::run_plan as plan;
 pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
 use plan::{StepKind, MIB};
+
+/// `iolab run`'s flags as given (`cli::run::RunSettings` documents each), but
+/// the media flags, which come beside them.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub dirs: Vec<PathBuf>,
+    pub target: Vec<PathBuf>,
+    pub overwrite: bool,
+    pub budget: String,
+    pub runtime: Option<String>,
+    pub profile: String,
+    pub size: Option<String>,
+    pub engine: Option<String>,
+    pub output: Option<PathBuf>,
+    pub force: bool,
+    pub seed: u64,
+    pub quiet: bool,
+    pub status_interval: Option<f64>,
+    pub remote: bool,
+    pub dry_run: bool,
+    pub dir: PathBuf,
+}
 
 /// The plan of a profile within the budget, with the steps that cannot run
 /// here (tracing without root or tracefs; the database and tracing steps
@@ -121,7 +144,7 @@ fn engine_works(engine: EngineKind, target: &Target) -> bool {
     run_job(&probe, target, &RunOptions::default()).is_ok()
 }
 
-fn out_dir(a: &RunArgs, remote: bool) -> PathBuf {
+fn out_dir(a: &RunSettings, remote: bool) -> PathBuf {
     a.output.clone().unwrap_or_else(|| {
         let base = if remote {
             Path::new(".")
@@ -138,7 +161,7 @@ fn out_dir(a: &RunArgs, remote: bool) -> PathBuf {
 /// `--budget`, `--size` and `--engine`, checked (for a remote export the
 /// engine is the one that speaks its transport).
 fn parse_options(
-    a: &RunArgs,
+    a: &RunSettings,
     remote: Option<&RemoteEndpoint>,
 ) -> anyhow::Result<(u64, Option<u64>, Option<EngineKind>)> {
     let budget_ns = parse_duration_ns("--budget", &a.budget)?;
@@ -248,7 +271,7 @@ fn plan_jobs(steps: &[Step]) -> Vec<(&'static str, StepKind, JobSpec)> {
 /// point, progress on a terminal; the jobs run `passes` times (targets x
 /// rounds of a media run, else 1).
 fn driver<'a>(
-    a: &RunArgs,
+    a: &RunSettings,
     target: &'a Target,
     results: Results,
     json_path: &Path,
@@ -299,7 +322,9 @@ fn job_ns(j: &JobSpec) -> u64 {
     j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns
 }
 
-pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
+/// `iolab run`: on one target (or a remote export), or over several
+/// (`media`: `--make`, several targets).
+pub fn run(mut a: RunSettings, media: &MediaFlags) -> anyhow::Result<()> {
     if let Some(r) = &a.runtime {
         return Err(crate::error::usage(
             "--runtime",
@@ -307,10 +332,10 @@ pub fn run(mut a: RunArgs) -> anyhow::Result<()> {
         ));
     }
     let all: Vec<PathBuf> = a.dirs.iter().chain(&a.target).cloned().collect();
-    if crate::campaign::setups::is_media_run(&a.media, all.len()) {
-        return media::run(a, &all);
+    if crate::campaign::setups::is_media_run(media, all.len()) {
+        return media::run(a, media, &all);
     }
-    crate::campaign::setups::refuse_without_media(&a.media)?;
+    crate::campaign::setups::refuse_without_media(media)?;
     a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
     let remote = crate::dut::remote::endpoint_of(&a.dir)?;
     let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;

@@ -1,7 +1,12 @@
 //! The plan of `iolab run`: steps per profile (quick, standard, full) built
 //! from `JobSpec`s, de-duplicated across steps, and the time budget split
 //! over their jobs (optional steps dropped from the end when it is short).
-//! Pure: no I/O, unit-tested.
+//! Pure: no I/O, unit-tested. (Moved from commands/run/plan.rs.)
+//!
+//! Its budget fitter (`fit_budget`: drop optional steps, then split the
+//! slot into ramp and runtime) is not `sweep::apply_budget` (which refuses
+//! a budget too short for every point): the two behave differently and
+//! both are kept as they were.
 
 use crate::error::usage;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition};
@@ -49,6 +54,21 @@ pub const RATES_FULL: [f64; 10] = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.
 pub const LOADLAT_QD: u32 = 32;
 /// Requests the breakdown step logs at most per worker.
 pub const TRACE_MAX_OPS: u64 = 200_000;
+
+/// The YCSB workloads of the kv step (one budget slot each), run by
+/// campaign/run/kv.rs.
+pub const WORKLOADS: [&str; 2] = ["a", "c"];
+/// The kv step's engine by name (campaign/run/kv.rs's `ENGINE`, checked
+/// there: plan imports no kv).
+pub const KV_ENGINE: &str = "rocksdb";
+/// Records (and operations per workload) per second of the kv step's slot:
+/// load + A + C stay well inside the slot on a slow machine (debug build).
+const RECORDS_PER_SLOT_S: f64 = 10_000.0;
+
+/// Records (= operations per workload) for a kv slot of `slot_ns` per workload.
+pub fn records(slot_ns: u64) -> u64 {
+    ((slot_ns as f64 / 1e9 * RECORDS_PER_SLOT_S) as u64).clamp(1_000, 200_000)
+}
 
 const KIB: u64 = 1024;
 pub(crate) const MIB: u64 = 1024 * 1024;
@@ -333,17 +353,17 @@ fn breakdown_step(base: &JobSpec) -> Step {
     }
 }
 
-/// Database workloads through `iolab kv` (run/kv.rs): one placeholder job
+/// Database workloads through `iolab kv` (campaign/run/kv.rs): one placeholder job
 /// per YCSB workload, so the step gets its share of the budget; its points
 /// carry `extra.kv`.
 fn kv_step(base: &JobSpec, d: Depth) -> Step {
     let kv_jobs = if d.quick {
         Vec::new()
     } else {
-        super::kv::WORKLOADS
+        WORKLOADS
             .iter()
             .map(|w| JobSpec {
-                name: format!("ycsb-{w}-{}", super::kv::ENGINE.name()),
+                name: format!("ycsb-{w}-{}", KV_ENGINE),
                 ..base.clone()
             })
             .collect()
@@ -459,7 +479,7 @@ pub fn fit_budget(steps: &mut [Step], budget_ns: u64) {
                     "{}: {} ({} records)",
                     s.id,
                     j.name.split(':').next_back().unwrap_or("").trim(),
-                    super::kv::records(slot - ramp)
+                    records(slot - ramp)
                 ),
                 (StepKind::Trace, _) => {
                     j.stop.io_count = Some(TRACE_MAX_OPS);

@@ -13,14 +13,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::plan::{self, Step, StepKind};
-use super::{breakdown, job_ns, kv};
+use super::{breakdown, job_ns, kv, RunSettings};
 use crate::campaign::Pass as PassTag;
-use crate::cli::run::RunArgs;
 use crate::dut::Target;
 use crate::engine::EngineKind;
 use crate::interrupt;
 use crate::plan::job::JobSpec;
+use crate::plan::run_plan::{self as plan, Step, StepKind};
 use crate::results::{Point, Results};
 use crate::session::{Driver, Tags};
 
@@ -66,7 +65,7 @@ fn run_record(steps: &[Step], profile: &str, budget_ns: u64) -> serde_json::Valu
 /// One `iolab run` in progress: the plan, and the session driver that
 /// measures its jobs and keeps `results.json` current.
 pub(super) struct StepRunner<'a> {
-    a: &'a RunArgs,
+    a: &'a RunSettings,
     /// Where the jobs run now (a media run switches it).
     target: &'a Target,
     /// Where the kv step makes its database (None: it cannot run there,
@@ -88,7 +87,7 @@ pub(super) struct StepRunner<'a> {
 
 impl<'a> StepRunner<'a> {
     pub(super) fn new(
-        a: &'a RunArgs,
+        a: &'a RunSettings,
         target: &'a Target,
         steps: Vec<Step>,
         budget_ns: u64,

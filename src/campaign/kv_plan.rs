@@ -9,65 +9,56 @@
 //! file: `kv::raw`), `--db`, `--keep` and `--destroy-data` do not apply (every
 //! pass loads a fresh database and removes it), and `--size` is the room
 //! of each configuration. `--plan FILE` runs the file's `[[kv]]` parts
-//! (`kv_planfile`) with its `[media]` table. Everything is checked here,
-//! before anything is built; `campaign::kv` runs it.
+//! (commands/kv_planfile.rs) with its `[media]` table. Everything is
+//! checked here, before anything is built (moved from
+//! commands/kv_media.rs; the parts and the media flags come from
+//! commands/kv.rs); `campaign::kv` runs it.
 
 use std::path::{Path, PathBuf};
 
-use super::kv_planfile::{self, KvPart};
 pub use crate::campaign::kv::{KvMediaPlan, PlannedPart};
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
-use crate::cli::kv::KvArgs;
-use crate::error::usage;
-use crate::kv::engine::KvEngineKind;
+use crate::error::{name_place, usage};
 use crate::kv::plan::KvPlan;
 use crate::plan::parse::parse_size;
-use crate::plan::planfile;
 use crate::testbed::media::MediaKind;
+
+/// The flags of `iolab kv` a media run reads besides the media flags and
+/// the parts' plans, as given (commands/kv.rs copies them).
+#[derive(Debug, Clone)]
+pub struct KvMediaSettings {
+    /// The targets the command line names (`--target`s, else `--dir`).
+    pub targets: Vec<PathBuf>,
+    pub size: Option<String>,
+    pub db: Option<PathBuf>,
+    pub destroy_data: Option<PathBuf>,
+    pub keep: bool,
+    /// `--plan`.
+    pub plan: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub force: bool,
+    pub quiet: bool,
+    pub seed: u64,
+    pub dry_run: bool,
+}
+
+/// One part of a media run: its name and how its plan is built (after
+/// the media checks, so their errors come first).
+pub struct Part<F: FnOnce() -> anyhow::Result<KvPlan>> {
+    pub name: String,
+    pub plan: F,
+}
 
 /// The smallest room of a configuration (`--size` default's floor).
 const MIN_ROOM: u64 = 256 << 20;
-
-/// The targets the command line names: `--target`s, else `--dir` (the
-/// older name), which with `--make` and no target is where the
-/// configurations are built (`.` by default).
-fn target_values(a: &KvArgs) -> Vec<PathBuf> {
-    if !a.place.target.is_empty() {
-        return a.place.target.iter().map(PathBuf::from).collect();
-    }
-    if a.media.make.is_some() && a.place.dir == std::path::Path::new(".") {
-        return Vec::new();
-    }
-    vec![a.place.dir.clone()]
-}
-
-/// The parts to run: the `[[kv]]` tables of `--plan`, or the command line.
-fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvPart>> {
-    let Some(path) = a.plan.clone() else {
-        return Ok(vec![KvPart {
-            name: a.engine.name().to_string(),
-            args: a.clone(),
-        }]);
-    };
-    let file = planfile::read(&path)?;
-    let several = a.media.make.is_some() || a.place.target.len() > 1;
-    if several || file.media.contains_key("make") {
-        super::device_args::apply_media_table(&mut a.media, &path, &file, &a.given)?;
-    }
-    let parts = kv_planfile::parts(a, &path, &file)?;
-    let all_lmdb = parts.iter().all(|p| p.args.engine == KvEngineKind::Lmdb);
-    if !all_lmdb && !a.given.iter().any(|g| g == "make") {
-        *notices = without_raw(&mut a.media, &path);
-    }
-    Ok(parts)
-}
 
 /// A plan file's `[media]` table serves its device part too, where `raw`
 /// (the bare loop device) has a meaning; a database of another engine than
 /// LMDB has none there, so kv leaves it out of the file's list, saying so
 /// (`--make raw` on the command line is refused instead).
-fn without_raw(m: &mut crate::cli::media::MediaArgs, path: &Path) -> Vec<String> {
-    let Some(list) = &m.make else {
+pub fn without_raw(make: &mut Option<String>, path: &Path) -> Vec<String> {
+    let Some(list) = make.as_deref() else {
         return Vec::new();
     };
     let kept: Vec<&str> = list
@@ -78,7 +69,7 @@ fn without_raw(m: &mut crate::cli::media::MediaArgs, path: &Path) -> Vec<String>
     if kept.len() == list.split(',').count() {
         return Vec::new();
     }
-    m.make = (!kept.is_empty()).then(|| kept.join(","));
+    *make = (!kept.is_empty()).then(|| kept.join(","));
     vec![format!(
         "{} [media] make: raw left out of the kv parts (their engines need a file system; only lmdb runs on a raw device)",
         path.display()
@@ -86,20 +77,20 @@ fn without_raw(m: &mut crate::cli::media::MediaArgs, path: &Path) -> Vec<String>
 }
 
 /// Every kv flag that has no meaning when each pass makes its own database.
-fn refuse_unsupported(a: &KvArgs) -> anyhow::Result<()> {
-    if a.place.db.is_some() {
+fn refuse_unsupported(a: &KvMediaSettings) -> anyhow::Result<()> {
+    if a.db.is_some() {
         return Err(usage(
             "--db",
             "a media run loads a fresh database on every target in every round; --db names one directory",
         ));
     }
-    if a.place.keep {
+    if a.keep {
         return Err(usage(
             "--keep",
             "a media run removes every target's database after its round",
         ));
     }
-    if a.place.destroy_data.is_some() {
+    if a.destroy_data.is_some() {
         return Err(usage(
             "--destroy-data",
             "applies to LMDB on a block device given as the one --target; a media run's raw is the loop device --make raw builds",
@@ -110,9 +101,9 @@ fn refuse_unsupported(a: &KvArgs) -> anyhow::Result<()> {
 
 /// The room of each configuration: `--size`, else three times the keys
 /// and values the largest part loads, at least 256 MiB.
-fn room(a: &KvArgs, parts: &[PlannedPart]) -> anyhow::Result<u64> {
-    if let Some(s) = &a.place.size {
-        if a.media.make.is_none() {
+fn room(a: &KvMediaSettings, media: &MediaFlags, parts: &[PlannedPart]) -> anyhow::Result<u64> {
+    if let Some(s) = &a.size {
+        if media.make.is_none() {
             return Err(usage(
                 "--size",
                 "applies to --make only (the room of each configuration)",
@@ -146,19 +137,22 @@ fn loads(plan: &KvPlan) -> u64 {
         .fold(0u64, u64::saturating_add)
 }
 
-/// Check everything a kv media run needs that does not touch the machine.
-pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
-    let mut a = args.clone();
-    let mut notices = Vec::new();
-    let parts = kv_parts(&mut a, &mut notices)?;
-    refuse_unsupported(&a)?;
-    let set = MediaSet::parse(&a.media, &target_values(&a))?;
+/// Check everything a kv media run needs that does not touch the machine;
+/// `notices`: what reading the parts changed.
+pub fn plan<F: FnOnce() -> anyhow::Result<KvPlan>>(
+    a: &KvMediaSettings,
+    media: &MediaFlags,
+    notices: Vec<String>,
+    parts: Vec<Part<F>>,
+) -> anyhow::Result<KvMediaPlan> {
+    refuse_unsupported(a)?;
+    let set = MediaSet::parse(media, &a.targets)?;
     let raw = set.made().any(|k| k == MediaKind::Raw);
     let several = parts.len() > 1;
     let mut planned = Vec::new();
     for p in parts {
-        let mut plan = super::kv_args::plan(&p.args).map_err(|e| match &a.plan {
-            Some(f) => kv_planfile::name_place(&format!("{} [[kv]] {}", f.display(), p.name), e),
+        let mut plan = (p.plan)().map_err(|e| match &a.plan {
+            Some(f) => name_place(&format!("{} [[kv]] {}", f.display(), p.name), e),
             None => e,
         })?;
         if plan.server.url.is_some() {
@@ -169,9 +163,7 @@ pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
         }
         if raw {
             plan.validate_raw("--make").map_err(|e| match &a.plan {
-                Some(f) => {
-                    kv_planfile::name_place(&format!("{} [[kv]] {} on raw", f.display(), p.name), e)
-                }
+                Some(f) => name_place(&format!("{} [[kv]] {} on raw", f.display(), p.name), e),
                 None => e,
             })?;
         }
@@ -183,7 +175,7 @@ pub fn plan(args: &KvArgs) -> anyhow::Result<KvMediaPlan> {
     }
     Ok(KvMediaPlan {
         notices,
-        room: room(&a, &planned)?,
+        room: room(a, media, &planned)?,
         set,
         parts: planned,
         output: a.output.clone(),
@@ -216,8 +208,15 @@ fn check(plan: &KvMediaPlan, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: KvArgs) -> anyhow::Result<()> {
-    let plan = plan(&args)?;
+/// A media run of `iolab kv`: planned, checked, listed (`--dry-run`) or
+/// run (`campaign::kv::run`).
+pub fn run<F: FnOnce() -> anyhow::Result<KvPlan>>(
+    args: &KvMediaSettings,
+    media: &MediaFlags,
+    notices: Vec<String>,
+    parts: Vec<Part<F>>,
+) -> anyhow::Result<()> {
+    let plan = plan(args, media, notices, parts)?;
     check(&plan, args.force)?;
     if args.dry_run {
         print_plan(&plan);

@@ -1,21 +1,102 @@
-//! `iolab kv` arguments -> a validated `KvPlan`: engine options with their
-//! sizes parsed, YCSB property files and overrides applied, workload names
-//! resolved to phases, reader sweeps expanded.
+//! `iolab kv`'s settings (`KvSettings`, its flags as given, copied from
+//! `cli::kv::KvArgs` by commands/kv_flags.rs) -> a validated `KvPlan`:
+//! engine options with their sizes parsed, YCSB property files and
+//! overrides applied, workload names resolved to phases, reader sweeps
+//! expanded (moved from commands/kv_flags.rs).
 
-use crate::cli::kv::{KvArgs, PhaseSel};
 use crate::error::usage;
 use crate::kv::chain::ChainStep;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::EngineOptions;
+use crate::kv::engine::{Compression, KvEngineKind, WtTable};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, RawDevice, Step};
 use crate::kv::props::Props;
+use crate::kv::value::CheckValues;
 use crate::kv::ycsb::YcsbConfig;
 use crate::plan::parse::parse_size;
+use crate::servers::flags::{self as server_flags, ServerFlags};
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// Which YCSB phases to run (`--phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseSel {
+    Load,
+    Run,
+    Both,
+}
+
+/// `iolab kv`'s flags the plan is built from, as given (`cli::kv::KvArgs`
+/// documents each); the groups keep the flags' groups.
+#[derive(Debug, Clone)]
+pub struct KvSettings {
+    pub workload: Option<String>,
+    pub property_files: Vec<PathBuf>,
+    pub props: Vec<String>,
+    pub engine: KvEngineKind,
+    pub phase: PhaseSel,
+    pub runtime: Option<String>,
+    pub threads: usize,
+    pub target_ops: Option<f64>,
+    pub bench: BenchSettings,
+    pub eng: EngineSettings,
+    pub place: PlaceSettings,
+    pub server: ServerFlags,
+    pub under: String,
+    pub seed: u64,
+    pub status_interval: Option<f64>,
+    pub output: Option<PathBuf>,
+}
+
+/// The engine flags (`cli::kv::EngineArgs`).
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    pub sync: bool,
+    pub disable_wal: bool,
+    pub cache_size: String,
+    pub compression: Compression,
+    pub direct_io: bool,
+    pub mmap: bool,
+    pub page_size: Option<String>,
+    pub no_readahead: bool,
+    pub map_size: String,
+    pub write_buffer_size: String,
+    pub bytes_per_sync: String,
+    pub pipelined_write: bool,
+    pub background_jobs: u32,
+    pub wt_table: WtTable,
+    pub checkpoint_interval: String,
+}
+
+/// The db_bench-style flags (`cli::kv::BenchArgs`).
+#[derive(Debug, Clone)]
+pub struct BenchSettings {
+    pub num: u64,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub reads: Option<u64>,
+    pub readers: String,
+    pub writer_rate: Option<f64>,
+    pub readwritepercent: u8,
+    pub check_values: CheckValues,
+}
+
+/// Where the database goes (`cli::kv::PlaceArgs`).
+#[derive(Debug, Clone)]
+pub struct PlaceSettings {
+    pub target: Vec<String>,
+    pub size: Option<String>,
+    pub dir: PathBuf,
+    pub db: Option<PathBuf>,
+    pub destroy_data: Option<PathBuf>,
+    pub keep: bool,
+    pub memory_limit: Option<String>,
+    pub drop_caches: bool,
+    pub flush_between: bool,
+}
+
 /// The plan the arguments describe, validated.
-pub fn plan(a: &KvArgs) -> Result<KvPlan> {
+pub fn plan(a: &KvSettings) -> Result<KvPlan> {
     // Property files are read once; every workload overlays them.
     let user = user_props(a)?;
     let mut plan = KvPlan {
@@ -95,16 +176,16 @@ fn under(s: &str) -> Result<u64> {
 }
 
 /// The server of a server engine, its settings checked.
-fn server(a: &KvArgs, user: &Props) -> Result<KvServer> {
+fn server(a: &KvSettings, user: &Props) -> Result<KvServer> {
     if a.server.server_url.is_some() {
-        if let Some(flag) = super::server_settings::private_only(&a.server) {
+        if let Some(flag) = server_flags::private_only(&a.server) {
             return Err(usage(
                 flag,
                 "sets up the private server iolab starts; with --server-url the server is yours to configure",
             ));
         }
     } else if a.engine == crate::kv::engine::KvEngineKind::Mongodb {
-        if let Some(flag) = super::server_settings::private_only(&a.server) {
+        if let Some(flag) = server_flags::private_only(&a.server) {
             return Err(usage(
                 flag,
                 "sets up a private PostgreSQL, MariaDB or Redis; mongodb's private server is a FerretDB \
@@ -114,13 +195,13 @@ fn server(a: &KvArgs, user: &Props) -> Result<KvServer> {
     }
     Ok(KvServer {
         url: a.server.server_url.clone(),
-        settings: super::server_settings::settings(&a.server)?,
+        settings: server_flags::settings(&a.server)?,
         cql: crate::kv::engines::cassandra::CqlOptions::from_props(user)?,
     })
 }
 
 /// Engine options from the flags (sizes parsed, the SQLite page size checked).
-pub fn engine_options(a: &KvArgs) -> Result<EngineOptions> {
+pub fn engine_options(a: &KvSettings) -> Result<EngineOptions> {
     let a = &a.eng;
     Ok(EngineOptions {
         sync: a.sync,
@@ -177,7 +258,7 @@ fn checkpoint_interval(s: &str) -> Result<u32> {
 
 /// Client threads: `--threads`, or YCSB's `threadcount` property (from -P
 /// files or -p), which must agree with `--threads` when both are given.
-fn threads(a: &KvArgs, user: &Props) -> Result<usize> {
+fn threads(a: &KvSettings, user: &Props) -> Result<usize> {
     let Some(t) = user.get("threadcount").map(str::to_string) else {
         return Ok(a.threads);
     };
@@ -212,10 +293,10 @@ fn parse_readers(s: &str) -> Result<Vec<usize>> {
 }
 
 /// `--target DIR` (or its older name `--dir`); in a media run (several
-/// `--target`s) the first, which `kv_media` replaces with each target's
+/// `--target`s) the first, which `campaign::kv_plan` replaces with each target's
 /// directory. A number is the old meaning of kv's --target (a rate):
 /// refused with a pointer to --target-ops.
-fn target_dir(a: &KvArgs) -> Result<PathBuf> {
+fn target_dir(a: &KvSettings) -> Result<PathBuf> {
     for t in &a.place.target {
         if t.parse::<f64>().is_ok() && !std::path::Path::new(t).exists() {
             return Err(usage(
@@ -237,7 +318,7 @@ fn target_dir(a: &KvArgs) -> Result<PathBuf> {
 /// its database on it (`--destroy-data` is checked against it by `dut`'s
 /// rule when the run starts). `--destroy-data` without a device target is
 /// refused.
-fn raw_device(a: &KvArgs) -> Result<Option<RawDevice>> {
+fn raw_device(a: &KvSettings) -> Result<Option<RawDevice>> {
     use std::os::unix::fs::FileTypeExt;
     let dir = target_dir(a)?;
     let is_device = a.place.target.len() == 1
@@ -261,7 +342,7 @@ fn raw_device(a: &KvArgs) -> Result<Option<RawDevice>> {
 }
 
 /// The properties the user gave: files in order, then -p.
-fn user_props(a: &KvArgs) -> Result<Props> {
+fn user_props(a: &KvSettings) -> Result<Props> {
     let mut p = Props::default();
     for f in &a.property_files {
         p.load_file(f)?;
@@ -297,7 +378,7 @@ fn ycsb_props(letter: Option<&str>, user: &Props) -> Result<Props> {
 
 /// The phases, in order: each workload name becomes a YCSB load and/or run
 /// phase or a db_bench benchmark (readwhilewriting: one per reader count).
-fn steps(a: &KvArgs, user: &Props) -> Result<Vec<Step>> {
+fn steps(a: &KvSettings, user: &Props) -> Result<Vec<Step>> {
     let spec = match (&a.workload, a.property_files.is_empty()) {
         (Some(w), _) => w.clone(),
         (None, false) => "P".to_string(),
@@ -389,132 +470,4 @@ fn record_sizes(name: &str, props: Props) -> Result<Vec<(String, Props)>> {
         out.push((format!("{name}@{len}B"), p));
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: KvArgs,
-    }
-
-    fn parse(argv: &[&str]) -> KvPlan {
-        let cli = Cli::try_parse_from(std::iter::once("kv").chain(argv.iter().copied()))
-            .expect("arguments parse");
-        plan(&cli.args).expect("a valid plan")
-    }
-
-    #[test]
-    fn flag_defaults_are_the_library_defaults() {
-        let p = parse(&[]);
-        assert_eq!(
-            format!("{:?}", p.options),
-            format!("{:?}", EngineOptions::default())
-        );
-    }
-
-    /// `iolab run`'s database step builds its plan without the CLI: it must
-    /// be the plan `iolab kv a,c -p recordcount=N -p operationcount=N` makes.
-    #[test]
-    fn run_step_plan_is_the_kv_command_plan() {
-        let dir = std::env::temp_dir();
-        let cli = parse(&[
-            "a,c",
-            "-p",
-            "recordcount=1234",
-            "-p",
-            "operationcount=1234",
-            "--seed",
-            "9",
-            "--dir",
-            dir.to_str().unwrap(),
-        ]);
-        let lib = crate::commands::run::kv::plan(&dir, 1234, 9).unwrap();
-        assert_eq!(format!("{:?}", lib.steps), format!("{:?}", cli.steps));
-        assert_eq!(format!("{:?}", lib.options), format!("{:?}", cli.options));
-        assert_eq!(format!("{:?}", lib.bench), format!("{:?}", cli.bench));
-        assert_eq!(
-            (lib.engine, lib.threads, lib.seed, lib.target_ops),
-            (cli.engine, cli.threads, cli.seed, cli.target_ops)
-        );
-        assert_eq!(format!("{:?}", lib.place), format!("{:?}", cli.place));
-    }
-
-    #[test]
-    fn a_fieldlength_list_sweeps_the_record_size() {
-        let swept = parse(&["a", "-p", "fieldlength=1024, 4096", "-p", "recordcount=10"]);
-        let steps: Vec<(String, i64)> = swept
-            .steps
-            .iter()
-            .map(|s| match s {
-                Step::YcsbLoad(n, c) => (format!("{n}.load"), c.fieldlength),
-                Step::YcsbRun(n, c) => (format!("{n}.run"), c.fieldlength),
-                Step::Bench(..) | Step::Chain(_) => unreachable!(),
-            })
-            .collect();
-        assert_eq!(
-            steps,
-            [
-                ("ycsb-a@1024B.load".to_string(), 1024),
-                ("ycsb-a@1024B.run".to_string(), 1024),
-                ("ycsb-a@4096B.load".to_string(), 4096),
-                ("ycsb-a@4096B.run".to_string(), 4096),
-            ]
-        );
-        assert_eq!(
-            parse(&["a"]).under_ns,
-            1_000_000,
-            "--under defaults to 1 ms"
-        );
-        for (args, field) in [
-            (&["kv", "a", "-p", "fieldlength=1024,,2"][..], "fieldlength"),
-            (&["kv", "a", "-p", "fieldlength=1k,2"][..], "fieldlength"),
-            (&["kv", "a", "--under", "0"][..], "--under"),
-            (
-                &["kv", "a", "--checkpoint-interval", "1.5s"][..],
-                "--checkpoint-interval",
-            ),
-            (
-                &["kv", "a", "--checkpoint-interval", "2d"][..],
-                "--checkpoint-interval",
-            ),
-            (
-                &["kv", "a", "--checkpoint-interval", "x"][..],
-                "--checkpoint-interval",
-            ),
-        ] {
-            let cli = Cli::try_parse_from(args).unwrap();
-            let e = plan(&cli.args).unwrap_err().to_string();
-            assert!(e.contains(field), "{args:?}: {e}");
-        }
-    }
-
-    #[test]
-    fn db_bench_chain_steps_are_steps_of_their_own() {
-        let p = parse(&["fillrandom,waitforcompaction,flush,compact,readrandom"]);
-        assert_eq!(
-            format!("{:?}", p.steps),
-            "[Bench(FillRandom, None), Chain(WaitForCompaction), Chain(Flush), Chain(Compact), Bench(ReadRandom, None)]"
-        );
-        let cli = Cli::try_parse_from(["kv", "a,flush", "--engine", "redis"]).unwrap();
-        let e = plan(&cli.args).unwrap_err().to_string();
-        assert!(e.contains("WORKLOAD") && e.contains("embedded"), "{e}");
-        let cli = Cli::try_parse_from(["kv", "fillrandom,compactall"]).unwrap();
-        let e = plan(&cli.args).unwrap_err().to_string();
-        assert!(e.contains("waitforcompaction, flush, compact"), "{e}");
-    }
-
-    #[test]
-    fn bad_values_name_their_flag() {
-        let cli = Cli::try_parse_from(["kv", "--threads", "0"]).unwrap();
-        let e = plan(&cli.args).unwrap_err().to_string();
-        assert!(e.contains("--threads"), "{e}");
-        let cli = Cli::try_parse_from(["kv", "readwhilewriting", "--readers", "1,x"]).unwrap();
-        let e = plan(&cli.args).unwrap_err().to_string();
-        assert!(e.contains("--readers"), "{e}");
-    }
 }

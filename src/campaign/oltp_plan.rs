@@ -9,10 +9,12 @@
 //! in the target, or a private server with its data there), so `--db`,
 //! `--keep` and `--server-url` do not apply, and `--size` is the room of
 //! each configuration. Everything is checked here, before anything is
-//! built; `campaign::oltp` runs it.
+//! built (moved from commands/oltp_media.rs); `campaign::oltp` runs it.
 
+use std::path::PathBuf;
+
+use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
-use crate::cli::oltp::OltpArgs;
 use crate::error::usage;
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::sql::connect::Engine;
@@ -26,8 +28,24 @@ const MIN_ROOM: u64 = 1 << 30;
 
 pub use crate::campaign::oltp::OltpMediaPlan;
 
+/// The flags of `iolab oltp` a media run reads besides the media flags and
+/// the oltp plan, as given (commands/oltp.rs copies them).
+#[derive(Debug, Clone)]
+pub struct OltpMediaSettings {
+    pub target: Vec<PathBuf>,
+    pub size: Option<String>,
+    pub keep: bool,
+    pub db: Option<PathBuf>,
+    /// `--server-url`.
+    pub server_url: Option<String>,
+    pub output: Option<PathBuf>,
+    pub force: bool,
+    pub quiet: bool,
+    pub dry_run: bool,
+}
+
 /// The flags that have no meaning when every pass loads its own database.
-fn refuse_unsupported(a: &OltpArgs) -> anyhow::Result<()> {
+fn refuse_unsupported(a: &OltpMediaSettings) -> anyhow::Result<()> {
     if a.db.is_some() {
         return Err(usage(
             "--db",
@@ -40,7 +58,7 @@ fn refuse_unsupported(a: &OltpArgs) -> anyhow::Result<()> {
             "a media run removes every target's database after its round",
         ));
     }
-    if a.server.server_url.is_some() {
+    if a.server_url.is_some() {
         return Err(usage(
             "--server-url",
             "an existing server keeps its data where it is; a media run starts a private server with its data on each target (leave --server-url out)",
@@ -52,9 +70,9 @@ fn refuse_unsupported(a: &OltpArgs) -> anyhow::Result<()> {
 /// The room of each configuration: `--size`, else 256 MiB per warehouse
 /// plus what the engine's log may take (PostgreSQL's `max_wal_size`, 1 GiB
 /// by default), at least 1 GiB.
-fn room(a: &OltpArgs, plan: &OltpPlan) -> anyhow::Result<u64> {
+fn room(a: &OltpMediaSettings, media: &MediaFlags, plan: &OltpPlan) -> anyhow::Result<u64> {
     if let Some(s) = &a.size {
-        if a.media.make.is_none() {
+        if media.make.is_none() {
             return Err(usage(
                 "--size",
                 "applies to --make only (the room of each configuration)",
@@ -77,20 +95,25 @@ fn room(a: &OltpArgs, plan: &OltpPlan) -> anyhow::Result<u64> {
     Ok((plan.warehouses as u64 * PER_WAREHOUSE + log).max(MIN_ROOM))
 }
 
-/// Check everything an oltp media run needs that does not touch the machine.
-pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpMediaPlan> {
+/// Check everything an oltp media run needs that does not touch the
+/// machine; `oltp_plan` builds the oltp plan after the media checks.
+pub fn plan(
+    a: &OltpMediaSettings,
+    media: &MediaFlags,
+    oltp_plan: impl FnOnce() -> anyhow::Result<OltpPlan>,
+) -> anyhow::Result<OltpMediaPlan> {
     refuse_unsupported(a)?;
-    let set = MediaSet::parse(&a.media, &a.target)?;
+    let set = MediaSet::parse(media, &a.target)?;
     if set.made().any(|k| k == MediaKind::Raw) {
         return Err(usage(
             "--make",
             "raw has no file system, and a database needs one (tmpfs, ext4, ext4-nojournal, xfs, btrfs, stripe:N)",
         ));
     }
-    let mut plan = super::oltp::plan(a)?;
+    let mut plan = oltp_plan()?;
     plan.output = None;
     Ok(OltpMediaPlan {
-        room: room(a, &plan)?,
+        room: room(a, media, &plan)?,
         set,
         plan,
         output: a.output.clone(),
@@ -113,8 +136,14 @@ fn check(m: &OltpMediaPlan, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: OltpArgs) -> anyhow::Result<()> {
-    let m = plan(&args)?;
+/// A media run of `iolab oltp`: planned, checked, listed (`--dry-run`) or
+/// run (`campaign::oltp::run`).
+pub fn run(
+    args: &OltpMediaSettings,
+    media: &MediaFlags,
+    oltp_plan: impl FnOnce() -> anyhow::Result<OltpPlan>,
+) -> anyhow::Result<()> {
+    let m = plan(args, media, oltp_plan)?;
     check(&m, args.force)?;
     if args.dry_run {
         print_plan(&m);

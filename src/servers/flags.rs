@@ -1,16 +1,29 @@
-//! The private server's settings from the command line (`cli::server::
-//! ServerArgs`, the flags `kv` and `oltp` share) to `servers::
-//! ServerSettings`, checked: the clap types stay in `cli/` and `commands/`,
-//! `servers/` takes a plain settings struct.
+//! The server flags `kv` and `oltp` share, as given (`ServerFlags`, copied
+//! from `cli::server::ServerArgs` by commands/server_flags.rs), to
+//! `ServerSettings`, checked (moved from commands/server_flags.rs).
 
-use crate::cli::server::ServerArgs;
 use crate::error::usage;
 use crate::plan::parse::parse_size;
 use crate::servers::settings::{Persistence, ServerSettings};
 
+/// The server flags as given (`cli::server::ServerArgs` documents each).
+#[derive(Debug, Clone)]
+pub struct ServerFlags {
+    pub server_url: Option<String>,
+    pub shared_buffers: Option<String>,
+    pub max_wal_size: Option<String>,
+    pub buffer_pool: Option<String>,
+    pub flush_method: String,
+    pub persistence: String,
+    pub appendfsync: String,
+    pub heap: Option<String>,
+    pub commitlog_dir: Option<std::path::PathBuf>,
+    pub server_set: Vec<String>,
+}
+
 /// The settings named on the command line, checked (exit 2 naming the
 /// flag).
-pub fn settings(a: &ServerArgs) -> anyhow::Result<ServerSettings> {
+pub fn settings(a: &ServerFlags) -> anyhow::Result<ServerSettings> {
     let size = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
         match v {
             None => Ok(None),
@@ -45,7 +58,7 @@ pub fn settings(a: &ServerArgs) -> anyhow::Result<ServerSettings> {
 }
 
 /// Whether anything was set that only a private server takes.
-pub fn private_only(a: &ServerArgs) -> Option<&'static str> {
+pub fn private_only(a: &ServerFlags) -> Option<&'static str> {
     if a.shared_buffers.is_some() {
         Some("--shared-buffers")
     } else if a.max_wal_size.is_some() {

@@ -1,0 +1,277 @@
+//! `iolab kv`'s flags for the kv library: `KvArgs` copied into
+//! `kv::settings::KvSettings`, from which `kv::settings::plan` builds the
+//! validated `KvPlan`.
+
+use crate::cli::kv::{BenchArgs, EngineArgs, KvArgs, PhaseSel, PlaceArgs};
+use crate::kv::plan::KvPlan;
+use crate::kv::settings::{self, BenchSettings, EngineSettings, KvSettings, PlaceSettings};
+
+/// The plan the arguments describe, validated.
+pub fn plan(a: &KvArgs) -> anyhow::Result<KvPlan> {
+    settings::plan(&kv_settings(a))
+}
+
+/// The flags as given.
+pub fn kv_settings(a: &KvArgs) -> KvSettings {
+    let KvArgs {
+        workload,
+        property_files,
+        props,
+        engine,
+        runtime,
+        threads,
+        target_ops,
+        under,
+        seed,
+        status_interval,
+        output,
+        phase,
+        bench,
+        eng,
+        place,
+        server,
+        force: _,
+        quiet: _,
+        dry_run: _,
+        plan: _,
+        media: _,
+        given: _,
+    } = a.clone();
+    KvSettings {
+        workload,
+        property_files,
+        props,
+        engine,
+        runtime,
+        threads,
+        target_ops,
+        under,
+        seed,
+        status_interval,
+        output,
+        phase: match phase {
+            PhaseSel::Load => settings::PhaseSel::Load,
+            PhaseSel::Run => settings::PhaseSel::Run,
+            PhaseSel::Both => settings::PhaseSel::Both,
+        },
+        bench: bench_settings(*bench),
+        eng: engine_settings(*eng),
+        place: place_settings(*place),
+        server: super::server_flags::flags(&server),
+    }
+}
+
+fn bench_settings(a: BenchArgs) -> BenchSettings {
+    let BenchArgs {
+        num,
+        key_size,
+        value_size,
+        reads,
+        readers,
+        writer_rate,
+        readwritepercent,
+        check_values,
+    } = a;
+    BenchSettings {
+        num,
+        key_size,
+        value_size,
+        reads,
+        readers,
+        writer_rate,
+        readwritepercent,
+        check_values,
+    }
+}
+
+fn engine_settings(a: EngineArgs) -> EngineSettings {
+    let EngineArgs {
+        sync,
+        disable_wal,
+        cache_size,
+        compression,
+        direct_io,
+        mmap,
+        page_size,
+        no_readahead,
+        map_size,
+        write_buffer_size,
+        bytes_per_sync,
+        pipelined_write,
+        background_jobs,
+        wt_table,
+        checkpoint_interval,
+    } = a;
+    EngineSettings {
+        sync,
+        disable_wal,
+        cache_size,
+        compression,
+        direct_io,
+        mmap,
+        page_size,
+        no_readahead,
+        map_size,
+        write_buffer_size,
+        bytes_per_sync,
+        pipelined_write,
+        background_jobs,
+        wt_table,
+        checkpoint_interval,
+    }
+}
+
+fn place_settings(a: PlaceArgs) -> PlaceSettings {
+    let PlaceArgs {
+        target,
+        size,
+        dir,
+        db,
+        destroy_data,
+        keep,
+        memory_limit,
+        drop_caches,
+        flush_between,
+    } = a;
+    PlaceSettings {
+        target,
+        size,
+        dir,
+        db,
+        destroy_data,
+        keep,
+        memory_limit,
+        drop_caches,
+        flush_between,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::engine::EngineOptions;
+    use crate::kv::plan::Step;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: KvArgs,
+    }
+
+    fn parse(argv: &[&str]) -> KvPlan {
+        let cli = Cli::try_parse_from(std::iter::once("kv").chain(argv.iter().copied()))
+            .expect("arguments parse");
+        plan(&cli.args).expect("a valid plan")
+    }
+
+    #[test]
+    fn flag_defaults_are_the_library_defaults() {
+        let p = parse(&[]);
+        assert_eq!(
+            format!("{:?}", p.options),
+            format!("{:?}", EngineOptions::default())
+        );
+    }
+
+    /// `iolab run`'s database step builds its plan without the CLI: it must
+    /// be the plan `iolab kv a,c -p recordcount=N -p operationcount=N` makes.
+    #[test]
+    fn run_step_plan_is_the_kv_command_plan() {
+        let dir = std::env::temp_dir();
+        let cli = parse(&[
+            "a,c",
+            "-p",
+            "recordcount=1234",
+            "-p",
+            "operationcount=1234",
+            "--seed",
+            "9",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        let lib = crate::campaign::run::kv::plan(&dir, 1234, 9).unwrap();
+        assert_eq!(format!("{:?}", lib.steps), format!("{:?}", cli.steps));
+        assert_eq!(format!("{:?}", lib.options), format!("{:?}", cli.options));
+        assert_eq!(format!("{:?}", lib.bench), format!("{:?}", cli.bench));
+        assert_eq!(
+            (lib.engine, lib.threads, lib.seed, lib.target_ops),
+            (cli.engine, cli.threads, cli.seed, cli.target_ops)
+        );
+        assert_eq!(format!("{:?}", lib.place), format!("{:?}", cli.place));
+    }
+
+    #[test]
+    fn a_fieldlength_list_sweeps_the_record_size() {
+        let swept = parse(&["a", "-p", "fieldlength=1024, 4096", "-p", "recordcount=10"]);
+        let steps: Vec<(String, i64)> = swept
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::YcsbLoad(n, c) => (format!("{n}.load"), c.fieldlength),
+                Step::YcsbRun(n, c) => (format!("{n}.run"), c.fieldlength),
+                Step::Bench(..) | Step::Chain(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("ycsb-a@1024B.load".to_string(), 1024),
+                ("ycsb-a@1024B.run".to_string(), 1024),
+                ("ycsb-a@4096B.load".to_string(), 4096),
+                ("ycsb-a@4096B.run".to_string(), 4096),
+            ]
+        );
+        assert_eq!(
+            parse(&["a"]).under_ns,
+            1_000_000,
+            "--under defaults to 1 ms"
+        );
+        for (args, field) in [
+            (&["kv", "a", "-p", "fieldlength=1024,,2"][..], "fieldlength"),
+            (&["kv", "a", "-p", "fieldlength=1k,2"][..], "fieldlength"),
+            (&["kv", "a", "--under", "0"][..], "--under"),
+            (
+                &["kv", "a", "--checkpoint-interval", "1.5s"][..],
+                "--checkpoint-interval",
+            ),
+            (
+                &["kv", "a", "--checkpoint-interval", "2d"][..],
+                "--checkpoint-interval",
+            ),
+            (
+                &["kv", "a", "--checkpoint-interval", "x"][..],
+                "--checkpoint-interval",
+            ),
+        ] {
+            let cli = Cli::try_parse_from(args).unwrap();
+            let e = plan(&cli.args).unwrap_err().to_string();
+            assert!(e.contains(field), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn db_bench_chain_steps_are_steps_of_their_own() {
+        let p = parse(&["fillrandom,waitforcompaction,flush,compact,readrandom"]);
+        assert_eq!(
+            format!("{:?}", p.steps),
+            "[Bench(FillRandom, None), Chain(WaitForCompaction), Chain(Flush), Chain(Compact), Bench(ReadRandom, None)]"
+        );
+        let cli = Cli::try_parse_from(["kv", "a,flush", "--engine", "redis"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("WORKLOAD") && e.contains("embedded"), "{e}");
+        let cli = Cli::try_parse_from(["kv", "fillrandom,compactall"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("waitforcompaction, flush, compact"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let cli = Cli::try_parse_from(["kv", "--threads", "0"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("--threads"), "{e}");
+        let cli = Cli::try_parse_from(["kv", "readwhilewriting", "--readers", "1,x"]).unwrap();
+        let e = plan(&cli.args).unwrap_err().to_string();
+        assert!(e.contains("--readers"), "{e}");
+    }
+}
