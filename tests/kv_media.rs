@@ -224,7 +224,8 @@ fn a_database_size_sweep_is_drawn_per_thread_count() {
         part("small2", 300, 2),
     ]
     .concat();
-    std::fs::write(&plan, parts).unwrap();
+    // The file's [media] rounds count on one target, as --rounds does.
+    std::fs::write(&plan, format!("[media]\nrounds = 2\n{parts}")).unwrap();
     let json = d.path().join("p.json");
     let o = iolab(&[
         "kv",
@@ -232,8 +233,6 @@ fn a_database_size_sweep_is_drawn_per_thread_count() {
         &s(&a),
         "--plan",
         &s(&plan),
-        "--rounds",
-        "2",
         "--quiet",
         "-o",
         &s(&json),

@@ -121,7 +121,9 @@ fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvP
     };
     let file = planfile::read(&path)?;
     let several = a.media.make.is_some() || a.place.target.len() > 1;
-    if several || file.media.contains_key("make") {
+    // A plan file's parts are a campaign even on one target: its rounds
+    // count as `--rounds` does.
+    if several || file.media.contains_key("make") || file.media.contains_key("rounds") {
         super::device_flags::apply_media_table(&mut a.media, &path, &file, &a.given)?;
     }
     let parts = kv_planfile::parts(a, &path, &file)?;
