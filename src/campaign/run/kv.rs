@@ -42,7 +42,7 @@ pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
             key_size: 16,
             value_size: 100,
             read_percent: 90,
-            check_values: crate::kv::value::CheckValues::All,
+            check_values: crate::kv::value::CheckValues::Auto,
         },
         reads: BenchReads::default(),
         place: KvPlace::scratch(dir.to_path_buf()),
