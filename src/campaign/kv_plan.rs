@@ -78,18 +78,7 @@ pub fn without_raw(make: &mut Option<String>, path: &Path) -> Vec<String> {
 
 /// Every kv flag that has no meaning when each pass makes its own database.
 fn refuse_unsupported(a: &KvMediaSettings) -> anyhow::Result<()> {
-    if a.db.is_some() {
-        return Err(usage(
-            "--db",
-            "a media run loads a fresh database on every target in every round; --db names one directory",
-        ));
-    }
-    if a.keep {
-        return Err(usage(
-            "--keep",
-            "a media run removes every target's database after its round",
-        ));
-    }
+    media_set::refuse_one_database(a.db.is_some(), "one directory", a.keep)?;
     if a.destroy_data.is_some() {
         return Err(usage(
             "--destroy-data",

@@ -46,18 +46,7 @@ pub struct OltpMediaSettings {
 
 /// The flags that have no meaning when every pass loads its own database.
 fn refuse_unsupported(a: &OltpMediaSettings) -> anyhow::Result<()> {
-    if a.db.is_some() {
-        return Err(usage(
-            "--db",
-            "a media run loads a fresh database on every target in every round; --db names one file",
-        ));
-    }
-    if a.keep {
-        return Err(usage(
-            "--keep",
-            "a media run removes every target's database after its round",
-        ));
-    }
+    media_set::refuse_one_database(a.db.is_some(), "one file", a.keep)?;
     if a.server_url.is_some() {
         return Err(usage(
             "--server-url",

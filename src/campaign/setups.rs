@@ -62,6 +62,25 @@ pub fn is_media_run(m: &MediaFlags, targets: usize) -> bool {
     m.make.is_some() || targets > 1
 }
 
+/// A database campaign loads a fresh database on every setup in every
+/// round: `--db` (which names `one`, a directory or a file) and `--keep`
+/// have no meaning there.
+pub fn refuse_one_database(db: bool, one: &str, keep: bool) -> anyhow::Result<()> {
+    if db {
+        return Err(usage(
+            "--db",
+            format!("a media run loads a fresh database on every target in every round; --db names {one}"),
+        ));
+    }
+    if keep {
+        return Err(usage(
+            "--keep",
+            "a media run removes every target's database after its round",
+        ));
+    }
+    Ok(())
+}
+
 /// The flags of media runs mean nothing in a single-target run.
 pub fn refuse_without_media(m: &MediaFlags) -> anyhow::Result<()> {
     if m.rounds != 1 || m.baseline.is_some() {

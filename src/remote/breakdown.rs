@@ -105,6 +105,19 @@ fn job(spec: &BreakdownSpec, engine: EngineKind) -> JobSpec {
     }
 }
 
+/// The breakdown's job run on `engine` with every request logged.
+fn logged_run(
+    target: &Target,
+    spec: &BreakdownSpec,
+    engine: EngineKind,
+) -> anyhow::Result<crate::runner::job::JobOutcome> {
+    let opts = RunOptions {
+        record_requests: Some(spec.requests + 16),
+        ..RunOptions::default()
+    };
+    crate::runner::job::run_job(&job(spec, engine), target, &opts)
+}
+
 /// The initiator's stamps of a logged request: due, taken by the engine
 /// (encoded and sent at once), reply received, completion reaped.
 fn initiator_stamp(r: &RequestRecord) -> Option<InitiatorStamp> {
@@ -150,16 +163,12 @@ fn measure_once(
     stamps_file: &Path,
 ) -> anyhow::Result<Breakdown> {
     let before = std::fs::metadata(stamps_file).map(|m| m.len()).unwrap_or(0) as usize;
-    let opts = RunOptions {
-        record_requests: Some(spec.requests + 16),
-        ..RunOptions::default()
-    };
     let engine = target
         .remote
         .as_ref()
         .and_then(|ep| crate::engine::engine_for_transport(ep.transport))
         .context("the breakdown runs on a remote target")?;
-    let out = crate::runner::job::run_job(&job(spec, engine), target, &opts)?;
+    let out = logged_run(target, spec, engine)?;
     let ini: Vec<InitiatorStamp> = out
         .request_logs
         .iter()
@@ -214,11 +223,7 @@ pub fn measure_from_initiator(
     engine: EngineKind,
     local: bool,
 ) -> anyhow::Result<Breakdown> {
-    let opts = RunOptions {
-        record_requests: Some(spec.requests + 16),
-        ..RunOptions::default()
-    };
-    let out = crate::runner::job::run_job(&job(spec, engine), target, &opts)?;
+    let out = logged_run(target, spec, engine)?;
     let records: Vec<&RequestRecord> = out
         .request_logs
         .iter()

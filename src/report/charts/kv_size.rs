@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{param_u64, Section, Table};
+use crate::analysis::baseline::median;
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::{Point, Results};
@@ -51,16 +52,6 @@ fn line_of(p: &Point, varying: &BTreeSet<&str>) -> String {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// The chart, when the run phases cover at least two record counts.
 pub fn size_sweep(r: &Results) -> Option<Section> {
     let pts = run_points(r);
@@ -88,9 +79,9 @@ pub fn size_sweep(r: &Results) -> Option<Section> {
     }
     let mut table = Table::new(&["line", "records", "ops/s (median)", "rounds"]);
     let mut lines: BTreeMap<String, Vec<(f64, f64, String)>> = BTreeMap::new();
-    for ((line, n), mut ops) in runs {
+    for ((line, n), ops) in runs {
         let rounds = ops.len();
-        let m = median(&mut ops);
+        let m = median(&ops).unwrap_or(0.0);
         table.rows.push(vec![
             line.clone(),
             n.to_string(),
@@ -130,15 +121,4 @@ pub fn size_sweep(r: &Results) -> Option<Section> {
         })],
         table,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_median_of_the_rounds() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0]), 2.5);
-    }
 }
