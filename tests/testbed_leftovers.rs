@@ -274,3 +274,35 @@ fn claims_of_a_sweep_that_died_are_taken_again() {
         "{said}"
     );
 }
+
+/// A server spawned just before a SIGKILL of iolab, before its pid was
+/// recorded: only the record written before the spawn names it (by the tag
+/// in its environment). The next start finds and stops it, and says so.
+#[test]
+fn a_server_started_just_before_a_sigkill_is_stopped_at_next_start() {
+    use std::os::unix::process::CommandExt;
+    let state = workdir();
+    let tag = format!("{}-77", u32::MAX - 1);
+    let mut server = Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .env("IOLAB_SPAWN_TAG", &tag)
+        .spawn()
+        .unwrap();
+    plant_dead_record(
+        state.path(),
+        serde_json::json!({"spawning_process": {"tag": tag, "program": "nbdkit"}}),
+    );
+    let said = common::next_start(state.path());
+    let stopped = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        server.try_wait().unwrap().is_some()
+    });
+    if !stopped {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+    assert!(stopped, "the server runs on: {said}");
+    assert!(said.contains(&tag) && said.contains("removed"), "{said}");
+    assert!(records(state.path()).is_empty(), "record removed");
+}

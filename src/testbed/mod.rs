@@ -68,6 +68,10 @@ pub enum Resource {
         start_time: u64,
         program: String,
     },
+    /// A server being started: recorded before its spawn (its pid is not
+    /// known yet), found by the tag in its environment
+    /// (`process::SPAWN_TAG_VAR`) if iolab died before recording `Process`.
+    SpawningProcess { tag: String, program: String },
 }
 
 /// What taking a resource down did.
@@ -96,6 +100,7 @@ impl Resource {
                 mount::unmount_and_remove(p).map(|()| Undone::Removed)
             }
             Resource::Loop { device, id, .. } => loopdev::detach(device, *id),
+            Resource::SpawningProcess { tag, program } => Ok(process::stop_tagged(tag, program)),
             other => {
                 other.undo_best_effort();
                 Ok(Undone::Removed)
@@ -105,7 +110,10 @@ impl Resource {
 
     fn undo_best_effort(&self) {
         match self {
-            Resource::Path(_) | Resource::Mountpoint(_) | Resource::Loop { .. } => {}
+            Resource::Path(_)
+            | Resource::Mountpoint(_)
+            | Resource::Loop { .. }
+            | Resource::SpawningProcess { .. } => {}
             Resource::Cgroup { path, parent } => cgroup::remove(path, parent),
             Resource::Scheduler { path, original } => {
                 let _ = std::fs::write(path, original);
@@ -153,6 +161,9 @@ impl Resource {
                 format!("NVMe/TCP controller {name} (connected to {nqn})")
             }
             Resource::Process { pid, program, .. } => format!("{program} (pid {pid})"),
+            Resource::SpawningProcess { tag, program } => {
+                format!("{program} started with {}={tag}", process::SPAWN_TAG_VAR)
+            }
         }
     }
 }
@@ -249,16 +260,33 @@ pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> any
 /// Like `create`, for a resource whose identity is known only once it
 /// exists (a process's pid): `make` returns both.
 pub fn create_with<T>(make: impl FnOnce() -> anyhow::Result<(T, Resource)>) -> anyhow::Result<T> {
+    create_pending_with(None, make)
+}
+
+/// Like `create_with`, with `pending` recorded while `make` runs (a
+/// server before its pid is known): a SIGKILL between the creation and
+/// the record of its identity leaves the pending record for the sweep.
+pub fn create_pending_with<T>(
+    pending: Option<&Resource>,
+    make: impl FnOnce() -> anyhow::Result<(T, Resource)>,
+) -> anyhow::Result<T> {
     let mut v = LIVE
         .lock()
         .map_err(|_| anyhow::anyhow!("resource registry poisoned"))?;
     if CLOSED.load(Ordering::SeqCst) {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
-    let (made, res) = make()?;
-    let record = records::write(&res);
-    v.push((res, record));
-    Ok(made)
+    let pending_record = pending.and_then(records::write);
+    let made = make();
+    let made = made.map(|(made, res)| {
+        let record = records::write(&res);
+        v.push((res, record));
+        made
+    });
+    if let Some(rec) = pending_record {
+        let _ = std::fs::remove_file(rec);
+    }
+    made
 }
 
 /// The resource at `path` was taken down (or is kept on purpose).

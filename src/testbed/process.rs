@@ -2,13 +2,22 @@
 //! in its own process group, registered with the testbed under its pid,
 //! start time and program, stopped with SIGTERM (SIGKILL after a grace
 //! period) on drop, on a second Ctrl-C, and by the next start after a
-//! SIGKILL of iolab.
+//! SIGKILL of iolab. Before its spawn a server is recorded by a tag it
+//! carries in its environment, so one started just before a SIGKILL of
+//! iolab (pid not yet recorded) is found and stopped too.
 
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::records::start_time as process_start_time;
-use super::Resource;
+use super::{Resource, Undone};
+
+/// The environment variable that tags a server iolab starts:
+/// `IOLAB_PID-SEQ`, unique per spawn on this machine while iolab runs.
+pub const SPAWN_TAG_VAR: &str = "IOLAB_SPAWN_TAG";
+
+static SPAWNS: AtomicU64 = AtomicU64::new(0);
 
 /// The programs iolab starts as servers (a record naming anything else is not trusted).
 pub const SERVERS: &[&str] = &[
@@ -42,8 +51,18 @@ impl ServerProcess {
             "{program} is not a known server"
         );
         cmd.process_group(0);
+        let tag = format!(
+            "{}-{}",
+            std::process::id(),
+            SPAWNS.fetch_add(1, Ordering::Relaxed)
+        );
+        cmd.env(SPAWN_TAG_VAR, &tag);
+        let pending = Resource::SpawningProcess {
+            tag,
+            program: program.to_string(),
+        };
         let mut resource = None;
-        let child = super::create_with(|| {
+        let child = super::create_pending_with(Some(&pending), || {
             let child = cmd
                 .spawn()
                 .map_err(|e| anyhow::anyhow!("cannot start {program}: {e}"))?;
@@ -111,8 +130,134 @@ pub fn stop(pid: u32, start_time: u64, program: &str) {
     }
 }
 
+/// Whether `tag` has the form iolab gives it (`PID-SEQ`).
+pub fn plausible_tag(tag: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+    tag.split_once('-')
+        .is_some_and(|(pid, seq)| digits(pid) && digits(seq))
+}
+
+/// Stop the server started with `tag` in its environment (the leader of
+/// its own process group), if one runs: what a SIGKILL of iolab between
+/// the spawn and the record of its pid left.
+pub fn stop_tagged(tag: &str, program: &str) -> Undone {
+    let Some(pid) = find_tagged(tag) else {
+        return Undone::AlreadyGone;
+    };
+    match process_start_time(pid) {
+        Some(start) => {
+            stop(pid, start, program);
+            Undone::Removed
+        }
+        None => Undone::AlreadyGone,
+    }
+}
+
+/// The process group leader whose environment holds `SPAWN_TAG_VAR=tag`.
+fn find_tagged(tag: &str) -> Option<u32> {
+    if !plausible_tag(tag) {
+        return None;
+    }
+    let want = format!("{SPAWN_TAG_VAR}={tag}");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| {
+            // SAFETY: getpgid only reads another process's group id.
+            let leader = unsafe { libc::getpgid(pid as i32) } == pid as i32;
+            leader
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
+        })
+}
+
 fn is_zombie(pid: u32) -> Option<bool> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 1..];
     Some(rest.split_whitespace().next()? == "Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tagged_sleeper(tag: &str) -> Child {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30").process_group(0).env(SPAWN_TAG_VAR, tag);
+        cmd.spawn().expect("sleep runs")
+    }
+
+    /// A server whose spawn was recorded but not its pid (iolab killed in
+    /// between) is found by its tag and stopped; another tag is left alone.
+    #[test]
+    fn a_server_recorded_only_by_its_tag_is_stopped() {
+        let me = std::process::id();
+        let (mine, other) = (format!("{me}-900001"), format!("{me}-900002"));
+        let mut child = tagged_sleeper(&mine);
+        let mut bystander = tagged_sleeper(&other);
+        let pending = Resource::SpawningProcess {
+            tag: mine.clone(),
+            program: "iolab".into(),
+        };
+        assert!(super::super::records::plausible(&pending));
+        assert_eq!(pending.undo(), Ok(Undone::Removed));
+        assert!(
+            child.try_wait().unwrap().is_some(),
+            "the tagged server was stopped"
+        );
+        assert!(
+            bystander.try_wait().unwrap().is_none(),
+            "another tag runs on"
+        );
+        assert_eq!(pending.undo(), Ok(Undone::AlreadyGone));
+        let _ = bystander.kill();
+        let _ = bystander.wait();
+    }
+
+    /// The spawn carries its tag, and the pending record is gone once the
+    /// pid is recorded.
+    #[test]
+    fn a_spawned_server_carries_its_tag_and_only_its_pid_record_stays() {
+        let server = ServerProcess::spawn(
+            {
+                let mut c = Command::new("sleep");
+                c.arg("30");
+                c
+            },
+            "iolab",
+        )
+        .expect("spawned");
+        let env = std::fs::read(format!("/proc/{}/environ", server.pid)).unwrap();
+        let tag = env
+            .split(|&b| b == 0)
+            .find_map(|v| v.strip_prefix(format!("{SPAWN_TAG_VAR}=").as_bytes()))
+            .map(|t| String::from_utf8_lossy(t).to_string())
+            .expect("tagged");
+        assert!(plausible_tag(&tag), "{tag}");
+        assert_eq!(find_tagged(&tag), Some(server.pid));
+        let records: Vec<String> = std::fs::read_dir(super::super::records::state_dir().unwrap())
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .collect();
+        let pid_field = format!("\"pid\":{},", server.pid);
+        assert!(records
+            .iter()
+            .any(|r| r.contains(&pid_field) && r.contains("\"process\"")));
+        assert!(
+            !records.iter().any(|r| r.contains(&tag)),
+            "pending record left"
+        );
+        drop(server);
+    }
+
+    #[test]
+    fn only_iolab_shaped_tags_are_plausible() {
+        assert!(plausible_tag("123-0"));
+        for bad in ["", "123", "-1", "1-", "a-1", "1-2-3", "1 -2"] {
+            assert!(!plausible_tag(bad), "{bad}");
+        }
+    }
 }

@@ -98,6 +98,10 @@ pub fn plausible(res: &Resource) -> bool {
                     .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         }
         Resource::Process { program, .. } => super::process::SERVERS.contains(&program.as_str()),
+        Resource::SpawningProcess { tag, program } => {
+            super::process::SERVERS.contains(&program.as_str())
+                && super::process::plausible_tag(tag)
+        }
     }
 }
 
