@@ -205,8 +205,8 @@ fn bad_rates_and_no_nbdkit_transport_exit_2_naming_the_flag() {
     assert!(common::files_in(data.path()).is_empty(), "no scratch file");
 }
 
-/// The dry run names the transports with injected errors and their rate;
-/// a plan file sets both flags.
+/// The dry run names the transports with injected errors and their rate,
+/// and the databases left out; a plan file sets both flags.
 #[test]
 fn the_plan_says_which_transports_inject_and_at_what_rate() {
     let dir = workdir();
@@ -241,4 +241,25 @@ fn the_plan_says_which_transports_inject_and_at_what_rate() {
         s.contains("--continue-on-error: failed requests counted"),
         "{s}"
     );
+    // RocksDB stops at the first EIO (and a kv error stops the whole run):
+    // no database on a volume with injected errors, DAS's still runs.
+    let o = iolab(&[
+        "remote",
+        "-t",
+        d,
+        "--transports",
+        "das,nbdkit-memory",
+        "--inject-errors",
+        "2%",
+        "--db",
+        "800",
+        "--dry-run",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.contains("no database on nbd-nbdkit-memory: --inject-errors fails 2% of its requests"),
+        "{s}"
+    );
+    assert!(!s.contains("no database on das"), "{s}");
 }

@@ -53,6 +53,21 @@ impl RemotePlan {
         self.inject.filter(|_| faults::can_inject(t))
     }
 
+    /// Why there is no database on transport `t`'s volume, if there is
+    /// none: no volume to build, or errors injected (RocksDB stops at the
+    /// first EIO, and with it the whole run).
+    pub fn db_skipped(&self, t: Transport) -> Option<String> {
+        remote_db::skipped(t).or_else(|| {
+            self.injected(t).map(|i| {
+                format!(
+                    "--inject-errors fails {} of its requests with {}, and RocksDB does not go on after an I/O error",
+                    i.percent(),
+                    faults::ERRNO
+                )
+            })
+        })
+    }
+
     /// (points, measured seconds) on `transports` transports: every job,
     /// the load-latency rates (the first job's length each) and the
     /// database's points (not timed here: they run to their op counts).
@@ -440,7 +455,7 @@ fn database(
     if interrupt::stop_requested() {
         return Ok(());
     }
-    if let Some(why) = remote_db::skipped(t) {
+    if let Some(why) = plan.db_skipped(t) {
         driver.warn(format!("database on {label} skipped: {why}"));
         return Ok(());
     }

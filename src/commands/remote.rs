@@ -260,7 +260,7 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
             db.num, db.ops, db.read_percent, db.values
         );
         for t in &plan.transports {
-            if let Some(why) = remote_db::skipped(*t) {
+            if let Some(why) = plan.db_skipped(*t) {
                 println!("      no database on {}: {why}", t.label());
             }
         }
