@@ -40,6 +40,7 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
                 target_cpu_us_per_io: target_cpu,
                 iops_vs_das: None,
                 mean_vs_das: None,
+                errors: p.errors.clone(),
             })
         })
         .collect();

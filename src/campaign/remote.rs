@@ -22,6 +22,7 @@ use crate::interrupt;
 use crate::measure::peers::PeerSampling;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
 use crate::remote::breakdown::{self, BreakdownSpec};
+use crate::remote::faults::{self, Injection};
 use crate::remote::servers::{OwnTargetOptions, Transport};
 use crate::remote::topology::Topology;
 use crate::report::observer::Terminal;
@@ -42,9 +43,31 @@ pub struct RemotePlan {
     pub fabric_delay: Option<String>,
     /// The database on each volume (`--db`), if any.
     pub db: Option<DbPlan>,
+    /// Errors injected by the servers that can (`--inject-errors`).
+    pub inject: Option<Injection>,
 }
 
 impl RemotePlan {
+    /// The errors injected into transport `t`'s requests, if any.
+    pub fn injected(&self, t: Transport) -> Option<Injection> {
+        self.inject.filter(|_| faults::can_inject(t))
+    }
+
+    /// Why there is no database on transport `t`'s volume, if there is
+    /// none: no volume to build, or errors injected (RocksDB stops at the
+    /// first EIO, and with it the whole run).
+    pub fn db_skipped(&self, t: Transport) -> Option<String> {
+        remote_db::skipped(t).or_else(|| {
+            self.injected(t).map(|i| {
+                format!(
+                    "--inject-errors fails {} of its requests with {}, and RocksDB does not go on after an I/O error",
+                    i.percent(),
+                    faults::ERRNO
+                )
+            })
+        })
+    }
+
     /// (points, measured seconds) on `transports` transports: every job,
     /// the load-latency rates (the first job's length each) and the
     /// database's points (not timed here: they run to their op counts).
@@ -108,12 +131,18 @@ fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Tar
             "fabric_delay": plan.fabric_delay,
             "db": plan.db.as_ref().map(remote_db::describe),
             "initiators": crate::remote::kernel::initiators(),
-            "transports": plan.transports.iter().map(|t| json!({
-                "label": t.label(),
-                "backing": t.backing(),
-                "initiator_cache": t.caching().0,
-                "target_cache": t.caching().1,
-            })).collect::<Vec<_>>(),
+            "transports": plan.transports.iter().map(|t| {
+                let mut v = json!({
+                    "label": t.label(),
+                    "backing": t.backing(),
+                    "initiator_cache": t.caching().0,
+                    "target_cache": t.caching().1,
+                });
+                if let Some(i) = plan.injected(*t) {
+                    v["injected_errors"] = i.describe();
+                }
+                v
+            }).collect::<Vec<_>>(),
         }),
     );
     results
@@ -223,6 +252,14 @@ fn transport_params(label: &str) -> [(&'static str, String); 1] {
     [("transport", label.to_string())]
 }
 
+/// The extra of a transport's points: the errors its server injects.
+fn injected_extra(plan: &RemotePlan, t: Transport) -> Vec<(&'static str, serde_json::Value)> {
+    plan.injected(t)
+        .map(|i| ("injected_errors", i.describe()))
+        .into_iter()
+        .collect()
+}
+
 impl TransportPasses<'_> {
     /// The jobs on the local scratch file.
     fn das(&mut self, label: &str) -> anyhow::Result<()> {
@@ -240,7 +277,7 @@ impl TransportPasses<'_> {
             self.plan,
             self.local,
             EngineKind::IoUring,
-            label,
+            &tags,
         )?;
         let spec = breakdown_spec(self.plan, self.local.size, self.a.seed);
         unstamped_breakdown(
@@ -270,6 +307,7 @@ impl TransportPasses<'_> {
         let own = OwnTargetOptions {
             delay: plan.fabric_delay.clone(),
             stamps: stamps.clone(),
+            error_rate: plan.injected(t).map(|i| i.rate),
         };
         let (server, remote) = match serve(t, self.topo, self.local, i, &own, dir, seed) {
             Ok(x) => x,
@@ -285,14 +323,16 @@ impl TransportPasses<'_> {
             interface: Some(self.topo.initiator_iface.clone()),
         }));
         let params = transport_params(label);
+        let extra = injected_extra(plan, t);
         let tags = Tags {
             params: &params,
+            extra: &extra,
             ..Tags::default()
         };
         for j in jobs_on(plan, t.engine(), label) {
             driver.run_point_on(&remote, &j, &tags)?;
         }
-        load_latency(driver, plan, &remote, t.engine(), label)?;
+        load_latency(driver, plan, &remote, t.engine(), &tags)?;
         driver.set_peers(None);
         let spec = breakdown_spec(plan, self.local.size, seed);
         match (&stamps, spec) {
@@ -352,7 +392,7 @@ fn kernel_transport(
     for j in jobs_on(plan, t.engine(), &label) {
         driver.run_point_on(&k.target, &j, tags)?;
     }
-    load_latency(driver, plan, &k.target, t.engine(), &label)?;
+    load_latency(driver, plan, &k.target, t.engine(), tags)?;
     driver.set_peers(None);
     let spec = breakdown_spec(plan, local.size, a.seed);
     unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
@@ -415,7 +455,7 @@ fn database(
     if interrupt::stop_requested() {
         return Ok(());
     }
-    if let Some(why) = remote_db::skipped(t) {
+    if let Some(why) = plan.db_skipped(t) {
         driver.warn(format!("database on {label} skipped: {why}"));
         return Ok(());
     }
@@ -425,16 +465,22 @@ fn database(
 /// The load-latency curve of one transport: open-loop Poisson arrivals at
 /// each rate, a percentage of the transport's read-only point at the
 /// deepest queue (marked as the closed-loop maximum), capped at that depth.
+/// Its points carry the transport's `tags` and their rate.
 fn load_latency(
     driver: &mut Driver,
     plan: &RemotePlan,
     target: &Target,
     engine: EngineKind,
-    label: &str,
+    tags: &Tags<'_>,
 ) -> anyhow::Result<()> {
     if plan.rates.is_empty() || interrupt::stop_requested() {
         return Ok(());
     }
+    let label = tags
+        .params
+        .iter()
+        .find(|(k, _)| *k == "transport")
+        .map_or("", |(_, v)| v.as_str());
     let jobs = jobs_on(plan, engine, label);
     let Some(base) = jobs
         .iter()
@@ -455,7 +501,6 @@ fn load_latency(
     };
     max.extra.role = Some("closed_loop_max".into());
     let max_iops = max.total.iops;
-    let params = [("transport", label.to_string())];
     for &pct in &plan.rates {
         let mut j = base.clone();
         j.open_loop = Some(OpenLoop {
@@ -463,12 +508,11 @@ fn load_latency(
             arrival: Arrival::Poisson,
         });
         j.name = point_name(label, &j);
-        let extra = [("rate_pct_of_max", json!(pct))];
+        let mut extra = vec![("rate_pct_of_max", json!(pct))];
+        extra.extend(tags.extra.iter().cloned());
         let tags = Tags {
-            experiment: "",
-            params: &params,
             extra: &extra,
-            pass: None,
+            ..*tags
         };
         driver.run_point_on(target, &j, &tags)?;
     }

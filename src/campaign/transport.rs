@@ -96,8 +96,8 @@ impl OwnTarget {
         topo.enter_initiator()?;
         let stamps = dir.join("stamps-nbd-iolab.txt");
         let own = OwnTargetOptions {
-            delay: None,
             stamps: Some(stamps.clone()),
+            ..Default::default()
         };
         let t = Transport::Iolab { threads: 1 };
         let (server, remote) = serve(t, &topo, local, 0, &own, dir, seed)?;

@@ -17,6 +17,8 @@ use clap::Args;
   iolab remote -t /var/tmp --plan examples/nvmeof-remote.toml    the NVMe-oF study's figures
   iolab remote -t /var/tmp --transports das,iolab --db 800,10k
                                                 RocksDB 80/20 on ext4 on the remote volume vs on the local file
+  iolab remote -t /var/tmp --transports das,nbdkit-file --inject-errors 1% --continue-on-error
+                                                EIO in 1% of nbdkit's requests, counted per point
 
 As root, the initiator and the targets run in two network namespaces joined by
 a veth pair (10.200.77.1 and 10.200.77.2); otherwise on loopback, said in the
@@ -105,6 +107,16 @@ pub struct RemoteArgs {
     /// Reads per 100 operations of readrandomwriterandom
     #[arg(long, value_name = "PERCENT", default_value_t = 80)]
     pub db_read_percent: u8,
+    /// Count requests that complete with an error (per errno, in the
+    /// point's `errors`) and go on, as fio's continue_on_error; without it
+    /// the first error fails the point
+    #[arg(long)]
+    pub continue_on_error: bool,
+    /// Fail this share of the nbdkit transports' requests with EIO
+    /// (nbdkit's error filter), e.g. 1% or 0.01; other transports run as
+    /// usual
+    #[arg(long, value_name = "RATE")]
+    pub inject_errors: Option<String>,
     /// Run on loopback even as root
     #[arg(long)]
     pub loopback: bool,

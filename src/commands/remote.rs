@@ -15,6 +15,7 @@ use crate::error::usage;
 use crate::interrupt;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
+use crate::remote::faults;
 use crate::remote::servers::{Transport, TRANSPORT_NAMES};
 use crate::remote::topology::{self, Topology};
 use crate::results::time;
@@ -97,6 +98,7 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         }
     }
     transports.dedup();
+    let inject = faults::check(a.inject_errors.as_deref(), &transports)?;
     let mixes = list(
         "--mixes",
         &a.mixes,
@@ -186,6 +188,7 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
                 ramp_ns: ramp,
                 seed: a.seed,
                 io_timeout_ns,
+                continue_on_error: a.continue_on_error,
                 ..JobSpec::default()
             });
         }
@@ -199,6 +202,7 @@ pub fn plan(a: &RemoteArgs) -> anyhow::Result<RemotePlan> {
         fabric_rate: a.fabric_rate.clone(),
         fabric_delay: a.fabric_delay.clone(),
         db: remote_db::plan(a, size)?,
+        inject,
     })
 }
 
@@ -213,7 +217,14 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
             .unavailable()
             .map(|w| format!(" — skipped: {w}"))
             .unwrap_or_default();
-        println!("  {:<18} {}{why}", t.label(), t.backing());
+        let injected = plan
+            .injected(*t)
+            .map(|i| format!("; {}", i.phrase()))
+            .unwrap_or_default();
+        println!("  {:<18} {}{injected}{why}", t.label(), t.backing());
+    }
+    if a.continue_on_error {
+        println!("  --continue-on-error: failed requests counted per errno in each point's errors, the point kept");
     }
     println!(
         "  {}",
@@ -249,7 +260,7 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
             db.num, db.ops, db.read_percent, db.values
         );
         for t in &plan.transports {
-            if let Some(why) = remote_db::skipped(*t) {
+            if let Some(why) = plan.db_skipped(*t) {
                 println!("      no database on {}: {why}", t.label());
             }
         }

@@ -19,6 +19,7 @@ pub mod markdown;
 pub mod media_terminal;
 pub mod observer;
 pub mod oltp_terminal;
+pub mod remote_errors;
 pub mod remote_terminal;
 pub mod summary;
 pub mod svg;

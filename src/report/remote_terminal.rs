@@ -6,6 +6,7 @@
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
 
+use super::remote_errors;
 use super::terminal::format_count;
 use crate::plan::parse::format_ns;
 use crate::results::Results;
@@ -55,13 +56,18 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
 
 /// Each transport beside DAS, then the breakdowns; empty without remote points.
 pub fn remote_table(r: &Results) -> String {
+    let error_notes: String = remote_errors::notes(r)
+        .iter()
+        .map(|n| format!("note: {n}\n"))
+        .collect();
     if r.analysis.remote.is_empty() {
-        return String::new();
+        return error_notes;
     }
     let mut o = String::new();
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(vec![
+    let errors = remote_errors::any_in_rows(r);
+    let mut header = vec![
         "workload",
         "transport",
         "IOPS",
@@ -71,13 +77,17 @@ pub fn remote_table(r: &Results) -> String {
         "p95",
         "CPU/IO ini",
         "CPU/IO tgt",
-        "cache ini / tgt",
-    ]);
+    ];
+    if errors {
+        header.push("errors");
+    }
+    header.push("cache ini / tgt");
+    t.set_header(header);
     let caching = caching_of(r);
     let ratio = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_default();
     let us = |v: Option<f64>| v.map(|x| format!("{x:.1}us")).unwrap_or_default();
     for x in &r.analysis.remote {
-        t.add_row(vec![
+        let mut row = vec![
             x.workload.clone(),
             x.transport.clone(),
             format_count(x.iops),
@@ -87,14 +97,20 @@ pub fn remote_table(r: &Results) -> String {
             x.p95_ns.map(|v| format_ns(v as f64)).unwrap_or_default(),
             us(x.host_cpu_us_per_io),
             us(x.target_cpu_us_per_io),
+        ];
+        if errors {
+            row.push(remote_errors::count(&x.errors));
+        }
+        row.push(
             caching
                 .iter()
                 .find(|(l, _, _)| *l == x.transport)
                 .map(|(_, i, t)| format!("{i} / {t}"))
                 .unwrap_or_default(),
-        ]);
+        );
+        t.add_row(row);
     }
-    for i in 2..9 {
+    for i in 2..(9 + usize::from(errors)) {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -105,6 +121,7 @@ pub fn remote_table(r: &Results) -> String {
             "note: {label}'s target is {tgt} while DAS is O_DIRECT: its ratios to DAS set a cache against the device\n"
         ));
     }
+    o.push_str(&error_notes);
     let breakdowns = r
         .extra
         .get("remote")

@@ -317,8 +317,9 @@ fn take_completions(
         let slot = slots[s];
         let op = slot.op.unwrap_or(OpKind::Read);
         // The open loop keeps no offsets in its slots: errors name offset 0.
-        let ok = completed(c, op, (0, slot.len), spec.continue_on_error, rec)?;
-        if ok && t_done >= spec.measure_start {
+        let measured = t_done >= spec.measure_start;
+        let ok = completed(c, op, (0, slot.len), spec.continue_on_error, measured, rec)?;
+        if ok && measured {
             record_measured(rec, orec, op, &slot, t_done, spec.sync_engine);
         }
         slots[s].op = None;

@@ -510,23 +510,30 @@ pub fn cpu(r: &Results) -> Option<Section> {
     // drawn and tabled as shares of all of them.
     let ncpu = r.provenance.cpu_count.max(1) as f64;
     if has_machine {
-        svgs.push(svg::bar_chart(&BarChart {
-            title: "Machine CPU per point (all CPUs)".into(),
-            y_title: "% of all CPUs".into(),
-            y_fmt: fmt::pct,
-            categories,
-            stacks: MACHINE_CPU
-                .iter()
-                .map(|(name, f)| {
-                    let col = machine
-                        .iter()
-                        .map(|m| m.map_or(0.0, |m| f(m) / ncpu))
-                        .collect();
-                    (name.to_string(), col)
-                })
-                .collect(),
-            stacked: true,
-        }));
+        let all_cpus = svg::BarOverlay {
+            y_max: Some(100.0),
+            ..Default::default()
+        };
+        svgs.push(svg::bar_chart_with(
+            &BarChart {
+                title: "Machine CPU per point (all CPUs)".into(),
+                y_title: "% of all CPUs".into(),
+                y_fmt: fmt::pct,
+                categories,
+                stacks: MACHINE_CPU
+                    .iter()
+                    .map(|(name, f)| {
+                        let col = machine
+                            .iter()
+                            .map(|m| m.map_or(0.0, |m| f(m) / ncpu))
+                            .collect();
+                        (name.to_string(), col)
+                    })
+                    .collect(),
+                stacked: true,
+            },
+            &all_cpus,
+        ));
     }
     let mut head = vec![
         "point",
@@ -647,6 +654,31 @@ mod tests {
             .iter()
             .position(|h| h == "machine usr % of all CPUs");
         assert_eq!(s.table.rows[0][usr.unwrap()], "75.0");
+    }
+
+    /// Issue 31 item 17: shares of all CPUs end at 100%; the axis was
+    /// rounded up "nicely" to 120% when the stack passed 100 by rounding.
+    #[test]
+    fn machine_cpu_axis_ends_at_100_percent() {
+        for (usr, sys) in [(180.0, 10.0), (190.0, 10.8)] {
+            let mut r = sweep(&[1]);
+            r.provenance.cpu_count = 2;
+            r.points[0].cpu.usr_pct = 40.0;
+            r.points[0].extra.cpu = Some(SystemCpu {
+                usr_pct: usr,
+                sys_pct: sys,
+                iowait_pct: 0.0,
+                idle_pct: 0.0,
+                steal_pct: 0.0,
+            });
+            let s = cpu(&r).unwrap();
+            let ticks = crate::report::charts::timeline::tests::y_ticks(&s.svgs[1]);
+            assert_eq!(
+                ticks.last().map(String::as_str),
+                Some("100%"),
+                "{usr}+{sys}: {ticks:?}"
+            );
+        }
     }
 
     /// Issue 31 item 17: 4k lines sat flat under the 1m line.

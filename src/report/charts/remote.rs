@@ -7,6 +7,7 @@
 use super::{Section, Table};
 use crate::analysis::remote::RemoteRow;
 use crate::report::fmt;
+use crate::report::remote_errors;
 use crate::report::svg::{self, BarChart};
 use crate::results::Results;
 use crate::target::stamps::{Breakdown, STAGES};
@@ -63,7 +64,8 @@ pub fn local_vs_remote(r: &Results) -> Option<Section> {
     if rows.is_empty() {
         return None;
     }
-    let mut table = Table::new(&[
+    let errors = remote_errors::any_in_rows(r);
+    let mut headers = vec![
         "workload",
         "transport",
         "IOPS",
@@ -73,14 +75,17 @@ pub fn local_vs_remote(r: &Results) -> Option<Section> {
         "p95",
         "initiator CPU/IO",
         "target CPU/IO",
-        "initiator cache",
-        "target cache",
-    ]);
+    ];
+    if errors {
+        headers.push("errors");
+    }
+    headers.extend(["initiator cache", "target cache"]);
+    let mut table = Table::new(&headers);
     let us = |v: f64| format!("{v:.1} us");
     let caching = crate::report::remote_terminal::caching_of(r);
     let cache_of = |label: &str| caching.iter().find(|(l, _, _)| l == label);
     for x in rows {
-        table.rows.push(vec![
+        let mut row = vec![
             x.workload.clone(),
             x.transport.clone(),
             format!("{:.0}", x.iops),
@@ -90,10 +95,18 @@ pub fn local_vs_remote(r: &Results) -> Option<Section> {
             opt(x.p95_ns.map(|v| v as f64), fmt::ns),
             opt(x.host_cpu_us_per_io, us),
             opt(x.target_cpu_us_per_io, us),
-            cache_of(&x.transport).map_or(String::new(), |c| c.1.clone()),
-            cache_of(&x.transport).map_or(String::new(), |c| c.2.clone()),
-        ]);
+        ];
+        if errors {
+            row.push(remote_errors::count(&x.errors));
+        }
+        row.push(cache_of(&x.transport).map_or(String::new(), |c| c.1.clone()));
+        row.push(cache_of(&x.transport).map_or(String::new(), |c| c.2.clone()));
+        table.rows.push(row);
     }
+    let error_notes: String = remote_errors::notes(r)
+        .iter()
+        .map(|n| format!(" {n}."))
+        .collect();
     let buffered: Vec<&str> = caching
         .iter()
         .filter(|(_, _, t)| t.starts_with("buffered"))
@@ -115,7 +128,7 @@ pub fn local_vs_remote(r: &Results) -> Option<Section> {
         id: "remote".into(),
         title: "Local vs remote".into(),
         note: format!(
-            "The same jobs on the scratch file locally (das) and through each transport's server on the target host; one bar per transport, as a ratio to DAS (1.0 = as fast as local). Mean latency is over reads and writes. DAS is O_DIRECT; the remote initiators are in user space (no page cache on this side); the table says each target's caching.{}",
+            "The same jobs on the scratch file locally (das) and through each transport's server on the target host; one bar per transport, as a ratio to DAS (1.0 = as fast as local). Mean latency is over reads and writes. DAS is O_DIRECT; the remote initiators are in user space (no page cache on this side); the table says each target's caching.{}{error_notes}",
             if buffered.is_empty() {
                 String::new()
             } else {

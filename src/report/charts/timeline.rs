@@ -96,11 +96,11 @@ fn line(
     }
 }
 
-fn chart(title: String, ytitle: &str, yfmt: fn(f64) -> String, series: Vec<Series>) -> String {
+fn chart(title: String, y: Axis, series: Vec<Series>) -> String {
     svg::line_chart(&LineChart {
         title,
         x: Axis::new("time (s)", Scale::Linear, fmt::plain),
-        y: Axis::new(ytitle, Scale::Linear, yfmt),
+        y,
         series,
         shade: None,
         marks: vec![],
@@ -142,8 +142,8 @@ fn cpu(ph: &[Phase]) -> Section {
         }
         svgs.push(chart(
             format!("{}: CPU of the machine ({} CPUs)", p.label, t.cpus),
-            "% of all CPUs",
-            fmt::pct,
+            // A share of all CPUs cannot pass 100%.
+            Axis::new("% of all CPUs", Scale::Linear, fmt::pct).up_to(100.0),
             series,
         ));
         for i in 0..t.len() {
@@ -208,8 +208,7 @@ fn disk_section(ph: &[&Phase], what: Disk) -> Section {
         let device = t.device.clone().unwrap_or_default();
         svgs.push(chart(
             format!("{}: {device} {}", p.label, ytitle),
-            ytitle,
-            yfmt,
+            Axis::new(ytitle, Scale::Linear, yfmt),
             vec![
                 line(p, "read", r, 0, false, yfmt),
                 line(p, "write", w, 1, true, yfmt),
@@ -240,8 +239,7 @@ fn client(ph: &[Phase]) -> Section {
     for p in ph {
         svgs.push(chart(
             format!("{}: client {}", p.label, p.unit),
-            p.unit,
-            fmt::count,
+            Axis::new(p.unit, Scale::Linear, fmt::count),
             vec![line(p, p.unit, &p.t.client_ops_s, 0, false, fmt::count)],
         ));
         for (t, v) in p.t.t_s.iter().zip(&p.t.client_ops_s) {
@@ -259,5 +257,60 @@ fn client(ph: &[Phase]) -> Section {
         note: "Each second: what the client finished (transactions for an oltp point, rows for the load), from the same clock as the machine's series above.".into(),
         svgs,
         table,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analysis::testutil::point;
+    use crate::plan::job::JobSpec;
+    use crate::results::Provenance;
+
+    /// The y-axis tick labels of an SVG chart (text right-aligned at the axis).
+    pub(crate) fn y_ticks(svg: &str) -> Vec<String> {
+        svg.split(r#"text-anchor="end">"#)
+            .skip(1)
+            .filter_map(|s| s.split('<').next())
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn run_with(usr: f64, idle: f64) -> Results {
+        let mut r = Results::new("kv", Provenance::default());
+        let t = TimelineSeries {
+            cpus: 2,
+            t_s: vec![0.0, 1.0],
+            len_s: vec![1.0, 1.0],
+            cpu_usr_pct: vec![usr, usr],
+            cpu_sys_pct: vec![1.0, 1.0],
+            cpu_iowait_pct: vec![0.0, 0.0],
+            cpu_idle_pct: vec![idle, idle],
+            client_ops_s: vec![10.0, 10.0],
+            ..TimelineSeries::default()
+        };
+        let mut p = point(&JobSpec::default(), 1e4, 1e5, 200_000);
+        p.extra.timeline = Some(Box::new(t));
+        r.points.push(p);
+        r
+    }
+
+    /// Issue 31 item 17: the machine's CPU is a share of all CPUs, so its
+    /// axis ends at 100%, not at the next "nice" 120% when a sample rounds
+    /// a little past 100 (idle at 100.4% of an interval).
+    #[test]
+    fn the_machine_cpu_axis_ends_at_100_percent() {
+        for (usr, idle) in [(95.0, 4.0), (0.2, 100.4)] {
+            let s = cpu(&phases(&run_with(usr, idle)));
+            let ticks = y_ticks(&s.svgs[0]);
+            assert_eq!(
+                ticks.last().map(String::as_str),
+                Some("100%"),
+                "{usr}/{idle}: {ticks:?}"
+            );
+        }
+        // Other shares keep their nice axis: 40% ends at 40%.
+        let s = cpu(&phases(&run_with(40.0, 10.0)));
+        assert_eq!(y_ticks(&s.svgs[0]).last().map(String::as_str), Some("40%"));
     }
 }

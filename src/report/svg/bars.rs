@@ -29,6 +29,9 @@ pub struct BarOverlay {
     pub mark_title: String,
     pub titles: Vec<Vec<Option<String>>>,
     pub reference: Option<(f64, String)>,
+    /// The most a bar can reach (a share of all CPUs: 100): the axis ends
+    /// there at most.
+    pub y_max: Option<f64>,
 }
 
 impl BarOverlay {
@@ -107,7 +110,7 @@ pub fn bar_chart_with(c: &BarChart, o: &BarOverlay) -> String {
     let mut extent = totals;
     extent.extend(o.ranges.iter().flatten().flatten().map(|r| r.1));
     extent.extend(o.reference.iter().map(|r| r.0));
-    let ym = map_axis(Scale::Linear, &extent, true);
+    let ym = map_axis(Scale::Linear, &capped(extent, o.y_max), true);
     let yaxis = Axis::new(&c.y_title, Scale::Linear, c.y_fmt);
     let nonzero = c
         .stacks
@@ -388,6 +391,7 @@ mod tests {
             mark_title: "noise".into(),
             titles: vec![vec![], vec![Some("w1 other <1.1x>".into()), None]],
             reference: Some((1.0, "baseline".into())),
+            y_max: None,
         };
         let s = bar_chart_with(&c, &o);
         assert_eq!(s.matches(r#"class="pt""#).count(), 4);

@@ -20,7 +20,7 @@ pub fn line_chart(c: &LineChart) -> String {
         .chain(c.hlines.iter().map(|h| h.0))
         .collect();
     let xm = map_axis(c.x.scale, &xs, false);
-    let ym = map_axis(c.y.scale, &ys, true);
+    let ym = map_axis(c.y.scale, &capped(ys, c.y.max), true);
     let npoints: usize = c.series.iter().map(|s| s.points.len()).sum();
     let mut out = String::new();
     svg_open(&mut out, &c.title, npoints, W, H);

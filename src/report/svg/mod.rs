@@ -42,6 +42,10 @@ pub struct Axis {
     pub scale: Scale,
     /// Formats a tick value (e.g. "4k", "100 µs").
     pub fmt: fn(f64) -> String,
+    /// The most a value can be (a share of all CPUs: 100): the axis ends
+    /// there at most, not at the next round number past a value that
+    /// passed it by rounding.
+    pub max: Option<f64>,
 }
 
 impl Axis {
@@ -50,7 +54,24 @@ impl Axis {
             title: title.into(),
             scale,
             fmt,
+            max: None,
         }
+    }
+
+    /// The same axis ending at `max` at most.
+    pub fn up_to(self, max: f64) -> Axis {
+        Axis {
+            max: Some(max),
+            ..self
+        }
+    }
+}
+
+/// `vals` with none above `max` (an axis's ceiling), to map the axis on.
+pub(crate) fn capped(vals: Vec<f64>, max: Option<f64>) -> Vec<f64> {
+    match max {
+        Some(m) => vals.into_iter().map(|v| v.min(m)).collect(),
+        None => vals,
     }
 }
 

@@ -2,6 +2,8 @@
 //! (and the database on each volume) beside DAS. `analysis::remote`
 //! computes them; reports draw them.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// One workload on one transport.
@@ -23,6 +25,10 @@ pub struct RemoteRow {
     pub iops_vs_das: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_vs_das: Option<f64>,
+    /// Requests that completed with an error (`--continue-on-error`), per
+    /// kind, as the point counted them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
 }
 
 /// The database's mixed phase (readrandomwriterandom) on one volume.

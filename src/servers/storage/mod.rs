@@ -181,11 +181,13 @@ impl Transport {
     }
 }
 
-/// Options of iolab's own target.
+/// Options of iolab's own target (`delay`, `stamps`), and the share of
+/// requests nbdkit fails with EIO (`error_rate`, its error filter).
 #[derive(Debug, Clone, Default)]
 pub struct OwnTargetOptions {
     pub delay: Option<String>,
     pub stamps: Option<PathBuf>,
+    pub error_rate: Option<f64>,
 }
 
 /// A running storage server and the URL that reaches it.
@@ -283,8 +285,12 @@ fn command_line(
         Transport::IolabNvme { threads } => {
             iolab::command_line(true, threads, addr, port, backing, own)?
         }
-        Transport::NbdkitFile => nbdkit::command_line(addr, port, nbdkit::Plugin::File(backing)),
-        Transport::NbdkitMemory => nbdkit::command_line(addr, port, nbdkit::Plugin::Memory(size)),
+        Transport::NbdkitFile => {
+            nbdkit::command_line(addr, port, nbdkit::Plugin::File(backing), own.error_rate)
+        }
+        Transport::NbdkitMemory => {
+            nbdkit::command_line(addr, port, nbdkit::Plugin::Memory(size), own.error_rate)
+        }
         Transport::Tgtd => tgtd::command_line(addr, port),
         Transport::QemuNbd => qemu_nbd::command_line(addr, port, backing),
     })
@@ -335,6 +341,7 @@ mod tests {
         let own = OwnTargetOptions {
             delay: Some("100us".into()),
             stamps: Some("/s/st".into()),
+            error_rate: None,
         };
         assert_eq!(
             args(Transport::IolabNvme { threads: 2 }, &own).join(" "),
@@ -352,6 +359,20 @@ mod tests {
         assert_eq!(
             args(Transport::NbdkitMemory, &none).join(" "),
             "-f --exit-with-parent -i 10.0.0.2 -p 10809 --threads 16 memory 1048576"
+        );
+        let failing = OwnTargetOptions {
+            error_rate: Some(0.05),
+            ..Default::default()
+        };
+        assert_eq!(
+            args(Transport::NbdkitFile, &failing).join(" "),
+            "-f --exit-with-parent -i 10.0.0.2 -p 10809 --threads 16 --filter=error file /s/f \
+             error=EIO error-rate=0.05"
+        );
+        assert_eq!(
+            args(Transport::NbdkitMemory, &failing).join(" "),
+            "-f --exit-with-parent -i 10.0.0.2 -p 10809 --threads 16 --filter=error memory 1048576 \
+             error=EIO error-rate=0.05"
         );
         assert_eq!(
             args(Transport::QemuNbd, &none).join(" "),
