@@ -381,7 +381,13 @@ fn server_flags_that_cannot_apply_are_refused() {
         ("postgres", vec!["a", "--db", "/nonexistent/db"], "--db"),
         (
             "mariadb",
-            vec!["a", "--memory-limit", "1g"],
+            vec![
+                "a",
+                "--memory-limit",
+                "1g",
+                "--server-url",
+                "mysql://u:p@127.0.0.1:1/x",
+            ],
             "--memory-limit",
         ),
         (
@@ -662,4 +668,42 @@ fn a_sigkilled_runs_ferretdb_is_removed_by_the_next_start() {
         common::files_in(dir.path())
     );
     assert!(common::files_in(state.path()).is_empty(), "records left");
+}
+
+/// `--memory-limit` with a private server: the server starts inside
+/// iolab's memory cgroup (so its data's page cache is limited too), the
+/// results say so, and the terminal says what counts against the limit.
+#[test]
+fn a_private_server_runs_inside_the_memory_cgroup() {
+    let _one = one_at_a_time();
+    if !installed(ServerKind::Redis) {
+        eprintln!("SKIP memory cgroup with a server: redis-server is not installed");
+        return;
+    }
+    if let Err(why) = iolab::testbed::cgroup::available() {
+        eprintln!("SKIP memory cgroup with a server: {why}");
+        return;
+    }
+    let (dir, out, state) = (server_dir(), common::workdir(), common::workdir());
+    let json = out.path().join("r.json");
+    let o = kv_cmd(
+        ServerKind::Redis,
+        dir.path(),
+        state.path(),
+        &["c", "--memory-limit", "512m"],
+    )
+    .args(["-p", "recordcount=200", "-p", "operationcount=200", "-o"])
+    .arg(&json)
+    .output()
+    .unwrap();
+    let text = common::text(&o);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("runs in iolab's memory cgroup") && text.contains("whole dataset"),
+        "{text}"
+    );
+    let r = common::results(&json);
+    let cg = &r["extra"]["memory_cgroup"];
+    assert_eq!(cg["server_inside"], true, "{cg}");
+    assert_eq!(cg["limit"], 512u64 << 20, "{cg}");
 }

@@ -278,10 +278,10 @@ impl KvPlan {
                 format!("{name} keeps its data in its server: give --target DIR (a private server) or --server-url"),
             ));
         }
-        if self.place.memory_limit.is_some() {
+        if self.place.memory_limit.is_some() && self.server.url.is_some() {
             return Err(usage(
                 "--memory-limit",
-                format!("the {name} server would not be in iolab's memory cgroup: size its cache with the server flags instead"),
+                format!("the {name} server at --server-url is not iolab's: it is not in iolab's memory cgroup (size its cache with its own settings)"),
             ));
         }
         if self.place.keep {

@@ -494,10 +494,12 @@ fn record_setup(r: &mut Results, server: Option<&Server>, cg: Option<&MemoryCgro
             .insert("server".into(), serde_json::to_value(s.info())?);
     }
     if let Some(cg) = cg {
-        r.extra.insert(
-            "memory_cgroup".into(),
-            serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit}),
-        );
+        let mut rec = serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit});
+        // A private server started after iolab entered the cgroup inherits it.
+        if let Some(pgid) = server.and_then(|s| s.pgid()) {
+            rec["server_inside"] = serde_json::json!(cg.contains(pgid));
+        }
+        r.extra.insert("memory_cgroup".into(), rec);
     }
     Ok(())
 }
@@ -665,12 +667,27 @@ fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Opt
         KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
         KvEngineKind::Sqlite | KvEngineKind::Redb | KvEngineKind::Wiredtiger => opts.cache_size,
         KvEngineKind::Lmdb | KvEngineKind::Null => 0,
-        // Refused with --memory-limit (the server is not in the cgroup).
+        // A private server runs in the cgroup with iolab: its own memory
+        // (a JVM heap, shared buffers, Redis's whole dataset) counts against
+        // the limit, and what is left is the page cache of its data.
         KvEngineKind::Postgres
         | KvEngineKind::Mariadb
         | KvEngineKind::Redis
         | KvEngineKind::Cassandra
-        | KvEngineKind::Mongodb => 0,
+        | KvEngineKind::Mongodb => {
+            return Some(format!(
+                "--memory-limit {}: the private {} server runs in iolab's memory cgroup, so its own memory{} counts against the limit and only the rest caches its data; above it the kernel kills the server (OOM)",
+                super::report::human(l),
+                kind.name(),
+                match kind {
+                    KvEngineKind::Cassandra => " (the JVM's heap and off-heap memory)",
+                    KvEngineKind::Redis => " (every record: Redis keeps the whole dataset in memory)",
+                    KvEngineKind::Postgres => " (shared_buffers and its processes)",
+                    KvEngineKind::Mariadb => " (the InnoDB buffer pool)",
+                    _ => "",
+                }
+            ));
+        }
     };
     (needs + (16 << 20) > l).then(|| {
         format!(
