@@ -427,3 +427,36 @@ fn sigint_at_random_moments_leaves_nothing() {
         }
     }
 }
+
+/// The dry run of a kv run over several targets says each step as YCSB
+/// and db_bench users name it, never in Rust's debug form (issue 31 item
+/// 16: it printed `YcsbLoad("ycsb-a", YcsbConfig { ... })`).
+#[test]
+fn a_media_dry_run_says_its_steps_in_words() {
+    let d = workdir();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let o = iolab(&[
+        "kv",
+        "a,fillrandom",
+        "--engine",
+        "rocksdb",
+        "-t",
+        &s(&a),
+        "-t",
+        &s(&b),
+        "--dry-run",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("ycsb-a load:")
+            && out.contains("ycsb-a run:")
+            && out.contains("db_bench fillrandom"),
+        "{out}"
+    );
+    for debug in ["YcsbLoad(", "YcsbConfig {", "Bench(", "Some("] {
+        assert!(!out.contains(debug), "{debug} in {out}");
+    }
+}

@@ -242,7 +242,7 @@ fn print_plan(plan: &KvMediaPlan) {
             part.plan.threads
         );
         for s in &part.plan.steps {
-            println!("      {s:?}");
+            println!("      {}", crate::kv::describe::step(s));
         }
     }
     println!(
