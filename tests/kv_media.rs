@@ -460,3 +460,48 @@ fn a_media_dry_run_says_its_steps_in_words() {
         assert!(!out.contains(debug), "{debug} in {out}");
     }
 }
+
+/// A kv run over several targets with `--memory-limit` keeps each pass's
+/// memory cgroup in the merged results (it was dropped with the pass's
+/// own results), and the plan's steps in words.
+#[test]
+fn a_media_run_keeps_each_passs_memory_cgroup() {
+    if let Err(why) = iolab::testbed::cgroup::available() {
+        eprintln!("SKIP memory cgroups per pass: {why}");
+        return;
+    }
+    let d = workdir();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let json = d.path().join("r.json");
+    let o = iolab(&[
+        "kv",
+        "fillrandom",
+        "--engine",
+        "lmdb",
+        "--num",
+        "2000",
+        "--memory-limit",
+        "256m",
+        "--quiet",
+        "-t",
+        &format!("a={}", s(&a)),
+        "-t",
+        &format!("b={}", s(&b)),
+        "-o",
+        &s(&json),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let cgs = r["extra"]["memory_cgroups"]
+        .as_array()
+        .expect("memory_cgroups");
+    let targets: Vec<&str> = cgs.iter().map(|c| c["target"].as_str().unwrap()).collect();
+    assert_eq!(targets, ["a", "b"], "{cgs:?}");
+    for c in cgs {
+        assert_eq!(c["cgroup"]["limit"], 256u64 << 20, "{c}");
+    }
+    let steps = &r["provenance"]["plan"]["parts"][0]["steps"];
+    assert_eq!(steps[0], "db_bench fillrandom", "{steps}");
+}

@@ -82,7 +82,7 @@ fn start_results(plan: &KvMediaPlan) -> Results {
         "parts": plan.parts.iter().map(|p| json!({
             "name": p.name,
             "engine": p.plan.engine.name(),
-            "steps": p.plan.steps.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>(),
+            "steps": p.plan.steps.iter().map(crate::kv::describe::step).collect::<Vec<_>>(),
             "threads": p.plan.threads,
             "target": p.plan.target_ops,
             "memory_limit": p.plan.place.memory_limit,
@@ -139,12 +139,24 @@ impl Workload for KvPasses<'_> {
     }
 }
 
-/// What a pass's own results add to the run's (`Pass::merge_into`) and
-/// the engine's settings, into its part's description.
+/// What a pass's own results add to the run's (`Pass::merge_into`), the
+/// engine's settings, into its part's description, and the pass's memory
+/// cgroup (`extra.memory_cgroups`, one entry per pass that had one).
 fn merge(sink: &PassSink, pass: &Pass, kr: Results) {
     let mut s = sink.lock();
     let r = &mut s.results;
     pass.merge_into(r, &kr);
+    if let Some(cg) = kr.extra.get("memory_cgroup") {
+        let entry =
+            json!({"target": pass.label, "round": pass.round, "part": pass.part, "cgroup": cg});
+        let list = r
+            .extra
+            .entry("memory_cgroups".into())
+            .or_insert_with(|| json!([]));
+        if let Some(list) = list.as_array_mut() {
+            list.push(entry);
+        }
+    }
     let settings = kr.provenance.plan.get("engine_settings").cloned();
     if let (Some(settings), Some(parts)) = (settings, r.provenance.plan.get_mut("parts")) {
         let engine = kr.provenance.plan.get("engine").cloned();
