@@ -11,8 +11,12 @@ use super::phase::{Work, Worker};
 use super::recorder::{KvOp, ScanTally};
 use super::value::{self, BodyPool, CheckValues, HEADER};
 use crate::error::usage;
+use crate::measure::clock::mono_now_ns;
 use anyhow::Result;
 use rand::RngExt;
+
+/// readseq times one step in this many (`DbBench::next_in_order`).
+pub const READSEQ_TIME_EVERY: u64 = 16;
 
 /// One db_bench benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,20 +198,31 @@ impl DbBench {
     /// readseq: the next record of the worker's one iterator (the first
     /// one includes opening the iterator, as in db_bench). At
     /// the end of the database the worker is done, as db_bench's is.
+    /// One step in `READSEQ_TIME_EVERY` is timed (a step costs about what
+    /// a clock read and a histogram record cost): its latency stands for
+    /// the untimed steps after it; paced walks time every step.
     fn next_in_order(&self, w: &mut Worker<'_>) -> Result<()> {
         let mut tally = ScanTally {
             skip_check: !self.cfg.check_values.due_in_order(w.n),
             ..ScanTally::default()
         };
-        let t0 = w.op_start;
+        let timed = w.intended.is_some() || w.n.is_multiple_of(READSEQ_TIME_EVERY);
+        let t0 = if timed { mono_now_ns() } else { 0 };
         let more = w.s.next_in_order(&mut |k, v| tally.visit(k, v))?;
-        let t1 = w.end_op();
         if !more {
             w.exhausted = true;
             return Ok(());
         }
         tally.settle(&mut w.rec);
-        w.record(KvOp::ReadSeq, t0, t1, 1, tally.bytes);
+        if w.intended.is_some() {
+            let t1 = w.end_op();
+            w.record(KvOp::ReadSeq, w.op_start, t1, 1, tally.bytes);
+        } else if timed {
+            let t1 = w.end_op();
+            w.sampled(KvOp::ReadSeq, t0, t1, tally.bytes);
+        } else {
+            w.untimed(KvOp::ReadSeq, tally.bytes);
+        }
         Ok(())
     }
 }

@@ -42,8 +42,16 @@ pub struct Worker<'e> {
     pub op_start: u64,
     /// The clock read that ended the operation, when the work took it
     /// (`end_op`); the loop then reads the clock once per operation.
+    /// `UNTIMED`: the operation took no clock read at all (`untimed`).
     op_end: u64,
+    /// The last timed step of a sampled walk and how many steps it stands
+    /// for so far (`sampled`, `untimed`), recorded when the next timed
+    /// step comes or the phase ends.
+    sample: Option<(KvOp, u64, u64)>,
 }
+
+/// `Worker::op_end` of an operation that read no clock.
+const UNTIMED: u64 = u64::MAX;
 
 impl Worker<'_> {
     #[inline]
@@ -57,6 +65,32 @@ impl Worker<'_> {
     pub fn end_op(&mut self) -> u64 {
         self.op_end = mono_now_ns();
         self.op_end
+    }
+
+    /// A timed step of a walk sampled one step in N: its latency stands
+    /// for itself and the untimed steps after it (`untimed`), so the
+    /// histogram holds one value per step, as if every step were timed.
+    #[inline]
+    pub fn sampled(&mut self, kind: KvOp, start: u64, end: u64, bytes: u64) {
+        self.flush_sample();
+        self.sample = Some((kind, end.saturating_sub(start), 1));
+        self.rec.record_untimed(kind, 1, bytes);
+    }
+
+    /// An untimed step of a sampled walk: counted, no clock read.
+    #[inline]
+    pub fn untimed(&mut self, kind: KvOp, bytes: u64) {
+        if let Some(s) = self.sample.as_mut() {
+            s.2 += 1;
+        }
+        self.rec.record_untimed(kind, 1, bytes);
+        self.op_end = UNTIMED;
+    }
+
+    fn flush_sample(&mut self) {
+        if let Some((kind, lat, n)) = self.sample.take() {
+            self.rec.record_latency_n(kind, lat, n);
+        }
     }
 }
 
@@ -299,6 +333,7 @@ fn worker(
         exhausted: false,
         op_start: 0,
         op_end: 0,
+        sample: None,
     };
     work.init_worker(&mut w);
     shared.barrier.wait();
@@ -353,15 +388,21 @@ fn worker(
             break;
         }
         let end = match std::mem::take(&mut w.op_end) {
-            0 => mono_now_ns(),
-            t => t,
+            0 => Some(mono_now_ns()),
+            UNTIMED => None,
+            t => Some(t),
         };
-        lat_sum += end - op_start;
-        op_start = end;
+        // An untimed step leaves the clock alone: the next timed one's
+        // `end - op_start` covers it, so `lat_sum` stays the steps' sum.
+        if let Some(end) = end {
+            lat_sum += end - op_start;
+            op_start = end;
+            progress.lat_sum.store(lat_sum, Ordering::Relaxed);
+        }
         w.n += 1;
         progress.ops.store(w.n, Ordering::Relaxed);
-        progress.lat_sum.store(lat_sum, Ordering::Relaxed);
     }
+    w.flush_sample();
     shared.end_at.fetch_max(mono_now_ns(), Ordering::AcqRel);
     if job.ops.is_some() && shared.bounded_left.fetch_sub(1, Ordering::AcqRel) == 1 {
         shared.done.store(true, Ordering::Release);

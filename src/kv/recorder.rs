@@ -153,6 +153,21 @@ impl KvRecorder {
         self.bytes[i] += bytes;
     }
 
+    /// Count operations whose latency is recorded apart (`record_latency_n`).
+    #[inline]
+    pub fn record_untimed(&mut self, kind: KvOp, ops: u64, bytes: u64) {
+        let i = kind.idx();
+        self.ops[i] += ops;
+        self.bytes[i] += bytes;
+    }
+
+    /// Record `n` operations of latency `lat` ns (a sampled walk).
+    pub fn record_latency_n(&mut self, kind: KvOp, lat: u64, n: u64) {
+        if let Some(h) = self.service[kind.idx()].as_mut() {
+            h.record_n(lat, n);
+        }
+    }
+
     /// Note a verification failure (allocates only on failure).
     pub fn mismatch(&mut self, what: impl FnOnce() -> String) {
         self.mismatches += 1;
