@@ -21,7 +21,6 @@ use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::{name_place, usage};
 use crate::kv::plan::KvPlan;
-use crate::plan::parse::parse_size;
 use crate::testbed::media::MediaKind;
 
 /// The flags of `iolab kv` a media run reads besides the media flags and
@@ -91,20 +90,13 @@ fn refuse_unsupported(a: &KvMediaSettings) -> anyhow::Result<()> {
 /// The room of each configuration: `--size`, else three times the keys
 /// and values the largest part loads, at least 256 MiB.
 fn room(a: &KvMediaSettings, media: &MediaFlags, parts: &[PlannedPart]) -> anyhow::Result<u64> {
-    if let Some(s) = &a.size {
-        if media.make.is_none() {
-            return Err(usage(
-                "--size",
-                "applies to --make only (the room of each configuration)",
-            ));
-        }
-        let v = parse_size("--size", s)?;
-        if v < (64 << 20) {
-            return Err(usage(
-                "--size",
-                "a configuration needs at least 64m for its file system",
-            ));
-        }
+    let given = media_set::room_flag(
+        a.size.as_deref(),
+        media.make.is_some(),
+        64 << 20,
+        "a configuration needs at least 64m for its file system",
+    )?;
+    if let Some(v) = given {
         return Ok(v);
     }
     let most = parts.iter().map(|p| loads(&p.plan)).max().unwrap_or(0);

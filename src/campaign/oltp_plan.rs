@@ -18,7 +18,6 @@ use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::usage;
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::sql::connect::Engine;
-use crate::plan::parse::parse_size;
 use crate::testbed::media::MediaKind;
 
 /// Room for one warehouse with its indexes and the run's growth.
@@ -60,20 +59,13 @@ fn refuse_unsupported(a: &OltpMediaSettings) -> anyhow::Result<()> {
 /// plus what the engine's log may take (PostgreSQL's `max_wal_size`, 1 GiB
 /// by default), at least 1 GiB.
 fn room(a: &OltpMediaSettings, media: &MediaFlags, plan: &OltpPlan) -> anyhow::Result<u64> {
-    if let Some(s) = &a.size {
-        if media.make.is_none() {
-            return Err(usage(
-                "--size",
-                "applies to --make only (the room of each configuration)",
-            ));
-        }
-        let v = parse_size("--size", s)?;
-        if v < (256 << 20) {
-            return Err(usage(
-                "--size",
-                "a configuration needs at least 256m for a loaded warehouse",
-            ));
-        }
+    let given = crate::campaign::setups::room_flag(
+        a.size.as_deref(),
+        media.make.is_some(),
+        256 << 20,
+        "a configuration needs at least 256m for a loaded warehouse",
+    )?;
+    if let Some(v) = given {
         return Ok(v);
     }
     let log = match plan.engine {

@@ -81,6 +81,37 @@ pub fn refuse_one_database(db: bool, one: &str, keep: bool) -> anyhow::Result<()
     Ok(())
 }
 
+/// `--size` is the room of each configuration `--make` builds: refused
+/// without `--make`.
+pub fn refuse_size_without_make(size: Option<&str>, make: bool) -> anyhow::Result<()> {
+    if size.is_some() && !make {
+        return Err(usage(
+            "--size",
+            "applies to --make only (the room of each configuration)",
+        ));
+    }
+    Ok(())
+}
+
+/// `--size` of a database media run: refused without `--make`, at least
+/// `min` bytes (`why` says what needs them); `None` when not given.
+pub fn room_flag(
+    size: Option<&str>,
+    make: bool,
+    min: u64,
+    why: &str,
+) -> anyhow::Result<Option<u64>> {
+    refuse_size_without_make(size, make)?;
+    let Some(s) = size else {
+        return Ok(None);
+    };
+    let v = crate::plan::parse::parse_size("--size", s)?;
+    if v < min {
+        return Err(usage("--size", why));
+    }
+    Ok(Some(v))
+}
+
 /// The flags of media runs mean nothing in a single-target run.
 pub fn refuse_without_media(m: &MediaFlags) -> anyhow::Result<()> {
     if m.rounds != 1 || m.baseline.is_some() {

@@ -24,12 +24,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         return media_run(args);
     }
     crate::campaign::setups::refuse_without_media(&super::media_flags(&args.media))?;
-    if args.place.size.is_some() {
-        return Err(crate::error::usage(
-            "--size",
-            "applies to --make only (the room of each configuration)",
-        ));
-    }
+    crate::campaign::setups::refuse_size_without_make(args.place.size.as_deref(), false)?;
     let plan = super::kv_flags::plan(&args)?;
     if let Some(raw) = &plan.place.raw {
         // The same device checks as the run (--dry-run included).

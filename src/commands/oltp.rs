@@ -176,12 +176,7 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
         });
     }
     media_set::refuse_without_media(&super::media_flags(&args.media))?;
-    if args.size.is_some() {
-        return Err(usage(
-            "--size",
-            "applies to --make only (the room of each configuration)",
-        ));
-    }
+    media_set::refuse_size_without_make(args.size.as_deref(), false)?;
     let plan = plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;
