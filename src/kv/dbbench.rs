@@ -206,18 +206,19 @@ impl DbBench {
             skip_check: !self.cfg.check_values.due_in_order(w.n),
             ..ScanTally::default()
         };
-        let timed = w.intended.is_some() || w.n.is_multiple_of(READSEQ_TIME_EVERY);
-        let t0 = if timed { mono_now_ns() } else { 0 };
+        let paced = w.intended.is_some();
+        let sampled = !paced && w.n.is_multiple_of(READSEQ_TIME_EVERY);
+        let t0 = if sampled { mono_now_ns() } else { 0 };
         let more = w.s.next_in_order(&mut |k, v| tally.visit(k, v))?;
         if !more {
             w.exhausted = true;
             return Ok(());
         }
         tally.settle(&mut w.rec);
-        if w.intended.is_some() {
+        if paced {
             let t1 = w.end_op();
             w.record(KvOp::ReadSeq, w.op_start, t1, 1, tally.bytes);
-        } else if timed {
+        } else if sampled {
             let t1 = w.end_op();
             w.sampled(KvOp::ReadSeq, t0, t1, tally.bytes);
         } else {

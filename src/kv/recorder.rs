@@ -149,8 +149,7 @@ impl KvRecorder {
         if let (Some(t), Some(h)) = (intended, self.intended[i].as_mut()) {
             h.record(end.saturating_sub(t));
         }
-        self.ops[i] += ops;
-        self.bytes[i] += bytes;
+        self.record_untimed(kind, ops, bytes);
     }
 
     /// Count operations whose latency is recorded apart (`record_latency_n`).
