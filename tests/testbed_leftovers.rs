@@ -306,3 +306,28 @@ fn a_server_started_just_before_a_sigkill_is_stopped_at_next_start() {
     assert!(said.contains(&tag) && said.contains("removed"), "{said}");
     assert!(records(state.path()).is_empty(), "record removed");
 }
+
+/// A run SIGKILLed while writing a crash record left its temporary file
+/// (`.NAME.json.PID.tmp`, before the rename): the next start puts a whole
+/// one in place and takes its resource down, and removes a torn one.
+#[test]
+fn a_record_left_unrenamed_by_a_killed_run_is_swept() {
+    let dir = workdir();
+    let state = workdir();
+    let file = dir.path().join("iolab-scratch-4194302-0.dat");
+    std::fs::write(&file, b"x").unwrap();
+    let dead = u32::MAX - 1;
+    let rec = serde_json::json!({"pid": dead, "start_time": 1, "resource": {"path": file}});
+    let whole = state.path().join(format!(".9-0.json.{dead}.tmp"));
+    let torn = state.path().join(format!(".9-1.json.{dead}.tmp"));
+    std::fs::write(&whole, rec.to_string()).unwrap();
+    std::fs::write(&torn, &rec.to_string()[..20]).unwrap();
+    let said = common::next_start(state.path());
+    assert!(!file.exists(), "the scratch file stayed: {said}");
+    let left: Vec<_> = std::fs::read_dir(state.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}: {said}");
+}

@@ -171,6 +171,40 @@ impl Claim {
     }
 }
 
+/// A record's temporary file (`.PID-SEQ.json.WRITER.tmp`, written then
+/// renamed by `write_atomic`) whose writer died before the rename: put in
+/// place when it holds a whole record (its resource may exist: a process
+/// recorded after its spawn), else removed.
+fn recover_unrenamed(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some((record, writer)) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.rsplit_once('.'))
+        else {
+            continue;
+        };
+        let dead = writer
+            .parse::<u32>()
+            .is_ok_and(|pid| start_time(pid).is_none());
+        if !dead || !record.ends_with(".json") {
+            continue;
+        }
+        let whole = std::fs::read(&path)
+            .ok()
+            .is_some_and(|b| serde_json::from_slice::<Record>(&b).is_ok());
+        if !(whole && std::fs::rename(&path, dir.join(record)).is_ok()) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
 /// Claim every record whose owner no longer runs (renamed first, so two
 /// sweeping processes never both take one), newest first within each
 /// process.
@@ -178,6 +212,7 @@ pub fn sweep() -> Vec<Claim> {
     let Some(dir) = state_dir() else {
         return Vec::new();
     };
+    recover_unrenamed(&dir);
     let me = std::process::id();
     let mut out = Vec::new();
     for path in newest_first(&dir) {
