@@ -12,7 +12,7 @@ mod hostile;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use iolab::dut::remote::{RemoteEndpoint, RemoteResource, Transport};
+use iolab::dut::remote::{RemoteEndpoint, RemoteResource, WireProtocol};
 use iolab::engine::nbd::NbdEngine;
 use iolab::engine::nvmetcp::engine::NvmeTcpEngine;
 use iolab::engine::peer_wait::WaitLimits;
@@ -25,9 +25,9 @@ use hostile::{nbd, nvme, rss_kib, secs};
 const DEPTH: usize = 2;
 const BS: usize = 4096;
 
-fn endpoint(transport: Transport, port: u16) -> RemoteEndpoint {
+fn endpoint(transport: WireProtocol, port: u16) -> RemoteEndpoint {
     let resource = match transport {
-        Transport::Nbd => RemoteResource::NbdExport {
+        WireProtocol::Nbd => RemoteResource::NbdExport {
             export: String::new(),
         },
         _ => RemoteResource::NvmeNamespace {
@@ -45,7 +45,7 @@ fn endpoint(transport: Transport, port: u16) -> RemoteEndpoint {
     }
 }
 
-fn setup(transport: Transport, port: u16, pool: &BufferPool, limits: WaitLimits) -> EngineSetup {
+fn setup(transport: WireProtocol, port: u16, pool: &BufferPool, limits: WaitLimits) -> EngineSetup {
     EngineSetup {
         target: EngineTarget::Remote {
             endpoint: endpoint(transport, port),
@@ -104,10 +104,15 @@ fn nvme_a_controller_that_never_sends_icresp_is_given_up_on() {
     let srv = nvme::serve(nvme::Play::NoIcResp, 2);
     let pool = BufferPool::new(DEPTH, BS, 1).unwrap();
     let t = Instant::now();
-    let err = NvmeTcpEngine::new(&setup(Transport::NvmeTcp, srv.port, &pool, short_limits()))
-        .err()
-        .expect("no ICResp, no engine")
-        .to_string();
+    let err = NvmeTcpEngine::new(&setup(
+        WireProtocol::NvmeTcp,
+        srv.port,
+        &pool,
+        short_limits(),
+    ))
+    .err()
+    .expect("no ICResp, no engine")
+    .to_string();
     assert!(
         err.contains("ICResp") && err.contains(&srv.port.to_string()),
         "{err}"
@@ -123,10 +128,15 @@ fn nvme_a_controller_that_never_sends_icresp_is_given_up_on() {
 fn nvme_an_icresp_of_absurd_length_is_refused_not_waited_for() {
     let srv = nvme::serve(nvme::Play::IcRespPlen(0xFFFF_FFF0), 2);
     let pool = BufferPool::new(DEPTH, BS, 1).unwrap();
-    let err = NvmeTcpEngine::new(&setup(Transport::NvmeTcp, srv.port, &pool, short_limits()))
-        .err()
-        .expect("refused")
-        .to_string();
+    let err = NvmeTcpEngine::new(&setup(
+        WireProtocol::NvmeTcp,
+        srv.port,
+        &pool,
+        short_limits(),
+    ))
+    .err()
+    .expect("refused")
+    .to_string();
     assert!(err.contains("plen") && err.contains("4294967280"), "{err}");
 }
 
@@ -135,10 +145,15 @@ fn nvme_identify_data_far_outside_its_transfer_is_refused_without_allocating() {
     let srv = nvme::serve(nvme::Play::IdentifyAt(256 << 20), 2);
     let pool = BufferPool::new(DEPTH, BS, 1).unwrap();
     let before = rss_kib();
-    let err = NvmeTcpEngine::new(&setup(Transport::NvmeTcp, srv.port, &pool, short_limits()))
-        .err()
-        .expect("refused")
-        .to_string();
+    let err = NvmeTcpEngine::new(&setup(
+        WireProtocol::NvmeTcp,
+        srv.port,
+        &pool,
+        short_limits(),
+    ))
+    .err()
+    .expect("refused")
+    .to_string();
     let grown_mib = rss_kib().saturating_sub(before) / 1024;
     assert!(
         err.contains("data offset 268435456") && err.contains("4096 byte transfer"),
@@ -151,8 +166,13 @@ fn nvme_identify_data_far_outside_its_transfer_is_refused_without_allocating() {
 fn nvme_a_controller_that_stalls_on_io_fails_the_requests_at_the_io_timeout() {
     let srv = nvme::serve(nvme::Play::StallIo, 4);
     let pool = BufferPool::new(DEPTH, BS, 1).unwrap();
-    let mut e =
-        NvmeTcpEngine::new(&setup(Transport::NvmeTcp, srv.port, &pool, short_limits())).unwrap();
+    let mut e = NvmeTcpEngine::new(&setup(
+        WireProtocol::NvmeTcp,
+        srv.port,
+        &pool,
+        short_limits(),
+    ))
+    .unwrap();
     let err = drive(&mut e, &pool, 4).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
     let msg = err.to_string();
@@ -167,7 +187,7 @@ fn nvme_a_controller_that_stalls_on_io_fails_the_requests_at_the_io_timeout() {
 fn nbd_an_export_no_offset_can_address_is_refused() {
     let srv = nbd::serve(nbd::Play::Export((1 << 63) + 12345), 2);
     let pool = BufferPool::new(DEPTH, BS, 1).unwrap();
-    let err = NbdEngine::new(&setup(Transport::Nbd, srv.port, &pool, short_limits()))
+    let err = NbdEngine::new(&setup(WireProtocol::Nbd, srv.port, &pool, short_limits()))
         .err()
         .expect("refused")
         .to_string();
@@ -177,7 +197,7 @@ fn nbd_an_export_no_offset_can_address_is_refused() {
 /// `cases` connections of a fuzzing peer, each driven through the real
 /// engine; every case ends (the peer closes after its mutation, the I/O
 /// timeout covers a stall), no panic, memory bounded.
-fn fuzz(transport: Transport, cases: u64) {
+fn fuzz(transport: WireProtocol, cases: u64) {
     let seed = std::env::var("IOLAB_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -193,7 +213,7 @@ fn fuzz(transport: Transport, cases: u64) {
     for case in 0..cases {
         let s = seed.wrapping_add(case);
         let r = match transport {
-            Transport::Nbd => {
+            WireProtocol::Nbd => {
                 let srv = nbd::serve(nbd::Play::Fuzz(s), 4);
                 NbdEngine::new(&setup(transport, srv.port, &pool, short_limits()))
                     .and_then(|mut e| drive(&mut e, &pool, 8))
@@ -225,12 +245,12 @@ fn fuzz(transport: Transport, cases: u64) {
 
 #[test]
 fn nbd_random_and_mutated_replies_end_in_errors() {
-    fuzz(Transport::Nbd, 300);
+    fuzz(WireProtocol::Nbd, 300);
 }
 
 #[test]
 fn nvme_random_and_mutated_pdus_end_in_errors() {
-    fuzz(Transport::NvmeTcp, 300);
+    fuzz(WireProtocol::NvmeTcp, 300);
 }
 
 /// `iolab device --quiet ARGS -o JSON` started, with its output piped.

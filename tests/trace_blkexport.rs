@@ -5,7 +5,7 @@ use std::process::Command;
 
 use iolab::trace::blkexport::{action, export, record, BLK_IO_TRACE_MAGIC};
 use iolab::trace::events::{Event, Kind};
-use iolab::trace::tracefs::{parse_cpu_list, CpuStats};
+use iolab::trace::tracefs::{parse_cpu_list, TracefsCpuStats};
 
 fn blk(ts: u64, cpu: u16, kind: Kind, sector: u64, nr: i64, rwbs: &str) -> Event {
     let mut r = [0u8; 8];
@@ -91,7 +91,7 @@ fn blkparse_reads_an_iolab_export() {
 
 #[test]
 fn cpu_stats_and_lists() {
-    let s = CpuStats::parse(
+    let s = TracefsCpuStats::parse(
         "entries: 5\noverrun: 2\ncommit overrun: 1\nbytes: 100\noldest event ts:  1.0\nnow ts:  2.0\ndropped events: 3\nread events: 9\n",
     );
     assert_eq!(

@@ -392,9 +392,9 @@ fn concurrent_requests_to_one_sector_each_get_their_own_bio() {
 /// An edge earlier than the one before it counts as a zero stage and is reported.
 #[test]
 fn out_of_order_edges_never_push_the_sum_past_the_total() {
-    use iolab::trace::correlate::Timeline;
+    use iolab::trace::correlate::RequestTimeline;
     use iolab::trace::stages::split_checked;
-    let t = Timeline {
+    let t = RequestTimeline {
         p: 0,
         e: Some(10),
         q: Some(8),
@@ -445,9 +445,9 @@ fn sqpoll_submission_is_not_attributed_to_the_workers_syscall() {
 /// its per-request contribution is what stacks to the mean total.
 #[test]
 fn per_request_contributions_stack_to_the_mean_total() {
-    use iolab::trace::correlate::Timeline;
+    use iolab::trace::correlate::RequestTimeline;
     use iolab::trace::stages::breakdown;
-    let plain = Timeline {
+    let plain = RequestTimeline {
         p: 0,
         q: Some(10),
         g: Some(20),
@@ -457,7 +457,7 @@ fn per_request_contributions_stack_to_the_mean_total() {
         u: 100,
         ..Default::default()
     };
-    let merged = Timeline {
+    let merged = RequestTimeline {
         p: 0,
         q: Some(10),
         m: Some(15),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::results::analysis::steady::{Criterion, Metric, WindowCheck};
+pub use crate::results::analysis::steady::{Criterion, SteadyMetric, WindowCheck};
 use crate::results::ext::SteadyRound;
 
 use super::types::SteadyGroup;
@@ -37,12 +37,12 @@ impl Criterion {
     }
 }
 
-impl Metric {
-    pub fn parse(s: &str) -> anyhow::Result<Metric> {
+impl SteadyMetric {
+    pub fn parse(s: &str) -> anyhow::Result<SteadyMetric> {
         match s {
-            "iops" => Ok(Metric::Iops),
-            "bw" | "bandwidth" => Ok(Metric::Bw),
-            "lat" | "latency" => Ok(Metric::Lat),
+            "iops" => Ok(SteadyMetric::Iops),
+            "bw" | "bandwidth" => Ok(SteadyMetric::Bw),
+            "lat" | "latency" => Ok(SteadyMetric::Lat),
             o => Err(usage(
                 "--steady-state",
                 format!("'{o}' is not iops, bw or lat"),
@@ -53,17 +53,17 @@ impl Metric {
     /// The name in the results file: "iops", "bw" or "lat".
     pub fn name(self) -> &'static str {
         match self {
-            Metric::Iops => "iops",
-            Metric::Bw => "bw",
-            Metric::Lat => "lat",
+            SteadyMetric::Iops => "iops",
+            SteadyMetric::Bw => "bw",
+            SteadyMetric::Lat => "lat",
         }
     }
 
     pub fn of(self, p: &Point) -> Option<f64> {
         match self {
-            Metric::Iops => Some(p.total.iops),
-            Metric::Bw => Some(p.total.mib_s),
-            Metric::Lat => p.main_lat().map(|l| l.mean_ns),
+            SteadyMetric::Iops => Some(p.total.iops),
+            SteadyMetric::Bw => Some(p.total.mib_s),
+            SteadyMetric::Lat => p.main_lat().map(|l| l.mean_ns),
         }
     }
 }
@@ -190,6 +190,6 @@ mod tests {
             Criterion::FioSlope { limit: 0.1 }
         );
         assert!(Criterion::parse("x", 10.0).is_err());
-        assert!(Metric::parse("bw").is_ok() && Metric::parse("q").is_err());
+        assert!(SteadyMetric::parse("bw").is_ok() && SteadyMetric::parse("q").is_err());
     }
 }

@@ -18,8 +18,8 @@ use super::tagged::{pass_on_dir, Tagged};
 use crate::oltp::load::LoadInfo;
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::point::OltpInfo;
-use crate::oltp::run::{consistency_error, OltpObserver, Started};
-use crate::oltp::sql::connect::Engine;
+use crate::oltp::run::{consistency_error, OltpObserver, OltpStarted};
+use crate::oltp::sql::connect::SqlEngine;
 use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::{Point, Provenance, Results};
 
@@ -66,7 +66,7 @@ fn start_results(m: &OltpMediaPlan) -> Results {
         "verb": "oltp",
         "workload": "TPC-C-derived",
         "engine": p.engine.name(),
-        "private_server": p.engine != Engine::Sqlite,
+        "private_server": p.engine != SqlEngine::Sqlite,
         "warehouses": p.warehouses,
         "users": p.users,
         "ramp_s": p.ramp_s,
@@ -145,11 +145,11 @@ fn merge(sink: &PassSink, pass: &Pass, own: Results) {
 
 /// oltp's events of a pass: each point saved, tagged, as it ends.
 impl OltpObserver for Tagged<'_, OltpTerminal> {
-    fn server_starting(&self, engine: Engine, under: &Path) {
+    fn server_starting(&self, engine: SqlEngine, under: &Path) {
         self.inner.server_starting(engine, under);
     }
 
-    fn started(&self, s: &Started<'_>) {
+    fn started(&self, s: &OltpStarted<'_>) {
         self.inner.started(s);
     }
 

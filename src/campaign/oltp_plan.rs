@@ -17,7 +17,7 @@ use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::usage;
 use crate::oltp::plan::OltpPlan;
-use crate::oltp::sql::connect::Engine;
+use crate::oltp::sql::connect::SqlEngine;
 use crate::testbed::media::MediaKind;
 
 /// Room for one warehouse with its indexes and the run's growth.
@@ -69,9 +69,9 @@ fn room(a: &OltpMediaSettings, media: &MediaFlags, plan: &OltpPlan) -> anyhow::R
         return Ok(v);
     }
     let log = match plan.engine {
-        Engine::Postgres => plan.settings.max_wal_size.unwrap_or(1 << 30) * 3 / 2,
-        Engine::Mariadb => 512 << 20,
-        Engine::Sqlite => 0,
+        SqlEngine::Postgres => plan.settings.max_wal_size.unwrap_or(1 << 30) * 3 / 2,
+        SqlEngine::Mariadb => 512 << 20,
+        SqlEngine::Sqlite => 0,
     };
     Ok((plan.warehouses as u64 * PER_WAREHOUSE + log).max(MIN_ROOM))
 }
@@ -135,7 +135,7 @@ pub fn run(
 
 fn print_plan(m: &OltpMediaPlan) {
     let what = match m.plan.engine {
-        Engine::Sqlite => "a fresh SQLite database",
+        SqlEngine::Sqlite => "a fresh SQLite database",
         _ => "a fresh private server",
     };
     m.set.print("oltp", |s| match s {

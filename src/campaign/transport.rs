@@ -20,7 +20,11 @@ use crate::results::Results;
 const FIRST_PORT: u16 = 10809;
 
 /// `extra.remote.breakdown.LABEL`: the unloaded breakdown over a transport.
-pub fn record_breakdown(results: &mut Results, label: &str, b: &crate::target::stamps::Breakdown) {
+pub fn record_breakdown(
+    results: &mut Results,
+    label: &str,
+    b: &crate::target::stamps::StampBreakdown,
+) {
     if let Some(r) = results
         .extra
         .get_mut("remote")

@@ -11,18 +11,18 @@ use crate::fleet::{FleetOptions, SshOptions};
 /// What happens after a host is lost during a point (its point is kept,
 /// partial, naming the host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnHostLoss {
+pub enum HostLossArg {
     /// Run no further point (the results so far are kept; exit 1).
     Stop,
     /// Go on with the hosts that are left.
     Continue,
 }
 
-impl From<OnHostLoss> for crate::fleet::OnHostLoss {
-    fn from(o: OnHostLoss) -> Self {
+impl From<HostLossArg> for crate::fleet::OnHostLoss {
+    fn from(o: HostLossArg) -> Self {
         match o {
-            OnHostLoss::Stop => crate::fleet::OnHostLoss::Stop,
-            OnHostLoss::Continue => crate::fleet::OnHostLoss::Continue,
+            HostLossArg::Stop => crate::fleet::OnHostLoss::Stop,
+            HostLossArg::Continue => crate::fleet::OnHostLoss::Continue,
         }
     }
 }
@@ -59,7 +59,7 @@ pub struct HostsArgs {
         value_name = "WHAT",
         help_heading = "Hosts"
     )]
-    pub on_host_loss: OnHostLoss,
+    pub on_host_loss: HostLossArg,
 }
 
 impl HostsArgs {
@@ -72,7 +72,7 @@ impl HostsArgs {
             ("--ssh-config", self.ssh_config.is_some()),
             ("--deploy", self.deploy),
             ("--host-iolab", self.host_iolab != "iolab"),
-            ("--on-host-loss", self.on_host_loss != OnHostLoss::Stop),
+            ("--on-host-loss", self.on_host_loss != HostLossArg::Stop),
         ];
         match given.iter().find(|(_, g)| *g) {
             Some((flag, _)) => Err(crate::error::usage(*flag, "applies only with --hosts")),

@@ -32,7 +32,7 @@ fn check_values() -> impl clap::builder::TypedValueParser<Value = CheckValues> {
 
 /// Which YCSB phases to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PhaseSel {
+pub enum PhaseArg {
     Load,
     Run,
     Both,
@@ -73,7 +73,7 @@ pub struct KvArgs {
 
     /// YCSB phases to run.
     #[arg(long, value_enum, default_value = "both")]
-    pub phase: PhaseSel,
+    pub phase: PhaseArg,
 
     /// Stop each YCSB phase after this long even with operations left
     /// (YCSB's -p maxexecutiontime, in whole seconds; --time is the same)

@@ -23,7 +23,7 @@ use crate::report::fio_json::export::FioJsonExporter;
 use crate::report::fio_log::{LogPlan, LogRequest};
 use crate::report::observer::Terminal;
 use crate::results::{output, Provenance, Results};
-use crate::session::{Driver, Exporter, Observer, Outcome, ResultsSink};
+use crate::session::{DriveOutcome, Driver, Exporter, Observer, ResultsSink};
 use crate::trace::point_tracer::Tracer;
 
 pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
@@ -171,7 +171,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     for w in &driver.results().warnings {
         observer.warning(w);
     }
-    let Outcome {
+    let DriveOutcome {
         results,
         failures,
         first_skip,

@@ -2,7 +2,7 @@
 //! `kv::settings::KvSettings`, from which `kv::settings::plan` builds the
 //! validated `KvPlan`.
 
-use crate::cli::kv::{BenchArgs, EngineArgs, KvArgs, PhaseSel, PlaceArgs};
+use crate::cli::kv::{BenchArgs, EngineArgs, KvArgs, PhaseArg, PlaceArgs};
 use crate::kv::plan::KvPlan;
 use crate::kv::settings::{self, BenchSettings, EngineSettings, KvSettings, PlaceSettings};
 
@@ -50,9 +50,9 @@ pub fn kv_settings(a: &KvArgs) -> KvSettings {
         status_interval,
         output,
         phase: match phase {
-            PhaseSel::Load => settings::PhaseSel::Load,
-            PhaseSel::Run => settings::PhaseSel::Run,
-            PhaseSel::Both => settings::PhaseSel::Both,
+            PhaseArg::Load => settings::PhaseSel::Load,
+            PhaseArg::Run => settings::PhaseSel::Run,
+            PhaseArg::Both => settings::PhaseSel::Both,
         },
         bench: bench_settings(*bench),
         eng: engine_settings(*eng),

@@ -6,7 +6,7 @@ use crate::campaign::setups as media_set;
 use crate::cli::oltp::OltpArgs;
 use crate::error::{usage, Interrupted};
 use crate::oltp::plan::OltpPlan;
-use crate::oltp::sql::connect::Engine;
+use crate::oltp::sql::connect::SqlEngine;
 use crate::plan::parse::parse_duration_ns;
 use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::output;
@@ -17,7 +17,7 @@ use crate::servers::ServerSettings;
 pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
     let target = a.target.first().cloned().unwrap_or_else(|| ".".into());
     let mut p = OltpPlan::new(target);
-    p.engine = Engine::parse(&a.engine).ok_or_else(|| {
+    p.engine = SqlEngine::parse(&a.engine).ok_or_else(|| {
         usage(
             "--engine",
             format!("'{}' is not sqlite, postgres or mariadb", a.engine),
@@ -46,7 +46,7 @@ pub fn plan(a: &OltpArgs) -> anyhow::Result<OltpPlan> {
 /// The private server's settings; exit 2 naming the flag for a setting
 /// that does not apply (a private server's with `--server-url`, another
 /// server's, any with SQLite).
-fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSettings> {
+fn server_settings(a: &OltpArgs, engine: SqlEngine) -> anyhow::Result<ServerSettings> {
     let s = &a.server;
     let defaults = ServerSettings::default();
     if s.persistence != defaults.persistence.name() || s.appendfsync != defaults.appendfsync {
@@ -58,7 +58,7 @@ fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSetting
         return Err(usage(flag, "is Redis's, and Redis is not an oltp engine"));
     }
     if let Some(flag) = super::server_flags::private_only(s) {
-        if engine == Engine::Sqlite {
+        if engine == SqlEngine::Sqlite {
             return Err(usage(flag, "sets a private server, and sqlite has none"));
         }
         if s.server_url.is_some() {
@@ -69,15 +69,15 @@ fn server_settings(a: &OltpArgs, engine: Engine) -> anyhow::Result<ServerSetting
         }
     }
     let other = match engine {
-        Engine::Postgres => [
+        SqlEngine::Postgres => [
             (s.buffer_pool.is_some(), "--buffer-pool"),
             (s.flush_method != defaults.flush_method, "--flush-method"),
         ],
-        Engine::Mariadb => [
+        SqlEngine::Mariadb => [
             (s.shared_buffers.is_some(), "--shared-buffers"),
             (s.max_wal_size.is_some(), "--max-wal-size"),
         ],
-        Engine::Sqlite => [(false, ""); 2],
+        SqlEngine::Sqlite => [(false, ""); 2],
     };
     if let Some((_, flag)) = other.iter().find(|(set, _)| *set) {
         return Err(usage(
@@ -95,7 +95,7 @@ fn describe(p: &OltpPlan) -> String {
         (None, Some(url)) => crate::servers::Endpoint::parse(url)
             .map(|e| format!("{} (its tables dropped and loaded anew)", e.display_url()))
             .unwrap_or_else(|_| "?".into()),
-        (None, None) if p.engine != Engine::Sqlite => format!(
+        (None, None) if p.engine != SqlEngine::Sqlite => format!(
             "a private {} server, data in {}/iolab-{}-PID-N (removed at exit){}",
             p.engine.name(),
             p.target.display(),
@@ -137,7 +137,7 @@ fn describe(p: &OltpPlan) -> String {
 fn settings_text(p: &OltpPlan) -> String {
     let s = &p.settings;
     let mut parts = Vec::new();
-    if p.engine == Engine::Mariadb {
+    if p.engine == SqlEngine::Mariadb {
         parts.push(format!("innodb_flush_method {}", s.flush_method));
     }
     let size = |n: u64| crate::kv::report::human(n);

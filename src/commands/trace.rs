@@ -19,7 +19,7 @@ use crate::testbed::scheduler::SchedulerGuard;
 use crate::trace::config::{run_config, ConfigResult, Setup};
 use crate::trace::events::kdev;
 use crate::trace::plan::{
-    dry_run, export_capture, job_spec, parse_plan, place, probe_tracing, schedulers, Placement,
+    dry_run, export_capture, job_spec, parse_plan, place, probe_tracing, schedulers, DiskPlacement,
     TraceSettings,
 };
 
@@ -96,7 +96,7 @@ pub fn run(args: TraceArgs) -> Result<()> {
         ..Default::default()
     };
     let tgt = dut::prepare(&opts, plan.write, None, args.seed)?;
-    let Placement {
+    let DiskPlacement {
         disk,
         whole,
         extents,

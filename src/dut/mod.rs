@@ -23,7 +23,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::error::usage;
-pub use remote::{RemoteEndpoint, RemoteExport, Transport};
+pub use remote::{RemoteEndpoint, RemoteExport, WireProtocol};
 pub use scratch::ScratchGuard;
 use sysfs::{DevNum, DiskInfo, FsInfo};
 

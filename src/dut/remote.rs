@@ -13,44 +13,50 @@ use crate::error::{usage, UsageError};
 /// The wire protocol a remote target speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Transport {
+pub enum WireProtocol {
     Nbd,
     Iscsi,
     NvmeTcp,
 }
 
-impl Transport {
-    pub const ALL: [Transport; 3] = [Transport::Nbd, Transport::Iscsi, Transport::NvmeTcp];
+impl WireProtocol {
+    pub const ALL: [WireProtocol; 3] = [
+        WireProtocol::Nbd,
+        WireProtocol::Iscsi,
+        WireProtocol::NvmeTcp,
+    ];
 
     /// The URL scheme, e.g. `nvme-tcp`.
     pub fn scheme(self) -> &'static str {
         match self {
-            Transport::Nbd => "nbd",
-            Transport::Iscsi => "iscsi",
-            Transport::NvmeTcp => "nvme-tcp",
+            WireProtocol::Nbd => "nbd",
+            WireProtocol::Iscsi => "iscsi",
+            WireProtocol::NvmeTcp => "nvme-tcp",
         }
     }
 
     /// The port used when the URL names none (IANA / spec defaults).
     pub fn default_port(self) -> u16 {
         match self {
-            Transport::Nbd => 10809,
-            Transport::Iscsi => 3260,
-            Transport::NvmeTcp => 4420,
+            WireProtocol::Nbd => 10809,
+            WireProtocol::Iscsi => 3260,
+            WireProtocol::NvmeTcp => 4420,
         }
     }
 
     /// The URL form, for error messages.
     pub fn url_form(self) -> &'static str {
         match self {
-            Transport::Nbd => "nbd://HOST[:PORT]/[EXPORT]",
-            Transport::Iscsi => "iscsi://HOST[:PORT]/IQN/LUN",
-            Transport::NvmeTcp => "nvme-tcp://HOST[:PORT]/NQN[?nsid=N&hdr_digest=1&data_digest=1]",
+            WireProtocol::Nbd => "nbd://HOST[:PORT]/[EXPORT]",
+            WireProtocol::Iscsi => "iscsi://HOST[:PORT]/IQN/LUN",
+            WireProtocol::NvmeTcp => {
+                "nvme-tcp://HOST[:PORT]/NQN[?nsid=N&hdr_digest=1&data_digest=1]"
+            }
         }
     }
 
-    fn from_scheme(s: &str) -> Option<Transport> {
-        Transport::ALL
+    fn from_scheme(s: &str) -> Option<WireProtocol> {
+        WireProtocol::ALL
             .into_iter()
             .find(|t| t.scheme().eq_ignore_ascii_case(s))
     }
@@ -97,7 +103,7 @@ pub struct RemoteExport {
 /// A parsed remote target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteEndpoint {
-    pub transport: Transport,
+    pub transport: WireProtocol,
     /// Host name or address (IPv6 without brackets).
     pub host: String,
     pub port: u16,
@@ -159,7 +165,7 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(bad(url, "not a URL (expected SCHEME://HOST:PORT/...)"));
     };
-    let Some(transport) = Transport::from_scheme(scheme) else {
+    let Some(transport) = WireProtocol::from_scheme(scheme) else {
         return Err(bad(
             url,
             format!(
@@ -174,17 +180,17 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
         Some((p, q)) => (p, Some(q)),
         None => (path, None),
     };
-    if query.is_some() && transport != Transport::NvmeTcp {
+    if query.is_some() && transport != WireProtocol::NvmeTcp {
         return Err(bad(
             url,
             format!("no query string is allowed; expected {form}"),
         ));
     }
     let resource = match transport {
-        Transport::Nbd => RemoteResource::NbdExport {
+        WireProtocol::Nbd => RemoteResource::NbdExport {
             export: path.to_string(),
         },
-        Transport::Iscsi => {
+        WireProtocol::Iscsi => {
             let Some((iqn, lun)) = path.rsplit_once('/') else {
                 return Err(bad(url, format!("needs an IQN and a LUN; expected {form}")));
             };
@@ -199,7 +205,7 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
                 lun,
             }
         }
-        Transport::NvmeTcp => {
+        WireProtocol::NvmeTcp => {
             if path.is_empty() || path.contains('/') {
                 return Err(bad(
                     url,
@@ -217,7 +223,7 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
     })
 }
 
-fn parse_authority(a: &str, t: Transport) -> Result<(String, u16), String> {
+fn parse_authority(a: &str, t: WireProtocol) -> Result<(String, u16), String> {
     let (host, port) = if let Some(rest) = a.strip_prefix('[') {
         let (h, after) = rest
             .split_once(']')
@@ -309,7 +315,7 @@ mod tests {
     #[test]
     fn parses_the_three_forms() {
         let e = parse("nbd://10.0.0.2:10810/disk0").unwrap();
-        assert_eq!(e.transport, Transport::Nbd);
+        assert_eq!(e.transport, WireProtocol::Nbd);
         assert_eq!((e.host.as_str(), e.port), ("10.0.0.2", 10810));
         assert_eq!(
             e.resource,

@@ -35,7 +35,7 @@ use std::os::fd::RawFd;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dut::{RemoteEndpoint, Transport};
+use crate::dut::{RemoteEndpoint, WireProtocol};
 use fake::FakeScript;
 
 /// What a request does.
@@ -191,17 +191,17 @@ impl EngineKind {
             // O_DIRECT is the server's business: accepted as a no-op.
             EngineKind::Nbd => EngineCaps {
                 asynchronous: true,
-                opens: Opens::Remote(Transport::Nbd),
+                opens: Opens::Remote(WireProtocol::Nbd),
                 ..LOCAL
             },
             EngineKind::Iscsi => EngineCaps {
                 asynchronous: true,
-                opens: Opens::Remote(Transport::Iscsi),
+                opens: Opens::Remote(WireProtocol::Iscsi),
                 ..LOCAL
             },
             EngineKind::NvmeTcp => EngineCaps {
                 asynchronous: true,
-                opens: Opens::Remote(Transport::NvmeTcp),
+                opens: Opens::Remote(WireProtocol::NvmeTcp),
                 ..LOCAL
             },
         }
@@ -233,7 +233,7 @@ pub enum Opens {
     /// A local file or block device descriptor the runner opens per worker.
     LocalFd,
     /// A remote endpoint of this transport, which the engine connects to.
-    Remote(Transport),
+    Remote(WireProtocol),
 }
 
 /// Capability flags of an engine.
@@ -262,7 +262,7 @@ pub struct EngineCaps {
 }
 
 /// The engine that connects to targets of `transport`, if iolab has one.
-pub fn engine_for_transport(transport: Transport) -> Option<EngineKind> {
+pub fn engine_for_transport(transport: WireProtocol) -> Option<EngineKind> {
     EngineKind::ALL
         .into_iter()
         .find(|k| k.caps().opens == Opens::Remote(transport))
@@ -272,7 +272,7 @@ pub fn engine_for_transport(transport: Transport) -> Option<EngineKind> {
 /// iolab's initiator for its transport (before the run, no timing).
 pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport> {
     match ep.transport {
-        Transport::Nbd => {
+        WireProtocol::Nbd => {
             let i = nbd::probe(ep)?;
             Ok(crate::dut::RemoteExport {
                 size_bytes: i.size,
@@ -291,7 +291,7 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 ),
             })
         }
-        Transport::Iscsi => {
+        WireProtocol::Iscsi => {
             let i = iscsi::probe(ep)?;
             Ok(crate::dut::RemoteExport {
                 size_bytes: i.size,
@@ -307,7 +307,7 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
                 ),
             })
         }
-        Transport::NvmeTcp => {
+        WireProtocol::NvmeTcp => {
             let i = nvmetcp::engine::probe(ep)?;
             let max = nvmetcp::engine::max_transfer(&i).min(32 << 20) as u32;
             Ok(crate::dut::RemoteExport {
@@ -596,13 +596,16 @@ mod tests {
             assert_eq!(EngineKind::parse(k.name()), Some(k));
             assert_eq!(EngineConfig::default_for(k).kind(), k);
         }
-        assert_eq!(engine_for_transport(Transport::Nbd), Some(EngineKind::Nbd));
         assert_eq!(
-            engine_for_transport(Transport::Iscsi),
+            engine_for_transport(WireProtocol::Nbd),
+            Some(EngineKind::Nbd)
+        );
+        assert_eq!(
+            engine_for_transport(WireProtocol::Iscsi),
             Some(EngineKind::Iscsi)
         );
         assert_eq!(
-            engine_for_transport(Transport::NvmeTcp),
+            engine_for_transport(WireProtocol::NvmeTcp),
             Some(EngineKind::NvmeTcp)
         );
     }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 
-use super::sql::{Conn, Rows};
+use super::sql::{Rows, SqlConn};
 pub use crate::results::ext::oltp::ConsistencyResult;
 
 /// Money sums may differ by rounding (SQLite stores REAL).
@@ -37,13 +37,13 @@ impl ConsistencyResult {
     }
 }
 
-fn query(conn: &mut dyn Conn, sql: &str, rows: &mut Rows) -> Result<()> {
+fn query(conn: &mut dyn SqlConn, sql: &str, rows: &mut Rows) -> Result<()> {
     conn.query_sql(sql, rows)
         .with_context(|| format!("consistency check: {sql}"))
 }
 
 /// Rows of a (w, d, value) query as a map.
-fn per_district(conn: &mut dyn Conn, sql: &str) -> Result<BTreeMap<(i64, i64), i64>> {
+fn per_district(conn: &mut dyn SqlConn, sql: &str) -> Result<BTreeMap<(i64, i64), i64>> {
     let mut rows = Rows::default();
     query(conn, sql, &mut rows)?;
     Ok((0..rows.len())
@@ -51,7 +51,7 @@ fn per_district(conn: &mut dyn Conn, sql: &str) -> Result<BTreeMap<(i64, i64), i
         .collect())
 }
 
-fn condition_1(conn: &mut dyn Conn, rows: &mut Rows) -> Result<ConsistencyResult> {
+fn condition_1(conn: &mut dyn SqlConn, rows: &mut Rows) -> Result<ConsistencyResult> {
     let mut c = ConsistencyResult::new(1, "W_YTD = sum(D_YTD)");
     query(
         conn,
@@ -67,7 +67,7 @@ fn condition_1(conn: &mut dyn Conn, rows: &mut Rows) -> Result<ConsistencyResult
     Ok(c)
 }
 
-fn condition_2(conn: &mut dyn Conn, rows: &mut Rows) -> Result<ConsistencyResult> {
+fn condition_2(conn: &mut dyn SqlConn, rows: &mut Rows) -> Result<ConsistencyResult> {
     let mut c = ConsistencyResult::new(2, "D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID)");
     query(
         conn,
@@ -93,7 +93,7 @@ fn condition_2(conn: &mut dyn Conn, rows: &mut Rows) -> Result<ConsistencyResult
     Ok(c)
 }
 
-fn condition_3(conn: &mut dyn Conn, rows: &mut Rows) -> Result<ConsistencyResult> {
+fn condition_3(conn: &mut dyn SqlConn, rows: &mut Rows) -> Result<ConsistencyResult> {
     let mut c = ConsistencyResult::new(3, "max(NO_O_ID) - min(NO_O_ID) + 1 = count(new_order)");
     query(
         conn,
@@ -114,7 +114,7 @@ fn condition_3(conn: &mut dyn Conn, rows: &mut Rows) -> Result<ConsistencyResult
     Ok(c)
 }
 
-fn condition_4(conn: &mut dyn Conn) -> Result<ConsistencyResult> {
+fn condition_4(conn: &mut dyn SqlConn) -> Result<ConsistencyResult> {
     let mut c = ConsistencyResult::new(4, "sum(O_OL_CNT) = count(order_line)");
     let ol_cnt = per_district(
         conn,
@@ -134,7 +134,7 @@ fn condition_4(conn: &mut dyn Conn) -> Result<ConsistencyResult> {
 }
 
 /// Check conditions 1-4.
-pub fn check(conn: &mut dyn Conn) -> Result<Vec<ConsistencyResult>> {
+pub fn check(conn: &mut dyn SqlConn) -> Result<Vec<ConsistencyResult>> {
     let mut rows = Rows::default();
     Ok(vec![
         condition_1(conn, &mut rows)?,

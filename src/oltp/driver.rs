@@ -16,9 +16,9 @@ use std::sync::Barrier;
 use anyhow::{anyhow, Result};
 
 use super::rand::{NuConstants, TpccRng};
-use super::sql::{Conn, DbConnect, DbError, Rows};
-use super::txn::input::Terminal;
-use super::txn::{self, Deck, Outcome, TxnKind, TxnNotes};
+use super::sql::{DbConnect, DbError, Rows, SqlConn};
+use super::txn::input::TpccTerminal;
+use super::txn::{self, Deck, TxnKind, TxnNotes, TxnOutcome};
 use crate::interrupt;
 use crate::measure::clock::mono_now_ns;
 use crate::measure::histogram::LatencyHistogram;
@@ -153,12 +153,12 @@ fn pause(secs: f64, until: u64, shared: &Shared) {
 
 /// One transaction with its retries: the outcome, or the error that ended it.
 fn attempt(
-    conn: &mut dyn Conn,
+    conn: &mut dyn SqlConn,
     input: &txn::Input,
     rows: &mut Rows,
     notes: &mut TxnNotes,
     retries: &mut u32,
-) -> Result<Outcome, DbError> {
+) -> Result<TxnOutcome, DbError> {
     loop {
         match txn::execute(conn, input, rows, notes) {
             Ok(o) => return Ok(o),
@@ -178,7 +178,7 @@ fn user(db: &DbConnect, spec: &DriverSpec, id: usize, shared: &Shared) -> Result
     shared.barrier.wait();
     let mut conn = conn.map_err(|e| anyhow!("virtual user {id}: {e}"))?;
     let w = spec.warehouses;
-    let term = Terminal {
+    let term = TpccTerminal {
         w: (id as u32 % w) + 1,
         d: ((id as u32 / w) % 10) + 1,
         warehouses: w,
@@ -228,7 +228,7 @@ fn user(db: &DbConnect, spec: &DriverSpec, id: usize, shared: &Shared) -> Result
         match outcome {
             Ok(o) => {
                 st.latency[k].record(done - start);
-                if o == Outcome::Committed {
+                if o == TxnOutcome::Committed {
                     st.commits[k] += 1;
                 } else {
                     st.rollbacks[k] += 1;
@@ -236,7 +236,7 @@ fn user(db: &DbConnect, spec: &DriverSpec, id: usize, shared: &Shared) -> Result
                 lat_sum += done - start;
                 live.txns.fetch_add(1, Ordering::Relaxed);
                 live.lat_sum.store(lat_sum, Ordering::Relaxed);
-                if kind == TxnKind::NewOrder && o == Outcome::Committed {
+                if kind == TxnKind::NewOrder && o == TxnOutcome::Committed {
                     live.new_orders.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -387,7 +387,7 @@ mod tests {
         rollbacks: u32,
     }
 
-    impl Conn for Flaky {
+    impl SqlConn for Flaky {
         fn dialect(&self) -> Dialect {
             Dialect::Sqlite
         }
@@ -446,7 +446,7 @@ mod tests {
         };
         let mut retries = 0;
         let o = attempt(&mut c, &stock_level(), &mut rows, &mut notes, &mut retries);
-        assert_eq!(o.unwrap(), Outcome::Committed);
+        assert_eq!(o.unwrap(), TxnOutcome::Committed);
         assert_eq!((retries, c.rollbacks), (3, 3));
         let mut c = Flaky {
             fail: u32::MAX,

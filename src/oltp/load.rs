@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rand::{last_name, NuConstants, TpccRng};
 use super::schema;
-use super::sql::{Conn, DbConnect, DbError, Rows};
+use super::sql::{DbConnect, DbError, Rows, SqlConn};
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::DeviceStats;
 use crate::results::{ServerPointStats, TimelineSeries};
@@ -174,7 +174,7 @@ impl Insert {
 
 /// A loader thread's connection and the statements of its next transaction.
 struct Writer<'a> {
-    conn: Box<dyn Conn>,
+    conn: Box<dyn SqlConn>,
     pending: Vec<String>,
     pending_rows: usize,
     done: &'a AtomicU64,
@@ -541,7 +541,7 @@ pub fn load(
 }
 
 /// Planner statistics after the load (and SQLite's WAL folded back).
-fn analyze(conn: &mut dyn Conn) -> Result<()> {
+fn analyze(conn: &mut dyn SqlConn) -> Result<()> {
     use super::sql::Dialect;
     let sql = match conn.dialect() {
         Dialect::Sqlite => "ANALYZE; PRAGMA wal_checkpoint(TRUNCATE);".to_string(),
@@ -562,7 +562,7 @@ fn analyze(conn: &mut dyn Conn) -> Result<()> {
 /// tables no transaction inserts into or deletes from are held to the
 /// load's counts.
 pub fn check_rows(
-    conn: &mut dyn Conn,
+    conn: &mut dyn SqlConn,
     warehouses: u32,
     after_runs: bool,
 ) -> Result<BTreeMap<String, u64>> {
@@ -594,7 +594,7 @@ pub fn check_rows(
 }
 
 /// The number of warehouses a loaded database holds.
-pub fn warehouses_in(conn: &mut dyn Conn) -> Result<u32> {
+pub fn warehouses_in(conn: &mut dyn SqlConn) -> Result<u32> {
     let mut rows = Rows::default();
     conn.query_sql("SELECT COUNT(*) FROM warehouse", &mut rows)
         .context("reading the warehouse count (is this a loaded database?)")?;
@@ -602,7 +602,7 @@ pub fn warehouses_in(conn: &mut dyn Conn) -> Result<u32> {
 }
 
 /// The database's size as the server reports it (servers only).
-pub fn server_db_size(conn: &mut dyn Conn) -> Option<u64> {
+pub fn server_db_size(conn: &mut dyn SqlConn) -> Option<u64> {
     use super::sql::Dialect;
     let sql = match conn.dialect() {
         Dialect::Postgres => "SELECT pg_database_size(current_database())",

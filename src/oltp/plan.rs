@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::sql::connect::Engine;
+use super::sql::connect::SqlEngine;
 use crate::error::usage;
 use crate::servers::ServerSettings;
 
@@ -22,7 +22,7 @@ pub const MAX_WAREHOUSES: u32 = 10_000;
 /// A whole `iolab oltp` run.
 #[derive(Debug, Clone)]
 pub struct OltpPlan {
-    pub engine: Engine,
+    pub engine: SqlEngine,
     /// The filesystem under test: the scratch SQLite database, or the
     /// private server's data, goes in a directory made in it.
     pub target: PathBuf,
@@ -54,7 +54,7 @@ impl OltpPlan {
     /// warehouse, one user, 5 s ramp, 60 s measured.
     pub fn new(target: PathBuf) -> OltpPlan {
         OltpPlan {
-            engine: Engine::Sqlite,
+            engine: SqlEngine::Sqlite,
             target,
             server_url: None,
             settings: ServerSettings::default(),
@@ -99,19 +99,19 @@ impl OltpPlan {
         if self.loader_threads == 0 || self.loader_threads > MAX_USERS {
             return Err(usage("--loader-threads", format!("must be 1..{MAX_USERS}")));
         }
-        if self.engine == Engine::Sqlite && self.server_url.is_some() {
+        if self.engine == SqlEngine::Sqlite && self.server_url.is_some() {
             return Err(usage(
                 "--server-url",
                 "sqlite has no server: --server-url applies to postgres and mariadb",
             ));
         }
-        if self.engine != Engine::Sqlite && self.db.is_some() {
+        if self.engine != SqlEngine::Sqlite && self.db.is_some() {
             return Err(usage(
                 "--db",
                 "--db reuses a kept SQLite database; a server's database is named in --server-url",
             ));
         }
-        if self.engine != Engine::Sqlite && self.keep {
+        if self.engine != SqlEngine::Sqlite && self.keep {
             return Err(usage(
                 "--keep",
                 "--keep keeps SQLite's scratch database; a private server and its data are always removed",

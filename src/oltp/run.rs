@@ -18,7 +18,7 @@ use super::plan::OltpPlan;
 use super::point::{self, OltpInfo, PointSetup};
 use super::probe::PhaseProbe;
 use super::rand::NuConstants;
-use super::sql::connect::{self, Engine};
+use super::sql::connect::{self, SqlEngine};
 use super::sql::DbConnect;
 use crate::analysis::AnalysisOptions;
 use crate::dut::{sysfs, TargetInfo, TargetKind};
@@ -35,9 +35,9 @@ use crate::testbed::{self, Resource};
 /// defaults to nothing.
 pub trait OltpObserver: Observer {
     /// A private server is being started with its data under `under`.
-    fn server_starting(&self, _engine: Engine, _under: &Path) {}
+    fn server_starting(&self, _engine: SqlEngine, _under: &Path) {}
     /// Connected; the load is next (or skipped).
-    fn started(&self, _s: &Started<'_>) {}
+    fn started(&self, _s: &OltpStarted<'_>) {}
     /// The database is loaded (or was found loaded).
     fn loaded(&self, _l: &LoadInfo) {}
     /// A point with `users` virtual users starts.
@@ -49,8 +49,8 @@ pub trait OltpObserver: Observer {
 impl OltpObserver for crate::session::Silent {}
 
 /// What runs where, for the observer's header.
-pub struct Started<'a> {
-    pub engine: Engine,
+pub struct OltpStarted<'a> {
+    pub engine: SqlEngine,
     pub version: &'a str,
     pub endpoint: &'a DbConnect,
     /// The server (private or `--server-url`); none for SQLite.
@@ -125,7 +125,7 @@ fn place(plan: &OltpPlan) -> Result<Place> {
             reuse: true,
         });
     }
-    if plan.engine != Engine::Sqlite {
+    if plan.engine != SqlEngine::Sqlite {
         return Ok(Place {
             dir: None,
             keep: true,
@@ -206,7 +206,11 @@ impl Phases<'_> {
 }
 
 /// Load the database, or check the reused one.
-fn load_or_check(ph: &Phases<'_>, pl: &Place, conn: &mut dyn super::sql::Conn) -> Result<LoadInfo> {
+fn load_or_check(
+    ph: &Phases<'_>,
+    pl: &Place,
+    conn: &mut dyn super::sql::SqlConn,
+) -> Result<LoadInfo> {
     let (plan, obs) = (ph.plan, ph.obs);
     let mut info = if pl.reuse {
         let found = load::warehouses_in(conn)?;
@@ -267,7 +271,7 @@ fn load_or_check(ph: &Phases<'_>, pl: &Place, conn: &mut dyn super::sql::Conn) -
         l
     };
     info.db_size_bytes = match plan.engine {
-        Engine::Sqlite => sqlite_size(&pl.file),
+        SqlEngine::Sqlite => sqlite_size(&pl.file),
         _ => load::server_db_size(conn).unwrap_or(0),
     };
     Ok(info)
@@ -302,7 +306,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     let db = connect::for_plan(plan.engine, server.as_ref(), &pl.file)?;
     let mut conn = db.open_checked(false)?;
     let version = conn.version();
-    obs.started(&Started {
+    obs.started(&OltpStarted {
         engine: plan.engine,
         version: &version,
         endpoint: &db,
@@ -328,7 +332,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
         db: &db,
         version: &version,
         server: server.as_ref(),
-        sqlite_dir: (plan.engine == Engine::Sqlite)
+        sqlite_dir: (plan.engine == SqlEngine::Sqlite)
             .then(|| pl.file.parent())
             .flatten(),
         obs,
@@ -388,7 +392,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
 /// check.
 fn run_point(
     ph: &Phases<'_>,
-    conn: &mut dyn super::sql::Conn,
+    conn: &mut dyn super::sql::SqlConn,
     users: usize,
     constants: NuConstants,
 ) -> Result<Point> {
@@ -476,7 +480,7 @@ fn provenance(
     prov.tools
         .insert(plan.engine.name().to_string(), version.to_string());
     let data = match (plan.engine, server) {
-        (Engine::Sqlite, _) => Some((
+        (SqlEngine::Sqlite, _) => Some((
             pl.file.parent().unwrap_or(Path::new(".")).to_path_buf(),
             if pl.reuse {
                 TargetKind::ExistingFile

@@ -14,7 +14,7 @@ use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
 use crate::plan::parse::{parse_cpu_list, parse_duration_ns, parse_size};
 use crate::plan::profile;
-use crate::plan::steady::{Criterion, Metric, SteadyOptions};
+use crate::plan::steady::{Criterion, SteadyMetric, SteadyOptions};
 use crate::plan::sweep::{self, Axes};
 
 /// What `iolab device`'s flags (and a plan experiment's settings) say, as
@@ -354,7 +354,7 @@ pub fn experiment_from_settings(a: &DeviceSettings, name: &str) -> anyhow::Resul
             ));
         }
         Mode::Steady(SteadyOptions {
-            metric: Metric::parse(m)?,
+            metric: SteadyMetric::parse(m)?,
             criterion,
             window: a.steady_window,
             max_rounds: a.max_rounds,

@@ -16,7 +16,7 @@ const MIN_SLOT_NS: u64 = 500_000_000;
 
 /// One experiment of the plan.
 #[derive(Debug, Clone)]
-pub struct Step {
+pub struct RunStep {
     pub id: &'static str,
     pub title: &'static str,
     pub jobs: Vec<JobSpec>,
@@ -113,8 +113,8 @@ fn mixed(base: &JobSpec, bs: u64, mix: u8, qd: u32) -> JobSpec {
 }
 
 /// A plain step (its runtimes are set when the budget is split).
-fn step(id: &'static str, title: &'static str, jobs: Vec<JobSpec>, core: bool) -> Step {
-    Step {
+fn step(id: &'static str, title: &'static str, jobs: Vec<JobSpec>, core: bool) -> RunStep {
+    RunStep {
         id,
         title,
         jobs,
@@ -132,7 +132,7 @@ struct Depth {
 }
 
 /// The steps of a profile, before budgeting (runtimes are set later).
-pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
+pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<RunStep>> {
     if !["quick", "standard", "full"].contains(&profile) {
         return Err(usage(
             "--profile",
@@ -161,7 +161,7 @@ pub fn plan(profile: &str, base: &JobSpec) -> anyhow::Result<Vec<Step>> {
 }
 
 /// QD1 latency per pattern, maximum 4 KiB IOPS, maximum 1 MiB bandwidth.
-fn core_steps(base: &JobSpec, d: Depth) -> Vec<Step> {
+fn core_steps(base: &JobSpec, d: Depth) -> Vec<RunStep> {
     use Pattern::*;
     let pats: &[Pattern] = if d.quick {
         &[RandRead, RandWrite]
@@ -194,7 +194,7 @@ fn core_steps(base: &JobSpec, d: Depth) -> Vec<Step> {
     ]
 }
 
-fn matrix_step(base: &JobSpec, d: Depth) -> Step {
+fn matrix_step(base: &JobSpec, d: Depth) -> RunStep {
     use Pattern::*;
     let (bss, qds, pats): (&[u64], &[u32], &[Pattern]) = if d.full {
         (
@@ -216,7 +216,7 @@ fn matrix_step(base: &JobSpec, d: Depth) -> Step {
     step("matrix", "Block size x queue depth matrix", m, false)
 }
 
-fn batching_step(base: &JobSpec, d: Depth) -> Step {
+fn batching_step(base: &JobSpec, d: Depth) -> RunStep {
     use Pattern::*;
     let mut b = Vec::new();
     if !base.engine.is_sync() {
@@ -265,7 +265,7 @@ fn batching_step(base: &JobSpec, d: Depth) -> Step {
     s
 }
 
-fn mix_step(base: &JobSpec) -> Step {
+fn mix_step(base: &JobSpec) -> RunStep {
     let mut h = Vec::new();
     for bs in [4 * KIB, 64 * KIB] {
         for mix in [100u8, 70, 50, 30, 0] {
@@ -282,7 +282,7 @@ fn mix_step(base: &JobSpec) -> Step {
 
 /// Open loop at a ramp of the `iops` step's randread 4k QD32 result (same
 /// parameters, so the analysis finds it as the closed-loop max).
-fn load_latency_step(base: &JobSpec, d: Depth) -> Step {
+fn load_latency_step(base: &JobSpec, d: Depth) -> RunStep {
     let pcts: &[f64] = if d.full { &RATES_FULL } else { &RATES_STANDARD };
     let jobs = pcts
         .iter()
@@ -294,7 +294,7 @@ fn load_latency_step(base: &JobSpec, d: Depth) -> Step {
             ..job(base, Pattern::RandRead, 4 * KIB, LOADLAT_QD)
         })
         .collect();
-    Step {
+    RunStep {
         kind: StepKind::RatesOfMax,
         ..step(
             "load-latency",
@@ -307,7 +307,7 @@ fn load_latency_step(base: &JobSpec, d: Depth) -> Step {
 
 /// `--remote`: QD1 latency and maximum 4k random-read IOPS on the scratch
 /// file and over iolab's NBD target serving it.
-pub fn remote_step(base: &JobSpec) -> Step {
+pub fn remote_step(base: &JobSpec) -> RunStep {
     let mut jobs = Vec::new();
     for engine in [base.engine, crate::engine::EngineKind::Nbd] {
         for qd in [1, LOADLAT_QD] {
@@ -324,7 +324,7 @@ pub fn remote_step(base: &JobSpec) -> Step {
             jobs.push(j);
         }
     }
-    Step {
+    RunStep {
         kind: StepKind::Remote,
         ..step(
             "remote",
@@ -337,12 +337,12 @@ pub fn remote_step(base: &JobSpec) -> Step {
 
 /// An unloaded 4k read traced through the stack (`iolab trace`); `run`
 /// marks it skipped when root or tracefs is missing.
-fn breakdown_step(base: &JobSpec) -> Step {
+fn breakdown_step(base: &JobSpec) -> RunStep {
     let mut t = job(base, Pattern::RandRead, 4 * KIB, 1);
     t.jobs = 1;
     t.qd = 1;
     t.direct = true;
-    Step {
+    RunStep {
         kind: StepKind::Trace,
         ..step(
             "breakdown",
@@ -356,7 +356,7 @@ fn breakdown_step(base: &JobSpec) -> Step {
 /// Database workloads through `iolab kv` (campaign/run/kv.rs): one placeholder job
 /// per YCSB workload, so the step gets its share of the budget; its points
 /// carry `extra.kv`.
-fn kv_step(base: &JobSpec, d: Depth) -> Step {
+fn kv_step(base: &JobSpec, d: Depth) -> RunStep {
     let kv_jobs = if d.quick {
         Vec::new()
     } else {
@@ -368,7 +368,7 @@ fn kv_step(base: &JobSpec, d: Depth) -> Step {
             })
             .collect()
     };
-    let mut s = Step {
+    let mut s = RunStep {
         kind: StepKind::Kv,
         ..step(
             "kv",
@@ -400,7 +400,7 @@ pub fn key(j: &JobSpec) -> Key {
 
 /// Drop jobs measured by an earlier step (traced and kv steps measure
 /// something else and keep theirs).
-fn dedupe(steps: &mut [Step]) {
+fn dedupe(steps: &mut [RunStep]) {
     let mut seen = Vec::new();
     for s in steps
         .iter_mut()
@@ -421,7 +421,7 @@ fn dedupe(steps: &mut [Step]) {
 /// Give every job its share of the budget: drop optional steps from the end
 /// while a job's slot would be under `MIN_SLOT_NS`, then split the slot into
 /// a ramp (10%, at most 1 s, none for short slots) and the measured runtime.
-pub fn fit_budget(steps: &mut [Step], budget_ns: u64) {
+pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
     loop {
         let n: usize = steps
             .iter()
@@ -491,7 +491,7 @@ pub fn fit_budget(steps: &mut [Step], budget_ns: u64) {
     }
 }
 
-pub fn active_jobs(steps: &[Step]) -> Vec<(&Step, &JobSpec)> {
+pub fn active_jobs(steps: &[RunStep]) -> Vec<(&RunStep, &JobSpec)> {
     steps
         .iter()
         .filter(|s| s.skipped.is_none())

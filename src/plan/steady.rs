@@ -22,7 +22,7 @@ pub enum Criterion {
 /// The tracked variable of a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Metric {
+pub enum SteadyMetric {
     Iops,
     Bw,
     Lat,
@@ -31,7 +31,7 @@ pub enum Metric {
 /// Steady-state settings of an experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SteadyOptions {
-    pub metric: Metric,
+    pub metric: SteadyMetric,
     pub criterion: Criterion,
     pub window: usize,
     pub max_rounds: usize,

@@ -19,7 +19,7 @@ use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::proto::nbd::{self as codec, ReplyHeader};
 use crate::runner::job::RunOptions;
 use crate::runner::worker::RequestRecord;
-use crate::target::stamps::{self, Breakdown, InitiatorStamp, TargetStamp};
+use crate::target::stamps::{self, InitiatorStamp, StampBreakdown, TargetStamp};
 
 /// How to probe.
 #[derive(Debug, Clone, Copy)]
@@ -147,7 +147,7 @@ pub fn measure(
     target: &Target,
     spec: &BreakdownSpec,
     stamps_file: &Path,
-) -> anyhow::Result<Breakdown> {
+) -> anyhow::Result<StampBreakdown> {
     // Once more if the join fails: a rare failure under load seen once in
     // CI (cause not found yet); both errors are kept if it fails again.
     match measure_once(target, spec, stamps_file) {
@@ -161,7 +161,7 @@ fn measure_once(
     target: &Target,
     spec: &BreakdownSpec,
     stamps_file: &Path,
-) -> anyhow::Result<Breakdown> {
+) -> anyhow::Result<StampBreakdown> {
     let before = std::fs::metadata(stamps_file).map(|m| m.len()).unwrap_or(0) as usize;
     let engine = target
         .remote
@@ -222,7 +222,7 @@ pub fn measure_from_initiator(
     spec: &BreakdownSpec,
     engine: EngineKind,
     local: bool,
-) -> anyhow::Result<Breakdown> {
+) -> anyhow::Result<StampBreakdown> {
     let out = logged_run(target, spec, engine)?;
     let records: Vec<&RequestRecord> = out
         .request_logs
@@ -245,7 +245,7 @@ pub fn measure_from_initiator(
 /// Mean stages of `records` after `skip` of warm-up (see
 /// `measure_from_initiator`); None when none is left or a stamp is out
 /// of order.
-fn from_initiator(records: &[&RequestRecord], skip: usize, local: bool) -> Option<Breakdown> {
+fn from_initiator(records: &[&RequestRecord], skip: usize, local: bool) -> Option<StampBreakdown> {
     let mut sum = [0f64; 3];
     let mut n = 0u64;
     for r in records.iter().skip(skip) {
@@ -280,13 +280,13 @@ fn from_initiator(records: &[&RequestRecord], skip: usize, local: bool) -> Optio
     } else {
         (0.0, mean(sum[1]))
     };
-    Some(Breakdown {
+    Some(StampBreakdown {
         requests: n,
         initiator_ns: mean(sum[0]),
         device_ns,
         unstamped_ns,
         latency_ns: mean(sum[2]),
-        ..Breakdown::default()
+        ..StampBreakdown::default()
     })
 }
 

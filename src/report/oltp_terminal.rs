@@ -8,7 +8,7 @@ use comfy_table::Table;
 
 use crate::oltp::load::LoadInfo;
 use crate::oltp::point::OltpInfo;
-use crate::oltp::run::{OltpObserver, Started};
+use crate::oltp::run::{OltpObserver, OltpStarted};
 use crate::plan::parse::format_ns;
 use crate::report::observer::Terminal;
 use crate::results::Point;
@@ -187,7 +187,11 @@ pub fn point_text(p: &Point, info: &OltpInfo) -> String {
 }
 
 impl OltpObserver for OltpTerminal {
-    fn server_starting(&self, engine: crate::oltp::sql::connect::Engine, under: &std::path::Path) {
+    fn server_starting(
+        &self,
+        engine: crate::oltp::sql::connect::SqlEngine,
+        under: &std::path::Path,
+    ) {
         if !self.quiet {
             println!(
                 "starting a private {} server under {}",
@@ -197,7 +201,7 @@ impl OltpObserver for OltpTerminal {
         }
     }
 
-    fn started(&self, s: &Started<'_>) {
+    fn started(&self, s: &OltpStarted<'_>) {
         if self.quiet {
             return;
         }

@@ -10,7 +10,7 @@ use super::remote_errors;
 use super::terminal::format_count;
 use crate::plan::parse::format_ns;
 use crate::results::Results;
-use crate::target::stamps::Breakdown;
+use crate::target::stamps::StampBreakdown;
 
 pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
     let mut o = format!(
@@ -128,7 +128,7 @@ pub fn remote_table(r: &Results) -> String {
         .and_then(|v| v.get("breakdown"))
         .and_then(|v| v.as_object());
     for (label, v) in breakdowns.into_iter().flatten() {
-        let Ok(b) = serde_json::from_value::<Breakdown>(v.clone()) else {
+        let Ok(b) = serde_json::from_value::<StampBreakdown>(v.clone()) else {
             continue;
         };
         let stages: Vec<String> = b

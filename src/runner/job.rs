@@ -35,7 +35,7 @@ use crate::runner::wake::{self, WakeCalibration};
 use crate::runner::worker::{self, LoopSpec, RequestLog};
 
 /// The progress callback: (elapsed s, expected total s, last second).
-pub type OnProgress<'f> = dyn Fn(f64, Option<f64>, Option<Live>) + Sync + 'f;
+pub type OnJobProgress<'f> = dyn Fn(f64, Option<f64>, Option<Live>) + Sync + 'f;
 
 /// How a job is run, beyond its spec.
 #[derive(Default)]
@@ -44,7 +44,7 @@ pub struct RunOptions<'a> {
     pub record_requests: Option<usize>,
     /// Called about once a second with (elapsed s, expected total s, the
     /// last complete second's throughput and latency, once there is one).
-    pub on_progress: Option<&'a OnProgress<'a>>,
+    pub on_progress: Option<&'a OnJobProgress<'a>>,
     /// Which clock stamps requests (a per-request log always uses
     /// CLOCK_MONOTONIC, the clock tracefs stamps kernel events with).
     pub clock: ClockChoice,

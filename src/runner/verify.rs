@@ -40,7 +40,7 @@ pub struct Stamp {
 
 /// Why a unit failed verification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mismatch {
+pub enum BlockMismatch {
     /// No stamp where a --verify write put one (this run's, or the one a
     /// neighbouring unit of the read names).
     NoStamp,
@@ -54,24 +54,24 @@ pub enum Mismatch {
     BadChecksum,
 }
 
-impl Mismatch {
+impl BlockMismatch {
     pub fn describe(&self) -> String {
         match self {
-            Mismatch::NoStamp => "no iolab stamp inside a block written with --verify".into(),
-            Mismatch::BadLength { found } => format!("stamp names a length of {found} bytes"),
-            Mismatch::WrongOffset { found } => format!("stamp says offset {found}"),
-            Mismatch::Stale { found, expected } => format!(
+            BlockMismatch::NoStamp => "no iolab stamp inside a block written with --verify".into(),
+            BlockMismatch::BadLength { found } => format!("stamp names a length of {found} bytes"),
+            BlockMismatch::WrongOffset { found } => format!("stamp says offset {found}"),
+            BlockMismatch::Stale { found, expected } => format!(
                 "stale data: run {:x} sequence {}, expected run {:x} sequence {}",
                 found.run, found.seq, expected.run, expected.seq
             ),
-            Mismatch::BadChecksum => "checksum mismatch (data corrupted)".into(),
+            BlockMismatch::BadChecksum => "checksum mismatch (data corrupted)".into(),
         }
     }
 }
 
 /// What checking one read found, unit by unit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
+pub struct ReadTally {
     /// Units checked against a stamp (good or not).
     pub checked: u64,
     /// Units without a stamp no write of this run or of the read's stamps
@@ -147,11 +147,11 @@ pub fn check(
     buf: &[u8],
     offset: u64,
     expected: Option<Stamp>,
-    mut on_mismatch: impl FnMut(u64, Mismatch),
-) -> Tally {
+    mut on_mismatch: impl FnMut(u64, BlockMismatch),
+) -> ReadTally {
     let own_unit = unit_for(buf.len() as u64);
-    let mut tally = Tally::default();
-    let mut bad = |tally: &mut Tally, at: u64, m| {
+    let mut tally = ReadTally::default();
+    let mut bad = |tally: &mut ReadTally, at: u64, m| {
         tally.checked += 1;
         tally.mismatches += 1;
         on_mismatch(at, m);
@@ -216,11 +216,11 @@ fn unstamped_units(
     unit: usize,
     offset: u64,
     writes: &[Option<Span>; 2],
-) -> impl Iterator<Item = (u64, Option<Mismatch>)> + '_ {
+) -> impl Iterator<Item = (u64, Option<BlockMismatch>)> + '_ {
     (from..to).step_by(unit).map(move |at| {
         let at = offset + at as u64;
         let covered = writes.iter().flatten().any(|w| w.covers(at));
-        (at, covered.then_some(Mismatch::NoStamp))
+        (at, covered.then_some(BlockMismatch::NoStamp))
     })
 }
 
@@ -244,7 +244,7 @@ enum Outcome {
     Unstamped,
     /// A stamp larger than the rest of the read: cannot be checked.
     Partial,
-    Bad(Mismatch),
+    Bad(BlockMismatch),
 }
 
 /// Check the unit at the start of `rest`: how far to step, and the outcome.
@@ -257,12 +257,12 @@ fn check_unit(
     let skip = own_unit.min(rest.len());
     if rest.len() < 8 || read_u64(rest, 0) != MAGIC {
         return match expected {
-            Some(_) => (skip, Outcome::Bad(Mismatch::NoStamp)),
+            Some(_) => (skip, Outcome::Bad(BlockMismatch::NoStamp)),
             None => (skip, Outcome::Unstamped),
         };
     }
     if rest.len() < HEADER_LEN {
-        return (skip, Outcome::Bad(Mismatch::BadLength { found: 0 }));
+        return (skip, Outcome::Bad(BlockMismatch::BadLength { found: 0 }));
     }
     let len = read_u32(rest, 44);
     let write = Span {
@@ -270,13 +270,13 @@ fn check_unit(
         len: read_u32(rest, 40),
     };
     if !(MIN_UNIT as u64..=MAX_STAMPED_BLOCK).contains(&len) || len > write.len {
-        return (skip, Outcome::Bad(Mismatch::BadLength { found: len }));
+        return (skip, Outcome::Bad(BlockMismatch::BadLength { found: len }));
     }
     let len = len as usize;
     if expected.is_some() && len != own_unit {
         return (
             skip,
-            Outcome::Bad(Mismatch::BadLength { found: len as u64 }),
+            Outcome::Bad(BlockMismatch::BadLength { found: len as u64 }),
         );
     }
     if len > rest.len() {
@@ -284,13 +284,13 @@ fn check_unit(
     }
     let unit = &rest[..len];
     if checksum(unit) != read_u64(unit, 48) {
-        return (len, Outcome::Bad(Mismatch::BadChecksum));
+        return (len, Outcome::Bad(BlockMismatch::BadChecksum));
     }
     let found_offset = read_u64(unit, 8);
     if found_offset != offset || !write.covers(offset) {
         return (
             len,
-            Outcome::Bad(Mismatch::WrongOffset {
+            Outcome::Bad(BlockMismatch::WrongOffset {
                 found: found_offset,
             }),
         );
@@ -300,7 +300,10 @@ fn check_unit(
         seq: read_u64(unit, 24),
     };
     match expected {
-        Some(e) if e != found => (len, Outcome::Bad(Mismatch::Stale { found, expected: e })),
+        Some(e) if e != found => (
+            len,
+            Outcome::Bad(BlockMismatch::Stale { found, expected: e }),
+        ),
         _ => (len, Outcome::Good(write)),
     }
 }
@@ -318,16 +321,20 @@ mod tests {
     }
 
     /// Check `b` at `offset`: the tally and each mismatch with its offset.
-    fn run_check(b: &[u8], offset: u64, e: Option<Stamp>) -> (Tally, Vec<(u64, Mismatch)>) {
+    fn run_check(
+        b: &[u8],
+        offset: u64,
+        e: Option<Stamp>,
+    ) -> (ReadTally, Vec<(u64, BlockMismatch)>) {
         let mut found = Vec::new();
         let t = check(b, offset, e, |o, m| found.push((o, m)));
         (t, found)
     }
 
-    fn good(units: u64) -> Tally {
-        Tally {
+    fn good(units: u64) -> ReadTally {
+        ReadTally {
             checked: units,
-            ..Tally::default()
+            ..ReadTally::default()
         }
     }
 
@@ -337,14 +344,14 @@ mod tests {
         assert_eq!(run_check(&b, 8192, Some(BY)), (good(1), vec![]));
         assert_eq!(run_check(&b, 8192, None), (good(1), vec![]));
         let (_, m) = run_check(&b, 4096, None);
-        assert_eq!(m, vec![(4096, Mismatch::WrongOffset { found: 8192 })]);
+        assert_eq!(m, vec![(4096, BlockMismatch::WrongOffset { found: 8192 })]);
         let newer = Stamp { run: 9, seq: 6 };
         let (_, m) = run_check(&b, 8192, Some(newer));
         assert_eq!(
             m,
             vec![(
                 8192,
-                Mismatch::Stale {
+                BlockMismatch::Stale {
                     found: BY,
                     expected: newer
                 }
@@ -354,14 +361,14 @@ mod tests {
         c[1000] ^= 1;
         assert_eq!(
             run_check(&c, 8192, None).1,
-            vec![(8192, Mismatch::BadChecksum)]
+            vec![(8192, BlockMismatch::BadChecksum)]
         );
         // A damaged header field is caught by the checksum too.
         let mut h = b.clone();
         h[20] ^= 1;
         assert_eq!(
             run_check(&h, 8192, None).1,
-            vec![(8192, Mismatch::BadChecksum)]
+            vec![(8192, BlockMismatch::BadChecksum)]
         );
         let mut l = b.clone();
         l[45] ^= 1;
@@ -378,9 +385,9 @@ mod tests {
         assert_eq!(
             t,
             (
-                Tally {
+                ReadTally {
                     never_written: 16,
-                    ..Tally::default()
+                    ..ReadTally::default()
                 },
                 vec![]
             )
@@ -388,7 +395,7 @@ mod tests {
         let random: Vec<u8> = (0..4096u32).map(|i| (i * 131 % 251) as u8).collect();
         assert_eq!(run_check(&random, 4096, None).0.never_written, 1);
         let (t, m) = run_check(&zeroes[..4096], 4096, Some(BY));
-        assert_eq!((t.mismatches, m), (1, vec![(4096, Mismatch::NoStamp)]));
+        assert_eq!((t.mismatches, m), (1, vec![(4096, BlockMismatch::NoStamp)]));
     }
 
     /// A 4 KiB read inside a 64 KiB stamped write verifies (it was a
@@ -424,8 +431,8 @@ mod tests {
         assert_eq!(
             m,
             vec![
-                (3 * 4096, Mismatch::BadChecksum),
-                (9 * 4096, Mismatch::NoStamp)
+                (3 * 4096, BlockMismatch::BadChecksum),
+                (9 * 4096, BlockMismatch::NoStamp)
             ]
         );
         // Read by a later run, the garbage unit has no stamp, but its
@@ -435,15 +442,18 @@ mod tests {
         assert_eq!(
             m,
             vec![
-                (3 * 4096, Mismatch::BadChecksum),
-                (9 * 4096, Mismatch::NoStamp)
+                (3 * 4096, BlockMismatch::BadChecksum),
+                (9 * 4096, BlockMismatch::NoStamp)
             ]
         );
         // Also when the garbage opens the read.
         let mut first = block(65536, 0, BY);
         first[..8192].fill(0);
         let (_, m) = run_check(&first, 0, None);
-        assert_eq!(m, vec![(0, Mismatch::NoStamp), (4096, Mismatch::NoStamp)]);
+        assert_eq!(
+            m,
+            vec![(0, BlockMismatch::NoStamp), (4096, BlockMismatch::NoStamp)]
+        );
     }
 
     /// Unstamped units between stamped writes that did not cover them were
@@ -456,7 +466,7 @@ mod tests {
         assert_eq!(
             run_check(&b, 0, None),
             (
-                Tally {
+                ReadTally {
                     checked: 2,
                     never_written: 2,
                     mismatches: 0

@@ -21,7 +21,7 @@ use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{with_rate, Arrival, JobSpec};
 use crate::plan::sweep::RateAxis;
 use crate::results::{PassId, Point, Results};
-use crate::runner::job::{run_job, JobOutcome, OnProgress, RunOptions};
+use crate::runner::job::{run_job, JobOutcome, OnJobProgress, RunOptions};
 use crate::runner::recorder::Live;
 use crate::runner::steady::{self as steady_run, SteadyOptions};
 use crate::trace::point_tracer::{self, Tracer};
@@ -56,7 +56,7 @@ pub struct Driver<'a> {
 
 /// What a driven run left: the results, how many points failed, and the
 /// first reason a point could not run (the error to return when none ran).
-pub struct Outcome {
+pub struct DriveOutcome {
     pub results: Results,
     pub failures: usize,
     pub first_skip: Option<anyhow::Error>,
@@ -245,7 +245,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Run every experiment in order until the list ends or Ctrl-C.
-    pub fn run_all(mut self, exps: &[Experiment]) -> anyhow::Result<Outcome> {
+    pub fn run_all(mut self, exps: &[Experiment]) -> anyhow::Result<DriveOutcome> {
         for e in exps {
             if interrupt::stop_requested() {
                 break;
@@ -260,9 +260,9 @@ impl<'a> Driver<'a> {
     }
 
     /// The end of a run: mark it complete or interrupted, save a last time.
-    pub fn finish(self) -> anyhow::Result<Outcome> {
+    pub fn finish(self) -> anyhow::Result<DriveOutcome> {
         let results = self.sink.finish(interrupt::stop_requested())?;
-        Ok(Outcome {
+        Ok(DriveOutcome {
             results,
             failures: self.failures,
             first_skip: self.first_skip,
@@ -616,7 +616,7 @@ impl<'a> Driver<'a> {
 fn run_options<'o>(
     clock: ClockChoice,
     peers: Option<&'o PeerSampling>,
-    progress: Option<&'o OnProgress<'o>>,
+    progress: Option<&'o OnJobProgress<'o>>,
 ) -> RunOptions<'o> {
     RunOptions {
         clock,

@@ -8,7 +8,7 @@ pub mod export;
 pub mod sink;
 
 pub use crate::plan::job::with_rate;
-pub use driver::{Driver, Outcome, Tags};
+pub use driver::{DriveOutcome, Driver, Tags};
 pub use export::Exporter;
 pub use sink::ResultsSink;
 

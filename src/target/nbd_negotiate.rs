@@ -35,7 +35,7 @@ impl Export {
 
 /// How the handshake ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Negotiation {
     /// Transmission starts; replies are structured when the client asked.
     Transmission { structured: bool },
     /// The client gave up (NBD_OPT_ABORT, or it closed).
@@ -52,7 +52,7 @@ fn protocol(e: NbdError) -> io::Error {
 }
 
 /// Run the handshake on `s` for `export`.
-pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Outcome> {
+pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Negotiation> {
     let server_flags = codec::FLAG_FIXED_NEWSTYLE | codec::FLAG_NO_ZEROES;
     s.write_all(&codec::encode_greeting(server_flags))?;
     let mut cf = [0u8; 4];
@@ -69,7 +69,7 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Outc
         let mut h = [0u8; 16];
         if let Err(e) = s.read_exact(&mut h) {
             return match e.kind() {
-                io::ErrorKind::UnexpectedEof => Ok(Outcome::Aborted),
+                io::ErrorKind::UnexpectedEof => Ok(Negotiation::Aborted),
                 _ => Err(e),
             };
         }
@@ -88,26 +88,26 @@ pub fn negotiate<S: Read + Write>(s: &mut S, export: &Export) -> io::Result<Outc
             }
             codec::OPT_GO | codec::OPT_INFO => {
                 if answer_info(s, opt, &data, export)? && opt == codec::OPT_GO {
-                    return Ok(Outcome::Transmission { structured });
+                    return Ok(Negotiation::Transmission { structured });
                 }
             }
             codec::OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(&data);
                 if !serves(export, &name) {
                     // The protocol's only answer here: close.
-                    return Ok(Outcome::Aborted);
+                    return Ok(Negotiation::Aborted);
                 }
                 s.write_all(&export.size.to_be_bytes())?;
                 s.write_all(&export.flags().to_be_bytes())?;
                 if !no_zeroes {
                     s.write_all(&[0u8; 124])?;
                 }
-                return Ok(Outcome::Transmission { structured });
+                return Ok(Negotiation::Transmission { structured });
             }
             codec::OPT_LIST => list(s, &data, export)?,
             codec::OPT_ABORT => {
                 let _ = s.write_all(&codec::encode_opt_reply(opt, codec::REP_ACK, &[]));
-                return Ok(Outcome::Aborted);
+                return Ok(Negotiation::Aborted);
             }
             _ => s.write_all(&codec::encode_opt_reply(opt, codec::REP_ERR_UNSUP, &[]))?,
         }
@@ -184,7 +184,7 @@ fn answer_info<S: Write>(s: &mut S, opt: u32, data: &[u8], export: &Export) -> i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dut::remote::{RemoteEndpoint, RemoteResource, Transport};
+    use crate::dut::remote::{RemoteEndpoint, RemoteResource, WireProtocol};
     use crate::engine::nbd::handshake;
     use std::net::TcpListener;
 
@@ -202,7 +202,7 @@ mod tests {
     fn client_meets_server(
         export_name: &str,
         served: Export,
-    ) -> (io::Result<codec::ExportInfo>, Outcome) {
+    ) -> (io::Result<codec::ExportInfo>, Negotiation) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
@@ -210,7 +210,7 @@ mod tests {
             negotiate(&mut s, &served).unwrap()
         });
         let ep = RemoteEndpoint {
-            transport: Transport::Nbd,
+            transport: WireProtocol::Nbd,
             host: "127.0.0.1".into(),
             port,
             resource: RemoteResource::NbdExport {
@@ -229,7 +229,7 @@ mod tests {
         for name in ["vol", ""] {
             let (info, outcome) = client_meets_server(name, export());
             let info = info.unwrap();
-            assert_eq!(outcome, Outcome::Transmission { structured: true });
+            assert_eq!(outcome, Negotiation::Transmission { structured: true });
             assert_eq!(
                 (info.size, info.min_block, info.max_block),
                 (64 << 20, 4096, 1 << 25)
@@ -255,7 +255,7 @@ mod tests {
         );
         assert_eq!(
             outcome,
-            Outcome::Aborted,
+            Negotiation::Aborted,
             "the client closes after the refusal"
         );
     }
@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(e["can_multi_conn"], true, "{v}");
         assert!(matches!(
             server.join().unwrap(),
-            Outcome::Transmission { .. }
+            Negotiation::Transmission { .. }
         ));
     }
 
@@ -360,7 +360,7 @@ mod tests {
             input: io::Cursor::new(input),
             output: Vec::new(),
         };
-        assert_eq!(negotiate(&mut s, &export()).unwrap(), Outcome::Aborted);
+        assert_eq!(negotiate(&mut s, &export()).unwrap(), Negotiation::Aborted);
         let r = replies(&s.output);
         let mut named = 3u32.to_be_bytes().to_vec();
         named.extend_from_slice(b"vol");

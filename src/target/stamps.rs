@@ -114,7 +114,7 @@ pub struct InitiatorStamp {
 /// stages of every request sum to its latency, so the means sum to the
 /// mean latency.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Breakdown {
+pub struct StampBreakdown {
     pub requests: u64,
     /// Initiator user space: building the request, handling the reply.
     pub initiator_ns: f64,
@@ -153,7 +153,7 @@ pub const STAGES: [&str; 6] = [
     "fabric, target and device (no target stamps)",
 ];
 
-impl Breakdown {
+impl StampBreakdown {
     /// Every stage of `STAGES` with its mean.
     pub fn all_stages(&self) -> [(&'static str, f64); 6] {
         let v = [
@@ -186,7 +186,7 @@ impl Breakdown {
 /// in the order the initiator sent them); `skip` leading requests are
 /// warm-up. None when the target saw fewer requests than the initiator
 /// sent or a stamp is out of order (the two were not the same connection).
-pub fn join(ini: &[InitiatorStamp], tgt: &[TargetStamp], skip: usize) -> Option<Breakdown> {
+pub fn join(ini: &[InitiatorStamp], tgt: &[TargetStamp], skip: usize) -> Option<StampBreakdown> {
     if tgt.len() < ini.len() || ini.len() <= skip {
         return None;
     }
@@ -215,7 +215,7 @@ pub fn join(ini: &[InitiatorStamp], tgt: &[TargetStamp], skip: usize) -> Option<
         }
     }
     let n = (ini.len() - skip) as f64;
-    Some(Breakdown {
+    Some(StampBreakdown {
         requests: n as u64,
         initiator_ns: sum[0] / n,
         fabric_out_ns: sum[1] / n,

@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use super::correlate::{block_timelines, Joiner, Timeline, UserStamp};
+use super::correlate::{block_timelines, Joiner, RequestTimeline, UserStamp};
 use super::extents::ExtentMap;
 use super::session::{traced, Capture, TraceSpec};
 use super::stages::breakdown;
@@ -32,7 +32,7 @@ pub struct Setup<'a> {
     /// Untraced/traced pairs for the overhead (1 = one pair, untraced first).
     pub overhead_pairs: u32,
     /// Called about once a second while a job of a configuration runs.
-    pub progress: Option<&'a crate::runner::job::OnProgress<'a>>,
+    pub progress: Option<&'a crate::runner::job::OnJobProgress<'a>>,
 }
 
 /// User stamps of every logged request of a job, with device sectors.
@@ -164,8 +164,8 @@ pub fn run_config(
             .collect(),
     );
     let joiner = Joiner::new(&cap.events, bios, setup.kdev);
-    let timelines: Vec<Timeline> = st.iter().map(|s| joiner.join(s)).collect();
-    let with_block: Vec<Timeline> = timelines
+    let timelines: Vec<RequestTimeline> = st.iter().map(|s| joiner.join(s)).collect();
+    let with_block: Vec<RequestTimeline> = timelines
         .iter()
         .filter(|t| t.q.is_some() && t.c.is_some())
         .copied()

@@ -206,7 +206,7 @@ pub struct UserStamp {
 
 /// The edges of one request's timeline, in order. Any may be missing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Timeline {
+pub struct RequestTimeline {
     /// User prepare stamp.
     pub p: u64,
     /// Entry of the submitting syscall.
@@ -315,8 +315,8 @@ impl Joiner {
     }
 
     /// Build the timeline of one user request.
-    pub fn join(&self, u: &UserStamp) -> Timeline {
-        let mut t = Timeline {
+    pub fn join(&self, u: &UserStamp) -> RequestTimeline {
+        let mut t = RequestTimeline {
             p: u.prepare,
             u: u.done,
             ..Default::default()

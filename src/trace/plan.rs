@@ -252,14 +252,14 @@ pub fn probe_tracing() -> (tracefs::Capabilities, MountGuard, Vec<String>) {
 
 /// Where the target lives on its disk: the disk, its device number, the
 /// file's extents (block offsets) and the disk's interrupts.
-pub struct Placement {
+pub struct DiskPlacement {
     pub disk: DiskInfo,
     pub whole: DevNum,
     pub extents: ExtentMap,
     pub irqs: Vec<u32>,
 }
 
-pub fn place(tgt: &Target, dir: &Path, size: u64) -> Result<Placement> {
+pub fn place(tgt: &Target, dir: &Path, size: u64) -> Result<DiskPlacement> {
     let (fd, direct) = tgt.open(false, true)?;
     if !direct {
         return Err(usage(
@@ -294,7 +294,7 @@ pub fn place(tgt: &Target, dir: &Path, size: u64) -> Result<Placement> {
     };
     drop(fd);
     let irqs = disk_irqs(&disk.disk);
-    Ok(Placement {
+    Ok(DiskPlacement {
         disk,
         whole,
         extents,

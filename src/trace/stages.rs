@@ -2,7 +2,7 @@
 //! Q2G/G2I/I2D or Q2M/M2D, device D2C split at the interrupt, completion path,
 //! reaping, residual) and their btt-style statistics table.
 
-use super::correlate::Timeline;
+use super::correlate::RequestTimeline;
 pub use crate::results::ext::trace::{Breakdown, StageStats};
 
 /// Names of the intervals between consecutive timeline edges.
@@ -73,12 +73,12 @@ pub fn is_device(stage: &str) -> bool {
 /// sum of stages. An edge earlier than the one before it gives a zero stage
 /// and does not move the chain back (so the stages never sum past the total);
 /// `split_checked` reports such edges.
-pub fn split(t: &Timeline) -> Vec<(&'static str, u64)> {
+pub fn split(t: &RequestTimeline) -> Vec<(&'static str, u64)> {
     split_checked(t).0
 }
 
 /// `split`, plus the first out-of-order edge pair if any (e.g. "M>D").
-pub fn split_checked(t: &Timeline) -> (Vec<(&'static str, u64)>, Option<String>) {
+pub fn split_checked(t: &RequestTimeline) -> (Vec<(&'static str, u64)>, Option<String>) {
     let pts: [(&'static str, Option<u64>); 11] = [
         ("P", Some(t.p)),
         ("E", t.e),
@@ -150,7 +150,7 @@ fn stats(name: &str, mut v: Vec<u64>, denom: f64, requests: usize) -> StageStats
 }
 
 /// Aggregate timelines into per-stage statistics.
-pub fn breakdown(timelines: &[Timeline]) -> Breakdown {
+pub fn breakdown(timelines: &[RequestTimeline]) -> Breakdown {
     let mut per: Vec<Vec<u64>> = vec![Vec::new(); ORDER.len()];
     let mut totals = Vec::with_capacity(timelines.len());
     let (mut q2c, mut d2c) = (Vec::new(), Vec::new());

@@ -186,7 +186,7 @@ impl Instance {
         let mut lost = LostEvents::default();
         for &cpu in &self.cpus {
             let text = read(&self.dir.join(format!("per_cpu/cpu{cpu}/stats")))?;
-            let s = CpuStats::parse(&text);
+            let s = TracefsCpuStats::parse(&text);
             lost.overrun += s.overrun;
             lost.commit_overrun += s.commit_overrun;
             lost.dropped += s.dropped;
@@ -224,7 +224,7 @@ impl Capabilities {
 
 /// One `per_cpu/cpuN/stats` file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuStats {
+pub struct TracefsCpuStats {
     pub entries: u64,
     pub overrun: u64,
     pub commit_overrun: u64,
@@ -232,9 +232,9 @@ pub struct CpuStats {
     pub read: u64,
 }
 
-impl CpuStats {
-    pub fn parse(text: &str) -> CpuStats {
-        let mut s = CpuStats::default();
+impl TracefsCpuStats {
+    pub fn parse(text: &str) -> TracefsCpuStats {
+        let mut s = TracefsCpuStats::default();
         for line in text.lines() {
             let Some((k, v)) = line.split_once(':') else {
                 continue;

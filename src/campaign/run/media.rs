@@ -246,7 +246,7 @@ fn kv_dirs(set: &MediaSet, media: &[Medium]) -> Vec<Option<PathBuf>> {
 
 /// Room for the data in each configuration: the scratch file and four
 /// times what the kv step loads (its workloads share one database).
-fn room(m: &RunMedia, steps: &[super::Step], seed: u64) -> anyhow::Result<u64> {
+fn room(m: &RunMedia, steps: &[super::RunStep], seed: u64) -> anyhow::Result<u64> {
     let kv_ns = steps
         .iter()
         .filter(|s| s.kind == StepKind::Kv && s.skipped.is_none())

@@ -33,7 +33,7 @@ mod steps;
 use steps::StepRunner;
 
 use crate::plan::run_plan as plan;
-pub use plan::{active_jobs, fit_budget, plan as plan_steps, Step};
+pub use plan::{active_jobs, fit_budget, plan as plan_steps, RunStep};
 use plan::{StepKind, MIB};
 
 /// `iolab run`'s flags as given (`cli::run::RunSettings` documents each), but
@@ -67,7 +67,7 @@ pub fn budgeted_plan(
     budget_ns: u64,
     why_not: &[(StepKind, String)],
     remote: bool,
-) -> anyhow::Result<Vec<Step>> {
+) -> anyhow::Result<Vec<RunStep>> {
     let mut steps = plan_steps(profile, base)?;
     if remote {
         steps.push(plan::remote_step(base));
@@ -108,7 +108,7 @@ fn steps_that_cannot_run(remote: Option<&RemoteEndpoint>) -> Vec<(StepKind, Stri
 }
 
 /// The plan as `--dry-run` prints it, under `header`.
-fn print_plan(steps: &[Step], header: &str) {
+fn print_plan(steps: &[RunStep], header: &str) {
     println!("{header}");
     for s in steps {
         match &s.skipped {
@@ -237,7 +237,7 @@ fn start_results(
     target: &Target,
     seed: u64,
     jobs: &[(&'static str, StepKind, JobSpec)],
-    steps: &[Step],
+    steps: &[RunStep],
     mut warnings: Vec<String>,
 ) -> anyhow::Result<Results> {
     let mut provenance = Provenance::collect(seed);
@@ -260,7 +260,7 @@ fn start_results(
 }
 
 /// The jobs of the plan's active steps, in order, with their step.
-fn plan_jobs(steps: &[Step]) -> Vec<(&'static str, StepKind, JobSpec)> {
+fn plan_jobs(steps: &[RunStep]) -> Vec<(&'static str, StepKind, JobSpec)> {
     active_jobs(steps)
         .into_iter()
         .map(|(s, j)| (s.id, s.kind, j.clone()))

@@ -19,7 +19,7 @@ use crate::dut::Target;
 use crate::engine::EngineKind;
 use crate::interrupt;
 use crate::plan::job::JobSpec;
-use crate::plan::run_plan::{self as plan, Step, StepKind};
+use crate::plan::run_plan::{self as plan, RunStep, StepKind};
 use crate::results::{Point, Results};
 use crate::session::{Driver, Tags};
 
@@ -49,7 +49,7 @@ fn closed_loop_max(points: &mut [Point], j: &JobSpec, pass: Option<&PassTag>) ->
     (p.total.iops > 0.0).then_some(p.total.iops)
 }
 
-fn run_record(steps: &[Step], profile: &str, budget_ns: u64) -> serde_json::Value {
+fn run_record(steps: &[RunStep], profile: &str, budget_ns: u64) -> serde_json::Value {
     json!({
         "profile": profile,
         "budget_s": budget_ns as f64 / 1e9,
@@ -73,7 +73,7 @@ pub(super) struct StepRunner<'a> {
     kv_dir: Option<PathBuf>,
     /// In a media run: the target and round the jobs run for now.
     pass: Option<PassTag>,
-    steps: Vec<Step>,
+    steps: Vec<RunStep>,
     budget_ns: u64,
     pub(super) driver: Driver<'a>,
     /// The passes (target and round; "" without media) whose kv step ran:
@@ -89,7 +89,7 @@ impl<'a> StepRunner<'a> {
     pub(super) fn new(
         a: &'a RunSettings,
         target: &'a Target,
-        steps: Vec<Step>,
+        steps: Vec<RunStep>,
         budget_ns: u64,
         driver: Driver<'a>,
         out_dir: PathBuf,

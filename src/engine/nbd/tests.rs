@@ -9,7 +9,7 @@ use std::net::{TcpListener, TcpStream};
 
 use super::codec;
 use super::NbdEngine;
-use crate::dut::remote::{RemoteEndpoint, RemoteResource, Transport};
+use crate::dut::remote::{RemoteEndpoint, RemoteResource, WireProtocol};
 use crate::engine::peer_wait::WaitLimits;
 use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use crate::runner::buffers::BufferPool;
@@ -100,7 +100,7 @@ fn engine_on(port: u16, limits: WaitLimits) -> std::io::Result<(NbdEngine, Buffe
     let setup = EngineSetup {
         target: EngineTarget::Remote {
             endpoint: RemoteEndpoint {
-                transport: Transport::Nbd,
+                transport: WireProtocol::Nbd,
                 host: "127.0.0.1".into(),
                 port,
                 resource: RemoteResource::NbdExport {

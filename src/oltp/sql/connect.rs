@@ -7,35 +7,35 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Conn, DbResult};
+use super::{DbResult, SqlConn};
 use crate::error::usage;
 use crate::servers::{Endpoint, Server, ServerKind};
 use anyhow::Result;
 
 /// The engine of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
+pub enum SqlEngine {
     Sqlite,
     Postgres,
     Mariadb,
 }
 
-impl Engine {
-    pub const ALL: [Engine; 3] = [Engine::Sqlite, Engine::Postgres, Engine::Mariadb];
+impl SqlEngine {
+    pub const ALL: [SqlEngine; 3] = [SqlEngine::Sqlite, SqlEngine::Postgres, SqlEngine::Mariadb];
 
     pub fn name(self) -> &'static str {
         match self {
-            Engine::Sqlite => "sqlite",
-            Engine::Postgres => "postgres",
-            Engine::Mariadb => "mariadb",
+            SqlEngine::Sqlite => "sqlite",
+            SqlEngine::Postgres => "postgres",
+            SqlEngine::Mariadb => "mariadb",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Engine> {
+    pub fn parse(s: &str) -> Option<SqlEngine> {
         match s {
-            "sqlite" => Some(Engine::Sqlite),
-            "postgres" | "postgresql" => Some(Engine::Postgres),
-            "mariadb" | "mysql" => Some(Engine::Mariadb),
+            "sqlite" => Some(SqlEngine::Sqlite),
+            "postgres" | "postgresql" => Some(SqlEngine::Postgres),
+            "mariadb" | "mysql" => Some(SqlEngine::Mariadb),
             _ => None,
         }
     }
@@ -43,9 +43,9 @@ impl Engine {
     /// The server this engine runs on (none: SQLite is embedded).
     pub fn server_kind(self) -> Option<ServerKind> {
         match self {
-            Engine::Sqlite => None,
-            Engine::Postgres => Some(ServerKind::Postgres),
-            Engine::Mariadb => Some(ServerKind::Mariadb),
+            SqlEngine::Sqlite => None,
+            SqlEngine::Postgres => Some(ServerKind::Postgres),
+            SqlEngine::Mariadb => Some(ServerKind::Mariadb),
         }
     }
 }
@@ -59,11 +59,11 @@ pub enum DbConnect {
 }
 
 impl DbConnect {
-    pub fn engine(&self) -> Engine {
+    pub fn engine(&self) -> SqlEngine {
         match self {
-            DbConnect::Sqlite { .. } => Engine::Sqlite,
-            DbConnect::Postgres(_) => Engine::Postgres,
-            DbConnect::Mariadb(_) => Engine::Mariadb,
+            DbConnect::Sqlite { .. } => SqlEngine::Sqlite,
+            DbConnect::Postgres(_) => SqlEngine::Postgres,
+            DbConnect::Mariadb(_) => SqlEngine::Mariadb,
         }
     }
 
@@ -96,7 +96,7 @@ impl DbConnect {
 
     /// One connection; `loading`: settings for the bulk load (SQLite: no
     /// fsync per commit).
-    pub fn open(&self, loading: bool) -> DbResult<Box<dyn Conn>> {
+    pub fn open(&self, loading: bool) -> DbResult<Box<dyn SqlConn>> {
         Ok(match self {
             DbConnect::Sqlite { path } => Box::new(super::sqlite::SqliteConn::open(path, loading)?),
             DbConnect::Postgres(e) => Box::new(super::postgres::PgConn::open(e)?),
@@ -106,7 +106,7 @@ impl DbConnect {
 
     /// A first connection, refused with exit 2 naming `--server-url` when
     /// the server cannot be reached.
-    pub fn open_checked(&self, loading: bool) -> Result<Box<dyn Conn>> {
+    pub fn open_checked(&self, loading: bool) -> Result<Box<dyn SqlConn>> {
         self.open(loading).map_err(|e| match self {
             DbConnect::Sqlite { path } => {
                 anyhow::anyhow!("cannot open the SQLite database {}: {e}", path.display())
@@ -122,9 +122,13 @@ impl DbConnect {
 /// The endpoint a plan runs against: the SQLite file (the scratch one or
 /// `--db`), or the database of the server the run holds (private, or
 /// `--server-url`).
-pub fn for_plan(engine: Engine, server: Option<&Server>, sqlite_file: &Path) -> Result<DbConnect> {
+pub fn for_plan(
+    engine: SqlEngine,
+    server: Option<&Server>,
+    sqlite_file: &Path,
+) -> Result<DbConnect> {
     match (engine, server) {
-        (Engine::Sqlite, _) => Ok(DbConnect::Sqlite {
+        (SqlEngine::Sqlite, _) => Ok(DbConnect::Sqlite {
             path: sqlite_file.to_path_buf(),
         }),
         (_, Some(s)) => DbConnect::server(s.endpoint()),
@@ -143,13 +147,13 @@ mod tests {
     fn server_endpoints_name_their_engine_and_hide_the_password() {
         let ep = Endpoint::parse("postgres://bob:p%40ss@127.0.0.1:5433/tpcc").unwrap();
         let c = DbConnect::server(&ep).unwrap();
-        assert_eq!(c.engine(), Engine::Postgres);
+        assert_eq!(c.engine(), SqlEngine::Postgres);
         assert_eq!(c.describe(), "postgres://bob:***@127.0.0.1:5433/tpcc");
         let DbConnect::Postgres(e) = &c else { panic!() };
         assert_eq!(e.password, "p@ss");
         let ep = Endpoint::parse("mysql://root@localhost/db?socket=/tmp/m.sock").unwrap();
         let c = DbConnect::server(&ep).unwrap();
-        assert_eq!(c.engine(), Engine::Mariadb);
+        assert_eq!(c.engine(), SqlEngine::Mariadb);
         assert!(
             c.describe().ends_with("?socket=/tmp/m.sock"),
             "{}",
@@ -158,12 +162,12 @@ mod tests {
         let redis = Endpoint::parse("redis://127.0.0.1/0").unwrap();
         let e = DbConnect::server(&redis).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
-        assert!(for_plan(Engine::Postgres, None, Path::new("x")).is_err());
+        assert!(for_plan(SqlEngine::Postgres, None, Path::new("x")).is_err());
         assert_eq!(
-            for_plan(Engine::Sqlite, None, Path::new("x")).unwrap(),
+            for_plan(SqlEngine::Sqlite, None, Path::new("x")).unwrap(),
             DbConnect::Sqlite { path: "x".into() }
         );
-        assert_eq!(Engine::Mariadb.server_kind(), Some(ServerKind::Mariadb));
-        assert_eq!(Engine::Sqlite.server_kind(), None);
+        assert_eq!(SqlEngine::Mariadb.server_kind(), Some(ServerKind::Mariadb));
+        assert_eq!(SqlEngine::Sqlite.server_kind(), None);
     }
 }

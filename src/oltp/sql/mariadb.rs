@@ -11,7 +11,7 @@ use mysql::prelude::Queryable;
 use mysql::{Conn as MyConn, Params, Statement, Value as MyValue};
 
 use super::statements::text;
-use super::{Conn, DbError, DbResult, Dialect, Rows, Stmt, Value};
+use super::{DbError, DbResult, Dialect, Rows, SqlConn, Stmt, Value};
 use crate::servers::Endpoint;
 
 pub struct MariaConn {
@@ -85,7 +85,7 @@ impl MariaConn {
     }
 }
 
-impl Conn for MariaConn {
+impl SqlConn for MariaConn {
     fn dialect(&self) -> Dialect {
         Dialect::Mariadb
     }

@@ -178,7 +178,7 @@ impl std::error::Error for DbError {}
 pub type DbResult<T> = Result<T, DbError>;
 
 /// One connection (one per virtual user or loader thread).
-pub trait Conn: Send {
+pub trait SqlConn: Send {
     fn dialect(&self) -> Dialect;
     /// Start a transaction; `write`: it will write (SQLite takes the write
     /// lock at once, `BEGIN IMMEDIATE`, so it never fails to upgrade later).
@@ -199,7 +199,7 @@ pub trait Conn: Send {
 }
 
 /// `query`, then the first row's presence.
-pub fn query_row(c: &mut dyn Conn, s: Stmt, params: &[Value], out: &mut Rows) -> DbResult<bool> {
+pub fn query_row(c: &mut dyn SqlConn, s: Stmt, params: &[Value], out: &mut Rows) -> DbResult<bool> {
     c.query(s, params, out)?;
     Ok(!out.is_empty())
 }

@@ -15,7 +15,7 @@ use postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
 use postgres::{Client, NoTls, Statement};
 
 use super::statements::text;
-use super::{Conn, DbError, DbResult, Dialect, Rows, Stmt, Value};
+use super::{DbError, DbResult, Dialect, Rows, SqlConn, Stmt, Value};
 use crate::servers::Endpoint;
 
 type BoxErr = Box<dyn Error + Sync + Send>;
@@ -74,7 +74,7 @@ fn fill(rows: &[postgres::Row], ncols: usize, out: &mut Rows) -> DbResult<()> {
     Ok(())
 }
 
-impl Conn for PgConn {
+impl SqlConn for PgConn {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }

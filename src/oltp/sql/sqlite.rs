@@ -14,7 +14,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode};
 
 use super::statements::text;
-use super::{Conn, DbError, DbResult, Dialect, Rows, Stmt, Value};
+use super::{DbError, DbResult, Dialect, Rows, SqlConn, Stmt, Value};
 
 pub struct SqliteConn {
     c: Connection,
@@ -82,7 +82,7 @@ impl SqliteConn {
     }
 }
 
-impl Conn for SqliteConn {
+impl SqlConn for SqliteConn {
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
     }

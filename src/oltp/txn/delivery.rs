@@ -6,15 +6,15 @@
 //! terminal delivered first) is skipped and counted.
 
 use super::input::DeliveryInput;
-use super::{Outcome, TxnNotes};
-use crate::oltp::sql::{query_row, Conn, DbResult, Rows, Stmt, Value};
+use super::{TxnNotes, TxnOutcome};
+use crate::oltp::sql::{query_row, DbResult, Rows, SqlConn, Stmt, Value};
 
 pub fn run(
-    c: &mut dyn Conn,
+    c: &mut dyn SqlConn,
     i: &DeliveryInput,
     rows: &mut Rows,
     notes: &mut TxnNotes,
-) -> DbResult<Outcome> {
+) -> DbResult<TxnOutcome> {
     c.begin(true)?;
     let mut skipped = 0;
     for d in 1..=10u32 {
@@ -45,5 +45,5 @@ pub fn run(
     }
     c.commit()?;
     notes.delivery_skipped += skipped;
-    Ok(Outcome::Committed)
+    Ok(TxnOutcome::Committed)
 }

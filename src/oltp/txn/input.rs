@@ -88,13 +88,13 @@ pub enum Input {
 /// A terminal: its home warehouse and district (Stock-Level's), and the
 /// number of warehouses.
 #[derive(Debug, Clone, Copy)]
-pub struct Terminal {
+pub struct TpccTerminal {
     pub w: u32,
     pub d: u32,
     pub warehouses: u32,
 }
 
-impl Terminal {
+impl TpccTerminal {
     /// Inputs for a transaction of `kind`.
     pub fn input(&self, kind: TxnKind, r: &mut TpccRng) -> Input {
         match kind {
@@ -205,7 +205,7 @@ mod tests {
     #[test]
     fn new_order_lines_and_rollbacks() {
         let mut r = rng();
-        let t1 = Terminal {
+        let t1 = TpccTerminal {
             w: 1,
             d: 1,
             warehouses: 1,
@@ -231,7 +231,7 @@ mod tests {
     #[test]
     fn remote_lines_only_with_several_warehouses() {
         let mut r = rng();
-        let t = Terminal {
+        let t = TpccTerminal {
             w: 3,
             d: 1,
             warehouses: 5,
@@ -255,7 +255,7 @@ mod tests {
     #[test]
     fn payment_by_last_name_share() {
         let mut r = rng();
-        let t = Terminal {
+        let t = TpccTerminal {
             w: 1,
             d: 1,
             warehouses: 4,

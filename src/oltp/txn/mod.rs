@@ -16,7 +16,7 @@ pub mod stock_level;
 use rand::RngExt;
 
 use super::rand::TpccRng;
-use super::sql::{Conn, DbResult, Rows};
+use super::sql::{DbResult, Rows, SqlConn};
 pub use input::{CustomerSel, Input};
 
 /// A transaction type.
@@ -127,7 +127,7 @@ impl Deck {
 
 /// How a transaction ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum TxnOutcome {
     Committed,
     /// New-Order's intended rollback (an unused item number).
     RolledBack,
@@ -141,11 +141,11 @@ pub struct TxnNotes {
 
 /// Run one transaction with its inputs; `rows` is a reusable buffer.
 pub fn execute(
-    c: &mut dyn Conn,
+    c: &mut dyn SqlConn,
     input: &Input,
     rows: &mut Rows,
     notes: &mut TxnNotes,
-) -> DbResult<Outcome> {
+) -> DbResult<TxnOutcome> {
     match input {
         Input::NewOrder(i) => new_order::run(c, i, rows),
         Input::Payment(i) => payment::run(c, i, rows),

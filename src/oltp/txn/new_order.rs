@@ -7,8 +7,8 @@
 //! order lines inserted in one statement.
 
 use super::input::NewOrderInput;
-use super::Outcome;
-use crate::oltp::sql::{query_row, Conn, DbError, DbResult, Rows, Stmt, Value};
+use super::TxnOutcome;
+use crate::oltp::sql::{query_row, DbError, DbResult, Rows, SqlConn, Stmt, Value};
 
 /// An item's price and its stock's dist info, per line.
 struct Line {
@@ -17,7 +17,7 @@ struct Line {
     found: bool,
 }
 
-pub fn run(c: &mut dyn Conn, i: &NewOrderInput, rows: &mut Rows) -> DbResult<Outcome> {
+pub fn run(c: &mut dyn SqlConn, i: &NewOrderInput, rows: &mut Rows) -> DbResult<TxnOutcome> {
     let (w, d) = (Value::from(i.w), Value::from(i.d));
     let n = i.lines.len();
     c.begin(true)?;
@@ -75,7 +75,7 @@ pub fn run(c: &mut dyn Conn, i: &NewOrderInput, rows: &mut Rows) -> DbResult<Out
     if lines.iter().any(|l| !l.found) {
         if i.rollback {
             c.rollback()?;
-            return Ok(Outcome::RolledBack);
+            return Ok(TxnOutcome::RolledBack);
         }
         return Err(DbError::fatal("new-order: an item was not found"));
     }
@@ -126,5 +126,5 @@ pub fn run(c: &mut dyn Conn, i: &NewOrderInput, rows: &mut Rows) -> DbResult<Out
     }
     c.execute(Stmt::NoOrderLines(n as u8), &params)?;
     c.commit()?;
-    Ok(Outcome::Committed)
+    Ok(TxnOutcome::Committed)
 }

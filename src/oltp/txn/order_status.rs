@@ -3,10 +3,10 @@
 
 use super::input::OrderStatusInput;
 use super::payment::customer_id;
-use super::Outcome;
-use crate::oltp::sql::{query_row, Conn, DbResult, Rows, Stmt, Value};
+use super::TxnOutcome;
+use crate::oltp::sql::{query_row, DbResult, Rows, SqlConn, Stmt, Value};
 
-pub fn run(c: &mut dyn Conn, i: &OrderStatusInput, rows: &mut Rows) -> DbResult<Outcome> {
+pub fn run(c: &mut dyn SqlConn, i: &OrderStatusInput, rows: &mut Rows) -> DbResult<TxnOutcome> {
     c.begin(false)?;
     let c_id = customer_id(c, i.w, i.d, &i.customer, rows)?;
     let key = [i.w.into(), i.d.into(), Value::Int(c_id)];
@@ -20,5 +20,5 @@ pub fn run(c: &mut dyn Conn, i: &OrderStatusInput, rows: &mut Rows) -> DbResult<
         )?;
     }
     c.commit()?;
-    Ok(Outcome::Committed)
+    Ok(TxnOutcome::Committed)
 }

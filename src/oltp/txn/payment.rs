@@ -6,12 +6,12 @@
 //! and a history row inserted.
 
 use super::input::{CustomerSel, PaymentInput};
-use super::{middle_customer, Outcome};
-use crate::oltp::sql::{query_row, Conn, DbError, DbResult, Rows, Stmt, Value};
+use super::{middle_customer, TxnOutcome};
+use crate::oltp::sql::{query_row, DbError, DbResult, Rows, SqlConn, Stmt, Value};
 
 /// The customer id of a selection (by name: the middle one).
 pub fn customer_id(
-    c: &mut dyn Conn,
+    c: &mut dyn SqlConn,
     w: u32,
     d: u32,
     sel: &CustomerSel,
@@ -44,7 +44,7 @@ pub fn bad_credit_data(i: &PaymentInput, c_id: i64, old: &str) -> String {
     s
 }
 
-pub fn run(c: &mut dyn Conn, i: &PaymentInput, rows: &mut Rows) -> DbResult<Outcome> {
+pub fn run(c: &mut dyn SqlConn, i: &PaymentInput, rows: &mut Rows) -> DbResult<TxnOutcome> {
     let amount = Value::Float(i.amount);
     c.begin(true)?;
     c.execute(Stmt::PayWarehouseUpdate, &[amount.clone(), i.w.into()])?;
@@ -96,7 +96,7 @@ pub fn run(c: &mut dyn Conn, i: &PaymentInput, rows: &mut Rows) -> DbResult<Outc
         ],
     )?;
     c.commit()?;
-    Ok(Outcome::Committed)
+    Ok(TxnOutcome::Committed)
 }
 
 #[cfg(test)]

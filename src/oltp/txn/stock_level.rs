@@ -3,10 +3,10 @@
 //! the warehouse is below the threshold.
 
 use super::input::StockLevelInput;
-use super::Outcome;
-use crate::oltp::sql::{query_row, Conn, DbResult, Rows, Stmt, Value};
+use super::TxnOutcome;
+use crate::oltp::sql::{query_row, DbResult, Rows, SqlConn, Stmt, Value};
 
-pub fn run(c: &mut dyn Conn, i: &StockLevelInput, rows: &mut Rows) -> DbResult<Outcome> {
+pub fn run(c: &mut dyn SqlConn, i: &StockLevelInput, rows: &mut Rows) -> DbResult<TxnOutcome> {
     c.begin(false)?;
     query_row(c, Stmt::SlNextOrder, &[i.w.into(), i.d.into()], rows)?;
     let next = rows.int(0, 0);
@@ -23,5 +23,5 @@ pub fn run(c: &mut dyn Conn, i: &StockLevelInput, rows: &mut Rows) -> DbResult<O
         rows,
     )?;
     c.commit()?;
-    Ok(Outcome::Committed)
+    Ok(TxnOutcome::Committed)
 }

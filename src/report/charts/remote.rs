@@ -10,7 +10,7 @@ use crate::report::fmt;
 use crate::report::remote_errors;
 use crate::report::svg::{self, BarChart};
 use crate::results::Results;
-use crate::target::stamps::{Breakdown, STAGES};
+use crate::target::stamps::{StampBreakdown, STAGES};
 
 fn rows(r: &Results) -> &[RemoteRow] {
     &r.analysis.remote
@@ -210,7 +210,7 @@ fn stage_index(name: &str) -> usize {
 
 pub fn breakdown(r: &Results) -> Option<Section> {
     let b = r.extra.get("remote")?.get("breakdown")?.as_object()?;
-    let parsed: Vec<(String, Breakdown)> = b
+    let parsed: Vec<(String, StampBreakdown)> = b
         .iter()
         .filter_map(|(k, v)| Some((k.clone(), serde_json::from_value(v.clone()).ok()?)))
         .collect();

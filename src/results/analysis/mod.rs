@@ -11,7 +11,7 @@ pub mod media;
 pub mod remote;
 pub mod steady;
 
-use steady::{Criterion, Metric, WindowCheck};
+use steady::{Criterion, SteadyMetric, WindowCheck};
 
 /// Every derived metric over a run's points. Written as one object with
 /// sorted keys (unknown keys in their place), as the untyped section was.
@@ -257,7 +257,7 @@ pub struct TargetStep {
 pub struct SteadyGroup {
     pub criterion: Criterion,
     pub group: String,
-    pub metric: Metric,
+    pub metric: SteadyMetric,
     pub rounds: Vec<f64>,
     pub steady: bool,
     pub window: usize,

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::plan::steady::{Criterion, Metric};
+pub use crate::plan::steady::{Criterion, SteadyMetric};
 
 /// The verdict on one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::analysis::steady::{Criterion, Metric};
+use super::analysis::steady::{Criterion, SteadyMetric};
 use crate::measure::histogram::LatStats;
 use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
@@ -42,7 +42,7 @@ pub struct PointExt {
     /// The whole machine's CPU during the job (usr, sys, iowait ...).
     pub cpu: Option<SystemCpu>,
     /// fio's job identity (points imported from fio JSON).
-    pub fio: Option<FioJob>,
+    pub fio: Option<FioJobId>,
     /// The job was stopped early: the point is partial.
     pub interrupted: Option<bool>,
     /// One step of a latency-target search.
@@ -237,7 +237,7 @@ pub struct ClockInfo {
 
 /// fio's identity of an imported job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FioJob {
+pub struct FioJobId {
     pub hostname: Option<String>,
     #[serde(rename = "job options")]
     pub job_options: Option<BTreeMap<String, String>>,
@@ -290,7 +290,7 @@ pub struct TargetStepInfo {
 pub struct SteadyRound {
     pub criterion: Criterion,
     pub max_rounds: usize,
-    pub metric: Metric,
+    pub metric: SteadyMetric,
     pub round: usize,
     pub tracked: bool,
     pub window: usize,

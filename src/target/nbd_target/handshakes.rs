@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::reactor::NewConnection;
-use super::Shared;
-use crate::target::nbd_negotiate::{self, Outcome};
+use super::reactor::NbdNewConnection;
+use super::NbdShared;
+use crate::target::nbd_negotiate::{self, Negotiation};
 use crate::target::serving::{self, Handoff, Port};
 
 /// A blocking read or write waits this long at most before checking the
@@ -26,7 +26,7 @@ const POLL: Duration = Duration::from_millis(200);
 struct DeadlineStream<'a> {
     sock: &'a TcpStream,
     deadline: Instant,
-    shared: &'a Shared,
+    shared: &'a NbdShared,
 }
 
 impl DeadlineStream<'_> {
@@ -101,8 +101,8 @@ impl Drop for Negotiating {
 fn negotiate_and_hand(
     sock: TcpStream,
     peer: SocketAddr,
-    shared: &Shared,
-    to: &Port<NewConnection>,
+    shared: &NbdShared,
+    to: &Port<NbdNewConnection>,
 ) {
     let mut s = DeadlineStream {
         sock: &sock,
@@ -110,21 +110,21 @@ fn negotiate_and_hand(
         shared,
     };
     match nbd_negotiate::negotiate(&mut s, &shared.export) {
-        Ok(Outcome::Transmission { structured }) => {
+        Ok(Negotiation::Transmission { structured }) => {
             let reset = sock
                 .set_read_timeout(None)
                 .and_then(|()| sock.set_write_timeout(None));
             if reset.is_err() {
                 return;
             }
-            let conn = NewConnection {
+            let conn = NbdNewConnection {
                 sock,
                 peer,
                 structured,
             };
             to.hand(conn);
         }
-        Ok(Outcome::Aborted) => {}
+        Ok(Negotiation::Aborted) => {}
         Err(e) if shared.stopping() => drop(e),
         Err(e) => eprintln!("iolab serve: handshake with {peer} failed: {e}"),
     }
@@ -135,8 +135,8 @@ fn negotiate_and_hand(
 /// `POLL` of the stop).
 pub fn accept_loop(
     listener: TcpListener,
-    shared: Arc<Shared>,
-    mut reactors: Handoff<NewConnection>,
+    shared: Arc<NbdShared>,
+    mut reactors: Handoff<NbdNewConnection>,
 ) -> io::Result<()> {
     let negotiating = Arc::new(AtomicUsize::new(0));
     let mut said_full = false;

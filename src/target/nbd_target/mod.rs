@@ -73,7 +73,7 @@ impl TargetConfig {
 }
 
 /// What every reactor and handshake reads.
-pub struct Shared {
+pub struct NbdShared {
     file: File,
     export: Export,
     delay_ns: Option<u64>,
@@ -83,14 +83,14 @@ pub struct Shared {
     negotiation_deadline: Duration,
 }
 
-impl Shared {
+impl NbdShared {
     fn stopping(&self) -> bool {
         self.control.stopping()
     }
 }
 
 /// A running target; dropping it stops it.
-pub struct Target {
+pub struct NbdTarget {
     pub addr: SocketAddr,
     pub export: Export,
     pub direct: bool,
@@ -98,7 +98,7 @@ pub struct Target {
 }
 
 /// Bind `cfg.listen`, open the backing store and start serving.
-pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
+pub fn start(cfg: &TargetConfig) -> anyhow::Result<NbdTarget> {
     let listener = TcpListener::bind(cfg.listen)
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     start_on(cfg, listener)
@@ -107,7 +107,7 @@ pub fn start(cfg: &TargetConfig) -> anyhow::Result<Target> {
 /// Open the backing store and start serving on `listener` (bound by the
 /// caller, so a port in use is found before anything is prepared;
 /// connections wait in its backlog until now).
-pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Target> {
+pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<NbdTarget> {
     let (file, direct) = open_backing(&cfg.backing, cfg.read_only)?;
     let size =
         backing_size(&file).with_context(|| format!("cannot size {}", cfg.backing.display()))?;
@@ -125,7 +125,7 @@ pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Tar
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let control = serving::Control::new(cfg.stall_timeout);
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(NbdShared {
         file,
         export: export.clone(),
         delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),
@@ -141,7 +141,7 @@ pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Tar
     let running = serving::start("nbd", &control, reactors, move |handoff| {
         handshakes::accept_loop(listener, shared, handoff)
     })?;
-    Ok(Target {
+    Ok(NbdTarget {
         addr,
         export,
         direct,
@@ -149,7 +149,7 @@ pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Tar
     })
 }
 
-impl Target {
+impl NbdTarget {
     /// Stop taking connections, finish what is in flight, close every
     /// connection (writing its stamps) and join the threads.
     pub fn stop(self) -> anyhow::Result<()> {

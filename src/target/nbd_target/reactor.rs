@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use io_uring::{opcode, types};
 
-use super::Shared;
+use super::NbdShared;
 use crate::proto::nbd as codec;
 use crate::target::serving::{
     self, file_entry, split, user_data, Connection, FileOp, Inbox, Protocol, SlotMemory, KIND_FILE,
@@ -36,7 +36,7 @@ use crate::target::serving::{
 use crate::target::stamps::{self, TargetStamp};
 
 /// A connection handed over by the acceptor, its handshake done.
-pub struct NewConnection {
+pub struct NbdNewConnection {
     pub sock: TcpStream,
     pub peer: SocketAddr,
     pub structured: bool,
@@ -67,7 +67,7 @@ struct Slot {
     ready_at: u64,
 }
 
-pub struct Conn {
+pub struct NbdConn {
     sock: TcpStream,
     peer: SocketAddr,
     structured: bool,
@@ -107,7 +107,7 @@ fn share(slots: usize) -> usize {
 /// The NBD protocol on one reactor: the reactor's slots (shared by its
 /// connections, at most `per_conn` each) and the replies held back.
 pub struct Nbd {
-    shared: Arc<Shared>,
+    shared: Arc<NbdShared>,
     slots: Vec<Slot>,
     free: Vec<usize>,
     /// Slots one connection may hold at once (see `share`).
@@ -119,10 +119,10 @@ pub struct Nbd {
     delayed: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
-type Io = serving::Io<Conn>;
+type Io = serving::Io<NbdConn>;
 
 impl Nbd {
-    pub fn new(shared: Arc<Shared>, slots: usize) -> io::Result<Nbd> {
+    pub fn new(shared: Arc<NbdShared>, slots: usize) -> io::Result<Nbd> {
         let memory = SlotMemory::new(slots, shared.export.max_block as usize)?;
         Ok(Nbd {
             shared,
@@ -409,7 +409,7 @@ impl Nbd {
     }
 }
 
-impl Connection for Conn {
+impl Connection for NbdConn {
     fn socket(&self) -> (&TcpStream, SocketAddr) {
         (&self.sock, self.peer)
     }
@@ -430,8 +430,8 @@ impl Connection for Conn {
 }
 
 impl Protocol for Nbd {
-    type Handed = NewConnection;
-    type Conn = Conn;
+    type Handed = NbdNewConnection;
+    type Conn = NbdConn;
 
     fn ring_entries(&self) -> u32 {
         // Every slot's file operation and reply send, each connection's
@@ -439,9 +439,9 @@ impl Protocol for Nbd {
         (2 * self.slots.len() + 64).next_power_of_two() as u32
     }
 
-    fn adopt(&mut self, n: NewConnection, _now: u64) -> io::Result<Conn> {
+    fn adopt(&mut self, n: NbdNewConnection, _now: u64) -> io::Result<NbdConn> {
         let rx_len = 2 * (codec::REQUEST_LEN + self.shared.export.max_block as usize);
-        Ok(Conn {
+        Ok(NbdConn {
             sock: n.sock,
             peer: n.peer,
             structured: n.structured,

@@ -20,7 +20,7 @@ fn backing(dir: &Path, size: u64) -> PathBuf {
     p
 }
 
-fn serve(cfg: TargetConfig) -> Target {
+fn serve(cfg: TargetConfig) -> NbdTarget {
     start(&cfg).unwrap()
 }
 
@@ -28,7 +28,7 @@ fn config(dir: &Path) -> TargetConfig {
     TargetConfig::new(&backing(dir, 4 << 20), "127.0.0.1:0".parse().unwrap())
 }
 
-fn connect(t: &Target) -> (TcpStream, ExportInfo) {
+fn connect(t: &NbdTarget) -> (TcpStream, ExportInfo) {
     let url = format!("nbd://{}/", t.addr);
     let ep = endpoint_of(Path::new(&url)).unwrap().unwrap();
     handshake::connect(&ep).unwrap()
@@ -405,7 +405,7 @@ fn pipelined_reads(n: u64, len: u32) -> Vec<u8> {
 /// A one-reactor target with this stall timeout and two clients that each
 /// pipelined more 256 KiB reads than the reactor has slots: the target,
 /// the two sockets and the target's directory (kept while it serves).
-fn full_reactor(stall: Duration) -> (Target, Vec<TcpStream>, tempfile::TempDir) {
+fn full_reactor(stall: Duration) -> (NbdTarget, Vec<TcpStream>, tempfile::TempDir) {
     const LEN: u32 = 256 << 10;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path());
@@ -426,7 +426,7 @@ fn full_reactor(stall: Duration) -> (Target, Vec<TcpStream>, tempfile::TempDir) 
 /// After the reactor had time to take the hostile clients' requests (both
 /// at their share: it is full), a well-behaved client is answered within
 /// 30 s: its socket.
-fn a_well_behaved_client_is_served(t: &Target) -> TcpStream {
+fn a_well_behaved_client_is_served(t: &NbdTarget) -> TcpStream {
     std::thread::sleep(Duration::from_millis(500));
     let (mut s, _) = connect(t);
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();

@@ -13,7 +13,7 @@ use crate::target::serving::{Inbox, SlotMemory};
 use crate::target::stamps::TargetStamp;
 
 /// A connection handed over by the acceptor (nothing exchanged yet).
-pub struct NewConnection {
+pub struct NvmeNewConnection {
     pub sock: TcpStream,
     pub peer: SocketAddr,
 }
@@ -89,7 +89,7 @@ impl Queue {
     }
 }
 
-pub struct Conn {
+pub struct NvmeConn {
     pub(super) sock: TcpStream,
     pub(super) peer: SocketAddr,
     pub(super) digests: Digests,
@@ -127,7 +127,7 @@ pub struct Conn {
     pub(super) stamps: Vec<TargetStamp>,
 }
 
-impl Conn {
+impl NvmeConn {
     pub(super) fn pdu(&mut self, pdu_type: u8, flags: u8, specific: &[u8], data: &[u8]) {
         let align = if pdu_type == codec::PDU_C2H_DATA {
             self.hpda

@@ -65,7 +65,7 @@ impl NvmeTargetConfig {
 }
 
 /// What every reactor reads, and the controllers they share.
-pub struct Shared {
+pub struct NvmeShared {
     file: File,
     subnqn: String,
     /// The address listened on (the discovery log names it).
@@ -86,7 +86,7 @@ struct Registry {
     by_id: HashMap<u16, Controller>,
 }
 
-impl Shared {
+impl NvmeShared {
     /// A new controller for an admin queue's Connect naming `subnqn`
     /// over a connection to `local`: a discovery controller for the
     /// discovery NQN, else the subsystem's (the Connect is checked after).
@@ -128,7 +128,7 @@ impl Shared {
 }
 
 /// A running target; dropping it stops it.
-pub struct Target {
+pub struct NvmeTcpTarget {
     pub addr: SocketAddr,
     /// The namespace's size in bytes and its logical block size.
     pub size: u64,
@@ -142,7 +142,7 @@ pub struct Target {
 pub const MAX_TRANSFER: usize = 4096 << MDTS;
 
 /// Bind `cfg.listen`, open the backing store and start serving.
-pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
+pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<NvmeTcpTarget> {
     let listener = TcpListener::bind(cfg.listen)
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     start_on(cfg, listener)
@@ -151,7 +151,7 @@ pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<Target> {
 /// Open the backing store and start serving on `listener` (bound by the
 /// caller, so a port in use is found before anything is prepared;
 /// connections wait in its backlog until now).
-pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result<Target> {
+pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result<NvmeTcpTarget> {
     let (file, direct) = open_backing(&cfg.backing, false)?;
     let raw =
         backing_size(&file).with_context(|| format!("cannot size {}", cfg.backing.display()))?;
@@ -165,7 +165,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
     let control = serving::Control::new(cfg.stall_timeout);
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(NvmeShared {
         file,
         subnqn: cfg.subnqn.clone(),
         listen: addr,
@@ -185,12 +185,12 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
             listener,
             move || stopping.stopping(),
             |sock, peer| {
-                handoff.hand(reactor::NewConnection { sock, peer });
+                handoff.hand(reactor::NvmeNewConnection { sock, peer });
                 Ok(())
             },
         )
     })?;
-    Ok(Target {
+    Ok(NvmeTcpTarget {
         addr,
         size,
         block_size,
@@ -200,7 +200,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
     })
 }
 
-impl Target {
+impl NvmeTcpTarget {
     /// Stop taking connections, finish what is in flight, close every
     /// connection (writing its stamps) and join the threads.
     pub fn stop(self) -> anyhow::Result<()> {

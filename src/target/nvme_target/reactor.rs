@@ -29,11 +29,11 @@ use std::sync::Arc;
 use io_uring::{opcode, types};
 
 use super::conn::{
-    failed, Conn, Op, Queue, Slot, FES_DATA_RANGE, FES_HEADER_DIGEST, FES_INVALID_HEADER,
+    failed, NvmeConn, Op, Queue, Slot, FES_DATA_RANGE, FES_HEADER_DIGEST, FES_INVALID_HEADER,
     FES_LIMIT_EXCEEDED, FES_PDU_SEQUENCE, FES_UNSUPPORTED, MAX_H2C, SC_CONNECT_INVALID,
     SC_INTERNAL, SC_READ_ERROR, SC_WRITE_FAULT, TX_HIGH_WATER,
 };
-use super::Shared;
+use super::NvmeShared;
 use crate::measure::clock::mono_now_ns;
 use crate::proto::nvme::codec::{self, Cqe, DataHeader, Digests, Ic, Sqe};
 use crate::target::nvme_controller::Action;
@@ -43,21 +43,21 @@ use crate::target::serving::{
 };
 use crate::target::stamps::{self, TargetStamp};
 
-pub use super::conn::NewConnection;
+pub use super::conn::NvmeNewConnection;
 
 /// The NVMe/TCP protocol on one reactor: the file operations the next
 /// submit carries and the completions held back (slots are per connection).
 pub struct Nvme {
-    shared: Arc<Shared>,
+    shared: Arc<NvmeShared>,
     /// (conn, slot) whose file operation the next submit carries.
     device_pending: Vec<(usize, usize)>,
     delayed: BinaryHeap<Reverse<(u64, usize, usize, i32)>>,
 }
 
-type Io = serving::Io<Conn>;
+type Io = serving::Io<NvmeConn>;
 
 impl Nvme {
-    pub fn new(shared: Arc<Shared>) -> Nvme {
+    pub fn new(shared: Arc<NvmeShared>) -> Nvme {
         Nvme {
             shared,
             device_pending: Vec::new(),
@@ -515,7 +515,7 @@ impl Nvme {
     }
 }
 
-impl Connection for Conn {
+impl Connection for NvmeConn {
     fn socket(&self) -> (&TcpStream, SocketAddr) {
         (&self.sock, self.peer)
     }
@@ -534,15 +534,15 @@ impl Connection for Conn {
 }
 
 impl Protocol for Nvme {
-    type Handed = NewConnection;
-    type Conn = Conn;
+    type Handed = NvmeNewConnection;
+    type Conn = NvmeConn;
 
     fn ring_entries(&self) -> u32 {
         1024
     }
 
-    fn adopt(&mut self, n: NewConnection, now: u64) -> io::Result<Conn> {
-        Ok(Conn {
+    fn adopt(&mut self, n: NvmeNewConnection, now: u64) -> io::Result<NvmeConn> {
+        Ok(NvmeConn {
             sock: n.sock,
             peer: n.peer,
             digests: Digests::default(),

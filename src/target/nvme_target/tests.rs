@@ -13,7 +13,7 @@ use super::*;
 use crate::engine::nvmetcp::handshake::{connect_admin, connect_io, Params, Queue};
 use crate::proto::nvme::codec::{self, Digests, Sqe};
 
-fn serving(threads: usize, stamps: Option<PathBuf>) -> (tempfile::TempDir, Target) {
+fn serving(threads: usize, stamps: Option<PathBuf>) -> (tempfile::TempDir, NvmeTcpTarget) {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let file = dir.path().join("disk");
     std::fs::write(&file, vec![0u8; 8 << 20]).unwrap();

@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 /// `WT_CONNECTION`, `WT_SESSION`, `WT_CURSOR`: only passed back to the shim.
 #[repr(C)]
-pub struct Connection {
+pub struct WtConnection {
     _opaque: [u8; 0],
 }
 #[repr(C)]
@@ -30,10 +30,10 @@ extern "C" {
     pub fn iolab_wt_open(
         home: *const c_char,
         config: *const c_char,
-        conn: *mut *mut Connection,
+        conn: *mut *mut WtConnection,
     ) -> c_int;
-    pub fn iolab_wt_close(conn: *mut Connection) -> c_int;
-    pub fn iolab_wt_open_session(conn: *mut Connection, s: *mut *mut Session) -> c_int;
+    pub fn iolab_wt_close(conn: *mut WtConnection) -> c_int;
+    pub fn iolab_wt_open_session(conn: *mut WtConnection, s: *mut *mut Session) -> c_int;
     pub fn iolab_wt_session_close(s: *mut Session) -> c_int;
     pub fn iolab_wt_create(s: *mut Session, uri: *const c_char, config: *const c_char) -> c_int;
     pub fn iolab_wt_open_cursor(s: *mut Session, uri: *const c_char, c: *mut *mut Cursor) -> c_int;

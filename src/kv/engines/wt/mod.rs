@@ -8,13 +8,13 @@ mod ffi;
 
 use crate::kv::engine::{mib, yes, EngineOptions, KvEngine, KvSession};
 use anyhow::{Context, Result};
-use ffi::{Connection, Cursor, Session, NOTFOUND};
+use ffi::{Cursor, Session, WtConnection, NOTFOUND};
 use std::ffi::{c_void, CString};
 use std::path::Path;
 use std::ptr;
 
 pub struct WiredTiger {
-    conn: *mut Connection,
+    conn: *mut WtConnection,
     uri: CString,
     opts: EngineOptions,
 }
