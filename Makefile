@@ -25,9 +25,13 @@ run: build
 	out=results/run-$$(date -u +%Y%m%dT%H%M%SZ); \
 	./target/release/iolab run "$$dir" --budget $(RUN_BUDGET) -o "$$out"
 
+# The house rules the compiler does not check (docs/ARCHITECTURE.md).
+HOUSE_CHECKS = python3 scripts/long-functions.py --check && python3 scripts/type-names.py --check
+
 test: deps
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
+	$(HOUSE_CHECKS)
 	$(CARGO) test --locked
 
 # The binary, its man pages and its bash/zsh/fish completions (generated
@@ -46,6 +50,7 @@ install: build
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
+	$(HOUSE_CHECKS)
 
 fmt:
 	$(CARGO) fmt

@@ -58,7 +58,7 @@ pub(super) struct Slot {
 
 /// Which queue a connection is, once its Connect succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Queue {
+pub(super) enum QueueRole {
     /// Before ICReq.
     New,
     /// After ICReq, before Connect.
@@ -71,21 +71,23 @@ pub(super) enum Queue {
     },
 }
 
-impl Queue {
+impl QueueRole {
     /// The largest PDU a connection at this stage may send: ICReq first,
     /// then capsules with in-capsule data (the admin queue's 8 KiB, the
     /// I/O queues' IOCCSZ), and on an I/O queue H2CData of MAXH2CDATA.
     pub(super) fn max_pdu(self) -> usize {
         let tail = codec::DIGEST_LEN;
         match self {
-            Queue::New => codec::IC_LEN,
-            Queue::Unbound | Queue::Admin { .. } => MAX_PDU_HEAD + IN_CAPSULE as usize + tail,
-            Queue::Io { .. } => MAX_PDU_HEAD + (MAX_H2C.max(IN_CAPSULE)) as usize + tail,
+            QueueRole::New => codec::IC_LEN,
+            QueueRole::Unbound | QueueRole::Admin { .. } => {
+                MAX_PDU_HEAD + IN_CAPSULE as usize + tail
+            }
+            QueueRole::Io { .. } => MAX_PDU_HEAD + (MAX_H2C.max(IN_CAPSULE)) as usize + tail,
         }
     }
 
     pub(super) fn negotiating(self) -> bool {
-        matches!(self, Queue::New | Queue::Unbound)
+        matches!(self, QueueRole::New | QueueRole::Unbound)
     }
 }
 
@@ -95,7 +97,7 @@ pub struct NvmeConn {
     pub(super) digests: Digests,
     /// The host's data alignment for C2HData (HPDA).
     pub(super) hpda: u8,
-    pub(super) queue: Queue,
+    pub(super) queue: QueueRole,
     /// The controller as of the I/O queue's Connect (I/O commands read it
     /// without a lock).
     pub(super) io_ctrl: Option<Controller>,

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use io_uring::{opcode, types};
 
 use super::conn::{
-    failed, NvmeConn, Op, Queue, Slot, FES_DATA_RANGE, FES_HEADER_DIGEST, FES_INVALID_HEADER,
+    failed, NvmeConn, Op, QueueRole, Slot, FES_DATA_RANGE, FES_HEADER_DIGEST, FES_INVALID_HEADER,
     FES_LIMIT_EXCEEDED, FES_PDU_SEQUENCE, FES_UNSUPPORTED, MAX_H2C, SC_CONNECT_INVALID,
     SC_INTERNAL, SC_READ_ERROR, SC_WRITE_FAULT, TX_HIGH_WATER,
 };
@@ -67,10 +67,10 @@ impl Nvme {
 
     fn close(&mut self, io: &mut Io, ci: usize) {
         let mut c = io.conns[ci].take().expect("live connection");
-        if let Queue::Admin { cntlid } = c.queue {
+        if let QueueRole::Admin { cntlid } = c.queue {
             self.shared.remove(cntlid);
         }
-        if let Queue::Io { .. } = c.queue {
+        if let QueueRole::Io { .. } = c.queue {
             stamps::save(self.shared.stamps.as_deref(), c.peer, &mut c.stamps);
         }
     }
@@ -114,16 +114,16 @@ impl Nvme {
                 }
             };
             let handled = match (header.pdu_type, c.queue) {
-                (codec::PDU_ICREQ, Queue::New) => {
+                (codec::PDU_ICREQ, QueueRole::New) => {
                     self.icreq(io, ci, n);
                     true
                 }
-                (_, Queue::New) | (codec::PDU_ICREQ, _) => {
+                (_, QueueRole::New) | (codec::PDU_ICREQ, _) => {
                     c.terminate(FES_PDU_SEQUENCE, "ICReq must come first, and once");
                     true
                 }
                 (codec::PDU_CAPSULE_CMD, _) => self.capsule(io, ci, n)?,
-                (codec::PDU_H2C_DATA, Queue::Io { .. }) => self.h2c(io, ci, n)?,
+                (codec::PDU_H2C_DATA, QueueRole::Io { .. }) => self.h2c(io, ci, n)?,
                 (codec::PDU_H2C_TERM, _) => {
                     c.closing = true;
                     true
@@ -190,13 +190,13 @@ impl Nvme {
         }
         c.digests = req.digests;
         c.hpda = req.align;
-        c.queue = Queue::Unbound;
+        c.queue = QueueRole::Unbound;
     }
 
     /// A command capsule; false when it must wait for a free slot.
     fn capsule(&mut self, io: &mut Io, ci: usize, n: usize) -> io::Result<bool> {
         let c = io.conns[ci].as_mut().expect("live connection");
-        let io_queue = matches!(c.queue, Queue::Io { .. });
+        let io_queue = matches!(c.queue, QueueRole::Io { .. });
         if io_queue && c.free.is_empty() {
             return Ok(false);
         }
@@ -214,7 +214,7 @@ impl Nvme {
             return Ok(true);
         }
         match c.queue {
-            Queue::Admin { cntlid } => {
+            QueueRole::Admin { cntlid } => {
                 let data = c.inbox.buf[data_at..data_at + data_len].to_vec();
                 let action = self
                     .shared
@@ -231,7 +231,7 @@ impl Nvme {
                 }
                 Ok(true)
             }
-            Queue::Io { .. } => {
+            QueueRole::Io { .. } => {
                 self.io_command(io, ci, &sqe, arrival, data_at, data_len)?;
                 Ok(true)
             }
@@ -247,7 +247,7 @@ impl Nvme {
     fn connect(&mut self, io: &mut Io, ci: usize, sqe: &Sqe, data: &[u8]) {
         let qid = sqe.connect_qid();
         let c = io.conns[ci].as_mut().expect("live connection");
-        if c.queue != Queue::Unbound {
+        if c.queue != QueueRole::Unbound {
             return c.respond(&failed(sqe.cid(), SC_CONNECT_INVALID));
         }
         if qid == 0 {
@@ -261,7 +261,7 @@ impl Nvme {
             if let Action::Reply { cqe, .. } = &action {
                 if cqe.ok() {
                     self.shared.insert(ctrl);
-                    c.queue = Queue::Admin { cntlid };
+                    c.queue = QueueRole::Admin { cntlid };
                 }
                 c.respond(cqe);
             }
@@ -281,7 +281,7 @@ impl Nvme {
                         eprintln!("iolab serve: {}: no memory for its queue: {e}", c.peer);
                         return c.respond(&failed(sqe.cid(), SC_INTERNAL));
                     }
-                    c.queue = Queue::Io { qid };
+                    c.queue = QueueRole::Io { qid };
                     c.io_ctrl = Some(ctrl);
                 }
                 c.respond(&cqe);
@@ -547,9 +547,9 @@ impl Protocol for Nvme {
             peer: n.peer,
             digests: Digests::default(),
             hpda: 0,
-            queue: Queue::New,
+            queue: QueueRole::New,
             io_ctrl: None,
-            inbox: Inbox::new(2 * Queue::New.max_pdu()),
+            inbox: Inbox::new(2 * QueueRole::New.max_pdu()),
             accepted_at: now,
             closing: false,
             shut: false,
