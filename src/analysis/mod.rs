@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod batching;
 pub mod compare;
 pub mod intel;
+pub mod kv_size;
 pub mod loadlat;
 pub mod media;
 pub mod remote;
