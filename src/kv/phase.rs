@@ -174,6 +174,9 @@ struct Shared {
     bounded_left: AtomicU64,
     /// Unbounded workers (readwhilewriting's writer) stop when it is set.
     done: AtomicBool,
+    /// A worker's operation failed: the phase's other workers stop (the
+    /// process goes on: a campaign's other passes still run).
+    failed: AtomicBool,
     barrier: Barrier,
     start_at: AtomicU64,
     /// When the last worker finished: the phase's end, independent of how
@@ -226,6 +229,7 @@ pub fn run_reporting(
         progress: (0..spec.threads).map(|_| Progress::default()).collect(),
         bounded_left: AtomicU64::new(spec.ops.iter().filter(|o| o.is_some()).count() as u64),
         done: AtomicBool::new(false),
+        failed: AtomicBool::new(false),
         barrier: Barrier::new(spec.threads + 1),
         start_at: AtomicU64::new(0),
         end_at: AtomicU64::new(0),
@@ -355,6 +359,7 @@ fn worker(
     let deadline = job.deadline_ns.map_or(u64::MAX, |d| t0.saturating_add(d));
     while w.n < limit {
         if interrupt::stop_requested()
+            || shared.failed.load(Ordering::Relaxed)
             || (job.ops.is_none() && shared.done.load(Ordering::Relaxed))
             || op_start >= deadline
         {
@@ -381,7 +386,7 @@ fn worker(
         w.op_start = op_start;
         if let Err(e) = work.op(&mut w) {
             result = Err(e);
-            interrupt::request_stop();
+            shared.failed.store(true, Ordering::Relaxed);
             break;
         }
         if w.exhausted {
@@ -458,5 +463,48 @@ fn sample_series<T>(
             return series;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::engines::null::Null;
+    use std::sync::atomic::AtomicU64;
+
+    /// Worker 0's 10th operation fails; the others would run for ever.
+    struct FailsOnce {
+        ops: AtomicU64,
+    }
+
+    impl Work for FailsOnce {
+        fn kinds(&self) -> Vec<KvOp> {
+            vec![KvOp::Read]
+        }
+        fn op(&self, w: &mut Worker<'_>) -> Result<()> {
+            self.ops.fetch_add(1, Ordering::Relaxed);
+            if w.id == 0 && w.n == 9 {
+                anyhow::bail!("the database went away");
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failing_operation_ends_its_phase_not_the_process() {
+        let work = FailsOnce {
+            ops: AtomicU64::new(0),
+        };
+        let mut spec = PhaseSpec::split(u64::MAX / 2, 3, None, 1);
+        // A bound the test never reaches unless the others fail to stop.
+        spec.deadline_ns = Some(60_000_000_000);
+        let err = run_reporting(&Null, &work, &spec, None, &|_, _, _| {})
+            .err()
+            .expect("the failing worker's error");
+        assert!(err.to_string().contains("went away"), "{err}");
+        assert!(
+            !interrupt::stop_requested(),
+            "one phase's failure must not stop the whole process"
+        );
     }
 }
