@@ -163,7 +163,7 @@ impl NbdEngine {
                     if avail.len() < hlen + data {
                         return Ok(got);
                     }
-                    if data > 0 {
+                    if data > 0 && slot.buf != 0 {
                         let src = &avail[hlen..hlen + data];
                         // SAFETY: the slot's buffer holds `len` bytes and
                         // stays valid while the request is in flight.
@@ -237,6 +237,9 @@ impl NbdEngine {
                             slot.offset, slot.len
                         ))
                     })? as usize;
+                if slot.buf == 0 {
+                    return Ok(()); // drained at close: the data goes nowhere
+                }
                 let dst = (slot.buf + within) as *mut u8;
                 // SAFETY: [within, within+n) lies inside the slot's buffer
                 // (checked above), which is valid while in flight.
@@ -387,8 +390,40 @@ impl Engine for NbdEngine {
     }
 }
 
+/// How long a closing engine waits for the replies still in flight.
+const DRAIN_NS: u64 = 1_000_000_000;
+
+impl NbdEngine {
+    /// Take the replies of every request still in flight (at most
+    /// `DRAIN_NS`, and not at all once the connection failed), their data
+    /// thrown away: the requests' buffers may be gone by now. A server
+    /// that writes replies to a socket closed under it may fail or even
+    /// crash (nbdkit 1.32 aborts on the broken pipe); NBD_CMD_DISC after
+    /// the last reply is the protocol's clean end.
+    fn drain_in_flight(&mut self) {
+        // Staged requests are sent with the rest; count them in flight.
+        self.in_flight += std::mem::take(&mut self.staged);
+        for slot in &mut self.slots {
+            slot.buf = 0;
+        }
+        let deadline = mono_now_ns() + DRAIN_NS;
+        let mut thrown = Vec::new();
+        while self.in_flight > 0 {
+            let now = mono_now_ns();
+            if now >= deadline {
+                break;
+            }
+            thrown.clear();
+            if socket_pump::reap_timeout(self, deadline - now, &mut thrown).is_err() {
+                break;
+            }
+        }
+    }
+}
+
 impl Drop for NbdEngine {
     fn drop(&mut self) {
+        self.drain_in_flight();
         disconnect(self.pump.socket(), Shutdown::Write);
     }
 }

@@ -324,3 +324,74 @@ fn exports_no_offset_can_address_and_bad_block_sizes_are_refused() {
     assert!(err.contains("preferred block size"), "{err}");
     assert!(export_of(1 << 20, Some((512, 4096, 1 << 20))).is_ok());
 }
+
+/// What a server saw of a client that closed with requests in flight.
+#[derive(Debug, PartialEq)]
+struct Closing {
+    /// The disconnect came before the server had replied to anything.
+    disc_before_replies: bool,
+    /// Every reply was written without an error (the client still read).
+    replies_written: bool,
+    /// The last message was NBD_CMD_DISC.
+    ended_with_disc: bool,
+}
+
+/// A server that reads `n` requests, waits a moment for anything more
+/// (a disconnect sent at once arrives in it), then answers them all.
+fn closing_server(n: usize) -> (u16, std::thread::JoinHandle<Closing>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        serve_handshake(&mut s);
+        let reqs: Vec<Req> = (0..n).filter_map(|_| read_request(&mut s)).collect();
+        s.set_read_timeout(Some(std::time::Duration::from_millis(200)))
+            .unwrap();
+        let mut peek = [0u8; 1];
+        let disc_before_replies = matches!(s.peek(&mut peek), Ok(1));
+        s.set_read_timeout(None).unwrap();
+        let mut replies_written = true;
+        for r in &reqs {
+            let mut reply = simple(r.cookie, 0);
+            reply.extend(std::iter::repeat_n(0u8, r.len as usize));
+            replies_written &= s.write_all(&reply).is_ok();
+        }
+        let ended_with_disc = read_request(&mut s).is_some_and(|r| r.cmd == codec::CMD_DISC);
+        Closing {
+            disc_before_replies,
+            replies_written,
+            ended_with_disc,
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn a_closing_engine_takes_the_replies_in_flight_before_it_disconnects() {
+    let (port, server) = closing_server(2);
+    let (mut engine, pool) = engine_on(port, WaitLimits::default()).unwrap();
+    for slot in 0..2 {
+        engine
+            .queue(IoRequest {
+                slot,
+                op: OpKind::Read,
+                offset: 8192 * slot as u64,
+                len: 8192,
+                buf: pool.slot_ptr(slot as usize),
+            })
+            .unwrap();
+    }
+    engine.submit().unwrap();
+    // The buffers go first, as when a failed point unwinds its worker.
+    drop(pool);
+    drop(engine);
+    let seen = server.join().unwrap();
+    assert_eq!(
+        seen,
+        Closing {
+            disc_before_replies: false,
+            replies_written: true,
+            ended_with_disc: true,
+        }
+    );
+}
