@@ -70,6 +70,11 @@ fn ycsb_run_writes_results_and_removes_scratch() {
     assert_eq!(pts[1]["ops"]["read"]["ops"], 500);
     assert_eq!(pts[1]["verify"]["mismatches"], 0);
     assert!(pts[1]["histograms"]["read.lat"].is_string());
+    // Which clock timed the operations: the TSC where it can be used.
+    for p in pts {
+        let source = p["extra"]["clock"]["source"].as_str().unwrap_or("none");
+        assert!(["tsc", "mono"].contains(&source), "{}", p["extra"]);
+    }
     assert!(
         pts[0]["extra"]["kv"]["load"]["db_size_bytes"]
             .as_u64()

@@ -5,13 +5,13 @@
 //! since the previous one ended (key choice and value checks included): one
 //! clock read per operation.
 
+use super::clock::now_ns;
 use super::generator::Counter;
 use super::keys::fixed_key;
 use super::phase::{Work, Worker};
 use super::recorder::{KvOp, ScanTally};
 use super::value::{self, BodyPool, CheckValues, HEADER};
 use crate::error::usage;
-use crate::measure::clock::mono_now_ns;
 use anyhow::Result;
 use rand::RngExt;
 
@@ -208,7 +208,7 @@ impl DbBench {
         };
         let paced = w.intended.is_some();
         let sampled = !paced && w.n.is_multiple_of(READSEQ_TIME_EVERY);
-        let t0 = if sampled { mono_now_ns() } else { 0 };
+        let t0 = if sampled { now_ns() } else { 0 };
         let more = w.s.next_in_order(&mut |k, v| tally.visit(k, v))?;
         if !more {
             w.exhausted = true;

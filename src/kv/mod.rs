@@ -1,6 +1,7 @@
 //! Database workloads (YCSB, db_bench style) on embedded engines and database servers.
 
 pub mod chain;
+pub mod clock;
 pub mod dbbench;
 pub mod describe;
 pub mod engine;

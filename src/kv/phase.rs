@@ -3,11 +3,11 @@
 //! from the intended start recorded beside service time), a 1 s sampler for
 //! the time series, and load statistics around it.
 
+use super::clock::now_ns;
 use super::engine::{KvEngine, KvSession};
 use super::loadstats::{LoadSampler, LoadStats};
 use super::recorder::{KvOp, KvRecorder};
 use crate::interrupt;
-use crate::measure::clock::mono_now_ns;
 use crate::results::SeriesPoint;
 use anyhow::Result;
 use rand::rngs::Xoshiro256PlusPlus;
@@ -63,7 +63,7 @@ impl Worker<'_> {
     /// latency, everything since the previous operation ended.
     #[inline]
     pub fn end_op(&mut self) -> u64 {
-        self.op_end = mono_now_ns();
+        self.op_end = now_ns();
         self.op_end
     }
 
@@ -223,6 +223,7 @@ pub fn run_reporting(
     db_dir: Option<&Path>,
     on_progress: OnProgress<'_>,
 ) -> Result<PhaseOutcome> {
+    super::clock::init();
     let kinds = work.kinds();
     let paced = spec.rate.iter().any(|r| r.is_some());
     let shared = Shared {
@@ -257,7 +258,7 @@ pub fn run_reporting(
             let shared = &shared;
             handles.push(sc.spawn(move || worker(engine, work, job, shared)));
         }
-        shared.start_at.store(mono_now_ns(), Ordering::Release);
+        shared.start_at.store(now_ns(), Ordering::Release);
         t_begin = shared.start_at.load(Ordering::Relaxed);
         shared.barrier.wait();
         series = sample_series(
@@ -275,7 +276,7 @@ pub fn run_reporting(
         }
     });
     let t_end = match shared.end_at.load(Ordering::Acquire) {
-        0 => mono_now_ns(),
+        0 => now_ns(),
         t => t,
     };
     let duration_ns = t_end.saturating_sub(t_begin);
@@ -355,7 +356,7 @@ fn worker(
     let mut lat_sum = 0u64;
     // One clock read per operation: an op starts when the previous
     // one ended, or when a paced op was released.
-    let mut op_start = mono_now_ns();
+    let mut op_start = now_ns();
     let deadline = job.deadline_ns.map_or(u64::MAX, |d| t0.saturating_add(d));
     while w.n < limit {
         if interrupt::stop_requested()
@@ -367,7 +368,7 @@ fn worker(
         }
         if let Some(iv) = interval {
             let due = t0 + (w.n as f64 * iv) as u64;
-            let mut now = mono_now_ns();
+            let mut now = now_ns();
             // Sleep (never spin for long: a spinning paced thread
             // takes a CPU from the engine and the other workers).
             while now < due {
@@ -377,7 +378,7 @@ fn worker(
                 } else {
                     std::hint::spin_loop();
                 }
-                now = mono_now_ns();
+                now = now_ns();
             }
             backlog = now - due;
             w.intended = Some(due);
@@ -393,7 +394,7 @@ fn worker(
             break;
         }
         let end = match std::mem::take(&mut w.op_end) {
-            0 => Some(mono_now_ns()),
+            0 => Some(now_ns()),
             UNTIMED => None,
             t => Some(t),
         };
@@ -408,7 +409,7 @@ fn worker(
         progress.ops.store(w.n, Ordering::Relaxed);
     }
     w.flush_sample();
-    shared.end_at.fetch_max(mono_now_ns(), Ordering::AcqRel);
+    shared.end_at.fetch_max(now_ns(), Ordering::AcqRel);
     if job.ops.is_some() && shared.bounded_left.fetch_sub(1, Ordering::AcqRel) == 1 {
         shared.done.store(true, Ordering::Release);
     }
@@ -429,7 +430,7 @@ fn sample_series<T>(
     let (mut last_ops, mut last_lat) = (0u64, 0u64);
     loop {
         let finished = handles.iter().all(|h| h.is_finished());
-        let now = mono_now_ns();
+        let now = now_ns();
         if let Some(live) = live_ops {
             let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
             live.store(ops, Ordering::Relaxed);

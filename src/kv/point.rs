@@ -83,6 +83,8 @@ pub fn build(
             o.max_backlog_ns as f64 / 1e6
         ));
     }
+    let (clock, drifted) = super::clock::info();
+    warnings.extend(drifted);
     let mut errors = BTreeMap::new();
     if o.rec.not_found > 0 {
         errors.insert("not_found".to_string(), o.rec.not_found);
@@ -90,6 +92,7 @@ pub fn build(
     let extra = crate::results::PointExt {
         // A partial phase is no round of a comparison.
         interrupted: o.interrupted.then_some(true),
+        clock: Some(clock),
         kv: Some(Box::new(KvPhaseInfo {
             engine: engine.name().to_string(),
             engine_version: engine.version(),

@@ -9,6 +9,7 @@
 //! reading, as YCSB's JDBC and Redis bindings do. Read-modify-write is
 //! recorded as a whole and as its read and update parts.
 
+use super::clock::now_ns;
 use super::fields::{self, FieldLayout, TextPool};
 use super::generator::{
     AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential,
@@ -20,7 +21,6 @@ use super::props::Props;
 use super::recorder::{KvOp, ScanTally};
 use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
-use crate::measure::clock::mono_now_ns;
 use anyhow::Result;
 
 /// The request distribution (`requestdistribution`).
@@ -288,9 +288,9 @@ impl Work for YcsbLoad {
             &mut w.key,
         );
         self.records.fresh(w, 0, self.cfg.value_len());
-        let t0 = mono_now_ns();
+        let t0 = now_ns();
         w.s.insert(&w.key, &w.val)?;
-        let t1 = mono_now_ns();
+        let t1 = now_ns();
         let bytes = (w.key.len() + w.val.len()) as u64;
         w.rec.logical_written += bytes;
         w.record(KvOp::Insert, t0, t1, 1, bytes);
@@ -469,9 +469,9 @@ impl Work for YcsbRun {
             KvOp::Read => {
                 let k = self.next_keynum(w);
                 self.key(w, k);
-                let t0 = mono_now_ns();
+                let t0 = now_ns();
                 let found = w.s.read(&w.key, &mut w.buf)?;
-                let t1 = mono_now_ns();
+                let t1 = now_ns();
                 let bytes = (w.key.len() + if found { w.buf.len() } else { 0 }) as u64;
                 w.record(KvOp::Read, t0, t1, 1, bytes);
                 self.check(w, found);
@@ -481,9 +481,9 @@ impl Work for YcsbRun {
                 self.key(w, k);
                 match &self.records {
                     Records::Whole(pool) => {
-                        let t0 = mono_now_ns();
+                        let t0 = now_ns();
                         let found = w.s.read(&w.key, &mut w.buf)?;
-                        let ta = mono_now_ns();
+                        let ta = now_ns();
                         let ver = self.check(w, found);
                         self.modify(pool, w, found, ver);
                         let (tb, t1, bytes) = self.write_whole(w)?;
@@ -500,9 +500,9 @@ impl Work for YcsbRun {
                 let keynum = self.inserts.next();
                 self.key(w, keynum);
                 self.records.fresh(w, 0, self.cfg.value_len());
-                let t0 = mono_now_ns();
+                let t0 = now_ns();
                 let r = w.s.insert(&w.key, &w.val);
-                let t1 = mono_now_ns();
+                let t1 = now_ns();
                 if self.inserts.acknowledge(keynum).is_err() {
                     anyhow::bail!("more than 2^20 unacknowledged inserts");
                 }
@@ -522,9 +522,9 @@ impl Work for YcsbRun {
                     None => self.scan_uniform.next(&mut w.rng),
                 } as usize;
                 let mut tally = self.records.scan_tally();
-                let t0 = mono_now_ns();
+                let t0 = now_ns();
                 w.s.scan(&w.key, len, &mut |k, v| tally.visit(k, v))?;
-                let t1 = mono_now_ns();
+                let t1 = now_ns();
                 tally.settle(&mut w.rec);
                 w.record(KvOp::Scan, t0, t1, 1, tally.bytes);
             }
@@ -532,9 +532,9 @@ impl Work for YcsbRun {
                 // Read-modify-write.
                 let k = self.next_keynum(w);
                 self.key(w, k);
-                let t0 = mono_now_ns();
+                let t0 = now_ns();
                 let found = w.s.read(&w.key, &mut w.buf)?;
-                let t1 = mono_now_ns();
+                let t1 = now_ns();
                 let ver = self.check(w, found);
                 let (t2, t3, wbytes) = match &self.records {
                     Records::Whole(pool) => {
@@ -556,9 +556,9 @@ impl Work for YcsbRun {
 impl YcsbRun {
     /// Write the record in `w.val` back whole; its start, end and bytes.
     fn write_whole(&self, w: &mut Worker<'_>) -> Result<(u64, u64, u64)> {
-        let t0 = mono_now_ns();
+        let t0 = now_ns();
         w.s.update(&w.key, &w.val)?;
-        let t1 = mono_now_ns();
+        let t1 = now_ns();
         let bytes = (w.key.len() + w.val.len()) as u64;
         w.rec.logical_written += bytes;
         Ok((t0, t1, bytes))
@@ -574,17 +574,17 @@ impl YcsbRun {
     ) -> Result<(u64, u64, u64)> {
         let (t0, t1) = if self.cfg.writeallfields {
             fields::build_record(pool, &mut w.rng, &w.key, l, &mut w.val);
-            let t0 = mono_now_ns();
+            let t0 = now_ns();
             w.s.update(&w.key, &w.val)?;
-            (t0, mono_now_ns())
+            (t0, now_ns())
         } else {
             let f = self.fields.next(&mut w.rng) as usize;
             w.val.clear();
             w.val.resize(l.len, 0);
             fields::build_field(pool, &mut w.rng, &w.key, f, &mut w.val);
-            let t0 = mono_now_ns();
+            let t0 = now_ns();
             w.s.update_field(&w.key, f, &w.val)?;
-            (t0, mono_now_ns())
+            (t0, now_ns())
         };
         let bytes = (w.key.len() + w.val.len()) as u64;
         w.rec.logical_written += bytes;
