@@ -58,6 +58,12 @@ pub fn notes(h: &HostsInfo) -> Vec<String> {
     for l in &h.lost {
         v.push(format!("host {} was lost: {}", l.host, l.why));
     }
+    if let Some(t) = &h.target_host {
+        v.push(format!(
+            "target host {}: usr {:.0}%, sys {:.0}%, iowait {:.0}% (of one CPU, the whole machine)",
+            t.host, t.cpu.usr_pct, t.cpu.sys_pct, t.cpu.iowait_pct
+        ));
+    }
     v
 }
 

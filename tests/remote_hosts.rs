@@ -1,0 +1,198 @@
+//! `iolab remote --hosts A,B --target-host T` end to end, against
+//! namespace hosts with their own sshd (tests/fleet_common): T serves
+//! iolab's NBD and NVMe/TCP exports, the two hosts load each at once,
+//! every point is merged exactly with T's CPU beside the hosts', and
+//! nothing is left on T or the hosts afterwards; the refusals; T
+//! unreachable. Needs root, ip netns and sshd for the lab; skips otherwise.
+
+mod fleet_common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use fleet_common::Lab;
+use iolab::measure::histogram::LatencyHistogram;
+use iolab::results::Results;
+
+const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `iolab remote` from hosts 0..n-1 of `lab` against its last host as T.
+fn remote(lab: &Lab, target_dir: &Path, extra: &[&str]) -> Command {
+    let n = lab.hosts.len();
+    let hosts: Vec<&str> = lab.hosts[..n - 1].iter().map(|h| h.addr.as_str()).collect();
+    let mut c = Command::new(IOLAB);
+    c.args(["remote", "--hosts", &hosts.join(",")])
+        .args(["--target-host", &lab.hosts[n - 1].addr, "--ssh-config"])
+        .arg(&lab.ssh_config)
+        .args(["--host-iolab", IOLAB, "--quiet", "-t"])
+        .arg(target_dir)
+        .args(["--size", "16m", "--mixes", "100", "--qd", "2"])
+        .args(["--runtime", "1s", "--ramp", "0s", "--rates", "none"])
+        .args(extra);
+    c
+}
+
+fn leftovers(lab: &Lab, dir: &Path) {
+    let left = lab.wait_quiet(Duration::from_secs(20));
+    assert!(left.is_empty(), "left on the hosts or T: {left:?}");
+    let files: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    assert!(files.is_empty(), "left in T's directory: {files:?}");
+}
+
+#[test]
+fn two_hosts_against_nbd_and_nvme_tcp_served_on_t_merge_exactly_with_t_cpu() {
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let addr = lab.serve_from(2);
+    let served = lab.dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let out = lab.dir.path().join("out");
+    let o = remote(&lab, &served, &["--transports", "iolab,nvme-tcp"])
+        .args(["--target-address", &addr, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = Results::read(&out.join("results.json")).unwrap();
+    let transports: Vec<&str> = r
+        .points
+        .iter()
+        .filter_map(|p| p.params.get("transport").map(String::as_str))
+        .collect();
+    assert_eq!(
+        transports,
+        ["nbd-iolab", "nvme-tcp-iolab"],
+        "{:?}",
+        r.warnings
+    );
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().expect("a hosts section");
+        assert_eq!(h.per_host.len(), 2, "{}", p.name);
+        assert!(h.per_host.iter().all(|x| x.ops > 0), "{h:?}");
+        let sum: u64 = h.per_host.iter().map(|x| x.ops).sum();
+        assert_eq!(p.total.ops, sum, "{}", p.name);
+        let merged = LatencyHistogram::decode(&p.histograms["read.lat"]).unwrap();
+        assert_eq!(merged.len(), p.ops["read"].ops, "{}", p.name);
+        let t = h.target_host.as_ref().expect("T's CPU");
+        assert_eq!(t.host, lab.hosts[2].addr);
+        assert!(t.window_ns > 0 && t.cpu.idle_pct + t.cpu.usr_pct + t.cpu.sys_pct > 0.0);
+        let peers = p.extra.peers.as_ref().expect("T's CPU per I/O");
+        assert!(peers.processes[0].us_per_io.is_some(), "{peers:?}");
+        let url = p.extra.other["export"].as_str().unwrap();
+        assert!(url.contains(&addr), "{url}");
+    }
+    assert!(out.join("report.html").is_file());
+    leftovers(&lab, &served);
+}
+
+#[test]
+fn t_unreachable_or_unable_to_serve_is_exit_2_and_nothing_is_left() {
+    let Some(mut lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let served = lab.dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    // An address that is not T's: T's agent cannot listen there.
+    let o = remote(&lab, &served, &["--target-address", "192.0.2.7"])
+        .arg("-o")
+        .arg(lab.dir.path().join("o1"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--target-address"),
+        "{}",
+        text(&o)
+    );
+    leftovers(&lab, &served);
+    // T does not answer: named, and nothing was started on the hosts.
+    lab.stop_sshd(2);
+    let o = remote(&lab, &served, &[])
+        .arg("-o")
+        .arg(lab.dir.path().join("o2"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--target-host") && err.contains(&lab.hosts[2].addr),
+        "{err}"
+    );
+    let left = lab.wait_quiet(Duration::from_secs(20));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+fn refused(args: &[&str], flag: &str, says: &str) {
+    let o = Command::new(IOLAB)
+        .args(["remote", "-t", "/tmp", "--dry-run"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(flag) && err.contains(says), "{args:?}: {err}");
+}
+
+#[test]
+fn what_hosts_cannot_run_is_refused_naming_the_flag() {
+    refused(
+        &["--target-host", "t1"],
+        "--target-host",
+        "only with --hosts",
+    );
+    refused(&["--hosts", "h1,h2"], "--hosts", "needs --target-host");
+    refused(
+        &["--target-address", "10.0.0.1"],
+        "--target-address",
+        "only with --target-host",
+    );
+    let on = ["--hosts", "h1,h2", "--target-host", "t1"];
+    fn with<'a>(on: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+        [on, more].concat()
+    }
+    refused(
+        &with(&on, &["--transports", "iolab,das"]),
+        "--transports",
+        "das",
+    );
+    refused(
+        &with(&on, &["--transports", "qemu-nbd"]),
+        "--transports",
+        "nbd-qemu",
+    );
+    refused(&with(&on, &["--db", "800"]), "--db", "not with --hosts");
+    refused(
+        &with(&on, &["--breakdown", "100"]),
+        "--breakdown",
+        "not with --hosts",
+    );
+    refused(&with(&on, &["--fabric-rate", "1gbit"]), "--fabric-rate", "");
+    refused(
+        &["--hosts", "h1,h2", "--target-host", "h1"],
+        "--target-host",
+        "also in --hosts",
+    );
+    let o = Command::new(IOLAB)
+        .args(["remote", "-t", "/tmp", "--dry-run"])
+        .args(on)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        plan.contains("nbd-iolab") && plan.contains("nvme-tcp-iolab"),
+        "{plan}"
+    );
+    assert!(plan.contains("breakdown is skipped"), "{plan}");
+}
