@@ -37,7 +37,7 @@ fn remote(lab: &Lab, target_dir: &Path, extra: &[&str]) -> Command {
         .args(["--host-iolab", IOLAB, "--quiet", "-t"])
         .arg(target_dir)
         .args(["--size", "16m", "--mixes", "100", "--qd", "2"])
-        .args(["--runtime", "1s", "--ramp", "0s", "--rates", "none"])
+        .args(["--ramp", "0s", "--rates", "none"])
         .args(extra);
     c
 }
@@ -59,7 +59,7 @@ fn two_hosts_against_nbd_and_nvme_tcp_served_on_t_merge_exactly_with_t_cpu() {
     std::fs::create_dir_all(&served).unwrap();
     let out = lab.dir.path().join("out");
     let o = remote(&lab, &served, &["--transports", "iolab,nvme-tcp"])
-        .args(["--target-address", &addr, "-o"])
+        .args(["--runtime", "1s", "--target-address", &addr, "-o"])
         .arg(&out)
         .output()
         .unwrap();
@@ -195,4 +195,70 @@ fn what_hosts_cannot_run_is_refused_naming_the_flag() {
         "{plan}"
     );
     assert!(plan.contains("breakdown is skipped"), "{plan}");
+}
+
+/// Wait (bounded) until T's scratch file exists: T is serving.
+fn wait_serving(dir: &Path, err: &Path) {
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::read_dir(dir).unwrap().next().is_none() {
+        let said = std::fs::read_to_string(err).unwrap_or_default();
+        assert!(std::time::Instant::now() < end, "T never served: {said}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: a process this test started, or its agent in a namespace it made.
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+#[test]
+fn ctrl_c_sigkill_of_the_control_side_and_of_t_s_agent_leave_nothing() {
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let addr = lab.serve_from(2);
+    let served = lab.dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let start = |k: usize| {
+        remote(&lab, &served, &["--target-address", &addr])
+            .args(["--runtime", "30s", "-o"])
+            .arg(lab.dir.path().join(format!("o{k}")))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(lab.dir.path().join(format!("err{k}"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    for (k, sig) in [libc::SIGINT, libc::SIGKILL].into_iter().enumerate() {
+        let mut c = start(k);
+        wait_serving(&served, &lab.dir.path().join(format!("err{k}")));
+        std::thread::sleep(Duration::from_millis(1500));
+        signal(c.id(), sig);
+        let status = c.wait().unwrap();
+        if sig == libc::SIGINT {
+            assert!(matches!(status.code(), Some(130) | Some(0)), "{status:?}");
+        }
+        leftovers(&lab, &served);
+    }
+    // T's agent SIGKILLed: its file stays until T's next iolab start.
+    let k = 2;
+    let mut c = start(k);
+    wait_serving(&served, &lab.dir.path().join(format!("err{k}")));
+    let agent = lab.hosts[2]
+        .others()
+        .into_iter()
+        .find(|p| p.contains(" agent"))
+        .expect("T's agent");
+    let pid: u32 = agent.split(':').next().unwrap().parse().unwrap();
+    signal(pid, libc::SIGKILL);
+    let status = c.wait().unwrap();
+    assert!(!status.success(), "losing T is a failed run");
+    assert_eq!(std::fs::read_dir(&served).unwrap().count(), 1);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &lab.hosts[2].ns, IOLAB, "sysinfo"])
+        .env("IOLAB_STATE_DIR", &lab.hosts[2].state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    leftovers(&lab, &served);
 }
