@@ -262,3 +262,65 @@ fn ctrl_c_sigkill_of_the_control_side_and_of_t_s_agent_leave_nothing() {
     assert!(out.status.success(), "{}", text(&out));
     leftovers(&lab, &served);
 }
+
+/// The measurement of docs/benchmarks.md ("remote across hosts"): 3
+/// namespace hosts and then 1 against a namespace T, iolab's NBD and
+/// NVMe/TCP targets, 4 KiB random reads at QD 1 and 32, T's CPU.
+/// `cargo test --test remote_hosts -- --ignored --nocapture measure`
+/// (IOLAB_BENCH_DIR: T's directory, default /var/tmp; IOLAB_BENCH_RUNTIME: 5s).
+#[test]
+#[ignore]
+fn measure_three_hosts_against_one_target_host() {
+    let Some(lab) = fleet_common::lab(4, &[]) else {
+        return;
+    };
+    let addr = lab.serve_from(3);
+    let base = std::env::var("IOLAB_BENCH_DIR").unwrap_or_else(|_| "/var/tmp".into());
+    let served = tempfile::tempdir_in(base).unwrap();
+    let runtime = std::env::var("IOLAB_BENCH_RUNTIME").unwrap_or_else(|_| "5s".into());
+    for n in [3usize, 1] {
+        let hosts: Vec<&str> = lab.hosts[..n].iter().map(|h| h.addr.as_str()).collect();
+        let out = lab.dir.path().join(format!("bench-{n}"));
+        let o = Command::new(IOLAB)
+            .args(["remote", "--hosts", &hosts.join(","), "--target-host"])
+            .arg(&lab.hosts[3].addr)
+            .arg("--ssh-config")
+            .arg(&lab.ssh_config)
+            .args(["--host-iolab", IOLAB, "--quiet", "--target-address", &addr])
+            .arg("-t")
+            .arg(served.path())
+            .args(["--size", "1g", "--transports", "iolab,nvme-tcp"])
+            .args(["--mixes", "100", "--qd", "1,32", "--rates", "none"])
+            .args(["--runtime", &runtime, "--ramp", "1s", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let r = Results::read(&out.join("results.json")).unwrap();
+        for p in &r.points {
+            let h = p.extra.hosts.as_ref().unwrap();
+            let t = h.target_host.as_ref().unwrap();
+            let per: Vec<String> = h
+                .per_host
+                .iter()
+                .map(|x| format!("{:.0}", x.iops))
+                .collect();
+            let p99 = p.main_lat().and_then(|l| l.percentile(99.0)).unwrap_or(0);
+            println!(
+                "hosts {n} | {:<16} | qd {:>2} | IOPS {:>7.0} (per host {}) | p99 {:.0} us | hosts' agents CPU {:.0}% | T usr {:.0}% sys {:.0}% iowait {:.0}% idle {:.0}% | skew {:.2} ms",
+                p.params["transport"],
+                p.job.as_ref().unwrap().qd,
+                p.total.iops,
+                per.join("/"),
+                p99 as f64 / 1e3,
+                p.cpu.usr_pct + p.cpu.sys_pct,
+                t.cpu.usr_pct,
+                t.cpu.sys_pct,
+                t.cpu.iowait_pct,
+                t.cpu.idle_pct,
+                h.start_skew_ns as f64 / 1e6,
+            );
+        }
+    }
+    leftovers(&lab, served.path());
+}
