@@ -183,6 +183,19 @@ mod tests {
     }
 
     #[test]
+    fn the_measured_window_spans_every_host_after_the_ramp() {
+        let mut pass = merge(&[
+            host("a", point(&[1], 1), -50),
+            host("b", point(&[1], 1), 150),
+        ])
+        .unwrap();
+        pass.start_ns = 1_000_000;
+        let (from, to) = pass.measured_window(10_000);
+        assert_eq!(from, 1_000_000 - 50 + 10_000);
+        assert_eq!(to, 1_000_000 + 150 + 10_000 + 1_000_000_000);
+    }
+
+    #[test]
     fn nothing_to_merge() {
         assert!(merge(&[]).is_none());
     }
