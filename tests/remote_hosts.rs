@@ -92,7 +92,13 @@ fn two_hosts_against_nbd_and_nvme_tcp_served_on_t_merge_exactly_with_t_cpu() {
         let url = p.extra.other["export"].as_str().unwrap();
         assert!(url.contains(&addr), "{url}");
     }
-    assert!(out.join("report.html").is_file());
+    // The report draws the hosts' table with T's row beside them.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("IOPS per host"), "no hosts section");
+    assert!(
+        html.contains(&format!("target {}", lab.hosts[2].addr)),
+        "no target host row"
+    );
     leftovers(&lab, &served);
 }
 

@@ -47,11 +47,10 @@ impl Drop for Export {
 /// The address to serve on: the one given, else the one this host was
 /// reached at over ssh (`SSH_CONNECTION`'s third word); a port of 0 (or
 /// none) is any free port.
-fn listen_address(given: Option<&str>) -> anyhow::Result<SocketAddr> {
+fn listen_address(given: Option<&str>, ssh: Option<&str>) -> anyhow::Result<SocketAddr> {
     let text = match given {
         Some(a) => a.to_string(),
-        None => std::env::var("SSH_CONNECTION")
-            .ok()
+        None => ssh
             .and_then(|s| s.split_whitespace().nth(2).map(str::to_string))
             .ok_or_else(|| {
                 usage(
@@ -76,7 +75,8 @@ fn listen_address(given: Option<&str>) -> anyhow::Result<SocketAddr> {
 /// Serve `req`: bind its address first (a wrong one is bad input, found
 /// before the scratch file is laid out), then the file, then the target.
 pub fn serve(req: &ServeRequest) -> anyhow::Result<(Export, Serving)> {
-    let addr = listen_address(req.address.as_deref())?;
+    let ssh = std::env::var("SSH_CONNECTION").ok();
+    let addr = listen_address(req.address.as_deref(), ssh.as_deref())?;
     if addr.ip().is_unspecified() {
         return Err(usage(
             ADDRESS_FLAG,
@@ -256,15 +256,27 @@ mod tests {
 
     #[test]
     fn the_address_is_the_one_given_or_ssh_s() {
+        let ssh = Some("10.0.0.5 51234 10.0.0.9 22");
         assert_eq!(
-            listen_address(Some("10.1.2.3")).unwrap(),
+            listen_address(Some("10.1.2.3"), ssh).unwrap(),
             "10.1.2.3:0".parse().unwrap()
         );
         assert_eq!(
-            listen_address(Some("[::1]:4420")).unwrap(),
+            listen_address(Some("[::1]:4420"), ssh).unwrap(),
             "[::1]:4420".parse().unwrap()
         );
-        let e = listen_address(Some("host name")).unwrap_err();
+        // Not given: the address the control side's ssh reached (IPv6 too).
+        assert_eq!(
+            listen_address(None, ssh).unwrap(),
+            "10.0.0.9:0".parse().unwrap()
+        );
+        assert_eq!(
+            listen_address(None, Some("fe80::1 5 2001:db8::9 22")).unwrap(),
+            "[2001:db8::9]:0".parse().unwrap()
+        );
+        let e = listen_address(None, None).unwrap_err();
+        assert!(format!("{e:#}").contains("not started over ssh"), "{e:#}");
+        let e = listen_address(Some("host name"), ssh).unwrap_err();
         assert!(format!("{e:#}").contains("not an IP address"), "{e:#}");
     }
 
