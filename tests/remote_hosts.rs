@@ -103,6 +103,52 @@ fn two_hosts_against_nbd_and_nvme_tcp_served_on_t_merge_exactly_with_t_cpu() {
 }
 
 #[test]
+fn qemu_nbd_and_nbdkit_served_on_t_are_measured_and_stopped() {
+    let missing = ["qemu-nbd", "nbdkit"].into_iter().find(|p| {
+        !Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if let Some(p) = missing {
+        eprintln!("skipping: {p} is not installed (scripts/install-deps.sh)");
+        return;
+    }
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let addr = lab.serve_from(2);
+    let served = lab.dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let out = lab.dir.path().join("out");
+    let o = remote(&lab, &served, &["--transports", "qemu-nbd,nbdkit-file"])
+        .args(["--runtime", "500ms", "--target-address", &addr, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = Results::read(&out.join("results.json")).unwrap();
+    let transports: Vec<&str> = r
+        .points
+        .iter()
+        .filter_map(|p| p.params.get("transport").map(String::as_str))
+        .collect();
+    assert_eq!(
+        transports,
+        ["nbd-qemu", "nbd-nbdkit-file"],
+        "{:?}",
+        r.warnings
+    );
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().unwrap();
+        assert_eq!(p.total.ops, h.per_host.iter().map(|x| x.ops).sum::<u64>());
+        assert!(h.per_host.iter().all(|x| x.ops > 0), "{h:?}");
+        assert!(h.target_host.is_some());
+    }
+    leftovers(&lab, &served);
+}
+
+#[test]
 fn t_unreachable_or_unable_to_serve_is_exit_2_and_nothing_is_left() {
     let Some(mut lab) = fleet_common::lab(3, &[]) else {
         return;
@@ -173,9 +219,14 @@ fn what_hosts_cannot_run_is_refused_naming_the_flag() {
         "das",
     );
     refused(
-        &with(&on, &["--transports", "qemu-nbd"]),
+        &with(&on, &["--transports", "tgtd"]),
         "--transports",
-        "nbd-qemu",
+        "iscsi-tgtd",
+    );
+    refused(
+        &with(&on, &["--transports", "nvme-tcp-kernel"]),
+        "--transports",
+        "nvme-tcp-kernel",
     );
     refused(&with(&on, &["--db", "800"]), "--db", "not with --hosts");
     refused(

@@ -78,16 +78,14 @@ pub fn check(a: &RemoteArgs, plan: &RemotePlan) -> anyhow::Result<Option<HostsPl
     if hosts.iter().any(|h| h.to_string() == target.to_string()) {
         return Err(usage(FLAG, format!("{t} is also in --hosts")));
     }
-    for tr in &plan.transports {
-        if !tr.own() {
-            return Err(usage(
-                "--transports",
-                format!(
-                    "{} is not served on a target host: only iolab's own targets are (iolab, nvme-tcp)",
-                    tr.label()
-                ),
-            ));
-        }
+    if let Some(tr) = plan.transports.iter().find(|t| served_name(**t).is_none()) {
+        return Err(usage(
+            "--transports",
+            format!(
+                "{} is not served on a target host (iolab, nvme-tcp, qemu-nbd, nbdkit-file and nbdkit-memory are)",
+                tr.label()
+            ),
+        ));
     }
     if !a.target.is_absolute() {
         return Err(usage(
@@ -211,25 +209,37 @@ fn record_target_cpu(
     });
 }
 
-/// The serve request of transport `t` (iolab's own targets only).
+/// The name T's agent knows transport `t` by, if T serves it.
+fn served_name(t: Transport) -> Option<&'static str> {
+    Some(match t {
+        Transport::Iolab { .. } => "iolab",
+        Transport::IolabNvme { .. } => "nvme-tcp",
+        Transport::QemuNbd => "qemu-nbd",
+        Transport::NbdkitFile => "nbdkit-file",
+        Transport::NbdkitMemory => "nbdkit-memory",
+        _ => return None,
+    })
+}
+
+/// The serve request of transport `t`.
 fn request(
     t: Transport,
     a: &RemoteArgs,
     hp: &HostsPlan,
     plan: &RemotePlan,
 ) -> anyhow::Result<ServeRequest> {
-    let (protocol, threads) = match t {
-        Transport::Iolab { threads } => ("nbd", threads),
-        Transport::IolabNvme { threads } => ("nvme-tcp", threads),
-        other => {
-            return Err(usage(
-                "--transports",
-                format!("{} is not served on a target host", other.label()),
-            ))
-        }
+    let name = served_name(t).ok_or_else(|| {
+        usage(
+            "--transports",
+            format!("{} is not served on a target host", t.label()),
+        )
+    })?;
+    let threads = match t {
+        Transport::Iolab { threads } | Transport::IolabNvme { threads } => threads,
+        _ => 1,
     };
     Ok(ServeRequest {
-        protocol: protocol.into(),
+        transport: name.into(),
         dir: a.target.display().to_string(),
         size: plan.size,
         address: hp.address.clone(),
@@ -239,6 +249,7 @@ fn request(
             .as_deref()
             .map(|d| parse_duration_ns("--fabric-delay", d))
             .transpose()?,
+        check_only: false,
     })
 }
 
@@ -296,7 +307,15 @@ pub fn run(
             hp.hosts.len()
         );
     }
-    let t = TargetHost::connect(&hp.target, &hp.opts)?;
+    let mut t = TargetHost::connect(&hp.target, &hp.opts)?;
+    // Every transport checked on T (its programs, the directory, the
+    // address) before anything is started on the hosts.
+    for &tr in &plan.transports {
+        t.serve(ServeRequest {
+            check_only: true,
+            ..request(tr, a, hp, plan)?
+        })?;
+    }
     let fleet = Fleet::connect(&hp.hosts, &hp.opts)?;
     let results = start_results(a, plan, hp, &fleet, &t);
     let t = Rc::new(RefCell::new(t));

@@ -98,8 +98,9 @@ pub struct AgentError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServeRequest {
-    /// "nbd" or "nvme-tcp".
-    pub protocol: String,
+    /// The transport as `--transports` names it (`iolab`, `nvme-tcp`,
+    /// `qemu-nbd`, `nbdkit-file`, `nbdkit-memory`).
+    pub transport: String,
     pub dir: String,
     pub size: u64,
     pub address: Option<String>,
@@ -107,6 +108,9 @@ pub struct ServeRequest {
     pub threads: usize,
     /// Every reply held this long after its request arrived.
     pub delay_ns: Option<u64>,
+    /// Only check that it could be served (nothing is started).
+    #[serde(default)]
+    pub check_only: bool,
 }
 
 /// target host's agent -> control: the export is up.
@@ -516,12 +520,13 @@ mod tests {
     #[test]
     fn the_target_hosts_messages_round_trip() {
         let req = ServeRequest {
-            protocol: "nvme-tcp".into(),
+            transport: "nvme-tcp".into(),
             dir: "/var/tmp".into(),
             size: 1 << 30,
             address: Some("10.0.0.9".into()),
             threads: 2,
             delay_ns: None,
+            check_only: false,
         };
         match round_trip(&Message::Serve(req.clone())) {
             Message::Serve(back) => assert_eq!(back, req),

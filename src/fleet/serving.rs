@@ -17,6 +17,7 @@ use crate::dut::{self, TargetOptions};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
 use crate::measure::procstat::CpuTicks;
+use crate::remote::servers::Transport;
 use crate::target::{nbd_target, nvme_target};
 
 /// The flag a bad address is the fault of, on the control side.
@@ -31,6 +32,8 @@ pub struct Export {
 enum Running {
     Nbd(nbd_target::Target),
     Nvme(nvme_target::Target),
+    /// qemu-nbd or nbdkit (stopped when dropped), and its log's directory.
+    Server(crate::servers::storage::StorageServer, tempfile::TempDir),
 }
 
 impl Drop for Export {
@@ -39,6 +42,11 @@ impl Drop for Export {
         let _ = match self.running.take() {
             Some(Running::Nbd(t)) => t.stop(),
             Some(Running::Nvme(t)) => t.stop(),
+            Some(Running::Server(server, logs)) => {
+                drop(server);
+                drop(logs);
+                Ok(())
+            }
             None => Ok(()),
         };
     }
@@ -72,9 +80,17 @@ fn listen_address(given: Option<&str>, ssh: Option<&str>) -> anyhow::Result<Sock
         })
 }
 
-/// Serve `req`: bind its address first (a wrong one is bad input, found
-/// before the scratch file is laid out), then the file, then the target.
-pub fn serve(req: &ServeRequest) -> anyhow::Result<(Export, Serving)> {
+/// A request checked on this host: the transport (threads applied),
+/// where to listen, and the directory of the scratch file.
+struct Checked {
+    transport: Transport,
+    addr: SocketAddr,
+    dir: std::path::PathBuf,
+}
+
+/// Check `req` on this host without starting anything (its address is
+/// bound and let go: a wrong one is bad input, found before any file).
+fn check(req: &ServeRequest) -> anyhow::Result<Checked> {
     let ssh = std::env::var("SSH_CONNECTION").ok();
     let addr = listen_address(req.address.as_deref(), ssh.as_deref())?;
     if addr.ip().is_unspecified() {
@@ -86,11 +102,27 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(Export, Serving)> {
     if !(1..=64).contains(&req.threads) {
         return Err(usage("--target-threads", "must be 1 to 64"));
     }
-    let nvme = match req.protocol.as_str() {
-        "nbd" => false,
-        "nvme-tcp" => true,
-        p => return Err(usage("--transports", format!("'{p}' is not served here"))),
-    };
+    let transport = Transport::parse(&req.transport)
+        .filter(|t| SERVED.contains(&t.with_threads(1)))
+        .ok_or_else(|| {
+            usage(
+                "--transports",
+                format!(
+                    "{} is not served on a target host (iolab, nvme-tcp, qemu-nbd, nbdkit-file and nbdkit-memory are)",
+                    req.transport
+                ),
+            )
+        })?
+        .with_threads(req.threads);
+    if let Some(why) = transport.unavailable() {
+        return Err(usage(
+            "--transports",
+            format!(
+                "{} cannot be served on the target host: {why}",
+                transport.label()
+            ),
+        ));
+    }
     let dir = Path::new(&req.dir);
     if !dir.is_absolute() || !dir.is_dir() {
         return Err(usage(
@@ -98,30 +130,75 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(Export, Serving)> {
             format!("{} is not a directory on the target host", req.dir),
         ));
     }
-    let listener = TcpListener::bind(addr)
+    TcpListener::bind(addr)
         .map_err(|e| usage(ADDRESS_FLAG, format!("cannot listen on {addr}: {e}")))?;
+    Ok(Checked {
+        transport,
+        addr,
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// The transports a target host serves (with one reactor thread).
+const SERVED: [Transport; 5] = [
+    Transport::Iolab { threads: 1 },
+    Transport::IolabNvme { threads: 1 },
+    Transport::QemuNbd,
+    Transport::NbdkitFile,
+    Transport::NbdkitMemory,
+];
+
+/// Serve `req`: checked first, then the scratch file, then the target on
+/// the one address (a server program of its own for qemu-nbd and nbdkit,
+/// in its own process group and the testbed's records).
+pub fn serve(req: &ServeRequest) -> anyhow::Result<(Export, Serving)> {
+    let c = check(req)?;
+    let listener = TcpListener::bind(c.addr)
+        .map_err(|e| usage(ADDRESS_FLAG, format!("cannot listen on {}: {e}", c.addr)))?;
     let opts = TargetOptions {
-        path: Some(dir.to_path_buf()),
+        path: Some(c.dir.clone()),
         size: Some(req.size),
         ..TargetOptions::default()
     };
     let backing = dut::prepare(&opts, true, None, 1)?;
     let delay = req.delay_ns.map(Duration::from_nanos);
-    let (running, url) = if nvme {
-        let mut cfg = nvme_target::NvmeTargetConfig::new(&backing.path, addr);
-        cfg.threads = req.threads;
-        cfg.delay = delay;
-        cfg.subnqn = crate::remote::servers::NVME_NQN.into();
-        let t = nvme_target::start_on(&cfg, listener)?;
-        let url = t.url();
-        (Running::Nvme(t), url)
-    } else {
-        let mut cfg = nbd_target::TargetConfig::new(&backing.path, addr);
-        cfg.threads = req.threads;
-        cfg.delay = delay;
-        let t = nbd_target::start_on(&cfg, listener)?;
-        let url = format!("nbd://{}/", t.addr);
-        (Running::Nbd(t), url)
+    let (running, url) = match c.transport {
+        Transport::IolabNvme { threads } => {
+            let mut cfg = nvme_target::NvmeTargetConfig::new(&backing.path, c.addr);
+            cfg.threads = threads;
+            cfg.delay = delay;
+            cfg.subnqn = crate::remote::servers::NVME_NQN.into();
+            let t = nvme_target::start_on(&cfg, listener)?;
+            let url = t.url();
+            (Running::Nvme(t), url)
+        }
+        Transport::Iolab { threads } => {
+            let mut cfg = nbd_target::TargetConfig::new(&backing.path, c.addr);
+            cfg.threads = threads;
+            cfg.delay = delay;
+            let t = nbd_target::start_on(&cfg, listener)?;
+            let url = format!("nbd://{}/", t.addr);
+            (Running::Nbd(t), url)
+        }
+        t => {
+            // The program binds the port itself: this one was free a moment ago.
+            let port = listener.local_addr()?.port();
+            drop(listener);
+            let logs = tempfile::tempdir()?;
+            let own = crate::remote::servers::OwnTargetOptions::default();
+            let server = crate::servers::storage::start(
+                t,
+                c.addr.ip(),
+                |exe: &str| std::process::Command::new(exe),
+                &backing.path,
+                backing.size,
+                port,
+                &own,
+                logs.path(),
+            )?;
+            let url = server.url.clone();
+            (Running::Server(server, logs), url)
+        }
     };
     let serving = Serving {
         url,
@@ -231,6 +308,13 @@ impl TargetSide {
     /// the agent to send as its error message).
     pub fn handle(&mut self, m: Message) -> anyhow::Result<Message> {
         match m {
+            Message::Serve(req) if req.check_only => {
+                check(&req)?;
+                Ok(Message::Serving(Serving {
+                    url: String::new(),
+                    backing: String::new(),
+                }))
+            }
             Message::Serve(req) => {
                 // One export at a time: the previous one goes first.
                 self.export = None;
@@ -295,14 +379,24 @@ mod tests {
     #[test]
     fn serving_on_every_address_is_refused() {
         let req = ServeRequest {
-            protocol: "nbd".into(),
+            transport: "iolab".into(),
             dir: "/tmp".into(),
             size: 16 << 20,
             address: Some("0.0.0.0".into()),
             threads: 1,
             delay_ns: None,
+            check_only: false,
         };
         let e = serve(&req).err().unwrap();
         assert!(format!("{e:#}").contains("not on every address"), "{e:#}");
+        // A transport a target host does not serve is refused by name.
+        let req = ServeRequest {
+            transport: "tgtd".into(),
+            address: Some("127.0.0.1".into()),
+            ..req
+        };
+        let e = check(&req).err().unwrap();
+        let e = format!("{e:#}");
+        assert!(e.contains("--transports") && e.contains("tgtd"), "{e}");
     }
 }
