@@ -141,7 +141,8 @@ pub struct RemoteArgs {
     pub dry_run: bool,
     /// With --hosts: the storage server, [user@]host[:port] reached over
     /// ssh as the hosts are; iolab serves each transport's export there
-    /// (iolab's own NBD and NVMe/TCP targets) and measures its CPU
+    /// (iolab's own NBD and NVMe/TCP targets, qemu-nbd, nbdkit) and
+    /// measures its CPU
     #[arg(long, value_name = "HOST", help_heading = "Hosts")]
     pub target_host: Option<String>,
     /// With --target-host: the address the target host serves on, as the
