@@ -292,6 +292,15 @@ fn start_results(
     results
 }
 
+/// Ctrl-C while connecting or checking: the user stopped, nothing was refused.
+fn stopped(e: anyhow::Error) -> anyhow::Error {
+    if interrupt::stop_requested() {
+        crate::error::Interrupted.into()
+    } else {
+        e
+    }
+}
+
 /// Connect T, then the hosts (T unreachable: nothing is started on the
 /// hosts), then every transport's points; T's export and file go at the end.
 pub fn run(
@@ -307,16 +316,17 @@ pub fn run(
             hp.hosts.len()
         );
     }
-    let mut t = TargetHost::connect(&hp.target, &hp.opts)?;
+    let mut t = TargetHost::connect(&hp.target, &hp.opts).map_err(stopped)?;
     // Every transport checked on T (its programs, the directory, the
     // address) before anything is started on the hosts.
     for &tr in &plan.transports {
         t.serve(ServeRequest {
             check_only: true,
             ..request(tr, a, hp, plan)?
-        })?;
+        })
+        .map_err(stopped)?;
     }
-    let fleet = Fleet::connect(&hp.hosts, &hp.opts)?;
+    let fleet = Fleet::connect(&hp.hosts, &hp.opts).map_err(stopped)?;
     let results = start_results(a, plan, hp, &fleet, &t);
     let t = Rc::new(RefCell::new(t));
     let export = Rc::new(RefCell::new(JobTarget {
@@ -359,7 +369,10 @@ pub fn run(
             break;
         }
         let label = tr.label();
-        let served = t.borrow_mut().serve(request(tr, a, hp, plan)?)?;
+        let served = t
+            .borrow_mut()
+            .serve(request(tr, a, hp, plan)?)
+            .map_err(stopped)?;
         if !a.quiet {
             eprintln!(
                 "iolab: {label}: {} on {} ({})",
