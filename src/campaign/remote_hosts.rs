@@ -121,7 +121,7 @@ pub fn check(a: &RemoteArgs, plan: &RemotePlan) -> anyhow::Result<Option<HostsPl
         (
             "--inject-errors",
             plan.inject.is_some(),
-            "only nbdkit injects errors",
+            "nbdkit's error filter is not set up on a target host yet",
         ),
     ];
     if let Some((flag, _, why)) = refused.iter().find(|(_, on, _)| *on) {
