@@ -209,6 +209,7 @@ fn what_hosts_cannot_run_is_refused_naming_the_flag() {
         "--target-address",
         "only with --target-host",
     );
+    refused(&["--deploy"], "--deploy", "only with --hosts");
     let on = ["--hosts", "h1,h2", "--target-host", "t1"];
     fn with<'a>(on: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
         [on, more].concat()
