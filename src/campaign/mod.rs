@@ -27,6 +27,7 @@ pub mod overhead;
 pub mod pass;
 pub mod remote;
 pub mod remote_db;
+pub mod remote_hosts;
 pub mod run;
 pub mod setups;
 pub mod sink;

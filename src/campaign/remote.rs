@@ -278,6 +278,7 @@ impl TransportPasses<'_> {
             self.local,
             EngineKind::IoUring,
             &tags,
+            1,
         )?;
         let spec = breakdown_spec(self.plan, self.local.size, self.a.seed);
         unstamped_breakdown(
@@ -332,7 +333,7 @@ impl TransportPasses<'_> {
         for j in jobs_on(plan, t.engine(), label) {
             driver.run_point_on(&remote, &j, &tags)?;
         }
-        load_latency(driver, plan, &remote, t.engine(), &tags)?;
+        load_latency(driver, plan, &remote, t.engine(), &tags, 1)?;
         driver.set_peers(None);
         let spec = breakdown_spec(plan, self.local.size, seed);
         match (&stamps, spec) {
@@ -392,7 +393,7 @@ fn kernel_transport(
     for j in jobs_on(plan, t.engine(), &label) {
         driver.run_point_on(&k.target, &j, tags)?;
     }
-    load_latency(driver, plan, &k.target, t.engine(), tags)?;
+    load_latency(driver, plan, &k.target, t.engine(), tags, 1)?;
     driver.set_peers(None);
     let spec = breakdown_spec(plan, local.size, a.seed);
     unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
@@ -465,13 +466,15 @@ fn database(
 /// The load-latency curve of one transport: open-loop Poisson arrivals at
 /// each rate, a percentage of the transport's read-only point at the
 /// deepest queue (marked as the closed-loop maximum), capped at that depth.
-/// Its points carry the transport's `tags` and their rate.
-fn load_latency(
+/// Its points carry the transport's `tags` and their rate. On `hosts`
+/// hosts at once each runs its share of the rate.
+pub(super) fn load_latency(
     driver: &mut Driver,
     plan: &RemotePlan,
     target: &Target,
     engine: EngineKind,
     tags: &Tags<'_>,
+    hosts: usize,
 ) -> anyhow::Result<()> {
     if plan.rates.is_empty() || interrupt::stop_requested() {
         return Ok(());
@@ -504,7 +507,7 @@ fn load_latency(
     for &pct in &plan.rates {
         let mut j = base.clone();
         j.open_loop = Some(OpenLoop {
-            rate_iops: (pct / 100.0 * max_iops).max(1.0),
+            rate_iops: (pct / 100.0 * max_iops / hosts.max(1) as f64).max(1.0),
             arrival: Arrival::Poisson,
         });
         j.name = point_name(label, &j);

@@ -19,6 +19,9 @@ use clap::Args;
                                                 RocksDB 80/20 on ext4 on the remote volume vs on the local file
   iolab remote -t /var/tmp --transports das,nbdkit-file --inject-errors 1% --continue-on-error
                                                 EIO in 1% of nbdkit's requests, counted per point
+  iolab remote --hosts h1,h2,h3 --target-host stor1 -t /data --transports iolab,nvme-tcp --qd 1,32
+                                                three hosts at once against exports iolab serves on stor1
+                                                (over ssh, as `device --hosts`), stor1's CPU in every point
 
 As root, the initiator and the targets run in two network namespaces joined by
 a veth pair (10.200.77.1 and 10.200.77.2); otherwise on loopback, said in the
@@ -27,7 +30,8 @@ jobs on the same file locally are the baseline (das). Everything iolab sets up
 (namespaces, servers, the scratch file) is removed at exit, on Ctrl-C, and by
 the next iolab start after a SIGKILL.")]
 pub struct RemoteArgs {
-    /// Directory on the storage under test (the scratch file goes here)
+    /// Directory on the storage under test (the scratch file goes here;
+    /// with --target-host, a directory on that host)
     #[arg(short = 't', long, value_name = "DIR")]
     pub target: PathBuf,
     /// Settings from a TOML file (keys are this verb's flag names; flags
@@ -135,6 +139,19 @@ pub struct RemoteArgs {
     /// Print the plan and exit
     #[arg(long)]
     pub dry_run: bool,
+    /// With --hosts: the storage server, [user@]host[:port] reached over
+    /// ssh as the hosts are; iolab serves each transport's export there
+    /// (iolab's own NBD and NVMe/TCP targets, qemu-nbd, nbdkit) and
+    /// measures its CPU
+    #[arg(long, value_name = "HOST", help_heading = "Hosts")]
+    pub target_host: Option<String>,
+    /// With --target-host: the address the target host serves on, as the
+    /// hosts reach it (ADDR or ADDR:PORT; default the address ssh reaches
+    /// it at, any free port)
+    #[arg(long, value_name = "ADDR", help_heading = "Hosts")]
+    pub target_address: Option<String>,
+    #[command(flatten)]
+    pub hosts: crate::cli::hosts::HostsArgs,
     /// Flags given on the command line (they override --plan).
     #[arg(skip)]
     pub given: Vec<String>,

@@ -22,7 +22,7 @@ use crate::results::time;
 
 use crate::campaign::remote::jobs_on;
 pub use crate::campaign::remote::RemotePlan;
-use crate::campaign::remote_db;
+use crate::campaign::{remote_db, remote_hosts};
 
 fn list<T>(
     field: &str,
@@ -269,7 +269,20 @@ fn print_plan(plan: &RemotePlan, a: &RemoteArgs) {
 
 /// Keys a plan file may set: every flag but where things are and go.
 const COMMAND_LINE_ONLY: &[&str] = &[
-    "target", "plan", "output", "force", "quiet", "dry_run", "given",
+    "target",
+    "plan",
+    "output",
+    "force",
+    "quiet",
+    "dry_run",
+    "given",
+    "hosts",
+    "ssh_config",
+    "deploy",
+    "host_iolab",
+    "on_host_loss",
+    "target_host",
+    "target_address",
 ];
 
 /// Apply a plan file's settings (TOML, flag names as keys, `description`
@@ -303,7 +316,11 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
     if let Some(p) = a.plan.clone() {
         apply_plan_file(&mut a, &p)?;
     }
+    remote_hosts::defaults(&mut a);
     let plan = plan(&a)?;
+    if let Some(hp) = remote_hosts::check(&a, &plan)? {
+        return run_on_hosts(&a, &plan, &hp);
+    }
     if !a.target.is_dir() {
         return Err(usage(
             "--target",
@@ -315,12 +332,7 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     interrupt::install();
-    let dir = a.output.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "iolab-remote-{}",
-            time::compact(std::time::SystemTime::now())
-        ))
-    });
+    let dir = output_dir(&a);
     crate::campaign::run::check_outputs(&dir, a.force)?;
     let mut topo = Topology::choose(a.loopback)?;
     if let Some(rate) = &plan.fabric_rate {
@@ -361,6 +373,51 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
         t0,
         crate::report::remote_terminal::remote_summary,
     )
+}
+
+/// Across hosts: the plan printed, or the hosts' run (T serving each export).
+fn run_on_hosts(
+    a: &RemoteArgs,
+    plan: &RemotePlan,
+    hp: &remote_hosts::HostsPlan,
+) -> anyhow::Result<()> {
+    if a.dry_run {
+        print_plan(plan, a);
+        println!(
+            "on {} host(s) at once against target host {} (its directory {}):",
+            hp.hosts.len(),
+            hp.target,
+            a.target.display()
+        );
+        for s in &hp.skipped {
+            println!("  {s}");
+        }
+        return Ok(());
+    }
+    interrupt::install();
+    let dir = output_dir(a);
+    crate::campaign::run::check_outputs(&dir, a.force)?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
+    let t0 = Instant::now();
+    let results = remote_hosts::run(a, plan, hp, &dir)?;
+    crate::campaign::run::finish(
+        results,
+        &dir.join("results.json"),
+        &dir.join("report.html"),
+        a.quiet,
+        t0,
+        crate::report::remote_terminal::remote_summary,
+    )
+}
+
+fn output_dir(a: &RemoteArgs) -> PathBuf {
+    a.output.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "iolab-remote-{}",
+            time::compact(std::time::SystemTime::now())
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::build;
 use super::proto::{
     self, AgentError, ClockReply, Hello, JobResult, Message, Prepare, ProgressReport, ProtoError,
 };
+use super::serving::TargetSide;
 use crate::dut::{self, Target, TargetOptions};
 use crate::error::UsageError;
 use crate::interrupt;
@@ -129,15 +130,24 @@ pub fn serve(
         .name("agent-rx".into())
         .spawn(move || reader(input, rout, tx, flag))?;
     let mut target: Option<(Prepare, Target)> = None;
+    // Serving an export and sampling the CPU, as a target host.
+    let mut side = TargetSide::default();
     // A prepare arms one start; the target may outlive it (`reusable`).
     let mut armed = false;
     loop {
         match next(&rx) {
             Event::Ended(why) => {
                 drop(target);
+                drop(side);
                 anyhow::bail!("{why}; the agent tore down and exits");
             }
             Event::Msg(Message::Bye) => return Ok(()),
+            Event::Msg(m @ (Message::Serve(_) | Message::CpuWindow { .. })) => {
+                let reply = side
+                    .handle(m)
+                    .unwrap_or_else(|e| Message::Error(agent_error(&e)));
+                send(&out, &reply)?;
+            }
             Event::Msg(Message::Prepare(p)) => {
                 interrupt::reset();
                 let made = match target.take().filter(|(old, _)| reusable(old, &p)) {

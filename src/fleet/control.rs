@@ -62,13 +62,13 @@ pub struct Agent {
 }
 
 impl Agent {
-    fn conn(&mut self) -> &mut Conn {
+    pub(crate) fn conn(&mut self) -> &mut Conn {
         self.conn
             .as_mut()
             .expect("an open connection until the agent is closed")
     }
 
-    fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         if let Some(mut c) = self.conn.take() {
             let _ = c.send(&Message::Bye);
             c.close();
@@ -97,7 +97,11 @@ fn raise_fd_limit() {
 }
 
 /// Start ssh and the agent on one host; wait for its hello and check it.
-fn connect_one(spec: &HostSpec, opts: &FleetOptions, want: &BuildId) -> anyhow::Result<Agent> {
+pub(crate) fn connect_one(
+    spec: &HostSpec,
+    opts: &FleetOptions,
+    want: &BuildId,
+) -> anyhow::Result<Agent> {
     let name = spec.to_string();
     let deployed = match opts.ssh.deploy {
         true => Some(
@@ -354,6 +358,7 @@ impl Fleet {
             ));
         }
         pass.lost = lost;
+        pass.start_ns = start;
         Ok(pass)
     }
 

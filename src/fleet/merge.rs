@@ -22,11 +22,27 @@ pub struct FleetPass {
     /// figures are the other hosts'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<LostHost>,
+    /// The common start instant, control clock (for windows on other clocks).
+    #[serde(skip)]
+    pub start_ns: u64,
 }
 
 impl FleetPass {
     pub fn is_partial(&self) -> bool {
         !self.lost.is_empty()
+    }
+
+    /// The hosts' measured interval on the control side's clock: from the
+    /// earliest release plus the ramp to the latest host's end.
+    pub fn measured_window(&self, ramp_ns: u64) -> (u64, u64) {
+        let at = |off: i64| (self.start_ns as i64 + off).max(0) as u64 + ramp_ns;
+        let from = self.per_host.iter().map(|h| at(h.start_offset_ns)).min();
+        let to = self
+            .per_host
+            .iter()
+            .map(|h| at(h.start_offset_ns) + h.duration_ns)
+            .max();
+        (from.unwrap_or(self.start_ns), to.unwrap_or(self.start_ns))
     }
 
     /// The pass as one point: the aggregate, with the hosts' rows, the
@@ -41,6 +57,7 @@ impl FleetPass {
             start_skew_ns: self.start_skew_ns,
             clock_uncertainty_ns: self.clock_uncertainty_ns,
             lost: self.lost,
+            target_host: None,
         }));
         p
     }
@@ -89,6 +106,7 @@ pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
             .max()
             .unwrap_or(0),
         lost: Vec::new(),
+        start_ns: 0,
     })
 }
 
@@ -162,6 +180,19 @@ mod tests {
         assert_eq!(pass.clock_uncertainty_ns, 7);
         assert_eq!(pass.per_host[1].ops, 5);
         assert_eq!(agg.warnings, vec!["host a: w", "host b: w"]);
+    }
+
+    #[test]
+    fn the_measured_window_spans_every_host_after_the_ramp() {
+        let mut pass = merge(&[
+            host("a", point(&[1], 1), -50),
+            host("b", point(&[1], 1), 150),
+        ])
+        .unwrap();
+        pass.start_ns = 1_000_000;
+        let (from, to) = pass.measured_window(10_000);
+        assert_eq!(from, 1_000_000 - 50 + 10_000);
+        assert_eq!(to, 1_000_000 + 150 + 10_000 + 1_000_000_000);
     }
 
     #[test]

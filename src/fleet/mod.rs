@@ -16,7 +16,9 @@ pub mod hosts;
 pub mod merge;
 pub mod placement;
 pub mod proto;
+pub mod serving;
 pub mod ssh;
+pub mod target_host;
 pub mod validate;
 
 pub use clock::ClockOffset;

@@ -25,6 +25,8 @@ pub struct FleetPlacement {
     target: JobTarget,
     on_loss: OnHostLoss,
     halted: Option<String>,
+    /// The last pass's measured interval, control clock.
+    last_window: Option<(u64, u64)>,
 }
 
 impl FleetPlacement {
@@ -34,7 +36,19 @@ impl FleetPlacement {
             target,
             on_loss,
             halted: None,
+            last_window: None,
         }
+    }
+
+    /// Run the next jobs against `target` (another export).
+    pub fn set_target(&mut self, target: JobTarget) {
+        self.target = target;
+    }
+
+    /// The last job's measured interval on this machine's clock: from the
+    /// earliest host's release plus the ramp to the latest host's end.
+    pub fn last_window(&self) -> Option<(u64, u64)> {
+        self.last_window
     }
 
     /// The hosts for the results' provenance: as named, their host name,
@@ -76,6 +90,7 @@ impl HostPlacement for FleetPlacement {
             self.halted = Some("every host was lost".into());
         }
         let pass = ran?;
+        self.last_window = Some(pass.measured_window(job.ramp_ns));
         if pass.is_partial() && self.on_loss == OnHostLoss::Stop {
             let names: Vec<&str> = pass.lost.iter().map(|l| l.host.as_str()).collect();
             self.halted = Some(format!(

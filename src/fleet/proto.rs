@@ -92,6 +92,47 @@ pub struct AgentError {
     pub field: Option<String>,
 }
 
+/// control -> target host's agent: serve iolab's own target over a scratch
+/// file of `size` bytes in `dir`, on `address` only (`None`: the address
+/// the control side's ssh reached this host at).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeRequest {
+    /// The transport as `--transports` names it (`iolab`, `nvme-tcp`,
+    /// `qemu-nbd`, `nbdkit-file`, `nbdkit-memory`).
+    pub transport: String,
+    pub dir: String,
+    pub size: u64,
+    pub address: Option<String>,
+    /// Reactor threads of the target.
+    pub threads: usize,
+    /// Every reply held this long after its request arrived.
+    pub delay_ns: Option<u64>,
+    /// Only check that it could be served (nothing is started).
+    #[serde(default)]
+    pub check_only: bool,
+}
+
+/// target host's agent -> control: the export is up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Serving {
+    /// What the initiators open (`nbd://ADDR:PORT/`, `nvme-tcp://...`).
+    pub url: String,
+    /// The scratch file on the target host.
+    pub backing: String,
+}
+
+/// The target host's whole CPU between two instants of its clock.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuOver {
+    pub cpu: crate::measure::procstat::SystemCpu,
+    /// The samples the figures are between (agent clock, ns).
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
 /// Every message, in either direction.
 #[derive(Debug, Clone)]
 pub enum Message {
@@ -120,6 +161,15 @@ pub enum Message {
     Stop,
     /// Either side: the conversation is over.
     Bye,
+    /// control -> agent: serve an export (replacing any served before).
+    Serve(ServeRequest),
+    Serving(Serving),
+    /// control -> agent: the machine's CPU between these instants (agent's clock).
+    CpuWindow {
+        from_ns: u64,
+        to_ns: u64,
+    },
+    CpuOver(CpuOver),
 }
 
 /// Kinds on the wire; the numbers never change meaning within a version.
@@ -137,6 +187,11 @@ enum Kind {
     Error = 9,
     Stop = 10,
     Bye = 11,
+    // 20 onwards: the target host of `remote --hosts`.
+    Serve = 20,
+    Serving = 21,
+    CpuWindow = 22,
+    CpuOver = 23,
 }
 
 impl Kind {
@@ -144,7 +199,7 @@ impl Kind {
         use Kind::*;
         [
             Hello, Prepare, Ready, ClockProbe, ClockReply, StartAt, Progress, Result, Error, Stop,
-            Bye,
+            Bye, Serve, Serving, CpuWindow, CpuOver,
         ]
         .into_iter()
         .find(|k| *k as u8 == b)
@@ -153,7 +208,12 @@ impl Kind {
     fn limit(self) -> usize {
         match self {
             Kind::Result => MAX_RESULT,
-            Kind::Prepare | Kind::Error | Kind::Hello | Kind::Ready => MAX_CONTROL,
+            Kind::Prepare
+            | Kind::Error
+            | Kind::Hello
+            | Kind::Ready
+            | Kind::Serve
+            | Kind::Serving => MAX_CONTROL,
             _ => MAX_SMALL,
         }
     }
@@ -197,6 +257,10 @@ fn kind_name(k: Kind) -> &'static str {
         Kind::Error => "error",
         Kind::Stop => "stop",
         Kind::Bye => "bye",
+        Kind::Serve => "serve",
+        Kind::Serving => "serving",
+        Kind::CpuWindow => "cpu-window",
+        Kind::CpuOver => "cpu-over",
     }
 }
 
@@ -217,6 +281,12 @@ struct StartBody {
 }
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct WindowBody {
+    from_ns: u64,
+    to_ns: u64,
+}
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Empty {}
 
 impl Message {
@@ -233,6 +303,10 @@ impl Message {
             Message::Error(_) => Kind::Error,
             Message::Stop => Kind::Stop,
             Message::Bye => Kind::Bye,
+            Message::Serve(_) => Kind::Serve,
+            Message::Serving(_) => Kind::Serving,
+            Message::CpuWindow { .. } => Kind::CpuWindow,
+            Message::CpuOver(_) => Kind::CpuOver,
         }
     }
 
@@ -257,6 +331,13 @@ impl Message {
             Message::Result(r) => serde_json::to_vec(r),
             Message::Error(e) => serde_json::to_vec(e),
             Message::Stop | Message::Bye => serde_json::to_vec(&Empty {}),
+            Message::Serve(r) => serde_json::to_vec(r),
+            Message::Serving(r) => serde_json::to_vec(r),
+            Message::CpuWindow { from_ns, to_ns } => serde_json::to_vec(&WindowBody {
+                from_ns: *from_ns,
+                to_ns: *to_ns,
+            }),
+            Message::CpuOver(c) => serde_json::to_vec(c),
         }
     }
 
@@ -317,6 +398,27 @@ impl Message {
                 } else {
                     Message::Bye
                 }
+            }
+            Kind::Serve => Message::Serve(serde_json::from_slice(body).map_err(bad)?),
+            Kind::Serving => Message::Serving(serde_json::from_slice(body).map_err(bad)?),
+            Kind::CpuWindow => {
+                let b: WindowBody = serde_json::from_slice(body).map_err(bad)?;
+                Message::CpuWindow {
+                    from_ns: b.from_ns,
+                    to_ns: b.to_ns,
+                }
+            }
+            Kind::CpuOver => {
+                let c: CpuOver = serde_json::from_slice(body).map_err(bad)?;
+                let s = c.cpu;
+                let shares = [s.usr_pct, s.sys_pct, s.iowait_pct, s.idle_pct, s.steal_pct];
+                if shares.iter().any(|x| !x.is_finite() || *x < 0.0) {
+                    return Err(ProtoError::Malformed {
+                        kind: "cpu-over",
+                        why: "a CPU share that is not a finite, non-negative number".into(),
+                    });
+                }
+                Message::CpuOver(c)
             }
         };
         if let Message::Result(r) = &m {
@@ -413,6 +515,46 @@ mod tests {
             Message::Error(back) => assert_eq!(back, e),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_target_hosts_messages_round_trip() {
+        let req = ServeRequest {
+            transport: "nvme-tcp".into(),
+            dir: "/var/tmp".into(),
+            size: 1 << 30,
+            address: Some("10.0.0.9".into()),
+            threads: 2,
+            delay_ns: None,
+            check_only: false,
+        };
+        match round_trip(&Message::Serve(req.clone())) {
+            Message::Serve(back) => assert_eq!(back, req),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            round_trip(&Message::CpuWindow {
+                from_ns: 1,
+                to_ns: 2
+            }),
+            Message::CpuWindow {
+                from_ns: 1,
+                to_ns: 2
+            }
+        ));
+        let mut c = CpuOver {
+            cpu: Default::default(),
+            from_ns: 1,
+            to_ns: 2,
+        };
+        assert!(matches!(
+            round_trip(&Message::CpuOver(c)),
+            Message::CpuOver(_)
+        ));
+        c.cpu.usr_pct = -1.0;
+        let frame = Message::CpuOver(c).encode().unwrap();
+        let err = read_message(&mut frame.as_slice()).unwrap_err();
+        assert!(err.to_string().contains("malformed cpu-over"), "{err}");
     }
 
     #[test]

@@ -45,6 +45,20 @@ pub fn rows(p: &Point, h: &HostsInfo) -> Vec<Vec<String>> {
         format!("{:.0}", p.cpu.usr_pct + p.cpu.sys_pct),
         format!("skew {:.0} us", h.start_skew_ns as f64 / 1e3),
     ]);
+    // The target host measured (remote --target-host): its whole machine's CPU.
+    if let Some(t) = &h.target_host {
+        let none = || "-".to_string();
+        out.push(vec![
+            format!("target {}", t.host),
+            none(),
+            none(),
+            none(),
+            none(),
+            none(),
+            format!("{:.0}", t.cpu.usr_pct + t.cpu.sys_pct),
+            format!("iowait {:.0}%", t.cpu.iowait_pct),
+        ]);
+    }
     out
 }
 
@@ -57,6 +71,12 @@ pub fn notes(h: &HostsInfo) -> Vec<String> {
     )];
     for l in &h.lost {
         v.push(format!("host {} was lost: {}", l.host, l.why));
+    }
+    if let Some(t) = &h.target_host {
+        v.push(format!(
+            "target host {}: usr {:.0}%, sys {:.0}%, iowait {:.0}% (of one CPU, the whole machine)",
+            t.host, t.cpu.usr_pct, t.cpu.sys_pct, t.cpu.iowait_pct
+        ));
     }
     v
 }

@@ -371,3 +371,63 @@ impl Lab {
         }
     }
 }
+
+impl Lab {
+    /// Host `t` as the others' storage server (`remote --target-host`):
+    /// an address on its loopback that every other host reaches over a
+    /// veth of its own (the namespaces' veths to the root namespace do not
+    /// route between hosts). Gone with the namespaces.
+    pub fn serve_from(&self, t: usize) -> String {
+        let pid = std::process::id();
+        let third = pid % 250;
+        let i = NEXT.fetch_add(1, Ordering::SeqCst);
+        let tns = &self.hosts[t].ns;
+        let addr = format!("10.217.{third}.{}", 1 + (i % 250));
+        run(&[
+            "ip",
+            "-n",
+            tns,
+            "addr",
+            "add",
+            &format!("{addr}/32"),
+            "dev",
+            "lo",
+        ]);
+        for (k, h) in self.hosts.iter().enumerate().filter(|(k, _)| *k != t) {
+            let (t_end, h_end) = (format!("s{i}t{k}"), format!("s{i}h{k}"));
+            run(&[
+                "ip", "-n", tns, "link", "add", &t_end, "type", "veth", "peer", "name", &h_end,
+                "netns", &h.ns,
+            ]);
+            let base = k * 4;
+            let (t_ip, h_ip) = (
+                format!("10.218.{third}.{}", base + 1),
+                format!("10.218.{third}.{}", base + 2),
+            );
+            run(&[
+                "ip",
+                "-n",
+                tns,
+                "addr",
+                "add",
+                &format!("{t_ip}/30"),
+                "dev",
+                &t_end,
+            ]);
+            run(&["ip", "-n", tns, "link", "set", &t_end, "up"]);
+            run(&[
+                "ip",
+                "-n",
+                &h.ns,
+                "addr",
+                "add",
+                &format!("{h_ip}/30"),
+                "dev",
+                &h_end,
+            ]);
+            run(&["ip", "-n", &h.ns, "link", "set", &h_end, "up"]);
+            run(&["ip", "-n", &h.ns, "route", "add", &addr, "via", &t_ip]);
+        }
+        addr
+    }
+}

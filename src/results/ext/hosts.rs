@@ -61,6 +61,20 @@ pub struct HostsInfo {
     /// figures are the other hosts'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<LostHost>,
+    /// The target host the hosts measured (`remote --hosts --target-host`):
+    /// its whole CPU over the point's window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_host: Option<TargetHostCpu>,
+}
+
+/// The target host's whole CPU (usr, sys, iowait, idle, steal; percent of
+/// one CPU) over a point measured from several hosts, sampled by its agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetHostCpu {
+    pub host: String,
+    pub cpu: SystemCpu,
+    /// The sampled interval around the hosts' measured window, ns.
+    pub window_ns: u64,
 }
 
 impl HostsInfo {
