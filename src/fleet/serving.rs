@@ -24,19 +24,19 @@ use crate::target::{nbd_target, nvme_target};
 pub const ADDRESS_FLAG: &str = "--target-address";
 
 /// A served export; dropping it stops the target, then removes the file.
-pub struct Export {
+pub struct ServedExport {
     running: Option<Running>,
     _backing: dut::Target,
 }
 
 enum Running {
-    Nbd(nbd_target::Target),
-    Nvme(nvme_target::Target),
+    Nbd(nbd_target::NbdTarget),
+    Nvme(nvme_target::NvmeTcpTarget),
     /// qemu-nbd or nbdkit (stopped when dropped), and its log's directory.
     Server(crate::servers::storage::StorageServer, tempfile::TempDir),
 }
 
-impl Drop for Export {
+impl Drop for ServedExport {
     fn drop(&mut self) {
         // In-flight requests finish before the file goes.
         let _ = match self.running.take() {
@@ -151,7 +151,7 @@ const SERVED: [Transport; 5] = [
 /// Serve `req`: checked first, then the scratch file, then the target on
 /// the one address (a server program of its own for qemu-nbd and nbdkit,
 /// in its own process group and the testbed's records).
-pub fn serve(req: &ServeRequest) -> anyhow::Result<(Export, Serving)> {
+pub fn serve(req: &ServeRequest) -> anyhow::Result<(ServedExport, Serving)> {
     let c = check(req)?;
     let listener = TcpListener::bind(c.addr)
         .map_err(|e| usage(ADDRESS_FLAG, format!("cannot listen on {}: {e}", c.addr)))?;
@@ -205,7 +205,7 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(Export, Serving)> {
         backing: backing.path.display().to_string(),
     };
     Ok((
-        Export {
+        ServedExport {
             running: Some(running),
             _backing: backing,
         },
@@ -299,7 +299,7 @@ impl Drop for CpuLog {
 /// What the agent holds as a target host: the export and the CPU log.
 #[derive(Default)]
 pub struct TargetSide {
-    export: Option<Export>,
+    export: Option<ServedExport>,
     cpu: Option<CpuLog>,
 }
 
