@@ -28,6 +28,7 @@ pub mod pass;
 pub mod remote;
 pub mod remote_db;
 pub mod remote_hosts;
+pub mod remote_plan;
 pub mod run;
 pub mod setups;
 pub mod sink;

@@ -7,17 +7,19 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::time::Instant;
 
 use serde_json::json;
 
 use super::kernel_path::KernelPath;
 use super::remote_db::{self, DbPlan, Source};
+use super::remote_plan::RemoteSettings;
 use super::transport::{port_for, record_breakdown, serve};
 use super::{run_rounds, Order, Pass, PassOutcome, Placement, Schedule, Workload};
 use crate::analysis::AnalysisOptions;
-use crate::cli::remote::RemoteArgs;
-use crate::dut::Target;
+use crate::dut::{self, Target, TargetOptions};
 use crate::engine::EngineKind;
+use crate::error::usage;
 use crate::interrupt;
 use crate::measure::peers::PeerSampling;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
@@ -109,7 +111,12 @@ fn point_name(label: &str, j: &JobSpec) -> String {
 }
 
 /// The results before the first point: provenance, plan and the topology.
-fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Target) -> Results {
+fn start_results(
+    a: &RemoteSettings,
+    plan: &RemotePlan,
+    topo: &Topology,
+    local: &Target,
+) -> Results {
     let mut provenance = Provenance::collect(a.seed);
     provenance.target = Some(local.info());
     provenance.plan = serde_json::to_value(&plan.jobs).unwrap_or_default();
@@ -149,7 +156,7 @@ fn start_results(a: &RemoteArgs, plan: &RemotePlan, topo: &Topology, local: &Tar
 }
 
 pub fn run_transports(
-    a: &RemoteArgs,
+    a: &RemoteSettings,
     plan: &RemotePlan,
     topo: &mut Topology,
     local: &Target,
@@ -199,7 +206,7 @@ pub fn run_transports(
 /// The jobs, the load-latency curve, the breakdown and the database on
 /// each transport: one pass per transport.
 struct TransportPasses<'a> {
-    a: &'a RemoteArgs,
+    a: &'a RemoteSettings,
     plan: &'a RemotePlan,
     topo: &'a Topology,
     local: &'a Target,
@@ -367,7 +374,7 @@ fn kernel_transport(
     local: &Target,
     index: usize,
     tags: &Tags<'_>,
-    a: &RemoteArgs,
+    a: &RemoteSettings,
 ) -> anyhow::Result<()> {
     let t = Transport::KernelNvme;
     let label = t.label();
@@ -520,4 +527,61 @@ pub(super) fn load_latency(
         driver.run_point_on(target, &j, &tags)?;
     }
     Ok(())
+}
+
+/// `iolab remote` on this machine: the plan printed (`--dry-run`), or the
+/// scratch file laid out, every transport served and measured in the
+/// topology, the results and report written.
+pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<()> {
+    if !a.target.is_dir() {
+        return Err(usage(
+            "--target",
+            format!("{} is not a directory", a.target.display()),
+        ));
+    }
+    if a.dry_run {
+        super::remote_plan::print_plan(plan, a);
+        return Ok(());
+    }
+    interrupt::install();
+    let dir = a.output_dir();
+    super::run::check_outputs(&dir, a.force)?;
+    let mut topo = Topology::choose(a.loopback)?;
+    if let Some(rate) = &plan.fabric_rate {
+        topo.limit_rate(rate)
+            .map_err(|e| usage("--fabric-rate", format!("{e:#}")))?;
+    }
+    if !a.quiet {
+        eprintln!(
+            "iolab: preparing a {} MiB scratch file in {}...",
+            plan.size >> 20,
+            a.target.display()
+        );
+    }
+    let local = dut::prepare(
+        &TargetOptions {
+            path: Some(a.target.clone()),
+            size: Some(plan.size),
+            ..Default::default()
+        },
+        true,
+        None,
+        a.seed,
+    )?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
+    topo.enter_initiator()?;
+    let t0 = Instant::now();
+    let results = run_transports(a, plan, &mut topo, &local, &dir);
+    topo.leave_initiator();
+    drop(topo);
+    drop(local);
+    super::run::finish(
+        results?,
+        &dir.join("results.json"),
+        &dir.join("report.html"),
+        a.quiet,
+        t0,
+        crate::report::remote_terminal::remote_summary,
+    )
 }

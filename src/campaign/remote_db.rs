@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::cli::remote::RemoteArgs;
+use super::remote_plan::RemoteSettings;
 use crate::error::usage;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::{EngineOptions, KvEngineKind};
@@ -45,7 +45,7 @@ pub fn engine_options() -> EngineOptions {
 }
 
 /// `--db` and its companions, checked; `None` when no database runs.
-pub fn plan(a: &RemoteArgs, volume_size: u64) -> anyhow::Result<Option<DbPlan>> {
+pub fn plan(a: &RemoteSettings, volume_size: u64) -> anyhow::Result<Option<DbPlan>> {
     let spec = a.db.trim();
     if spec.is_empty() || spec == "none" {
         return Ok(None);
@@ -268,13 +268,13 @@ mod tests {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        a: RemoteArgs,
+        a: crate::cli::remote::RemoteArgs,
     }
 
-    fn args(extra: &[&str]) -> RemoteArgs {
+    fn args(extra: &[&str]) -> RemoteSettings {
         let mut v = vec!["remote", "-t", "/tmp"];
         v.extend_from_slice(extra);
-        Cli::try_parse_from(v).unwrap().a
+        crate::commands::remote_flags::remote_settings(&Cli::try_parse_from(v).unwrap().a)
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::rc::Rc;
 use serde_json::json;
 
 use super::remote::{jobs_on, load_latency, RemotePlan};
+use super::remote_plan::RemoteSettings;
 use crate::analysis::AnalysisOptions;
-use crate::cli::remote::RemoteArgs;
 use crate::dut::Target;
 use crate::error::usage;
 use crate::fleet::proto::ServeRequest;
@@ -48,7 +48,7 @@ pub struct HostsPlan {
 /// Before the plan: across hosts the default transports are the ones a
 /// target host serves (this machine's defaults include das and servers T
 /// may not have).
-pub fn defaults(a: &mut RemoteArgs) {
+pub fn defaults(a: &mut RemoteSettings) {
     if a.hosts.hosts.is_some() && a.transports == LOCAL_DEFAULT {
         a.transports = DEFAULT_TRANSPORTS.into();
     }
@@ -56,7 +56,7 @@ pub fn defaults(a: &mut RemoteArgs) {
 
 /// The flags of a run across hosts, checked against the rest; `None`
 /// without --hosts. Everything is refused before anything is started.
-pub fn check(a: &RemoteArgs, plan: &RemotePlan) -> anyhow::Result<Option<HostsPlan>> {
+pub fn check(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<Option<HostsPlan>> {
     a.hosts.check()?;
     if a.target_address.is_some() && a.target_host.is_none() {
         return Err(usage("--target-address", "applies only with --target-host"));
@@ -224,7 +224,7 @@ fn served_name(t: Transport) -> Option<&'static str> {
 /// The serve request of transport `t`.
 fn request(
     t: Transport,
-    a: &RemoteArgs,
+    a: &RemoteSettings,
     hp: &HostsPlan,
     plan: &RemotePlan,
 ) -> anyhow::Result<ServeRequest> {
@@ -254,7 +254,7 @@ fn request(
 }
 
 fn start_results(
-    a: &RemoteArgs,
+    a: &RemoteSettings,
     plan: &RemotePlan,
     hp: &HostsPlan,
     fleet: &Fleet,
@@ -304,7 +304,7 @@ fn stopped(e: anyhow::Error) -> anyhow::Error {
 /// Connect T, then the hosts (T unreachable: nothing is started on the
 /// hosts), then every transport's points; T's export and file go at the end.
 pub fn run(
-    a: &RemoteArgs,
+    a: &RemoteSettings,
     plan: &RemotePlan,
     hp: &HostsPlan,
     dir: &std::path::Path,
@@ -342,7 +342,7 @@ pub fn run(
                 size: None,
                 overwrite: true,
             },
-            a.hosts.on_host_loss.into(),
+            a.hosts.on_host_loss,
         ),
         t: t.clone(),
         export: export.clone(),
@@ -403,4 +403,38 @@ pub fn run(
         t.into_inner().close();
     }
     Ok(out)
+}
+
+/// Across hosts: the plan printed (`--dry-run`), or the hosts' run (T
+/// serving each export), the results and report written.
+pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan, hp: &HostsPlan) -> anyhow::Result<()> {
+    if a.dry_run {
+        super::remote_plan::print_plan(plan, a);
+        println!(
+            "on {} host(s) at once against target host {} (its directory {}):",
+            hp.hosts.len(),
+            hp.target,
+            a.target.display()
+        );
+        for s in &hp.skipped {
+            println!("  {s}");
+        }
+        return Ok(());
+    }
+    crate::interrupt::install();
+    let dir = a.output_dir();
+    super::run::check_outputs(&dir, a.force)?;
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        crate::error::usage("--output", format!("cannot create {}: {e}", dir.display()))
+    })?;
+    let t0 = std::time::Instant::now();
+    let results = run(a, plan, hp, &dir)?;
+    super::run::finish(
+        results,
+        &dir.join("results.json"),
+        &dir.join("report.html"),
+        a.quiet,
+        t0,
+        crate::report::remote_terminal::remote_summary,
+    )
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::fleet::{FleetOptions, SshOptions};
+use crate::fleet::HostsFlags;
 
 /// What happens after a host is lost during a point (its point is kept,
 /// partial, naming the host).
@@ -63,42 +63,21 @@ pub struct HostsArgs {
 }
 
 impl HostsArgs {
-    /// The hosts' flags without --hosts: refused, naming the flag.
-    pub fn check(&self) -> anyhow::Result<()> {
-        if self.hosts.is_some() {
-            return Ok(());
+    /// The flags as given, for the layers below clap.
+    pub fn flags(&self) -> HostsFlags {
+        let HostsArgs {
+            hosts,
+            ssh_config,
+            deploy,
+            host_iolab,
+            on_host_loss,
+        } = self.clone();
+        HostsFlags {
+            hosts,
+            ssh_config,
+            deploy,
+            host_iolab,
+            on_host_loss: on_host_loss.into(),
         }
-        let given = [
-            ("--ssh-config", self.ssh_config.is_some()),
-            ("--deploy", self.deploy),
-            ("--host-iolab", self.host_iolab != "iolab"),
-            ("--on-host-loss", self.on_host_loss != HostLossArg::Stop),
-        ];
-        match given.iter().find(|(_, g)| *g) {
-            Some((flag, _)) => Err(crate::error::usage(*flag, "applies only with --hosts")),
-            None => Ok(()),
-        }
-    }
-
-    /// How the control side reaches the hosts.
-    pub fn options(&self) -> anyhow::Result<FleetOptions> {
-        if let Some(f) = self.ssh_config.as_ref().filter(|f| !f.is_file()) {
-            return Err(crate::error::usage(
-                "--ssh-config",
-                format!("{} is not a readable file", f.display()),
-            ));
-        }
-        let local = std::env::current_exe()
-            .map_err(|e| anyhow::anyhow!("cannot find this iolab's executable: {e}"))?;
-        Ok(FleetOptions {
-            ssh: SshOptions {
-                config: self.ssh_config.clone(),
-                remote_iolab: self.host_iolab.clone(),
-                deploy: self.deploy,
-                local_iolab: local,
-                ..SshOptions::default()
-            },
-            ..FleetOptions::default()
-        })
     }
 }

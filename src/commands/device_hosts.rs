@@ -15,7 +15,7 @@ pub fn refuse_what_hosts_cannot_run(
     a: &DeviceArgs,
     exps: &[Experiment],
 ) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
-    a.hosts.check()?;
+    a.hosts.flags().check()?;
     let Some(list) = &a.hosts.hosts else {
         return Ok(None);
     };
@@ -98,7 +98,7 @@ pub fn connect(
     target: JobTarget,
     quiet: bool,
 ) -> anyhow::Result<FleetPlacement> {
-    let opts = a.hosts.options()?;
+    let opts = a.hosts.flags().options()?;
     if !quiet {
         eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
     }

@@ -11,6 +11,7 @@ pub mod kv_flags;
 pub mod kv_planfile;
 pub mod oltp;
 pub mod remote;
+pub mod remote_flags;
 pub mod report;
 pub mod run;
 pub mod serve;

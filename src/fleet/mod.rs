@@ -12,6 +12,7 @@ pub mod clock;
 pub mod collect;
 pub mod conn;
 pub mod control;
+pub mod flags;
 pub mod hosts;
 pub mod merge;
 pub mod placement;
@@ -23,6 +24,7 @@ pub mod validate;
 
 pub use clock::ClockOffset;
 pub use control::{Fleet, FleetOptions};
+pub use flags::HostsFlags;
 pub use hosts::{parse_hosts, HostSpec};
 pub use merge::{FleetPass, HostRow, LostHost};
 pub use placement::{FleetPlacement, OnHostLoss};

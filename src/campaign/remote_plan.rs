@@ -1,0 +1,330 @@
+//! `iolab remote`'s flags as given (`cli::remote::RemoteArgs` documents
+//! each; commands/remote_flags.rs copies them) and their checks: every
+//! argument checked before anything is set up, into a `RemotePlan`; the
+//! plan in words for `--dry-run`.
+
+use std::path::PathBuf;
+
+use crate::engine::EngineKind;
+use crate::error::usage;
+use crate::fleet::HostsFlags;
+use crate::plan::job::{JobSpec, Pattern, StopCondition};
+use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
+use crate::remote::faults;
+use crate::remote::servers::{Transport, TRANSPORT_NAMES};
+use crate::remote::topology;
+
+use super::remote::{jobs_on, RemotePlan};
+use super::remote_db;
+
+/// The flags of `iolab remote` as given (a plan file's settings applied).
+#[derive(Debug, Clone)]
+pub struct RemoteSettings {
+    pub target: PathBuf,
+    pub size: String,
+    pub transports: String,
+    pub mixes: String,
+    pub qd: String,
+    pub bs: String,
+    pub jobs: u32,
+    pub runtime: String,
+    pub ramp: String,
+    pub io_timeout: Option<String>,
+    pub rates: String,
+    pub target_threads: String,
+    pub breakdown: usize,
+    pub fabric_rate: Option<String>,
+    pub fabric_delay: Option<String>,
+    pub db: String,
+    pub db_num: u64,
+    pub db_ops: u64,
+    pub db_read_percent: u8,
+    pub continue_on_error: bool,
+    pub inject_errors: Option<String>,
+    pub loopback: bool,
+    pub output: Option<PathBuf>,
+    pub force: bool,
+    pub seed: u64,
+    pub quiet: bool,
+    pub dry_run: bool,
+    pub target_host: Option<String>,
+    pub target_address: Option<String>,
+    pub hosts: HostsFlags,
+    /// The flags given on the command line (a plan file does not override them).
+    pub given: Vec<String>,
+}
+
+impl RemoteSettings {
+    /// Where results.json and report.html go (`--output`, or a new
+    /// directory named for the time).
+    pub fn output_dir(&self) -> PathBuf {
+        self.output.clone().unwrap_or_else(|| {
+            PathBuf::from(format!(
+                "iolab-remote-{}",
+                crate::results::time::compact(std::time::SystemTime::now())
+            ))
+        })
+    }
+}
+
+fn list<T>(
+    field: &str,
+    s: &str,
+    one: impl Fn(&str) -> Option<T>,
+    what: &str,
+) -> anyhow::Result<Vec<T>> {
+    let v: Vec<T> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| one(x).ok_or_else(|| usage(field, format!("'{x}' is not {what}"))))
+        .collect::<anyhow::Result<_>>()?;
+    if v.is_empty() {
+        return Err(usage(field, "give at least one value"));
+    }
+    Ok(v)
+}
+
+/// Whether `s` is a rate tc's tbf accepts: a positive number and one of
+/// tc's units (bits or bytes per second, SI or IEC), checked here so a bad
+/// one is refused before the namespaces are built.
+fn tc_rate(s: &str) -> bool {
+    const UNITS: [&str; 19] = [
+        "", "bit", "kbit", "mbit", "gbit", "tbit", "kibit", "mibit", "gibit", "tibit", "bps",
+        "kbps", "mbps", "gbps", "tbps", "kibps", "mibps", "gibps", "tibps",
+    ];
+    let lower = s.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(lower.len());
+    let (number, unit) = lower.split_at(split);
+    number
+        .parse::<f64>()
+        .is_ok_and(|n| n > 0.0 && n.is_finite())
+        && UNITS.contains(&unit)
+}
+
+/// Check every argument before anything is set up.
+pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
+    let threads = list(
+        "--target-threads",
+        &a.target_threads,
+        |x| x.parse::<usize>().ok().filter(|n| (1..=64).contains(n)),
+        "a thread count from 1 to 64",
+    )?;
+    let mut transports = Vec::new();
+    let given = list(
+        "--transports",
+        &a.transports,
+        Transport::parse,
+        &format!("one of {TRANSPORT_NAMES}"),
+    )?;
+    for (i, t) in given.iter().enumerate() {
+        if given[..i].contains(t) {
+            let word = a
+                .transports
+                .split(',')
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .nth(i);
+            return Err(usage(
+                "--transports",
+                format!("'{}' is named twice", word.unwrap_or_default()),
+            ));
+        }
+    }
+    for t in given {
+        if t.own() {
+            transports.extend(threads.iter().map(|&n| t.with_threads(n)))
+        } else {
+            transports.push(t)
+        }
+    }
+    transports.dedup();
+    let inject = faults::check(a.inject_errors.as_deref(), &transports)?;
+    let mixes = list(
+        "--mixes",
+        &a.mixes,
+        |x| x.parse::<u8>().ok().filter(|m| *m <= 100),
+        "a read percentage from 0 to 100",
+    )?;
+    let qds = list(
+        "--qd",
+        &a.qd,
+        |x| x.parse::<u32>().ok().filter(|q| (1..=1024).contains(q)),
+        "a queue depth from 1 to 1024",
+    )?;
+    let rates = if a.rates.trim() == "none" {
+        Vec::new()
+    } else {
+        list(
+            "--rates",
+            &a.rates,
+            |x| x.parse::<f64>().ok().filter(|r| *r > 0.0 && *r <= 200.0),
+            "a percentage of the closed-loop maximum (0 to 200), or none",
+        )?
+    };
+    if !rates.is_empty() && !mixes.contains(&100) {
+        return Err(usage(
+            "--rates",
+            "the load-latency curve is relative to the read-only point: add 100 to --mixes, or give --rates none",
+        ));
+    }
+    let bs = parse_size("--bs", &a.bs)?;
+    if bs < 512 || bs % 512 != 0 || bs > 1 << 20 {
+        return Err(usage("--bs", "must be a multiple of 512 bytes up to 1 MiB"));
+    }
+    if !(1..=64).contains(&a.jobs) {
+        return Err(usage("--jobs", "must be 1 to 64"));
+    }
+    let runtime = parse_duration_ns("--runtime", &a.runtime)?;
+    if runtime < 100_000_000 {
+        return Err(usage("--runtime", "give at least 100ms"));
+    }
+    let ramp = parse_duration_ns("--ramp", &a.ramp)?;
+    let io_timeout_ns = crate::plan::device_args::parse_io_timeout(a.io_timeout.as_deref())?;
+    let size = parse_size("--size", &a.size)?;
+    if size < 16 << 20 {
+        return Err(usage("--size", "the scratch file needs at least 16m"));
+    }
+    if let Some(d) = &a.fabric_delay {
+        parse_duration_ns("--fabric-delay", d)?;
+    }
+    if let Some(rate) = &a.fabric_rate {
+        if !tc_rate(rate) {
+            return Err(usage(
+                "--fabric-rate",
+                format!("'{rate}' is not a rate (a number with a unit tc knows: 100mbit, 1gbit, 125mbps, ...)"),
+            ));
+        }
+        let why = if a.loopback {
+            Some("--loopback".to_string())
+        } else {
+            topology::namespaces_unavailable()
+        };
+        if let Some(why) = why {
+            return Err(usage(
+                "--fabric-rate",
+                format!("shaping needs the namespaces' veth pair, and the link is loopback here ({why})"),
+            ));
+        }
+    }
+    let mut jobs = Vec::new();
+    for &qd in &qds {
+        for &mix in &mixes {
+            let pattern = match mix {
+                100 => Pattern::RandRead,
+                0 => Pattern::RandWrite,
+                _ => Pattern::RandRw,
+            };
+            jobs.push(JobSpec {
+                pattern,
+                mix,
+                bs: vec![(bs, 100)],
+                qd,
+                jobs: a.jobs,
+                stop: StopCondition {
+                    runtime_ns: Some(runtime),
+                    io_count: None,
+                    io_bytes: None,
+                },
+                ramp_ns: ramp,
+                seed: a.seed,
+                io_timeout_ns,
+                continue_on_error: a.continue_on_error,
+                ..JobSpec::default()
+            });
+        }
+    }
+    Ok(RemotePlan {
+        transports,
+        jobs,
+        size,
+        rates,
+        breakdown: a.breakdown,
+        fabric_rate: a.fabric_rate.clone(),
+        fabric_delay: a.fabric_delay.clone(),
+        db: remote_db::plan(a, size)?,
+        inject,
+    })
+}
+
+/// The plan in words: transports, jobs, what is skipped and why, the
+/// estimated time.
+pub fn print_plan(plan: &RemotePlan, a: &RemoteSettings) {
+    println!(
+        "iolab remote on {} ({} MiB scratch file):",
+        a.target.display(),
+        plan.size >> 20
+    );
+    for t in &plan.transports {
+        let why = t
+            .unavailable()
+            .map(|w| format!(" — skipped: {w}"))
+            .unwrap_or_default();
+        let injected = plan
+            .injected(*t)
+            .map(|i| format!("; {}", i.phrase()))
+            .unwrap_or_default();
+        println!("  {:<18} {}{injected}{why}", t.label(), t.backing());
+    }
+    if a.continue_on_error {
+        println!("  --continue-on-error: failed requests counted per errno in each point's errors, the point kept");
+    }
+    println!(
+        "  {}",
+        crate::remote::kernel::summary(&crate::remote::kernel::initiators())
+    );
+    for j in jobs_on(plan, EngineKind::Nbd, "") {
+        println!(
+            "      {:<40} {} + {} ramp",
+            j.name.trim_end_matches("-nbd"),
+            format_ns(j.stop.runtime_ns.unwrap_or(0) as f64),
+            format_ns(j.ramp_ns as f64)
+        );
+    }
+    if plan.breakdown > 0 {
+        println!(
+            "  breakdown: {} QD1 reads over iolab's target",
+            plan.breakdown
+        );
+    }
+    let runs = plan
+        .transports
+        .iter()
+        .filter(|t| t.unavailable().is_none())
+        .count();
+    let (points, secs) = plan.estimate(runs);
+    println!(
+        "total: {points} point(s) on {runs} transport(s), ~{secs:.0} s measured (plus each transport's set-up and the scratch file layout{})",
+        if plan.db.is_some() { "; the database steps run to their op counts" } else { "" }
+    );
+    if let Some(db) = &plan.db {
+        println!(
+            "  database: RocksDB fillseq {} keys, then readrandomwriterandom {} ops ({}% reads), values {:?} bytes, on ext4 on each volume",
+            db.num, db.ops, db.read_percent, db.values
+        );
+        for t in &plan.transports {
+            if let Some(why) = plan.db_skipped(*t) {
+                println!("      no database on {}: {why}", t.label());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tc_rate;
+
+    #[test]
+    fn rates_are_checked_as_tc_reads_them() {
+        for ok in ["1gbit", "100mbit", "125MBps", "1.5gbit", "8000", "10kibit"] {
+            assert!(tc_rate(ok), "{ok}");
+        }
+        for bad in [
+            "abc", "", "0mbit", "1 gbit", "1g", "mbit", "-5mbit", "1e3bit",
+        ] {
+            assert!(!tc_rate(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! `iolab remote`'s flags for the campaign: `RemoteArgs` copied into
+//! `campaign::remote_plan::RemoteSettings` (every field named, so a new
+//! flag does not compile until it has a place).
+
+use crate::campaign::remote_plan::RemoteSettings;
+use crate::cli::remote::RemoteArgs;
+
+/// The flags as given (a plan file's settings already applied).
+pub fn remote_settings(a: &RemoteArgs) -> RemoteSettings {
+    let RemoteArgs {
+        target,
+        plan: _,
+        size,
+        transports,
+        mixes,
+        qd,
+        bs,
+        jobs,
+        runtime,
+        ramp,
+        io_timeout,
+        rates,
+        target_threads,
+        breakdown,
+        fabric_rate,
+        fabric_delay,
+        db,
+        db_num,
+        db_ops,
+        db_read_percent,
+        continue_on_error,
+        inject_errors,
+        loopback,
+        output,
+        force,
+        seed,
+        quiet,
+        dry_run,
+        target_host,
+        target_address,
+        hosts,
+        given,
+    } = a.clone();
+    RemoteSettings {
+        target,
+        size,
+        transports,
+        mixes,
+        qd,
+        bs,
+        jobs,
+        runtime,
+        ramp,
+        io_timeout,
+        rates,
+        target_threads,
+        breakdown,
+        fabric_rate,
+        fabric_delay,
+        db,
+        db_num,
+        db_ops,
+        db_read_percent,
+        continue_on_error,
+        inject_errors,
+        loopback,
+        output,
+        force,
+        seed,
+        quiet,
+        dry_run,
+        target_host,
+        target_address,
+        hosts: hosts.flags(),
+        given,
+    }
+}

@@ -1,0 +1,92 @@
+//! The hosts' flags as given (`cli::hosts::HostsArgs` documents each),
+//! without clap: which hosts, how ssh reaches them, which iolab runs there
+//! and what a host lost during a point means; checked here, for every verb
+//! that runs on hosts.
+
+use std::path::PathBuf;
+
+use super::{FleetOptions, OnHostLoss, SshOptions};
+use crate::error::usage;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostsFlags {
+    pub hosts: Option<String>,
+    pub ssh_config: Option<PathBuf>,
+    pub deploy: bool,
+    pub host_iolab: String,
+    pub on_host_loss: OnHostLoss,
+}
+
+impl Default for HostsFlags {
+    fn default() -> HostsFlags {
+        HostsFlags {
+            hosts: None,
+            ssh_config: None,
+            deploy: false,
+            host_iolab: "iolab".into(),
+            on_host_loss: OnHostLoss::Stop,
+        }
+    }
+}
+
+impl HostsFlags {
+    /// The hosts' flags without --hosts: refused, naming the flag.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.hosts.is_some() {
+            return Ok(());
+        }
+        let given = [
+            ("--ssh-config", self.ssh_config.is_some()),
+            ("--deploy", self.deploy),
+            ("--host-iolab", self.host_iolab != "iolab"),
+            ("--on-host-loss", self.on_host_loss != OnHostLoss::Stop),
+        ];
+        match given.iter().find(|(_, g)| *g) {
+            Some((flag, _)) => Err(usage(*flag, "applies only with --hosts")),
+            None => Ok(()),
+        }
+    }
+
+    /// How the control side reaches the hosts.
+    pub fn options(&self) -> anyhow::Result<FleetOptions> {
+        if let Some(f) = self.ssh_config.as_ref().filter(|f| !f.is_file()) {
+            return Err(usage(
+                "--ssh-config",
+                format!("{} is not a readable file", f.display()),
+            ));
+        }
+        let local = std::env::current_exe()
+            .map_err(|e| anyhow::anyhow!("cannot find this iolab's executable: {e}"))?;
+        Ok(FleetOptions {
+            ssh: SshOptions {
+                config: self.ssh_config.clone(),
+                remote_iolab: self.host_iolab.clone(),
+                deploy: self.deploy,
+                local_iolab: local,
+                ..SshOptions::default()
+            },
+            ..FleetOptions::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_flags_without_hosts_are_refused_naming_the_flag() {
+        assert!(HostsFlags::default().check().is_ok());
+        let deploy = HostsFlags {
+            deploy: true,
+            ..HostsFlags::default()
+        };
+        let e = deploy.check().unwrap_err();
+        assert!(format!("{e:#}").contains("--deploy"), "{e:#}");
+        let with_hosts = HostsFlags {
+            hosts: Some("a,b".into()),
+            ..deploy
+        };
+        assert!(with_hosts.check().is_ok());
+    }
+}
