@@ -502,8 +502,7 @@ pub(super) fn load_latency(
     let max = driver.results_mut().points.iter_mut().rev().find(|p| {
         p.params.get("transport").map(String::as_str) == Some(label) && p.name == base.name
     });
-    let Some(max) = max.filter(|p| p.total.iops > 0.0 && !p.extra.contains_key("interrupted"))
-    else {
+    let Some(max) = max.filter(|p| p.total.iops > 0.0 && !p.is_interrupted()) else {
         driver.warn(format!(
             "load-latency over {label} skipped: its closed-loop point did not run"
         ));
