@@ -54,7 +54,8 @@ pub struct HostPoint {
     pub start_offset_ns: i64,
 }
 
-fn row(h: &HostPoint) -> HostRow {
+/// The row of one part (a host, or an instance: `kv::instances`).
+pub fn row(h: &HostPoint) -> HostRow {
     let lat = h.point.main_lat();
     HostRow {
         host: h.host.clone(),

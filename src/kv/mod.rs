@@ -7,6 +7,7 @@ pub mod engine;
 pub mod engines;
 pub mod fields;
 pub mod generator;
+pub mod instances;
 pub mod keys;
 pub mod loadstats;
 /// The LSM state of a phase: owned by results (`results::ext::lsm`).

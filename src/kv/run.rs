@@ -38,6 +38,15 @@ pub trait KvObserver: Observer {
     fn phase_started(&self, _name: &str, _threads: usize) {}
     /// A phase finished; its point is saved.
     fn phase_done(&self, _name: &str, _outcome: &PhaseOutcome, _point: &Point) {}
+    /// The phase's workers are about to start: return when they may (the
+    /// common start of several instances or hosts, `kv::instances`); an
+    /// error ends the run before the phase.
+    fn before_phase(&self, _name: &str) -> Result<()> {
+        Ok(())
+    }
+    /// The exact merge of a phase run on several instances or hosts at once
+    /// (`kv::instances`, `campaign::kv_hosts`).
+    fn merged_phase_done(&self, _point: &Point) {}
     /// A db_bench chain step (`waitforcompaction`, `flush`, `compact`)
     /// finished, leaving the LSM in `after` (engines that have one).
     fn chain_step_done(&self, _step: &ChainStepRun, _after: Option<&LsmState>) {}
@@ -329,6 +338,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                     obs.status(&line);
                 }
             };
+            obs.before_phase(&name)?;
             probe.begin();
             let cpu_at_start = crate::measure::procstat::CpuTicks::now();
             // A server at --server-url keeps its data elsewhere (perhaps
