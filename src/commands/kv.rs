@@ -22,13 +22,15 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
             args.place.target.len(),
         )
     {
+        super::kv_hosts::refuse_media(&args)?;
         return media_run(args);
     }
     crate::campaign::setups::refuse_without_media(&super::media_flags(&args.media))?;
     crate::campaign::setups::refuse_size_without_make(args.place.size.as_deref(), false)?;
     let plan = super::kv_flags::plan(&args)?;
     crate::kv::instances::check(&plan, args.instances)?;
-    if let Some(raw) = &plan.place.raw {
+    let hosts = super::kv_hosts::refuse_what_hosts_cannot_run(&args, &plan)?;
+    if let Some(raw) = plan.place.raw.as_ref().filter(|_| hosts.is_none()) {
         // The same device checks as the run (--dry-run included).
         crate::kv::raw::check(&plan, raw)?;
     }
@@ -51,9 +53,10 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let term = KvTerminal::new(args.quiet);
-    let done = match args.instances {
-        1 => crate::kv::run::run(&plan, &term)?,
-        n => crate::kv::instances::run(&plan, n, &term, &crate::kv::instances::AtOnce)?,
+    let done = match (&hosts, args.instances) {
+        (Some(h), _) => super::kv_hosts::run(&args, &plan, h, &term)?,
+        (None, 1) => crate::kv::run::run(&plan, &term)?,
+        (None, n) => crate::kv::instances::run(&plan, n, &term, &crate::kv::instances::AtOnce)?,
     };
     if !args.quiet {
         if let Some(t) = crate::report::kv_intel::table(&done.results) {

@@ -74,6 +74,33 @@ pub fn row(h: &HostPoint) -> HostRow {
     }
 }
 
+/// The instances' rows of every host (`kv --instances` on each), named
+/// `HOST/inst-K`, released relative to the common start; `None` without.
+pub fn instance_rows(hosts: &[HostPoint]) -> Option<Box<HostsInfo>> {
+    let mut rows = Vec::new();
+    for h in hosts {
+        for r in h.point.extra.instances.iter().flat_map(|i| &i.per_host) {
+            let mut r = r.clone();
+            r.host = format!("{}/{}", h.host, r.host);
+            r.clock = h.clock;
+            r.start_offset_ns += h.start_offset_ns;
+            rows.push(r);
+        }
+    }
+    let starts = rows.iter().map(|r| r.start_offset_ns);
+    let skew = starts.clone().max()? - starts.min()?;
+    Some(Box::new(HostsInfo {
+        per_host: rows,
+        start_skew_ns: skew.max(0) as u64,
+        clock_uncertainty_ns: hosts
+            .iter()
+            .map(|h| h.clock.uncertainty_ns)
+            .max()
+            .unwrap_or(0),
+        lost: Vec::new(),
+    }))
+}
+
 /// Merge the hosts' points of one pass (at least one).
 pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
     let parts: Vec<(&str, &Point)> = hosts.iter().map(|h| (h.host.as_str(), &h.point)).collect();

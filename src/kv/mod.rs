@@ -22,4 +22,5 @@ pub mod report;
 pub mod run;
 pub mod settings;
 pub mod value;
+pub mod wire;
 pub mod ycsb;

@@ -575,6 +575,17 @@ impl CutLoad {
     }
 }
 
+/// The name of a step's point (`None`: a chain step, which has none).
+pub fn phase_name(step: &Step) -> Option<String> {
+    match step {
+        Step::YcsbLoad(n, _) => Some(format!("{n}.load")),
+        Step::YcsbRun(n, _) => Some(format!("{n}.run")),
+        Step::Chain(_) => None,
+        Step::Bench(b, Some(r)) => Some(format!("{}.readers{r}", b.name())),
+        Step::Bench(b, None) => Some(b.name().to_string()),
+    }
+}
+
 /// One step's workload: its point name, work, thread split and parameters.
 fn step_job(
     step: &Step,
@@ -584,7 +595,7 @@ fn step_job(
     let (threads, target, seed) = (plan.threads, plan.target_ops, plan.seed);
     match step {
         Step::YcsbLoad(n, cfg) => (
-            format!("{n}.load"),
+            phase_name(step).unwrap_or_default(),
             Box::new(YcsbLoad::new(cfg, seed, fields_apart)),
             PhaseSpec::split(cfg.insertcount as u64, threads, target, seed)
                 .with_deadline_s(cfg.max_execution_s),
@@ -600,7 +611,7 @@ fn step_job(
             ]),
         ),
         Step::YcsbRun(n, cfg) => (
-            format!("{n}.run"),
+            phase_name(step).unwrap_or_default(),
             Box::new(YcsbRun::new(cfg, seed, fields_apart)),
             PhaseSpec::split(cfg.operationcount.max(0) as u64, threads, target, seed ^ 1)
                 .with_deadline_s(cfg.max_execution_s),
@@ -640,10 +651,7 @@ fn step_job(
                 }
                 _ => PhaseSpec::split(reads * threads as u64, threads, target, seed ^ 5),
             };
-            let name = match readers {
-                Some(r) => format!("{}.readers{r}", b.name()),
-                None => b.name().to_string(),
-            };
+            let name = phase_name(step).unwrap_or_default();
             let mut params = BTreeMap::from([
                 ("workload".into(), b.name().to_string()),
                 ("num".into(), dbc.num.to_string()),

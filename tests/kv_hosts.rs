@@ -1,0 +1,167 @@
+//! `iolab kv --hosts` end to end against namespace hosts with their own
+//! sshd (tests/fleet_common): every phase of a YCSB plan (load, run) on
+//! two hosts at once, merged exactly, with `--instances 2` on each too; no
+//! database and no process left on any host; the combinations a run on
+//! hosts cannot do and a refused login are exit 2 naming the flag or the
+//! host. Needs root, ip netns and sshd for the hosts; skips otherwise.
+
+mod fleet_common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use fleet_common::Lab;
+use iolab::measure::histogram::LatencyHistogram;
+use iolab::results::{Point, Results};
+
+const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
+
+fn kv(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(IOLAB);
+    c.args(["kv", "a", "--hosts", hosts, "--ssh-config"])
+        .arg(&lab.ssh_config)
+        .args(["--host-iolab", IOLAB, "--quiet"])
+        .args(["-p", "recordcount=300", "-p", "operationcount=400"])
+        .args(extra);
+    c
+}
+
+fn all_hosts(lab: &Lab) -> String {
+    let addrs: Vec<&str> = lab.hosts.iter().map(|h| h.addr.as_str()).collect();
+    addrs.join(",")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The merged operations are the rows' sum and the merged histograms
+/// count every one of them.
+fn assert_exact(p: &Point, rows: &[iolab::results::ext::HostRow]) {
+    let sum: u64 = rows.iter().map(|r| r.ops).sum();
+    assert_eq!(p.total.ops, sum, "{}", p.name);
+    assert!(rows.iter().all(|r| r.ops > 0), "{rows:?}");
+    let counted: u64 = p
+        .histograms
+        .iter()
+        .filter(|(k, _)| k.ends_with(".lat"))
+        .map(|(_, h)| LatencyHistogram::decode(h).unwrap().len())
+        .sum();
+    assert_eq!(counted, p.total.ops, "{}", p.name);
+}
+
+fn run_on_hosts(lab: &Lab, instances: &str) -> Results {
+    let out = lab.dir.path().join(format!("out-{instances}.json"));
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = kv(lab, &all_hosts(lab), &["--engine", "rocksdb"])
+        .args(["--instances", instances, "--dir"])
+        .arg(&work)
+        .arg("--json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    // Each host removed its databases; nothing runs there any more.
+    let left: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let quiet = lab.wait_quiet(Duration::from_secs(20));
+    assert!(quiet.is_empty(), "left on the hosts: {quiet:?}");
+    Results::read(&out).unwrap()
+}
+
+#[test]
+fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let r = run_on_hosts(&lab, "1");
+    let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["ycsb-a.load", "ycsb-a.run"]);
+    for (p, per_host) in r.points.iter().zip([300, 400]) {
+        let h = p.extra.hosts.as_ref().expect("the hosts' rows");
+        assert_eq!(h.per_host.len(), 2);
+        assert!(h.per_host.iter().all(|x| x.ops == per_host), "{h:?}");
+        assert!(h.lost.is_empty() && !p.is_interrupted());
+        assert_exact(p, &h.per_host);
+        assert!(p.extra.instances.is_none());
+    }
+    assert!(r.complete);
+    // Two instances on each host: a row per host and per host's instance.
+    let r = run_on_hosts(&lab, "2");
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().unwrap();
+        assert_exact(p, &h.per_host);
+        let i = p.extra.instances.as_ref().expect("the instances' rows");
+        assert_eq!(i.per_host.len(), 4);
+        assert!(i.per_host[0].host.ends_with("/inst-1"), "{i:?}");
+        assert_exact(p, &i.per_host);
+    }
+    assert_eq!(r.points[0].total.ops, 4 * 300);
+}
+
+#[test]
+fn a_refused_login_is_exit_2_naming_the_host_and_nothing_starts() {
+    let Some(lab) = fleet_common::lab(2, &[1]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = kv(&lab, &all_hosts(&lab), &["--engine", "sqlite", "--dir"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&lab.hosts[1].addr), "{err}");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
+}
+
+/// Refused before any host is contacted: no lab needed.
+#[test]
+fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let props = d.path().join("w.props");
+    std::fs::write(&props, "recordcount=10\n").unwrap();
+    let p = props.to_str().unwrap();
+    let db = d.path().join("db");
+    for (args, flag) in [
+        (
+            vec!["--server-url", "postgres://127.0.0.1/x"],
+            "--server-url",
+        ),
+        (vec!["--engine", "postgres"], "--engine"),
+        (vec!["--make", "ext4", "-t", "/var/tmp"], "--make"),
+        (vec!["-t", "/var/tmp", "-t", "/tmp"], "--target"),
+        (vec!["-P", p], "-P"),
+        (vec!["--db", db.to_str().unwrap()], "--db"),
+        (vec!["--keep"], "--keep"),
+        (vec!["--dir", "relative/dir"], "--dir"),
+        (vec!["--instances", "0"], "--instances"),
+    ] {
+        let o = Command::new(IOLAB)
+            .args(["kv", "a", "--hosts", "127.0.0.1", "--quiet"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!Path::new(&db).exists());
+    // The hosts' flags need --hosts.
+    let o = Command::new(IOLAB)
+        .args(["kv", "a", "--deploy", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--deploy"));
+}
