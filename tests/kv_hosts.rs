@@ -165,3 +165,89 @@ fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--deploy"));
 }
+
+/// The agent's pid on host `i`, once it runs.
+fn agent_pid(lab: &Lab, i: usize) -> u32 {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = lab.hosts[i]
+            .others()
+            .into_iter()
+            .find(|p| p.contains(" agent"))
+            .and_then(|p| p.split(':').next()?.parse().ok());
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < end, "no agent on host {i}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A paced load of 3 s (cut by --runtime) on both hosts; `hit` is done to
+/// it 1.5 s after the agent on host 1 started.
+fn interrupted_run(lab: &Lab, hit: impl FnOnce(&std::process::Child)) -> (Output, Results) {
+    let out = lab.dir.path().join("cut.json");
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let child = kv(lab, &all_hosts(lab), &["--engine", "rocksdb"])
+        .args(["-p", "recordcount=100000", "--target-ops", "500"])
+        .args(["--runtime", "3s", "--dir"])
+        .arg(&work)
+        .arg("--json")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    agent_pid(lab, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    hit(&child);
+    let o = child.wait_with_output().unwrap();
+    (o, Results::read(&out).unwrap())
+}
+
+#[test]
+fn a_host_lost_mid_phase_is_named_and_a_sigint_tears_every_database_down() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    let (o, r) = interrupted_run(&lab, |_| {
+        // SAFETY: an agent in a namespace this test made.
+        unsafe { libc::kill(agent_pid(&lab, 1) as i32, libc::SIGKILL) };
+    });
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(r.points.len(), 1, "no phase after the loss");
+    let p = &r.points[0];
+    let h = p.extra.hosts.as_ref().unwrap();
+    assert_eq!(h.lost.len(), 1, "{h:?}");
+    assert_eq!(h.lost[0].host, lab.hosts[1].addr);
+    assert!(p.is_interrupted() && p.total.ops > 0);
+    assert_exact(p, &h.per_host);
+    assert!(r.warnings.iter().any(|w| w.contains("not run: ycsb-a.run")));
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
+    // The killed agent's databases wait for that host's next iolab start.
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 1);
+    let swept = Command::new("ip")
+        .args(["netns", "exec", &lab.hosts[1].ns, IOLAB, "sysinfo"])
+        .env("IOLAB_STATE_DIR", &lab.hosts[1].state)
+        .output()
+        .unwrap();
+    assert!(swept.status.success(), "{}", text(&swept));
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+
+    // Ctrl-C: every agent stops its phase, sends its part and removes its databases.
+    let (o, r) = interrupted_run(&lab, |c| {
+        // SAFETY: our own child.
+        unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    });
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(r.interrupted && !r.complete);
+    assert_eq!(r.points.len(), 1);
+    assert_exact(
+        &r.points[0],
+        &r.points[0].extra.hosts.as_ref().unwrap().per_host,
+    );
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+}
