@@ -251,3 +251,85 @@ fn a_host_lost_mid_phase_is_named_and_a_sigint_tears_every_database_down() {
     assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
 }
+
+/// Benchmarks section 23: RocksDB, YCSB 80/20 read/update with 800 B and
+/// 10 KB values, on 1 and 3 namespace hosts and with 1 and 3 instances on
+/// this machine; every merge checked exact. Run with
+/// `cargo test --test kv_hosts -- --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_hosts_and_instances() {
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    println!("| value | where | load ops/s | run ops/s | run p99 | rows' ops = merged ops, histogram count = ops |");
+    println!("|---|---|---|---|---|---|");
+    for (size, records) in [(800, 20000), (10240, 4000)] {
+        let props = [
+            "-p".to_string(),
+            "fieldcount=1".into(),
+            "-p".into(),
+            format!("fieldlength={size}"),
+            "-p".into(),
+            "readproportion=0.8".into(),
+            "-p".into(),
+            "updateproportion=0.2".into(),
+            "-p".into(),
+            format!("recordcount={records}"),
+            "-p".into(),
+            "operationcount=10000000".into(),
+            "--runtime".into(),
+            "10s".into(),
+            "--engine".into(),
+            "rocksdb".into(),
+        ];
+        let runs = [
+            ("1 host", Some(lab.hosts[0].addr.clone()), "1"),
+            ("3 hosts", Some(all_hosts(&lab)), "1"),
+            ("1 instance here", None, "1"),
+            ("3 instances here", None, "3"),
+        ];
+        for (label, hosts, n) in runs {
+            let out = lab.dir.path().join("m.json");
+            let mut c = match &hosts {
+                Some(h) => kv(&lab, h, &[]),
+                None => {
+                    let mut c = Command::new(IOLAB);
+                    c.args(["kv", "a", "--quiet"]);
+                    c
+                }
+            };
+            let o = c
+                .args(&props)
+                .args(["--instances", n, "--dir"])
+                .arg(&work)
+                .arg("--json")
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", text(&o));
+            let r = Results::read(&out).unwrap();
+            let (load, run) = (&r.points[0], &r.points[1]);
+            for p in &r.points {
+                let rows = p
+                    .extra
+                    .hosts
+                    .as_ref()
+                    .or(p.extra.instances.as_ref())
+                    .map(|h| h.per_host.clone());
+                if let Some(rows) = rows {
+                    assert_exact(p, &rows);
+                }
+            }
+            let p99 = run.main_lat().and_then(|l| l.percentile(99.0)).unwrap_or(0);
+            println!(
+                "| {size} B | {label} | {:.0} | {:.0} | {:.0} us | yes |",
+                load.total.iops,
+                run.total.iops,
+                p99 as f64 / 1e3
+            );
+        }
+    }
+}
