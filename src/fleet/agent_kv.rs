@@ -182,6 +182,13 @@ impl KvHost {
     }
 }
 
+/// However `serve` returns, the plan's databases go before the process does.
+impl Drop for KvSlot {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 impl KvSlot {
     /// Set up (or go on with) the plan and wait until its phase is ready:
     /// ready, or an error.

@@ -77,6 +77,29 @@ pub fn check(plan: &KvPlan, n: usize) -> Result<()> {
     }
 }
 
+/// Refuse a load whose data, once per instance, does not fit in the
+/// directory (each instance's own run checks only its share).
+fn check_space(plan: &KvPlan, n: usize) -> Result<()> {
+    let (bytes, field) = plan.load_bytes();
+    let dir = plan.place.db.as_deref().unwrap_or(&plan.place.dir);
+    let Ok(free) = crate::dut::scratch::free_bytes(dir) else {
+        return Ok(()); // an unusable directory is reported where it is used
+    };
+    let all = bytes.saturating_mul(n as u64);
+    if n > 1 && plan.engine != super::engine::KvEngineKind::Null && all > free {
+        return Err(usage(
+            field,
+            format!(
+                "{n} instances load about {} of keys and values, and {} has {} free",
+                super::report::human(all),
+                dir.display(),
+                super::report::human(free)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The directory holding `inst-1..N`: in `--db` (kept), else a scratch
 /// directory in `--dir`, registered for the sweep and removed on drop.
 struct Parent {
@@ -127,6 +150,7 @@ fn parent(plan: &KvPlan) -> Result<Parent> {
 /// to `plan.output` as each phase ends.
 pub fn run(plan: &KvPlan, n: usize, obs: &dyn KvObserver, gate: &dyn PhaseGate) -> Result<KvRun> {
     check(plan, n)?;
+    check_space(plan, n)?;
     interrupt::install();
     let parent = parent(plan)?;
     let plans: Vec<KvPlan> = (1..=n)
