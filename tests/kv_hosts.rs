@@ -105,7 +105,10 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
     assert!(o.status.success(), "{}", text(&o));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("IOPS per host"), "no hosts chart");
-    assert!(page.contains(&lab.hosts[1].addr), "no row of the second host");
+    assert!(
+        page.contains(&lab.hosts[1].addr),
+        "no row of the second host"
+    );
     // Two instances on each host: a row per host and per host's instance.
     let r = run_on_hosts(&lab, "2");
     for p in &r.points {
@@ -281,8 +284,8 @@ fn measure_hosts_and_instances() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(1);
-    println!("| value | where | round | load ops/s (summed; ops / longest) | run ops/s (summed; ops / longest) | run p99 | exact |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| value | where | round | load ops/s (summed; ops / longest) | run ops/s (summed; ops / longest) | run p99 | run start skew | run CPU % | run ops per CPU-second | exact |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for round in 1..=rounds {
         for (size, records) in [(800, 100000), (10240, 10000)] {
             let props = [
@@ -343,13 +346,24 @@ fn measure_hosts_and_instances() {
                 }
                 let p99 = run.main_lat().and_then(|l| l.percentile(99.0)).unwrap_or(0);
                 let wall = |p: &Point| p.total.ops as f64 / (p.duration_ns as f64 / 1e9);
+                let skew = run
+                    .extra
+                    .hosts
+                    .as_ref()
+                    .or(run.extra.instances.as_ref())
+                    .map(|h| format!("{:.0} us", h.start_skew_ns as f64 / 1e3))
+                    .unwrap_or_else(|| "-".into());
+                // The run phase's CPU: summed over the hosts' agents, or the one process's.
+                let cpu = run.cpu.usr_pct + run.cpu.sys_pct;
                 println!(
-                "| {size} B | {label} | {round} | {:.0}; {:.0} | {:.0}; {:.0} | {:.0} us | yes |",
+                "| {size} B | {label} | {round} | {:.0}; {:.0} | {:.0}; {:.0} | {:.0} us | {skew} | {:.0} | {:.0} | yes |",
                 load.total.iops,
                 wall(load),
                 run.total.iops,
                 wall(run),
-                p99 as f64 / 1e3
+                p99 as f64 / 1e3,
+                cpu,
+                run.total.ops as f64 / (cpu / 100.0 * run.duration_ns as f64 / 1e9).max(1e-9)
             );
             }
         }
