@@ -202,6 +202,14 @@ fn agent_pid(lab: &Lab, i: usize) -> u32 {
 /// A paced load of 3 s (cut by --runtime) on both hosts; `hit` is done to
 /// it 1.5 s after the agent on host 1 started.
 fn interrupted_run(lab: &Lab, hit: impl FnOnce(&std::process::Child)) -> (Output, Results) {
+    interrupted_run_with(lab, &[], hit)
+}
+
+fn interrupted_run_with(
+    lab: &Lab,
+    extra: &[&str],
+    hit: impl FnOnce(&std::process::Child),
+) -> (Output, Results) {
     let out = lab.dir.path().join("cut.json");
     let work = lab.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
@@ -211,6 +219,7 @@ fn interrupted_run(lab: &Lab, hit: impl FnOnce(&std::process::Child)) -> (Output
         .arg(&work)
         .arg("--json")
         .arg(&out)
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -243,6 +252,28 @@ fn a_host_lost_mid_phase_is_named_and_a_sigint_tears_every_database_down() {
     assert!(r.warnings.iter().any(|w| w.contains("not run: ycsb-a.run")));
     assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
     // The killed agent's databases wait for that host's next iolab start.
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 1);
+    let swept = Command::new("ip")
+        .args(["netns", "exec", &lab.hosts[1].ns, IOLAB, "sysinfo"])
+        .env("IOLAB_STATE_DIR", &lab.hosts[1].state)
+        .output()
+        .unwrap();
+    assert!(swept.status.success(), "{}", text(&swept));
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+
+    // --on-host-loss continue: the run phase goes on on the host left.
+    let kill = |_: &std::process::Child| {
+        // SAFETY: an agent in a namespace this test made.
+        unsafe { libc::kill(agent_pid(&lab, 1) as i32, libc::SIGKILL) };
+    };
+    let (o, r) = interrupted_run_with(&lab, &["--on-host-loss", "continue"], kill);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(r.points.len(), 2, "{}", text(&o));
+    let rows = &r.points[1].extra.hosts.as_ref().unwrap().per_host;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].host, lab.hosts[0].addr);
+    assert!(rows[0].ops > 0 && !r.points[1].is_interrupted());
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 1);
     let swept = Command::new("ip")
         .args(["netns", "exec", &lab.hosts[1].ns, IOLAB, "sysinfo"])

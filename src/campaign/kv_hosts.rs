@@ -62,6 +62,7 @@ pub fn run(mut fleet: Fleet, p: &KvHostsPlan, obs: &dyn KvObserver) -> anyhow::R
     );
     let names: Vec<String> = p.plan.steps.iter().filter_map(phase_name).collect();
     let mut outcome = Ok(());
+    let mut lost_any: Vec<String> = Vec::new();
     for (i, name) in names.iter().enumerate() {
         if interrupt::stop_requested() {
             sink.results.interrupted = true;
@@ -93,6 +94,7 @@ pub fn run(mut fleet: Fleet, p: &KvHostsPlan, obs: &dyn KvObserver) -> anyhow::R
             }
         };
         let lost: Vec<String> = pass.lost.iter().map(|l| l.host.clone()).collect();
+        lost_any.extend(lost.iter().cloned());
         let point = pass.into_point();
         obs.merged_phase_done(&point);
         sink.push(point)?;
@@ -111,6 +113,14 @@ pub fn run(mut fleet: Fleet, p: &KvHostsPlan, obs: &dyn KvObserver) -> anyhow::R
             outcome = Err(anyhow::anyhow!(why));
             break;
         }
+    }
+    // A phase went on without a lost host (--on-host-loss continue): the
+    // results are kept, and the run says it was partial (exit 1).
+    if outcome.is_ok() && !lost_any.is_empty() {
+        outcome = Err(anyhow::anyhow!(
+            "host {} was lost during the run: the phases after it ran on the hosts left",
+            lost_any.join(", ")
+        ));
     }
     // Bye to every host: each removes its databases before its agent ends.
     fleet.close();

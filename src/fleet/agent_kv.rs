@@ -60,6 +60,10 @@ impl PhaseGate for AgentGate {
         }
     }
 
+    fn owns_stop(&self) -> bool {
+        true
+    }
+
     fn done(&self, _index: usize, point: &Point) {
         let mut point = point.clone();
         if self.single {

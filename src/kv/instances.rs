@@ -38,6 +38,11 @@ pub trait PhaseGate: Sync {
     }
     /// The phase's merged point (also given to the observer).
     fn done(&self, _index: usize, _point: &Point) {}
+    /// The gate, not Ctrl-C's flag, ends the run between phases (an
+    /// agent: a stop ends the phase, the control side says what follows).
+    fn owns_stop(&self) -> bool {
+        false
+    }
 }
 
 /// Start every phase as soon as every instance is ready.
@@ -470,6 +475,9 @@ impl KvObserver for Instance<'_> {
     }
     fn before_phase(&self, name: &str) -> Result<()> {
         self.shared.arrive(self.k, name)
+    }
+    fn stop_requested(&self) -> bool {
+        !self.shared.gate.owns_stop() && interrupt::stop_requested()
     }
     fn phase_done(&self, _name: &str, _o: &PhaseOutcome, point: &Point) {
         self.shared.deposit(self.k, point);

@@ -44,6 +44,12 @@ pub trait KvObserver: Observer {
     fn before_phase(&self, _name: &str) -> Result<()> {
         Ok(())
     }
+    /// Whether the run ends before its next step (Ctrl-C). A fleet's agent
+    /// leaves that to the control side, which stops a phase on every host
+    /// when one is lost and may go on with the others.
+    fn stop_requested(&self) -> bool {
+        interrupt::stop_requested()
+    }
     /// The exact merge of a phase run on several instances or hosts at once
     /// (`kv::instances`, `campaign::kv_hosts`).
     fn merged_phase_done(&self, _point: &Point) {}
@@ -292,7 +298,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 continue;
             };
             let step = &step;
-            if interrupt::stop_requested() {
+            if obs.stop_requested() {
                 sink.results.interrupted = true;
                 break;
             }
