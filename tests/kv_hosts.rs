@@ -93,6 +93,11 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
         assert!(p.extra.instances.is_none());
     }
     assert!(r.complete);
+    let v = r.points[1]
+        .verify
+        .as_ref()
+        .expect("the hosts' checks, added");
+    assert!(v.blocks_checked > 0 && v.mismatches == 0, "{v:?}");
     // The report draws the hosts of a kv run as of a device run.
     let html = lab.dir.path().join("r.html");
     let o = Command::new(IOLAB)

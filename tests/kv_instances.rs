@@ -76,6 +76,9 @@ fn two_instances_merge_exactly_and_leave_no_directory() {
         "each instance loads its records"
     );
     assert_eq!(points[1]["total"]["ops"], 800);
+    // Every instance's checked reads count in the merged point.
+    assert_eq!(points[1]["verify"]["mismatches"], 0);
+    assert!(points[1]["verify"]["blocks_checked"].as_u64().unwrap() > 0);
     assert_eq!(r["provenance"]["plan"]["instances"], 2);
     assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
 }

@@ -127,8 +127,16 @@ pub fn run(mut fleet: Fleet, p: &KvHostsPlan, obs: &dyn KvObserver) -> anyhow::R
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
     sink.save_last()?;
     outcome?;
+    // The hosts' reads that returned other data than written (exit 3).
+    let mismatches = sink
+        .results
+        .points
+        .iter()
+        .filter_map(|p| p.verify.as_ref())
+        .map(|v| v.mismatches)
+        .sum();
     Ok(KvRun {
         results: sink.results,
-        mismatches: 0,
+        mismatches,
     })
 }
