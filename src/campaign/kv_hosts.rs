@@ -75,8 +75,8 @@ pub fn run(mut fleet: Fleet, p: &KvHostsPlan, obs: &dyn KvObserver) -> anyhow::R
         }));
         let hosts = fleet.agents().len();
         obs.phase_started(name, p.plan.threads * p.instances * hosts);
-        let label = format!("{name} on {hosts} host(s)");
         let ran = fleet.run_work_observed(&work, &p.target, &|r| {
+            let label = format!("{name} on {hosts} host(s): {:.0} ops/s", r.iops);
             obs.progress(&Progress {
                 label: &label,
                 elapsed_s: r.elapsed_s,

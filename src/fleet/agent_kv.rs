@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -76,6 +76,19 @@ impl PhaseGate for AgentGate {
     }
 }
 
+/// The phase's operations so far, from the plan's thread, for the
+/// progress messages.
+#[derive(Default)]
+struct LiveOps(AtomicU64);
+
+impl crate::session::Observer for LiveOps {}
+
+impl crate::kv::run::KvObserver for LiveOps {
+    fn phase_progress(&self, done: u64) {
+        self.0.store(done, Ordering::SeqCst);
+    }
+}
+
 /// A kv plan running on this host.
 struct KvHost {
     work: KvWork,
@@ -83,6 +96,7 @@ struct KvHost {
     events: Receiver<KvEvent>,
     thread: Option<JoinHandle<()>>,
     db: String,
+    live: Arc<LiveOps>,
 }
 
 /// The agent's kv plan, if one runs; `armed` after a ready phase.
@@ -140,6 +154,8 @@ impl KvHost {
         let (cmd_tx, cmd_rx) = mpsc::channel();
         let (ev_tx, ev_rx) = mpsc::channel();
         let n = w.instances as usize;
+        let live = Arc::new(LiveOps::default());
+        let shown = live.clone();
         let thread = std::thread::Builder::new()
             .name("agent-kv".into())
             .spawn(move || {
@@ -149,7 +165,7 @@ impl KvHost {
                     released: AtomicU64::new(0),
                     single: n == 1,
                 };
-                let r = instances::run(&plan, n, &crate::session::Silent, &gate);
+                let r = instances::run(&plan, n, shown.as_ref(), &gate);
                 let _ = ev_tx.send(KvEvent::Finished(
                     r.map(|_| ()).map_err(|e| format!("{e:#}")),
                 ));
@@ -160,6 +176,7 @@ impl KvHost {
             cmds: cmd_tx,
             events: ev_rx,
             thread: Some(thread),
+            live,
         })
     }
 
@@ -177,10 +194,13 @@ impl KvHost {
 
     fn end(mut self) {
         let _ = self.cmds.send(GateCmd::Abort);
-        interrupt::request_stop();
-        if let Some(t) = self.thread.take() {
+        let Some(t) = self.thread.take() else { return };
+        if t.is_finished() {
             let _ = t.join();
+            return;
         }
+        interrupt::request_stop();
+        let _ = t.join();
         // The stop was the plan's; a prepare after it starts afresh.
         interrupt::reset();
     }
@@ -242,8 +262,10 @@ impl KvSlot {
         let Some(host) = self.host.as_mut() else {
             return Message::Error(protocol_error("start-at before prepare"));
         };
+        host.live.0.store(0, Ordering::SeqCst);
         let _ = host.cmds.send(GateCmd::Start(at));
         let t0 = Instant::now();
+        let mut last = (0.0, 0u64);
         loop {
             match host.events.recv_timeout(Duration::from_secs(1)) {
                 Ok(KvEvent::Done { point, started_ns }) => {
@@ -253,10 +275,18 @@ impl KvSlot {
                     }))
                 }
                 Err(RecvTimeoutError::Timeout) => {
+                    // Before the start instant nothing has run: zeros.
+                    let now = (
+                        t0.elapsed().as_secs_f64(),
+                        host.live.0.load(Ordering::SeqCst),
+                    );
+                    let dt = (now.0 - last.0).max(1e-3);
                     let p = ProgressReport {
-                        elapsed_s: t0.elapsed().as_secs_f64(),
+                        elapsed_s: now.0,
+                        iops: now.1.saturating_sub(last.1) as f64 / dt,
                         ..ProgressReport::default()
                     };
+                    last = now;
                     let _ = send(out, &Message::Progress(p));
                 }
                 Ok(KvEvent::Finished(Err(e))) => {
@@ -365,6 +395,69 @@ mod tests {
             status_interval: None,
             output: None,
         }
+    }
+
+    /// The frames the agent wrote.
+    struct Frames(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Frames {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn phases_start_at_the_instant_on_the_same_databases_with_progress() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut w, t) = work(d.path());
+        // A paced load of 2 s: its progress counts operations.
+        w.settings.props = vec!["recordcount=600".into(), "operationcount=10".into()];
+        w.settings.target_ops = Some(300.0);
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let out: Out = Arc::new(Mutex::new(Box::new(Frames(buf.clone()))));
+        let mut slot = KvSlot::default();
+        let ready = slot.prepare(w.clone(), &t);
+        assert!(matches!(ready, Message::Ready { .. }), "{ready:?}");
+        let at = mono_now_ns() + 20_000_000;
+        let Message::Result(r) = slot.run(at, &out) else {
+            panic!("no result")
+        };
+        assert_eq!(r.point.total.ops, 600);
+        assert!(r.started_ns >= at, "released before the instant");
+        let bytes = buf.lock().unwrap().clone();
+        let mut frames = bytes.as_slice();
+        let mut rates = Vec::new();
+        while let Ok(Message::Progress(p)) = crate::fleet::proto::read_message(&mut frames) {
+            rates.push(p.iops);
+        }
+        assert!(rates.iter().any(|r| *r > 0.0), "{rates:?}");
+        // The run phase reads what the load wrote, in the same databases.
+        w.phase = 1;
+        let ready = slot.prepare(w, &t);
+        assert!(matches!(ready, Message::Ready { .. }), "{ready:?}");
+        let Message::Result(r) = slot.run(mono_now_ns(), &out) else {
+            panic!("no result")
+        };
+        assert_eq!(r.point.total.ops, 10);
+        assert_eq!(
+            r.point.errors.get("not_found"),
+            None,
+            "{:?}",
+            r.point.errors
+        );
+        // After the last phase the plan ends by itself and removes them.
+        let h = slot.host.as_ref().unwrap().thread.as_ref().unwrap();
+        let end = Instant::now() + Duration::from_secs(60);
+        while !h.is_finished() {
+            assert!(Instant::now() < end, "the plan did not end");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        slot.end();
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -256,6 +256,8 @@ struct State {
     expected: Vec<usize>,
     start_ns: Vec<u64>,
     points: Vec<Option<Point>>,
+    /// Each instance's operations so far in the phase in flight.
+    done: Vec<u64>,
 }
 
 impl State {
@@ -269,6 +271,7 @@ impl State {
             expected: Vec::new(),
             start_ns: vec![0; n],
             points: vec![None; n],
+            done: vec![0; n],
         }
     }
 }
@@ -322,6 +325,7 @@ impl Shared<'_> {
                 } else {
                     st.expected = st.arrived.drain(..).map(|(i, _)| i).collect();
                     st.points = vec![None; self.n];
+                    st.done = vec![0; self.n];
                     st.released += 1;
                 }
                 self.cv.notify_all();
@@ -331,6 +335,16 @@ impl Shared<'_> {
         }
         st.start_ns[k] = mono_now_ns();
         Ok(())
+    }
+
+    /// Instance `k`'s operations so far; the observer gets every instance's.
+    fn progress(&self, k: usize, done: u64) {
+        let all = {
+            let mut st = self.lock();
+            st.done[k] = done;
+            st.done.iter().sum()
+        };
+        self.outer.phase_progress(all);
     }
 
     /// Instance `k`'s point of the phase in flight; the last one merges.
@@ -478,6 +492,9 @@ impl KvObserver for Instance<'_> {
     }
     fn stop_requested(&self) -> bool {
         !self.shared.gate.owns_stop() && interrupt::stop_requested()
+    }
+    fn phase_progress(&self, done: u64) {
+        self.shared.progress(self.k, done);
     }
     fn phase_done(&self, _name: &str, _o: &PhaseOutcome, point: &Point) {
         self.shared.deposit(self.k, point);

@@ -44,6 +44,8 @@ pub trait KvObserver: Observer {
     fn before_phase(&self, _name: &str) -> Result<()> {
         Ok(())
     }
+    /// The phase's operations so far (about once a second).
+    fn phase_progress(&self, _done: u64) {}
     /// Whether the run ends before its next step (Ctrl-C). A fleet's agent
     /// leaves that to the control side, which stops a phase on every host
     /// when one is lost and may go on with the others.
@@ -329,6 +331,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             };
             spec.live_ops = Some(probe.counter());
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
+                obs.phase_progress(done);
                 let label = match total {
                     Some(t) => format!("{name}: {done} of {t} ops"),
                     None => format!("{name}: {done} ops"),
@@ -393,17 +396,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 .insert("memory_cgroup_peak_bytes".into(), serde_json::json!(peak));
         }
     }
-    if let Err(e) = eng.cleanup() {
-        sink.results.warnings.push(format!(
-            "could not drop iolab's {} on the server: {e:#}",
-            match plan.engine {
-                KvEngineKind::Redis => "keys",
-                KvEngineKind::Cassandra => "keyspace",
-                KvEngineKind::Mongodb => "database",
-                _ => "table",
-            }
-        ));
-    }
+    sink.results.warnings.extend(cleanup(plan, eng.as_ref()));
     sink.save_last()?;
     drop(eng);
     drop(server);
@@ -414,6 +407,20 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         results: sink.results,
         mismatches,
     })
+}
+
+/// Drop what the run made on a server; the warning if that failed.
+fn cleanup(plan: &KvPlan, eng: &dyn KvEngine) -> Option<String> {
+    let e = eng.cleanup().err()?;
+    Some(format!(
+        "could not drop iolab's {} on the server: {e:#}",
+        match plan.engine {
+            KvEngineKind::Redis => "keys",
+            KvEngineKind::Cassandra => "keyspace",
+            KvEngineKind::Mongodb => "database",
+            _ => "table",
+        }
+    ))
 }
 
 /// The settings a phase's point names in its params, beside the workload's.
