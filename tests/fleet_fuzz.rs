@@ -58,14 +58,14 @@ fn valid_frames() -> Vec<Vec<u8>> {
         Message::Ready {
             target: "/tmp/x".into(),
         },
-        Message::Prepare(Box::new(Prepare {
-            job: JobSpec::default(),
-            target: JobTarget {
+        Message::Prepare(Box::new(Prepare::device(
+            JobSpec::default(),
+            JobTarget {
                 dir: Some("/tmp".into()),
                 size: Some(1 << 20),
                 overwrite: false,
             },
-        })),
+        ))),
         Message::Result(Box::new(JobResult {
             point,
             started_ns: 5,

@@ -261,14 +261,14 @@ fn running_file_job(
         qd: 1,
         ..null_job(120)
     };
-    conn.send(&Message::Prepare(Box::new(Prepare {
+    conn.send(&Message::Prepare(Box::new(Prepare::device(
         job,
-        target: JobTarget {
+        JobTarget {
             dir: Some(dir.display().to_string()),
             size: Some(8 << 20),
             overwrite: false,
         },
-    })))
+    ))))
     .unwrap();
     match conn.recv_within(Duration::from_secs(60)).unwrap() {
         Message::Ready { target } => assert!(target.starts_with(&dir.display().to_string())),

@@ -49,7 +49,9 @@ pub enum PhaseArg {
   iolab kv fillrandom,readrandom --engine lmdb --num 20000 -t /var/tmp --make ext4,ext4-nojournal,xfs --rounds 2
   iolab kv fillrandom,readrandom --engine lmdb --num 20000 -t /var/tmp --make raw,ext4
   iolab kv fillrandom,readrandom --engine lmdb -t /dev/loop7 --destroy-data /dev/loop7
-  iolab kv -t /var/tmp --plan examples/symas-fs.toml --json symas-kv.json")]
+  iolab kv -t /var/tmp --plan examples/symas-fs.toml --json symas-kv.json
+  iolab kv fillrandom,readrandomwriterandom --readwritepercent 80 --value-size 800 --instances 3
+  iolab kv a --engine rocksdb --hosts h1,h2,h3 --dir /data --instances 3 -p recordcount=100000")]
 pub struct KvArgs {
     /// Workloads, comma-separated: YCSB a..f, or db_bench fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
@@ -83,6 +85,16 @@ pub struct KvArgs {
     /// Client threads (YCSB threadcount; db_bench threads for fill/read benchmarks).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+
+    /// Independent databases run at once, each with --threads, in its own
+    /// directory (inst-1..N); every phase starts on all of them together
+    /// and their points are merged exactly (docs/kv.md)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub instances: usize,
+
+    /// Several hosts at once (docs/fleet.md).
+    #[command(flatten)]
+    pub hosts: crate::cli::hosts::HostsArgs,
 
     /// Target total operations per second (YCSB's -target; open loop:
     /// latency is also measured from each operation's intended start).

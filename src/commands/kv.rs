@@ -15,18 +15,22 @@ use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
+    args.hosts.flags().check()?;
     if args.plan.is_some()
         || crate::campaign::setups::is_media_run(
             &super::media_flags(&args.media),
             args.place.target.len(),
         )
     {
+        super::kv_hosts::refuse_media(&args)?;
         return media_run(args);
     }
     crate::campaign::setups::refuse_without_media(&super::media_flags(&args.media))?;
     crate::campaign::setups::refuse_size_without_make(args.place.size.as_deref(), false)?;
     let plan = super::kv_flags::plan(&args)?;
-    if let Some(raw) = &plan.place.raw {
+    crate::kv::instances::check(&plan, args.instances)?;
+    let hosts = super::kv_hosts::refuse_what_hosts_cannot_run(&args, &plan)?;
+    if let Some(raw) = plan.place.raw.as_ref().filter(|_| hosts.is_none()) {
         // The same device checks as the run (--dry-run included).
         crate::kv::raw::check(&plan, raw)?;
     }
@@ -48,7 +52,12 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let done = crate::kv::run::run(&plan, &KvTerminal::new(args.quiet))?;
+    let term = KvTerminal::new(args.quiet);
+    let done = match (&hosts, args.instances) {
+        (Some(h), _) => super::kv_hosts::run(&args, &plan, h, &term)?,
+        (None, 1) => crate::kv::run::run(&plan, &term)?,
+        (None, n) => crate::kv::instances::run(&plan, n, &term, &crate::kv::instances::AtOnce)?,
+    };
     if !args.quiet {
         if let Some(t) = crate::report::kv_intel::table(&done.results) {
             println!("\n{t}");
@@ -67,6 +76,12 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
 /// A media run: the parts (the command line, or `--plan`'s `[[kv]]`
 /// tables with its `[media]` table applied), then `campaign::kv_plan`.
 fn media_run(args: KvArgs) -> anyhow::Result<()> {
+    if args.instances != 1 {
+        return Err(crate::error::usage(
+            "--instances",
+            "not with a media run (several targets, --make or --plan): one database per target",
+        ));
+    }
     let mut a = args.clone();
     let mut notices = Vec::new();
     let parts = kv_parts(&mut a, &mut notices)?;

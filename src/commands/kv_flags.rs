@@ -36,6 +36,8 @@ pub fn kv_settings(a: &KvArgs) -> KvSettings {
         plan: _,
         media: _,
         given: _,
+        instances: _,
+        hosts: _,
     } = a.clone();
     KvSettings {
         workload,

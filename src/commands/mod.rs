@@ -8,6 +8,7 @@ pub mod device_flags;
 pub mod device_hosts;
 pub mod kv;
 pub mod kv_flags;
+pub mod kv_hosts;
 pub mod kv_planfile;
 pub mod oltp;
 pub mod remote;

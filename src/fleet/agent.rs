@@ -14,24 +14,27 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::agent_kv::KvSlot;
 use super::build;
 use super::proto::{
-    self, AgentError, ClockReply, Hello, JobResult, Message, Prepare, ProgressReport, ProtoError,
+    self, AgentError, AgentWork, ClockReply, Hello, JobResult, JobTarget, Message, ProgressReport,
+    ProtoError,
 };
 use super::serving::TargetSide;
 use crate::dut::{self, Target, TargetOptions};
 use crate::error::UsageError;
 use crate::interrupt;
 use crate::measure::clock::mono_now_ns;
+use crate::plan::job::JobSpec;
 use crate::runner::job::{run_job, RunOptions};
 
 /// How long the agent lets a stopped job wind down after its input ended
 /// before it tears everything down itself and exits.
 pub const ORPHAN_GRACE: Duration = Duration::from_secs(3);
 
-type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+pub(super) type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 
-fn send(out: &Out, m: &Message) -> anyhow::Result<()> {
+pub(super) fn send(out: &Out, m: &Message) -> anyhow::Result<()> {
     let mut w = out.lock().unwrap_or_else(|e| e.into_inner());
     proto::write_message(&mut *w, m)
 }
@@ -100,11 +103,17 @@ impl Drop for Served {
     }
 }
 
-fn agent_error(e: &anyhow::Error) -> AgentError {
+pub(super) fn agent_error(e: &anyhow::Error) -> AgentError {
     AgentError {
         message: format!("{e:#}"),
         field: e.downcast_ref::<UsageError>().map(|u| u.field.clone()),
     }
+}
+
+/// A device job's prepare.
+struct DeviceWork {
+    job: JobSpec,
+    target: JobTarget,
 }
 
 /// Run the agent on these streams until the control side says bye or goes away.
@@ -129,7 +138,8 @@ pub fn serve(
     std::thread::Builder::new()
         .name("agent-rx".into())
         .spawn(move || reader(input, rout, tx, flag))?;
-    let mut target: Option<(Prepare, Target)> = None;
+    let mut target: Option<(DeviceWork, Target)> = None;
+    let mut kv = KvSlot::default();
     // Serving an export and sampling the CPU, as a target host.
     let mut side = TargetSide::default();
     // A prepare arms one start; the target may outlive it (`reusable`).
@@ -137,11 +147,15 @@ pub fn serve(
     loop {
         match next(&rx) {
             Event::Ended(why) => {
+                kv.end();
                 drop(target);
                 drop(side);
                 anyhow::bail!("{why}; the agent tore down and exits");
             }
-            Event::Msg(Message::Bye) => return Ok(()),
+            Event::Msg(Message::Bye) => {
+                kv.end();
+                return Ok(());
+            }
             Event::Msg(m @ (Message::Serve(_) | Message::CpuWindow { .. })) => {
                 let reply = side
                     .handle(m)
@@ -150,6 +164,20 @@ pub fn serve(
             }
             Event::Msg(Message::Prepare(p)) => {
                 interrupt::reset();
+                let p = *p;
+                let job = match p.work {
+                    AgentWork::Kv(w) => {
+                        (target, armed) = (None, false);
+                        send(&out, &kv.prepare(*w, &p.target))?;
+                        continue;
+                    }
+                    AgentWork::Device(job) => *job,
+                };
+                kv.end();
+                let p = Box::new(DeviceWork {
+                    job,
+                    target: p.target,
+                });
                 let made = match target.take().filter(|(old, _)| reusable(old, &p)) {
                     Some((_, kept)) => Ok(kept),
                     None => prepare(&p),
@@ -163,6 +191,9 @@ pub fn serve(
                     }
                     Err(e) => send(&out, &Message::Error(agent_error(&e)))?,
                 }
+            }
+            Event::Msg(Message::StartAt { agent_ns }) if kv.armed() => {
+                send(&out, &kv.run(agent_ns, &out))?;
             }
             Event::Msg(Message::StartAt { agent_ns }) => {
                 let Some((p, t)) = target.as_ref().filter(|_| armed) else {
@@ -192,7 +223,7 @@ fn next(rx: &Receiver<Event>) -> Event {
         .unwrap_or_else(|_| Event::Ended("the reader stopped".into()))
 }
 
-fn protocol_error(why: &str) -> AgentError {
+pub(super) fn protocol_error(why: &str) -> AgentError {
     AgentError {
         message: format!("protocol: {why}"),
         field: None,
@@ -202,7 +233,7 @@ fn protocol_error(why: &str) -> AgentError {
 /// The next job may run on the scratch file the last one ran on (as the
 /// points of a local sweep share one): same directory and size, and no
 /// verification, whose file holds the pattern of its own seed.
-fn reusable(old: &Prepare, new: &Prepare) -> bool {
+fn reusable(old: &DeviceWork, new: &DeviceWork) -> bool {
     old.target == new.target
         && !old.job.verify
         && !new.job.verify
@@ -213,7 +244,7 @@ fn reusable(old: &Prepare, new: &Prepare) -> bool {
 /// A directory (a scratch file is made in it) or a remote export (written
 /// only with `overwrite`, as `device` asks): an agent never writes to a
 /// file or device of its host it did not create.
-fn prepare(p: &Prepare) -> anyhow::Result<Target> {
+fn prepare(p: &DeviceWork) -> anyhow::Result<Target> {
     p.job.validate()?;
     let path = match (&p.target.dir, p.job.engine.needs_target()) {
         (_, false) => None,
@@ -255,7 +286,7 @@ fn prepare(p: &Prepare) -> anyhow::Result<Target> {
 const SPIN_NS: u64 = 300_000;
 
 /// Wait until the agent's clock reads `at` (or a stop comes).
-fn wait_until(at: u64) {
+pub(super) fn wait_until(at: u64) {
     loop {
         let now = mono_now_ns();
         if now >= at || interrupt::stop_requested() {
@@ -270,7 +301,7 @@ fn wait_until(at: u64) {
     }
 }
 
-fn run(p: &Prepare, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobResult> {
+fn run(p: &DeviceWork, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobResult> {
     let released = std::sync::atomic::AtomicU64::new(0);
     let gate = || {
         wait_until(start_ns);
@@ -315,7 +346,7 @@ fn run(p: &Prepare, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<JobR
 mod tests {
     use super::*;
     use crate::engine::EngineKind;
-    use crate::fleet::proto::{read_message, write_message, JobTarget};
+    use crate::fleet::proto::{read_message, write_message, Prepare};
     use crate::plan::job::{JobSpec, StopCondition};
     use std::os::unix::net::UnixStream;
 
@@ -344,7 +375,11 @@ mod tests {
             size: None,
             overwrite: false,
         };
-        write_message(&mut w, &Message::Prepare(Box::new(Prepare { job, target }))).unwrap();
+        write_message(
+            &mut w,
+            &Message::Prepare(Box::new(Prepare::device(job, target))),
+        )
+        .unwrap();
         assert!(matches!(
             read_message(&mut r).unwrap(),
             Message::Ready { .. }

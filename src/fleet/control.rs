@@ -14,7 +14,9 @@ use super::collect;
 use super::conn::{host_error, unexpected, Conn};
 use super::hosts::HostSpec;
 use super::merge::{self, FleetPass, HostPoint, LostHost};
-use super::proto::{Hello, JobTarget, Message, Prepare, ProgressReport, PROTOCOL_VERSION};
+use super::proto::{
+    AgentWork, Hello, JobTarget, Message, Prepare, ProgressReport, PROTOCOL_VERSION,
+};
 use super::ssh::{self, SshOptions, StderrTail};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
@@ -291,8 +293,19 @@ impl Fleet {
         target: &JobTarget,
         progress: &dyn Fn(ProgressReport),
     ) -> anyhow::Result<FleetPass> {
+        let work = AgentWork::Device(Box::new(job.clone()));
+        self.run_work_observed(&work, target, progress)
+    }
+
+    /// `run_pass_observed` of any work (a device job, a kv phase).
+    pub fn run_work_observed(
+        &mut self,
+        work: &AgentWork,
+        target: &JobTarget,
+        progress: &dyn Fn(ProgressReport),
+    ) -> anyhow::Result<FleetPass> {
         let prepare = Message::Prepare(Box::new(Prepare {
-            job: job.clone(),
+            work: work.clone(),
             target: target.clone(),
         }));
         for a in &mut self.agents {
@@ -351,6 +364,7 @@ impl Fleet {
             let all: Vec<String> = lost.iter().map(|l| l.why.clone()).collect();
             anyhow::bail!("every host was lost during the point: {}", all.join("; "));
         };
+        pass.aggregate.extra.instances = merge::instance_rows(&points);
         for l in &lost {
             pass.aggregate.warnings.push(format!(
                 "host {} was lost during the point ({}): the point is partial, its figures are the other hosts'",

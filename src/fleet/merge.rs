@@ -71,23 +71,37 @@ pub struct HostPoint {
     pub start_offset_ns: i64,
 }
 
-fn row(h: &HostPoint) -> HostRow {
-    let lat = h.point.main_lat();
-    HostRow {
-        host: h.host.clone(),
-        ops: h.point.total.ops,
-        bytes: h.point.total.bytes,
-        iops: h.point.total.iops,
-        mib_s: h.point.total.mib_s,
-        duration_ns: h.point.duration_ns,
-        lat_mean_ns: lat.map(|l| l.mean_ns),
-        lat_p99_ns: lat.and_then(|l| l.percentile(99.0)),
-        cpu: h.point.cpu,
-        system_cpu: h.point.extra.cpu,
-        clock: h.clock,
-        start_offset_ns: h.start_offset_ns,
-        warnings: h.point.warnings.clone(),
+/// The row of one part (a host, or an instance: `kv::instances`).
+pub fn row(h: &HostPoint) -> HostRow {
+    HostRow::of(&h.host, &h.point, h.clock, h.start_offset_ns)
+}
+
+/// The instances' rows of every host (`kv --instances` on each), named
+/// `HOST/inst-K`, released relative to the common start; `None` without.
+pub fn instance_rows(hosts: &[HostPoint]) -> Option<Box<HostsInfo>> {
+    let mut rows = Vec::new();
+    for h in hosts {
+        for r in h.point.extra.instances.iter().flat_map(|i| &i.per_host) {
+            let mut r = r.clone();
+            r.host = format!("{}/{}", h.host, r.host);
+            r.clock = h.clock;
+            r.start_offset_ns += h.start_offset_ns;
+            rows.push(r);
+        }
     }
+    let starts = rows.iter().map(|r| r.start_offset_ns);
+    let skew = starts.clone().max()? - starts.min()?;
+    Some(Box::new(HostsInfo {
+        per_host: rows,
+        start_skew_ns: skew.max(0) as u64,
+        clock_uncertainty_ns: hosts
+            .iter()
+            .map(|h| h.clock.uncertainty_ns)
+            .max()
+            .unwrap_or(0),
+        lost: Vec::new(),
+        target_host: None,
+    }))
 }
 
 /// Merge the hosts' points of one pass (at least one).

@@ -7,6 +7,7 @@
 //! The host side: [`agent::serve`] on stdin/stdout.
 
 pub mod agent;
+mod agent_kv;
 pub mod build;
 pub mod clock;
 pub mod collect;

@@ -10,13 +10,14 @@ use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::kv::settings::KvSettings;
 use crate::plan::job::JobSpec;
 use crate::results::Point;
 
 use super::build::BuildId;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 2;
+pub const PROTOCOL_VERSION: u8 = 3;
 const MAGIC: [u8; 2] = *b"IL";
 pub const HEADER_LEN: usize = 8;
 /// A result carries a point with its encoded HDR histograms.
@@ -52,8 +53,41 @@ pub struct Hello {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Prepare {
-    pub job: JobSpec,
+    pub work: AgentWork,
     pub target: JobTarget,
+}
+
+/// What a prepare sets up on the host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AgentWork {
+    /// A device job (its target: a scratch file in the directory, or the export).
+    Device(Box<JobSpec>),
+    /// One phase of a kv plan; the host keeps its databases from one phase
+    /// to the next of the same plan.
+    Kv(Box<KvWork>),
+}
+
+/// Phase `phase` (counted from 0; db_bench chain steps are not phases) of
+/// the kv plan `settings` describe, on `instances` databases at once in a
+/// scratch directory of the target directory. The host builds and checks
+/// the plan from the settings as `iolab kv` does from its flags.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvWork {
+    pub settings: KvSettings,
+    pub instances: u32,
+    pub phase: u32,
+}
+
+impl Prepare {
+    /// A device job's prepare.
+    pub fn device(job: JobSpec, target: JobTarget) -> Prepare {
+        Prepare {
+            work: AgentWork::Device(Box::new(job)),
+            target,
+        }
+    }
 }
 
 /// The agent's answer to a clock probe: its CLOCK_MONOTONIC, ns.
@@ -602,6 +636,40 @@ mod tests {
         let frame = Message::ClockProbe { seq: 1 }.encode().unwrap();
         let err = read_message(&mut &frame[..frame.len() - 1]).unwrap_err();
         assert!(matches!(err, ProtoError::Io(_)), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_kv_prepare_is_a_clear_error() {
+        let frame = |body: &str| {
+            let mut f = vec![b'I', b'L', PROTOCOL_VERSION, 2];
+            f.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            f.extend_from_slice(body.as_bytes());
+            f
+        };
+        let target = r#""target":{"dir":"/tmp","size":null}"#;
+        for (body, says) in [
+            (
+                format!(r#"{{"work":{{"kv":{{"instances":1,"phase":0}}}},{target}}}"#),
+                "missing field `settings`",
+            ),
+            (
+                format!(r#"{{"work":{{"sql":{{}}}},{target}}}"#),
+                "unknown variant `sql`",
+            ),
+            (
+                format!(
+                    r#"{{"work":{{"kv":{{"settings":{{"engine":"nosuch"}},"instances":1,"phase":0}}}},{target}}}"#
+                ),
+                "unknown engine",
+            ),
+        ] {
+            let err = read_message(&mut frame(&body).as_slice()).unwrap_err();
+            let msg = err.to_string();
+            assert!(
+                msg.contains("malformed prepare") && msg.contains(says),
+                "{msg}"
+            );
+        }
     }
 
     #[test]

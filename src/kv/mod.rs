@@ -8,6 +8,7 @@ pub mod engine;
 pub mod engines;
 pub mod fields;
 pub mod generator;
+pub mod instances;
 pub mod keys;
 pub mod loadstats;
 /// The LSM state of a phase: owned by results (`results::ext::lsm`).
@@ -22,4 +23,5 @@ pub mod report;
 pub mod run;
 pub mod settings;
 pub mod value;
+pub mod wire;
 pub mod ycsb;

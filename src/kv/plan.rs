@@ -311,6 +311,14 @@ impl KvPlan {
         Ok(first.max(1) as usize)
     }
 
+    /// The phases the plan measures (its steps but db_bench's chain steps).
+    pub fn phases(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| !matches!(s, Step::Chain(_)))
+            .count()
+    }
+
     /// The most data one phase loads (keys and values, before any engine
     /// overhead), and the flag that sets its size.
     pub fn load_bytes(&self) -> (u64, &'static str) {

@@ -38,6 +38,23 @@ pub trait KvObserver: Observer {
     fn phase_started(&self, _name: &str, _threads: usize) {}
     /// A phase finished; its point is saved.
     fn phase_done(&self, _name: &str, _outcome: &PhaseOutcome, _point: &Point) {}
+    /// The phase's workers are about to start: return when they may (the
+    /// common start of several instances or hosts, `kv::instances`); an
+    /// error ends the run before the phase.
+    fn before_phase(&self, _name: &str) -> Result<()> {
+        Ok(())
+    }
+    /// The phase's operations so far (about once a second).
+    fn phase_progress(&self, _done: u64) {}
+    /// Whether the run ends before its next step (Ctrl-C). A fleet's agent
+    /// leaves that to the control side, which stops a phase on every host
+    /// when one is lost and may go on with the others.
+    fn stop_requested(&self) -> bool {
+        interrupt::stop_requested()
+    }
+    /// The exact merge of a phase run on several instances or hosts at once
+    /// (`kv::instances`, `campaign::kv_hosts`).
+    fn merged_phase_done(&self, _point: &Point) {}
     /// A db_bench chain step (`waitforcompaction`, `flush`, `compact`)
     /// finished, leaving the LSM in `after` (engines that have one).
     fn chain_step_done(&self, _step: &ChainStepRun, _after: Option<&LsmState>) {}
@@ -283,7 +300,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 continue;
             };
             let step = &step;
-            if interrupt::stop_requested() {
+            if obs.stop_requested() {
                 sink.results.interrupted = true;
                 break;
             }
@@ -314,6 +331,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             };
             spec.live_ops = Some(probe.counter());
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
+                obs.phase_progress(done);
                 let label = match total {
                     Some(t) => format!("{name}: {done} of {t} ops"),
                     None => format!("{name}: {done} ops"),
@@ -329,6 +347,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                     obs.status(&line);
                 }
             };
+            obs.before_phase(&name)?;
             probe.begin();
             let cpu_at_start = crate::measure::procstat::CpuTicks::now();
             // A server at --server-url keeps its data elsewhere (perhaps
@@ -377,17 +396,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 .insert("memory_cgroup_peak_bytes".into(), serde_json::json!(peak));
         }
     }
-    if let Err(e) = eng.cleanup() {
-        sink.results.warnings.push(format!(
-            "could not drop iolab's {} on the server: {e:#}",
-            match plan.engine {
-                KvEngineKind::Redis => "keys",
-                KvEngineKind::Cassandra => "keyspace",
-                KvEngineKind::Mongodb => "database",
-                _ => "table",
-            }
-        ));
-    }
+    sink.results.warnings.extend(cleanup(plan, eng.as_ref()));
     sink.save_last()?;
     drop(eng);
     drop(server);
@@ -398,6 +407,20 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         results: sink.results,
         mismatches,
     })
+}
+
+/// Drop what the run made on a server; the warning if that failed.
+fn cleanup(plan: &KvPlan, eng: &dyn KvEngine) -> Option<String> {
+    let e = eng.cleanup().err()?;
+    Some(format!(
+        "could not drop iolab's {} on the server: {e:#}",
+        match plan.engine {
+            KvEngineKind::Redis => "keys",
+            KvEngineKind::Cassandra => "keyspace",
+            KvEngineKind::Mongodb => "database",
+            _ => "table",
+        }
+    ))
 }
 
 /// The settings a phase's point names in its params, beside the workload's.
@@ -565,6 +588,17 @@ impl CutLoad {
     }
 }
 
+/// The name of a step's point (`None`: a chain step, which has none).
+pub fn phase_name(step: &Step) -> Option<String> {
+    match step {
+        Step::YcsbLoad(n, _) => Some(format!("{n}.load")),
+        Step::YcsbRun(n, _) => Some(format!("{n}.run")),
+        Step::Chain(_) => None,
+        Step::Bench(b, Some(r)) => Some(format!("{}.readers{r}", b.name())),
+        Step::Bench(b, None) => Some(b.name().to_string()),
+    }
+}
+
 /// One step's workload: its point name, work, thread split and parameters.
 fn step_job(
     step: &Step,
@@ -574,7 +608,7 @@ fn step_job(
     let (threads, target, seed) = (plan.threads, plan.target_ops, plan.seed);
     match step {
         Step::YcsbLoad(n, cfg) => (
-            format!("{n}.load"),
+            phase_name(step).unwrap_or_default(),
             Box::new(YcsbLoad::new(cfg, seed, fields_apart)),
             PhaseSpec::split(cfg.insertcount as u64, threads, target, seed)
                 .with_deadline_s(cfg.max_execution_s),
@@ -590,7 +624,7 @@ fn step_job(
             ]),
         ),
         Step::YcsbRun(n, cfg) => (
-            format!("{n}.run"),
+            phase_name(step).unwrap_or_default(),
             Box::new(YcsbRun::new(cfg, seed, fields_apart)),
             PhaseSpec::split(cfg.operationcount.max(0) as u64, threads, target, seed ^ 1)
                 .with_deadline_s(cfg.max_execution_s),
@@ -630,10 +664,7 @@ fn step_job(
                 }
                 _ => PhaseSpec::split(reads * threads as u64, threads, target, seed ^ 5),
             };
-            let name = match readers {
-                Some(r) => format!("{}.readers{r}", b.name()),
-                None => b.name().to_string(),
-            };
+            let name = phase_name(step).unwrap_or_default();
             let mut params = BTreeMap::from([
                 ("workload".into(), b.name().to_string()),
                 ("num".into(), dbc.num.to_string()),

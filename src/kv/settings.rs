@@ -2,7 +2,9 @@
 //! `cli::kv::KvArgs` by commands/kv_flags.rs) -> a validated `KvPlan`:
 //! engine options with their sizes parsed, YCSB property files and
 //! overrides applied, workload names resolved to phases, reader sweeps
-//! expanded (moved from commands/kv_flags.rs).
+//! expanded (moved from commands/kv_flags.rs). The settings are also what
+//! a fleet's control side sends its hosts (`fleet::proto::KvWork`): each
+//! host builds and checks the plan from them.
 
 use crate::error::usage;
 use crate::kv::chain::ChainStep;
@@ -19,7 +21,8 @@ use anyhow::Result;
 use std::path::PathBuf;
 
 /// Which YCSB phases to run (`--phase`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PhaseSel {
     Load,
     Run,
@@ -28,7 +31,8 @@ pub enum PhaseSel {
 
 /// `iolab kv`'s flags the plan is built from, as given (`cli::kv::KvArgs`
 /// documents each); the groups keep the flags' groups.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KvSettings {
     pub workload: Option<String>,
     pub property_files: Vec<PathBuf>,
@@ -49,7 +53,8 @@ pub struct KvSettings {
 }
 
 /// The engine flags (`cli::kv::EngineArgs`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EngineSettings {
     pub sync: bool,
     pub disable_wal: bool,
@@ -69,7 +74,8 @@ pub struct EngineSettings {
 }
 
 /// The db_bench-style flags (`cli::kv::BenchArgs`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BenchSettings {
     pub num: u64,
     pub key_size: usize,
@@ -82,7 +88,8 @@ pub struct BenchSettings {
 }
 
 /// Where the database goes (`cli::kv::PlaceArgs`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlaceSettings {
     pub target: Vec<String>,
     pub size: Option<String>,

@@ -17,6 +17,11 @@ pub const HEADER: [&str; 8] = [
 
 /// One row per host, then the aggregate, as cells of `HEADER`.
 pub fn rows(p: &Point, h: &HostsInfo) -> Vec<Vec<String>> {
+    rows_of(p, h, "hosts")
+}
+
+/// `rows` of parts called `noun` (hosts, instances).
+fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
     let lat = |ns: Option<f64>| ns.map(format_ns).unwrap_or_else(|| "-".into());
     let mut out: Vec<Vec<String>> = h
         .per_host
@@ -36,7 +41,7 @@ pub fn rows(p: &Point, h: &HostsInfo) -> Vec<Vec<String>> {
         .collect();
     let main = p.main_lat();
     out.push(vec![
-        format!("all {} hosts", h.per_host.len()),
+        format!("all {} {noun}", h.per_host.len()),
         p.total.ops.to_string(),
         format_count(p.total.iops),
         format!("{:.1}", p.total.mib_s),
@@ -83,14 +88,31 @@ pub fn notes(h: &HostsInfo) -> Vec<String> {
 
 /// The table for a terminal.
 pub fn terminal(p: &Point, h: &HostsInfo) -> String {
+    terminal_of(p, h, "hosts")
+}
+
+/// The table of a point's instances (`kv --instances`, `extra.instances`).
+pub fn instances_terminal(p: &Point, h: &HostsInfo) -> String {
+    terminal_of(p, h, "instances")
+}
+
+fn terminal_of(p: &Point, h: &HostsInfo, noun: &str) -> String {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
-    t.set_header(HEADER.to_vec());
-    for r in rows(p, h) {
+    let mut header = HEADER.to_vec();
+    if noun == "instances" {
+        header[0] = "instance";
+    }
+    t.set_header(header);
+    for r in rows_of(p, h, noun) {
         t.add_row(r);
     }
     let mut s = t.to_string();
-    for n in notes(h) {
+    let notes = match noun {
+        "instances" => vec![format!("start skew {:.0} us", h.start_skew_ns as f64 / 1e3)],
+        _ => notes(h),
+    };
+    for n in notes {
         s.push_str(&format!("\n  {n}"));
     }
     s

@@ -119,6 +119,22 @@ impl KvObserver for KvTerminal {
         }
     }
 
+    fn merged_phase_done(&self, p: &Point) {
+        if self.quiet {
+            return;
+        }
+        println!("{}", latency_table(p));
+        if let Some(h) = &p.extra.hosts {
+            println!("{}", crate::report::hosts_table::terminal(p, h));
+        }
+        if let Some(i) = &p.extra.instances {
+            println!("{}", crate::report::hosts_table::instances_terminal(p, i));
+        }
+        for w in &p.warnings {
+            println!("  warning: {w}");
+        }
+    }
+
     fn phase_done(&self, name: &str, o: &PhaseOutcome, p: &Point) {
         if self.quiet {
             if o.rec.mismatches > 0 {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::measure::histogram::LatencyHistogram;
 use crate::measure::rusage::CpuStats;
-use crate::results::{OpStats, Point, SeriesPoint, Totals};
+use crate::results::{OpStats, Point, SeriesPoint, Totals, VerifyStats};
 
 /// Whose CPU the parts' `cpu` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +116,25 @@ fn summed_cpu(points: &[&Point]) -> CpuStats {
     c
 }
 
+/// The parts' verification counts added (a mismatch on any part is one
+/// of the whole), the first mismatches kept up to the usual 64.
+fn merged_verify(points: &[&Point]) -> Option<VerifyStats> {
+    let parts: Vec<&VerifyStats> = points.iter().filter_map(|p| p.verify.as_ref()).collect();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(VerifyStats {
+        blocks_checked: parts.iter().map(|v| v.blocks_checked).sum(),
+        mismatches: parts.iter().map(|v| v.mismatches).sum(),
+        never_written: parts.iter().map(|v| v.never_written).sum(),
+        first_mismatches: parts
+            .iter()
+            .flat_map(|v| v.first_mismatches.iter().cloned())
+            .take(64)
+            .collect(),
+    })
+}
+
 /// The parts' points as one (`None` without parts): named and tagged as
 /// the first; warnings prefixed with `KIND LABEL:`.
 pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<Point> {
@@ -163,7 +182,7 @@ pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<
             CpuOf::OneProcess => longest.device.clone(),
         },
         series: merged_series(&points),
-        verify: None,
+        verify: merged_verify(&points),
         errors,
         warnings: parts
             .iter()
@@ -176,4 +195,34 @@ pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<
         histograms: hists.iter().map(|(k, h)| (k.clone(), h.encode())).collect(),
         extra: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verification_counts_add_up() {
+        let p = |mismatches: u64| -> Point {
+            let mut p: Point = serde_json::from_value(serde_json::json!({
+                "name": "p", "params": {}, "started_at": "t", "duration_ns": 1u64,
+                "ramp_ns": 0, "direct": true, "ops": {},
+                "total": {"ops": 1, "bytes": 1, "iops": 1.0, "mib_s": 1.0},
+                "cpu": crate::measure::rusage::CpuStats::default(),
+                "series": [], "warnings": [], "histograms": {},
+            }))
+            .unwrap();
+            p.verify = Some(VerifyStats {
+                blocks_checked: 10,
+                mismatches,
+                never_written: 0,
+                first_mismatches: Vec::new(),
+            });
+            p
+        };
+        let (a, b) = (p(0), p(2));
+        let m = merge_points(&[("a", &a), ("b", &b)], "host", CpuOf::Summed).unwrap();
+        let v = m.verify.unwrap();
+        assert_eq!((v.blocks_checked, v.mismatches), (20, 2));
+    }
 }

@@ -7,7 +7,8 @@ use crate::plan::parse::parse_size;
 use crate::servers::settings::{Persistence, ServerSettings};
 
 /// The server flags as given (`cli::server::ServerArgs` documents each).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServerFlags {
     pub server_url: Option<String>,
     pub shared_buffers: Option<String>,

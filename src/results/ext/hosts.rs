@@ -77,6 +77,35 @@ pub struct TargetHostCpu {
     pub window_ns: u64,
 }
 
+impl HostRow {
+    /// The row of one part measured at once with others (a host of a
+    /// fleet, or an instance of `kv --instances`): `point` as measured
+    /// there, its clock offset and its release relative to the first.
+    pub fn of(
+        host: &str,
+        point: &crate::results::Point,
+        clock: ClockOffset,
+        start_offset_ns: i64,
+    ) -> HostRow {
+        let lat = point.main_lat();
+        HostRow {
+            host: host.to_string(),
+            ops: point.total.ops,
+            bytes: point.total.bytes,
+            iops: point.total.iops,
+            mib_s: point.total.mib_s,
+            duration_ns: point.duration_ns,
+            lat_mean_ns: lat.map(|l| l.mean_ns),
+            lat_p99_ns: lat.and_then(|l| l.percentile(99.0)),
+            cpu: point.cpu,
+            system_cpu: point.extra.cpu,
+            clock,
+            start_offset_ns,
+            warnings: point.warnings.clone(),
+        }
+    }
+}
+
 impl HostsInfo {
     pub fn is_partial(&self) -> bool {
         !self.lost.is_empty()

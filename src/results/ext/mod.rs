@@ -75,6 +75,9 @@ pub struct PointExt {
     pub act: Option<Box<act::ActPoint>>,
     /// Measured on several hosts at once: each host's row, the start skew.
     pub hosts: Option<Box<HostsInfo>>,
+    /// Several instances of one workload at once (`kv --instances`): each
+    /// instance's row, in the hosts' shape (its `host` names the instance).
+    pub instances: Option<Box<HostsInfo>>,
     /// Keys not typed here (older or newer files), kept as read.
     pub other: BTreeMap<String, Value>,
 }
@@ -113,6 +116,7 @@ impl PointExt {
             "trace" => self.trace.is_some(),
             "act" => self.act.is_some(),
             "hosts" => self.hosts.is_some(),
+            "instances" => self.instances.is_some(),
             _ => false,
         };
         typed || self.other.contains_key(key)
@@ -162,6 +166,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("trace", e.trace.as_ref().map(|v| json(v)));
         put("act", e.act.as_ref().map(|v| json(v)));
         put("hosts", e.hosts.as_ref().map(|v| json(v)));
+        put("instances", e.instances.as_ref().map(|v| json(v)));
         m
     }
 }
@@ -187,6 +192,7 @@ impl From<BTreeMap<String, Value>> for PointExt {
             trace: take(&mut m, "trace"),
             act: take(&mut m, "act"),
             hosts: take(&mut m, "hosts"),
+            instances: take(&mut m, "instances"),
             other: m,
         }
     }

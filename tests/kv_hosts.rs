@@ -1,0 +1,407 @@
+//! `iolab kv --hosts` end to end against namespace hosts with their own
+//! sshd (tests/fleet_common): every phase of a YCSB plan (load, run) on
+//! two hosts at once, merged exactly, with `--instances 2` on each too; no
+//! database and no process left on any host; the combinations a run on
+//! hosts cannot do and a refused login are exit 2 naming the flag or the
+//! host. Needs root, ip netns and sshd for the hosts; skips otherwise.
+
+mod fleet_common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use fleet_common::Lab;
+use iolab::measure::histogram::LatencyHistogram;
+use iolab::results::{Point, Results};
+
+const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
+
+fn kv(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(IOLAB);
+    c.args(["kv", "a", "--hosts", hosts, "--ssh-config"])
+        .arg(&lab.ssh_config)
+        .args(["--host-iolab", IOLAB, "--quiet"])
+        .args(["-p", "recordcount=300", "-p", "operationcount=400"])
+        .args(extra);
+    c
+}
+
+fn all_hosts(lab: &Lab) -> String {
+    let addrs: Vec<&str> = lab.hosts.iter().map(|h| h.addr.as_str()).collect();
+    addrs.join(",")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The merged operations are the rows' sum and the merged histograms
+/// count every one of them.
+fn assert_exact(p: &Point, rows: &[iolab::results::ext::HostRow]) {
+    let sum: u64 = rows.iter().map(|r| r.ops).sum();
+    assert_eq!(p.total.ops, sum, "{}", p.name);
+    assert!(rows.iter().all(|r| r.ops > 0), "{rows:?}");
+    let counted: u64 = p
+        .histograms
+        .iter()
+        .filter(|(k, _)| k.ends_with(".lat"))
+        .map(|(_, h)| LatencyHistogram::decode(h).unwrap().len())
+        .sum();
+    assert_eq!(counted, p.total.ops, "{}", p.name);
+}
+
+fn run_on_hosts(lab: &Lab, instances: &str) -> Results {
+    let out = lab.dir.path().join(format!("out-{instances}.json"));
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = kv(lab, &all_hosts(lab), &["--engine", "rocksdb"])
+        .args(["--instances", instances, "--dir"])
+        .arg(&work)
+        .arg("--json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    // Each host removed its databases; nothing runs there any more.
+    let left: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let quiet = lab.wait_quiet(Duration::from_secs(20));
+    assert!(quiet.is_empty(), "left on the hosts: {quiet:?}");
+    Results::read(&out).unwrap()
+}
+
+#[test]
+fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let r = run_on_hosts(&lab, "1");
+    let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["ycsb-a.load", "ycsb-a.run"]);
+    for (p, per_host) in r.points.iter().zip([300, 400]) {
+        let h = p.extra.hosts.as_ref().expect("the hosts' rows");
+        assert_eq!(h.per_host.len(), 2);
+        assert!(h.per_host.iter().all(|x| x.ops == per_host), "{h:?}");
+        assert!(h.lost.is_empty() && !p.is_interrupted());
+        assert_exact(p, &h.per_host);
+        assert!(p.extra.instances.is_none());
+    }
+    assert!(r.complete);
+    let v = r.points[1]
+        .verify
+        .as_ref()
+        .expect("the hosts' checks, added");
+    assert!(v.blocks_checked > 0 && v.mismatches == 0, "{v:?}");
+    // The report draws the hosts of a kv run as of a device run.
+    let html = lab.dir.path().join("r.html");
+    let o = Command::new(IOLAB)
+        .arg("report")
+        .arg(lab.dir.path().join("out-1.json"))
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("IOPS per host"), "no hosts chart");
+    assert!(
+        page.contains(&lab.hosts[1].addr),
+        "no row of the second host"
+    );
+    // Two instances on each host: a row per host and per host's instance.
+    let r = run_on_hosts(&lab, "2");
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().unwrap();
+        assert_exact(p, &h.per_host);
+        let i = p.extra.instances.as_ref().expect("the instances' rows");
+        assert_eq!(i.per_host.len(), 4);
+        assert!(i.per_host[0].host.ends_with("/inst-1"), "{i:?}");
+        assert_exact(p, &i.per_host);
+    }
+    assert_eq!(r.points[0].total.ops, 4 * 300);
+}
+
+#[test]
+fn a_refused_login_is_exit_2_naming_the_host_and_nothing_starts() {
+    let Some(lab) = fleet_common::lab(2, &[1]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = kv(&lab, &all_hosts(&lab), &["--engine", "sqlite", "--dir"])
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&lab.hosts[1].addr), "{err}");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
+}
+
+/// Refused before any host is contacted: no lab needed.
+#[test]
+fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let props = d.path().join("w.props");
+    std::fs::write(&props, "recordcount=10\n").unwrap();
+    let p = props.to_str().unwrap();
+    let db = d.path().join("db");
+    for (args, flag) in [
+        (
+            vec!["--server-url", "postgres://127.0.0.1/x"],
+            "--server-url",
+        ),
+        (vec!["--engine", "postgres"], "--engine"),
+        (vec!["--make", "ext4", "-t", "/var/tmp"], "--make"),
+        (vec!["-t", "/var/tmp", "-t", "/tmp"], "--target"),
+        (vec!["-P", p], "-P"),
+        (vec!["--db", db.to_str().unwrap()], "--db"),
+        (vec!["--keep"], "--keep"),
+        (vec!["--dir", "relative/dir"], "--dir"),
+        (vec!["--instances", "0"], "--instances"),
+    ] {
+        let o = Command::new(IOLAB)
+            .args(["kv", "a", "--hosts", "127.0.0.1", "--quiet"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!Path::new(&db).exists());
+    // The hosts' flags need --hosts.
+    let o = Command::new(IOLAB)
+        .args(["kv", "a", "--deploy", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--deploy"));
+}
+
+/// The agent's pid on host `i`, once it runs.
+fn agent_pid(lab: &Lab, i: usize) -> u32 {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = lab.hosts[i]
+            .others()
+            .into_iter()
+            .find(|p| p.contains(" agent"))
+            .and_then(|p| p.split(':').next()?.parse().ok());
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < end, "no agent on host {i}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A paced load of 3 s (cut by --runtime) on both hosts; `hit` is done to
+/// it 1.5 s after the agent on host 1 started.
+fn interrupted_run(lab: &Lab, hit: impl FnOnce(&std::process::Child)) -> (Output, Results) {
+    interrupted_run_with(lab, &[], hit)
+}
+
+fn interrupted_run_with(
+    lab: &Lab,
+    extra: &[&str],
+    hit: impl FnOnce(&std::process::Child),
+) -> (Output, Results) {
+    let out = lab.dir.path().join("cut.json");
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let child = kv(lab, &all_hosts(lab), &["--engine", "rocksdb"])
+        .args(["-p", "recordcount=100000", "--target-ops", "500"])
+        .args(["--runtime", "3s", "--dir"])
+        .arg(&work)
+        .arg("--json")
+        .arg(&out)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    agent_pid(lab, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    hit(&child);
+    let o = child.wait_with_output().unwrap();
+    (o, Results::read(&out).unwrap())
+}
+
+#[test]
+fn a_host_lost_mid_phase_is_named_and_a_sigint_tears_every_database_down() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    let (o, r) = interrupted_run(&lab, |_| {
+        // SAFETY: an agent in a namespace this test made.
+        unsafe { libc::kill(agent_pid(&lab, 1) as i32, libc::SIGKILL) };
+    });
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(r.points.len(), 1, "no phase after the loss");
+    let p = &r.points[0];
+    let h = p.extra.hosts.as_ref().unwrap();
+    assert_eq!(h.lost.len(), 1, "{h:?}");
+    assert_eq!(h.lost[0].host, lab.hosts[1].addr);
+    assert!(p.is_interrupted() && p.total.ops > 0);
+    assert_exact(p, &h.per_host);
+    assert!(r.warnings.iter().any(|w| w.contains("not run: ycsb-a.run")));
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
+    // The killed agent's databases wait for that host's next iolab start.
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 1);
+    let swept = Command::new("ip")
+        .args(["netns", "exec", &lab.hosts[1].ns, IOLAB, "sysinfo"])
+        .env("IOLAB_STATE_DIR", &lab.hosts[1].state)
+        .output()
+        .unwrap();
+    assert!(swept.status.success(), "{}", text(&swept));
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+
+    // --on-host-loss continue: the run phase goes on on the host left.
+    let kill = |_: &std::process::Child| {
+        // SAFETY: an agent in a namespace this test made.
+        unsafe { libc::kill(agent_pid(&lab, 1) as i32, libc::SIGKILL) };
+    };
+    let (o, r) = interrupted_run_with(&lab, &["--on-host-loss", "continue"], kill);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(r.points.len(), 2, "{}", text(&o));
+    let rows = &r.points[1].extra.hosts.as_ref().unwrap().per_host;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].host, lab.hosts[0].addr);
+    assert!(rows[0].ops > 0 && !r.points[1].is_interrupted());
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 1);
+    let swept = Command::new("ip")
+        .args(["netns", "exec", &lab.hosts[1].ns, IOLAB, "sysinfo"])
+        .env("IOLAB_STATE_DIR", &lab.hosts[1].state)
+        .output()
+        .unwrap();
+    assert!(swept.status.success(), "{}", text(&swept));
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+
+    // Ctrl-C: every agent stops its phase, sends its part and removes its databases.
+    let (o, r) = interrupted_run(&lab, |c| {
+        // SAFETY: our own child.
+        unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    });
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(r.interrupted && !r.complete);
+    assert_eq!(r.points.len(), 1);
+    assert_exact(
+        &r.points[0],
+        &r.points[0].extra.hosts.as_ref().unwrap().per_host,
+    );
+    assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+}
+
+/// Benchmarks section 24: RocksDB, YCSB 80/20 read/update with 800 B and
+/// 10 KB values, on 1 and 3 namespace hosts and with 1 and 3 instances on
+/// this machine; every merge checked exact. Run with
+/// `cargo test --test kv_hosts -- --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_hosts_and_instances() {
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let rounds: usize = std::env::var("IOLAB_KV_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    println!("| value | where | round | load ops/s (summed; ops / longest) | run ops/s (summed; ops / longest) | run p99 | run start skew | run CPU % | run ops per CPU-second | exact |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for round in 1..=rounds {
+        for (size, records) in [(800, 100000), (10240, 10000)] {
+            let props = [
+                "-p".to_string(),
+                "fieldcount=1".into(),
+                "-p".into(),
+                format!("fieldlength={size}"),
+                "-p".into(),
+                "readproportion=0.8".into(),
+                "-p".into(),
+                "updateproportion=0.2".into(),
+                "-p".into(),
+                format!("recordcount={records}"),
+                "-p".into(),
+                "operationcount=10000000".into(),
+                "--runtime".into(),
+                "10s".into(),
+                "--engine".into(),
+                "rocksdb".into(),
+            ];
+            let runs = [
+                ("1 host", Some(lab.hosts[0].addr.clone()), "1"),
+                ("3 hosts", Some(all_hosts(&lab)), "1"),
+                ("1 instance here", None, "1"),
+                ("3 instances here", None, "3"),
+            ];
+            for (label, hosts, n) in runs {
+                let out = lab.dir.path().join("m.json");
+                let mut c = match &hosts {
+                    Some(h) => kv(&lab, h, &[]),
+                    None => {
+                        let mut c = Command::new(IOLAB);
+                        c.args(["kv", "a", "--quiet"]);
+                        c
+                    }
+                };
+                let o = c
+                    .args(&props)
+                    .args(["--instances", n, "--dir"])
+                    .arg(&work)
+                    .arg("--json")
+                    .arg(&out)
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{}", text(&o));
+                let r = Results::read(&out).unwrap();
+                let (load, run) = (&r.points[0], &r.points[1]);
+                for p in &r.points {
+                    let rows = p
+                        .extra
+                        .hosts
+                        .as_ref()
+                        .or(p.extra.instances.as_ref())
+                        .map(|h| h.per_host.clone());
+                    if let Some(rows) = rows {
+                        assert_exact(p, &rows);
+                    }
+                }
+                let p99 = run.main_lat().and_then(|l| l.percentile(99.0)).unwrap_or(0);
+                let wall = |p: &Point| p.total.ops as f64 / (p.duration_ns as f64 / 1e9);
+                let skew = run
+                    .extra
+                    .hosts
+                    .as_ref()
+                    .or(run.extra.instances.as_ref())
+                    .map(|h| format!("{:.0} us", h.start_skew_ns as f64 / 1e3))
+                    .unwrap_or_else(|| "-".into());
+                // The run phase's CPU: summed over the hosts' agents, or the one process's.
+                let cpu = run.cpu.usr_pct + run.cpu.sys_pct;
+                println!(
+                "| {size} B | {label} | {round} | {:.0}; {:.0} | {:.0}; {:.0} | {:.0} us | {skew} | {:.0} | {:.0} | yes |",
+                load.total.iops,
+                wall(load),
+                run.total.iops,
+                wall(run),
+                p99 as f64 / 1e3,
+                cpu,
+                run.total.ops as f64 / (cpu / 100.0 * run.duration_ns as f64 / 1e9).max(1e-9)
+            );
+            }
+        }
+    }
+}
