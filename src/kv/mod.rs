@@ -1,5 +1,6 @@
 //! Database workloads (YCSB, db_bench style) on embedded engines and database servers.
 
+pub mod bodypool;
 pub mod chain;
 pub mod clock;
 pub mod dbbench;
