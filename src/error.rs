@@ -71,6 +71,17 @@ impl std::error::Error for VerifyFailed {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interrupted;
 
+/// `e`, or the interruption when a stop was asked for (a connection or
+/// set-up that failed because the user pressed Ctrl-C was not refused:
+/// exit 130, not the error's code).
+pub fn interrupted_or(e: anyhow::Error) -> anyhow::Error {
+    if crate::interrupt::stop_requested() {
+        Interrupted.into()
+    } else {
+        e
+    }
+}
+
 impl fmt::Display for Interrupted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "interrupted; results measured so far were kept")

@@ -292,15 +292,6 @@ fn start_results(
     results
 }
 
-/// Ctrl-C while connecting or checking: the user stopped, nothing was refused.
-fn stopped(e: anyhow::Error) -> anyhow::Error {
-    if interrupt::stop_requested() {
-        crate::error::Interrupted.into()
-    } else {
-        e
-    }
-}
-
 /// Connect T, then the hosts (T unreachable: nothing is started on the
 /// hosts), then every transport's points; T's export and file go at the end.
 pub fn run(
@@ -316,7 +307,7 @@ pub fn run(
             hp.hosts.len()
         );
     }
-    let mut t = TargetHost::connect(&hp.target, &hp.opts).map_err(stopped)?;
+    let mut t = TargetHost::connect(&hp.target, &hp.opts).map_err(crate::error::interrupted_or)?;
     // Every transport checked on T (its programs, the directory, the
     // address) before anything is started on the hosts.
     for &tr in &plan.transports {
@@ -324,9 +315,9 @@ pub fn run(
             check_only: true,
             ..request(tr, a, hp, plan)?
         })
-        .map_err(stopped)?;
+        .map_err(crate::error::interrupted_or)?;
     }
-    let fleet = Fleet::connect(&hp.hosts, &hp.opts).map_err(stopped)?;
+    let fleet = Fleet::connect(&hp.hosts, &hp.opts).map_err(crate::error::interrupted_or)?;
     let results = start_results(a, plan, hp, &fleet, &t);
     let t = Rc::new(RefCell::new(t));
     let export = Rc::new(RefCell::new(JobTarget {
@@ -372,7 +363,7 @@ pub fn run(
         let served = t
             .borrow_mut()
             .serve(request(tr, a, hp, plan)?)
-            .map_err(stopped)?;
+            .map_err(crate::error::interrupted_or)?;
         if !a.quiet {
             eprintln!(
                 "iolab: {label}: {} on {} ({})",

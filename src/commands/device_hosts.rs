@@ -102,13 +102,6 @@ pub fn connect(
     if !quiet {
         eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
     }
-    let f = Fleet::connect(hosts, &opts).map_err(|e| {
-        // Ctrl-C while connecting: the hosts were not refused, the user stopped.
-        if crate::interrupt::stop_requested() {
-            crate::error::Interrupted.into()
-        } else {
-            e
-        }
-    })?;
+    let f = Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)?;
     Ok(FleetPlacement::new(f, target, a.hosts.on_host_loss.into()))
 }

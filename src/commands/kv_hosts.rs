@@ -122,13 +122,7 @@ pub fn run(
     if !a.quiet {
         eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
     }
-    let f = Fleet::connect(hosts, &opts).map_err(|e| {
-        if crate::interrupt::stop_requested() {
-            crate::error::Interrupted.into()
-        } else {
-            e
-        }
-    })?;
+    let f = Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)?;
     let p = KvHostsPlan {
         plan,
         settings,

@@ -23,7 +23,6 @@ use crate::results::merge::{merge_points, CpuOf};
 use crate::results::{Point, Results};
 use crate::session::sink::ResultsSink;
 use crate::session::{Observer, Progress};
-use crate::testbed::{self, Resource};
 
 /// More instances than this is a typo, not a study (each has its threads,
 /// its memtables and its cache).
@@ -129,22 +128,7 @@ fn parent(plan: &KvPlan) -> Result<Parent> {
             keep: true,
         });
     }
-    let dir = &plan.place.dir;
-    if !dir.is_dir() {
-        return Err(usage(
-            "--dir",
-            format!("{} is not a directory", dir.display()),
-        ));
-    }
-    let path = dir.join(format!(
-        "iolab-kv-{}-{}-instances",
-        plan.engine.name(),
-        std::process::id()
-    ));
-    testbed::create(Resource::Path(path.clone()), || {
-        std::fs::create_dir(&path)
-            .with_context(|| format!("creating scratch database directory {}", path.display()))
-    })?;
+    let path = super::run::scratch_dir(plan, &plan.place.dir, "-instances")?;
     Ok(Parent {
         path,
         keep: plan.place.keep,

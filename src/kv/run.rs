@@ -136,23 +136,7 @@ fn db_dir(plan: &KvPlan, raw: Option<Target>) -> Result<DbDir> {
         Some(_) => std::env::temp_dir(),
         None => place.dir.clone(),
     };
-    let meta = std::fs::metadata(&parent)
-        .map_err(|e| usage("--dir", format!("{}: {e}", parent.display())))?;
-    if !meta.is_dir() {
-        return Err(usage(
-            "--dir",
-            format!("{} is not a directory", parent.display()),
-        ));
-    }
-    let path = parent.join(format!(
-        "iolab-kv-{}-{}",
-        plan.engine.name(),
-        std::process::id()
-    ));
-    testbed::create(Resource::Path(path.clone()), || {
-        std::fs::create_dir(&path)
-            .with_context(|| format!("creating scratch database directory {}", path.display()))
-    })?;
+    let path = scratch_dir(plan, &parent, "")?;
     let mut dir = DbDir {
         path,
         keep: place.keep,
@@ -165,6 +149,30 @@ fn db_dir(plan: &KvPlan, raw: Option<Target>) -> Result<DbDir> {
 }
 
 /// Refuse a load whose data alone does not fit where the database goes.
+/// A scratch directory `iolab-kv-ENGINE-PID{suffix}` made in `parent`
+/// (`--dir`, checked to be a directory) and registered in the testbed, so
+/// a SIGKILLed run's is removed by the next start.
+pub(crate) fn scratch_dir(plan: &KvPlan, parent: &Path, suffix: &str) -> Result<PathBuf> {
+    let meta = std::fs::metadata(parent)
+        .map_err(|e| usage("--dir", format!("{}: {e}", parent.display())))?;
+    if !meta.is_dir() {
+        return Err(usage(
+            "--dir",
+            format!("{} is not a directory", parent.display()),
+        ));
+    }
+    let path = parent.join(format!(
+        "iolab-kv-{}-{}{suffix}",
+        plan.engine.name(),
+        std::process::id()
+    ));
+    testbed::create(Resource::Path(path.clone()), || {
+        std::fs::create_dir(&path)
+            .with_context(|| format!("creating scratch database directory {}", path.display()))
+    })?;
+    Ok(path)
+}
+
 pub fn check_space(plan: &KvPlan) -> Result<()> {
     let (bytes, field) = plan.load_bytes();
     let dir = plan.place.db.as_deref().unwrap_or(&plan.place.dir);
