@@ -298,7 +298,7 @@ fn ctrl_c_keeps_results_and_cleans_up() {
         "--engine",
         "lmdb",
         "--num",
-        "50000000",
+        "20000000",
         "--map-size",
         "4g",
         "--dir",
