@@ -3,7 +3,9 @@
 //! with each host's row, the open-loop rates shared out over the hosts,
 //! the trace and database steps dropped with their reason in the plan
 //! and the results, nothing left on the hosts; refused flags and logins
-//! are exit 2 naming them; Ctrl-C is exit 130 leaving nothing anywhere.
+//! are exit 2 naming them; a host lost mid-step leaves a partial point
+//! naming it and stops the run (exit 1); Ctrl-C is exit 130 leaving
+//! nothing anywhere.
 //! The lab needs root, ip netns and sshd (those tests skip otherwise).
 
 mod fleet_common;
@@ -252,4 +254,75 @@ fn ctrl_c_is_exit_130_and_leaves_nothing_on_the_hosts() {
     let r = load(&out.join("results.json"));
     assert!(r.interrupted);
     leftovers(&lab, &work);
+}
+
+/// The agent's pid on host `i`, once it runs.
+fn agent_pid(lab: &Lab, i: usize) -> u32 {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = lab.hosts[i]
+            .others()
+            .into_iter()
+            .find(|p| p.contains(" agent"))
+            .and_then(|p| p.split(':').next()?.parse().ok());
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < end, "no agent on host {i}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_host_lost_mid_step_leaves_a_partial_point_naming_it_and_stops() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = lab.dir.path().join("out");
+    let child = run_on(
+        &lab,
+        &all_hosts(&lab),
+        &["--engine", "psync", "--size", "8m", "--budget", "40s"],
+    )
+    .args(["--profile", "quick"])
+    .arg(&work)
+    .arg("-o")
+    .arg(&out)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let victim = agent_pid(&lab, 1);
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while !out.join("results.json").exists() && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: an agent in a namespace this test made.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let r = load(&out.join("results.json"));
+    assert!(out.join("report.html").is_file());
+    let partial: Vec<_> = r
+        .points
+        .iter()
+        .filter(|p| p.extra.hosts.as_ref().is_some_and(|h| !h.lost.is_empty()))
+        .collect();
+    assert_eq!(partial.len(), 1, "one partial point");
+    let h = partial[0].extra.hosts.as_ref().unwrap();
+    assert_eq!(h.lost[0].host, lab.hosts[1].addr);
+    assert!(partial[0].is_interrupted(), "a partial point is marked");
+    assert!(partial[0].total.ops > 0, "the other host's data is kept");
+    // --on-host-loss stop: no point after the lost one.
+    assert!(std::ptr::eq(
+        *partial.last().unwrap(),
+        r.points.last().unwrap()
+    ));
+    let skipped = r.extra["skipped_points"].as_array().unwrap();
+    assert!(!skipped.is_empty(), "the points not run are named");
+    let left = lab.wait_quiet(Duration::from_secs(20));
+    assert!(left.is_empty(), "left on the hosts: {left:?}");
 }
