@@ -20,10 +20,17 @@ use iolab::results::Results;
 const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
 
 fn run_on(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
+    let mut c = run_loud(lab, hosts, extra);
+    c.arg("--quiet");
+    c
+}
+
+/// `run_on` with the summary on stdout.
+fn run_loud(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(IOLAB);
     c.args(["run", "--hosts", hosts, "--ssh-config"])
         .arg(&lab.ssh_config)
-        .args(["--host-iolab", IOLAB, "--quiet"])
+        .args(["--host-iolab", IOLAB])
         .args(extra);
     c
 }
@@ -71,7 +78,7 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
     let work = lab.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let out = lab.dir.path().join("out");
-    let o = run_on(
+    let o = run_loud(
         &lab,
         &all_hosts(&lab),
         &["--engine", "psync", "--size", "8m", "--budget", "10s"],
@@ -82,6 +89,9 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
     .output()
     .unwrap();
     assert!(o.status.success(), "{}", text(&o));
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("4k random read IOPS"), "{shown}");
+    println!("{shown}");
     let r = load(&out.join("results.json"));
     assert!(out.join("report.html").is_file());
     assert!(!r.points.is_empty());
