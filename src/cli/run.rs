@@ -19,6 +19,8 @@ use clap::Args;
       the same plan on two directories, interleaved job by job, normalized to ssd
   iolab run /var/tmp --make tmpfs,ext4,xfs --budget 6m --profile quick
       the same plan on file systems iolab builds on loop devices (root)
+  iolab run /data --hosts web1,web2 --budget 5m
+      the device steps on both hosts at once (a scratch file in /data on each), merged per job
 
 Writes DIR/iolab-<UTC time>/results.json (after every point) and report.html.
 Ctrl-C stops the run and keeps what was measured.")]
@@ -89,6 +91,10 @@ pub struct RunArgs {
     /// The configurations to build, rounds and baseline of a media run.
     #[command(flatten)]
     pub media: crate::cli::media::MediaArgs,
+    /// The device steps on several hosts at once (DIR is then a directory
+    /// on every host; the trace, database and remote steps are dropped).
+    #[command(flatten)]
+    pub hosts: crate::cli::hosts::HostsArgs,
     /// The one directory (or export) of a run on a single target, set
     /// from DIR or --target when the run starts.
     #[arg(skip)]

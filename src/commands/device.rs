@@ -115,7 +115,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let (placement, target) = match &hosts {
         Some(h) => {
             let jt = device_hosts::job_target(&a, needs_target, size);
-            let p = device_hosts::connect(&a, h, jt, quiet)?;
+            let p = device_hosts::connect(&a.hosts.flags(), h, jt, quiet)?;
             (Some(p), dut::Target::none(size.unwrap_or(0)))
         }
         None => {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::cli::device::DeviceArgs;
 use crate::error::usage;
-use crate::fleet::{self, Fleet, FleetPlacement, JobTarget};
+use crate::fleet::{self, Fleet, FleetPlacement, HostsFlags, JobTarget};
 use crate::plan::experiment::Experiment;
 
 /// The hosts' flags checked against the rest of the run; `None` without --hosts.
@@ -91,17 +91,18 @@ pub fn job_target(a: &DeviceArgs, needs_target: bool, size: Option<u64>) -> JobT
 }
 
 /// Connect to every host (exit 2 naming each host that cannot be reached
-/// or runs another build; nothing is left running anywhere then).
+/// or runs another build; nothing is left running anywhere then); also
+/// `run --hosts`'.
 pub fn connect(
-    a: &DeviceArgs,
+    flags: &HostsFlags,
     hosts: &[fleet::HostSpec],
     target: JobTarget,
     quiet: bool,
 ) -> anyhow::Result<FleetPlacement> {
-    let opts = a.hosts.flags().options()?;
+    let opts = flags.options()?;
     if !quiet {
         eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
     }
     let f = Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)?;
-    Ok(FleetPlacement::new(f, target, a.hosts.on_host_loss.into()))
+    Ok(FleetPlacement::new(f, target, flags.on_host_loss))
 }

@@ -1,10 +1,11 @@
-//! `iolab run`: its command line as `campaign::run::RunSettings` and the
-//! media flags, run by `campaign::run::run`.
+//! `iolab run`: its command line as `campaign::run::RunSettings`, the
+//! media flags and the hosts (`run_hosts`), run by `campaign::run::run`.
 
 use crate::campaign::run::{self as run_campaign, RunSettings};
 use crate::cli::run::RunArgs;
 
 pub fn run(a: RunArgs) -> anyhow::Result<()> {
+    let hosts = super::run_hosts::on_hosts(&a)?;
     let RunArgs {
         dirs,
         target,
@@ -23,6 +24,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         dry_run,
         dir,
         media,
+        hosts: _,
     } = a;
     let settings = RunSettings {
         dirs,
@@ -42,5 +44,5 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         dry_run,
         dir,
     };
-    run_campaign::run(settings, &super::media_flags(&media))
+    run_campaign::run(settings, &super::media_flags(&media), hosts)
 }

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use super::steps::StepRunner;
 use super::{
-    budgeted_plan, check_outputs, choose_engine, driver, finish, kv, parse_options, plan_jobs,
-    print_plan, start_results, RunSettings,
+    budgeted_plan, check_local_dir, check_outputs, choose_engine, driver, finish, kv,
+    parse_options, plan_jobs, print_plan, start_results, RunSettings,
 };
 use crate::campaign::device::target_on;
 use crate::campaign::setups::MediaFlags;
@@ -71,6 +71,7 @@ fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Re
         .map(|(_, t)| t.path.clone())
         .unwrap_or_else(|| set.make_in.clone());
     let (budget_ns, size, explicit) = parse_options(a, None)?;
+    check_local_dir(a)?;
     let passes = (set.subjects.len() * set.rounds as usize) as u64;
     let pass_ns = budget_ns / passes;
     if pass_ns < 1_000_000_000 {

@@ -26,10 +26,12 @@ use crate::runner::job::{run_job, RunOptions};
 use crate::session::{Driver, ResultsSink};
 
 pub mod breakdown;
+mod hosts;
 pub mod kv;
 pub mod media;
 mod steps;
 
+pub use hosts::OnHosts;
 use steps::StepRunner;
 
 use crate::plan::run_plan as plan;
@@ -205,13 +207,18 @@ fn parse_options(
                 })
         })
         .transpose()?;
+    Ok((budget_ns, size, explicit))
+}
+
+/// DIR, a directory of this machine (on hosts it is theirs).
+fn check_local_dir(a: &RunSettings) -> anyhow::Result<()> {
     if !a.dir.is_dir() {
         return Err(usage(
             "DIR",
             format!("{} is not a directory", a.dir.display()),
         ));
     }
-    Ok((budget_ns, size, explicit))
+    Ok(())
 }
 
 /// The first engine that works on the target (io_uring may be disabled by
@@ -322,9 +329,10 @@ fn job_ns(j: &JobSpec) -> u64 {
     j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns
 }
 
-/// `iolab run`: on one target (or a remote export), or over several
-/// (`media`: `--make`, several targets).
-pub fn run(mut a: RunSettings, media: &MediaFlags) -> anyhow::Result<()> {
+/// `iolab run`: on one target (or a remote export), over several
+/// (`media`: `--make`, several targets), or with its device jobs on
+/// several hosts at once (`hosts`: the caller refused what cannot run there).
+pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> anyhow::Result<()> {
     if let Some(r) = &a.runtime {
         return Err(crate::error::usage(
             "--runtime",
@@ -336,9 +344,19 @@ pub fn run(mut a: RunSettings, media: &MediaFlags) -> anyhow::Result<()> {
         return media::run(a, media, &all);
     }
     crate::campaign::setups::refuse_without_media(media)?;
+    if let Some(h) = hosts {
+        a.dir = all
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| PathBuf::from("/var/tmp"));
+        return hosts::run_on_hosts(a, h);
+    }
     a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
     let remote = crate::dut::remote::endpoint_of(&a.dir)?;
     let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;
+    if remote.is_none() {
+        check_local_dir(&a)?;
+    }
     let mut base = JobSpec {
         engine: explicit.unwrap_or(EngineKind::IoUring),
         seed: a.seed,
