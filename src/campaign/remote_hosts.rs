@@ -17,7 +17,7 @@ use super::remote_plan::RemoteSettings;
 use crate::analysis::AnalysisOptions;
 use crate::dut::Target;
 use crate::error::usage;
-use crate::fleet::proto::ServeRequest;
+use crate::fleet::proto::{CpuOver, ServeRequest};
 use crate::fleet::target_host::{TargetHost, FLAG};
 use crate::fleet::{self, Fleet, FleetPlacement, HostSpec, JobTarget};
 use crate::interrupt;
@@ -161,7 +161,7 @@ impl HostPlacement for StudyPlacement {
         if let Some((from, to)) = self.fleet.last_window() {
             let mut t = self.t.borrow_mut();
             match t.cpu_over(from, to) {
-                Ok(c) => record_target_cpu(&mut p, t.name(), c.cpu, to.saturating_sub(from)),
+                Ok(c) => record_target_cpu(&mut p, t.name(), c, to.saturating_sub(from)),
                 Err(e) => p
                     .warnings
                     .push(format!("target host CPU not measured: {e:#}")),
@@ -179,14 +179,11 @@ impl HostPlacement for StudyPlacement {
     }
 }
 
-/// T's CPU into the point: typed beside the hosts' rows, and as the
-/// target's CPU per I/O that the remote figures read.
-fn record_target_cpu(
-    p: &mut Point,
-    host: &str,
-    cpu: crate::measure::procstat::SystemCpu,
-    window_ns: u64,
-) {
+/// T's CPU into the point: typed beside the hosts' rows (with the disk
+/// under its file), and as the target's CPU per I/O that the remote
+/// figures read.
+fn record_target_cpu(p: &mut Point, host: &str, over: CpuOver, window_ns: u64) {
+    let cpu = over.cpu;
     let busy_s = (cpu.usr_pct + cpu.sys_pct) / 100.0 * window_ns as f64 / 1e9;
     let us_per_io = (p.total.ops > 0).then(|| busy_s * 1e6 / p.total.ops as f64);
     if let Some(h) = p.extra.hosts.as_mut() {
@@ -194,6 +191,8 @@ fn record_target_cpu(
             host: host.to_string(),
             cpu,
             window_ns,
+            disk: over.disk,
+            no_disk: over.no_disk,
         });
     }
     p.extra.peers = Some(PeerStats {

@@ -17,7 +17,7 @@ use crate::results::Point;
 use super::build::BuildId;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 3;
+pub const PROTOCOL_VERSION: u8 = 4;
 const MAGIC: [u8; 2] = *b"IL";
 pub const HEADER_LEN: usize = 8;
 /// A result carries a point with its encoded HDR histograms.
@@ -157,14 +157,35 @@ pub struct Serving {
     pub backing: String,
 }
 
-/// The target host's whole CPU between two instants of its clock.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The target host's whole CPU between two instants of its clock, and
+/// the disk under its served file second by second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CpuOver {
     pub cpu: crate::measure::procstat::SystemCpu,
     /// The samples the figures are between (agent clock, ns).
     pub from_ns: u64,
     pub to_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<crate::results::ext::TargetDisk>,
+    /// Why there is no disk series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_disk: Option<String>,
+}
+
+impl CpuOver {
+    /// Why `self` is not a cpu-over a peer may send (None: it is).
+    fn invalid(&self) -> Option<&'static str> {
+        let s = self.cpu;
+        let shares = [s.usr_pct, s.sys_pct, s.iowait_pct, s.idle_pct, s.steal_pct];
+        if shares.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Some("a CPU share that is not a finite, non-negative number");
+        }
+        if self.no_disk.as_ref().is_some_and(|w| w.len() > 512) {
+            return Some("why there is no disk series is over 512 bytes");
+        }
+        self.disk.as_ref().and_then(|d| d.invalid())
+    }
 }
 
 /// Every message, in either direction.
@@ -247,7 +268,9 @@ impl Kind {
             | Kind::Hello
             | Kind::Ready
             | Kind::Serve
-            | Kind::Serving => MAX_CONTROL,
+            | Kind::Serving
+            // With an hour of a disk's seconds at most.
+            | Kind::CpuOver => MAX_CONTROL,
             _ => MAX_SMALL,
         }
     }
@@ -444,12 +467,10 @@ impl Message {
             }
             Kind::CpuOver => {
                 let c: CpuOver = serde_json::from_slice(body).map_err(bad)?;
-                let s = c.cpu;
-                let shares = [s.usr_pct, s.sys_pct, s.iowait_pct, s.idle_pct, s.steal_pct];
-                if shares.iter().any(|x| !x.is_finite() || *x < 0.0) {
+                if let Some(why) = c.invalid() {
                     return Err(ProtoError::Malformed {
                         kind: "cpu-over",
-                        why: "a CPU share that is not a finite, non-negative number".into(),
+                        why: why.into(),
                     });
                 }
                 Message::CpuOver(c)
@@ -580,15 +601,84 @@ mod tests {
             cpu: Default::default(),
             from_ns: 1,
             to_ns: 2,
+            disk: None,
+            no_disk: None,
         };
         assert!(matches!(
-            round_trip(&Message::CpuOver(c)),
+            round_trip(&Message::CpuOver(c.clone())),
             Message::CpuOver(_)
         ));
         c.cpu.usr_pct = -1.0;
         let frame = Message::CpuOver(c).encode().unwrap();
         let err = read_message(&mut frame.as_slice()).unwrap_err();
         assert!(err.to_string().contains("malformed cpu-over"), "{err}");
+    }
+
+    fn cpu_over_frame(body: &str) -> Vec<u8> {
+        let mut f = vec![b'I', b'L', PROTOCOL_VERSION, 23];
+        f.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        f.extend_from_slice(body.as_bytes());
+        f
+    }
+
+    #[test]
+    fn the_target_disk_series_round_trips_and_a_malformed_one_is_refused() {
+        let c = CpuOver {
+            cpu: Default::default(),
+            from_ns: 1,
+            to_ns: 2_500_000_001,
+            disk: Some(crate::results::ext::TargetDisk {
+                device: "nvme0n1p2".into(),
+                read_bytes_s: vec![1 << 20, 3 << 20, 0],
+                write_bytes_s: vec![0, 4096, 512],
+            }),
+            no_disk: None,
+        };
+        match round_trip(&Message::CpuOver(c.clone())) {
+            Message::CpuOver(back) => assert_eq!(back, c),
+            other => panic!("{other:?}"),
+        }
+        // An hour of seconds at most: the largest series fits its frame.
+        let mut long = c.clone();
+        let d = long.disk.as_mut().unwrap();
+        d.read_bytes_s = vec![u32::MAX as u64; crate::results::ext::MAX_DISK_SECONDS];
+        d.write_bytes_s = d.read_bytes_s.clone();
+        assert!(matches!(
+            round_trip(&Message::CpuOver(long)),
+            Message::CpuOver(_)
+        ));
+        let cpu = r#""cpu":{"usr_pct":1.0,"sys_pct":1.0,"iowait_pct":0.0,"idle_pct":98.0,"steal_pct":0.0},"from_ns":1,"to_ns":2"#;
+        let zeros = vec!["0"; 3601].join(",");
+        for (disk, says) in [
+            (
+                r#"{"device":"sda","read_bytes_s":[-1],"write_bytes_s":[0]}"#.to_string(),
+                "invalid value",
+            ),
+            (
+                r#"{"device":"sda","read_bytes_s":[1,2],"write_bytes_s":[0]}"#.to_string(),
+                "differ in length",
+            ),
+            (
+                format!(r#"{{"device":"sda","read_bytes_s":[{zeros}],"write_bytes_s":[{zeros}]}}"#),
+                "longer than an hour",
+            ),
+            (
+                r#"{"device":"sda","read_bytes_s":[18446744073709551615],"write_bytes_s":[0]}"#
+                    .to_string(),
+                "over 1 PiB/s",
+            ),
+            (
+                r#"{"device":"../etc","read_bytes_s":[],"write_bytes_s":[]}"#.to_string(),
+                "not a kernel name",
+            ),
+        ] {
+            let frame = cpu_over_frame(&format!(r#"{{{cpu},"disk":{disk}}}"#));
+            let err = read_message(&mut frame.as_slice()).unwrap_err().to_string();
+            assert!(
+                err.contains("malformed cpu-over") && err.contains(says),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! (registered in the testbed, so what a SIGKILL leaves is swept by the
 //! host's next iolab start), on the one address it is given or the one
 //! the control side's ssh reached it at, never another; and it samples the
-//! machine's CPU so the control side can ask for it over each point.
+//! machine's CPU, and the disk under the served file, so the control side
+//! can ask for them over each point.
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -16,8 +17,10 @@ use super::proto::{CpuOver, Message, ServeRequest, Serving};
 use crate::dut::{self, TargetOptions};
 use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
+use crate::measure::diskstats::{self, DiskCounters, DiskSampler};
 use crate::measure::procstat::CpuTicks;
 use crate::remote::servers::Transport;
+use crate::results::ext::{TargetDisk, MAX_DISK_SECONDS};
 use crate::target::{nbd_target, nvme_target};
 
 /// The flag a bad address is the fault of, on the control side.
@@ -213,77 +216,199 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(ServedExport, Serving)> {
     ))
 }
 
-/// How often the machine's CPU is read, and how much is kept.
+/// How often the machine's CPU (and the disk) is read, and how much is kept.
 const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 const KEPT: usize = 24_000; // 20 minutes
 
-type Samples = Arc<Mutex<VecDeque<(u64, CpuTicks)>>>;
+/// One reading: when (mono ns), the CPU, the disk's counters (if one is sampled).
+#[derive(Clone, Copy)]
+struct Sample {
+    at: u64,
+    cpu: CpuTicks,
+    disk: Option<DiskCounters>,
+}
 
-/// /proc/stat read every 50 ms on a thread of its own, kept 20 minutes.
+type Samples = Arc<Mutex<VecDeque<Sample>>>;
+/// The disk sampled, or why none is.
+type Disk = Arc<Mutex<Result<DiskSampler, String>>>;
+
+/// /proc/stat (and /proc/diskstats' line of the served file's disk) read
+/// every 50 ms on a thread of its own, kept 20 minutes.
 pub struct CpuLog {
     samples: Samples,
+    disk: Disk,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-fn sample(samples: &Samples) {
+fn sample(samples: &Samples, disk: &Disk) {
+    let d = match &*disk.lock().unwrap_or_else(|e| e.into_inner()) {
+        Ok(sampler) => sampler.sample(),
+        Err(_) => None,
+    };
     if let Some(t) = CpuTicks::now() {
         let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
         if s.len() == KEPT {
             s.pop_front();
         }
-        s.push_back((mono_now_ns(), t));
+        s.push_back(Sample {
+            at: mono_now_ns(),
+            cpu: t,
+            disk: d,
+        });
     }
+}
+
+/// The disk under `file`, or why there is none to sample.
+fn disk_of(file: &Path) -> Result<DiskSampler, String> {
+    let dir = file.parent().unwrap_or(file);
+    diskstats::device_of(dir)
+        .map(DiskSampler::new)
+        .filter(|d| d.sample().is_some())
+        .ok_or_else(|| {
+            format!(
+                "{} is on no block device iolab can read in /proc/diskstats (tmpfs?)",
+                dir.display()
+            )
+        })
+}
+
+/// Each second of `[a, b]` (the last one the remainder): bytes per second
+/// read and written, between the samples nearest its ends (so the seconds
+/// partition the window: no byte is counted twice). At most an hour.
+fn per_second(disk: &[(u64, DiskCounters)]) -> (Vec<u64>, Vec<u64>) {
+    let (mut read, mut write) = (Vec::new(), Vec::new());
+    let (Some(first), Some(last)) = (disk.first(), disk.last()) else {
+        return (read, write);
+    };
+    let nearest = |at: u64| {
+        let i = disk.partition_point(|x| x.0 < at).min(disk.len() - 1);
+        if i > 0 && at - disk[i - 1].0 < disk[i].0.saturating_sub(at) {
+            i - 1
+        } else {
+            i
+        }
+    };
+    let mut edges = vec![0];
+    let mut at = first.0 + 1_000_000_000;
+    while at < last.0 && edges.len() <= MAX_DISK_SECONDS {
+        edges.push(nearest(at));
+        at += 1_000_000_000;
+    }
+    edges.push(disk.len() - 1);
+    edges.dedup();
+    let rate = |bytes: u64, ns: u64| (bytes as u128 * 1_000_000_000 / ns.max(1) as u128) as u64;
+    for w in edges.windows(2).take(MAX_DISK_SECONDS) {
+        let ((ta, a), (tb, b)) = (disk[w[0]], disk[w[1]]);
+        let ns = tb - ta;
+        read.push(rate(
+            b.read_sectors.saturating_sub(a.read_sectors) * 512,
+            ns,
+        ));
+        write.push(rate(
+            b.write_sectors.saturating_sub(a.write_sectors) * 512,
+            ns,
+        ));
+    }
+    (read, write)
 }
 
 impl CpuLog {
     pub fn start() -> CpuLog {
         let samples: Samples = Arc::default();
+        let disk: Disk = Arc::new(Mutex::new(Err("no file served yet".into())));
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, st) = (samples.clone(), stop.clone());
+        let (s, d, st) = (samples.clone(), disk.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("agent-cpu".into())
             .spawn(move || {
                 while !st.load(Ordering::SeqCst) {
-                    sample(&s);
+                    sample(&s, &d);
                     std::thread::sleep(SAMPLE_EVERY);
                 }
             })
             .ok();
         CpuLog {
             samples,
+            disk,
             stop,
             thread,
         }
     }
 
+    /// Sample the disk under `file` from now on (a disk sampled before is
+    /// forgotten if it was another).
+    pub fn follow_disk(&self, file: &Path) {
+        let new = disk_of(file);
+        let mut d = self.disk.lock().unwrap_or_else(|e| e.into_inner());
+        let same = matches!((&*d, &new), (Ok(a), Ok(b)) if a.device == b.device);
+        if !same {
+            let mut s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+            s.iter_mut().for_each(|x| x.disk = None);
+        }
+        *d = new;
+    }
+
     /// The machine's CPU from the last sample at or before `from` to the
-    /// first at or after `to` (waiting a little for it; else a fresh one).
+    /// first at or after `to` (waiting a little for it; else a fresh one),
+    /// and the disk's seconds between the same samples.
     pub fn over(&self, from: u64, to: u64) -> Option<CpuOver> {
         let end = Instant::now() + SAMPLE_EVERY * 4;
         while self.last_at().is_none_or(|t| t < to) && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(10));
         }
         if self.last_at().is_none_or(|t| t < to) {
-            sample(&self.samples);
+            sample(&self.samples, &self.disk);
         }
         let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        let a = s.iter().rev().find(|(t, _)| *t <= from).or(s.front())?;
-        let b = s.iter().find(|(t, _)| *t >= to).or(s.back())?;
-        if b.0 <= a.0 {
+        let ia = s.iter().rposition(|x| x.at <= from).unwrap_or(0);
+        let ib = s
+            .iter()
+            .position(|x| x.at >= to)
+            .unwrap_or(s.len().checked_sub(1)?);
+        let (a, b) = (s.get(ia)?, s.get(ib)?);
+        if b.at <= a.at {
             return None;
         }
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (disk, no_disk) = self.disk_over(s.range(ia..=ib));
         Some(CpuOver {
-            cpu: b.1.since(&a.1, ncpu),
-            from_ns: a.0,
-            to_ns: b.0,
+            cpu: b.cpu.since(&a.cpu, ncpu),
+            from_ns: a.at,
+            to_ns: b.at,
+            disk,
+            no_disk,
         })
+    }
+
+    /// The disk's seconds over `window` (the samples of a cpu-over), or why none.
+    fn disk_over<'a>(
+        &self,
+        window: impl Iterator<Item = &'a Sample>,
+    ) -> (Option<TargetDisk>, Option<String>) {
+        let device = match &*self.disk.lock().unwrap_or_else(|e| e.into_inner()) {
+            Ok(d) => d.device.clone(),
+            Err(why) => return (None, Some(why.clone())),
+        };
+        let disk: Vec<_> = window.filter_map(|x| x.disk.map(|d| (x.at, d))).collect();
+        if disk.len() < 2 {
+            return (
+                None,
+                Some(format!("{device}: too few samples over the window")),
+            );
+        }
+        let (read_bytes_s, write_bytes_s) = per_second(&disk);
+        let series = TargetDisk {
+            device,
+            read_bytes_s,
+            write_bytes_s,
+        };
+        (Some(series), None)
     }
 
     fn last_at(&self) -> Option<u64> {
         let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        s.back().map(|x| x.0)
+        s.back().map(|x| x.at)
     }
 }
 
@@ -320,6 +445,9 @@ impl TargetSide {
                 self.export = None;
                 self.cpu.get_or_insert_with(CpuLog::start);
                 let (export, serving) = serve(&req)?;
+                if let Some(log) = &self.cpu {
+                    log.follow_disk(Path::new(&serving.backing));
+                }
                 self.export = Some(export);
                 Ok(Message::Serving(serving))
             }
@@ -374,6 +502,63 @@ mod tests {
         assert!(c.to_ns >= to && c.from_ns < c.to_ns, "{c:?}");
         let total = c.cpu.usr_pct + c.cpu.sys_pct + c.cpu.iowait_pct + c.cpu.idle_pct;
         assert!(total > 0.0, "{c:?}");
+        // No file served: no disk series, and why.
+        assert!(c.disk.is_none() && c.no_disk.is_some(), "{c:?}");
+    }
+
+    fn counters(read_sectors: u64, write_sectors: u64) -> DiskCounters {
+        DiskCounters {
+            read_sectors,
+            write_sectors,
+            ..DiskCounters::default()
+        }
+    }
+
+    #[test]
+    fn the_disk_s_seconds_come_from_the_samples_nearest_their_ends() {
+        const S: u64 = 1_000_000_000;
+        // Samples every 250 ms over 2.5 s: 1 MiB read the first second,
+        // 2 MiB the next, then 512 KiB written in the last 0.5 s.
+        let mut disk = Vec::new();
+        for k in 0..=10u64 {
+            let at = 7 + k * S / 4;
+            let read = 512 * k.min(4) + 1024 * k.saturating_sub(4).min(4);
+            let write = 512 * k.saturating_sub(8);
+            disk.push((at, counters(read, write)));
+        }
+        let (read, write) = per_second(&disk);
+        assert_eq!(read, [1 << 20, 2 << 20, 0]);
+        assert_eq!(write, [0, 0, 1 << 20]);
+        // Every byte once: rate times each slice's length adds up.
+        let bytes = (1 << 20) + (2 << 20);
+        assert_eq!(read[0] + read[1] + read[2] / 2, bytes);
+        // A sample jittered 20 ms past a second's end is still its end.
+        disk[4].0 += 20_000_000;
+        let (read, _) = per_second(&disk);
+        assert_eq!(read.len(), 3);
+        assert!(read[0] < 1 << 20 && read[1] > 2 << 20, "{read:?}");
+        // Too few samples: nothing; a series is never longer than an hour.
+        assert_eq!(per_second(&disk[..1]), (vec![], vec![]));
+        let long: Vec<_> = (0..=2 * MAX_DISK_SECONDS as u64)
+            .map(|k| (k * S, counters(k, 0)))
+            .collect();
+        assert_eq!(per_second(&long).0.len(), MAX_DISK_SECONDS);
+    }
+
+    #[test]
+    fn the_disk_under_a_served_file_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("backing");
+        std::fs::write(&file, b"x").unwrap();
+        let log = CpuLog::start();
+        log.follow_disk(&file);
+        let from = mono_now_ns();
+        std::thread::sleep(Duration::from_millis(120));
+        let c = log.over(from, mono_now_ns()).unwrap();
+        match diskstats::device_of(dir.path()) {
+            Some(dev) => assert_eq!(c.disk.unwrap().device, dev),
+            None => assert!(c.no_disk.unwrap().contains("no block device")),
+        }
     }
 
     #[test]

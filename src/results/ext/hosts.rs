@@ -75,6 +75,61 @@ pub struct TargetHostCpu {
     pub cpu: SystemCpu,
     /// The sampled interval around the hosts' measured window, ns.
     pub window_ns: u64,
+    /// The disk under the served file over the same window (absent in
+    /// files of older versions, and where the file is on no block device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<TargetDisk>,
+    /// Why there is no disk series (the file on tmpfs, no device found).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_disk: Option<String>,
+}
+
+/// The most seconds a target disk series holds (an hour; longer windows
+/// are clipped by the agent and refused on receipt).
+pub const MAX_DISK_SECONDS: usize = 3600;
+
+/// The target host's disk under the served file, second by second over a
+/// point's window: bytes per second read and written (`/proc/diskstats`,
+/// every process on that disk). Entry i covers second i of the window; the
+/// last one the remainder, as a rate over its own length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetDisk {
+    /// The kernel name of the device (partition, if any).
+    pub device: String,
+    pub read_bytes_s: Vec<u64>,
+    pub write_bytes_s: Vec<u64>,
+}
+
+impl TargetDisk {
+    /// Why `self` is not a disk series a peer may send (None: it is).
+    pub fn invalid(&self) -> Option<&'static str> {
+        let name_ok = !self.device.is_empty()
+            && self.device.len() <= 64
+            && self
+                .device
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.:!".contains(c));
+        if !name_ok {
+            return Some("the disk's device name is empty, too long or not a kernel name");
+        }
+        if self.read_bytes_s.len() != self.write_bytes_s.len() {
+            return Some("the disk's read and write series differ in length");
+        }
+        if self.read_bytes_s.len() > MAX_DISK_SECONDS {
+            return Some("the disk series is longer than an hour of seconds");
+        }
+        // 1 PiB/s is no disk: a garbled counter.
+        let absurd = |v: &u64| *v > 1 << 50;
+        if self
+            .read_bytes_s
+            .iter()
+            .chain(&self.write_bytes_s)
+            .any(absurd)
+        {
+            return Some("a disk rate over 1 PiB/s");
+        }
+        None
+    }
 }
 
 impl HostRow {

@@ -25,7 +25,9 @@ pub mod lsm;
 pub mod oltp;
 pub mod trace;
 
-pub use hosts::{ClockOffset, HostRow, HostsInfo, LostHost, TargetHostCpu};
+pub use hosts::{
+    ClockOffset, HostRow, HostsInfo, LostHost, TargetDisk, TargetHostCpu, MAX_DISK_SECONDS,
+};
 pub use kv::{KvPhaseInfo, LatencyShare, LoadStats};
 pub use oltp::{ConsistencyResult, OltpInfo, TxnCounts};
 pub use trace::{BlockStats, Breakdown, ConfigResult, LostEvents, StageStats};
