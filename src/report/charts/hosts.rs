@@ -1,11 +1,13 @@
 //! Points measured on several hosts at once (`--hosts`): each host's IOPS
 //! per point, stacked so a bar's height is the aggregate, and a table of
-//! every host's row beside the aggregate, with the start skew.
+//! every host's row beside the aggregate, with the start skew; and the
+//! target host's disk bandwidth over time (`--target-host`).
 
 use super::{Section, Table};
-use crate::report::hosts_table;
-use crate::report::svg::{self, BarChart};
-use crate::results::Results;
+use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
+use crate::report::{fmt, hosts_table};
+use crate::results::ext::TargetHostCpu;
+use crate::results::{Point, Results};
 
 pub fn per_host(r: &Results) -> Option<Section> {
     let points: Vec<_> = r
@@ -73,4 +75,150 @@ pub fn per_host(r: &Results) -> Option<Section> {
         svgs: vec![chart],
         table,
     })
+}
+
+/// The points T measured, in run order: each with the second of the run its
+/// window starts at (the windows laid end to end) and T's figures.
+fn target_windows(r: &Results) -> Vec<(f64, &Point, &TargetHostCpu)> {
+    let mut at = 0.0;
+    let mut out = Vec::new();
+    for p in &r.points {
+        if let Some(t) = p.extra.hosts.as_ref().and_then(|h| h.target_host.as_ref()) {
+            out.push((at, p, t));
+            at += t.window_ns as f64 / 1e9;
+        }
+    }
+    out
+}
+
+/// The target host's disk under the served file, MB/s read (solid) and
+/// written (dashed) second by second, one colour per transport; only when
+/// some point has a disk series.
+pub fn target_disk(r: &Results) -> Option<Section> {
+    let windows = target_windows(r);
+    if !windows.iter().any(|(_, _, t)| t.disk.is_some()) {
+        return None;
+    }
+    let mut table = Table::new(&[
+        "point",
+        "transport",
+        "device",
+        "second",
+        "read MB/s",
+        "write MB/s",
+    ]);
+    let mut transports: Vec<String> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
+    for (at, p, t) in &windows {
+        let Some(d) = &t.disk else { continue };
+        let label = p.params.get("transport").unwrap_or(&p.name).clone();
+        let i = transports
+            .iter()
+            .position(|x| *x == label)
+            .unwrap_or_else(|| {
+                transports.push(label.clone());
+                for (k, what) in ["read", "write"].iter().enumerate() {
+                    series.push(Series {
+                        label: format!("{label} {what}"),
+                        points: Vec::new(),
+                        dashed: k == 1,
+                        color: transports.len() - 1,
+                        line: true,
+                    });
+                }
+                transports.len() - 1
+            });
+        for (s, (rd, wr)) in d.read_bytes_s.iter().zip(&d.write_bytes_s).enumerate() {
+            let x = at + s as f64;
+            let (rd, wr) = (*rd as f64 / 1e6, *wr as f64 / 1e6);
+            for (k, (what, y)) in [("read", rd), ("write", wr)].into_iter().enumerate() {
+                let hover = format!(
+                    "{} {what} at {}: {} MB/s",
+                    p.name,
+                    fmt::secs(x),
+                    fmt::mib(y)
+                );
+                series[2 * i + k].points.push((x, y, hover));
+            }
+            table.rows.push(vec![
+                p.name.clone(),
+                label.clone(),
+                d.device.clone(),
+                s.to_string(),
+                fmt::mib(rd),
+                fmt::mib(wr),
+            ]);
+        }
+    }
+    let chart = svg::line_chart(&LineChart {
+        title: "Target disk bandwidth over time".into(),
+        x: Axis::new(
+            "seconds since the first point's start",
+            Scale::Linear,
+            fmt::secs,
+        ),
+        y: Axis::new("MB/s (solid: read, dashed: write)", Scale::Linear, fmt::mib),
+        series,
+        shade: None,
+        marks: Vec::new(),
+        hlines: Vec::new(),
+    });
+    Some(Section {
+        id: "target-disk".into(),
+        title: "Target disk bandwidth over time".into(),
+        note: "The disk under the target host's served file, read from /proc/diskstats by its agent every 50 ms and summed per second of each point's measured window (every process on that disk counts); the points' windows are laid end to end in run order. A point whose file is on no block device (tmpfs) has no series.".into(),
+        svgs: vec![chart],
+        table,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::ext::{HostsInfo, TargetDisk};
+
+    fn with_target(disk: Option<TargetDisk>) -> Results {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/remote-nbd.json"
+        );
+        let mut r = Results::read(std::path::Path::new(path)).unwrap();
+        for p in &mut r.points {
+            p.extra.hosts = Some(Box::new(HostsInfo {
+                per_host: Vec::new(),
+                start_skew_ns: 0,
+                clock_uncertainty_ns: 0,
+                lost: Vec::new(),
+                target_host: Some(TargetHostCpu {
+                    host: "t".into(),
+                    cpu: Default::default(),
+                    window_ns: 2_000_000_000,
+                    disk: disk.clone(),
+                    no_disk: disk.is_none().then(|| "tmpfs".into()),
+                }),
+            }));
+        }
+        r
+    }
+
+    #[test]
+    fn the_target_disk_is_drawn_only_with_a_disk_series() {
+        let r = with_target(None);
+        assert!(target_disk(&r).is_none());
+        assert!(!super::super::sections(&r)
+            .iter()
+            .any(|s| s.id == "target-disk"));
+        let r = with_target(Some(TargetDisk {
+            device: "vda".into(),
+            read_bytes_s: vec![5_000_000, 7_000_000],
+            write_bytes_s: vec![0, 1_000_000],
+        }));
+        let s = target_disk(&r).unwrap();
+        assert!(s.svgs[0].contains("Target disk bandwidth over time"));
+        assert!(s.svgs[0].contains("nbd-iolab read") && s.svgs[0].contains("nbd-iolab write"));
+        assert_eq!(s.table.rows.len(), 2 * r.points.len());
+        // The second point starts where the first one's window ended.
+        assert_eq!(s.table.rows[0][4], "5");
+        assert!(s.svgs[0].contains(&format!("{} read at 2s", r.points[1].name)));
+    }
 }

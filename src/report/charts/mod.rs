@@ -60,6 +60,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(device::heat_map(r));
     out.extend(device::load_latency(r));
     out.extend(hosts::per_host(r));
+    out.extend(hosts::target_disk(r));
     out.extend(latency::percentiles(r));
     out.extend(latency::cdf(r));
     out.extend(remote::local_vs_remote(r));
