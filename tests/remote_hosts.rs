@@ -76,6 +76,47 @@ fn two_hosts_against_nbd_and_nvme_tcp_served_on_t_merge_exactly_with_t_cpu() {
         "{:?}",
         r.warnings
     );
+    // T's disk under the served file, second by second (O_DIRECT reads
+    // reach it), unless T's directory is on no block device.
+    let on_disk = iolab::measure::diskstats::device_of(&served).is_some();
+    if !on_disk {
+        eprintln!(
+            "note: {} is on no block device (tmpfs?): T's disk series is not checked",
+            served.display()
+        );
+    }
+    let mut randread = 0;
+    for p in r
+        .points
+        .iter()
+        .filter(|p| on_disk && p.params.get("rw").is_some_and(|rw| rw == "randread"))
+    {
+        let t = p
+            .extra
+            .hosts
+            .as_ref()
+            .and_then(|h| h.target_host.as_ref())
+            .expect("T's figures");
+        let d = t
+            .disk
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no disk series: {:?}", p.name, t.no_disk));
+        assert!(
+            !d.read_bytes_s.is_empty() && d.read_bytes_s.len() == d.write_bytes_s.len(),
+            "{d:?}"
+        );
+        assert!(
+            d.read_bytes_s.iter().sum::<u64>() > 0,
+            "{}: T's disk read nothing: {d:?}",
+            p.name
+        );
+        randread += 1;
+    }
+    assert!(
+        !on_disk || randread > 0,
+        "no randread point: {:?}",
+        r.points.iter().map(|p| &p.params).collect::<Vec<_>>()
+    );
     for p in &r.points {
         let h = p.extra.hosts.as_ref().expect("a hosts section");
         assert_eq!(h.per_host.len(), 2, "{}", p.name);
@@ -99,6 +140,12 @@ fn two_hosts_against_nbd_and_nvme_tcp_served_on_t_merge_exactly_with_t_cpu() {
         html.contains(&format!("target {}", lab.hosts[2].addr)),
         "no target host row"
     );
+    if on_disk {
+        assert!(
+            html.contains("Target disk bandwidth over time"),
+            "no target disk section"
+        );
+    }
     leftovers(&lab, &served);
 }
 
