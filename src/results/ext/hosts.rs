@@ -166,3 +166,16 @@ impl HostsInfo {
         !self.lost.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_host_without_a_disk_series_loads_and_writes_as_before() {
+        let old = r#"{"host":"t","cpu":{"usr_pct":1.0,"sys_pct":2.0,"iowait_pct":0.0,"idle_pct":97.0,"steal_pct":0.0},"window_ns":5}"#;
+        let t: TargetHostCpu = serde_json::from_str(old).unwrap();
+        assert!(t.disk.is_none() && t.no_disk.is_none());
+        assert_eq!(serde_json::to_string(&t).unwrap(), old);
+    }
+}
