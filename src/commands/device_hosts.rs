@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::cli::device::DeviceArgs;
 use crate::error::usage;
-use crate::fleet::{self, Fleet, FleetPlacement, HostsFlags, JobTarget};
+use crate::fleet::{self, FleetPlacement, HostsFlags, JobTarget};
 use crate::plan::experiment::Experiment;
 
 /// The hosts' flags checked against the rest of the run; `None` without --hosts.
@@ -99,10 +99,6 @@ pub fn connect(
     target: JobTarget,
     quiet: bool,
 ) -> anyhow::Result<FleetPlacement> {
-    let opts = flags.options()?;
-    if !quiet {
-        eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
-    }
-    let f = Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)?;
+    let f = flags.connect(hosts, quiet)?;
     Ok(FleetPlacement::new(f, target, flags.on_host_loss))
 }

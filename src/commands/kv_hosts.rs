@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::campaign::kv_hosts::{self, KvHostsPlan};
 use crate::cli::kv::KvArgs;
 use crate::error::usage;
-use crate::fleet::{self, Fleet, JobTarget};
+use crate::fleet::{self, JobTarget};
 use crate::kv::plan::KvPlan;
 use crate::kv::run::{KvObserver, KvRun};
 
@@ -118,11 +118,7 @@ pub fn run(
     settings.status_interval = None;
     settings.place.target.clear();
     settings.place.dir = dir.clone();
-    let opts = a.hosts.flags().options()?;
-    if !a.quiet {
-        eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
-    }
-    let f = Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)?;
+    let f = a.hosts.flags().connect(hosts, a.quiet)?;
     let p = KvHostsPlan {
         plan,
         settings,

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::{FleetOptions, OnHostLoss, SshOptions};
+use super::{Fleet, FleetOptions, HostSpec, OnHostLoss, SshOptions};
 use crate::error::usage;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +45,16 @@ impl HostsFlags {
             Some((flag, _)) => Err(usage(*flag, "applies only with --hosts")),
             None => Ok(()),
         }
+    }
+
+    /// Connect to `hosts` (saying so unless `quiet`); a connection that
+    /// failed because of Ctrl-C is the interruption, not a refusal.
+    pub fn connect(&self, hosts: &[HostSpec], quiet: bool) -> anyhow::Result<Fleet> {
+        let opts = self.options()?;
+        if !quiet {
+            eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
+        }
+        Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)
     }
 
     /// How the control side reaches the hosts.
