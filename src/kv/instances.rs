@@ -84,22 +84,8 @@ pub fn check(plan: &KvPlan, n: usize) -> Result<()> {
 /// Refuse a load whose data, once per instance, does not fit in the
 /// directory (each instance's own run checks only its share).
 fn check_space(plan: &KvPlan, n: usize) -> Result<()> {
-    let (bytes, field) = plan.load_bytes();
-    let dir = plan.place.db.as_deref().unwrap_or(&plan.place.dir);
-    let Ok(free) = crate::dut::scratch::free_bytes(dir) else {
-        return Ok(()); // an unusable directory is reported where it is used
-    };
-    let all = bytes.saturating_mul(n as u64);
-    if n > 1 && plan.engine != super::engine::KvEngineKind::Null && all > free {
-        return Err(usage(
-            field,
-            format!(
-                "{n} instances load about {} of keys and values, and {} has {} free",
-                super::report::human(all),
-                dir.display(),
-                super::report::human(free)
-            ),
-        ));
+    if n > 1 && plan.engine != super::engine::KvEngineKind::Null {
+        return super::run::check_load_fits(plan, n);
     }
     Ok(())
 }

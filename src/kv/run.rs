@@ -174,17 +174,28 @@ pub(crate) fn scratch_dir(plan: &KvPlan, parent: &Path, suffix: &str) -> Result<
 }
 
 pub fn check_space(plan: &KvPlan) -> Result<()> {
+    check_load_fits(plan, 1)
+}
+
+/// Refuse a load whose keys and values, `copies` times (one per
+/// instance), do not fit in the database's directory.
+pub(crate) fn check_load_fits(plan: &KvPlan, copies: usize) -> Result<()> {
     let (bytes, field) = plan.load_bytes();
     let dir = plan.place.db.as_deref().unwrap_or(&plan.place.dir);
     let Ok(free) = crate::dut::scratch::free_bytes(dir) else {
         return Ok(()); // an unusable directory is reported where it is used
     };
-    if bytes > free {
+    let all = bytes.saturating_mul(copies as u64);
+    if all > free {
+        let what = match copies {
+            1 => "the load writes".to_string(),
+            n => format!("{n} instances load"),
+        };
         return Err(usage(
             field,
             format!(
-                "the load writes about {} of keys and values, and {} has {} free",
-                super::report::human(bytes),
+                "{what} about {} of keys and values, and {} has {} free",
+                super::report::human(all),
                 dir.display(),
                 super::report::human(free)
             ),
