@@ -7,11 +7,10 @@
 
 mod fleet_common;
 
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fleet_common::Lab;
+use fleet_common::{all_hosts, load, text, Lab};
 use iolab::measure::histogram::LatencyHistogram;
 use iolab::results::Results;
 
@@ -24,27 +23,6 @@ fn device(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
         .args(["--host-iolab", IOLAB, "--quiet"])
         .args(extra);
     c
-}
-
-fn all_hosts(lab: &Lab) -> String {
-    lab.hosts
-        .iter()
-        .map(|h| h.addr.clone())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn load(p: &Path) -> Results {
-    Results::read(p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
 }
 
 /// The merge is exact: the aggregate's ops are the hosts' sum, and its

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use fleet_common::Lab;
+use fleet_common::{all_hosts, text, Lab};
 use iolab::measure::histogram::LatencyHistogram;
 use iolab::results::{Point, Results};
 
@@ -25,20 +25,6 @@ fn kv(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
         .args(["-p", "recordcount=300", "-p", "operationcount=400"])
         .args(extra);
     c
-}
-
-fn all_hosts(lab: &Lab) -> String {
-    let addrs: Vec<&str> = lab.hosts.iter().map(|h| h.addr.as_str()).collect();
-    addrs.join(",")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The merged operations are the rows' sum and the merged histograms

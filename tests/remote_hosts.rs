@@ -8,23 +8,14 @@
 mod fleet_common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
-use fleet_common::Lab;
+use fleet_common::{text, Lab};
 use iolab::measure::histogram::LatencyHistogram;
 use iolab::results::Results;
 
 const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// `iolab remote` from hosts 0..n-1 of `lab` against its last host as T.
 fn remote(lab: &Lab, target_dir: &Path, extra: &[&str]) -> Command {

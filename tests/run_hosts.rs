@@ -14,8 +14,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use fleet_common::Lab;
-use iolab::results::Results;
+use fleet_common::{all_hosts, load, text, Lab};
 
 const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
 
@@ -33,27 +32,6 @@ fn run_loud(lab: &Lab, hosts: &str, extra: &[&str]) -> Command {
         .args(["--host-iolab", IOLAB])
         .args(extra);
     c
-}
-
-fn all_hosts(lab: &Lab) -> String {
-    lab.hosts
-        .iter()
-        .map(|h| h.addr.clone())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn load(p: &Path) -> Results {
-    Results::read(p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
 }
 
 fn leftovers(lab: &Lab, work: &Path) {

@@ -7,7 +7,7 @@
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -430,4 +430,25 @@ impl Lab {
         }
         addr
     }
+}
+
+/// Every host of `lab`, as `--hosts` takes them.
+pub fn all_hosts(lab: &Lab) -> String {
+    let addrs: Vec<&str> = lab.hosts.iter().map(|h| h.addr.as_str()).collect();
+    addrs.join(",")
+}
+
+/// A finished command's status and output, for a failed assertion.
+pub fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A results file, or a panic naming it.
+pub fn load(p: &Path) -> iolab::results::Results {
+    iolab::results::Results::read(p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()))
 }
