@@ -72,9 +72,29 @@ pub fn detach(device: &Path, id: FileId) -> Result<super::Undone, String> {
     let name = device.file_name().unwrap_or_default().to_string_lossy();
     let autoclear = std::fs::read_to_string(format!("/sys/block/{name}/loop/autoclear"));
     if autoclear.is_ok_and(|a| a.trim() == "1") {
+        // Often the other user is only passing (udev probing the device
+        // after the unmount): wait a moment so the report says what became
+        // of it, unless a second Ctrl-C is aborting at once.
+        if unbound_within(&name, Duration::from_secs(2)) {
+            return Ok(super::Undone::Removed);
+        }
         return Ok(super::Undone::Deferred);
     }
     Err("still attached (LOOP_CLR_FD did not take)".into())
+}
+
+/// Whether loop device `name` has no backing file within `patience`,
+/// watched in sysfs (opening the device would make one more user).
+fn unbound_within(name: &str, patience: Duration) -> bool {
+    let bound = Path::new("/sys/block").join(name).join("loop/backing_file");
+    let until = std::time::Instant::now() + patience;
+    while bound.exists() {
+        if std::time::Instant::now() >= until || super::closed() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }
 
 /// The loop device attached to the file at `path`, if one is (read from

@@ -214,13 +214,18 @@ static LIVE: Mutex<Vec<(Resource, Option<PathBuf>)>> = Mutex::new(Vec::new());
 /// Set by the teardown of a second Ctrl-C: nothing is created any more.
 static CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// Whether a second Ctrl-C's teardown has begun (it waits for nothing).
+fn closed() -> bool {
+    CLOSED.load(Ordering::SeqCst)
+}
+
 /// Register a resource just created (its guard calls `release` when it
 /// has taken it down). After the teardown it is taken down at once.
 pub fn register(res: Resource) {
     let Ok(mut v) = LIVE.lock() else {
         return;
     };
-    if CLOSED.load(Ordering::SeqCst) {
+    if closed() {
         drop(v);
         let _ = res.undo();
         return;
@@ -239,7 +244,7 @@ pub fn create<T>(res: Resource, make: impl FnOnce() -> anyhow::Result<T>) -> any
     let mut v = LIVE
         .lock()
         .map_err(|_| anyhow::anyhow!("resource registry poisoned"))?;
-    if CLOSED.load(Ordering::SeqCst) {
+    if closed() {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
     let record = records::write(&res);
@@ -273,7 +278,7 @@ pub fn create_pending_with<T>(
     let mut v = LIVE
         .lock()
         .map_err(|_| anyhow::anyhow!("resource registry poisoned"))?;
-    if CLOSED.load(Ordering::SeqCst) {
+    if closed() {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
     let pending_record = pending.and_then(records::write);
@@ -298,18 +303,17 @@ pub fn release_path(path: &Path) {
 /// Guards call this after taking the resource down, never before: until
 /// then a second Ctrl-C must still find it.
 pub fn release(res: &Resource) {
-    let mut gone = Vec::new();
+    // The records go while the registry is held: a second Ctrl-C's
+    // teardown (which takes the registry, then exits) must not find the
+    // resource gone from it with its record still on disk.
     if let Ok(mut v) = LIVE.lock() {
         v.retain(|(r, rec)| {
             let keep = r != res;
-            if !keep {
-                gone.extend(rec.clone());
+            if let (false, Some(rec)) = (keep, rec) {
+                let _ = std::fs::remove_file(rec);
             }
             keep
         });
-    }
-    for rec in gone {
-        let _ = std::fs::remove_file(rec);
     }
 }
 
