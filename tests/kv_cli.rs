@@ -763,3 +763,82 @@ fn intels_table_for_every_phase() {
     assert_eq!(intel["threshold_ns"], 1_000_000);
     assert!(intel["cpu_busy_pct"].as_f64().is_some(), "{intel}");
 }
+
+/// `--key-format binary` writes db_bench's own keys: db_bench's readrandom
+/// on iolab's database finds every key (with decimal keys, none), and
+/// iolab reads and checks its values back.
+#[test]
+fn binary_keys_are_the_keys_db_bench_reads() {
+    if Command::new("db_bench").arg("--version").output().is_err() {
+        eprintln!("skipped: db_bench (rocksdb-tools) is not installed");
+        return;
+    }
+    let d = tmp();
+    for (format, found) in [
+        ("binary", "2000 of 2000 found"),
+        ("decimal", "0 of 2000 found"),
+    ] {
+        let db = d.path().join(format);
+        let out = d.path().join(format!("{format}.json"));
+        let o = iolab()
+            .args(["kv", "fillseq,readrandom,readseq", "--engine", "rocksdb"])
+            .args([
+                "--num",
+                "2000",
+                "--value-size",
+                "400",
+                "--key-format",
+                format,
+            ])
+            .arg("--db")
+            .arg(&db)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = json(&out);
+        for p in r["points"].as_array().unwrap() {
+            assert_eq!(p["params"]["key_format"], format);
+            assert_eq!(p["verify"]["mismatches"], 0, "{format}");
+            assert_eq!(p["extra"]["kv"]["missing"], 0, "{format}");
+        }
+        let o = Command::new("db_bench")
+            .args([
+                "--benchmarks=readrandom",
+                "--use_existing_db=1",
+                "--num=2000",
+            ])
+            .args(["--key_size=16", "--value_size=400", "--reads=2000"])
+            .arg(format!("--db={}", db.display()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains(found), "{format}: {text}");
+    }
+}
+
+/// Each benchmark of a chain draws its own random keys, as db_bench's do:
+/// an overwrite after a fillrandom of the same `--num` adds the keys the
+/// fill missed (1 - e^-2 of them are there after both, 86%), where one
+/// shared sequence rewrote the fill's own keys (1 - e^-1, 63%).
+#[test]
+fn each_benchmark_of_a_chain_draws_its_own_keys() {
+    let d = tmp();
+    let out = d.path().join("chain.json");
+    let o = iolab()
+        .args(["kv", "fillrandom,overwrite,readseq", "--engine", "rocksdb"])
+        .args(["--num", "5000", "--dir"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    let walked = r["points"][2]["ops"]["readseq"]["ops"].as_u64().unwrap();
+    assert!(
+        (4_000..=4_700).contains(&walked),
+        "{walked} distinct keys after 10,000 random writes of 5,000"
+    );
+}

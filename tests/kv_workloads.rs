@@ -140,6 +140,7 @@ fn load_statistics_are_consistent() {
     let c = DbBenchConfig {
         num: 2000,
         key_size: 16,
+        key_format: iolab::kv::keys::KeyFormat::Decimal,
         value_size: 400,
         read_percent: 90,
         check_values: iolab::kv::value::CheckValues::All,
@@ -188,6 +189,7 @@ fn readrandomwriterandom_reads_the_percent_of_every_thread() {
     let c = DbBenchConfig {
         num: 1000,
         key_size: 16,
+        key_format: iolab::kv::keys::KeyFormat::Decimal,
         value_size: 800,
         read_percent: 80,
         check_values: iolab::kv::value::CheckValues::All,

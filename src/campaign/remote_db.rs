@@ -112,6 +112,7 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
         bench: DbBenchConfig {
             num: db.num,
             key_size: 16,
+            key_format: crate::kv::keys::KeyFormat::Decimal,
             value_size: value as usize,
             read_percent: db.read_percent,
             check_values: crate::kv::value::CheckValues::All,

@@ -1,6 +1,7 @@
 //! Arguments of `iolab kv` (issue: database workloads).
 
 use crate::kv::engine::{Compression, KvEngineKind, WtTable};
+use crate::kv::keys::KeyFormat;
 use crate::kv::value::CheckValues;
 use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
@@ -22,6 +23,12 @@ fn compression() -> impl clap::builder::TypedValueParser<Value = Compression> {
 fn wt_table() -> impl clap::builder::TypedValueParser<Value = WtTable> {
     clap::builder::PossibleValuesParser::new(WtTable::ALL.map(WtTable::name))
         .map(|s| WtTable::parse(&s).expect("a possible value"))
+}
+
+/// `--key-format`: how db_bench-style keys spell a record number.
+fn key_format() -> impl clap::builder::TypedValueParser<Value = KeyFormat> {
+    clap::builder::PossibleValuesParser::new(KeyFormat::ALL.map(KeyFormat::name))
+        .map(|s| KeyFormat::parse(&s).expect("a possible value"))
 }
 
 /// `--check-values`: the value check modes.
@@ -243,6 +250,12 @@ pub struct BenchArgs {
     /// db_bench: key size in bytes.
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
+
+    /// db_bench-style keys: the record number as decimal digits (decimal,
+    /// readable) or as db_bench's own keys (binary: 8 bytes big-endian, then
+    /// '0'), the same key bytes and so the same files as db_bench makes.
+    #[arg(long, default_value = "decimal", value_parser = key_format())]
+    pub key_format: KeyFormat,
 
     /// db_bench: value size in bytes (>= 12: values carry a checksum header).
     #[arg(long, default_value_t = 100)]

@@ -67,6 +67,7 @@ fn bench_settings(a: BenchArgs) -> BenchSettings {
     let BenchArgs {
         num,
         key_size,
+        key_format,
         value_size,
         reads,
         readers,
@@ -77,6 +78,7 @@ fn bench_settings(a: BenchArgs) -> BenchSettings {
     BenchSettings {
         num,
         key_size,
+        key_format,
         value_size,
         reads,
         readers,

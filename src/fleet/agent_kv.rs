@@ -343,6 +343,7 @@ mod tests {
             bench: BenchSettings {
                 num: 10,
                 key_size: 16,
+                key_format: crate::kv::keys::KeyFormat::Decimal,
                 value_size: 100,
                 reads: None,
                 readers: "1".into(),

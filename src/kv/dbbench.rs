@@ -1,13 +1,14 @@
 //! db_bench-style benchmarks: fillseq, fillrandom, overwrite, readrandom,
-//! readseq, seekrandom, readwhilewriting, readrandomwriterandom. Keys are `--key-size` decimal
-//! digits of the record number (0..num), values `--value-size` bytes with
+//! readseq, seekrandom, readwhilewriting, readrandomwriterandom. Keys are the
+//! record number (0..num) in `--key-size` bytes, as decimal digits or as
+//! db_bench's binary keys (`--key-format`), values `--value-size` bytes with
 //! the integrity header. An operation's latency is, as in db_bench, the time
 //! since the previous one ended (key choice and value checks included): one
 //! clock read per operation.
 
 use super::clock::now_ns;
 use super::generator::Counter;
-use super::keys::fixed_key;
+use super::keys::KeyFormat;
 use super::phase::{Work, Worker};
 use super::recorder::{KvOp, ScanTally};
 use super::value::{self, BodyPool, CheckValues, HEADER};
@@ -83,6 +84,8 @@ pub struct DbBenchConfig {
     pub read_percent: u8,
     /// Which values reads check (`--check-values`).
     pub check_values: CheckValues,
+    /// How record numbers become keys (`--key-format`).
+    pub key_format: KeyFormat,
 }
 
 impl DbBenchConfig {
@@ -93,11 +96,14 @@ impl DbBenchConfig {
         if !(1..=1024).contains(&self.key_size) {
             return Err(usage("--key-size", "must be 1..=1024"));
         }
-        let digits = self.num.saturating_sub(1).max(1).ilog10() as usize + 1;
-        if self.key_size < digits {
+        if !self.key_format.holds(self.key_size, self.num) {
+            let unit = match self.key_format {
+                KeyFormat::Decimal => "digits",
+                KeyFormat::Binary => "binary bytes",
+            };
             return Err(usage(
                 "--key-size",
-                format!("{} digits cannot hold --num {}", self.key_size, self.num),
+                format!("{} {unit} cannot hold --num {}", self.key_size, self.num),
             ));
         }
         if self.read_percent > 100 {
@@ -132,11 +138,13 @@ impl DbBench {
     }
 
     fn write(&self, w: &mut Worker<'_>, num: u64) -> Result<()> {
-        fixed_key(num, self.cfg.key_size, &mut w.key);
+        self.cfg
+            .key_format
+            .write(num, self.cfg.key_size, &mut w.key);
         // The version is the writer's op counter: unique enough for the checksum.
         value::build(
             &self.pool,
-            &mut w.rng,
+            &mut w.bodies,
             &w.key,
             w.n,
             self.cfg.value_size,
@@ -153,7 +161,9 @@ impl DbBench {
 
     fn read(&self, w: &mut Worker<'_>) -> Result<()> {
         let num = w.rng.random_range(0..self.cfg.num);
-        fixed_key(num, self.cfg.key_size, &mut w.key);
+        self.cfg
+            .key_format
+            .write(num, self.cfg.key_size, &mut w.key);
         let check = self.cfg.check_values.due(w.n);
         let (mut len, mut checked) = (0, None);
         let key = &w.key;
@@ -172,7 +182,7 @@ impl DbBench {
         if let Some(result) = checked {
             w.rec.verified += 1;
             if let Err(e) = result {
-                let k = String::from_utf8_lossy(&w.key).into_owned();
+                let k = KeyFormat::show(&w.key);
                 w.rec.mismatch(|| format!("{k}: {e}"));
             }
         }
@@ -182,7 +192,9 @@ impl DbBench {
     /// seekrandom: seek to a random key and read one record.
     fn seek(&self, w: &mut Worker<'_>) -> Result<()> {
         let num = w.rng.random_range(0..self.cfg.num);
-        fixed_key(num, self.cfg.key_size, &mut w.key);
+        self.cfg
+            .key_format
+            .write(num, self.cfg.key_size, &mut w.key);
         let mut tally = ScanTally {
             skip_check: !self.cfg.check_values.due(w.n),
             ..ScanTally::default()

@@ -1,9 +1,12 @@
 //! Per-worker measurement state: one HDR histogram per operation kind for
 //! service time (and one for latency from the intended start under
 //! `--target`), byte counters and verification counts. Histograms are
-//! created before timing starts, so recording never allocates.
+//! created before timing starts, so recording never allocates. Service
+//! times are counted in a `LatencyTally` (the histogram's buckets without
+//! its per-record bookkeeping) and moved into the histograms by `seal`.
 
 use crate::measure::histogram::LatencyHistogram;
+use crate::measure::tally::LatencyTally;
 
 /// Operation kinds measured by `iolab kv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -88,7 +91,10 @@ const KEEP_MISMATCHES: usize = 16;
 
 /// A worker's measurements.
 pub struct KvRecorder {
+    /// Service time per kind; complete once the recorder is sealed.
     pub service: Vec<Option<LatencyHistogram>>,
+    /// Service times counted since the last `seal`.
+    tally: Vec<Option<LatencyTally>>,
     pub intended: Vec<Option<LatencyHistogram>>,
     /// Operations per kind.
     pub ops: [u64; N_KINDS],
@@ -110,14 +116,17 @@ impl KvRecorder {
     pub fn new(kinds: &[KvOp], paced: bool) -> KvRecorder {
         let mut service: Vec<Option<LatencyHistogram>> = (0..N_KINDS).map(|_| None).collect();
         let mut intended: Vec<Option<LatencyHistogram>> = (0..N_KINDS).map(|_| None).collect();
+        let mut tally: Vec<Option<LatencyTally>> = (0..N_KINDS).map(|_| None).collect();
         for k in kinds {
             service[k.idx()] = Some(LatencyHistogram::new());
+            tally[k.idx()] = Some(LatencyTally::new());
             if paced {
                 intended[k.idx()] = Some(LatencyHistogram::new());
             }
         }
         KvRecorder {
             service,
+            tally,
             intended,
             ops: [0; N_KINDS],
             bytes: [0; N_KINDS],
@@ -143,8 +152,8 @@ impl KvRecorder {
         bytes: u64,
     ) {
         let i = kind.idx();
-        if let Some(h) = self.service[i].as_mut() {
-            h.record(end.saturating_sub(start));
+        if let Some(t) = self.tally[i].as_mut() {
+            t.record(end.saturating_sub(start));
         }
         if let (Some(t), Some(h)) = (intended, self.intended[i].as_mut()) {
             h.record(end.saturating_sub(t));
@@ -162,8 +171,18 @@ impl KvRecorder {
 
     /// Record `n` operations of latency `lat` ns (a sampled walk).
     pub fn record_latency_n(&mut self, kind: KvOp, lat: u64, n: u64) {
-        if let Some(h) = self.service[kind.idx()].as_mut() {
-            h.record_n(lat, n);
+        if let Some(t) = self.tally[kind.idx()].as_mut() {
+            t.record_n(lat, n);
+        }
+    }
+
+    /// Move the counted service times into the histograms; before `service`
+    /// is read or the recorder merged into another.
+    pub fn seal(&mut self) {
+        for (t, h) in self.tally.iter_mut().zip(&mut self.service) {
+            if let Some(t) = t.as_mut().filter(|t| !t.is_empty()) {
+                t.drain_into(h.get_or_insert_with(LatencyHistogram::new));
+            }
         }
     }
 
@@ -177,6 +196,10 @@ impl KvRecorder {
 
     /// Fold another worker's recorder into this one.
     pub fn merge(&mut self, o: &KvRecorder) {
+        debug_assert!(
+            o.tally.iter().flatten().all(LatencyTally::is_empty),
+            "a recorder merged before it was sealed"
+        );
         for i in 0..N_KINDS {
             merge_hist(&mut self.service[i], &o.service[i]);
             merge_hist(&mut self.intended[i], &o.intended[i]);
@@ -240,7 +263,7 @@ impl ScanTally {
         if !ok {
             self.bad += 1;
             if self.first_bad.is_none() {
-                self.first_bad = Some(String::from_utf8_lossy(k).into_owned());
+                self.first_bad = Some(super::keys::KeyFormat::show(k));
             }
         }
     }

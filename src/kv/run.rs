@@ -311,7 +311,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     let mut cut_load = CutLoad::default();
     let mut chain_steps: Vec<ChainStepRun> = Vec::new();
     let outcome = (|| -> Result<()> {
-        for step in &plan.steps {
+        for (index, step) in plan.steps.iter().enumerate() {
             let Ok(step) = cut_load
                 .before(step)
                 .map_err(|w| sink.results.warnings.push(w))
@@ -337,7 +337,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 eng.reset()?;
             }
             let (name, work, mut spec, mut params) =
-                step_job(step, plan, eng.field_count().is_some());
+                step_job(step, index, plan, eng.field_count().is_some());
             spec.flush_after = plan.place.flush_between;
             name_phase_settings(&mut params, plan, eng.name(), spec.threads);
             let started = crate::results::time::now_rfc3339();
@@ -618,9 +618,11 @@ pub fn phase_name(step: &Step) -> Option<String> {
     }
 }
 
-/// One step's workload: its point name, work, thread split and parameters.
+/// The workload of `step`, the `index`-th step of the plan: its point
+/// name, work, thread split and parameters.
 fn step_job(
     step: &Step,
+    index: usize,
     plan: &KvPlan,
     fields_apart: bool,
 ) -> (String, Box<dyn Work>, PhaseSpec, BTreeMap<String, String>) {
@@ -662,6 +664,11 @@ fn step_job(
         // Chain steps are run by `run_chain_step`, never as a phase.
         Step::Chain(c) => unreachable!("chain step {} run as a phase", c.name()),
         Step::Bench(b, readers) => {
+            // Each benchmark of a chain draws its own keys, as db_bench
+            // seeds each benchmark's threads afresh: an overwrite after a
+            // fillrandom writes other keys than the fill did, and a
+            // seekrandom after a readrandom looks up others.
+            let seed = seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             let dbc = plan.bench;
             let reads = plan.reads.reads.unwrap_or(dbc.num);
             let spec = match (b, readers) {
@@ -688,6 +695,7 @@ fn step_job(
                 ("workload".into(), b.name().to_string()),
                 ("num".into(), dbc.num.to_string()),
                 ("key_size".into(), dbc.key_size.to_string()),
+                ("key_format".into(), dbc.key_format.name().to_string()),
                 ("value_size".into(), dbc.value_size.to_string()),
             ]);
             if let Some(r) = readers {

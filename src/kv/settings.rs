@@ -11,6 +11,7 @@ use crate::kv::chain::ChainStep;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::EngineOptions;
 use crate::kv::engine::{Compression, KvEngineKind, WtTable};
+use crate::kv::keys::KeyFormat;
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, RawDevice, Step};
 use crate::kv::props::Props;
 use crate::kv::value::CheckValues;
@@ -79,6 +80,7 @@ pub struct EngineSettings {
 pub struct BenchSettings {
     pub num: u64,
     pub key_size: usize,
+    pub key_format: KeyFormat,
     pub value_size: usize,
     pub reads: Option<u64>,
     pub readers: String,
@@ -118,6 +120,7 @@ pub fn plan(a: &KvSettings) -> Result<KvPlan> {
             value_size: a.bench.value_size,
             read_percent: a.bench.readwritepercent,
             check_values: a.bench.check_values,
+            key_format: a.bench.key_format,
         },
         reads: BenchReads {
             reads: a.bench.reads,

@@ -12,9 +12,7 @@
 //! earlier iolab builds carry `chained_checksum` (key then body through one
 //! `fold_hash`) or a CRC-32, which `verify` still accepts.
 
-use rand::Rng;
-
-pub use super::bodypool::BodyPool;
+pub use super::bodypool::{BodyCursor, BodyPool};
 
 /// Bytes of header before the body.
 pub const HEADER: usize = 12;
@@ -234,12 +232,12 @@ pub fn verify(key: &[u8], value: &[u8]) -> Result<u64, Mismatch> {
 }
 
 /// Build a fresh value of `len` bytes (len >= HEADER) for `key` into `out`:
-/// the body is appended straight from the pool (no zero fill first), then
-/// the header is written in place from the body's cached hash.
+/// the body is appended straight from the pool at `cursor` (no zero fill
+/// first), then the header is written in place from the body's cached hash.
 #[inline]
-pub fn build<R: Rng + ?Sized>(
+pub fn build(
     pool: &BodyPool,
-    rng: &mut R,
+    cursor: &mut BodyCursor,
     key: &[u8],
     version: u64,
     len: usize,
@@ -247,7 +245,7 @@ pub fn build<R: Rng + ?Sized>(
 ) {
     out.clear();
     out.extend_from_slice(&[0u8; HEADER]);
-    let (body, h) = pool.body(rng, len.max(HEADER) - HEADER);
+    let (body, h) = pool.body(cursor, len.max(HEADER) - HEADER);
     out.extend_from_slice(body);
     seal_hashed(key, version, h, out);
 }
@@ -262,7 +260,14 @@ mod tests {
         let pool = BodyPool::new(100, 1);
         let mut r = SplitMix64(5);
         let mut v = Vec::new();
-        build(&pool, &mut r, b"user1", 7, 100, &mut v);
+        build(
+            &pool,
+            &mut BodyCursor::random(&mut r),
+            b"user1",
+            7,
+            100,
+            &mut v,
+        );
         assert_eq!(v.len(), 100);
         assert_eq!(verify(b"user1", &v), Ok(7));
         assert!(verify(b"user2", &v).is_err(), "wrong key");
@@ -302,7 +307,14 @@ mod tests {
         let mut v = Vec::new();
         for n in 0..2000u64 {
             let key = format!("{n:016}");
-            build(&pool, &mut r, key.as_bytes(), n, 400, &mut v);
+            build(
+                &pool,
+                &mut BodyCursor::random(&mut r),
+                key.as_bytes(),
+                n,
+                400,
+                &mut v,
+            );
             let mut again = v.clone();
             again[..HEADER].fill(0);
             seal(key.as_bytes(), n, &mut again);
@@ -317,7 +329,7 @@ mod tests {
         let pool = BodyPool::new(400, 5);
         let mut r = SplitMix64(2);
         let mut v = Vec::new();
-        build(&pool, &mut r, b"k", 1, 400, &mut v);
+        build(&pool, &mut BodyCursor::random(&mut r), b"k", 1, 400, &mut v);
         for len in [HEADER, HEADER + 1, 200, 399] {
             assert!(verify(b"k", &v[..len]).is_err(), "{len} bytes");
         }
@@ -334,7 +346,7 @@ mod tests {
         let mut r = SplitMix64(3);
         let key = b"user42";
         let mut v = Vec::new();
-        build(&pool, &mut r, key, 4, 400, &mut v);
+        build(&pool, &mut BodyCursor::random(&mut r), key, 4, 400, &mut v);
         let old = v.clone();
         pool.fill(&mut r, &mut v[HEADER + 100..HEADER + 200]);
         let mut unsealed = v.clone();
@@ -378,7 +390,14 @@ mod tests {
         let mut r = SplitMix64(9);
         let key = b"0000000000012345".to_vec();
         let mut v = Vec::new();
-        build(&pool, &mut r, &key, 11, 400, &mut v);
+        build(
+            &pool,
+            &mut BodyCursor::random(&mut r),
+            &key,
+            11,
+            400,
+            &mut v,
+        );
         assert_eq!(verify(&key, &v), Ok(11));
         for bit in 0..v.len() * 8 {
             let mut bad = v.clone();

@@ -232,7 +232,7 @@ impl Records {
     fn fresh(&self, w: &mut Worker<'_>, ver: u64, value_len: usize) {
         match self {
             Records::Whole(pool) => {
-                value::build(pool, &mut w.rng, &w.key, ver, value_len, &mut w.val)
+                value::build(pool, &mut w.bodies, &w.key, ver, value_len, &mut w.val)
             }
             Records::Fields(l, pool) => {
                 fields::build_record(pool, &mut w.rng, &w.key, *l, &mut w.val)
@@ -420,7 +420,7 @@ impl YcsbRun {
     fn modify(&self, pool: &BodyPool, w: &mut Worker<'_>, found: bool, ver: u64) {
         let len = self.cfg.value_len();
         if !found || w.buf.len() != len {
-            value::build(pool, &mut w.rng, &w.key, ver + 1, len, &mut w.val);
+            value::build(pool, &mut w.bodies, &w.key, ver + 1, len, &mut w.val);
             return;
         }
         w.val.clear();

@@ -17,7 +17,7 @@ pub const PERCENTILES: [f64; 18] = [
 ];
 
 /// Largest latency a histogram tracks (1 hour); larger values are clamped.
-const MAX_NS: u64 = 3_600_000_000_000;
+pub const MAX_NS: u64 = 3_600_000_000_000;
 
 /// A latency histogram in nanoseconds. Recording never allocates.
 #[derive(Clone, Debug)]

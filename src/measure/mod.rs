@@ -13,5 +13,6 @@ pub mod procstat;
 pub mod rusage;
 pub mod server;
 pub mod server_stats;
+pub mod tally;
 pub mod timeline;
 pub mod tsc;

@@ -40,6 +40,7 @@ pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
         bench: DbBenchConfig {
             num: 100_000,
             key_size: 16,
+            key_format: crate::kv::keys::KeyFormat::Decimal,
             value_size: 100,
             read_percent: 90,
             check_values: crate::kv::value::CheckValues::Auto,

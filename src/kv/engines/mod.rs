@@ -11,6 +11,7 @@ pub mod redb;
 pub mod redis;
 pub mod resp;
 pub mod rocks;
+mod rocks_c;
 pub mod server_ns;
 pub mod sqlite;
 pub mod wt;

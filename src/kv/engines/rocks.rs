@@ -1,46 +1,36 @@
-//! RocksDB through the `rocksdb` crate, linked against the system librocksdb.
+//! RocksDB as a kv engine: the system librocksdb through its C API
+//! (`rocks_c`), opened with iolab's engine options.
 
+use super::rocks_c::{self, Codec, Db, Iter, ReadOptions, WriteBatch, WriteOptions};
 use crate::kv::chain::ChainStep;
 use crate::kv::engine::{mib, yes, Compression, EngineOptions, KvEngine, KvSession};
 use crate::kv::lsm::LsmState;
 use anyhow::{Context, Result};
-use rocksdb::perf::{set_perf_stats, PerfStatsLevel};
-use rocksdb::{
-    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
-    DBRawIterator, Options, ReadOptions, WriteOptions, DB,
-};
 use std::path::Path;
 
 pub struct Rocks {
-    db: DB,
+    db: Db,
     opts: EngineOptions,
 }
 
 impl Rocks {
     pub fn open(dir: &Path, o: &EngineOptions) -> Result<Rocks> {
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.set_write_buffer_size(o.write_buffer_size as usize);
-        opts.set_max_background_jobs(o.background_jobs as i32);
-        opts.set_compression_type(match o.compression {
-            Compression::None => DBCompressionType::None,
-            Compression::Snappy => DBCompressionType::Snappy,
-            Compression::Lz4 => DBCompressionType::Lz4,
-            Compression::Zstd => DBCompressionType::Zstd,
-            Compression::Zlib => DBCompressionType::Zlib,
+        let mut opts = rocks_c::Options::new(o.cache_size as usize);
+        opts.write_buffer_size(o.write_buffer_size as usize);
+        opts.max_background_jobs(o.background_jobs as i32);
+        opts.compression(match o.compression {
+            Compression::None => Codec::None,
+            Compression::Snappy => Codec::Snappy,
+            Compression::Lz4 => Codec::Lz4,
+            Compression::Zstd => Codec::Zstd,
+            Compression::Zlib => Codec::Zlib,
         });
-        opts.set_use_direct_reads(o.direct_io);
-        opts.set_use_direct_io_for_flush_and_compaction(o.direct_io);
-        opts.set_allow_mmap_reads(o.mmap);
-        opts.set_bytes_per_sync(o.bytes_per_sync);
-        opts.set_wal_bytes_per_sync(o.bytes_per_sync);
-        opts.set_enable_pipelined_write(o.pipelined_write);
-        let mut bbo = BlockBasedOptions::default();
-        let cache = Cache::new_lru_cache(o.cache_size as usize).context("rocksdb block cache")?;
-        bbo.set_block_cache(&cache);
-        opts.set_block_based_table_factory(&bbo);
-        let db = DB::open(&opts, dir)
-            .with_context(|| format!("opening rocksdb at {}", dir.display()))?;
+        opts.direct_io(o.direct_io, o.direct_io);
+        opts.mmap_reads(o.mmap);
+        opts.bytes_per_sync(o.bytes_per_sync);
+        opts.pipelined_write(o.pipelined_write);
+        let db =
+            Db::open(opts, dir).with_context(|| format!("opening rocksdb at {}", dir.display()))?;
         Ok(Rocks {
             db,
             opts: o.clone(),
@@ -48,7 +38,7 @@ impl Rocks {
     }
 
     fn int_property(&self, name: &str) -> u64 {
-        self.db.property_int_value(name).ok().flatten().unwrap_or(0)
+        self.db.property_int(name).unwrap_or(0)
     }
 
     /// db_bench's `waitforcompaction`: poll until no flush or compaction is
@@ -78,10 +68,7 @@ impl Rocks {
     }
 
     fn write_opts(&self) -> WriteOptions {
-        let mut w = WriteOptions::default();
-        w.set_sync(self.opts.sync);
-        w.disable_wal(!self.opts.wal);
-        w
+        WriteOptions::new(self.opts.sync, self.opts.wal)
     }
 }
 
@@ -98,24 +85,40 @@ fn linked_library() -> String {
         .unwrap_or_else(|| "librocksdb (statically linked)".to_string())
 }
 
-/// Options objects are created once per session: the C API allocates them.
+/// Options objects and the write batch are created once per session: the
+/// C API allocates them.
 struct RocksSession<'a> {
-    db: &'a DB,
+    db: &'a Db,
     w: WriteOptions,
     r: ReadOptions,
+    /// Every insert's batch, cleared and refilled (db_bench's own way).
+    batch: WriteBatch,
     /// readseq's iterator, kept across calls like db_bench's.
-    seq: Option<DBRawIterator<'a>>,
+    seq: Option<Iter<'a>>,
+}
+
+impl<'a> RocksSession<'a> {
+    fn new(db: &'a Db, w: WriteOptions) -> RocksSession<'a> {
+        RocksSession {
+            db,
+            w,
+            r: ReadOptions::new(),
+            batch: WriteBatch::new(),
+            seq: None,
+        }
+    }
 }
 
 impl KvSession for RocksSession<'_> {
     fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.db.put_opt(key, value, &self.w)?)
+        self.batch.set_one(key, value);
+        self.db.write(&self.w, &mut self.batch)
     }
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get_pinned_opt(key, &self.r)? {
+        match self.db.get_pinned(&self.r, key)? {
             Some(v) => {
                 out.clear();
-                out.extend_from_slice(&v);
+                out.extend_from_slice(v.value());
                 Ok(true)
             }
             None => Ok(false),
@@ -128,9 +131,9 @@ impl KvSession for RocksSession<'_> {
         visit: &mut dyn FnMut(&[u8]),
     ) -> Result<bool> {
         // The value is checked where RocksDB pinned it: no copy.
-        match self.db.get_pinned_opt(key, &self.r)? {
+        match self.db.get_pinned(&self.r, key)? {
             Some(v) => {
-                visit(&v);
+                visit(v.value());
                 Ok(true)
             }
             None => Ok(false),
@@ -142,7 +145,7 @@ impl KvSession for RocksSession<'_> {
         count: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
-        let mut it = self.db.raw_iterator();
+        let mut it = self.db.iterator(&self.r);
         it.seek(start);
         let mut n = 0;
         // `item` is one validity check and the key and value calls; no
@@ -160,7 +163,7 @@ impl KvSession for RocksSession<'_> {
         Ok(n)
     }
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        self.db.delete_opt(key, &self.w)?;
+        self.db.delete(&self.w, key)?;
         Ok(true)
     }
     fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
@@ -171,7 +174,7 @@ impl KvSession for RocksSession<'_> {
                 it
             }
             None => {
-                let it = self.seq.insert(db.raw_iterator());
+                let it = self.seq.insert(db.iterator(&self.r));
                 it.seek_to_first();
                 it
             }
@@ -195,9 +198,9 @@ impl KvEngine for Rocks {
     }
     fn version(&self) -> String {
         format!(
-            "{} (rust crate rocksdb {}, Debian build with assertions)",
+            "{} (C API, crate librocksdb-sys {}, Debian build with assertions)",
             linked_library(),
-            crate::kv::engine::locked_version("rocksdb")
+            crate::kv::engine::locked_version("librocksdb-sys")
         )
     }
     fn settings(&self) -> Vec<(String, String)> {
@@ -226,13 +229,8 @@ impl KvEngine for Rocks {
         // instructions per fillrandom write. iolab never reads perf_context,
         // and db_bench runs its threads at kDisable (--perf_level=1), so turn
         // it off. Sessions are created on the worker thread that uses them.
-        set_perf_stats(PerfStatsLevel::Disable);
-        Ok(Box::new(RocksSession {
-            db: &self.db,
-            w: self.write_opts(),
-            r: ReadOptions::default(),
-            seq: None,
-        }))
+        rocks_c::disable_perf_counters_on_this_thread();
+        Ok(Box::new(RocksSession::new(&self.db, self.write_opts())))
     }
     fn flush(&self) -> Result<()> {
         self.db.flush()?;
@@ -245,11 +243,7 @@ impl KvEngine for Rocks {
         match step {
             ChainStep::WaitForCompaction => self.wait_for_compaction(),
             ChainStep::Flush => self.db.flush()?,
-            ChainStep::Compact => {
-                let mut o = CompactOptions::default();
-                o.set_bottommost_level_compaction(BottommostLevelCompaction::ForceOptimized);
-                self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &o);
-            }
+            ChainStep::Compact => self.db.compact_all(),
         }
         Ok(())
     }
@@ -265,11 +259,11 @@ impl KvEngine for Rocks {
             "rocksdb.actual-delayed-write-rate",
             "rocksdb.is-write-stopped",
         ] {
-            if let Ok(Some(v)) = self.db.property_int_value(p) {
+            if let Some(v) = self.db.property_int(p) {
                 out.push((p.trim_start_matches("rocksdb.").to_string(), v.to_string()));
             }
         }
-        if let Ok(Some(text)) = self.db.property_value("rocksdb.stats") {
+        if let Some(text) = self.db.property_text("rocksdb.stats") {
             for line in text.lines() {
                 for prefix in [
                     "Cumulative writes:",
@@ -294,7 +288,7 @@ impl KvEngine for Rocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocksdb::perf::{PerfContext, PerfMetric};
+    use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
 
     /// Sessions run RocksDB with perf counters off (db_bench's default):
     /// with RocksDB's own default (count), every key comparison is counted.
@@ -312,12 +306,7 @@ mod tests {
 
         set_perf_stats(PerfStatsLevel::EnableCount);
         ctx.reset();
-        let mut counting = RocksSession {
-            db: &engine.db,
-            w: engine.write_opts(),
-            r: ReadOptions::default(),
-            seq: None,
-        };
+        let mut counting = RocksSession::new(&engine.db, engine.write_opts());
         put_some(&mut counting);
         assert!(ctx.metric(PerfMetric::UserKeyComparisonCount) > 0);
 

@@ -76,17 +76,26 @@ pub fn message(err: c_int) -> String {
 
 /// `Ok` for 0, else an error naming what was done, the code's message and
 /// what WiredTiger said about it on this thread.
+#[inline]
 pub fn check(ret: c_int, what: &str) -> anyhow::Result<()> {
     if ret == 0 {
         return Ok(());
     }
+    Err(error(ret, what))
+}
+
+/// The error `check` returns, kept out of line: every operation calls
+/// `check`, and only a failure needs the message.
+#[cold]
+#[inline(never)]
+fn error(ret: c_int, what: &str) -> anyhow::Error {
     // SAFETY: a thread-local NUL-terminated buffer of the shim's.
     let said = unsafe { CStr::from_ptr(iolab_wt_last_error()) }.to_string_lossy();
     let mut e = format!("wiredtiger {what}: {} ({ret})", message(ret));
     if !said.is_empty() {
         e += &format!(": {said}");
     }
-    Err(anyhow::anyhow!(e))
+    anyhow::anyhow!(e)
 }
 
 /// The library's version string ("WiredTiger 3.2.1: (August 27, 2019)").
