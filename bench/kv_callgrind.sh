@@ -5,7 +5,8 @@
 # compression. Prints whole-run instructions / records (or reads), and the
 # difference of a SMALL- and a NUM-record (or read) run / (NUM - SMALL),
 # which leaves out what does not grow with them (process start, opening
-# the database).
+# the database). Both write db_bench's key bytes (--key-format binary) through
+# pipelined writes (db_bench's default).
 #   [NUM=50000] [SMALL=10000] [IOLAB=target/release/iolab] bench/kv_callgrind.sh
 set -euo pipefail
 NUM=${NUM:-50000}
@@ -20,7 +21,8 @@ cg() { # command... -> instructions of the whole process, all threads
   awk '/^summary:/ {print $2}' "$work/cg.out"
 }
 DB="--key_size=16 --value_size=400 --compression_type=none --histogram=0 --seed=42 --threads=1"
-IO="--engine rocksdb --key-size 16 --value-size 400 --compression none --check-values auto --quiet"
+IO="--engine rocksdb --key-size 16 --value-size 400 --compression none --check-values auto \
+ --key-format binary --pipelined-write --quiet"
 fill_db_bench() { cg "$DB_BENCH" $DB --benchmarks=fillseq --num="$1" --use_existing_db=0 --db="$work/db$1"; }
 fill_iolab() { cg "$IOLAB" kv fillseq $IO --num "$1" --db "$work/io$1" -o "$work/f.json" --force; }
 read_db_bench() { cg "$DB_BENCH" $DB --benchmarks=readrandom --num="$NUM" --reads="$1" --use_existing_db=1 --db="$work/db$NUM"; }

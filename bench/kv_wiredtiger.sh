@@ -6,26 +6,32 @@
 # Rounds are interleaved (A B, then B A) on fresh databases; iolab checks no
 # values (--check-values none), as the C loop does not. Prints per round the
 # ops/s of both and the ratio iolab/floor, then per benchmark the median
-# ratio with its spread.
-# Usage: [ROUNDS=8] [NUM=200000] [VALUE=100] [KV_BENCH_DIR=/var/tmp] bench/kv_wiredtiger.sh
+# ratio with its spread. Each run starts after a sync. PHASE_THREADS=1
+# runs each of the floor's phases on a thread of its own with its own
+# session, as iolab's workers (and db_bench's benchmark threads) do; by
+# default both run on its main thread with one cursor.
+# Usage: [ROUNDS=8] [NUM=200000] [READS=NUM] [VALUE=100] [PHASE_THREADS=] [KV_BENCH_DIR=/var/tmp] bench/kv_wiredtiger.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-8}
 NUM=${NUM:-200000}
+READS=${READS:-$NUM}
 VALUE=${VALUE:-100}
+PHASE_THREADS=${PHASE_THREADS:-}
+if [ -n "$PHASE_THREADS" ]; then export PHASE_THREADS; floor_phases="their own threads"; else unset PHASE_THREADS; floor_phases="the main thread"; fi
 DIR=${KV_BENCH_DIR:-/var/tmp}
 IOLAB=${IOLAB:-./target/release/iolab}
 [ -f /usr/include/wiredtiger.h ] || { echo "libwiredtiger-dev is missing (scripts/install-deps.sh)"; exit 1; }
 [ -x "$IOLAB" ] || cargo build --release --locked
 work=$(mktemp -d "$DIR/kv-wiredtiger.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -o "$work/wt_floor" bench/wt_floor.c -lwiredtiger
+cc -O2 -Wall -pthread -o "$work/wt_floor" bench/wt_floor.c -lwiredtiger
 
-IO_ARGS="fillrandom,readrandom --engine wiredtiger --num $NUM --reads $NUM --key-size 16 \
+IO_ARGS="fillrandom,readrandom --engine wiredtiger --num $NUM --reads $READS --key-size 16 \
  --value-size $VALUE --threads 1 --check-values none --quiet"
 echo "iolab: $($IOLAB --version); floor: bench/wt_floor.c on $(readlink -f /usr/lib/x86_64-linux-gnu/libwiredtiger.so)"
-echo "num=$NUM reads=$NUM key=16 value=$VALUE threads=1 (cache 64 MiB, btree, journal on, no sync, checkpoint 60 s)"
-echo "floor: wt_floor DIR $NUM 16 $VALUE $NUM SEED"
+echo "num=$NUM reads=$READS key=16 value=$VALUE threads=1 (cache 64 MiB, btree, journal on, no sync, checkpoint 60 s)"
+echo "floor: ${PHASE_THREADS:+PHASE_THREADS=1 }wt_floor DIR $NUM 16 $VALUE $READS SEED (phases on $floor_phases)"
 echo "iolab: iolab kv $IO_ARGS --db DIR -o FILE"
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=$work/ratios.txt
@@ -34,8 +40,10 @@ printf '%-5s %-11s %12s %12s %7s\n' round bench floor iolab ratio
 for r in $(seq 1 "$ROUNDS"); do
   rm -rf "$work"/db* "$work"/io.json
   mkdir "$work/db1"
-  run_floor() { "$work/wt_floor" "$work/db1" "$NUM" 16 "$VALUE" "$NUM" "$r" >"$work/floor.txt"; }
-  run_iolab() { $IOLAB kv $IO_ARGS --seed "$r" --db "$work/db2" -o "$work/io.json" >/dev/null; }
+  # sync first: neither tool's fill pays for the other's (or the last
+  # round's deleted) dirty pages being written back.
+  run_floor() { sync; "$work/wt_floor" "$work/db1" "$NUM" 16 "$VALUE" "$READS" "$r" >"$work/floor.txt"; }
+  run_iolab() { sync; $IOLAB kv $IO_ARGS --seed "$r" --db "$work/db2" -o "$work/io.json" >/dev/null; }
   if [ $((r % 2)) -eq 1 ]; then run_floor; run_iolab; else run_iolab; run_floor; fi
   python3 - "$work/floor.txt" "$work/io.json" "$r" >>"$results" <<'PY'
 import json, sys

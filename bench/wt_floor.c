@@ -7,9 +7,15 @@
  * default. No per-operation timing, no value check: what is left is
  * WiredTiger's own cost. Built and run by bench/kv_wiredtiger.sh.
  *
- * usage: wt_floor HOME NUM KEY_SIZE VALUE_SIZE READS SEED
+ * By default both phases run on the main thread with one session and
+ * cursor. With PHASE_THREADS set in the environment each phase runs on a
+ * thread of its own with its own session and cursor, as iolab's workers and
+ * db_bench's benchmark threads do.
+ *
+ * usage: [PHASE_THREADS=1] wt_floor HOME NUM KEY_SIZE VALUE_SIZE READS SEED
  * prints: fillrandom OPS_PER_S / readrandom OPS_PER_S FOUND
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,32 +51,25 @@ static void die(const char *what, int ret) {
     exit(1);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: wt_floor HOME NUM KEY_SIZE VALUE_SIZE READS SEED\n");
-        return 2;
-    }
-    const char *home = argv[1];
-    uint64_t num = strtoull(argv[2], NULL, 10), reads = strtoull(argv[5], NULL, 10);
-    size_t key_size = strtoul(argv[3], NULL, 10), value_size = strtoul(argv[4], NULL, 10);
-    state = strtoull(argv[6], NULL, 10) | 1;
+static WT_CONNECTION *conn;
+static uint64_t num, reads;
+static size_t key_size, value_size;
 
-    WT_CONNECTION *conn;
-    WT_SESSION *s;
+/* A phase's session and its cursor on the table. */
+static WT_CURSOR *open_cursor(WT_SESSION **s) {
     WT_CURSOR *c;
     int ret;
-    /* iolab's defaults: 64 MiB cache, journal on without sync, checkpoints every 60 s. */
-    const char *config = "create,cache_size=67108864,session_max=1100,log=(enabled=true),"
-                         "transaction_sync=(enabled=false),checkpoint=(wait=60)";
-    if ((ret = wiredtiger_open(home, NULL, config, &conn)) != 0)
-        die("open", ret);
-    if ((ret = conn->open_session(conn, NULL, NULL, &s)) != 0)
+    if ((ret = conn->open_session(conn, NULL, NULL, s)) != 0)
         die("open_session", ret);
-    if ((ret = s->create(s, "table:iolab", "key_format=u,value_format=u")) != 0)
-        die("create", ret);
-    if ((ret = s->open_cursor(s, "table:iolab", NULL, NULL, &c)) != 0)
+    if ((ret = (*s)->open_cursor(*s, "table:iolab", NULL, NULL, &c)) != 0)
         die("open_cursor", ret);
+    return c;
+}
 
+static void *fill(void *arg) {
+    WT_SESSION *s;
+    WT_CURSOR *c = arg ? arg : open_cursor(&s);
+    int ret;
     char *key = malloc(key_size), *value = malloc(value_size);
     for (size_t i = 0; i < value_size; i++)
         value[i] = (char)next_random();
@@ -88,10 +87,21 @@ int main(int argc, char **argv) {
     }
     double t1 = now();
     printf("fillrandom %.1f\n", (double)num / (t1 - t0));
+    if (!arg && (ret = s->close(s, NULL)) != 0)
+        die("session close", ret);
+    free(key);
+    free(value);
+    return NULL;
+}
 
+static void *read_random(void *arg) {
+    WT_SESSION *s;
+    WT_CURSOR *c = arg ? arg : open_cursor(&s);
+    int ret;
+    char *key = malloc(key_size);
+    WT_ITEM k = {.data = key, .size = key_size}, out;
     uint64_t found = 0, sum = 0;
-    WT_ITEM out;
-    t0 = now();
+    double t0 = now();
     for (uint64_t i = 0; i < reads; i++) {
         fixed_key(next_random() % num, key, key_size);
         c->set_key(c, &k);
@@ -105,9 +115,58 @@ int main(int argc, char **argv) {
         } else if (ret != WT_NOTFOUND)
             die("search", ret);
     }
-    t1 = now();
+    double t1 = now();
     printf("readrandom %.1f %llu\n", (double)reads / (t1 - t0), (unsigned long long)found);
     if (sum == 0 && found > 0)
-        return 1;
+        exit(1);
+    if (!arg && (ret = s->close(s, NULL)) != 0)
+        die("session close", ret);
+    free(key);
+    return NULL;
+}
+
+/* A phase on the main thread's cursor, or on a thread of its own. */
+static void run_phase(void *(*phase)(void *), WT_CURSOR *main_cursor, int own_thread) {
+    if (!own_thread) {
+        phase(main_cursor);
+        return;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, phase, NULL) != 0 || pthread_join(t, NULL) != 0) {
+        fprintf(stderr, "wt_floor: a phase's thread failed\n");
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 7) {
+        fprintf(stderr, "usage: [PHASE_THREADS=1] wt_floor HOME NUM KEY_SIZE VALUE_SIZE READS SEED\n");
+        return 2;
+    }
+    const char *home = argv[1];
+    num = strtoull(argv[2], NULL, 10);
+    reads = strtoull(argv[5], NULL, 10);
+    key_size = strtoul(argv[3], NULL, 10);
+    value_size = strtoul(argv[4], NULL, 10);
+    state = strtoull(argv[6], NULL, 10) | 1;
+    int own_threads = getenv("PHASE_THREADS") != NULL;
+
+    WT_SESSION *s;
+    int ret;
+    /* iolab's defaults: 64 MiB cache, journal on without sync, checkpoints every 60 s. */
+    const char *config = "create,cache_size=67108864,session_max=1100,log=(enabled=true),"
+                         "transaction_sync=(enabled=false),checkpoint=(wait=60)";
+    if ((ret = wiredtiger_open(home, NULL, config, &conn)) != 0)
+        die("open", ret);
+    if ((ret = conn->open_session(conn, NULL, NULL, &s)) != 0)
+        die("open_session", ret);
+    if ((ret = s->create(s, "table:iolab", "key_format=u,value_format=u")) != 0)
+        die("create", ret);
+    WT_CURSOR *c = NULL;
+    if (!own_threads && (ret = s->open_cursor(s, "table:iolab", NULL, NULL, &c)) != 0)
+        die("open_cursor", ret);
+
+    run_phase(fill, c, own_threads);
+    run_phase(read_random, c, own_threads);
     return conn->close(conn, NULL) == 0 ? 0 : 1;
 }
