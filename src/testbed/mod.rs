@@ -185,9 +185,7 @@ fn remove_path(p: &Path) -> Result<Undone, String> {
             loopdev::detach(&dev, id)
                 .map_err(|why| format!("loop device {} is attached to it: {why}", dev.display()))?;
         }
-        return std::fs::remove_file(p)
-            .map(|()| Undone::Removed)
-            .map_err(|e| e.to_string());
+        return removed_unless_gone(std::fs::remove_file(p));
     }
     // A tracefs instance goes with a plain rmdir (its files cannot be
     // unlinked); a scratch directory needs the recursion.
@@ -203,9 +201,19 @@ fn remove_path(p: &Path) -> Result<Undone, String> {
             dev.display()
         ));
     }
-    std::fs::remove_dir_all(p)
-        .map(|()| Undone::Removed)
-        .map_err(|e| e.to_string())
+    removed_unless_gone(std::fs::remove_dir_all(p))
+}
+
+/// What a removal did: its owner's guard may remove the path between the
+/// check above and this removal (a first Ctrl-C's normal path racing a
+/// second one's teardown), and a path gone meanwhile is gone, not a
+/// failure that would keep its crash record.
+fn removed_unless_gone(removal: std::io::Result<()>) -> Result<Undone, String> {
+    match removal {
+        Ok(()) => Ok(Undone::Removed),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Undone::AlreadyGone),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Live resources of this process, with their crash record (if written).
@@ -375,4 +383,40 @@ pub fn sweep_stale() -> Vec<String> {
         }
     }
     said
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_removed_meanwhile_counts_as_gone() {
+        let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert_eq!(removed_unless_gone(Err(gone)), Ok(Undone::AlreadyGone));
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(removed_unless_gone(Err(denied)).is_err());
+        assert_eq!(removed_unless_gone(Ok(())), Ok(Undone::Removed));
+    }
+
+    /// A scratch file's guard removes it while a second Ctrl-C's teardown
+    /// takes it down: whichever wins, the teardown must not report a
+    /// failure (which keeps the crash record of a file that is gone).
+    #[test]
+    fn undo_racing_the_owners_removal_never_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..300 {
+            let path = dir.path().join(format!("iolab-race-{i}"));
+            std::fs::write(&path, b"x").unwrap();
+            let owner = {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let _ = std::fs::remove_file(&path);
+                })
+            };
+            let undone = Resource::Path(path.clone()).undo();
+            owner.join().unwrap();
+            assert!(undone.is_ok(), "round {i}: {undone:?}");
+            assert!(!path.exists());
+        }
+    }
 }
