@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::lock::lock_briefly;
+use crate::lock::lock_within;
 
 use serde::{Deserialize, Serialize};
 
@@ -325,13 +325,19 @@ pub fn release(res: &Resource) {
     }
 }
 
+/// How long a second Ctrl-C's teardown waits for the registry: `create`
+/// holds it while a crash record is written and synced, which under heavy
+/// I/O on the state directory's disk can take longer than a moment.
+const REGISTRY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Take down everything still registered, newest first, and the temporary
 /// files of unfinished writes (a second Ctrl-C). The normal path holds the
-/// registry's lock only for a moment: wait up to 200 ms for it, never block.
-/// What cannot be taken down keeps its record for the next start.
+/// registry's lock only while it records or releases a resource: wait for
+/// it (`REGISTRY_PATIENCE`), never block. What cannot be taken down keeps
+/// its record for the next start.
 pub fn teardown_all() {
     crate::results::output::remove_in_flight();
-    if let Some(mut v) = lock_briefly(&LIVE) {
+    if let Some(mut v) = lock_within(&LIVE, REGISTRY_PATIENCE) {
         CLOSED.store(true, Ordering::SeqCst);
         while let Some((res, rec)) = v.pop() {
             if let (Ok(_), Some(rec)) = (res.undo(), rec) {
