@@ -179,6 +179,42 @@ fn signal(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as i32, sig) };
 }
 
+/// Each thread of a process that would not end: name, state and kernel
+/// wait channel, then its stacks from gdb when gdb is installed, so a rare
+/// hang seen once (a single SIGINT to `kv wiredtiger` under heavy load,
+/// 2026-11-27) says where it waited.
+fn what_its_threads_wait_for(pid: u32) -> String {
+    let mut out = String::new();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    for t in tasks.flatten() {
+        let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+        let stat = read("stat");
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next();
+        out += &format!(
+            "{} {} {}\n",
+            read("comm").trim(),
+            state.unwrap_or("?"),
+            read("wchan")
+        );
+    }
+    let gdb = Command::new("timeout")
+        .args(["30", "gdb", "-p", &pid.to_string(), "-batch"])
+        .args(["-ex", "thread apply all bt"])
+        .output();
+    if let Ok(o) = gdb {
+        out += &String::from_utf8_lossy(&o.stdout);
+        out += &String::from_utf8_lossy(&o.stderr);
+    }
+    out
+}
+
 /// Start `verb`, interrupt it after `delay` with `how`, and return what
 /// was left behind (after the next start, for a SIGKILL).
 fn trial(verb: &Verb, how: Signal, delay: Duration) -> Vec<PathBuf> {
@@ -208,9 +244,13 @@ fn trial(verb: &Verb, how: Signal, delay: Duration) -> Vec<PathBuf> {
             break;
         }
         if start.elapsed() > Duration::from_secs(60) {
+            let threads = what_its_threads_wait_for(pid);
             child.kill().unwrap();
             child.wait().unwrap();
-            panic!("{}: still running 60 s after {how:?}", verb.name);
+            panic!(
+                "{}: still running 60 s after {how:?} (sent {delay:?} after the start); its threads:\n{threads}",
+                verb.name
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
