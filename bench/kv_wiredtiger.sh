@@ -19,13 +19,9 @@ READS=${READS:-$NUM}
 VALUE=${VALUE:-100}
 PHASE_THREADS=${PHASE_THREADS:-}
 if [ -n "$PHASE_THREADS" ]; then export PHASE_THREADS; floor_phases="their own threads"; else unset PHASE_THREADS; floor_phases="the main thread"; fi
-DIR=${KV_BENCH_DIR:-/var/tmp}
 IOLAB=${IOLAB:-./target/release/iolab}
-[ -f /usr/include/wiredtiger.h ] || { echo "libwiredtiger-dev is missing (scripts/install-deps.sh)"; exit 1; }
-[ -x "$IOLAB" ] || cargo build --release --locked
-work=$(mktemp -d "$DIR/kv-wiredtiger.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -pthread -o "$work/wt_floor" bench/wt_floor.c -lwiredtiger
+. bench/wt_common.sh
+wt_prepare kv-wiredtiger
 
 IO_ARGS="fillrandom,readrandom --engine wiredtiger --num $NUM --reads $READS --key-size 16 \
  --value-size $VALUE --threads 1 --check-values none --quiet"

@@ -18,11 +18,8 @@ ROUNDS=${ROUNDS:-8}
 NUM=${NUM:-500000}
 read -r -a variants <<<"${VARIANTS:-floor floorT iolab iolabA}"
 IOLAB=${IOLAB:-./target/release/iolab}
-[ -f /usr/include/wiredtiger.h ] || { echo "libwiredtiger-dev is missing (scripts/install-deps.sh)"; exit 1; }
-[ -x "$IOLAB" ] || cargo build --release --locked
-work=$(mktemp -d "${KV_BENCH_DIR:-/var/tmp}/kv-wt-fill.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -pthread -o "$work/wt_floor" bench/wt_floor.c -lwiredtiger
+. bench/wt_common.sh
+wt_prepare kv-wt-fill
 echo "num=$NUM key=16 value=100 threads=1${WTCONF:+ WiredTiger.config: $WTCONF}; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 fill() { # variant seed -> ops/s
