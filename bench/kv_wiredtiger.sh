@@ -9,8 +9,12 @@
 # ratio with its spread. Each run starts after a sync. PHASE_THREADS=1
 # runs each of the floor's phases on a thread of its own with its own
 # session, as iolab's workers (and db_bench's benchmark threads) do; by
-# default both run on its main thread with one cursor.
-# Usage: [ROUNDS=8] [NUM=200000] [READS=NUM] [VALUE=100] [PHASE_THREADS=] [KV_BENCH_DIR=/var/tmp] bench/kv_wiredtiger.sh
+# default both run on its main thread with one cursor. EVICTION_THREADS
+# (4 by default, iolab's and MongoDB's setting; auto: WiredTiger's own
+# tuning between 1 and 8) goes to both: --wt-eviction-threads and the
+# floor's environment.
+# Usage: [ROUNDS=8] [NUM=200000] [READS=NUM] [VALUE=100] [PHASE_THREADS=] [EVICTION_THREADS=4]
+#        [KV_BENCH_DIR=/var/tmp] bench/kv_wiredtiger.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-8}
@@ -19,15 +23,16 @@ READS=${READS:-$NUM}
 VALUE=${VALUE:-100}
 PHASE_THREADS=${PHASE_THREADS:-}
 if [ -n "$PHASE_THREADS" ]; then export PHASE_THREADS; floor_phases="their own threads"; else unset PHASE_THREADS; floor_phases="the main thread"; fi
+export EVICTION_THREADS=${EVICTION_THREADS:-4}
 IOLAB=${IOLAB:-./target/release/iolab}
 . bench/wt_common.sh
 wt_prepare kv-wiredtiger
 
 IO_ARGS="fillrandom,readrandom --engine wiredtiger --num $NUM --reads $READS --key-size 16 \
- --value-size $VALUE --threads 1 --check-values none --quiet"
+ --value-size $VALUE --threads 1 --check-values none --quiet --wt-eviction-threads $EVICTION_THREADS"
 echo "iolab: $($IOLAB --version); floor: bench/wt_floor.c on $(readlink -f /usr/lib/x86_64-linux-gnu/libwiredtiger.so)"
-echo "num=$NUM reads=$READS key=16 value=$VALUE threads=1 (cache 64 MiB, btree, journal on, no sync, checkpoint 60 s)"
-echo "floor: ${PHASE_THREADS:+PHASE_THREADS=1 }wt_floor DIR $NUM 16 $VALUE $READS SEED (phases on $floor_phases)"
+echo "num=$NUM reads=$READS key=16 value=$VALUE threads=1 (cache 64 MiB, btree, journal on, no sync, checkpoint 60 s, eviction threads $EVICTION_THREADS)"
+echo "floor: ${PHASE_THREADS:+PHASE_THREADS=1 }EVICTION_THREADS=$EVICTION_THREADS wt_floor DIR $NUM 16 $VALUE $READS SEED (phases on $floor_phases)"
 echo "iolab: iolab kv $IO_ARGS --db DIR -o FILE"
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=$work/ratios.txt

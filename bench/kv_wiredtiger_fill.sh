@@ -8,19 +8,22 @@
 #   iolabA  the same with MALLOC_ARENA_MAX=1 (every allocation in the main arena)
 # WTCONF, when set, is written to a WiredTiger.config in each database's
 # home before the run (WiredTiger reads it at open: the same setting for
-# both tools), e.g. WTCONF='eviction=(threads_min=1,threads_max=1)'.
+# both tools, for settings neither passes in its open string), e.g.
+# WTCONF='eviction_dirty_target=10'. EVICTION_THREADS (4 by default, as
+# iolab's --wt-eviction-threads; auto: WiredTiger's tuning) goes to both.
 # Prints each round's ops/s per variant, then each variant's median.
-# Usage: [ROUNDS=8] [NUM=500000] [VARIANTS="floor iolab"] [WTCONF=...]
+# Usage: [ROUNDS=8] [NUM=500000] [VARIANTS="floor iolab"] [WTCONF=...] [EVICTION_THREADS=4]
 #        [KV_BENCH_DIR=/var/tmp] [IOLAB=target/release/iolab] bench/kv_wiredtiger_fill.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-8}
 NUM=${NUM:-500000}
 read -r -a variants <<<"${VARIANTS:-floor floorT iolab iolabA}"
+export EVICTION_THREADS=${EVICTION_THREADS:-4}
 IOLAB=${IOLAB:-./target/release/iolab}
 . bench/wt_common.sh
 wt_prepare kv-wt-fill
-echo "num=$NUM key=16 value=100 threads=1${WTCONF:+ WiredTiger.config: $WTCONF}; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "num=$NUM key=16 value=100 threads=1 eviction threads $EVICTION_THREADS${WTCONF:+ WiredTiger.config: $WTCONF}; load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 fill() { # variant seed -> ops/s
   rm -rf "$work/db"
@@ -28,7 +31,7 @@ fill() { # variant seed -> ops/s
   if [ -n "${WTCONF:-}" ]; then echo "$WTCONF" >"$work/db/WiredTiger.config"; fi
   sync
   local io=(kv fillrandom --engine wiredtiger --num "$NUM" --key-size 16 --value-size 100
-    --threads 1 --check-values none --quiet --seed "$2" --db "$work/db" -o "$work/io.json")
+    --threads 1 --check-values none --quiet --wt-eviction-threads "$EVICTION_THREADS" --seed "$2" --db "$work/db" -o "$work/io.json")
   case $1 in
   floor) "$work/wt_floor" "$work/db" "$NUM" 16 100 1 "$2" | awk '/^fillrandom/ {print $2}' ;;
   floorT) PHASE_THREADS=1 "$work/wt_floor" "$work/db" "$NUM" 16 100 1 "$2" | awk '/^fillrandom/ {print $2}' ;;

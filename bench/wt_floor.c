@@ -12,7 +12,11 @@
  * thread of its own with its own session and cursor, as iolab's workers and
  * db_bench's benchmark threads do.
  *
- * usage: [PHASE_THREADS=1] wt_floor HOME NUM KEY_SIZE VALUE_SIZE READS SEED
+ * EVICTION_THREADS in the environment sets WiredTiger's eviction threads as
+ * iolab's --wt-eviction-threads does: a count (default 4, as iolab and
+ * MongoDB) or auto (WiredTiger's own tuning between 1 and 8).
+ *
+ * usage: [PHASE_THREADS=1] [EVICTION_THREADS=N|auto] wt_floor HOME NUM KEY_SIZE VALUE_SIZE READS SEED
  * prints: fillrandom OPS_PER_S / readrandom OPS_PER_S FOUND
  */
 #include <pthread.h>
@@ -153,9 +157,18 @@ int main(int argc, char **argv) {
 
     WT_SESSION *s;
     int ret;
-    /* iolab's defaults: 64 MiB cache, journal on without sync, checkpoints every 60 s. */
-    const char *config = "create,cache_size=67108864,session_max=1100,log=(enabled=true),"
-                         "transaction_sync=(enabled=false),checkpoint=(wait=60)";
+    /* iolab's defaults: 64 MiB cache, journal on without sync, checkpoints
+     * every 60 s, 4 eviction threads. */
+    const char *eviction = getenv("EVICTION_THREADS");
+    if (eviction == NULL)
+        eviction = "4";
+    char config[256];
+    int n = snprintf(config, sizeof config,
+                     "create,cache_size=67108864,session_max=1100,log=(enabled=true),"
+                     "transaction_sync=(enabled=false),checkpoint=(wait=60)");
+    if (strcmp(eviction, "auto") != 0)
+        snprintf(config + n, sizeof config - n, ",eviction=(threads_min=%d,threads_max=%d)",
+                 atoi(eviction), atoi(eviction));
     if ((ret = wiredtiger_open(home, NULL, config, &conn)) != 0)
         die("open", ret);
     if ((ret = conn->open_session(conn, NULL, NULL, &s)) != 0)

@@ -158,6 +158,19 @@ fn bad_inputs_exit_2_naming_the_field() {
             ],
             "--checkpoint-interval",
         ),
+        (
+            vec![
+                "kv",
+                "a",
+                "--engine",
+                "wiredtiger",
+                "--wt-eviction-threads",
+                "21",
+                "--dir",
+                d,
+            ],
+            "--wt-eviction-threads",
+        ),
         (vec!["device", "--fio-job", fio_size0], "size"),
         (vec!["device", "--fio-job", fio_empty], "--fio-job"),
     ];

@@ -656,7 +656,7 @@ fn check_values_modes_and_a_corrupted_value() {
 #[test]
 fn wiredtiger_runs_db_bench_and_ycsb() {
     let d = tmp();
-    for table in ["btree", "lsm"] {
+    for (table, eviction) in [("btree", "4"), ("lsm", "auto")] {
         let out = d.path().join(format!("wt-{table}.json"));
         let o = iolab()
             .args([
@@ -670,6 +670,8 @@ fn wiredtiger_runs_db_bench_and_ycsb() {
                 "32m",
                 "--checkpoint-interval",
                 "1s",
+                "--wt-eviction-threads",
+                eviction,
                 "--num",
                 "2000",
                 "-p",
@@ -703,6 +705,8 @@ fn wiredtiger_runs_db_bench_and_ycsb() {
             assert_eq!(kv["engine"], "wiredtiger");
             assert_eq!(kv["engine_settings"]["table"], table);
             assert_eq!(kv["engine_settings"]["checkpoint_interval"], "1 s");
+            let threads = kv["engine_settings"]["eviction_threads"].as_str().unwrap();
+            assert!(threads.starts_with(eviction), "{table}: {threads}");
             assert!(kv["engine_version"]
                 .as_str()
                 .unwrap()

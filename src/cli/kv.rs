@@ -238,6 +238,12 @@ pub struct EngineArgs {
     /// flushes and close; MongoDB checkpoints every 60s).
     #[arg(long, value_name = "DUR", default_value = "60s")]
     pub checkpoint_interval: String,
+
+    /// WiredTiger: eviction threads, a fixed count 1-20 (4: MongoDB opens
+    /// WiredTiger with threads_min=4,threads_max=4) or auto (WiredTiger's
+    /// own default: 1 to 8, added and removed as it measures progress).
+    #[arg(long, value_name = "N|auto", default_value = "4")]
+    pub wt_eviction_threads: String,
 }
 
 /// db_bench-style options of `iolab kv`.

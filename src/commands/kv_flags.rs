@@ -105,6 +105,7 @@ fn engine_settings(a: EngineArgs) -> EngineSettings {
         background_jobs,
         wt_table,
         checkpoint_interval,
+        wt_eviction_threads,
     } = a;
     EngineSettings {
         sync,
@@ -122,6 +123,7 @@ fn engine_settings(a: EngineArgs) -> EngineSettings {
         background_jobs,
         wt_table,
         checkpoint_interval,
+        wt_eviction_threads,
     }
 }
 

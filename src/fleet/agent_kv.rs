@@ -367,6 +367,7 @@ mod tests {
                 background_jobs: 2,
                 wt_table: crate::kv::engine::WtTable::Btree,
                 checkpoint_interval: "60s".into(),
+                wt_eviction_threads: "4".into(),
             },
             place: PlaceSettings {
                 target: vec![],

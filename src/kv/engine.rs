@@ -268,6 +268,9 @@ pub struct EngineOptions {
     /// WiredTiger: seconds between checkpoints (0 = none until a flush;
     /// MongoDB's default is 60).
     pub checkpoint_interval_s: u32,
+    /// WiredTiger: a fixed number of eviction threads (MongoDB's is 4), or
+    /// None for WiredTiger's own tuning between 1 and 8.
+    pub wt_eviction_threads: Option<u32>,
 }
 
 impl Default for EngineOptions {
@@ -288,6 +291,7 @@ impl Default for EngineOptions {
             pipelined_write: false,
             wt_table: WtTable::Btree,
             checkpoint_interval_s: 60,
+            wt_eviction_threads: Some(4),
         }
     }
 }

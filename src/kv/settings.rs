@@ -72,6 +72,7 @@ pub struct EngineSettings {
     pub background_jobs: u32,
     pub wt_table: WtTable,
     pub checkpoint_interval: String,
+    pub wt_eviction_threads: String,
 }
 
 /// The db_bench-style flags (`cli::kv::BenchArgs`).
@@ -250,7 +251,26 @@ pub fn engine_options(a: &KvSettings) -> Result<EngineOptions> {
         pipelined_write: a.pipelined_write,
         wt_table: a.wt_table,
         checkpoint_interval_s: checkpoint_interval(&a.checkpoint_interval)?,
+        wt_eviction_threads: eviction_threads(&a.wt_eviction_threads)?,
     })
+}
+
+/// `--wt-eviction-threads`: `auto` (None) or a fixed count within
+/// WiredTiger's bounds for `eviction=(threads_min,threads_max)`.
+fn eviction_threads(s: &str) -> Result<Option<u32>> {
+    const FIELD: &str = "--wt-eviction-threads";
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=20).contains(&n) => Ok(Some(n)),
+        _ => Err(usage(
+            FIELD,
+            format!(
+                "'{s}' is neither auto nor a count of threads from 1 to 20 (WiredTiger's bounds)"
+            ),
+        )),
+    }
 }
 
 /// `--checkpoint-interval`: whole seconds, as WiredTiger takes them.
@@ -480,4 +500,21 @@ fn record_sizes(name: &str, props: Props) -> Result<Vec<(String, Props)>> {
         out.push((format!("{name}@{len}B"), p));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eviction_threads_are_auto_or_within_wiredtigers_bounds() {
+        assert_eq!(eviction_threads("auto").unwrap(), None);
+        assert_eq!(eviction_threads("AUTO").unwrap(), None);
+        assert_eq!(eviction_threads("1").unwrap(), Some(1));
+        assert_eq!(eviction_threads("20").unwrap(), Some(20));
+        for bad in ["0", "21", "x", "", "-1", "4.5"] {
+            let e = format!("{:#}", eviction_threads(bad).unwrap_err());
+            assert!(e.contains("--wt-eviction-threads"), "{bad}: {e}");
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! WiredTiger's configuration strings from iolab's engine options: the
-//! connection's (cache, journal, sync, checkpoints, sessions) and the
+//! connection's (cache, journal, sync, checkpoints, sessions, eviction
+//! threads) and the
 //! table's (btree or LSM, raw byte keys and values).
 
 use crate::kv::engine::{EngineOptions, WtTable};
@@ -24,6 +25,9 @@ pub fn connection(o: &EngineOptions) -> String {
     if o.checkpoint_interval_s > 0 {
         c += &format!(",checkpoint=(wait={})", o.checkpoint_interval_s);
     }
+    if let Some(n) = o.wt_eviction_threads {
+        c += &format!(",eviction=(threads_min={n},threads_max={n})");
+    }
     c
 }
 
@@ -46,7 +50,8 @@ mod tests {
         assert_eq!(
             connection(&o),
             "create,cache_size=67108864,session_max=1100,log=(enabled=true),\
-             transaction_sync=(enabled=false),checkpoint=(wait=60)"
+             transaction_sync=(enabled=false),checkpoint=(wait=60),\
+             eviction=(threads_min=4,threads_max=4)"
         );
         assert_eq!(table(&o), "key_format=u,value_format=u");
         let o = EngineOptions {
@@ -54,6 +59,7 @@ mod tests {
             wal: true,
             checkpoint_interval_s: 0,
             wt_table: WtTable::Lsm,
+            wt_eviction_threads: None,
             ..EngineOptions::default()
         };
         assert_eq!(

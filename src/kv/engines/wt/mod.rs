@@ -242,12 +242,17 @@ impl KvEngine for WiredTiger {
             0 => "off".to_string(),
             s => format!("{s} s"),
         };
+        let eviction = match o.wt_eviction_threads {
+            Some(n) => n.to_string(),
+            None => "auto (1-8)".to_string(),
+        };
         vec![
             ("table".into(), o.wt_table.name().into()),
             ("cache_size".into(), mib(o.cache_size)),
             ("journal".into(), yes(o.wal)),
             ("sync".into(), yes(o.sync)),
             ("checkpoint_interval".into(), checkpoints),
+            ("eviction_threads".into(), eviction),
             ("session_max".into(), config::SESSION_MAX.to_string()),
         ]
     }
