@@ -42,6 +42,9 @@ fn bad_inputs_exit_2_naming_the_field() {
             "--plan",
         ),
         (vec!["kv", "-P", "/dev/zero", "--dir", d], "-P"),
+        // "P" names the -P files' workload; without one it was a panic.
+        (vec!["kv", "P", "--dir", d], "WORKLOAD"),
+        (vec!["kv", "a,P", "--dir", d], "WORKLOAD"),
         (vec!["report", "/dev/zero"], "RESULTS"),
         (vec!["report", d], "RESULTS"),
         (

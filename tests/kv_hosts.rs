@@ -42,11 +42,12 @@ fn assert_exact(p: &Point, rows: &[iolab::results::ext::HostRow]) {
     assert_eq!(counted, p.total.ops, "{}", p.name);
 }
 
-fn run_on_hosts(lab: &Lab, instances: &str) -> Results {
+fn run_on_hosts(lab: &Lab, instances: &str, extra: &[&str]) -> Results {
     let out = lab.dir.path().join(format!("out-{instances}.json"));
     let work = lab.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let o = kv(lab, &all_hosts(lab), &["--engine", "rocksdb"])
+        .args(extra)
         .args(["--instances", instances, "--dir"])
         .arg(&work)
         .arg("--json")
@@ -67,7 +68,7 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
     let Some(lab) = fleet_common::lab(2, &[]) else {
         return;
     };
-    let r = run_on_hosts(&lab, "1");
+    let r = run_on_hosts(&lab, "1", &[]);
     let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["ycsb-a.load", "ycsb-a.run"]);
     for (p, per_host) in r.points.iter().zip([300, 400]) {
@@ -101,7 +102,7 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
         "no row of the second host"
     );
     // Two instances on each host: a row per host and per host's instance.
-    let r = run_on_hosts(&lab, "2");
+    let r = run_on_hosts(&lab, "2", &[]);
     for p in &r.points {
         let h = p.extra.hosts.as_ref().unwrap();
         assert_exact(p, &h.per_host);
@@ -111,6 +112,24 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
         assert_exact(p, &i.per_host);
     }
     assert_eq!(r.points[0].total.ops, 4 * 300);
+    // A -P file's properties reach the hosts (its text is sent inline):
+    // workload A read-only, as the file says, with the -p counts on top.
+    let props = lab.dir.path().join("read-only.props");
+    std::fs::write(&props, "readproportion=1.0\nupdateproportion=0\n").unwrap();
+    let r = run_on_hosts(&lab, "1", &["-P", props.to_str().unwrap()]);
+    let run = &r.points[1];
+    assert_eq!(run.total.ops, 2 * 400, "{}", run.name);
+    assert_eq!(
+        run.ops.get("read").map(|o| o.ops),
+        Some(2 * 400),
+        "{:?}",
+        run.ops
+    );
+    assert!(
+        run.ops.get("update").is_none_or(|o| o.ops == 0),
+        "{:?}",
+        run.ops
+    );
 }
 
 #[test]
@@ -135,9 +154,11 @@ fn a_refused_login_is_exit_2_naming_the_host_and_nothing_starts() {
 #[test]
 fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let props = d.path().join("w.props");
-    std::fs::write(&props, "recordcount=10\n").unwrap();
-    let p = props.to_str().unwrap();
+    // -P files go to the hosts inline, up to 64 KiB in all.
+    let big = d.path().join("big.props");
+    let filler = "# a comment line of a large property file\n".repeat(2000);
+    std::fs::write(&big, format!("recordcount=10\n{filler}")).unwrap();
+    let big = big.to_str().unwrap();
     let db = d.path().join("db");
     for (args, flag) in [
         (
@@ -147,7 +168,7 @@ fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
         (vec!["--engine", "postgres"], "--engine"),
         (vec!["--make", "ext4", "-t", "/var/tmp"], "--make"),
         (vec!["-t", "/var/tmp", "-t", "/tmp"], "--target"),
-        (vec!["-P", p], "-P"),
+        (vec!["-P", big], "-P"),
         (vec!["--db", db.to_str().unwrap()], "--db"),
         (vec!["--keep"], "--keep"),
         (vec!["--dir", "relative/dir"], "--dir"),

@@ -42,6 +42,7 @@ pub fn kv_settings(a: &KvArgs) -> KvSettings {
     KvSettings {
         workload,
         property_files,
+        property_texts: vec![],
         props,
         engine,
         runtime,

@@ -43,11 +43,6 @@ pub fn refuse_what_hosts_cannot_run(
     let hosts = fleet::parse_hosts(list, "--hosts")?;
     let local_only = [
         (
-            "-P",
-            !a.property_files.is_empty(),
-            "property files are read on this machine: give the properties with -p",
-        ),
-        (
             "--db",
             a.place.db.is_some(),
             "names a database directory of this machine; each host makes its own in --dir",
@@ -118,6 +113,7 @@ pub fn run(
     settings.status_interval = None;
     settings.place.target.clear();
     settings.place.dir = dir.clone();
+    settings.inline_property_files()?;
     let f = a.hosts.flags().connect(hosts, a.quiet)?;
     let p = KvHostsPlan {
         plan,

@@ -334,6 +334,7 @@ mod tests {
         KvSettings {
             workload: Some("a".into()),
             property_files: vec![],
+            property_texts: vec![],
             props: vec!["recordcount=10".into(), "operationcount=10".into()],
             engine: KvEngineKind::Sqlite,
             phase: PhaseSel::Both,

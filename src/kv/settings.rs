@@ -37,6 +37,10 @@ pub enum PhaseSel {
 pub struct KvSettings {
     pub workload: Option<String>,
     pub property_files: Vec<PathBuf>,
+    /// `-P` files read on the control side of `--hosts`, sent in place of
+    /// their paths (`inline_property_files`); loaded after `property_files`.
+    #[serde(default)]
+    pub property_texts: Vec<PropertyText>,
     pub props: Vec<String>,
     pub engine: KvEngineKind,
     pub phase: PhaseSel,
@@ -51,6 +55,52 @@ pub struct KvSettings {
     pub seed: u64,
     pub status_interval: Option<f64>,
     pub output: Option<PathBuf>,
+}
+
+/// A `-P` file's text, as the control side of `--hosts` read it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PropertyText {
+    /// The file's path as given on the control side (names the workload).
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// All `-P` files together, sent to hosts: a control message holds at
+/// most 256 KiB, and YCSB's own workload files are about 3 KiB each.
+pub const INLINE_PROPERTIES_MAX: usize = 64 << 10;
+
+impl KvSettings {
+    /// Read the `-P` files here and carry their texts instead of their
+    /// paths (a host has none of this machine's files).
+    pub fn inline_property_files(&mut self) -> Result<()> {
+        let mut total = 0;
+        for path in std::mem::take(&mut self.property_files) {
+            let text = crate::input::read_text(&path, "-P", Some(crate::input::CONFIG_MAX))?;
+            total += text.len();
+            if total > INLINE_PROPERTIES_MAX {
+                return Err(usage(
+                    "-P",
+                    format!(
+                        "the property files sent to the hosts come to over {} KiB (at {}); pass fewer or smaller files, or -p",
+                        INLINE_PROPERTIES_MAX >> 10,
+                        path.display()
+                    ),
+                ));
+            }
+            self.property_texts.push(PropertyText { path, text });
+        }
+        Ok(())
+    }
+
+    /// The first `-P` file, read here or inlined: it names a workload
+    /// given by files alone.
+    fn first_property_file(&self) -> Option<&std::path::Path> {
+        self.property_files
+            .first()
+            .map(PathBuf::as_path)
+            .or_else(|| self.property_texts.first().map(|t| t.path.as_path()))
+    }
 }
 
 /// The engine flags (`cli::kv::EngineArgs`).
@@ -377,6 +427,9 @@ fn user_props(a: &KvSettings) -> Result<Props> {
     for f in &a.property_files {
         p.load_file(f)?;
     }
+    for t in &a.property_texts {
+        p.load_str(&t.text, &t.path.display().to_string())?;
+    }
     for kv in &a.props {
         p.set_arg(kv)?;
     }
@@ -409,10 +462,11 @@ fn ycsb_props(letter: Option<&str>, user: &Props) -> Result<Props> {
 /// The phases, in order: each workload name becomes a YCSB load and/or run
 /// phase or a db_bench benchmark (readwhilewriting: one per reader count).
 fn steps(a: &KvSettings, user: &Props) -> Result<Vec<Step>> {
-    let spec = match (&a.workload, a.property_files.is_empty()) {
+    let first_file = a.first_property_file();
+    let spec = match (&a.workload, first_file) {
         (Some(w), _) => w.clone(),
-        (None, false) => "P".to_string(),
-        (None, true) => "a".to_string(),
+        (None, Some(_)) => "P".to_string(),
+        (None, None) => "a".to_string(),
     };
     let readers = parse_readers(&a.bench.readers)?;
     let mut steps = Vec::new();
@@ -435,8 +489,8 @@ fn steps(a: &KvSettings, user: &Props) -> Result<Vec<Step>> {
             }
             continue;
         }
-        let (name, props) = if tok == "P" {
-            let n = a.property_files[0]
+        let (name, props) = if let (true, Some(file)) = (tok == "P", first_file) {
+            let n = file
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
@@ -447,7 +501,7 @@ fn steps(a: &KvSettings, user: &Props) -> Result<Vec<Step>> {
                     format!(
                         "{} sets no recordcount: YCSB would load its default of 2,147,483,647 records; \
                          set recordcount in the file or pass -p recordcount=N",
-                        a.property_files[0].display()
+                        file.display()
                     ),
                 ));
             }
