@@ -1,7 +1,6 @@
 //! WiredTiger's configuration strings from iolab's engine options: the
 //! connection's (cache, journal, sync, checkpoints, sessions, eviction
-//! threads) and the
-//! table's (btree or LSM, raw byte keys and values).
+//! threads) and the table's (btree or LSM, raw byte keys and values).
 
 use crate::kv::engine::{EngineOptions, WtTable};
 
