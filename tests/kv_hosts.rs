@@ -8,7 +8,7 @@
 mod fleet_common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use fleet_common::{all_hosts, text, Lab};
@@ -42,11 +42,14 @@ fn assert_exact(p: &Point, rows: &[iolab::results::ext::HostRow]) {
     assert_eq!(counted, p.total.ops, "{}", p.name);
 }
 
-fn run_on_hosts(lab: &Lab, instances: &str, extra: &[&str]) -> Results {
+const ROCKSDB: &[&str] = &["--engine", "rocksdb"];
+
+/// The plan of `kv` with `engine` on every host of the lab; its results.
+fn run_on_hosts(lab: &Lab, engine: &[&str], instances: &str, extra: &[&str]) -> Results {
     let out = lab.dir.path().join(format!("out-{instances}.json"));
     let work = lab.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let o = kv(lab, &all_hosts(lab), &["--engine", "rocksdb"])
+    let o = kv(lab, &all_hosts(lab), engine)
         .args(extra)
         .args(["--instances", instances, "--dir"])
         .arg(&work)
@@ -63,12 +66,9 @@ fn run_on_hosts(lab: &Lab, instances: &str, extra: &[&str]) -> Results {
     Results::read(&out).unwrap()
 }
 
-#[test]
-fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
-    let Some(lab) = fleet_common::lab(2, &[]) else {
-        return;
-    };
-    let r = run_on_hosts(&lab, "1", &[]);
+/// Workload A's load and run on two hosts, each host's operations in its
+/// row, merged exactly, every read checked.
+fn assert_two_hosts_ran_ycsb_a(r: &Results) {
     let names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["ycsb-a.load", "ycsb-a.run"]);
     for (p, per_host) in r.points.iter().zip([300, 400]) {
@@ -85,6 +85,15 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
         .as_ref()
         .expect("the hosts' checks, added");
     assert!(v.blocks_checked > 0 && v.mismatches == 0, "{v:?}");
+}
+
+#[test]
+fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let r = run_on_hosts(&lab, ROCKSDB, "1", &[]);
+    assert_two_hosts_ran_ycsb_a(&r);
     // The report draws the hosts of a kv run as of a device run.
     let html = lab.dir.path().join("r.html");
     let o = Command::new(IOLAB)
@@ -102,7 +111,7 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
         "no row of the second host"
     );
     // Two instances on each host: a row per host and per host's instance.
-    let r = run_on_hosts(&lab, "2", &[]);
+    let r = run_on_hosts(&lab, ROCKSDB, "2", &[]);
     for p in &r.points {
         let h = p.extra.hosts.as_ref().unwrap();
         assert_exact(p, &h.per_host);
@@ -116,7 +125,7 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
     // workload A read-only, as the file says, with the -p counts on top.
     let props = lab.dir.path().join("read-only.props");
     std::fs::write(&props, "readproportion=1.0\nupdateproportion=0\n").unwrap();
-    let r = run_on_hosts(&lab, "1", &["-P", props.to_str().unwrap()]);
+    let r = run_on_hosts(&lab, ROCKSDB, "1", &["-P", props.to_str().unwrap()]);
     let run = &r.points[1];
     assert_eq!(run.total.ops, 2 * 400, "{}", run.name);
     assert_eq!(
@@ -150,6 +159,68 @@ fn a_refused_login_is_exit_2_naming_the_host_and_nothing_starts() {
     assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
 }
 
+/// A server the test started in the lab's shared namespace, stopped at the end.
+struct SharedServer(std::process::Child);
+
+impl Drop for SharedServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Two hosts against one Redis server every host reaches (`--server-url`,
+/// YCSB's many clients on one database): each host loads and runs in a
+/// namespace of its own, and none is left on the server.
+#[test]
+fn hosts_share_one_server_each_in_a_namespace_of_its_own() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let found = Command::new("sh")
+        .args(["-c", "command -v redis-server && command -v redis-cli"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipping: redis-server or redis-cli is not installed");
+        return;
+    }
+    let t = lab.shared_target();
+    let _server = SharedServer(
+        t.command("redis-server")
+            .args(["--bind", &t.addr, "--port", "6379", "--save", ""])
+            .args(["--appendonly", "no", "--protected-mode", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let cli = |args: &[&str]| {
+        let o = t
+            .command("redis-cli")
+            .args(["-h", &t.addr, "-p", "6379"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while cli(&["ping"]) != "PONG" {
+        assert!(
+            std::time::Instant::now() < end,
+            "redis-server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("redis://{}:6379", t.addr);
+    let r = run_on_hosts(&lab, &["--engine", "redis", "--server-url", &url], "1", &[]);
+    assert_two_hosts_ran_ycsb_a(&r);
+    assert_eq!(
+        cli(&["dbsize"]),
+        "0",
+        "a host's records were left on the server"
+    );
+}
+
 /// Refused before any host is contacted: no lab needed.
 #[test]
 fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
@@ -161,11 +232,18 @@ fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
     let big = big.to_str().unwrap();
     let db = d.path().join("db");
     for (args, flag) in [
-        (
-            vec!["--server-url", "postgres://127.0.0.1/x"],
-            "--server-url",
-        ),
         (vec!["--engine", "postgres"], "--engine"),
+        (
+            vec![
+                "--engine",
+                "redis",
+                "--server-url",
+                "redis://10.0.0.9:6379",
+                "--instances",
+                "2",
+            ],
+            "--instances",
+        ),
         (vec!["--make", "ext4", "-t", "/var/tmp"], "--make"),
         (vec!["-t", "/var/tmp", "-t", "/tmp"], "--target"),
         (vec!["-P", big], "-P"),

@@ -13,5 +13,7 @@ pub fn run(_args: AgentArgs) -> anyhow::Result<()> {
              (started over ssh by --hosts), not to a terminal",
         ));
     }
+    // Hosts sharing one --server-url each keep their records apart.
+    crate::kv::engines::server_ns::name_namespaces_after_this_host();
     crate::fleet::agent::serve(std::io::stdin(), std::io::stdout())
 }

@@ -57,20 +57,15 @@ pub fn refuse_what_hosts_cannot_run(
             a.place.destroy_data.is_some(),
             "names a device of this machine",
         ),
-        (
-            "--server-url",
-            a.server.server_url.is_some(),
-            "a server every host would share is not a host's database",
-        ),
     ];
     if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
         return Err(usage(*flag, format!("not with --hosts: {why}")));
     }
-    if plan.engine.server().is_some() {
+    if plan.engine.server().is_some() && a.server.server_url.is_none() {
         return Err(usage(
             "--engine",
             format!(
-                "not with --hosts: {} is a database server (a private server on every host is not supported yet); use an embedded engine",
+                "not with --hosts: {} is a database server (a private server on every host is not supported yet); use an embedded engine, or --server-url for one server every host shares",
                 plan.engine.name()
             ),
         ));

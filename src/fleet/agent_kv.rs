@@ -121,8 +121,10 @@ fn plan_of(w: &KvWork, target: &JobTarget) -> anyhow::Result<KvPlan> {
         ("--db", s.place.db.is_some()),
         ("--destroy-data", s.place.destroy_data.is_some()),
         ("--keep", s.place.keep),
-        ("--server-url", s.server.server_url.is_some()),
-        ("--engine", s.engine.server().is_some()),
+        (
+            "--engine",
+            s.engine.server().is_some() && s.server.server_url.is_none(),
+        ),
         ("--output", s.output.is_some()),
     ];
     if let Some((flag, _)) = refused.iter().find(|(_, r)| *r) {
@@ -480,6 +482,10 @@ mod tests {
         let mut bad = w.clone();
         bad.settings.engine = KvEngineKind::Postgres;
         assert_eq!(field(&bad, &t), "--engine");
+        // One server every host shares: each host its own namespace on it.
+        let mut shared = bad.clone();
+        shared.settings.server.server_url = Some("postgres://10.0.0.9/db".into());
+        assert!(plan_of(&shared, &t).is_ok());
         let mut bad = w.clone();
         bad.phase = 2;
         assert_eq!(field(&bad, &t), "phase");

@@ -1,14 +1,51 @@
 //! Where a server engine keeps its records: on a private server (iolab's
 //! own instance) the whole `iolab` database is iolab's; on an existing
 //! server (`--server-url`) only a namespace named after this process is:
-//! a PostgreSQL schema, a MariaDB or MongoDB database or a Redis key
-//! prefix `iolab_<pid>`, created at open and dropped at the end of the run.
+//! a PostgreSQL schema, a MariaDB or MongoDB database, a Cassandra
+//! keyspace or a Redis key prefix `iolab_<pid>`, created at open and
+//! dropped at the end of the run. On a host of `--hosts` (`iolab agent`)
+//! the name also holds the host's name, `iolab_<pid>_<host>`: the hosts
+//! share the server, and two hosts' processes may have one pid.
+
+use std::sync::OnceLock;
 
 use crate::servers::Server;
 
+/// This host's name in namespaces, when set (`iolab agent`).
+static HOST_TAG: OnceLock<String> = OnceLock::new();
+
+/// Name this process's namespaces after this host too.
+pub fn name_namespaces_after_this_host() {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let _ = HOST_TAG.set(host_tag(name.trim()));
+}
+
+/// A host name as a namespace's part: lower-case letters, digits and
+/// `_` (what every server takes unquoted), at most 20 of them.
+fn host_tag(name: &str) -> String {
+    let tag: String = name
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(20)
+        .collect();
+    if tag.is_empty() {
+        "host".into()
+    } else {
+        tag
+    }
+}
+
 /// iolab's own namespace on `server`: `None` on a private server.
 pub fn owned_namespace(server: &Server) -> Option<String> {
-    (!server.is_private()).then(|| format!("iolab_{}", std::process::id()))
+    (!server.is_private()).then(|| namespace(std::process::id(), HOST_TAG.get()))
+}
+
+fn namespace(pid: u32, host: Option<&String>) -> String {
+    match host {
+        Some(h) => format!("iolab_{pid}_{h}"),
+        None => format!("iolab_{pid}"),
+    }
 }
 
 /// The settings every server engine reports besides its server's.
@@ -113,5 +150,16 @@ mod tests {
         assert!(field_len(b"aabbc", 3).is_err());
         assert!(field_len(b"", 3).is_err());
         assert_eq!(field_texts(b"aabb", 2).unwrap(), ["aa", "bb"]);
+    }
+
+    /// A host's namespace holds its name as every server takes it unquoted.
+    #[test]
+    fn a_hosts_namespace_holds_its_name() {
+        assert_eq!(namespace(42, None), "iolab_42");
+        let tag = host_tag("Web-1.Example.COM");
+        assert_eq!(tag, "web_1_example_com");
+        assert_eq!(namespace(42, Some(&tag)), "iolab_42_web_1_example_com");
+        assert_eq!(host_tag("a-very-long-host-name-indeed").len(), 20);
+        assert_eq!(host_tag(""), "host");
     }
 }
