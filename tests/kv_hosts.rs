@@ -159,13 +159,65 @@ fn a_refused_login_is_exit_2_naming_the_host_and_nothing_starts() {
     assert!(lab.wait_quiet(Duration::from_secs(20)).is_empty());
 }
 
-/// A server the test started in the lab's shared namespace, stopped at the end.
-struct SharedServer(std::process::Child);
+/// A Redis server in the lab's shared namespace (every host reaches it at
+/// `url`), stopped at the end; `None` when redis is not installed.
+struct SharedRedis {
+    target: fleet_common::SharedTarget,
+    server: std::process::Child,
+    url: String,
+}
 
-impl Drop for SharedServer {
+impl SharedRedis {
+    fn start(lab: &Lab) -> Option<SharedRedis> {
+        let found = Command::new("sh")
+            .args(["-c", "command -v redis-server && command -v redis-cli"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            eprintln!("skipping: redis-server or redis-cli is not installed");
+            return None;
+        }
+        let target = lab.shared_target();
+        let server = target
+            .command("redis-server")
+            .args(["--bind", &target.addr, "--port", "6379", "--save", ""])
+            .args(["--appendonly", "no", "--protected-mode", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("redis://{}:6379", target.addr);
+        let r = SharedRedis {
+            target,
+            server,
+            url,
+        };
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        while r.cli(&["ping"]) != "PONG" {
+            assert!(
+                std::time::Instant::now() < end,
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(r)
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let o = self
+            .target
+            .command("redis-cli")
+            .args(["-h", &self.target.addr, "-p", "6379"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+}
+
+impl Drop for SharedRedis {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.server.kill();
+        let _ = self.server.wait();
     }
 }
 
@@ -177,48 +229,81 @@ fn hosts_share_one_server_each_in_a_namespace_of_its_own() {
     let Some(lab) = fleet_common::lab(2, &[]) else {
         return;
     };
-    let found = Command::new("sh")
-        .args(["-c", "command -v redis-server && command -v redis-cli"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipping: redis-server or redis-cli is not installed");
+    let Some(redis) = SharedRedis::start(&lab) else {
         return;
-    }
-    let t = lab.shared_target();
-    let _server = SharedServer(
-        t.command("redis-server")
-            .args(["--bind", &t.addr, "--port", "6379", "--save", ""])
-            .args(["--appendonly", "no", "--protected-mode", "no"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let cli = |args: &[&str]| {
-        let o = t
-            .command("redis-cli")
-            .args(["-h", &t.addr, "-p", "6379"])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
     };
-    let end = std::time::Instant::now() + Duration::from_secs(20);
-    while cli(&["ping"]) != "PONG" {
-        assert!(
-            std::time::Instant::now() < end,
-            "redis-server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let url = format!("redis://{}:6379", t.addr);
-    let r = run_on_hosts(&lab, &["--engine", "redis", "--server-url", &url], "1", &[]);
+    let engine = ["--engine", "redis", "--server-url", &redis.url];
+    let r = run_on_hosts(&lab, &engine, "1", &[]);
     assert_two_hosts_ran_ycsb_a(&r);
     assert_eq!(
-        cli(&["dbsize"]),
+        redis.cli(&["dbsize"]),
         "0",
         "a host's records were left on the server"
     );
+}
+
+/// Measurement, not a check (docs/benchmarks.md): YCSB A and C from 1, 2
+/// and 3 namespace hosts against one Redis server, 4 client threads per
+/// host; aggregate and per-host throughput and the run's p99. Run with
+/// `cargo test --test kv_hosts -- --ignored --nocapture measure_one_server`.
+#[test]
+#[ignore]
+fn measure_one_server_from_several_hosts() {
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let Some(redis) = SharedRedis::start(&lab) else {
+        return;
+    };
+    let rounds: usize = std::env::var("IOLAB_KV_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    let work = lab.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    println!("| workload | hosts | round | run ops/s (all hosts) | per host | run p99 us |");
+    println!("|---|---|---|---|---|---|");
+    for round in 1..=rounds {
+        // C is A's zipfian requests, all reads.
+        let workloads: [(&str, &[&str]); 2] = [
+            ("a", &[]),
+            ("c", &["-p", "readproportion=1", "-p", "updateproportion=0"]),
+        ];
+        for (workload, mix) in workloads {
+            for n in 1..=lab.hosts.len() {
+                let hosts: Vec<&str> = lab.hosts[..n].iter().map(|h| h.addr.as_str()).collect();
+                let out = lab.dir.path().join("m.json");
+                let o = kv(&lab, &hosts.join(","), &["--engine", "redis"])
+                    .args(["--server-url", &redis.url, "--threads", "4"])
+                    .args(["-p", "recordcount=10000", "-p", "operationcount=100000000"])
+                    .args(mix)
+                    .args(["--runtime", "5s", "--dir"])
+                    .arg(&work)
+                    .arg("--json")
+                    .arg(&out)
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{}", text(&o));
+                let r = Results::read(&out).unwrap();
+                let run = &r.points[1];
+                let h = run.extra.hosts.as_ref().expect("the hosts' rows");
+                assert_exact(run, &h.per_host);
+                let per: Vec<String> = h
+                    .per_host
+                    .iter()
+                    .map(|x| format!("{:.0}", x.iops))
+                    .collect();
+                let p99 = run.main_lat().and_then(|l| l.percentile(99.0)).unwrap_or(0);
+                println!(
+                    "| {workload} | {n} | {round} | {:.0} | {} | {:.0} |",
+                    run.total.iops,
+                    per.join(" / "),
+                    p99 as f64 / 1e3
+                );
+                assert_eq!(redis.cli(&["dbsize"]), "0");
+            }
+        }
+    }
 }
 
 /// Refused before any host is contacted: no lab needed.
