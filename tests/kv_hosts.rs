@@ -44,26 +44,47 @@ fn assert_exact(p: &Point, rows: &[iolab::results::ext::HostRow]) {
 
 const ROCKSDB: &[&str] = &["--engine", "rocksdb"];
 
-/// The plan of `kv` with `engine` on every host of the lab; its results.
-fn run_on_hosts(lab: &Lab, engine: &[&str], instances: &str, extra: &[&str]) -> Results {
-    let out = lab.dir.path().join(format!("out-{instances}.json"));
+/// The lab's directory the hosts' databases go in (`--dir`).
+fn work_dir(lab: &Lab) -> std::path::PathBuf {
     let work = lab.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let o = kv(lab, &all_hosts(lab), engine)
-        .args(extra)
-        .args(["--instances", instances, "--dir"])
-        .arg(&work)
+    work
+}
+
+/// `c` run with `--dir work --json out`: it succeeds; its results.
+fn run_json(mut c: Command, work: &Path, out: &Path) -> Results {
+    let o = c
+        .arg("--dir")
+        .arg(work)
         .arg("--json")
-        .arg(&out)
+        .arg(out)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
+    Results::read(out).unwrap()
+}
+
+/// The measurements' rounds (`IOLAB_KV_ROUNDS`, 1 by default).
+fn measure_rounds() -> usize {
+    std::env::var("IOLAB_KV_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1)
+}
+
+/// The plan of `kv` with `engine` on every host of the lab; its results.
+fn run_on_hosts(lab: &Lab, engine: &[&str], instances: &str, extra: &[&str]) -> Results {
+    let out = lab.dir.path().join(format!("out-{instances}.json"));
+    let work = work_dir(lab);
+    let mut c = kv(lab, &all_hosts(lab), engine);
+    c.args(extra).args(["--instances", instances]);
+    let r = run_json(c, &work, &out);
     // Each host removed its databases; nothing runs there any more.
     let left: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
     let quiet = lab.wait_quiet(Duration::from_secs(20));
     assert!(quiet.is_empty(), "left on the hosts: {quiet:?}");
-    Results::read(&out).unwrap()
+    r
 }
 
 /// Workload A's load and run on two hosts, each host's operations in its
@@ -255,12 +276,8 @@ fn measure_one_server_from_several_hosts() {
     let Some(redis) = SharedRedis::start(&lab) else {
         return;
     };
-    let rounds: usize = std::env::var("IOLAB_KV_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1);
-    let work = lab.dir.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    let rounds = measure_rounds();
+    let work = work_dir(&lab);
     println!("| workload | hosts | round | run ops/s (all hosts) | per host | run p99 us |");
     println!("|---|---|---|---|---|---|");
     for round in 1..=rounds {
@@ -273,18 +290,12 @@ fn measure_one_server_from_several_hosts() {
             for n in 1..=lab.hosts.len() {
                 let hosts: Vec<&str> = lab.hosts[..n].iter().map(|h| h.addr.as_str()).collect();
                 let out = lab.dir.path().join("m.json");
-                let o = kv(&lab, &hosts.join(","), &["--engine", "redis"])
-                    .args(["--server-url", &redis.url, "--threads", "4"])
+                let mut c = kv(&lab, &hosts.join(","), &["--engine", "redis"]);
+                c.args(["--server-url", &redis.url, "--threads", "4"])
                     .args(["-p", "recordcount=10000", "-p", "operationcount=100000000"])
                     .args(mix)
-                    .args(["--runtime", "5s", "--dir"])
-                    .arg(&work)
-                    .arg("--json")
-                    .arg(&out)
-                    .output()
-                    .unwrap();
-                assert!(o.status.success(), "{}", text(&o));
-                let r = Results::read(&out).unwrap();
+                    .args(["--runtime", "5s"]);
+                let r = run_json(c, &work, &out);
                 let run = &r.points[1];
                 let h = run.extra.hosts.as_ref().expect("the hosts' rows");
                 assert_exact(run, &h.per_host);
@@ -484,12 +495,8 @@ fn measure_hosts_and_instances() {
     let Some(lab) = fleet_common::lab(3, &[]) else {
         return;
     };
-    let work = lab.dir.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let rounds: usize = std::env::var("IOLAB_KV_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1);
+    let work = work_dir(&lab);
+    let rounds = measure_rounds();
     println!("| value | where | round | load ops/s (summed; ops / longest) | run ops/s (summed; ops / longest) | run p99 | run start skew | run CPU % | run ops per CPU-second | exact |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for round in 1..=rounds {
@@ -528,16 +535,8 @@ fn measure_hosts_and_instances() {
                         c
                     }
                 };
-                let o = c
-                    .args(&props)
-                    .args(["--instances", n, "--dir"])
-                    .arg(&work)
-                    .arg("--json")
-                    .arg(&out)
-                    .output()
-                    .unwrap();
-                assert!(o.status.success(), "{}", text(&o));
-                let r = Results::read(&out).unwrap();
+                c.args(&props).args(["--instances", n]);
+                let r = run_json(c, &work, &out);
                 let (load, run) = (&r.points[0], &r.points[1]);
                 for p in &r.points {
                     let rows = p
