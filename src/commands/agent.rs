@@ -14,6 +14,6 @@ pub fn run(_args: AgentArgs) -> anyhow::Result<()> {
         ));
     }
     // Hosts sharing one --server-url each keep their records apart.
-    crate::kv::engines::server_ns::name_namespaces_after_this_host();
+    crate::kv::engines::server_ns::name_namespaces_after_host(&crate::fleet::agent::this_hostname());
     crate::fleet::agent::serve(std::io::stdin(), std::io::stdout())
 }

@@ -116,6 +116,13 @@ struct DeviceWork {
     target: JobTarget,
 }
 
+/// This host's name, as the kernel has it (empty when unreadable).
+pub fn this_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// Run the agent on these streams until the control side says bye or goes away.
 pub fn serve(
     input: impl Read + Send + 'static,
@@ -125,9 +132,7 @@ pub fn serve(
     let hello = Hello {
         protocol: proto::PROTOCOL_VERSION,
         build: build::current()?,
-        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_default(),
+        hostname: this_hostname(),
         pid: std::process::id(),
     };
     send(&out, &Message::Hello(hello))?;

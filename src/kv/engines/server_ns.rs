@@ -14,10 +14,9 @@ use crate::servers::Server;
 /// This host's name in namespaces, when set (`iolab agent`).
 static HOST_TAG: OnceLock<String> = OnceLock::new();
 
-/// Name this process's namespaces after this host too.
-pub fn name_namespaces_after_this_host() {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let _ = HOST_TAG.set(host_tag(name.trim()));
+/// Name this process's namespaces after host `name` too.
+pub fn name_namespaces_after_host(name: &str) {
+    let _ = HOST_TAG.set(host_tag(name));
 }
 
 /// A host name as a namespace's part: lower-case letters, digits and
