@@ -317,9 +317,22 @@ pub(crate) fn check_outputs(dir: &Path, force: bool) -> anyhow::Result<()> {
             output::check(&dir.join(name), "--output", force, &[])?;
         }
     } else {
-        // Made later: the directory it is made in must take it.
-        let parent = output::parent_dir(dir);
-        output::writable_dir(dir, parent).map_err(|why| usage("--output", why))?;
+        // Made later, with any missing parents (`-o results/run-1` in a fresh
+        // clone has no results/): the nearest existing ancestor must take it.
+        let mut parent = output::parent_dir(dir).to_path_buf();
+        while !parent.exists() {
+            match parent.parent() {
+                Some(p) if !p.as_os_str().is_empty() => parent = p.to_path_buf(),
+                _ => parent = std::path::PathBuf::from("."),
+            }
+        }
+        if !parent.is_dir() {
+            return Err(usage(
+                "--output",
+                format!("{}: {} is not a directory", dir.display(), parent.display()),
+            ));
+        }
+        output::writable_dir(dir, &parent).map_err(|why| usage("--output", why))?;
     }
     Ok(())
 }
@@ -374,6 +387,8 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
         return Ok(());
     }
     interrupt::install();
+    let dir = out_dir(&a, remote.is_some());
+    check_outputs(&dir, a.force)?;
     let topts = if remote.is_some() {
         TargetOptions {
             path: Some(a.dir.clone()),
@@ -396,8 +411,6 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
             ..Default::default()
         }
     };
-    let dir = out_dir(&a, remote.is_some());
-    check_outputs(&dir, a.force)?;
     let target = dut::prepare(&topts, true, None, a.seed)?;
     let mut warnings = Vec::new();
     if explicit.is_none() {
