@@ -345,6 +345,30 @@ fn nbd_the_first_sigterm_stops_a_stalled_run() {
     assert!(!text(&o).contains("panicked"), "{}", text(&o));
 }
 
+/// A peer silent during the handshake (an NBD server that never greets, an
+/// NVMe/TCP controller that never answers ICReq), then SIGINT: exit 130
+/// long before the handshake's own 10 s timeout. It spun at 100% CPU
+/// forever: the stop came back as `Interrupted`, which read_exact retries.
+#[test]
+fn the_first_sigint_ends_a_handshake_with_a_silent_peer() {
+    let nbd_srv = nbd::serve(nbd::Play::Silent, 4);
+    let nvme_srv = nvme::serve(nvme::Play::NoIcResp, 4);
+    let nvme_url = format!("nvme-tcp://127.0.0.1:{}/{}", nvme_srv.port, nvme::NQN);
+    for url in [format!("nbd://127.0.0.1:{}/", nbd_srv.port), nvme_url] {
+        let dir = workdir();
+        let json = dir.path().join("r.json");
+        let child = device(
+            &["--target", &url, "--rw", "randread", "--runtime", "5m"],
+            &json,
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let o = ended_within(child, Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(130), "{url}: {}", text(&o));
+    }
+}
+
 /// `iolab serve --protocol nvme-tcp` on loopback; its child and URL.
 fn nvme_target(dir: &std::path::Path) -> (Child, String) {
     use std::io::BufRead;

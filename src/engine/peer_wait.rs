@@ -60,10 +60,7 @@ impl GiveUp {
     /// An error saying why (the engine adds the peer and what was in flight).
     pub fn error(self) -> io::Error {
         match self {
-            GiveUp::Stopped => io::Error::new(
-                io::ErrorKind::Interrupted,
-                "stopped by a signal while waiting on the peer's replies",
-            ),
+            GiveUp::Stopped => stopped("waiting on the peer's replies"),
             GiveUp::IoTimeout { waited_ns } => io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!(
@@ -80,6 +77,13 @@ impl GiveUp {
             ),
         }
     }
+}
+
+/// The error of a wait a signal ended. Never `ErrorKind::Interrupted`:
+/// `read_exact` and `write_all` retry that kind, so a stop during a
+/// handshake spun at 100% CPU instead of ending the wait.
+pub fn stopped(what: &str) -> io::Error {
+    io::Error::other(format!("stopped by a signal during {what}"))
 }
 
 /// The limits, and when a stop request was first seen.
@@ -148,14 +152,19 @@ pub struct Bounded<'a> {
 }
 
 impl Bounded<'_> {
-    fn io<T>(&mut self, mut op: impl FnMut(&TcpStream) -> io::Result<T>) -> io::Result<T> {
+    fn io<T>(&mut self, op: impl FnMut(&TcpStream) -> io::Result<T>) -> io::Result<T> {
+        self.io_with(interrupt::stop_requested, op)
+    }
+
+    fn io_with<T>(
+        &mut self,
+        stop_requested: impl Fn() -> bool,
+        mut op: impl FnMut(&TcpStream) -> io::Result<T>,
+    ) -> io::Result<T> {
         let wake = Duration::from_nanos(WAKE_NS as u64);
         loop {
-            if self.honour_stop && interrupt::stop_requested() {
-                return Err(io::Error::new(
-                    io::ErrorKind::Interrupted,
-                    format!("stopped by a signal during {}", self.what),
-                ));
+            if self.honour_stop && stop_requested() {
+                return Err(stopped(self.what));
             }
             let left = self.deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -237,6 +246,59 @@ mod tests {
             Err(GiveUp::Stopped)
         );
         let e = GiveUp::Stopped.error();
-        assert_eq!(e.kind(), io::ErrorKind::Interrupted);
+        assert_ne!(
+            e.kind(),
+            io::ErrorKind::Interrupted,
+            "read_exact retries it"
+        );
+    }
+
+    /// `Bounded` with a stop already requested (the process-wide flag
+    /// would stop every other test).
+    struct AlwaysStopped<'a>(Bounded<'a>);
+
+    impl Read for AlwaysStopped<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0.io_with(|| true, |mut s| s.read(buf))
+        }
+    }
+
+    impl Write for AlwaysStopped<'_> {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.io_with(|| true, |mut s| s.write(buf))
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A stop during a handshake ends `read_exact` and `write_all` at once
+    /// (they retry `Interrupted`, which spun forever on a silent peer).
+    #[test]
+    fn a_stop_ends_read_exact_and_write_all_on_a_silent_peer() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let _peer = l.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut b = AlwaysStopped(Bounded {
+                sock: &sock,
+                deadline,
+                honour_stop: true,
+                what: "a test",
+            });
+            let mut buf = [0u8; 8];
+            let read = b.read_exact(&mut buf).map_err(|e| e.kind());
+            let big = vec![0u8; 64 << 20];
+            let write = b.write_all(&big).map_err(|e| e.kind());
+            tx.send((read, write)).unwrap();
+        });
+        let (read, write) = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("read_exact/write_all still waiting after a stop");
+        assert_eq!(read, Err(io::ErrorKind::Other));
+        assert_eq!(write, Err(io::ErrorKind::Other));
     }
 }

@@ -24,6 +24,8 @@ use super::{release_pair, stall, Server};
 pub enum Play {
     /// Complete the handshake, read requests, never answer.
     Stall,
+    /// Accept the connection and never greet (a SIGSTOPped nbdkit).
+    Silent,
     /// Advertise an export of this many bytes, answer every request.
     Export(u64),
     /// Mutate one of the server's messages (handshake or reply, chosen
@@ -70,11 +72,15 @@ impl Speaker {
 }
 
 fn connection(s: TcpStream, play: Play, i: u64, released: &Mutex<Receiver<()>>) {
+    if matches!(play, Play::Silent) {
+        super::stall(&released.lock().unwrap());
+        return;
+    }
     let _ = s.set_read_timeout(Some(super::HOLD));
     let (size, seed) = match play {
         Play::Export(size) => (size, 0),
         Play::Fuzz(seed) => (1 << 20, seed ^ i.wrapping_mul(0x1234_5678_9abc)),
-        Play::Stall => (1 << 20, 0),
+        Play::Stall | Play::Silent => (1 << 20, 0),
     };
     let mut rng = Rng::new(seed);
     // Which of the first dozen messages is mutated.

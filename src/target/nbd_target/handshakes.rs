@@ -33,10 +33,8 @@ impl DeadlineStream<'_> {
     /// The time a call may wait now, or why it may not.
     fn wait_for(&self) -> io::Result<Duration> {
         if self.shared.stopping() {
-            return Err(io::Error::new(
-                io::ErrorKind::Interrupted,
-                "the target is stopping",
-            ));
+            // Not `Interrupted`: read_exact would retry it forever.
+            return Err(io::Error::other("the target is stopping"));
         }
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
