@@ -126,6 +126,22 @@ pub enum WorkerError {
     /// This worker did not run because another one failed to start.
     #[error("another worker failed to start")]
     Aborted,
+    /// A bug: the worker thread panicked (its message). The run ends with
+    /// exit 1 instead of hanging at the start barrier.
+    #[error("a worker panicked: {0}")]
+    Panicked(String),
+}
+
+impl WorkerError {
+    /// The error of a worker whose thread panicked with `payload`.
+    pub fn panicked(payload: &(dyn std::any::Any + Send)) -> WorkerError {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        WorkerError::Panicked(msg)
+    }
 }
 
 impl From<io::Error> for WorkerError {

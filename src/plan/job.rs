@@ -334,6 +334,9 @@ impl JobSpec {
         if self.bs.is_empty() {
             return Err(usage("--bs", "no block size given"));
         }
+        if self.bs.iter().any(|&(b, _)| b == 0) {
+            return Err(usage("--bs", "a block size of 0 bytes moves no data"));
+        }
         if self.large_blocks.is_some() && self.verify {
             return Err(usage(
                 "--verify",

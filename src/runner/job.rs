@@ -453,6 +453,11 @@ impl<C: Clock> JobCtx<'_, C> {
 
     /// One worker thread: set up, wait for the common start, run the loop.
     fn worker(&self, i: usize, fd: Option<OwnedFd>) -> WorkerResult {
+        let mut gate = StartGate {
+            barrier: &self.barrier,
+            stop: &self.stop,
+            waits_left: 2,
+        };
         let spec = self.spec;
         if let Some(cpus) = &spec.cpus {
             pin_to_cpu(cpus[i % cpus.len()]);
@@ -471,9 +476,7 @@ impl<C: Clock> JobCtx<'_, C> {
         let (mut pool, mut gen) = match state {
             Ok(v) => v,
             Err(e) => {
-                self.stop.store(true, Ordering::SeqCst);
-                self.barrier.wait();
-                self.barrier.wait();
+                drop(gate);
                 return WorkerResult {
                     rec,
                     log,
@@ -492,8 +495,8 @@ impl<C: Clock> JobCtx<'_, C> {
             pool_base: pool.base(),
             pool_len: pool.len(),
         };
-        self.barrier.wait();
-        self.barrier.wait();
+        gate.pass();
+        gate.pass();
         let t0 = self.start.load(Ordering::SeqCst);
         rec.start_at(t0 + spec.ramp_ns);
         let ls = self.loop_spec(i, t0);
@@ -608,7 +611,13 @@ fn supervise<C: Clock>(
     let d1 = disk.as_ref().and_then(|d| d.sample());
     let results: Vec<WorkerResult> = handles
         .into_iter()
-        .map(|h| h.join().expect("worker thread panicked"))
+        .map(|h| {
+            h.join().unwrap_or_else(|payload| WorkerResult {
+                rec: Recorder::new(0, 1),
+                log: None,
+                error: Some(WorkerError::panicked(payload.as_ref())),
+            })
+        })
         .collect();
     let cpu = ru1.since(&ru0, wall);
     let device = match (&disk, d0, d1) {
@@ -761,6 +770,34 @@ pub fn run_job_with_clock<C: Clock>(
     })
 }
 
+/// A worker's two waits at the start barrier. Whatever ends the worker
+/// before it passed them (an error, or a panic unwinding) stops the run and
+/// still arrives, so the main thread and the other workers never wait for
+/// a worker that is gone.
+struct StartGate<'a> {
+    barrier: &'a Barrier,
+    stop: &'a AtomicBool,
+    waits_left: u8,
+}
+
+impl StartGate<'_> {
+    fn pass(&mut self) {
+        self.waits_left -= 1;
+        self.barrier.wait();
+    }
+}
+
+impl Drop for StartGate<'_> {
+    fn drop(&mut self) {
+        if self.waits_left > 0 {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        while self.waits_left > 0 {
+            self.pass();
+        }
+    }
+}
+
 /// Tells the main thread that a worker ended, on every way out (even a panic).
 struct DoneSignal(std::sync::mpsc::Sender<()>);
 
@@ -786,5 +823,75 @@ fn pin_to_cpu(cpu: usize) {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fake::FakeScript;
+    use crate::engine::EngineKind;
+    use crate::plan::job::StopCondition;
+
+    /// A worker that panics after the start (a fake device with no service
+    /// times divides by zero) ends the job with its message; it panicked
+    /// the main thread in `join().expect`.
+    #[test]
+    fn a_worker_panic_ends_the_job_with_its_message() {
+        let spec = JobSpec {
+            name: "panics".into(),
+            engine: EngineKind::Fake,
+            fake: Some(FakeScript {
+                latencies_ns: Vec::new(),
+                servers: 1,
+                submit_ns: 0,
+            }),
+            jobs: 2,
+            stop: StopCondition {
+                runtime_ns: None,
+                io_count: Some(100),
+                io_bytes: None,
+            },
+            ..JobSpec::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = run_job(&spec, &Target::none(1 << 20), &RunOptions::default());
+            tx.send(r.map(|_| ()).map_err(|e| format!("{e:#}")))
+                .unwrap();
+        });
+        let r = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the job still waits for a panicked worker");
+        let e = r.unwrap_err();
+        assert!(e.contains("a worker panicked"), "{e}");
+    }
+
+    /// A worker gone before the start (an error or a panic while it set up)
+    /// still arrives at both barrier waits, so the others are released; a
+    /// panic there hung the run forever.
+    #[test]
+    fn a_worker_that_panics_before_the_start_releases_the_barrier() {
+        let barrier = std::sync::Arc::new(Barrier::new(2));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (b, s) = (barrier.clone(), stop.clone());
+        let worker = std::thread::spawn(move || {
+            let _gate = StartGate {
+                barrier: &b,
+                stop: &s,
+                waits_left: 2,
+            };
+            panic!("while setting up");
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            barrier.wait();
+            barrier.wait();
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("the main thread still waits at the barrier");
+        assert!(worker.join().is_err());
+        assert!(stop.load(Ordering::SeqCst));
     }
 }
