@@ -24,6 +24,7 @@ use anyhow::Context;
 
 use crate::error::usage;
 pub use crate::input::parent_dir;
+use crate::input::{wait_ready, StreamEnd};
 
 /// What the first KiB of a file iolab wrote contains: results JSON,
 /// fio-JSON export, HTML reports and comparisons.
@@ -202,11 +203,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             anyhow::bail!("{} is {kind}: not written", path.display());
         }
         if is_stream_kind(&meta) {
-            let mut f = open_stream(&resolved, meta.file_type().is_fifo())
+            let fifo = meta.file_type().is_fifo();
+            let mut f = open_stream(&resolved, fifo)
                 .with_context(|| format!("cannot open {}", path.display()))?;
-            return f
-                .write_all(bytes)
-                .with_context(|| format!("cannot write {}", path.display()));
+            if !fifo {
+                return f
+                    .write_all(bytes)
+                    .with_context(|| format!("cannot write {}", path.display()));
+            }
+            return write_fifo(&mut f, bytes).map_err(|e| match e {
+                StreamEnd::Stopped => anyhow::anyhow!(
+                    "cannot write {}: its reader read nothing for {} s after the stop signal",
+                    path.display(),
+                    FIFO_STOP_GRACE.as_secs()
+                ),
+                StreamEnd::Failed(e) => {
+                    anyhow::Error::new(e).context(format!("cannot write {}", path.display()))
+                }
+            });
         }
     }
     let dir = parent_dir(&resolved);
@@ -241,10 +255,9 @@ const FIFO_READER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Open a character device, or a FIFO without blocking: a FIFO nobody reads
 /// would block `open` for ever (and hold the run's end hostage), so it is
 /// opened with O_NONBLOCK, which fails at once without a reader (ENXIO);
-/// that is retried for `FIFO_READER_WAIT`, then refused saying why. The
-/// descriptor is made blocking again for the write.
+/// that is retried for `FIFO_READER_WAIT` (or until a stop signal), then
+/// refused saying why. The descriptor stays non-blocking (`write_fifo`).
 fn open_stream(path: &Path, fifo: bool) -> anyhow::Result<File> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     if !fifo {
         return Ok(OpenOptions::new().write(true).open(path)?);
@@ -258,7 +271,7 @@ fn open_stream(path: &Path, fifo: bool) -> anyhow::Result<File> {
         {
             Ok(f) => break f,
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-                if start.elapsed() >= FIFO_READER_WAIT {
+                if start.elapsed() >= FIFO_READER_WAIT || crate::interrupt::stop_requested() {
                     anyhow::bail!(
                         "it is a FIFO that nobody read within {} s (start its reader first, e.g. `cat {}`)",
                         FIFO_READER_WAIT.as_secs(),
@@ -270,14 +283,28 @@ fn open_stream(path: &Path, fifo: bool) -> anyhow::Result<File> {
             Err(e) => return Err(e.into()),
         }
     };
-    // SAFETY: fcntl on a descriptor this function owns.
-    unsafe {
-        let fl = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
-        if fl >= 0 {
-            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
+    Ok(f)
+}
+
+/// How long a FIFO's reader may stall once a signal asked the run to stop.
+const FIFO_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Write into a non-blocking FIFO between waits a signal ends: a reader
+/// that never reads held the run (and its scratch file) past the first
+/// SIGTERM.
+fn write_fifo(f: &mut File, mut bytes: &[u8]) -> Result<(), StreamEnd> {
+    use std::os::fd::AsRawFd;
+    while !bytes.is_empty() {
+        match f.write(bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait_ready(f.as_raw_fd(), libc::POLLOUT, FIFO_STOP_GRACE)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(StreamEnd::Failed(e)),
         }
     }
-    Ok(f)
+    Ok(())
 }
 
 /// Temporary files being written now, which a second Ctrl-C removes; once
