@@ -142,26 +142,81 @@ fn plausible_remote_dir(d: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
 }
 
+/// How long copying this build to a host may take (a login that never
+/// returns, such as an sshd ForceCommand, is given up after it).
+pub const DEPLOY_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Copy `local` to a new directory on `host`; the directory's path.
 pub fn deploy(host: &HostSpec, opts: &SshOptions, local: &Path) -> anyhow::Result<String> {
+    deploy_within(host, opts, local, DEPLOY_TIMEOUT)
+}
+
+fn deploy_within(
+    host: &HostSpec,
+    opts: &SshOptions,
+    local: &Path,
+    limit: Duration,
+) -> anyhow::Result<String> {
     let script = r#"umask 077 && d=$(mktemp -d "${TMPDIR:-/tmp}/iolab-fleet.XXXXXXXX") && { cat > "$d/iolab" && chmod 700 "$d/iolab" && echo "$d"; } || { rm -rf "$d"; exit 1; }"#;
     let file = std::fs::File::open(local)
         .map_err(|e| anyhow::anyhow!("--deploy: reading {}: {e}", local.display()))?;
-    let out = command(host, opts, script)
+    let mut child = command(host, opts, script)
         .stdin(Stdio::from(file))
         .stderr(Stdio::piped())
         .stdout(Stdio::piped())
-        .output()
+        .spawn()
         .map_err(|e| anyhow::anyhow!("starting {}: {e}", opts.ssh.display()))?;
-    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || !plausible_remote_dir(&dir) {
-        anyhow::bail!(
-            "copying iolab there failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let (stdout, stderr) = (StderrTail::default(), StderrTail::default());
+    if let Some(o) = child.stdout.take() {
+        stdout.follow(o);
+    }
+    if let Some(e) = child.stderr.take() {
+        stderr.follow(e);
+    }
+    let status = wait_or_kill(&mut child, limit).map_err(|why| match why {
+        Ended::Stopped => anyhow::Error::new(crate::error::Interrupted)
+            .context("stopped by a signal while copying iolab to the host (--deploy)"),
+        Ended::TimedOut => anyhow::anyhow!(
+            "copying iolab there (--deploy) took longer than {} s; ssh and its session were ended",
+            limit.as_secs()
+        ),
+    })?;
+    let dir = stdout.text();
+    if !status.success() || !plausible_remote_dir(&dir) {
+        anyhow::bail!("copying iolab there failed ({status}): {}", stderr.text());
     }
     Ok(dir)
+}
+
+/// Why `wait_or_kill` ended a child.
+enum Ended {
+    Stopped,
+    TimedOut,
+}
+
+/// Wait for `child` (an ssh in its own process group) at most `limit`,
+/// and no longer than the first stop signal: then kill its group, which
+/// ends the session on the host too, and reap it.
+fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<std::process::ExitStatus, Ended> {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Ok(s);
+        }
+        let why = if crate::interrupt::stop_requested() {
+            Ended::Stopped
+        } else if std::time::Instant::now() >= end {
+            Ended::TimedOut
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        // SAFETY: signalling the process group this child leads.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(why);
+    }
 }
 
 /// What runs the agent on the host: the deployed copy, removed by the
@@ -214,6 +269,45 @@ mod tests {
         assert!(a.windows(2).any(|w| w == ["-p", "2222"]));
         assert!(a.windows(2).any(|w| w == ["-l", "bob"]));
         assert!(!a.iter().any(|x| x.contains("StrictHostKeyChecking")));
+    }
+
+    /// A login that never returns (an sshd ForceCommand) was waited for
+    /// without a bound; now it is given up and its process group killed.
+    #[test]
+    fn a_deploy_whose_login_never_returns_is_given_up_and_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = dir.path().join("ssh");
+        let pidfile = dir.path().join("pid");
+        std::fs::write(
+            &ssh,
+            format!(
+                "#!/bin/sh\nsleep 600 &\necho $! > {}\nwait\n",
+                pidfile.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let opts = SshOptions {
+            ssh: ssh.clone(),
+            ..SshOptions::default()
+        };
+        let h = super::super::hosts::parse_host("h1", "--hosts").unwrap();
+        let t = std::time::Instant::now();
+        let e = deploy_within(&h, &opts, &ssh, Duration::from_secs(1)).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+        assert!(format!("{e:#}").contains("longer than 1 s"), "{e:#}");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "));
+        assert!(!alive, "the login's child {pid} still runs");
     }
 
     #[test]
