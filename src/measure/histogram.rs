@@ -3,6 +3,7 @@
 //! at ~0.78%), and the summary statistics iolab reports from them.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 
 use anyhow::Context;
 use base64::Engine as _;
@@ -116,10 +117,15 @@ impl LatencyHistogram {
         }
     }
 
+    /// Decode what `encode` wrote. The header is inflated under a bound and
+    /// checked (bounds, precision, payload length) first: hdrhistogram
+    /// allocates whatever range the header claims, and a 10 KB results
+    /// file claiming 4 GiB took 4 GB of memory in `report`.
     pub fn decode(s: &str) -> anyhow::Result<LatencyHistogram> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(s)
             .context("histogram is not valid base64")?;
+        check_header(&bytes).map_err(|why| anyhow::anyhow!("histogram refused: {why}"))?;
         let h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| anyhow::anyhow!("histogram does not decode: {e:?}"))?;
@@ -192,6 +198,63 @@ impl LatStats {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         pts
     }
+}
+
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+const V2_HEADER: usize = 40;
+/// iolab records 1 ns .. 1 h (`MAX_NS`); 2^44 ns (~4.9 h) leaves room and
+/// bounds the counts array.
+const MAX_HIGH: u64 = 1 << 44;
+const MAX_SIGFIG: u32 = 3;
+/// Zig-zag varints of at most ~40k buckets.
+const MAX_INFLATED: u64 = 1 << 20;
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn be64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
+fn check_header(bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() < 8 || be32(bytes) != V2_COMPRESSED_COOKIE {
+        return Err("not an HDR V2 deflate histogram".into());
+    }
+    let compressed = be32(&bytes[4..]) as usize;
+    if compressed > bytes.len() - 8 {
+        return Err("compressed length beyond the data".into());
+    }
+    let mut inflated = Vec::new();
+    flate2::read::ZlibDecoder::new(&bytes[8..8 + compressed])
+        .take(MAX_INFLATED + 1)
+        .read_to_end(&mut inflated)
+        .map_err(|e| format!("does not inflate: {e}"))?;
+    if inflated.len() as u64 > MAX_INFLATED {
+        return Err(format!("inflates beyond {MAX_INFLATED} bytes"));
+    }
+    if inflated.len() < V2_HEADER || be32(&inflated) != V2_COOKIE {
+        return Err("no HDR V2 header inside".into());
+    }
+    let payload = be32(&inflated[4..]) as usize;
+    let sigfig = be32(&inflated[12..]);
+    let low = be64(&inflated[16..]);
+    let high = be64(&inflated[24..]);
+    if payload != inflated.len() - V2_HEADER {
+        return Err(format!(
+            "payload length {payload} but {} bytes follow",
+            inflated.len() - V2_HEADER
+        ));
+    }
+    if !(1..=MAX_SIGFIG).contains(&sigfig) || low < 1 || high > MAX_HIGH || high < 2 * low {
+        return Err(format!(
+            "bounds {low}..{high} ns at {sigfig} digits are not an iolab histogram's"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
