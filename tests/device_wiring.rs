@@ -528,6 +528,8 @@ fn breakdown_as_non_root_runs_untraced() {
     let json = dir.path().join("r.json");
     let o = Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        // Its crash records in the test's directory, not a /tmp/iolab-65534 left behind.
+        .env("IOLAB_STATE_DIR", dir.path().join("state"))
         .arg(env!("CARGO_BIN_EXE_iolab"))
         .args([
             "device",

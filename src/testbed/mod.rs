@@ -22,6 +22,7 @@ pub mod process;
 pub mod records;
 pub mod scheduler;
 pub mod scratch_dir;
+pub mod tracefs_share;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

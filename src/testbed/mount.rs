@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::tracefs_share::TracefsShare;
 use super::Resource;
 
 /// Where tracefs lives: the one filesystem iolab may mount outside its own
@@ -13,15 +14,25 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// Unmounts its path on drop if iolab mounted it. Hold one for the whole
 /// session: tracefs instances come and go per job, the mount outlives them.
-pub struct MountGuard(Option<PathBuf>);
+/// With a share of tracefs (`tracefs_share`), the last run out unmounts it
+/// instead, whichever run mounted it.
+pub struct MountGuard(Option<PathBuf>, Option<TracefsShare>);
 
 impl MountGuard {
     /// Take charge of `path`, which iolab just mounted (`None`: nothing to undo).
     pub fn adopt(path: Option<PathBuf>) -> MountGuard {
+        Self::adopt_shared(path, None)
+    }
+
+    /// As `adopt`, for a run holding a share of the mount.
+    pub fn adopt_shared(path: Option<PathBuf>, share: Option<TracefsShare>) -> MountGuard {
         if let Some(p) = &path {
             super::register(Resource::Mount(p.clone()));
+            if let Some(s) = &share {
+                s.mounted_it();
+            }
         }
-        MountGuard(path)
+        MountGuard(path, share)
     }
 
     pub fn mounted_by_us(&self) -> bool {
@@ -31,8 +42,16 @@ impl MountGuard {
 
 impl Drop for MountGuard {
     fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            unmount(&p);
+        let ours = self.0.take();
+        match self.1.take() {
+            Some(share) => share.leave(),
+            None => {
+                if let Some(p) = &ours {
+                    unmount(p);
+                }
+            }
+        }
+        if let Some(p) = ours {
             super::release(&Resource::Mount(p));
         }
     }

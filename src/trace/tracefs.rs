@@ -22,12 +22,26 @@ pub struct Capabilities {
     pub tracefs: Option<PathBuf>,
     pub mounted_by_us: bool,
     pub why_not: Option<String>,
+    /// This run's share of tracefs with other runs (handed to the mount guard).
+    pub share: Option<std::sync::Arc<crate::testbed::tracefs_share::TracefsShare>>,
 }
 
 /// Check root and tracefs; mount tracefs if it is not mounted (needs root).
 pub fn probe() -> Capabilities {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
+    let share = root.then(crate::testbed::tracefs_share::join).flatten();
+    let caps = probe_mount(root);
+    if let Some(s) = &share {
+        s.shared();
+    }
+    Capabilities {
+        share: share.map(std::sync::Arc::new),
+        ..caps
+    }
+}
+
+fn probe_mount(root: bool) -> Capabilities {
     let base = Path::new(TRACEFS);
     if base.join("instances").is_dir() {
         return Capabilities {
@@ -35,6 +49,7 @@ pub fn probe() -> Capabilities {
             tracefs: Some(base.to_path_buf()),
             mounted_by_us: false,
             why_not: if root { None } else { Some("not root".into()) },
+            share: None,
         };
     }
     if !root {
@@ -43,6 +58,7 @@ pub fn probe() -> Capabilities {
             tracefs: None,
             mounted_by_us: false,
             why_not: Some("not root: tracing needs root".into()),
+            share: None,
         };
     }
     let r = std::process::Command::new("mount")
@@ -54,12 +70,14 @@ pub fn probe() -> Capabilities {
             tracefs: Some(base.to_path_buf()),
             mounted_by_us: true,
             why_not: None,
+            share: None,
         },
         _ => Capabilities {
             root,
             tracefs: None,
             mounted_by_us: false,
             why_not: Some(format!("cannot mount tracefs at {TRACEFS}")),
+            share: None,
         },
     }
 }
@@ -218,7 +236,11 @@ impl Capabilities {
     /// Hand the "mounted by us" duty to a guard that unmounts at the end.
     pub fn take_mount(&mut self) -> MountGuard {
         let ours = std::mem::take(&mut self.mounted_by_us);
-        MountGuard::adopt(ours.then(|| std::path::PathBuf::from(TRACEFS)))
+        let share = self
+            .share
+            .take()
+            .and_then(|s| std::sync::Arc::try_unwrap(s).ok());
+        MountGuard::adopt_shared(ours.then(|| std::path::PathBuf::from(TRACEFS)), share)
     }
 }
 
