@@ -1,0 +1,235 @@
+//! Faults found from outside (issue 43): the README's first command on a
+//! clean clone, signals during waits, hostile files. Each test is named
+//! after the fault it pins down and failed before its fix.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{have, text, workdir};
+
+/// `make run` in a fresh clone: `results/` is ignored by git, so a clone
+/// has none, and the run must make it (it was exit 2, "cannot write in
+/// directory results"), leaving no scratch directory behind.
+#[test]
+fn make_run_works_in_a_clone_without_a_results_directory() {
+    if !have("make") {
+        eprintln!("skipped: make is not installed");
+        return;
+    }
+    let w = workdir();
+    let clone = w.path().join("clone");
+    std::fs::create_dir_all(clone.join("target/release")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile"),
+        clone.join("Makefile"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_iolab"),
+        clone.join("target/release/iolab"),
+    )
+    .unwrap();
+    let scratch = w.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    // -o: the binary is given, so neither the deps nor the build run.
+    let o = Command::new("make")
+        .current_dir(&clone)
+        .args(["-s", "-o", "deps", "-o", "build", "run", "RUN_BUDGET=2s"])
+        .arg("RUN_FLAGS=--size 16m --quiet")
+        .arg(format!("RUN_DIR={}", scratch.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "make run: {}", text(&o));
+    let runs: Vec<_> = std::fs::read_dir(clone.join("results"))
+        .expect("make run made results/")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    for f in ["results.json", "report.html"] {
+        assert!(runs[0].join(f).is_file(), "{f} in {}", runs[0].display());
+    }
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "the temporary run directory stays: {left:?}"
+    );
+}
+
+/// `iolab run -o a/b/c` makes the missing parents, and refuses before it
+/// prepares the scratch file when the nearest existing one cannot take it.
+#[test]
+fn run_output_is_checked_before_the_scratch_file_is_prepared() {
+    let w = workdir();
+    let blocker = w.path().join("file");
+    std::fs::write(&blocker, b"x").unwrap();
+    let out = blocker.join("deeper/run");
+    let o = common::iolab(&[
+        "run",
+        w.path().to_str().unwrap(),
+        "--budget",
+        "2s",
+        "--size",
+        "16m",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("--output"), "{t}");
+    assert!(!t.contains("preparing"), "prepared before refusing: {t}");
+}
+
+/// A fio job's block size of 0 passed `--dry-run`, then a worker divided
+/// by zero and the run hung ignoring SIGTERM. The job file's values get
+/// the checks the flags get: exit 2 naming the key, dry run or not.
+#[test]
+fn a_zero_block_size_in_a_fio_job_is_refused_naming_the_key() {
+    let w = workdir();
+    for (key, line) in [
+        ("bs", "bs=0"),
+        ("blocksize", "blocksize=0"),
+        ("bssplit", "bssplit=0/100"),
+    ] {
+        let job = w.path().join(format!("{key}.fio"));
+        std::fs::write(&job, format!("[j]\nrw=randread\n{line}\nsize=16m\n")).unwrap();
+        for dry in [true, false] {
+            let mut args = vec![
+                "device",
+                "--fio-job",
+                job.to_str().unwrap(),
+                "--target",
+                w.path().to_str().unwrap(),
+                "--io-count",
+                "100",
+                "--quiet",
+            ];
+            if dry {
+                args.push("--dry-run");
+            }
+            let o = common::iolab(&args);
+            assert_eq!(o.status.code(), Some(2), "{line} dry={dry}: {}", text(&o));
+            assert!(text(&o).contains(&format!("{key}:")), "{}", text(&o));
+            assert!(!text(&o).contains("panicked"), "{}", text(&o));
+        }
+    }
+    let o = common::iolab(&[
+        "device",
+        "--bs",
+        "0",
+        "--engine",
+        "null",
+        "--io-count",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Signal `child` with `sig` and wait at most `ceiling` for it to end.
+fn signal_and_wait(
+    mut child: std::process::Child,
+    sig: i32,
+    ceiling: std::time::Duration,
+) -> std::process::Output {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > ceiling {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("still running {ceiling:?} after the signal: {}", text(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Every file iolab reads, given a FIFO nobody writes: the first SIGINT
+/// ends the wait (they blocked in open() past it).
+#[test]
+fn the_first_sigint_ends_a_wait_for_an_input_fifo() {
+    let w = workdir();
+    let fifo = w.path().join("in.fifo");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    let hosts = format!("@{f}");
+    let cases: [&[&str]; 4] = [
+        &["report", f],
+        &["device", "--fio-job", f, "--engine", "null"],
+        &["kv", "-P", f, "--engine", "null"],
+        &[
+            "device",
+            "--hosts",
+            &hosts,
+            "--engine",
+            "null",
+            "--io-count",
+            "10",
+        ],
+    ];
+    for args in cases {
+        let child = spawn(args);
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let o = signal_and_wait(child, libc::SIGINT, std::time::Duration::from_secs(20));
+        // Commands that only print keep SIGINT's default: killed by it.
+        use std::os::unix::process::ExitStatusExt;
+        let stopped = o.status.code() == Some(130) || o.status.signal() == Some(libc::SIGINT);
+        assert!(stopped, "{args:?}: {:?} {}", o.status, text(&o));
+    }
+}
+
+/// `device --json FIFO` whose reader never reads: the write blocked for
+/// ever, holding the scratch file, and the first SIGTERM was ignored.
+#[test]
+fn the_first_sigterm_ends_a_write_into_a_fifo_nobody_reads() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let w = workdir();
+    let fifo = w.path().join("out.fifo");
+    mkfifo(&fifo);
+    // The reader: opened, its pipe as small as Linux allows, never read.
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    // SAFETY: fcntl on a descriptor this test owns.
+    unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    let scratch = w.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let child = spawn(&[
+        "device",
+        "--target",
+        scratch.to_str().unwrap(),
+        "--size",
+        "16m",
+        "--runtime",
+        "1s",
+        "--json",
+        fifo.to_str().unwrap(),
+        "--quiet",
+    ]);
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let o = signal_and_wait(child, libc::SIGTERM, std::time::Duration::from_secs(20));
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(left.is_empty(), "the scratch file stays: {left:?}");
+    drop(reader);
+}
