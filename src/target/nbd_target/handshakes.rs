@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::reactor::NbdNewConnection;
 use super::NbdShared;
 use crate::target::nbd_negotiate::{self, Negotiation};
-use crate::target::serving::{self, Handoff, Port};
+use crate::target::serving::{self, ConnPermit, Handoff, Port};
 
 /// A blocking read or write waits this long at most before checking the
 /// deadline and whether the target stops.
@@ -99,6 +99,7 @@ impl Drop for Negotiating {
 fn negotiate_and_hand(
     sock: TcpStream,
     peer: SocketAddr,
+    permit: ConnPermit,
     shared: &NbdShared,
     to: &Port<NbdNewConnection>,
 ) {
@@ -119,6 +120,7 @@ fn negotiate_and_hand(
                 sock,
                 peer,
                 structured,
+                permit,
             };
             to.hand(conn);
         }
@@ -141,8 +143,9 @@ pub fn accept_loop(
     let stopping = shared.clone();
     let r = serving::accept_loop(
         listener,
+        &serving::ConnLimits::standard(),
         move || stopping.stopping(),
-        |sock, peer| {
+        |sock, peer, permit| {
             if negotiating.load(Ordering::SeqCst) >= shared.max_negotiating {
                 if !said_full {
                     eprintln!(
@@ -163,7 +166,7 @@ pub fn accept_loop(
                 .stack_size(256 << 10)
                 .spawn(move || {
                     let _slot = slot;
-                    negotiate_and_hand(sock, peer, &shared, &to);
+                    negotiate_and_hand(sock, peer, permit, &shared, &to);
                 });
             if let Err(e) = spawned {
                 eprintln!("iolab serve: no thread for the handshake with {peer}: {e}; closed");

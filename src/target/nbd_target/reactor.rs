@@ -30,8 +30,8 @@ use io_uring::{opcode, types};
 use super::NbdShared;
 use crate::proto::nbd as codec;
 use crate::target::serving::{
-    self, file_entry, split, user_data, Connection, FileOp, Inbox, Protocol, SlotMemory, KIND_FILE,
-    KIND_RECV, KIND_SEND,
+    self, file_entry, split, user_data, ConnPermit, Connection, FileOp, Inbox, Protocol,
+    SlotMemory, KIND_FILE, KIND_RECV, KIND_SEND,
 };
 use crate::target::stamps::{self, TargetStamp};
 
@@ -40,6 +40,8 @@ pub struct NbdNewConnection {
     pub sock: TcpStream,
     pub peer: SocketAddr,
     pub structured: bool,
+    /// Its place under the target's connection caps, held until it closes.
+    pub permit: ConnPermit,
 }
 
 /// Replies gathered into one sendmsg at most.
@@ -70,6 +72,7 @@ struct Slot {
 pub struct NbdConn {
     sock: TcpStream,
     peer: SocketAddr,
+    _permit: ConnPermit,
     structured: bool,
     inbox: Inbox,
     /// The client disconnected (or the target stops): take no new requests.
@@ -444,6 +447,7 @@ impl Protocol for Nbd {
         Ok(NbdConn {
             sock: n.sock,
             peer: n.peer,
+            _permit: n.permit,
             structured: n.structured,
             inbox: Inbox::new(rx_len),
             closing: false,

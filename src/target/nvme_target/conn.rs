@@ -9,13 +9,15 @@ use std::net::{SocketAddr, TcpStream};
 use super::MAX_TRANSFER;
 use crate::proto::nvme::codec::{self, Cqe, DataHeader, Digests};
 use crate::target::nvme_controller::{Controller, IN_CAPSULE};
-use crate::target::serving::{Inbox, SlotMemory};
+use crate::target::serving::{ConnPermit, Inbox, SlotMemory};
 use crate::target::stamps::TargetStamp;
 
 /// A connection handed over by the acceptor (nothing exchanged yet).
 pub struct NvmeNewConnection {
     pub sock: TcpStream,
     pub peer: SocketAddr,
+    /// Its place under the target's connection caps, held until it closes.
+    pub permit: ConnPermit,
 }
 
 /// Most data per H2CData PDU the target accepts (ICResp's MAXH2CDATA).
@@ -94,6 +96,7 @@ impl QueueRole {
 pub struct NvmeConn {
     pub(super) sock: TcpStream,
     pub(super) peer: SocketAddr,
+    pub(super) _permit: ConnPermit,
     pub(super) digests: Digests,
     /// The host's data alignment for C2HData (HPDA).
     pub(super) hpda: u8,

@@ -183,9 +183,10 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
     let running = serving::start("nvme", &control, reactors, move |mut handoff| {
         serving::accept_loop(
             listener,
+            &serving::ConnLimits::standard(),
             move || stopping.stopping(),
-            |sock, peer| {
-                handoff.hand(reactor::NvmeNewConnection { sock, peer });
+            |sock, peer, permit| {
+                handoff.hand(reactor::NvmeNewConnection { sock, peer, permit });
                 Ok(())
             },
         )

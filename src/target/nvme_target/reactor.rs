@@ -545,6 +545,7 @@ impl Protocol for Nvme {
         Ok(NvmeConn {
             sock: n.sock,
             peer: n.peer,
+            _permit: n.permit,
             digests: Digests::default(),
             hpda: 0,
             queue: QueueRole::New,

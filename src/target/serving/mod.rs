@@ -4,18 +4,21 @@
 //! connections; the substrate owns the sockets, threads, limits and stop.
 //! `backing` (the file or device opened with O_DIRECT, slot memory),
 //! `ring` (a reactor's io_uring, its wake-up eventfd, user data),
-//! `inbox` (a connection's receive buffer), `reactor` (the loop, the
+//! `inbox` (a connection's receive buffer), `limits` (the caps on
+//! connections, in total and per peer), `reactor` (the loop, the
 //! connection table, the stall cut-off), `target` (the reactor threads,
 //! the acceptor and its handoff, `Running`: stop and Drop).
 
 mod backing;
 mod inbox;
+mod limits;
 mod reactor;
 mod ring;
 mod target;
 
 pub use backing::{backing_size, file_entry, open_backing, FileOp, SlotMemory};
 pub use inbox::Inbox;
+pub use limits::{ConnLimits, ConnPermit, MAX_CONNECTIONS, MAX_PER_PEER};
 pub use reactor::{Connection, Io, Protocol};
 pub use ring::{split, user_data, Ring, KIND_FILE, KIND_RECV, KIND_SEND};
 pub use target::{accept_loop, start, Control, Handoff, Port, Running};

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use super::limits::{ConnLimits, ConnPermit};
 use super::reactor::{stall_timeout_ns, Protocol, Reactor};
 use super::ring::{wake, waker};
 
@@ -170,12 +171,15 @@ fn join_all(threads: Vec<JoinHandle<io::Result<()>>>) -> anyhow::Result<()> {
 }
 
 /// Accept connections on the non-blocking `listener` until `stopping`,
-/// each made blocking with TCP_NODELAY and given to `hand`.
+/// each admitted under `limits` (else closed at once, said once), made
+/// blocking with TCP_NODELAY and given to `hand` with its permit.
 pub fn accept_loop(
     listener: TcpListener,
+    limits: &Arc<ConnLimits>,
     stopping: impl Fn() -> bool,
-    mut hand: impl FnMut(TcpStream, SocketAddr) -> io::Result<()>,
+    mut hand: impl FnMut(TcpStream, SocketAddr, ConnPermit) -> io::Result<()>,
 ) -> io::Result<()> {
+    let mut said_refused = false;
     while !stopping() {
         let mut pfd = libc::pollfd {
             fd: listener.as_raw_fd(),
@@ -196,11 +200,21 @@ pub fn accept_loop(
             }
             Err(e) => return Err(e),
         };
+        let permit = match limits.admit(peer.ip()) {
+            Ok(p) => p,
+            Err(why) => {
+                if !said_refused {
+                    eprintln!("iolab serve: closing a connection from {peer}: {why} (said once)");
+                    said_refused = true;
+                }
+                continue;
+            }
+        };
         // A socket that cannot be set up is that connection's problem only.
         if sock.set_nonblocking(false).is_err() || sock.set_nodelay(true).is_err() {
             continue;
         }
-        hand(sock, peer)?;
+        hand(sock, peer, permit)?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ struct Echo;
 struct EchoConn {
     sock: TcpStream,
     peer: SocketAddr,
+    _permit: ConnPermit,
     inbox: Inbox,
     out: Vec<u8>,
     sending: bool,
@@ -38,17 +39,18 @@ impl Connection for EchoConn {
 }
 
 impl Protocol for Echo {
-    type Handed = (TcpStream, SocketAddr);
+    type Handed = (TcpStream, SocketAddr, ConnPermit);
     type Conn = EchoConn;
 
     fn ring_entries(&self) -> u32 {
         64
     }
 
-    fn adopt(&mut self, (sock, peer): Self::Handed, _now: u64) -> io::Result<EchoConn> {
+    fn adopt(&mut self, (sock, peer, permit): Self::Handed, _now: u64) -> io::Result<EchoConn> {
         Ok(EchoConn {
             sock,
             peer,
+            _permit: permit,
             inbox: Inbox::new(4096),
             out: Vec::new(),
             sending: false,
@@ -108,6 +110,10 @@ impl Protocol for Echo {
 }
 
 fn echo_target() -> (SocketAddr, Running) {
+    echo_target_with(ConnLimits::standard())
+}
+
+fn echo_target_with(limits: std::sync::Arc<ConnLimits>) -> (SocketAddr, Running) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -116,15 +122,38 @@ fn echo_target() -> (SocketAddr, Running) {
     let running = start("echo", &control, vec![Echo, Echo], move |mut handoff| {
         accept_loop(
             listener,
+            &limits,
             move || stopping.stopping(),
-            |sock, peer| {
-                handoff.hand((sock, peer));
+            |sock, peer, permit| {
+                handoff.hand((sock, peer, permit));
                 Ok(())
             },
         )
     })
     .unwrap();
     (addr, running)
+}
+
+/// A connection beyond the caps is closed at accept; one closed gives its
+/// place back.
+#[test]
+fn connections_beyond_the_cap_are_closed_and_places_come_back() {
+    let limits = ConnLimits::new(8, 2);
+    let (addr, running) = echo_target_with(limits.clone());
+    let mut a = TcpStream::connect(addr).unwrap();
+    let mut b = TcpStream::connect(addr).unwrap();
+    assert_eq!(echoed(&mut a, b"a"), b"a");
+    assert_eq!(echoed(&mut b, b"b"), b"b");
+    let mut c = TcpStream::connect(addr).unwrap();
+    assert!(ended(&mut c), "a third connection from one peer is closed");
+    drop(a);
+    let t = std::time::Instant::now();
+    while limits.held() > 1 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut d = TcpStream::connect(addr).unwrap();
+    assert_eq!(echoed(&mut d, b"d"), b"d", "a place freed is taken again");
+    running.stop().unwrap();
 }
 
 fn echoed(s: &mut TcpStream, msg: &[u8]) -> Vec<u8> {
