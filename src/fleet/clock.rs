@@ -34,7 +34,27 @@ impl ClockOffset {
     pub fn to_control(&self, agent_ns: u64) -> u64 {
         (agent_ns as i128 - self.offset_ns as i128).max(0) as u64
     }
+
+    /// When a host that was told to start at `start_ns` (control clock)
+    /// says it started (`started_ns`, its own clock), relative to the
+    /// start; refused beyond `MAX_START_OFFSET_NS` either way (an agent
+    /// reporting started_ns = u64::MAX recorded a 6,112 s skew).
+    pub fn start_offset(&self, started_ns: u64, start_ns: u64) -> Result<i64, String> {
+        let off = started_ns as i128 - self.offset_ns as i128 - start_ns as i128;
+        if off.unsigned_abs() > MAX_START_OFFSET_NS as u128 {
+            return Err(format!(
+                "it reports starting {:.3} s from the common start (more than {} s): its clock or its report is wrong",
+                off as f64 / 1e9,
+                MAX_START_OFFSET_NS / 1_000_000_000
+            ));
+        }
+        Ok(off as i64)
+    }
 }
+
+/// How far from the common start a host may say it started: agents sleep
+/// until the start instant, so real offsets are microseconds to a few ms.
+pub const MAX_START_OFFSET_NS: u64 = 10_000_000_000;
 
 /// The estimate from the probe with the smallest round trip; `None` with no
 /// usable sample (a reply received before it was sent is not usable).
@@ -115,5 +135,19 @@ mod tests {
             received_ns: 4,
         }];
         assert!(estimate(&backwards).is_none());
+    }
+
+    #[test]
+    fn a_start_far_from_the_common_start_is_refused() {
+        let c = ClockOffset {
+            offset_ns: 1_000,
+            uncertainty_ns: 10,
+            rtt_ns: 20,
+            probes: 4,
+        };
+        assert_eq!(c.start_offset(5_000_001_000, 5_000_000_000), Ok(0));
+        assert_eq!(c.start_offset(5_000_501_000, 5_000_000_000), Ok(500_000));
+        assert!(c.start_offset(u64::MAX, 5_000_000_000).is_err());
+        assert!(c.start_offset(0, 50_000_000_000).is_err());
     }
 }

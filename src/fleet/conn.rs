@@ -29,7 +29,10 @@ impl Conn {
         reader: impl Read + Send + 'static,
         writer: impl Write + Send + 'static,
     ) -> Conn {
-        let (tx, rx) = mpsc::sync_channel(64);
+        // A rendezvous: the reader holds at most the one message it waits
+        // to hand over (with 64 queued, an agent sending 16 MiB results
+        // nobody asked for took the control side past 1 GB).
+        let (tx, rx) = mpsc::sync_channel(0);
         let name = format!("fleet-rx-{host}");
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
             let mut r = std::io::BufReader::with_capacity(64 << 10, reader);
@@ -157,5 +160,57 @@ pub fn unexpected(host: &str, got: Message, wanted: &str) -> anyhow::Error {
             host,
             format!("expected {wanted} from the agent, got {}", other.name()),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    /// An agent that sends the same frame for ever; counts what was read.
+    struct Flood {
+        frame: Vec<u8>,
+        at: usize,
+        read: Arc<AtomicU64>,
+    }
+
+    impl Read for Flood {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.frame.len() - self.at);
+            buf[..n].copy_from_slice(&self.frame[self.at..self.at + n]);
+            self.at = (self.at + n) % self.frame.len();
+            self.read.fetch_add(n as u64, Ordering::SeqCst);
+            Ok(n)
+        }
+    }
+
+    /// Messages nobody receives are not read ahead: at most the one the
+    /// reader holds, the one it decodes and its 64 KiB buffer.
+    #[test]
+    fn messages_nobody_receives_are_not_read_ahead() {
+        let mut frame = Vec::new();
+        let pad = "x".repeat(100_000);
+        proto::write_message(
+            &mut frame,
+            &Message::Error(proto::AgentError {
+                message: pad,
+                field: None,
+            }),
+        )
+        .unwrap();
+        let read = Arc::new(AtomicU64::new(0));
+        let flood = Flood {
+            frame: frame.clone(),
+            at: 0,
+            read: read.clone(),
+        };
+        let mut c = Conn::new("h".into(), flood, std::io::sink());
+        std::thread::sleep(Duration::from_millis(500));
+        let most = 3 * frame.len() as u64 + (64 << 10);
+        let got = read.load(Ordering::SeqCst);
+        assert!(got <= most, "read {got} bytes ahead (at most {most})");
+        assert!(matches!(c.try_recv(), Some(Ok(Message::Error(_)))));
     }
 }

@@ -346,10 +346,16 @@ impl Fleet {
         let mut points = Vec::with_capacity(self.agents.len());
         let mut lost = Vec::new();
         for ((a, clock), got) in self.agents.iter().zip(offsets).zip(gathered) {
+            let got = got.and_then(|r| {
+                let off = clock
+                    .start_offset(r.started_ns, start)
+                    .map_err(|why| super::conn::host_error(&a.name, why))?;
+                Ok((r, off))
+            });
             match got {
-                Ok(r) => points.push(HostPoint {
+                Ok((r, start_offset_ns)) => points.push(HostPoint {
                     host: a.name.clone(),
-                    start_offset_ns: clock.to_control(r.started_ns) as i64 - start as i64,
+                    start_offset_ns,
                     point: r.point,
                     clock,
                 }),
