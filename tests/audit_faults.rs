@@ -233,3 +233,95 @@ fn the_first_sigterm_ends_a_write_into_a_fifo_nobody_reads() {
     assert!(left.is_empty(), "the scratch file stays: {left:?}");
     drop(reader);
 }
+
+/// An HDR V2 histogram whose header claims a 4 GiB payload (hdrhistogram
+/// allocates what the header says before it reads), and one whose bounds
+/// would make a counts array of gigabytes.
+fn hostile_histograms() -> Vec<String> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Serializer;
+    use std::io::Write;
+    let mut header = Vec::new();
+    header.extend_from_slice(&0x1c84_9313u32.to_be_bytes());
+    header.extend_from_slice(&0xFFFF_FF00u32.to_be_bytes()); // payload length
+    header.extend_from_slice(&0u32.to_be_bytes()); // normalizing offset
+    header.extend_from_slice(&3u32.to_be_bytes()); // significant digits
+    header.extend_from_slice(&1u64.to_be_bytes()); // lowest
+    header.extend_from_slice(&3_600_000_000_000u64.to_be_bytes()); // highest
+    header.extend_from_slice(&1.0f64.to_bits().to_be_bytes());
+    header.extend_from_slice(&[2, 0, 0, 0]);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(&header).unwrap();
+    let compressed = z.finish().unwrap();
+    let mut claims = Vec::new();
+    claims.extend_from_slice(&0x1c84_9314u32.to_be_bytes());
+    claims.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+    claims.extend_from_slice(&compressed);
+    let wide = hdrhistogram::Histogram::<u64>::new_with_bounds(1, u64::MAX / 2, 5).unwrap();
+    let mut buf = Vec::new();
+    hdrhistogram::serialization::V2DeflateSerializer::new()
+        .serialize(&wide, &mut buf)
+        .unwrap();
+    [claims, buf]
+        .iter()
+        .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+        .collect()
+}
+
+/// `report` and `compare` on a small results file whose histograms claim
+/// a huge payload, under a 2 GiB address-space limit: they took 4 GB (and
+/// aborted under `ulimit -v`); now the file is refused or the histogram
+/// skipped, and nothing aborts.
+#[test]
+fn report_and_compare_bound_memory_on_hostile_histograms() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let w = workdir();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/device-batching.json");
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let hostile = hostile_histograms();
+    for p in r["points"].as_array_mut().unwrap() {
+        p["histograms"]["read.lat"] = serde_json::Value::String(hostile[0].clone());
+        p["histograms"]["read.clat"] = serde_json::Value::String(hostile[1].clone());
+    }
+    let file = w.path().join("hostile.json");
+    std::fs::write(&file, serde_json::to_vec(&r).unwrap()).unwrap();
+    let f = file.to_str().unwrap();
+    let html = w.path().join("r.html");
+    let cases: [&[&str]; 3] = [
+        &["report", f, "--format", "text"],
+        &["report", f, "-o", html.to_str().unwrap()],
+        &["compare", f, f],
+    ];
+    for args in cases {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+        c.args(args);
+        // SAFETY: setrlimit in the child before exec; no allocation.
+        unsafe {
+            c.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: 2 << 30,
+                    rlim_max: 2 << 30,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &lim);
+                Ok(())
+            });
+        }
+        let o = c.output().unwrap();
+        assert_eq!(
+            o.status.signal(),
+            None,
+            "{args:?}: {:?} {}",
+            o.status,
+            text(&o)
+        );
+        assert!(
+            matches!(o.status.code(), Some(0..=2)),
+            "{args:?}: {:?} {}",
+            o.status,
+            text(&o)
+        );
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    }
+}
