@@ -79,11 +79,14 @@ pub struct NvmeShared {
     negotiation_deadline_ns: u64,
 }
 
-/// The live controllers by controller ID.
+/// The live controllers by controller ID, and their connected I/O queues
+/// (a queue ID once per controller: with QIDs at most 64, a controller
+/// holds at most 64 I/O queue connections).
 #[derive(Default)]
 struct Registry {
     next: u16,
     by_id: HashMap<u16, Controller>,
+    io_queues: std::collections::HashSet<(u16, u16)>,
 }
 
 impl NvmeShared {
@@ -124,6 +127,17 @@ impl NvmeShared {
     fn remove(&self, cntlid: u16) {
         let mut r = self.controllers.lock().expect("registry");
         r.by_id.remove(&cntlid);
+    }
+
+    /// Take I/O queue `qid` of controller `cntlid`; false if it is connected.
+    fn claim_queue(&self, cntlid: u16, qid: u16) -> bool {
+        let mut r = self.controllers.lock().expect("registry");
+        r.io_queues.insert((cntlid, qid))
+    }
+
+    fn release_queue(&self, cntlid: u16, qid: u16) {
+        let mut r = self.controllers.lock().expect("registry");
+        r.io_queues.remove(&(cntlid, qid));
     }
 }
 

@@ -70,7 +70,10 @@ impl Nvme {
         if let QueueRole::Admin { cntlid } = c.queue {
             self.shared.remove(cntlid);
         }
-        if let QueueRole::Io { .. } = c.queue {
+        if let QueueRole::Io { qid } = c.queue {
+            if let Some(ctrl) = &c.io_ctrl {
+                self.shared.release_queue(ctrl.cntlid, qid);
+            }
             stamps::save(self.shared.stamps.as_deref(), c.peer, &mut c.stamps);
         }
     }
@@ -275,10 +278,14 @@ impl Nvme {
             .with_controller(cntlid, |ctrl| (ctrl.admin(sqe, data), ctrl.clone()));
         match outcome {
             Some((Action::Reply { cqe, .. }, ctrl)) => {
+                if cqe.ok() && !self.shared.claim_queue(cntlid, qid) {
+                    return c.respond(&failed(sqe.cid(), SC_CONNECT_INVALID));
+                }
                 if cqe.ok() {
                     // Slots for the entries the host asked for, now.
                     if let Err(e) = c.take_slots(sqe.connect_sqsize() as usize + 1) {
                         eprintln!("iolab serve: {}: no memory for its queue: {e}", c.peer);
+                        self.shared.release_queue(cntlid, qid);
                         return c.respond(&failed(sqe.cid(), SC_INTERNAL));
                     }
                     c.queue = QueueRole::Io { qid };

@@ -132,6 +132,35 @@ fn connects_to_unknown_controllers_or_subsystems_are_refused() {
     t.stop().unwrap();
 }
 
+/// An I/O queue ID is connected once per controller (a host connecting
+/// queue 1 thousands of times grew the target without bound); closing it
+/// frees the ID.
+#[test]
+fn an_io_queue_id_is_connected_once_per_controller() {
+    let (_d, t) = serving(1, None);
+    let addr = t.addr.to_string();
+    let p = params(Digests::default());
+    let (_admin, info) = connect_admin(&addr, &p).unwrap();
+    let first = connect_io(&addr, &p, &info, 1).unwrap();
+    let e = connect_io(&addr, &p, &info, 1).err().unwrap();
+    assert!(
+        format!("{e:#}").contains("Connect: Invalid Parameters"),
+        "{e:#}"
+    );
+    drop(first);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut again = connect_io(&addr, &p, &info, 1);
+    while again.is_err() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        again = connect_io(&addr, &p, &info, 1);
+    }
+    assert!(
+        again.is_ok(),
+        "queue 1 free again after its connection closed"
+    );
+    t.stop().unwrap();
+}
+
 #[test]
 fn a_malformed_pdu_ends_only_its_connection() {
     let (_d, t) = serving(1, None);

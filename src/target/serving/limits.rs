@@ -9,10 +9,11 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 /// Connections a target holds at once (docs/safety.md).
-pub const MAX_CONNECTIONS: usize = 512;
+pub const MAX_CONNECTIONS: usize = 1024;
 /// Connections one peer address may hold at once: a Linux host opens one
-/// per CPU and controller, plus the admin queue.
-pub const MAX_PER_PEER: usize = 128;
+/// per CPU and controller, plus the admin queue (a 256-CPU host, two
+/// controllers: 514).
+pub const MAX_PER_PEER: usize = 512;
 
 /// The counts behind the caps.
 #[derive(Debug)]
