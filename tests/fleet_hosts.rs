@@ -509,3 +509,33 @@ fn a_host_killed_mid_point_makes_the_pass_partial_and_the_others_are_kept() {
     fleet.close();
     assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
 }
+
+/// A control side that goes silent (a partitioned host: its input never
+/// ends) is given up on: the agent tears down and exits after
+/// `CONTROL_SILENCE` without a keep-alive. It waited until the link came
+/// back (90 s+ in the audit, for ever if it never did).
+#[test]
+fn an_agent_whose_control_side_goes_silent_exits() {
+    let silence = iolab::fleet::proto::CONTROL_SILENCE;
+    let mut agent = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .arg("agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open and never written: silence, not an end.
+    let _input = agent.stdin.take().unwrap();
+    let t = std::time::Instant::now();
+    while agent.try_wait().unwrap().is_none() {
+        if t.elapsed() > silence * 4 {
+            let _ = agent.kill();
+            panic!("the agent still waits {:?} into the silence", t.elapsed());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = agent.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("silent for 30 s"), "{err}");
+}

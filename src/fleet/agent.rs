@@ -9,7 +9,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,10 +48,18 @@ enum Event {
 
 /// Read frames; answer clock probes at once; a stop or the end of input
 /// stops a running job through the process's stop flag.
-fn reader(mut input: impl Read, out: Out, tx: mpsc::Sender<Event>, served: Arc<AtomicBool>) {
+fn reader(
+    mut input: impl Read,
+    out: Out,
+    tx: mpsc::Sender<Event>,
+    served: Arc<AtomicBool>,
+    heard: Arc<AtomicU64>,
+) {
     loop {
         let m = proto::read_message(&mut input);
+        heard.store(mono_now_ns(), Ordering::SeqCst);
         match m {
+            Ok(Message::KeepAlive) => {}
             Ok(Message::ClockProbe { seq }) => {
                 let reply = Message::ClockReply(ClockReply {
                     seq,
@@ -80,6 +88,34 @@ fn reader(mut input: impl Read, out: Out, tx: mpsc::Sender<Event>, served: Arc<A
                 orphan_watchdog(&served);
                 return;
             }
+        }
+    }
+}
+
+/// The control side is silent (a partitioned host's input never ends): after
+/// `silence` without a message (keep-alives come every 5 s), stop the job
+/// and end the agent as if the input had closed.
+fn silence_watchdog(
+    silence: Duration,
+    heard: Arc<AtomicU64>,
+    tx: mpsc::Sender<Event>,
+    served: Arc<AtomicBool>,
+) {
+    loop {
+        std::thread::sleep(Duration::from_millis(250).min(silence));
+        if served.load(Ordering::SeqCst) {
+            return;
+        }
+        let quiet = mono_now_ns().saturating_sub(heard.load(Ordering::SeqCst));
+        if quiet >= silence.as_nanos() as u64 {
+            interrupt::request_stop();
+            let why = format!(
+                "the control side was silent for {} s (no keep-alive)",
+                silence.as_secs()
+            );
+            let _ = tx.send(Event::Ended(why));
+            orphan_watchdog(&served);
+            return;
         }
     }
 }
@@ -123,10 +159,20 @@ pub fn this_hostname() -> String {
         .unwrap_or_default()
 }
 
-/// Run the agent on these streams until the control side says bye or goes away.
+/// Run the agent on these streams until the control side says bye, goes
+/// away or is silent for `proto::CONTROL_SILENCE`.
 pub fn serve(
     input: impl Read + Send + 'static,
     output: impl Write + Send + 'static,
+) -> anyhow::Result<()> {
+    serve_within(input, output, proto::CONTROL_SILENCE)
+}
+
+/// `serve`, ending after `silence` without a message from the control side.
+pub fn serve_within(
+    input: impl Read + Send + 'static,
+    output: impl Write + Send + 'static,
+    silence: Duration,
 ) -> anyhow::Result<()> {
     let out: Out = Arc::new(Mutex::new(Box::new(output)));
     let hello = Hello {
@@ -140,9 +186,14 @@ pub fn serve(
     let rout = out.clone();
     let served = Served(Arc::new(AtomicBool::new(false)));
     let flag = served.0.clone();
+    let heard = Arc::new(AtomicU64::new(mono_now_ns()));
+    let (watch_heard, watch_tx, watch_flag) = (heard.clone(), tx.clone(), flag.clone());
     std::thread::Builder::new()
         .name("agent-rx".into())
-        .spawn(move || reader(input, rout, tx, flag))?;
+        .spawn(move || reader(input, rout, tx, flag, heard))?;
+    std::thread::Builder::new()
+        .name("agent-silence".into())
+        .spawn(move || silence_watchdog(silence, watch_heard, watch_tx, watch_flag))?;
     let mut target: Option<(DeviceWork, Target)> = None;
     let mut kv = KvSlot::default();
     // Serving an export and sampling the CPU, as a target host.

@@ -4,6 +4,7 @@
 
 use std::io::{Read, Write};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::proto::{self, Message, ProtoError};
@@ -13,10 +14,31 @@ pub fn host_error(host: &str, what: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("host {host}: {what}")
 }
 
+/// A host's input, shared with its keep-alive thread (which holds it
+/// weakly, so closing the connection still closes the agent's input).
+type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// Send `keep-alive` to the host every `KEEPALIVE_EVERY` until its input
+/// is closed or fails: its agent exits after `CONTROL_SILENCE` without
+/// one. A thread per host, so a host whose pipe blocks holds up no other.
+fn keep_alive(host: &str, input: Weak<Mutex<Box<dyn Write + Send>>>) {
+    let _ = std::thread::Builder::new()
+        .name(format!("fleet-ka-{host}"))
+        .stack_size(64 << 10)
+        .spawn(move || loop {
+            std::thread::sleep(proto::KEEPALIVE_EVERY);
+            let Some(w) = input.upgrade() else { return };
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            if proto::write_message(&mut *w, &Message::KeepAlive).is_err() {
+                return;
+            }
+        });
+}
+
 pub struct Conn {
     /// The host as the user named it (every error names it).
     pub host: String,
-    writer: Box<dyn Write + Send>,
+    writer: SharedWriter,
     rx: Receiver<Result<Message, ProtoError>>,
     /// The reader stopped after this (closed channel or a bad frame).
     ended: Option<String>,
@@ -47,16 +69,19 @@ impl Conn {
         let ended = spawned
             .err()
             .map(|e| format!("cannot start its reader thread: {e}"));
+        let writer: SharedWriter = Arc::new(Mutex::new(Box::new(writer)));
+        keep_alive(&host, Arc::downgrade(&writer));
         Conn {
             host,
-            writer: Box::new(writer),
+            writer,
             rx,
             ended,
         }
     }
 
     pub fn send(&mut self, m: &Message) -> anyhow::Result<()> {
-        proto::write_message(&mut self.writer, m)
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        proto::write_message(&mut *w, m)
             .map_err(|e| host_error(&self.host, format!("sending {}: {e:#}", m.name())))
     }
 
@@ -107,12 +132,21 @@ impl Conn {
     }
 
     /// As `recv_until`, but a stop (Ctrl-C) ends the wait within 250 ms.
+    /// A timeout names the whole wait, not its last slice (it said "no
+    /// answer within 0.2 s" after 30 s).
     pub fn recv_until_stopped(&mut self, deadline: Instant) -> anyhow::Result<Message> {
+        let whole = deadline.saturating_duration_since(Instant::now());
         loop {
             let slice = deadline.min(Instant::now() + Duration::from_millis(250));
             match self.recv_until(slice) {
                 Ok(m) => return Ok(m),
-                Err(e) if self.ended() || Instant::now() >= deadline => return Err(e),
+                Err(e) if self.ended() => return Err(e),
+                Err(_) if Instant::now() >= deadline => {
+                    return Err(host_error(
+                        &self.host,
+                        format!("no answer within {:.1} s", whole.as_secs_f64()),
+                    ))
+                }
                 Err(_) if crate::interrupt::stop_requested() => {
                     return Err(host_error(
                         &self.host,
@@ -167,7 +201,6 @@ pub fn unexpected(host: &str, got: Message, wanted: &str) -> anyhow::Error {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Arc;
 
     /// An agent that sends the same frame for ever; counts what was read.
     struct Flood {
@@ -212,5 +245,16 @@ mod tests {
         let got = read.load(Ordering::SeqCst);
         assert!(got <= most, "read {got} bytes ahead (at most {most})");
         assert!(matches!(c.try_recv(), Some(Ok(Message::Error(_)))));
+    }
+
+    /// A wait in slices names its whole length when it times out.
+    #[test]
+    fn a_timeout_names_the_whole_wait() {
+        let (_keep, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut c = Conn::new("h".into(), theirs, std::io::sink());
+        let e = c
+            .recv_until_stopped(Instant::now() + Duration::from_millis(1200))
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("no answer within 1.2 s"), "{e:#}");
     }
 }

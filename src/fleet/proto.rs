@@ -17,7 +17,12 @@ use crate::results::Point;
 use super::build::BuildId;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 4;
+pub const PROTOCOL_VERSION: u8 = 5;
+/// How often the control side tells every agent it is there.
+pub const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// Silence from the control side after which an agent tears down and
+/// exits (six keep-alives missed).
+pub const CONTROL_SILENCE: std::time::Duration = std::time::Duration::from_secs(30);
 const MAGIC: [u8; 2] = *b"IL";
 pub const HEADER_LEN: usize = 8;
 /// A result carries a point with its encoded HDR histograms.
@@ -216,6 +221,10 @@ pub enum Message {
     Stop,
     /// Either side: the conversation is over.
     Bye,
+    /// control -> agent, every `KEEPALIVE_EVERY`: the control side is
+    /// there (an agent that hears nothing for `CONTROL_SILENCE` tears
+    /// down and exits: a partitioned host kept its scratch for minutes).
+    KeepAlive,
     /// control -> agent: serve an export (replacing any served before).
     Serve(ServeRequest),
     Serving(Serving),
@@ -242,6 +251,7 @@ enum Kind {
     Error = 9,
     Stop = 10,
     Bye = 11,
+    KeepAlive = 12,
     // 20 onwards: the target host of `remote --hosts`.
     Serve = 20,
     Serving = 21,
@@ -254,7 +264,7 @@ impl Kind {
         use Kind::*;
         [
             Hello, Prepare, Ready, ClockProbe, ClockReply, StartAt, Progress, Result, Error, Stop,
-            Bye, Serve, Serving, CpuWindow, CpuOver,
+            Bye, KeepAlive, Serve, Serving, CpuWindow, CpuOver,
         ]
         .into_iter()
         .find(|k| *k as u8 == b)
@@ -314,6 +324,7 @@ fn kind_name(k: Kind) -> &'static str {
         Kind::Error => "error",
         Kind::Stop => "stop",
         Kind::Bye => "bye",
+        Kind::KeepAlive => "keep-alive",
         Kind::Serve => "serve",
         Kind::Serving => "serving",
         Kind::CpuWindow => "cpu-window",
@@ -360,6 +371,7 @@ impl Message {
             Message::Error(_) => Kind::Error,
             Message::Stop => Kind::Stop,
             Message::Bye => Kind::Bye,
+            Message::KeepAlive => Kind::KeepAlive,
             Message::Serve(_) => Kind::Serve,
             Message::Serving(_) => Kind::Serving,
             Message::CpuWindow { .. } => Kind::CpuWindow,
@@ -387,7 +399,7 @@ impl Message {
             Message::Progress(p) => serde_json::to_vec(p),
             Message::Result(r) => serde_json::to_vec(r),
             Message::Error(e) => serde_json::to_vec(e),
-            Message::Stop | Message::Bye => serde_json::to_vec(&Empty {}),
+            Message::Stop | Message::Bye | Message::KeepAlive => serde_json::to_vec(&Empty {}),
             Message::Serve(r) => serde_json::to_vec(r),
             Message::Serving(r) => serde_json::to_vec(r),
             Message::CpuWindow { from_ns, to_ns } => serde_json::to_vec(&WindowBody {
@@ -448,12 +460,12 @@ impl Message {
             Kind::Progress => Message::Progress(serde_json::from_slice(body).map_err(bad)?),
             Kind::Result => Message::Result(serde_json::from_slice(body).map_err(bad)?),
             Kind::Error => Message::Error(serde_json::from_slice(body).map_err(bad)?),
-            Kind::Stop | Kind::Bye => {
+            Kind::Stop | Kind::Bye | Kind::KeepAlive => {
                 let _: Empty = serde_json::from_slice(body).map_err(bad)?;
-                if kind == Kind::Stop {
-                    Message::Stop
-                } else {
-                    Message::Bye
+                match kind {
+                    Kind::Stop => Message::Stop,
+                    Kind::Bye => Message::Bye,
+                    _ => Message::KeepAlive,
                 }
             }
             Kind::Serve => Message::Serve(serde_json::from_slice(body).map_err(bad)?),
