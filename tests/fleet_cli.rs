@@ -162,6 +162,35 @@ fn refused_logins_and_flags_are_exit_2_and_nothing_starts() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--deploy"));
 }
 
+/// Several hosts verifying one shared export overwrite each other's
+/// stamped blocks (exit 3 with 21,209 false mismatches in the audit):
+/// refused before anything is set up, naming --verify.
+#[test]
+fn verify_on_a_shared_export_from_several_hosts_is_refused() {
+    let o = Command::new(IOLAB)
+        .args([
+            "device",
+            "--hosts",
+            "h0,h1,h2",
+            "--target",
+            "nbd://127.0.0.1:10809/",
+            "--overwrite",
+            "--rw",
+            "randrw",
+            "--verify",
+            "--runtime",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--verify") && err.contains("shared export"),
+        "{err}"
+    );
+}
+
 /// The agent's pid on host `i`, once it runs.
 fn agent_pid(lab: &Lab, i: usize) -> u32 {
     let end = Instant::now() + Duration::from_secs(30);

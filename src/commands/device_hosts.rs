@@ -56,6 +56,15 @@ pub fn refuse_what_hosts_cannot_run(
         .map(|t| crate::dut::remote::endpoint_of(t))
         .transpose()?
         .flatten();
+    let verifies = exps.iter().flat_map(|e| &e.jobs).any(|j| j.verify);
+    if remote.is_some() && hosts.len() > 1 && verifies {
+        return Err(usage(
+            "--verify",
+            "not with several --hosts on one shared export: each host stamps and checks the blocks it writes, \
+             and the others overwrite them (thousands of false mismatches); verify from one host, \
+             or give each host an export of its own",
+        ));
+    }
     if let Some(t) = a
         .target
         .first()
