@@ -197,8 +197,39 @@ mod tests {
             "--dir",
             dir.to_str().unwrap(),
         ]);
-        let lib = crate::campaign::run::kv::plan(&dir, 1234, 9).unwrap();
-        assert_eq!(format!("{:?}", lib.steps), format!("{:?}", cli.steps));
+        let timing = crate::campaign::run::kv::KvTiming {
+            records: 1234,
+            run_s: 5,
+        };
+        let lib = crate::campaign::run::kv::plan(&dir, timing, 9).unwrap();
+        // Its run phases are time-based: `-p maxexecutiontime` on the command line.
+        let ops = crate::campaign::run::kv::KV_RUN_OPS.to_string();
+        let timed = parse(&[
+            "a,c",
+            "-p",
+            "recordcount=1234",
+            "-p",
+            &format!("operationcount={ops}"),
+            "-p",
+            "maxexecutiontime=5",
+            "--seed",
+            "9",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        for i in 0..4 {
+            let want = if i % 2 == 0 {
+                &cli.steps[i]
+            } else {
+                &timed.steps[i]
+            };
+            assert_eq!(
+                format!("{:?}", lib.steps[i]),
+                format!("{want:?}"),
+                "step {i}"
+            );
+        }
+        assert_eq!(lib.steps.len(), cli.steps.len());
         assert_eq!(format!("{:?}", lib.options), format!("{:?}", cli.options));
         assert_eq!(format!("{:?}", lib.bench), format!("{:?}", cli.bench));
         assert_eq!(

@@ -26,6 +26,8 @@ pub struct RunStep {
     pub skipped: Option<String>,
     /// How `run` executes the step's jobs.
     pub kind: StepKind,
+    /// The kv step's records and run time, set with the budget.
+    pub kv: Option<KvTiming>,
 }
 
 /// How the jobs of a step run.
@@ -61,13 +63,54 @@ pub const WORKLOADS: [&str; 2] = ["a", "c"];
 /// The kv step's engine by name (campaign/run/kv.rs's `ENGINE`, checked
 /// there: plan imports no kv).
 pub const KV_ENGINE: &str = "rocksdb";
-/// Records (and operations per workload) per second of the kv step's slot:
-/// load + A + C stay well inside the slot on a slow machine (debug build).
-const RECORDS_PER_SLOT_S: f64 = 10_000.0;
+/// The phases of each workload; the kv step holds one budget slot for
+/// each (workload, phase): four slots of the budget.
+pub const KV_PHASES: [&str; 2] = ["load", "run"];
+/// Records a slow machine (a debug build) loads per second.
+const SLOW_RECORDS_PER_S: f64 = 10_000.0;
+/// Share of the kv step's time each workload's load may take on a slow
+/// machine (a fast one loads in less), and each run phase's share (time
+/// based: YCSB's maxexecutiontime). 2 x 15% + 2 x 30% leaves a tenth of
+/// the step for opening and closing the database.
+const LOAD_SHARE: f64 = 0.15;
+const RUN_SHARE: f64 = 0.30;
+/// The least time the kv step runs in (each run phase 3 s): with less, it
+/// is dropped rather than run too short to mean anything.
+const KV_MIN_STEP_NS: u64 = 10_000_000_000;
+/// Operations a run phase may do at most (its time ends it first).
+pub const KV_RUN_OPS: u64 = 1_000_000_000;
 
-/// Records (= operations per workload) for a kv slot of `slot_ns` per workload.
-pub fn records(slot_ns: u64) -> u64 {
-    ((slot_ns as f64 / 1e9 * RECORDS_PER_SLOT_S) as u64).clamp(1_000, 200_000)
+/// How the kv step spends its time: records per workload (each load) and
+/// the seconds of each run phase. Run phases measured 0.24-0.46 s when
+/// both were count-based (a phase that short measures start-up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvTiming {
+    pub records: u64,
+    pub run_s: u64,
+}
+
+impl KvTiming {
+    /// The timing of a kv step of `step_ns` in all.
+    pub fn of_step(step_ns: u64) -> KvTiming {
+        let step_s = step_ns as f64 / 1e9;
+        KvTiming {
+            records: ((step_s * LOAD_SHARE * SLOW_RECORDS_PER_S) as u64).clamp(1_000, 1_000_000),
+            run_s: ((step_s * RUN_SHARE) as u64).max(1),
+        }
+    }
+
+    /// A slow machine's load time of `records`, ns (the dry run shows it).
+    pub fn load_ns(&self) -> u64 {
+        (self.records as f64 / SLOW_RECORDS_PER_S * 1e9) as u64
+    }
+}
+
+/// The phase a kv placeholder job stands for ("load" or "run"), from its
+/// name as the plan or the budget made it.
+fn kv_phase(name: &str) -> &str {
+    let bare = name.rsplit(':').next().unwrap_or(name).trim();
+    let bare = bare.split(" (").next().unwrap_or(bare);
+    bare.rsplit(' ').next().unwrap_or("")
 }
 
 const KIB: u64 = 1024;
@@ -121,6 +164,7 @@ fn step(id: &'static str, title: &'static str, jobs: Vec<JobSpec>, core: bool) -
         core,
         skipped: None,
         kind: StepKind::Plain,
+        kv: None,
     }
 }
 
@@ -362,8 +406,9 @@ fn kv_step(base: &JobSpec, d: Depth) -> RunStep {
     } else {
         WORKLOADS
             .iter()
-            .map(|w| JobSpec {
-                name: format!("ycsb-{w}-{}", KV_ENGINE),
+            .flat_map(|w| KV_PHASES.iter().map(move |ph| (w, ph)))
+            .map(|(w, ph)| JobSpec {
+                name: format!("ycsb-{w}-{KV_ENGINE} {ph}"),
                 ..base.clone()
             })
             .collect()
@@ -429,6 +474,18 @@ pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
             .map(|s| s.jobs.len())
             .sum();
         let slot = budget_ns / n.max(1) as u64;
+        let short_kv = steps.iter_mut().find(|s| {
+            s.kind == StepKind::Kv
+                && s.skipped.is_none()
+                && slot * (s.jobs.len() as u64) < KV_MIN_STEP_NS
+        });
+        if let Some(kv) = short_kv.filter(|s| !s.jobs.is_empty()) {
+            kv.skipped = Some(format!(
+                "its share of the budget is under {} s, too short for steady database phases (give a larger --budget)",
+                KV_MIN_STEP_NS / 1_000_000_000
+            ));
+            continue;
+        }
         if slot >= MIN_SLOT_NS {
             break;
         }
@@ -455,6 +512,10 @@ pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
         0
     };
     for s in steps.iter_mut() {
+        let kv = KvTiming::of_step(slot * s.jobs.len() as u64);
+        if s.kind == StepKind::Kv {
+            s.kv = Some(kv);
+        }
         for j in &mut s.jobs {
             j.ramp_ns = ramp;
             j.stop = StopCondition {
@@ -462,6 +523,14 @@ pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
                 io_count: None,
                 io_bytes: None,
             };
+            if s.kind == StepKind::Kv {
+                // Each phase's own time, as the step will run it.
+                j.ramp_ns = 0;
+                j.stop.runtime_ns = Some(match kv_phase(&j.name) == "run" {
+                    true => kv.run_s * 1_000_000_000,
+                    false => kv.load_ns(),
+                });
+            }
             j.name = match (s.kind, j.open_loop) {
                 (StepKind::RatesOfMax, Some(ol)) => format!(
                     "{}: {}-{:.0}%max-{}",
@@ -475,12 +544,14 @@ pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
                     ol.rate_iops,
                     j.engine.name()
                 ),
-                (StepKind::Kv, _) => format!(
-                    "{}: {} ({} records)",
-                    s.id,
-                    j.name.split(':').next_back().unwrap_or("").trim(),
-                    records(slot - ramp)
-                ),
+                (StepKind::Kv, _) => {
+                    let name = j.name.rsplit(':').next().unwrap_or("").trim();
+                    let name = name.split(" (").next().unwrap_or(name);
+                    match kv_phase(name) == "run" {
+                        true => format!("{}: {name} ({} s, time-based)", s.id, kv.run_s),
+                        false => format!("{}: {name} ({} records)", s.id, kv.records),
+                    }
+                }
                 (StepKind::Trace, _) => {
                     j.stop.io_count = Some(TRACE_MAX_OPS);
                     format!("{}: {}", s.id, j.default_name())
@@ -552,8 +623,15 @@ mod tests {
         );
         assert_eq!(t.jobs[0].stop.io_count, Some(TRACE_MAX_OPS));
         let kv = steps.iter().find(|s| s.id == "kv").unwrap();
-        assert_eq!(kv.jobs.len(), 2);
+        assert_eq!(kv.jobs.len(), 4);
+        assert!(kv.jobs[0].name.contains("load ("), "{}", kv.jobs[0].name);
         assert!(kv.jobs[0].name.contains("records"), "{}", kv.jobs[0].name);
+        assert!(kv.jobs[1].name.contains("run ("), "{}", kv.jobs[1].name);
+        assert!(
+            kv.jobs[1].name.contains("time-based"),
+            "{}",
+            kv.jobs[1].name
+        );
         let quick = plan("quick", &JobSpec::default()).unwrap();
         assert!(!quick.iter().any(|s| s.id == "load-latency"));
         assert!(quick
@@ -594,5 +672,45 @@ mod tests {
             .unwrap()
             .skipped
             .is_some());
+    }
+
+    /// The database step's phases run long enough to mean something (the
+    /// main job's 3-minute budget gives each run phase 6 s; they were
+    /// 0.24-0.46 s), and every profile's plan, the kv phases' own times
+    /// included, stays within its budget.
+    #[test]
+    fn kv_phases_are_steady_and_every_plan_fits_its_budget() {
+        let mut steps = plan("standard", &JobSpec::default()).unwrap();
+        fit_budget(&mut steps, 180_000_000_000);
+        let kv = steps.iter().find(|s| s.id == "kv").unwrap().kv.unwrap();
+        assert!(kv.run_s >= 5, "{kv:?}");
+        for profile in ["quick", "standard", "full"] {
+            for budget_s in [30u64, 60, 180, 600, 3600] {
+                let mut steps = plan(profile, &JobSpec::default()).unwrap();
+                let budget = budget_s * 1_000_000_000;
+                fit_budget(&mut steps, budget);
+                let planned: u64 = active_jobs(&steps)
+                    .iter()
+                    .map(|(_, j)| j.stop.runtime_ns.unwrap_or(0) + j.ramp_ns)
+                    .sum();
+                let core = steps
+                    .iter()
+                    .filter(|s| s.core)
+                    .map(|s| s.jobs.len())
+                    .sum::<usize>();
+                // Core steps are never dropped: a budget below their minimum slots is exceeded.
+                let floor = core as u64 * MIN_SLOT_NS / 2;
+                assert!(
+                    planned <= budget.max(floor),
+                    "{profile} {budget_s}s: {planned} ns planned"
+                );
+                if let Some(t) = steps.iter().find(|s| s.id == "kv" && s.skipped.is_none()) {
+                    let kv = t.kv.unwrap();
+                    let share: u64 = budget / active_jobs(&steps).len() as u64 * 4;
+                    let used = 2 * kv.load_ns() + 2 * kv.run_s * 1_000_000_000;
+                    assert!(used <= share, "{profile} {budget_s}s: {kv:?} in {share} ns");
+                }
+            }
+        }
     }
 }

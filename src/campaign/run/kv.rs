@@ -12,24 +12,28 @@ use crate::kv::engine::{EngineOptions, KvEngineKind};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
-pub use crate::plan::run_plan::{records, WORKLOADS};
+pub use crate::plan::run_plan::{KvTiming, KV_RUN_OPS, WORKLOADS};
 use crate::results::Results;
 
 /// The embedded engine of the step.
 pub const ENGINE: KvEngineKind = KvEngineKind::Rocksdb;
 
-/// The step's plan: load and run of each workload with `records` records
-/// and as many operations, one client thread, in a scratch database.
-pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
+/// The step's plan: each workload's load of `timing.records` records,
+/// then its run for `timing.run_s` seconds (time-based, as YCSB's
+/// maxexecutiontime), one client thread, in a scratch database.
+pub fn plan(dir: &Path, timing: KvTiming, seed: u64) -> Result<KvPlan> {
     let mut steps = Vec::new();
     for w in WORKLOADS {
         let mut props = Props::builtin(w).expect("a built-in YCSB workload");
-        props.set("recordcount", records);
-        props.set("operationcount", records);
-        let cfg = YcsbConfig::from_props(&props)?;
+        props.set("recordcount", timing.records);
+        props.set("operationcount", timing.records);
+        let load = YcsbConfig::from_props(&props)?;
+        props.set("operationcount", KV_RUN_OPS);
+        props.set("maxexecutiontime", timing.run_s);
+        let run = YcsbConfig::from_props(&props)?;
         let name = format!("ycsb-{w}");
-        steps.push(Step::YcsbLoad(name.clone(), cfg.clone()));
-        steps.push(Step::YcsbRun(name, cfg));
+        steps.push(Step::YcsbLoad(name.clone(), load));
+        steps.push(Step::YcsbRun(name, run));
     }
     Ok(KvPlan {
         engine: ENGINE,
@@ -56,10 +60,10 @@ pub fn plan(dir: &Path, records: u64, seed: u64) -> Result<KvPlan> {
     })
 }
 
-/// Run YCSB A and C with `records` records in a scratch database under
-/// `dir`; the kv results (points, engine version, warnings).
-pub fn run(dir: &Path, records: u64, seed: u64) -> Result<Results> {
-    let plan = plan(dir, records, seed)?;
+/// Run YCSB A and C with `timing` in a scratch database under `dir`; the
+/// kv results (points, engine version, warnings).
+pub fn run(dir: &Path, timing: KvTiming, seed: u64) -> Result<Results> {
+    let plan = plan(dir, timing, seed)?;
     plan.validate()?;
     let done = crate::kv::run::run(&plan, &crate::session::Silent)?;
     done.verified()?;

@@ -248,15 +248,13 @@ fn kv_dirs(set: &MediaSet, media: &[Medium]) -> Vec<Option<PathBuf>> {
 /// Room for the data in each configuration: the scratch file and four
 /// times what the kv step loads (its workloads share one database).
 fn room(m: &RunMedia, steps: &[super::RunStep], seed: u64) -> anyhow::Result<u64> {
-    let kv_ns = steps
+    let kv = steps
         .iter()
         .filter(|s| s.kind == StepKind::Kv && s.skipped.is_none())
-        .flat_map(|s| s.jobs.first())
-        .map(|j| j.stop.runtime_ns.unwrap_or(0))
-        .next();
-    let kv_bytes = match kv_ns {
-        Some(ns) => {
-            let plan = kv::plan(Path::new("."), kv::records(ns), seed)?;
+        .find_map(|s| s.kv);
+    let kv_bytes = match kv {
+        Some(timing) => {
+            let plan = kv::plan(Path::new("."), timing, seed)?;
             plan.load_bytes().0 * kv::WORKLOADS.len() as u64
         }
         None => 0,

@@ -208,10 +208,15 @@ impl<'a> StepRunner<'a> {
         let external = match (kind, self.kv_dir.clone()) {
             (StepKind::Kv, Some(dir)) => {
                 self.kv_ran.push(self.pass_key());
-                let records = kv::records(job.stop.runtime_ns.unwrap_or(0));
+                let timing = self
+                    .steps
+                    .iter()
+                    .find(|s| s.id == step_id)
+                    .and_then(|s| s.kv)
+                    .unwrap_or_else(|| kv::KvTiming::of_step(job_ns(&job)));
                 self.driver
                     .run_external(&job.name, expected_s, &tags, |results| {
-                        let mut points = run_kv(results, &dir, records, seed)?;
+                        let mut points = run_kv(results, &dir, timing, seed)?;
                         for p in points.iter_mut() {
                             if let Some(t) = &pass {
                                 t.apply(p);
@@ -333,10 +338,10 @@ impl<'a> StepRunner<'a> {
 fn run_kv(
     results: &mut Results,
     dir: &Path,
-    records: u64,
+    timing: kv::KvTiming,
     seed: u64,
 ) -> anyhow::Result<Vec<Point>> {
-    let kr = kv::run(dir, records, seed)?;
+    let kr = kv::run(dir, timing, seed)?;
     for (k, v) in kr.provenance.tools {
         results.provenance.tools.entry(k).or_insert(v);
     }
