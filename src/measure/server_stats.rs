@@ -100,6 +100,10 @@ pub struct TimelineSeries {
     pub server_sys_pct: Vec<f64>,
     /// The client's operations (transactions for oltp) per second.
     pub client_ops_s: Vec<f64>,
+    /// The sampling interval: 0.1 s for a phase under 10 s, else 1 s
+    /// (absent in files of older versions: 1 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
 }
 
 impl TimelineSeries {

@@ -1,7 +1,8 @@
-//! The per-second timeline of a database run (what the NVMe vs SATA study
-//! drew during each run): a sampler thread, started at the beginning of a
-//! point's measured time and stopped at its end, reads once a second,
-//! on boundaries aligned to its start, the machine's CPU (/proc/stat), the
+//! The timeline of a database run (what the NVMe vs SATA study drew
+//! during each run): a sampler thread, started at the beginning of a
+//! point's measured time and stopped at its end, reads every 100 ms for
+//! the first 10 s and once a second after (a phase that lasts 10 s or more
+//! is kept in whole seconds), on boundaries aligned to its start, the machine's CPU (/proc/stat), the
 //! device under the data (/proc/diskstats), the server's CPU (its process
 //! and descendants, `procgroup::GroupReader`) and the client's operation
 //! counter, and keeps the differences as `TimelineSeries` columns. The two
@@ -23,6 +24,11 @@ use crate::measure::procgroup::GroupReader;
 use crate::measure::procstat::CpuTicks;
 
 const SECOND_NS: u64 = 1_000_000_000;
+/// The first `FINE_SPAN_NS` are sampled every `FINE_NS`, so a phase of a
+/// few seconds still draws a line (at 1 s, a 0.4 s phase was one dot); a
+/// phase that lasts longer is re-binned to whole seconds at its end.
+const FINE_NS: u64 = 100_000_000;
+const FINE_SPAN_NS: u64 = 10 * SECOND_NS;
 /// A last interval shorter than this is dropped (nothing to say in it).
 const SHORTEST_NS: u64 = 50_000_000;
 
@@ -160,19 +166,92 @@ fn reread(file: &mut Option<File>, buf: &mut String) -> bool {
 fn sample_loop(mut reader: Reader, first: Reading, stop: &AtomicBool) -> TimelineSeries {
     let t0 = first.t_ns;
     let mut prev = first;
-    let mut k = 1u64;
+    let mut due = t0 + FINE_NS;
     loop {
-        let stopped = wait_until(t0 + k * SECOND_NS, stop);
+        let stopped = wait_until(due, stop);
         let cur = reader.read();
-        if !stopped || cur.t_ns.saturating_sub(prev.t_ns) >= SHORTEST_NS {
+        if !stopped || cur.t_ns.saturating_sub(prev.t_ns) >= SHORTEST_NS.min(FINE_NS / 2) {
             push(&mut reader.series, t0, &prev, &cur, reader.hz);
         }
         if stopped {
-            return reader.series;
+            return finish(reader.series);
         }
         prev = cur;
-        // After a stall, the next boundary still on the one-second grid.
-        k = (cur.t_ns - t0) / SECOND_NS + 1;
+        // After a stall, the next boundary still on the grid.
+        let step = if cur.t_ns - t0 < FINE_SPAN_NS {
+            FINE_NS
+        } else {
+            SECOND_NS
+        };
+        due = t0 + ((cur.t_ns - t0) / step + 1) * step;
+    }
+}
+
+/// The series as kept: 100 ms intervals for a phase under 10 s, else
+/// whole seconds (the first 10 s re-binned); its interval said.
+fn finish(mut s: TimelineSeries) -> TimelineSeries {
+    let end = s.t_s.last().zip(s.len_s.last()).map_or(0.0, |(t, l)| t + l);
+    if end * 1e9 >= FINE_SPAN_NS as f64 {
+        s = rebin_to_seconds(&s);
+        s.interval_s = Some(1.0);
+    } else {
+        s.interval_s = Some(FINE_NS as f64 / 1e9);
+    }
+    s
+}
+
+/// Intervals that start in the same whole second merged into one: each
+/// column's values weighted by their intervals' lengths.
+fn rebin_to_seconds(s: &TimelineSeries) -> TimelineSeries {
+    let mut groups: Vec<(f64, Vec<usize>)> = Vec::new();
+    for (i, t) in s.t_s.iter().enumerate() {
+        let sec = t.floor();
+        match groups.last_mut() {
+            Some((g, ix)) if *g == sec => ix.push(i),
+            _ => groups.push((sec, vec![i])),
+        }
+    }
+    let merge = |col: &[f64]| -> Vec<f64> {
+        if col.is_empty() {
+            return Vec::new();
+        }
+        groups
+            .iter()
+            .map(|(_, ix)| {
+                let len: f64 = ix.iter().map(|&i| s.len_s[i]).sum();
+                let sum: f64 = ix
+                    .iter()
+                    .map(|&i| col.get(i).copied().unwrap_or(0.0) * s.len_s[i])
+                    .sum();
+                round2(sum / len.max(1e-9))
+            })
+            .collect()
+    };
+    TimelineSeries {
+        device: s.device.clone(),
+        cpus: s.cpus,
+        t_s: groups
+            .iter()
+            .map(|(g, ix)| round2(g.max(s.t_s[ix[0]])))
+            .collect(),
+        len_s: groups
+            .iter()
+            .map(|(_, ix)| round2(ix.iter().map(|&i| s.len_s[i]).sum()))
+            .collect(),
+        cpu_usr_pct: merge(&s.cpu_usr_pct),
+        cpu_sys_pct: merge(&s.cpu_sys_pct),
+        cpu_iowait_pct: merge(&s.cpu_iowait_pct),
+        cpu_idle_pct: merge(&s.cpu_idle_pct),
+        cpu_irq_pct: merge(&s.cpu_irq_pct),
+        cpu_steal_pct: merge(&s.cpu_steal_pct),
+        disk_read_mib_s: merge(&s.disk_read_mib_s),
+        disk_write_mib_s: merge(&s.disk_write_mib_s),
+        disk_read_iops: merge(&s.disk_read_iops),
+        disk_write_iops: merge(&s.disk_write_iops),
+        server_usr_pct: merge(&s.server_usr_pct),
+        server_sys_pct: merge(&s.server_sys_pct),
+        client_ops_s: merge(&s.client_ops_s),
+        interval_s: s.interval_s,
     }
 }
 
@@ -334,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn a_live_timeline_samples_each_second_and_stops_promptly() {
+    fn a_live_timeline_samples_a_short_phase_finely_and_stops_promptly() {
         let ops = Arc::new(AtomicU64::new(0));
         let disk = {
             let text = std::fs::read_to_string("/proc/diskstats").unwrap();
@@ -358,7 +437,10 @@ mod tests {
             asked.elapsed() < Duration::from_secs(30),
             "the sampler stopped"
         );
-        assert!((1..=3).contains(&s.len()), "{s:?}");
+        // 100 ms intervals for a phase this short (a loaded machine may
+        // merge some: at least 3, so a chart draws a line).
+        assert!((3..=14).contains(&s.len()), "{s:?}");
+        assert_eq!(s.interval_s, Some(0.1));
         assert_eq!(s.t_s[0], 0.0);
         assert!(s.span_s() >= 1.0, "{s:?}");
         assert_eq!(s.client_ops_s.len(), s.len());
@@ -379,5 +461,42 @@ mod tests {
             if disk.is_some() { s.len() } else { 0 }
         );
         assert_eq!(s.device, disk);
+    }
+
+    /// A phase of 10 s or more is kept in whole seconds: its first 10 s of
+    /// 100 ms intervals merge, each column weighted by interval length.
+    #[test]
+    fn a_long_phase_is_rebinned_to_whole_seconds() {
+        let mut s = TimelineSeries {
+            cpus: 2,
+            ..TimelineSeries::default()
+        };
+        for i in 0..100 {
+            s.t_s.push(round2(i as f64 * 0.1));
+            s.len_s.push(0.1);
+            s.cpu_usr_pct.push(if i % 10 < 5 { 10.0 } else { 30.0 });
+            s.client_ops_s.push(100.0);
+        }
+        for k in 10..13 {
+            s.t_s.push(k as f64);
+            s.len_s.push(1.0);
+            s.cpu_usr_pct.push(50.0);
+            s.client_ops_s.push(200.0);
+        }
+        let s = finish(s);
+        assert_eq!(s.interval_s, Some(1.0));
+        assert_eq!(s.len(), 13);
+        assert_eq!(s.t_s[..3], [0.0, 1.0, 2.0]);
+        assert_eq!(s.len_s[0], 1.0);
+        assert_eq!(s.cpu_usr_pct[0], 20.0);
+        assert_eq!(s.cpu_usr_pct[12], 50.0);
+        assert_eq!(s.client_ops_s[5], 100.0);
+        let short = finish(TimelineSeries {
+            t_s: vec![0.0, 0.1, 0.2],
+            len_s: vec![0.1, 0.1, 0.1],
+            client_ops_s: vec![1.0, 2.0, 3.0],
+            ..TimelineSeries::default()
+        });
+        assert_eq!((short.len(), short.interval_s), (3, Some(0.1)));
     }
 }

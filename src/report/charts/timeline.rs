@@ -96,6 +96,39 @@ fn line(
     }
 }
 
+/// The fewest intervals a phase needs for a chart: with one or two, a
+/// line is a dot or a segment that reads as nothing (16 single dots were
+/// drawn for the main job's database phases); the table keeps them.
+const MIN_POINTS: usize = 3;
+
+fn drawable(p: &Phase) -> bool {
+    p.t.len() >= MIN_POINTS
+}
+
+/// What the section's note adds about the phases it has no chart for.
+fn undrawn(ph: &[&Phase]) -> String {
+    let short: Vec<&str> = ph
+        .iter()
+        .filter(|p| !drawable(p))
+        .map(|p| p.label.as_str())
+        .collect();
+    match short.is_empty() {
+        true => String::new(),
+        false => format!(
+            " Phases with fewer than {MIN_POINTS} intervals ({}) are in the table only: too short for a line.",
+            short.join(", ")
+        ),
+    }
+}
+
+/// How often the series were sampled, for the notes.
+fn every(ph: &[&Phase]) -> &'static str {
+    match ph.iter().any(|p| p.t.interval_s.is_some_and(|i| i < 1.0)) {
+        true => "Each interval (100 ms for phases under 10 s, else 1 s)",
+        false => "Each second",
+    }
+}
+
 fn chart(title: String, y: Axis, series: Vec<Series>) -> String {
     svg::line_chart(&LineChart {
         title,
@@ -140,12 +173,14 @@ fn cpu(ph: &[Phase]) -> Section {
         if !server.is_empty() {
             series.push(line(p, "server usr+sys", &server, 3, true, fmt::pct));
         }
-        svgs.push(chart(
-            format!("{}: CPU of the machine ({} CPUs)", p.label, t.cpus),
-            // A share of all CPUs cannot pass 100%.
-            Axis::new("% of all CPUs", Scale::Linear, fmt::pct).up_to(100.0),
-            series,
-        ));
+        if drawable(p) {
+            svgs.push(chart(
+                format!("{}: CPU of the machine ({} CPUs)", p.label, t.cpus),
+                // A share of all CPUs cannot pass 100%.
+                Axis::new("% of all CPUs", Scale::Linear, fmt::pct).up_to(100.0),
+                series,
+            ));
+        }
         for i in 0..t.len() {
             let col = |v: &[f64]| v.get(i).map_or(String::new(), |x| format!("{x:.2}"));
             let mut row = vec![
@@ -163,10 +198,12 @@ fn cpu(ph: &[Phase]) -> Section {
             table.rows.push(row);
         }
     }
-    let mut note = "Each second of the measured time (and of the load): the machine's user, system, iowait and idle time from /proc/stat as a share of all CPUs, and the database server's processes' user + system time on the same scale (dashed).".to_string();
+    let all: Vec<&Phase> = ph.iter().collect();
+    let mut note = format!("{} of the measured time (and of the load): the machine's user, system, iowait and idle time from /proc/stat as a share of all CPUs, and the database server's processes' user + system time on the same scale (dashed).", every(&all));
     if split {
         note.push_str(" irq is hard and soft interrupt time, steal the time a hypervisor gave these CPUs to someone else; with them the machine's shares add up to 100%.");
     }
+    note.push_str(&undrawn(&all));
     Section {
         id: "timeline-cpu".into(),
         title: "Machine CPU over time".into(),
@@ -206,14 +243,16 @@ fn disk_section(ph: &[&Phase], what: Disk) -> Section {
             Disk::Iops => (&t.disk_read_iops, &t.disk_write_iops),
         };
         let device = t.device.clone().unwrap_or_default();
-        svgs.push(chart(
-            format!("{}: {device} {}", p.label, ytitle),
-            Axis::new(ytitle, Scale::Linear, yfmt),
-            vec![
-                line(p, "read", r, 0, false, yfmt),
-                line(p, "write", w, 1, true, yfmt),
-            ],
-        ));
+        if drawable(p) {
+            svgs.push(chart(
+                format!("{}: {device} {}", p.label, ytitle),
+                Axis::new(ytitle, Scale::Linear, yfmt),
+                vec![
+                    line(p, "read", r, 0, false, yfmt),
+                    line(p, "write", w, 1, true, yfmt),
+                ],
+            ));
+        }
         for i in 0..t.len() {
             table.rows.push(vec![
                 p.label.clone(),
@@ -227,7 +266,7 @@ fn disk_section(ph: &[&Phase], what: Disk) -> Section {
     Section {
         id: id.into(),
         title: title.into(),
-        note: "Each second: the block device under the database's data (/proc/diskstats; a partition's own line when the data is on one), read and write. Everything using the device counts, not only the database.".into(),
+        note: format!("{}: the block device under the database's data (/proc/diskstats; a partition's own line when the data is on one), read and write. Everything using the device counts, not only the database.{}", every(ph), undrawn(ph)),
         svgs,
         table,
     }
@@ -237,11 +276,13 @@ fn client(ph: &[Phase]) -> Section {
     let mut table = Table::new(&["phase", "t (s)", "client per second", "unit"]);
     let mut svgs = Vec::new();
     for p in ph {
-        svgs.push(chart(
-            format!("{}: client {}", p.label, p.unit),
-            Axis::new(p.unit, Scale::Linear, fmt::count),
-            vec![line(p, p.unit, &p.t.client_ops_s, 0, false, fmt::count)],
-        ));
+        if drawable(p) {
+            svgs.push(chart(
+                format!("{}: client {}", p.label, p.unit),
+                Axis::new(p.unit, Scale::Linear, fmt::count),
+                vec![line(p, p.unit, &p.t.client_ops_s, 0, false, fmt::count)],
+            ));
+        }
         for (t, v) in p.t.t_s.iter().zip(&p.t.client_ops_s) {
             table.rows.push(vec![
                 p.label.clone(),
@@ -254,7 +295,10 @@ fn client(ph: &[Phase]) -> Section {
     Section {
         id: "timeline-client".into(),
         title: "Client throughput over time".into(),
-        note: "Each second: what the client finished (transactions for an oltp point, rows for the load), from the same clock as the machine's series above.".into(),
+        note: {
+            let all: Vec<&Phase> = ph.iter().collect();
+            format!("{}: what the client finished per second (transactions for an oltp point, rows for the load), from the same clock as the machine's series above.{}", every(&all), undrawn(&all))
+        },
         svgs,
         table,
     }
@@ -280,13 +324,13 @@ pub(crate) mod tests {
         let mut r = Results::new("kv", Provenance::default());
         let t = TimelineSeries {
             cpus: 2,
-            t_s: vec![0.0, 1.0],
-            len_s: vec![1.0, 1.0],
-            cpu_usr_pct: vec![usr, usr],
-            cpu_sys_pct: vec![1.0, 1.0],
-            cpu_iowait_pct: vec![0.0, 0.0],
-            cpu_idle_pct: vec![idle, idle],
-            client_ops_s: vec![10.0, 10.0],
+            t_s: vec![0.0, 1.0, 2.0],
+            len_s: vec![1.0, 1.0, 1.0],
+            cpu_usr_pct: vec![usr, usr, usr],
+            cpu_sys_pct: vec![1.0, 1.0, 1.0],
+            cpu_iowait_pct: vec![0.0, 0.0, 0.0],
+            cpu_idle_pct: vec![idle, idle, idle],
+            client_ops_s: vec![10.0, 10.0, 10.0],
             ..TimelineSeries::default()
         };
         let mut p = point(&JobSpec::default(), 1e4, 1e5, 200_000);
@@ -312,5 +356,36 @@ pub(crate) mod tests {
         // Other shares keep their nice axis: 40% ends at 40%.
         let s = cpu(&phases(&run_with(40.0, 10.0)));
         assert_eq!(y_ticks(&s.svgs[0]).last().map(String::as_str), Some("40%"));
+    }
+
+    /// A phase of one or two intervals gets no chart (it drew a single dot
+    /// on a 0-1 s axis), only its table rows and a sentence saying why.
+    #[test]
+    fn a_phase_too_short_for_a_line_is_in_the_table_only() {
+        let mut r = run_with(10.0, 80.0);
+        let mut short = r.points[0].clone();
+        short.name = "ycsb-a load".into();
+        let t = short.extra.timeline.as_mut().unwrap();
+        for col in [
+            &mut t.t_s,
+            &mut t.len_s,
+            &mut t.cpu_usr_pct,
+            &mut t.cpu_sys_pct,
+            &mut t.cpu_iowait_pct,
+            &mut t.cpu_idle_pct,
+            &mut t.client_ops_s,
+        ] {
+            col.truncate(1);
+        }
+        r.points.push(short);
+        for s in timelines(&r) {
+            assert_eq!(s.svgs.len(), 1, "{}: one chart, for the long phase", s.id);
+            assert!(
+                s.note.contains("(ycsb-a load) are in the table only"),
+                "{}",
+                s.note
+            );
+            assert!(s.table.rows.iter().any(|row| row[0] == "ycsb-a load"));
+        }
     }
 }
