@@ -22,10 +22,12 @@ type Dist<'a> = (String, &'a Point, String);
 /// each titled with it; `MAX_LINES` lines per chart.
 fn lat_groups(r: &Results) -> Vec<(String, Vec<Dist<'_>>)> {
     let mut all = Vec::new();
-    for p in &r.points {
+    let everyone: Vec<&Point> = r.points.iter().collect();
+    let names = unique_labels(&everyone);
+    for (p, base) in r.points.iter().zip(names) {
         for (op, o) in &p.ops {
             if o.lat.is_some() || o.clat.is_some() {
-                let base = short_label(p);
+                let base = base.clone();
                 let label = if p.ops.len() > 1 {
                     format!("{base} {op}")
                 } else {
@@ -111,6 +113,50 @@ pub fn short_label(p: &Point) -> String {
             _ => job,
         },
     }
+}
+
+/// `short_label` of each point, made unique within the set: a label two
+/// points share gets, in turn, what sets its point apart: the read share
+/// of a mix ("70% read"), the open-loop rate ("@30% max", "@5000/s"), the
+/// steady-state round, the step ("(breakdown)"), then the point's name.
+/// The main job's QD32 chart read "randread 4k qd32" six times.
+pub fn unique_labels(points: &[&Point]) -> Vec<String> {
+    let mut labels: Vec<String> = points.iter().map(|p| short_label(p)).collect();
+    let qualifiers: [&dyn Fn(&Point) -> Option<String>; 5] = [
+        &|p| p.params.get("mix").map(|m| format!("{m}% read")),
+        &|p| {
+            let pct = p.extra.rate_pct_of_max.map(|pct| format!("@{pct:.0}% max"));
+            pct.or_else(|| {
+                p.params
+                    .get("rate")
+                    .or_else(|| p.params.get("rate_iops"))
+                    .map(|r| format!("@{r}/s"))
+            })
+        },
+        &|p| {
+            p.extra
+                .steady
+                .as_ref()
+                .map(|s| format!("round {}", s.round))
+        },
+        &|p| p.params.get("step").map(|s| format!("({s})")),
+        &|p| Some(format!("[{}]", p.name)),
+    ];
+    for q in qualifiers {
+        let repeated: Vec<bool> = labels
+            .iter()
+            .map(|l| labels.iter().filter(|m| *m == l).count() > 1)
+            .collect();
+        if !repeated.contains(&true) {
+            break;
+        }
+        for (i, p) in points.iter().enumerate() {
+            if let Some(extra) = q(p).filter(|_| repeated[i]) {
+                labels[i] = format!("{} {extra}", labels[i]);
+            }
+        }
+    }
+    labels
 }
 
 /// "randread 4k qd1", or the point's name for other kinds of points.
@@ -268,7 +314,8 @@ pub fn cdf(r: &Results) -> Option<Section> {
 /// Per-second IOPS, bandwidth and latency of the points with a series; the
 /// ramp (excluded from statistics) is shaded.
 pub fn time_series(r: &Results) -> Option<Section> {
-    let pts: Vec<&Point> = r.points.iter().filter(|p| p.series.len() >= 2).collect();
+    // At least 3 seconds: one or two are a dot or a segment, not a line.
+    let pts: Vec<&Point> = r.points.iter().filter(|p| p.series.len() >= 3).collect();
     if pts.is_empty() {
         return None;
     }
@@ -286,6 +333,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
     let mut iops = Vec::new();
     let mut bw = Vec::new();
     let mut lat = Vec::new();
+    let names = unique_labels(&sel);
     for (i, p) in sel.iter().enumerate() {
         let off = p.ramp_ns as f64 / 1e9;
         let mut a = Vec::new();
@@ -338,7 +386,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
         let dashed = super::is_write(p);
         for (v, dst) in [(a, &mut iops), (b, &mut bw), (c, &mut lat)] {
             dst.push(Series {
-                label: short_label(p),
+                label: names[i].clone(),
                 points: v,
                 dashed,
                 color: i,
@@ -486,7 +534,7 @@ pub fn cpu(r: &Results) -> Option<Section> {
     } else {
         "the iolab process (getrusage, like fio's usr_cpu/sys_cpu)"
     };
-    let categories: Vec<String> = pts.iter().map(|p| short_label(p)).collect();
+    let categories: Vec<String> = unique_labels(&pts);
     let mut svgs = vec![svg::bar_chart(&BarChart {
         title: "Process CPU per point".into(),
         y_title: "% of one CPU".into(),
@@ -615,6 +663,41 @@ mod tests {
             color: 0,
             line: true,
         }
+    }
+
+    /// The main job's QD32 chart read "randread 4k qd32" six times (the
+    /// maximum and five open-loop rates), its QD1 chart "randread 4k qd1"
+    /// twice (the latency and the breakdown step): each label now names
+    /// what sets its point apart, and labels that were unique stay.
+    #[test]
+    fn labels_that_repeat_name_the_rate_or_the_step() {
+        let base = sweep(&[32]).points.remove(0);
+        let mut pts = vec![base.clone()];
+        for pct in [10.0, 30.0] {
+            let mut p = base.clone();
+            p.extra.rate_pct_of_max = Some(pct);
+            pts.push(p);
+        }
+        let mut qd1 = sweep(&[1]).points.remove(0);
+        qd1.params.insert("step".into(), "latency".into());
+        let mut traced = qd1.clone();
+        traced.params.insert("step".into(), "breakdown".into());
+        pts.extend([qd1, traced]);
+        let refs: Vec<&Point> = pts.iter().collect();
+        let labels = unique_labels(&refs);
+        assert_eq!(
+            labels,
+            [
+                // Unique once the others say their rate.
+                "randread 4k qd32".to_string(),
+                "randread 4k qd32 @10% max".to_string(),
+                "randread 4k qd32 @30% max".to_string(),
+                "randread 4k qd1 (latency)".to_string(),
+                "randread 4k qd1 (breakdown)".to_string(),
+            ]
+        );
+        let alone = [&pts[1]];
+        assert_eq!(unique_labels(&alone), ["randread 4k qd32"]);
     }
 
     /// Issue 31 item 8: the media report's legends read "randread 4k

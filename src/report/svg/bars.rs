@@ -182,7 +182,7 @@ pub fn bar_chart_with(c: &BarChart, o: &BarOverlay) -> String {
                 r#"<text transform="translate({} {}) rotate(-40)" text-anchor="end" font-size="10">{}</text>"#,
                 n(cx + 3.0),
                 n(y0 + 12.0),
-                esc(&truncate(cat, 28))
+                esc(&truncate_middle(cat, 28))
             );
         } else {
             let _ = write!(
