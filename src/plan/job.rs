@@ -331,11 +331,8 @@ impl JobSpec {
                 "cannot be combined with --verify (a failed write leaves its block's expected content unknown)",
             ));
         }
-        if self.bs.is_empty() {
-            return Err(usage("--bs", "no block size given"));
-        }
-        if self.bs.iter().any(|&(b, _)| b == 0) {
-            return Err(usage("--bs", "a block size of 0 bytes moves no data"));
+        if self.bs.is_empty() || self.bs.iter().any(|&(b, _)| b == 0) {
+            return Err(usage("--bs", "no block size given, or one of 0 bytes"));
         }
         if self.large_blocks.is_some() && self.verify {
             return Err(usage(

@@ -115,6 +115,9 @@ pub fn short_label(p: &Point) -> String {
     }
 }
 
+/// What a label may add to tell its point from another.
+type Qualifier = dyn Fn(&Point) -> Option<String>;
+
 /// `short_label` of each point, made unique within the set: a label two
 /// points share gets, in turn, what sets its point apart: the read share
 /// of a mix ("70% read"), the open-loop rate ("@30% max", "@5000/s"), the
@@ -122,7 +125,7 @@ pub fn short_label(p: &Point) -> String {
 /// The main job's QD32 chart read "randread 4k qd32" six times.
 pub fn unique_labels(points: &[&Point]) -> Vec<String> {
     let mut labels: Vec<String> = points.iter().map(|p| short_label(p)).collect();
-    let qualifiers: [&dyn Fn(&Point) -> Option<String>; 5] = [
+    let qualifiers: [&Qualifier; 5] = [
         &|p| p.params.get("mix").map(|m| format!("{m}% read")),
         &|p| {
             let pct = p.extra.rate_pct_of_max.map(|pct| format!("@{pct:.0}% max"));
