@@ -250,6 +250,25 @@ impl KvEngine for Rocks {
     fn lsm_state(&self) -> Option<LsmState> {
         Some(self.lsm())
     }
+    /// The memtables a flush still writes (the active one too without a
+    /// WAL: closing flushes it) and, while a compaction runs, the live SST
+    /// files (a compaction writes at most what it reads). A WAL append
+    /// that meets ENOSPC makes this Debian build abort at close
+    /// (`sync_without_flush_called_`), so what runs in the background
+    /// must never take the writers' last room.
+    fn space_reserve(&self) -> Option<u64> {
+        let all = self.int_property("rocksdb.cur-size-all-mem-tables");
+        let active = self.int_property("rocksdb.cur-size-active-mem-table");
+        let mut r = if self.opts.wal {
+            all.saturating_sub(active)
+        } else {
+            all
+        };
+        if self.int_property("rocksdb.num-running-compactions") > 0 {
+            r += self.int_property("rocksdb.total-sst-files-size");
+        }
+        Some(r)
+    }
     fn stats(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for p in [
