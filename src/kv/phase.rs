@@ -452,11 +452,14 @@ fn worker(
 }
 
 /// A worker's next look at the free space: after `STRIDE_OPS` more
-/// operations or `STRIDE_BYTES` more bytes written.
+/// operations or `STRIDE_BYTES` more bytes written. A worker that wrote
+/// nothing since its last look does not look (a read never fills a disk,
+/// and a compaction's reserve must not end a read phase).
 struct SpaceLook<'a> {
     watch: Option<&'a SpaceWatch>,
     at_ops: u64,
     at_bytes: u64,
+    looked_at_bytes: u64,
 }
 
 impl<'a> SpaceLook<'a> {
@@ -466,6 +469,7 @@ impl<'a> SpaceLook<'a> {
             watch,
             at_ops: first,
             at_bytes: first,
+            looked_at_bytes: 0,
         }
     }
 
@@ -485,6 +489,10 @@ impl<'a> SpaceLook<'a> {
     ) -> Result<(), super::space::DiskFull> {
         self.at_ops = ops + STRIDE_OPS;
         self.at_bytes = bytes + STRIDE_BYTES;
+        if bytes == self.looked_at_bytes {
+            return Ok(());
+        }
+        self.looked_at_bytes = bytes;
         match (self.watch, engine.space_reserve()) {
             (Some(w), Some(reserve)) => w.check(engine.name(), reserve),
             _ => Ok(()),
@@ -598,6 +606,91 @@ mod tests {
             out.duration_ns,
             SET_UP.as_nanos()
         );
+    }
+
+    /// The null engine, asking for more room than any disk has.
+    struct NeedsTheWholeDisk;
+
+    impl KvEngine for NeedsTheWholeDisk {
+        fn name(&self) -> &'static str {
+            "greedy"
+        }
+        fn version(&self) -> String {
+            String::new()
+        }
+        fn settings(&self) -> Vec<(String, String)> {
+            Vec::new()
+        }
+        fn session(&self) -> Result<Box<dyn KvSession + '_>> {
+            Null.session()
+        }
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+        fn space_reserve(&self) -> Option<u64> {
+            Some(u64::MAX / 4)
+        }
+    }
+
+    /// Each operation writes `bytes` (0: a read); `ops` counts them.
+    struct Writes {
+        bytes: u64,
+        ops: AtomicU64,
+    }
+
+    impl Work for Writes {
+        fn kinds(&self) -> Vec<KvOp> {
+            vec![KvOp::Write]
+        }
+        fn op(&self, w: &mut Worker<'_>) -> Result<()> {
+            w.rec.logical_written += self.bytes;
+            self.ops.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    /// Writers stop at their first look when the engine's reserve does not
+    /// fit; readers never look.
+    #[test]
+    fn the_space_watch_stops_writers_not_readers() {
+        let d = tempfile::tempdir().unwrap();
+        let watched = |ops: u64| {
+            let mut spec = PhaseSpec::split(ops, 2, None, 1);
+            spec.space = SpaceWatch::new(d.path(), 2).map(std::sync::Arc::new);
+            // A bound the writers never reach unless nothing stops them.
+            spec.deadline_ns = Some(30_000_000_000);
+            spec
+        };
+        let writes = Writes {
+            bytes: 100,
+            ops: AtomicU64::new(0),
+        };
+        let e = run_reporting(
+            &NeedsTheWholeDisk,
+            &writes,
+            &watched(u64::MAX / 2),
+            None,
+            &|_, _, _| {},
+        )
+        .err()
+        .expect("stopped");
+        assert!(
+            e.downcast_ref::<super::super::space::DiskFull>().is_some(),
+            "{e:#}"
+        );
+        let reads = Writes {
+            bytes: 0,
+            ops: AtomicU64::new(0),
+        };
+        run_reporting(
+            &NeedsTheWholeDisk,
+            &reads,
+            &watched(10_000),
+            None,
+            &|_, _, _| {},
+        )
+        .expect("reads run");
+        assert_eq!(reads.ops.load(Ordering::Relaxed), 10_000);
     }
 
     #[test]
