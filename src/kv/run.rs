@@ -301,7 +301,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     interrupt::install();
     let dir = db_dir(plan, raw)?;
     let cgroup = memory_cgroup(plan, obs)?;
-    let (server, eng) = open_engine(plan, &dir, obs)?;
+    let (server, eng) = open_engine(plan, &dir, obs).map_err(|e| on_full_disk(plan, &dir, e))?;
     obs.started(&Started {
         engine: eng.as_ref(),
         db: dir.data(),
@@ -418,11 +418,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             .extend(trailing_chain_steps(&chain_steps));
         Ok(())
     })();
-    // An engine's error on a full disk says which file system and how full.
-    let outcome = match (&dir.raw, plan.server.url.is_none()) {
-        (None, true) => outcome.map_err(|e| super::space::explain(e, &dir.path)),
-        _ => outcome,
-    };
+    let outcome = outcome.map_err(|e| on_full_disk(plan, &dir, e));
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
     if let Some(cg) = &cgroup {
         if let Some(peak) = cg.peak_bytes() {
@@ -442,6 +438,15 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         results: sink.results,
         mismatches,
     })
+}
+
+/// An engine's error on a full disk, saying which file system and how
+/// full (a raw device and a server elsewhere have none of iolab's).
+fn on_full_disk(plan: &KvPlan, dir: &DbDir, e: anyhow::Error) -> anyhow::Error {
+    match (&dir.raw, plan.server.url.is_none()) {
+        (None, true) => super::space::explain(e, &dir.path),
+        _ => e,
+    }
 }
 
 /// The free-space watch of a phase of an embedded engine in a database

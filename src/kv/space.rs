@@ -138,9 +138,11 @@ impl SpaceWatch {
         }
         let u = FsUsage::from_statvfs(&st, place(&self.dir));
         Err(DiskFull(format!(
-            "{}; the phase was stopped with {} free, under the {} kept for what {engine_name} \
-             may still write once its writers stop",
-            u.sentence(),
+            "the file system of {} is full for {engine_name}: {} of {} used; the phase was stopped \
+             with {} free, under the {} kept for what {engine_name} may still write once its writers stop",
+            u.place,
+            human(u.used()),
+            human(u.total),
             human(u.avail),
             human(reserve)
         )))
