@@ -294,8 +294,9 @@ impl KvEngine for Rocks {
         Some(self.lsm())
     }
     /// The memtables a flush still writes (the active one too without a
-    /// WAL: closing flushes it), while a compaction runs the live SST
-    /// files (a compaction writes at most what it reads), and with
+    /// WAL: closing flushes it), while compactions run the live SST files
+    /// (a compaction writes at most what it reads) up to RocksDB's bound
+    /// on a compaction's input each (`max_compaction_bytes`), and with
     /// preallocation what a WAL and an SST per background job preallocate
     /// at once. Any of RocksDB's files (WAL, SST, MANIFEST, info LOG)
     /// written again after a write met ENOSPC makes this Debian build
@@ -309,8 +310,13 @@ impl KvEngine for Rocks {
         } else {
             all
         };
-        if self.int_property("rocksdb.num-running-compactions") > 0 {
-            r += self.int_property("rocksdb.total-sst-files-size");
+        let compactions = self.int_property("rocksdb.num-running-compactions");
+        if compactions > 0 {
+            // max_compaction_bytes (25 target files) bounds one on a large
+            // database.
+            r += self
+                .int_property("rocksdb.total-sst-files-size")
+                .min(compactions * 25 * SST_SIZE);
         }
         Some(r + self.prealloc.unwrap_or(0))
     }
