@@ -460,6 +460,8 @@ struct SpaceLook<'a> {
     at_ops: u64,
     at_bytes: u64,
     looked_at_bytes: u64,
+    /// This worker has its share of the reserve (`SpaceWatch::join`).
+    joined: bool,
 }
 
 impl<'a> SpaceLook<'a> {
@@ -470,6 +472,7 @@ impl<'a> SpaceLook<'a> {
             at_ops: first,
             at_bytes: first,
             looked_at_bytes: 0,
+            joined: false,
         }
     }
 
@@ -493,9 +496,15 @@ impl<'a> SpaceLook<'a> {
             return Ok(());
         }
         self.looked_at_bytes = bytes;
-        match (self.watch, engine.space_reserve()) {
-            (Some(w), Some(reserve)) => w.check(engine.name(), reserve),
-            _ => Ok(()),
+        let Some(w) = self.watch else {
+            return Ok(());
+        };
+        if !std::mem::replace(&mut self.joined, true) {
+            w.join();
+        }
+        match engine.space_reserve() {
+            Some(reserve) => w.check(engine.name(), reserve),
+            None => Ok(()),
         }
     }
 }
@@ -656,7 +665,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let watched = |ops: u64| {
             let mut spec = PhaseSpec::split(ops, 2, None, 1);
-            spec.space = SpaceWatch::new(d.path(), 2).map(std::sync::Arc::new);
+            spec.space = SpaceWatch::new(d.path()).map(std::sync::Arc::new);
             // A bound the writers never reach unless nothing stops them.
             spec.deadline_ns = Some(30_000_000_000);
             spec

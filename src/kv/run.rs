@@ -359,7 +359,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 None => PhaseProbe::timeline_only(crate::measure::diskstats::device_of(dir.data())),
             };
             spec.live_ops = Some(probe.counter());
-            spec.space = space_watch(plan, &dir, spec.threads);
+            spec.space = space_watch(plan, &dir);
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
                 obs.phase_progress(done);
                 let label = match total {
@@ -452,15 +452,11 @@ fn on_full_disk(plan: &KvPlan, dir: &DbDir, e: anyhow::Error) -> anyhow::Error {
 /// The free-space watch of a phase of an embedded engine in a database
 /// directory (a server's writes are its own; a raw device has no file
 /// system).
-fn space_watch(
-    plan: &KvPlan,
-    dir: &DbDir,
-    threads: usize,
-) -> Option<std::sync::Arc<super::space::SpaceWatch>> {
+fn space_watch(plan: &KvPlan, dir: &DbDir) -> Option<std::sync::Arc<super::space::SpaceWatch>> {
     if plan.engine.server().is_some() || dir.raw.is_some() {
         return None;
     }
-    super::space::SpaceWatch::new(&dir.path, threads).map(std::sync::Arc::new)
+    super::space::SpaceWatch::new(&dir.path).map(std::sync::Arc::new)
 }
 
 /// Drop what the run made on a server; the warning if that failed.

@@ -7,6 +7,7 @@ use crate::dut::sysfs;
 use crate::kv::report::human;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Logical bytes a worker writes between two looks at the free space.
 pub const STRIDE_BYTES: u64 = 1 << 20;
@@ -99,29 +100,36 @@ impl std::error::Error for DiskFull {}
 /// The free-space watch of one phase: workers look every `STRIDE_BYTES`
 /// written or `STRIDE_OPS` operations (`fstatvfs` of the database
 /// directory, no path walk) and stop the phase once the room left is below
-/// the reserve: `BASE` + `PER_WORKER` per worker + what the engine may
-/// still write (`KvEngine::space_reserve`, asked at each look).
+/// the reserve: `BASE` + `PER_WORKER` per worker that writes (one that
+/// only reads never looks) + what the engine may still write
+/// (`KvEngine::space_reserve`, asked at each look).
 pub struct SpaceWatch {
     dir: PathBuf,
     fd: OwnedFd,
-    margin: u64,
+    writers: AtomicU64,
 }
 
 impl SpaceWatch {
-    /// The watch of `dir` for `workers` writers; `None` if it cannot be
-    /// opened (the phase then runs unwatched, as before).
-    pub fn new(dir: &Path, workers: usize) -> Option<SpaceWatch> {
+    /// The watch of `dir`; `None` if it cannot be opened (the phase then
+    /// runs unwatched, as before).
+    pub fn new(dir: &Path) -> Option<SpaceWatch> {
         let f = std::fs::File::open(dir).ok()?;
         Some(SpaceWatch {
             dir: dir.to_path_buf(),
             fd: f.into(),
-            margin: BASE + PER_WORKER * workers.max(1) as u64,
+            writers: AtomicU64::new(0),
         })
+    }
+
+    /// A worker's first look: its share of the reserve from now on.
+    pub fn join(&self) {
+        self.writers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The reserve for an engine that may still write `engine` bytes.
     pub fn reserve(&self, engine: u64) -> u64 {
-        self.margin.saturating_add(engine)
+        let writers = self.writers.load(Ordering::Relaxed).max(1);
+        (BASE + PER_WORKER * writers).saturating_add(engine)
     }
 
     /// Ok while the file system has room for the reserve; `DiskFull`
@@ -271,16 +279,18 @@ mod tests {
     }
 
     #[test]
-    fn the_reserve_grows_with_workers_and_the_engine() {
+    fn the_reserve_grows_with_writers_and_the_engine() {
         let d = tempfile::tempdir().unwrap();
-        let one = SpaceWatch::new(d.path(), 1).unwrap();
-        let four = SpaceWatch::new(d.path(), 4).unwrap();
-        assert_eq!(one.reserve(0), BASE + PER_WORKER);
-        assert_eq!(four.reserve(5), BASE + 4 * PER_WORKER + 5);
+        let w = SpaceWatch::new(d.path()).unwrap();
+        assert_eq!(w.reserve(0), BASE + PER_WORKER);
+        for _ in 0..4 {
+            w.join();
+        }
+        assert_eq!(w.reserve(5), BASE + 4 * PER_WORKER + 5);
         // A reserve no file system has: the watch says full, naming it.
-        let e = one.check("rocksdb", u64::MAX / 2).unwrap_err().to_string();
+        let e = w.check("rocksdb", u64::MAX / 2).unwrap_err().to_string();
         assert!(
-            e.contains("the file system of ") && e.contains("is full"),
+            e.contains("the file system of ") && e.contains("is full for rocksdb"),
             "{e}"
         );
     }
