@@ -86,6 +86,14 @@ pub trait KvEngine: Send + Sync {
     fn stores_data(&self) -> bool {
         true
     }
+    /// Bytes the engine may still write to its file system after its
+    /// writers stop (memtables a flush writes, a compaction under way), the
+    /// part of a phase's free-space reserve that is the engine's
+    /// (`kv::space`); `None`: it needs no watch (writes nothing, or into
+    /// space reserved beforehand).
+    fn space_reserve(&self) -> Option<u64> {
+        Some(0)
+    }
     /// Servers keep YCSB's fields apart (a column or a hash field each):
     /// records are this many equal fields concatenated, checked field by
     /// field (`kv::fields`). `None`: records are one value (`kv::value`).

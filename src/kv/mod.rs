@@ -23,6 +23,7 @@ pub mod recorder;
 pub mod report;
 pub mod run;
 pub mod settings;
+pub mod space;
 pub mod value;
 pub mod wire;
 pub mod ycsb;

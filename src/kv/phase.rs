@@ -7,6 +7,7 @@ use super::clock::now_ns;
 use super::engine::{KvEngine, KvSession};
 use super::loadstats::{LoadSampler, LoadStats};
 use super::recorder::{KvOp, KvRecorder};
+use super::space::{SpaceWatch, STRIDE_BYTES, STRIDE_OPS};
 use crate::interrupt;
 use crate::results::SeriesPoint;
 use anyhow::Result;
@@ -122,6 +123,9 @@ pub struct PhaseSpec {
     /// Operations done so far, kept current every 20 ms for a sampler on
     /// another thread (the database timeline).
     pub live_ops: Option<std::sync::Arc<AtomicU64>>,
+    /// The free-space watch: workers look at it now and then and stop the
+    /// phase with `DiskFull` before the engine meets a full disk.
+    pub space: Option<std::sync::Arc<SpaceWatch>>,
 }
 
 impl PhaseSpec {
@@ -144,6 +148,7 @@ impl PhaseSpec {
             flush_after: false,
             deadline_ns: None,
             live_ops: None,
+            space: None,
         }
     }
 }
@@ -210,6 +215,7 @@ struct WorkerJob<'a> {
     rate: Option<f64>,
     deadline_ns: Option<u64>,
     seed: u64,
+    space: Option<&'a SpaceWatch>,
 }
 
 /// Called about once a second while a phase runs, from the thread that
@@ -268,6 +274,7 @@ pub fn run_reporting(
                 rate: spec.rate[id],
                 deadline_ns: spec.deadline_ns,
                 seed: spec.seed.wrapping_add(0x9E37_79B9 * (id as u64 + 1)),
+                space: spec.space.as_deref(),
             };
             let shared = &shared;
             handles.push(sc.spawn(move || worker(engine, work, job, shared)));
@@ -375,6 +382,9 @@ fn worker(
     // one ended, or when a paced op was released.
     let mut op_start = now_ns();
     let deadline = job.deadline_ns.map_or(u64::MAX, |d| t0.saturating_add(d));
+    // When to look at the free space next (never without a watch): two
+    // comparisons per operation, a statvfs per MiB written or 1024 ops.
+    let mut look = SpaceLook::new(job.space);
     while w.n < limit {
         if interrupt::stop_requested()
             || shared.failed.load(Ordering::Relaxed)
@@ -424,6 +434,13 @@ fn worker(
         }
         w.n += 1;
         progress.ops.store(w.n, Ordering::Relaxed);
+        if look.due(w.n, w.rec.logical_written) {
+            if let Err(e) = look.check(engine, w.n, w.rec.logical_written) {
+                result = Err(e.into());
+                shared.failed.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
     }
     w.flush_sample();
     shared.end_at.fetch_max(now_ns(), Ordering::AcqRel);
@@ -432,6 +449,64 @@ fn worker(
     }
     w.rec.seal();
     result.map(|()| (w.rec, backlog))
+}
+
+/// A worker's next look at the free space: after `STRIDE_OPS` more
+/// operations or `STRIDE_BYTES` more bytes written. A worker that wrote
+/// nothing since its last look does not look (a read never fills a disk,
+/// and a compaction's reserve must not end a read phase).
+struct SpaceLook<'a> {
+    watch: Option<&'a SpaceWatch>,
+    at_ops: u64,
+    at_bytes: u64,
+    looked_at_bytes: u64,
+    /// This worker has its share of the reserve (`SpaceWatch::join`).
+    joined: bool,
+}
+
+impl<'a> SpaceLook<'a> {
+    fn new(watch: Option<&'a SpaceWatch>) -> SpaceLook<'a> {
+        let first = if watch.is_some() { 0 } else { u64::MAX };
+        SpaceLook {
+            watch,
+            at_ops: first,
+            at_bytes: first,
+            looked_at_bytes: 0,
+            joined: false,
+        }
+    }
+
+    #[inline]
+    fn due(&self, ops: u64, bytes: u64) -> bool {
+        ops >= self.at_ops || bytes >= self.at_bytes
+    }
+
+    /// Look now (the engine's part of the reserve asked afresh); the next
+    /// look is due a stride later.
+    #[cold]
+    fn check(
+        &mut self,
+        engine: &dyn KvEngine,
+        ops: u64,
+        bytes: u64,
+    ) -> Result<(), super::space::DiskFull> {
+        self.at_ops = ops + STRIDE_OPS;
+        self.at_bytes = bytes + STRIDE_BYTES;
+        if bytes == self.looked_at_bytes {
+            return Ok(());
+        }
+        self.looked_at_bytes = bytes;
+        let Some(w) = self.watch else {
+            return Ok(());
+        };
+        if !std::mem::replace(&mut self.joined, true) {
+            w.join();
+        }
+        match engine.space_reserve() {
+            Some(reserve) => w.check(engine.name(), reserve),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The 1 s time series of the phase, sampled on the calling thread until
@@ -540,6 +615,91 @@ mod tests {
             out.duration_ns,
             SET_UP.as_nanos()
         );
+    }
+
+    /// The null engine, asking for more room than any disk has.
+    struct NeedsTheWholeDisk;
+
+    impl KvEngine for NeedsTheWholeDisk {
+        fn name(&self) -> &'static str {
+            "greedy"
+        }
+        fn version(&self) -> String {
+            String::new()
+        }
+        fn settings(&self) -> Vec<(String, String)> {
+            Vec::new()
+        }
+        fn session(&self) -> Result<Box<dyn KvSession + '_>> {
+            Null.session()
+        }
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+        fn space_reserve(&self) -> Option<u64> {
+            Some(u64::MAX / 4)
+        }
+    }
+
+    /// Each operation writes `bytes` (0: a read); `ops` counts them.
+    struct Writes {
+        bytes: u64,
+        ops: AtomicU64,
+    }
+
+    impl Work for Writes {
+        fn kinds(&self) -> Vec<KvOp> {
+            vec![KvOp::Write]
+        }
+        fn op(&self, w: &mut Worker<'_>) -> Result<()> {
+            w.rec.logical_written += self.bytes;
+            self.ops.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    /// Writers stop at their first look when the engine's reserve does not
+    /// fit; readers never look.
+    #[test]
+    fn the_space_watch_stops_writers_not_readers() {
+        let d = tempfile::tempdir().unwrap();
+        let watched = |ops: u64| {
+            let mut spec = PhaseSpec::split(ops, 2, None, 1);
+            spec.space = SpaceWatch::new(d.path()).map(std::sync::Arc::new);
+            // A bound the writers never reach unless nothing stops them.
+            spec.deadline_ns = Some(30_000_000_000);
+            spec
+        };
+        let writes = Writes {
+            bytes: 100,
+            ops: AtomicU64::new(0),
+        };
+        let e = run_reporting(
+            &NeedsTheWholeDisk,
+            &writes,
+            &watched(u64::MAX / 2),
+            None,
+            &|_, _, _| {},
+        )
+        .err()
+        .expect("stopped");
+        assert!(
+            e.downcast_ref::<super::super::space::DiskFull>().is_some(),
+            "{e:#}"
+        );
+        let reads = Writes {
+            bytes: 0,
+            ops: AtomicU64::new(0),
+        };
+        run_reporting(
+            &NeedsTheWholeDisk,
+            &reads,
+            &watched(10_000),
+            None,
+            &|_, _, _| {},
+        )
+        .expect("reads run");
+        assert_eq!(reads.ops.load(Ordering::Relaxed), 10_000);
     }
 
     #[test]

@@ -185,6 +185,16 @@ pub(crate) fn check_load_fits(plan: &KvPlan, copies: usize) -> Result<()> {
     let Ok(free) = crate::dut::scratch::free_bytes(dir) else {
         return Ok(()); // an unusable directory is reported where it is used
     };
+    if plan.engine == KvEngineKind::Lmdb && plan.options.mmap && plan.place.raw.is_none() {
+        let existing = plan
+            .place
+            .db
+            .as_ref()
+            .and_then(|d| std::fs::metadata(d.join("data.mdb")).ok())
+            .map_or(0, |m| std::os::unix::fs::MetadataExt::blocks(&m) * 512);
+        let map = plan.options.map_size.saturating_sub(existing);
+        super::space::check_map_fits(dir, map, copies)?;
+    }
     let all = bytes.saturating_mul(copies as u64);
     if all > free {
         let what = match copies {
@@ -291,7 +301,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     interrupt::install();
     let dir = db_dir(plan, raw)?;
     let cgroup = memory_cgroup(plan, obs)?;
-    let (server, eng) = open_engine(plan, &dir, obs)?;
+    let (server, eng) = open_engine(plan, &dir, obs).map_err(|e| on_full_disk(plan, &dir, e))?;
     obs.started(&Started {
         engine: eng.as_ref(),
         db: dir.data(),
@@ -349,6 +359,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
                 None => PhaseProbe::timeline_only(crate::measure::diskstats::device_of(dir.data())),
             };
             spec.live_ops = Some(probe.counter());
+            spec.space = space_watch(plan, &dir);
             let progress = |elapsed_s: f64, done: u64, lat_sum: u64| {
                 obs.phase_progress(done);
                 let label = match total {
@@ -407,6 +418,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
             .extend(trailing_chain_steps(&chain_steps));
         Ok(())
     })();
+    let outcome = outcome.map_err(|e| on_full_disk(plan, &dir, e));
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
     if let Some(cg) = &cgroup {
         if let Some(peak) = cg.peak_bytes() {
@@ -426,6 +438,25 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         results: sink.results,
         mismatches,
     })
+}
+
+/// An engine's error on a full disk, saying which file system and how
+/// full (a raw device and a server elsewhere have none of iolab's).
+fn on_full_disk(plan: &KvPlan, dir: &DbDir, e: anyhow::Error) -> anyhow::Error {
+    match (&dir.raw, plan.server.url.is_none()) {
+        (None, true) => super::space::explain(e, &dir.path),
+        _ => e,
+    }
+}
+
+/// The free-space watch of a phase of an embedded engine in a database
+/// directory (a server's writes are its own; a raw device has no file
+/// system).
+fn space_watch(plan: &KvPlan, dir: &DbDir) -> Option<std::sync::Arc<super::space::SpaceWatch>> {
+    if plan.engine.server().is_some() || dir.raw.is_some() {
+        return None;
+    }
+    super::space::SpaceWatch::new(&dir.path).map(std::sync::Arc::new)
 }
 
 /// Drop what the run made on a server; the warning if that failed.
@@ -684,6 +715,7 @@ fn step_job(
                     flush_after: false,
                     deadline_ns: None,
                     live_ops: None,
+                    space: None,
                 },
                 (Bench::FillSeq | Bench::FillRandom | Bench::Overwrite, _) => {
                     PhaseSpec::split(dbc.num, threads, target, seed ^ 3)

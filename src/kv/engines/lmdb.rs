@@ -35,6 +35,11 @@ impl Lmdb {
             eo.open(dir)
         }
         .with_context(|| format!("opening lmdb at {}", dir.display()))?;
+        if o.mmap {
+            // Writes through the map into a hole of a full file system are
+            // a SIGBUS: the map's blocks are allocated before any write.
+            crate::kv::space::reserve_file(&dir.join("data.mdb"), o.map_size)?;
+        }
         let mut wtxn = env.write_txn()?;
         let db: Database<Bytes, Bytes> = env.create_database(&mut wtxn, None)?;
         wtxn.commit()?;
@@ -91,11 +96,35 @@ self_cell::self_cell!(
     }
 );
 
+impl Lmdb {
+    /// A write's error, saying which bound a full map is.
+    fn write_error(&self, e: heed::Error) -> anyhow::Error {
+        match e {
+            heed::Error::Mdb(heed::MdbError::MapFull) => anyhow::Error::new(e).context(format!(
+                "LMDB's map is full (--map-size {}{})",
+                map_size(self.opts.map_size),
+                if self.opts.mmap {
+                    ", reserved on disk with --mmap"
+                } else {
+                    ""
+                }
+            )),
+            e => e.into(),
+        }
+    }
+
+    fn write(&self, f: impl FnOnce(&mut heed::RwTxn<'_>) -> heed::Result<bool>) -> Result<bool> {
+        let mut w = self.env.write_txn().map_err(|e| self.write_error(e))?;
+        let out = f(&mut w).map_err(|e| self.write_error(e))?;
+        w.commit().map_err(|e| self.write_error(e))?;
+        Ok(out)
+    }
+}
+
 impl KvSession for LmdbSession<'_> {
     fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut w = self.e.env.write_txn()?;
-        self.e.db.put(&mut w, key, value)?;
-        w.commit()?;
+        let db = self.e.db;
+        self.e.write(|w| db.put(w, key, value).map(|()| true))?;
         Ok(())
     }
     fn read(&mut self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -129,10 +158,8 @@ impl KvSession for LmdbSession<'_> {
         Ok(n)
     }
     fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        let mut w = self.e.env.write_txn()?;
-        let found = self.e.db.delete(&mut w, key)?;
-        w.commit()?;
-        Ok(found)
+        let db = self.e.db;
+        self.e.write(|w| db.delete(w, key))
     }
     fn next_in_order(&mut self, visit: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
         if self.seq.is_none() {
@@ -182,6 +209,10 @@ impl KvEngine for Lmdb {
     }
     fn flush(&self) -> Result<()> {
         Ok(self.env.force_sync()?)
+    }
+    /// Nothing once the map is reserved (`--mmap`): LMDB writes inside it.
+    fn space_reserve(&self) -> Option<u64> {
+        (!self.opts.mmap).then_some(0)
     }
     fn stats(&self) -> Vec<(String, String)> {
         let info = self.env.info();

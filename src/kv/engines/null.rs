@@ -39,6 +39,9 @@ impl KvEngine for Null {
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
         Ok(Box::new(NullSession))
     }
+    fn space_reserve(&self) -> Option<u64> {
+        None
+    }
     fn flush(&self) -> Result<()> {
         Ok(())
     }

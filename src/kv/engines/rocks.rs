@@ -11,11 +11,42 @@ use std::path::Path;
 pub struct Rocks {
     db: Db,
     opts: EngineOptions,
+    /// What one new WAL or SST file preallocates (`fallocate`), if
+    /// preallocation is on; `None` where the file system was too small.
+    prealloc: Option<u64>,
+}
+
+/// RocksDB's target SST size (`target_file_size_base`, its default).
+const SST_SIZE: u64 = 64 << 20;
+
+/// What one new file preallocates: RocksDB asks 1.1 times the write
+/// buffer for a WAL, 1.1 times the target size for an SST.
+fn prealloc_block(o: &EngineOptions) -> u64 {
+    o.write_buffer_size.max(SST_SIZE) / 10 * 11
+}
+
+/// The room a database needs while files are preallocated at once: a WAL
+/// and one SST per background job.
+fn prealloc_room(o: &EngineOptions) -> u64 {
+    prealloc_block(o) * (1 + u64::from(o.background_jobs))
 }
 
 impl Rocks {
     pub fn open(dir: &Path, o: &EngineOptions) -> Result<Rocks> {
         let mut opts = rocks_c::Options::new(o.cache_size as usize);
+        // A preallocation the file system cannot hold fails, and on ext4
+        // keeps the blocks it got: the disk is then full, and RocksDB's
+        // next write of any file (its info LOG included) meets ENOSPC,
+        // which this build's assertions turn into an abort. On a file
+        // system with less than twice the room of the preallocations at
+        // once, files grow as written instead.
+        let free = crate::dut::scratch::free_bytes(dir).unwrap_or(u64::MAX);
+        let prealloc = if free < 2 * prealloc_room(o) {
+            opts.no_fallocate()?;
+            None
+        } else {
+            Some(prealloc_room(o))
+        };
         opts.write_buffer_size(o.write_buffer_size as usize);
         opts.max_background_jobs(o.background_jobs as i32);
         opts.compression(match o.compression {
@@ -34,6 +65,7 @@ impl Rocks {
         Ok(Rocks {
             db,
             opts: o.clone(),
+            prealloc,
         })
     }
 
@@ -220,6 +252,17 @@ impl KvEngine for Rocks {
             ("bytes_per_sync".into(), o.bytes_per_sync.to_string()),
             ("pipelined_write".into(), yes(o.pipelined_write)),
             ("perf_level".into(), "disable".into()),
+            (
+                "allow_fallocate".into(),
+                match self.prealloc {
+                    Some(_) => "yes".into(),
+                    None => format!(
+                        "no (the file system had under {} free, twice what a WAL and {} SSTs preallocate at once)",
+                        mib(2 * prealloc_room(o)),
+                        o.background_jobs
+                    ),
+                },
+            ),
         ]
     }
     fn session(&self) -> Result<Box<dyn KvSession + '_>> {
@@ -249,6 +292,33 @@ impl KvEngine for Rocks {
     }
     fn lsm_state(&self) -> Option<LsmState> {
         Some(self.lsm())
+    }
+    /// The memtables a flush still writes (the active one too without a
+    /// WAL: closing flushes it), while compactions run the live SST files
+    /// (a compaction writes at most what it reads) up to RocksDB's bound
+    /// on a compaction's input each (`max_compaction_bytes`), and with
+    /// preallocation what a WAL and an SST per background job preallocate
+    /// at once. Any of RocksDB's files (WAL, SST, MANIFEST, info LOG)
+    /// written again after a write met ENOSPC makes this Debian build
+    /// abort (`sync_without_flush_called_`), so what runs in the
+    /// background must never take the last room.
+    fn space_reserve(&self) -> Option<u64> {
+        let all = self.int_property("rocksdb.cur-size-all-mem-tables");
+        let active = self.int_property("rocksdb.cur-size-active-mem-table");
+        let mut r = if self.opts.wal {
+            all.saturating_sub(active)
+        } else {
+            all
+        };
+        let compactions = self.int_property("rocksdb.num-running-compactions");
+        if compactions > 0 {
+            // max_compaction_bytes (25 target files) bounds one on a large
+            // database.
+            r += self
+                .int_property("rocksdb.total-sst-files-size")
+                .min(compactions * 25 * SST_SIZE);
+        }
+        Some(r + self.prealloc.unwrap_or(0))
     }
     fn stats(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();

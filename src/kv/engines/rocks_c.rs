@@ -102,6 +102,30 @@ impl Options {
     pub fn pipelined_write(&mut self, on: bool) {
         unsafe { ffi::rocksdb_options_set_enable_pipelined_write(self.opts, on.into()) }
     }
+    /// `allow_fallocate=false`: files grow as they are written, none is
+    /// preallocated. The C API has no setter: the options are copied
+    /// through RocksDB's option string (table factory and cache included).
+    pub fn no_fallocate(&mut self) -> Result<()> {
+        // SAFETY: live base options, a NUL-terminated string, fresh
+        // options that replace the base on success (the old ones freed).
+        unsafe {
+            let fresh = ffi::rocksdb_options_create();
+            let mut err = std::ptr::null_mut();
+            ffi::rocksdb_get_options_from_string(
+                self.opts,
+                c"allow_fallocate=false".as_ptr(),
+                fresh,
+                &mut err,
+            );
+            if let Err(e) = check(err) {
+                ffi::rocksdb_options_destroy(fresh);
+                return Err(e);
+            }
+            ffi::rocksdb_options_destroy(self.opts);
+            self.opts = fresh;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Options {

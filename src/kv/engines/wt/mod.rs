@@ -24,6 +24,9 @@ pub struct WiredTiger {
 unsafe impl Send for WiredTiger {}
 unsafe impl Sync for WiredTiger {}
 
+/// WiredTiger's journal file size (`log=(file_max)`, 100 MB by default).
+const JOURNAL_FILE: u64 = 100 << 20;
+
 fn cstring(s: &str) -> Result<CString> {
     CString::new(s).context("a NUL byte in a WiredTiger string")
 }
@@ -35,7 +38,16 @@ impl WiredTiger {
         let mut conn = ptr::null_mut();
         // SAFETY: valid NUL-terminated strings and an out pointer.
         let ret = unsafe { ffi::iolab_wt_open(home.as_ptr(), conf.as_ptr(), &mut conn) };
-        ffi::check(ret, &format!("opening {}", dir.display()))?;
+        ffi::check(ret, &format!("opening {}", dir.display())).map_err(|e| {
+            // Its first journal file is allocated whole at open (fallocate).
+            match crate::dut::scratch::free_bytes(dir) {
+                Ok(free) if o.wal && free < JOURNAL_FILE => e.context(format!(
+                    "WiredTiger allocates its journal in files of {} (log file_max, MongoDB's)",
+                    crate::kv::report::human(JOURNAL_FILE)
+                )),
+                _ => e,
+            }
+        })?;
         let engine = WiredTiger {
             conn,
             uri: cstring(config::URI)?,
