@@ -68,6 +68,33 @@ pub struct DiskInfo {
     pub max_sectors_kb: Option<u64>,
     /// Kernel driver behind the disk (virtio_blk, nvme, sd, loop, ...).
     pub driver: Option<String>,
+    /// The disk's serial where sysfs has one (virtio's `serial`, a SCSI or
+    /// NVMe device's `device/serial`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+}
+
+impl DiskInfo {
+    /// What sysfs says the disk is: its model (and serial), or, without
+    /// a model, what it is instead ("virtio, no model": a virtio disk has
+    /// none; it read "model ?").
+    pub fn identity(&self) -> String {
+        let serial = self
+            .serial
+            .as_deref()
+            .map(|s| format!(" serial {s}"))
+            .unwrap_or_default();
+        if let Some(m) = &self.model {
+            return format!("model {m}{serial}");
+        }
+        let virtio = self.driver.as_deref() == Some("virtio_blk")
+            || self.vendor.as_deref() == Some("0x1af4");
+        match (virtio, &self.vendor) {
+            (true, _) => format!("virtio, no model{serial}"),
+            (false, Some(v)) => format!("vendor {v}, no model in sysfs{serial}"),
+            (false, None) => format!("no model in sysfs{serial}"),
+        }
+    }
 }
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
@@ -226,6 +253,7 @@ pub fn disk_info(dev: DevNum) -> Option<DiskInfo> {
         io_poll: read_u64(q.join("io_poll")).map(|v| v == 1),
         max_sectors_kb: read_u64(q.join("max_sectors_kb")),
         driver,
+        serial: read_trim(base.join("serial")).or_else(|| read_trim(base.join("device/serial"))),
         device,
         disk,
     })
@@ -342,5 +370,24 @@ mod tests {
         if fs_of_path(Path::new("/dev/shm")).is_some_and(|f| f.fstype == "tmpfs") {
             assert!(devnum_of_path(Path::new("/dev/shm")).is_none());
         }
+    }
+
+    /// Provenance read "model ?" on a virtio disk: it now says what sysfs
+    /// has, or what the disk is.
+    #[test]
+    fn a_disk_without_a_model_says_what_it_is() {
+        let virtio = DiskInfo {
+            driver: Some("virtio_blk".into()),
+            vendor: Some("0x1af4".into()),
+            serial: Some("overlayblk".into()),
+            ..DiskInfo::default()
+        };
+        assert_eq!(virtio.identity(), "virtio, no model serial overlayblk");
+        let nvme = DiskInfo {
+            model: Some("Samsung SSD 990".into()),
+            ..DiskInfo::default()
+        };
+        assert_eq!(nvme.identity(), "model Samsung SSD 990");
+        assert_eq!(DiskInfo::default().identity(), "no model in sysfs");
     }
 }

@@ -198,11 +198,11 @@ impl Provenance {
                 rows.push((
                     "device".into(),
                     format!(
-                        "{} (disk {}, {}) model {} driver {}",
+                        "{} (disk {}, {}) {} driver {}",
                         d.device,
                         d.disk,
                         d.devnum,
-                        d.model.clone().unwrap_or_else(|| "?".into()),
+                        d.identity(),
                         d.driver.clone().unwrap_or_else(|| "?".into())
                     ),
                 ));

@@ -317,8 +317,7 @@ pub fn cdf(r: &Results) -> Option<Section> {
 /// Per-second IOPS, bandwidth and latency of the points with a series; the
 /// ramp (excluded from statistics) is shaded.
 pub fn time_series(r: &Results) -> Option<Section> {
-    // At least 3 seconds: one or two are a dot or a segment, not a line.
-    let pts: Vec<&Point> = r.points.iter().filter(|p| p.series.len() >= 3).collect();
+    let pts: Vec<&Point> = r.points.iter().filter(|p| p.series.len() >= 2).collect();
     if pts.is_empty() {
         return None;
     }
@@ -387,6 +386,11 @@ pub fn time_series(r: &Results) -> Option<Section> {
             ]);
         }
         let dashed = super::is_write(p);
+        // Fewer than 3 seconds are a dot or a segment, not a line: in the
+        // table only.
+        if p.series.len() < 3 {
+            continue;
+        }
         for (v, dst) in [(a, &mut iops), (b, &mut bw), (c, &mut lat)] {
             dst.push(Series {
                 label: names[i].clone(),
@@ -418,28 +422,39 @@ pub fn time_series(r: &Results) -> Option<Section> {
     Some(Section {
         id: "time-series".into(),
         title: "Time series".into(),
-        note: if pts.len() > sel.len() {
-            format!(
-                "Per-second values of the {} longest of {} points.",
-                sel.len(),
-                pts.len()
-            )
-        } else {
-            "Per-second values of each point.".into()
+        note: {
+            let mut note = if pts.len() > sel.len() {
+                format!(
+                    "Per-second values of the {} longest of {} points.",
+                    sel.len(),
+                    pts.len()
+                )
+            } else {
+                "Per-second values of each point.".into()
+            };
+            if iops.is_empty() {
+                note.push_str(" Each point has fewer than 3 seconds, too few for a line: the table holds them.");
+            }
+            note
         },
-        svgs: [
-            Some(chart(&format!("{rate} over time"), rate, iops, fmt::count)),
-            moves_bytes.then(|| chart("Bandwidth over time", "bandwidth (MiB/s)", bw, fmt::mib)),
-            Some(chart(
-                "Mean latency over time",
-                "mean latency",
-                lat,
-                fmt::ns,
-            )),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
+        svgs: if iops.is_empty() {
+            Vec::new()
+        } else {
+            [
+                Some(chart(&format!("{rate} over time"), rate, iops, fmt::count)),
+                moves_bytes
+                    .then(|| chart("Bandwidth over time", "bandwidth (MiB/s)", bw, fmt::mib)),
+                Some(chart(
+                    "Mean latency over time",
+                    "mean latency",
+                    lat,
+                    fmt::ns,
+                )),
+            ]
+            .into_iter()
+            .flatten()
+            .collect()
+        },
         table: if moves_bytes {
             table
         } else {
