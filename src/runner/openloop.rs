@@ -47,6 +47,16 @@ pub struct OpenLoopSpec {
     /// This thread's wake-up lateness, measured before the run
     /// (`wake::calibrate`; empty with a virtual clock).
     pub wake: WakeCalibration,
+    /// Arrivals this far behind their schedule stop the job (ACT's
+    /// `max-lag-sec`, `--profile act`); `None`: never.
+    pub max_lag_ns: Option<u64>,
+}
+
+/// How far behind its schedule an arrival due at `due` is at `now`, when
+/// that is more than `max_lag` (then the job stops).
+pub fn lag_past(max_lag: Option<u64>, now: u64, due: u64) -> Option<u64> {
+    let lag = now.saturating_sub(due);
+    max_lag.filter(|&m| lag > m).map(|_| lag)
 }
 
 /// What open-loop issuing measured on top of the normal recorder.
@@ -62,6 +72,8 @@ pub struct OpenLoopRecorder {
     /// Requests due but not yet issued: the largest seen and the count at the end.
     pub max_backlog: u64,
     pub final_backlog: u64,
+    /// The lag at which this worker stopped the job (`max_lag_ns`).
+    pub lag_stop_ns: Option<u64>,
 }
 
 impl OpenLoopRecorder {
@@ -74,6 +86,7 @@ impl OpenLoopRecorder {
         self.late += o.late;
         self.max_backlog += o.max_backlog;
         self.final_backlog += o.final_backlog;
+        self.lag_stop_ns = self.lag_stop_ns.max(o.lag_stop_ns);
     }
 }
 
@@ -181,6 +194,12 @@ fn run_inner<C: Clock, E: Engine>(
 
     loop {
         let now = clock.now();
+        if !stopping && orec.lag_stop_ns.is_none() {
+            if let Some(lag) = lag_past(ol.max_lag_ns, now, sched.due()) {
+                orec.lag_stop_ns = Some(lag);
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
         if !stopping
             && (now >= spec.deadline
                 || sched.due() >= spec.deadline
@@ -433,6 +452,7 @@ mod tests {
             poisson: true,
             seed: 3,
             wake: WakeCalibration::default(),
+            max_lag_ns: None,
         };
         let rec = reads_open_loop(&mut engine, &clock, &spec, &ol);
         let done = rec.ops[OpKind::Read.index()];
@@ -493,6 +513,7 @@ mod tests {
             poisson: true,
             seed: 5,
             wake,
+            max_lag_ns: None,
         };
         let rec = reads_open_loop(&mut engine, &clock, &spec, &ol);
         let done = rec.ops[OpKind::Read.index()];
@@ -512,6 +533,7 @@ mod tests {
                 poisson,
                 seed: 7,
                 wake: WakeCalibration::default(),
+                max_lag_ns: None,
             };
             let mut s = Schedule::new(0, &ol);
             for _ in 0..99_999 {
@@ -530,10 +552,23 @@ mod tests {
                 poisson: false,
                 seed: 0,
                 wake: WakeCalibration::default(),
+                max_lag_ns: None,
             },
         );
         assert_eq!(s.backlog(50), 0);
         assert_eq!(s.backlog(100), 1);
         assert_eq!(s.backlog(1000), 10);
+    }
+
+    #[test]
+    fn arrivals_stop_the_job_only_past_the_max_lag() {
+        let ten_s = Some(10_000_000_000);
+        assert_eq!(lag_past(ten_s, 30_000_000_000, 20_000_000_000), None);
+        assert_eq!(
+            lag_past(ten_s, 30_000_000_001, 20_000_000_000),
+            Some(10_000_000_001)
+        );
+        assert_eq!(lag_past(ten_s, 5, 10), None, "ahead of schedule");
+        assert_eq!(lag_past(None, u64::MAX, 0), None);
     }
 }
