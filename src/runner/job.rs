@@ -677,12 +677,7 @@ pub fn run_job_with_clock<C: Clock>(
     // the job now, not after its runtime. The workers' writable descriptor
     // holds the device's exclusive claim; the writer opens beside it.
     let claimed = spec.writes() && fds.iter().any(Option::is_some);
-    let large_fds = spec
-        .large_blocks
-        .as_ref()
-        .map(|load| large_blocks::open(load, target, (spec.offset, size), direct, claimed))
-        .transpose()
-        .with_context(|| format!("job {}: the large-block streams", spec.name))?;
+    let large_fds = large_blocks::open_for(spec, target, size, direct, claimed)?;
 
     let n = spec.jobs as usize;
     let ctx = JobCtx {
@@ -774,14 +769,10 @@ pub fn run_job_with_clock<C: Clock>(
     );
     if let (Some(load), Some(streams)) = (&spec.large_blocks, large) {
         let streams = streams.with_context(|| format!("job {} failed", spec.name))?;
-        let read_lag = merged
-            .open_loop
-            .as_ref()
-            .and_then(|o| o.lag_stop_ns)
-            .map(Duration::from_nanos);
-        point.extra.act = Some(Box::new(act_table::section(
-            &point, load, &streams, read_lag,
-        )));
+        let read_lag = merged.open_loop.as_ref().and_then(|o| o.lag_stop_ns);
+        let read_lag = read_lag.map(Duration::from_nanos);
+        let act = act_table::section(&point, load, &streams, read_lag);
+        point.extra.act = Some(Box::new(act));
     }
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).

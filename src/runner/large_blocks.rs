@@ -70,6 +70,21 @@ pub fn open(
     Ok(Opened { write, read })
 }
 
+/// `open` for a job with large blocks (`None` without), its errors naming the job.
+pub fn open_for(
+    spec: &crate::plan::job::JobSpec,
+    target: &Target,
+    size: u64,
+    direct: bool,
+    claimed: bool,
+) -> Result<Option<Opened>> {
+    spec.large_blocks
+        .as_ref()
+        .map(|load| open(load, target, (spec.offset, size), direct, claimed))
+        .transpose()
+        .with_context(|| format!("job {}: the large-block streams", spec.name))
+}
+
 /// Start the write and the read stream; they run until `stop` is set. A
 /// stream falling `max_lag` behind sets `halt` (the job's workers' stop).
 pub fn spawn<'s, 'e: 's>(
