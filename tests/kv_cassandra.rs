@@ -452,3 +452,61 @@ fn a_private_server_leaves_nothing_in_tmp() {
     assert!(jvm_files.is_empty(), "the JVM used /tmp: {jvm_files:?}");
     assert!(common::files_in(dir.path()).is_empty());
 }
+
+/// `--cassandra-compaction`: a strategy Cassandra does not have, or the
+/// flag with another engine, is exit 2 naming it before anything starts.
+#[test]
+fn a_bad_compaction_strategy_is_exit_2_naming_the_flag() {
+    let state = common::workdir();
+    let dir = server_dir();
+    let d = dir.path().to_str().unwrap();
+    let bad = kv(
+        state.path(),
+        &["a", "-t", d, "--cassandra-compaction", "Leveled'}"],
+    )
+    .output()
+    .unwrap();
+    let other = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["kv", "--engine", "rocksdb", "a", "-t", d])
+        .args(["--cassandra-compaction", "lcs"])
+        .env("IOLAB_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    for o in [bad, other] {
+        let msg = common::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{msg}");
+        assert!(msg.contains("--cassandra-compaction"), "{msg}");
+    }
+    assert!(common::files_in(dir.path()).is_empty());
+}
+
+/// A private run with `--cassandra-compaction lcs`: the table is created
+/// with it (Cassandra refuses an unknown class, so the run would fail) and
+/// the results' engine settings say so.
+#[test]
+fn the_compaction_strategy_is_used_and_recorded() {
+    let _one = one_at_a_time();
+    if !installed() {
+        eprintln!(
+            "SKIP the_compaction_strategy_is_used_and_recorded: Java or Cassandra's jars missing"
+        );
+        return;
+    }
+    let (dir, state, out) = (server_dir(), common::workdir(), common::workdir());
+    let json = out.path().join("kv.json");
+    let d = dir.path().to_str().unwrap();
+    let o = kv(state.path(), &["a", "-t", d, "--heap", "512m", "--quiet"])
+        .args(["-p", "recordcount=200", "-p", "operationcount=200"])
+        .args([
+            "--cassandra-compaction",
+            "lcs",
+            "-o",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.contains("LeveledCompactionStrategy"), "{text}");
+    assert!(common::files_in(dir.path()).is_empty());
+}
