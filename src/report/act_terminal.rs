@@ -96,7 +96,7 @@ pub fn verdict_line(a: &ActPoint) -> Option<String> {
 
 fn slice_name(slice_s: Option<f64>) -> String {
     match slice_s {
-        Some(s) if s == 3600.0 => "hour".into(),
+        Some(3600.0) => "hour".into(),
         Some(s) => format!("{s:.0} s"),
         None => "slice".into(),
     }
