@@ -125,6 +125,13 @@ pub fn lags_too_far(lag: Duration, max_lag: Option<Duration>) -> bool {
     max_lag.is_some_and(|m| lag > m)
 }
 
+/// A stream's buffers and how many: the writes rotate through
+/// `WRITE_BUFFERS` distinct random ones, the reads need one.
+fn buffers(write: bool, bs: u64, seed: u64) -> Result<(BufferPool, usize)> {
+    let n = if write { WRITE_BUFFERS } else { 1 };
+    Ok((BufferPool::new(n, bs as usize, seed)?, n))
+}
+
 /// One stream: an operation due every 1/rate from the start, waited for
 /// asleep (in slices, so `stop` is seen within 50 ms).
 fn run(
@@ -136,8 +143,7 @@ fn run(
 ) -> Result<StreamOutcome> {
     let bs = load.bs;
     let slots = len / bs;
-    let buffers = if write { WRITE_BUFFERS } else { 1 };
-    let pool = BufferPool::new(buffers, bs as usize, seed)?;
+    let (pool, buffers) = buffers(write, bs, seed)?;
     let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let gap = Duration::from_secs_f64(1.0 / load.rate_per_s);
     let mut lat = LatencyHistogram::new();
@@ -210,5 +216,50 @@ mod tests {
         assert!(!lags_too_far(Duration::from_secs(10), ten));
         assert!(lags_too_far(Duration::from_millis(10_001), ten));
         assert!(!lags_too_far(Duration::from_secs(3600), None));
+    }
+
+    #[test]
+    fn writes_rotate_through_distinct_random_buffers() {
+        let bs = 128 << 10;
+        let (mut pool, n) = buffers(true, bs, 9).unwrap();
+        assert!(n >= 2, "one buffer rewritten as is: {n}");
+        let slots: Vec<Vec<u8>> = (0..n).map(|i| pool.slot(i, bs as usize).to_vec()).collect();
+        for i in 0..n {
+            for j in i + 1..n {
+                assert_ne!(slots[i], slots[j], "buffers {i} and {j} are the same");
+            }
+        }
+        assert_eq!(buffers(false, bs, 9).unwrap().1, 1);
+    }
+
+    /// The flags of an open descriptor, from /proc/self/fdinfo (octal).
+    fn fd_flags(fd: &OwnedFd) -> i32 {
+        let info =
+            std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap();
+        let line = info.lines().find(|l| l.starts_with("flags:")).unwrap();
+        i32::from_str_radix(line.trim_start_matches("flags:").trim(), 8).unwrap()
+    }
+
+    #[test]
+    fn the_writer_is_o_dsync_and_both_open_before_any_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
+        let mut t = Target::none(1 << 20);
+        t.path = path;
+        t.kind = crate::dut::TargetKind::ExistingFile;
+        t.writable = true;
+        let load = crate::plan::act::job(&crate::plan::job::JobSpec::default(), 1.0)
+            .large_blocks
+            .unwrap();
+        let o = open(&load, &t, (0, 1 << 20), false, false).unwrap();
+        assert_ne!(fd_flags(&o.write) & libc::O_DSYNC, 0, "writes are O_DSYNC");
+        assert_eq!(fd_flags(&o.read) & libc::O_DSYNC, 0);
+        assert_eq!(fd_flags(&o.read) & libc::O_ACCMODE, libc::O_RDONLY);
+        let small = open(&load, &t, (0, 64 << 10), false, false);
+        assert!(
+            small.is_err(),
+            "a region under one large block fails at open"
+        );
     }
 }
