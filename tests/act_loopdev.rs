@@ -1,7 +1,10 @@
-//! `--profile act` on a raw block device (a loop device; root only, skipped
-//! with a message elsewhere): the large-block writer shares iolab's own
-//! exclusive claim instead of failing on it after the whole runtime, so a
-//! short run with `--destroy-data` keeps its point.
+//! Writing a raw block device (a loop device; root only, skipped with a
+//! message elsewhere) with several descriptors: iolab holds the device's
+//! exclusive claim once for the job and opens the others beside it. So
+//! `--profile act`'s large-block writer no longer fails on iolab's own
+//! claim after the whole runtime (a short run with `--destroy-data` keeps
+//! its point), nor do `--jobs 2` writers; and ACT on 4 KiB sectors reads
+//! whole sectors, as act_storage does.
 
 use std::fs::File;
 
@@ -87,4 +90,41 @@ fn act_on_4k_sectors_reads_whole_sectors() {
     assert_eq!(p["job"]["bs"][0][0], 4096, "{}", p["job"]);
     let warned = r.to_string().contains("rounded up to the sector");
     assert!(warned, "the rounding is said: {}", text(&o));
+}
+
+/// Several workers writing one block device: the first descriptor holds the
+/// exclusive claim, the others open beside it (each used to ask for it
+/// again and the second was refused as busy).
+#[test]
+fn two_writing_jobs_on_a_loop_device_share_the_claim() {
+    let dir = workdir();
+    let backing = dir.path().join("jobs.img");
+    File::create(&backing).unwrap().set_len(32 << 20).unwrap();
+    let lo = match LoopDev::attach(&backing, &["--direct-io=on"]) {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("SKIP two_writing_jobs_on_a_loop_device_share_the_claim: {why}");
+            return;
+        }
+    };
+    let dev = lo.dev.to_str().unwrap();
+    let json = dir.path().join("jobs.json");
+    let o = iolab(&[
+        "device",
+        "--rw",
+        "randwrite",
+        "--jobs",
+        "2",
+        "--io-count",
+        "64",
+        "--target",
+        dev,
+        "--destroy-data",
+        dev,
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(results(&json)["points"].as_array().map(Vec::len), Some(1));
 }

@@ -293,6 +293,9 @@ fn check_engine_fits_target(spec: &JobSpec, target: &Target) -> anyhow::Result<(
 /// Descriptors the workers' engines open, whether O_DIRECT is in effect, and
 /// the engine features probed on the first one.
 struct Opened {
+    /// A block device's exclusive claim (O_EXCL), held for the whole job
+    /// when it writes: every other descriptor opens beside it.
+    claim: Option<OwnedFd>,
     fds: Vec<Option<OwnedFd>>,
     direct: bool,
     features: Vec<FeatureProbe>,
@@ -308,6 +311,7 @@ fn open_local(
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Opened> {
     let mut opened = Opened {
+        claim: None,
         fds: Vec::new(),
         direct: spec.direct && spec.engine.needs_file(),
         features: Vec::new(),
@@ -317,8 +321,17 @@ fn open_local(
         return Ok(opened);
     }
     let config = spec.engine_config();
+    if spec.writes() && target.kind == crate::dut::TargetKind::BlockDevice {
+        opened.claim = Some(target.open(true, spec.direct)?.0);
+    }
     for i in 0..spec.jobs {
-        let (fd, d) = target.open(spec.writes(), spec.direct)?;
+        // A second O_EXCL open would be refused by our own claim.
+        let (fd, d) = target.open_as(crate::dut::OpenHow {
+            write: spec.writes(),
+            direct: spec.direct,
+            dsync: false,
+            beside_claim: opened.claim.is_some(),
+        })?;
         if i == 0 {
             opened.direct = d;
             opened.features = engine::probe_features(&config, fd.as_raw_fd())?;
@@ -669,15 +682,14 @@ pub fn run_job_with_clock<C: Clock>(
     let mut warnings = spec_warnings(spec);
     warnings.extend(fitted.as_ref().map(|(_, w)| w.clone()));
     let Opened {
+        claim,
         fds,
         direct,
         features,
     } = open_local(spec, target, size, &mut warnings)?;
     // Before the first I/O: a descriptor the large blocks cannot have fails
-    // the job now, not after its runtime. The workers' writable descriptor
-    // holds the device's exclusive claim; the writer opens beside it.
-    let claimed = spec.writes() && fds.iter().any(Option::is_some);
-    let large_fds = large_blocks::open_for(spec, target, size, direct, claimed)?;
+    // the job now, not after its runtime; the writer opens beside the claim.
+    let large_fds = large_blocks::open_for(spec, target, size, direct, claim.is_some())?;
 
     let n = spec.jobs as usize;
     let ctx = JobCtx {
