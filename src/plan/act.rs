@@ -61,21 +61,15 @@ pub fn large_block_rate(scale: f64) -> f64 {
     writes / per_block as f64 * 100.0 / f64::from(100 - DEFRAG_LWM_PCT)
 }
 
-/// The small reads' size on a device of `sector` bytes: ACT reads whole
-/// minimum-size I/Os, the stored record rounded up to the sector.
-pub fn read_bytes(sector: u64) -> u64 {
-    let stored = RECORD_BYTES.div_ceil(RBLOCK_BYTES) * RBLOCK_BYTES;
-    stored.div_ceil(sector.max(1)) * sector.max(1)
-}
-
-/// `--act-scale`: ACT's load multiplier, above 0 (default 1).
+/// `--act-scale`: ACT's load multiplier (default 1), from 0.001 (ACT's
+/// rates are whole requests per second: at least one write) to 10000.
 pub fn scale(v: Option<f64>) -> anyhow::Result<f64> {
     match v {
         None => Ok(1.0),
-        Some(n) if n > 0.0 && n <= 10_000.0 => Ok(n),
+        Some(n) if (0.001..=10_000.0).contains(&n) => Ok(n),
         Some(n) => Err(crate::error::usage(
             "--act-scale",
-            format!("{n} is not a load multiplier (above 0, at most 10000)"),
+            format!("{n} is not a load multiplier (from 0.001, one write per second, to 10000)"),
         )),
     }
 }
@@ -137,6 +131,11 @@ mod tests {
         assert_eq!(format!("{:.2}", large_block_rate(1.0)), "23.53");
         assert!((large_block_rate(1.0) - 2000.0 / 85.0).abs() < 1e-9);
         assert_eq!(format!("{:.2}", large_block_rate(0.5)), "11.76");
+        assert!(
+            large_block_rate(0.001) > 0.0,
+            "the smallest scale still writes"
+        );
+        assert!(scale(Some(0.0004)).is_err() && scale(Some(0.001)).is_ok());
         let j = job(&JobSpec::default(), 3.0);
         assert_eq!(j.open_loop.unwrap().rate_iops, 6000.0);
         assert_eq!(j.bs, vec![(1536, 1)]);
@@ -150,13 +149,6 @@ mod tests {
         );
         assert_eq!(j.large_blocks.unwrap().max_lag_s, Some(10.0));
         assert_eq!(j.name, "act-3x");
-    }
-
-    #[test]
-    fn reads_are_rounded_up_to_the_sector_as_act_does() {
-        assert_eq!(read_bytes(512), 1536);
-        assert_eq!(read_bytes(4096), 4096);
-        assert_eq!(read_bytes(0), 1536);
     }
 
     #[test]
