@@ -560,6 +560,49 @@ mod tests {
         assert_eq!(s.backlog(1000), 10);
     }
 
+    /// A device slower than the arrivals: the schedule falls behind, and
+    /// past `max_lag_ns` the worker records the lag, sets the job's stop
+    /// and ends long before its deadline.
+    #[test]
+    fn a_schedule_falling_past_the_max_lag_stops_the_job() {
+        let clock = VirtualClock::new(1_000_000_000);
+        let t0 = clock.now();
+        let script = FakeScript {
+            latencies_ns: vec![1_000_000_000],
+            servers: 1,
+            submit_ns: 0,
+        };
+        let mut engine = FakeEngine::new(script, 8, clock.clone());
+        let spec = test_support::loop_spec(8, t0, t0 + 600_000_000_000, u64::MAX);
+        let ol = OpenLoopSpec {
+            mean_gap_ns: 10_000_000.0,
+            poisson: false,
+            seed: 1,
+            wake: WakeCalibration::default(),
+            max_lag_ns: Some(10_000_000_000),
+        };
+        let (mut gen, mut pool) = test_support::reads(8);
+        let mut rec = Recorder::new(spec.measure_start, 2);
+        rec.open_loop = Some(OpenLoopRecorder::default());
+        let stop = AtomicBool::new(false);
+        run(
+            &mut engine,
+            &clock,
+            &spec,
+            &ol,
+            &mut gen,
+            &mut pool,
+            &mut rec,
+            &stop,
+        )
+        .unwrap();
+        let lag = rec.open_loop.unwrap().lag_stop_ns.expect("stopped for lag");
+        assert!(lag > 10_000_000_000, "{lag}");
+        assert!(stop.load(Ordering::SeqCst), "the other workers are told");
+        let done = rec.ops[OpKind::Read.index()];
+        assert!(done < 60, "{done} reads: it ran on");
+    }
+
     #[test]
     fn arrivals_stop_the_job_only_past_the_max_lag() {
         let ten_s = Some(10_000_000_000);
