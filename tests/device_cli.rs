@@ -712,6 +712,25 @@ fn act_profile_runs_acts_three_streams() {
     );
     assert!(printed.status.success(), "{}", text(&printed));
     assert!(text(&printed).contains("% > 64 ms"), "{}", text(&printed));
+    assert!(
+        text(&printed).contains("ACT verdict: "),
+        "{}",
+        text(&printed)
+    );
+    let act = &results(&json)["points"][0]["extra"]["act"];
+    assert_eq!(act["slice_s"], 3600.0, "{act}");
+    assert_eq!(act["slices"].as_array().map(Vec::len), Some(1), "{act}");
+    let pass = act["verdict"]["pass"].as_bool().expect("a verdict");
+    assert_eq!(act["slices"][0]["pass"].as_bool(), Some(pass), "{act}");
+    assert_eq!(act["verdict"]["criteria"][1]["over_ms"], 8, "{act}");
+    // `iolab report` renders the ACT section too, as text and markdown.
+    let report = iolab(&["report", json.to_str().unwrap(), "--format", "text"]);
+    assert!(report.status.success(), "{}", text(&report));
+    for want in ["% > 64 ms", "ACT verdict: ", "per hour"] {
+        assert!(text(&report).contains(want), "{want}: {}", text(&report));
+    }
+    let md = iolab(&["report", json.to_str().unwrap(), "--format", "markdown"]);
+    assert!(text(&md).contains("## ACT"), "{}", text(&md));
     assert_eq!(
         files_in(dir.path()),
         vec![json.clone()],

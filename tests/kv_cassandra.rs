@@ -363,3 +363,150 @@ fn after_a_sigkill_the_next_start_stops_the_server_and_removes_its_files() {
     );
     assert!(common::files_in(state.path()).is_empty(), "records left");
 }
+
+/// What a JVM leaves in /tmp: lz4-java's and snappy-java's unpacked native
+/// libraries (and lock files), and the hsperfdata directories' files.
+fn jvm_files_in_tmp() -> std::collections::BTreeSet<PathBuf> {
+    let mut out = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir("/tmp").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("hsperfdata_") {
+            out.extend(common::files_in(&e.path()));
+        } else if name.starts_with("liblz4-java-") || name.starts_with("snappy-") {
+            out.insert(e.path());
+        }
+    }
+    out
+}
+
+/// Files under /tmp the process `pid` has mapped (native libraries,
+/// hsperfdata), and the lock files beside them.
+fn mapped_in_tmp(pid: u32) -> Vec<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut out: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.starts_with("/tmp/"))
+        .map(PathBuf::from)
+        .collect();
+    out.sort();
+    out.dedup();
+    let locks: Vec<PathBuf> = out
+        .iter()
+        .map(|p| PathBuf::from(format!("{}.lck", p.display())))
+        .collect();
+    out.extend(locks);
+    out
+}
+
+/// A private server's JVM unpacks its native libraries into its own
+/// directory and writes no hsperfdata: nothing it created stays in /tmp.
+/// Others' files there (other JVMs on the machine) are ignored: only new
+/// entries this server mapped count.
+#[test]
+fn a_private_server_leaves_nothing_in_tmp() {
+    let _one = one_at_a_time();
+    if !installed() {
+        eprintln!("SKIP a_private_server_leaves_nothing_in_tmp: Java or Cassandra's jars missing");
+        return;
+    }
+    let state = common::workdir();
+    std::env::set_var("IOLAB_STATE_DIR", state.path());
+    let before = jvm_files_in_tmp();
+    let dir = server_dir();
+    let server = Server::start_or_connect(ServerKind::Cassandra, None, dir.path(), &small_heap())
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let pid = server.pgid().expect("a private server");
+    // Writes go through the commit log (LZ4) and the memtable.
+    let c = Cql::connect(server.endpoint(), None).unwrap();
+    c.run("CREATE KEYSPACE iolab_tmp WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        .unwrap();
+    c.run("CREATE TABLE iolab_tmp.t (k int PRIMARY KEY, v text)")
+        .unwrap();
+    for k in 0..100 {
+        c.run(&format!(
+            "INSERT INTO iolab_tmp.t (k, v) VALUES ({k}, 'v{k}')"
+        ))
+        .unwrap();
+    }
+    let mapped = mapped_in_tmp(pid);
+    drop(c);
+    drop(server);
+    let after = jvm_files_in_tmp();
+    let ours: Vec<&PathBuf> = after
+        .difference(&before)
+        .filter(|p| {
+            mapped.contains(p) || p.file_name().is_some_and(|n| n == pid.to_string().as_str())
+        })
+        .collect();
+    assert!(ours.is_empty(), "left in /tmp: {ours:?}");
+    let jvm_files: Vec<&PathBuf> = mapped
+        .iter()
+        .filter(|p| {
+            let s = p.to_string_lossy();
+            s.starts_with("/tmp/liblz4-java-")
+                || s.starts_with("/tmp/snappy-")
+                || s.starts_with("/tmp/hsperfdata_")
+        })
+        .collect();
+    assert!(jvm_files.is_empty(), "the JVM used /tmp: {jvm_files:?}");
+    assert!(common::files_in(dir.path()).is_empty());
+}
+
+/// `--cassandra-compaction`: a strategy Cassandra does not have, or the
+/// flag with another engine, is exit 2 naming it before anything starts.
+#[test]
+fn a_bad_compaction_strategy_is_exit_2_naming_the_flag() {
+    let state = common::workdir();
+    let dir = server_dir();
+    let d = dir.path().to_str().unwrap();
+    let bad = kv(
+        state.path(),
+        &["a", "-t", d, "--cassandra-compaction", "Leveled'}"],
+    )
+    .output()
+    .unwrap();
+    let other = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["kv", "--engine", "rocksdb", "a", "-t", d])
+        .args(["--cassandra-compaction", "lcs"])
+        .env("IOLAB_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    for o in [bad, other] {
+        let msg = common::text(&o);
+        assert_eq!(o.status.code(), Some(2), "{msg}");
+        assert!(msg.contains("--cassandra-compaction"), "{msg}");
+    }
+    assert!(common::files_in(dir.path()).is_empty());
+}
+
+/// A private run with `--cassandra-compaction lcs`: the table is created
+/// with it (Cassandra refuses an unknown class, so the run would fail) and
+/// the results' engine settings say so.
+#[test]
+fn the_compaction_strategy_is_used_and_recorded() {
+    let _one = one_at_a_time();
+    if !installed() {
+        eprintln!(
+            "SKIP the_compaction_strategy_is_used_and_recorded: Java or Cassandra's jars missing"
+        );
+        return;
+    }
+    let (dir, state, out) = (server_dir(), common::workdir(), common::workdir());
+    let json = out.path().join("kv.json");
+    let d = dir.path().to_str().unwrap();
+    let o = kv(state.path(), &["a", "-t", d, "--heap", "512m", "--quiet"])
+        .args(["-p", "recordcount=200", "-p", "operationcount=200"])
+        .args([
+            "--cassandra-compaction",
+            "lcs",
+            "-o",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.contains("LeveledCompactionStrategy"), "{text}");
+    assert!(common::files_in(dir.path()).is_empty());
+}

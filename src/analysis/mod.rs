@@ -1,6 +1,7 @@
 //! Derived metrics over results: pure functions of the points, no I/O.
 //! `analyze` gathers every analysis that applies into `Results.analysis`.
 
+pub mod act;
 pub mod baseline;
 pub mod batching;
 pub mod compare;

@@ -244,6 +244,12 @@ pub struct EngineArgs {
     /// own default: 1 to 8, added and removed as it measures progress).
     #[arg(long, value_name = "N|auto", default_value = "4")]
     pub wt_eviction_threads: String,
+
+    /// Cassandra: the table's compaction strategy, in its CREATE TABLE
+    /// (`WITH compaction = {'class': ...}`): SizeTiered (Cassandra's
+    /// default), Leveled, Unified or TimeWindow, or stcs, lcs, ucs, twcs
+    #[arg(long, value_name = "STRATEGY")]
+    pub cassandra_compaction: Option<String>,
 }
 
 /// db_bench-style options of `iolab kv`.

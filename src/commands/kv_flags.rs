@@ -107,6 +107,7 @@ fn engine_settings(a: EngineArgs) -> EngineSettings {
         wt_table,
         checkpoint_interval,
         wt_eviction_threads,
+        cassandra_compaction,
     } = a;
     EngineSettings {
         sync,
@@ -125,6 +126,7 @@ fn engine_settings(a: EngineArgs) -> EngineSettings {
         wt_table,
         checkpoint_interval,
         wt_eviction_threads,
+        cassandra_compaction,
     }
 }
 

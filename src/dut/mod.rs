@@ -106,6 +106,20 @@ pub struct TargetInfo {
     pub export: Option<RemoteExport>,
 }
 
+/// How `Target::open_as` opens the target.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenHow {
+    pub write: bool,
+    pub direct: bool,
+    /// O_DSYNC: each write returns once it is on stable storage (ACT's writes).
+    pub dsync: bool,
+    /// A descriptor of this process opened for writing already holds the
+    /// device's exclusive claim (O_EXCL): a second O_EXCL open would be
+    /// refused as busy by that very claim, and the claim keeps the device
+    /// unmounted and unheld for as long as it is open.
+    pub beside_claim: bool,
+}
+
 impl Target {
     /// A target for engines that touch no file.
     pub fn none(size: u64) -> Target {
@@ -139,6 +153,16 @@ impl Target {
     /// caller records) when the filesystem refuses O_DIRECT.
     /// Returns the descriptor and whether O_DIRECT is in effect.
     pub fn open(&self, write: bool, direct: bool) -> anyhow::Result<(OwnedFd, bool)> {
+        self.open_as(OpenHow {
+            write,
+            direct,
+            ..OpenHow::default()
+        })
+    }
+
+    /// `open` with the flags of `how` (O_DSYNC; no O_EXCL beside iolab's own claim).
+    pub fn open_as(&self, how: OpenHow) -> anyhow::Result<(OwnedFd, bool)> {
+        let OpenHow { write, direct, .. } = how;
         if let Some(ep) = &self.remote {
             return Err(remote::no_initiator(ep).into());
         }
@@ -153,7 +177,10 @@ impl Target {
             if direct {
                 flags |= libc::O_DIRECT;
             }
-            if self.kind == TargetKind::BlockDevice && write {
+            if how.dsync {
+                flags |= libc::O_DSYNC;
+            }
+            if self.kind == TargetKind::BlockDevice && write && !how.beside_claim {
                 // The kernel refuses O_EXCL on a block device that is mounted or held.
                 flags |= libc::O_EXCL;
             }

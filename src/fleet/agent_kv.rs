@@ -371,6 +371,7 @@ mod tests {
                 wt_table: crate::kv::engine::WtTable::Btree,
                 checkpoint_interval: "60s".into(),
                 wt_eviction_threads: "4".into(),
+                cassandra_compaction: None,
             },
             place: PlaceSettings {
                 target: vec![],

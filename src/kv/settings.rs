@@ -123,6 +123,8 @@ pub struct EngineSettings {
     pub wt_table: WtTable,
     pub checkpoint_interval: String,
     pub wt_eviction_threads: String,
+    #[serde(default)]
+    pub cassandra_compaction: Option<String>,
 }
 
 /// The db_bench-style flags (`cli::kv::BenchArgs`).
@@ -257,8 +259,33 @@ fn server(a: &KvSettings, user: &Props) -> Result<KvServer> {
     Ok(KvServer {
         url: a.server.server_url.clone(),
         settings: server_flags::settings(&a.server)?,
-        cql: crate::kv::engines::cassandra::CqlOptions::from_props(user)?,
+        cql: crate::kv::engines::cassandra::CqlOptions {
+            compaction: cassandra_compaction(a)?,
+            ..crate::kv::engines::cassandra::CqlOptions::from_props(user)?
+        },
     })
+}
+
+/// `--cassandra-compaction`: a strategy Cassandra has, for its engine only.
+fn cassandra_compaction(a: &KvSettings) -> Result<Option<&'static str>> {
+    const FIELD: &str = "--cassandra-compaction";
+    let Some(s) = &a.eng.cassandra_compaction else {
+        return Ok(None);
+    };
+    if a.engine != crate::kv::engine::KvEngineKind::Cassandra {
+        return Err(usage(FIELD, "applies to --engine cassandra"));
+    }
+    crate::kv::engines::cassandra::parse_compaction(s)
+        .map(Some)
+        .ok_or_else(|| {
+            usage(
+                FIELD,
+                format!(
+                    "'{s}' is not a compaction strategy (SizeTiered, Leveled, Unified, TimeWindow; \
+                     stcs, lcs, ucs, twcs)"
+                ),
+            )
+        })
 }
 
 /// Engine options from the flags (sizes parsed, the SQLite page size checked).

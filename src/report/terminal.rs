@@ -243,6 +243,10 @@ pub fn results_text(r: &Results) -> String {
     for p in &r.points {
         out.push_str(&point_block(p));
         out.push('\n');
+        if let Some(act) = &p.extra.act {
+            out.push_str(&super::act_terminal::table(act));
+            out.push('\n');
+        }
     }
     for w in &r.warnings {
         out.push_str(&format!("warning: {w}\n"));

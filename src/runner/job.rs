@@ -25,7 +25,6 @@ use crate::plan::parse::format_size;
 use crate::results::ClockInfo;
 use crate::results::{time, Point};
 use crate::runner::buffers::BufferPool;
-use crate::runner::large_blocks;
 use crate::runner::openloop::{self, OpenLoopSpec};
 use crate::runner::pattern::{PatternSpec, RequestGen};
 use crate::runner::point::build_point;
@@ -33,6 +32,7 @@ pub use crate::runner::point::params_of;
 use crate::runner::recorder::{Live, LiveSlot, Recorder};
 use crate::runner::wake::{self, WakeCalibration};
 use crate::runner::worker::{self, LoopSpec, RequestLog};
+use crate::runner::{act_table, large_blocks};
 
 /// The progress callback: (elapsed s, expected total s, last second).
 pub type OnJobProgress<'f> = dyn Fn(f64, Option<f64>, Option<Live>) + Sync + 'f;
@@ -293,6 +293,9 @@ fn check_engine_fits_target(spec: &JobSpec, target: &Target) -> anyhow::Result<(
 /// Descriptors the workers' engines open, whether O_DIRECT is in effect, and
 /// the engine features probed on the first one.
 struct Opened {
+    /// A block device's exclusive claim (O_EXCL), held for the whole job
+    /// when it writes: every other descriptor opens beside it.
+    claim: Option<OwnedFd>,
     fds: Vec<Option<OwnedFd>>,
     direct: bool,
     features: Vec<FeatureProbe>,
@@ -308,6 +311,7 @@ fn open_local(
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Opened> {
     let mut opened = Opened {
+        claim: None,
         fds: Vec::new(),
         direct: spec.direct && spec.engine.needs_file(),
         features: Vec::new(),
@@ -317,8 +321,17 @@ fn open_local(
         return Ok(opened);
     }
     let config = spec.engine_config();
+    if spec.writes() && target.kind == crate::dut::TargetKind::BlockDevice {
+        opened.claim = Some(target.open(true, spec.direct)?.0);
+    }
     for i in 0..spec.jobs {
-        let (fd, d) = target.open(spec.writes(), spec.direct)?;
+        // A second O_EXCL open would be refused by our own claim.
+        let (fd, d) = target.open_as(crate::dut::OpenHow {
+            write: spec.writes(),
+            direct: spec.direct,
+            dsync: false,
+            beside_claim: opened.claim.is_some(),
+        })?;
         if i == 0 {
             opened.direct = d;
             opened.features = engine::probe_features(&config, fd.as_raw_fd())?;
@@ -509,6 +522,10 @@ impl<C: Clock> JobCtx<'_, C> {
             poisson: o.arrival == Arrival::Poisson,
             seed,
             wake,
+            max_lag_ns: spec
+                .large_blocks
+                .and_then(|l| l.max_lag())
+                .map(|d| d.as_nanos() as u64),
         });
         let outcome = if self.stop.load(Ordering::SeqCst) {
             Err(WorkerError::Aborted)
@@ -645,6 +662,9 @@ pub fn run_job_with_clock<C: Clock>(
     clock: C,
     opts: &RunOptions,
 ) -> anyhow::Result<JobOutcome> {
+    let sector = target.disk.as_ref().and_then(|d| d.logical_block_size);
+    let fitted = crate::plan::act::fit_to_sector(spec, sector);
+    let spec = fitted.as_ref().map_or(spec, |(s, _)| s);
     spec.validate()?;
     check_engine_fits_target(spec, target)?;
     if spec.offset >= target.size {
@@ -660,11 +680,16 @@ pub fn run_job_with_clock<C: Clock>(
     let size = spec.size.map_or(room, |s| s.min(room));
     check_against_target(spec, target, size)?;
     let mut warnings = spec_warnings(spec);
+    warnings.extend(fitted.as_ref().map(|(_, w)| w.clone()));
     let Opened {
+        claim,
         fds,
         direct,
         features,
     } = open_local(spec, target, size, &mut warnings)?;
+    // Before the first I/O: a descriptor the large blocks cannot have fails
+    // the job now, not after its runtime; the writer opens beside the claim.
+    let large_fds = large_blocks::open_for(spec, target, size, direct, claim.is_some())?;
 
     let n = spec.jobs as usize;
     let ctx = JobCtx {
@@ -705,16 +730,20 @@ pub fn run_job_with_clock<C: Clock>(
             })
             .collect();
         drop(done_tx);
-        let large = spec.large_blocks.as_ref().map(|load| {
-            large_blocks::spawn(
-                scope,
-                load,
-                target,
-                (spec.offset, size),
-                (direct, spec.seed),
-                &large_stop,
-            )
-        });
+        let large = spec
+            .large_blocks
+            .as_ref()
+            .zip(large_fds)
+            .map(|(load, fds)| {
+                large_blocks::spawn(
+                    scope,
+                    load,
+                    fds,
+                    (spec.offset, size),
+                    spec.seed,
+                    (&large_stop, &ctx.stop),
+                )
+            });
         let (results, sys) = supervise(ctx, handles, done_rx, opts);
         large_stop.store(true, Ordering::SeqCst);
         (results, sys, large.map(large_blocks::join))
@@ -752,7 +781,10 @@ pub fn run_job_with_clock<C: Clock>(
     );
     if let (Some(load), Some(streams)) = (&spec.large_blocks, large) {
         let streams = streams.with_context(|| format!("job {} failed", spec.name))?;
-        point.extra.act = Some(Box::new(large_blocks::section(&point, load, &streams)));
+        let read_lag = merged.open_loop.as_ref().and_then(|o| o.lag_stop_ns);
+        let read_lag = read_lag.map(Duration::from_nanos);
+        let act = act_table::section(&point, load, &streams, read_lag);
+        point.extra.act = Some(Box::new(act));
     }
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).

@@ -1,8 +1,9 @@
 //! The large-block streams of `--profile act`: one thread writing and one
 //! reading blocks of `LargeBlockLoad::bs` at random aligned offsets, each
 //! at a fixed rate (ACT's defragmentation threads), beside the job's
-//! workers and recorded apart from them; and ACT's table of the small
-//! reads from the point's per-interval histograms.
+//! workers and recorded apart from them. As ACT: the writes are O_DSYNC,
+//! each from another random-filled buffer, and a stream that falls
+//! `max_lag` behind its schedule stops the test.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,12 +14,15 @@ use anyhow::{Context, Result};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::dut::Target;
+use crate::dut::{OpenHow, Target};
 use crate::measure::histogram::LatencyHistogram;
-use crate::plan::act::{LargeBlockLoad, THRESHOLDS_MS};
-use crate::results::ext::act::{ActInterval, ActPoint, LargeBlockStream};
-use crate::results::Point;
+use crate::plan::act::LargeBlockLoad;
+use crate::results::ext::act::LargeBlockStream;
 use crate::runner::buffers::BufferPool;
+
+/// Distinct random buffers the writes rotate through (filled before the
+/// schedule starts; ACT refills its one buffer before every write).
+const WRITE_BUFFERS: usize = 8;
 
 /// What one stream did.
 pub struct StreamOutcome {
@@ -26,27 +30,81 @@ pub struct StreamOutcome {
     elapsed: Duration,
     lat: LatencyHistogram,
     max_lag: Duration,
+    /// The lag at which it stopped the test (ACT's `max-lag-sec`).
+    pub lag_stop: Option<Duration>,
 }
 
 /// The region a stream addresses: `(offset, len)` of the target.
 pub type Region = (u64, u64);
 
-/// Start the write and the read stream; they run until `stop` is set.
+/// The streams' descriptors, opened before the job's first I/O so that a
+/// target they cannot use fails the job at once, not after its runtime.
+pub struct Opened {
+    write: OwnedFd,
+    read: OwnedFd,
+}
+
+/// Open the write stream's descriptor (O_DIRECT as the job, O_DSYNC) and
+/// the read stream's. `claimed`: the workers hold the device's exclusive
+/// claim already (they opened it for writing), so the writer opens beside
+/// it rather than asking for it a second time.
+pub fn open(
+    load: &LargeBlockLoad,
+    target: &Target,
+    (_, len): Region,
+    direct: bool,
+    claimed: bool,
+) -> Result<Opened> {
+    anyhow::ensure!(
+        len / load.bs > 0,
+        "the target is smaller than one large block ({} bytes)",
+        load.bs
+    );
+    let (write, _) = target.open_as(OpenHow {
+        write: true,
+        direct,
+        dsync: true,
+        beside_claim: claimed,
+    })?;
+    let (read, _) = target.open(false, direct)?;
+    Ok(Opened { write, read })
+}
+
+/// `open` for a job with large blocks (`None` without), its errors naming the job.
+pub fn open_for(
+    spec: &crate::plan::job::JobSpec,
+    target: &Target,
+    size: u64,
+    direct: bool,
+    claimed: bool,
+) -> Result<Option<Opened>> {
+    spec.large_blocks
+        .as_ref()
+        .map(|load| open(load, target, (spec.offset, size), direct, claimed))
+        .transpose()
+        .with_context(|| format!("job {}: the large-block streams", spec.name))
+}
+
+/// Start the write and the read stream; they run until `stop` is set. A
+/// stream falling `max_lag` behind sets `halt` (the job's workers' stop).
 pub fn spawn<'s, 'e: 's>(
     scope: &'s Scope<'s, 'e>,
     load: &LargeBlockLoad,
-    target: &'e Target,
+    opened: Opened,
     region: Region,
-    (direct, seed): (bool, u64),
-    stop: &'e AtomicBool,
+    seed: u64,
+    (stop, halt): (&'e AtomicBool, &'e AtomicBool),
 ) -> Vec<ScopedJoinHandle<'s, Result<StreamOutcome>>> {
-    [true, false]
+    [(true, opened.write), (false, opened.read)]
         .into_iter()
-        .map(|write| {
+        .map(|(write, fd)| {
             let load = *load;
             scope.spawn(move || {
-                let (fd, _) = target.open(write, direct)?;
-                run(&fd, &load, region, (write, seed ^ write as u64), stop)
+                let r = run(&fd, &load, region, (write, seed ^ write as u64), stop);
+                if matches!(&r, Ok(o) if o.lag_stop.is_some()) {
+                    halt.store(true, Ordering::SeqCst);
+                }
+                r
             })
         })
         .collect()
@@ -62,6 +120,18 @@ pub fn join(
         .collect()
 }
 
+/// Whether a stream `lag` behind its schedule stops the test.
+pub fn lags_too_far(lag: Duration, max_lag: Option<Duration>) -> bool {
+    max_lag.is_some_and(|m| lag > m)
+}
+
+/// A stream's buffers and how many: the writes rotate through
+/// `WRITE_BUFFERS` distinct random ones, the reads need one.
+fn buffers(write: bool, bs: u64, seed: u64) -> Result<(BufferPool, usize)> {
+    let n = if write { WRITE_BUFFERS } else { 1 };
+    Ok((BufferPool::new(n, bs as usize, seed)?, n))
+}
+
 /// One stream: an operation due every 1/rate from the start, waited for
 /// asleep (in slices, so `stop` is seen within 50 ms).
 fn run(
@@ -73,15 +143,11 @@ fn run(
 ) -> Result<StreamOutcome> {
     let bs = load.bs;
     let slots = len / bs;
-    anyhow::ensure!(
-        slots > 0,
-        "the target is smaller than one large block ({bs} bytes)"
-    );
-    let pool = BufferPool::new(1, bs as usize, seed)?;
+    let (pool, buffers) = buffers(write, bs, seed)?;
     let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let gap = Duration::from_secs_f64(1.0 / load.rate_per_s);
     let mut lat = LatencyHistogram::new();
-    let (mut ops, mut max_lag) = (0u64, Duration::ZERO);
+    let (mut ops, mut max_lag, mut lag_stop) = (0u64, Duration::ZERO, None);
     let start = Instant::now();
     while !stop.load(Ordering::Relaxed) && !crate::interrupt::stop_requested() {
         let due = start + gap.mul_f64(ops as f64);
@@ -90,15 +156,21 @@ fn run(
             std::thread::sleep((due - now).min(Duration::from_millis(50)));
             continue;
         }
-        max_lag = max_lag.max(now - due);
+        let lag = now - due;
+        max_lag = max_lag.max(lag);
+        if lags_too_far(lag, load.max_lag()) {
+            lag_stop = Some(lag);
+            break;
+        }
         let at = (offset + rng.random_range(0..slots) * bs) as libc::off_t;
+        let buf = pool.slot_ptr(ops as usize % buffers);
         let t0 = Instant::now();
-        // SAFETY: the pool's one slot holds `bs` bytes, aligned for O_DIRECT.
+        // SAFETY: each of the pool's slots holds `bs` bytes, aligned for O_DIRECT.
         let n = unsafe {
             if write {
-                libc::pwrite(fd.as_raw_fd(), pool.base().cast(), bs as usize, at)
+                libc::pwrite(fd.as_raw_fd(), buf.cast(), bs as usize, at)
             } else {
-                libc::pread(fd.as_raw_fd(), pool.base().cast(), bs as usize, at)
+                libc::pread(fd.as_raw_fd(), buf.cast(), bs as usize, at)
             }
         };
         if n != bs as isize {
@@ -118,112 +190,76 @@ fn run(
         elapsed: start.elapsed(),
         lat,
         max_lag,
+        lag_stop,
     })
 }
 
-fn stream(o: &StreamOutcome) -> LargeBlockStream {
-    LargeBlockStream {
-        ops: o.ops,
-        rate_per_s: o.ops as f64 / o.elapsed.as_secs_f64().max(1e-9),
-        lat: o.lat.stats(),
-        max_lag_ms: o.max_lag.as_secs_f64() * 1e3,
-    }
-}
-
-/// Percent of a histogram's values over each of ACT's thresholds.
-fn over_pct(h: &LatencyHistogram) -> Vec<f64> {
-    THRESHOLDS_MS
-        .iter()
-        .map(|&ms| match h.is_empty() {
-            true => 0.0,
-            false => 100.0 * (1.0 - h.share_at_or_below(ms * 1_000_000)),
-        })
-        .collect()
-}
-
-/// ACT's table from the point's per-interval completion histograms (the
-/// small reads: the large-block streams are not in the point's recorder).
-pub fn table(p: &Point) -> (Vec<ActInterval>, Vec<f64>) {
-    let mut all = LatencyHistogram::new();
-    let mut rows = Vec::new();
-    for s in &p.series {
-        let Some(h) = s
-            .clat_hist
-            .as_deref()
-            .and_then(|e| LatencyHistogram::decode(e).ok())
-        else {
-            continue;
-        };
-        all.merge(&h);
-        rows.push(ActInterval {
-            t_s: s.t_s,
-            reads: h.len(),
-            over_pct: over_pct(&h),
-        });
-    }
-    (rows, over_pct(&all))
-}
-
-/// The point's `extra.act` section.
-pub fn section(p: &Point, load: &LargeBlockLoad, streams: &[StreamOutcome]) -> ActPoint {
-    let (intervals, over) = table(p);
-    ActPoint {
-        scale: load.scale,
-        large_block_bytes: load.bs,
-        large_block_rate_per_s: load.rate_per_s,
-        large_block_writes: streams.first().map(stream).unwrap_or_default(),
-        large_block_reads: streams.get(1).map(stream).unwrap_or_default(),
-        thresholds_ms: THRESHOLDS_MS.to_vec(),
-        intervals,
-        over_pct: over,
+impl StreamOutcome {
+    /// The stream in results' terms.
+    pub fn summary(&self) -> LargeBlockStream {
+        LargeBlockStream {
+            ops: self.ops,
+            rate_per_s: self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9),
+            lat: self.lat.stats(),
+            max_lag_ms: self.max_lag.as_secs_f64() * 1e3,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::SeriesPoint;
 
-    fn second(t_s: f64, values: &[(u64, u64)]) -> SeriesPoint {
-        let mut h = LatencyHistogram::new();
-        for &(ns, n) in values {
-            h.record_n(ns, n);
-        }
-        SeriesPoint {
-            t_s,
-            len_s: 1.0,
-            iops: 0.0,
-            mib_s: 0.0,
-            mean_ns: 0.0,
-            p99_ns: None,
-            clat_hist: Some(h.encode()),
-        }
+    #[test]
+    fn a_stream_stops_the_test_only_past_the_max_lag() {
+        let ten = Some(Duration::from_secs(10));
+        assert!(!lags_too_far(Duration::from_secs(10), ten));
+        assert!(lags_too_far(Duration::from_millis(10_001), ten));
+        assert!(!lags_too_far(Duration::from_secs(3600), None));
     }
 
     #[test]
-    fn the_table_counts_reads_over_each_threshold_per_interval() {
-        let json = include_str!("../../tests/fixtures/report/device-loadlat.json");
-        let r: crate::results::Results = serde_json::from_str(json).expect("fixture");
-        let mut p = r.points[0].clone();
-        p.series = vec![
-            // 100 reads: 90 fast, 6 at 1.5 ms, 3 at 10 ms, 1 at 100 ms.
-            second(
-                0.0,
-                &[
-                    (200_000, 90),
-                    (1_500_000, 6),
-                    (10_000_000, 3),
-                    (100_000_000, 1),
-                ],
-            ),
-            second(1.0, &[(300_000, 100)]),
-        ];
-        let (rows, whole) = table(&p);
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0].reads, 100);
-        let first: Vec<f64> = rows[0].over_pct.iter().map(|v| v.round()).collect();
-        assert_eq!(first, [10.0, 4.0, 4.0, 4.0, 1.0, 1.0, 1.0]);
-        assert!(rows[1].over_pct.iter().all(|&v| v == 0.0));
-        assert!((whole[0] - 5.0).abs() < 1e-9, "{whole:?}");
+    fn writes_rotate_through_distinct_random_buffers() {
+        let bs = 128 << 10;
+        let (mut pool, n) = buffers(true, bs, 9).unwrap();
+        assert!(n >= 2, "one buffer rewritten as is: {n}");
+        let slots: Vec<Vec<u8>> = (0..n).map(|i| pool.slot(i, bs as usize).to_vec()).collect();
+        for i in 0..n {
+            for j in i + 1..n {
+                assert_ne!(slots[i], slots[j], "buffers {i} and {j} are the same");
+            }
+        }
+        assert_eq!(buffers(false, bs, 9).unwrap().1, 1);
+    }
+
+    /// The flags of an open descriptor, from /proc/self/fdinfo (octal).
+    fn fd_flags(fd: &OwnedFd) -> i32 {
+        let info =
+            std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap();
+        let line = info.lines().find(|l| l.starts_with("flags:")).unwrap();
+        i32::from_str_radix(line.trim_start_matches("flags:").trim(), 8).unwrap()
+    }
+
+    #[test]
+    fn the_writer_is_o_dsync_and_both_open_before_any_io() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
+        let mut t = Target::none(1 << 20);
+        t.path = path;
+        t.kind = crate::dut::TargetKind::ExistingFile;
+        t.writable = true;
+        let load = crate::plan::act::job(&crate::plan::job::JobSpec::default(), 1.0)
+            .large_blocks
+            .unwrap();
+        let o = open(&load, &t, (0, 1 << 20), false, false).unwrap();
+        assert_ne!(fd_flags(&o.write) & libc::O_DSYNC, 0, "writes are O_DSYNC");
+        assert_eq!(fd_flags(&o.read) & libc::O_DSYNC, 0);
+        assert_eq!(fd_flags(&o.read) & libc::O_ACCMODE, libc::O_RDONLY);
+        let small = open(&load, &t, (0, 64 << 10), false, false);
+        assert!(
+            small.is_err(),
+            "a region under one large block fails at open"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Runners: execute a job on a target with N workers and merge what they measured.
 
+pub mod act_table;
 pub mod buffers;
 pub mod job;
 pub mod large_blocks;

@@ -47,6 +47,16 @@ pub struct OpenLoopSpec {
     /// This thread's wake-up lateness, measured before the run
     /// (`wake::calibrate`; empty with a virtual clock).
     pub wake: WakeCalibration,
+    /// Arrivals this far behind their schedule stop the job (ACT's
+    /// `max-lag-sec`, `--profile act`); `None`: never.
+    pub max_lag_ns: Option<u64>,
+}
+
+/// How far behind its schedule an arrival due at `due` is at `now`, when
+/// that is more than `max_lag` (then the job stops).
+pub fn lag_past(max_lag: Option<u64>, now: u64, due: u64) -> Option<u64> {
+    let lag = now.saturating_sub(due);
+    max_lag.filter(|&m| lag > m).map(|_| lag)
 }
 
 /// What open-loop issuing measured on top of the normal recorder.
@@ -62,6 +72,8 @@ pub struct OpenLoopRecorder {
     /// Requests due but not yet issued: the largest seen and the count at the end.
     pub max_backlog: u64,
     pub final_backlog: u64,
+    /// The lag at which this worker stopped the job (`max_lag_ns`).
+    pub lag_stop_ns: Option<u64>,
 }
 
 impl OpenLoopRecorder {
@@ -74,6 +86,7 @@ impl OpenLoopRecorder {
         self.late += o.late;
         self.max_backlog += o.max_backlog;
         self.final_backlog += o.final_backlog;
+        self.lag_stop_ns = self.lag_stop_ns.max(o.lag_stop_ns);
     }
 }
 
@@ -181,6 +194,12 @@ fn run_inner<C: Clock, E: Engine>(
 
     loop {
         let now = clock.now();
+        if !stopping && orec.lag_stop_ns.is_none() {
+            if let Some(lag) = lag_past(ol.max_lag_ns, now, sched.due()) {
+                orec.lag_stop_ns = Some(lag);
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
         if !stopping
             && (now >= spec.deadline
                 || sched.due() >= spec.deadline
@@ -433,6 +452,7 @@ mod tests {
             poisson: true,
             seed: 3,
             wake: WakeCalibration::default(),
+            max_lag_ns: None,
         };
         let rec = reads_open_loop(&mut engine, &clock, &spec, &ol);
         let done = rec.ops[OpKind::Read.index()];
@@ -493,6 +513,7 @@ mod tests {
             poisson: true,
             seed: 5,
             wake,
+            max_lag_ns: None,
         };
         let rec = reads_open_loop(&mut engine, &clock, &spec, &ol);
         let done = rec.ops[OpKind::Read.index()];
@@ -512,6 +533,7 @@ mod tests {
                 poisson,
                 seed: 7,
                 wake: WakeCalibration::default(),
+                max_lag_ns: None,
             };
             let mut s = Schedule::new(0, &ol);
             for _ in 0..99_999 {
@@ -530,10 +552,66 @@ mod tests {
                 poisson: false,
                 seed: 0,
                 wake: WakeCalibration::default(),
+                max_lag_ns: None,
             },
         );
         assert_eq!(s.backlog(50), 0);
         assert_eq!(s.backlog(100), 1);
         assert_eq!(s.backlog(1000), 10);
+    }
+
+    /// A device slower than the arrivals: the schedule falls behind, and
+    /// past `max_lag_ns` the worker records the lag, sets the job's stop
+    /// and ends long before its deadline.
+    #[test]
+    fn a_schedule_falling_past_the_max_lag_stops_the_job() {
+        let clock = VirtualClock::new(1_000_000_000);
+        let t0 = clock.now();
+        let script = FakeScript {
+            latencies_ns: vec![1_000_000_000],
+            servers: 1,
+            submit_ns: 0,
+        };
+        let mut engine = FakeEngine::new(script, 8, clock.clone());
+        let spec = test_support::loop_spec(8, t0, t0 + 600_000_000_000, u64::MAX);
+        let ol = OpenLoopSpec {
+            mean_gap_ns: 10_000_000.0,
+            poisson: false,
+            seed: 1,
+            wake: WakeCalibration::default(),
+            max_lag_ns: Some(10_000_000_000),
+        };
+        let (mut gen, mut pool) = test_support::reads(8);
+        let mut rec = Recorder::new(spec.measure_start, 2);
+        rec.open_loop = Some(OpenLoopRecorder::default());
+        let stop = AtomicBool::new(false);
+        run(
+            &mut engine,
+            &clock,
+            &spec,
+            &ol,
+            &mut gen,
+            &mut pool,
+            &mut rec,
+            &stop,
+        )
+        .unwrap();
+        let lag = rec.open_loop.unwrap().lag_stop_ns.expect("stopped for lag");
+        assert!(lag > 10_000_000_000, "{lag}");
+        assert!(stop.load(Ordering::SeqCst), "the other workers are told");
+        let done = rec.ops[OpKind::Read.index()];
+        assert!(done < 60, "{done} reads: it ran on");
+    }
+
+    #[test]
+    fn arrivals_stop_the_job_only_past_the_max_lag() {
+        let ten_s = Some(10_000_000_000);
+        assert_eq!(lag_past(ten_s, 30_000_000_000, 20_000_000_000), None);
+        assert_eq!(
+            lag_past(ten_s, 30_000_000_001, 20_000_000_000),
+            Some(10_000_000_001)
+        );
+        assert_eq!(lag_past(ten_s, 5, 10), None, "ahead of schedule");
+        assert_eq!(lag_past(None, u64::MAX, 0), None);
     }
 }

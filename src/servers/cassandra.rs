@@ -163,6 +163,26 @@ pub fn check_settings(s: &ServerSettings) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The JVM's temporary directory (java.io.tmpdir): the native libraries
+/// lz4-java, snappy-java and JNA unpack go there, not into /tmp, and go
+/// with the server's directory.
+fn tmp_dir(layout: &Layout) -> PathBuf {
+    layout.dir.join("tmp")
+}
+
+/// The JVM options that keep a private server's files out of /tmp.
+fn tmp_options(layout: &Layout) -> Vec<String> {
+    let tmp = tmp_dir(layout).display().to_string();
+    vec![
+        format!("-Djava.io.tmpdir={tmp}"),
+        format!("-Dorg.xerial.snappy.tempdir={tmp}"),
+        format!("-Djna.tmpdir={tmp}"),
+        // hsperfdata_USER is always under /tmp (not java.io.tmpdir): no
+        // perf data file at all (only jps/jstat read it).
+        "-XX:-UsePerfData".into(),
+    ]
+}
+
 /// The directories the server writes, created; `commitlog` may be outside
 /// `layout.dir` (`--commitlog-dir`).
 fn make_dirs(layout: &Layout) -> anyhow::Result<()> {
@@ -171,6 +191,7 @@ fn make_dirs(layout: &Layout) -> anyhow::Result<()> {
         layout.data.join("hints"),
         layout.data.join("saved_caches"),
         layout.data.join("cdc_raw"),
+        tmp_dir(layout),
         layout.commitlog.clone(),
     ] {
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
@@ -266,6 +287,7 @@ pub(super) fn server_command(
     cmd.arg(format!("-Xms{heap}m"))
         .arg(format!("-Xmx{heap}m"))
         .args(JVM17)
+        .args(tmp_options(layout))
         .arg(format!("-Dcassandra.config=file://{}", conf.display()))
         .arg(format!(
             "-Dlogback.configurationFile=file://{}",
@@ -414,6 +436,14 @@ mod tests {
         assert!(y.contains("commitlog_sync: batch\n"));
         assert!(!y.contains("commitlog_sync_period"), "{y}");
         assert_eq!(y.matches("commitlog_sync:").count(), 1);
+    }
+
+    #[test]
+    fn the_jvm_keeps_its_temporary_files_in_the_servers_directory() {
+        let o = tmp_options(&layout());
+        assert!(o.contains(&"-Djava.io.tmpdir=/t/iolab-cassandra-1-0/tmp".to_string()));
+        assert!(o.contains(&"-Dorg.xerial.snappy.tempdir=/t/iolab-cassandra-1-0/tmp".to_string()));
+        assert!(o.contains(&"-XX:-UsePerfData".to_string()), "{o:?}");
     }
 
     #[test]

@@ -569,9 +569,9 @@ fn wait_ready(process: &mut ServerProcess, ep: &Endpoint, layout: &Layout) -> an
     loop {
         if let Some(status) = process.exited() {
             anyhow::bail!(
-                "{} exited at start ({status}); its log is {}:\n{}",
+                "{} exited at start ({status}); its log is kept as {}:\n{}",
                 ep.kind.program(),
-                layout.log.display(),
+                keep_log(&layout.log).display(),
                 tail(&layout.log, 15)
             );
         }
@@ -582,11 +582,11 @@ fn wait_ready(process: &mut ServerProcess, ep: &Endpoint, layout: &Layout) -> an
             Ok(()) => return Ok(()),
             Err(e) if Instant::now() > deadline => {
                 anyhow::bail!(
-                    "{} did not take connections within {} s ({}); its log is {}:\n{}",
+                    "{} did not take connections within {} s ({}); its log is kept as {}:\n{}",
                     ep.kind.program(),
                     within.as_secs(),
                     crate::error::chain_line(&e),
-                    layout.log.display(),
+                    keep_log(&layout.log).display(),
                     tail(&layout.log, 15)
                 )
             }
@@ -620,9 +620,58 @@ pub fn describe(ep: &Endpoint) -> anyhow::Result<(String, Vec<(String, String)>)
     }
 }
 
+/// A copy of a server's log that outlives its directory (removed when
+/// iolab exits): `server-logs/` in the state directory, named after the
+/// server's directory. The log itself if it cannot be copied.
+fn keep_log(log: &Path) -> PathBuf {
+    let name = log
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| format!("{}.log", n.to_string_lossy()))
+        .unwrap_or_else(|| "server.log".into());
+    let kept = crate::testbed::records::state_dir().map(|d| d.join("server-logs"));
+    match kept {
+        Some(dir) if std::fs::create_dir_all(&dir).is_ok() => {
+            let to = dir.join(name);
+            match std::fs::copy(log, &to) {
+                Ok(_) => to,
+                Err(_) => log.to_path_buf(),
+            }
+        }
+        _ => log.to_path_buf(),
+    }
+}
+
 /// The last `n` lines of a log.
 fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_starts_log_is_kept_outside_the_servers_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = dir
+            .path()
+            .join(format!("iolab-test-{}-0", std::process::id()));
+        std::fs::create_dir(&server).unwrap();
+        let log = server.join("server.log");
+        std::fs::write(&log, "ERROR cannot bind\n").unwrap();
+        let kept = keep_log(&log);
+        if crate::testbed::records::state_dir().is_none() {
+            assert_eq!(kept, log);
+            return;
+        }
+        assert!(!kept.starts_with(dir.path()), "{}", kept.display());
+        assert_eq!(
+            std::fs::read_to_string(&kept).unwrap(),
+            "ERROR cannot bind\n"
+        );
+        std::fs::remove_file(&kept).unwrap();
+    }
 }

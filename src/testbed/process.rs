@@ -104,8 +104,17 @@ impl Drop for ServerProcess {
     }
 }
 
+/// How long a server has after SIGTERM before SIGKILL: a JVM (Cassandra)
+/// takes several seconds to drain and flush, the others well under two.
+pub fn grace(program: &str) -> Duration {
+    match program {
+        "cassandra" => Duration::from_secs(15),
+        _ => Duration::from_secs(2),
+    }
+}
+
 /// Stop the process group of `pid` if `pid` is still the process iolab
-/// started (same start time): SIGTERM, then SIGKILL after two seconds.
+/// started (same start time): SIGTERM, then SIGKILL after its `grace`.
 pub fn stop(pid: u32, start_time: u64, program: &str) {
     let ours =
         || pid > 1 && process_start_time(pid) == Some(start_time) && is_zombie(pid) != Some(true);
@@ -114,7 +123,7 @@ pub fn stop(pid: u32, start_time: u64, program: &str) {
     }
     // SAFETY: signalling a process group iolab created.
     unsafe { libc::kill(-(pid as i32), libc::SIGTERM) };
-    let until = Instant::now() + Duration::from_secs(2);
+    let until = Instant::now() + grace(program);
     while Instant::now() < until {
         if !ours() {
             return;
@@ -181,6 +190,12 @@ fn is_zombie(pid: u32) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jvm_gets_a_longer_but_bounded_grace_before_sigkill() {
+        assert_eq!(grace("cassandra"), Duration::from_secs(15));
+        assert_eq!(grace("postgres"), Duration::from_secs(2));
+    }
 
     fn tagged_sleeper(tag: &str) -> Child {
         use std::os::unix::process::CommandExt;

@@ -31,6 +31,40 @@ use crate::servers::{Endpoint, Server};
 pub struct CqlOptions {
     pub read: Consistency,
     pub write: Consistency,
+    /// The table's compaction strategy (`--cassandra-compaction`): a class
+    /// of `COMPACTIONS`; `None`, the server's default.
+    pub compaction: Option<&'static str>,
+}
+
+/// Cassandra's compaction strategies: short name, class.
+pub const COMPACTIONS: &[(&str, &str)] = &[
+    ("stcs", "SizeTieredCompactionStrategy"),
+    ("lcs", "LeveledCompactionStrategy"),
+    ("ucs", "UnifiedCompactionStrategy"),
+    ("twcs", "TimeWindowCompactionStrategy"),
+];
+
+/// A strategy by its short name, its class or its class without
+/// "CompactionStrategy" (any case): the class.
+pub fn parse_compaction(s: &str) -> Option<&'static str> {
+    let s = s.trim().to_ascii_lowercase();
+    COMPACTIONS.iter().find_map(|&(short, class)| {
+        let full = class.to_ascii_lowercase();
+        let stem = full.trim_end_matches("compactionstrategy");
+        (s == short || s == full || s == stem).then_some(class)
+    })
+}
+
+/// YCSB's table, with the compaction strategy when one is chosen.
+fn create_table(keyspace: &str, fields: usize, compaction: Option<&str>) -> String {
+    let cols: Vec<String> = (0..fields).map(|i| format!("field{i} varchar")).collect();
+    let with = compaction
+        .map(|c| format!(" WITH compaction = {{'class': '{c}'}}"))
+        .unwrap_or_default();
+    format!(
+        "CREATE TABLE {keyspace}.usertable (y_id varchar PRIMARY KEY, {}){with}",
+        cols.join(", ")
+    )
 }
 
 impl Default for CqlOptions {
@@ -38,6 +72,7 @@ impl Default for CqlOptions {
         CqlOptions {
             read: Consistency::One,
             write: Consistency::One,
+            compaction: None,
         }
     }
 }
@@ -68,6 +103,7 @@ impl CqlOptions {
         let o = CqlOptions {
             read: level(PROPS[0])?,
             write: level(PROPS[1])?,
+            compaction: None,
         };
         if o.read == Consistency::Any {
             return Err(usage(PROPS[0], "ANY applies to writes only"));
@@ -147,12 +183,8 @@ impl CassandraKv {
             "CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = \
              {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
         ))?;
-        let cols: Vec<String> = (0..fields).map(|i| format!("field{i} varchar")).collect();
         c.run(&format!("DROP TABLE IF EXISTS {keyspace}.usertable"))?;
-        c.run(&format!(
-            "CREATE TABLE {keyspace}.usertable (y_id varchar PRIMARY KEY, {})",
-            cols.join(", ")
-        ))?;
+        c.run(&create_table(&keyspace, fields, cql.compaction))?;
         let shape = format!(
             "{keyspace}.usertable (y_id varchar PRIMARY KEY, field0..field{} varchar), \
              SimpleStrategy replication_factor 1 (YCSB's cassandra-cql)",
@@ -166,6 +198,13 @@ impl CassandraKv {
         );
         settings.push(("readconsistencylevel".into(), level_name(cql.read)));
         settings.push(("writeconsistencylevel".into(), level_name(cql.write)));
+        settings.push((
+            "compaction".into(),
+            match cql.compaction {
+                Some(c) => c.to_string(),
+                None => "the server's default".into(),
+            },
+        ));
         Ok(CassandraKv {
             version: format!(
                 "{} (rust scylla {})",
@@ -374,6 +413,34 @@ impl KvSession for CqlSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compaction_strategies_by_any_name_go_into_create_table() {
+        assert_eq!(parse_compaction("lcs"), Some("LeveledCompactionStrategy"));
+        assert_eq!(
+            parse_compaction("Leveled"),
+            Some("LeveledCompactionStrategy")
+        );
+        assert_eq!(
+            parse_compaction("UnifiedCompactionStrategy"),
+            Some("UnifiedCompactionStrategy")
+        );
+        assert_eq!(
+            parse_compaction("stcs"),
+            Some("SizeTieredCompactionStrategy")
+        );
+        assert_eq!(parse_compaction("Leveled'}; DROP"), None);
+        assert_eq!(parse_compaction(""), None);
+        assert_eq!(
+            create_table("ycsb", 2, Some("LeveledCompactionStrategy")),
+            "CREATE TABLE ycsb.usertable (y_id varchar PRIMARY KEY, field0 varchar, field1 varchar) \
+             WITH compaction = {'class': 'LeveledCompactionStrategy'}"
+        );
+        assert_eq!(
+            create_table("ycsb", 1, None),
+            "CREATE TABLE ycsb.usertable (y_id varchar PRIMARY KEY, field0 varchar)"
+        );
+    }
 
     #[test]
     fn consistency_levels_as_ycsb_spells_them() {

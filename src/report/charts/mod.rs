@@ -3,6 +3,7 @@
 //! (a `Section`: SVG plus the table it was drawn from). Unknown sections are
 //! skipped, so results from newer verbs still render.
 
+pub mod act;
 pub mod device;
 pub mod hosts;
 pub mod kv;
@@ -59,6 +60,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(device::batching(r));
     out.extend(device::heat_map(r));
     out.extend(device::load_latency(r));
+    out.extend(act::act(r));
     out.extend(hosts::per_host(r));
     out.extend(hosts::target_disk(r));
     out.extend(latency::percentiles(r));

@@ -22,6 +22,62 @@ pub struct ActPoint {
     pub intervals: Vec<ActInterval>,
     /// The whole run: percent of small reads over each threshold.
     pub over_pct: Vec<f64>,
+    /// The length of a slice of ACT's verdict (s): an hour, act_latency's
+    /// default (a shorter run is one slice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_s: Option<f64>,
+    /// The intervals merged into slices, each judged by ACT's criteria.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<ActSlice>,
+    /// ACT's verdict over every slice (and whether the test was stopped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<ActVerdict>,
+    /// The test was stopped because a stream fell too far behind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lag_stop: Option<ActLagStop>,
+}
+
+/// One slice of the run (an hour) in ACT's table, judged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActSlice {
+    /// Slice start, seconds from the start of the measured phase.
+    pub t_s: f64,
+    pub len_s: f64,
+    pub reads: u64,
+    /// Percent of the slice's small reads slower than each threshold.
+    pub over_pct: Vec<f64>,
+    /// Every criterion held in this slice.
+    pub pass: bool,
+}
+
+/// ACT's acceptance: in every slice, fewer than `max_pct` percent of the
+/// small reads slower than `over_ms`, for each criterion.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActVerdict {
+    pub pass: bool,
+    pub criteria: Vec<ActCriterion>,
+    /// Slices that broke a criterion.
+    pub failed_slices: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActCriterion {
+    pub over_ms: u64,
+    pub max_pct: f64,
+}
+
+/// Why and when a test was stopped for lag (ACT's `max-lag-sec`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ActLagStop {
+    /// "small reads", "large-block writes" or "large-block reads".
+    pub stream: String,
+    /// How far behind its schedule the stream was when it stopped the test.
+    pub lag_ms: f64,
+    pub max_lag_s: f64,
 }
 
 /// One large-block stream (one thread, fixed rate).
