@@ -354,6 +354,9 @@ fn readers_sweep(pts: &[&Point]) -> Option<Section> {
     })
 }
 
+/// Phases up to which the load statistics are a row per statistic.
+const LOAD_STATS_TRANSPOSED: usize = 8;
+
 /// Wall, CPU, context switches, filesystem operations and sizes per phase.
 fn load_stats(pts: &[&Point]) -> Option<Section> {
     let mut cols: Vec<String> = Vec::new();
@@ -378,21 +381,42 @@ fn load_stats(pts: &[&Point]) -> Option<Section> {
     if rows.is_empty() {
         return None;
     }
+    // getrusage counts CPU time in scheduler ticks: a short phase may
+    // show none of one kind, which is not "no CPU".
+    let cell = |flat: &BTreeMap<String, String>, c: &String| -> String {
+        let v = flat.get(c).cloned().unwrap_or_default();
+        let cpu_time = ["cpu.user_ns", "cpu.sys_ns", "cpu.usr_pct", "cpu.sys_pct"];
+        match cpu_time.contains(&c.as_str()) && v == "0" {
+            true => "0 (under a tick)".into(),
+            false => v,
+        }
+    };
     let mut table = Table::default();
-    table.headers.push("point".into());
-    table.headers.extend(cols.iter().cloned());
-    for (name, flat) in rows {
-        let mut row = vec![name];
-        row.extend(
-            cols.iter()
-                .map(|c| flat.get(c).cloned().unwrap_or_default()),
-        );
-        table.rows.push(row);
+    if rows.len() <= LOAD_STATS_TRANSPOSED {
+        // A row per statistic, a column per phase: a few phases fit the
+        // page (a column per statistic needed scrolling sideways).
+        table.headers.push("statistic".into());
+        table
+            .headers
+            .extend(rows.iter().map(|(name, _)| name.clone()));
+        for c in &cols {
+            let mut row = vec![c.clone()];
+            row.extend(rows.iter().map(|(_, flat)| cell(flat, c)));
+            table.rows.push(row);
+        }
+    } else {
+        table.headers.push("point".into());
+        table.headers.extend(cols.iter().cloned());
+        for (name, flat) in &rows {
+            let mut row = vec![name.clone()];
+            row.extend(cols.iter().map(|c| cell(flat, c)));
+            table.rows.push(row);
+        }
     }
     Some(Section {
         id: "kv-load".into(),
         title: "Database load statistics".into(),
-        note: "Wall, CPU, context switches, filesystem operations and sizes of each phase.".into(),
+        note: "Wall, CPU, context switches, filesystem operations and sizes of each phase. CPU time is the process's (getrusage), counted in scheduler ticks: \"under a tick\" is less than one, not none.".into(),
         svgs: vec![],
         table,
     })

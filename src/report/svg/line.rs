@@ -106,15 +106,19 @@ pub fn line_chart(c: &LineChart) -> String {
         } else {
             (px + 10.0, "start")
         };
+        // On the chart only the label's head ("knee ~12,345 IOPS"), on a
+        // white halo: the whole sentence crossed the curves (it is in the
+        // circle's tooltip and the section's note).
+        let head = label.split(" (").next().unwrap_or(label);
         let _ = write!(
             out,
-            r##"<g class="mark"><circle cx="{}" cy="{}" r="8" fill="none" stroke="#c00" stroke-width="2"><title>{}</title></circle><text x="{}" y="{}" fill="#c00" font-size="11" text-anchor="{anchor}">{}</text></g>"##,
+            r##"<g class="mark"><circle cx="{}" cy="{}" r="8" fill="none" stroke="#c00" stroke-width="2"><title>{}</title></circle><text x="{}" y="{}" fill="#c00" font-size="11" text-anchor="{anchor}" stroke="#fff" stroke-width="3" paint-order="stroke">{}</text></g>"##,
             n(px),
             n(py),
             esc(label),
             n(tx),
             n(py - 10.0),
-            esc(label)
+            esc(head)
         );
     }
     let items: Vec<(String, usize, bool, bool)> = c
