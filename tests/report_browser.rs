@@ -114,7 +114,15 @@ fn check_report(bin: &Path, fixture: &str, shot_name: &str, must_have: &[&str]) 
             "{fixture}: the report references something external ({attr})"
         );
     }
-    let url = format!("file://{}", html.display());
+    // The page as the browser lays it out, with a script that measures
+    // every chart's texts (the report itself has none): `check_readable`.
+    let measured = tmp.path().join("measured.html");
+    std::fs::write(
+        &measured,
+        source.replace("</body>", &format!("{OVERLAP_PROBE}</body>")),
+    )
+    .unwrap();
+    let url = format!("file://{}", measured.display());
     let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
     proxy.set_nonblocking(true).unwrap();
     let port = proxy.local_addr().unwrap().port();
@@ -221,13 +229,51 @@ fn check_report(bin: &Path, fixture: &str, shot_name: &str, must_have: &[&str]) 
 }
 
 /// The section `id` of a rendered DOM.
+/// Finds, in every chart, pairs of texts whose drawn boxes (rotation
+/// included: each text's box through its transform, compared by separating
+/// axes) overlap by more than 1.5 px, and lists them in `<pre id="overlaps">`.
+const OVERLAP_PROBE: &str = r#"<script>
+(function(){
+ function quad(t){var b=t.getBBox(),m=t.getCTM();if(!m||b.width==0)return null;
+  var pts=[[b.x,b.y],[b.x+b.width,b.y],[b.x+b.width,b.y+b.height],[b.x,b.y+b.height]];
+  return pts.map(function(p){return [m.a*p[0]+m.c*p[1]+m.e, m.b*p[0]+m.d*p[1]+m.f];});}
+ function axes(q){var r=[];for(var i=0;i<4;i++){var a=q[i],b=q[(i+1)%4];r.push([-(b[1]-a[1]),b[0]-a[0]]);}return r;}
+ function proj(q,ax){var mn=1e9,mx=-1e9;q.forEach(function(p){var v=p[0]*ax[0]+p[1]*ax[1];mn=Math.min(mn,v);mx=Math.max(mx,v);});return [mn,mx];}
+ function overlap(a,b){var all=axes(a).concat(axes(b));var depth=1e9;
+  for(var i=0;i<all.length;i++){var ax=all[i],l=Math.hypot(ax[0],ax[1]);if(l==0)continue;ax=[ax[0]/l,ax[1]/l];
+   var p=proj(a,ax),q=proj(b,ax);var d=Math.min(p[1],q[1])-Math.max(p[0],q[0]);if(d<=0)return 0;depth=Math.min(depth,d);}return depth;}
+ var out=[];
+ document.querySelectorAll('svg').forEach(function(svg,si){
+   var title=(svg.querySelector('text[font-weight="bold"]')||{}).textContent||('svg'+si);
+   var ts=Array.from(svg.querySelectorAll('text')).map(function(t){return {t:t.textContent,q:quad(t)};}).filter(function(o){return o.q;});
+   for(var i=0;i<ts.length;i++)for(var j=i+1;j<ts.length;j++){
+     var d=overlap(ts[i].q,ts[j].q);
+     if(d>1.5) out.push(title+' | '+ts[i].t+' | '+ts[j].t+' | '+d.toFixed(1));
+   }
+ });
+ var pre=document.createElement('pre');pre.id='overlaps';pre.textContent=out.join('\n');document.body.appendChild(pre);
+})();
+</script>"#;
+
 /// What a reader must be able to read in every chart of a rendered page
 /// (issue 48): a chart over time has at least 3 points on every line (one
 /// or two drew a single dot), and no chart's legend repeats an entry (the
-/// main job's QD32 chart read "randread 4k qd32" six times). Failures
-/// name the chart.
+/// main job's QD32 chart read "randread 4k qd32" six times), and no text
+/// is drawn over another (`OVERLAP_PROBE`: the knee's sentence crossed the
+/// curves, 50 category labels at -40 degrees overlapped). Failures name
+/// the chart.
 fn check_readable(dom: &str, fixture: &str) {
     let mut failures = Vec::new();
+    let overlaps = dom
+        .split_once("<pre id=\"overlaps\">")
+        .map(|(_, rest)| rest.split("</pre>").next().unwrap_or(""))
+        .expect("the overlap probe ran");
+    failures.extend(
+        overlaps
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| format!("texts overlap: {l}")),
+    );
     for chart in dom.split("<svg").skip(1) {
         let chart = chart.split("</svg>").next().unwrap_or(chart);
         let title = chart

@@ -388,7 +388,8 @@ pub(crate) fn axes(out: &mut String, x: &Axis, xm: &Mapped, y: &Axis, ym: &Mappe
             r##"<line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#e3e3e3"/><text x="{px}" y="{}" text-anchor="middle">{}</text>"##,
             n(y0),
             n(y1),
-            n(y0 + 16.0),
+            // Clear of the lowest y tick's label at the corner.
+            n(y0 + 18.0),
             esc(&(x.fmt)(t)),
             px = n(px)
         );
