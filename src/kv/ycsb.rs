@@ -23,6 +23,11 @@ use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
 use anyhow::Result;
 
+/// An operation count no run means to reach: with `maxexecutiontime`, the
+/// run is time-based (YCSB's idiom), and being stopped by the time is no
+/// news (`iolab run`'s database step runs this way).
+pub const TIME_BASED_OPS: u64 = 1_000_000_000;
+
 /// The request distribution (`requestdistribution`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Distribution {

@@ -77,8 +77,6 @@ const RUN_SHARE: f64 = 0.30;
 /// The least time the kv step runs in (each run phase 3 s): with less, it
 /// is dropped rather than run too short to mean anything.
 const KV_MIN_STEP_NS: u64 = 10_000_000_000;
-/// Operations a run phase may do at most (its time ends it first).
-pub const KV_RUN_OPS: u64 = 1_000_000_000;
 
 /// How the kv step spends its time: records per workload (each load) and
 /// the seconds of each run phase. Run phases measured 0.24-0.46 s when

@@ -12,7 +12,8 @@ use crate::kv::engine::{EngineOptions, KvEngineKind};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
-pub use crate::plan::run_plan::{KvTiming, KV_RUN_OPS, WORKLOADS};
+pub use crate::kv::ycsb::TIME_BASED_OPS as KV_RUN_OPS;
+pub use crate::plan::run_plan::{KvTiming, WORKLOADS};
 use crate::results::Results;
 
 /// The embedded engine of the step.
