@@ -231,7 +231,8 @@ fn check_report(bin: &Path, fixture: &str, shot_name: &str, must_have: &[&str]) 
 /// The section `id` of a rendered DOM.
 /// Finds, in every chart, pairs of texts whose drawn boxes (rotation
 /// included: each text's box through its transform, compared by separating
-/// axes) overlap by more than 1.5 px, and lists them in `<pre id="overlaps">`.
+/// axes) overlap by more than 1.5 px, and texts that run past the chart's
+/// edge, and lists them in `<pre id="overlaps">`.
 const OVERLAP_PROBE: &str = r#"<script>
 (function(){
  function quad(t){var b=t.getBBox(),m=t.getCTM();if(!m||b.width==0)return null;
@@ -246,6 +247,8 @@ const OVERLAP_PROBE: &str = r#"<script>
  document.querySelectorAll('svg').forEach(function(svg,si){
    var title=(svg.querySelector('text[font-weight="bold"]')||{}).textContent||('svg'+si);
    var ts=Array.from(svg.querySelectorAll('text')).map(function(t){return {t:t.textContent,q:quad(t)};}).filter(function(o){return o.q;});
+   var vb=svg.viewBox.baseVal;
+   ts.forEach(function(o){o.q.forEach(function(p){if(vb&&vb.width&&(p[0]<-1.5||p[0]>vb.width+1.5||p[1]<-1.5||p[1]>vb.height+1.5))o.out=true;});if(o.out)out.push(title+' | '+o.t+' | cut off at the chart edge');});
    for(var i=0;i<ts.length;i++)for(var j=i+1;j<ts.length;j++){
      var d=overlap(ts[i].q,ts[j].q);
      if(d>1.5) out.push(title+' | '+ts[i].t+' | '+ts[j].t+' | '+d.toFixed(1));

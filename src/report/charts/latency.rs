@@ -120,7 +120,8 @@ type Qualifier = dyn Fn(&Point) -> Option<String>;
 
 /// `short_label` of each point, made unique within the set: a label two
 /// points share gets, in turn, what sets its point apart: the read share
-/// of a mix ("70% read"), the open-loop rate ("@30% max", "@5000/s"), the
+/// of a mix ("70% read"), the open-loop rate ("@30%" of the maximum,
+/// "@5000/s"), the
 /// steady-state round, the step ("(breakdown)"), then the point's name.
 /// The main job's QD32 chart read "randread 4k qd32" six times.
 pub fn unique_labels(points: &[&Point]) -> Vec<String> {
@@ -128,7 +129,8 @@ pub fn unique_labels(points: &[&Point]) -> Vec<String> {
     let qualifiers: [&Qualifier; 5] = [
         &|p| p.params.get("mix").map(|m| format!("{m}% read")),
         &|p| {
-            let pct = p.extra.rate_pct_of_max.map(|pct| format!("@{pct:.0}% max"));
+            // "@30%": 30% of the closed-loop maximum (legends hold 22 characters).
+            let pct = p.extra.rate_pct_of_max.map(|pct| format!("@{pct:.0}%"));
             pct.or_else(|| {
                 p.params
                     .get("rate")
@@ -708,8 +710,8 @@ mod tests {
             [
                 // Unique once the others say their rate.
                 "randread 4k qd32".to_string(),
-                "randread 4k qd32 @10% max".to_string(),
-                "randread 4k qd32 @30% max".to_string(),
+                "randread 4k qd32 @10%".to_string(),
+                "randread 4k qd32 @30%".to_string(),
                 "randread 4k qd1 (latency)".to_string(),
                 "randread 4k qd1 (breakdown)".to_string(),
             ]

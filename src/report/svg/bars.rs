@@ -118,9 +118,19 @@ pub fn bar_chart_with(c: &BarChart, o: &BarOverlay) -> String {
         .map(|s| s.1.iter().filter(|v| **v > 0.0).count())
         .sum::<usize>();
     let mut out = String::new();
-    // Long category labels are rotated; leave room.
+    // Long category labels are rotated; leave room below for the longest
+    // at its angle (10 px text, ~6 px a letter, at most 28 letters).
     let rot = c.categories.iter().any(|l| l.chars().count() > 8) || ncat > 10;
-    let h = if rot { H + 90.0 } else { H };
+    let slot = (W - MR - ML) / ncat as f64;
+    let (angle, every) = label_angle(slot);
+    let longest = c
+        .categories
+        .iter()
+        .map(|l| l.chars().count().min(28))
+        .max()
+        .unwrap_or(0);
+    let reach = H - MB + 12.0 + longest as f64 * 6.0 * (angle as f64).to_radians().sin() + 10.0;
+    let h = if rot { reach.max(H + 90.0) } else { H };
     svg_open(&mut out, &c.title, nonzero, W, h);
     let (x0, x1, y0, y1) = (ML, W - MR, H - MB, MT);
     for &t in &ym.ticks {
@@ -136,9 +146,7 @@ pub fn bar_chart_with(c: &BarChart, o: &BarOverlay) -> String {
             py = n(py)
         );
     }
-    let slot = (x1 - x0) / ncat as f64;
     let bw = (slot * 0.7).min(140.0);
-    let (angle, every) = label_angle(slot);
     for (i, cat) in c.categories.iter().enumerate() {
         let cx = x0 + slot * (i as f64 + 0.5);
         let mut base = 0.0;

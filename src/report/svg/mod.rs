@@ -285,13 +285,17 @@ pub(crate) fn svg_open(out: &mut String, title: &str, npoints: usize, w: f64, h:
         esc(title),
         npoints
     );
+    // A title past the chart's edge is cut in the middle (the whole of it
+    // is the chart's aria-label and tooltip): 15 px bold is ~9 px a letter.
+    let room = ((w - ML - 8.0) / 9.0) as usize;
     let _ = write!(
         out,
-        r##"<rect x="0" y="0" width="{}" height="{}" fill="#fff"/><text x="{}" y="20" font-size="15" font-weight="bold">{}</text>"##,
+        r##"<rect x="0" y="0" width="{}" height="{}" fill="#fff"/><text x="{}" y="20" font-size="15" font-weight="bold"><title>{}</title>{}</text>"##,
         n(w),
         n(h),
         n(ML),
-        esc(title)
+        esc(title),
+        esc(&truncate_middle(title, room))
     );
 }
 
@@ -307,7 +311,7 @@ pub(crate) fn legend(out: &mut String, items: &[(String, usize, bool, bool)]) {
                 r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{c}" stroke-width="2"{}/>"#,
                 n(x0),
                 n(y),
-                n(x0 + 22.0),
+                n(x0 + 16.0),
                 n(y),
                 if *dashed {
                     r#" stroke-dasharray="6 4""#
@@ -325,8 +329,10 @@ pub(crate) fn legend(out: &mut String, items: &[(String, usize, bool, bool)]) {
         }
         let _ = write!(
             out,
-            r#"<text x="{}" y="{}" font-size="11"><title>{}</title>{}</text>"#,
-            n(x0 + 28.0),
+            // 22 characters at 10 px fit the 136 px left of the line: at
+            // 11 px the end of a long label was cut off at the chart's edge.
+            r#"<text x="{}" y="{}" font-size="10"><title>{}</title>{}</text>"#,
+            n(x0 + 20.0),
             n(y + 4.0),
             esc(label),
             esc(&truncate_middle(label, 22))
