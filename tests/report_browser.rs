@@ -263,8 +263,8 @@ const OVERLAP_PROBE: &str = r#"<script>
 /// or two drew a single dot), and no chart's legend repeats an entry (the
 /// main job's QD32 chart read "randread 4k qd32" six times), and no text
 /// is drawn over another (`OVERLAP_PROBE`: the knee's sentence crossed the
-/// curves, 50 category labels at -40 degrees overlapped). Failures name
-/// the chart.
+/// curves, 50 category labels at -40 degrees overlapped), and no latency
+/// column shows a 0 that was never measured. Failures name the chart.
 fn check_readable(dom: &str, fixture: &str) {
     let mut failures = Vec::new();
     let overlaps = dom
@@ -305,7 +305,75 @@ fn check_readable(dom: &str, fixture: &str) {
             }
         }
     }
+    failures.extend(unmeasured_zeros(dom));
     assert!(failures.is_empty(), "{fixture}: {failures:#?}");
+}
+
+/// Cells of a latency column that read 0: no request takes 0 ns, so a 0
+/// there was never measured (older kv and oltp files wrote a second's
+/// p99 as 0). The breakdown's residual is a difference (the total minus
+/// its stages, 0 when they account for all of it) and may be 0.
+fn unmeasured_zeros(dom: &str) -> Vec<String> {
+    let text = |cell: &str| -> String {
+        let mut out = String::new();
+        let mut in_tag = false;
+        for ch in cell.chars() {
+            match ch {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => out.push(c),
+                _ => {}
+            }
+        }
+        out.trim().to_string()
+    };
+    let cells = |row: &str, tag: &str| -> Vec<String> {
+        row.split(&format!("<{tag}"))
+            .skip(1)
+            // `<th` also starts `<thead>`.
+            .filter(|c| c.starts_with('>') || c.starts_with(' '))
+            .map(|c| {
+                text(
+                    c.split_once('>')
+                        .map_or("", |x| x.1)
+                        .split(&format!("</{tag}>"))
+                        .next()
+                        .unwrap_or(""),
+                )
+            })
+            .collect()
+    };
+    let latency = |h: &str| {
+        let h = h.to_lowercase();
+        ["latency", "p99", "p95", "p50", "mean"]
+            .iter()
+            .any(|w| h.contains(w))
+            || h.split(|c: char| !c.is_alphanumeric())
+                .any(|w| ["ns", "us", "ms"].contains(&w))
+    };
+    let mut out = Vec::new();
+    for table in dom.split("<table").skip(1) {
+        let table = table.split("</table>").next().unwrap_or(table);
+        let heads = cells(table, "th");
+        for row in table.split("<tr").skip(1) {
+            let row = cells(row, "td");
+            if row.iter().any(|c| c == "residual") {
+                continue;
+            }
+            for (i, h) in heads.iter().enumerate().filter(|(_, h)| latency(h)) {
+                if row
+                    .get(i)
+                    .is_some_and(|c| ["0", "0ns", "0.0", "0.00"].contains(&c.as_str()))
+                {
+                    out.push(format!(
+                        "a latency of 0 in '{h}': {:?}",
+                        &row[..row.len().min(3)]
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn section<'d>(dom: &'d str, id: &str) -> &'d str {

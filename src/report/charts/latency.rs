@@ -316,6 +316,13 @@ pub fn cdf(r: &Results) -> Option<Section> {
     })
 }
 
+/// A second's p99 where one was measured: files of older versions wrote
+/// 0 for seconds without a histogram (kv and oltp points), shown as a
+/// latency of 0 ns; no latency is 0.
+fn p99_of(s: &crate::results::SeriesPoint) -> Option<u64> {
+    s.p99_ns.filter(|&v| v > 0)
+}
+
 /// Per-second IOPS, bandwidth and latency of the points with a series; the
 /// ramp (excluded from statistics) is shaded.
 pub fn time_series(r: &Results) -> Option<Section> {
@@ -373,7 +380,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
                     p.name,
                     fmt::secs(t),
                     fmt::ns(s.mean_ns),
-                    s.p99_ns
+                    p99_of(s)
                         .map(|v| format!(", p99 {}", fmt::ns(v as f64)))
                         .unwrap_or_default()
                 ),
@@ -384,7 +391,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
                 format!("{:.0}", s.iops),
                 format!("{:.2}", s.mib_s),
                 format!("{:.0}", s.mean_ns),
-                s.p99_ns.map(|v| v.to_string()).unwrap_or_default(),
+                p99_of(s).map(|v| v.to_string()).unwrap_or_default(),
             ]);
         }
         let dashed = super::is_write(p);
