@@ -12,17 +12,33 @@ mod common;
 use common::loopdev::LoopDev;
 use common::{iolab, results, text, workdir};
 
+/// A loop device over a new file of `size` bytes in `dir`; `None` (the
+/// test skipped, saying why) where loop devices cannot be made.
+fn loop_device(
+    dir: &std::path::Path,
+    name: &str,
+    size: u64,
+    args: &[&str],
+    test: &str,
+) -> Option<LoopDev> {
+    let backing = dir.join(name);
+    File::create(&backing).unwrap().set_len(size).unwrap();
+    LoopDev::attach(&backing, args)
+        .map_err(|why| eprintln!("SKIP {test}: {why}"))
+        .ok()
+}
+
 #[test]
 fn act_on_a_loop_device_with_destroy_data_keeps_its_point() {
     let dir = workdir();
-    let backing = dir.path().join("act.img");
-    File::create(&backing).unwrap().set_len(64 << 20).unwrap();
-    let lo = match LoopDev::attach(&backing, &["--direct-io=on"]) {
-        Ok(l) => l,
-        Err(why) => {
-            eprintln!("SKIP act_on_a_loop_device_with_destroy_data_keeps_its_point: {why}");
-            return;
-        }
+    let Some(lo) = loop_device(
+        dir.path(),
+        "act.img",
+        64 << 20,
+        &["--direct-io=on"],
+        "act_on_a_loop_device_with_destroy_data_keeps_its_point",
+    ) else {
+        return;
     };
     let dev = lo.dev.to_str().unwrap();
     let json = dir.path().join("act.json");
@@ -57,14 +73,14 @@ fn act_on_a_loop_device_with_destroy_data_keeps_its_point() {
 #[test]
 fn act_on_4k_sectors_reads_whole_sectors() {
     let dir = workdir();
-    let backing = dir.path().join("act4k.img");
-    File::create(&backing).unwrap().set_len(64 << 20).unwrap();
-    let lo = match LoopDev::attach(&backing, &["--direct-io=on", "--sector-size", "4096"]) {
-        Ok(l) => l,
-        Err(why) => {
-            eprintln!("SKIP act_on_4k_sectors_reads_whole_sectors: {why}");
-            return;
-        }
+    let Some(lo) = loop_device(
+        dir.path(),
+        "act4k.img",
+        64 << 20,
+        &["--direct-io=on", "--sector-size", "4096"],
+        "act_on_4k_sectors_reads_whole_sectors",
+    ) else {
+        return;
     };
     let dev = lo.dev.to_str().unwrap();
     let json = dir.path().join("act.json");
@@ -98,14 +114,14 @@ fn act_on_4k_sectors_reads_whole_sectors() {
 #[test]
 fn two_writing_jobs_on_a_loop_device_share_the_claim() {
     let dir = workdir();
-    let backing = dir.path().join("jobs.img");
-    File::create(&backing).unwrap().set_len(32 << 20).unwrap();
-    let lo = match LoopDev::attach(&backing, &["--direct-io=on"]) {
-        Ok(l) => l,
-        Err(why) => {
-            eprintln!("SKIP two_writing_jobs_on_a_loop_device_share_the_claim: {why}");
-            return;
-        }
+    let Some(lo) = loop_device(
+        dir.path(),
+        "jobs.img",
+        32 << 20,
+        &["--direct-io=on"],
+        "two_writing_jobs_on_a_loop_device_share_the_claim",
+    ) else {
+        return;
     };
     let dev = lo.dev.to_str().unwrap();
     let json = dir.path().join("jobs.json");

@@ -342,16 +342,21 @@ fn a_sigkilled_agents_scratch_file_is_swept_by_the_hosts_next_start() {
     );
 }
 
-#[test]
-fn a_malformed_message_to_the_agent_is_refused_with_a_clear_error() {
-    use std::io::Write;
-    let mut agent = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+/// `iolab agent` on this machine, its three streams piped.
+fn local_agent() -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
         .arg("agent")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_malformed_message_to_the_agent_is_refused_with_a_clear_error() {
+    use std::io::Write;
+    let mut agent = local_agent();
     // A frame header claiming a 4 GiB prepare.
     let mut frame = vec![b'I', b'L', iolab::fleet::proto::PROTOCOL_VERSION, 2];
     frame.extend_from_slice(&u32::MAX.to_le_bytes());
@@ -517,13 +522,7 @@ fn a_host_killed_mid_point_makes_the_pass_partial_and_the_others_are_kept() {
 #[test]
 fn an_agent_whose_control_side_goes_silent_exits() {
     let silence = iolab::fleet::proto::CONTROL_SILENCE;
-    let mut agent = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .arg("agent")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut agent = local_agent();
     // Held open and never written: silence, not an end.
     let _input = agent.stdin.take().unwrap();
     let t = std::time::Instant::now();
