@@ -182,7 +182,7 @@ fn a_server_that_cannot_start_names_its_log_and_leaves_nothing() {
         let e = Server::start_or_connect(kind, None, dir.path(), &settings).unwrap_err();
         let msg = format!("{e:#}");
         assert!(
-            msg.contains("server.log") && msg.contains("exited"),
+            msg.contains("its log is kept as") && msg.contains("exited"),
             "{msg}"
         );
         assert!(
@@ -194,6 +194,13 @@ fn a_server_that_cannot_start_names_its_log_and_leaves_nothing() {
             "left: {:?}",
             entries(dir.path())
         );
+        // The log is kept for the user in the state directory's
+        // server-logs/ (never swept); no record stays.
+        let kept = state.path().join("server-logs");
+        let logs = entries(&kept);
+        assert_eq!(logs.len(), 1, "{logs:?}");
+        assert!(msg.contains(&logs[0]), "{msg}");
+        std::fs::remove_dir_all(&kept).unwrap();
         assert!(entries(state.path()).is_empty());
     }
 }

@@ -201,7 +201,7 @@ mod tests {
         ]);
         let timing = crate::campaign::run::kv::KvTiming {
             records: 1234,
-            run_s: 5,
+            run_s: Some(5),
         };
         let lib = crate::campaign::run::kv::plan(&dir, timing, 9).unwrap();
         // Its run phases are time-based: `-p maxexecutiontime` on the command line.

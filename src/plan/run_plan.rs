@@ -74,32 +74,48 @@ const SLOW_RECORDS_PER_S: f64 = 10_000.0;
 /// the step for opening and closing the database.
 const LOAD_SHARE: f64 = 0.15;
 const RUN_SHARE: f64 = 0.30;
-/// The least time the kv step runs in (each run phase 3 s): with less, it
-/// is dropped rather than run too short to mean anything.
-const KV_MIN_STEP_NS: u64 = 10_000_000_000;
+/// The least step whose run phases are time-based (3 s each). Below it
+/// (a small `--budget`) runs are count-based as loads are, each phase a
+/// fifth of the step on a slow machine.
+const KV_TIMED_STEP_NS: u64 = 10_000_000_000;
+const SHORT_SHARE: f64 = 0.20;
 
 /// How the kv step spends its time: records per workload (each load) and
-/// the seconds of each run phase. Run phases measured 0.24-0.46 s when
-/// both were count-based (a phase that short measures start-up).
+/// the seconds of each run phase (`None`: a run of `records` operations,
+/// for a step under 10 s). Run phases measured 0.24-0.46 s in the main
+/// job when they were count-based (a phase that short measures start-up).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvTiming {
     pub records: u64,
-    pub run_s: u64,
+    pub run_s: Option<u64>,
 }
 
 impl KvTiming {
     /// The timing of a kv step of `step_ns` in all.
     pub fn of_step(step_ns: u64) -> KvTiming {
         let step_s = step_ns as f64 / 1e9;
+        let records =
+            |share: f64| ((step_s * share * SLOW_RECORDS_PER_S) as u64).clamp(1_000, 1_000_000);
+        if step_ns < KV_TIMED_STEP_NS {
+            return KvTiming {
+                records: records(SHORT_SHARE),
+                run_s: None,
+            };
+        }
         KvTiming {
-            records: ((step_s * LOAD_SHARE * SLOW_RECORDS_PER_S) as u64).clamp(1_000, 1_000_000),
-            run_s: ((step_s * RUN_SHARE) as u64).max(1),
+            records: records(LOAD_SHARE),
+            run_s: Some((step_s * RUN_SHARE) as u64),
         }
     }
 
     /// A slow machine's load time of `records`, ns (the dry run shows it).
     pub fn load_ns(&self) -> u64 {
         (self.records as f64 / SLOW_RECORDS_PER_S * 1e9) as u64
+    }
+
+    /// A run phase's time: its seconds, or a slow machine's for its operations.
+    pub fn run_ns(&self) -> u64 {
+        self.run_s.map_or(self.load_ns(), |s| s * 1_000_000_000)
     }
 }
 
@@ -472,18 +488,6 @@ pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
             .map(|s| s.jobs.len())
             .sum();
         let slot = budget_ns / n.max(1) as u64;
-        let short_kv = steps.iter_mut().find(|s| {
-            s.kind == StepKind::Kv
-                && s.skipped.is_none()
-                && slot * (s.jobs.len() as u64) < KV_MIN_STEP_NS
-        });
-        if let Some(kv) = short_kv.filter(|s| !s.jobs.is_empty()) {
-            kv.skipped = Some(format!(
-                "its share of the budget is under {} s, too short for steady database phases (give a larger --budget)",
-                KV_MIN_STEP_NS / 1_000_000_000
-            ));
-            continue;
-        }
         if slot >= MIN_SLOT_NS {
             break;
         }
@@ -525,7 +529,7 @@ pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
                 // Each phase's own time, as the step will run it.
                 j.ramp_ns = 0;
                 j.stop.runtime_ns = Some(match kv_phase(&j.name) == "run" {
-                    true => kv.run_s * 1_000_000_000,
+                    true => kv.run_ns(),
                     false => kv.load_ns(),
                 });
             }
@@ -545,9 +549,10 @@ pub fn fit_budget(steps: &mut [RunStep], budget_ns: u64) {
                 (StepKind::Kv, _) => {
                     let name = j.name.rsplit(':').next().unwrap_or("").trim();
                     let name = name.split(" (").next().unwrap_or(name);
-                    match kv_phase(name) == "run" {
-                        true => format!("{}: {name} ({} s, time-based)", s.id, kv.run_s),
-                        false => format!("{}: {name} ({} records)", s.id, kv.records),
+                    match (kv_phase(name) == "run", kv.run_s) {
+                        (true, Some(secs)) => format!("{}: {name} ({secs} s, time-based)", s.id),
+                        (true, None) => format!("{}: {name} ({} operations)", s.id, kv.records),
+                        (false, _) => format!("{}: {name} ({} records)", s.id, kv.records),
                     }
                 }
                 (StepKind::Trace, _) => {
@@ -681,7 +686,7 @@ mod tests {
         let mut steps = plan("standard", &JobSpec::default()).unwrap();
         fit_budget(&mut steps, 180_000_000_000);
         let kv = steps.iter().find(|s| s.id == "kv").unwrap().kv.unwrap();
-        assert!(kv.run_s >= 5, "{kv:?}");
+        assert!(kv.run_s.is_some_and(|s| s >= 5), "{kv:?}");
         for profile in ["quick", "standard", "full"] {
             for budget_s in [30u64, 60, 180, 600, 3600] {
                 let mut steps = plan(profile, &JobSpec::default()).unwrap();
@@ -705,7 +710,7 @@ mod tests {
                 if let Some(t) = steps.iter().find(|s| s.id == "kv" && s.skipped.is_none()) {
                     let kv = t.kv.unwrap();
                     let share: u64 = budget / active_jobs(&steps).len() as u64 * 4;
-                    let used = 2 * kv.load_ns() + 2 * kv.run_s * 1_000_000_000;
+                    let used = 2 * kv.load_ns() + 2 * kv.run_ns();
                     assert!(used <= share, "{profile} {budget_s}s: {kv:?} in {share} ns");
                 }
             }

@@ -119,7 +119,12 @@ impl Resource {
             Resource::Scheduler { path, original } => {
                 let _ = std::fs::write(path, original);
             }
-            Resource::Mount(p) => mount::unmount(p),
+            Resource::Mount(p) => {
+                mount::unmount(p);
+                if p == std::path::Path::new(mount::TRACEFS) && !mount::is_mount_point(p) {
+                    tracefs_share::forget_mount();
+                }
+            }
             Resource::Netns(name) => netns::delete(name),
             Resource::NbdDevice { device } => nbd_kernel::detach(device),
             Resource::NvmeTarget { subsystem, port } => nvme_kernel::remove_target(subsystem, port),

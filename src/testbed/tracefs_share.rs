@@ -1,8 +1,10 @@
 //! Runs that trace at once share one tracefs mount. Each holds a shared
-//! flock on `tracefs.lock` in the state directory from its probe to its
-//! end. At its end, a run that can take that lock exclusively is the last
-//! user, and it unmounts tracefs if an iolab run mounted it (the marker
-//! `tracefs.mounted-by-iolab` beside the lock), whichever run that was.
+//! flock on `/run/lock/iolab-tracefs.lock` from its probe to its end (a
+//! lock file, kept out of the state directory, whose records must all be
+//! gone after a run). At its end, a run that can take that lock
+//! exclusively is the last user, and it unmounts tracefs if an iolab run
+//! mounted it (the marker `iolab-tracefs.mounted` beside the lock),
+//! whichever run that was.
 //! Before, the run that mounted tracefs unmounted it under the others,
 //! whose next tracing instance then failed (ENOENT).
 
@@ -11,6 +13,23 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 use super::mount::{is_mount_point, unmount, TRACEFS};
+
+const MARKER: &str = "iolab-tracefs.mounted";
+
+/// Where lock files go (tracing needs root, which may write there).
+fn lock_dir() -> Option<PathBuf> {
+    ["/run/lock", "/run"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|d| d.is_dir())
+}
+
+/// The mount a SIGKILLed run left was swept: its marker goes too.
+pub fn forget_mount() {
+    if let Some(d) = lock_dir() {
+        let _ = std::fs::remove_file(d.join(MARKER));
+    }
+}
 
 /// One run's share of tracefs: a shared lock, held until `leave`.
 #[derive(Debug)]
@@ -23,11 +42,11 @@ pub struct TracefsShare {
 /// never both mount it, and none joins while the last one unmounts it).
 /// `None` without a state directory: then each run keeps its own duty.
 pub fn join() -> Option<TracefsShare> {
-    let dir = super::records::state_dir()?;
+    let dir = lock_dir()?;
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join("tracefs.lock"))
+        .open(dir.join("iolab-tracefs.lock"))
         .ok()?;
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
@@ -49,7 +68,7 @@ impl TracefsShare {
     }
 
     fn marker(&self) -> PathBuf {
-        self.dir.join("tracefs.mounted-by-iolab")
+        self.dir.join(MARKER)
     }
 
     /// Leave; the last run out unmounts tracefs if iolab mounted it.

@@ -21,7 +21,8 @@ pub const ENGINE: KvEngineKind = KvEngineKind::Rocksdb;
 
 /// The step's plan: each workload's load of `timing.records` records,
 /// then its run for `timing.run_s` seconds (time-based, as YCSB's
-/// maxexecutiontime), one client thread, in a scratch database.
+/// maxexecutiontime) or, in a short step, of as many operations; one
+/// client thread, in a scratch database.
 pub fn plan(dir: &Path, timing: KvTiming, seed: u64) -> Result<KvPlan> {
     let mut steps = Vec::new();
     for w in WORKLOADS {
@@ -29,8 +30,10 @@ pub fn plan(dir: &Path, timing: KvTiming, seed: u64) -> Result<KvPlan> {
         props.set("recordcount", timing.records);
         props.set("operationcount", timing.records);
         let load = YcsbConfig::from_props(&props)?;
-        props.set("operationcount", KV_RUN_OPS);
-        props.set("maxexecutiontime", timing.run_s);
+        if let Some(secs) = timing.run_s {
+            props.set("operationcount", KV_RUN_OPS);
+            props.set("maxexecutiontime", secs);
+        }
         let run = YcsbConfig::from_props(&props)?;
         let name = format!("ycsb-{w}");
         steps.push(Step::YcsbLoad(name.clone(), load));
