@@ -618,8 +618,8 @@ impl CutLoad {
         total: Option<u64>,
     ) -> Vec<String> {
         let mut out = Vec::new();
-        let time_based = matches!(step, Step::YcsbRun(..))
-            && total.is_some_and(|t| t >= super::ycsb::TIME_BASED_OPS);
+        let time_based =
+            matches!(step, Step::YcsbRun(..)) && total == Some(super::ycsb::TIME_BASED_OPS);
         if let (Some(d), Some(t), false) = (cut, total, time_based) {
             out.push(format!(
                 "stopped by maxexecutiontime after {} s: {done} of {t} operations",

@@ -23,9 +23,9 @@ use super::value::{self, BodyPool, HEADER};
 use crate::error::usage;
 use anyhow::Result;
 
-/// An operation count no run means to reach: with `maxexecutiontime`, the
-/// run is time-based (YCSB's idiom), and being stopped by the time is no
-/// news (`iolab run`'s database step runs this way).
+/// The operation count `iolab run`'s database step gives its time-based
+/// runs (with `maxexecutiontime`): being stopped by the time is no news
+/// there. Any other count a run does not reach is warned about.
 pub const TIME_BASED_OPS: u64 = 1_000_000_000;
 
 /// The request distribution (`requestdistribution`).
