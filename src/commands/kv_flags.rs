@@ -205,7 +205,7 @@ mod tests {
         };
         let lib = crate::campaign::run::kv::plan(&dir, timing, 9).unwrap();
         // Its run phases are time-based: `-p maxexecutiontime` on the command line.
-        let ops = crate::campaign::run::kv::KV_RUN_OPS.to_string();
+        let ops = crate::kv::ycsb::TIME_BASED_OPS.to_string();
         let timed = parse(&[
             "a,c",
             "-p",

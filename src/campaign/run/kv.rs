@@ -12,7 +12,6 @@ use crate::kv::engine::{EngineOptions, KvEngineKind};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
 use crate::kv::props::Props;
 use crate::kv::ycsb::YcsbConfig;
-pub use crate::kv::ycsb::TIME_BASED_OPS as KV_RUN_OPS;
 pub use crate::plan::run_plan::{KvTiming, WORKLOADS};
 use crate::results::Results;
 
@@ -31,7 +30,7 @@ pub fn plan(dir: &Path, timing: KvTiming, seed: u64) -> Result<KvPlan> {
         props.set("operationcount", timing.records);
         let load = YcsbConfig::from_props(&props)?;
         if let Some(secs) = timing.run_s {
-            props.set("operationcount", KV_RUN_OPS);
+            props.set("operationcount", crate::kv::ycsb::TIME_BASED_OPS);
             props.set("maxexecutiontime", secs);
         }
         let run = YcsbConfig::from_props(&props)?;
