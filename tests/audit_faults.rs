@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{have, text, workdir};
+use common::{have, mkfifo, text, workdir};
 
 /// `make run` in a fresh clone: `results/` is ignored by git, so a clone
 /// has none, and the run must make it (it was exit 2, "cannot write in
@@ -124,12 +124,6 @@ fn a_zero_block_size_in_a_fio_job_is_refused_naming_the_key() {
         "10",
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-}
-
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
 /// Signal `child` with `sig` and wait at most `ceiling` for it to end.

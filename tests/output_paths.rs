@@ -139,9 +139,7 @@ fn a_symlink_is_followed_and_stays() {
 fn a_fifo_is_written_into_once() {
     let dir = workdir();
     let fifo = dir.path().join("results.fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    common::mkfifo(&fifo);
     // A reader process, killed if it still waits 10 s after iolab ended
     // (it would, were the FIFO replaced by a file).
     let mut reader = Command::new("cat")
@@ -307,9 +305,7 @@ fn a_bare_relative_new_file_is_a_scratch_target() {
 fn a_fifo_nobody_reads_is_given_up_on_saying_why() {
     let dir = workdir();
     let fifo = dir.path().join("unread.fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    common::mkfifo(&fifo);
     let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
         .args(["device", "--engine", "null", "--rw", "randread"])
         .args(["--runtime", "100ms", "--quiet", "--json"])

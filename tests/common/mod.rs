@@ -155,6 +155,13 @@ pub fn stray_files(work: &Path, state: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Make a FIFO at `path` (mode 0600).
+pub fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
 /// SIGINT to `child` (a second one 5 ms later when `twice`), then wait
 /// for its output.
 pub fn sigint_and_wait(child: std::process::Child, twice: bool) -> Output {
