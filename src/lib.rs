@@ -10,6 +10,7 @@ pub mod commands;
 pub mod dut;
 pub mod engine;
 pub mod error;
+pub mod figures;
 pub mod fleet;
 pub mod input;
 pub mod interrupt;

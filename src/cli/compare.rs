@@ -10,7 +10,10 @@ use clap::Args;
       points matched by their parameters, with ratios to the first file (the baseline)
   iolab compare a.json b.json c.json --html cmp.html
   iolab compare iolab.json fio-output.json --metric mean
-      iolab's and fio's numbers for the same jobs
+      iolab's and fio's numbers for the same jobs (a latency row names its basis:
+      \"(clat)\" is fio's completion latency, fio's default percentiles)
+  iolab compare oltp-a.json oltp-b.json
+      NOPM, TPM and each transaction's p90
   iolab compare main.json branch.json --metric iops,p99 --fail-if-slower 10
       exit 1 if the branch lost more than 10% IOPS or p99 outside the noise (CI)
   iolab compare a.json b.json --format csv
@@ -31,7 +34,12 @@ pub struct CompareArgs {
     /// results and reports are replaced without it)
     #[arg(long)]
     pub force: bool,
-    /// Which number to compare: iops, mib_s, mean, p50, p99, p99.9 (default: all of iops, mean, p99)
+    /// Which figures to compare, comma-separated: iops, mib_s, avg_block,
+    /// in_flight (device points); ops_s (kv); txn_s, nopm, tpm (oltp);
+    /// mean, p50, p90, p99, p99.9, max (latency per operation type, any
+    /// point). Default per kind of point: device iops, mib_s, avg_block,
+    /// mean, p99, in_flight; kv ops_s, mean, p99; oltp nopm, tpm, p90.
+    /// docs/results.md defines each
     #[arg(long, value_name = "METRIC")]
     pub metric: Option<String>,
     /// Match points by these params only (comma-separated, e.g. rw,bs,qd); default: all params they share

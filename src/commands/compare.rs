@@ -1,12 +1,14 @@
 //! `iolab compare`: load several results files (iolab or fio JSON), match
 //! their points and print ratios to the first; optionally write HTML.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 
 use crate::cli::compare::CompareArgs;
 use crate::commands::report::load;
 use crate::error::usage;
-use crate::report::compare::{self, Metric, Run};
+use crate::figures::{self, FigureId};
+use crate::report::compare::{self, Run};
 
 pub fn run(a: CompareArgs) -> anyhow::Result<()> {
     let inputs: Vec<&std::path::Path> = a.files.iter().map(|f| f.as_path()).collect();
@@ -33,27 +35,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             "give a percentage between 0 and 100",
         ));
     }
-    let metrics: Vec<Metric> = match &a.metric {
-        Some(m) => m
-            .split(',')
-            .map(|s| {
-                Metric::parse(s.trim()).ok_or_else(|| {
-                    usage(
-                        "--metric",
-                        format!("unknown metric '{s}' (iops, mib_s, mean, p50, p99, p99.9, avg_block, in_flight)"),
-                    )
-                })
-            })
-            .collect::<anyhow::Result<_>>()?,
-        None => vec![
-            Metric::Iops,
-            Metric::MibS,
-            Metric::AvgBlock,
-            Metric::Mean,
-            Metric::P99,
-            Metric::InFlight,
-        ],
-    };
+    let figures = parse_figures(a.metric.as_deref())?;
     let mut runs = Vec::new();
     for f in &a.files {
         let results = load(f)?;
@@ -87,7 +69,10 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         }
     }
     let keys = compare::match_keys(&runs, by.as_deref());
-    let rows = compare::compare(&runs, &keys, &metrics);
+    let rows = compare::compare(&runs, &keys, figures.as_deref());
+    if let (Some(f), true) = (&figures, rows.is_empty()) {
+        return Err(nothing_selected(&runs, f));
+    }
     let mut out = match a.format.as_str() {
         "csv" => crate::report::csv::table_csv(&compare::table(&runs, &rows, a.noise)),
         "json" => format!(
@@ -102,7 +87,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
             if !keys.is_empty() {
                 t.push_str(&format!("matched by: {}\n", keys.join(", ")));
             }
-            if metrics.contains(&Metric::InFlight) {
+            if rows.iter().any(|r| r.measure.figure == FigureId::InFlight) {
                 t.push_str("in flight = IOPS x mean latency (Little's law): a side whose figure is above its slots (qd x jobs) counts time no request was in flight\n");
             }
             t
@@ -125,6 +110,11 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(pct) = a.fail_if_slower {
+        if compare::matched(&rows) == 0 {
+            anyhow::bail!(
+                "--fail-if-slower: nothing matched between the runs, so nothing was checked"
+            );
+        }
         let worse = compare::slower(&runs, &rows, a.noise, pct);
         if !worse.is_empty() {
             anyhow::bail!(
@@ -135,4 +125,50 @@ pub fn run(a: CompareArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--metric`'s figures, by key or alias.
+fn parse_figures(metric: Option<&str>) -> anyhow::Result<Option<Vec<FigureId>>> {
+    let Some(m) = metric else {
+        return Ok(None);
+    };
+    m.split(',')
+        .map(|s| {
+            FigureId::parse(s.trim()).ok_or_else(|| {
+                usage(
+                    "--metric",
+                    format!("unknown metric '{}' (one of {})", s.trim(), figures::keys()),
+                )
+            })
+        })
+        .collect::<anyhow::Result<_>>()
+        .map(Some)
+}
+
+/// The error for a `--metric` none of the files' points has: which kinds
+/// of point they hold, and the figures those have.
+fn nothing_selected(runs: &[Run], wanted: &[FigureId]) -> anyhow::Error {
+    let have: BTreeSet<figures::Family> = runs
+        .iter()
+        .flat_map(|r| &r.results.points)
+        .map(figures::measure::family)
+        .collect();
+    let can: Vec<&str> = figures::CATALOGUE
+        .iter()
+        .filter(|d| d.families.iter().any(|f| have.contains(f)))
+        .map(|d| d.key)
+        .collect();
+    usage(
+        "--metric",
+        format!(
+            "no point in these files has {} (their points are {}: {})",
+            wanted
+                .iter()
+                .map(|x| x.def().key)
+                .collect::<Vec<_>>()
+                .join(", "),
+            have.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
+            can.join(", ")
+        ),
+    )
 }

@@ -10,6 +10,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table as CTable};
 
 use crate::analysis::baseline::Spread;
+use crate::figures::{measure, Basis, Direction, FigureId, Measure};
 use crate::report::charts::{latency, Table};
 use crate::report::fmt;
 use crate::report::svg::{self, esc, BarChart};
@@ -21,93 +22,8 @@ pub struct Run {
     pub results: Results,
 }
 
-/// What is compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
-    Iops,
-    MibS,
-    Mean,
-    P50,
-    P99,
-    P999,
-    /// Mean bytes per request (MiB/s over IOPS): what a block size split
-    /// really issued.
-    AvgBlock,
-    /// IOPS x mean latency (Little's law): the requests in flight the
-    /// numbers imply, to hold against the slots (qd x jobs).
-    InFlight,
-}
-
-impl Metric {
-    pub fn parse(s: &str) -> Option<Metric> {
-        Some(match s {
-            "iops" => Metric::Iops,
-            "mib_s" | "bw" | "mibs" => Metric::MibS,
-            "mean" => Metric::Mean,
-            "p50" => Metric::P50,
-            "p99" => Metric::P99,
-            "p99.9" | "p999" => Metric::P999,
-            "avg_block" | "avg-block" => Metric::AvgBlock,
-            "in_flight" | "in-flight" | "inflight" => Metric::InFlight,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Iops => "IOPS",
-            Metric::MibS => "MiB/s",
-            Metric::Mean => "mean lat",
-            Metric::P50 => "p50 lat",
-            Metric::P99 => "p99 lat",
-            Metric::P999 => "p99.9 lat",
-            Metric::AvgBlock => "avg block",
-            Metric::InFlight => "in flight (IOPS x mean lat)",
-        }
-    }
-
-    pub fn of(self, p: &Point) -> Option<f64> {
-        let l = main_or_clat(p);
-        match self {
-            Metric::Iops => Some(p.total.iops),
-            Metric::MibS => Some(p.total.mib_s),
-            Metric::Mean => l.map(|l| l.mean_ns),
-            Metric::P50 => l.and_then(|l| l.percentile(50.0)).map(|v| v as f64),
-            Metric::P99 => l.and_then(|l| l.percentile(99.0)).map(|v| v as f64),
-            Metric::P999 => l.and_then(|l| l.percentile(99.9)).map(|v| v as f64),
-            Metric::AvgBlock => {
-                (p.total.iops > 0.0).then(|| p.total.mib_s * (1u64 << 20) as f64 / p.total.iops)
-            }
-            Metric::InFlight => l.map(|l| p.total.iops * l.mean_ns / 1e9),
-        }
-    }
-
-    /// Throughput: more is better; latency: less is.
-    pub fn higher_is_better(self) -> bool {
-        matches!(
-            self,
-            Metric::Iops | Metric::MibS | Metric::AvgBlock | Metric::InFlight
-        )
-    }
-
-    /// How a value of this metric is written.
-    fn formatter(self) -> fn(f64) -> String {
-        match self {
-            Metric::Iops => fmt::count,
-            Metric::MibS => fmt::mib,
-            Metric::AvgBlock => |v| crate::kv::report::human(v.round() as u64),
-            Metric::InFlight => |v| format!("{v:.2}"),
-            _ => fmt::ns,
-        }
-    }
-
-    fn format(self, v: f64) -> String {
-        self.formatter()(v)
-    }
-}
-
 /// The point's main latency, or its clat where only that was reported
-/// (fio output without total-latency percentiles).
+/// (fio output without total-latency percentiles): the percentile overlay.
 fn main_or_clat(p: &Point) -> Option<&crate::measure::histogram::LatStats> {
     p.main_lat().or_else(|| {
         ["read", "write"]
@@ -142,7 +58,7 @@ pub struct Row {
     pub label: String,
     /// The params the row's points share in every run.
     pub key: Vec<(String, String)>,
-    pub metric: Metric,
+    pub measure: Measure,
     pub cells: Vec<Option<Cell>>,
 }
 
@@ -266,8 +182,52 @@ fn point_label(k: &Key, varying: &BTreeSet<&str>) -> String {
         .join(" ")
 }
 
-/// Match points across runs; rows ordered as in the baseline, then new ones.
-pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
+/// The measures a group of matched points is compared on: for each
+/// figure (`figures`, or the defaults of the points' kind), the measures
+/// any point has. Latencies pair like with like: where one point has a
+/// percentile only of completion latency (fio's default), every point's
+/// row is its completion latency.
+fn group_measures(points: &[&Point], figures: Option<&[FigureId]>) -> Vec<Measure> {
+    let fams: BTreeSet<crate::figures::Family> =
+        points.iter().map(|p| measure::family(p)).collect();
+    let mut out: Vec<Measure> = Vec::new();
+    let wanted: Vec<FigureId> = match figures {
+        Some(f) => f.to_vec(),
+        None => {
+            let mut v: Vec<FigureId> = Vec::new();
+            for f in &fams {
+                for id in crate::figures::defaults(*f) {
+                    if !v.contains(id) {
+                        v.push(*id);
+                    }
+                }
+            }
+            v
+        }
+    };
+    for fig in wanted {
+        let mut ms: Vec<Measure> = Vec::new();
+        for p in points {
+            for m in Measure::of_point(fig, p) {
+                if !ms.contains(&m) {
+                    ms.push(m);
+                }
+            }
+        }
+        let completion: Vec<Option<String>> = ms
+            .iter()
+            .filter(|m| m.basis == Some(Basis::Completion))
+            .map(|m| m.op.clone())
+            .collect();
+        ms.retain(|m| !(m.basis == Some(Basis::Total) && completion.contains(&m.op)));
+        out.extend(ms);
+    }
+    out
+}
+
+/// Match points across runs; rows ordered as in the baseline, then new
+/// ones; per matched point the measures of `figures` (default: per kind).
+pub fn compare(runs: &[Run], keys: &[String], figures: Option<&[FigureId]>) -> Vec<Row> {
     let mut order: Vec<Vec<(String, String)>> = Vec::new();
     let mut names: BTreeMap<Vec<(String, String)>, String> = BTreeMap::new();
     // run -> key -> points
@@ -304,11 +264,17 @@ pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
     }
     let mut rows = Vec::new();
     for k in &order {
-        for &metric in metrics {
+        let all: Vec<&Point> = by_run
+            .iter()
+            .filter_map(|m| m.get(k))
+            .flatten()
+            .copied()
+            .collect();
+        for measure in group_measures(&all, figures) {
             let cells: Vec<Option<Cell>> = by_run
                 .iter()
                 .map(|m| {
-                    let v: Vec<f64> = m.get(k)?.iter().filter_map(|p| metric.of(p)).collect();
+                    let v: Vec<f64> = m.get(k)?.iter().filter_map(|p| measure.of(p)).collect();
                     let s = Spread::of(&v)?;
                     Some(Cell {
                         rounds: s.n,
@@ -318,11 +284,11 @@ pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
                     })
                 })
                 .collect();
-            if cells.iter().filter(|c| c.is_some()).count() >= 1 {
+            if cells.iter().any(|c| c.is_some()) {
                 rows.push(Row {
                     label: names.get(k).cloned().unwrap_or_default(),
                     key: k.clone(),
-                    metric,
+                    measure,
                     cells,
                 });
             }
@@ -331,7 +297,23 @@ pub fn compare(runs: &[Run], keys: &[String], metrics: &[Metric]) -> Vec<Row> {
     rows
 }
 
-fn cell_text(c: &Option<Cell>, m: Metric) -> String {
+/// Rows with a value in at least two runs: what was really compared.
+pub fn matched(rows: &[Row]) -> usize {
+    rows.iter()
+        .filter(|r| r.cells.iter().filter(|c| c.is_some()).count() >= 2)
+        .count()
+}
+
+/// The latency bases the rows use, each with what it means: a reader
+/// learns that "(clat)" is fio's completion latency.
+pub fn bases_note(rows: &[Row]) -> String {
+    let used: BTreeSet<Basis> = rows.iter().filter_map(|r| r.measure.basis).collect();
+    used.iter()
+        .map(|b| format!("{}: {}\n", b.name(), b.meaning()))
+        .collect()
+}
+
+fn cell_text(c: &Option<Cell>, m: &Measure) -> String {
     match c {
         None => "-".into(),
         Some(c) if c.rounds > 1 => format!(
@@ -368,9 +350,9 @@ pub fn table(runs: &[Run], rows: &[Row], noise: f64) -> Table {
         }
     }
     for row in rows {
-        let mut cells = vec![row.label.clone(), row.metric.name().to_string()];
+        let mut cells = vec![row.label.clone(), row.measure.label()];
         for i in 0..runs.len() {
-            cells.push(cell_text(&row.cells[i], row.metric));
+            cells.push(cell_text(&row.cells[i], &row.measure));
             if i > 0 {
                 cells.push(ratio_text(row, i, noise));
             }
@@ -407,6 +389,10 @@ pub fn terminal(runs: &[Run], rows: &[Row], noise: f64) -> String {
             "{unmatched} row(s) have no match in some run (-)\n"
         ));
     }
+    if matched(rows) == 0 {
+        o.push_str("nothing matched: no point has a value in two runs (compare matches points by their parameters; see `matched by`, or choose keys with --by)\n");
+    }
+    o.push_str(&bases_note(rows));
     o
 }
 
@@ -418,16 +404,16 @@ pub fn slower(runs: &[Run], rows: &[Row], noise: f64, pct: f64) -> Vec<String> {
     for row in rows {
         for (i, run) in runs.iter().enumerate().skip(1) {
             let Some(r) = row.ratio(i) else { continue };
-            let worse = if row.metric.higher_is_better() {
-                r < 1.0 - pct / 100.0
-            } else {
-                r > 1.0 + pct / 100.0
+            let worse = match row.measure.figure.def().direction {
+                Direction::HigherIsBetter => r < 1.0 - pct / 100.0,
+                Direction::LowerIsBetter => r > 1.0 + pct / 100.0,
+                Direction::Neither => false,
             };
             if worse && !row.in_noise(i, noise) {
                 out.push(format!(
                     "{} {}: {} {}",
                     row.label,
-                    row.metric.name(),
+                    row.measure.label(),
                     run.label,
                     fmt::times(r)
                 ));
@@ -445,7 +431,11 @@ pub fn json(runs: &[Run], rows: &[Row], noise: f64) -> serde_json::Value {
         "noise_pct": noise,
         "rows": rows.iter().map(|row| serde_json::json!({
             "point": row.label,
-            "metric": row.metric.name(),
+            "metric": row.measure.label(),
+            "figure": row.measure.figure.def().key,
+            "op": row.measure.op,
+            "basis": row.measure.basis.map(|b| b.name()),
+            "unit": row.measure.figure.def().unit.name(),
             "cells": row.cells.iter().map(|c| c.as_ref().map(|c| serde_json::json!({
                 "value": c.value, "min": c.min, "max": c.max, "rounds": c.rounds,
             }))).collect::<Vec<_>>(),
@@ -503,6 +493,23 @@ fn percentile_overlays(runs: &[Run], rows: &[Row], keys: &[String]) -> Vec<Strin
     out
 }
 
+/// A ratio cell's shade: none where a value is missing or the figure is
+/// no score, grey inside the noise, green better, red worse.
+fn ratio_class(row: &Row, run: usize, noise: f64) -> &'static str {
+    let Some(r) = row.ratio(run) else {
+        return "";
+    };
+    if row.in_noise(run, noise) {
+        return "noise";
+    }
+    match row.measure.figure.def().direction {
+        Direction::Neither => "",
+        Direction::HigherIsBetter if r > 1.0 => "up",
+        Direction::LowerIsBetter if r < 1.0 => "up",
+        _ => "down",
+    }
+}
+
 pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
     let t = table(runs, rows, noise);
     let mut o = String::from(
@@ -524,34 +531,47 @@ pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
         ));
     }
     o.push_str("</ul>");
-    // One bar chart per metric compared (IOPS, bandwidth, latencies), the
-    // matched points grouped by run.
-    let mut metrics: Vec<Metric> = Vec::new();
+    // One bar chart per figure and basis compared (IOPS, bandwidth,
+    // latencies), the matched points (and operation types) grouped by run.
+    let mut groups: Vec<(FigureId, Option<Basis>)> = Vec::new();
     for r in rows {
-        if !metrics.contains(&r.metric) {
-            metrics.push(r.metric);
+        let g = (r.measure.figure, r.measure.basis);
+        if !groups.contains(&g) {
+            groups.push(g);
         }
     }
     // Ratios to the baseline, not absolute values: points whose values
     // differ by decades (1 MiB and 4 KiB IOPS, QD1 and QD32 latency) are
     // all readable on one axis; the values are in the table below.
-    for m in metrics {
-        let sel: Vec<&Row> = rows.iter().filter(|r| r.metric == m).collect();
+    for (fig, basis) in groups {
+        // Only points with a ratio in every run: a missing value is no bar.
+        let sel: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.measure.figure == fig && r.measure.basis == basis)
+            .filter(|r| (1..runs.len()).all(|i| r.ratio(i).is_some()))
+            .collect();
+        if sel.is_empty() {
+            continue;
+        }
         let base = runs.first().map_or("", |r| r.label.as_str());
+        let name = Measure {
+            figure: fig,
+            op: None,
+            basis,
+        }
+        .label();
         o.push_str(&svg::bar_chart_with(
             &BarChart {
-                title: format!("{} relative to {base}, per point", m.name()),
-                y_title: format!(
-                    "{} / {base}'s ({} is better)",
-                    m.name(),
-                    if m.higher_is_better() {
-                        "higher"
-                    } else {
-                        "lower"
-                    }
-                ),
+                title: format!("{name} relative to {base}, per point"),
+                y_title: format!("{name} / {base}'s{}", fig.def().direction.hint()),
                 y_fmt: |v| format!("{v:.2}x"),
-                categories: sel.iter().map(|r| r.label.clone()).collect(),
+                categories: sel
+                    .iter()
+                    .map(|r| match &r.measure.op {
+                        Some(op) => format!("{} {op}", r.label),
+                        None => r.label.clone(),
+                    })
+                    .collect(),
                 stacks: runs
                     .iter()
                     .enumerate()
@@ -559,7 +579,7 @@ pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
                     .map(|(i, run)| {
                         (
                             run.label.clone(),
-                            sel.iter().map(|r| r.ratio(i).unwrap_or(0.0)).collect(),
+                            sel.iter().map(|r| r.ratio(i).unwrap_or(f64::NAN)).collect(),
                         )
                     })
                     .collect(),
@@ -584,22 +604,7 @@ pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
         for (ci, c) in cells.iter().enumerate() {
             // Columns: point, metric, run 0, then (run i, ratio i) for i >= 1.
             let class = if ci >= 3 && (ci - 3) % 2 == 1 {
-                let run = (ci - 3) / 2 + 1;
-                if row.in_noise(run, noise) {
-                    "noise"
-                } else {
-                    let r = row.ratio(run).unwrap_or(1.0);
-                    let better = if row.metric.higher_is_better() {
-                        r > 1.0
-                    } else {
-                        r < 1.0
-                    };
-                    if better {
-                        "up"
-                    } else {
-                        "down"
-                    }
-                }
+                ratio_class(row, (ci - 3) / 2 + 1, noise)
             } else {
                 ""
             };
@@ -607,7 +612,16 @@ pub fn html(runs: &[Run], rows: &[Row], keys: &[String], noise: f64) -> String {
         }
         o.push_str("</tr>");
     }
-    o.push_str("</tbody></table></body></html>\n");
+    o.push_str("</tbody></table>");
+    let note = bases_note(rows);
+    if !note.is_empty() {
+        o.push_str("<p>Latency bases:</p><ul>");
+        for l in note.lines() {
+            o.push_str(&format!("<li>{}</li>", esc(l)));
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str("</body></html>\n");
     o
 }
 
@@ -655,7 +669,7 @@ mod tests {
         let runs = [run("a", &[&closed, &paced]), run("b", &[&closed])];
         let keys = match_keys(&runs, None);
         assert!(keys.iter().any(|k| k == "rate"), "{keys:?}");
-        let rows = compare(&runs, &keys, &[Metric::Iops]);
+        let rows = compare(&runs, &keys, Some(&[FigureId::Iops]));
         assert_eq!(rows.len(), 2, "one row per job");
         let a: Vec<usize> = rows
             .iter()
@@ -674,10 +688,11 @@ mod tests {
     fn in_flight_and_average_block() {
         let j = crate::plan::job::JobSpec::default();
         let mut p = crate::analysis::testutil::point(&j, 14_000.0, 1e6, 2_000_000);
-        assert!((Metric::InFlight.of(&p).unwrap() - 14.0).abs() < 1e-6);
+        assert!((Measure::whole(FigureId::InFlight).of(&p).unwrap() - 14.0).abs() < 1e-6);
         p.total.iops = 1000.0;
+        p.ops.get_mut("read").unwrap().iops = 1000.0;
         p.total.mib_s = 1000.0 * 34.0 * 1024.0 / (1u64 << 20) as f64;
-        assert!((Metric::AvgBlock.of(&p).unwrap() - 34.0 * 1024.0).abs() < 1e-6);
+        assert!((Measure::whole(FigureId::AvgBlock).of(&p).unwrap() - 34.0 * 1024.0).abs() < 1e-6);
     }
 
     #[test]
@@ -685,7 +700,7 @@ mod tests {
         let row = Row {
             label: "x".into(),
             key: Vec::new(),
-            metric: Metric::Iops,
+            measure: Measure::whole(FigureId::Iops),
             cells: vec![
                 cell(100.0, 100.0, 100.0, 1),
                 cell(103.0, 103.0, 103.0, 1),
@@ -702,11 +717,9 @@ mod tests {
         let row = Row {
             label: "y".into(),
             key: Vec::new(),
-            metric: Metric::Mean,
+            measure: Measure::latency(FigureId::LatMean, "read", Basis::Total),
             cells: vec![cell(100.0, 90.0, 110.0, 3), cell(120.0, 111.0, 130.0, 3)],
         };
         assert!(!row.in_noise(1, 50.0));
-        assert_eq!(Metric::parse("p99.9"), Some(Metric::P999));
-        assert_eq!(Metric::parse("speed"), None);
     }
 }

@@ -39,6 +39,28 @@ pub fn ns(v: f64) -> String {
     format!("{}{unit}", trim(num.to_string()))
 }
 
+/// Nanoseconds with three significant digits, so a ratio beside them can
+/// be checked: "3.01us", "48.2us", "182us", "1.25ms".
+pub fn ns3(v: f64) -> String {
+    let (scaled, unit) = if v < 1e3 {
+        (v, "ns")
+    } else if v < 1e6 {
+        (v / 1e3, "us")
+    } else if v < 1e9 {
+        (v / 1e6, "ms")
+    } else {
+        (v / 1e9, "s")
+    };
+    let digits = if scaled >= 99.95 || unit == "ns" {
+        0
+    } else if scaled >= 9.995 {
+        1
+    } else {
+        2
+    };
+    format!("{scaled:.digits$}{unit}")
+}
+
 pub fn count(v: f64) -> String {
     crate::report::terminal::format_count(v)
 }

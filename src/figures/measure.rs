@@ -1,0 +1,233 @@
+//! A measure: one catalogue figure of one operation type on one latency
+//! basis, read from a point. `Measure::of` is the only place a view gets a
+//! figure's value; `None` is "not measured" (a figure the point's kind does
+//! not have, an operation it did not run, a percentile it did not record).
+
+use super::{Family, FigureId};
+use crate::measure::histogram::LatStats;
+use crate::results::Point;
+
+/// Where a latency's clock started and stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Basis {
+    /// iolab: from preparing the request to reaping its completion
+    /// (submission + completion); fio: its `lat`. A database operation:
+    /// the client's call to its return.
+    Total,
+    /// From submission to completion: fio's `clat`, and iolab's for
+    /// asynchronous engines. fio reports percentiles of this one by default.
+    Completion,
+    /// Open loop: from the moment the request was actually issued (the
+    /// service time; it hides the queueing behind a late schedule).
+    FromIssue,
+    /// Open loop: from the moment the schedule meant to issue it (the
+    /// latency a user of the rate sees, queueing included).
+    FromIntended,
+}
+
+impl Basis {
+    pub const ALL: [Basis; 4] = [
+        Basis::Total,
+        Basis::Completion,
+        Basis::FromIssue,
+        Basis::FromIntended,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Total => "total",
+            Basis::Completion => "clat",
+            Basis::FromIssue => "from issue",
+            Basis::FromIntended => "from intended start",
+        }
+    }
+
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Basis::Total => "from preparing a request to reaping its completion (submission and completion; fio's `lat`); for a database operation, the client's call to its return",
+            Basis::Completion => "from submission to completion (fio's `clat`: fio reports percentiles of this one unless run with `--lat_percentiles=1`)",
+            Basis::FromIssue => "open loop: from the moment the request was actually issued; the service time, which hides queueing behind a late schedule",
+            Basis::FromIntended => "open loop: from the moment the schedule meant to issue the request; what a user of that rate waits, queueing included",
+        }
+    }
+}
+
+/// One figure of one operation type on one basis.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Measure {
+    pub figure: FigureId,
+    /// The operation type a latency is of ("read", "update", "new_order");
+    /// `None` for figures over all operations.
+    pub op: Option<String>,
+    /// Latency figures only.
+    pub basis: Option<Basis>,
+}
+
+/// The kind of a point, from its typed sections.
+pub fn family(p: &Point) -> Family {
+    if p.extra.oltp.is_some() {
+        Family::Oltp
+    } else if p.extra.kv.is_some() {
+        Family::Kv
+    } else {
+        Family::Device
+    }
+}
+
+/// Operation types in the order tables list them.
+fn op_order(name: &str) -> (usize, &str) {
+    const ORDER: [&str; 4] = ["read", "write", "trim", "fsync"];
+    (
+        ORDER.iter().position(|o| *o == name).unwrap_or(ORDER.len()),
+        name,
+    )
+}
+
+/// fio's JSON reports percentiles of clat only unless `lat_percentiles`
+/// was set; the import then carries clat's percentiles in `lat` (for its
+/// charts). Such a point's total-latency percentiles are not measured.
+fn percentiles_are_clats(p: &Point, op: &str) -> bool {
+    let Some(fio) = &p.extra.fio else {
+        return false;
+    };
+    let lat_pct = fio
+        .job_options
+        .as_ref()
+        .and_then(|o| o.get("lat_percentiles"))
+        .is_some_and(|v| v == "1");
+    let o = p.ops.get(op);
+    !lat_pct
+        && o.and_then(|o| o.clat.as_ref())
+            .is_some_and(|c| !c.percentiles_ns.is_empty())
+}
+
+impl Measure {
+    pub fn whole(figure: FigureId) -> Measure {
+        Measure {
+            figure,
+            op: None,
+            basis: None,
+        }
+    }
+
+    pub fn latency(figure: FigureId, op: &str, basis: Basis) -> Measure {
+        Measure {
+            figure,
+            op: Some(op.to_string()),
+            basis: Some(basis),
+        }
+    }
+
+    /// The measures of `figure` a point has: one for a figure over all
+    /// operations, one per operation type (and, open loop, per basis) for
+    /// a latency. Empty where the point's kind has no such figure.
+    pub fn of_point(figure: FigureId, p: &Point) -> Vec<Measure> {
+        if !figure.applies_to(family(p)) {
+            return Vec::new();
+        }
+        if !figure.is_latency() {
+            return vec![Measure::whole(figure)];
+        }
+        let open = p.extra.open_loop.as_ref();
+        let mut ops: Vec<&String> = p.ops.keys().collect();
+        ops.sort_by_key(|o| op_order(o));
+        let mut out = Vec::new();
+        for op in ops {
+            let basis = if open.is_some() {
+                Basis::FromIssue
+            } else if figure != FigureId::LatMean
+                && figure != FigureId::LatMax
+                && percentiles_are_clats(p, op)
+            {
+                Basis::Completion
+            } else {
+                Basis::Total
+            };
+            let m = Measure::latency(figure, op, basis);
+            if m.of(p).is_some() {
+                out.push(m);
+            }
+            let intended = Measure::latency(figure, op, Basis::FromIntended);
+            if intended.of(p).is_some() {
+                out.push(intended);
+            }
+        }
+        out
+    }
+
+    /// The point's value, `None` when it was not measured.
+    pub fn of(&self, p: &Point) -> Option<f64> {
+        if !self.figure.applies_to(family(p)) {
+            return None;
+        }
+        let oltp = p.extra.oltp.as_deref();
+        match self.figure {
+            FigureId::Iops | FigureId::OpsPerS | FigureId::TxnPerS => Some(p.total.iops),
+            FigureId::MibS => Some(p.total.mib_s),
+            FigureId::AvgBlock => {
+                (p.total.iops > 0.0).then(|| p.total.mib_s * (1u64 << 20) as f64 / p.total.iops)
+            }
+            FigureId::InFlight => in_flight(p),
+            FigureId::Nopm => oltp.map(|o| o.nopm),
+            FigureId::Tpm => oltp.map(|o| o.tpm),
+            FigureId::LatP90 => {
+                let op = self.op.as_deref()?;
+                let txn = oltp
+                    .filter(|_| self.basis == Some(Basis::Total))
+                    .and_then(|o| o.transactions.get(op)?.p90_ns);
+                txn.map(|v| v as f64)
+                    .or_else(|| self.stats(p)?.percentile(90.0).map(|v| v as f64))
+            }
+            FigureId::LatMean => self.stats(p).map(|l| l.mean_ns),
+            FigureId::LatMax => self.stats(p).map(|l| l.max_ns as f64),
+            FigureId::LatP50 => self.percentile(p, 50.0),
+            FigureId::LatP99 => self.percentile(p, 99.0),
+            FigureId::LatP999 => self.percentile(p, 99.9),
+        }
+        .filter(|v| v.is_finite())
+    }
+
+    fn percentile(&self, p: &Point, q: f64) -> Option<f64> {
+        self.stats(p)?.percentile(q).map(|v| v as f64)
+    }
+
+    /// The latency statistics this measure reads.
+    pub fn stats<'a>(&self, p: &'a Point) -> Option<&'a LatStats> {
+        let op = self.op.as_deref()?;
+        let o = p.ops.get(op);
+        let l = match self.basis? {
+            Basis::Total | Basis::FromIssue => o?.lat.as_ref(),
+            Basis::Completion => o?.clat.as_ref(),
+            Basis::FromIntended => p.extra.open_loop.as_ref()?.lat_from_intended.get(op),
+        }?;
+        (l.n > 0 || l.mean_ns > 0.0).then_some(l)
+    }
+
+    /// "IOPS", "read p99 lat (clat)", "update mean lat".
+    pub fn label(&self) -> String {
+        let name = self.figure.def().name;
+        let mut s = match &self.op {
+            Some(op) => format!("{op} {name}"),
+            None => name.to_string(),
+        };
+        match self.basis {
+            None | Some(Basis::Total) => {}
+            Some(b) => s.push_str(&format!(" ({})", b.name())),
+        }
+        s
+    }
+
+    pub fn format(&self, v: f64) -> String {
+        self.figure.def().unit.format(v)
+    }
+}
+
+/// Little's law over every operation type: the sum of rate x mean total
+/// latency. `None` without a latency for every type that ran.
+fn in_flight(p: &Point) -> Option<f64> {
+    let mut sum = 0.0;
+    for o in p.ops.values().filter(|o| o.ops > 0 || o.iops > 0.0) {
+        sum += o.iops * o.lat.as_ref()?.mean_ns / 1e9;
+    }
+    (!p.ops.is_empty()).then_some(sum)
+}
