@@ -309,6 +309,15 @@ pub fn keys() -> String {
         .join(", ")
 }
 
+/// The throughput figure of a kind of point.
+pub fn throughput(f: Family) -> FigureId {
+    match f {
+        Family::Device => FigureId::Iops,
+        Family::Kv => FigureId::OpsPerS,
+        Family::Oltp => FigureId::TxnPerS,
+    }
+}
+
 /// What `compare` shows when `--metric` is not given, per kind of point.
 pub fn defaults(f: Family) -> &'static [FigureId] {
     use FigureId::*;

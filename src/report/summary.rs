@@ -166,10 +166,16 @@ fn knee_headline(g: &LoadLatencyGroup) -> Headline {
             None => "none".into(),
         },
         detail: format!(
-            "p99 under {}x the unloaded {}; max achieved {} IOPS open loop",
+            "p99 from the intended start under {}x the lowest rate's {}{}; max achieved {} IOPS open loop",
             g.knee_factor,
-            fmt::ns(g.unloaded_p99_ns),
-            fmt::count(g.saturation.max_achieved_iops.unwrap_or(0.0))
+            fmt::ns3(g.unloaded_p99_ns),
+            g.curve
+                .first()
+                .map(|c| format!(" at {} IOPS", fmt::count(c.target_iops)))
+                .unwrap_or_default(),
+            g.saturation
+                .max_achieved_iops
+                .map_or("-".to_string(), fmt::count)
         ),
     }
 }

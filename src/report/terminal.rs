@@ -4,7 +4,9 @@
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
 
+use crate::figures::{self, measure, Basis, FigureId, Measure};
 use crate::plan::parse::format_ns;
+use crate::report::fmt;
 use crate::results::{Point, Results, VerifyStats};
 
 /// 45231.7 -> "45.2k"
@@ -212,29 +214,83 @@ fn verify_lines(v: &VerifyStats) -> String {
     out
 }
 
-/// One compact line per point: IOPS, MiB/s and latency of the main op kind.
+/// A compact block per point: its throughput in its kind's figure (IOPS,
+/// ops/s, txn/s), MiB/s where bytes are the point, and a latency row per
+/// operation type that ran, each naming its basis (open loop: from the
+/// intended start first, then from the actual issue).
 pub fn points_table(r: &Results) -> String {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(vec!["point", "IOPS", "MiB/s", "mean", "p99", "max"]);
+    t.set_header(vec![
+        "point",
+        "throughput",
+        "MiB/s",
+        "latency of",
+        "mean",
+        "p99",
+        "max",
+    ]);
     for p in &r.points {
-        let lat = p.main_lat();
-        t.add_row(vec![
-            p.name.clone(),
-            format_count(p.total.iops),
-            format!("{:.1}", p.total.mib_s),
-            lat.map(|l| format_ns(l.mean_ns))
-                .unwrap_or_else(|| "-".into()),
-            lat_cell(lat.and_then(|l| l.percentile(99.0))),
-            lat_cell(lat.map(|l| l.max_ns)),
-        ]);
+        for (i, row) in point_rows(p).into_iter().enumerate() {
+            let mut cells = if i == 0 {
+                let fig = figures::throughput(measure::family(p));
+                let tput = Measure::whole(fig).of(p);
+                vec![
+                    p.name.clone(),
+                    tput.map_or("-".into(), |v| {
+                        format!("{} {}", format_count(v), fig.def().name)
+                    }),
+                    Measure::whole(FigureId::MibS)
+                        .of(p)
+                        .map_or("-".into(), |v| format!("{v:.1}")),
+                ]
+            } else {
+                vec![String::new(), String::new(), String::new()]
+            };
+            cells.extend(row);
+            t.add_row(cells);
+        }
     }
-    for i in 1..6 {
+    for i in [1, 2, 4, 5, 6] {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
     format!("{t}\n")
+}
+
+/// The latency cells of a point: per operation type and basis, what it
+/// is of, mean, p99, max; one "-" row where no latency was measured.
+fn point_rows(p: &Point) -> Vec<Vec<String>> {
+    let mut means = Measure::of_point(FigureId::LatMean, p);
+    means.sort_by_key(|m| m.basis != Some(Basis::FromIntended));
+    let rows: Vec<Vec<String>> = means
+        .iter()
+        .map(|m| {
+            let at = |figure| {
+                Measure {
+                    figure,
+                    ..m.clone()
+                }
+                .of(p)
+                .map_or("-".into(), fmt::ns3)
+            };
+            let of = match m.basis {
+                Some(Basis::Total) | None => m.op.clone().unwrap_or_default(),
+                Some(b) => format!("{}, {}", m.op.as_deref().unwrap_or(""), b.name()),
+            };
+            vec![
+                of,
+                at(FigureId::LatMean),
+                at(FigureId::LatP99),
+                at(FigureId::LatMax),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return vec![vec!["-".into(), "-".into(), "-".into(), "-".into()]];
+    }
+    rows
 }
 
 /// All points, then run-level warnings.
@@ -294,6 +350,32 @@ fn cpu_per_io(p: &Point) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fixture(name: &str) -> Results {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report")
+            .join(name);
+        Results::read(&path).unwrap()
+    }
+
+    /// Issue 44 items 2 and 5: run's table gave a mixed kv phase the reads'
+    /// mean beside all operations' throughput, loads no latency, and open
+    /// loop only the latency from the actual issue, unlabelled.
+    #[test]
+    fn run_table_names_each_latency_and_its_basis() {
+        let t = points_table(&fixture("kv-ycsb-rocksdb.json"));
+        assert!(t.contains("ops/s") && !t.contains("IOPS"), "{t}");
+        let update = t.lines().find(|l| l.contains(" update ")).expect(&t);
+        assert!(update.contains("16.4us"), "{update}");
+        let load = t.lines().find(|l| l.contains("ycsb-a.load")).expect(&t);
+        assert!(load.contains("insert") && load.contains("11.0us"), "{load}");
+        let t = points_table(&fixture("device-loadlat.json"));
+        assert!(t.contains("read, from intended start"), "{t}");
+        assert!(t.contains("read, from issue"), "{t}");
+        let t = points_table(&fixture("oltp-postgres.json"));
+        assert!(t.contains("txn/s") && t.contains("new_order"), "{t}");
+        assert!(!t.contains("IOPS"), "{t}");
+    }
 
     #[test]
     fn counts() {

@@ -556,7 +556,7 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
                 x,
                 y,
                 format!(
-                    "knee ~{} IOPS (p99 under {}x the unloaded p99)",
+                    "knee ~{} IOPS (p99 from the intended start under {}x the lowest rate's)",
                     fmt::count(x),
                     g.knee_factor
                 ),
@@ -592,7 +592,7 @@ fn load_latency_from_analysis(r: &Results) -> Option<Section> {
     Some(Section {
         id: "load-latency".into(),
         title: "Latency under load".into(),
-        note: format!("Open-loop runs (requests issued on a schedule) at rising target rates: latency vs the throughput achieved. Solid: measured from the intended issue time (what a client sees, no coordinated omission); dashed: from the actual issue (what fio's rate_iops reports). The knee marks the highest load whose p99 stays under the knee factor x the unloaded p99. {}.", notes.join("; ")),
+        note: format!("Open-loop runs (requests issued on a schedule) at rising target rates: latency vs the throughput achieved. Solid: measured from the intended issue time (what a client sees, no coordinated omission); dashed: from the actual issue (what fio's rate_iops reports). The knee marks the highest load whose p99 from the intended issue time stays under the knee factor x that of the lowest rate. {}.", notes.join("; ")),
         svgs,
         table,
     })
