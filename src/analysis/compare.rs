@@ -1,6 +1,7 @@
 //! Comparisons between points that differ in one parameter: read/write
 //! asymmetry, random/sequential ratio, and the peak points of a run.
 
+use crate::results::Param;
 use std::collections::BTreeMap;
 
 use super::types::{Asymmetry, PeakRef, Peaks, RandomVsSequential};
@@ -59,7 +60,7 @@ fn pairs<'a>(
         if p.extra.open_loop.is_some() {
             continue;
         }
-        let rw = p.params.get("rw").cloned().unwrap_or_default();
+        let rw = p.param(Param::Rw).map(str::to_string).unwrap_or_default();
         by_key.insert((key_without(p, &["rw", "mix"]), rw), p);
     }
     let mut out = Vec::new();

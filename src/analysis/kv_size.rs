@@ -5,6 +5,7 @@
 //! workload, medium), each size's median ops/s over the rounds. The
 //! report draws it (`report/charts/kv_size.rs`).
 
+use crate::results::Param;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::baseline::median;
@@ -45,10 +46,8 @@ pub struct SizeLine {
 fn run_points(r: &Results) -> Vec<(&Point, u64)> {
     r.points
         .iter()
-        .filter(|p| {
-            p.extra.contains_key("kv") && p.params.get("phase").map(String::as_str) == Some("run")
-        })
-        .filter_map(|p| Some((p, p.params.get("records")?.trim().parse().ok()?)))
+        .filter(|p| p.extra.contains_key("kv") && p.param(Param::Phase) == Some("run"))
+        .filter_map(|p| Some((p, p.param_num(Param::Records)?)))
         .collect()
 }
 

@@ -17,6 +17,7 @@
 //! A point marked interrupted (a job or kv phase stopped early by Ctrl-C)
 //! is partial and takes no part: its round counts as missing.
 
+use crate::results::Param;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -40,13 +41,13 @@ pub fn pass_of(p: &Point) -> Option<Cow<'_, PassId>> {
     if let Some(id) = &p.pass {
         return Some(Cow::Borrowed(id));
     }
-    let setup = p.params.get("medium")?;
-    let round = p.params.get("round")?.trim().parse().ok()?;
+    let setup = p.param(Param::Medium)?;
+    let round = p.param_num(Param::Round)?;
     Some(Cow::Owned(PassId {
-        setup: setup.clone(),
+        setup: setup.to_string(),
         round,
-        baseline: p.params.get("baseline") == Some(setup),
-        part: p.params.get("part").cloned(),
+        baseline: p.param(Param::Baseline) == Some(setup),
+        part: p.param(Param::Part).map(str::to_string),
         workload: legacy_workload(p, setup, round).to_string(),
     }))
 }
@@ -84,8 +85,8 @@ fn baseline_of(all: &[&Point], passes: &[(&Point, Cow<'_, PassId>)]) -> Option<S
     let legacy = all
         .iter()
         .filter(|p| p.pass.is_none())
-        .find_map(|p| p.params.get("baseline").filter(|_| pass_of(p).is_some()));
-    legacy.cloned().or_else(|| {
+        .find_map(|p| p.param(Param::Baseline).filter(|_| pass_of(p).is_some()));
+    legacy.map(str::to_string).or_else(|| {
         let first = passes
             .iter()
             .find(|(_, id)| id.round == 1)

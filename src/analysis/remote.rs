@@ -6,6 +6,7 @@
 use super::baseline::{ratio, ratio_of};
 use super::media::mean_lat_ns;
 pub use crate::results::analysis::remote::{DbRow, RemoteRow};
+use crate::results::Param;
 use crate::results::Point;
 
 /// The transport label of DAS points (the baseline).
@@ -17,7 +18,7 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
     let mut rows: Vec<RemoteRow> = points
         .iter()
         .filter_map(|p| {
-            let transport = p.params.get("transport")?.clone();
+            let transport = p.param(Param::Transport)?.to_string();
             let job = p.job.as_ref().filter(|j| j.open_loop.is_none())?;
             let workload = job
                 .default_name()
@@ -66,7 +67,7 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
 pub fn analyze_db(points: &[&Point]) -> Vec<DbRow> {
     let mut rows: Vec<DbRow> = points
         .iter()
-        .filter(|p| p.params.get("role").is_some_and(|r| r == "db"))
+        .filter(|p| p.param(Param::Role) == Some("db"))
         .filter(|p| {
             p.params
                 .get("workload")
@@ -75,8 +76,8 @@ pub fn analyze_db(points: &[&Point]) -> Vec<DbRow> {
         .filter_map(|p| {
             let lat = |op: &str| p.ops.get(op).and_then(|o| o.lat.as_ref());
             Some(DbRow {
-                transport: p.params.get("transport")?.clone(),
-                value_size: p.params.get("value_size")?.parse().ok()?,
+                transport: p.param(Param::Transport)?.to_string(),
+                value_size: p.param_num(Param::ValueSize)?,
                 point: p.name.clone(),
                 ops_s: p.total.iops,
                 read_mean_ns: lat("read").map(|l| l.mean_ns),

@@ -6,6 +6,7 @@
 use crate::analysis::types::{LoadLatencyGroup, SteadyGroup};
 use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of, Table};
 use crate::report::fmt;
+use crate::results::Param;
 use crate::results::{OpStats, Point, Results};
 
 /// One headline: label, value, where it comes from.
@@ -66,7 +67,7 @@ fn throughput_headlines(r: &Results) -> Vec<Headline> {
         if n > 1 {
             format!("max {what}")
         } else {
-            format!("{what} at QD{}", param_u64(p, "qd").unwrap_or(1))
+            format!("{what} at QD{}", param_u64(p, Param::Qd).unwrap_or(1))
         }
     };
     for (what, want) in [("4k random read IOPS", 100), ("4k random write IOPS", 0)] {
@@ -107,7 +108,7 @@ fn latency_headlines(r: &Results) -> Vec<Headline> {
         ("QD1 random write latency", 0),
     ] {
         let p = device_points(r)
-            .filter(|p| param_u64(p, "qd") == Some(1) && batch_of(p).is_none())
+            .filter(|p| param_u64(p, Param::Qd) == Some(1) && batch_of(p).is_none())
             .filter(|p| rw_of(p).starts_with("rand") && read_pct(p) == Some(want))
             .min_by_key(|p| bs_of(p).unwrap_or(u64::MAX));
         if let Some(l) = p.and_then(|p| p.main_lat().map(|l| (p, l))) {

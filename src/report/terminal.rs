@@ -1,6 +1,7 @@
 //! Terminal tables: one compact block per point (IOPS, MiB/s, latency per op
 //! kind, CPU, device utilization) followed by its warnings.
 
+use crate::results::Param;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
 
@@ -32,7 +33,7 @@ fn lat_cell(v: Option<u64>) -> String {
 /// How the point's requests were cached on this side: a remote engine's
 /// requests reach no page cache here, whatever `direct` says.
 fn caching(p: &Point) -> &'static str {
-    let engine = p.params.get("engine").map(String::as_str);
+    let engine = p.param(Param::Engine);
     if matches!(engine, Some("nbd" | "nvme-tcp" | "iscsi")) {
         "user-space initiator, no page cache"
     } else if p.direct {

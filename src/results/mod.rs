@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod ext;
 pub mod merge;
 pub mod output;
+pub mod params;
 pub mod pass;
 pub mod provenance;
 pub mod sorted;
@@ -25,6 +26,7 @@ use crate::plan::job::JobSpec;
 pub use analysis::Analysis;
 pub use ext::{ClockInfo, OpenLoopStats, PointExt, ServerPointStats, TimelineSeries};
 pub use output::write_atomic;
+pub use params::Param;
 pub use pass::PassId;
 pub use provenance::Provenance;
 

@@ -1,6 +1,7 @@
 //! Device charts: IOPS and bandwidth vs block size, latency per block,
 //! batching speedup, block size x mix heat map, load-latency curve.
 
+use crate::results::Param;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{batch_of, bs_of, is_device, is_write, label, read_pct, varying, Section, Table};
@@ -48,8 +49,8 @@ fn groups_over<'a>(
                 super::rw_of(p).to_string(),
                 batch_of(p).is_some(),
                 batch_of(p).unwrap_or(0),
-                super::param_u64(p, "qd").unwrap_or(0),
-                super::param_u64(p, "jobs").unwrap_or(0),
+                super::param_u64(p, Param::Qd).unwrap_or(0),
+                super::param_u64(p, Param::Jobs).unwrap_or(0),
             )
         })
     });
@@ -399,7 +400,7 @@ pub fn heat_map(r: &Results) -> Option<Section> {
     // Pick the queue depth with the most cells.
     let mut by_qd: BTreeMap<String, BTreeMap<(u64, u64), f64>> = BTreeMap::new();
     for p in &pts {
-        let qd = p.params.get("qd").cloned().unwrap_or_default();
+        let qd = p.param(Param::Qd).map(str::to_string).unwrap_or_default();
         if let (Some(bs), Some(mix)) = (bs_of(p), read_pct(p)) {
             by_qd.entry(qd).or_default().insert((bs, mix), p.total.iops);
         }

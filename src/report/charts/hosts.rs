@@ -7,6 +7,7 @@ use super::{Section, Table};
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::report::{fmt, hosts_table};
 use crate::results::ext::TargetHostCpu;
+use crate::results::Param;
 use crate::results::{Point, Results};
 
 pub fn per_host(r: &Results) -> Option<Section> {
@@ -111,7 +112,7 @@ pub fn target_disk(r: &Results) -> Option<Section> {
     let mut series: Vec<Series> = Vec::new();
     for (at, p, t) in &windows {
         let Some(d) = &t.disk else { continue };
-        let label = p.params.get("transport").unwrap_or(&p.name).clone();
+        let label = p.param(Param::Transport).unwrap_or(&p.name).to_string();
         let i = transports
             .iter()
             .position(|x| *x == label)

@@ -3,6 +3,7 @@
 //! phase. Shapes are read tolerantly: a missing or unknown field skips the
 //! chart.
 
+use crate::results::Param;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -30,7 +31,9 @@ fn workload(p: &Point) -> String {
 }
 
 fn engine(p: &Point) -> String {
-    p.params.get("engine").cloned().unwrap_or_default()
+    p.param(Param::Engine)
+        .map(str::to_string)
+        .unwrap_or_default()
 }
 
 /// Database sections: throughput per workload, latency per operation,
@@ -45,7 +48,7 @@ pub fn kv(r: &Results) -> Vec<Section> {
     let plain: Vec<&Point> = pts
         .iter()
         .copied()
-        .filter(|p| !p.params.contains_key("readers"))
+        .filter(|p| !p.has_param(Param::Readers))
         .collect();
     if !plain.is_empty() {
         let engines: BTreeSet<String> = plain.iter().map(|p| engine(p)).collect();
@@ -57,7 +60,7 @@ pub fn kv(r: &Results) -> Vec<Section> {
     out.extend(readers_sweep(&pts));
     out.extend(load_stats(&pts));
     let rows = pts.iter().map(|p| {
-        let phase = p.params.get("phase").map_or("", String::as_str);
+        let phase = p.param(Param::Phase).unwrap_or("");
         (
             format!("{} {} {phase}", engine(p), workload(p))
                 .trim_end()
@@ -82,7 +85,7 @@ fn under_threshold(plain: &[&Point]) -> Option<Section> {
     let measured: Vec<(&Point, &crate::kv::point::LatencyShare)> = plain
         .iter()
         .filter_map(|p| Some((*p, p.extra.kv.as_ref()?.under.as_ref()?)))
-        .filter(|(p, _)| p.params.get("phase").map(String::as_str) != Some("load"))
+        .filter(|(p, _)| p.param(Param::Phase) != Some("load"))
         .collect();
     let threshold = measured.first()?.1.threshold_ns;
     let mut cats: Vec<String> = Vec::new();
@@ -129,7 +132,9 @@ fn under_threshold(plain: &[&Point]) -> Option<Section> {
             table.rows.push(vec![
                 workload(p),
                 engine(p),
-                p.params.get("record_bytes").cloned().unwrap_or_default(),
+                p.param(Param::RecordBytes)
+                    .map(str::to_string)
+                    .unwrap_or_default(),
                 op.clone(),
                 o.ops.to_string(),
                 format!("{pct:.2}"),
@@ -294,7 +299,7 @@ fn readers_sweep(pts: &[&Point]) -> Option<Section> {
     let sweep: Vec<&Point> = pts
         .iter()
         .copied()
-        .filter(|p| param_u64(p, "readers").is_some())
+        .filter(|p| param_u64(p, Param::Readers).is_some())
         .collect();
     if sweep.len() < 2 {
         return None;
@@ -302,7 +307,7 @@ fn readers_sweep(pts: &[&Point]) -> Option<Section> {
     let mut lines: BTreeMap<(String, String), Vec<Pt>> = BTreeMap::new();
     let mut table = Table::new(&["engine", "readers", "op", "ops/s"]);
     for p in &sweep {
-        let n = param_u64(p, "readers").unwrap_or(0) as f64;
+        let n = param_u64(p, Param::Readers).unwrap_or(0) as f64;
         for (op, o) in &p.ops {
             lines.entry((engine(p), op.clone())).or_default().push((
                 n,

@@ -6,6 +6,7 @@ use crate::measure::histogram::{LatStats, LatencyHistogram};
 use crate::measure::procstat::SystemCpu;
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
+use crate::results::Param;
 use crate::results::{Point, Results};
 
 /// At most this many distributions per chart (more would be unreadable).
@@ -40,11 +41,11 @@ fn lat_groups(r: &Results) -> Vec<(String, Vec<Dist<'_>>)> {
     if all.len() <= MAX_LINES {
         return vec![(String::new(), all)];
     }
-    let depth = |p: &Point| match param_u64(p, "batch") {
+    let depth = |p: &Point| match param_u64(p, Param::Batch) {
         _ if p.extra.contains_key("kv") => (2, 0, "database operations".to_string()),
         Some(k) => (1, k, format!("batch {k}")),
         None => {
-            let qd = param_u64(p, "qd").unwrap_or(1);
+            let qd = param_u64(p, Param::Qd).unwrap_or(1);
             (0, qd, format!("QD{qd}"))
         }
     };
@@ -108,8 +109,8 @@ pub fn short_label(p: &Point) -> String {
     match crate::analysis::media::pass_of(p) {
         Some(id) if !job.starts_with(&id.setup) => format!("{} r{}: {job}", id.setup, id.round),
         // `iolab remote`'s points: the same jobs over every transport.
-        _ => match p.params.get("transport") {
-            Some(t) if !job.starts_with(t.as_str()) => format!("{t}: {job}"),
+        _ => match p.param(Param::Transport) {
+            Some(t) if !job.starts_with(t) => format!("{t}: {job}"),
             _ => job,
         },
     }
@@ -127,14 +128,13 @@ type Qualifier = dyn Fn(&Point) -> Option<String>;
 pub fn unique_labels(points: &[&Point]) -> Vec<String> {
     let mut labels: Vec<String> = points.iter().map(|p| short_label(p)).collect();
     let qualifiers: [&Qualifier; 5] = [
-        &|p| p.params.get("mix").map(|m| format!("{m}% read")),
+        &|p| p.param(Param::Mix).map(|m| format!("{m}% read")),
         &|p| {
             // "@30%": 30% of the closed-loop maximum (legends hold 22 characters).
             let pct = p.extra.rate_pct_of_max.map(|pct| format!("@{pct:.0}%"));
             pct.or_else(|| {
-                p.params
-                    .get("rate")
-                    .or_else(|| p.params.get("rate_iops"))
+                p.param(Param::Rate)
+                    .or_else(|| p.param(Param::RateIops))
                     .map(|r| format!("@{r}/s"))
             })
         },
@@ -144,7 +144,7 @@ pub fn unique_labels(points: &[&Point]) -> Vec<String> {
                 .as_ref()
                 .map(|s| format!("round {}", s.round))
         },
-        &|p| p.params.get("step").map(|s| format!("({s})")),
+        &|p| p.param(Param::Step).map(|s| format!("({s})")),
         &|p| Some(format!("[{}]", p.name)),
     ];
     for q in qualifiers {
@@ -166,14 +166,11 @@ pub fn unique_labels(points: &[&Point]) -> Vec<String> {
 
 /// "randread 4k qd1", or the point's name for other kinds of points.
 fn job_label(p: &Point) -> String {
-    match (p.params.get("rw"), p.params.get("bs")) {
+    match (p.param(Param::Rw), p.param(Param::Bs)) {
         (Some(rw), Some(bs)) => {
-            let depth = match p.params.get("batch") {
+            let depth = match p.param(Param::Batch) {
                 Some(k) => format!("batch{k}"),
-                None => format!(
-                    "qd{}",
-                    p.params.get("qd").map(|s| s.as_str()).unwrap_or("1")
-                ),
+                None => format!("qd{}", p.param(Param::Qd).unwrap_or("1")),
             };
             format!("{rw} {bs} {depth}")
         }

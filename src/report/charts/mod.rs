@@ -18,6 +18,7 @@ pub mod remote_study;
 pub mod server;
 pub mod timeline;
 
+use crate::results::Param;
 use std::collections::BTreeMap;
 
 use crate::plan::parse::parse_size;
@@ -85,18 +86,17 @@ pub fn sections(r: &Results) -> Vec<Section> {
 
 /// Single block size of a point, if it has one ("4k", "4096"; not splits).
 pub fn bs_of(p: &Point) -> Option<u64> {
-    p.params
-        .get("bs")
+    p.param(Param::Bs)
         .and_then(|b| parse_size("bs", b).ok())
         .filter(|b| *b > 0)
 }
 
-pub fn param_u64(p: &Point, key: &str) -> Option<u64> {
-    p.params.get(key).and_then(|v| v.trim().parse().ok())
+pub fn param_u64(p: &Point, key: Param) -> Option<u64> {
+    p.param_num(key)
 }
 
 pub fn rw_of(p: &Point) -> &str {
-    p.params.get("rw").map(|s| s.as_str()).unwrap_or("")
+    p.param(Param::Rw).unwrap_or("")
 }
 
 /// Batch size K of a batched point.
@@ -104,7 +104,7 @@ pub fn batch_of(p: &Point) -> Option<u64> {
     p.batch
         .as_ref()
         .map(|b| b.k as u64)
-        .or_else(|| param_u64(p, "batch"))
+        .or_else(|| param_u64(p, Param::Batch))
 }
 
 /// Read percentage implied by the pattern and mix.
@@ -112,16 +112,14 @@ pub fn read_pct(p: &Point) -> Option<u64> {
     match rw_of(p) {
         "read" | "randread" => Some(100),
         "write" | "randwrite" => Some(0),
-        "readwrite" | "rw" | "randrw" => param_u64(p, "mix").or(Some(50)),
+        "readwrite" | "rw" | "randrw" => param_u64(p, Param::Mix).or(Some(50)),
         _ => None,
     }
 }
 
 /// Open-loop (rate-limited) point: the x of a load-latency curve.
 pub fn is_open_loop(p: &Point) -> bool {
-    p.params.contains_key("rate")
-        || p.params.contains_key("rate_iops")
-        || p.extra.open_loop.is_some()
+    p.has_param(Param::Rate) || p.has_param(Param::RateIops) || p.extra.open_loop.is_some()
 }
 
 /// Plain device points: closed loop, a pattern and a single block size.
@@ -154,7 +152,7 @@ pub fn varying(points: &[&Point], except: &[&str]) -> Vec<String> {
 
 /// Short label from chosen params: "randread qd32".
 pub fn label(p: &Point, keys: &[String]) -> String {
-    let batched = p.params.contains_key("batch");
+    let batched = p.has_param(Param::Batch);
     keys.iter()
         .filter(|k| !(batched && k.as_str() == "qd"))
         .filter_map(|k| {

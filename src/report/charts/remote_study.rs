@@ -8,6 +8,7 @@
 use super::{Section, Table};
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
+use crate::results::Param;
 use crate::results::{Point, Results};
 
 /// Percent of one CPU from CPU per I/O (us) and IOPS.
@@ -23,7 +24,7 @@ fn curves(r: &Results) -> Vec<Curve> {
     let mut out: Vec<Curve> = Vec::new();
     let on_curve = |p: &Point| p.extra.rate_pct_of_max.is_some() || p.extra.is_closed_loop_max();
     for p in r.points.iter().filter(|p| on_curve(p)) {
-        let (Some(t), Some(l)) = (p.params.get("transport"), p.main_lat()) else {
+        let (Some(t), Some(l)) = (p.param(Param::Transport), p.main_lat()) else {
             continue;
         };
         let (Some(p95), Some(p99)) = (l.percentile(95.0), l.percentile(99.0)) else {
@@ -32,7 +33,7 @@ fn curves(r: &Results) -> Vec<Curve> {
         let point = (p.total.iops, [l.mean_ns, p95 as f64, p99 as f64]);
         match out.iter_mut().find(|(n, _)| n == t) {
             Some((_, v)) => v.push(point),
-            None => out.push((t.clone(), vec![point])),
+            None => out.push((t.to_string(), vec![point])),
         }
     }
     for (_, v) in &mut out {

@@ -3,6 +3,7 @@
 //! `bins` recovered from the HDR histograms, latency_ns/us/ms
 //! distributions, CPU and context switches.
 
+use crate::results::Param;
 use serde_json::{json, Map, Value};
 
 use crate::measure::histogram::{LatStats, LatencyHistogram};
@@ -168,18 +169,18 @@ pub fn to_fio_json_files(r: &Results) -> Vec<(String, Value)> {
                 points: vec![p.clone()],
                 ..r.clone()
             };
-            let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
+            let par = |k: Param, d: &str| p.param(k).unwrap_or(d).to_string();
             // Batched points say so: fio-plot would take them for QD points.
-            let depth = match p.params.get("batch") {
+            let depth = match p.param(Param::Batch) {
                 Some(k) => format!("batch-{k}"),
-                None => format!("iodepth-{}", par("qd", "1")),
+                None => format!("iodepth-{}", par(Param::Qd, "1")),
             };
             let name = format!(
                 "{:03}-{}-{}-{depth}-numjobs-{}.json",
                 i + 1,
-                par("rw", "job"),
-                par("bs", "bs"),
-                par("jobs", "1")
+                par(Param::Rw, "job"),
+                par(Param::Bs, "bs"),
+                par(Param::Jobs, "1")
             )
             .replace(['/', ' ', ':'], "_");
             (name, to_fio_json(&one))
@@ -215,25 +216,25 @@ fn skeleton(r: &Results) -> Value {
 /// Point `p` (the `i`th) as a fio job.
 fn fio_job(p: &Point, i: usize) -> Value {
     let (lat_ns, lat_us, lat_ms) = latency_buckets(p);
-    let par = |k: &str, d: &str| p.params.get(k).cloned().unwrap_or_else(|| d.to_string());
-    let engine = match par("engine", "psync").as_str() {
+    let par = |k: Param, d: &str| p.param(k).unwrap_or(d).to_string();
+    let engine = match par(Param::Engine, "psync").as_str() {
         "aio" => "libaio".to_string(),
         e => e.to_string(),
     };
     let mut jo = json!({
         "name": p.name,
-        "rw": par("rw", "read"),
-        "bs": par("bs", "4k"),
-        "iodepth": par("qd", "1"),
-        "numjobs": par("jobs", "1"),
+        "rw": par(Param::Rw, "read"),
+        "bs": par(Param::Bs, "4k"),
+        "iodepth": par(Param::Qd, "1"),
+        "numjobs": par(Param::Jobs, "1"),
         "ioengine": engine,
         "direct": if p.direct { "1" } else { "0" },
         "runtime": format!("{}", p.duration_ns / 1_000_000_000),
     });
-    if let Some(m) = p.params.get("mix") {
+    if let Some(m) = p.param(Param::Mix) {
         jo["rwmixread"] = json!(m);
     }
-    if let Some(k) = p.params.get("batch") {
+    if let Some(k) = p.param(Param::Batch) {
         jo["iodepth_batch_submit"] = json!(k);
         jo["iodepth_batch_complete_min"] = json!(k);
     }
@@ -447,7 +448,7 @@ mod tests {
         let p = r
             .points
             .iter()
-            .max_by_key(|p| p.params.get("batch").map(|b| b.parse::<u32>().unwrap_or(0)))
+            .max_by_key(|p| p.param(Param::Batch).map(|b| b.parse::<u32>().unwrap_or(0)))
             .unwrap();
         let only = |keep: &str| {
             let mut q = p.clone();
