@@ -84,7 +84,7 @@ fn a_sweep_runs_on_every_host_and_merges_exactly() {
         assert!(h.lost.is_empty());
         assert!(!p.is_interrupted());
     }
-    let described = r.extra["hosts"]["hosts"].as_array().unwrap();
+    let described = &r.extra.hosts.as_ref().unwrap().hosts;
     assert_eq!(described.len(), 2);
     // No scratch file is left in the hosts' directory, nothing runs there.
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
@@ -248,7 +248,7 @@ fn a_host_lost_mid_point_stops_the_run_or_the_others_go_on() {
     }
     let stopped = host_lost("stop");
     assert_eq!(stopped.points.len(), 1, "no point after the loss");
-    let skipped = stopped.extra["skipped_points"].as_array().unwrap();
+    let skipped = stopped.extra.other["skipped_points"].as_array().unwrap();
     assert_eq!(skipped.len(), 2);
     let went_on = host_lost("continue");
     assert_eq!(went_on.points.len(), 3);

@@ -207,7 +207,7 @@ fn timeline_sections_draw_every_phase() {
             "timeline-client"
         ]
     );
-    let seconds: Vec<usize> = std::iter::once(&r.extra["oltp_load"]["timeline"]["t_s"])
+    let seconds: Vec<usize> = std::iter::once(&r.extra.other["oltp_load"]["timeline"]["t_s"])
         .map(|t| t.as_array().unwrap().len())
         .chain(
             r.points

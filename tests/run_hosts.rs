@@ -73,7 +73,7 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
     let r = load(&out.join("results.json"));
     assert!(out.join("report.html").is_file());
     assert!(!r.points.is_empty());
-    assert_eq!(r.extra["hosts"]["hosts"].as_array().unwrap().len(), 2);
+    assert_eq!(r.extra.hosts.as_ref().unwrap().hosts.len(), 2);
     assert!(r.provenance.target.is_none(), "no target of this machine");
     for p in &r.points {
         let h = p.extra.hosts.as_ref().expect("a hosts section");
@@ -105,16 +105,15 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
             p.name
         );
     }
-    let steps = r.extra["run"]["steps"].as_array().unwrap();
+    let steps = &r.extra.run.as_ref().unwrap().steps;
     for id in ["breakdown", "kv"] {
-        let s = steps.iter().find(|s| s["id"] == id).expect(id);
-        let why = s["skipped"].as_str().unwrap_or_default();
+        let s = steps.iter().find(|s| s.id == id).expect(id);
+        let why = s.skipped.as_deref().unwrap_or_default();
         assert!(why.starts_with("not on --hosts"), "{id}: {why}");
         assert!(
             r.warnings
                 .iter()
-                .any(|w| w.contains("skipped: not on --hosts")
-                    && w.contains(s["title"].as_str().unwrap())),
+                .any(|w| w.contains("skipped: not on --hosts") && w.contains(s.title.as_str())),
             "{id}: {:?}",
             r.warnings
         );
@@ -309,7 +308,7 @@ fn a_host_lost_mid_step_leaves_a_partial_point_naming_it_and_stops() {
         *partial.last().unwrap(),
         r.points.last().unwrap()
     ));
-    let skipped = r.extra["skipped_points"].as_array().unwrap();
+    let skipped = r.extra.other["skipped_points"].as_array().unwrap();
     assert!(!skipped.is_empty(), "the points not run are named");
     let left = lab.wait_quiet(Duration::from_secs(20));
     assert!(left.is_empty(), "left on the hosts: {left:?}");

@@ -17,6 +17,7 @@
 //! A point marked interrupted (a job or kv phase stopped early by Ctrl-C)
 //! is partial and takes no part: its round counts as missing.
 
+use crate::results::sections::LegacyMediaRow;
 use crate::results::Param;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -255,24 +256,20 @@ pub fn shown_ratios(m: &MediaAnalysis, r: &MediaRow) -> (Option<f64>, Option<f64
     }
 }
 
-pub fn legacy_rows(a: &MediaAnalysis) -> serde_json::Value {
-    let rows: Vec<serde_json::Value> = a
-        .rows
+pub fn legacy_rows(a: &MediaAnalysis) -> Vec<LegacyMediaRow> {
+    a.rows
         .iter()
         .filter(|r| r.vs_baseline.is_some())
-        .map(|r| {
-            serde_json::json!({
-                "job": r.workload,
-                "medium": r.target,
-                "iops": r.throughput,
-                "vs_baseline": r.vs_baseline,
-                "vs_min": r.vs_min,
-                "vs_max": r.vs_max,
-                "noise": r.noise,
-            })
+        .map(|r| LegacyMediaRow {
+            job: r.workload.clone(),
+            medium: r.target.clone(),
+            iops: r.throughput,
+            vs_baseline: r.vs_baseline,
+            vs_min: r.vs_min,
+            vs_max: r.vs_max,
+            noise: r.noise,
         })
-        .collect();
-    serde_json::Value::Array(rows)
+        .collect()
 }
 
 #[cfg(test)]
@@ -362,7 +359,7 @@ mod tests {
         assert_eq!(raw.points.len(), 3);
         let base = row(&a, "ext4");
         assert_eq!((base.vs_baseline, base.noise), (Some(1.0), false));
-        assert_eq!(legacy_rows(&a).as_array().unwrap().len(), 3);
+        assert_eq!(legacy_rows(&a).len(), 3);
     }
 
     #[test]
@@ -409,7 +406,7 @@ mod tests {
         assert_eq!(o.throughput, 110.0);
         let json = serde_json::to_string(&a).unwrap();
         assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
-        assert!(legacy_rows(&a).as_array().unwrap().is_empty());
+        assert!(legacy_rows(&a).is_empty());
     }
 
     #[test]

@@ -184,9 +184,7 @@ fn measure(
     let mut results = Results::new("device", provenance);
     results.warnings.extend(results.provenance.busy_warning());
     results.warnings.extend(size_warning(plan, targets));
-    results
-        .extra
-        .insert("media".into(), plan.set.record_targets(targets, media));
+    results.extra.media = Some(plan.set.record_targets(targets, media));
     let json = plan.json.clone().filter(|p| p.as_os_str() != "-");
     let sink = ResultsSink::new(results, json, AnalysisOptions::default());
     let observer = Terminal::progress_only(plan.quiet);
@@ -210,14 +208,8 @@ fn measure(
     let tally = run_rounds(&schedule, &mut passes)?;
     let mut results = passes.driver.finish()?.results;
     // The rows in the shape extra.media.rows had before analysis.media.
-    if let (Some(m), Some(extra)) = (
-        &results.analysis.media,
-        results
-            .extra
-            .get_mut("media")
-            .and_then(|v| v.as_object_mut()),
-    ) {
-        extra.insert("rows".into(), legacy_rows(m));
+    if let (Some(m), Some(extra)) = (&results.analysis.media, results.extra.media.as_mut()) {
+        extra.rows = Some(legacy_rows(m));
     }
     Ok((results, tally))
 }

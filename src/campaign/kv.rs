@@ -146,11 +146,12 @@ fn merge(sink: &PassSink, pass: &Pass, kr: Results) {
     let mut s = sink.lock();
     let r = &mut s.results;
     pass.merge_into(r, &kr);
-    if let Some(cg) = kr.extra.get("memory_cgroup") {
+    if let Some(cg) = kr.extra.other.get("memory_cgroup") {
         let entry =
             json!({"target": pass.label, "round": pass.round, "part": pass.part, "cgroup": cg});
         let list = r
             .extra
+            .other
             .entry("memory_cgroups".into())
             .or_insert_with(|| json!([]));
         if let Some(list) = list.as_array_mut() {

@@ -122,12 +122,13 @@ fn merge(sink: &PassSink, pass: &Pass, own: Results) {
     let mut s = sink.lock();
     let r = &mut s.results;
     pass.merge_into(r, &own);
-    if let Some(server) = own.extra.get("server") {
+    if let Some(server) = own.extra.other.get("server") {
         r.extra
+            .other
             .entry("server".to_string())
             .or_insert_with(|| server.clone());
     }
-    if let Some(load) = own.extra.get("oltp_load") {
+    if let Some(load) = own.extra.other.get("oltp_load") {
         let mut load = load.clone();
         if let Some(o) = load.as_object_mut() {
             o.insert("medium".into(), json!(pass.label));
@@ -135,6 +136,7 @@ fn merge(sink: &PassSink, pass: &Pass, own: Results) {
         }
         let loads = r
             .extra
+            .other
             .entry("oltp_loads".to_string())
             .or_insert_with(|| json!([]));
         if let Some(list) = loads.as_array_mut() {

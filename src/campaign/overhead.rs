@@ -1,9 +1,8 @@
 //! The wall time of a campaign outside its measured intervals
 //! (`extra.media.overhead`): what interleaving setups costs.
 
+use crate::results::sections::MediaOverhead;
 use std::time::Instant;
-
-use serde_json::json;
 
 use crate::results::{Point, Results};
 
@@ -41,7 +40,7 @@ impl Overhead {
     }
 
     /// The accounting at the end of the teardown, over the points measured.
-    pub fn record(&self, points: &[Point]) -> serde_json::Value {
+    pub fn record(&self, points: &[Point]) -> MediaOverhead {
         let now = Instant::now();
         let rounds_started = self.rounds_started.unwrap_or(now);
         let rounds_ended = self.rounds_ended.unwrap_or(now);
@@ -52,28 +51,26 @@ impl Overhead {
             .sum();
         let wall_s = secs(self.started, now);
         let overhead_s = (wall_s - measured_s).max(0.0);
-        json!({
-            "wall_s": wall_s,
-            "measured_s": measured_s,
-            "setup_s": secs(self.started, rounds_started),
-            "between_s": (secs(rounds_started, rounds_ended) - measured_s).max(0.0),
-            "teardown_s": secs(rounds_ended, now),
-            "overhead_s": overhead_s,
-            "share_of_measured": if measured_s > 0.0 { json!(overhead_s / measured_s) } else { json!(null) },
-        })
+        MediaOverhead {
+            wall_s,
+            measured_s,
+            setup_s: secs(self.started, rounds_started),
+            between_s: (secs(rounds_started, rounds_ended) - measured_s).max(0.0),
+            teardown_s: secs(rounds_ended, now),
+            overhead_s,
+            share_of_measured: (measured_s > 0.0).then(|| overhead_s / measured_s),
+        }
     }
 
     /// `extra.media.overhead`, over the points of `results` (a results
     /// file without `extra.media` gets one holding only this).
     pub fn save_into(&self, results: &mut Results) {
         let record = self.record(&results.points);
-        let media = results
+        results
             .extra
-            .entry("media".into())
-            .or_insert_with(|| json!({}));
-        if let Some(m) = media.as_object_mut() {
-            m.insert("overhead".into(), record);
-        }
+            .media
+            .get_or_insert_with(Default::default)
+            .overhead = Some(record);
     }
 }
 
@@ -92,13 +89,10 @@ mod tests {
         p.duration_ns = 5_000_000;
         p.ramp_ns = 0;
         let r = o.record(&[p]);
-        let f = |k: &str| r[k].as_f64().unwrap();
-        assert!(f("wall_s") >= 0.02, "{r}");
-        assert!((f("measured_s") - 0.005).abs() < 1e-9);
-        assert!((f("overhead_s") - (f("wall_s") - 0.005)).abs() < 1e-9);
-        assert!(f("between_s") >= 0.014, "{r}");
-        assert!(crate::report::media_terminal::overhead_line(&r)
-            .unwrap()
-            .contains("measured 0.0 s"));
+        assert!(r.wall_s >= 0.02, "{r:?}");
+        assert!((r.measured_s - 0.005).abs() < 1e-9);
+        assert!((r.overhead_s - (r.wall_s - 0.005)).abs() < 1e-9);
+        assert!(r.between_s >= 0.014, "{r:?}");
+        assert!(crate::report::media_terminal::overhead_line(&r).contains("measured 0.0 s"));
     }
 }

@@ -5,6 +5,7 @@
 //! and the database on the volume (`remote_db`), through one session
 //! `Driver` sampling the server's CPU and the link with every point.
 
+use crate::results::sections::{RemoteRecord, RemoteTransport};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Instant;
@@ -110,6 +111,17 @@ fn point_name(label: &str, j: &JobSpec) -> String {
     }
 }
 
+/// A transport as the results name it: its label, backing and caching.
+pub fn transport_record(t: Transport) -> RemoteTransport {
+    RemoteTransport {
+        label: t.label(),
+        backing: Some(t.backing().to_string()),
+        initiator_cache: Some(t.caching().0.to_string()),
+        target_cache: Some(t.caching().1.to_string()),
+        injected_errors: None,
+    }
+}
+
 /// The results before the first point: provenance, plan and the topology.
 fn start_results(
     a: &RemoteSettings,
@@ -127,31 +139,30 @@ fn start_results(
             "initiator and targets share loopback, not two hosts on a link: {note}"
         ));
     }
-    results.extra.insert(
-        "remote".into(),
-        json!({
-            "topology": topo.kind,
-            "note": topo.note,
-            "target_addr": topo.target_addr.to_string(),
-            "initiator_interface": topo.initiator_iface,
-            "fabric_rate": plan.fabric_rate,
-            "fabric_delay": plan.fabric_delay,
-            "db": plan.db.as_ref().map(remote_db::describe),
-            "initiators": crate::remote::kernel::initiators(),
-            "transports": plan.transports.iter().map(|t| {
-                let mut v = json!({
-                    "label": t.label(),
-                    "backing": t.backing(),
-                    "initiator_cache": t.caching().0,
-                    "target_cache": t.caching().1,
-                });
-                if let Some(i) = plan.injected(*t) {
-                    v["injected_errors"] = i.describe();
-                }
-                v
-            }).collect::<Vec<_>>(),
-        }),
-    );
+    results.extra.remote = Some(Box::new(RemoteRecord {
+        topology: topo.kind.to_string(),
+        note: Some(topo.note.clone()),
+        target_addr: Some(topo.target_addr.to_string()),
+        initiator_interface: Some(topo.initiator_iface.clone()),
+        fabric_rate: Some(plan.fabric_rate.clone()),
+        fabric_delay: Some(plan.fabric_delay.clone()),
+        db: Some(plan.db.as_ref().map(remote_db::describe)),
+        initiators: Some(
+            crate::remote::kernel::initiators()
+                .iter()
+                .map(|i| i.record())
+                .collect(),
+        ),
+        transports: plan
+            .transports
+            .iter()
+            .map(|t| RemoteTransport {
+                injected_errors: plan.injected(*t).map(|i| i.describe()),
+                ..transport_record(*t)
+            })
+            .collect(),
+        ..RemoteRecord::default()
+    }));
     results
 }
 
@@ -262,7 +273,10 @@ fn transport_params(label: &str) -> [(&'static str, String); 1] {
 /// The extra of a transport's points: the errors its server injects.
 fn injected_extra(plan: &RemotePlan, t: Transport) -> Vec<(&'static str, serde_json::Value)> {
     plan.injected(t)
-        .map(|i| ("injected_errors", i.describe()))
+        .map(|i| {
+            let v = serde_json::to_value(i.describe()).unwrap_or_default();
+            ("injected_errors", v)
+        })
         .into_iter()
         .collect()
 }
@@ -385,13 +399,8 @@ fn kernel_transport(
             return Ok(());
         }
     };
-    if let Some(r) = driver
-        .results_mut()
-        .extra
-        .get_mut("remote")
-        .and_then(|v| v.as_object_mut())
-    {
-        r.insert("nvme_tcp_kernel".into(), json!(k.describe()));
+    if let Some(r) = driver.results_mut().extra.remote.as_mut() {
+        r.nvme_tcp_kernel = Some(k.describe());
     }
     driver.set_peers(Some(PeerSampling {
         processes: Vec::new(),

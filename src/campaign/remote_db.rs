@@ -6,9 +6,8 @@
 //! block cache and every phase ends with a flush, so reads reach the volume
 //! instead of the page cache or the memtable.
 
+use crate::results::sections::remote::RemoteDbRecord;
 use std::path::Path;
-
-use serde_json::json;
 
 use super::remote_plan::RemoteSettings;
 use crate::error::usage;
@@ -132,22 +131,26 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
 }
 
 /// What the plan looks like in the results (`extra.remote.db`).
-pub fn describe(db: &DbPlan) -> serde_json::Value {
+pub fn describe(db: &DbPlan) -> RemoteDbRecord {
     let o = engine_options();
-    json!({
-        "engine": KvEngineKind::Rocksdb.name(),
-        "workload": "readrandomwriterandom",
-        "read_percent": db.read_percent,
-        "num": db.num,
-        "ops": db.ops,
-        "values": db.values,
-        "direct_io": o.direct_io,
-        "cache_size": o.cache_size,
-        "write_buffer_size": o.write_buffer_size,
-        "filesystem": format!("ext4 -E {} -o {}", volume::MKFS_OPTIONS, volume::MOUNT_OPTIONS),
-        "kernel_nbd": volume::kernel_nbd(),
-        "volumes": {},
-    })
+    RemoteDbRecord {
+        engine: KvEngineKind::Rocksdb.name().to_string(),
+        workload: "readrandomwriterandom".into(),
+        read_percent: db.read_percent,
+        num: db.num,
+        ops: db.ops,
+        values: db.values.clone(),
+        direct_io: o.direct_io,
+        cache_size: o.cache_size,
+        write_buffer_size: o.write_buffer_size,
+        filesystem: format!(
+            "ext4 -E {} -o {}",
+            volume::MKFS_OPTIONS,
+            volume::MOUNT_OPTIONS
+        ),
+        kernel_nbd: volume::kernel_nbd(),
+        volumes: Default::default(),
+    }
 }
 
 /// Why transport `t` gets no database run here, if it gets none.
@@ -196,15 +199,14 @@ pub fn run_on(
             return Ok(());
         }
     };
-    if let Some(v) = driver
+    if let Some(Some(db)) = driver
         .results_mut()
         .extra
-        .get_mut("remote")
-        .and_then(|r| r.get_mut("db"))
-        .and_then(|d| d.get_mut("volumes"))
-        .and_then(|v| v.as_object_mut())
+        .remote
+        .as_mut()
+        .map(|r| r.db.as_mut().and_then(Option::as_mut))
     {
-        v.insert(label.to_string(), json!(vol.chain));
+        db.volumes.insert(label.to_string(), vol.chain.to_string());
     }
     let params = [("transport", label.to_string())];
     let tags = Tags {

@@ -6,6 +6,8 @@
 //! beside the hosts' (`extra.hosts.target_host`, and as the target's CPU
 //! per I/O in `extra.peers`, which the remote report's figures read).
 
+use crate::results::sections::remote::TargetHostRecord;
+use crate::results::sections::{HostRecord, HostsRecord, RemoteRecord};
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::rc::Rc;
@@ -264,30 +266,39 @@ fn start_results(
     let mut results = Results::new("remote", provenance);
     results.warnings.extend(results.provenance.busy_warning());
     results.warnings.extend(hp.skipped.iter().cloned());
-    let hosts: Vec<_> = fleet
+    let hosts: Vec<HostRecord> = fleet
         .agents()
         .iter()
-        .map(|h| json!({"host": h.name, "hostname": h.hello.hostname, "agent_pid": h.hello.pid}))
+        .map(|h| HostRecord {
+            host: h.name.clone(),
+            hostname: h.hello.hostname.clone(),
+            agent_pid: h.hello.pid,
+            build: None,
+        })
         .collect();
     let th = t.agent();
-    results
-        .extra
-        .insert("hosts".into(), json!({ "hosts": hosts }));
-    results.extra.insert(
-        "remote".into(),
-        json!({
-            "topology": "hosts",
-            "note": format!("{} host(s) against target host {}", hosts.len(), th.name),
-            "target_host": {"host": th.name, "hostname": th.hello.hostname, "agent_pid": th.hello.pid, "directory": a.target},
-            "fabric_delay": plan.fabric_delay,
-            "transports": plan.transports.iter().map(|t| json!({
-                "label": t.label(),
-                "backing": t.backing(),
-                "initiator_cache": t.caching().0,
-                "target_cache": t.caching().1,
-            })).collect::<Vec<_>>(),
+    let note = format!("{} host(s) against target host {}", hosts.len(), th.name);
+    results.extra.hosts = Some(HostsRecord {
+        hosts,
+        target: None,
+    });
+    results.extra.remote = Some(Box::new(RemoteRecord {
+        topology: "hosts".into(),
+        note: Some(Some(note)),
+        target_host: Some(TargetHostRecord {
+            host: th.name.clone(),
+            hostname: th.hello.hostname.clone(),
+            agent_pid: th.hello.pid,
+            directory: a.target.display().to_string(),
         }),
-    );
+        fabric_delay: Some(plan.fabric_delay.clone()),
+        transports: plan
+            .transports
+            .iter()
+            .map(|t| super::remote::transport_record(*t))
+            .collect(),
+        ..RemoteRecord::default()
+    }));
     results
 }
 

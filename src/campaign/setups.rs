@@ -9,12 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
 use super::given::{self as media_targets, GivenTarget};
 use super::pass::round_order;
 use crate::dut::Target;
 use crate::error::usage;
+use crate::results::sections::media::{
+    DirectoryTarget, MediaConfig, MediaRecord, MediaTarget, PreparedTarget,
+};
 use crate::testbed::media::{MediaKind, Medium, MEDIA_NAMES};
 
 /// One target of a media run.
@@ -325,7 +326,7 @@ impl MediaSet {
     /// `extra.media` of a run on directories (`directories`): each
     /// target's label, path, file system and its mount options (none for
     /// `raw`'s block device, a kv run's LMDB data file).
-    pub fn record_directories(&self, dirs: &[PathBuf], media: &[Medium]) -> serde_json::Value {
+    pub fn record_directories(&self, dirs: &[PathBuf], media: &[Medium]) -> MediaRecord {
         let targets = self
             .subjects
             .iter()
@@ -333,13 +334,13 @@ impl MediaSet {
             .map(|(s, d)| {
                 let raw = matches!(s, Subject::Made(MediaKind::Raw));
                 let fs = (!raw).then(|| crate::dut::sysfs::fs_of_path(d)).flatten();
-                json!({
-                    "label": s.label(),
-                    "path": d.display().to_string(),
-                    "kind": if raw { "block_device" } else { "directory" },
-                    "filesystem": fs.as_ref().map(|f| f.fstype.clone()),
-                    "mount_options": fs.as_ref().map(|f| f.options.clone()),
-                    "made": matches!(s, Subject::Made(_)),
+                MediaTarget::Directory(DirectoryTarget {
+                    label: s.label(),
+                    path: d.display().to_string(),
+                    kind: if raw { "block_device" } else { "directory" }.into(),
+                    filesystem: fs.as_ref().map(|f| f.fstype.clone()),
+                    mount_options: fs.as_ref().map(|f| f.options.clone()),
+                    made: matches!(s, Subject::Made(_)),
                 })
             })
             .collect();
@@ -348,14 +349,14 @@ impl MediaSet {
 
     /// `extra.media` of a run on prepared targets (one per subject, in
     /// subject order): each target's label, path, kind and size.
-    pub fn record_targets(&self, targets: &[Target], media: &[Medium]) -> serde_json::Value {
+    pub fn record_targets(&self, targets: &[Target], media: &[Medium]) -> MediaRecord {
         let described = self.subjects.iter().zip(targets).map(|(s, t)| {
-            json!({
-                "label": s.label(),
-                "path": t.path.display().to_string(),
-                "kind": t.kind,
-                "size_bytes": t.size,
-                "made": matches!(s, Subject::Made(_)),
+            MediaTarget::Prepared(PreparedTarget {
+                label: s.label(),
+                path: t.path.display().to_string(),
+                kind: t.kind.key(),
+                size_bytes: t.size,
+                made: matches!(s, Subject::Made(_)),
             })
         });
         self.record(described.collect(), media)
@@ -364,16 +365,22 @@ impl MediaSet {
     /// `extra.media` before the run: the baseline, the rounds, every
     /// target (each verb describes its own: `targets`) and how each
     /// configuration was made.
-    pub fn record(&self, targets: Vec<serde_json::Value>, media: &[Medium]) -> serde_json::Value {
-        json!({
-            "baseline": self.baseline,
-            "rounds": self.rounds,
-            "targets": targets,
-            "configurations": media
-                .iter()
-                .map(|m| json!({"name": m.kind.name(), "made": m.describe}))
-                .collect::<Vec<_>>(),
-        })
+    pub fn record(&self, targets: Vec<MediaTarget>, media: &[Medium]) -> MediaRecord {
+        MediaRecord {
+            baseline: Some(self.baseline.clone()),
+            rounds: Some(self.rounds),
+            targets: Some(targets),
+            configurations: Some(
+                media
+                    .iter()
+                    .map(|m| MediaConfig {
+                        name: m.kind.name().to_string(),
+                        made: m.describe.clone(),
+                    })
+                    .collect(),
+            ),
+            ..MediaRecord::default()
+        }
     }
 }
 

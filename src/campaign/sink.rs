@@ -105,9 +105,7 @@ pub fn drive(
     let mut results = start();
     let busy = results.provenance.busy_warning();
     results.warnings.splice(0..0, busy);
-    results
-        .extra
-        .insert("media".into(), p.set.record_directories(&dirs, &media));
+    results.extra.media = Some(p.set.record_directories(&dirs, &media));
     let mut sink = ResultsSink::new(results, p.output.clone(), AnalysisOptions::default());
     sink.save()?;
     let sink = PassSink::new(sink);

@@ -5,9 +5,8 @@
 //! --remote`'s step). Each is a guard: dropped, the server stops and the
 //! namespaces go.
 
+use crate::results::sections::{RemoteRecord, RemoteTransport};
 use std::path::{Path, PathBuf};
-
-use serde_json::json;
 
 use crate::dut::{self, Target, TargetOptions};
 use crate::measure::peers::PeerSampling;
@@ -25,18 +24,10 @@ pub fn record_breakdown(
     label: &str,
     b: &crate::target::stamps::StampBreakdown,
 ) {
-    if let Some(r) = results
-        .extra
-        .get_mut("remote")
-        .and_then(|v| v.as_object_mut())
-    {
-        let entry = r.entry("breakdown").or_insert_with(|| json!({}));
-        if let Some(m) = entry.as_object_mut() {
-            m.insert(
-                label.to_string(),
-                serde_json::to_value(b).unwrap_or_default(),
-            );
-        }
+    if let Some(r) = results.extra.remote.as_mut() {
+        r.breakdown
+            .get_or_insert_with(Default::default)
+            .insert(label.to_string(), *b);
     }
 }
 
@@ -119,15 +110,20 @@ impl OwnTarget {
     }
 
     /// What `extra.remote` says about the link.
-    pub fn describe(&self) -> serde_json::Value {
-        json!({
-            "topology": self.topo.kind,
-            "note": self.topo.note,
-            "target_addr": self.topo.target_addr.to_string(),
-            "initiator_interface": self.topo.initiator_iface,
-            "transports": [{"label": "das", "backing": Transport::Das.backing()},
-                           {"label": self.server.transport.label(), "backing": self.server.transport.backing()}],
-        })
+    pub fn describe(&self) -> RemoteRecord {
+        let named = |t: Transport| RemoteTransport {
+            label: t.label(),
+            backing: Some(t.backing().to_string()),
+            ..RemoteTransport::default()
+        };
+        RemoteRecord {
+            topology: self.topo.kind.to_string(),
+            note: Some(self.topo.note.clone()),
+            target_addr: Some(self.topo.target_addr.to_string()),
+            initiator_interface: Some(self.topo.initiator_iface.clone()),
+            transports: vec![named(Transport::Das), named(self.server.transport)],
+            ..RemoteRecord::default()
+        }
     }
 
     /// The unloaded breakdown of `requests` QD1 reads of `block` bytes,

@@ -138,7 +138,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let mut results = Results::new("device", provenance);
     results.warnings = run_warnings;
     if let Some(p) = &placement {
-        results.extra.insert("hosts".into(), p.describe());
+        results.extra.hosts = Some(p.describe());
     }
     record_fio_job(&mut results, &a, fio_plan.as_ref());
     let planned = exps
@@ -226,9 +226,7 @@ fn breakdown_tracer<'t>(
 /// The job file a run came from, and its warnings, in the results.
 fn record_fio_job(results: &mut Results, a: &DeviceArgs, plan: Option<&FioPlan>) {
     if let Some(f) = &a.fio_job {
-        results
-            .extra
-            .insert("fio_job".into(), device_fio::provenance(f));
+        results.extra.fio_job = Some(device_fio::provenance(f));
         results
             .warnings
             .extend(plan.iter().flat_map(|p| p.warnings.clone()));

@@ -3,9 +3,8 @@
 //! target defaults) and `--export fio-json FILE` (the results in fio's JSON
 //! shape, rewritten atomically with the results file).
 
+use crate::results::sections::FioJobFile;
 use std::path::{Path, PathBuf};
-
-use serde_json::json;
 
 use crate::cli::device::DeviceArgs;
 use crate::error::usage;
@@ -121,11 +120,12 @@ fn override_job(job: &mut JobSpec, flags: &JobSpec, given: &[&str]) {
 }
 
 /// The job file's path and text, kept in `Results.extra["fio_job"]`.
-pub fn provenance(path: &Path) -> serde_json::Value {
-    json!({
-        "path": path.display().to_string(),
-        "text": crate::input::read_text(path, "--fio-job", Some(crate::input::CONFIG_MAX)).unwrap_or_default(),
-    })
+pub fn provenance(path: &Path) -> FioJobFile {
+    FioJobFile {
+        path: path.display().to_string(),
+        text: crate::input::read_text(path, "--fio-job", Some(crate::input::CONFIG_MAX))
+            .unwrap_or_default(),
+    }
 }
 
 /// `--export FORMAT FILE`: the file to write fio JSON to (the only format).

@@ -61,6 +61,14 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
+    /// Its name in results files ("scratch_file", "block_device" ...).
+    pub fn key(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
     /// How the provenance names it to a reader.
     pub fn describe(self) -> &'static str {
         match self {

@@ -4,7 +4,7 @@
 //! partial point naming it; then the run stops or goes on with the hosts
 //! left, as the user chose.
 
-use serde_json::{json, Value};
+use crate::results::sections::{HostRecord, HostsRecord};
 
 use super::control::Fleet;
 use super::proto::JobTarget;
@@ -53,21 +53,22 @@ impl FleetPlacement {
 
     /// The hosts for the results' provenance: as named, their host name,
     /// the agent's pid and build.
-    pub fn describe(&self) -> Value {
-        let hosts: Vec<Value> = self
+    pub fn describe(&self) -> HostsRecord {
+        let hosts = self
             .fleet
             .agents()
             .iter()
-            .map(|a| {
-                json!({
-                    "host": a.name,
-                    "hostname": a.hello.hostname,
-                    "agent_pid": a.hello.pid,
-                    "build": a.hello.build.to_string(),
-                })
+            .map(|a| HostRecord {
+                host: a.name.clone(),
+                hostname: a.hello.hostname.clone(),
+                agent_pid: a.hello.pid,
+                build: Some(a.hello.build.to_string()),
             })
             .collect();
-        json!({ "hosts": hosts, "target": self.target })
+        HostsRecord {
+            hosts,
+            target: serde_json::to_value(&self.target).ok(),
+        }
     }
 }
 

@@ -424,6 +424,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         if let Some(peak) = cg.peak_bytes() {
             sink.results
                 .extra
+                .other
                 .insert("memory_cgroup_peak_bytes".into(), serde_json::json!(peak));
         }
     }
@@ -564,6 +565,7 @@ impl StatusClock {
 fn record_setup(r: &mut Results, server: Option<&Server>, cg: Option<&MemoryCgroup>) -> Result<()> {
     if let Some(s) = server {
         r.extra
+            .other
             .insert("server".into(), serde_json::to_value(s.info())?);
     }
     if let Some(cg) = cg {
@@ -572,7 +574,7 @@ fn record_setup(r: &mut Results, server: Option<&Server>, cg: Option<&MemoryCgro
         if let Some(pgid) = server.and_then(|s| s.pgid()) {
             rec["server_inside"] = serde_json::json!(cg.contains(pgid));
         }
-        r.extra.insert("memory_cgroup".into(), rec);
+        r.extra.other.insert("memory_cgroup".into(), rec);
     }
     Ok(())
 }

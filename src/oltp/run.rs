@@ -325,6 +325,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     if let Some(info) = &server_info {
         sink.results
             .extra
+            .other
             .insert("server".into(), serde_json::to_value(info)?);
     }
     let ph = Phases {
@@ -341,6 +342,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     obs.loaded(&info);
     sink.results
         .extra
+        .other
         .insert("oltp_load".into(), serde_json::to_value(&info)?);
     sink.save()?;
     let mut failures = 0;

@@ -2,7 +2,8 @@
 //! as nbdkit's error filter reads it (`5%` or `0.05`), which transports can
 //! inject (the nbdkit ones), and how the results and the plan say so.
 
-use serde_json::{json, Value};
+use crate::results::sections::remote::InjectedErrors;
+use crate::results::sections::RemoteRecord;
 
 use crate::error::usage;
 use crate::servers::storage::Transport;
@@ -45,8 +46,12 @@ impl Injection {
     }
 
     /// What the results record on a transport and its points.
-    pub fn describe(&self) -> Value {
-        json!({"errno": ERRNO, "rate": self.rate, "by": "nbdkit error filter"})
+    pub fn describe(&self) -> InjectedErrors {
+        InjectedErrors {
+            errno: ERRNO.to_string(),
+            rate: self.rate,
+            by: "nbdkit error filter".into(),
+        }
     }
 
     /// The plan's and the report's phrase.
@@ -81,24 +86,19 @@ pub fn check(inject: Option<&str>, transports: &[Transport]) -> anyhow::Result<O
 
 /// The transports' injected errors, from `extra.remote.transports` (label,
 /// phrase); none in results written before `--inject-errors`.
-pub fn injected_in(remote: Option<&Value>) -> Vec<(String, String)> {
-    let list = remote
-        .and_then(|r| r.get("transports"))
-        .and_then(|v| v.as_array());
-    list.into_iter()
-        .flatten()
+pub fn injected_in(remote: Option<&RemoteRecord>) -> Vec<(String, String)> {
+    remote
+        .into_iter()
+        .flat_map(|r| &r.transports)
         .filter_map(|t| {
-            let e = t.get("injected_errors")?;
+            let e = t.injected_errors.as_ref()?;
             Some((
-                t["label"].as_str()?.to_string(),
+                t.label.clone(),
                 format!(
                     "{} injected into {} of requests ({})",
-                    e["errno"].as_str().unwrap_or(ERRNO),
-                    Injection {
-                        rate: e["rate"].as_f64()?
-                    }
-                    .percent(),
-                    e["by"].as_str().unwrap_or("nbdkit error filter")
+                    e.errno,
+                    Injection { rate: e.rate }.percent(),
+                    e.by
                 ),
             ))
         })
@@ -108,6 +108,7 @@ pub fn injected_in(remote: Option<&Value>) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::sections::RemoteTransport;
 
     #[test]
     fn rates_read_as_nbdkit_reads_them() {
@@ -145,10 +146,20 @@ mod tests {
 
     #[test]
     fn the_record_reads_back() {
-        let remote = json!({"transports": [
-            {"label": "das"},
-            {"label": "nbd-nbdkit-file", "injected_errors": Injection { rate: 0.05 }.describe()},
-        ]});
+        let remote = RemoteRecord {
+            transports: vec![
+                RemoteTransport {
+                    label: "das".into(),
+                    ..RemoteTransport::default()
+                },
+                RemoteTransport {
+                    label: "nbd-nbdkit-file".into(),
+                    injected_errors: Some(Injection { rate: 0.05 }.describe()),
+                    ..RemoteTransport::default()
+                },
+            ],
+            ..RemoteRecord::default()
+        };
         assert_eq!(
             injected_in(Some(&remote)),
             vec![(

@@ -5,6 +5,7 @@
 //! outside the measured intervals (`extra.media.overhead`).
 
 use crate::analysis::media::MediaAnalysis;
+use crate::results::sections::MediaOverhead;
 use crate::results::Results;
 
 /// The terminal table: per workload, each target's throughput and ratios.
@@ -60,18 +61,15 @@ pub fn table(m: &MediaAnalysis) -> Vec<String> {
 }
 
 /// The line of an overhead record (`campaign::Overhead`).
-pub fn overhead_line(o: &serde_json::Value) -> Option<String> {
-    let f = |k: &str| o.get(k).and_then(|v| v.as_f64());
-    let (overhead, measured) = (f("overhead_s")?, f("measured_s")?);
-    let share = f("share_of_measured")
+pub fn overhead_line(o: &MediaOverhead) -> String {
+    let share = o
+        .share_of_measured
         .map(|s| format!(" ({:.1}% of the measured time)", s * 100.0))
         .unwrap_or_default();
-    Some(format!(
-        "outside the measured intervals: {overhead:.1} s{share}: set-up {:.1} s, between points {:.1} s, teardown {:.1} s; measured {measured:.1} s",
-        f("setup_s").unwrap_or(0.0),
-        f("between_s").unwrap_or(0.0),
-        f("teardown_s").unwrap_or(0.0),
-    ))
+    format!(
+        "outside the measured intervals: {:.1} s{share}: set-up {:.1} s, between points {:.1} s, teardown {:.1} s; measured {:.1} s",
+        o.overhead_s, o.setup_s, o.between_s, o.teardown_s, o.measured_s
+    )
 }
 
 /// What a media run prints at its end: the table, then the overhead.
@@ -79,9 +77,8 @@ pub fn summary(r: &Results) -> Vec<String> {
     let mut out = r.analysis.media.as_ref().map(table).unwrap_or_default();
     if let Some(line) = r
         .extra
-        .get("media")
-        .and_then(|m| m.get("overhead"))
-        .and_then(overhead_line)
+        .media()
+        .and_then(|m| m.overhead.as_ref().map(overhead_line))
     {
         out.push(line);
     }

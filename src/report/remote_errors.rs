@@ -27,7 +27,7 @@ pub fn count(errors: &BTreeMap<String, u64>) -> String {
 /// over how many of its points, per kind.
 pub fn notes(r: &Results) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (label, phrase) in faults::injected_in(r.extra.get("remote")) {
+    for (label, phrase) in faults::injected_in(r.extra.remote().as_deref()) {
         out.push(format!("{label}: {phrase}"));
     }
     let mut counted: Vec<(String, usize, BTreeMap<String, u64>)> = Vec::new();
@@ -63,6 +63,7 @@ mod tests {
     use super::*;
     use crate::report::charts::remote::local_vs_remote;
     use crate::report::remote_terminal::remote_table;
+    use crate::results::sections::RemoteTransport;
 
     fn fixture() -> Results {
         let path = concat!(
@@ -91,11 +92,18 @@ mod tests {
         let mut r = fixture();
         let label = "nbd-nbdkit-memory";
         let kind = "Input/output error (os error 5)";
-        let remote = r.extra.get_mut("remote").unwrap();
-        remote["transports"] = serde_json::json!([
-            {"label": "das"},
-            {"label": label, "injected_errors": faults::Injection { rate: 0.05 }.describe()},
-        ]);
+        let remote = r.extra.remote.as_mut().unwrap();
+        remote.transports = vec![
+            RemoteTransport {
+                label: "das".into(),
+                ..RemoteTransport::default()
+            },
+            RemoteTransport {
+                label: label.into(),
+                injected_errors: Some(faults::Injection { rate: 0.05 }.describe()),
+                ..RemoteTransport::default()
+            },
+        ];
         let p = r
             .points
             .iter_mut()

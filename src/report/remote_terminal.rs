@@ -10,7 +10,6 @@ use super::remote_errors;
 use super::terminal::format_count;
 use crate::plan::parse::format_ns;
 use crate::results::Results;
-use crate::target::stamps::StampBreakdown;
 
 pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
     let mut o = format!(
@@ -19,25 +18,21 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
         elapsed_s,
         if r.interrupted { " (interrupted)" } else { "" }
     );
-    if let Some(remote) = r.extra.get("remote") {
-        let topo = remote["topology"].as_str().unwrap_or("?");
+    if let Some(remote) = r.extra.remote() {
         o.push_str(&format!(
-            "link: {topo}{}\n",
-            remote["note"]
-                .as_str()
+            "link: {}{}\n",
+            remote.topology,
+            remote
+                .note
+                .clone()
+                .flatten()
                 .map(|n| format!(" ({n})"))
                 .unwrap_or_default()
         ));
-        if let Some(list) = remote["initiators"].as_array() {
+        if let Some(list) = &remote.initiators {
             let kernel: Vec<String> = list
                 .iter()
-                .map(|i| {
-                    format!(
-                        "{} {}",
-                        i["module"].as_str().unwrap_or("?"),
-                        i["kernel"].as_str().unwrap_or("?")
-                    )
-                })
+                .map(|i| format!("{} {}", i.module, i.kernel))
                 .collect();
             o.push_str(&format!(
                 "initiators: user space (iolab's nbd and nvme-tcp engines, libiscsi); kernel modules: {}\n",
@@ -122,15 +117,9 @@ pub fn remote_table(r: &Results) -> String {
         ));
     }
     o.push_str(&error_notes);
-    let breakdowns = r
-        .extra
-        .get("remote")
-        .and_then(|v| v.get("breakdown"))
-        .and_then(|v| v.as_object());
-    for (label, v) in breakdowns.into_iter().flatten() {
-        let Ok(b) = serde_json::from_value::<StampBreakdown>(v.clone()) else {
-            continue;
-        };
+    let remote = r.extra.remote();
+    let breakdowns = remote.as_ref().and_then(|v| v.breakdown.as_ref());
+    for (label, b) in breakdowns.into_iter().flatten() {
         let stages: Vec<String> = b
             .stages()
             .iter()
@@ -149,18 +138,17 @@ pub fn remote_table(r: &Results) -> String {
 /// (label, initiator's caching, target's caching) of each transport, as
 /// the run recorded them (older files: none).
 pub fn caching_of(r: &Results) -> Vec<(String, String, String)> {
-    let list = r
-        .extra
-        .get("remote")
-        .and_then(|v| v.get("transports"))
-        .and_then(|v| v.as_array());
-    list.into_iter()
-        .flatten()
+    let Some(remote) = r.extra.remote() else {
+        return Vec::new();
+    };
+    remote
+        .transports
+        .iter()
         .filter_map(|t| {
             Some((
-                t["label"].as_str()?.to_string(),
-                t["initiator_cache"].as_str()?.to_string(),
-                t["target_cache"].as_str()?.to_string(),
+                t.label.clone(),
+                t.initiator_cache.clone()?,
+                t.target_cache.clone()?,
             ))
         })
         .collect()
@@ -246,12 +234,22 @@ mod caching_tests {
             "/tests/fixtures/report/remote-nbd.json"
         );
         let mut r = Results::read(std::path::Path::new(path)).unwrap();
-        let remote = r.extra.get_mut("remote").unwrap();
-        remote["transports"] = serde_json::json!([
-            {"label": "das", "initiator_cache": "O_DIRECT", "target_cache": "-"},
-            {"label": "nbd-iolab", "initiator_cache": "none (user-space initiator)", "target_cache": "O_DIRECT"},
-            {"label": "nbd-nbdkit-memory", "initiator_cache": "none (user-space initiator)", "target_cache": "buffered (page cache)"},
-        ]);
+        let cached =
+            |label: &str, ini: &str, tgt: &str| crate::results::sections::RemoteTransport {
+                label: label.into(),
+                initiator_cache: Some(ini.into()),
+                target_cache: Some(tgt.into()),
+                ..Default::default()
+            };
+        r.extra.remote.as_mut().unwrap().transports = vec![
+            cached("das", "O_DIRECT", "-"),
+            cached("nbd-iolab", "none (user-space initiator)", "O_DIRECT"),
+            cached(
+                "nbd-nbdkit-memory",
+                "none (user-space initiator)",
+                "buffered (page cache)",
+            ),
+        ];
         let t = remote_table(&r);
         assert!(t.contains("cache ini / tgt"), "{t}");
         assert!(t.contains("none (user-space initiator) / O_DIRECT"), "{t}");

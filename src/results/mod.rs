@@ -10,6 +10,7 @@ pub mod output;
 pub mod params;
 pub mod pass;
 pub mod provenance;
+pub mod sections;
 pub mod sorted;
 pub mod time;
 pub mod written;
@@ -29,6 +30,7 @@ pub use output::write_atomic;
 pub use params::Param;
 pub use pass::PassId;
 pub use provenance::Provenance;
+pub use sections::RunExt;
 
 pub const SCHEMA: &str = "iolab-results";
 /// Bump on incompatible changes; readers accept older minor additions.
@@ -52,9 +54,10 @@ pub struct Results {
     /// Derived metrics over the points (speedups, knees, steady state ...).
     #[serde(default, skip_serializing_if = "Analysis::is_empty")]
     pub analysis: Analysis,
-    /// Sections other verbs add (kv load statistics, trace breakdowns ...).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, serde_json::Value>,
+    /// Sections verbs add about the run (`run`'s plan, media, hosts,
+    /// remote's topology and breakdown, ...), typed in `sections`.
+    #[serde(default, skip_serializing_if = "RunExt::is_empty")]
+    pub extra: RunExt,
 }
 
 impl Results {
@@ -69,7 +72,7 @@ impl Results {
             complete: false,
             interrupted: false,
             analysis: Analysis::default(),
-            extra: BTreeMap::new(),
+            extra: RunExt::default(),
         }
     }
 

@@ -291,6 +291,7 @@ impl<'a> Driver<'a> {
             .sink
             .results
             .extra
+            .other
             .entry("skipped_points".into())
             .or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(v) = list {
@@ -434,7 +435,7 @@ impl<'a> Driver<'a> {
                 .results
                 .warnings
                 .retain(|w| !w.starts_with("purge:"));
-            self.sink.results.extra.insert("purge".into(), json!(msg));
+            self.sink.results.extra.purge = Some(msg.clone());
         }
         if let (Some(n), Some(first)) = (e.precondition, e.jobs.first()) {
             let pj = steady_run::precondition_job(first, self.target.size, n);

@@ -110,77 +110,7 @@ pub struct InitiatorStamp {
     pub done: u64,
 }
 
-/// Mean time of each stage of one request's life, in nanoseconds; the
-/// stages of every request sum to its latency, so the means sum to the
-/// mean latency.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StampBreakdown {
-    pub requests: u64,
-    /// Initiator user space: building the request, handling the reply.
-    pub initiator_ns: f64,
-    /// The send system call, TCP and the link, the target's wake-up and receive.
-    pub fabric_out_ns: f64,
-    /// The target between arrival and device submit, and between device
-    /// completion and reply send.
-    pub target_ns: f64,
-    /// Device submit to device completion, as the target saw it.
-    pub device_ns: f64,
-    /// The target's send, TCP and the link, the initiator's wake-up and receive.
-    pub fabric_back_ns: f64,
-    /// Fabric, target and device together, over a target that keeps no
-    /// stamps (a server other than iolab's own); 0 otherwise.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unstamped_ns: f64,
-    /// Mean latency measured by the initiator (issue to done).
-    pub latency_ns: f64,
-    /// The mean latency of the job the requests came from, as its point
-    /// reports it (all its requests, warm-up included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub point_mean_ns: Option<f64>,
-}
-
-fn is_zero(v: &f64) -> bool {
-    *v == 0.0
-}
-
-/// The stages in the order of a request's life, each with its name.
-pub const STAGES: [&str; 6] = [
-    "initiator",
-    "fabric out",
-    "target",
-    "device",
-    "fabric back",
-    "fabric, target and device (no target stamps)",
-];
-
-impl StampBreakdown {
-    /// Every stage of `STAGES` with its mean.
-    pub fn all_stages(&self) -> [(&'static str, f64); 6] {
-        let v = [
-            self.initiator_ns,
-            self.fabric_out_ns,
-            self.target_ns,
-            self.device_ns,
-            self.fabric_back_ns,
-            self.unstamped_ns,
-        ];
-        std::array::from_fn(|i| (STAGES[i], v[i]))
-    }
-
-    /// The stages this breakdown measured: over iolab's own target the five
-    /// stamped ones; over another target the initiator and the rest; on
-    /// the local disk (DAS, the reference) the initiator and the device.
-    pub fn stages(&self) -> Vec<(&'static str, f64)> {
-        let all = self.all_stages();
-        if self.unstamped_ns > 0.0 {
-            vec![all[0], all[5]]
-        } else if self.fabric_out_ns == 0.0 && self.target_ns == 0.0 && self.fabric_back_ns == 0.0 {
-            vec![all[0], all[3]]
-        } else {
-            all[..5].to_vec()
-        }
-    }
-}
+pub use crate::results::sections::remote::{StampBreakdown, STAGES};
 
 /// Join the initiator's and the target's stamps request by request (both
 /// in the order the initiator sent them); `skip` leading requests are

@@ -27,6 +27,23 @@ pub struct Initiator {
     pub path: &'static str,
 }
 
+impl Initiator {
+    /// As the results file records it (`extra.remote.initiators`).
+    pub fn record(&self) -> crate::results::sections::remote::InitiatorRecord {
+        crate::results::sections::remote::InitiatorRecord {
+            protocol: self.protocol.to_string(),
+            module: self.module.to_string(),
+            kernel: match self.kernel {
+                ModuleState::Loaded => "loaded",
+                ModuleState::Loadable => "loadable",
+                ModuleState::Absent => "absent",
+            }
+            .to_string(),
+            path: self.path.to_string(),
+        }
+    }
+}
+
 /// The protocols, their kernel modules and iolab's user-space initiator.
 const INITIATORS: [(&str, &str, &str); 3] = [
     (

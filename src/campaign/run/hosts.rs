@@ -97,7 +97,7 @@ pub(super) fn run_on_hosts(a: RunSettings, hosts: OnHosts) -> anyhow::Result<()>
                 .push(format!("step '{}' skipped: {why}", s.title));
         }
     }
-    results.extra.insert("hosts".into(), placement.describe());
+    results.extra.hosts = Some(placement.describe());
     let json_path = dir.join("results.json");
     let observer = Terminal::progress_only(a.quiet);
     let driver = driver(&a, &target, results, &json_path, &observer, &jobs, 1)?

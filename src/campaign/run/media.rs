@@ -156,9 +156,7 @@ pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyh
         .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
     let jobs = plan_jobs(&steps);
     let mut results = start_results(&targets[0], a.seed, &jobs, &steps, warnings)?;
-    results
-        .extra
-        .insert("media".into(), m.set.record_targets(&targets, &media));
+    results.extra.media = Some(m.set.record_targets(&targets, &media));
     let json_path = dir.join("results.json");
     let observer = Terminal::progress_only(a.quiet);
     let passes = m.set.subjects.len() * m.set.rounds as usize;

@@ -9,6 +9,7 @@
 //! label and the round, and the closed-loop maximum and the kv step are
 //! per target and round.
 
+use crate::results::sections::{RunRecord, RunStepRecord};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -49,17 +50,20 @@ fn closed_loop_max(points: &mut [Point], j: &JobSpec, pass: Option<&PassTag>) ->
     (p.total.iops > 0.0).then_some(p.total.iops)
 }
 
-fn run_record(steps: &[RunStep], profile: &str, budget_ns: u64) -> serde_json::Value {
-    json!({
-        "profile": profile,
-        "budget_s": budget_ns as f64 / 1e9,
-        "steps": steps.iter().map(|s| json!({
-            "id": s.id,
-            "title": s.title,
-            "jobs": s.jobs.iter().map(|j| j.name.clone()).collect::<Vec<_>>(),
-            "skipped": s.skipped,
-        })).collect::<Vec<_>>(),
-    })
+fn run_record(steps: &[RunStep], profile: &str, budget_ns: u64) -> RunRecord {
+    RunRecord {
+        profile: profile.to_string(),
+        budget_s: budget_ns as f64 / 1e9,
+        steps: steps
+            .iter()
+            .map(|s| RunStepRecord {
+                id: s.id.to_string(),
+                title: s.title.to_string(),
+                jobs: s.jobs.iter().map(|j| j.name.clone()).collect(),
+                skipped: s.skipped.clone(),
+            })
+            .collect(),
+    }
 }
 
 /// One `iolab run` in progress: the plan, and the session driver that
@@ -121,7 +125,7 @@ impl<'a> StepRunner<'a> {
     /// Keep the plan record (which steps ran or were skipped) in the results.
     pub(super) fn record_plan(&mut self) {
         let record = run_record(&self.steps, &self.a.profile, self.budget_ns);
-        self.driver.results_mut().extra.insert("run".into(), record);
+        self.driver.results_mut().extra.run = Some(record);
     }
 
     /// Run every job in plan order until the end or Ctrl-C.
@@ -257,10 +261,7 @@ impl<'a> StepRunner<'a> {
                 self.a.seed,
             ) {
                 Ok(o) => {
-                    self.driver
-                        .results_mut()
-                        .extra
-                        .insert("remote".into(), o.describe());
+                    self.driver.results_mut().extra.remote = Some(Box::new(o.describe()));
                     self.own = Some(o);
                 }
                 Err(e) => {

@@ -209,10 +209,12 @@ fn stage_index(name: &str) -> usize {
 }
 
 pub fn breakdown(r: &Results) -> Option<Section> {
-    let b = r.extra.get("remote")?.get("breakdown")?.as_object()?;
-    let parsed: Vec<(String, StampBreakdown)> = b
+    let remote = r.extra.remote()?;
+    let parsed: Vec<(String, StampBreakdown)> = remote
+        .breakdown
         .iter()
-        .filter_map(|(k, v)| Some((k.clone(), serde_json::from_value(v.clone()).ok()?)))
+        .flatten()
+        .map(|(k, v)| (k.clone(), *v))
         .collect();
     parsed.first()?;
     // Every stage some transport measured, in the order of a request's life.

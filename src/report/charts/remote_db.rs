@@ -112,7 +112,7 @@ fn read_cdf(r: &Results, rows: &[DbRow], size: u64) -> Option<String> {
 pub fn database(r: &Results) -> Option<Section> {
     let rows = &r.analysis.remote_db;
     if rows.is_empty() {
-        return r.extra.get("remote").map(|_| not_run());
+        return r.extra.remote().map(|_| not_run());
     }
     let (sizes, transports) = axes(rows);
     let mut table = Table::new(&[
@@ -164,15 +164,15 @@ pub fn database(r: &Results) -> Option<Section> {
     svgs.extend(sizes.iter().filter_map(|s| read_cdf(r, rows, *s)));
     let chains = r
         .extra
-        .get("remote")
-        .and_then(|x| x.get("db"))
-        .and_then(|d| d.get("volumes"))
-        .and_then(|v| v.as_object())
-        .map(|v| {
-            v.iter()
-                .map(|(k, c)| format!("{k}: {}", c.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("; ")
+        .remote()
+        .and_then(|x| {
+            let v = &x.db()?.volumes;
+            Some(
+                v.iter()
+                    .map(|(k, c)| format!("{k}: {c}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
         })
         .unwrap_or_default();
     Some(Section {

@@ -21,6 +21,7 @@ fn phases(r: &Results) -> Vec<Phase<'_>> {
     let mut out = Vec::new();
     let load = r
         .extra
+        .other
         .get("oltp_load")
         .and_then(|l| l.get("timeline"))
         .and_then(|t| serde_json::from_value::<TimelineSeries>(t.clone()).ok());

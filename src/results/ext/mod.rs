@@ -204,7 +204,7 @@ impl From<BTreeMap<String, Value>> for PointExt {
 /// exactly: a value that does not parse, or would not be written back the
 /// same (fields older files lack, fields this version does not know), is
 /// left in `m` as read, so loading and saving a file never changes it.
-fn take<T: serde::de::DeserializeOwned + Serialize>(
+pub(crate) fn take<T: serde::de::DeserializeOwned + Serialize>(
     m: &mut BTreeMap<String, Value>,
     k: &str,
 ) -> Option<T> {
@@ -216,6 +216,8 @@ fn take<T: serde::de::DeserializeOwned + Serialize>(
     m.remove(k);
     Some(t)
 }
+
+pub(crate) use erased::Ser;
 
 mod erased {
     //! A JSON value from any `Serialize` behind a `dyn`.

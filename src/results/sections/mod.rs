@@ -1,0 +1,185 @@
+//! The typed sections of a run (`Results.extra` in the file): what a verb
+//! records about the run as a whole (`run`'s plan, a media run's targets
+//! and overhead, the hosts, the fio job file, a purge, `remote`'s topology
+//! and breakdown). Keys this version does not type (or does not know:
+//! older and newer files) stay in `other` as read, and a section becomes
+//! its type only if the type writes it back exactly (`ext::take`), so on
+//! disk it is the same sorted JSON object as before the model was typed.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub mod media;
+pub mod remote;
+
+pub use media::{LegacyMediaRow, MediaConfig, MediaOverhead, MediaRecord, MediaTarget};
+pub use remote::{RemoteRecord, RemoteTransport, StampBreakdown};
+
+/// Everything a verb adds to the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "BTreeMap<String, Value>", from = "BTreeMap<String, Value>")]
+pub struct RunExt {
+    /// `iolab run`: the profile, the budget and each step.
+    pub run: Option<RunRecord>,
+    /// Several targets or configurations side by side.
+    pub media: Option<MediaRecord>,
+    /// The hosts a run was measured on (`--hosts`).
+    pub hosts: Option<HostsRecord>,
+    /// `device --fio-job`: the job file as read.
+    pub fio_job: Option<FioJobFile>,
+    /// Why the page cache could not be dropped before a job (`--purge`).
+    pub purge: Option<String>,
+    /// `iolab remote` (and `run`'s remote step): the topology, the
+    /// transports, the unloaded breakdown, the database run's plan.
+    pub remote: Option<Box<RemoteRecord>>,
+    /// Keys not typed here (older or newer files, other verbs' sections),
+    /// kept as read.
+    pub other: BTreeMap<String, Value>,
+}
+
+impl RunExt {
+    pub fn is_empty(&self) -> bool {
+        *self == RunExt::default()
+    }
+
+    /// The remote section: typed, or read leniently from a file whose
+    /// section this version would not write back the same (older shapes).
+    pub fn remote(&self) -> Option<std::borrow::Cow<'_, RemoteRecord>> {
+        match &self.remote {
+            Some(r) => Some(std::borrow::Cow::Borrowed(r)),
+            None => serde_json::from_value(self.other.get("remote")?.clone())
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// The media section, typed or read leniently (see `remote`).
+    pub fn media(&self) -> Option<std::borrow::Cow<'_, MediaRecord>> {
+        match &self.media {
+            Some(m) => Some(std::borrow::Cow::Borrowed(m)),
+            None => serde_json::from_value(self.other.get("media")?.clone())
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// The section `key` as JSON (typed or kept as read), for readers of
+    /// sections this version does not type.
+    pub fn json(&self, key: &str) -> Option<Value> {
+        BTreeMap::<String, Value>::from(self.clone()).remove(key)
+    }
+}
+
+impl From<RunExt> for BTreeMap<String, Value> {
+    fn from(e: RunExt) -> Self {
+        let mut m = e.other;
+        let mut put = |k: &str, v: Option<Value>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        let json = |v: &dyn super::ext::Ser| v.to_json();
+        put("run", e.run.as_ref().map(|v| json(v)));
+        put("media", e.media.as_ref().map(|v| json(v)));
+        put("hosts", e.hosts.as_ref().map(|v| json(v)));
+        put("fio_job", e.fio_job.as_ref().map(|v| json(v)));
+        put("purge", e.purge.map(Value::String));
+        put("remote", e.remote.as_ref().map(|v| json(v)));
+        m
+    }
+}
+
+impl From<BTreeMap<String, Value>> for RunExt {
+    fn from(mut m: BTreeMap<String, Value>) -> Self {
+        use super::ext::take;
+        RunExt {
+            run: take(&mut m, "run"),
+            media: take(&mut m, "media"),
+            hosts: take(&mut m, "hosts"),
+            fio_job: take(&mut m, "fio_job"),
+            purge: take(&mut m, "purge"),
+            remote: take(&mut m, "remote"),
+            other: m,
+        }
+    }
+}
+
+/// `iolab run`'s plan: which steps ran or were skipped, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub profile: String,
+    pub budget_s: f64,
+    pub steps: Vec<RunStepRecord>,
+}
+
+/// One step of `iolab run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStepRecord {
+    pub id: String,
+    pub title: String,
+    /// The names of its jobs.
+    pub jobs: Vec<String>,
+    /// Why it did not run (not available here, dropped for time).
+    pub skipped: Option<String>,
+}
+
+/// The hosts of a `--hosts` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostsRecord {
+    pub hosts: Vec<HostRecord>,
+    /// Where the agents ran the jobs (device and run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Value>,
+}
+
+/// One host: as named on the command line, its host name, the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    pub host: String,
+    pub hostname: String,
+    pub agent_pid: u32,
+    /// The agent's build (device and run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+}
+
+/// `device --fio-job FILE`: its path and text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FioJobFile {
+    pub path: String,
+    pub text: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every fixture's run sections load into their types and write back
+    /// byte for byte; none of the typed keys is left in `other`.
+    #[test]
+    fn fixture_sections_are_typed_and_written_back_as_read() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let path = f.unwrap().path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let Some(extra) = v.get("extra") else {
+                continue;
+            };
+            let m: BTreeMap<String, Value> = serde_json::from_value(extra.clone()).unwrap();
+            let e = RunExt::from(m.clone());
+            for k in ["run", "media", "hosts", "fio_job", "purge", "remote"] {
+                assert!(
+                    !e.other.contains_key(k),
+                    "{}: {k} left untyped",
+                    path.display()
+                );
+            }
+            assert_eq!(BTreeMap::from(e), m, "{}", path.display());
+        }
+    }
+}
