@@ -1,62 +1,11 @@
-//! Terminal output of `iolab kv`: YCSB-style per-operation summary lines,
-//! iolab's percentile table, and the load statistics of each phase.
+//! Terminal output of `iolab kv`: iolab's percentile table and the load
+//! statistics of each phase (YCSB's and db_bench's own lines: `kv::compat`).
 
 use super::phase::PhaseOutcome;
-use super::recorder::KvOp;
 use crate::plan::parse::format_ns;
 pub use crate::plan::parse::human_bytes as human;
 use crate::results::Point;
 use comfy_table::Table;
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1e3
-}
-
-/// YCSB's `[OP], Metric, value` lines (latencies in microseconds).
-pub fn ycsb_lines(o: &PhaseOutcome) -> String {
-    let mut s = String::new();
-    let secs = o.duration_ns as f64 / 1e9;
-    let total: u64 = KvOp::ALL
-        .iter()
-        .filter(|k| !matches!(k, KvOp::RmwRead | KvOp::RmwUpdate))
-        .map(|k| o.rec.ops[k.idx()])
-        .sum();
-    s += &format!(
-        "[OVERALL], RunTime(ms), {:.0}\n",
-        o.duration_ns as f64 / 1e6
-    );
-    s += &format!(
-        "[OVERALL], Throughput(ops/sec), {:.1}\n",
-        total as f64 / secs.max(1e-9)
-    );
-    for k in KvOp::ALL {
-        let Some(st) = o.rec.service[k.idx()].as_ref().and_then(|h| h.stats()) else {
-            continue;
-        };
-        let l = k.ycsb_label();
-        s += &format!("[{l}], Operations, {}\n", o.rec.ops[k.idx()]);
-        s += &format!("[{l}], AverageLatency(us), {:.3}\n", st.mean_ns / 1e3);
-        s += &format!("[{l}], MinLatency(us), {:.3}\n", us(st.min_ns));
-        s += &format!("[{l}], MaxLatency(us), {:.3}\n", us(st.max_ns));
-        for p in [50.0, 95.0, 99.0] {
-            s += &format!(
-                "[{l}], {p:.0}thPercentileLatency(us), {:.3}\n",
-                us(st.percentile(p).unwrap_or(0))
-            );
-        }
-        if let Some(ist) = o.rec.intended[k.idx()].as_ref().and_then(|h| h.stats()) {
-            s += &format!(
-                "[Intended-{l}], AverageLatency(us), {:.3}\n",
-                ist.mean_ns / 1e3
-            );
-            s += &format!(
-                "[Intended-{l}], 99thPercentileLatency(us), {:.3}\n",
-                us(ist.percentile(99.0).unwrap_or(0))
-            );
-        }
-    }
-    s
-}
 
 /// Full percentiles per op kind (service and, when paced, intended).
 pub fn latency_table(p: &Point) -> String {
