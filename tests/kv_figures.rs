@@ -147,3 +147,45 @@ fn summaries_read_as_db_bench_and_ycsb_print_them() {
         .expect("a MinLatency line");
     assert!(min.parse::<u64>().is_ok(), "an integer, as YCSB's: {min}");
 }
+
+/// Issue 44 item 7 end to end on RocksDB (which preallocates its WAL):
+/// `db size` is the logical size, the allocated one is apart and labelled,
+/// the write amplification is named by its denominator and is never 0.
+#[test]
+fn load_table_sizes_and_write_amp_mean_what_they_say() {
+    let d = workdir();
+    let dir = d.path().to_str().unwrap();
+    let json = d.path().join("r.json");
+    let o = iolab(&[
+        "kv",
+        "fillrandom",
+        "--engine",
+        "rocksdb",
+        "--num",
+        "500",
+        "-t",
+        dir,
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = stdout(&o);
+    for head in [
+        "db size",
+        "db allocated (incl. prealloc)",
+        "write amp (device bytes / kv bytes written)",
+    ] {
+        assert!(s.contains(head), "{head}: {s}");
+    }
+    let r = common::results(&json);
+    let load = &r["points"][0]["extra"]["kv"]["load"];
+    let (logical, allocated) = (
+        load["db_apparent_bytes"].as_u64().unwrap(),
+        load["db_size_bytes"].as_u64().unwrap(),
+    );
+    assert!(logical < allocated, "RocksDB preallocates: {load}");
+    match load["write_amplification"].as_f64() {
+        Some(w) => assert!(w > 0.0, "{load}"),
+        None => assert!(s.contains("write amp: not measured: "), "{s}"),
+    }
+}

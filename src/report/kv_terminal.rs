@@ -7,7 +7,7 @@ use crate::kv::dbbench::Bench;
 use crate::kv::lsm::{ChainStepRun, LsmState};
 use crate::kv::phase::PhaseOutcome;
 use crate::kv::recorder::KvOp;
-use crate::kv::report::{human, latency_table, load_table};
+use crate::kv::report::{human, latency_table, load_notes, load_table};
 use crate::kv::run::{KvObserver, Started};
 use crate::report::observer::Terminal;
 use crate::results::Point;
@@ -176,6 +176,9 @@ impl KvObserver for KvTerminal {
         print!("{}", summary_lines(o, p));
         println!("{}", latency_table(p));
         println!("{}", load_table(o));
+        for line in load_notes(&o.load) {
+            println!("{line}");
+        }
         if let Some(kv) = &p.extra.kv {
             for (k, v) in &kv.engine_stats {
                 println!("  {}: {k} = {v}", kv.engine);
