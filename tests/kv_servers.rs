@@ -707,3 +707,48 @@ fn a_private_server_runs_inside_the_memory_cgroup() {
     assert_eq!(cg["server_inside"], true, "{cg}");
     assert_eq!(cg["limit"], 512u64 << 20, "{cg}");
 }
+
+/// Issue 44 items 7 and 15: with `--server-url` the header named a local
+/// scratch directory (`database: ./iolab-kv-redis-PID (scratch, removed
+/// at exit)`) that holds none of the data, and Redis's version read
+/// "engine redis Redis Redis 7.0.15".
+#[test]
+fn a_server_by_url_is_named_as_the_servers_data_and_redis_once() {
+    let _one = one_at_a_time();
+    if !installed(ServerKind::Redis) {
+        return;
+    }
+    let state = common::workdir();
+    std::env::set_var("IOLAB_STATE_DIR", state.path());
+    let dir = server_dir();
+    let own = Server::start_or_connect(
+        ServerKind::Redis,
+        None,
+        dir.path(),
+        &ServerSettings::default(),
+    )
+    .unwrap();
+    let work = common::workdir();
+    let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(["kv", "c", "--engine", "redis", "--server-url"])
+        .arg(url_of(own.endpoint()))
+        .args(["-p", "recordcount=50", "-p", "operationcount=50", "-t"])
+        .arg(work.path())
+        .env("IOLAB_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let db = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("database:"))
+        .expect("a database line");
+    assert!(db.contains("the server's, at redis://"), "{db}");
+    assert!(!db.contains("iolab-kv-") && !db.contains("scratch"), "{db}");
+    assert!(out.contains("engine redis Redis 7."), "{out}");
+    assert!(!out.contains("Redis Redis"), "{out}");
+}

@@ -346,3 +346,27 @@ fn bad_input_exits_2_naming_the_field() {
         files_in(dir.path())
     );
 }
+
+/// Issue 44 item 15: `oltp --help` listed the Redis, Cassandra and MongoDB
+/// URLs (and their servers' settings) of the flag group it shares with
+/// kv, none of which oltp takes.
+#[test]
+fn help_lists_only_the_urls_oltp_takes() {
+    let o = iolab(&["oltp", "--help"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let h = String::from_utf8_lossy(&o.stdout);
+    assert!(h.contains("postgres://USER:PW@HOST:PORT/DB"), "{h}");
+    assert!(h.contains("mysql://USER:PW@HOST:PORT/DB"), "{h}");
+    for other in [
+        "redis://",
+        "cassandra://",
+        "mongodb://",
+        "--persistence",
+        "--heap",
+    ] {
+        assert!(!h.contains(other), "{other} in oltp's help:\n{h}");
+    }
+    // kv still lists them.
+    let k = iolab(&["kv", "--help"]);
+    assert!(String::from_utf8_lossy(&k.stdout).contains("redis://"));
+}

@@ -68,6 +68,17 @@ pub struct KvArgs {
     /// Default: a (or the -P file's workload).
     pub workload: Option<String>,
 
+    /// The workload as a flag, for those who type it so: the same as
+    /// WORKLOAD (hidden; without a value it lists the workloads).
+    #[arg(long = "workload", id = "workload_flag", hide = true, value_name = "WORKLOAD",
+          num_args = 0..=1, default_missing_value = "", conflicts_with = "workload")]
+    pub workload_flag: Option<String>,
+
+    /// Not a kv flag (`iolab run` and `device` have one): refused, exit 2,
+    /// naming what bounds a kv run (hidden).
+    #[arg(long, hide = true, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
+    pub budget: Option<String>,
+
     /// YCSB property file (key=value lines); may be given several times.
     #[arg(short = 'P', value_name = "FILE")]
     pub property_files: Vec<PathBuf>,

@@ -105,8 +105,16 @@ pub enum Command {
     /// Print the provenance block: machine, kernel, target device, timer cost
     Sysinfo(sysinfo::SysinfoArgs),
     /// Key-value / database workloads (YCSB, db_bench style) on embedded engines
-    Kv(kv::KvArgs),
+    Kv(Box<kv::KvArgs>),
     /// TPC-C-derived OLTP workload (NOPM) on SQLite, PostgreSQL or MariaDB
+    #[command(
+        mut_arg("server_url", |a| a.help(oltp::SERVER_URL_HELP)),
+        // Redis's and Cassandra's settings: refused by oltp, not listed.
+        mut_arg("persistence", |a| a.hide(true)),
+        mut_arg("appendfsync", |a| a.hide(true)),
+        mut_arg("heap", |a| a.hide(true)),
+        mut_arg("commitlog_dir", |a| a.hide(true))
+    )]
     Oltp(Box<oltp::OltpArgs>),
     /// Per-request latency breakdown through the I/O stack
     Trace(trace::TraceArgs),

@@ -6,6 +6,13 @@ use std::path::PathBuf;
 use super::media::MediaArgs;
 use super::server::ServerArgs;
 
+/// `--server-url` as oltp takes it: the shared flag's help lists kv's
+/// Redis, Cassandra and MongoDB URLs too, which oltp refuses.
+pub const SERVER_URL_HELP: &str = "Use this running server instead of starting a private one \
+(postgres://USER:PW@HOST:PORT/DB with --engine postgres, mysql://USER:PW@HOST:PORT/DB or \
+mariadb://... with --engine mariadb; a unix socket as ?host=DIR for PostgreSQL, ?socket=PATH \
+for MariaDB); iolab drops and loads only its nine tables";
+
 #[derive(Debug, Clone, Args)]
 #[command(
     after_help = "TPC-C-derived: the spec's schema, load, five transactions and mix, \

@@ -15,6 +15,7 @@ use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
 
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
+    let args = super::kv_flags::misplaced(args)?;
     args.hosts.flags().check()?;
     if args.plan.is_some()
         || crate::campaign::setups::is_media_run(
@@ -47,6 +48,14 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         for (k, v) in crate::kv::describe::options(&plan.options) {
             println!("  {k} = {v}");
         }
+        println!("threads: {}", crate::kv::describe::clients(&plan));
+        if args.instances > 1 {
+            println!(
+                "instances: {} (each with the threads above)",
+                args.instances
+            );
+        }
+        println!("database: {}", crate::kv::describe::place(&plan));
         for s in &plan.steps {
             println!("step: {}", crate::kv::describe::step(s));
         }

@@ -11,6 +11,37 @@ pub fn plan(a: &KvArgs) -> anyhow::Result<KvPlan> {
     settings::plan(&kv_settings(a))
 }
 
+/// Flags kv does not have, or has under another form: `--budget` is
+/// refused naming what bounds a kv run, and `--workload W` becomes the
+/// positional WORKLOAD (without a value: the workloads listed).
+pub fn misplaced(mut a: KvArgs) -> anyhow::Result<KvArgs> {
+    use crate::error::usage;
+    if a.budget.is_some() {
+        return Err(usage(
+            "--budget",
+            "kv has no --budget (that is `iolab run`'s and `iolab device`'s): bound a YCSB \
+             phase's time with --runtime DURATION (YCSB's -p maxexecutiontime=SECS) and its \
+             size with -p recordcount=N and -p operationcount=N; a db_bench benchmark's with \
+             --num N and --reads N",
+        ));
+    }
+    match a.workload_flag.take() {
+        Some(w) if w.trim().is_empty() => Err(usage(
+            "--workload",
+            format!(
+                "needs a value: {} (or give it without the flag: iolab kv a)",
+                crate::kv::settings::WORKLOADS
+            ),
+        )),
+        Some(w) => {
+            a.workload = Some(w);
+            a.given.push("workload".into());
+            Ok(a)
+        }
+        None => Ok(a),
+    }
+}
+
 /// The flags as given.
 pub fn kv_settings(a: &KvArgs) -> KvSettings {
     let KvArgs {
@@ -38,6 +69,8 @@ pub fn kv_settings(a: &KvArgs) -> KvSettings {
         given: _,
         instances: _,
         hosts: _,
+        workload_flag: _,
+        budget: _,
     } = a.clone();
     KvSettings {
         workload,

@@ -50,7 +50,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(args) => compare::run(args),
         Command::Device(args) => device::run(*args),
         Command::Sysinfo(args) => sysinfo::run(args),
-        Command::Kv(args) => kv::run(args),
+        Command::Kv(args) => kv::run(*args),
         Command::Oltp(args) => oltp::run(*args),
         Command::Trace(args) => trace::run(args),
         Command::Serve(args) => serve::run(args),

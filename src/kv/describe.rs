@@ -3,7 +3,7 @@
 //! `name = value` lines (never Rust's debug form).
 
 use super::engine::EngineOptions;
-use super::plan::Step;
+use super::plan::{KvPlan, Step};
 use super::ycsb::YcsbConfig;
 
 /// One step: "ycsb-a load: 1000 records of 10 x 100 B fields",
@@ -71,6 +71,50 @@ pub fn options(o: &EngineOptions) -> Vec<(&'static str, String)> {
         ("bytes_per_sync", bytes(o.bytes_per_sync)),
         ("pipelined_write", on(o.pipelined_write)),
     ]
+}
+
+/// The clients: "threads: 4" (and the open-loop rate when paced).
+pub fn clients(plan: &KvPlan) -> String {
+    match plan.target_ops {
+        Some(r) => format!("{} (paced at {r} operations/s in all)", plan.threads),
+        None => plan.threads.to_string(),
+    }
+}
+
+/// Where the database goes: a scratch directory in the target, `--db`, a
+/// raw device, a private server's data under the target, or the server
+/// at `--server-url` (whose storage iolab does not see).
+pub fn place(plan: &KvPlan) -> String {
+    if let Some(url) = &plan.server.url {
+        let shown = crate::servers::Endpoint::parse(url)
+            .map(|e| e.display_url())
+            .unwrap_or_else(|_| "--server-url".into());
+        return format!("the server's, at {shown} (its own storage, not measured here)");
+    }
+    let p = &plan.place;
+    if let Some(raw) = &p.raw {
+        return format!(
+            "{} (raw block device: LMDB's data file)",
+            raw.device.display()
+        );
+    }
+    if let Some(db) = &p.db {
+        return format!("{} (--db, kept)", db.display());
+    }
+    let what = match plan.engine.server() {
+        Some(kind) => format!("a private {} server's data in ", kind.name()),
+        None => String::new(),
+    };
+    format!(
+        "{what}{}/iolab-kv-{}-PID ({})",
+        p.dir.display(),
+        plan.engine.name(),
+        if p.keep {
+            "scratch, kept: --keep"
+        } else {
+            "scratch, removed at exit"
+        }
+    )
 }
 
 #[cfg(test)]

@@ -445,6 +445,7 @@ impl KvObserver for Instance<'_> {
                 kept: self.shared.keep,
                 raw: s.raw,
                 cgroup: s.cgroup,
+                server_url: s.server_url.clone(),
             });
         }
     }

@@ -40,10 +40,8 @@ impl LoadSampler {
         });
         // A raw block device has no directory to measure.
         let sizes = db_dir.filter(|d| d.is_dir()).map(dir_size);
-        let write_amplification = match &device {
-            Some(d) if logical_written > 0 => Some(d.write_bytes as f64 / logical_written as f64),
-            _ => None,
-        };
+        let write_amplification =
+            crate::measure::write_amp::ratio(device.as_ref(), Some(logical_written)).ok();
         LoadStats {
             wall_ns: wall,
             cpu,

@@ -3,6 +3,7 @@
 pub mod bodypool;
 pub mod chain;
 pub mod clock;
+pub mod compat;
 pub mod dbbench;
 pub mod describe;
 pub mod engine;

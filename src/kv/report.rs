@@ -1,62 +1,13 @@
-//! Terminal output of `iolab kv`: YCSB-style per-operation summary lines,
-//! iolab's percentile table, and the load statistics of each phase.
+//! Terminal output of `iolab kv`: iolab's percentile table and the load
+//! statistics of each phase (YCSB's and db_bench's own lines: `kv::compat`).
 
 use super::phase::PhaseOutcome;
-use super::recorder::KvOp;
+use crate::measure::write_amp::{ratio, whole_device, PER_KV_BYTES};
 use crate::plan::parse::format_ns;
 pub use crate::plan::parse::human_bytes as human;
+use crate::results::ext::kv::LoadStats;
 use crate::results::Point;
 use comfy_table::Table;
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1e3
-}
-
-/// YCSB's `[OP], Metric, value` lines (latencies in microseconds).
-pub fn ycsb_lines(o: &PhaseOutcome) -> String {
-    let mut s = String::new();
-    let secs = o.duration_ns as f64 / 1e9;
-    let total: u64 = KvOp::ALL
-        .iter()
-        .filter(|k| !matches!(k, KvOp::RmwRead | KvOp::RmwUpdate))
-        .map(|k| o.rec.ops[k.idx()])
-        .sum();
-    s += &format!(
-        "[OVERALL], RunTime(ms), {:.0}\n",
-        o.duration_ns as f64 / 1e6
-    );
-    s += &format!(
-        "[OVERALL], Throughput(ops/sec), {:.1}\n",
-        total as f64 / secs.max(1e-9)
-    );
-    for k in KvOp::ALL {
-        let Some(st) = o.rec.service[k.idx()].as_ref().and_then(|h| h.stats()) else {
-            continue;
-        };
-        let l = k.ycsb_label();
-        s += &format!("[{l}], Operations, {}\n", o.rec.ops[k.idx()]);
-        s += &format!("[{l}], AverageLatency(us), {:.3}\n", st.mean_ns / 1e3);
-        s += &format!("[{l}], MinLatency(us), {:.3}\n", us(st.min_ns));
-        s += &format!("[{l}], MaxLatency(us), {:.3}\n", us(st.max_ns));
-        for p in [50.0, 95.0, 99.0] {
-            s += &format!(
-                "[{l}], {p:.0}thPercentileLatency(us), {:.3}\n",
-                us(st.percentile(p).unwrap_or(0))
-            );
-        }
-        if let Some(ist) = o.rec.intended[k.idx()].as_ref().and_then(|h| h.stats()) {
-            s += &format!(
-                "[Intended-{l}], AverageLatency(us), {:.3}\n",
-                ist.mean_ns / 1e3
-            );
-            s += &format!(
-                "[Intended-{l}], 99thPercentileLatency(us), {:.3}\n",
-                us(ist.percentile(99.0).unwrap_or(0))
-            );
-        }
-    }
-    s
-}
 
 /// Full percentiles per op kind (service and, when paced, intended).
 pub fn latency_table(p: &Point) -> String {
@@ -113,7 +64,10 @@ pub fn latency_table(p: &Point) -> String {
     t.to_string()
 }
 
-/// The load statistics block (Symas-style).
+/// The load statistics block (Symas-style): the database's logical size
+/// (its files' lengths) apart from what it holds allocated on disk
+/// (RocksDB preallocates its WAL), and the write amplification named by
+/// its denominator, `-` when not measured (`load_notes` says why).
 pub fn load_table(o: &PhaseOutcome) -> String {
     let l = &o.load;
     let mut t = Table::new();
@@ -128,9 +82,10 @@ pub fn load_table(o: &PhaseOutcome) -> String {
         "fs in",
         "fs out",
         "db size",
+        "db allocated (incl. prealloc)",
         "dev read",
         "dev written",
-        "write amp (dev / kv bytes)",
+        PER_KV_BYTES,
     ]);
     let secs = |ns: u64| format!("{:.2}s", ns as f64 / 1e9);
     let (dr, dw) = l
@@ -147,6 +102,7 @@ pub fn load_table(o: &PhaseOutcome) -> String {
         l.cpu.ctx_involuntary.to_string(),
         l.cpu.fs_in_blocks.to_string(),
         l.cpu.fs_out_blocks.to_string(),
+        l.db_apparent_bytes.map_or("-".into(), human),
         l.db_size_bytes.map_or("-".into(), human),
         dr,
         dw,
@@ -155,4 +111,83 @@ pub fn load_table(o: &PhaseOutcome) -> String {
             .unwrap_or_else(|| "-".into()),
     ]);
     t.to_string()
+}
+
+/// The lines under the load table: whose bytes the device columns are,
+/// and why the write amplification is `-`. A server at `--server-url`
+/// (no device, no size) gets none: nothing of this machine's disk is its.
+pub fn load_notes(l: &LoadStats) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(d) = &l.device {
+        out.push(format!("  dev read/written: {}", whole_device(&d.device)));
+    }
+    let measured = ratio(l.device.as_ref(), Some(l.logical_written_bytes));
+    if let (None, Err(why), Some(_)) = (l.write_amplification, measured, &l.db_size_bytes) {
+        out.push(format!("  write amp: not measured: {}", why.words()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::recorder::KvRecorder;
+    use crate::measure::diskstats::DeviceStats;
+
+    fn phase(load: LoadStats) -> PhaseOutcome {
+        PhaseOutcome {
+            rec: KvRecorder::new(&[], false),
+            load,
+            series: Vec::new(),
+            duration_ns: 1,
+            interrupted: false,
+            max_backlog_ns: 0,
+            lsm: None,
+        }
+    }
+
+    /// Issue 44 item 7: a RocksDB phase printed `db size 74.4 MiB` (its
+    /// preallocated WAL) for 429 KiB of database, and `write amp (dev /
+    /// kv bytes) 0.00` when nothing had reached the device yet.
+    #[test]
+    fn db_size_is_logical_and_an_unmeasured_write_amp_is_not_zero() {
+        let load = LoadStats {
+            device: Some(DeviceStats {
+                device: "vda".into(),
+                ..Default::default()
+            }),
+            db_size_bytes: Some(78_014_464),
+            db_apparent_bytes: Some(439_603),
+            logical_written_bytes: 300_000,
+            write_amplification: None,
+            ..Default::default()
+        };
+        let t = load_table(&phase(load.clone()));
+        let row = t.lines().nth(3).unwrap();
+        let (size, alloc) = (
+            row.find("429.3 KiB").unwrap(),
+            row.find("74.4 MiB").unwrap(),
+        );
+        assert!(size < alloc, "db size first, then allocated: {t}");
+        assert!(t.contains("db allocated (incl. prealloc)"), "{t}");
+        assert!(
+            t.contains("write amp (device bytes / kv bytes written)"),
+            "{t}"
+        );
+        let last = row
+            .trim_end_matches(['│', ' '])
+            .rsplit("   ")
+            .next()
+            .unwrap();
+        assert_eq!(last.trim(), "-", "{t}");
+        let notes = load_notes(&load).join("\n");
+        assert!(
+            notes.contains("vda (whole device, all processes)"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("write amp: not measured: nothing reached the device"),
+            "{notes}"
+        );
+    }
 }

@@ -71,6 +71,9 @@ pub struct Started<'a> {
     /// `db` is a raw block device (no file system).
     pub raw: bool,
     pub cgroup: Option<&'a MemoryCgroup>,
+    /// A server iolab did not start (`--server-url`, password masked): the
+    /// data is the server's, wherever it keeps it, not under `db`.
+    pub server_url: Option<String>,
 }
 
 /// The results of a kv run and the verification failures it counted.
@@ -308,6 +311,10 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
         kept: dir.keep,
         raw: dir.raw.is_some(),
         cgroup: cgroup.as_ref(),
+        server_url: server
+            .as_ref()
+            .filter(|s| !s.is_private())
+            .map(|s| s.endpoint().display_url()),
     });
     let prov = provenance(plan, eng.as_ref(), &dir);
     let mut sink = ResultsSink::new(

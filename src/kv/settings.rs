@@ -473,6 +473,11 @@ fn user_props(a: &KvSettings) -> Result<Props> {
     Ok(p)
 }
 
+/// The workloads `iolab kv` knows, for the errors that name them.
+pub const WORKLOADS: &str = "YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, \
+     seekrandom, readwhilewriting, readrandomwriterandom; between them waitforcompaction, \
+     flush, compact";
+
 /// A workload's properties: the built-in letter's (if any) with the user's
 /// on top.
 fn ycsb_props(letter: Option<&str>, user: &Props) -> Result<Props> {
@@ -542,7 +547,7 @@ fn steps(a: &KvSettings, user: &Props) -> Result<Vec<Step>> {
             if Props::builtin(&letter).is_none() {
                 return Err(usage(
                     "WORKLOAD",
-                    format!("unknown workload '{tok}' (YCSB a-f, or fillseq, fillrandom, overwrite, readrandom, readseq, seekrandom, readwhilewriting, readrandomwriterandom; between them waitforcompaction, flush, compact)"),
+                    format!("unknown workload '{tok}' ({WORKLOADS})"),
                 ));
             }
             (format!("ycsb-{letter}"), ycsb_props(Some(&letter), user)?)

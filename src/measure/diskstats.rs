@@ -87,7 +87,7 @@ impl DiskSampler {
 }
 
 /// What the device did during a phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceStats {
     pub device: String,
     pub read_ios: u64,

@@ -16,3 +16,4 @@ pub mod server_stats;
 pub mod tally;
 pub mod timeline;
 pub mod tsc;
+pub mod write_amp;

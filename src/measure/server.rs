@@ -121,7 +121,8 @@ mod tests {
                 st.device_write_bytes_per_op,
                 Some(d.write_bytes as f64 / 10.0)
             );
-            assert_eq!(st.write_amplification, Some(d.write_bytes as f64 / 4000.0));
+            let amp = (d.write_bytes > 0).then(|| d.write_bytes as f64 / 4000.0);
+            assert_eq!(st.write_amplification, amp);
         }
         let none = ServerSampler::start(None, dir.path()).finish(0);
         assert!(none.process.is_none() && none.device_write_bytes_per_op.is_none());

@@ -21,7 +21,8 @@ pub struct ServerPointStats {
     /// know the server's processes (`--server-url`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<GroupUsage>,
-    /// Bytes allocated on disk under the data directory at the end.
+    /// Bytes allocated on disk under the data directory at the end (with
+    /// what the server preallocated: WAL segments, InnoDB's files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db_size_bytes: Option<u64>,
     /// The block device under the data directory over the point (everything
@@ -39,8 +40,9 @@ pub struct ServerPointStats {
     /// Innodb_os_log_written).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db_written_bytes: Option<u64>,
-    /// Device bytes written / `db_written_bytes`: what the file system and
-    /// the rest of the machine add to the server's own writes.
+    /// Device bytes written / `db_written_bytes` (`write_amp::PER_SERVER_BYTES`):
+    /// what the file system and the rest of the machine add to the
+    /// server's own writes; absent when not measured (`write_amp::ratio`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_amplification: Option<f64>,
 }
@@ -49,10 +51,7 @@ impl ServerPointStats {
     /// Set what the server says it wrote, and the write amplification.
     pub fn set_db_written(&mut self, bytes: Option<u64>) {
         self.db_written_bytes = bytes;
-        self.write_amplification = match (&self.device, bytes) {
-            (Some(d), Some(b)) if b > 0 => Some(d.write_bytes as f64 / b as f64),
-            _ => None,
-        };
+        self.write_amplification = super::write_amp::ratio(self.device.as_ref(), bytes).ok();
     }
 }
 

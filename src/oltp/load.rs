@@ -37,8 +37,9 @@ pub struct LoadInfo {
     /// Rows per table, counted by query after the load.
     pub rows: BTreeMap<String, u64>,
     pub wall_ns: u64,
-    /// Database size after the load (bytes on disk for SQLite, the
-    /// server's own figure for PostgreSQL and MariaDB).
+    /// Database size after the load, logical: the lengths of SQLite's
+    /// files (database, WAL, shared memory), the server's own figure for
+    /// PostgreSQL (`pg_database_size`) and MariaDB (data and index length).
     pub db_size_bytes: u64,
     pub loader_threads: usize,
     /// The NURand constant C of C_LAST used at load.
@@ -54,7 +55,8 @@ pub struct LoadInfo {
     /// statistics included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceStats>,
-    /// Device bytes written / `logical_bytes`.
+    /// Device bytes written / `logical_bytes` (`write_amp::PER_ROW_BYTES`);
+    /// absent when not measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write_amplification: Option<f64>,
     /// The server during the load (server engines).
@@ -68,10 +70,8 @@ pub struct LoadInfo {
 impl LoadInfo {
     /// Take what a probe measured over the load.
     pub fn set_measured(&mut self, m: super::probe::ProbeResult) {
-        self.write_amplification = match (&m.device, self.logical_bytes) {
-            (Some(d), Some(b)) if b > 0 => Some(d.write_bytes as f64 / b as f64),
-            _ => None,
-        };
+        self.write_amplification =
+            crate::measure::write_amp::ratio(m.device.as_ref(), self.logical_bytes).ok();
         self.device = m.device;
         self.server = m.server;
         self.timeline = m.timeline;

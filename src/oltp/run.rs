@@ -180,11 +180,10 @@ fn check_space(plan: &OltpPlan) -> Result<()> {
 
 /// Bytes of the SQLite database and its WAL.
 fn sqlite_size(file: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
     ["", "-wal", "-shm"]
         .iter()
         .filter_map(|s| std::fs::metadata(format!("{}{s}", file.display())).ok())
-        .map(|m| m.blocks() * 512)
+        .map(|m| m.len())
         .sum()
 }
 

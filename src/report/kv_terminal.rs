@@ -2,10 +2,12 @@
 //! limit), a title per phase, and each finished phase's throughput lines,
 //! latency and load tables, engine statistics and verification failures.
 
+use crate::kv::compat::{dbbench_line, ycsb_lines};
+use crate::kv::dbbench::Bench;
 use crate::kv::lsm::{ChainStepRun, LsmState};
 use crate::kv::phase::PhaseOutcome;
 use crate::kv::recorder::KvOp;
-use crate::kv::report::{human, latency_table, load_table, ycsb_lines};
+use crate::kv::report::{human, latency_table, load_notes, load_table};
 use crate::kv::run::{KvObserver, Started};
 use crate::report::observer::Terminal;
 use crate::results::Point;
@@ -28,6 +30,42 @@ impl KvTerminal {
             show_progress: !quiet && std::io::stderr().is_terminal(),
             quiet,
         }
+    }
+}
+
+/// Where the data is: the server's own storage for a server iolab did not
+/// start (never a local directory, which holds none of it), else the
+/// database directory or device.
+fn database_line(s: &Started<'_>) -> String {
+    if let Some(url) = &s.server_url {
+        return format!(
+            "the server's, at {url} (its own storage, not measured here; \
+             iolab's objects dropped at exit)"
+        );
+    }
+    let how = if s.raw {
+        "raw block device: LMDB's data file, no file system"
+    } else if s.kept {
+        "kept"
+    } else {
+        "scratch, removed at exit"
+    };
+    format!("{} ({how})", s.db.display())
+}
+
+/// A phase's summary as its users' tool prints it: db_bench's line for a
+/// db_bench-style benchmark, YCSB's lines otherwise.
+fn summary_lines(o: &PhaseOutcome, p: &Point) -> String {
+    let param = |k: &str| p.params.get(k).and_then(|v| v.parse::<usize>().ok());
+    match p.params.get("workload").and_then(|w| Bench::parse(w)) {
+        Some(b) => {
+            let threads = match b {
+                Bench::ReadWhileWriting => param("readers"),
+                _ => param("threads"),
+            };
+            dbbench_line(b, o, threads.unwrap_or(1))
+        }
+        None => ycsb_lines(o),
     }
 }
 
@@ -71,17 +109,7 @@ impl KvObserver for KvTerminal {
             s.engine.name(),
             s.engine.version()
         );
-        println!(
-            "  database: {}{}",
-            s.db.display(),
-            if s.raw {
-                " (raw block device: LMDB's data file, no file system)"
-            } else if s.kept {
-                " (kept)"
-            } else {
-                " (scratch, removed at exit)"
-            }
-        );
+        println!("  database: {}", database_line(s));
         let settings: Vec<String> = s
             .engine
             .settings()
@@ -145,9 +173,12 @@ impl KvObserver for KvTerminal {
             }
             return;
         }
-        print!("{}", ycsb_lines(o));
+        print!("{}", summary_lines(o, p));
         println!("{}", latency_table(p));
         println!("{}", load_table(o));
+        for line in load_notes(&o.load) {
+            println!("{line}");
+        }
         if let Some(kv) = &p.extra.kv {
             for (k, v) in &kv.engine_stats {
                 println!("  {}: {k} = {v}", kv.engine);

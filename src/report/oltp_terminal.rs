@@ -6,6 +6,7 @@
 
 use comfy_table::Table;
 
+use crate::measure::write_amp::{ratio, whole_device, PER_ROW_BYTES, PER_SERVER_BYTES};
 use crate::oltp::load::LoadInfo;
 use crate::oltp::point::OltpInfo;
 use crate::oltp::run::{OltpObserver, OltpStarted};
@@ -127,20 +128,51 @@ pub fn server_line(s: &crate::results::ServerPointStats) -> String {
         ));
     }
     if let Some(d) = &s.device {
-        parts.push(format!("{} {} written", d.device, human(d.write_bytes)));
+        parts.push(format!(
+            "{} wrote {}",
+            whole_device(&d.device),
+            human(d.write_bytes)
+        ));
     }
     if let Some(b) = s.device_write_bytes_per_op {
         parts.push(format!("{} per transaction", human(b as u64)));
     }
-    if let Some(w) = s.write_amplification {
-        parts.push(format!(
-            "write amplification {w:.1} (device / server's own writes)"
-        ));
+    match (
+        s.write_amplification,
+        ratio(s.device.as_ref(), s.db_written_bytes),
+    ) {
+        (Some(w), _) => parts.push(format!("{PER_SERVER_BYTES} {w:.1}")),
+        (None, Err(why)) if s.device.is_some() => {
+            parts.push(format!("{PER_SERVER_BYTES} not measured: {}", why.words()))
+        }
+        _ => {}
     }
     if let Some(b) = s.db_size_bytes {
-        parts.push(format!("data {}", human(b)));
+        parts.push(format!(
+            "data directory {} allocated (incl. preallocation)",
+            human(b)
+        ));
     }
     format!("  server: {}", parts.join(", "))
+}
+
+/// What the load wrote to the device under the data, whose bytes those
+/// are, and its write amplification over the rows' SQL bytes (or why it
+/// was not measured); none without a device.
+pub fn load_device_line(l: &LoadInfo) -> Option<String> {
+    let human = crate::kv::report::human;
+    let d = l.device.as_ref()?;
+    let amp = match (l.write_amplification, ratio(Some(d), l.logical_bytes)) {
+        (Some(w), _) => format!("{PER_ROW_BYTES} {w:.1}"),
+        (None, Err(why)) => format!("{PER_ROW_BYTES} not measured: {}", why.words()),
+        (None, Ok(_)) => format!("{PER_ROW_BYTES} not measured"),
+    };
+    Some(format!(
+        "  load: {} wrote {} for {} of rows' SQL: {amp}",
+        whole_device(&d.device),
+        human(d.write_bytes),
+        human(l.logical_bytes.unwrap_or(0))
+    ))
 }
 
 /// NOPM, TPM and efficiency of a point. Efficiency (NOPM against TPC-C's
@@ -245,13 +277,8 @@ impl OltpObserver for OltpTerminal {
                 l.loader_threads,
                 l.db_size_bytes >> 20
             );
-            if let (Some(d), Some(w)) = (&l.device, l.write_amplification) {
-                println!(
-                    "  load wrote {} to {} for {} of rows: write amplification {w:.1}",
-                    crate::kv::report::human(d.write_bytes),
-                    d.device,
-                    crate::kv::report::human(l.logical_bytes.unwrap_or(0))
-                );
+            if let Some(line) = load_device_line(l) {
+                println!("{line}");
             }
         } else {
             println!(
@@ -294,5 +321,74 @@ impl OltpObserver for OltpTerminal {
         for e in &info.errors {
             println!("  error: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::diskstats::DeviceStats;
+    use crate::results::ServerPointStats;
+
+    fn vda(write_bytes: u64) -> Option<DeviceStats> {
+        Some(DeviceStats {
+            device: "vda".into(),
+            write_bytes,
+            ..Default::default()
+        })
+    }
+
+    /// Issue 44 item 8: `load wrote 2.24 GiB to vda ... write
+    /// amplification 28.5` on a shared disk counted every process's writes
+    /// without saying so, under a name shared with two other ratios.
+    #[test]
+    fn the_loads_device_bytes_say_whose_they_are() {
+        let mut l = LoadInfo {
+            device: vda(2_405_181_685),
+            logical_bytes: Some(84_392_340),
+            ..Default::default()
+        };
+        l.write_amplification = Some(28.5);
+        let line = load_device_line(&l).unwrap();
+        assert!(
+            line.contains("vda (whole device, all processes) wrote 2.24 GiB"),
+            "{line}"
+        );
+        assert!(
+            line.contains("write amp (device bytes / row SQL bytes loaded) 28.5"),
+            "{line}"
+        );
+        l.device = vda(0);
+        l.write_amplification = None;
+        let line = load_device_line(&l).unwrap();
+        assert!(
+            line.contains("not measured: nothing reached the device"),
+            "{line}"
+        );
+        l.device = None;
+        assert_eq!(load_device_line(&l), None);
+    }
+
+    #[test]
+    fn the_servers_line_names_its_denominator_and_the_whole_device() {
+        let mut s = ServerPointStats {
+            device: vda(16 << 20),
+            db_size_bytes: Some(300 << 20),
+            ..Default::default()
+        };
+        s.set_db_written(Some(5 << 20));
+        let line = server_line(&s);
+        assert!(
+            line.contains("vda (whole device, all processes) wrote 16.0 MiB"),
+            "{line}"
+        );
+        assert!(
+            line.contains("write amp (device bytes / server-reported bytes written) 3.2"),
+            "{line}"
+        );
+        assert!(
+            line.contains("data directory 300.0 MiB allocated (incl. preallocation)"),
+            "{line}"
+        );
     }
 }

@@ -43,7 +43,8 @@ impl RedisKv {
                 &ns,
                 "a hash per record (field0..n) and the sorted set _indices (YCSB's Redis binding)",
             ),
-            version: format!("Redis {} (rust redis 1)", server.version()),
+            // The server's version already reads "Redis 7.0.15".
+            version: format!("{} (rust redis 1)", server.version()),
             ep: server.endpoint().clone(),
             prefix: ns.map(|n| format!("{n}:")).unwrap_or_default(),
             fields,

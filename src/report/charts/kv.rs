@@ -391,6 +391,10 @@ fn load_stats(pts: &[&Point]) -> Option<Section> {
     let cell = |flat: &BTreeMap<String, String>, c: &String| -> String {
         let v = flat.get(c).cloned().unwrap_or_default();
         let cpu_time = ["cpu.user_ns", "cpu.sys_ns", "cpu.usr_pct", "cpu.sys_pct"];
+        if c == "write_amplification" && (v.is_empty() || v == "0") {
+            // Older files wrote 0 when nothing had reached the device.
+            return "not measured".into();
+        }
         match cpu_time.contains(&c.as_str()) && v == "0" {
             true => "0 (under a tick)".into(),
             false => v,
@@ -405,13 +409,13 @@ fn load_stats(pts: &[&Point]) -> Option<Section> {
             .headers
             .extend(rows.iter().map(|(name, _)| name.clone()));
         for c in &cols {
-            let mut row = vec![c.clone()];
+            let mut row = vec![load_label(c)];
             row.extend(rows.iter().map(|(_, flat)| cell(flat, c)));
             table.rows.push(row);
         }
     } else {
         table.headers.push("point".into());
-        table.headers.extend(cols.iter().cloned());
+        table.headers.extend(cols.iter().map(|c| load_label(c)));
         for (name, flat) in &rows {
             let mut row = vec![name.clone()];
             row.extend(cols.iter().map(|c| cell(flat, c)));
@@ -425,6 +429,21 @@ fn load_stats(pts: &[&Point]) -> Option<Section> {
         svgs: vec![],
         table,
     })
+}
+
+/// A load statistic's key with what it means where the key alone misleads:
+/// which size is which, whose device bytes, the write amplification's
+/// denominator.
+fn load_label(key: &str) -> String {
+    let meaning = match key {
+        "db_apparent_bytes" => "db size (logical: its files' lengths)",
+        "db_size_bytes" => "db allocated on disk (incl. preallocation)",
+        "write_amplification" => crate::measure::write_amp::PER_KV_BYTES,
+        "logical_written_bytes" => "kv bytes written",
+        k if k.starts_with("device.") && k.ends_with("_bytes") => "whole device, all processes",
+        _ => return key.to_string(),
+    };
+    format!("{key}: {meaning}")
 }
 
 /// Flatten scalar fields of a JSON object into "a.b" keys (two levels).

@@ -1,8 +1,10 @@
 //! The database server's table, shared by kv and oltp points: the server's
-//! processes' CPU, the data directory's size, the device bytes written per
-//! operation and write amplification (from each point's `extra.server`).
+//! processes' CPU, the data directory's allocated size, the (whole)
+//! device's bytes written per operation and the write amplification over
+//! the server-reported bytes (from each point's `extra.server`).
 
 use super::{Section, Table};
+use crate::measure::write_amp::PER_SERVER_BYTES;
 use crate::results::Point;
 
 /// One row per point that has a server section, labelled by `label`
@@ -21,11 +23,11 @@ pub fn server_table<'a>(
         "server usr % of one CPU",
         "server sys % of one CPU",
         "processes",
-        "database bytes",
-        "device bytes written",
+        "data directory bytes allocated (incl. preallocation)",
+        "device bytes written (whole device, all processes)",
         &per,
-        "server's own bytes written",
-        "write amplification",
+        "server-reported bytes written",
+        PER_SERVER_BYTES,
     ]);
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for (name, p) in points {
@@ -50,7 +52,7 @@ pub fn server_table<'a>(
     (!table.rows.is_empty()).then(|| Section {
         id: id.into(),
         title: title.into(),
-        note: format!("The server's processes' CPU over the measured time (the client's own is the point's cpu), the data directory's size at the end, the bytes the device under it wrote per {what}, and write amplification: device bytes written / the bytes the server says it wrote (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data, doublewrite and redo log)."),
+        note: format!("The server's processes' CPU over the measured time (the client's own is the point's cpu), the bytes allocated under its data directory at the end (what it preallocated included), the bytes the device under it wrote (the whole device's, every process's writes, from /proc/diskstats) in all and per {what}, and the write amplification over what the server reports it wrote: device bytes written / server-reported bytes written (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data, doublewrite and redo log). Empty where not measured (no device under the data, or nothing reached it)."),
         svgs: vec![],
         table,
     })

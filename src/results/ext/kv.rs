@@ -54,18 +54,22 @@ pub struct LoadStats {
     pub wall_ns: u64,
     pub cpu: CpuStats,
     pub device: Option<DeviceStats>,
-    /// Allocated bytes of the database directory (st_blocks * 512); absent
+    /// Allocated bytes of the database directory (st_blocks * 512),
+    /// preallocation included (RocksDB's WAL: tens of MiB for a small
+    /// database); the database's own size is `db_apparent_bytes`. Absent
     /// where the data is not on this machine (`--server-url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_size_bytes: Option<u64>,
-    /// Sum of file sizes (apparent size); absent as `db_size_bytes`.
+    /// The database's logical size: the sum of its files' lengths; absent
+    /// as `db_size_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_apparent_bytes: Option<u64>,
     /// Key + value bytes the workload wrote.
     pub logical_written_bytes: u64,
-    /// Device bytes written / key+value bytes the workload wrote (None
-    /// without device stats or writes). Not the server's
-    /// `extra.server.write_amplification`, whose denominator is the
-    /// server process's own writes.
+    /// Device bytes written / key+value bytes the workload wrote
+    /// (`write_amp::PER_KV_BYTES`); None when not measured: no device,
+    /// nothing written, or nothing reached the device yet. Not the
+    /// server's `extra.server.write_amplification`, whose denominator is
+    /// what the server reports it wrote.
     pub write_amplification: Option<f64>,
 }
