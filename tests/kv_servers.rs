@@ -532,14 +532,11 @@ fn a_refused_connection_is_said_once() {
     assert!(common::files_in(dir.path()).is_empty());
 }
 
-/// Issue 31 item 5: with --server-url (a server iolab did not start,
-/// perhaps on another machine) kv reported this machine's disk, a write
-/// amplification, "db size 0 B" and a target path; none was measured.
-#[test]
-fn a_server_by_url_reports_nothing_of_this_machines_disk() {
-    let _one = one_at_a_time();
+/// A Redis iolab started as a user would, for runs given its URL (state
+/// and server directories kept with it); None where Redis is absent.
+fn own_redis() -> Option<(tempfile::TempDir, tempfile::TempDir, Server)> {
     if !installed(ServerKind::Redis) {
-        return;
+        return None;
     }
     let state = common::workdir();
     std::env::set_var("IOLAB_STATE_DIR", state.path());
@@ -551,6 +548,18 @@ fn a_server_by_url_reports_nothing_of_this_machines_disk() {
         &ServerSettings::default(),
     )
     .unwrap();
+    Some((state, dir, own))
+}
+
+/// Issue 31 item 5: with --server-url (a server iolab did not start,
+/// perhaps on another machine) kv reported this machine's disk, a write
+/// amplification, "db size 0 B" and a target path; none was measured.
+#[test]
+fn a_server_by_url_reports_nothing_of_this_machines_disk() {
+    let _one = one_at_a_time();
+    let Some((state, _dir, own)) = own_redis() else {
+        return;
+    };
     let work = common::workdir();
     let json = work.path().join("r.json");
     let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
@@ -715,19 +724,9 @@ fn a_private_server_runs_inside_the_memory_cgroup() {
 #[test]
 fn a_server_by_url_is_named_as_the_servers_data_and_redis_once() {
     let _one = one_at_a_time();
-    if !installed(ServerKind::Redis) {
+    let Some((state, _dir, own)) = own_redis() else {
         return;
-    }
-    let state = common::workdir();
-    std::env::set_var("IOLAB_STATE_DIR", state.path());
-    let dir = server_dir();
-    let own = Server::start_or_connect(
-        ServerKind::Redis,
-        None,
-        dir.path(),
-        &ServerSettings::default(),
-    )
-    .unwrap();
+    };
     let work = common::workdir();
     let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
         .args(["kv", "c", "--engine", "redis", "--server-url"])
