@@ -248,7 +248,7 @@ fn a_host_lost_mid_point_stops_the_run_or_the_others_go_on() {
     }
     let stopped = host_lost("stop");
     assert_eq!(stopped.points.len(), 1, "no point after the loss");
-    let skipped = stopped.extra.other["skipped_points"].as_array().unwrap();
+    let skipped = stopped.extra.skipped_points.as_ref().unwrap();
     assert_eq!(skipped.len(), 2);
     let went_on = host_lost("continue");
     assert_eq!(went_on.points.len(), 3);

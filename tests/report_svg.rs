@@ -207,8 +207,8 @@ fn timeline_sections_draw_every_phase() {
             "timeline-client"
         ]
     );
-    let seconds: Vec<usize> = std::iter::once(&r.extra.other["oltp_load"]["timeline"]["t_s"])
-        .map(|t| t.as_array().unwrap().len())
+    let load = r.extra.oltp_load.as_ref().unwrap();
+    let seconds: Vec<usize> = std::iter::once(load.timeline.as_ref().unwrap().len())
         .chain(
             r.points
                 .iter()

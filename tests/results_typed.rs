@@ -293,7 +293,7 @@ fn server_and_timeline_sections_read_back() {
         assert_eq!(back.extra, changed.extra);
         assert_eq!(back.extra.timeline.unwrap().client_ops_s[0], 12.5);
     }
-    let load_t = &r.extra.other["oltp_load"]["timeline"];
+    let load_t = &r.extra.json("oltp_load").unwrap()["timeline"];
     let t: iolab::results::TimelineSeries = serde_json::from_value(load_t.clone()).unwrap();
     assert_eq!(&serde_json::to_value(&t).unwrap(), load_t);
 }

@@ -308,7 +308,7 @@ fn a_host_lost_mid_step_leaves_a_partial_point_naming_it_and_stops() {
         *partial.last().unwrap(),
         r.points.last().unwrap()
     ));
-    let skipped = r.extra.other["skipped_points"].as_array().unwrap();
+    let skipped = r.extra.skipped_points.as_ref().unwrap();
     assert!(!skipped.is_empty(), "the points not run are named");
     let left = lab.wait_quiet(Duration::from_secs(20));
     assert!(left.is_empty(), "left on the hosts: {left:?}");

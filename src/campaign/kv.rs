@@ -8,6 +8,7 @@
 //! soon as it is measured (`Tagged`), so Ctrl-C or a crash keeps every
 //! point measured; `analysis.media` normalizes them to the baseline.
 
+use crate::results::sections::PassCgroup;
 use std::path::PathBuf;
 
 use serde_json::json;
@@ -146,17 +147,16 @@ fn merge(sink: &PassSink, pass: &Pass, kr: Results) {
     let mut s = sink.lock();
     let r = &mut s.results;
     pass.merge_into(r, &kr);
-    if let Some(cg) = kr.extra.other.get("memory_cgroup") {
-        let entry =
-            json!({"target": pass.label, "round": pass.round, "part": pass.part, "cgroup": cg});
-        let list = r
-            .extra
-            .other
-            .entry("memory_cgroups".into())
-            .or_insert_with(|| json!([]));
-        if let Some(list) = list.as_array_mut() {
-            list.push(entry);
-        }
+    if let Some(cg) = &kr.extra.memory_cgroup {
+        r.extra
+            .memory_cgroups
+            .get_or_insert_with(Vec::new)
+            .push(PassCgroup {
+                target: pass.label.clone(),
+                round: pass.round,
+                part: pass.part.clone(),
+                cgroup: cg.clone(),
+            });
     }
     let settings = kr.provenance.plan.get("engine_settings").cloned();
     if let (Some(settings), Some(parts)) = (settings, r.provenance.plan.get_mut("parts")) {

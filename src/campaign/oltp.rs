@@ -6,6 +6,7 @@
 //! saved into the one results file as soon as it is measured (`Tagged`);
 //! each pass's load goes into `extra.oltp_loads`.
 
+use crate::results::sections::PassLoad;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -122,26 +123,18 @@ fn merge(sink: &PassSink, pass: &Pass, own: Results) {
     let mut s = sink.lock();
     let r = &mut s.results;
     pass.merge_into(r, &own);
-    if let Some(server) = own.extra.other.get("server") {
-        r.extra
-            .other
-            .entry("server".to_string())
-            .or_insert_with(|| server.clone());
+    if r.extra.server.is_none() {
+        r.extra.server = own.extra.server.clone();
     }
-    if let Some(load) = own.extra.other.get("oltp_load") {
-        let mut load = load.clone();
-        if let Some(o) = load.as_object_mut() {
-            o.insert("medium".into(), json!(pass.label));
-            o.insert("round".into(), json!(pass.round));
-        }
-        let loads = r
-            .extra
-            .other
-            .entry("oltp_loads".to_string())
-            .or_insert_with(|| json!([]));
-        if let Some(list) = loads.as_array_mut() {
-            list.push(load);
-        }
+    if let Some(load) = &own.extra.oltp_load {
+        r.extra
+            .oltp_loads
+            .get_or_insert_with(Vec::new)
+            .push(PassLoad {
+                load: (**load).clone(),
+                medium: pass.label.clone(),
+                round: pass.round,
+            });
     }
 }
 

@@ -19,6 +19,7 @@ use crate::error::usage;
 use crate::interrupt;
 use crate::measure::probe::PhaseProbe;
 use crate::results::provenance::Provenance;
+use crate::results::sections::CgroupRecord;
 use crate::results::{Point, Results};
 use crate::servers::Server;
 use crate::session::sink::ResultsSink;
@@ -429,10 +430,7 @@ pub fn run(plan: &KvPlan, obs: &dyn KvObserver) -> Result<KvRun> {
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
     if let Some(cg) = &cgroup {
         if let Some(peak) = cg.peak_bytes() {
-            sink.results
-                .extra
-                .other
-                .insert("memory_cgroup_peak_bytes".into(), serde_json::json!(peak));
+            sink.results.extra.memory_cgroup_peak_bytes = Some(peak);
         }
     }
     sink.results.warnings.extend(cleanup(plan, eng.as_ref()));
@@ -571,17 +569,16 @@ impl StatusClock {
 /// (`extra.memory_cgroup`) the run set up.
 fn record_setup(r: &mut Results, server: Option<&Server>, cg: Option<&MemoryCgroup>) -> Result<()> {
     if let Some(s) = server {
-        r.extra
-            .other
-            .insert("server".into(), serde_json::to_value(s.info())?);
+        r.extra.server = Some(s.info());
     }
     if let Some(cg) = cg {
-        let mut rec = serde_json::json!({"path": cg.path.display().to_string(), "version": cg.version, "limit": cg.limit});
-        // A private server started after iolab entered the cgroup inherits it.
-        if let Some(pgid) = server.and_then(|s| s.pgid()) {
-            rec["server_inside"] = serde_json::json!(cg.contains(pgid));
-        }
-        r.extra.other.insert("memory_cgroup".into(), rec);
+        r.extra.memory_cgroup = Some(CgroupRecord {
+            path: cg.path.display().to_string(),
+            version: cg.version,
+            limit: cg.limit,
+            // A private server started after iolab entered the cgroup inherits it.
+            server_inside: server.and_then(|s| s.pgid()).map(|pgid| cg.contains(pgid)),
+        });
     }
     Ok(())
 }

@@ -15,67 +15,26 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::rand::{last_name, NuConstants, TpccRng};
 use super::schema;
 use super::sql::{DbConnect, DbError, Rows, SqlConn};
 use crate::measure::clock::mono_now_ns;
-use crate::measure::diskstats::DeviceStats;
-use crate::results::{ServerPointStats, TimelineSeries};
 
 /// Rows per INSERT statement.
 const ROWS_PER_STATEMENT: usize = 500;
 /// Rows per load transaction.
 const ROWS_PER_TXN: usize = 5_000;
 
-/// What the load did (`results.extra.oltp_load`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct LoadInfo {
-    pub warehouses: u32,
-    /// Rows per table, counted by query after the load.
-    pub rows: BTreeMap<String, u64>,
-    pub wall_ns: u64,
-    /// Database size after the load, logical: the lengths of SQLite's
-    /// files (database, WAL, shared memory), the server's own figure for
-    /// PostgreSQL (`pg_database_size`) and MariaDB (data and index length).
-    pub db_size_bytes: u64,
-    pub loader_threads: usize,
-    /// The NURand constant C of C_LAST used at load.
-    pub c_load: u32,
-    /// False when an existing database was reused (`--db`): rows and size
-    /// are those found.
-    pub loaded: bool,
-    /// Bytes of the INSERT statements the loaders sent: the rows as SQL
-    /// text, the logical bytes of the load.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub logical_bytes: Option<u64>,
-    /// The device under the data during the load (its indexes and
-    /// statistics included).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub device: Option<DeviceStats>,
-    /// Device bytes written / `logical_bytes` (`write_amp::PER_ROW_BYTES`);
-    /// absent when not measured.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub write_amplification: Option<f64>,
-    /// The server during the load (server engines).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<ServerPointStats>,
-    /// Per second during the load; the client's rate is rows per second.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<TimelineSeries>,
-}
+pub use crate::results::sections::db::LoadInfo;
 
-impl LoadInfo {
-    /// Take what a probe measured over the load.
-    pub fn set_measured(&mut self, m: super::probe::ProbeResult) {
-        self.write_amplification =
-            crate::measure::write_amp::ratio(m.device.as_ref(), self.logical_bytes).ok();
-        self.device = m.device;
-        self.server = m.server;
-        self.timeline = m.timeline;
-    }
+/// Take what a probe measured over the load into `info`.
+pub fn set_measured(info: &mut LoadInfo, m: super::probe::ProbeResult) {
+    info.write_amplification =
+        crate::measure::write_amp::ratio(m.device.as_ref(), info.logical_bytes).ok();
+    info.device = m.device;
+    info.server = m.server;
+    info.timeline = m.timeline;
 }
 
 /// One unit of loading work.

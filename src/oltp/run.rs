@@ -266,7 +266,7 @@ fn load_or_check(
         probe.end_with(probe.ops().load(std::sync::atomic::Ordering::Relaxed));
         obs.progress_done();
         let mut l = l?;
-        l.set_measured(probe.result);
+        super::load::set_measured(&mut l, probe.result);
         l
     };
     info.db_size_bytes = match plan.engine {
@@ -322,10 +322,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
         AnalysisOptions::default(),
     );
     if let Some(info) = &server_info {
-        sink.results
-            .extra
-            .other
-            .insert("server".into(), serde_json::to_value(info)?);
+        sink.results.extra.server = Some(info.clone());
     }
     let ph = Phases {
         plan,
@@ -339,10 +336,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     };
     let info = load_or_check(&ph, &pl, conn.as_mut())?;
     obs.loaded(&info);
-    sink.results
-        .extra
-        .other
-        .insert("oltp_load".into(), serde_json::to_value(&info)?);
+    sink.results.extra.oltp_load = Some(Box::new(info.clone()));
     sink.save()?;
     let mut failures = 0;
     let constants = NuConstants::for_run(NuConstants::for_load(plan.seed), plan.seed);

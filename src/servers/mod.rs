@@ -20,10 +20,7 @@ pub mod redis;
 pub mod settings;
 pub mod storage;
 
-use std::collections::BTreeMap;
 use std::path::Path;
-
-use serde::{Deserialize, Serialize};
 
 pub use endpoint::{Endpoint, ServerKind};
 pub use private::PrivateServer;
@@ -42,26 +39,7 @@ pub enum Server {
     },
 }
 
-/// What a results file says about the server.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerInfo {
-    /// postgres, mariadb, redis, cassandra.
-    /// postgres, mariadb, redis, mongodb.
-    pub kind: String,
-    pub version: String,
-    /// The URL, password masked.
-    pub url: String,
-    /// iolab started it (false: `--server-url`).
-    pub private: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_dir: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_as: Option<String>,
-    /// The settings the server reports (a chosen list, and those set).
-    pub config: BTreeMap<String, String>,
-}
+pub use crate::results::sections::db::ServerInfo;
 
 impl Server {
     /// Start a private `kind` server under `under`, or connect to `url`.

@@ -7,6 +7,7 @@
 
 use crate::measure::peers::PeerSampling;
 use crate::measure::tsc::ClockChoice;
+use crate::results::sections::SkippedPoint;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -287,16 +288,18 @@ impl<'a> Driver<'a> {
             .results
             .warnings
             .push(format!("point {} {what}: {reason}", job.name));
-        let list = self
-            .sink
+        self.sink
             .results
             .extra
-            .other
-            .entry("skipped_points".into())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(v) = list {
-            v.push(json!({"name": job.name, "experiment": exp, "reason": reason, "failed": failed, "job": job}));
-        }
+            .skipped_points
+            .get_or_insert_with(Vec::new)
+            .push(SkippedPoint {
+                name: job.name.clone(),
+                experiment: exp.to_string(),
+                reason: reason.to_string(),
+                failed,
+                job: job.clone(),
+            });
         if failed {
             self.failures += 1;
         }

@@ -19,12 +19,7 @@ struct Phase<'a> {
 
 fn phases(r: &Results) -> Vec<Phase<'_>> {
     let mut out = Vec::new();
-    let load = r
-        .extra
-        .other
-        .get("oltp_load")
-        .and_then(|l| l.get("timeline"))
-        .and_then(|t| serde_json::from_value::<TimelineSeries>(t.clone()).ok());
+    let load = r.extra.oltp_load().and_then(|l| l.timeline.clone());
     if let Some(t) = load.filter(|t| !t.is_empty()) {
         out.push(Phase {
             label: "load".into(),

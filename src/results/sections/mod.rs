@@ -11,9 +11,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod db;
 pub mod media;
 pub mod remote;
 
+pub use db::{CgroupRecord, LoadInfo, PassCgroup, PassLoad, ServerInfo, SkippedPoint};
 pub use media::{LegacyMediaRow, MediaConfig, MediaOverhead, MediaRecord, MediaTarget};
 pub use remote::{RemoteRecord, RemoteTransport, StampBreakdown};
 
@@ -34,6 +36,20 @@ pub struct RunExt {
     /// `iolab remote` (and `run`'s remote step): the topology, the
     /// transports, the unloaded breakdown, the database run's plan.
     pub remote: Option<Box<RemoteRecord>>,
+    /// The database server kv or oltp ran on.
+    pub server: Option<ServerInfo>,
+    /// What oltp's load did.
+    pub oltp_load: Option<Box<LoadInfo>>,
+    /// An oltp media run: each pass's load.
+    pub oltp_loads: Option<Vec<PassLoad>>,
+    /// The memory cgroup a kv run held itself in (`--memory-limit`).
+    pub memory_cgroup: Option<CgroupRecord>,
+    /// Its peak memory use, bytes.
+    pub memory_cgroup_peak_bytes: Option<u64>,
+    /// A kv media run: each pass's cgroup.
+    pub memory_cgroups: Option<Vec<PassCgroup>>,
+    /// Points a sweep did not measure, and why.
+    pub skipped_points: Option<Vec<SkippedPoint>>,
     /// Keys not typed here (older or newer files, other verbs' sections),
     /// kept as read.
     pub other: BTreeMap<String, Value>,
@@ -50,6 +66,16 @@ impl RunExt {
         match &self.remote {
             Some(r) => Some(std::borrow::Cow::Borrowed(r)),
             None => serde_json::from_value(self.other.get("remote")?.clone())
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// oltp's load, typed or read leniently (see `remote`).
+    pub fn oltp_load(&self) -> Option<std::borrow::Cow<'_, LoadInfo>> {
+        match &self.oltp_load {
+            Some(l) => Some(std::borrow::Cow::Borrowed(l)),
+            None => serde_json::from_value(self.other.get("oltp_load")?.clone())
                 .ok()
                 .map(std::borrow::Cow::Owned),
         }
@@ -87,6 +113,16 @@ impl From<RunExt> for BTreeMap<String, Value> {
         put("fio_job", e.fio_job.as_ref().map(|v| json(v)));
         put("purge", e.purge.map(Value::String));
         put("remote", e.remote.as_ref().map(|v| json(v)));
+        put("server", e.server.as_ref().map(|v| json(v)));
+        put("oltp_load", e.oltp_load.as_ref().map(|v| json(v)));
+        put("oltp_loads", e.oltp_loads.as_ref().map(|v| json(v)));
+        put("memory_cgroup", e.memory_cgroup.as_ref().map(|v| json(v)));
+        put(
+            "memory_cgroup_peak_bytes",
+            e.memory_cgroup_peak_bytes.map(Value::from),
+        );
+        put("memory_cgroups", e.memory_cgroups.as_ref().map(|v| json(v)));
+        put("skipped_points", e.skipped_points.as_ref().map(|v| json(v)));
         m
     }
 }
@@ -101,6 +137,13 @@ impl From<BTreeMap<String, Value>> for RunExt {
             fio_job: take(&mut m, "fio_job"),
             purge: take(&mut m, "purge"),
             remote: take(&mut m, "remote"),
+            server: take(&mut m, "server"),
+            oltp_load: take(&mut m, "oltp_load"),
+            oltp_loads: take(&mut m, "oltp_loads"),
+            memory_cgroup: take(&mut m, "memory_cgroup"),
+            memory_cgroup_peak_bytes: take(&mut m, "memory_cgroup_peak_bytes"),
+            memory_cgroups: take(&mut m, "memory_cgroups"),
+            skipped_points: take(&mut m, "skipped_points"),
             other: m,
         }
     }
@@ -172,7 +215,21 @@ mod tests {
             };
             let m: BTreeMap<String, Value> = serde_json::from_value(extra.clone()).unwrap();
             let e = RunExt::from(m.clone());
-            for k in ["run", "media", "hosts", "fio_job", "purge", "remote"] {
+            for k in [
+                "run",
+                "media",
+                "hosts",
+                "fio_job",
+                "purge",
+                "remote",
+                "server",
+                "oltp_load",
+                "oltp_loads",
+                "memory_cgroup",
+                "memory_cgroup_peak_bytes",
+                "memory_cgroups",
+                "skipped_points",
+            ] {
                 assert!(
                     !e.other.contains_key(k),
                     "{}: {k} left untyped",
