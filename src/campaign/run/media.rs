@@ -317,7 +317,8 @@ fn print_targets(m: &RunMedia) {
     });
 }
 
-/// The terminal summary of a media run: the comparison and the overhead.
+/// The terminal summary of a media run: the comparison, the overhead and
+/// the warnings.
 fn summary(r: &Results, elapsed_s: f64) -> String {
     let mut o = format!(
         "iolab run: {} point(s) in {:.0} s{}\n\n",
@@ -328,9 +329,6 @@ fn summary(r: &Results, elapsed_s: f64) -> String {
     for line in crate::report::media_terminal::summary(r) {
         o.push_str(&line);
         o.push('\n');
-    }
-    for w in crate::report::summary::warnings(r) {
-        o.push_str(&format!("warning: {w}\n"));
     }
     o
 }
