@@ -100,6 +100,13 @@ fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Re
     })
 }
 
+impl RunMedia {
+    /// Passes (targets x rounds) that share `--budget`.
+    fn passes(&self) -> u64 {
+        (self.set.subjects.len() * self.set.rounds as usize) as u64
+    }
+}
+
 /// Steps that a media run does not take, and why.
 fn not_in_a_media_run() -> Vec<(StepKind, String)> {
     vec![
@@ -122,7 +129,7 @@ pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyh
         ..JobSpec::default()
     };
     let why_not = not_in_a_media_run();
-    let mut steps = budgeted_plan(&a.profile, &base, m.pass_ns, &why_not, false)?;
+    let mut steps = budgeted_plan(&a.profile, &base, (m.pass_ns, m.passes()), &why_not, false)?;
     if a.dry_run {
         print_targets(&m);
         let header = format!(
@@ -149,7 +156,7 @@ pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyh
         let e = choose_engine(&targets[0], &mut warnings)?;
         if e != base.engine {
             base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, m.pass_ns, &why_not, false)?;
+            steps = budgeted_plan(&a.profile, &base, (m.pass_ns, m.passes()), &why_not, false)?;
         }
     }
     std::fs::create_dir_all(&dir)
