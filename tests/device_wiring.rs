@@ -101,7 +101,10 @@ fn fio_job_file_runs_global_and_job_sections() {
     assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
     assert!(
-        out.contains(&format!("plan on {}", other.path().display())),
+        out.contains(&format!(
+            "plan on a 8m scratch file in {}",
+            other.path().display()
+        )),
         "{out}"
     );
     assert!(out.contains("rate=200 (poisson)"), "{out}");
