@@ -328,8 +328,11 @@ fn iolab_instead(option: &str) -> Option<&'static str> {
         "rate" | "rate_min" | "ratemin" | "rate_iops_min" => {
             "iolab: --rate IOPS (or rate_iops here); no bandwidth limit"
         }
-        "number_ios" => "iolab: --io-count",
-        "io_size" | "io_limit" | "loops" => "iolab: --io-bytes (size x loops)",
+        // fio's counts are per job clone; iolab's --io-count and
+        // --io-bytes are over all its jobs together.
+        "number_ios" => "iolab: --io-count NUMBER_IOS x numjobs",
+        "io_size" | "io_limit" => "iolab: --io-bytes IO_SIZE x numjobs",
+        "loops" => "iolab: --io-bytes SIZE x LOOPS x numjobs",
         "random_distribution" => {
             "iolab device draws offsets uniformly (kv has YCSB's -p requestdistribution=zipfian)"
         }
@@ -870,6 +873,24 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
 
 #[cfg(test)]
 mod tests {
+
+    /// Issue 44 item 15: the io_size hint said "--io-bytes (size x loops)":
+    /// io_size is not size, and fio's figures are per job clone while
+    /// iolab's --io-bytes and --io-count count all jobs together.
+    #[test]
+    fn the_hints_for_fio_s_per_job_limits_multiply_by_numjobs() {
+        let hint = |o: &str| iolab_instead(o).unwrap();
+        assert_eq!(hint("io_size"), "iolab: --io-bytes IO_SIZE x numjobs");
+        assert_eq!(hint("io_limit"), hint("io_size"));
+        assert_eq!(hint("loops"), "iolab: --io-bytes SIZE x LOOPS x numjobs");
+        assert_eq!(hint("number_ios"), "iolab: --io-count NUMBER_IOS x numjobs");
+        let e = parse_fio_job("[j]\nrw=read\nio_size=8m\n").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("io_size (line 3) -> iolab: --io-bytes IO_SIZE x numjobs"),
+            "{e:#}"
+        );
+    }
+
     use super::*;
 
     fn refusal(text: &str) -> String {
@@ -954,7 +975,7 @@ mod tests {
             "steadystate (line 3) -> iolab: --steady-state,",
             "latency_target (line 4) -> iolab: --latency-target",
             "rate (line 5) -> iolab: --rate",
-            "number_ios (line 6) -> iolab: --io-count,",
+            "number_ios (line 6) -> iolab: --io-count NUMBER_IOS x numjobs,",
             "loops (line 7) -> iolab: --io-bytes",
             "zonemode (line 8) -> no iolab equivalent.",
             "norandommap",
