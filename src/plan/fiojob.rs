@@ -301,8 +301,9 @@ fn verify_phase(job: &FioJob) -> anyhow::Result<Option<JobSpec>> {
 
 /// Accepted and meaning nothing different in iolab: `thread` (iolab's jobs
 /// are threads), `norandommap` (iolab keeps no random map: offsets are
-/// drawn uniformly, with repeats), `randrepeat` (offsets are always seeded,
-/// by `--seed`).
+/// drawn uniformly, with repeats, except for verified jobs with one block
+/// size, which visit every block once per pass: `PatternSpec::cover`),
+/// `randrepeat` (offsets are always seeded, by `--seed`).
 const HARMLESS: [&str; 3] = ["thread", "norandommap", "randrepeat"];
 
 /// Every option a job file may use, as the refusal lists them.
