@@ -4,11 +4,8 @@
 //! every unsupported option (and its line), instead of silently running a
 //! different job.
 //!
-//! Supported: rw/readwrite, rwmixread/rwmixwrite, bs/blocksize, bssplit,
-//! size, iodepth, iodepth_batch/_submit/_complete/_complete_min/_complete_max,
-//! numjobs, ioengine, direct/buffered, runtime, time_based, ramp_time,
-//! rate_iops, rate_process, filename, directory, fsync, name, description,
-//! stonewall/wait_for_previous, new_group and group_reporting: the jobs
+//! Supported: the options of `SUPPORTED` (and `HARMLESS`, accepted with no
+//! effect), listed for users in docs/report.md and docs/device.md. The jobs
 //! between two stonewalls run at once, as in fio (`FioGroup`).
 
 use crate::engine::EngineKind;
@@ -874,6 +871,21 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
 
 #[cfg(test)]
 mod tests {
+
+    /// Issue 44 item 15: docs/report.md's list of the options a job file
+    /// may use had gone stale (no logs, verify, thinktime, offset, ...).
+    #[test]
+    fn the_report_doc_lists_every_option_a_job_file_may_use() {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("- **fio job files**").expect("the bullet");
+        let list = &doc[start..start + doc[start..].find("## Tests").unwrap()];
+        let words: std::collections::BTreeSet<&str> = list
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .collect();
+        for o in SUPPORTED.iter().chain(HARMLESS.iter()) {
+            assert!(words.contains(o), "docs/report.md does not list {o}");
+        }
+    }
 
     /// Issue 44 item 15: the io_size hint said "--io-bytes (size x loops)":
     /// io_size is not size, and fio's figures are per job clone while
