@@ -69,7 +69,7 @@ fn run_output_is_checked_before_the_scratch_file_is_prepared() {
         "run",
         w.path().to_str().unwrap(),
         "--budget",
-        "2s",
+        "4s",
         "--size",
         "16m",
         "-o",

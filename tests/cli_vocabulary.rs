@@ -152,3 +152,24 @@ fn dry_runs_say_the_total_and_the_batching() {
     let o = iolab(&["device", "--engine", "null", "--batch", "64", "--dry-run"]);
     assert!(text(&o).contains("batches of 64"), "{}", text(&o));
 }
+
+/// Issue 44 item 15: `trace` and `remote` lacked `--json`, which device,
+/// kv and oltp take for the results file; it is checked like theirs.
+#[test]
+fn every_measuring_verb_takes_json_for_its_results_file() {
+    let dir = workdir();
+    let missing = dir.path().join("no/such/dir/r.json");
+    let missing = missing.to_str().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for args in [
+        vec!["device", "--engine", "null", "--dry-run", "--json", missing],
+        vec!["trace", "-t", d, "--dry-run", "--json", missing],
+        vec!["remote", "-t", d, "--dry-run", "--json", missing],
+    ] {
+        let o = iolab(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains("does not exist"), "{args:?}: {t}");
+        assert!(!t.contains("unexpected argument"), "{args:?}: {t}");
+    }
+}

@@ -771,3 +771,39 @@ fn act_profile_runs_acts_three_streams() {
         assert!(text(&o).contains(field), "{args:?}: {}", text(&o));
     }
 }
+
+/// Issue 44 item 15: the dry run named neither the target (a bare ".")
+/// nor `--io-count` ("until io limit") nor `--thinktime`.
+#[test]
+fn the_dry_run_names_the_target_the_io_count_and_the_thinktime() {
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let o = iolab(&[
+        "device",
+        "-t",
+        d,
+        "--size",
+        "16m",
+        "--rw",
+        "randread",
+        "--io-count",
+        "1000",
+        "--thinktime",
+        "100us",
+        "--dry-run",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains(&format!(
+            "plan on a 16m scratch file in {d} (created; removed at exit)"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("io_count=1000 (all workers)"), "{out}");
+    assert!(
+        out.contains("thinktime=100.0us every 1 request(s)"),
+        "{out}"
+    );
+    assert!(files_in(dir.path()).is_empty(), "a dry run creates nothing");
+}

@@ -56,6 +56,7 @@ fn pass<E: Engine>(
         region_start: 0,
         region_len: REGION,
         seed: 7 + read_pct as u64,
+        cover: false,
     })
     .expect("pattern");
     let mut rec = Recorder::new(0, 4);

@@ -115,6 +115,49 @@ fn fio_import_bssplit_is_the_same_bs_as_iolabs_run_of_the_job_file() {
     assert!(text(&o).contains("4k:70,64k:30"), "{}", text(&o));
 }
 
+/// Issue 44 item 4: one job file did not match itself: with
+/// `rate_iops=1000` and `numjobs=2` iolab recorded rate 2000 and read
+/// fio's JSON as 1000, so compare never paired them.
+#[test]
+fn fio_import_rate_is_the_total_over_numjobs_as_in_iolabs_run() {
+    let r = fio_results("rate-numjobs2.json");
+    let fio = &r.points[0].params;
+    assert_eq!((fio["rate"].as_str(), fio["jobs"].as_str()), ("2000", "2"));
+    let dir = workdir();
+    let json = dir.path().join("i.json");
+    run_fio_job(&fio_fixture("rate-numjobs2.fio"), dir.path(), "400", &json);
+    let mine = common::results(&json);
+    let own = &mine["points"][0]["params"];
+    for k in ["rw", "bs", "jobs", "engine", "rate", "arrival"] {
+        assert_eq!(
+            own[k].as_str(),
+            fio.get(k).map(String::as_str),
+            "{k}: {own}"
+        );
+    }
+    // compare pairs the two runs of the job file: one row, both sides.
+    let o = iolab(&[
+        "compare",
+        fio_fixture("rate-numjobs2.json").to_str().unwrap(),
+        json.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.iter().all(|r| r["point"] == rows[0]["point"]), "{v}");
+    let iops = rows.iter().find(|r| r["metric"] == "IOPS").unwrap();
+    assert!(
+        iops["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.is_object()),
+        "one point, both runs: {v}"
+    );
+}
+
 #[test]
 fn fio_import_captions_say_fio_and_clat_not_iolab_and_total_latency() {
     let dir = workdir();

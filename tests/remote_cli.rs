@@ -1033,3 +1033,68 @@ fn a_bad_fabric_rate_and_a_repeated_transport_are_refused_first() {
     assert!(!scratch_left(dir.path()));
     assert!(common::files_in(state.path()).is_empty());
 }
+
+/// Issue 44 item 15: `remote --dry-run` did not check `-o`, and remote had
+/// no `--json`; both are checked before anything, a dry run too.
+#[test]
+fn output_and_json_are_checked_before_anything_also_in_a_dry_run() {
+    let (dir, state) = (workdir(), workdir());
+    let d = dir.path().to_str().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, b"x").unwrap();
+    let under_file = blocker.join("deeper").display().to_string();
+    let missing = dir.path().join("no/such/dir/r.json").display().to_string();
+    for (args, field) in [
+        (vec!["-o", under_file.as_str(), "--dry-run"], "--output"),
+        (vec!["--json", missing.as_str(), "--dry-run"], "--json"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+            .args(["remote", "-t", d, "--runtime", "1s", "--size", "32m"])
+            .args(&args)
+            .env("IOLAB_STATE_DIR", state.path())
+            .output()
+            .unwrap();
+        let msg = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {msg}");
+        assert!(msg.contains(&format!("error: {field}:")), "{args:?}: {msg}");
+    }
+    // A writable --json passes the dry run, which writes nothing.
+    let json = dir.path().join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "remote",
+            "-t",
+            d,
+            "--runtime",
+            "1s",
+            "--size",
+            "32m",
+            "--dry-run",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .env("IOLAB_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!json.exists());
+    // A run writes it beside the output directory's results.json.
+    let out = workdir();
+    let o = remote(
+        dir.path(),
+        out.path(),
+        state.path(),
+        &["--transports", "das"],
+    )
+    .args(["--mixes", "100", "--qd", "1", "--runtime", "200ms"])
+    .args(["--breakdown", "0", "--json"])
+    .arg(&json)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let copy = std::fs::read(&json).unwrap();
+    assert_eq!(
+        copy,
+        std::fs::read(out.path().join("results.json")).unwrap()
+    );
+}

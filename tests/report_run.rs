@@ -108,6 +108,15 @@ fn dry_run_and_bad_input() {
         t.contains("kv") && t.contains("skipped: dropped to fit"),
         "{t}"
     );
+    // Issue 44 item 13: a budget under the core jobs' 0.5 s each is
+    // refused with its minimum (it planned 8 x 250 ms for 1s).
+    let o = iolab(&["run", d, "--dry-run", "--budget", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("--budget") && t.contains("give at least 4.00s"),
+        "{t}"
+    );
     for (args, field) in [
         (vec!["--budget", "soon"], "--budget"),
         (vec!["--budget", "0.5s"], "--budget"),

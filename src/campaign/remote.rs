@@ -553,7 +553,6 @@ pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<()>
     }
     interrupt::install();
     let dir = a.output_dir();
-    super::run::check_outputs(&dir, a.force)?;
     let mut topo = Topology::choose(a.loopback)?;
     if let Some(rate) = &plan.fabric_rate {
         topo.limit_rate(rate)
@@ -584,11 +583,13 @@ pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<()>
     topo.leave_initiator();
     drop(topo);
     drop(local);
+    let results = results?;
+    a.write_json(&results)?;
     super::run::finish(
-        results?,
+        results,
         &dir.join("results.json"),
         &dir.join("report.html"),
-        a.quiet,
+        a.quiet || a.json_to_stdout(),
         t0,
         crate::report::remote_terminal::remote_summary,
     )

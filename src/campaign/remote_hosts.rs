@@ -424,17 +424,17 @@ pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan, hp: &HostsPlan) -> an
     }
     crate::interrupt::install();
     let dir = a.output_dir();
-    super::run::check_outputs(&dir, a.force)?;
     std::fs::create_dir_all(&dir).map_err(|e| {
         crate::error::usage("--output", format!("cannot create {}: {e}", dir.display()))
     })?;
     let t0 = std::time::Instant::now();
     let results = run(a, plan, hp, &dir)?;
+    a.write_json(&results)?;
     super::run::finish(
         results,
         &dir.join("results.json"),
         &dir.join("report.html"),
-        a.quiet,
+        a.quiet || a.json_to_stdout(),
         t0,
         crate::report::remote_terminal::remote_summary,
     )

@@ -43,6 +43,8 @@ pub struct RemoteSettings {
     pub inject_errors: Option<String>,
     pub loopback: bool,
     pub output: Option<PathBuf>,
+    /// `--json`: a copy of the results file, written at the end.
+    pub json: Option<PathBuf>,
     pub force: bool,
     pub seed: u64,
     pub quiet: bool,
@@ -55,6 +57,34 @@ pub struct RemoteSettings {
 }
 
 impl RemoteSettings {
+    /// `--output` and `--json` checked before anything runs (a dry run
+    /// too): a directory that can be made or written, a file that may be
+    /// replaced, neither the target.
+    pub fn check_outputs(&self) -> anyhow::Result<()> {
+        crate::campaign::run::check_outputs(&self.output_dir(), self.force)?;
+        if let Some(j) = self.json.as_deref().filter(|_| !self.json_to_stdout()) {
+            crate::results::output::check(j, "--json", self.force, &[self.target.as_path()])?;
+        }
+        Ok(())
+    }
+
+    /// `--json -`: the results on stdout at the end, instead of the tables.
+    pub fn json_to_stdout(&self) -> bool {
+        self.json.as_deref() == Some(std::path::Path::new("-"))
+    }
+
+    /// Write the `--json` copy of the results, if asked.
+    pub fn write_json(&self, results: &crate::results::Results) -> anyhow::Result<()> {
+        match &self.json {
+            Some(_) if self.json_to_stdout() => {
+                println!("{}", serde_json::to_string_pretty(results)?);
+                Ok(())
+            }
+            Some(j) => results.write_atomic(j),
+            None => Ok(()),
+        }
+    }
+
     /// Where results.json and report.html go (`--output`, or a new
     /// directory named for the time).
     pub fn output_dir(&self) -> PathBuf {

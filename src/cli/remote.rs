@@ -127,6 +127,11 @@ pub struct RemoteArgs {
     /// Output directory (results.json, report.html, server logs; default ./iolab-remote-TIME)
     #[arg(short = 'o', long, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Also write the results file here, as `device --json` and `kv --json`
+    /// do (the output directory keeps its results.json); - for stdout
+    /// instead of the tables
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
     /// Replace output files iolab did not write
     #[arg(long)]
     pub force: bool,

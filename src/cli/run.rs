@@ -40,7 +40,9 @@ pub struct RunArgs {
     /// destroyed); a scratch file needs no permission
     #[arg(long)]
     pub overwrite: bool,
-    /// Total time for the measurements (the scratch file layout comes on top)
+    /// Total time for the measurements (the scratch file layout comes on
+    /// top); at least 0.5 s per job of the profile's core steps (2.5s quick,
+    /// 4s standard, 6s full), else refused
     #[arg(long, default_value = "3m", value_name = "DURATION")]
     pub budget: String,
     /// Not a flag of `run` (its time is the total --budget); refused with a pointer

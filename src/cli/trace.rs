@@ -76,8 +76,8 @@ pub struct TraceOpts {
     /// (btt treats majors 9/253/254 as md/device-mapper)
     #[arg(long)]
     pub export_dev: Option<String>,
-    /// Results file (JSON)
-    #[arg(long, short = 'o')]
+    /// Results file (JSON; --json is the same, as in every verb)
+    #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,
     /// Replace an existing output file iolab did not write (iolab's own
     /// results and reports are replaced without it)

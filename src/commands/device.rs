@@ -101,10 +101,17 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         jobs.iter().any(|j| j.writes()) || exps.iter().any(|e| e.precondition.is_some() || e.purge);
     if a.dry_run {
         // Every check of the real run, nothing created.
-        if hosts.is_none() {
-            dut::check(&topts, writes)?;
-        }
-        dry_run(&exps, &a);
+        let target = match hosts {
+            None => dut::check_and_describe(&topts, writes)?,
+            Some(_) => format!(
+                "{} on every host",
+                a.target
+                    .first()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| ".".into())
+            ),
+        };
+        dry_run(&exps, &target);
         return Ok(());
     }
     interrupt::install();

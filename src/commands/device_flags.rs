@@ -159,9 +159,10 @@ pub fn experiment_from_args(a: &DeviceArgs, name: &str) -> anyhow::Result<Experi
     experiment_from_settings(&settings(a), name)
 }
 
-/// The `--dry-run` listing (`report::device_plan::dry_run`).
-pub fn dry_run(exps: &[Experiment], a: &DeviceArgs) {
-    crate::report::device_plan::dry_run(exps, &settings(a))
+/// The `--dry-run` listing (`report::device_plan::dry_run`) on `target`
+/// (what the run would use, in words).
+pub fn dry_run(exps: &[Experiment], target: &str) {
+    crate::report::device_plan::dry_run(exps, target)
 }
 
 /// Set the flags a plan-file experiment names. A key is the flag's long

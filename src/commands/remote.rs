@@ -17,6 +17,7 @@ const COMMAND_LINE_ONLY: &[&str] = &[
     "target",
     "plan",
     "output",
+    "json",
     "force",
     "quiet",
     "dry_run",
@@ -64,6 +65,7 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
     let mut s = super::remote_flags::remote_settings(&a);
     remote_hosts::defaults(&mut s);
     let plan = plan(&s)?;
+    s.check_outputs()?;
     if let Some(hp) = remote_hosts::check(&s, &plan)? {
         return remote_hosts::run_or_print(&s, &plan, &hp);
     }

@@ -318,6 +318,55 @@ pub fn check(opts: &TargetOptions, writes: bool) -> anyhow::Result<()> {
     }
 }
 
+/// `check`, and what the run would use, in words (a dry run's plan).
+pub fn check_and_describe(opts: &TargetOptions, writes: bool) -> anyhow::Result<String> {
+    let size = |b: u64| crate::plan::parse::format_size(b);
+    let written = |w: bool| if w { ", written" } else { ", read only" };
+    Ok(match plan(opts, writes)? {
+        Planned::NoFile(_) => "no file (the engine needs none)".into(),
+        Planned::Remote(ep) => {
+            prepare_remote(ep.clone(), opts, writes)?;
+            format!("{ep}, a remote export{}", written(writes))
+        }
+        Planned::Scratch { file, size: s } => format!(
+            "a {} scratch file {} (created; {})",
+            size(s),
+            match file
+                .parent()
+                .filter(|_| opts.path.as_ref().is_some_and(|p| p.is_dir()))
+            {
+                Some(dir) => format!("in {}", dir.display()),
+                None => format!("at {}", file.display()),
+            },
+            if opts.keep {
+                "kept: --keep"
+            } else {
+                "removed at exit"
+            }
+        ),
+        Planned::Block {
+            path,
+            size: s,
+            writable,
+        } => format!(
+            "block device {}, {}{}",
+            path.display(),
+            size(s),
+            written(writable)
+        ),
+        Planned::Existing {
+            path,
+            size: s,
+            writable,
+        } => format!(
+            "existing file {}, {}{}",
+            path.display(),
+            size(s),
+            written(writable)
+        ),
+    })
+}
+
 fn plan(opts: &TargetOptions, writes: bool) -> anyhow::Result<Planned> {
     let Some(path) = opts.path.clone() else {
         return Ok(Planned::NoFile(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));

@@ -273,9 +273,11 @@ fn disk_of(file: &Path) -> Result<DiskSampler, String> {
         })
 }
 
-/// Each second of `[a, b]` (the last one the remainder): bytes per second
-/// read and written, between the samples nearest its ends (so the seconds
-/// partition the window: no byte is counted twice). At most an hour.
+/// Each second of `[a, b]` (the last one the remainder, folded into the
+/// second before it when under half a second: a 50 ms tail scaled to a
+/// second is a spike the disk never did): bytes per second read and
+/// written, between the samples nearest its ends (so the seconds partition
+/// the window: no byte is counted twice). At most an hour.
 fn per_second(disk: &[(u64, DiskCounters)]) -> (Vec<u64>, Vec<u64>) {
     let (mut read, mut write) = (Vec::new(), Vec::new());
     let (Some(first), Some(last)) = (disk.first(), disk.last()) else {
@@ -295,7 +297,11 @@ fn per_second(disk: &[(u64, DiskCounters)]) -> (Vec<u64>, Vec<u64>) {
         edges.push(nearest(at));
         at += 1_000_000_000;
     }
-    edges.push(disk.len() - 1);
+    let end = disk.len() - 1;
+    if edges.len() > 1 && last.0 - disk[edges[edges.len() - 1]].0 < 500_000_000 {
+        edges.pop();
+    }
+    edges.push(end);
     edges.dedup();
     let rate = |bytes: u64, ns: u64| (bytes as u128 * 1_000_000_000 / ns.max(1) as u128) as u64;
     for w in edges.windows(2).take(MAX_DISK_SECONDS) {
@@ -543,6 +549,21 @@ mod tests {
             .map(|k| (k * S, counters(k, 0)))
             .collect();
         assert_eq!(per_second(&long).0.len(), MAX_DISK_SECONDS);
+    }
+
+    /// Issue 44 item 6: a window ending 50 ms into a second leaves no
+    /// 50 ms "second" scaled to a rate.
+    #[test]
+    fn a_short_last_second_of_the_disk_is_folded_into_the_one_before() {
+        const S: u64 = 1_000_000_000;
+        // 100 sectors per 50 ms sample over 2.05 s, the last sample 1100.
+        let disk: Vec<_> = (0..=41u64)
+            .map(|k| (k * S / 20, counters(100 * k + 1000 * (k / 41), 0)))
+            .collect();
+        let (read, _) = per_second(&disk);
+        assert_eq!(read.len(), 2, "{read:?}");
+        assert_eq!(read[0], 2000 * 512);
+        assert_eq!(read[1], 3100 * 512 * 20 / 21);
     }
 
     #[test]

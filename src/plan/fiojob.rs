@@ -4,11 +4,8 @@
 //! every unsupported option (and its line), instead of silently running a
 //! different job.
 //!
-//! Supported: rw/readwrite, rwmixread/rwmixwrite, bs/blocksize, bssplit,
-//! size, iodepth, iodepth_batch/_submit/_complete/_complete_min/_complete_max,
-//! numjobs, ioengine, direct/buffered, runtime, time_based, ramp_time,
-//! rate_iops, rate_process, filename, directory, fsync, name, description,
-//! stonewall/wait_for_previous, new_group and group_reporting: the jobs
+//! Supported: the options of `SUPPORTED` (and `HARMLESS`, accepted with no
+//! effect), listed for users in docs/report.md and docs/device.md. The jobs
 //! between two stonewalls run at once, as in fio (`FioGroup`).
 
 use crate::engine::EngineKind;
@@ -301,8 +298,9 @@ fn verify_phase(job: &FioJob) -> anyhow::Result<Option<JobSpec>> {
 
 /// Accepted and meaning nothing different in iolab: `thread` (iolab's jobs
 /// are threads), `norandommap` (iolab keeps no random map: offsets are
-/// drawn uniformly, with repeats), `randrepeat` (offsets are always seeded,
-/// by `--seed`).
+/// drawn uniformly, with repeats, except for verified jobs with one block
+/// size, which visit every block once per pass: `PatternSpec::cover`),
+/// `randrepeat` (offsets are always seeded, by `--seed`).
 const HARMLESS: [&str; 3] = ["thread", "norandommap", "randrepeat"];
 
 /// Every option a job file may use, as the refusal lists them.
@@ -328,8 +326,11 @@ fn iolab_instead(option: &str) -> Option<&'static str> {
         "rate" | "rate_min" | "ratemin" | "rate_iops_min" => {
             "iolab: --rate IOPS (or rate_iops here); no bandwidth limit"
         }
-        "number_ios" => "iolab: --io-count",
-        "io_size" | "io_limit" | "loops" => "iolab: --io-bytes (size x loops)",
+        // fio's counts are per job clone; iolab's --io-count and
+        // --io-bytes are over all its jobs together.
+        "number_ios" => "iolab: --io-count NUMBER_IOS x numjobs",
+        "io_size" | "io_limit" => "iolab: --io-bytes IO_SIZE x numjobs",
+        "loops" => "iolab: --io-bytes SIZE x LOOPS x numjobs",
         "random_distribution" => {
             "iolab device draws offsets uniformly (kv has YCSB's -p requestdistribution=zipfian)"
         }
@@ -870,6 +871,39 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
 
 #[cfg(test)]
 mod tests {
+
+    /// Issue 44 item 15: docs/report.md's list of the options a job file
+    /// may use had gone stale (no logs, verify, thinktime, offset, ...).
+    #[test]
+    fn the_report_doc_lists_every_option_a_job_file_may_use() {
+        let doc = include_str!("../../docs/report.md");
+        let start = doc.find("- **fio job files**").expect("the bullet");
+        let list = &doc[start..start + doc[start..].find("## Tests").unwrap()];
+        let words: std::collections::BTreeSet<&str> = list
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .collect();
+        for o in SUPPORTED.iter().chain(HARMLESS.iter()) {
+            assert!(words.contains(o), "docs/report.md does not list {o}");
+        }
+    }
+
+    /// Issue 44 item 15: the io_size hint said "--io-bytes (size x loops)":
+    /// io_size is not size, and fio's figures are per job clone while
+    /// iolab's --io-bytes and --io-count count all jobs together.
+    #[test]
+    fn the_hints_for_fio_s_per_job_limits_multiply_by_numjobs() {
+        let hint = |o: &str| iolab_instead(o).unwrap();
+        assert_eq!(hint("io_size"), "iolab: --io-bytes IO_SIZE x numjobs");
+        assert_eq!(hint("io_limit"), hint("io_size"));
+        assert_eq!(hint("loops"), "iolab: --io-bytes SIZE x LOOPS x numjobs");
+        assert_eq!(hint("number_ios"), "iolab: --io-count NUMBER_IOS x numjobs");
+        let e = parse_fio_job("[j]\nrw=read\nio_size=8m\n").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("io_size (line 3) -> iolab: --io-bytes IO_SIZE x numjobs"),
+            "{e:#}"
+        );
+    }
+
     use super::*;
 
     fn refusal(text: &str) -> String {
@@ -954,7 +988,7 @@ mod tests {
             "steadystate (line 3) -> iolab: --steady-state,",
             "latency_target (line 4) -> iolab: --latency-target",
             "rate (line 5) -> iolab: --rate",
-            "number_ios (line 6) -> iolab: --io-count,",
+            "number_ios (line 6) -> iolab: --io-count NUMBER_IOS x numjobs,",
             "loops (line 7) -> iolab: --io-bytes",
             "zonemode (line 8) -> no iolab equivalent.",
             "norandommap",

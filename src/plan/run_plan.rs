@@ -477,6 +477,18 @@ fn dedupe(steps: &mut [RunStep]) {
     }
 }
 
+/// The smallest budget that gives every job of the steps that are never
+/// dropped (core, not skipped) `MIN_SLOT_NS`: below it `fit_budget` could
+/// only shorten those jobs under the documented floor.
+pub fn min_budget_ns(steps: &[RunStep]) -> u64 {
+    let core: usize = steps
+        .iter()
+        .filter(|s| s.core && s.skipped.is_none())
+        .map(|s| s.jobs.len())
+        .sum();
+    core as u64 * MIN_SLOT_NS
+}
+
 /// Give every job its share of the budget: drop optional steps from the end
 /// while a job's slot would be under `MIN_SLOT_NS`, then split the slot into
 /// a ramp (10%, at most 1 s, none for short slots) and the measured runtime.
@@ -643,6 +655,19 @@ mod tests {
             .unwrap()
             .skipped
             .is_some());
+    }
+
+    /// Issue 44 item 13: `--budget 1s` planned 8 x 250 ms, under the
+    /// documented 0.5 s a job; the minimum is what the core jobs need.
+    #[test]
+    fn the_minimum_budget_gives_every_core_job_half_a_second() {
+        let mut steps = plan("quick", &JobSpec::default()).unwrap();
+        let min = min_budget_ns(&steps);
+        assert!(min > 1_000_000_000, "{min}");
+        fit_budget(&mut steps, min);
+        assert!(active_jobs(&steps)
+            .iter()
+            .all(|(_, j)| j.stop.runtime_ns.unwrap() + j.ramp_ns >= MIN_SLOT_NS));
     }
 
     #[test]

@@ -248,6 +248,7 @@ pub fn measure_from_initiator(
 fn from_initiator(records: &[&RequestRecord], skip: usize, local: bool) -> Option<StampBreakdown> {
     let mut sum = [0f64; 3];
     let mut n = 0u64;
+    let mut engine_stamped = 0u64;
     for r in records.iter().skip(skip) {
         let (mine, rest) = if r.t_engine_taken > 0 && r.t_engine_received > 0 {
             let ordered = r.t_prep <= r.t_engine_taken
@@ -256,6 +257,7 @@ fn from_initiator(records: &[&RequestRecord], skip: usize, local: bool) -> Optio
             if !ordered {
                 return None;
             }
+            engine_stamped += 1;
             (
                 (r.t_engine_taken - r.t_prep) + (r.t_reaped - r.t_engine_received),
                 r.t_engine_received - r.t_engine_taken,
@@ -286,6 +288,8 @@ fn from_initiator(records: &[&RequestRecord], skip: usize, local: bool) -> Optio
         device_ns,
         unstamped_ns,
         latency_ns: mean(sum[2]),
+        // One boundary for all its requests, or none that can be named.
+        engine_stamps: (engine_stamped == 0 || engine_stamped == n).then_some(engine_stamped == n),
         ..StampBreakdown::default()
     })
 }
@@ -338,6 +342,26 @@ mod tests {
         let bad = [record(10, 5, None, 12)];
         assert!(from_initiator(&[&bad[0]], 0, true).is_none());
         assert!(from_initiator(&refs, 2, false).is_none());
+    }
+
+    /// Issue 44 item 11: DAS's initiator stage holds the kernel's
+    /// submission path, NBD's stops before the send call; each says so.
+    #[test]
+    fn each_breakdown_says_where_its_initiator_stage_ends() {
+        let local = [record(0, 2, None, 12)];
+        let b = from_initiator(&[&local[0]], 0, true).unwrap();
+        assert_eq!(b.engine_stamps, Some(false));
+        assert!(b.initiator_scope().contains("kernel's submission path"));
+        let nbd = [record(0, 0, Some((1, 50)), 52)];
+        let b = from_initiator(&[&nbd[0]], 0, false).unwrap();
+        assert_eq!(b.engine_stamps, Some(true));
+        assert!(b
+            .initiator_scope()
+            .contains("the send and receive calls are in the next stage"));
+        // Written and read back: the boundary travels with the figures.
+        let back: StampBreakdown =
+            serde_json::from_value(serde_json::to_value(b).unwrap()).unwrap();
+        assert_eq!(back.engine_stamps, Some(true));
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! jobs, points and estimated time, on stdout (moved from
 //! commands/device_flags.rs).
 
-use crate::plan::device_args::DeviceSettings;
 use crate::plan::experiment::{Experiment, Mode};
-use crate::plan::parse::format_ns;
+use crate::plan::job::JobSpec;
+use crate::plan::parse::{format_ns, format_size};
 use crate::plan::sweep::RateAxis;
 
 fn mode_text(m: &Mode) -> String {
@@ -49,15 +49,43 @@ fn mode_text(m: &Mode) -> String {
     }
 }
 
-pub fn dry_run(exps: &[Experiment], a: &DeviceSettings) {
+/// What stops a job and what it does between requests: runtime (ramp
+/// included), request count, bytes, think time, fsyncs.
+fn limits_text(j: &JobSpec) -> String {
+    let mut out = Vec::new();
+    if let Some(r) = j.stop.runtime_ns {
+        out.push(format!("runtime={:.1}s", (r + j.ramp_ns) as f64 / 1e9));
+    }
+    if j.ramp_ns > 0 {
+        out.push(format!("ramp={}", format_ns(j.ramp_ns as f64)));
+    }
+    if let Some(n) = j.stop.io_count {
+        out.push(format!("io_count={n} (all workers)"));
+    }
+    if let Some(b) = j.stop.io_bytes {
+        out.push(format!("io_bytes={} (all workers)", format_size(b)));
+    }
+    if let Some(t) = j.think.filter(|t| t.ns > 0) {
+        let spin = if t.spin_ns > 0 {
+            format!(", {} of it spinning", format_ns(t.spin_ns as f64))
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "thinktime={} every {} request(s){spin}",
+            format_ns(t.ns as f64),
+            t.blocks.max(1)
+        ));
+    }
+    if j.fsync_every > 0 {
+        out.push(format!("fsync every {} write(s)", j.fsync_every));
+    }
+    out.join(" ")
+}
+
+pub fn dry_run(exps: &[Experiment], target: &str) {
     let (mut points, mut total) = (0usize, 0.0);
-    println!(
-        "plan on {}:",
-        a.target
-            .first()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| ".".into())
-    );
+    println!("plan on {target}:");
     for e in exps {
         let (n, secs) = e.estimate();
         points += n;
@@ -82,7 +110,6 @@ pub fn dry_run(exps: &[Experiment], a: &DeviceSettings) {
             println!("  {m}");
         }
         for j in &e.jobs {
-            let secs = j.stop.runtime_ns.map(|r| (r + j.ramp_ns) as f64 / 1e9);
             println!(
                 "  {:<40} rw={} bs={} qd={} jobs={} engine={} direct={} {}{}{}",
                 j.name,
@@ -95,8 +122,7 @@ pub fn dry_run(exps: &[Experiment], a: &DeviceSettings) {
                 j.jobs,
                 j.engine.name(),
                 j.direct,
-                secs.map(|s| format!("runtime={s:.1}s"))
-                    .unwrap_or_else(|| "until io limit".into()),
+                limits_text(j),
                 j.open_loop
                     .map(|o| format!(" rate={:.0} ({})", o.rate_iops, o.arrival.name()))
                     .unwrap_or_default(),

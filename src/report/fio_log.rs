@@ -74,7 +74,7 @@ pub fn write_logs(dir: &Path, req: &LogRequest, p: &Point) -> anyhow::Result<Vec
             continue;
         }
         let mut text = String::new();
-        for s in &p.series {
+        for s in crate::results::series::folded(&p.series).iter() {
             let t_ms = end_ms(s);
             let _ = writeln!(text, "{t_ms}, {}, {ddir}, {bs}, 0", value(s).round() as u64);
         }
@@ -117,7 +117,7 @@ fn hist_log(p: &Point, ddir: u8, bs: u64) -> anyhow::Result<Option<String>> {
         return Ok(None);
     }
     let mut text = String::new();
-    for s in &p.series {
+    for s in crate::results::series::folded(&p.series).iter() {
         let mut bins = vec![0u64; FIO_BINS];
         if let Some(enc) = &s.clat_hist {
             for (ns, n) in LatencyHistogram::decode(enc)?.buckets() {

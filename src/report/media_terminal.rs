@@ -1,8 +1,9 @@
 //! A media run on a terminal (`device`, `kv` and `run` over several
 //! targets): the comparison table of `analysis.media` (per workload, each
 //! target's throughput, its ratio to the baseline with the range over
-//! the rounds, and the mean-latency ratio) and the wall time spent
-//! outside the measured intervals (`extra.media.overhead`).
+//! the rounds, and the mean-latency ratio), the wall time spent outside
+//! the measured intervals (`extra.media.overhead`) and the run's warnings
+//! (a busy machine among them), which are not only for the JSON and HTML.
 
 use crate::analysis::media::MediaAnalysis;
 use crate::results::sections::MediaOverhead;
@@ -72,7 +73,8 @@ pub fn overhead_line(o: &MediaOverhead) -> String {
     )
 }
 
-/// What a media run prints at its end: the table, then the overhead.
+/// What a media run prints at its end: the table, the overhead, then the
+/// warnings (`device`, `kv` and `run` over several targets alike).
 pub fn summary(r: &Results) -> Vec<String> {
     let mut out = r.analysis.media.as_ref().map(table).unwrap_or_default();
     if let Some(line) = r
@@ -82,5 +84,30 @@ pub fn summary(r: &Results) -> Vec<String> {
     {
         out.push(line);
     }
+    for w in crate::report::summary::warnings(r) {
+        out.push(format!("warning: {w}"));
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 44 item 9: a media run's warnings were only in the JSON and HTML.
+    #[test]
+    fn the_summary_ends_with_the_run_s_warnings() {
+        let mut prov = crate::results::Provenance::minimal();
+        prov.load_average = [8.0, 8.0, 8.0];
+        prov.cpu_count = 2;
+        let mut r = Results::new("device", prov);
+        r.warnings.extend(r.provenance.busy_warning());
+        let lines = summary(&r);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("warning: the machine was busy at start")),
+            "{lines:?}"
+        );
+    }
 }

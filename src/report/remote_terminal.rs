@@ -126,10 +126,11 @@ pub fn remote_table(r: &Results) -> String {
             .map(|(n, v)| format!("{n} {}", format_ns(*v)))
             .collect();
         o.push_str(&format!(
-            "\nbreakdown over {label} (QD1, {} requests, mean {}): {}\n",
+            "\nbreakdown over {label} (QD1, {} requests, mean {}): {}\n  initiator: {}\n",
             b.requests,
             format_ns(b.latency_ns),
-            stages.join(" + ")
+            stages.join(" + "),
+            b.initiator_scope()
         ));
     }
     o
@@ -278,5 +279,47 @@ mod caching_tests {
                 .contains("user-space initiator, no page cache"),
             "{head}"
         );
+    }
+}
+
+#[cfg(test)]
+mod breakdown_scope_tests {
+    use super::*;
+
+    /// Issue 44 item 11: each breakdown says what its initiator stage
+    /// covers, on the terminal and in the report's table.
+    #[test]
+    fn each_breakdown_says_what_its_initiator_stage_covers() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/remote-nbd.json"
+        );
+        let mut r = Results::read(std::path::Path::new(path)).unwrap();
+        let b = r.extra.remote.as_mut().unwrap().breakdown.as_mut().unwrap();
+        b.insert(
+            "das".into(),
+            serde_json::from_value(serde_json::json!({"requests": 10, "initiator_ns": 2000.0, "fabric_out_ns": 0.0, "target_ns": 0.0, "device_ns": 50000.0, "fabric_back_ns": 0.0, "latency_ns": 52000.0, "engine_stamps": false})).unwrap(),
+        );
+        let t = remote_table(&r);
+        let scope = |label: &str| {
+            let at = t.find(&format!("breakdown over {label} ")).expect(&t);
+            t[at..].lines().nth(1).unwrap().to_string()
+        };
+        assert!(scope("das").contains("kernel's submission path"), "{t}");
+        assert!(
+            scope("nbd-iolab").contains("the send and receive calls are in the next stage"),
+            "{t}"
+        );
+        let s = crate::report::charts::remote::breakdown(&r).unwrap();
+        let covers = |label: &str| {
+            s.table
+                .rows
+                .iter()
+                .find(|row| row[0] == label && row[1] == "initiator")
+                .map(|row| row[4].clone())
+                .unwrap()
+        };
+        assert!(covers("das").contains("kernel's submission path"));
+        assert!(covers("nbd-iolab").contains("user space only"));
     }
 }

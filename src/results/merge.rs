@@ -67,10 +67,16 @@ fn merged_ops(
 }
 
 fn merged_series(points: &[&Point]) -> Vec<SeriesPoint> {
-    let len = points.iter().map(|p| p.series.len()).max().unwrap_or(0);
-    (0..len)
+    // Each part's short tail folded first: the parts end a few microseconds
+    // apart, and a tail some parts have and others not is no second.
+    let parts: Vec<std::borrow::Cow<'_, [SeriesPoint]>> = points
+        .iter()
+        .map(|p| crate::results::series::folded(&p.series))
+        .collect();
+    let len = parts.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut merged: Vec<SeriesPoint> = (0..len)
         .map(|i| {
-            let secs: Vec<&SeriesPoint> = points.iter().filter_map(|p| p.series.get(i)).collect();
+            let secs: Vec<&SeriesPoint> = parts.iter().filter_map(|s| s.get(i)).collect();
             let iops: f64 = secs.iter().map(|s| s.iops).sum();
             let weighted: f64 = secs.iter().map(|s| s.mean_ns * s.iops).sum();
             let all_hist = secs.len() == points.len() && secs.iter().all(|s| s.clat_hist.is_some());
@@ -92,7 +98,9 @@ fn merged_series(points: &[&Point]) -> Vec<SeriesPoint> {
                 clat_hist: hist.map(|h| h.encode()),
             }
         })
-        .collect()
+        .collect();
+    crate::results::series::fold_short_tail(&mut merged);
+    merged
 }
 
 /// Counters summed, wall the longest: percentages are of one CPU, summed
@@ -224,5 +232,41 @@ mod tests {
         let m = merge_points(&[("a", &a), ("b", &b)], "host", CpuOf::Summed).unwrap();
         let v = m.verify.unwrap();
         assert_eq!((v.blocks_checked, v.mismatches), (20, 2));
+    }
+
+    /// Issue 44 item 6: two hosts, one ending 30 us into a third second:
+    /// the merged series has two seconds, no third at the tail's rate.
+    #[test]
+    fn a_host_s_short_tail_is_no_merged_second() {
+        let sec = |t: f64, len: f64, iops: f64| SeriesPoint {
+            t_s: t,
+            len_s: len,
+            iops,
+            mib_s: 0.0,
+            mean_ns: 1.0,
+            p99_ns: None,
+            clat_hist: None,
+        };
+        let p = |series: Vec<SeriesPoint>| -> Point {
+            let mut p: Point = serde_json::from_value(serde_json::json!({
+                "name": "p", "params": {}, "started_at": "t", "duration_ns": 2_000_000_000u64,
+                "ramp_ns": 0, "direct": true, "ops": {},
+                "total": {"ops": 1, "bytes": 1, "iops": 1.0, "mib_s": 1.0},
+                "cpu": crate::measure::rusage::CpuStats::default(),
+                "series": [], "warnings": [], "histograms": {},
+            }))
+            .unwrap();
+            p.series = series;
+            p
+        };
+        let a = p(vec![sec(0.0, 1.0, 100.0), sec(1.0, 1.0, 100.0)]);
+        let b = p(vec![
+            sec(0.0, 1.0, 100.0),
+            sec(1.0, 1.0, 100.0),
+            sec(2.0, 30e-6, 3.0 / 30e-6),
+        ]);
+        let m = merge_points(&[("a", &a), ("b", &b)], "host", CpuOf::Summed).unwrap();
+        assert_eq!(m.series.len(), 2);
+        assert!(m.series[1].iops < 204.0, "{}", m.series[1].iops);
     }
 }

@@ -11,6 +11,7 @@ pub mod params;
 pub mod pass;
 pub mod provenance;
 pub mod sections;
+pub mod series;
 pub mod sorted;
 pub mod time;
 pub mod written;
@@ -166,7 +167,9 @@ pub struct BatchStats {
 pub struct SeriesPoint {
     /// Seconds since the start of the measured phase (interval start).
     pub t_s: f64,
-    /// Interval length in seconds (the last one may be short).
+    /// Interval length in seconds (the last one may be longer: a short
+    /// tail is folded into it, `results::series`; files written before
+    /// may end on a short one).
     pub len_s: f64,
     pub iops: f64,
     pub mib_s: f64,

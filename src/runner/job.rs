@@ -215,6 +215,12 @@ fn spec_warnings(spec: &JobSpec) -> Vec<String> {
         warnings
             .push("--verify with several jobs splits the target into one region per job".into());
     }
+    if spec.verify && spec.pattern.is_random() && spec.writes() && spec.bs.len() > 1 {
+        warnings.push(
+            "--verify with random offsets and several block sizes: offsets are drawn with repeats, so as many writes as blocks stamp about 63% of them and the read-back checks only those (with one block size every block is written once per pass, as fio's random map does)"
+                .into(),
+        );
+    }
     warnings
 }
 
@@ -459,6 +465,7 @@ impl<C: Clock> JobCtx<'_, C> {
             region_start,
             region_len,
             seed,
+            cover: spec.verify,
         })
         .map_err(|e| WorkerError::Usage(UsageError::new("--bs", e)))?;
         Ok((pool, gen))
@@ -864,6 +871,22 @@ mod tests {
     use crate::engine::fake::FakeScript;
     use crate::engine::EngineKind;
     use crate::plan::job::StopCondition;
+
+    /// Issue 44 item 15: a verified random write whose offsets repeat
+    /// (several block sizes) says how little of the region it stamps.
+    #[test]
+    fn verified_random_writes_of_several_sizes_warn_of_their_coverage() {
+        let mut spec = JobSpec {
+            pattern: crate::plan::job::Pattern::RandWrite,
+            verify: true,
+            bs: vec![(4096, 1), (8192, 1)],
+            ..JobSpec::default()
+        };
+        let says = |s: &JobSpec| spec_warnings(s).iter().any(|w| w.contains("about 63%"));
+        assert!(says(&spec));
+        spec.bs = vec![(4096, 1)];
+        assert!(!says(&spec), "one size covers every block");
+    }
 
     /// A worker that panics after the start (a fake device with no service
     /// times divides by zero) ends the job with its message; it panicked

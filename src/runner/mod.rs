@@ -54,6 +54,7 @@ pub(crate) mod test_support {
             region_start: 0,
             region_len: 1 << 30,
             seed: 1,
+            cover: false,
         })
         .unwrap();
         (gen, BufferPool::new(depth as usize, 4096, 1).unwrap())

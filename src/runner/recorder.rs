@@ -303,13 +303,14 @@ impl Recorder {
         }
     }
 
-    /// The per-second series up to `end` (the last interval may be partial).
+    /// The per-second series up to `end` (the last interval may be partial;
+    /// a short one is folded into the one before it).
     pub fn series(&self, end: u64) -> Vec<SeriesPoint> {
         let span = end.saturating_sub(self.measure_start);
         let n = (span.div_ceil(INTERVAL_NS) as usize)
             .min(self.intervals.len())
             .max(1);
-        self.intervals[..n]
+        let mut series: Vec<SeriesPoint> = self.intervals[..n]
             .iter()
             .enumerate()
             .map(|(i, iv)| {
@@ -329,7 +330,9 @@ impl Recorder {
                     clat_hist: iv.clat_hist.as_ref().map(LatencyHistogram::encode),
                 }
             })
-            .collect()
+            .collect();
+        crate::results::series::fold_short_tail(&mut series);
+        series
     }
 }
 
@@ -367,5 +370,24 @@ mod tests {
         assert_eq!(r.ops[0], 11);
         assert_eq!(r.series(s + 3 * 1_000_000_000)[0].iops, 11.0);
         assert_eq!(r.errors.values().sum::<u64>(), 1);
+    }
+
+    /// Issue 44 item 6: a run ending 54 us into its fourth second has three
+    /// seconds, the last 1.000054 s long, not a fourth scaled to a second.
+    #[test]
+    fn a_run_ending_just_past_a_second_has_no_spike() {
+        let s = 1_000_000_000u64;
+        let mut r = Recorder::new(s, 4);
+        for i in 0..3_000u64 {
+            let t = s + i * 1_000_000;
+            r.record(OpKind::Read, 4096, t, t, t + 10_000, false);
+        }
+        let t = s + 3 * s + 40_000;
+        r.record(OpKind::Read, 4096, t, t, t + 10_000, false);
+        let series = r.series(s + 3 * s + 54_000);
+        assert_eq!(series.len(), 3);
+        let last = series.last().unwrap();
+        assert!((last.len_s - 1.000054).abs() < 1e-9, "{}", last.len_s);
+        assert!(last.iops < 1001.0, "{}", last.iops);
     }
 }

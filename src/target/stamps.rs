@@ -155,6 +155,7 @@ pub fn join(ini: &[InitiatorStamp], tgt: &[TargetStamp], skip: usize) -> Option<
         unstamped_ns: 0.0,
         latency_ns: sum[5] / n,
         point_mean_ns: None,
+        engine_stamps: Some(true),
     })
 }
 

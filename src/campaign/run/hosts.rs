@@ -61,7 +61,13 @@ pub(super) fn run_on_hosts(a: RunSettings, hosts: OnHosts) -> anyhow::Result<()>
         seed: a.seed,
         ..JobSpec::default()
     };
-    let steps = budgeted_plan(&a.profile, &base, budget_ns, &steps_not_on_hosts(), false)?;
+    let steps = budgeted_plan(
+        &a.profile,
+        &base,
+        (budget_ns, 1),
+        &steps_not_on_hosts(),
+        false,
+    )?;
     if a.dry_run {
         let header = format!(
             "iolab run on {} on {} host(s) ({}) with a budget of {}:",

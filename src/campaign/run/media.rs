@@ -100,6 +100,13 @@ fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Re
     })
 }
 
+impl RunMedia {
+    /// Passes (targets x rounds) that share `--budget`.
+    fn passes(&self) -> u64 {
+        (self.set.subjects.len() * self.set.rounds as usize) as u64
+    }
+}
+
 /// Steps that a media run does not take, and why.
 fn not_in_a_media_run() -> Vec<(StepKind, String)> {
     vec![
@@ -122,7 +129,7 @@ pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyh
         ..JobSpec::default()
     };
     let why_not = not_in_a_media_run();
-    let mut steps = budgeted_plan(&a.profile, &base, m.pass_ns, &why_not, false)?;
+    let mut steps = budgeted_plan(&a.profile, &base, (m.pass_ns, m.passes()), &why_not, false)?;
     if a.dry_run {
         print_targets(&m);
         let header = format!(
@@ -149,7 +156,7 @@ pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyh
         let e = choose_engine(&targets[0], &mut warnings)?;
         if e != base.engine {
             base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, m.pass_ns, &why_not, false)?;
+            steps = budgeted_plan(&a.profile, &base, (m.pass_ns, m.passes()), &why_not, false)?;
         }
     }
     std::fs::create_dir_all(&dir)
@@ -315,7 +322,8 @@ fn print_targets(m: &RunMedia) {
     });
 }
 
-/// The terminal summary of a media run: the comparison and the overhead.
+/// The terminal summary of a media run: the comparison, the overhead and
+/// the warnings.
 fn summary(r: &Results, elapsed_s: f64) -> String {
     let mut o = format!(
         "iolab run: {} point(s) in {:.0} s{}\n\n",
@@ -326,9 +334,6 @@ fn summary(r: &Results, elapsed_s: f64) -> String {
     for line in crate::report::media_terminal::summary(r) {
         o.push_str(&line);
         o.push('\n');
-    }
-    for w in crate::report::summary::warnings(r) {
-        o.push_str(&format!("warning: {w}\n"));
     }
     o
 }

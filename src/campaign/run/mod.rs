@@ -62,11 +62,13 @@ pub struct RunSettings {
 
 /// The plan of a profile within the budget, with the steps that cannot run
 /// here (tracing without root or tracefs; the database and tracing steps
-/// on a remote export) marked skipped before budgeting.
+/// on a remote export) marked skipped before budgeting. `budget_ns` is one
+/// of `shares` equal parts of `--budget` (a media run's passes); a budget
+/// that cannot give each core job 0.5 s is refused, naming its minimum.
 pub fn budgeted_plan(
     profile: &str,
     base: &JobSpec,
-    budget_ns: u64,
+    (budget_ns, shares): (u64, u64),
     why_not: &[(StepKind, String)],
     remote: bool,
 ) -> anyhow::Result<Vec<RunStep>> {
@@ -80,6 +82,23 @@ pub fn budgeted_plan(
         for s in steps.iter_mut().filter(|s| s.kind == *kind) {
             s.skipped = Some(why.clone());
         }
+    }
+    let min = plan::min_budget_ns(&steps);
+    if budget_ns < min {
+        let each = if shares > 1 {
+            format!(" in each of its {shares} passes (targets x rounds)")
+        } else {
+            String::new()
+        };
+        return Err(usage(
+            "--budget",
+            format!(
+                "{} is too small for the {profile} profile: its core steps' {} jobs need 0.5 s each{each}; give at least {}",
+                format_ns((budget_ns * shares) as f64),
+                min / 500_000_000,
+                format_ns((min * shares) as f64)
+            ),
+        ));
     }
     fit_budget(&mut steps, budget_ns);
     Ok(steps)
@@ -376,7 +395,7 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
         ..JobSpec::default()
     };
     let why_not = steps_that_cannot_run(remote.as_ref());
-    let mut steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not, a.remote)?;
+    let mut steps = budgeted_plan(&a.profile, &base, (budget_ns, 1), &why_not, a.remote)?;
     if a.dry_run {
         let header = format!(
             "iolab run on {} with a budget of {}:",
@@ -417,7 +436,7 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
         let e = choose_engine(&target, &mut warnings)?;
         if e != base.engine {
             base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, budget_ns, &why_not, a.remote)?;
+            steps = budgeted_plan(&a.profile, &base, (budget_ns, 1), &why_not, a.remote)?;
         }
     }
     std::fs::create_dir_all(&dir)

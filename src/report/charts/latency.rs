@@ -347,7 +347,8 @@ pub fn time_series(r: &Results) -> Option<Section> {
         let mut a = Vec::new();
         let mut b = Vec::new();
         let mut c = Vec::new();
-        for s in &p.series {
+        let seconds = crate::results::series::folded(&p.series);
+        for s in seconds.iter() {
             let t = s.t_s + off;
             a.push((
                 t,
@@ -394,7 +395,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
         let dashed = super::is_write(p);
         // Fewer than 3 seconds are a dot or a segment, not a line: in the
         // table only.
-        if p.series.len() < 3 {
+        if seconds.len() < 3 {
             continue;
         }
         for (v, dst) in [(a, &mut iops), (b, &mut bw), (c, &mut lat)] {

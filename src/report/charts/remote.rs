@@ -226,7 +226,7 @@ pub fn breakdown(r: &Results) -> Option<Section> {
                 .any(|(_, b)| b.stages().iter().any(|s| s.0 == *name))
         })
         .collect();
-    let mut table = Table::new(&["transport", "stage", "mean", "share"]);
+    let mut table = Table::new(&["transport", "stage", "mean", "share", "covers"]);
     for (t, b) in &parsed {
         for (name, v) in b.stages() {
             table.rows.push(vec![
@@ -234,6 +234,11 @@ pub fn breakdown(r: &Results) -> Option<Section> {
                 name.to_string(),
                 fmt::ns(v),
                 format!("{:.1}%", 100.0 * v / b.latency_ns.max(1.0)),
+                if name == STAGES[0] {
+                    b.initiator_scope().to_string()
+                } else {
+                    String::new()
+                },
             ]);
         }
         table.rows.push(vec![
@@ -241,6 +246,7 @@ pub fn breakdown(r: &Results) -> Option<Section> {
             format!("measured mean ({} requests)", b.requests),
             fmt::ns(b.latency_ns),
             "100%".into(),
+            String::new(),
         ]);
     }
     let stacks = stage_names
@@ -258,7 +264,7 @@ pub fn breakdown(r: &Results) -> Option<Section> {
     Some(Section {
         id: "remote-breakdown".into(),
         title: "Where the time of a remote request goes".into(),
-        note: "Queue depth 1 random reads on each transport, DAS (the local disk through io_uring) first as the reference. Over iolab's own targets the initiator (due, taken by the engine, reply received, reaped) and the target (arrival, device submit, device completion, reply send) stamp each request with the same CLOCK_MONOTONIC, joined request by request; fabric includes the system calls, TCP and the wake-up of the side that receives. Over other targets (tgtd, qemu-nbd, the kernel's path) only the initiator stamps: fabric, target and device stay one stage. On DAS and over targets without stamps the initiator's share runs from due to the return of the submit call (with a kernel engine it includes the kernel's submission path), and the rest is the device's (DAS) or fabric, target and device together. The stages add up to each transport's measured mean.".into(),
+        note: "Queue depth 1 random reads on each transport, DAS (the local disk through io_uring) first as the reference. Over iolab's own targets the initiator (due, taken by the engine, reply received, reaped) and the target (arrival, device submit, device completion, reply send) stamp each request with the same CLOCK_MONOTONIC, joined request by request; fabric includes the system calls, TCP and the wake-up of the side that receives. Over other targets (tgtd, qemu-nbd, nbdkit, the kernel's path) only the initiator stamps: fabric, target and device stay one stage. The initiator stage does not end at the same place everywhere (the table's \"covers\" says where): with the nbd and nvme-tcp engines it is iolab's user space only (due to the send call, the receive call's return to reaped); on DAS and with iscsi it runs from due to the return of the submit call, so it includes the kernel's submission path. The rest is the device's (DAS) or fabric, target and device together. The stages add up to each transport's measured mean.".into(),
         svgs: vec![svg::bar_chart(&BarChart {
             title: "Unloaded latency breakdown, DAS as the reference".into(),
             y_title: "time per request (stacked stages)".into(),

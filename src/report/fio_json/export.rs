@@ -58,8 +58,9 @@ fn dir_json(p: &Point, dir: &str) -> Value {
     } else {
         0.0
     };
-    let iops: Vec<f64> = p.series.iter().map(|s| s.iops * share).collect();
-    let bw: Vec<f64> = p.series.iter().map(|s| s.mib_s * share * 1024.0).collect();
+    let series = crate::results::series::folded(&p.series);
+    let iops: Vec<f64> = series.iter().map(|s| s.iops * share).collect();
+    let bw: Vec<f64> = series.iter().map(|s| s.mib_s * share * 1024.0).collect();
     let stats = |v: &[f64]| -> (f64, f64, f64, f64) {
         if v.is_empty() {
             return (0.0, 0.0, 0.0, 0.0);

@@ -168,10 +168,33 @@ fn params_of(opts: &Map<String, Value>) -> BTreeMap<String, String> {
         "engine".into(),
         norm_engine(&opt_str(opts, "ioengine").unwrap_or_else(|| "psync".into())),
     );
-    if let Some(r) = opt_str(opts, "rate_iops") {
-        p.insert("rate".into(), r);
+    if let Some((rate, arrival)) = open_loop_params(opts) {
+        p.insert("rate".into(), rate);
+        p.insert("arrival".into(), arrival.into());
     }
     p
+}
+
+/// `rate` and `arrival` as iolab's own run of the job file records them:
+/// fio's `rate_iops` is per job clone, iolab's `rate` is the total over all
+/// `numjobs` clones (docs/device.md), so one job file pairs in `compare`.
+fn open_loop_params(opts: &Map<String, Value>) -> Option<(String, &'static str)> {
+    let per_clone: f64 = opt_str(opts, "rate_iops")?
+        .split(',')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|r: &f64| r.is_finite() && *r > 0.0)?;
+    let jobs: f64 = opt_str(opts, "numjobs")
+        .and_then(|n| n.trim().parse().ok())
+        .filter(|&n: &f64| n >= 1.0)
+        .unwrap_or(1.0);
+    let arrival = match opt_str(opts, "rate_process").as_deref() {
+        Some("poisson") => "poisson",
+        _ => "uniform",
+    };
+    Some((format!("{:.0}", per_clone * jobs), arrival))
 }
 
 fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
@@ -386,6 +409,26 @@ mod tests {
         assert_eq!(r.provenance.tools["fio"], "fio-3.33");
         assert!(from_fio_text("no json here").is_err());
         assert!(from_fio_text("{\"fio version\": \"x\"}").is_err());
+    }
+
+    /// Item 4 of issue 44: one job file, two paths, one `rate`.
+    #[test]
+    fn rate_iops_is_the_total_over_numjobs_as_in_iolabs_own_run() {
+        let jobfile = "[j]\nrw=randread\nbs=4k\nnumjobs=2\nrate_iops=1000\nruntime=1s\nsize=16m\n";
+        let spec = &crate::plan::fiojob::parse_fio_job(jobfile).unwrap()[0];
+        let own = crate::runner::point::params_of(spec);
+        let fio = "{\"fio version\": \"fio-3.33\", \"jobs\": [{\"jobname\": \"j\", \"job options\": {\"rw\": \"randread\", \"bs\": \"4k\", \"numjobs\": \"2\", \"rate_iops\": \"1000\"}, \"read\": {\"total_ios\": 2000, \"io_bytes\": 8192000, \"iops\": 2000.0}, \"write\": {\"total_ios\": 0}, \"job_runtime\": 2000}]}";
+        let imported = &from_fio_text(fio).unwrap().points[0].params;
+        assert_eq!(own["rate"], "2000");
+        for k in ["rate", "arrival", "rw", "bs", "jobs"] {
+            assert_eq!(imported.get(k), own.get(k), "param {k}");
+        }
+        let poisson = fio.replace("\"numjobs\": \"2\"", "\"rate_process\": \"poisson\"");
+        let p = &from_fio_text(&poisson).unwrap().points[0].params;
+        assert_eq!(
+            (p["rate"].as_str(), p["arrival"].as_str()),
+            ("1000", "poisson")
+        );
     }
 
     #[test]

@@ -162,6 +162,13 @@ pub struct StampBreakdown {
     /// reports it (all its requests, warm-up included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point_mean_ns: Option<f64>,
+    /// Where the initiator stage ends: `true` at the engine's own stamps
+    /// (before its send call, from its receive call's return: the system
+    /// calls are in the next stage), `false` at the return of the submit
+    /// call (the kernel's submission path inside it: DAS, iscsi). Absent in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_stamps: Option<bool>,
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -190,6 +197,21 @@ impl StampBreakdown {
             self.unstamped_ns,
         ];
         std::array::from_fn(|i| (STAGES[i], v[i]))
+    }
+
+    /// What the initiator stage covers here, in words (its boundary is not
+    /// the same on every transport: `engine_stamps`).
+    pub fn initiator_scope(&self) -> &'static str {
+        const ENGINE: &str = "due to the engine's send call, and the receive call's return to reaped: iolab's user space only (the send and receive calls are in the next stage)";
+        const SUBMIT: &str = "due to the return of the submit call: iolab's user space and the kernel's submission path (the system call included)";
+        let stamped = self.fabric_out_ns > 0.0 || self.fabric_back_ns > 0.0;
+        match self.engine_stamps {
+            Some(true) => ENGINE,
+            Some(false) => SUBMIT,
+            None if stamped => ENGINE,
+            None if self.unstamped_ns == 0.0 => SUBMIT,
+            None => "iolab's user space; the send call is outside it with the nbd and nvme-tcp engines, inside it (to the submit call's return) otherwise (not recorded in this file)",
+        }
     }
 
     /// The stages this breakdown measured: over iolab's own target the five
