@@ -72,10 +72,20 @@ impl Cover {
     }
 }
 
+/// How offsets are drawn: one match per request on the hot path.
+#[derive(Debug, Clone)]
+enum Offsets {
+    Sequential,
+    /// Uniform, with repeats.
+    Random,
+    /// Every block once per pass (`PatternSpec::cover`, one block size).
+    Covering(Cover),
+}
+
 pub struct RequestGen {
     rng: SmallRng,
     read_pct: u64,
-    random: bool,
+    offsets: Offsets,
     sizes: Vec<u64>,
     /// Cumulative weights, same order as `sizes`.
     cum: Vec<u64>,
@@ -87,8 +97,6 @@ pub struct RequestGen {
     end: u64,
     /// Next sequential offset per op kind (read, write).
     seq_pos: [u64; 2],
-    /// `PatternSpec::cover`, where it applies (random, one block size).
-    cover: Option<Cover>,
 }
 
 /// Uniform in [0, n) without division (Lemire's multiply-shift).
@@ -119,12 +127,17 @@ impl RequestGen {
             .map(|&(b, _)| (spec.region_len - b) / spec.align + 1)
             .collect();
         let mut rng = SmallRng::seed_from_u64(spec.seed);
-        let cover =
-            (spec.cover && spec.random && slots.len() == 1).then(|| Cover::new(slots[0], &mut rng));
+        let offsets = if spec.cover && spec.random && slots.len() == 1 {
+            Offsets::Covering(Cover::new(slots[0], &mut rng))
+        } else if spec.random {
+            Offsets::Random
+        } else {
+            Offsets::Sequential
+        };
         Ok(RequestGen {
             rng,
             read_pct: spec.read_pct as u64,
-            random: spec.random,
+            offsets,
             sizes: spec.bs.iter().map(|b| b.0).collect(),
             cum,
             total_weight: acc.max(1),
@@ -133,7 +146,6 @@ impl RequestGen {
             start: spec.region_start,
             end: spec.region_start + spec.region_len,
             seq_pos: [spec.region_start; 2],
-            cover,
         })
     }
 
@@ -157,18 +169,18 @@ impl RequestGen {
             self.cum.iter().position(|&c| r < c).unwrap_or(0)
         };
         let len = self.sizes[i];
-        let offset = if let Some(c) = &mut self.cover {
-            self.start + c.next() * self.align
-        } else if self.random {
-            self.start + below(self.rng.next_u64(), self.slots[i]) * self.align
-        } else {
-            let p = &mut self.seq_pos[op.index().min(1)];
-            if *p + len > self.end {
-                *p = self.start;
+        let offset = match &mut self.offsets {
+            Offsets::Random => self.start + below(self.rng.next_u64(), self.slots[i]) * self.align,
+            Offsets::Covering(c) => self.start + c.next() * self.align,
+            Offsets::Sequential => {
+                let p = &mut self.seq_pos[op.index().min(1)];
+                if *p + len > self.end {
+                    *p = self.start;
+                }
+                let o = *p;
+                *p += len;
+                o
             }
-            let o = *p;
-            *p += len;
-            o
         };
         (op, offset, len)
     }
