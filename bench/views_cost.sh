@@ -4,7 +4,9 @@
 # (text and HTML) on the report fixtures, each view run REPS times per
 # round, rounds interleaved A B / B A. Prints per view the median time per
 # call of each build and the median ratio new/old with its spread.
-# Usage: OLD=/path/to/old/iolab NEW=target/release/iolab bench/views_cost.sh [ROUNDS] [REPS]
+# Put both binaries in one directory first (a copy in /tmp and the one in
+# target/ started 0.5-1 ms apart per call here, which is most of a view).
+# Usage: OLD=/tmp/iolab-old NEW=/tmp/iolab-new bench/views_cost.sh [ROUNDS] [REPS]
 set -euo pipefail
 ROUNDS=${1:-5}
 REPS=${2:-20}
