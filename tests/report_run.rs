@@ -132,6 +132,14 @@ fn dry_run_and_bad_input() {
     }
     let o = iolab(&["run", "/nonexistent-dir", "--dry-run"]);
     assert_eq!(o.status.code(), Some(2));
+    // The dry run checks -o as the run does: a file where the directory
+    // would go is exit 2 naming --output, and nothing is made.
+    let file = dir.path().join("taken");
+    std::fs::write(&file, "x").unwrap();
+    let o = iolab(&["run", d, "--dry-run", "-o", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--output"), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
 }
 
 #[test]

@@ -396,6 +396,8 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
     };
     let why_not = steps_that_cannot_run(remote.as_ref());
     let mut steps = budgeted_plan(&a.profile, &base, (budget_ns, 1), &why_not, a.remote)?;
+    let dir = out_dir(&a, remote.is_some());
+    check_outputs(&dir, a.force)?;
     if a.dry_run {
         let header = format!(
             "iolab run on {} with a budget of {}:",
@@ -406,8 +408,6 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
         return Ok(());
     }
     interrupt::install();
-    let dir = out_dir(&a, remote.is_some());
-    check_outputs(&dir, a.force)?;
     let topts = if remote.is_some() {
         TargetOptions {
             path: Some(a.dir.clone()),
