@@ -6,6 +6,7 @@
 //! its type only if the type writes it back exactly (`ext::take`), so on
 //! disk it is the same sorted JSON object as before the model was typed.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -62,39 +63,38 @@ impl RunExt {
 
     /// The remote section: typed, or read leniently from a file whose
     /// section this version would not write back the same (older shapes).
-    pub fn remote(&self) -> Option<std::borrow::Cow<'_, RemoteRecord>> {
-        match &self.remote {
-            Some(r) => Some(std::borrow::Cow::Borrowed(r)),
-            None => serde_json::from_value(self.other.get("remote")?.clone())
-                .ok()
-                .map(std::borrow::Cow::Owned),
-        }
+    pub fn remote(&self) -> Option<Cow<'_, RemoteRecord>> {
+        typed_or_read(self.remote.as_deref(), &self.other, "remote")
     }
 
     /// oltp's load, typed or read leniently (see `remote`).
-    pub fn oltp_load(&self) -> Option<std::borrow::Cow<'_, LoadInfo>> {
-        match &self.oltp_load {
-            Some(l) => Some(std::borrow::Cow::Borrowed(l)),
-            None => serde_json::from_value(self.other.get("oltp_load")?.clone())
-                .ok()
-                .map(std::borrow::Cow::Owned),
-        }
+    pub fn oltp_load(&self) -> Option<Cow<'_, LoadInfo>> {
+        typed_or_read(self.oltp_load.as_deref(), &self.other, "oltp_load")
     }
 
     /// The media section, typed or read leniently (see `remote`).
-    pub fn media(&self) -> Option<std::borrow::Cow<'_, MediaRecord>> {
-        match &self.media {
-            Some(m) => Some(std::borrow::Cow::Borrowed(m)),
-            None => serde_json::from_value(self.other.get("media")?.clone())
-                .ok()
-                .map(std::borrow::Cow::Owned),
-        }
+    pub fn media(&self) -> Option<Cow<'_, MediaRecord>> {
+        typed_or_read(self.media.as_ref(), &self.other, "media")
     }
 
     /// The section `key` as JSON (typed or kept as read), for readers of
     /// sections this version does not type.
     pub fn json(&self, key: &str) -> Option<Value> {
         BTreeMap::<String, Value>::from(self.clone()).remove(key)
+    }
+}
+
+/// The typed section, or section `key` of `other` read leniently.
+fn typed_or_read<'a, T: Clone + serde::de::DeserializeOwned>(
+    typed: Option<&'a T>,
+    other: &BTreeMap<String, Value>,
+    key: &str,
+) -> Option<Cow<'a, T>> {
+    match typed {
+        Some(t) => Some(Cow::Borrowed(t)),
+        None => serde_json::from_value(other.get(key)?.clone())
+            .ok()
+            .map(Cow::Owned),
     }
 }
 
