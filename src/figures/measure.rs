@@ -5,7 +5,7 @@
 
 use super::{Family, FigureId};
 use crate::measure::histogram::LatStats;
-use crate::results::Point;
+use crate::results::{Param, Point};
 
 /// Where a latency's clock started and stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -63,11 +63,12 @@ pub struct Measure {
     pub basis: Option<Basis>,
 }
 
-/// The kind of a point, from its typed sections.
+/// The kind of a point, from its typed sections (or, for a kv phase merged
+/// over hosts or instances, which keeps no kv section, its `workload`).
 pub fn family(p: &Point) -> Family {
     if p.extra.oltp.is_some() {
         Family::Oltp
-    } else if p.extra.kv.is_some() {
+    } else if p.extra.kv.is_some() || p.has_param(Param::Workload) {
         Family::Kv
     } else {
         Family::Device

@@ -1,18 +1,29 @@
 //! A point measured on several hosts (`--hosts`): one row per host beside
-//! the aggregate (operations, IOPS, MiB/s, mean and p99 latency, the
+//! the aggregate (operations, throughput in the point's figure, MiB/s, the
+//! main operation type's mean and p99 latency, the
 //! agent's CPU, when the host was released relative to the common start),
 //! the start skew, and the hosts lost. Shared by the terminal, the
 //! Markdown and the HTML report.
 
+use crate::figures;
 use crate::plan::parse::format_ns;
 use crate::results::ext::HostsInfo;
 use crate::results::Point;
 
 use super::terminal::format_count;
 
-/// The table's header.
-pub const HEADER: [&str; 8] = [
-    "host", "ops", "IOPS", "MiB/s", "mean", "p99", "CPU %", "released",
+/// The table's header: throughput in the point's own figure (IOPS, ops/s),
+/// the latency of the main operation type, named in its column.
+pub const HEADER: [&str; 9] = [
+    "host",
+    "ops",
+    "throughput",
+    "MiB/s",
+    "latency of",
+    "mean",
+    "p99",
+    "CPU %",
+    "released",
 ];
 
 /// One row per host, then the aggregate, as cells of `HEADER`.
@@ -23,6 +34,9 @@ pub fn rows(p: &Point, h: &HostsInfo) -> Vec<Vec<String>> {
 /// `rows` of parts called `noun` (hosts, instances).
 fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
     let lat = |ns: Option<f64>| ns.map(format_ns).unwrap_or_else(|| "-".into());
+    let unit = figures::throughput(figures::measure::family(p)).def().name;
+    let rate = |v: f64| format!("{} {unit}", format_count(v));
+    let op = p.main_op().unwrap_or("-").to_string();
     let mut out: Vec<Vec<String>> = h
         .per_host
         .iter()
@@ -30,8 +44,9 @@ fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
             vec![
                 r.host.clone(),
                 r.ops.to_string(),
-                format_count(r.iops),
+                rate(r.iops),
                 format!("{:.1}", r.mib_s),
+                op.clone(),
                 lat(r.lat_mean_ns),
                 lat(r.lat_p99_ns.map(|v| v as f64)),
                 format!("{:.0}", r.cpu.usr_pct + r.cpu.sys_pct),
@@ -43,8 +58,9 @@ fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
     out.push(vec![
         format!("all {} {noun}", h.per_host.len()),
         p.total.ops.to_string(),
-        format_count(p.total.iops),
+        rate(p.total.iops),
         format!("{:.1}", p.total.mib_s),
+        op,
         lat(main.map(|l| l.mean_ns)),
         lat(main.and_then(|l| l.percentile(99.0)).map(|v| v as f64)),
         format!("{:.0}", p.cpu.usr_pct + p.cpu.sys_pct),
@@ -55,6 +71,7 @@ fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
         let none = || "-".to_string();
         out.push(vec![
             format!("target {}", t.host),
+            none(),
             none(),
             none(),
             none(),
@@ -116,4 +133,42 @@ fn terminal_of(p: &Point, h: &HostsInfo, noun: &str) -> String {
         s.push_str(&format!("\n  {n}"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::ext::{ClockOffset, HostRow};
+
+    /// Issue 44: a kv phase's per-host rows said "IOPS" and an unnamed
+    /// mean (the reads'): its throughput is ops/s and the latency column
+    /// names its operation type.
+    #[test]
+    fn a_kv_phase_per_host_is_ops_per_second_of_a_named_operation() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/kv-ycsb-rocksdb.json");
+        let r = crate::results::Results::read(&path).unwrap();
+        let p = r.points.iter().find(|p| p.name == "ycsb-a.run").unwrap();
+        let clock = ClockOffset {
+            offset_ns: 0,
+            uncertainty_ns: 0,
+            rtt_ns: 0,
+            probes: 0,
+        };
+        let h = HostsInfo {
+            per_host: vec![HostRow::of("h1", p, clock, 0)],
+            start_skew_ns: 0,
+            clock_uncertainty_ns: 0,
+            lost: Vec::new(),
+            target_host: None,
+        };
+        let rows = rows(p, &h);
+        assert_eq!(HEADER[2], "throughput");
+        assert!(rows[0][2].ends_with(" ops/s"), "{:?}", rows[0]);
+        assert_eq!(
+            rows[0][HEADER.iter().position(|c| *c == "latency of").unwrap()],
+            "read"
+        );
+        assert!(rows[1][0].starts_with("all 1 hosts"));
+    }
 }

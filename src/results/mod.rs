@@ -268,9 +268,16 @@ impl Point {
 
     /// Latency stats of the main op kind for summaries: read if any, else write.
     pub fn main_lat(&self) -> Option<&LatStats> {
+        self.main_op()
+            .and_then(|k| self.ops.get(k).and_then(|o| o.lat.as_ref()))
+    }
+
+    /// The op kind `main_lat` is of: read if it has a latency, else write,
+    /// else fsync.
+    pub fn main_op(&self) -> Option<&'static str> {
         ["read", "write", "fsync"]
-            .iter()
-            .find_map(|k| self.ops.get(*k).and_then(|o| o.lat.as_ref()))
+            .into_iter()
+            .find(|k| self.ops.get(*k).is_some_and(|o| o.lat.is_some()))
     }
 }
 

@@ -44,6 +44,8 @@ pub enum Param {
     ValueSize,
     /// kv: reader threads beside a writer.
     Readers,
+    /// kv: the YCSB workload or db_bench benchmark (kv points only).
+    Workload,
 }
 
 impl Param {
@@ -71,6 +73,7 @@ impl Param {
             Param::RecordBytes => "record_bytes",
             Param::ValueSize => "value_size",
             Param::Readers => "readers",
+            Param::Workload => "workload",
         }
     }
 }

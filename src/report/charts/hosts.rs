@@ -52,9 +52,18 @@ pub fn per_host(r: &Results) -> Option<Section> {
             (name.clone(), per_point)
         })
         .collect();
+    // The throughput in the points' own figure: ops/s for kv phases.
+    let fams: std::collections::BTreeSet<_> = points
+        .iter()
+        .map(|(p, _)| crate::figures::measure::family(p))
+        .collect();
+    let unit = match fams.into_iter().collect::<Vec<_>>()[..] {
+        [f] => crate::figures::throughput(f).def().name,
+        _ => "throughput",
+    };
     let chart = svg::bar_chart(&BarChart {
-        title: "IOPS per host".into(),
-        y_title: "IOPS (stacked hosts: the bar is the aggregate)".into(),
+        title: format!("{unit} per host"),
+        y_title: format!("{unit} (stacked hosts: the bar is the aggregate)"),
         y_fmt: crate::report::fmt::count,
         categories: points.iter().map(|(p, _)| p.name.clone()).collect(),
         stacks,
