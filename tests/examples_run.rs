@@ -298,11 +298,19 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
             if has(&w, "--make") && !is_root() {
                 return None;
             }
-            // A media run shares the budget among targets x rounds.
-            let media = targets.len() > 1 || has(&w, "--make");
-            let budget = if media { "6s" } else { "3s" };
-            if !set(&mut w, "--budget", budget) {
-                w.extend(["--budget".into(), budget.into()]);
+            // The smallest budget run takes: 0.5 s per core job of the
+            // profile, in each pass of a media run (targets x rounds).
+            let per_pass = match value_after(&w, "--profile") {
+                Some("quick") => 2.5,
+                Some("full") => 6.0,
+                _ => 4.0,
+            };
+            let made = value_after(&w, "--make").map_or(0, |m| m.split(',').count());
+            let setups = (targets.len() + made).max(1);
+            let rounds: usize = value_after(&w, "--rounds").map_or(1, |r| r.parse().unwrap_or(1));
+            let budget = format!("{}s", per_pass * (setups * rounds) as f64);
+            if !set(&mut w, "--budget", &budget) {
+                w.extend(["--budget".into(), budget]);
             }
             if !set(&mut w, "--size", "16m") {
                 w.extend(["--size".into(), "16m".into()]);
@@ -557,69 +565,112 @@ fn all_examples() -> Vec<(String, Vec<Example>)> {
     out
 }
 
+/// What one page's examples gave: failures, and how many ran.
+struct PageOutcome {
+    failures: Vec<String>,
+    ran: usize,
+}
+
+/// Run one page's examples in order, in a directory of its own; an
+/// example already run (by any page: `seen`) only parses.
+fn run_page(
+    list: &[Example],
+    servers: &Path,
+    seen: &std::sync::Mutex<std::collections::HashSet<String>>,
+) -> PageOutcome {
+    let mut out = PageOutcome {
+        failures: Vec::new(),
+        ran: 0,
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::os::unix::fs::symlink(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples"),
+        dir.path().join("examples"),
+    )
+    .unwrap();
+    for ex in list {
+        if let Err(e) = iolab::cli::Cli::try_parse_args(&ex.words) {
+            out.failures
+                .push(format!("{}: {:?} does not parse: {e}", ex.origin, ex.words));
+            continue;
+        }
+        let Some(args) = scaled(&ex.words, dir.path(), servers) else {
+            continue;
+        };
+        let same = args
+            .join(" ")
+            .replace(&dir.path().display().to_string(), "DIR")
+            .replace(&servers.display().to_string(), "SERVERS");
+        if !seen.lock().unwrap().insert(same) {
+            continue;
+        }
+        provide_inputs(&ex.words, dir.path());
+        // A bound on each: an example that hangs is a failure, not a stuck suite.
+        let t0 = std::time::Instant::now();
+        let o = Command::new("timeout")
+            .arg("--signal=INT")
+            .arg("--kill-after=10")
+            .arg("60")
+            .arg(env!("CARGO_BIN_EXE_iolab"))
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        eprintln!(
+            "{:6.1}s  iolab {}",
+            t0.elapsed().as_secs_f64(),
+            args.join(" ")
+        );
+        out.ran += 1;
+        if !o.status.success() {
+            out.failures.push(format!(
+                "{}: iolab {} exited {:?}:\n{}",
+                ex.origin,
+                args.join(" "),
+                o.status.code(),
+                text(&o)
+            ));
+        }
+    }
+    out
+}
+
+/// Pages run two at a time (each page's examples in order): the suite's
+/// longest test, halved on two cores.
+const PAGES_AT_ONCE: usize = 2;
+
 #[test]
 fn every_readme_docs_and_help_example_parses_and_runs() {
     let examples = all_examples();
     let total: usize = examples.iter().map(|(_, v)| v.len()).sum();
     assert!(total >= 60, "found only {total} examples");
-    let mut failures = Vec::new();
-    let mut ran = 0;
     // Private servers run as their own user, which must reach their data.
     let servers = tempfile::tempdir_in("/var/tmp").unwrap();
     // An example repeated on several pages runs once (its later copies parse).
-    let mut seen = std::collections::HashSet::new();
-    for (_, list) in &examples {
-        // One directory per page: a page's examples may build on each other.
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        std::os::unix::fs::symlink(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples"),
-            dir.path().join("examples"),
-        )
-        .unwrap();
-        for ex in list {
-            if let Err(e) = iolab::cli::Cli::try_parse_args(&ex.words) {
-                failures.push(format!("{}: {:?} does not parse: {e}", ex.origin, ex.words));
-                continue;
-            }
-            let Some(args) = scaled(&ex.words, dir.path(), servers.path()) else {
-                continue;
-            };
-            let same = args
-                .join(" ")
-                .replace(&dir.path().display().to_string(), "DIR")
-                .replace(&servers.path().display().to_string(), "SERVERS");
-            if !seen.insert(same) {
-                continue;
-            }
-            provide_inputs(&ex.words, dir.path());
-            // A bound on each: an example that hangs is a failure, not a stuck suite.
-            let t0 = std::time::Instant::now();
-            let o = Command::new("timeout")
-                .arg("--signal=INT")
-                .arg("--kill-after=10")
-                .arg("60")
-                .arg(env!("CARGO_BIN_EXE_iolab"))
-                .args(&args)
-                .current_dir(dir.path())
-                .output()
-                .unwrap();
-            eprintln!(
-                "{:6.1}s  iolab {}",
-                t0.elapsed().as_secs_f64(),
-                args.join(" ")
-            );
-            ran += 1;
-            if !o.status.success() {
-                failures.push(format!(
-                    "{}: iolab {} exited {:?}:\n{}",
-                    ex.origin,
-                    args.join(" "),
-                    o.status.code(),
-                    text(&o)
-                ));
-            }
-        }
-    }
+    let seen = std::sync::Mutex::new(std::collections::HashSet::new());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes: Vec<PageOutcome> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..PAGES_AT_ONCE)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((_, list)) = examples.get(i) else {
+                            return mine;
+                        };
+                        mine.push(run_page(list, servers.path(), &seen));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let failures: Vec<String> = outcomes.iter().flat_map(|o| o.failures.clone()).collect();
+    let ran: usize = outcomes.iter().map(|o| o.ran).sum();
     assert!(
         failures.is_empty(),
         "{} of {total} examples failed:\n{}",
