@@ -192,3 +192,16 @@ fn an_empty_match_is_said_and_latencies_have_three_digits() {
     // ycsb-c's read mean is 2.95us: three digits, not "3us".
     assert!(t.contains("2.95us"), "{t}");
 }
+
+/// Item 15: compare's `--help` named stale default metrics; it lists every
+/// figure of the catalogue, and docs/report.md too.
+#[test]
+fn help_and_docs_name_every_figure() {
+    let help = stdout(&iolab(&["compare", "--help"]));
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.md"))
+        .unwrap();
+    for d in iolab::figures::CATALOGUE {
+        assert!(help.contains(d.key), "compare --help lacks {}", d.key);
+        assert!(doc.contains(d.key), "docs/report.md lacks {}", d.key);
+    }
+}

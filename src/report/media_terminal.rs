@@ -26,13 +26,14 @@ pub fn table(m: &MediaAnalysis) -> Vec<String> {
         .unwrap_or(0)
         .max(6);
     let mut out = vec![format!(
-        "{:<width$} {:<twidth$} {:>14} {:>8} {:>34} {:>12}",
+        "{:<width$} {:<twidth$} {:>14} {:>8} {:>34} {:>9} {:>12}",
         "workload",
         "target",
         "throughput",
         format!("vs {}", m.baseline),
         "per-round ratios: median (range)",
-        "mean lat vs"
+        "mean lat",
+        format!("vs {}", m.baseline)
     )];
     let times = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}x"));
     for r in &m.rows {
@@ -45,12 +46,14 @@ pub fn table(m: &MediaAnalysis) -> Vec<String> {
         };
         let (ratio, lat_ratio) = crate::analysis::media::shown_ratios(m, r);
         out.push(format!(
-            "{:<width$} {:<twidth$} {:>14} {:>8} {:>34} {:>12}",
+            "{:<width$} {:<twidth$} {:>14} {:>8} {:>34} {:>9} {:>12}",
             r.workload,
             r.target,
             format!("{:.0} {}", r.throughput, r.unit),
             times(ratio),
             rounds,
+            r.mean_lat_ns
+                .map_or_else(|| "-".to_string(), crate::report::fmt::ns3),
             times(lat_ratio)
         ));
     }
@@ -109,5 +112,20 @@ mod tests {
                 .any(|l| l.starts_with("warning: the machine was busy at start")),
             "{lines:?}"
         );
+    }
+
+    /// Issue 44 item 15: the table gave a mean-latency ratio without the
+    /// latencies it divides; each row shows its mean beside the ratio.
+    #[test]
+    fn the_table_shows_the_mean_latency_beside_its_ratio() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/media.json");
+        let r = Results::read(&path).unwrap();
+        let m = r.analysis.media.as_ref().expect("media analysis");
+        let lines = table(m);
+        assert!(lines[0].contains("mean lat"), "{}", lines[0]);
+        let row = &m.rows[0];
+        let want = crate::report::fmt::ns3(row.mean_lat_ns.unwrap());
+        assert!(lines[1].contains(&want), "{want} not in {}", lines[1]);
     }
 }
