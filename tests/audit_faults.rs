@@ -36,7 +36,7 @@ fn make_run_works_in_a_clone_without_a_results_directory() {
     // -o: the binary is given, so neither the deps nor the build run.
     let o = Command::new("make")
         .current_dir(&clone)
-        .args(["-s", "-o", "deps", "-o", "build", "run", "RUN_BUDGET=2s"])
+        .args(["-s", "-o", "deps", "-o", "build", "run", "RUN_BUDGET=4s"])
         .arg("RUN_FLAGS=--size 16m --quiet")
         .arg(format!("RUN_DIR={}", scratch.display()))
         .output()
@@ -147,8 +147,18 @@ fn signal_and_wait(
 }
 
 fn spawn(args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+    // A suite started in the background of a script inherits SIGINT
+    // ignored; the commands that only print rely on its default action.
+    // SAFETY: signal(2) is async-signal-safe, called between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c.args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
