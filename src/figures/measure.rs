@@ -63,12 +63,13 @@ pub struct Measure {
     pub basis: Option<Basis>,
 }
 
-/// The kind of a point, from its typed sections (or, for a kv phase merged
-/// over hosts or instances, which keeps no kv section, its `workload`).
+/// The kind of a point, from its sections (typed, or kept as read from an
+/// older shape), or, for a kv phase merged over hosts or instances, which
+/// keeps no kv section, its `workload`.
 pub fn family(p: &Point) -> Family {
-    if p.extra.oltp.is_some() {
+    if p.extra.contains_key("oltp") {
         Family::Oltp
-    } else if p.extra.kv.is_some() || p.has_param(Param::Workload) {
+    } else if p.extra.contains_key("kv") || p.has_param(Param::Workload) {
         Family::Kv
     } else {
         Family::Device
