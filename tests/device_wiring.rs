@@ -234,7 +234,7 @@ fn export_fio_json_is_valid_fio_json() {
         fio.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains(&format!("fio JSON: {}", fio.display())));
+    assert!(text(&o).contains(&format!("fio-json: {}", fio.display())));
     let v = results(&fio);
     assert!(v["fio version"].is_string(), "{v}");
     let jobs = v["jobs"].as_array().unwrap();
@@ -281,6 +281,7 @@ fn export_fio_json_is_kept_on_interrupt() {
     let d = dir.path().to_str().unwrap();
     let json = dir.path().join("r.json");
     let fio = dir.path().join("out.fio.json");
+    let csv = dir.path().join("out.csv");
     let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
         .args([
             "device",
@@ -299,6 +300,9 @@ fn export_fio_json_is_kept_on_interrupt() {
             "--export",
             "fio-json",
             fio.to_str().unwrap(),
+            "--export",
+            "csv",
+            csv.to_str().unwrap(),
             "--quiet",
         ])
         .spawn()
@@ -308,6 +312,18 @@ fn export_fio_json_is_kept_on_interrupt() {
     let n = results(&json)["points"].as_array().unwrap().len();
     let v = results(&fio);
     assert_eq!(v["jobs"].as_array().unwrap().len(), n, "{v}");
+    // Every format is written at the last save, Ctrl-C's included, as
+    // `iolab report` renders it from the results file.
+    let o = iolab(&[
+        "report",
+        json.to_str().unwrap(),
+        "--format",
+        "csv",
+        "-o",
+        "-",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read(&csv).unwrap(), o.stdout);
 }
 
 /// Root and tracefs (or the means to mount it), as `iolab trace` needs.

@@ -258,9 +258,25 @@ fn report_export_takes_format_and_file_like_device() {
     assert!(o.status.success(), "{}", text(&o));
     let v = common::results(&out);
     assert_eq!(v["jobs"].as_array().unwrap().len(), 8);
-    let o = iolab(&["report", src.to_str().unwrap(), "--export", "csv", "x.csv"]);
+    // Every format of `--format` is an export, as in device, run and remote.
+    let csv = dir.path().join("out.csv");
+    let o = iolab(&[
+        "report",
+        src.to_str().unwrap(),
+        "--export",
+        "csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("point,"));
+    let o = iolab(&["report", src.to_str().unwrap(), "--export", "pdf", "x.pdf"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--export"), "{}", text(&o));
+    assert!(
+        text(&o).contains("html, text, markdown, csv, fio-json"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

@@ -268,9 +268,10 @@ fn what_hosts_cannot_run_is_refused_naming_the_flag() {
         "nvme-tcp-kernel",
     );
     refused(&with(&on, &["--db", "800"]), "--db", "not with --hosts");
+    // The old spelling is the same flag, named as it is now.
     refused(
         &with(&on, &["--breakdown", "100"]),
-        "--breakdown",
+        "--breakdown-requests",
         "not with --hosts",
     );
     refused(&with(&on, &["--fabric-rate", "1gbit"]), "--fabric-rate", "");

@@ -43,6 +43,8 @@ fn json(p: &Path) -> serde_json::Value {
 fn run_with_a_small_budget_writes_results_and_report() {
     let dir = workdir();
     let d = dir.path().to_str().unwrap();
+    let elsewhere = workdir();
+    let md = elsewhere.path().join("run.md");
     let o = iolab(&[
         "run",
         d,
@@ -52,14 +54,18 @@ fn run_with_a_small_budget_writes_results_and_report() {
         "64m",
         "--profile",
         "quick",
+        "--export",
+        "markdown",
+        md.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout).to_string();
-    let last = out.lines().last().unwrap_or_default();
+    let tail: Vec<&str> = out.lines().rev().take(2).collect();
     assert!(
-        last.starts_with("report:") && last.ends_with("report.html"),
+        tail[1].starts_with("report:") && tail[1].ends_with("report.html"),
         "{out}"
     );
+    assert_eq!(tail[0], format!("markdown: {}", md.display()), "{out}");
     assert!(out.contains("4k random read IOPS"), "{out}");
     // Only the output directory is left: the scratch file is gone.
     let left = entries(dir.path());
@@ -73,6 +79,14 @@ fn run_with_a_small_budget_writes_results_and_report() {
     assert!(points.len() >= 6, "{}", points.len());
     assert!(points.iter().all(|p| p["params"]["step"].is_string()));
     assert!(r["extra"]["run"]["steps"].as_array().unwrap().len() >= 4);
+    // --export writes what `iolab report` renders from the results file.
+    let again = iolab(&[
+        "report",
+        left[0].join("results.json").to_str().unwrap(),
+        "--format",
+        "markdown",
+    ]);
+    assert_eq!(std::fs::read(&md).unwrap(), again.stdout);
     let html = std::fs::read_to_string(left[0].join("report.html")).unwrap();
     assert!(
         html.contains("id=\"batching\""),

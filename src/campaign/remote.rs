@@ -6,6 +6,7 @@
 //! `Driver` sampling the server's CPU and the link with every point.
 
 use crate::results::sections::{RemoteRecord, RemoteTransport};
+use crate::session::Closing;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Instant;
@@ -425,7 +426,7 @@ fn kernel_transport(
     )
 }
 
-/// The breakdown's job (`--breakdown N` requests; none with 0 or after a
+/// The breakdown's job (`--breakdown-requests N`; none with 0 or after a
 /// stop): QD1 random reads of the plan's first block size over `span`.
 fn breakdown_spec(plan: &RemotePlan, span: u64, seed: u64) -> Option<BreakdownSpec> {
     (plan.breakdown > 0 && !interrupt::stop_requested()).then(|| BreakdownSpec {
@@ -540,7 +541,11 @@ pub(super) fn load_latency(
 /// `iolab remote` on this machine: the plan printed (`--dry-run`), or the
 /// scratch file laid out, every transport served and measured in the
 /// topology, the results and report written.
-pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<()> {
+pub fn run_or_print(
+    a: &RemoteSettings,
+    plan: &RemotePlan,
+    closing: &Closing,
+) -> anyhow::Result<()> {
     if !a.target.is_dir() {
         return Err(usage(
             "--target",
@@ -588,9 +593,9 @@ pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<()>
     super::run::finish(
         results,
         &dir.join("results.json"),
-        &dir.join("report.html"),
+        &dir,
         a.quiet || a.json_to_stdout(),
         t0,
-        crate::report::remote_terminal::remote_summary,
+        closing,
     )
 }

@@ -8,6 +8,7 @@
 
 use crate::results::sections::remote::TargetHostRecord;
 use crate::results::sections::{HostRecord, HostsRecord, RemoteRecord};
+use crate::session::Closing;
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::rc::Rc;
@@ -106,7 +107,7 @@ pub fn check(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<Option<Hos
             "the database runs on this machine's kernel over the volume",
         ),
         (
-            "--breakdown",
+            "--breakdown-requests",
             given("breakdown") && plan.breakdown > 0,
             "the unloaded breakdown is one initiator's, on this machine",
         ),
@@ -408,7 +409,12 @@ pub fn run(
 
 /// Across hosts: the plan printed (`--dry-run`), or the hosts' run (T
 /// serving each export), the results and report written.
-pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan, hp: &HostsPlan) -> anyhow::Result<()> {
+pub fn run_or_print(
+    a: &RemoteSettings,
+    plan: &RemotePlan,
+    hp: &HostsPlan,
+    closing: &Closing,
+) -> anyhow::Result<()> {
     if a.dry_run {
         super::remote_plan::print_plan(plan, a);
         println!(
@@ -433,9 +439,9 @@ pub fn run_or_print(a: &RemoteSettings, plan: &RemotePlan, hp: &HostsPlan) -> an
     super::run::finish(
         results,
         &dir.join("results.json"),
-        &dir.join("report.html"),
+        &dir,
         a.quiet || a.json_to_stdout(),
         t0,
-        crate::report::remote_terminal::remote_summary,
+        closing,
     )
 }

@@ -340,8 +340,10 @@ pub struct DeviceArgs {
     /// log_avg_msec=1000: for fio-plot -g, fio2gnuplot, fiologparser_hist)
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub log_dir: Option<PathBuf>,
-    /// Also write the results in another tool's format, kept up to date after every point: fio-json FILE
-    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], help_heading = "Output")]
+    /// Also write the results as FORMAT into FILE (html, text, markdown,
+    /// csv, fio-json; repeat for several): fio-json is kept up to date
+    /// after every point, the others are written at the end (Ctrl-C too)
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], action = clap::ArgAction::Append, help_heading = "Output")]
     pub export: Option<Vec<String>>,
 
     /// Trace every point through the I/O stack (needs root and tracefs; see docs/trace.md): stage table per point, extra.trace in the results

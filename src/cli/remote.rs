@@ -87,8 +87,15 @@ pub struct RemoteArgs {
     /// nvme-tcp transports per value
     #[arg(long, value_name = "LIST", default_value = "1")]
     pub target_threads: String,
-    /// Requests in the unloaded latency breakdown over iolab's targets (0: none)
-    #[arg(long, value_name = "N", default_value_t = 2000)]
+    /// Requests in the unloaded latency breakdown over iolab's targets (0:
+    /// none; the breakdown is on by default here, where `device
+    /// --breakdown` turns tracing on; `--breakdown N` is the old spelling)
+    #[arg(
+        long = "breakdown-requests",
+        alias = "breakdown",
+        value_name = "N",
+        default_value_t = 2000
+    )]
     pub breakdown: usize,
     /// Link bandwidth (tc tbf on both ends of the veth pair), e.g. 1gbit, 500mbit
     #[arg(long, value_name = "RATE")]
@@ -135,6 +142,11 @@ pub struct RemoteArgs {
     /// Replace output files iolab did not write
     #[arg(long)]
     pub force: bool,
+    /// Also write the results as FORMAT into FILE at the end (html, text,
+    /// markdown, csv, fio-json; repeat for several; report.html is always
+    /// written into the output directory)
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], action = clap::ArgAction::Append)]
+    pub export: Option<Vec<String>>,
     /// Seed of the random offsets (the same default in every verb)
     #[arg(long, default_value_t = 4207)]
     pub seed: u64,

@@ -22,12 +22,12 @@ pub struct ReportArgs {
     /// results and reports are replaced without it)
     #[arg(long)]
     pub force: bool,
-    /// html, text, markdown or csv
+    /// html, text, markdown, csv or fio-json
     #[arg(long, default_value = "html", value_name = "FORMAT")]
     pub format: String,
-    /// Write the results in another tool's format instead: fio-json [FILE or
-    /// DIR] (the same syntax as `device --export`; without FILE, -o or stdout;
-    /// into a directory, one file per point)
+    /// The same as --format FORMAT -o FILE, in the syntax of `device
+    /// --export` (without FILE: -o or stdout); fio-json into a directory
+    /// writes one file per point
     #[arg(long, num_args = 1..=2, value_names = ["FORMAT", "FILE"])]
     pub export: Option<Vec<String>>,
 }

@@ -71,6 +71,11 @@ pub struct RunArgs {
     /// results and reports are replaced without it)
     #[arg(long)]
     pub force: bool,
+    /// Also write the results as FORMAT into FILE at the end (html, text,
+    /// markdown, csv, fio-json; repeat for several; report.html is always
+    /// written into the output directory)
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], action = clap::ArgAction::Append)]
+    pub export: Option<Vec<String>>,
     /// Seed of the offset and data generators
     #[arg(long, default_value = "4207")]
     pub seed: u64,

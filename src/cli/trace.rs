@@ -69,9 +69,12 @@ pub struct TraceOpts {
     /// Ring-buffer size per CPU, KiB
     #[arg(long, default_value_t = 16384)]
     pub buffer_kb: u32,
-    /// Write the block events of each configuration in blktrace format under this directory
-    #[arg(long)]
-    pub export: Option<PathBuf>,
+    /// Also write FORMAT into FILE: blktrace DIR (each configuration's
+    /// block events in blktrace's format under DIR; `--export DIR` alone
+    /// is the same), or the results as html, text, markdown, csv or
+    /// fio-json, as in every verb; repeat for several
+    #[arg(long, num_args = 1..=2, value_names = ["FORMAT", "FILE"], action = clap::ArgAction::Append)]
+    pub export: Option<Vec<String>>,
     /// Device number to write into exported blktrace records, MAJ:MIN
     /// (btt treats majors 9/253/254 as md/device-mapper)
     #[arg(long)]

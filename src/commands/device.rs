@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::device_flags::{dry_run, experiments_from_args};
 use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
+use crate::commands::exports::{self, Export};
 use crate::commands::{device_fio, device_hosts};
 use crate::dut::{self, TargetOptions};
 use crate::error::{usage, Interrupted, VerifyFailed};
@@ -19,7 +20,6 @@ use crate::plan::fiojob::FioPlan;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
 
-use crate::report::fio_json::export::FioJsonExporter;
 use crate::report::fio_log::{LogPlan, LogRequest};
 use crate::report::observer::Terminal;
 use crate::results::{output, Provenance, Results};
@@ -67,16 +67,13 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         .map(device_fio::read_plan)
         .transpose()?;
     let a = device_fio::with_target_defaults(a, fio_plan.as_ref());
-    let fio_export = device_fio::export_path(a.export.as_deref())?;
     let exps = experiments_from_args(&a)?;
     let hosts = device_hosts::refuse_what_hosts_cannot_run(&a, &exps)?;
     let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
-    let json = a.json.as_deref().filter(|p| p.as_os_str() != "-");
-    for (path, field) in [(json, "--json"), (fio_export.as_deref(), "--export")] {
-        if let Some(p) = path {
-            output::check(p, field, a.force, &targets)?;
-        }
+    if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
+        output::check(p, "--json", a.force, &targets)?;
     }
+    let exports = exports::parse(a.export.as_deref(), a.force, &targets)?;
     let jobs: Vec<&JobSpec> = exps.iter().flat_map(|e| e.jobs.iter()).collect();
     let needs_target = jobs.iter().any(|j| j.engine.needs_target());
     let size = size_and_buffer(&a)?;
@@ -154,7 +151,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         .fold((0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     let knee_factor = exps.first().map_or(2.0, |e| e.knee_factor);
     let fio_logs = fio_plan.as_ref().map(|p| p.logs.clone());
-    let exporters = exporters(&a, fio_export.as_deref(), fio_logs.unwrap_or_default())?;
+    let exporters = exporters(&a, &exports, fio_logs.unwrap_or_default())?;
     let mut sink = ResultsSink::new(
         results,
         a.json.clone().filter(|p| p.as_os_str() != "-"),
@@ -199,8 +196,10 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     } else if let (Some(p), false) = (&a.json, quiet) {
         println!("results: {}", p.display());
     }
-    if let (Some(p), false) = (&fio_export, quiet) {
-        println!("fio JSON: {}", p.display());
+    if !quiet {
+        for e in &exports {
+            println!("{}: {}", e.format.name(), e.path.display());
+        }
     }
     drop(target);
     exit_status(&results, failures)
@@ -259,17 +258,14 @@ fn size_and_buffer(a: &DeviceArgs) -> anyhow::Result<Option<u64>> {
     Ok(size)
 }
 
-/// The exporters `iolab device` gives its sink: fio's JSON (`--export`)
+/// The exporters `iolab device` gives its sink: the formats of `--export`
 /// and fio-format logs (`--log-dir`, a fio job file's `write_*_log`).
 fn exporters(
     a: &DeviceArgs,
-    fio_export: Option<&Path>,
+    exports: &[Export],
     fio_logs: Vec<(String, LogRequest)>,
 ) -> anyhow::Result<Vec<Box<dyn Exporter>>> {
-    let mut out: Vec<Box<dyn Exporter>> = Vec::new();
-    if let Some(path) = fio_export {
-        out.push(Box::new(FioJsonExporter::new(path.to_path_buf())));
-    }
+    let mut out: Vec<Box<dyn Exporter>> = exports.iter().map(Export::exporter).collect();
     if let Some(logs) = log_plan(a, fio_logs)? {
         out.push(Box::new(logs));
     }

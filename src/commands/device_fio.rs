@@ -4,7 +4,7 @@
 //! shape, rewritten atomically with the results file).
 
 use crate::results::sections::FioJobFile;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::cli::device::DeviceArgs;
 use crate::error::usage;
@@ -12,8 +12,6 @@ use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::fiojob::{fio_plan, FioPlan};
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_cpu_list;
-use crate::report::fio_json::to_fio_json;
-use crate::results::{write_atomic, Results};
 
 /// Read and parse the job file (open-loop `rate_iops` supported).
 pub fn read_plan(path: &Path) -> anyhow::Result<FioPlan> {
@@ -126,33 +124,4 @@ pub fn provenance(path: &Path) -> FioJobFile {
         text: crate::input::read_text(path, "--fio-job", Some(crate::input::CONFIG_MAX))
             .unwrap_or_default(),
     }
-}
-
-/// `--export FORMAT FILE`: the file to write fio JSON to (the only format).
-pub fn export_path(export: Option<&[String]>) -> anyhow::Result<Option<PathBuf>> {
-    let Some(v) = export else {
-        return Ok(None);
-    };
-    match v {
-        [fmt, file] if fmt == "fio-json" => {
-            if file.is_empty() || file == "-" {
-                return Err(usage(
-                    "--export",
-                    "give a file name for the fio JSON (stdout is not supported)",
-                ));
-            }
-            Ok(Some(PathBuf::from(file)))
-        }
-        [fmt, _] => Err(usage(
-            "--export",
-            format!("unknown export format '{fmt}' (fio-json)"),
-        )),
-        _ => Err(usage("--export", "use --export fio-json FILE")),
-    }
-}
-
-/// Write the results in fio's JSON shape, atomically.
-pub fn write_export(path: &Path, r: &Results) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(&to_fio_json(r))?;
-    write_atomic(path, text.as_bytes())
 }

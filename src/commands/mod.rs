@@ -6,6 +6,7 @@ pub mod device;
 pub mod device_fio;
 pub mod device_flags;
 pub mod device_hosts;
+pub mod exports;
 pub mod kv;
 pub mod kv_flags;
 pub mod kv_hosts;

@@ -66,8 +66,10 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
     remote_hosts::defaults(&mut s);
     let plan = plan(&s)?;
     s.check_outputs()?;
+    let exports = super::exports::parse(a.export.as_deref(), a.force, &[])?;
+    let closing = super::exports::closing(exports, crate::report::remote_terminal::remote_summary);
     if let Some(hp) = remote_hosts::check(&s, &plan)? {
-        return remote_hosts::run_or_print(&s, &plan, &hp);
+        return remote_hosts::run_or_print(&s, &plan, &hp, &closing);
     }
-    crate::campaign::remote::run_or_print(&s, &plan)
+    crate::campaign::remote::run_or_print(&s, &plan, &closing)
 }

@@ -10,6 +10,7 @@ pub fn remote_settings(a: &RemoteArgs) -> RemoteSettings {
     let RemoteArgs {
         target,
         plan: _,
+        export: _,
         size,
         transports,
         mixes,

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::report::ReportArgs;
 use crate::error::usage;
-use crate::report::{csv, fio_json, html, markdown, terminal};
+use crate::report::fio_json;
+use crate::report::formats::Format;
 use crate::results::{output, write_atomic, Results};
 
 /// Read an iolab results file or fio JSON output.
@@ -38,10 +39,10 @@ fn export_format(a: &mut ReportArgs) -> anyhow::Result<Option<String>> {
         return Ok(None);
     };
     let fmt = v[0].clone();
-    if fmt != "fio-json" {
+    if Format::parse(&fmt).is_none() {
         return Err(usage(
             "--export",
-            format!("unknown export format '{fmt}' (fio-json)"),
+            format!("unknown export format '{fmt}' ({})", Format::names()),
         ));
     }
     if let Some(file) = v.get(1) {
@@ -49,7 +50,7 @@ fn export_format(a: &mut ReportArgs) -> anyhow::Result<Option<String>> {
         if a.output.as_ref().is_some_and(|o| *o != file) {
             return Err(usage(
                 "--export",
-                "give the export file once: --export fio-json FILE, or -o FILE",
+                "give the export file once: --export FORMAT FILE, or -o FILE",
             ));
         }
         a.output = Some(file);
@@ -78,25 +79,16 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<()> {
     let export = export_format(&mut a)?;
     // Checked before reading: the input itself is never an output.
     match destination(&a) {
-        Some(d) if export.is_some() && (d.is_dir() || names_a_directory(&d)) => {}
+        Some(d)
+            if export.as_deref() == Some("fio-json") && (d.is_dir() || names_a_directory(&d)) => {}
         Some(d) => {
             output::check(&d, "--output", a.force, &[&a.results])?;
         }
         None => {}
     }
     let r = load(&a.results)?;
-    if export.is_some() {
-        // Into a directory: one file per point (fio-plot reads one job per
-        // file). A name ending in '/' is a directory, made if missing.
-        let named_dir = a
-            .output
-            .as_deref()
-            .filter(|d| names_a_directory(d) && !d.exists());
-        if let Some(d) = named_dir {
-            std::fs::create_dir_all(d)
-                .map_err(|e| usage("--output", format!("cannot create {}: {e}", d.display())))?;
-        }
-        if let Some(dir) = a.output.as_deref().filter(|d| d.is_dir()) {
+    if export.as_deref() == Some("fio-json") {
+        if let Some(dir) = fio_json_dir(&a)? {
             for (name, v) in fio_json::to_fio_json_files(&r) {
                 write_atomic(
                     &dir.join(name),
@@ -106,32 +98,40 @@ pub fn run(mut a: ReportArgs) -> anyhow::Result<()> {
             eprintln!("fio JSON: {} file(s) in {}", r.points.len(), dir.display());
             return Ok(());
         }
-        let v = fio_json::to_fio_json(&r);
-        return write_out(
-            a.output.as_deref(),
-            serde_json::to_string_pretty(&v)?.as_bytes(),
-        );
     }
     let source = a
         .results
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
-    match a.format.as_str() {
-        "html" => {
-            let out = destination(&a);
-            write_out(out.as_deref(), html::render(&r, &source).as_bytes())?;
-            if let Some(out) = out {
-                eprintln!("report: {}", out.display());
-            }
-            Ok(())
-        }
-        "text" => write_out(a.output.as_deref(), terminal::results_text(&r).as_bytes()),
-        "markdown" | "md" => write_out(a.output.as_deref(), markdown::render(&r).as_bytes()),
-        "csv" => write_out(a.output.as_deref(), csv::results_csv(&r).as_bytes()),
-        other => Err(usage(
+    let name = export.unwrap_or_else(|| a.format.clone());
+    let format = Format::parse(&name).ok_or_else(|| {
+        usage(
             "--format",
-            format!("unknown format '{other}' (html, text, markdown, csv)"),
-        )),
+            format!("unknown format '{name}' ({})", Format::names()),
+        )
+    })?;
+    let out = match format {
+        Format::Html => destination(&a),
+        _ => a.output.clone().filter(|p| p.as_os_str() != "-"),
+    };
+    write_out(out.as_deref(), &format.render(&r, &source)?)?;
+    if let (Format::Html, Some(out)) = (format, out) {
+        eprintln!("report: {}", out.display());
     }
+    Ok(())
+}
+
+/// `--export fio-json DIR`: one file per point into DIR (fio-plot reads one
+/// job per file); a name ending in '/' is a directory, made if missing.
+fn fio_json_dir(a: &ReportArgs) -> anyhow::Result<Option<PathBuf>> {
+    let named_dir = a
+        .output
+        .as_deref()
+        .filter(|d| names_a_directory(d) && !d.exists());
+    if let Some(d) = named_dir {
+        std::fs::create_dir_all(d)
+            .map_err(|e| usage("--output", format!("cannot create {}: {e}", d.display())))?;
+    }
+    Ok(a.output.clone().filter(|d| d.is_dir()))
 }

@@ -25,6 +25,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         dir,
         media,
         hosts: _,
+        export,
     } = a;
     let settings = RunSettings {
         dirs,
@@ -44,5 +45,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         dry_run,
         dir,
     };
-    run_campaign::run(settings, &super::media_flags(&media), hosts)
+    let inputs: Vec<&std::path::Path> = settings
+        .dirs
+        .iter()
+        .chain(&settings.target)
+        .map(|p| p.as_path())
+        .collect();
+    let exports = super::exports::parse(export.as_deref(), settings.force, &inputs)?;
+    let closing = super::exports::closing(exports, crate::report::terminal::run_summary);
+    run_campaign::run(settings, &super::media_flags(&media), hosts, &closing)
 }

@@ -3,14 +3,16 @@
 //! (scheduler x engine x queue depth) run untraced and traced, the
 //! btt-style tables printed and the results and blktrace exports written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
 use crate::analysis::AnalysisOptions;
 use crate::cli::trace::{TraceArgs, TraceOpts};
+use crate::commands::exports;
 use crate::dut::{self, TargetOptions};
 use crate::interrupt;
+use crate::report::formats::Format;
 use crate::report::trace_terminal;
 use crate::results::{Provenance, Results};
 use crate::session::sink::ResultsSink;
@@ -23,8 +25,29 @@ use crate::trace::plan::{
     TraceSettings,
 };
 
-/// The command line as `trace::plan::TraceSettings`.
-fn settings(o: TraceOpts) -> TraceSettings {
+/// `--export`'s values: the blktrace directory (`blktrace DIR`, or a
+/// bare DIR as before results formats were added) and the results formats
+/// (`exports::parse`).
+fn split_exports(v: Option<Vec<String>>) -> (Option<PathBuf>, Vec<String>) {
+    let mut blktrace = None;
+    let mut formats = Vec::new();
+    let mut it = v.unwrap_or_default().into_iter();
+    while let Some(word) = it.next() {
+        if word == "blktrace" {
+            blktrace = it.next();
+        } else if Format::parse(&word).is_some() {
+            formats.push(word);
+            formats.extend(it.next());
+        } else {
+            blktrace = Some(word);
+        }
+    }
+    (blktrace.map(PathBuf::from), formats)
+}
+
+/// The command line as `trace::plan::TraceSettings` and its results
+/// formats (`--export FORMAT FILE`).
+fn settings(o: TraceOpts) -> (TraceSettings, Vec<String>) {
     let TraceOpts {
         dir,
         size,
@@ -49,7 +72,8 @@ fn settings(o: TraceOpts) -> TraceSettings {
         max_ops,
         seed,
     } = o;
-    TraceSettings {
+    let (export, formats) = split_exports(export);
+    let settings = TraceSettings {
         dir,
         size,
         engine,
@@ -72,16 +96,18 @@ fn settings(o: TraceOpts) -> TraceSettings {
         status_interval,
         max_ops,
         seed,
-    }
+    };
+    (settings, formats)
 }
 
 pub fn run(args: TraceArgs) -> Result<()> {
-    let args = settings(*args.opts);
+    let (args, formats) = settings(*args.opts);
     interrupt::install();
     let plan = parse_plan(&args)?;
     if let Some(out) = &args.output {
         crate::results::output::check(out, "--output", args.force, &[&args.dir])?;
     }
+    let exports = exports::parse(Some(&formats), args.force, &[&args.dir])?;
     if args.dry_run {
         print!("{}", dry_run(&plan, &args));
         return Ok(());
@@ -157,6 +183,9 @@ pub fn run(args: TraceArgs) -> Result<()> {
         args.output.clone(),
         AnalysisOptions::default(),
     );
+    for e in &exports {
+        sink.add_exporter(e.exporter());
+    }
     if plan.engines.iter().any(|(e, _)| e.is_sync()) && plan.qds.iter().any(|&q| q > 1) {
         let w = "psync runs at QD 1 only: a synchronous engine has one request in flight, so its deeper --qd are not run".to_string();
         eprintln!("note: {w}");
@@ -218,10 +247,35 @@ pub fn run(args: TraceArgs) -> Result<()> {
     if let (Some(out), false) = (out, args.quiet) {
         println!("results: {}", out.display());
     }
+    if !args.quiet {
+        for e in &exports {
+            println!("{}: {}", e.format.name(), e.path.display());
+        }
+    }
     drop(setup);
     drop(tgt);
     if interrupted {
         return Err(anyhow::Error::new(crate::error::Interrupted));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(v: &[&str]) -> Option<Vec<String>> {
+        Some(v.iter().map(|s| s.to_string()).collect())
+    }
+
+    /// `--export DIR` (blktrace, as before), `--export blktrace DIR` and
+    /// results formats beside them.
+    #[test]
+    fn export_words_split_into_blktrace_and_results_formats() {
+        let (b, f) = split_exports(words(&["bt"]));
+        assert_eq!((b, f), (Some(PathBuf::from("bt")), vec![]));
+        let (b, f) = split_exports(words(&["csv", "r.csv", "blktrace", "bt"]));
+        assert_eq!(b, Some(PathBuf::from("bt")));
+        assert_eq!(f, ["csv", "r.csv"]);
+    }
 }

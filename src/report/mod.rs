@@ -11,6 +11,7 @@ pub mod device_plan;
 pub mod fio_json;
 pub mod fio_log;
 pub mod fmt;
+pub mod formats;
 pub mod headline_figure;
 pub mod hosts_table;
 pub mod html;

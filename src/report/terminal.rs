@@ -314,7 +314,9 @@ pub fn results_text(r: &Results) -> String {
     out
 }
 
-/// The end of `iolab run`: headlines, a compact line per point and the warnings.
+/// The end of `iolab run`: headlines, a compact line per point and the
+/// warnings; over several media, their comparison, the overhead and the
+/// warnings (`media_terminal::summary`).
 pub fn run_summary(r: &Results, elapsed_s: f64) -> String {
     let mut o = format!(
         "iolab run: {} point(s) in {:.0} s{}\n\n",
@@ -322,6 +324,13 @@ pub fn run_summary(r: &Results, elapsed_s: f64) -> String {
         elapsed_s,
         if r.interrupted { " (interrupted)" } else { "" }
     );
+    if r.extra.media.is_some() {
+        for line in super::media_terminal::summary(r) {
+            o.push_str(&line);
+            o.push('\n');
+        }
+        return o;
+    }
     for h in super::summary::headlines(r) {
         o.push_str(&format!(
             "  {:<28} {:>24}   ({})\n",

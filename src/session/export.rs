@@ -6,6 +6,8 @@
 //! `report::fio_log::LogPlan`) and `commands/` hands them to the sink, so
 //! the session never imports a presentation format.
 
+use std::path::Path;
+
 use crate::results::{Point, Results};
 
 /// One output format written alongside the results file (`Send`: a sink
@@ -21,4 +23,22 @@ pub trait Exporter: Send {
     fn saved(&mut self, _results: &Results, _last: bool) -> anyhow::Result<()> {
         Ok(())
     }
+
+    /// The file written and what it is ("report", "csv"), said at the end
+    /// of a run; `None` for exporters of several files.
+    fn file(&self) -> Option<(&'static str, &Path)> {
+        None
+    }
+}
+
+/// The exporters of a campaign given its output directory.
+pub type ExportersIn = Box<dyn Fn(&Path) -> Vec<Box<dyn Exporter>>>;
+
+/// How a campaign ends, chosen by `commands/` (campaigns import no
+/// presentation format): the formats its results are also written in,
+/// given its output directory (`iolab run`'s report.html among them), and
+/// the summary printed last, given the results and the seconds taken.
+pub struct Closing {
+    pub exports: ExportersIn,
+    pub summary: fn(&Results, f64) -> String,
 }

@@ -21,6 +21,7 @@ use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
 use crate::plan::run_plan::StepKind;
 use crate::report::observer::Terminal;
+use crate::session::Closing;
 
 /// Where a run's device jobs go with `--hosts`.
 pub struct OnHosts<'c> {
@@ -52,7 +53,11 @@ pub(super) fn steps_not_on_hosts() -> Vec<(StepKind, String)> {
 
 /// The run with every device job on the hosts (`a.dir`: the directory on
 /// each host).
-pub(super) fn run_on_hosts(a: RunSettings, hosts: OnHosts) -> anyhow::Result<()> {
+pub(super) fn run_on_hosts(
+    a: RunSettings,
+    hosts: OnHosts,
+    closing: &Closing,
+) -> anyhow::Result<()> {
     let (budget_ns, size, explicit) = parse_options(&a, None)?;
     // Not probed on the hosts (a job that fails there loses the host): the
     // default engine, or --engine.
@@ -118,14 +123,7 @@ pub(super) fn run_on_hosts(a: RunSettings, hosts: OnHosts) -> anyhow::Result<()>
     // scratch file.
     let outcome = runner.driver.finish()?;
     let failures = outcome.failures;
-    finish(
-        outcome.results,
-        &json_path,
-        &dir.join("report.html"),
-        a.quiet,
-        t0,
-        crate::report::terminal::run_summary,
-    )?;
+    finish(outcome.results, &json_path, &dir, a.quiet, t0, closing)?;
     if failures > 0 {
         anyhow::bail!(
             "{failures} point(s) partial or failed (see the warnings in {})",

@@ -35,7 +35,8 @@ use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
 use crate::plan::run_plan::{StepKind, MIB};
 use crate::report::observer::Terminal;
-use crate::results::{time, Results};
+use crate::results::time;
+use crate::session::Closing;
 use crate::testbed::media::{MediaKind, Medium};
 
 /// Scratch file size of each target when `--size` is not given (as in
@@ -121,7 +122,12 @@ fn not_in_a_media_run() -> Vec<(StepKind, String)> {
     ]
 }
 
-pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyhow::Result<()> {
+pub fn run(
+    mut a: RunSettings,
+    media_args: &MediaFlags,
+    all: &[PathBuf],
+    closing: &Closing,
+) -> anyhow::Result<()> {
     let m = check(&mut a, media_args, all)?;
     let mut base = JobSpec {
         engine: m.explicit.unwrap_or(EngineKind::IoUring),
@@ -197,14 +203,7 @@ pub fn run(mut a: RunSettings, media_args: &MediaFlags, all: &[PathBuf]) -> anyh
     drop(media);
     overhead.save_into(&mut results);
     results.write_atomic(&json_path)?;
-    finish(
-        results,
-        &json_path,
-        &dir.join("report.html"),
-        a.quiet,
-        t0,
-        summary,
-    )
+    finish(results, &json_path, &dir, a.quiet, t0, closing)
 }
 
 /// `run`'s plan as a campaign workload: one pass is one job of the plan
@@ -320,20 +319,4 @@ fn print_targets(m: &RunMedia) {
             m.scratch >> 20
         ),
     });
-}
-
-/// The terminal summary of a media run: the comparison, the overhead and
-/// the warnings.
-fn summary(r: &Results, elapsed_s: f64) -> String {
-    let mut o = format!(
-        "iolab run: {} point(s) in {:.0} s{}\n\n",
-        r.points.len(),
-        elapsed_s,
-        if r.interrupted { " (interrupted)" } else { "" }
-    );
-    for line in crate::report::media_terminal::summary(r) {
-        o.push_str(&line);
-        o.push('\n');
-    }
-    o
 }

@@ -18,11 +18,11 @@ use crate::error::{usage, Interrupted};
 use crate::interrupt;
 use crate::plan::job::{JobSpec, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
-use crate::report::html;
 use crate::report::observer::Terminal;
 use crate::results::output;
 use crate::results::{time, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
+use crate::session::Closing;
 use crate::session::{Driver, ResultsSink};
 
 pub mod breakdown;
@@ -364,7 +364,12 @@ fn job_ns(j: &JobSpec) -> u64 {
 /// `iolab run`: on one target (or a remote export), over several
 /// (`media`: `--make`, several targets), or with its device jobs on
 /// several hosts at once (`hosts`: the caller refused what cannot run there).
-pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> anyhow::Result<()> {
+pub fn run(
+    mut a: RunSettings,
+    media: &MediaFlags,
+    hosts: Option<OnHosts>,
+    closing: &Closing,
+) -> anyhow::Result<()> {
     if let Some(r) = &a.runtime {
         return Err(crate::error::usage(
             "--runtime",
@@ -373,7 +378,7 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
     }
     let all: Vec<PathBuf> = a.dirs.iter().chain(&a.target).cloned().collect();
     if crate::campaign::setups::is_media_run(media, all.len()) {
-        return media::run(a, media, &all);
+        return media::run(a, media, &all, closing);
     }
     crate::campaign::setups::refuse_without_media(media)?;
     if let Some(h) = hosts {
@@ -381,7 +386,7 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
             .into_iter()
             .next()
             .unwrap_or_else(|| PathBuf::from("/var/tmp"));
-        return hosts::run_on_hosts(a, h);
+        return hosts::run_on_hosts(a, h, closing);
     }
     a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
     let remote = crate::dut::remote::endpoint_of(&a.dir)?;
@@ -456,30 +461,32 @@ pub fn run(mut a: RunSettings, media: &MediaFlags, hosts: Option<OnHosts>) -> an
     runner.record_plan();
     let outcome = runner.driver.finish()?;
     drop(target);
-    finish(
-        outcome.results,
-        &json_path,
-        &dir.join("report.html"),
-        a.quiet,
-        t0,
-        crate::report::terminal::run_summary,
-    )
+    finish(outcome.results, &json_path, &dir, a.quiet, t0, closing)
 }
 
-/// Mark the end, write the report and the summary; the exit status.
+/// Mark the end, write the other formats into `dir` (report.html) and the
+/// summary; the exit status.
 pub(crate) fn finish(
     results: Results,
     json_path: &Path,
-    html_path: &Path,
+    dir: &Path,
     quiet: bool,
     t0: Instant,
-    summary: fn(&Results, f64) -> String,
+    closing: &Closing,
 ) -> anyhow::Result<()> {
-    crate::results::write_atomic(html_path, html::render(&results, "results.json").as_bytes())?;
+    let mut exports = (closing.exports)(dir);
+    for e in &mut exports {
+        e.saved(&results, true)?;
+    }
     if !quiet {
-        println!("{}", summary(&results, t0.elapsed().as_secs_f64()));
+        println!(
+            "{}",
+            (closing.summary)(&results, t0.elapsed().as_secs_f64())
+        );
         println!("results: {}", json_path.display());
-        println!("report:  {}", html_path.display());
+        for (what, path) in exports.iter().filter_map(|e| e.file()) {
+            println!("{:<8} {}", format!("{what}:"), path.display());
+        }
     }
     if results.interrupted {
         return Err(Interrupted.into());
