@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::device_flags::{dry_run, experiments_from_args};
 use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
-use crate::commands::exports::{self, Export};
+use crate::commands::exports::{self, ExportFile};
 use crate::commands::{device_fio, device_hosts};
 use crate::dut::{self, TargetOptions};
 use crate::error::{usage, Interrupted, VerifyFailed};
@@ -262,10 +262,10 @@ fn size_and_buffer(a: &DeviceArgs) -> anyhow::Result<Option<u64>> {
 /// and fio-format logs (`--log-dir`, a fio job file's `write_*_log`).
 fn exporters(
     a: &DeviceArgs,
-    exports: &[Export],
+    exports: &[ExportFile],
     fio_logs: Vec<(String, LogRequest)>,
 ) -> anyhow::Result<Vec<Box<dyn Exporter>>> {
-    let mut out: Vec<Box<dyn Exporter>> = exports.iter().map(Export::exporter).collect();
+    let mut out: Vec<Box<dyn Exporter>> = exports.iter().map(ExportFile::exporter).collect();
     if let Some(logs) = log_plan(a, fio_logs)? {
         out.push(Box::new(logs));
     }

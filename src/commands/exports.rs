@@ -14,12 +14,12 @@ use crate::session::{Closing, Exporter};
 
 /// One `--export` pair.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Export {
+pub struct ExportFile {
     pub format: Format,
     pub path: PathBuf,
 }
 
-impl Export {
+impl ExportFile {
     pub fn exporter(&self) -> Box<dyn Exporter> {
         self.format.exporter(self.path.clone(), "results.json")
     }
@@ -32,8 +32,8 @@ pub fn parse(
     pairs: Option<&[String]>,
     force: bool,
     inputs: &[&Path],
-) -> anyhow::Result<Vec<Export>> {
-    let mut out: Vec<Export> = Vec::new();
+) -> anyhow::Result<Vec<ExportFile>> {
+    let mut out: Vec<ExportFile> = Vec::new();
     for pair in pairs.unwrap_or_default().chunks(2) {
         let [name, file] = pair else {
             return Err(usage("--export", "use --export FORMAT FILE"));
@@ -55,19 +55,19 @@ pub fn parse(
             return Err(usage("--export", format!("{file} is given twice")));
         }
         output::check(&path, "--export", force, inputs)?;
-        out.push(Export { format, path });
+        out.push(ExportFile { format, path });
     }
     Ok(out)
 }
 
 /// The end of a campaign that writes into an output directory (`run`,
 /// `remote`): report.html there, the `--export` files, and `summary`.
-pub fn closing(exports: Vec<Export>, summary: fn(&Results, f64) -> String) -> Closing {
+pub fn closing(exports: Vec<ExportFile>, summary: fn(&Results, f64) -> String) -> Closing {
     Closing {
         exports: Box::new(move |dir: &Path| {
             let html = Format::Html.exporter(dir.join("report.html"), "results.json");
             std::iter::once(html)
-                .chain(exports.iter().map(Export::exporter))
+                .chain(exports.iter().map(ExportFile::exporter))
                 .collect()
         }),
         summary,

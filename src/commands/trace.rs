@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::analysis::AnalysisOptions;
 use crate::cli::trace::{TraceArgs, TraceOpts};
-use crate::commands::exports;
+use crate::commands::exports::{self, ExportFile};
 use crate::dut::{self, TargetOptions};
 use crate::interrupt;
 use crate::report::formats::Format;
@@ -242,20 +242,32 @@ pub fn run(args: TraceArgs) -> Result<()> {
         println!("\n{}", trace_terminal::summary(&all));
     }
     let interrupted = all.iter().any(|r| r.interrupted);
-    let out = sink.path().map(Path::to_path_buf);
-    sink.finish(interrupted)?;
-    if let (Some(out), false) = (out, args.quiet) {
-        println!("results: {}", out.display());
-    }
-    if !args.quiet {
-        for e in &exports {
-            println!("{}: {}", e.format.name(), e.path.display());
-        }
-    }
+    save_last(sink, interrupted, &exports, args.quiet)?;
     drop(setup);
     drop(tgt);
     if interrupted {
         return Err(anyhow::Error::new(crate::error::Interrupted));
+    }
+    Ok(())
+}
+
+/// The last save, the results and every export said.
+fn save_last(
+    sink: ResultsSink,
+    interrupted: bool,
+    exports: &[ExportFile],
+    quiet: bool,
+) -> Result<()> {
+    let out = sink.path().map(Path::to_path_buf);
+    sink.finish(interrupted)?;
+    if quiet {
+        return Ok(());
+    }
+    if let Some(out) = out {
+        println!("results: {}", out.display());
+    }
+    for e in exports {
+        println!("{}: {}", e.format.name(), e.path.display());
     }
     Ok(())
 }
