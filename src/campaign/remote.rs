@@ -6,7 +6,7 @@
 //! `Driver` sampling the server's CPU and the link with every point.
 
 use crate::results::sections::{RemoteRecord, RemoteTransport};
-use crate::session::Closing;
+use crate::session::Presenter;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Instant;
@@ -29,7 +29,6 @@ use crate::remote::breakdown::{self, BreakdownSpec};
 use crate::remote::faults::{self, Injection};
 use crate::remote::servers::{OwnTargetOptions, Transport};
 use crate::remote::topology::Topology;
-use crate::report::observer::Terminal;
 use crate::results::{Provenance, Results};
 use crate::session::{Driver, ResultsSink, Tags};
 
@@ -173,6 +172,7 @@ pub fn run_transports(
     topo: &mut Topology,
     local: &Target,
     dir: &Path,
+    presenter: &Presenter,
 ) -> anyhow::Result<Results> {
     let results = start_results(a, plan, topo, local);
     let sink = ResultsSink::new(
@@ -180,11 +180,12 @@ pub fn run_transports(
         Some(dir.join("results.json")),
         AnalysisOptions::default(),
     );
-    let observer = Terminal::progress_only(a.quiet);
+    let observer = (presenter.progress)(a.quiet);
+    let observer = &*observer;
     let driver = Driver::new(
         local,
         sink,
-        &observer,
+        observer,
         None,
         !a.quiet && std::io::stderr().is_terminal(),
         plan.estimate(plan.transports.len()),
@@ -544,7 +545,7 @@ pub(super) fn load_latency(
 pub fn run_or_print(
     a: &RemoteSettings,
     plan: &RemotePlan,
-    closing: &Closing,
+    presenter: &Presenter,
 ) -> anyhow::Result<()> {
     if !a.target.is_dir() {
         return Err(usage(
@@ -584,7 +585,7 @@ pub fn run_or_print(
         .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
     topo.enter_initiator()?;
     let t0 = Instant::now();
-    let results = run_transports(a, plan, &mut topo, &local, &dir);
+    let results = run_transports(a, plan, &mut topo, &local, &dir, presenter);
     topo.leave_initiator();
     drop(topo);
     drop(local);
@@ -596,6 +597,6 @@ pub fn run_or_print(
         &dir,
         a.quiet || a.json_to_stdout(),
         t0,
-        closing,
+        presenter,
     )
 }

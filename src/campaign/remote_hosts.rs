@@ -8,7 +8,7 @@
 
 use crate::results::sections::remote::TargetHostRecord;
 use crate::results::sections::{HostRecord, HostsRecord, RemoteRecord};
-use crate::session::Closing;
+use crate::session::Presenter;
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::rc::Rc;
@@ -27,7 +27,6 @@ use crate::interrupt;
 use crate::measure::peers::{PeerCpu, PeerStats};
 use crate::plan::parse::parse_duration_ns;
 use crate::remote::servers::Transport;
-use crate::report::observer::Terminal;
 use crate::results::ext::TargetHostCpu;
 use crate::results::{Point, Provenance, Results};
 use crate::runner::recorder::Live;
@@ -310,6 +309,7 @@ pub fn run(
     plan: &RemotePlan,
     hp: &HostsPlan,
     dir: &std::path::Path,
+    presenter: &Presenter,
 ) -> anyhow::Result<Results> {
     if !a.quiet {
         eprintln!(
@@ -354,12 +354,13 @@ pub fn run(
         Some(dir.join("results.json")),
         AnalysisOptions::default(),
     );
-    let observer = Terminal::progress_only(a.quiet);
+    let observer = (presenter.progress)(a.quiet);
+    let observer = &*observer;
     let none = Target::none(plan.size);
     let mut driver = Driver::new(
         &none,
         sink,
-        &observer,
+        observer,
         None,
         !a.quiet && std::io::stderr().is_terminal(),
         plan.estimate(plan.transports.len()),
@@ -413,7 +414,7 @@ pub fn run_or_print(
     a: &RemoteSettings,
     plan: &RemotePlan,
     hp: &HostsPlan,
-    closing: &Closing,
+    presenter: &Presenter,
 ) -> anyhow::Result<()> {
     if a.dry_run {
         super::remote_plan::print_plan(plan, a);
@@ -434,7 +435,7 @@ pub fn run_or_print(
         crate::error::usage("--output", format!("cannot create {}: {e}", dir.display()))
     })?;
     let t0 = std::time::Instant::now();
-    let results = run(a, plan, hp, &dir)?;
+    let results = run(a, plan, hp, &dir, presenter)?;
     a.write_json(&results)?;
     super::run::finish(
         results,
@@ -442,6 +443,6 @@ pub fn run_or_print(
         &dir,
         a.quiet || a.json_to_stdout(),
         t0,
-        closing,
+        presenter,
     )
 }

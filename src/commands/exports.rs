@@ -2,15 +2,15 @@
 //! results file (device, run, remote): the pairs checked before anything
 //! runs (an unknown format or an output that would overwrite a target or a
 //! file iolab did not write is exit 2 naming `--export`), then handed to
-//! the run as exporters (`report::formats`), with the campaign's closing
-//! (`closing`: report.html and the summary).
+//! the run as exporters (`report::formats`), in the campaign's presenter
+//! (`presenter`: progress, report.html, the exports and the summary).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::usage;
 use crate::report::formats::Format;
 use crate::results::{output, Results};
-use crate::session::{Closing, Exporter};
+use crate::session::{Exporter, Presenter};
 
 /// One `--export` pair.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,8 +62,9 @@ pub fn parse(
 
 /// The end of a campaign that writes into an output directory (`run`,
 /// `remote`): report.html there, the `--export` files, and `summary`.
-pub fn closing(exports: Vec<ExportFile>, summary: fn(&Results, f64) -> String) -> Closing {
-    Closing {
+pub fn presenter(exports: Vec<ExportFile>, summary: fn(&Results, f64) -> String) -> Presenter {
+    Presenter {
+        progress: |quiet| Box::new(crate::report::observer::Terminal::progress_only(quiet)),
         exports: Box::new(move |dir: &Path| {
             let html = Format::Html.exporter(dir.join("report.html"), "results.json");
             std::iter::once(html)

@@ -67,9 +67,10 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
     let plan = plan(&s)?;
     s.check_outputs()?;
     let exports = super::exports::parse(a.export.as_deref(), a.force, &[])?;
-    let closing = super::exports::closing(exports, crate::report::remote_terminal::remote_summary);
+    let presenter =
+        super::exports::presenter(exports, crate::report::remote_terminal::remote_summary);
     if let Some(hp) = remote_hosts::check(&s, &plan)? {
-        return remote_hosts::run_or_print(&s, &plan, &hp, &closing);
+        return remote_hosts::run_or_print(&s, &plan, &hp, &presenter);
     }
-    crate::campaign::remote::run_or_print(&s, &plan, &closing)
+    crate::campaign::remote::run_or_print(&s, &plan, &presenter)
 }

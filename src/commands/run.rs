@@ -52,6 +52,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         .map(|p| p.as_path())
         .collect();
     let exports = super::exports::parse(export.as_deref(), settings.force, &inputs)?;
-    let closing = super::exports::closing(exports, crate::report::terminal::run_summary);
-    run_campaign::run(settings, &super::media_flags(&media), hosts, &closing)
+    let presenter = super::exports::presenter(exports, crate::report::terminal::run_summary);
+    run_campaign::run(settings, &super::media_flags(&media), hosts, &presenter)
 }

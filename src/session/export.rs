@@ -34,11 +34,13 @@ pub trait Exporter: Send {
 /// The exporters of a campaign given its output directory.
 pub type ExportersIn = Box<dyn Fn(&Path) -> Vec<Box<dyn Exporter>>>;
 
-/// How a campaign ends, chosen by `commands/` (campaigns import no
-/// presentation format): the formats its results are also written in,
-/// given its output directory (`iolab run`'s report.html among them), and
-/// the summary printed last, given the results and the seconds taken.
-pub struct Closing {
+/// How a campaign is shown, chosen by `commands/` (campaigns import no
+/// presentation format): the observer of its points (progress; `quiet`:
+/// silent), the formats its results are also written in, given its output
+/// directory (`iolab run`'s report.html among them), and the summary
+/// printed last, given the results and the seconds taken.
+pub struct Presenter {
+    pub progress: fn(bool) -> Box<dyn super::Observer>,
     pub exports: ExportersIn,
     pub summary: fn(&Results, f64) -> String,
 }

@@ -9,7 +9,7 @@ pub mod sink;
 
 pub use crate::plan::job::with_rate;
 pub use driver::{DriveOutcome, Driver, Tags};
-pub use export::{Closing, Exporter};
+pub use export::{Exporter, Presenter};
 pub use sink::ResultsSink;
 
 use crate::plan::job::JobSpec;

@@ -20,8 +20,7 @@ use crate::interrupt;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
 use crate::plan::run_plan::StepKind;
-use crate::report::observer::Terminal;
-use crate::session::Closing;
+use crate::session::Presenter;
 
 /// Where a run's device jobs go with `--hosts`.
 pub struct OnHosts<'c> {
@@ -56,7 +55,7 @@ pub(super) fn steps_not_on_hosts() -> Vec<(StepKind, String)> {
 pub(super) fn run_on_hosts(
     a: RunSettings,
     hosts: OnHosts,
-    closing: &Closing,
+    presenter: &Presenter,
 ) -> anyhow::Result<()> {
     let (budget_ns, size, explicit) = parse_options(&a, None)?;
     // Not probed on the hosts (a job that fails there loses the host): the
@@ -110,8 +109,9 @@ pub(super) fn run_on_hosts(
     }
     results.extra.hosts = Some(placement.describe());
     let json_path = dir.join("results.json");
-    let observer = Terminal::progress_only(a.quiet);
-    let driver = driver(&a, &target, results, &json_path, &observer, &jobs, 1)?
+    let observer = (presenter.progress)(a.quiet);
+    let observer = &*observer;
+    let driver = driver(&a, &target, results, &json_path, observer, &jobs, 1)?
         .with_hosts(Box::new(placement));
     let mut runner = StepRunner::new(&a, &target, steps, budget_ns, driver, dir.clone());
     runner.record_plan();
@@ -123,7 +123,7 @@ pub(super) fn run_on_hosts(
     // scratch file.
     let outcome = runner.driver.finish()?;
     let failures = outcome.failures;
-    finish(outcome.results, &json_path, &dir, a.quiet, t0, closing)?;
+    finish(outcome.results, &json_path, &dir, a.quiet, t0, presenter)?;
     if failures > 0 {
         anyhow::bail!(
             "{failures} point(s) partial or failed (see the warnings in {})",

@@ -34,9 +34,8 @@ use crate::interrupt;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
 use crate::plan::run_plan::{StepKind, MIB};
-use crate::report::observer::Terminal;
 use crate::results::time;
-use crate::session::Closing;
+use crate::session::Presenter;
 use crate::testbed::media::{MediaKind, Medium};
 
 /// Scratch file size of each target when `--size` is not given (as in
@@ -126,7 +125,7 @@ pub fn run(
     mut a: RunSettings,
     media_args: &MediaFlags,
     all: &[PathBuf],
-    closing: &Closing,
+    presenter: &Presenter,
 ) -> anyhow::Result<()> {
     let m = check(&mut a, media_args, all)?;
     let mut base = JobSpec {
@@ -171,14 +170,15 @@ pub fn run(
     let mut results = start_results(&targets[0], a.seed, &jobs, &steps, warnings)?;
     results.extra.media = Some(m.set.record_targets(&targets, &media));
     let json_path = dir.join("results.json");
-    let observer = Terminal::progress_only(a.quiet);
+    let observer = (presenter.progress)(a.quiet);
+    let observer = &*observer;
     let passes = m.set.subjects.len() * m.set.rounds as usize;
     let driver = driver(
         &a,
         &targets[0],
         results,
         &json_path,
-        &observer,
+        observer,
         &jobs,
         passes,
     )?;
@@ -203,7 +203,7 @@ pub fn run(
     drop(media);
     overhead.save_into(&mut results);
     results.write_atomic(&json_path)?;
-    finish(results, &json_path, &dir, a.quiet, t0, closing)
+    finish(results, &json_path, &dir, a.quiet, t0, presenter)
 }
 
 /// `run`'s plan as a campaign workload: one pass is one job of the plan

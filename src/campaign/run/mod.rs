@@ -18,11 +18,10 @@ use crate::error::{usage, Interrupted};
 use crate::interrupt;
 use crate::plan::job::{JobSpec, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
-use crate::report::observer::Terminal;
 use crate::results::output;
 use crate::results::{time, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
-use crate::session::Closing;
+use crate::session::Presenter;
 use crate::session::{Driver, ResultsSink};
 
 pub mod breakdown;
@@ -301,7 +300,7 @@ fn driver<'a>(
     target: &'a Target,
     results: Results,
     json_path: &Path,
-    observer: &'a Terminal,
+    observer: &'a dyn crate::session::Observer,
     jobs: &[(&'static str, StepKind, JobSpec)],
     passes: usize,
 ) -> anyhow::Result<Driver<'a>> {
@@ -368,7 +367,7 @@ pub fn run(
     mut a: RunSettings,
     media: &MediaFlags,
     hosts: Option<OnHosts>,
-    closing: &Closing,
+    presenter: &Presenter,
 ) -> anyhow::Result<()> {
     if let Some(r) = &a.runtime {
         return Err(crate::error::usage(
@@ -378,7 +377,7 @@ pub fn run(
     }
     let all: Vec<PathBuf> = a.dirs.iter().chain(&a.target).cloned().collect();
     if crate::campaign::setups::is_media_run(media, all.len()) {
-        return media::run(a, media, &all, closing);
+        return media::run(a, media, &all, presenter);
     }
     crate::campaign::setups::refuse_without_media(media)?;
     if let Some(h) = hosts {
@@ -386,7 +385,7 @@ pub fn run(
             .into_iter()
             .next()
             .unwrap_or_else(|| PathBuf::from("/var/tmp"));
-        return hosts::run_on_hosts(a, h, closing);
+        return hosts::run_on_hosts(a, h, presenter);
     }
     a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
     let remote = crate::dut::remote::endpoint_of(&a.dir)?;
@@ -449,8 +448,9 @@ pub fn run(
     let jobs = plan_jobs(&steps);
     let results = start_results(&target, a.seed, &jobs, &steps, warnings)?;
     let json_path = dir.join("results.json");
-    let observer = Terminal::progress_only(a.quiet);
-    let driver = driver(&a, &target, results, &json_path, &observer, &jobs, 1)?;
+    let observer = (presenter.progress)(a.quiet);
+    let observer = &*observer;
+    let driver = driver(&a, &target, results, &json_path, observer, &jobs, 1)?;
     let mut runner = StepRunner::new(&a, &target, steps, budget_ns, driver, dir.clone());
     runner.record_plan();
     runner.driver.save()?;
@@ -461,7 +461,7 @@ pub fn run(
     runner.record_plan();
     let outcome = runner.driver.finish()?;
     drop(target);
-    finish(outcome.results, &json_path, &dir, a.quiet, t0, closing)
+    finish(outcome.results, &json_path, &dir, a.quiet, t0, presenter)
 }
 
 /// Mark the end, write the other formats into `dir` (report.html) and the
@@ -472,16 +472,16 @@ pub(crate) fn finish(
     dir: &Path,
     quiet: bool,
     t0: Instant,
-    closing: &Closing,
+    presenter: &Presenter,
 ) -> anyhow::Result<()> {
-    let mut exports = (closing.exports)(dir);
+    let mut exports = (presenter.exports)(dir);
     for e in &mut exports {
         e.saved(&results, true)?;
     }
     if !quiet {
         println!(
             "{}",
-            (closing.summary)(&results, t0.elapsed().as_secs_f64())
+            (presenter.summary)(&results, t0.elapsed().as_secs_f64())
         );
         println!("results: {}", json_path.display());
         for (what, path) in exports.iter().filter_map(|e| e.file()) {

@@ -88,7 +88,7 @@ fn scripted(answer: fn(&Req) -> Vec<u8>) -> (NbdEngine, BufferPool) {
         if let Some(r) = read_request(&mut s) {
             let _ = s.write_all(&answer(&r));
         }
-        // Closing now: what was written still arrives, then the end of
+        // Presenter now: what was written still arrives, then the end of
         // the stream (which a short answer turns into "closed mid-reply").
     });
     engine_on(port, WaitLimits::default()).unwrap()
@@ -327,7 +327,7 @@ fn exports_no_offset_can_address_and_bad_block_sizes_are_refused() {
 
 /// What a server saw of a client that closed with requests in flight.
 #[derive(Debug, PartialEq)]
-struct Closing {
+struct Presenter {
     /// The disconnect came before the server had replied to anything.
     disc_before_replies: bool,
     /// Every reply was written without an error (the client still read).
@@ -338,7 +338,7 @@ struct Closing {
 
 /// A server that reads `n` requests, waits a moment for anything more
 /// (a disconnect sent at once arrives in it), then answers them all.
-fn closing_server(n: usize) -> (u16, std::thread::JoinHandle<Closing>) {
+fn presenter_server(n: usize) -> (u16, std::thread::JoinHandle<Presenter>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let h = std::thread::spawn(move || {
@@ -357,7 +357,7 @@ fn closing_server(n: usize) -> (u16, std::thread::JoinHandle<Closing>) {
             replies_written &= s.write_all(&reply).is_ok();
         }
         let ended_with_disc = read_request(&mut s).is_some_and(|r| r.cmd == codec::CMD_DISC);
-        Closing {
+        Presenter {
             disc_before_replies,
             replies_written,
             ended_with_disc,
@@ -367,8 +367,8 @@ fn closing_server(n: usize) -> (u16, std::thread::JoinHandle<Closing>) {
 }
 
 #[test]
-fn a_closing_engine_takes_the_replies_in_flight_before_it_disconnects() {
-    let (port, server) = closing_server(2);
+fn a_presenter_engine_takes_the_replies_in_flight_before_it_disconnects() {
+    let (port, server) = presenter_server(2);
     let (mut engine, pool) = engine_on(port, WaitLimits::default()).unwrap();
     for slot in 0..2 {
         engine
@@ -388,7 +388,7 @@ fn a_closing_engine_takes_the_replies_in_flight_before_it_disconnects() {
     let seen = server.join().unwrap();
     assert_eq!(
         seen,
-        Closing {
+        Presenter {
             disc_before_replies: false,
             replies_written: true,
             ended_with_disc: true,

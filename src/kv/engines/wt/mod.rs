@@ -74,7 +74,7 @@ impl WiredTiger {
         // SAFETY: `s` was opened above and is closed once.
         let closed = ffi::check(
             unsafe { ffi::iolab_wt_session_close(s) },
-            "closing a session",
+            "presenter a session",
         );
         let out = out?;
         closed?;
@@ -84,7 +84,7 @@ impl WiredTiger {
 
 impl Drop for WiredTiger {
     fn drop(&mut self) {
-        // Closing takes a final checkpoint; an error has nowhere to go.
+        // Presenter takes a final checkpoint; an error has nowhere to go.
         // SAFETY: every session borrowed `self` and is closed by now.
         unsafe { ffi::iolab_wt_close(self.conn) };
     }
@@ -165,7 +165,7 @@ impl WtSession<'_> {
 
 impl Drop for WtSession<'_> {
     fn drop(&mut self) {
-        // Closing the session closes its cursors.
+        // Presenter the session closes its cursors.
         // SAFETY: opened by `KvEngine::session`, closed once.
         unsafe { ffi::iolab_wt_session_close(self.session) };
     }
