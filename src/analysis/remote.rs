@@ -68,11 +68,7 @@ pub fn analyze_db(points: &[&Point]) -> Vec<DbRow> {
     let mut rows: Vec<DbRow> = points
         .iter()
         .filter(|p| p.param(Param::Role) == Some("db"))
-        .filter(|p| {
-            p.params
-                .get("workload")
-                .is_some_and(|w| w == "readrandomwriterandom")
-        })
+        .filter(|p| p.param(Param::Workload) == Some("readrandomwriterandom"))
         .filter_map(|p| {
             let lat = |op: &str| p.ops.get(op).and_then(|o| o.lat.as_ref());
             Some(DbRow {

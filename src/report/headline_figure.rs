@@ -6,6 +6,7 @@
 //! so; otherwise the card headlines the best uncached figure and names a
 //! higher cached one beside it.
 
+use crate::results::Param;
 use std::borrow::Cow;
 
 use crate::analysis::baseline::median;
@@ -53,7 +54,7 @@ impl Cached {
 fn setup_of(p: &Point) -> Option<String> {
     pass_of(p)
         .map(|id| id.setup.clone())
-        .or_else(|| p.params.get("transport").cloned())
+        .or_else(|| p.param(Param::Transport).map(str::to_string))
 }
 
 /// One candidate figure: a point, or a media workload's rounds on one

@@ -10,6 +10,7 @@ use crate::kv::recorder::KvOp;
 use crate::kv::report::{human, latency_table, load_notes, load_table};
 use crate::kv::run::{KvObserver, Started};
 use crate::report::observer::Terminal;
+use crate::results::Param;
 use crate::results::Point;
 use crate::session::{Observer, Progress};
 
@@ -56,12 +57,11 @@ fn database_line(s: &Started<'_>) -> String {
 /// A phase's summary as its users' tool prints it: db_bench's line for a
 /// db_bench-style benchmark, YCSB's lines otherwise.
 fn summary_lines(o: &PhaseOutcome, p: &Point) -> String {
-    let param = |k: &str| p.params.get(k).and_then(|v| v.parse::<usize>().ok());
-    match p.params.get("workload").and_then(|w| Bench::parse(w)) {
+    match p.param(Param::Workload).and_then(Bench::parse) {
         Some(b) => {
             let threads = match b {
-                Bench::ReadWhileWriting => param("readers"),
-                _ => param("threads"),
+                Bench::ReadWhileWriting => p.param_num::<usize>(Param::Readers),
+                _ => p.param_num::<usize>(Param::Threads),
             };
             dbbench_line(b, o, threads.unwrap_or(1))
         }

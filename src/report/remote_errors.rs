@@ -2,6 +2,7 @@
 //! transport's server injected (`--inject-errors`) and the failed requests
 //! the points counted (`--continue-on-error`), so neither hides them.
 
+use crate::results::Param;
 use std::collections::BTreeMap;
 
 use crate::remote::faults;
@@ -32,13 +33,13 @@ pub fn notes(r: &Results) -> Vec<String> {
     }
     let mut counted: Vec<(String, usize, BTreeMap<String, u64>)> = Vec::new();
     for p in r.points.iter().filter(|p| !p.errors.is_empty()) {
-        let Some(t) = p.params.get("transport") else {
+        let Some(t) = p.param(Param::Transport) else {
             continue;
         };
         let i = match counted.iter().position(|(l, _, _)| l == t) {
             Some(i) => i,
             None => {
-                counted.push((t.clone(), 0, BTreeMap::new()));
+                counted.push((t.to_string(), 0, BTreeMap::new()));
                 counted.len() - 1
             }
         };
@@ -107,7 +108,7 @@ mod tests {
         let p = r
             .points
             .iter_mut()
-            .find(|p| p.params.get("transport").map(String::as_str) == Some(label))
+            .find(|p| p.param(Param::Transport) == Some(label))
             .unwrap();
         p.errors.insert(kind.into(), 42);
         let name = p.name.clone();

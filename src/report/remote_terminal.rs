@@ -224,6 +224,7 @@ mod tests {
 #[cfg(test)]
 mod caching_tests {
     use super::*;
+    use crate::results::Param;
 
     /// The remote table and the report say how each end caches, and warn
     /// where a buffered target is set against DAS's O_DIRECT (an nbdkit
@@ -269,7 +270,7 @@ mod caching_tests {
         let nbd = r
             .points
             .iter()
-            .find(|p| p.params.get("engine").map(String::as_str) == Some("nbd"))
+            .find(|p| p.param(Param::Engine) == Some("nbd"))
             .unwrap();
         let head = crate::report::terminal::point_block(nbd);
         assert!(

@@ -51,10 +51,7 @@ const MAX_STEPS: [&str; 3] = ["iops", "bandwidth", "matrix"];
 /// the steps that look for one; elsewhere every closed-loop point.
 fn max_candidates(r: &Results) -> impl Iterator<Item = &Point> {
     device_points(r).filter(|p| {
-        p.extra.open_loop.is_none()
-            && p.params
-                .get("step")
-                .is_none_or(|s| MAX_STEPS.contains(&s.as_str()))
+        p.extra.open_loop.is_none() && p.param(Param::Step).is_none_or(|s| MAX_STEPS.contains(&s))
     })
 }
 

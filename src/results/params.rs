@@ -44,6 +44,8 @@ pub enum Param {
     ValueSize,
     /// kv: reader threads beside a writer.
     Readers,
+    /// kv: worker threads of a phase.
+    Threads,
     /// kv: the YCSB workload or db_bench benchmark (kv points only).
     Workload,
 }
@@ -73,6 +75,7 @@ impl Param {
             Param::RecordBytes => "record_bytes",
             Param::ValueSize => "value_size",
             Param::Readers => "readers",
+            Param::Threads => "threads",
             Param::Workload => "workload",
         }
     }

@@ -24,10 +24,8 @@ fn kv_points(r: &Results) -> Vec<&Point> {
 }
 
 fn workload(p: &Point) -> String {
-    p.params
-        .get("workload")
-        .cloned()
-        .unwrap_or_else(|| p.name.clone())
+    p.param(Param::Workload)
+        .map_or_else(|| p.name.clone(), str::to_string)
 }
 
 fn engine(p: &Point) -> String {

@@ -10,14 +10,10 @@ use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::results::{Point, Results};
 
-/// The breakdown of a point (`extra.trace.breakdown`, or an older file's
-/// `extra.breakdown`), as JSON: stages are read tolerantly by name, and
-/// older files lack `per_request_ns`.
+/// The breakdown of a point with stages (`PointExt::breakdown_json`).
 fn breakdown_of(p: &Point) -> Option<Value> {
     p.extra
-        .json("trace")
-        .and_then(|mut t| t.get_mut("breakdown").map(Value::take))
-        .or_else(|| p.extra.other.get("breakdown").cloned())
+        .breakdown_json()
         .filter(|b| b.get("stages").map(|s| s.is_array()).unwrap_or(false))
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::measure::histogram::{LatStats, LatencyHistogram};
-use crate::results::{OpStats, Point};
+use crate::results::{OpStats, Param, Point};
 
 /// What makes fio jobs clones of one another: name, host, group and options.
 pub type CloneKey = (String, String, u64, String);
@@ -51,10 +51,7 @@ pub fn merge(points: Vec<(CloneKey, Point)>) -> Vec<Point> {
 }
 
 fn jobs_of(p: &Point) -> u64 {
-    p.params
-        .get("jobs")
-        .and_then(|j| j.parse().ok())
-        .unwrap_or(1)
+    p.param_num(Param::Jobs).unwrap_or(1)
 }
 
 fn merge_run(mut run: Vec<Point>) -> Point {

@@ -130,6 +130,15 @@ impl PointExt {
         BTreeMap::<String, Value>::from(self.clone()).remove(key)
     }
 
+    /// A traced point's breakdown as JSON, read tolerantly (stages by
+    /// name; older files lack `per_request_ns`): `trace.breakdown`, or an
+    /// older file's top-level `breakdown`.
+    pub fn breakdown_json(&self) -> Option<Value> {
+        self.json("trace")
+            .and_then(|mut t| t.get_mut("breakdown").map(Value::take))
+            .or_else(|| self.other.get("breakdown").cloned())
+    }
+
     /// Preconditioning passes are not measurements of the plan.
     pub fn is_precondition(&self) -> bool {
         self.phase.as_deref() == Some("precondition")
