@@ -19,9 +19,8 @@ use crate::dut::{self, Target, TargetOptions};
 use crate::error::VerifyFailed;
 use crate::interrupt;
 use crate::plan::job::JobSpec;
-use crate::report::media_terminal;
-use crate::report::observer::Terminal;
 use crate::results::{Provenance, Results};
+use crate::session::Presenter;
 use crate::session::{Driver, ResultsSink, Tags};
 use crate::testbed::media::{MediaKind, Medium};
 
@@ -76,14 +75,15 @@ impl DeviceMediaPlan {
     }
 }
 
-pub fn run(plan: &DeviceMediaPlan) -> anyhow::Result<()> {
+pub fn run(plan: &DeviceMediaPlan, presenter: &Presenter) -> anyhow::Result<()> {
     interrupt::install();
     let quiet = plan.quiet;
+    let t0 = std::time::Instant::now();
     let mut overhead = Overhead::start();
     let media = plan.set.build(plan.size, quiet)?;
     let targets = prepare(plan, &media)?;
     overhead.rounds_start();
-    let (mut results, tally) = measure(plan, &media, &targets)?;
+    let (mut results, tally) = measure(plan, &media, &targets, presenter)?;
     overhead.rounds_end();
     drop(targets);
     drop(media);
@@ -91,14 +91,9 @@ pub fn run(plan: &DeviceMediaPlan) -> anyhow::Result<()> {
     if let Some(p) = plan.json.as_deref().filter(|p| p.as_os_str() != "-") {
         results.write_atomic(p)?;
     }
-    if !quiet {
-        for line in media_terminal::summary(&results) {
-            println!("{line}");
-        }
-        if let Some(p) = &plan.json {
-            println!("results: {}", p.display());
-        }
-    }
+    let secs = t0.elapsed().as_secs_f64();
+    let out = (std::path::Path::new("."), plan.json.as_deref());
+    presenter.close(&results, out, secs, quiet)?;
     tally.exit(&results, "device", |mismatches| {
         VerifyFailed { mismatches }.into()
     })
@@ -177,6 +172,7 @@ fn measure(
     plan: &DeviceMediaPlan,
     media: &[Medium],
     targets: &[Target],
+    presenter: &Presenter,
 ) -> anyhow::Result<(Results, super::Tally)> {
     let mut provenance = Provenance::collect(plan.seed);
     provenance.target = Some(targets[0].info());
@@ -187,13 +183,14 @@ fn measure(
     results.extra.media = Some(plan.set.record_targets(targets, media));
     let json = plan.json.clone().filter(|p| p.as_os_str() != "-");
     let sink = ResultsSink::new(results, json, AnalysisOptions::default());
-    let observer = Terminal::progress_only(plan.quiet);
+    let observer = (presenter.progress)(plan.quiet);
+    let observer = &*observer;
     let per_round = plan.round_secs();
     let points = plan.workloads.len() * plan.set.subjects.len() * plan.set.rounds as usize;
     let mut driver = Driver::new(
         &targets[0],
         sink,
-        &observer,
+        observer,
         None,
         !plan.quiet && std::io::stderr().is_terminal(),
         (points, per_round * plan.set.rounds as f64),

@@ -24,6 +24,7 @@ use crate::plan::device_args::DeviceSettings;
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
+use crate::session::Presenter;
 
 /// Default bytes of every scratch file and configuration of a media run.
 pub const DEFAULT_SIZE: u64 = 256 << 20;
@@ -32,7 +33,6 @@ pub const DEFAULT_SIZE: u64 = 256 << 20;
 fn refuse_unsupported(a: &DeviceSettings, field: &str) -> anyhow::Result<()> {
     let unsupported = [
         ("--fio-job", a.fio_job.is_some()),
-        ("--export", a.export.is_some()),
         ("--log-dir", a.log_dir.is_some()),
         ("--breakdown", a.breakdown),
     ];
@@ -217,6 +217,7 @@ pub fn run(
     a: &DeviceSettings,
     media: &MediaFlags,
     experiments: impl FnOnce() -> anyhow::Result<Vec<Experiment>>,
+    presenter: &Presenter,
 ) -> anyhow::Result<()> {
     let plan = plan(a, media, experiments)?;
     check(&plan, a)?;
@@ -224,7 +225,7 @@ pub fn run(
         print_plan(&plan);
         return Ok(());
     }
-    crate::campaign::device::run(&plan)
+    crate::campaign::device::run(&plan, presenter)
 }
 
 fn print_plan(plan: &DeviceMediaPlan) {

@@ -22,8 +22,8 @@ use crate::error::VerifyFailed;
 use crate::kv::phase::PhaseOutcome;
 use crate::kv::plan::{KvPlan, RawDevice};
 use crate::kv::run::{KvObserver, Started};
-use crate::report::kv_terminal::KvTerminal;
 use crate::results::{Point, Provenance, Results};
+use crate::session::Presenter;
 use crate::testbed::media::MediaKind;
 
 /// One kv part as it runs on every target.
@@ -46,7 +46,7 @@ pub struct KvMediaPlan {
     pub notices: Vec<String>,
 }
 
-pub fn run(plan: &KvMediaPlan) -> anyhow::Result<()> {
+pub fn run(plan: &KvMediaPlan, presenter: &Presenter<dyn KvObserver>) -> anyhow::Result<()> {
     for n in &plan.notices {
         eprintln!("iolab: {n}");
     }
@@ -58,6 +58,7 @@ pub fn run(plan: &KvMediaPlan) -> anyhow::Result<()> {
     };
     let (results, tally) = drive(
         passes,
+        presenter,
         || start_results(plan),
         |dirs, sink| {
             let schedule = Schedule::of(&plan.set, Order::SetupMajor);
@@ -65,7 +66,7 @@ pub fn run(plan: &KvMediaPlan) -> anyhow::Result<()> {
                 plan,
                 dirs,
                 sink,
-                term: KvTerminal::new(plan.quiet),
+                term: (presenter.progress)(plan.quiet),
             };
             run_rounds(&schedule, &mut w)
         },
@@ -100,7 +101,7 @@ struct KvPasses<'a> {
     plan: &'a KvMediaPlan,
     dirs: &'a [PathBuf],
     sink: &'a PassSink,
-    term: KvTerminal,
+    term: Box<dyn KvObserver>,
 }
 
 impl Workload for KvPasses<'_> {
@@ -120,7 +121,7 @@ impl Workload for KvPasses<'_> {
             });
         pass_on_dir(
             self.sink,
-            &self.term,
+            &*self.term,
             pass,
             (dir, self.plan.quiet),
             |obs| crate::kv::run::run(&plan, obs),
@@ -136,7 +137,7 @@ impl Workload for KvPasses<'_> {
     }
 
     fn failed(&mut self, what: &str) {
-        self.sink.failed(&self.term, what);
+        self.sink.failed(&*self.term, what);
     }
 }
 
@@ -171,7 +172,7 @@ fn merge(sink: &PassSink, pass: &Pass, kr: Results) {
 
 /// kv's events of a pass: phase names prefixed, each phase's point saved
 /// under its part's workload name.
-impl KvObserver for Tagged<'_, KvTerminal> {
+impl<O: KvObserver + ?Sized> KvObserver for Tagged<'_, O> {
     fn started(&self, s: &Started<'_>) {
         self.inner.started(s);
     }
@@ -188,7 +189,7 @@ impl KvObserver for Tagged<'_, KvTerminal> {
     }
 }
 
-impl Tagged<'_, KvTerminal> {
+impl<O: ?Sized> Tagged<'_, O> {
     /// `PART/PHASE` when the plan has several parts, else the phase.
     fn workload(&self, phase: &str) -> String {
         match &self.pass.part {

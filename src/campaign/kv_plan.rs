@@ -21,6 +21,8 @@ use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::{name_place, usage};
 use crate::kv::plan::KvPlan;
+use crate::kv::run::KvObserver;
+use crate::session::Presenter;
 use crate::testbed::media::MediaKind;
 
 /// The flags of `iolab kv` a media run reads besides the media flags and
@@ -196,6 +198,7 @@ pub fn run<F: FnOnce() -> anyhow::Result<KvPlan>>(
     media: &MediaFlags,
     notices: Vec<String>,
     parts: Vec<Part<F>>,
+    presenter: &Presenter<dyn KvObserver>,
 ) -> anyhow::Result<()> {
     let plan = plan(args, media, notices, parts)?;
     check(&plan, args.force)?;
@@ -203,7 +206,7 @@ pub fn run<F: FnOnce() -> anyhow::Result<KvPlan>>(
         print_plan(&plan);
         return Ok(());
     }
-    crate::campaign::kv::run(&plan)
+    crate::campaign::kv::run(&plan, presenter)
 }
 
 fn print_plan(plan: &KvMediaPlan) {

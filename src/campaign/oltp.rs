@@ -21,8 +21,8 @@ use crate::oltp::plan::OltpPlan;
 use crate::oltp::point::OltpInfo;
 use crate::oltp::run::{consistency_error, OltpObserver, OltpStarted};
 use crate::oltp::sql::connect::SqlEngine;
-use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::{Point, Provenance, Results};
+use crate::session::Presenter;
 
 /// The checked settings of an oltp media run.
 pub struct OltpMediaPlan {
@@ -35,7 +35,7 @@ pub struct OltpMediaPlan {
     pub quiet: bool,
 }
 
-pub fn run(m: &OltpMediaPlan) -> anyhow::Result<()> {
+pub fn run(m: &OltpMediaPlan, presenter: &Presenter<dyn OltpObserver>) -> anyhow::Result<()> {
     let passes = Passes {
         set: &m.set,
         room: m.room,
@@ -44,6 +44,7 @@ pub fn run(m: &OltpMediaPlan) -> anyhow::Result<()> {
     };
     let (results, tally) = drive(
         passes,
+        presenter,
         || start_results(m),
         |dirs, sink| {
             let schedule = Schedule::of(&m.set, Order::SetupMajor);
@@ -51,7 +52,7 @@ pub fn run(m: &OltpMediaPlan) -> anyhow::Result<()> {
                 m,
                 dirs,
                 sink,
-                term: OltpTerminal::new(m.quiet),
+                term: (presenter.progress)(m.quiet),
             };
             run_rounds(&schedule, &mut w)
         },
@@ -85,7 +86,7 @@ struct OltpPasses<'a> {
     m: &'a OltpMediaPlan,
     dirs: &'a [PathBuf],
     sink: &'a PassSink,
-    term: OltpTerminal,
+    term: Box<dyn OltpObserver>,
 }
 
 impl Workload for OltpPasses<'_> {
@@ -95,7 +96,7 @@ impl Workload for OltpPasses<'_> {
         plan.target = dir.clone();
         pass_on_dir(
             self.sink,
-            &self.term,
+            &*self.term,
             pass,
             (dir, self.m.quiet),
             |obs| crate::oltp::run::run(&plan, obs),
@@ -111,7 +112,7 @@ impl Workload for OltpPasses<'_> {
     }
 
     fn failed(&mut self, what: &str) {
-        self.sink.failed(&self.term, what);
+        self.sink.failed(&*self.term, what);
     }
 }
 
@@ -139,7 +140,7 @@ fn merge(sink: &PassSink, pass: &Pass, own: Results) {
 }
 
 /// oltp's events of a pass: each point saved, tagged, as it ends.
-impl OltpObserver for Tagged<'_, OltpTerminal> {
+impl<O: OltpObserver + ?Sized> OltpObserver for Tagged<'_, O> {
     fn server_starting(&self, engine: SqlEngine, under: &Path) {
         self.inner.server_starting(engine, under);
     }

@@ -17,7 +17,9 @@ use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::usage;
 use crate::oltp::plan::OltpPlan;
+use crate::oltp::run::OltpObserver;
 use crate::oltp::sql::connect::SqlEngine;
+use crate::session::Presenter;
 use crate::testbed::media::MediaKind;
 
 /// Room for one warehouse with its indexes and the run's growth.
@@ -123,6 +125,7 @@ pub fn run(
     args: &OltpMediaSettings,
     media: &MediaFlags,
     oltp_plan: impl FnOnce() -> anyhow::Result<OltpPlan>,
+    presenter: &Presenter<dyn OltpObserver>,
 ) -> anyhow::Result<()> {
     let m = plan(args, media, oltp_plan)?;
     check(&m, args.force)?;
@@ -130,7 +133,7 @@ pub fn run(
         print_plan(&m);
         return Ok(());
     }
-    crate::campaign::oltp::run(&m)
+    crate::campaign::oltp::run(&m, presenter)
 }
 
 fn print_plan(m: &OltpMediaPlan) {

@@ -2,7 +2,8 @@
 //! database in the setup's directory every pass): `drive` builds the
 //! configurations, starts the results file, runs the rounds, takes the
 //! configurations down, records the time outside the measurements,
-//! finishes the file and prints the media table; `PassSink` is the file
+//! finishes the file and closes through the verb's presenter (the media
+//! table, the exports); `PassSink` is the file
 //! the passes' observers save their points into as they are measured.
 
 use std::path::PathBuf;
@@ -13,9 +14,8 @@ use super::overhead::Overhead;
 use super::setups::MediaSet;
 use crate::analysis::AnalysisOptions;
 use crate::interrupt;
-use crate::report::media_terminal;
 use crate::results::{Point, Results};
-use crate::session::ResultsSink;
+use crate::session::{Presenter, ResultsSink};
 
 /// The run's results file, shared by the passes' observers: every point
 /// is saved as it comes; the first save that fails is kept, and the run
@@ -93,12 +93,14 @@ pub struct Passes<'a> {
 /// `extra.media.overhead`, finish the file and print the media table:
 /// the finished results and the tally. An error from `rounds` (a point
 /// that could not be saved) finishes the file as it is and is returned.
-pub fn drive(
+pub fn drive<O: ?Sized>(
     p: Passes<'_>,
+    presenter: &Presenter<O>,
     start: impl FnOnce() -> Results,
     rounds: impl FnOnce(&[PathBuf], &PassSink) -> anyhow::Result<Tally>,
 ) -> anyhow::Result<(Results, Tally)> {
     interrupt::install();
+    let t0 = std::time::Instant::now();
     let mut overhead = Overhead::start();
     let media = p.set.build(p.room, p.quiet)?;
     let dirs = p.set.directories(&media);
@@ -123,14 +125,7 @@ pub fn drive(
         }
     };
     let results = sink.finish(tally.interrupted || interrupt::stop_requested())?;
-    if !p.quiet {
-        println!();
-        for line in media_terminal::summary(&results) {
-            println!("{line}");
-        }
-        if let Some(out) = &p.output {
-            println!("results: {}", out.display());
-        }
-    }
+    let out = (std::path::Path::new("."), p.output.as_deref());
+    presenter.close(&results, out, t0.elapsed().as_secs_f64(), p.quiet)?;
     Ok((results, tally))
 }

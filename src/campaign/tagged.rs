@@ -14,13 +14,13 @@ use crate::results::Point;
 use crate::session::{Observer, Progress};
 
 /// A pass's view of the verb's observer `O`.
-pub struct Tagged<'a, O> {
+pub struct Tagged<'a, O: ?Sized> {
     pub inner: &'a O,
     pub sink: &'a PassSink,
     pub pass: &'a Pass,
 }
 
-impl<O> Tagged<'_, O> {
+impl<O: ?Sized> Tagged<'_, O> {
     /// `LABEL rN: WORKLOAD`, the name a point of `workload` gets.
     pub fn name(&self, workload: &str) -> String {
         self.pass.name(workload)
@@ -38,7 +38,7 @@ impl<O> Tagged<'_, O> {
 /// One pass on directory `dir`: its banner (unless `quiet`), `run` with
 /// the tagging observer over `term`, and how it went (`outcome` of what
 /// `run` returned; `PassSink::pass_outcome`).
-pub fn pass_on_dir<O, T>(
+pub fn pass_on_dir<O: ?Sized, T>(
     sink: &PassSink,
     term: &O,
     pass: &Pass,
@@ -58,7 +58,7 @@ pub fn pass_on_dir<O, T>(
     sink.pass_outcome(ran, outcome)
 }
 
-impl<O: Observer> Observer for Tagged<'_, O> {
+impl<O: Observer + ?Sized> Observer for Tagged<'_, O> {
     fn progress(&self, p: &Progress<'_>) {
         let label = self.pass.prefixed(p.label);
         self.inner.progress(&Progress {

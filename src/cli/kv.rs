@@ -160,6 +160,10 @@ pub struct KvArgs {
     /// results and reports are replaced without it)
     #[arg(long)]
     pub force: bool,
+    /// Also write the results as FORMAT into FILE at the end (html, text,
+    /// markdown, csv, fio-json; repeat for several), Ctrl-C too
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], action = clap::ArgAction::Append)]
+    pub export: Option<Vec<String>>,
     /// No progress, header or tables (warnings and errors still go to stderr)
     #[arg(short, long)]
     pub quiet: bool,

@@ -113,6 +113,10 @@ pub struct OltpArgs {
     /// Replace an existing output file iolab did not write
     #[arg(long)]
     pub force: bool,
+    /// Also write the results as FORMAT into FILE at the end (html, text,
+    /// markdown, csv, fio-json; repeat for several), Ctrl-C too
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], action = clap::ArgAction::Append)]
+    pub export: Option<Vec<String>>,
 
     /// No progress, header or tables (warnings and errors still go to stderr)
     #[arg(short, long)]

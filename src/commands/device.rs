@@ -37,9 +37,19 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             ));
         }
         let settings = super::device_flags::settings(&a);
-        return crate::campaign::device_plan::run(&settings, &super::media_flags(&a.media), || {
-            experiments_from_args(&a)
+        let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
+        let exports = exports::parse(a.export.as_deref(), a.force, &targets)?;
+        let exports = exports::with_source(exports, a.json.as_deref());
+        let presenter = exports::media_presenter(exports, |quiet| {
+            Box::new(Terminal::progress_only(quiet)) as Box<dyn Observer>
         });
+        let media = super::media_flags(&a.media);
+        return crate::campaign::device_plan::run(
+            &settings,
+            &media,
+            || experiments_from_args(&a),
+            &presenter,
+        );
     }
     refuse_without_media(&a)?;
     run_on_one_target(a)
@@ -74,6 +84,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         output::check(p, "--json", a.force, &targets)?;
     }
     let exports = exports::parse(a.export.as_deref(), a.force, &targets)?;
+    let exports = exports::with_source(exports, a.json.as_deref());
     let jobs: Vec<&JobSpec> = exps.iter().flat_map(|e| e.jobs.iter()).collect();
     let needs_target = jobs.iter().any(|j| j.engine.needs_target());
     let size = size_and_buffer(&a)?;
@@ -198,7 +209,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     }
     if !quiet {
         for e in &exports {
-            println!("{}: {}", e.format.name(), e.path.display());
+            println!("{}", e.said());
         }
     }
     drop(target);

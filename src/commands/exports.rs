@@ -17,17 +17,26 @@ use crate::session::{Exporter, Presenter};
 pub struct ExportFile {
     pub format: Format,
     pub path: PathBuf,
+    /// The results file's name, which the HTML report cites.
+    pub source: String,
 }
 
 impl ExportFile {
+    /// "csv:     FILE", as a run's end says it.
+    pub fn said(&self) -> String {
+        crate::session::export::written(self.format.name(), &self.path)
+    }
+
     pub fn exporter(&self) -> Box<dyn Exporter> {
-        self.format.exporter(self.path.clone(), "results.json")
+        self.format.exporter(self.path.clone(), &self.source)
     }
 }
 
 /// The pairs of `--export FORMAT FILE` (given once or more), checked:
 /// formats known, files not `-`, each a place iolab may write (`force`:
 /// replace a file iolab did not write), none of them one of `inputs`.
+/// Their HTML cites the results file `results.json`; `with_source` names
+/// another.
 pub fn parse(
     pairs: Option<&[String]>,
     force: bool,
@@ -55,9 +64,29 @@ pub fn parse(
             return Err(usage("--export", format!("{file} is given twice")));
         }
         output::check(&path, "--export", force, inputs)?;
-        out.push(ExportFile { format, path });
+        let source = "results.json".to_string();
+        out.push(ExportFile {
+            format,
+            path,
+            source,
+        });
     }
     Ok(out)
+}
+
+/// `exports` citing the results file `json` (its name) where one is
+/// written.
+pub fn with_source(mut exports: Vec<ExportFile>, json: Option<&Path>) -> Vec<ExportFile> {
+    let name = json
+        .filter(|p| p.as_os_str() != "-")
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().to_string());
+    if let Some(name) = name {
+        for e in &mut exports {
+            e.source = name.clone();
+        }
+    }
+    exports
 }
 
 /// The end of a campaign that writes into an output directory (`run`,
@@ -73,6 +102,32 @@ pub fn presenter(exports: Vec<ExportFile>, summary: fn(&Results, f64) -> String)
         }),
         summary,
     }
+}
+
+/// The presenter of a media run (`device`, `kv`, `oltp` over several
+/// setups): `progress`'s observer, the `--export` files and the media
+/// table (`report::media_terminal`).
+pub fn media_presenter<O: ?Sized>(
+    exports: Vec<ExportFile>,
+    progress: fn(bool) -> Box<O>,
+) -> Presenter<O> {
+    Presenter {
+        progress,
+        exports: Box::new(move |_| exports.iter().map(ExportFile::exporter).collect()),
+        summary: crate::report::media_terminal::closing_summary,
+    }
+}
+
+/// A single run's exports, written from its final results (`kv`, `oltp`:
+/// their sinks are the workload's own), each said unless `quiet`.
+pub fn write_all(exports: &[ExportFile], results: &Results, quiet: bool) -> anyhow::Result<()> {
+    for e in exports {
+        e.exporter().saved(results, true)?;
+        if !quiet {
+            println!("{}", e.said());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

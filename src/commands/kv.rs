@@ -5,11 +5,13 @@
 
 use std::path::PathBuf;
 
+use super::exports;
 use super::kv_planfile::{self, KvPart};
 use crate::campaign::kv_plan::{self, KvMediaSettings, Part};
 use crate::cli::kv::KvArgs;
 use crate::error::Interrupted;
 use crate::kv::engine::KvEngineKind;
+use crate::kv::run::KvObserver;
 use crate::plan::planfile;
 use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
@@ -40,6 +42,8 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
             plan.place.raw.iter().map(|r| r.device.as_path()).collect();
         output::check(out, "--output", args.force, &devices)?;
     }
+    let exports = exports::parse(args.export.as_deref(), args.force, &[])?;
+    let exports = exports::with_source(exports, plan.output.as_deref());
     if args.dry_run {
         println!(
             "engine: {} (defaults below are applied when it opens)",
@@ -75,6 +79,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
     if let (Some(out), false) = (&plan.output, args.quiet) {
         println!("\nresults: {}", out.display());
     }
+    exports::write_all(&exports, &done.results, args.quiet)?;
     done.verified()?;
     if done.results.interrupted {
         return Err(Interrupted.into());
@@ -114,7 +119,15 @@ fn media_run(args: KvArgs) -> anyhow::Result<()> {
             plan: move || super::kv_flags::plan(&p.args),
         })
         .collect();
-    kv_plan::run(&settings, &super::media_flags(&a.media), notices, parts)
+    let targets = target_values(&a);
+    let inputs: Vec<&std::path::Path> = targets.iter().map(|t| t.as_path()).collect();
+    let exports = super::exports::parse(a.export.as_deref(), a.force, &inputs)?;
+    let exports = super::exports::with_source(exports, a.output.as_deref());
+    let presenter = super::exports::media_presenter(exports, |quiet| {
+        Box::new(KvTerminal::new(quiet)) as Box<dyn KvObserver>
+    });
+    let flags = super::media_flags(&a.media);
+    kv_plan::run(&settings, &flags, notices, parts, &presenter)
 }
 
 /// The targets the command line names: `--target`s, else `--dir` (the

@@ -71,6 +71,7 @@ pub fn kv_settings(a: &KvArgs) -> KvSettings {
         hosts: _,
         workload_flag: _,
         budget: _,
+        export: _,
     } = a.clone();
     KvSettings {
         workload,

@@ -2,10 +2,12 @@
 //! terminal observer -> exit code (2 bad input, 3 a consistency condition
 //! failed, 130 interrupted).
 
+use super::exports;
 use crate::campaign::setups as media_set;
 use crate::cli::oltp::OltpArgs;
 use crate::error::{usage, Interrupted};
 use crate::oltp::plan::OltpPlan;
+use crate::oltp::run::OltpObserver;
 use crate::oltp::sql::connect::SqlEngine;
 use crate::plan::parse::parse_duration_ns;
 use crate::report::oltp_terminal::OltpTerminal;
@@ -171,9 +173,14 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
             quiet: args.quiet,
             dry_run: args.dry_run,
         };
-        return crate::campaign::oltp_plan::run(&media, &super::media_flags(&args.media), || {
-            plan(&args)
+        let targets: Vec<&std::path::Path> = args.target.iter().map(|t| t.as_path()).collect();
+        let exports = exports::parse(args.export.as_deref(), args.force, &targets)?;
+        let exports = exports::with_source(exports, args.output.as_deref());
+        let presenter = exports::media_presenter(exports, |quiet| {
+            Box::new(OltpTerminal::new(quiet)) as Box<dyn OltpObserver>
         });
+        let flags = super::media_flags(&args.media);
+        return crate::campaign::oltp_plan::run(&media, &flags, || plan(&args), &presenter);
     }
     media_set::refuse_without_media(&super::media_flags(&args.media))?;
     media_set::refuse_size_without_make(args.size.as_deref(), false)?;
@@ -181,6 +188,8 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;
     }
+    let exports = exports::parse(args.export.as_deref(), args.force, &[])?;
+    let exports = exports::with_source(exports, plan.output.as_deref());
     if args.dry_run {
         print!("{}", describe(&plan));
         return Ok(());
@@ -189,6 +198,7 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
     if let (Some(out), false) = (&plan.output, args.quiet) {
         println!("\nresults: {}", out.display());
     }
+    exports::write_all(&exports, &done.results, args.quiet)?;
     done.checked()?;
     if done.results.interrupted {
         return Err(Interrupted.into());

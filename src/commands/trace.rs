@@ -28,26 +28,35 @@ use crate::trace::plan::{
 /// `--export`'s values: the blktrace directory (`blktrace DIR`, or a
 /// bare DIR as before results formats were added) and the results formats
 /// (`exports::parse`).
-fn split_exports(v: Option<Vec<String>>) -> (Option<PathBuf>, Vec<String>) {
+fn split_exports(v: Option<Vec<String>>) -> Result<(Option<PathBuf>, Vec<String>)> {
     let mut blktrace = None;
     let mut formats = Vec::new();
-    let mut it = v.unwrap_or_default().into_iter();
+    let mut it = v.unwrap_or_default().into_iter().peekable();
     while let Some(word) = it.next() {
+        let known = |w: &str| w == "blktrace" || Format::parse(w).is_some();
         if word == "blktrace" {
             blktrace = it.next();
         } else if Format::parse(&word).is_some() {
             formats.push(word);
             formats.extend(it.next());
-        } else {
+        } else if it.peek().is_none_or(|next| known(next)) {
             blktrace = Some(word);
+        } else {
+            return Err(crate::error::usage(
+                "--export",
+                format!(
+                    "unknown export format '{word}' (blktrace, {})",
+                    Format::names()
+                ),
+            ));
         }
     }
-    (blktrace.map(PathBuf::from), formats)
+    Ok((blktrace.map(PathBuf::from), formats))
 }
 
 /// The command line as `trace::plan::TraceSettings` and its results
 /// formats (`--export FORMAT FILE`).
-fn settings(o: TraceOpts) -> (TraceSettings, Vec<String>) {
+fn settings(o: TraceOpts) -> Result<(TraceSettings, Vec<String>)> {
     let TraceOpts {
         dir,
         size,
@@ -72,7 +81,7 @@ fn settings(o: TraceOpts) -> (TraceSettings, Vec<String>) {
         max_ops,
         seed,
     } = o;
-    let (export, formats) = split_exports(export);
+    let (export, formats) = split_exports(export)?;
     let settings = TraceSettings {
         dir,
         size,
@@ -97,17 +106,14 @@ fn settings(o: TraceOpts) -> (TraceSettings, Vec<String>) {
         max_ops,
         seed,
     };
-    (settings, formats)
+    Ok((settings, formats))
 }
 
 pub fn run(args: TraceArgs) -> Result<()> {
-    let (args, formats) = settings(*args.opts);
+    let (args, formats) = settings(*args.opts)?;
     interrupt::install();
     let plan = parse_plan(&args)?;
-    if let Some(out) = &args.output {
-        crate::results::output::check(out, "--output", args.force, &[&args.dir])?;
-    }
-    let exports = exports::parse(Some(&formats), args.force, &[&args.dir])?;
+    let exports = checked_outputs(&args, &formats)?;
     if args.dry_run {
         print!("{}", dry_run(&plan, &args));
         return Ok(());
@@ -251,6 +257,15 @@ pub fn run(args: TraceArgs) -> Result<()> {
     Ok(())
 }
 
+/// `-o` and the `--export` files, checked before anything runs.
+fn checked_outputs(args: &TraceSettings, formats: &[String]) -> Result<Vec<ExportFile>> {
+    if let Some(out) = &args.output {
+        crate::results::output::check(out, "--output", args.force, &[&args.dir])?;
+    }
+    let exports = exports::parse(Some(formats), args.force, &[&args.dir])?;
+    Ok(exports::with_source(exports, args.output.as_deref()))
+}
+
 /// The last save, the results and every export said.
 fn save_last(
     sink: ResultsSink,
@@ -267,7 +282,7 @@ fn save_last(
         println!("results: {}", out.display());
     }
     for e in exports {
-        println!("{}: {}", e.format.name(), e.path.display());
+        println!("{}", e.said());
     }
     Ok(())
 }
@@ -284,10 +299,17 @@ mod tests {
     /// results formats beside them.
     #[test]
     fn export_words_split_into_blktrace_and_results_formats() {
-        let (b, f) = split_exports(words(&["bt"]));
+        let (b, f) = split_exports(words(&["bt"])).unwrap();
         assert_eq!((b, f), (Some(PathBuf::from("bt")), vec![]));
-        let (b, f) = split_exports(words(&["csv", "r.csv", "blktrace", "bt"]));
+        let (b, f) = split_exports(words(&["csv", "r.csv", "blktrace", "bt"])).unwrap();
         assert_eq!(b, Some(PathBuf::from("bt")));
         assert_eq!(f, ["csv", "r.csv"]);
+        let (b, _) = split_exports(words(&["bt", "csv", "r.csv"])).unwrap();
+        assert_eq!(b, Some(PathBuf::from("bt")));
+        let e = split_exports(words(&["pdf", "x.pdf"])).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("unknown export format 'pdf'"),
+            "{e:#}"
+        );
     }
 }

@@ -76,6 +76,12 @@ pub fn overhead_line(o: &MediaOverhead) -> String {
     )
 }
 
+/// A media run's closing summary (`session::Presenter::summary`): its
+/// `summary` lines, after a blank line.
+pub fn closing_summary(r: &Results, _secs: f64) -> String {
+    format!("\n{}", summary(r).join("\n"))
+}
+
 /// What a media run prints at its end: the table, the overhead, then the
 /// warnings (`device`, `kv` and `run` over several targets alike).
 pub fn summary(r: &Results) -> Vec<String> {

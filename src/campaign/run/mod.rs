@@ -474,20 +474,8 @@ pub(crate) fn finish(
     t0: Instant,
     presenter: &Presenter,
 ) -> anyhow::Result<()> {
-    let mut exports = (presenter.exports)(dir);
-    for e in &mut exports {
-        e.saved(&results, true)?;
-    }
-    if !quiet {
-        println!(
-            "{}",
-            (presenter.summary)(&results, t0.elapsed().as_secs_f64())
-        );
-        println!("results: {}", json_path.display());
-        for (what, path) in exports.iter().filter_map(|e| e.file()) {
-            println!("{:<8} {}", format!("{what}:"), path.display());
-        }
-    }
+    let secs = t0.elapsed().as_secs_f64();
+    presenter.close(&results, (dir, Some(json_path)), secs, quiet)?;
     if results.interrupted {
         return Err(Interrupted.into());
     }
