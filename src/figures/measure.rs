@@ -56,8 +56,10 @@ impl Basis {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Measure {
     pub figure: FigureId,
-    /// The operation type a latency is of ("read", "update", "new_order");
-    /// `None` for figures over all operations.
+    /// The operation type a latency or rate is of ("read", "update",
+    /// "new_order"); `None` for figures over all operations. A rate of one
+    /// operation type (its IOPS, ops/s, MiB/s) is for tables of a row per
+    /// type; `of_point` gives rates over all operations only.
     pub op: Option<String>,
     /// Latency figures only.
     pub basis: Option<Basis>,
@@ -77,7 +79,7 @@ pub fn family(p: &Point) -> Family {
 }
 
 /// Operation types in the order tables list them.
-fn op_order(name: &str) -> (usize, &str) {
+pub(crate) fn op_order(name: &str) -> (usize, &str) {
     const ORDER: [&str; 4] = ["read", "write", "trim", "fsync"];
     (
         ORDER.iter().position(|o| *o == name).unwrap_or(ORDER.len()),
@@ -164,8 +166,8 @@ impl Measure {
         }
         let oltp = p.extra.oltp.as_deref();
         match self.figure {
-            FigureId::Iops | FigureId::OpsPerS | FigureId::TxnPerS => Some(p.total.iops),
-            FigureId::MibS => Some(p.total.mib_s),
+            FigureId::Iops | FigureId::OpsPerS | FigureId::TxnPerS => self.rate(p).map(|r| r.0),
+            FigureId::MibS => self.rate(p).map(|r| r.1),
             FigureId::AvgBlock => {
                 (p.total.iops > 0.0).then(|| p.total.mib_s * (1u64 << 20) as f64 / p.total.iops)
             }
@@ -187,6 +189,14 @@ impl Measure {
             FigureId::LatP999 => self.percentile(p, 99.9),
         }
         .filter(|v| v.is_finite())
+    }
+
+    /// (operations/s, MiB/s) over all operations or of `op`'s.
+    fn rate(&self, p: &Point) -> Option<(f64, f64)> {
+        match self.op.as_deref() {
+            None => Some((p.total.iops, p.total.mib_s)),
+            Some(op) => p.ops.get(op).map(|o| (o.iops, o.mib_s)),
+        }
     }
 
     fn percentile(&self, p: &Point, q: f64) -> Option<f64> {
@@ -232,4 +242,32 @@ fn in_flight(p: &Point) -> Option<f64> {
         sum += o.iops * o.lat.as_ref()?.mean_ns / 1e9;
     }
     (!p.ops.is_empty()).then_some(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::point;
+
+    /// A rate of one operation type, for tables of a row per type; over
+    /// all operations without one; not measured for a type that did not run.
+    #[test]
+    fn a_rate_of_one_operation_type() {
+        let mut p = point(&Default::default(), 1000.0, 50_000.0, 90_000);
+        p.total.iops = 1500.0;
+        let read = Measure {
+            figure: FigureId::Iops,
+            op: Some("read".into()),
+            basis: None,
+        };
+        assert_eq!(read.of(&p), Some(1000.0));
+        assert_eq!(Measure::whole(FigureId::Iops).of(&p), Some(1500.0));
+        let trim = Measure {
+            op: Some("trim".into()),
+            ..read
+        };
+        assert_eq!(trim.of(&p), None);
+        p.params.insert("workload".into(), "ycsb-a".into());
+        assert_eq!(Measure::whole(FigureId::MibS).of(&p), None, "kv: no MiB/s");
+    }
 }

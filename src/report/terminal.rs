@@ -238,9 +238,7 @@ pub fn points_table(r: &Results) -> String {
                 let tput = Measure::whole(fig).of(p);
                 vec![
                     p.name.clone(),
-                    tput.map_or("-".into(), |v| {
-                        format!("{} {}", format_count(v), fig.def().name)
-                    }),
+                    tput.map_or("-".into(), |v| fig.def().with_unit(v)),
                     Measure::whole(FigureId::MibS)
                         .of(p)
                         .map_or("-".into(), |v| format!("{v:.1}")),
