@@ -89,19 +89,18 @@ pub(crate) fn op_order(name: &str) -> (usize, &str) {
 
 /// fio's JSON reports percentiles of clat only unless `lat_percentiles`
 /// was set; the import then carries clat's percentiles in `lat` (for its
-/// charts). Such a point's total-latency percentiles are not measured.
+/// charts) and says so in a warning. Such a point's total-latency
+/// percentiles are not measured. (fio JSON that has both, as iolab's own
+/// export writes, keeps its total-latency percentiles.)
 fn percentiles_are_clats(p: &Point, op: &str) -> bool {
-    let Some(fio) = &p.extra.fio else {
-        return false;
-    };
-    let lat_pct = fio
-        .job_options
-        .as_ref()
-        .and_then(|o| o.get("lat_percentiles"))
-        .is_some_and(|v| v == "1");
-    let o = p.ops.get(op);
-    !lat_pct
-        && o.and_then(|o| o.clat.as_ref())
+    let imported_clats = p.extra.fio.is_some()
+        && p.warnings
+            .iter()
+            .any(|w| w.starts_with(crate::report::fio_json::CLAT_ONLY));
+    imported_clats
+        && p.ops
+            .get(op)
+            .and_then(|o| o.clat.as_ref())
             .is_some_and(|c| !c.percentiles_ns.is_empty())
 }
 
@@ -132,12 +131,12 @@ impl Measure {
         if !figure.is_latency() {
             return vec![Measure::whole(figure)];
         }
-        let open = p.extra.open_loop.as_ref();
+        let open = paced(p);
         let mut ops: Vec<&String> = p.ops.keys().collect();
         ops.sort_by_key(|o| op_order(o));
         let mut out = Vec::new();
         for op in ops {
-            let basis = if open.is_some() {
+            let basis = if open {
                 Basis::FromIssue
             } else if figure != FigureId::LatMean
                 && figure != FigureId::LatMax
@@ -210,7 +209,7 @@ impl Measure {
         let l = match self.basis? {
             Basis::Total | Basis::FromIssue => o?.lat.as_ref(),
             Basis::Completion => o?.clat.as_ref(),
-            Basis::FromIntended => p.extra.open_loop.as_ref()?.lat_from_intended.get(op),
+            Basis::FromIntended => from_intended(p, op),
         }?;
         (l.n > 0 || l.mean_ns > 0.0).then_some(l)
     }
@@ -231,6 +230,26 @@ impl Measure {
 
     pub fn format(&self, v: f64) -> String {
         self.figure.def().unit.format(v)
+    }
+}
+
+/// Whether the point's requests were issued on a schedule: an open-loop
+/// device point, or a kv phase run at a rate (its kv section keeps the
+/// latency from the intended start).
+fn paced(p: &Point) -> bool {
+    p.extra.open_loop.is_some()
+        || p.extra
+            .kv
+            .as_ref()
+            .is_some_and(|k| !k.intended_lat.is_empty())
+}
+
+/// An operation type's latency from the intended start: open loop's, or
+/// a paced kv phase's.
+fn from_intended<'a>(p: &'a Point, op: &str) -> Option<&'a LatStats> {
+    match &p.extra.open_loop {
+        Some(ol) => ol.lat_from_intended.get(op),
+        None => p.extra.kv.as_ref()?.intended_lat.get(op),
     }
 }
 
@@ -269,5 +288,45 @@ mod tests {
         assert_eq!(trim.of(&p), None);
         p.params.insert("workload".into(), "ycsb-a".into());
         assert_eq!(Measure::whole(FigureId::MibS).of(&p), None, "kv: no MiB/s");
+    }
+
+    /// fio JSON with total-latency percentiles (iolab's own export, read
+    /// back) keeps them total; the import's clat-only mark makes them clat.
+    #[test]
+    fn fio_percentiles_are_clat_only_where_the_import_says_so() {
+        let mut p = point(&Default::default(), 1000.0, 50_000.0, 90_000);
+        p.extra.fio = Some(crate::results::ext::FioJobId {
+            hostname: None,
+            job_options: None,
+            jobname: Some("j".into()),
+        });
+        let basis = |p: &Point| Measure::of_point(FigureId::LatP99, p)[0].basis;
+        assert_eq!(basis(&p), Some(Basis::Total));
+        p.warnings.push(format!(
+            "{}: the total-latency percentiles shown are clat's",
+            crate::report::fio_json::CLAT_ONLY
+        ));
+        assert_eq!(basis(&p), Some(Basis::Completion));
+    }
+
+    /// A kv phase run at a rate keeps its latency from the intended start
+    /// in its kv section: the catalogue has it, beside the service time
+    /// (from issue), so no view drops it.
+    #[test]
+    fn a_paced_kv_phase_has_its_latency_from_the_intended_start() {
+        let mut p = point(&Default::default(), 1000.0, 50_000.0, 90_000);
+        let mut kv = crate::results::ext::kv::KvPhaseInfo::default();
+        kv.intended_lat.insert(
+            "read".into(),
+            crate::analysis::testutil::lat(80_000.0, 400_000),
+        );
+        p.extra.kv = Some(Box::new(kv));
+        let bases: Vec<Option<Basis>> = Measure::of_point(FigureId::LatP99, &p)
+            .into_iter()
+            .map(|m| m.basis)
+            .collect();
+        assert_eq!(bases, [Some(Basis::FromIssue), Some(Basis::FromIntended)]);
+        let m = Measure::latency(FigureId::LatP99, "read", Basis::FromIntended);
+        assert_eq!(m.of(&p), Some(400_000.0));
     }
 }
