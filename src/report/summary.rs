@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use crate::analysis::types::{LoadLatencyGroup, SteadyGroup};
 use crate::figures::measure::{family, op_order};
 use crate::figures::{self as catalogue, Basis, Family, FigureId, Measure, Unit};
-use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of, Table};
+use crate::report::charts::{
+    basis_note, batch_of, bs_of, main_measure, param_u64, read_pct, rw_of, Table,
+};
 use crate::report::fmt;
 use crate::report::headline_figure::{detail, figures, pick, Cached};
 use crate::results::Param;
@@ -150,22 +152,10 @@ fn latency_headlines(r: &Results) -> Vec<Headline> {
 /// naming its basis when it is not the total latency ("(clat)"); the p99
 /// left out where it was not measured.
 fn mean_and_p99(p: &Point) -> Option<String> {
-    let op = p.main_op()?;
-    let of = |figure| {
-        let m = Measure::of_point(figure, p)
-            .into_iter()
-            .find(|m| m.op.as_deref() == Some(op) && m.basis != Some(Basis::FromIntended))?;
-        let v = m.of(p)?;
-        let basis = match m.basis {
-            Some(b) if b != Basis::Total => format!(" ({})", b.name()),
-            _ => String::new(),
-        };
-        Some((m.format(v), basis))
-    };
-    let (mean, mean_basis) = of(FigureId::LatMean)?;
-    let mut s = format!("{mean} mean{mean_basis}");
-    if let Some((p99, basis)) = of(FigureId::LatP99) {
-        s.push_str(&format!(", {p99} p99{basis}"));
+    let (mean, v) = main_measure(p, FigureId::LatMean)?;
+    let mut s = format!("{} mean{}", mean.format(v), basis_note(&mean));
+    if let Some((p99, v)) = main_measure(p, FigureId::LatP99) {
+        s.push_str(&format!(", {} p99{}", p99.format(v), basis_note(&p99)));
     }
     Some(s)
 }
@@ -359,10 +349,9 @@ fn rows_of(p: &Point) -> Vec<RowOf<'_>> {
     let mut ops: Vec<&str> = p.ops.keys().map(String::as_str).collect();
     ops.sort_by_key(|o| op_order(o));
     let from_intended = |op: &str| {
-        p.extra
-            .open_loop
-            .as_ref()
-            .is_some_and(|ol| ol.lat_from_intended.contains_key(op))
+        Measure::latency(FigureId::LatMean, op, Basis::FromIntended)
+            .of(p)
+            .is_some()
     };
     let mut out = Vec::new();
     for op in ops {
