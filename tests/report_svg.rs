@@ -230,9 +230,7 @@ fn timeline_sections_draw_every_phase() {
         );
     }
     assert!(sections[0].svgs[1].contains("server usr+sys"));
-    assert!(
-        sections[3].svgs[0].contains("rows/s") && sections[3].svgs[1].contains("transactions/s")
-    );
+    assert!(sections[3].svgs[0].contains("rows/s") && sections[3].svgs[1].contains("txn/s"));
     match_snapshots(&sections.iter().collect::<Vec<_>>());
 }
 

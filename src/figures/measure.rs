@@ -56,8 +56,10 @@ impl Basis {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Measure {
     pub figure: FigureId,
-    /// The operation type a latency is of ("read", "update", "new_order");
-    /// `None` for figures over all operations.
+    /// The operation type a latency or rate is of ("read", "update",
+    /// "new_order"); `None` for figures over all operations. A rate of one
+    /// operation type (its IOPS, ops/s, MiB/s) is for tables of a row per
+    /// type; `of_point` gives rates over all operations only.
     pub op: Option<String>,
     /// Latency figures only.
     pub basis: Option<Basis>,
@@ -77,7 +79,7 @@ pub fn family(p: &Point) -> Family {
 }
 
 /// Operation types in the order tables list them.
-fn op_order(name: &str) -> (usize, &str) {
+pub(crate) fn op_order(name: &str) -> (usize, &str) {
     const ORDER: [&str; 4] = ["read", "write", "trim", "fsync"];
     (
         ORDER.iter().position(|o| *o == name).unwrap_or(ORDER.len()),
@@ -87,19 +89,18 @@ fn op_order(name: &str) -> (usize, &str) {
 
 /// fio's JSON reports percentiles of clat only unless `lat_percentiles`
 /// was set; the import then carries clat's percentiles in `lat` (for its
-/// charts). Such a point's total-latency percentiles are not measured.
+/// charts) and says so in a warning. Such a point's total-latency
+/// percentiles are not measured. (fio JSON that has both, as iolab's own
+/// export writes, keeps its total-latency percentiles.)
 fn percentiles_are_clats(p: &Point, op: &str) -> bool {
-    let Some(fio) = &p.extra.fio else {
-        return false;
-    };
-    let lat_pct = fio
-        .job_options
-        .as_ref()
-        .and_then(|o| o.get("lat_percentiles"))
-        .is_some_and(|v| v == "1");
-    let o = p.ops.get(op);
-    !lat_pct
-        && o.and_then(|o| o.clat.as_ref())
+    let imported_clats = p.extra.fio.is_some()
+        && p.warnings
+            .iter()
+            .any(|w| w.starts_with(crate::report::fio_json::CLAT_ONLY));
+    imported_clats
+        && p.ops
+            .get(op)
+            .and_then(|o| o.clat.as_ref())
             .is_some_and(|c| !c.percentiles_ns.is_empty())
 }
 
@@ -130,12 +131,12 @@ impl Measure {
         if !figure.is_latency() {
             return vec![Measure::whole(figure)];
         }
-        let open = p.extra.open_loop.as_ref();
+        let open = paced(p);
         let mut ops: Vec<&String> = p.ops.keys().collect();
         ops.sort_by_key(|o| op_order(o));
         let mut out = Vec::new();
         for op in ops {
-            let basis = if open.is_some() {
+            let basis = if open {
                 Basis::FromIssue
             } else if figure != FigureId::LatMean
                 && figure != FigureId::LatMax
@@ -164,8 +165,8 @@ impl Measure {
         }
         let oltp = p.extra.oltp.as_deref();
         match self.figure {
-            FigureId::Iops | FigureId::OpsPerS | FigureId::TxnPerS => Some(p.total.iops),
-            FigureId::MibS => Some(p.total.mib_s),
+            FigureId::Iops | FigureId::OpsPerS | FigureId::TxnPerS => self.rate(p).map(|r| r.0),
+            FigureId::MibS => self.rate(p).map(|r| r.1),
             FigureId::AvgBlock => {
                 (p.total.iops > 0.0).then(|| p.total.mib_s * (1u64 << 20) as f64 / p.total.iops)
             }
@@ -189,6 +190,14 @@ impl Measure {
         .filter(|v| v.is_finite())
     }
 
+    /// (operations/s, MiB/s) over all operations or of `op`'s.
+    fn rate(&self, p: &Point) -> Option<(f64, f64)> {
+        match self.op.as_deref() {
+            None => Some((p.total.iops, p.total.mib_s)),
+            Some(op) => p.ops.get(op).map(|o| (o.iops, o.mib_s)),
+        }
+    }
+
     fn percentile(&self, p: &Point, q: f64) -> Option<f64> {
         self.stats(p)?.percentile(q).map(|v| v as f64)
     }
@@ -200,7 +209,7 @@ impl Measure {
         let l = match self.basis? {
             Basis::Total | Basis::FromIssue => o?.lat.as_ref(),
             Basis::Completion => o?.clat.as_ref(),
-            Basis::FromIntended => p.extra.open_loop.as_ref()?.lat_from_intended.get(op),
+            Basis::FromIntended => from_intended(p, op),
         }?;
         (l.n > 0 || l.mean_ns > 0.0).then_some(l)
     }
@@ -224,6 +233,26 @@ impl Measure {
     }
 }
 
+/// Whether the point's requests were issued on a schedule: an open-loop
+/// device point, or a kv phase run at a rate (its kv section keeps the
+/// latency from the intended start).
+fn paced(p: &Point) -> bool {
+    p.extra.open_loop.is_some()
+        || p.extra
+            .kv
+            .as_ref()
+            .is_some_and(|k| !k.intended_lat.is_empty())
+}
+
+/// An operation type's latency from the intended start: open loop's, or
+/// a paced kv phase's.
+fn from_intended<'a>(p: &'a Point, op: &str) -> Option<&'a LatStats> {
+    match &p.extra.open_loop {
+        Some(ol) => ol.lat_from_intended.get(op),
+        None => p.extra.kv.as_ref()?.intended_lat.get(op),
+    }
+}
+
 /// Little's law over every operation type: the sum of rate x mean total
 /// latency. `None` without a latency for every type that ran.
 fn in_flight(p: &Point) -> Option<f64> {
@@ -232,4 +261,72 @@ fn in_flight(p: &Point) -> Option<f64> {
         sum += o.iops * o.lat.as_ref()?.mean_ns / 1e9;
     }
     (!p.ops.is_empty()).then_some(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::point;
+
+    /// A rate of one operation type, for tables of a row per type; over
+    /// all operations without one; not measured for a type that did not run.
+    #[test]
+    fn a_rate_of_one_operation_type() {
+        let mut p = point(&Default::default(), 1000.0, 50_000.0, 90_000);
+        p.total.iops = 1500.0;
+        let read = Measure {
+            figure: FigureId::Iops,
+            op: Some("read".into()),
+            basis: None,
+        };
+        assert_eq!(read.of(&p), Some(1000.0));
+        assert_eq!(Measure::whole(FigureId::Iops).of(&p), Some(1500.0));
+        let trim = Measure {
+            op: Some("trim".into()),
+            ..read
+        };
+        assert_eq!(trim.of(&p), None);
+        p.params.insert("workload".into(), "ycsb-a".into());
+        assert_eq!(Measure::whole(FigureId::MibS).of(&p), None, "kv: no MiB/s");
+    }
+
+    /// fio JSON with total-latency percentiles (iolab's own export, read
+    /// back) keeps them total; the import's clat-only mark makes them clat.
+    #[test]
+    fn fio_percentiles_are_clat_only_where_the_import_says_so() {
+        let mut p = point(&Default::default(), 1000.0, 50_000.0, 90_000);
+        p.extra.fio = Some(crate::results::ext::FioJobId {
+            hostname: None,
+            job_options: None,
+            jobname: Some("j".into()),
+        });
+        let basis = |p: &Point| Measure::of_point(FigureId::LatP99, p)[0].basis;
+        assert_eq!(basis(&p), Some(Basis::Total));
+        p.warnings.push(format!(
+            "{}: the total-latency percentiles shown are clat's",
+            crate::report::fio_json::CLAT_ONLY
+        ));
+        assert_eq!(basis(&p), Some(Basis::Completion));
+    }
+
+    /// A kv phase run at a rate keeps its latency from the intended start
+    /// in its kv section: the catalogue has it, beside the service time
+    /// (from issue), so no view drops it.
+    #[test]
+    fn a_paced_kv_phase_has_its_latency_from_the_intended_start() {
+        let mut p = point(&Default::default(), 1000.0, 50_000.0, 90_000);
+        let mut kv = crate::results::ext::kv::KvPhaseInfo::default();
+        kv.intended_lat.insert(
+            "read".into(),
+            crate::analysis::testutil::lat(80_000.0, 400_000),
+        );
+        p.extra.kv = Some(Box::new(kv));
+        let bases: Vec<Option<Basis>> = Measure::of_point(FigureId::LatP99, &p)
+            .into_iter()
+            .map(|m| m.basis)
+            .collect();
+        assert_eq!(bases, [Some(Basis::FromIssue), Some(Basis::FromIntended)]);
+        let m = Measure::latency(FigureId::LatP99, "read", Basis::FromIntended);
+        assert_eq!(m.of(&p), Some(400_000.0));
+    }
 }

@@ -275,6 +275,19 @@ pub const CATALOGUE: &[Def] = &[
     },
 ];
 
+impl Def {
+    /// A value with its unit named, as tables write a figure whose column
+    /// does not name it: "45.2k IOPS", "1.20k ops/s", "12.5 MiB/s";
+    /// latencies and sizes carry their unit already ("176us", "4k").
+    pub fn with_unit(&self, v: f64) -> String {
+        let s = self.unit.format(v);
+        match self.unit {
+            Unit::PerSecond | Unit::PerMinute | Unit::MibPerSecond => format!("{s} {}", self.name),
+            Unit::Nanoseconds | Unit::Bytes | Unit::Number => s,
+        }
+    }
+}
+
 impl FigureId {
     pub fn def(self) -> &'static Def {
         CATALOGUE
@@ -372,6 +385,14 @@ mod tests {
             assert_eq!(d.id.def().key, d.key);
         }
         assert_eq!(FigureId::parse("speed"), None);
+    }
+
+    #[test]
+    fn a_value_with_its_unit() {
+        assert_eq!(FigureId::Iops.def().with_unit(45_231.7), "45.2k IOPS");
+        assert_eq!(FigureId::OpsPerS.def().with_unit(950.0), "950 ops/s");
+        assert_eq!(FigureId::MibS.def().with_unit(12.5), "12.5 MiB/s");
+        assert_eq!(FigureId::LatP99.def().with_unit(176_400.0), "176us");
     }
 
     /// docs/results.md lists the catalogue as `markdown()` writes it.

@@ -10,8 +10,6 @@ use crate::plan::parse::format_ns;
 use crate::results::ext::HostsInfo;
 use crate::results::Point;
 
-use super::terminal::format_count;
-
 /// The table's header: throughput in the point's own figure (IOPS, ops/s),
 /// the latency of the main operation type, named in its column.
 pub const HEADER: [&str; 9] = [
@@ -34,8 +32,8 @@ pub fn rows(p: &Point, h: &HostsInfo) -> Vec<Vec<String>> {
 /// `rows` of parts called `noun` (hosts, instances).
 fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
     let lat = |ns: Option<f64>| ns.map(format_ns).unwrap_or_else(|| "-".into());
-    let unit = figures::throughput(figures::measure::family(p)).def().name;
-    let rate = |v: f64| format!("{} {unit}", format_count(v));
+    let tput = figures::throughput(figures::measure::family(p)).def();
+    let rate = |v: f64| tput.with_unit(v);
     let op = p.main_op().unwrap_or("-").to_string();
     let mut out: Vec<Vec<String>> = h
         .per_host

@@ -87,7 +87,7 @@ fn points_overview(r: &Results) -> Table {
     let columns = [
         C::Point,
         C::Op,
-        C::Iops,
+        C::Throughput,
         C::MibS,
         C::Mean,
         C::P50,

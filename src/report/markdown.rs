@@ -65,7 +65,15 @@ pub fn render(r: &Results) -> String {
         o.push_str(&table_md(t));
     }
     use summary::PointColumn as C;
-    let columns = [C::Point, C::Op, C::Iops, C::MibS, C::Mean, C::P99, C::Max];
+    let columns = [
+        C::Point,
+        C::Op,
+        C::Throughput,
+        C::MibS,
+        C::Mean,
+        C::P99,
+        C::Max,
+    ];
     let t = summary::points_table(r, &columns, false);
     if oltp.is_none() || !t.rows.is_empty() {
         o.push_str(&table_md(&t));

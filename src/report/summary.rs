@@ -3,12 +3,18 @@
 //! state, stack breakdown shares) and the de-duplicated list of
 //! warnings, shared by the terminal summary, HTML and Markdown.
 
+use std::collections::BTreeSet;
+
 use crate::analysis::types::{LoadLatencyGroup, SteadyGroup};
-use crate::report::charts::{batch_of, bs_of, param_u64, read_pct, rw_of, Table};
+use crate::figures::measure::{family, op_order};
+use crate::figures::{self as catalogue, Basis, Family, FigureId, Measure, Unit};
+use crate::report::charts::{
+    basis_note, batch_of, bs_of, main_measure, param_u64, read_pct, rw_of, Table,
+};
 use crate::report::fmt;
 use crate::report::headline_figure::{detail, figures, pick, Cached};
 use crate::results::Param;
-use crate::results::{OpStats, Point, Results};
+use crate::results::{Point, Results};
 
 /// One headline: label, value, where it comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,9 +44,15 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
     out
 }
 
-/// Device points (not database operations).
+/// Device points (not database operations or transactions).
 fn device_points(r: &Results) -> impl Iterator<Item = &Point> {
-    r.points.iter().filter(|p| !p.extra.contains_key("kv"))
+    r.points.iter().filter(|p| family(p) == Family::Device)
+}
+
+/// A figure over all of a point's operations, 0 where not measured (for
+/// picking the largest).
+fn whole(figure: FigureId, p: &Point) -> f64 {
+    Measure::whole(figure).of(p).unwrap_or(0.0)
 }
 
 /// The steps of `iolab run` that seek maximum throughput: only their
@@ -76,7 +88,7 @@ fn throughput_headlines(r: &Results) -> Vec<Headline> {
             .filter(small_random)
             .filter(|p| read_pct(p) == Some(want))
             .collect();
-        let figs = figures(&cands, |p| p.total.iops, &cached);
+        let figs = figures(&cands, |p| whole(FigureId::Iops, p), &cached);
         let n = figs.len();
         if let Some((m, above)) = pick(figs, |a, b| a > b) {
             out.push(Headline {
@@ -90,9 +102,9 @@ fn throughput_headlines(r: &Results) -> Vec<Headline> {
         let cands: Vec<&Point> = max_candidates(r)
             .filter(|p| read_pct(p) == Some(want))
             .collect();
-        let figs = figures(&cands, |p| p.total.mib_s, &cached);
+        let figs = figures(&cands, |p| whole(FigureId::MibS, p), &cached);
         let n = figs.len();
-        let mib_s = |v: f64| format!("{} MiB/s", fmt::mib(v));
+        let mib_s = |v: f64| FigureId::MibS.def().with_unit(v);
         if let Some((m, above)) = pick(figs, |a, b| a > b) {
             if m.value > 0.0 {
                 out.push(Headline {
@@ -119,22 +131,30 @@ fn latency_headlines(r: &Results) -> Vec<Headline> {
             .filter(|p| param_u64(p, Param::Qd) == Some(1) && batch_of(p).is_none())
             .filter(|p| rw_of(p).starts_with("rand") && read_pct(p) == Some(want))
             .min_by_key(|p| (cached.why(p).is_some(), bs_of(p).unwrap_or(u64::MAX)));
-        if let Some(l) = p.and_then(|p| p.main_lat().map(|l| (p, l))) {
+        if let Some((p, value)) = p.and_then(|p| Some((p, mean_and_p99(p)?))) {
             out.push(Headline {
                 label: label.into(),
-                value: format!(
-                    "{} mean, {} p99",
-                    fmt::ns(l.1.mean_ns),
-                    fmt::ns(l.1.percentile(99.0).unwrap_or(0) as f64)
-                ),
-                detail: match cached.why(l.0) {
-                    Some(why) => format!("{}; {why}: a cache, not a device", l.0.name),
-                    None => l.0.name.clone(),
+                value,
+                detail: match cached.why(p) {
+                    Some(why) => format!("{}; {why}: a cache, not a device", p.name),
+                    None => p.name.clone(),
                 },
             });
         }
     }
     out
+}
+
+/// "176.4us mean, 310us p99" of the point's main operation type, each
+/// naming its basis when it is not the total latency ("(clat)"); the p99
+/// left out where it was not measured.
+fn mean_and_p99(p: &Point) -> Option<String> {
+    let (mean, v) = main_measure(p, FigureId::LatMean)?;
+    let mut s = format!("{} mean{}", mean.format(v), basis_note(&mean));
+    if let Some((p99, v)) = main_measure(p, FigureId::LatP99) {
+        s.push_str(&format!(", {} p99{}", p99.format(v), basis_note(&p99)));
+    }
+    Some(s)
 }
 
 /// The effective parallelism of every batching group.
@@ -218,75 +238,80 @@ fn trace_headline(p: &Point) -> Option<Headline> {
     Some(Headline {
         label: "stack breakdown".into(),
         value: format!("{:.0}% software / {:.0}% device", 100.0 * sw, 100.0 * dev),
-        detail: format!("{}: mean {} traced", p.name, fmt::ns(t.traced_mean_ns)),
+        detail: format!(
+            "{}: mean {} traced",
+            p.name,
+            Unit::Nanoseconds.format(t.traced_mean_ns)
+        ),
     })
 }
 
-/// The fastest database point (a media workload: the median of its rounds).
+/// The fastest database point (a media workload: the median of its
+/// rounds), a phase merged over hosts or instances too.
 fn kv_headline(r: &Results) -> Option<Headline> {
     let kv: Vec<&Point> = r
         .points
         .iter()
-        .filter(|p| p.extra.contains_key("kv"))
+        .filter(|p| family(p) == Family::Kv)
         .collect();
-    let (m, above) = pick(figures(&kv, |p| p.total.iops, &Cached::of(r)), |a, b| a > b)?;
+    let ops = FigureId::OpsPerS.def();
+    let figs = figures(&kv, |p| whole(FigureId::OpsPerS, p), &Cached::of(r));
+    let (m, above) = pick(figs, |a, b| a > b)?;
+    let value = |v| ops.unit.format(v);
     Some(Headline {
-        label: "max database ops/s".into(),
-        value: fmt::count(m.value),
-        detail: detail(&m, above.as_ref(), fmt::count),
+        label: format!("max database {}", ops.name),
+        value: value(m.value),
+        detail: detail(&m, above.as_ref(), value),
     })
 }
 
 /// The highest NOPM of an oltp run, with its TPM (every transaction,
 /// rollbacks too) and the users it took.
 fn oltp_headline(r: &Results) -> Option<Headline> {
-    let oltp = r.points.iter().filter(|p| p.extra.oltp.is_some());
-    let p = best(oltp, |p| p.extra.oltp.as_ref().map_or(0.0, |o| o.nopm))?;
+    let oltp = r.points.iter().filter(|p| family(p) == Family::Oltp);
+    let p = best(oltp, |p| whole(FigureId::Nopm, p))?;
+    let (nopm, tpm) = (FigureId::Nopm.def(), FigureId::Tpm.def());
     let o = p.extra.oltp.as_ref()?;
     Some(Headline {
-        label: "NOPM (new orders per minute)".into(),
-        value: fmt::count(o.nopm),
+        label: format!("{} (new orders per minute)", nopm.name),
+        value: nopm.unit.format(Measure::whole(nopm.id).of(p)?),
         detail: format!(
-            "{}: {} users; TPM {} (every transaction, rollbacks too)",
+            "{}: {} users; {} {} (every transaction, rollbacks too)",
             p.name,
             o.users,
-            fmt::count(o.tpm)
+            tpm.name,
+            Measure::whole(tpm.id)
+                .of(p)
+                .map_or("-".into(), |v| tpm.unit.format(v))
         ),
     })
 }
 
 /// The oltp points: NOPM and TPM, transactions per second, the new-order
-/// latency TPC-C bounds (p90), and the server's CPU beside iolab's own.
+/// latency TPC-C bounds (p90), and the server's CPU beside iolab's own;
+/// names and units from the catalogue.
 pub fn oltp_table(r: &Results) -> Option<Table> {
-    let mut t = Table::new(&[
-        "point",
-        "users",
-        "NOPM",
-        "TPM (incl. rollbacks)",
-        "txn/s",
-        "new_order p90",
-        "server CPU usr/sys %",
-        "client (iolab) CPU usr/sys %",
-    ]);
-    for p in &r.points {
-        let Some(o) = &p.extra.oltp else { continue };
-        let new_order = p.ops.get("new_order").and_then(|o| o.lat.as_ref());
+    let figs = [FigureId::Nopm, FigureId::Tpm, FigureId::TxnPerS].map(Measure::whole);
+    let p90 = Measure::latency(FigureId::LatP90, "new_order", Basis::Total);
+    let mut headers = vec!["point".to_string(), "users".to_string()];
+    headers.extend(figs.iter().chain([&p90]).map(Measure::label));
+    headers.extend(["server CPU usr/sys %", "client (iolab) CPU usr/sys %"].map(String::from));
+    let mut t = Table {
+        headers,
+        rows: Vec::new(),
+    };
+    for p in r.points.iter().filter(|p| family(p) == Family::Oltp) {
         let server = p.extra.server.as_ref().and_then(|s| s.process.as_ref());
-        t.rows.push(vec![
-            p.name.clone(),
-            o.users.to_string(),
-            fmt::count(o.nopm),
-            fmt::count(o.tpm),
-            fmt::count(p.total.iops),
-            new_order
-                .and_then(|l| l.percentile(90.0))
-                .map(|v| fmt::ns(v as f64))
-                .unwrap_or_else(|| "-".into()),
-            server.map_or("not measured".into(), |s| {
-                format!("{:.0}/{:.0}", s.usr_pct, s.sys_pct)
-            }),
-            format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct),
-        ]);
+        let users = p.extra.oltp.as_ref().map(|o| o.users.to_string());
+        let mut row = vec![p.name.clone(), users.unwrap_or_else(|| "-".into())];
+        for m in figs.iter().chain([&p90]) {
+            row.push(m.of(p).map_or("-".into(), |v| m.format(v)));
+        }
+        row.push(server.map_or("not measured".into(), |s| {
+            format!("{:.0}/{:.0}", s.usr_pct, s.sys_pct)
+        }));
+        row.push(format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct));
+        t.rows.push(row);
     }
     (!t.rows.is_empty()).then_some(t)
 }
@@ -296,7 +321,8 @@ pub fn oltp_table(r: &Results) -> Option<Table> {
 pub enum PointColumn {
     Point,
     Op,
-    Iops,
+    /// The point's kind's throughput (IOPS, ops/s).
+    Throughput,
     MibS,
     Mean,
     P50,
@@ -306,60 +332,193 @@ pub enum PointColumn {
     Cpu,
 }
 
+/// One row of a point in the points table: an operation type (`None`:
+/// the point's totals), its latencies from the intended start or not.
+#[derive(Debug, Clone, Copy)]
+struct RowOf<'a> {
+    op: Option<&'a str>,
+    intended: bool,
+}
+
+/// The rows of a point: an operation type's in table order, each followed
+/// (open loop) by its latencies from the intended start.
+fn rows_of(p: &Point) -> Vec<RowOf<'_>> {
+    let mut ops: Vec<&str> = p.ops.keys().map(String::as_str).collect();
+    ops.sort_by_key(|o| op_order(o));
+    let from_intended = |op: &str| {
+        Measure::latency(FigureId::LatMean, op, Basis::FromIntended)
+            .of(p)
+            .is_some()
+    };
+    let mut out = Vec::new();
+    for op in ops {
+        out.push(RowOf {
+            op: Some(op),
+            intended: false,
+        });
+        if from_intended(op) {
+            out.push(RowOf {
+                op: Some(op),
+                intended: true,
+            });
+        }
+    }
+    out
+}
+
 impl PointColumn {
-    fn header(self) -> &'static str {
+    /// The latency figure of a latency column.
+    fn latency(self) -> Option<FigureId> {
         match self {
-            PointColumn::Point => "point",
-            PointColumn::Op => "op",
-            PointColumn::Iops => "IOPS",
-            PointColumn::MibS => "MiB/s",
-            PointColumn::Mean => "mean",
-            PointColumn::P50 => "p50",
-            PointColumn::P99 => "p99",
-            PointColumn::P999 => "p99.9",
-            PointColumn::Max => "max",
-            PointColumn::Cpu => "usr/sys %",
+            PointColumn::Mean => Some(FigureId::LatMean),
+            PointColumn::P50 => Some(FigureId::LatP50),
+            PointColumn::P99 => Some(FigureId::LatP99),
+            PointColumn::P999 => Some(FigureId::LatP999),
+            PointColumn::Max => Some(FigureId::LatMax),
+            _ => None,
         }
     }
 
-    /// This column's cell of point `p`'s row for `op` (with its stats),
-    /// or of its totals row (`None`: a point without op kinds).
-    fn cell(self, p: &Point, op: Option<(&String, &OpStats)>) -> String {
-        let l = op.and_then(|(_, o)| o.lat.as_ref().or(o.clat.as_ref()));
-        let pc = |q: f64| {
-            l.and_then(|l| l.percentile(q))
-                .map(|v| fmt::ns(v as f64))
-                .unwrap_or_default()
+    /// The header; `tput` is the table's one throughput figure, `None`
+    /// where its points are of several kinds (each cell names its unit).
+    fn header(self, tput: Option<FigureId>) -> String {
+        if let Some(f) = self.latency() {
+            return f.def().name.to_string();
+        }
+        match self {
+            PointColumn::Point => "point",
+            PointColumn::Op => "op",
+            PointColumn::Throughput => tput.map_or("throughput", |f| f.def().name),
+            PointColumn::MibS => FigureId::MibS.def().name,
+            _ => "usr/sys %",
+        }
+        .to_string()
+    }
+
+    /// This column's cell of point `p`'s `row` in a table of `columns`.
+    fn cell(self, p: &Point, row: RowOf, tput: Option<FigureId>, columns: &[Self]) -> String {
+        if let Some(f) = self.latency() {
+            let m = lat_measure(p, f, row);
+            return m.and_then(|m| Some(m.format(m.of(p)?))).unwrap_or_default();
+        }
+        let rate = |figure| {
+            let m = Measure {
+                figure,
+                op: row.op.map(String::from),
+                basis: None,
+            };
+            m.of(p).filter(|_| !row.intended)
         };
         match self {
             PointColumn::Point => p.name.clone(),
-            PointColumn::Op => op.map(|(name, _)| name.clone()).unwrap_or_default(),
-            PointColumn::Iops => fmt::count(op.map_or(p.total.iops, |(_, o)| o.iops)),
-            PointColumn::MibS => fmt::mib(op.map_or(p.total.mib_s, |(_, o)| o.mib_s)),
-            PointColumn::Mean => l.map(|l| fmt::ns(l.mean_ns)).unwrap_or_default(),
-            PointColumn::P50 => pc(50.0),
-            PointColumn::P99 => pc(99.0),
-            PointColumn::P999 => pc(99.9),
-            PointColumn::Max => l.map(|l| fmt::ns(l.max_ns as f64)).unwrap_or_default(),
-            PointColumn::Cpu => format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct),
+            PointColumn::Op => op_label(p, row, columns),
+            PointColumn::Throughput => {
+                let f = catalogue::throughput(family(p));
+                rate(f).map_or(String::new(), |v| match tput {
+                    Some(_) => f.def().unit.format(v),
+                    None => f.def().with_unit(v),
+                })
+            }
+            PointColumn::MibS => rate(FigureId::MibS).map_or(String::new(), fmt::mib),
+            _ => format!("{:.0}/{:.0}", p.cpu.usr_pct, p.cpu.sys_pct),
         }
     }
 }
 
-/// The points table of the HTML and Markdown reports: one row per point
-/// and op kind, with `columns`; oltp points are left out (they have
-/// `oltp_table`). With `totals`, a point without op kinds gets one row of
-/// its totals.
-pub fn points_table(r: &Results, columns: &[PointColumn], totals: bool) -> Table {
-    let headers: Vec<&str> = columns.iter().map(|c| c.header()).collect();
-    let mut t = Table::new(&headers);
-    let row = |p: &Point, op| columns.iter().map(|c| c.cell(p, op)).collect();
-    for p in r.points.iter().filter(|p| p.extra.oltp.is_none()) {
-        for op in &p.ops {
-            t.rows.push(row(p, Some(op)));
+/// The measure a latency column reads in `row`: from the intended start,
+/// or the basis the point has for that operation type (total; from issue
+/// in open loop; clat where fio reported only its percentiles).
+fn lat_measure(p: &Point, figure: FigureId, row: RowOf) -> Option<Measure> {
+    let op = row.op?;
+    if row.intended {
+        return Some(Measure::latency(figure, op, Basis::FromIntended));
+    }
+    Measure::of_point(figure, p)
+        .into_iter()
+        .find(|m| m.op.as_deref() == Some(op) && m.basis != Some(Basis::FromIntended))
+}
+
+/// The op cell: the operation type and, when its latencies are not the
+/// total latency, their basis: "read, from issue", or, where only some
+/// columns are on another, which ("read (p50, p99: clat)").
+fn op_label(p: &Point, row: RowOf, columns: &[PointColumn]) -> String {
+    let Some(op) = row.op else {
+        return String::new();
+    };
+    let bases: Vec<(FigureId, Basis)> = columns
+        .iter()
+        .filter_map(|c| {
+            let m = lat_measure(p, c.latency()?, row)?;
+            m.of(p)?;
+            Some((m.figure, m.basis?))
+        })
+        .collect();
+    let other: BTreeSet<Basis> = bases
+        .iter()
+        .map(|b| b.1)
+        .filter(|b| *b != Basis::Total)
+        .collect();
+    match other.first() {
+        None => op.to_string(),
+        Some(b) if other.len() == 1 && bases.iter().all(|x| x.1 == *b) => {
+            format!("{op}, {}", b.name())
         }
-        if totals && p.ops.is_empty() {
-            t.rows.push(row(p, None));
+        Some(_) => {
+            let on: Vec<String> = other
+                .iter()
+                .map(|b| {
+                    let keys: Vec<&str> = bases
+                        .iter()
+                        .filter(|x| x.1 == *b)
+                        .map(|x| x.0.def().key)
+                        .collect();
+                    format!("{}: {}", keys.join(", "), b.name())
+                })
+                .collect();
+            format!("{op} ({})", on.join("; "))
+        }
+    }
+}
+
+/// The throughput figure a points table names in its header: its points'
+/// kind's, `None` where they are of several kinds.
+fn table_throughput(points: &[&Point]) -> Option<FigureId> {
+    let kinds: BTreeSet<Family> = points.iter().map(|p| family(p)).collect();
+    match kinds.len() {
+        0 => Some(FigureId::Iops),
+        1 => kinds.first().map(|f| catalogue::throughput(*f)),
+        _ => None,
+    }
+}
+
+/// The points table of the HTML and Markdown reports: one row per point
+/// and op kind (open loop: and one of its latencies from the intended
+/// start), with `columns`; oltp points are left out (they have
+/// `oltp_table`). With `totals`, a point without op kinds gets one row of
+/// its totals. Values through the catalogue: a figure a point's kind does
+/// not have (a kv phase's MiB/s) is blank.
+pub fn points_table(r: &Results, columns: &[PointColumn], totals: bool) -> Table {
+    let points: Vec<&Point> = r
+        .points
+        .iter()
+        .filter(|p| family(p) != Family::Oltp)
+        .collect();
+    let tput = table_throughput(&points);
+    let mut t = Table {
+        headers: columns.iter().map(|c| c.header(tput)).collect(),
+        rows: Vec::new(),
+    };
+    for p in points {
+        let mut rows = rows_of(p);
+        if totals && rows.is_empty() {
+            rows.push(RowOf {
+                op: None,
+                intended: false,
+            });
+        }
+        for row in rows {
+            let cells = columns.iter().map(|c| c.cell(p, row, tput, columns));
+            t.rows.push(cells.collect());
         }
     }
     t
@@ -496,12 +655,138 @@ mod points_table_tests {
         r.points = vec![dev, bare, oltp];
         use PointColumn as C;
         let t = points_table(&r, &[C::Point, C::Op, C::P99, C::Cpu], true);
-        assert_eq!(t.headers, ["point", "op", "p99", "usr/sys %"]);
+        assert_eq!(t.headers, ["point", "op", "p99 lat", "usr/sys %"]);
         let names: Vec<&str> = t.rows.iter().map(|row| row[0].as_str()).collect();
         assert_eq!(names, ["dev", "bare"]);
-        assert_eq!(t.rows[0][2], fmt::ns(90_000.0));
+        assert_eq!(t.rows[0][2], "90.0us", "three significant digits");
         assert_eq!(t.rows[1][1..3], [String::new(), String::new()]);
-        let t = points_table(&r, &[C::Point, C::Iops], false);
+        let t = points_table(&r, &[C::Point, C::Throughput], false);
         assert_eq!(t.rows.len(), 1, "no totals row");
+    }
+
+    fn fixture(name: &str) -> Results {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report")
+            .join(name);
+        Results::read(&path).unwrap()
+    }
+
+    const COLUMNS: [PointColumn; 5] = [
+        PointColumn::Point,
+        PointColumn::Op,
+        PointColumn::Throughput,
+        PointColumn::MibS,
+        PointColumn::P99,
+    ];
+
+    /// A kv phase's throughput is ops/s, not IOPS, and it has no MiB/s; a
+    /// table of device and kv points names each cell's unit.
+    #[test]
+    fn a_kv_point_is_in_ops_per_second_without_mib_s() {
+        let mut dev = point(&JobSpec::default(), 1000.0, 50_000.0, 90_000);
+        dev.name = "dev".into();
+        let mut kv = dev.clone();
+        kv.name = "kv".into();
+        kv.params.insert("workload".into(), "ycsb-a".into());
+        let mut r = Results::new("kv", Provenance::default());
+        r.points = vec![kv.clone()];
+        let t = points_table(&r, &COLUMNS, false);
+        assert_eq!(t.headers[2..4], ["ops/s", "MiB/s"]);
+        assert_eq!(t.rows[0][2..4], ["1000".to_string(), String::new()]);
+        r.points = vec![dev, kv];
+        let t = points_table(&r, &COLUMNS, false);
+        assert_eq!(t.headers[2], "throughput");
+        assert_eq!(t.rows[0][2], "1000 IOPS");
+        assert_eq!(t.rows[1][2], "1000 ops/s");
+        assert!(!t.rows[0][3].is_empty() && t.rows[1][3].is_empty());
+    }
+
+    /// Open loop: a row from issue and one from the intended start, each
+    /// naming its basis, the second with its own value.
+    #[test]
+    fn open_loop_rows_name_their_basis() {
+        let r = fixture("device-loadlat.json");
+        let p = r
+            .points
+            .iter()
+            .find(|p| p.extra.open_loop.is_some())
+            .unwrap();
+        let want = p.extra.open_loop.as_ref().unwrap().lat_from_intended["read"]
+            .percentile(99.0)
+            .unwrap();
+        let t = points_table(&r, &COLUMNS, false);
+        let rows: Vec<&Vec<String>> = t.rows.iter().filter(|row| row[0] == p.name).collect();
+        assert_eq!(rows[0][1], "read, from issue");
+        assert_eq!(rows[1][1], "read, from intended start");
+        assert_eq!(rows[1][4], fmt::ns3(want as f64));
+        assert!(rows[1][2].is_empty(), "the throughput is on the first row");
+    }
+
+    /// fio reports clat's percentiles only: the row says which columns
+    /// are on clat.
+    #[test]
+    fn a_fio_import_names_its_clat_percentiles() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/fio-randread.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let r = crate::report::fio_json::from_fio_text(&text).unwrap();
+        let t = points_table(&r, &COLUMNS, false);
+        assert_eq!(t.rows[0][1], "read, clat");
+        let mean_p99 = [PointColumn::Op, PointColumn::Mean, PointColumn::P99];
+        let t = points_table(&r, &mean_p99, false);
+        assert_eq!(t.rows[0][0], "read (p99: clat)", "the mean is fio's lat");
+    }
+
+    /// NOPM, TPM, txn/s and the new-order p90 through the catalogue.
+    #[test]
+    fn the_oltp_table_reads_the_catalogue() {
+        let t = oltp_table(&fixture("oltp-postgres.json")).unwrap();
+        assert_eq!(
+            t.headers[2..6],
+            ["NOPM", "TPM", "txn/s", "new_order p90 lat"]
+        );
+        assert_eq!(t.rows[0][2], "4950");
+        assert!(t.rows[0][5].ends_with("ms"), "{:?}", t.rows[0]);
+    }
+}
+
+#[cfg(test)]
+mod headline_tests {
+    use super::*;
+    use crate::analysis::testutil::point;
+    use crate::plan::job::{JobSpec, Pattern};
+    use crate::results::Provenance;
+
+    /// Headline latencies have three significant digits, as the tables.
+    #[test]
+    fn qd1_latency_has_three_significant_digits() {
+        let spec = JobSpec {
+            pattern: Pattern::RandRead,
+            qd: 1,
+            ..JobSpec::default()
+        };
+        let mut r = Results::new("device", Provenance::default());
+        r.points = vec![point(&spec, 300_000.0, 3_010.0, 48_200)];
+        let h = latency_headlines(&r);
+        assert_eq!(h[0].value, "3.01us mean, 48.2us p99");
+    }
+
+    /// A kv phase merged over hosts keeps no kv section, only its
+    /// workload: it is a database point, not a device one.
+    #[test]
+    fn a_merged_kv_point_is_a_database_point() {
+        let spec = JobSpec {
+            pattern: Pattern::RandRead,
+            qd: 1,
+            ..JobSpec::default()
+        };
+        let mut p = point(&spec, 20_000.0, 3_010.0, 48_200);
+        p.params.insert("workload".into(), "ycsb-c".into());
+        let mut r = Results::new("kv", Provenance::default());
+        r.points = vec![p];
+        let h = headlines(&r);
+        assert_eq!(h.len(), 1, "{h:?}");
+        assert_eq!(h[0].label, "max database ops/s");
+        assert_eq!(h[0].value, "20.0k");
     }
 }

@@ -29,7 +29,32 @@ fn lat_cell(v: Option<u64>) -> String {
     v.map(|x| format_ns(x as f64)).unwrap_or_else(|| "-".into())
 }
 
-/// The block of text printed for one point.
+/// The op cell of `point_block`: the operation type and the basis of its
+/// latencies where not the total ("read, from issue"; fio's clat-only
+/// percentiles: "read (percentiles: clat)").
+fn op_label(p: &Point, op: &str) -> String {
+    let basis = Measure::of_point(FigureId::LatP99, p)
+        .into_iter()
+        .find(|m| m.op.as_deref() == Some(op) && m.basis != Some(Basis::FromIntended))
+        .and_then(|m| m.basis);
+    match basis {
+        Some(Basis::FromIssue) => format!("{op}, from issue"),
+        Some(Basis::Completion) => format!("{op} (percentiles: clat)"),
+        _ => op.to_string(),
+    }
+}
+
+/// MiB/s of an operation type (or over all), "-" where the point's kind
+/// has none (a kv phase counts operations, not bytes).
+fn mib_cell(p: &Point, op: Option<&String>) -> String {
+    let m = Measure {
+        figure: FigureId::MibS,
+        op: op.cloned(),
+        basis: None,
+    };
+    m.of(p).map_or("-".into(), |v| format!("{v:.1}"))
+}
+
 /// How the point's requests were cached on this side: a remote engine's
 /// requests reach no page cache here, whatever `direct` says.
 fn caching(p: &Point) -> &'static str {
@@ -43,6 +68,9 @@ fn caching(p: &Point) -> &'static str {
     }
 }
 
+/// The block of text printed for one point: its throughput in its kind's
+/// figure (IOPS, ops/s), MiB/s where its kind moves bytes, latencies per
+/// operation type naming their basis where it is not the total.
 pub fn point_block(p: &Point) -> String {
     let mut out = String::new();
     let secs = p.duration_ns as f64 / 1e9;
@@ -66,9 +94,10 @@ pub fn point_block(p: &Point) -> String {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
+    let tput = figures::throughput(measure::family(p)).def();
     t.set_header(vec![
         "op",
-        "IOPS",
+        tput.name,
         "MiB/s",
         "mean",
         "p50",
@@ -81,12 +110,9 @@ pub fn point_block(p: &Point) -> String {
     for (name, o) in &p.ops {
         let lat = o.lat.as_ref();
         t.add_row(vec![
-            match open_loop {
-                Some(_) => format!("{name}, from issue"),
-                None => name.clone(),
-            },
+            op_label(p, name),
             format_count(o.iops),
-            format!("{:.1}", o.mib_s),
+            mib_cell(p, Some(name)),
             lat.map(|l| format_ns(l.mean_ns))
                 .unwrap_or_else(|| "-".into()),
             lat_cell(lat.and_then(|l| l.percentile(50.0))),
@@ -117,7 +143,7 @@ pub fn point_block(p: &Point) -> String {
         t.add_row(vec![
             "total".into(),
             format_count(p.total.iops),
-            format!("{:.1}", p.total.mib_s),
+            mib_cell(p, None),
             String::new(),
             String::new(),
             String::new(),
@@ -238,9 +264,7 @@ pub fn points_table(r: &Results) -> String {
                 let tput = Measure::whole(fig).of(p);
                 vec![
                     p.name.clone(),
-                    tput.map_or("-".into(), |v| {
-                        format!("{} {}", format_count(v), fig.def().name)
-                    }),
+                    tput.map_or("-".into(), |v| fig.def().with_unit(v)),
                     Measure::whole(FigureId::MibS)
                         .of(p)
                         .map_or("-".into(), |v| format!("{v:.1}")),
@@ -385,6 +409,22 @@ mod tests {
         let t = points_table(&fixture("oltp-postgres.json"));
         assert!(t.contains("txn/s") && t.contains("new_order"), "{t}");
         assert!(!t.contains("IOPS"), "{t}");
+    }
+
+    /// `report --format text` said IOPS and MiB/s over a kv phase's
+    /// operations, and nothing of fio's clat-only percentiles.
+    #[test]
+    fn a_point_block_names_its_kind_and_basis() {
+        let r = fixture("kv-ycsb-rocksdb.json");
+        let b = point_block(&r.points[0]);
+        assert!(b.contains("ops/s") && !b.contains("IOPS"), "{b}");
+        let insert = b.lines().find(|l| l.contains("insert")).expect(&b);
+        assert!(insert.contains(" - "), "no MiB/s for kv: {insert}");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/fio-randread.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let r = crate::report::fio_json::from_fio_text(&text).unwrap();
+        assert!(point_block(&r.points[0]).contains("read (percentiles: clat)"));
     }
 
     #[test]

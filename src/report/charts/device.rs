@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{batch_of, bs_of, is_device, is_write, label, read_pct, varying, Section, Table};
 use crate::analysis::types::{LatSummary, LoadPoint};
+use crate::figures::FigureId;
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::{Point, Results};
@@ -69,10 +70,6 @@ fn main_mean(p: &Point) -> Option<f64> {
     p.main_lat().map(|l| l.mean_ns)
 }
 
-fn p_lat(p: &Point, q: f64) -> Option<f64> {
-    p.main_lat().and_then(|l| l.percentile(q)).map(|v| v as f64)
-}
-
 /// IOPS and MiB/s vs block size, a line per QD or batch size.
 pub fn bs_sweep(r: &Results) -> Option<Section> {
     let pts: Vec<&Point> = r
@@ -115,8 +112,8 @@ pub fn bs_sweep(r: &Results) -> Option<Section> {
                 fmt::bytes(bs),
                 format!("{:.0}", p.total.iops),
                 format!("{:.2}", p.total.mib_s),
-                main_mean(p).map(fmt::ns).unwrap_or_default(),
-                p_lat(p, 99.0).map(fmt::ns).unwrap_or_default(),
+                super::main_latency(p, FigureId::LatMean),
+                super::main_latency(p, FigureId::LatP99),
             ]);
         }
         let dashed = is_write(ps[0]);

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{param_u64, Section, Table};
+use crate::figures::measure::family;
+use crate::figures::{Family, FigureId, Measure};
 use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Series};
 use crate::results::{Point, Results};
@@ -16,10 +18,12 @@ use crate::results::{Point, Results};
 /// (x, y, hover text)
 type Pt = (f64, f64, String);
 
+/// The kv phases, a phase merged over hosts or instances (no kv section,
+/// its workload) too.
 fn kv_points(r: &Results) -> Vec<&Point> {
     r.points
         .iter()
-        .filter(|p| p.extra.contains_key("kv"))
+        .filter(|p| family(p) == Family::Kv)
         .collect()
 }
 
@@ -190,7 +194,8 @@ fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
             cats.push(w);
         }
     }
-    let mut table = Table::new(&["workload", "engine", "ops/s", "ops"]);
+    let ops_s = FigureId::OpsPerS.def().name;
+    let mut table = Table::new(&["workload", "engine", ops_s, "ops"]);
     let stacks: Vec<(String, Vec<f64>)> = engines
         .iter()
         .map(|e| {
@@ -200,14 +205,14 @@ fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
                     plain
                         .iter()
                         .filter(|p| &engine(p) == e && &workload(p) == w)
-                        .map(|p| p.total.iops)
+                        .map(|p| ops_per_s(p))
                         .next_back()
                         .unwrap_or(0.0)
                 })
                 .collect();
             (
                 if e.is_empty() {
-                    "ops/s".into()
+                    ops_s.into()
                 } else {
                     e.clone()
                 },
@@ -219,7 +224,7 @@ fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
         table.rows.push(vec![
             workload(p),
             engine(p),
-            format!("{:.0}", p.total.iops),
+            format!("{:.0}", ops_per_s(p)),
             p.total.ops.to_string(),
         ]);
     }
@@ -229,7 +234,7 @@ fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
         note: "Operations per second of each workload phase, one bar per engine.".into(),
         svgs: vec![svg::bar_chart(&BarChart {
             title: "Throughput per workload".into(),
-            y_title: "operations per second".into(),
+            y_title: format!("operations per second ({ops_s})"),
             y_fmt: fmt::count,
             categories: cats,
             stacks,
@@ -239,7 +244,13 @@ fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
     }
 }
 
-/// Mean and p99 latency of each operation kind of each workload.
+/// A phase's operations per second, through the catalogue.
+fn ops_per_s(p: &Point) -> f64 {
+    Measure::whole(FigureId::OpsPerS).of(p).unwrap_or(0.0)
+}
+
+/// Mean and p99 latency of each operation kind of each workload: the
+/// service time (the total basis), each from its operation's actual start.
 fn latency(plain: &[&Point], several_engines: bool) -> Option<Section> {
     let mut cats = Vec::new();
     let (mut mean, mut p99) = (Vec::new(), Vec::new());
@@ -250,6 +261,7 @@ fn latency(plain: &[&Point], several_engines: bool) -> Option<Section> {
         for (op, o) in &p.ops {
             let Some(l) = &o.lat else { continue };
             let e = engine(p);
+            let pct = |q| l.percentile(q).map_or(String::new(), |v| v.to_string());
             cats.push(format!(
                 "{} {op}{}",
                 workload(p),
@@ -267,8 +279,8 @@ fn latency(plain: &[&Point], several_engines: bool) -> Option<Section> {
                 op.clone(),
                 l.n.to_string(),
                 format!("{:.0}", l.mean_ns),
-                l.percentile(95.0).unwrap_or(0).to_string(),
-                l.percentile(99.0).unwrap_or(0).to_string(),
+                pct(95.0),
+                pct(99.0),
                 l.max_ns.to_string(),
             ]);
         }
@@ -279,7 +291,7 @@ fn latency(plain: &[&Point], several_engines: bool) -> Option<Section> {
     Some(Section {
         id: "kv-latency".into(),
         title: "Database latency per operation".into(),
-        note: "Client-side latency of each operation kind (from the intended start time when the run was rate-limited).".into(),
+        note: "Client-side latency of each operation kind, from the operation's actual start (service time; a rate-limited run's latency from the intended start is in its kv section).".into(),
         svgs: vec![svg::bar_chart(&BarChart {
             title: "Latency per operation".into(),
             y_title: "latency".into(),

@@ -2,6 +2,7 @@
 //! encoded HDR histograms), per-second time series and CPU bars.
 
 use super::{param_u64, Section, Table};
+use crate::figures::{self, measure::family, Family, FigureId};
 use crate::measure::histogram::{LatStats, LatencyHistogram};
 use crate::measure::procstat::SystemCpu;
 use crate::report::fmt;
@@ -42,7 +43,7 @@ fn lat_groups(r: &Results) -> Vec<(String, Vec<Dist<'_>>)> {
         return vec![(String::new(), all)];
     }
     let depth = |p: &Point| match param_u64(p, Param::Batch) {
-        _ if p.extra.contains_key("kv") => (2, 0, "database operations".to_string()),
+        _ if family(p) != Family::Device => (2, 0, "database operations".to_string()),
         Some(k) => (1, k, format!("batch {k}")),
         None => {
             let qd = param_u64(p, Param::Qd).unwrap_or(1);
@@ -337,7 +338,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
     // their own: no bandwidth chart or column of zeros for them.
     let moves_bytes = sel.iter().any(|p| p.total.bytes > 0);
     let rate = rate_unit(&sel);
-    let mut table = Table::new(&["point", "t (s)", rate, "MiB/s", "mean ns", "p99 ns"]);
+    let mut table = Table::new(&["point", "t (s)", &rate, "MiB/s", "mean ns", "p99 ns"]);
     let mut iops = Vec::new();
     let mut bw = Vec::new();
     let mut lat = Vec::new();
@@ -448,7 +449,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
             Vec::new()
         } else {
             [
-                Some(chart(&format!("{rate} over time"), rate, iops, fmt::count)),
+                Some(chart(&format!("{rate} over time"), &rate, iops, fmt::count)),
                 moves_bytes
                     .then(|| chart("Bandwidth over time", "bandwidth (MiB/s)", bw, fmt::mib)),
                 Some(chart(
@@ -470,18 +471,19 @@ pub fn time_series(r: &Results) -> Option<Section> {
     })
 }
 
-/// What the points' per-second rate counts: transactions (oltp),
-/// operations (kv) or I/Os.
-fn rate_unit(points: &[&Point]) -> &'static str {
-    if points.iter().all(|p| p.extra.oltp.is_some()) {
-        "transactions/s"
-    } else if points
+/// What the points' per-second rate counts, by the catalogue's name of
+/// their kind's throughput (txn/s, ops/s, IOPS); points of several kinds
+/// name each ("throughput (IOPS, ops/s)").
+fn rate_unit(points: &[&Point]) -> String {
+    let kinds: std::collections::BTreeSet<Family> = points.iter().map(|p| family(p)).collect();
+    let names: Vec<&str> = kinds
         .iter()
-        .all(|p| p.extra.oltp.is_some() || p.extra.kv.is_some())
-    {
-        "ops/s"
-    } else {
-        "IOPS"
+        .map(|k| figures::throughput(*k).def().name)
+        .collect();
+    match names.as_slice() {
+        [one] => one.to_string(),
+        [] => FigureId::Iops.def().name.to_string(),
+        many => format!("throughput ({})", many.join(", ")),
     }
 }
 
@@ -527,7 +529,7 @@ fn without_column(mut t: Table, name: &str) -> Table {
 fn clat_only(p: &Point) -> bool {
     p.warnings
         .iter()
-        .any(|w| w.contains("percentiles of completion latency (clat) only"))
+        .any(|w| w.starts_with(crate::report::fio_json::CLAT_ONLY))
 }
 
 /// One machine-wide CPU share of a point's sample.

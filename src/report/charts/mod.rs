@@ -130,6 +130,41 @@ pub fn is_device(p: &Point) -> bool {
         && bs_of(p).is_some()
 }
 
+/// A latency figure of the point's main operation type, through the
+/// catalogue: three significant digits, and its basis where it is not the
+/// total latency ("4.01ms (clat)": fio reported clat's percentiles only);
+/// empty where not measured.
+pub fn main_latency(p: &Point, figure: crate::figures::FigureId) -> String {
+    main_measure(p, figure).map_or(String::new(), |(m, v)| {
+        format!("{}{}", m.format(v), basis_note(&m))
+    })
+}
+
+/// The measure of a latency figure of the point's main operation type
+/// (`Point::main_op`) on the basis the point has it (not from the
+/// intended start), with its value.
+pub fn main_measure(
+    p: &Point,
+    figure: crate::figures::FigureId,
+) -> Option<(crate::figures::Measure, f64)> {
+    use crate::figures::{Basis, Measure};
+    let op = p.main_op()?;
+    let m = Measure::of_point(figure, p)
+        .into_iter()
+        .find(|m| m.op.as_deref() == Some(op) && m.basis != Some(Basis::FromIntended))?;
+    let v = m.of(p)?;
+    Some((m, v))
+}
+
+/// " (clat)", " (from issue)": a latency's basis where it is not the
+/// total latency; nothing where it is.
+pub fn basis_note(m: &crate::figures::Measure) -> String {
+    match m.basis {
+        Some(b) if b != crate::figures::Basis::Total => format!(" ({})", b.name()),
+        _ => String::new(),
+    }
+}
+
 /// Write-only patterns are drawn dashed.
 pub fn is_write(p: &Point) -> bool {
     read_pct(p) == Some(0)

@@ -31,11 +31,10 @@ fn phases(r: &Results) -> Vec<Phase<'_>> {
         if let Some(t) = p.extra.timeline.as_deref().filter(|t| !t.is_empty()) {
             out.push(Phase {
                 label: p.name.clone(),
-                unit: if p.extra.oltp.is_some() {
-                    "transactions/s"
-                } else {
-                    "operations/s"
-                },
+                // The catalogue's name of the point's throughput.
+                unit: crate::figures::throughput(crate::figures::measure::family(p))
+                    .def()
+                    .name,
                 t: std::borrow::Cow::Borrowed(t),
             });
         }
