@@ -148,10 +148,10 @@ fn parse_figures(metric: Option<&str>) -> anyhow::Result<Option<Vec<FigureId>>> 
 /// The error for a `--metric` none of the files' points has: which kinds
 /// of point they hold, and the figures those have.
 fn nothing_selected(runs: &[Run], wanted: &[FigureId]) -> anyhow::Error {
-    let have: BTreeSet<figures::Family> = runs
+    let have: BTreeSet<crate::results::Family> = runs
         .iter()
         .flat_map(|r| &r.results.points)
-        .map(figures::measure::family)
+        .map(|p| p.family())
         .collect();
     let can: Vec<&str> = figures::CATALOGUE
         .iter()

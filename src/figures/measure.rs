@@ -3,9 +3,10 @@
 //! figure's value; `None` is "not measured" (a figure the point's kind does
 //! not have, an operation it did not run, a percentile it did not record).
 
-use super::{Family, FigureId};
+use super::FigureId;
 use crate::measure::histogram::LatStats;
-use crate::results::{Param, Point};
+use crate::results::op_order;
+use crate::results::Point;
 
 /// Where a latency's clock started and stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,28 +66,6 @@ pub struct Measure {
     pub basis: Option<Basis>,
 }
 
-/// The kind of a point, from its sections (typed, or kept as read from an
-/// older shape), or, for a kv phase merged over hosts or instances, which
-/// keeps no kv section, its `workload`.
-pub fn family(p: &Point) -> Family {
-    if p.extra.contains_key("oltp") {
-        Family::Oltp
-    } else if p.extra.contains_key("kv") || p.has_param(Param::Workload) {
-        Family::Kv
-    } else {
-        Family::Device
-    }
-}
-
-/// Operation types in the order tables list them.
-pub(crate) fn op_order(name: &str) -> (usize, &str) {
-    const ORDER: [&str; 4] = ["read", "write", "trim", "fsync"];
-    (
-        ORDER.iter().position(|o| *o == name).unwrap_or(ORDER.len()),
-        name,
-    )
-}
-
 /// fio's JSON reports percentiles of clat only unless `lat_percentiles`
 /// was set; the import then carries clat's percentiles in `lat` (for its
 /// charts) and says so in a warning. Such a point's total-latency
@@ -96,7 +75,7 @@ fn percentiles_are_clats(p: &Point, op: &str) -> bool {
     let imported_clats = p.extra.fio.is_some()
         && p.warnings
             .iter()
-            .any(|w| w.starts_with(crate::report::fio_json::CLAT_ONLY));
+            .any(|w| w.starts_with(crate::results::ext::FIO_CLAT_ONLY));
     imported_clats
         && p.ops
             .get(op)
@@ -125,7 +104,7 @@ impl Measure {
     /// operations, one per operation type (and, open loop, per basis) for
     /// a latency. Empty where the point's kind has no such figure.
     pub fn of_point(figure: FigureId, p: &Point) -> Vec<Measure> {
-        if !figure.applies_to(family(p)) {
+        if !figure.applies_to(p.family()) {
             return Vec::new();
         }
         if !figure.is_latency() {
@@ -160,7 +139,7 @@ impl Measure {
 
     /// The point's value, `None` when it was not measured.
     pub fn of(&self, p: &Point) -> Option<f64> {
-        if !self.figure.applies_to(family(p)) {
+        if !self.figure.applies_to(p.family()) {
             return None;
         }
         let oltp = p.extra.oltp.as_deref();
@@ -304,7 +283,7 @@ mod tests {
         assert_eq!(basis(&p), Some(Basis::Total));
         p.warnings.push(format!(
             "{}: the total-latency percentiles shown are clat's",
-            crate::report::fio_json::CLAT_ONLY
+            crate::results::ext::FIO_CLAT_ONLY
         ));
         assert_eq!(basis(&p), Some(Basis::Completion));
     }

@@ -7,31 +7,12 @@
 //! `None`, never 0. docs/results.md lists the catalogue (a test keeps it
 //! equal to `markdown()`).
 
+pub mod fmt;
 pub mod measure;
 
 pub use measure::{Basis, Measure};
 
-/// What kind of point a figure belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Family {
-    /// Requests to a device, file or remote volume (device, run, remote,
-    /// trace, fio's JSON).
-    Device,
-    /// A key-value workload's phase (kv, run's database step).
-    Kv,
-    /// A TPC-C-derived point (oltp).
-    Oltp,
-}
-
-impl Family {
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::Device => "device",
-            Family::Kv => "kv",
-            Family::Oltp => "oltp",
-        }
-    }
-}
+use crate::results::Family;
 
 /// Which way a change is an improvement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,10 +63,10 @@ impl Unit {
     /// ("3.01us", not "3us"), rates and sizes as the tables write them.
     pub fn format(self, v: f64) -> String {
         match self {
-            Unit::PerSecond | Unit::PerMinute => crate::report::fmt::count(v),
-            Unit::MibPerSecond => crate::report::fmt::mib(v),
-            Unit::Nanoseconds => crate::report::fmt::ns3(v),
-            Unit::Bytes => crate::report::fmt::bytes(v),
+            Unit::PerSecond | Unit::PerMinute => crate::figures::fmt::count(v),
+            Unit::MibPerSecond => crate::figures::fmt::mib(v),
+            Unit::Nanoseconds => crate::figures::fmt::ns3(v),
+            Unit::Bytes => crate::figures::fmt::bytes(v),
             Unit::Number => format!("{v:.2}"),
         }
     }

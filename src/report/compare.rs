@@ -10,9 +10,9 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table as CTable};
 
 use crate::analysis::baseline::Spread;
-use crate::figures::{measure, Basis, Direction, FigureId, Measure};
+use crate::figures::fmt;
+use crate::figures::{Basis, Direction, FigureId, Measure};
 use crate::report::charts::{latency, Table};
-use crate::report::fmt;
 use crate::report::svg::{self, esc, BarChart};
 use crate::results::{Point, Results};
 
@@ -188,8 +188,7 @@ fn point_label(k: &Key, varying: &BTreeSet<&str>) -> String {
 /// percentile only of completion latency (fio's default), every point's
 /// row is its completion latency.
 fn group_measures(points: &[&Point], figures: Option<&[FigureId]>) -> Vec<Measure> {
-    let fams: BTreeSet<crate::figures::Family> =
-        points.iter().map(|p| measure::family(p)).collect();
+    let fams: BTreeSet<crate::results::Family> = points.iter().map(|p| p.family()).collect();
     let mut out: Vec<Measure> = Vec::new();
     let wanted: Vec<FigureId> = match figures {
         Some(f) => f.to_vec(),

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::figures::measure::{family, op_order};
-use crate::figures::{self, Basis, Family, FigureId, Measure};
+use crate::figures::{self, Basis, FigureId, Measure};
 use crate::report::charts::Table;
+use crate::results::{op_order, Family};
 use crate::results::{Point, Results};
 
 /// Quote a field when it holds a comma, quote or newline.
@@ -137,7 +137,7 @@ fn latency_cell(p: &Point, figure: FigureId, op: &str, basis: Option<Basis>) -> 
 
 /// The cells of `COLUMNS` for one row of point `p`.
 fn op_cells(p: &Point, op: &str, basis: Option<Basis>, first: bool) -> Vec<String> {
-    let kind = family(p);
+    let kind = p.family();
     let o = &p.ops[op];
     let rate = |figure, digits: usize| {
         let m = Measure {

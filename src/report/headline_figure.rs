@@ -201,7 +201,7 @@ mod tests {
         let r = fixture("media.json");
         let (value, detail) = card(&r, "max 4k random read IOPS");
         // a's rounds: 42.8k, 36.5k, 22.7k; b's 39.4k, 26.0k, 27.8k.
-        assert_eq!(value, crate::report::fmt::count(36460.844394558815));
+        assert_eq!(value, crate::figures::fmt::count(36460.844394558815));
         assert!(
             detail.starts_with("a: randread-4k-qd4-io_uring, median of 3 rounds"),
             "{detail}"
@@ -211,7 +211,7 @@ mod tests {
             "{detail}"
         );
         assert!(
-            detail.contains(&crate::report::fmt::count(110491.22189894813)),
+            detail.contains(&crate::figures::fmt::count(110491.22189894813)),
             "{detail}"
         );
     }
@@ -226,7 +226,7 @@ mod tests {
             .iter()
             .find(|p| p.name == "das: randread-4k-qd8-io_uring")
             .unwrap();
-        assert_eq!(value, crate::report::fmt::count(das.total.iops));
+        assert_eq!(value, crate::figures::fmt::count(das.total.iops));
         assert!(detail.starts_with("das: randread-4k-qd8"), "{detail}");
         assert!(
             detail.contains("nbd-nbdkit-memory, a target in RAM, reached"),

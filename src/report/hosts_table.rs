@@ -32,7 +32,7 @@ pub fn rows(p: &Point, h: &HostsInfo) -> Vec<Vec<String>> {
 /// `rows` of parts called `noun` (hosts, instances).
 fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
     let lat = |ns: Option<f64>| ns.map(format_ns).unwrap_or_else(|| "-".into());
-    let tput = figures::throughput(figures::measure::family(p)).def();
+    let tput = figures::throughput(p.family()).def();
     let rate = |v: f64| tput.with_unit(v);
     let op = p.main_op().unwrap_or("-").to_string();
     let mut out: Vec<Vec<String>> = h

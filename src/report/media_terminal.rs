@@ -53,7 +53,7 @@ pub fn table(m: &MediaAnalysis) -> Vec<String> {
             times(ratio),
             rounds,
             r.mean_lat_ns
-                .map_or_else(|| "-".to_string(), crate::report::fmt::ns3),
+                .map_or_else(|| "-".to_string(), crate::figures::fmt::ns3),
             times(lat_ratio)
         ));
     }
@@ -131,7 +131,7 @@ mod tests {
         let lines = table(m);
         assert!(lines[0].contains("mean lat"), "{}", lines[0]);
         let row = &m.rows[0];
-        let want = crate::report::fmt::ns3(row.mean_lat_ns.unwrap());
+        let want = crate::figures::fmt::ns3(row.mean_lat_ns.unwrap());
         assert!(lines[1].contains(&want), "{want} not in {}", lines[1]);
     }
 }

@@ -10,7 +10,6 @@ pub mod csv;
 pub mod device_plan;
 pub mod fio_json;
 pub mod fio_log;
-pub mod fmt;
 pub mod formats;
 pub mod headline_figure;
 pub mod hosts_table;

@@ -16,7 +16,7 @@ use crate::trace::point_tracer;
 fn live_text(l: &Live) -> String {
     format!(
         "{} IOPS {:.1} MiB/s mean {} p99 {}",
-        terminal::format_count(l.iops),
+        crate::figures::fmt::format_count(l.iops),
         l.mib_s,
         crate::plan::parse::format_ns(l.mean_ns),
         crate::plan::parse::format_ns(l.p99_ns as f64)

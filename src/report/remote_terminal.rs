@@ -7,7 +7,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
 
 use super::remote_errors;
-use super::terminal::format_count;
+use crate::figures::fmt::format_count;
 use crate::plan::parse::format_ns;
 use crate::results::Results;
 

@@ -6,14 +6,14 @@
 use std::collections::BTreeSet;
 
 use crate::analysis::types::{LoadLatencyGroup, SteadyGroup};
-use crate::figures::measure::{family, op_order};
-use crate::figures::{self as catalogue, Basis, Family, FigureId, Measure, Unit};
+use crate::figures::fmt;
+use crate::figures::{self as catalogue, Basis, FigureId, Measure, Unit};
 use crate::report::charts::{
     basis_note, batch_of, bs_of, main_measure, param_u64, read_pct, rw_of, Table,
 };
-use crate::report::fmt;
 use crate::report::headline_figure::{detail, figures, pick, Cached};
 use crate::results::Param;
+use crate::results::{op_order, Family};
 use crate::results::{Point, Results};
 
 /// One headline: label, value, where it comes from.
@@ -46,7 +46,7 @@ pub fn headlines(r: &Results) -> Vec<Headline> {
 
 /// Device points (not database operations or transactions).
 fn device_points(r: &Results) -> impl Iterator<Item = &Point> {
-    r.points.iter().filter(|p| family(p) == Family::Device)
+    r.points.iter().filter(|p| p.family() == Family::Device)
 }
 
 /// A figure over all of a point's operations, 0 where not measured (for
@@ -252,7 +252,7 @@ fn kv_headline(r: &Results) -> Option<Headline> {
     let kv: Vec<&Point> = r
         .points
         .iter()
-        .filter(|p| family(p) == Family::Kv)
+        .filter(|p| p.family() == Family::Kv)
         .collect();
     let ops = FigureId::OpsPerS.def();
     let figs = figures(&kv, |p| whole(FigureId::OpsPerS, p), &Cached::of(r));
@@ -268,7 +268,7 @@ fn kv_headline(r: &Results) -> Option<Headline> {
 /// The highest NOPM of an oltp run, with its TPM (every transaction,
 /// rollbacks too) and the users it took.
 fn oltp_headline(r: &Results) -> Option<Headline> {
-    let oltp = r.points.iter().filter(|p| family(p) == Family::Oltp);
+    let oltp = r.points.iter().filter(|p| p.family() == Family::Oltp);
     let p = best(oltp, |p| whole(FigureId::Nopm, p))?;
     let (nopm, tpm) = (FigureId::Nopm.def(), FigureId::Tpm.def());
     let o = p.extra.oltp.as_ref()?;
@@ -300,7 +300,7 @@ pub fn oltp_table(r: &Results) -> Option<Table> {
         headers,
         rows: Vec::new(),
     };
-    for p in r.points.iter().filter(|p| family(p) == Family::Oltp) {
+    for p in r.points.iter().filter(|p| p.family() == Family::Oltp) {
         let server = p.extra.server.as_ref().and_then(|s| s.process.as_ref());
         let users = p.extra.oltp.as_ref().map(|o| o.users.to_string());
         let mut row = vec![p.name.clone(), users.unwrap_or_else(|| "-".into())];
@@ -413,7 +413,7 @@ impl PointColumn {
             PointColumn::Point => p.name.clone(),
             PointColumn::Op => op_label(p, row, columns),
             PointColumn::Throughput => {
-                let f = catalogue::throughput(family(p));
+                let f = catalogue::throughput(p.family());
                 rate(f).map_or(String::new(), |v| match tput {
                     Some(_) => f.def().unit.format(v),
                     None => f.def().with_unit(v),
@@ -483,7 +483,7 @@ fn op_label(p: &Point, row: RowOf, columns: &[PointColumn]) -> String {
 /// The throughput figure a points table names in its header: its points'
 /// kind's, `None` where they are of several kinds.
 fn table_throughput(points: &[&Point]) -> Option<FigureId> {
-    let kinds: BTreeSet<Family> = points.iter().map(|p| family(p)).collect();
+    let kinds: BTreeSet<Family> = points.iter().map(|p| p.family()).collect();
     match kinds.len() {
         0 => Some(FigureId::Iops),
         1 => kinds.first().map(|f| catalogue::throughput(*f)),
@@ -501,7 +501,7 @@ pub fn points_table(r: &Results, columns: &[PointColumn], totals: bool) -> Table
     let points: Vec<&Point> = r
         .points
         .iter()
-        .filter(|p| family(p) != Family::Oltp)
+        .filter(|p| p.family() != Family::Oltp)
         .collect();
     let tput = table_throughput(&points);
     let mut t = Table {

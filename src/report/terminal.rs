@@ -1,30 +1,15 @@
 //! Terminal tables: one compact block per point (IOPS, MiB/s, latency per op
 //! kind, CPU, device utilization) followed by its warnings.
 
+use crate::figures::fmt::format_count;
 use crate::results::Param;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
 
-use crate::figures::{self, measure, Basis, FigureId, Measure};
+use crate::figures::fmt;
+use crate::figures::{self, Basis, FigureId, Measure};
 use crate::plan::parse::format_ns;
-use crate::report::fmt;
 use crate::results::{Point, Results, VerifyStats};
-
-/// 45231.7 -> "45.2k"
-pub fn format_count(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.2}G", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
 fn lat_cell(v: Option<u64>) -> String {
     v.map(|x| format_ns(x as f64)).unwrap_or_else(|| "-".into())
 }
@@ -94,7 +79,7 @@ pub fn point_block(p: &Point) -> String {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    let tput = figures::throughput(measure::family(p)).def();
+    let tput = figures::throughput(p.family()).def();
     t.set_header(vec![
         "op",
         tput.name,
@@ -260,7 +245,7 @@ pub fn points_table(r: &Results) -> String {
     for p in &r.points {
         for (i, row) in point_rows(p).into_iter().enumerate() {
             let mut cells = if i == 0 {
-                let fig = figures::throughput(measure::family(p));
+                let fig = figures::throughput(p.family());
                 let tput = Measure::whole(fig).of(p);
                 vec![
                     p.name.clone(),

@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod ext;
+pub mod family;
 pub mod merge;
 pub mod output;
 pub mod params;
@@ -27,6 +28,7 @@ use crate::measure::rusage::CpuStats;
 use crate::plan::job::JobSpec;
 pub use analysis::Analysis;
 pub use ext::{ClockInfo, OpenLoopStats, PointExt, ServerPointStats, TimelineSeries};
+pub use family::{op_order, Family};
 pub use output::write_atomic;
 pub use params::Param;
 pub use pass::PassId;
@@ -281,14 +283,14 @@ impl Point {
         if let Some(k) = ["read", "write", "fsync"].into_iter().find(|k| has_lat(k)) {
             return Some(k);
         }
-        if crate::figures::measure::family(self) == crate::figures::Family::Device {
+        if self.family() == Family::Device {
             return None;
         }
         if has_lat("new_order") {
             return Some("new_order");
         }
         let mut ops: Vec<&str> = self.ops.keys().map(String::as_str).collect();
-        ops.sort_by_key(|o| crate::figures::measure::op_order(o));
+        ops.sort_by_key(|o| op_order(o));
         ops.into_iter().find(|k| has_lat(k))
     }
 }

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{batch_of, bs_of, is_device, is_write, label, read_pct, varying, Section, Table};
 use crate::analysis::types::{LatSummary, LoadPoint};
+use crate::figures::fmt;
 use crate::figures::FigureId;
-use crate::report::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::{Point, Results};
 

@@ -4,8 +4,9 @@
 //! target host's disk bandwidth over time (`--target-host`).
 
 use super::{Section, Table};
+use crate::figures::fmt;
+use crate::report::hosts_table;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
-use crate::report::{fmt, hosts_table};
 use crate::results::ext::TargetHostCpu;
 use crate::results::Param;
 use crate::results::{Point, Results};
@@ -53,10 +54,7 @@ pub fn per_host(r: &Results) -> Option<Section> {
         })
         .collect();
     // The throughput in the points' own figure: ops/s for kv phases.
-    let fams: std::collections::BTreeSet<_> = points
-        .iter()
-        .map(|(p, _)| crate::figures::measure::family(p))
-        .collect();
+    let fams: std::collections::BTreeSet<_> = points.iter().map(|(p, _)| p.family()).collect();
     let unit = match fams.into_iter().collect::<Vec<_>>()[..] {
         [f] => crate::figures::throughput(f).def().name,
         _ => "throughput",
@@ -64,7 +62,7 @@ pub fn per_host(r: &Results) -> Option<Section> {
     let chart = svg::bar_chart(&BarChart {
         title: format!("{unit} per host"),
         y_title: format!("{unit} (stacked hosts: the bar is the aggregate)"),
-        y_fmt: crate::report::fmt::count,
+        y_fmt: crate::figures::fmt::count,
         categories: points.iter().map(|(p, _)| p.name.clone()).collect(),
         stacks,
         stacked: true,

@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{param_u64, Section, Table};
-use crate::figures::measure::family;
-use crate::figures::{Family, FigureId, Measure};
-use crate::report::fmt;
+use crate::figures::fmt;
+use crate::figures::{FigureId, Measure};
 use crate::report::svg::{self, Axis, BarChart, LineChart, Series};
+use crate::results::Family;
 use crate::results::{Point, Results};
 
 /// (x, y, hover text)
@@ -23,7 +23,7 @@ type Pt = (f64, f64, String);
 fn kv_points(r: &Results) -> Vec<&Point> {
     r.points
         .iter()
-        .filter(|p| family(p) == Family::Kv)
+        .filter(|p| p.family() == Family::Kv)
         .collect()
 }
 

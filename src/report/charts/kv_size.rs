@@ -4,7 +4,7 @@
 
 use super::{Section, Table};
 use crate::analysis::kv_size::SizeLine;
-use crate::report::fmt;
+use crate::figures::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::Results;
 

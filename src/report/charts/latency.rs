@@ -2,11 +2,12 @@
 //! encoded HDR histograms), per-second time series and CPU bars.
 
 use super::{param_u64, Section, Table};
-use crate::figures::{self, measure::family, Family, FigureId};
+use crate::figures::fmt;
+use crate::figures::{self, FigureId};
 use crate::measure::histogram::{LatStats, LatencyHistogram};
 use crate::measure::procstat::SystemCpu;
-use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
+use crate::results::Family;
 use crate::results::Param;
 use crate::results::{Point, Results};
 
@@ -43,7 +44,7 @@ fn lat_groups(r: &Results) -> Vec<(String, Vec<Dist<'_>>)> {
         return vec![(String::new(), all)];
     }
     let depth = |p: &Point| match param_u64(p, Param::Batch) {
-        _ if family(p) != Family::Device => (2, 0, "database operations".to_string()),
+        _ if p.family() != Family::Device => (2, 0, "database operations".to_string()),
         Some(k) => (1, k, format!("batch {k}")),
         None => {
             let qd = param_u64(p, Param::Qd).unwrap_or(1);
@@ -475,7 +476,7 @@ pub fn time_series(r: &Results) -> Option<Section> {
 /// their kind's throughput (txn/s, ops/s, IOPS); points of several kinds
 /// name each ("throughput (IOPS, ops/s)").
 fn rate_unit(points: &[&Point]) -> String {
-    let kinds: std::collections::BTreeSet<Family> = points.iter().map(|p| family(p)).collect();
+    let kinds: std::collections::BTreeSet<Family> = points.iter().map(|p| p.family()).collect();
     let names: Vec<&str> = kinds
         .iter()
         .map(|k| figures::throughput(*k).def().name)
@@ -529,7 +530,7 @@ fn without_column(mut t: Table, name: &str) -> Table {
 fn clat_only(p: &Point) -> bool {
     p.warnings
         .iter()
-        .any(|w| w.starts_with(crate::report::fio_json::CLAT_ONLY))
+        .any(|w| w.starts_with(crate::results::ext::FIO_CLAT_ONLY))
 }
 
 /// One machine-wide CPU share of a point's sample.

@@ -11,7 +11,7 @@
 use super::remote_db::cdf_series;
 use super::{Section, Table};
 use crate::analysis::media::{merged_latency, MediaAnalysis, MediaRow};
-use crate::report::fmt;
+use crate::figures::fmt;
 use crate::report::svg::{self, Axis, BarChart, BarOverlay, LineChart, Scale};
 use crate::results::Results;
 

@@ -124,7 +124,7 @@ pub fn is_open_loop(p: &Point) -> bool {
 
 /// Plain device points: closed loop, a pattern and a single block size.
 pub fn is_device(p: &Point) -> bool {
-    crate::figures::measure::family(p) == crate::figures::Family::Device
+    p.family() == crate::results::Family::Device
         && !is_open_loop(p)
         && read_pct(p).is_some()
         && bs_of(p).is_some()

@@ -5,8 +5,8 @@
 //! ops and series; a file without oltp points has none.
 
 use super::{Section, Table};
+use crate::figures::fmt;
 use crate::oltp::point::OltpInfo;
-use crate::report::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::{Point, Results};
 

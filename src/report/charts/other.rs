@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Section, Table};
 use crate::analysis::steady::Criterion;
-use crate::report::fmt;
+use crate::figures::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::results::{Point, Results};
 

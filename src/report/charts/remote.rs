@@ -6,7 +6,7 @@
 
 use super::{Section, Table};
 use crate::analysis::remote::RemoteRow;
-use crate::report::fmt;
+use crate::figures::fmt;
 use crate::report::remote_errors;
 use crate::report::svg::{self, BarChart};
 use crate::results::Results;

@@ -7,8 +7,8 @@
 
 use super::{Section, Table};
 use crate::analysis::remote::DbRow;
+use crate::figures::fmt;
 use crate::measure::histogram::LatencyHistogram;
-use crate::report::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::results::Results;
 

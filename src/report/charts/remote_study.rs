@@ -6,7 +6,7 @@
 //! of every transport in one chart, mean and p99, and their p95 in another.
 
 use super::{Section, Table};
-use crate::report::fmt;
+use crate::figures::fmt;
 use crate::report::svg::{self, Axis, BarChart, LineChart, Scale, Series};
 use crate::results::Param;
 use crate::results::{Point, Results};

@@ -6,7 +6,7 @@
 //! in each section. Read from the typed sections only.
 
 use super::{Section, Table};
-use crate::report::fmt;
+use crate::figures::fmt;
 use crate::report::svg::{self, Axis, LineChart, Scale, Series};
 use crate::results::{Results, TimelineSeries};
 
@@ -32,9 +32,7 @@ fn phases(r: &Results) -> Vec<Phase<'_>> {
             out.push(Phase {
                 label: p.name.clone(),
                 // The catalogue's name of the point's throughput.
-                unit: crate::figures::throughput(crate::figures::measure::family(p))
-                    .def()
-                    .name,
+                unit: crate::figures::throughput(p.family()).def().name,
                 t: std::borrow::Cow::Borrowed(t),
             });
         }

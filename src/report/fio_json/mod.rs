@@ -15,12 +15,8 @@ use serde_json::{json, Map, Value};
 use crate::measure::histogram::{LatStats, LatencyHistogram};
 use crate::measure::rusage::CpuStats;
 use crate::plan::parse::{format_size, parse_size};
+use crate::results::ext::FIO_CLAT_ONLY;
 use crate::results::{OpStats, Point, Provenance, Results, SeriesPoint, Totals};
-
-/// The warning an import gives a job whose latency percentiles are clat's
-/// (fio reported no total-latency percentiles); the catalogue and the
-/// charts read it as the mark of such a point.
-pub const CLAT_ONLY: &str = "fio reported percentiles of completion latency (clat) only";
 
 /// fio JSON (possibly after fio's own notes on stdout) rather than iolab's.
 pub fn looks_like_fio(text: &str) -> bool {
@@ -312,7 +308,7 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
         ));
     }
     if clat_pct {
-        warnings.push(format!("{CLAT_ONLY}: the total-latency percentiles shown are clat's (run fio with --lat_percentiles=1 for total latency)"));
+        warnings.push(format!("{FIO_CLAT_ONLY}: the total-latency percentiles shown are clat's (run fio with --lat_percentiles=1 for total latency)"));
     }
     let mut extra = crate::results::PointExt::default();
     extra.insert(

@@ -254,6 +254,11 @@ pub struct ClockInfo {
     pub drift_ppm: Option<f64>,
 }
 
+/// How an imported fio job's warning starts when fio reported percentiles
+/// of completion latency only (fio's default): the point's total-latency
+/// percentiles are then clat's (`figures::measure` reads them as clat).
+pub const FIO_CLAT_ONLY: &str = "fio reported percentiles of completion latency (clat) only";
+
 /// fio's identity of an imported job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FioJobId {

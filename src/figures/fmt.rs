@@ -1,4 +1,6 @@
-//! Small deterministic number formatters shared by charts, tables and CSV.
+//! How the catalogue writes a value for people: small deterministic number
+//! formatters (counts, MiB/s, latencies with three significant digits,
+//! sizes) shared by every view: the terminal, compare, charts, tables, CSV.
 
 use crate::plan::parse::{format_ns, format_size};
 
@@ -62,7 +64,7 @@ pub fn ns3(v: f64) -> String {
 }
 
 pub fn count(v: f64) -> String {
-    crate::report::terminal::format_count(v)
+    format_count(v)
 }
 
 /// Percentile tick: 99.99000000001 -> "99.99".
@@ -89,6 +91,21 @@ pub fn times(v: f64) -> String {
 
 pub fn secs(v: f64) -> String {
     format!("{}s", trim(format!("{v:.1}")))
+}
+
+/// 45231.7 -> "45.2k"
+pub fn format_count(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
 }
 
 #[cfg(test)]
