@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Which top-level modules of src/ import which, outside tests, and the
-pairs that import each other (a dependency that points up).
+"""Which top-level modules of src/ import which, outside tests, the pairs
+that import each other, and the strongly connected groups: modules that
+reach each other through a loop of any length (the house is a DAG when
+there are none).
 
 A top-level module is src/X.rs or src/X/ (main.rs, lib.rs and bin/ are the
 wiring and are left out). An import is `crate::Y` anywhere in a line of
@@ -10,7 +12,7 @@ module or item it marks, to its closing brace) and tests/ are not counted.
 
 Usage: scripts/module-cycles.py [--edges] [--check] [SRC]
   --edges  also print every edge X -> Y with the files that make it
-  --check  exit 1 when a pair imports each other
+  --check  exit 1 when any loop is left (a pair or a longer one)
 """
 import re
 import sys
@@ -95,6 +97,41 @@ def imports(src, path, top, text):
     return {n for n in names if n != top and n not in WIRING}
 
 
+def groups(nodes, edges):
+    """The strongly connected groups of more than one module (Tarjan)."""
+    succ = defaultdict(set)
+    for a, b in edges:
+        succ[a].add(b)
+    index, low, on, stack, out = {}, {}, set(), [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(succ[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            g = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                g.append(w)
+                if w == v:
+                    break
+            if len(g) > 1:
+                out.append(sorted(g))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
 def main():
     args = sys.argv[1:]
     edges_flag = "--edges" in args
@@ -122,9 +159,15 @@ def main():
         print(f"{a} <-> {b}")
         print(f"    {a} -> {b}: {', '.join(sorted(edges[(a, b)]))}")
         print(f"    {b} -> {a}: {', '.join(sorted(edges[(b, a)]))}")
+    knots = groups(known - WIRING, edges)
+    for g in knots:
+        inner = sorted(f"{a}->{b}" for (a, b) in edges if a in g and b in g)
+        print(f"loop group of {len(g)}: {', '.join(g)}")
+        print(f"    edges inside it: {', '.join(inner)}")
     print(f"{len(edges)} edges between {len(known - WIRING)} top-level modules; "
-          f"{len(pairs)} pairs import each other")
-    sys.exit(1 if check and pairs else 0)
+          f"{len(pairs)} pairs import each other; "
+          f"{len(knots)} loop group(s), {sum(len(g) for g in knots)} modules in them")
+    sys.exit(1 if check and knots else 0)
 
 
 main()

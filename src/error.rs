@@ -8,8 +8,6 @@
 use std::fmt;
 use std::io;
 
-use crate::engine::OpKind;
-
 /// Bad input from the user: a flag, a size, a job file field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError {
@@ -112,9 +110,11 @@ pub enum WorkerError {
         source: anyhow::Error,
     },
     /// A request failed in a way the loop cannot record as a completion.
-    #[error("{} at offset {offset} failed: {err}", op.name())]
+    #[error("{op} at offset {offset} failed: {err}")]
     Io {
-        op: OpKind,
+        /// The request's kind, by name ("read", "write", "fsync"): error
+        /// is a leaf and names no engine type.
+        op: &'static str,
         offset: u64,
         err: io::Error,
     },
@@ -246,7 +246,7 @@ mod tests {
         assert!(point_cannot_run(&u));
         assert_eq!(exit_code(&u), 2);
         let io = WorkerError::Io {
-            op: OpKind::Read,
+            op: "read",
             offset: 0,
             err: io::Error::from_raw_os_error(libc::EIO),
         };

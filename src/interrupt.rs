@@ -3,15 +3,38 @@
 //! path; a second signal takes down everything `testbed` holds, marks the
 //! results files written so far interrupted and exits at once. Either way
 //! the exit code is 130 (`exit_code`), also when the signal came during
-//! the final teardown, too late for the run to see it.
+//! the final teardown, too late for the run to see it. A leaf: what the
+//! teardown and the marking do is given by the modules that own that
+//! state, through `Hooks` (wired once, in lib.rs's `wire_signals`).
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 static INSTALL: Once = Once::new();
+
+/// What a second signal and an interrupted exit do beyond stopping.
+#[derive(Clone, Copy)]
+pub struct Hooks {
+    /// Take down everything iolab set up (testbed's registry).
+    pub teardown: fn(),
+    /// Mark the results files written so far interrupted.
+    pub mark_interrupted: fn(),
+}
+
+static HOOKS: OnceLock<Hooks> = OnceLock::new();
+
+/// Give the hooks (once; later calls are ignored).
+pub fn set_hooks(h: Hooks) {
+    let _ = HOOKS.set(h);
+}
+
+fn mark_interrupted() {
+    if let Some(h) = HOOKS.get() {
+        (h.mark_interrupted)();
+    }
+}
 
 /// Install the handler (idempotent).
 pub fn install() {
@@ -21,7 +44,7 @@ pub fn install() {
             if SIGNALS.fetch_add(1, Ordering::SeqCst) >= 1 {
                 park_threads_that_abort();
                 emergency_cleanup();
-                crate::results::written::mark_interrupted();
+                mark_interrupted();
                 // Not `exit`: C++ static destructors must not run while the
                 // engine's threads (parked or still going) use those objects.
                 // SAFETY: _exit has no preconditions; stderr is unbuffered.
@@ -60,11 +83,11 @@ pub fn exit_code(code: i32) -> i32 {
     }
     if !signalled() || matches!(code, 2 | 3 | 130) {
         if code == 130 {
-            crate::results::written::mark_interrupted();
+            mark_interrupted();
         }
         return code;
     }
-    crate::results::written::mark_interrupted();
+    mark_interrupted();
     130
 }
 
@@ -79,19 +102,10 @@ pub fn reset() {
     SIGNALS.store(0, Ordering::SeqCst);
 }
 
-/// A path iolab created (scratch file or directory, tracefs instance):
-/// removed by a second signal, and by the next start after a SIGKILL.
-pub fn register_cleanup(path: PathBuf) {
-    crate::testbed::register(crate::testbed::Resource::Path(path));
-}
-
-/// The path's guard removed it (or keeps it on purpose).
-pub fn unregister_cleanup(path: &std::path::Path) {
-    crate::testbed::release_path(path);
-}
-
 fn emergency_cleanup() {
-    crate::testbed::teardown_all();
+    if let Some(h) = HOOKS.get() {
+        (h.teardown)();
+    }
 }
 
 /// The thread running the emergency teardown (its kernel thread id).

@@ -29,3 +29,17 @@ pub mod session;
 pub mod target;
 pub mod testbed;
 pub mod trace;
+
+/// The signal handling's hooks (`interrupt::Hooks`: testbed's teardown and
+/// the results files' interrupted mark), given once before anything runs;
+/// `install`: also install the Ctrl-C handler. `interrupt` stays a leaf
+/// that names neither module.
+pub fn wire_signals(install: bool) {
+    interrupt::set_hooks(interrupt::Hooks {
+        teardown: testbed::teardown_all,
+        mark_interrupted: results::written::mark_interrupted,
+    });
+    if install {
+        interrupt::install();
+    }
+}

@@ -13,14 +13,14 @@ fn main() {
     };
     // Commands that only print die quietly on a closed pipe (`| head`), as
     // other Unix tools do; runs keep SIGPIPE ignored so their teardown runs.
-    if prints_only(&cli) {
+    let prints_only = prints_only(&cli);
+    if prints_only {
         // SAFETY: restoring the default disposition of SIGPIPE has no preconditions.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    } else {
-        // Before anything is set up: a Ctrl-C from here on stops the run
-        // through its normal path instead of killing it halfway.
-        iolab::interrupt::install();
     }
+    // Before anything is set up: a Ctrl-C from here on stops the run
+    // through its normal path instead of killing it halfway.
+    iolab::wire_signals(!prints_only);
     // What a SIGKILLed run left (scratch files, tracefs instances) goes first.
     for line in iolab::testbed::sweep_stale() {
         eprintln!("iolab: {line}");

@@ -7,7 +7,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
-use iolab::dut::sysfs;
+use iolab::measure::sysfs;
 use iolab::engine::aio::AioEngine;
 use iolab::engine::mmap::MmapEngine;
 use iolab::engine::psync::PsyncEngine;

@@ -333,7 +333,9 @@ impl MediaSet {
             .zip(dirs)
             .map(|(s, d)| {
                 let raw = matches!(s, Subject::Made(MediaKind::Raw));
-                let fs = (!raw).then(|| crate::dut::sysfs::fs_of_path(d)).flatten();
+                let fs = (!raw)
+                    .then(|| crate::measure::sysfs::fs_of_path(d))
+                    .flatten();
                 MediaTarget::Directory(DirectoryTarget {
                     label: s.label(),
                     path: d.display().to_string(),

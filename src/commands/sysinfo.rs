@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use crate::cli::sysinfo::SysinfoArgs;
-use crate::dut::{sysfs, TargetInfo, TargetKind};
+use crate::measure::sysfs;
+use crate::results::target::{TargetInfo, TargetKind};
 use crate::results::Provenance;
 
 pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {

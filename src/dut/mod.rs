@@ -12,7 +12,6 @@
 
 pub mod remote;
 pub mod scratch;
-pub mod sysfs;
 
 use std::fs::{self, OpenOptions};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -20,12 +19,12 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
 use crate::error::usage;
-pub use remote::{RemoteEndpoint, RemoteExport, WireProtocol};
+use crate::measure::sysfs::{self, DevNum, DiskInfo, FsInfo};
+use crate::results::target::{RemoteExport, TargetInfo, TargetKind};
+pub use remote::{RemoteEndpoint, WireProtocol};
 pub use scratch::ScratchGuard;
-use sysfs::{DevNum, DiskInfo, FsInfo};
 
 /// Default size of a scratch file.
 pub const DEFAULT_SCRATCH_SIZE: u64 = 1 << 30;
@@ -42,44 +41,6 @@ pub struct TargetOptions {
     pub destroy_data: Option<PathBuf>,
     /// Keep a file iolab created instead of removing it at exit.
     pub keep: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    /// Created by iolab for this run.
-    ScratchFile,
-    ExistingFile,
-    BlockDevice,
-    /// No file at all (null and fake engines).
-    NoFile,
-    /// A remote endpoint (`nbd://`, `iscsi://`, `nvme-tcp://`), opened by an
-    /// engine that speaks its transport.
-    Remote,
-    /// A directory that exists (`sysinfo --target DIR`, `kv --db DIR`).
-    Directory,
-}
-
-impl TargetKind {
-    /// Its name in results files ("scratch_file", "block_device" ...).
-    pub fn key(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-
-    /// How the provenance names it to a reader.
-    pub fn describe(self) -> &'static str {
-        match self {
-            TargetKind::ScratchFile => "scratch file",
-            TargetKind::ExistingFile => "existing file",
-            TargetKind::BlockDevice => "block device",
-            TargetKind::NoFile => "no file",
-            TargetKind::Remote => "remote export",
-            TargetKind::Directory => "directory",
-        }
-    }
 }
 
 /// A target ready to be opened by workers.
@@ -99,19 +60,6 @@ pub struct Target {
     /// What its server said about the export.
     pub export: Option<RemoteExport>,
     _guard: Option<ScratchGuard>,
-}
-
-/// Provenance view of a target.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetInfo {
-    pub path: String,
-    pub kind: TargetKind,
-    pub size_bytes: u64,
-    pub filesystem: Option<FsInfo>,
-    pub disk: Option<DiskInfo>,
-    /// A remote target's export, as its server described it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub export: Option<RemoteExport>,
 }
 
 /// How `Target::open_as` opens the target.

@@ -81,25 +81,6 @@ pub enum RemoteResource {
     },
 }
 
-/// What the server said about a remote export when iolab asked (before the
-/// run), kept in provenance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RemoteExport {
-    pub size_bytes: u64,
-    pub read_only: bool,
-    /// Several connections see each other's writes (NBD's CAN_MULTI_CONN).
-    pub multi_conn: bool,
-    /// Requests must be multiples of this many bytes, and at most `max_block`.
-    pub min_block: u32,
-    pub max_block: u32,
-    /// Requests in flight per connection at most (NVMe/TCP: the queue's
-    /// entries, less the flush slot and the one a full queue keeps free).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_depth: Option<u32>,
-    /// The server's other facts, in words (flags, block sizes, reply style).
-    pub detail: String,
-}
-
 /// A parsed remote target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteEndpoint {

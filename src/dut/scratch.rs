@@ -26,7 +26,7 @@ impl Drop for ScratchGuard {
         if !self.keep {
             let _ = std::fs::remove_file(&self.path);
         }
-        interrupt::unregister_cleanup(&self.path);
+        crate::testbed::release_path(&self.path);
     }
 }
 

@@ -15,7 +15,8 @@ use std::io;
 use std::os::fd::RawFd;
 
 use super::uring::{is_direct, probe_offset, ProbeBuf, PROBE_BS};
-use super::{Completion, Engine, EngineSetup, FeatureProbe, IoRequest, OpKind};
+use super::{Completion, Engine, EngineSetup, IoRequest, OpKind};
+use crate::results::target::FeatureProbe;
 
 /// `aio_context_t`.
 type AioContext = libc::c_ulong;

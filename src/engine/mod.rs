@@ -36,6 +36,7 @@ use std::os::fd::RawFd;
 use serde::{Deserialize, Serialize};
 
 use crate::dut::{RemoteEndpoint, WireProtocol};
+use crate::results::target::FeatureProbe;
 use fake::FakeScript;
 
 /// What a request does.
@@ -270,11 +271,11 @@ pub fn engine_for_transport(transport: WireProtocol) -> Option<EngineKind> {
 
 /// Ask the server of a remote endpoint about what it exports, through
 /// iolab's initiator for its transport (before the run, no timing).
-pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport> {
+pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::results::target::RemoteExport> {
     match ep.transport {
         WireProtocol::Nbd => {
             let i = nbd::probe(ep)?;
-            Ok(crate::dut::RemoteExport {
+            Ok(crate::results::target::RemoteExport {
                 size_bytes: i.size,
                 read_only: i.read_only(),
                 multi_conn: i.can_multi_conn(),
@@ -293,7 +294,7 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
         }
         WireProtocol::Iscsi => {
             let i = iscsi::probe(ep)?;
-            Ok(crate::dut::RemoteExport {
+            Ok(crate::results::target::RemoteExport {
                 size_bytes: i.size,
                 read_only: false,
                 multi_conn: true,
@@ -310,7 +311,7 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::dut::RemoteExport>
         WireProtocol::NvmeTcp => {
             let i = nvmetcp::engine::probe(ep)?;
             let max = nvmetcp::engine::max_transfer(&i).min(32 << 20) as u32;
-            Ok(crate::dut::RemoteExport {
+            Ok(crate::results::target::RemoteExport {
                 size_bytes: i.ns.bytes(),
                 read_only: false,
                 multi_conn: true,
@@ -508,14 +509,6 @@ pub trait Engine {
         let _ = slot;
         None
     }
-}
-
-/// Probe result for one optional engine feature, recorded in provenance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FeatureProbe {
-    pub feature: String,
-    pub supported: bool,
-    pub detail: String,
 }
 
 /// Probe the optional features of the engine `config` names on the open

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{Completion, Engine, EngineSetup, FeatureProbe, IoRequest, OpKind, UringOptions};
-use crate::dut::sysfs;
+use super::{Completion, Engine, EngineSetup, IoRequest, OpKind, UringOptions};
+use crate::measure::sysfs;
+use crate::results::target::FeatureProbe;
 
 /// Idle time (ms) before the SQPOLL kernel thread sleeps.
 pub const SQPOLL_IDLE_MS: u32 = 2000;

@@ -102,7 +102,7 @@ impl Drop for Parent {
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.path);
         }
-        interrupt::unregister_cleanup(&self.path);
+        crate::testbed::release_path(&self.path);
     }
 }
 

@@ -14,12 +14,14 @@ use super::raw::RawDb;
 use super::ycsb::{YcsbLoad, YcsbRun};
 use super::{loadstats, point};
 use crate::analysis::AnalysisOptions;
-use crate::dut::{sysfs, Target, TargetInfo, TargetKind};
+use crate::dut::Target;
 use crate::error::usage;
 use crate::interrupt;
 use crate::measure::probe::PhaseProbe;
+use crate::measure::sysfs;
 use crate::results::provenance::Provenance;
 use crate::results::sections::CgroupRecord;
+use crate::results::target::{TargetInfo, TargetKind};
 use crate::results::{Point, Results};
 use crate::servers::Server;
 use crate::session::sink::ResultsSink;
@@ -119,7 +121,7 @@ impl Drop for DbDir {
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.path);
         }
-        interrupt::unregister_cleanup(&self.path);
+        crate::testbed::release_path(&self.path);
     }
 }
 

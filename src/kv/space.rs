@@ -3,8 +3,8 @@
 //! what it may write after them (RocksDB aborts on a WAL that met ENOSPC),
 //! and the sentence that names a full file system in an engine's error.
 
-use crate::dut::sysfs;
 use crate::kv::report::human;
+use crate::measure::sysfs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dut::sysfs;
+use crate::measure::sysfs;
 
 /// One line of /proc/diskstats (the fields iolab uses).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

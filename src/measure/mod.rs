@@ -13,6 +13,7 @@ pub mod procstat;
 pub mod rusage;
 pub mod server;
 pub mod server_stats;
+pub mod sysfs;
 pub mod tally;
 pub mod timeline;
 pub mod tsc;

@@ -14,6 +14,7 @@ pub mod provenance;
 pub mod sections;
 pub mod series;
 pub mod sorted;
+pub mod target;
 pub mod time;
 pub mod written;
 

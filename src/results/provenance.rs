@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dut::TargetInfo;
-use crate::engine::FeatureProbe;
 use crate::measure::overhead::TimerCost;
+use crate::results::target::FeatureProbe;
+use crate::results::target::TargetInfo;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Provenance {
@@ -96,7 +96,7 @@ impl Provenance {
     }
 
     /// Add engine features probed by a point, once each.
-    pub fn merge_features(&mut self, features: Vec<crate::engine::FeatureProbe>) {
+    pub fn merge_features(&mut self, features: Vec<crate::results::target::FeatureProbe>) {
         for f in features {
             if !self.engine_features.contains(&f) {
                 self.engine_features.push(f);

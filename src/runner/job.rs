@@ -12,7 +12,7 @@ use anyhow::Context;
 use crate::dut::{self, scratch, Target};
 use crate::engine::dispatch::{self, EngineUser};
 use crate::engine::peer_wait::{self, WaitLimits};
-use crate::engine::{self, Engine, EngineConfig, EngineSetup, EngineTarget, FeatureProbe, Opens};
+use crate::engine::{self, Engine, EngineConfig, EngineSetup, EngineTarget, Opens};
 use crate::error::{usage, UsageError, WorkerError};
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
@@ -22,6 +22,7 @@ use crate::measure::rusage::RusageSnapshot;
 use crate::measure::tsc::{ClockChoice, TscClock, DRIFT_WARN_PPM};
 use crate::plan::job::{Arrival, JobSpec, RegionMode};
 use crate::plan::parse::format_size;
+use crate::results::target::FeatureProbe;
 use crate::results::ClockInfo;
 use crate::results::{time, Point};
 use crate::runner::buffers::BufferPool;
@@ -327,7 +328,7 @@ fn open_local(
         return Ok(opened);
     }
     let config = spec.engine_config();
-    if spec.writes() && target.kind == crate::dut::TargetKind::BlockDevice {
+    if spec.writes() && target.kind == crate::results::target::TargetKind::BlockDevice {
         opened.claim = Some(target.open(true, spec.direct)?.0);
     }
     for i in 0..spec.jobs {

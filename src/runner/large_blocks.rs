@@ -247,7 +247,7 @@ mod tests {
         std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
         let mut t = Target::none(1 << 20);
         t.path = path;
-        t.kind = crate::dut::TargetKind::ExistingFile;
+        t.kind = crate::results::target::TargetKind::ExistingFile;
         t.writable = true;
         let load = crate::plan::act::job(&crate::plan::job::JobSpec::default(), 1.0)
             .large_blocks

@@ -42,7 +42,7 @@ pub(crate) fn build_point(
     cpu: crate::measure::rusage::CpuStats,
     device: Option<DeviceStats>,
     mut warnings: Vec<String>,
-    kind: crate::dut::TargetKind,
+    kind: crate::results::target::TargetKind,
 ) -> Point {
     let duration_ns = rec.last_done.saturating_sub(rec.measure_start);
     let secs = (duration_ns as f64 / 1e9).max(1e-9);

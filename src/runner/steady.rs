@@ -6,10 +6,11 @@
 
 use std::os::fd::AsRawFd;
 
-use crate::dut::{Target, TargetKind};
+use crate::dut::Target;
 use crate::error::usage;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 pub use crate::plan::steady::SteadyOptions;
+use crate::results::target::TargetKind;
 
 /// BLKDISCARD = _IO(0x12, 119).
 const BLKDISCARD: libc::c_ulong = 0x1277;

@@ -413,7 +413,7 @@ pub(crate) fn completed(
         return Ok(false);
     }
     Err(WorkerError::Io {
-        op,
+        op: op.name(),
         offset,
         err: failed_completion(c.result, len),
     })
@@ -494,7 +494,7 @@ fn do_fsync<C: Clock, E: Engine>(
 ) -> Result<u64, WorkerError> {
     let t0 = clock.now();
     engine.fsync().map_err(|err| WorkerError::Io {
-        op: OpKind::Fsync,
+        op: OpKind::Fsync.name(),
         offset: 0,
         err,
     })?;
@@ -633,7 +633,7 @@ mod tests {
         assert_eq!(rec.errors.values().sum::<u64>(), 1);
         match completed(&short, OpKind::Read, (8192, 4096), false, true, &mut rec) {
             Err(WorkerError::Io { op, offset, .. }) => {
-                assert_eq!((op, offset), (OpKind::Read, 8192));
+                assert_eq!((op, offset), ("read", 8192));
             }
             other => panic!("{other:?}"),
         }

@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::dut::sysfs::{DevNum, DiskInfo};
-use crate::dut::{Target, TargetKind};
+use crate::dut::Target;
 use crate::engine::{EngineKind, UringOptions};
 use crate::error::usage;
+use crate::measure::sysfs::{DevNum, DiskInfo};
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
+use crate::results::target::TargetKind;
 use crate::testbed::mount::MountGuard;
 use crate::testbed::scheduler::SchedulerGuard;
 use crate::trace::blkexport;

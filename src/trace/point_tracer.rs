@@ -5,10 +5,11 @@
 
 use std::os::fd::AsRawFd;
 
-use crate::dut::sysfs::DevNum;
-use crate::dut::{Target, TargetKind};
+use crate::dut::Target;
 use crate::engine::EngineKind;
+use crate::measure::sysfs::DevNum;
 use crate::plan::job::JobSpec;
+use crate::results::target::TargetKind;
 use crate::results::Point;
 use crate::testbed::mount::MountGuard;
 use crate::trace::config::{run_config, ConfigResult, Setup};

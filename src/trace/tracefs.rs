@@ -226,7 +226,7 @@ impl Drop for Instance {
                 Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
             }
         }
-        crate::interrupt::unregister_cleanup(&self.dir);
+        crate::testbed::release_path(&self.dir);
     }
 }
 
