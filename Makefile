@@ -28,7 +28,7 @@ run: build
 	./target/release/iolab run "$$dir" --budget $(RUN_BUDGET) $(RUN_FLAGS) -o "$$out"
 
 # The house rules the compiler does not check (docs/ARCHITECTURE.md).
-HOUSE_CHECKS = python3 scripts/long-functions.py --check && python3 scripts/type-names.py --check
+HOUSE_CHECKS = python3 scripts/long-functions.py --check && python3 scripts/type-names.py --check && python3 scripts/module-cycles.py --check
 
 # A clean test build with make run's release build takes about 6.8 GiB
 # under target/; with less free the linker dies of SIGBUS with no word of

@@ -7,12 +7,12 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 
-use iolab::measure::sysfs;
 use iolab::engine::aio::AioEngine;
 use iolab::engine::mmap::MmapEngine;
 use iolab::engine::psync::PsyncEngine;
 use iolab::engine::uring::{probe_uring, UringEngine};
 use iolab::engine::{Engine, OpKind, UringOptions};
+use iolab::measure::sysfs;
 use iolab::runner::buffers::BufferPool;
 
 const DEPTH: usize = 8;
