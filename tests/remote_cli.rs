@@ -970,7 +970,7 @@ fn the_kernel_nvme_tcp_path_is_detected_and_explained() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    let why = iolab::remote::kernel::nvme_tcp_kernel_unavailable().unwrap();
+    let why = iolab::testbed::kernel_modules::nvme_tcp_kernel_unavailable().unwrap();
     let line = out
         .lines()
         .find(|l| l.trim_start().starts_with("nvme-tcp-kernel"))

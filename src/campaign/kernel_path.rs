@@ -34,7 +34,7 @@ impl KernelPath {
         port: u16,
         seed: u64,
     ) -> anyhow::Result<KernelPath> {
-        if let Some(why) = crate::remote::kernel::nvme_tcp_kernel_unavailable_modules() {
+        if let Some(why) = crate::testbed::kernel_modules::nvme_tcp_kernel_unavailable_modules() {
             anyhow::bail!("{why}");
         }
         let nvmet = KernelTarget::create(&local.path, topo.target_addr, port, topo.target_netns())?;

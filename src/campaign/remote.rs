@@ -27,9 +27,9 @@ use crate::measure::peers::PeerSampling;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
 use crate::remote::breakdown::{self, BreakdownSpec};
 use crate::remote::faults::{self, Injection};
-use crate::remote::servers::{OwnTargetOptions, Transport};
 use crate::remote::topology::Topology;
 use crate::results::{Provenance, Results};
+use crate::servers::storage::{OwnTargetOptions, Transport};
 use crate::session::{Driver, ResultsSink, Tags};
 
 /// The checked settings of a run.
@@ -148,7 +148,7 @@ fn start_results(
         fabric_delay: Some(plan.fabric_delay.clone()),
         db: Some(plan.db.as_ref().map(remote_db::describe)),
         initiators: Some(
-            crate::remote::kernel::initiators()
+            crate::testbed::kernel_modules::initiators()
                 .iter()
                 .map(|i| i.record())
                 .collect(),

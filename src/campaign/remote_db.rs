@@ -15,9 +15,9 @@ use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::{EngineOptions, KvEngineKind};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
 use crate::plan::parse::parse_size;
-use crate::remote::servers::Transport;
 use crate::remote::volume::{self, Volume};
 use crate::results::Point;
+use crate::servers::storage::Transport;
 use crate::session::{Driver, Tags};
 
 /// The database runs of a remote comparison.
@@ -161,8 +161,8 @@ pub fn skipped(t: Transport) -> Option<String> {
         );
     }
     if matches!(t, Transport::IolabNvme { .. })
-        && crate::remote::kernel::module_state("nvme_tcp")
-            == crate::remote::kernel::ModuleState::Absent
+        && crate::testbed::kernel_modules::module_state("nvme_tcp")
+            == crate::testbed::kernel_modules::ModuleState::Absent
     {
         return Some(
             "no block device for an NVMe/TCP namespace on this kernel (no nvme_tcp module) and no user-space path to one".into(),

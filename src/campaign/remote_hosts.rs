@@ -26,10 +26,10 @@ use crate::fleet::{self, Fleet, FleetPlacement, HostSpec, JobTarget};
 use crate::interrupt;
 use crate::measure::peers::{PeerCpu, PeerStats};
 use crate::plan::parse::parse_duration_ns;
-use crate::remote::servers::Transport;
 use crate::results::ext::TargetHostCpu;
 use crate::results::{Point, Provenance, Results};
 use crate::runner::recorder::Live;
+use crate::servers::storage::Transport;
 use crate::session::{Driver, HostPlacement, ResultsSink, Tags};
 
 /// The transports a target host serves when --transports is left alone.

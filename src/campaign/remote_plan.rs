@@ -11,8 +11,8 @@ use crate::fleet::HostsFlags;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::remote::faults;
-use crate::remote::servers::{Transport, TRANSPORT_NAMES};
 use crate::remote::topology;
+use crate::servers::storage::{Transport, TRANSPORT_NAMES};
 
 use super::remote::{jobs_on, RemotePlan};
 use super::remote_db;
@@ -303,7 +303,7 @@ pub fn print_plan(plan: &RemotePlan, a: &RemoteSettings) {
     }
     println!(
         "  {}",
-        crate::remote::kernel::summary(&crate::remote::kernel::initiators())
+        crate::testbed::kernel_modules::summary(&crate::testbed::kernel_modules::initiators())
     );
     for j in jobs_on(plan, EngineKind::Nbd, "") {
         println!(

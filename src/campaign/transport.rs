@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use crate::dut::{self, Target, TargetOptions};
 use crate::measure::peers::PeerSampling;
 use crate::remote::breakdown::{self, BreakdownSpec};
-use crate::remote::servers::{self, OwnTargetOptions, Transport};
+use crate::remote::servers;
 use crate::remote::topology::Topology;
 use crate::results::Results;
+use crate::servers::storage::{OwnTargetOptions, StorageServer, Transport};
 
 /// First port of the servers on the target host (one per transport).
 const FIRST_PORT: u16 = 10809;
@@ -41,7 +42,7 @@ pub fn serve(
     own: &OwnTargetOptions,
     dir: &Path,
     seed: u64,
-) -> anyhow::Result<(servers::Server, Target)> {
+) -> anyhow::Result<(StorageServer, Target)> {
     let port = port_for(topo, index)?;
     let server = servers::start(t, topo, &local.path, local.size, port, own, dir)?;
     let remote = dut::prepare(
@@ -79,7 +80,7 @@ pub struct OwnTarget {
     pub remote: Target,
     pub sampling: PeerSampling,
     stamps: PathBuf,
-    server: servers::Server,
+    server: StorageServer,
     topo: Topology,
 }
 

@@ -19,8 +19,8 @@ use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::{self, DiskCounters, DiskSampler};
 use crate::measure::procstat::CpuTicks;
-use crate::remote::servers::Transport;
 use crate::results::ext::{TargetDisk, MAX_DISK_SECONDS};
+use crate::servers::storage::Transport;
 use crate::target::{nbd_target, nvme_target};
 
 /// The flag a bad address is the fault of, on the control side.
@@ -170,7 +170,7 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(ServedExport, Serving)> {
             let mut cfg = nvme_target::NvmeTargetConfig::new(&backing.path, c.addr);
             cfg.threads = threads;
             cfg.delay = delay;
-            cfg.subnqn = crate::remote::servers::NVME_NQN.into();
+            cfg.subnqn = crate::servers::storage::NVME_NQN.into();
             let t = nvme_target::start_on(&cfg, listener)?;
             let url = t.url();
             (Running::Nvme(t), url)
@@ -188,7 +188,7 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(ServedExport, Serving)> {
             let port = listener.local_addr()?.port();
             drop(listener);
             let logs = tempfile::tempdir()?;
-            let own = crate::remote::servers::OwnTargetOptions::default();
+            let own = crate::servers::storage::OwnTargetOptions::default();
             let server = crate::servers::storage::start(
                 t,
                 c.addr.ip(),

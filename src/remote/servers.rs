@@ -1,13 +1,10 @@
-//! The storage servers of `iolab remote`, at their old path: they live in
-//! `servers::storage` beside the database servers; `start` here runs one
-//! on a topology's target host (in its network namespace, if any).
+//! `start`: one of `servers::storage`'s storage servers run on a
+//! topology's target host (in its network namespace, if any).
 
 use std::path::Path;
 
 use super::topology::Topology;
-pub use crate::servers::storage::{
-    OwnTargetOptions, StorageServer as Server, Transport, NVME_NQN, TGT_IQN, TRANSPORT_NAMES,
-};
+use crate::servers::storage::{OwnTargetOptions, StorageServer, Transport};
 
 /// Start the server of `transport` on `topo`'s target host, serving
 /// `backing` (`size` bytes) on `port`; wait until it answers a handshake.
@@ -19,7 +16,7 @@ pub fn start(
     port: u16,
     own: &OwnTargetOptions,
     log_dir: &Path,
-) -> anyhow::Result<Server> {
+) -> anyhow::Result<StorageServer> {
     crate::servers::storage::start(
         transport,
         topo.target_addr,

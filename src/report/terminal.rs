@@ -1,6 +1,7 @@
 //! Terminal tables: one compact block per point (IOPS, MiB/s, latency per op
 //! kind, CPU, device utilization) followed by its warnings.
 
+use crate::engine::{EngineKind, Opens};
 use crate::figures::fmt::format_count;
 use crate::results::Param;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
@@ -43,8 +44,8 @@ fn mib_cell(p: &Point, op: Option<&String>) -> String {
 /// How the point's requests were cached on this side: a remote engine's
 /// requests reach no page cache here, whatever `direct` says.
 fn caching(p: &Point) -> &'static str {
-    let engine = p.param(Param::Engine);
-    if matches!(engine, Some("nbd" | "nvme-tcp" | "iscsi")) {
+    let engine = p.param(Param::Engine).and_then(EngineKind::parse);
+    if engine.is_some_and(|e| matches!(e.caps().opens, Opens::Remote(_))) {
         "user-space initiator, no page cache"
     } else if p.direct {
         "O_DIRECT"
@@ -410,6 +411,23 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let r = crate::report::fio_json::from_fio_text(&text).unwrap();
         assert!(point_block(&r.points[0]).contains("read (percentiles: clat)"));
+    }
+
+    /// Which engines reach no page cache here is the engine's own fact
+    /// (`EngineCaps::opens`), not a list of names in the view.
+    #[test]
+    fn a_remote_engine_is_said_to_reach_no_page_cache() {
+        let mut p = fixture("device-loadlat.json").points[0].clone();
+        p.direct = true;
+        for (engine, says) in [
+            ("nvme-tcp", "user-space initiator"),
+            ("iscsi", "user-space initiator"),
+            ("nbd", "user-space initiator"),
+            ("io_uring", "O_DIRECT"),
+        ] {
+            p.params.insert("engine".into(), engine.into());
+            assert!(caching(&p).starts_with(says), "{engine}: {}", caching(&p));
+        }
     }
 
     #[test]

@@ -35,17 +35,18 @@ pub struct ServeSettings {
     pub quiet: bool,
 }
 
-/// The protocol `--protocol` names.
+/// The protocol `--protocol` names (one of those `serving::Protocol`
+/// implements).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Protocol {
+enum ServedProtocol {
     Nbd,
     NvmeTcp,
 }
 
-fn protocol(args: &ServeSettings) -> anyhow::Result<Protocol> {
+fn protocol(args: &ServeSettings) -> anyhow::Result<ServedProtocol> {
     match args.protocol.as_str() {
-        "nbd" => Ok(Protocol::Nbd),
-        "nvme-tcp" | "nvme_tcp" | "nvmetcp" => Ok(Protocol::NvmeTcp),
+        "nbd" => Ok(ServedProtocol::Nbd),
+        "nvme-tcp" | "nvme_tcp" | "nvmetcp" => Ok(ServedProtocol::NvmeTcp),
         p => Err(usage(
             "--protocol",
             format!("'{p}' is not a protocol iolab serves (nbd or nvme-tcp)"),
@@ -154,8 +155,8 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
     // Validate everything before creating the scratch file.
     let proto = protocol(&args)?;
     let addr = match proto {
-        Protocol::Nbd => config(&args, &args.target)?.listen,
-        Protocol::NvmeTcp => nvme_config(&args, &args.target)?.listen,
+        ServedProtocol::Nbd => config(&args, &args.target)?.listen,
+        ServedProtocol::NvmeTcp => nvme_config(&args, &args.target)?.listen,
     };
     check_exposure(addr, !args.read_only, args.allow_remote)?;
     let limit = args
@@ -184,7 +185,7 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
         );
     }
     let stop: Box<dyn FnOnce() -> anyhow::Result<()>> = match proto {
-        Protocol::Nbd => {
+        ServedProtocol::Nbd => {
             let cfg = config(&args, &backing.path)?;
             let target = nbd_target::start_on(&cfg, listener)?;
             println!(
@@ -199,7 +200,7 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
             eprintln!("{}", no_authentication("NBD", target.addr, cfg.read_only));
             Box::new(move || target.stop())
         }
-        Protocol::NvmeTcp => {
+        ServedProtocol::NvmeTcp => {
             let cfg = nvme_config(&args, &backing.path)?;
             let target = nvme_target::start_on(&cfg, listener)?;
             println!(

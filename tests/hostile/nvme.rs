@@ -1,5 +1,5 @@
 //! A hostile NVMe/TCP controller: iolab's controller model
-//! (`remote::nvme_controller`) over a RAM disk, answering ICReq and
+//! (`target::nvme_controller`) over a RAM disk, answering ICReq and
 //! capsules one at a time, with one twist per `Play`: no ICResp, an
 //! ICResp whose PDU length is absurd, Identify data at an absurd offset,
 //! I/O commands never answered, or one message mutated (then the
@@ -10,7 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 use iolab::engine::nvmetcp::codec::{self, Cqe, DataHeader, Digests, Ic};
-use iolab::remote::nvme_controller::{Action, Controller};
+use iolab::target::nvme_controller::{Action, Controller};
 
 use super::mutate::{mutate, Fields, Rng};
 
