@@ -11,8 +11,9 @@ use iolab::engine::aio::AioEngine;
 use iolab::engine::mmap::MmapEngine;
 use iolab::engine::psync::PsyncEngine;
 use iolab::engine::uring::{probe_uring, UringEngine};
-use iolab::engine::{Engine, OpKind, UringOptions};
+use iolab::engine::{Engine, OpKind};
 use iolab::measure::sysfs;
+use iolab::plan::engines::UringOptions;
 use iolab::runner::buffers::BufferPool;
 
 const DEPTH: usize = 8;

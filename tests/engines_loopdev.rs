@@ -10,7 +10,8 @@ use std::os::fd::AsRawFd;
 use iolab::engine::aio::AioEngine;
 use iolab::engine::mmap::MmapEngine;
 use iolab::engine::uring::{probe_uring, UringEngine};
-use iolab::engine::{Engine, OpKind, UringOptions};
+use iolab::engine::{Engine, OpKind};
+use iolab::plan::engines::UringOptions;
 use iolab::runner::buffers::BufferPool;
 
 mod common;

@@ -10,12 +10,12 @@ mod fleet_common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use iolab::engine::EngineKind;
 use iolab::error::exit_code;
 use iolab::fleet::conn::Conn;
 use iolab::fleet::proto::{Hello, JobTarget, Message, Prepare};
 use iolab::fleet::{build, ssh, Fleet};
 use iolab::measure::histogram::LatencyHistogram;
+use iolab::plan::engines::EngineKind;
 use iolab::plan::job::{JobSpec, StopCondition};
 
 fn null_job(secs: u64) -> JobSpec {

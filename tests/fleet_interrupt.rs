@@ -7,8 +7,8 @@ mod fleet_common;
 
 use std::time::Duration;
 
-use iolab::engine::EngineKind;
 use iolab::fleet::{Fleet, JobTarget};
+use iolab::plan::engines::EngineKind;
 use iolab::plan::job::{JobSpec, StopCondition};
 
 #[test]

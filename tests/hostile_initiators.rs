@@ -12,11 +12,11 @@ mod hostile;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use iolab::dut::remote::{RemoteEndpoint, RemoteResource, WireProtocol};
 use iolab::engine::nbd::NbdEngine;
 use iolab::engine::nvmetcp::engine::NvmeTcpEngine;
 use iolab::engine::peer_wait::WaitLimits;
 use iolab::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
+use iolab::plan::endpoint::{RemoteEndpoint, RemoteResource, WireProtocol};
 use iolab::runner::buffers::BufferPool;
 
 use common::{text, workdir};

@@ -120,7 +120,7 @@ pub fn analyze(points: &[&Point]) -> Vec<BatchingGroup> {
 mod tests {
     use super::*;
     use crate::analysis::testutil::point;
-    use crate::engine::EngineKind;
+    use crate::plan::engines::EngineKind;
     use crate::plan::job::{JobSpec, Pattern};
 
     /// A device with 8 parallel units: per-block time falls as 1/min(k, 8)

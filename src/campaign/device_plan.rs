@@ -18,9 +18,9 @@ use crate::campaign::given::{self as media_targets, GivenTarget};
 use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{MediaSet, Subject};
 use crate::dut;
-use crate::engine::{EngineKind, Opens};
 use crate::error::usage;
 use crate::plan::device_args::DeviceSettings;
+use crate::plan::engines::{EngineKind, Opens};
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::JobSpec;
 use crate::plan::parse::parse_size;
@@ -124,9 +124,11 @@ fn engine_for(
         Subject::Made(k) => k.name(),
     };
     match (remote, explicit) {
-        (Some(ep), false) => crate::engine::engine_for_transport(ep.transport).ok_or_else(|| {
-            media_targets::name_target_text(&value, "no engine speaks its transport")
-        }),
+        (Some(ep), false) => {
+            crate::plan::engines::engine_for_transport(ep.transport).ok_or_else(|| {
+                media_targets::name_target_text(&value, "no engine speaks its transport")
+            })
+        }
         (Some(ep), true) if opens != Opens::Remote(ep.transport) && opens != Opens::Nothing => {
             Err(usage(
                 "--engine",

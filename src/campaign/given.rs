@@ -8,7 +8,7 @@
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use crate::dut::{self, TargetOptions};
+use crate::dut::TargetOptions;
 use crate::error::{usage, UsageError};
 
 /// One `--target` of a media run.
@@ -22,8 +22,10 @@ pub struct GivenTarget {
 
 impl GivenTarget {
     /// The remote endpoint, for a URL.
-    pub fn remote(&self) -> Option<dut::RemoteEndpoint> {
-        dut::remote::endpoint_of(&self.path).ok().flatten()
+    pub fn remote(&self) -> Option<crate::plan::endpoint::RemoteEndpoint> {
+        crate::plan::endpoint::endpoint_of(&self.path)
+            .ok()
+            .flatten()
     }
 }
 

@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use crate::engine::EngineKind;
 use crate::error::usage;
 use crate::fleet::HostsFlags;
+use crate::plan::engines::EngineKind;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::remote::faults;

@@ -53,7 +53,7 @@ pub fn refuse_what_hosts_cannot_run(
     let remote = a
         .target
         .first()
-        .map(|t| crate::dut::remote::endpoint_of(t))
+        .map(|t| crate::plan::endpoint::endpoint_of(t))
         .transpose()?
         .flatten();
     let verifies = exps.iter().flat_map(|e| &e.jobs).any(|j| j.verify);

@@ -49,7 +49,7 @@ pub fn on_hosts(a: &RunArgs) -> anyhow::Result<Option<OnHosts<'static>>> {
         ));
     }
     if let Some(d) = dirs.first() {
-        if crate::dut::remote::endpoint_of(d)?.is_some() || !d.is_absolute() {
+        if crate::plan::endpoint::endpoint_of(d)?.is_some() || !d.is_absolute() {
             return Err(usage(
                 "DIR",
                 format!(

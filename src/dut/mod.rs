@@ -7,11 +7,11 @@
 //! a scratch file is sized by `--size` and removed at exit; an existing file
 //! is its length and needs `--overwrite` to be written; a block device is
 //! `BLKGETSIZE64` and needs `--destroy-data` naming it, unused; a remote
-//! endpoint (`remote::parse`) is sized and opened by the engine that speaks
+//! endpoint (`crate::plan::endpoint::parse`) is sized and opened by the engine that speaks
 //! its transport, and is refused while no engine does.
 
-pub mod remote;
 pub mod scratch;
+pub mod verify;
 
 use std::fs::{self, OpenOptions};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -22,8 +22,8 @@ use anyhow::Context;
 
 use crate::error::usage;
 use crate::measure::sysfs::{self, DevNum, DiskInfo, FsInfo};
+use crate::plan::endpoint::RemoteEndpoint;
 use crate::results::target::{RemoteExport, TargetInfo, TargetKind};
-pub use remote::{RemoteEndpoint, WireProtocol};
 pub use scratch::ScratchGuard;
 
 /// Default size of a scratch file.
@@ -120,7 +120,7 @@ impl Target {
     pub fn open_as(&self, how: OpenHow) -> anyhow::Result<(OwnedFd, bool)> {
         let OpenHow { write, direct, .. } = how;
         if let Some(ep) = &self.remote {
-            return Err(remote::no_initiator(ep).into());
+            return Err(crate::plan::endpoint::no_initiator(ep).into());
         }
         if write && !self.writable {
             // Defence in depth: prepare() already refused this.
@@ -319,7 +319,7 @@ fn plan(opts: &TargetOptions, writes: bool) -> anyhow::Result<Planned> {
     let Some(path) = opts.path.clone() else {
         return Ok(Planned::NoFile(opts.size.unwrap_or(DEFAULT_SCRATCH_SIZE)));
     };
-    if let Some(ep) = remote::endpoint_of(&path)? {
+    if let Some(ep) = crate::plan::endpoint::endpoint_of(&path)? {
         return Ok(Planned::Remote(ep));
     }
     match fs::metadata(&path) {
@@ -391,8 +391,8 @@ fn prepare_remote(
     opts: &TargetOptions,
     writes: bool,
 ) -> anyhow::Result<Target> {
-    if crate::engine::engine_for_transport(ep.transport).is_none() {
-        return Err(remote::no_initiator(&ep).into());
+    if crate::plan::engines::engine_for_transport(ep.transport).is_none() {
+        return Err(crate::plan::endpoint::no_initiator(&ep).into());
     }
     let export = crate::engine::probe_remote(&ep).map_err(|e| {
         if crate::interrupt::stop_requested() {

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use crate::dut::verify;
+use crate::dut::verify::fill_random;
 use crate::interrupt;
-use crate::runner::buffers::fill_random;
-use crate::runner::verify;
 use crate::testbed::{self, Resource};
 
 /// Removes the scratch file when dropped (unless kept).

@@ -79,8 +79,9 @@ fn as_virtual<C: Clock>(clock: &C) -> Option<VirtualClock> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineTarget, UringOptions};
+    use crate::engine::EngineTarget;
     use crate::measure::clock::MonoClock;
+    use crate::plan::engines::UringOptions;
 
     struct Name;
     impl EngineUser for Name {

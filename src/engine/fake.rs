@@ -6,34 +6,9 @@
 
 use std::io;
 
-use serde::{Deserialize, Serialize};
-
 use super::{Completion, Engine, IoRequest};
 use crate::measure::clock::{Clock, VirtualClock};
-
-/// What the fake device does: service times in ns, cycled, and parallelism.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FakeScript {
-    pub latencies_ns: Vec<u64>,
-    pub servers: u32,
-    /// Virtual time one submit call takes before it returns.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub submit_ns: u64,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
-
-impl Default for FakeScript {
-    fn default() -> Self {
-        FakeScript {
-            latencies_ns: vec![100_000],
-            servers: 1,
-            submit_ns: 0,
-        }
-    }
-}
+use crate::plan::engines::FakeScript;
 
 pub struct FakeEngine {
     clock: VirtualClock,

@@ -313,7 +313,7 @@ fn prepare(p: &DeviceWork) -> anyhow::Result<Target> {
                 ),
             ))
         }
-        (Some(d), true) if crate::dut::remote::endpoint_of(Path::new(d))?.is_some() => {
+        (Some(d), true) if crate::plan::endpoint::endpoint_of(Path::new(d))?.is_some() => {
             Some(PathBuf::from(d))
         }
         (Some(d), true) => {
@@ -401,8 +401,8 @@ fn run(p: &DeviceWork, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<J
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::EngineKind;
     use crate::fleet::proto::{read_message, write_message, Prepare};
+    use crate::plan::engines::EngineKind;
     use crate::plan::job::{JobSpec, StopCondition};
     use std::os::unix::net::UnixStream;
 

@@ -49,7 +49,7 @@ impl BodyPool {
     pub fn new(value_len: usize, seed: u64) -> BodyPool {
         let len = (1 << 20).max(value_len * 2);
         let mut data = vec![0u8; len];
-        crate::runner::buffers::fill_random(&mut data, seed);
+        crate::dut::verify::fill_random(&mut data, seed);
         let body_len = value_len.saturating_sub(HEADER);
         let hashes = (0..slots(len, body_len)).map(|_| AtomicU64::new(0));
         BodyPool {

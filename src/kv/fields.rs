@@ -45,7 +45,7 @@ impl TextPool {
     pub fn new(max_len: usize, seed: u64) -> TextPool {
         let len = (1 << 20).max(max_len * 2);
         let mut data = vec![0u8; len];
-        crate::runner::buffers::fill_random(&mut data, seed);
+        crate::dut::verify::fill_random(&mut data, seed);
         // ' ' .. '~', as YCSB's RandomByteIterator.
         for b in &mut data {
             *b = b' ' + (*b % 95);

@@ -6,10 +6,10 @@
 
 use std::path::PathBuf;
 
-use crate::engine::fake::FakeScript;
-use crate::engine::{EngineKind, UringOptions};
 use crate::error::usage;
 use crate::measure::tsc::ClockChoice;
+use crate::plan::engines::FakeScript;
+use crate::plan::engines::{EngineKind, UringOptions};
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
 use crate::plan::parse::{parse_cpu_list, parse_duration_ns, parse_size};
@@ -136,8 +136,8 @@ pub fn axes_from_args(a: &DeviceSettings) -> anyhow::Result<Axes> {
 /// The engine that speaks a remote target's transport (`nbd://` -> nbd):
 /// the default engine for it.
 fn remote_engine(a: &DeviceSettings) -> Option<EngineKind> {
-    let ep = crate::dut::remote::endpoint_of(a.target.first()?).ok()??;
-    crate::engine::engine_for_transport(ep.transport)
+    let ep = crate::plan::endpoint::endpoint_of(a.target.first()?).ok()??;
+    crate::plan::engines::engine_for_transport(ep.transport)
 }
 
 /// The job the flags describe, with the first value of every sweep axis

@@ -8,8 +8,8 @@
 //! effect), listed for users in docs/report.md and docs/device.md. The jobs
 //! between two stonewalls run at once, as in fio (`FioGroup`).
 
-use crate::engine::EngineKind;
 use crate::error::usage;
+use crate::plan::engines::EngineKind;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern, StopCondition, ThinkTime};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 

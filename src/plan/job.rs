@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::fake::FakeScript;
-use crate::engine::{EngineConfig, EngineKind, UringOptions};
 use crate::error::usage;
+use crate::plan::engines::FakeScript;
+use crate::plan::engines::{EngineConfig, EngineKind, UringOptions};
 use crate::plan::parse::format_size;
 
 /// The smallest block `--verify` can stamp: a stamp header (56 bytes,

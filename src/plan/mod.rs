@@ -2,6 +2,8 @@
 
 pub mod act;
 pub mod device_args;
+pub mod endpoint;
+pub mod engines;
 pub mod experiment;
 pub mod fiojob;
 pub mod job;

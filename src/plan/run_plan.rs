@@ -367,7 +367,7 @@ fn load_latency_step(base: &JobSpec, d: Depth) -> RunStep {
 /// file and over iolab's NBD target serving it.
 pub fn remote_step(base: &JobSpec) -> RunStep {
     let mut jobs = Vec::new();
-    for engine in [base.engine, crate::engine::EngineKind::Nbd] {
+    for engine in [base.engine, crate::plan::engines::EngineKind::Nbd] {
         for qd in [1, LOADLAT_QD] {
             let mut j = job(
                 &JobSpec {
@@ -588,7 +588,7 @@ pub fn active_jobs(steps: &[RunStep]) -> Vec<(&RunStep, &JobSpec)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::EngineKind;
+    use crate::plan::engines::EngineKind;
 
     #[test]
     fn profiles_plan_valid_unique_jobs() {

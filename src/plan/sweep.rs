@@ -3,8 +3,8 @@
 //! as a list of jobs. A block size *split* (`4k:70,64k:30`) is one value;
 //! several splits are separated by `;` (`4k:70,64k:30;8k:50,1m:50`).
 
-use crate::engine::EngineKind;
 use crate::error::usage;
+use crate::plan::engines::EngineKind;
 use crate::plan::job::{JobSpec, Pattern};
 use crate::plan::parse::{parse_bs_split, parse_size};
 

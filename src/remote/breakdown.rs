@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::dut::Target;
-use crate::engine::EngineKind;
+use crate::plan::engines::EngineKind;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::proto::nbd::{self as codec, ReplyHeader};
 use crate::runner::job::RunOptions;
@@ -166,7 +166,7 @@ fn measure_once(
     let engine = target
         .remote
         .as_ref()
-        .and_then(|ep| crate::engine::engine_for_transport(ep.transport))
+        .and_then(|ep| crate::plan::engines::engine_for_transport(ep.transport))
         .context("the breakdown runs on a remote target")?;
     let out = logged_run(target, spec, engine)?;
     let ini: Vec<InitiatorStamp> = out

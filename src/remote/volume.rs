@@ -162,8 +162,8 @@ impl Volume {
     /// ext4 on the NVMe/TCP namespace `url`, connected through the kernel's
     /// initiator (from the calling thread's network namespace).
     pub fn nvme(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
-        let ep = crate::dut::remote::parse(url)?;
-        let crate::dut::remote::RemoteResource::NvmeNamespace { nqn, .. } = &ep.resource else {
+        let ep = crate::plan::endpoint::parse(url)?;
+        let crate::plan::endpoint::RemoteResource::NvmeNamespace { nqn, .. } = &ep.resource else {
             anyhow::bail!("{url} is not an NVMe/TCP namespace");
         };
         let addr: std::net::IpAddr = ep
@@ -194,7 +194,7 @@ impl Volume {
 
     /// ext4 on /dev/nbdN, the export attached through the kernel's client.
     fn kernel_nbd(url: &str, scratch: &Path) -> anyhow::Result<Volume> {
-        let ep = crate::dut::remote::parse(url)?;
+        let ep = crate::plan::endpoint::parse(url)?;
         let base = ScratchDir::create(scratch, "volume")?;
         let nbd = KernelNbd::attach(|| crate::engine::nbd::handshake::connect_asking(&ep, false))?;
         let device = nbd.device.clone();

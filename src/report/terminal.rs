@@ -1,8 +1,8 @@
 //! Terminal tables: one compact block per point (IOPS, MiB/s, latency per op
 //! kind, CPU, device utilization) followed by its warnings.
 
-use crate::engine::{EngineKind, Opens};
 use crate::figures::fmt::format_count;
+use crate::plan::engines::{EngineKind, Opens};
 use crate::results::Param;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};

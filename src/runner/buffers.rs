@@ -4,8 +4,7 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use crate::dut::verify::fill_random;
 
 pub const ALIGN: usize = 4096;
 
@@ -76,11 +75,6 @@ impl Drop for BufferPool {
         // SAFETY: allocated in `new` with this layout.
         unsafe { dealloc(self.ptr, self.layout) }
     }
-}
-
-/// Fill with pseudo-random (incompressible) bytes from a seed.
-pub fn fill_random(buf: &mut [u8], seed: u64) {
-    SmallRng::seed_from_u64(seed).fill_bytes(buf);
 }
 
 #[cfg(test)]

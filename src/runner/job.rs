@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::dut::{self, scratch, Target};
+use crate::dut::{scratch, Target};
 use crate::engine::dispatch::{self, EngineUser};
 use crate::engine::peer_wait::{self, WaitLimits};
-use crate::engine::{self, Engine, EngineConfig, EngineSetup, EngineTarget, Opens};
+use crate::engine::{self, Engine, EngineSetup, EngineTarget};
 use crate::error::{usage, UsageError, WorkerError};
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
@@ -20,6 +20,7 @@ use crate::measure::peers::{PeerSampling, PeerSecond, PeerSeries, PeerSnapshot};
 use crate::measure::procstat::CpuTicks;
 use crate::measure::rusage::RusageSnapshot;
 use crate::measure::tsc::{ClockChoice, TscClock, DRIFT_WARN_PPM};
+use crate::plan::engines::{EngineConfig, Opens};
 use crate::plan::job::{Arrival, JobSpec, RegionMode};
 use crate::plan::parse::format_size;
 use crate::results::target::FeatureProbe;
@@ -229,7 +230,7 @@ fn spec_warnings(spec: &JobSpec) -> Vec<String> {
 /// of its minimum, at most its maximum), so no request is refused mid-run.
 fn check_block_sizes(
     spec: &JobSpec,
-    ep: &dut::RemoteEndpoint,
+    ep: &crate::plan::endpoint::RemoteEndpoint,
     min: u32,
     max: u32,
 ) -> anyhow::Result<()> {
@@ -274,17 +275,19 @@ fn check_engine_fits_target(spec: &JobSpec, target: &Target) -> anyhow::Result<(
             }
             Ok(())
         }
-        (Some(ep), _) => Err(match crate::engine::engine_for_transport(ep.transport) {
-            None => dut::remote::no_initiator(ep).into(),
-            Some(k) => usage(
-                "--engine",
-                format!(
-                    "{} cannot run on {ep}; use --engine {}",
-                    spec.engine.name(),
-                    k.name()
+        (Some(ep), _) => Err(
+            match crate::plan::engines::engine_for_transport(ep.transport) {
+                None => crate::plan::endpoint::no_initiator(ep).into(),
+                Some(k) => usage(
+                    "--engine",
+                    format!(
+                        "{} cannot run on {ep}; use --engine {}",
+                        spec.engine.name(),
+                        k.name()
+                    ),
                 ),
-            ),
-        }),
+            },
+        ),
         (None, Opens::Remote(t)) => Err(usage(
             "--target",
             format!(
@@ -869,8 +872,8 @@ fn pin_to_cpu(cpu: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::fake::FakeScript;
-    use crate::engine::EngineKind;
+    use crate::plan::engines::EngineKind;
+    use crate::plan::engines::FakeScript;
     use crate::plan::job::StopCondition;
 
     /// Issue 44 item 15: a verified random write whose offsets repeat

@@ -10,7 +10,6 @@ pub mod point;
 pub mod recorder;
 pub mod steady;
 pub mod together;
-pub mod verify;
 pub mod wake;
 pub mod worker;
 

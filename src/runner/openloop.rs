@@ -410,8 +410,9 @@ pub fn summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::fake::{FakeEngine, FakeScript};
+    use crate::engine::fake::FakeEngine;
     use crate::measure::clock::VirtualClock;
+    use crate::plan::engines::FakeScript;
     use crate::runner::test_support;
 
     /// 8-slot reads of `spec` open loop at `ol`'s arrivals, to the end:

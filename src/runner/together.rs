@@ -94,7 +94,7 @@ pub fn run_together(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::EngineKind;
+    use crate::plan::engines::EngineKind;
     use crate::plan::job::StopCondition;
 
     fn null_job(name: &str, n: u64) -> JobSpec {

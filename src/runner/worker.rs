@@ -9,6 +9,7 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::dut::verify;
 use crate::engine::{Completion, Engine, IoRequest, OpKind};
 use crate::interrupt;
 use crate::measure::clock::Clock;
@@ -16,7 +17,6 @@ use crate::plan::job::ThinkTime;
 use crate::runner::buffers::BufferPool;
 use crate::runner::pattern::RequestGen;
 use crate::runner::recorder::Recorder;
-use crate::runner::verify;
 
 /// Limits and options of one worker's loop.
 #[derive(Debug, Clone)]
@@ -606,8 +606,9 @@ fn complete_verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::fake::{FakeEngine, FakeScript};
+    use crate::engine::fake::FakeEngine;
     use crate::measure::clock::VirtualClock;
+    use crate::plan::engines::FakeScript;
     use crate::runner::recorder::LAT;
     use crate::runner::test_support;
 

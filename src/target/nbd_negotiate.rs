@@ -184,8 +184,8 @@ fn answer_info<S: Write>(s: &mut S, opt: u32, data: &[u8], export: &Export) -> i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dut::remote::{RemoteEndpoint, RemoteResource, WireProtocol};
     use crate::engine::nbd::handshake;
+    use crate::plan::endpoint::{RemoteEndpoint, RemoteResource, WireProtocol};
     use std::net::TcpListener;
 
     fn export() -> Export {

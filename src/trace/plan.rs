@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::dut::Target;
-use crate::engine::{EngineKind, UringOptions};
 use crate::error::usage;
 use crate::measure::sysfs::{DevNum, DiskInfo};
+use crate::plan::engines::{EngineKind, UringOptions};
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::{parse_duration_ns, parse_size};
 use crate::results::target::TargetKind;

@@ -6,8 +6,8 @@
 use std::os::fd::AsRawFd;
 
 use crate::dut::Target;
-use crate::engine::EngineKind;
 use crate::measure::sysfs::DevNum;
+use crate::plan::engines::EngineKind;
 use crate::plan::job::JobSpec;
 use crate::results::target::TargetKind;
 use crate::results::Point;

@@ -13,10 +13,10 @@ use super::{
     start_results, RunSettings, StepRunner,
 };
 use crate::dut::{self, Target};
-use crate::engine::EngineKind;
 use crate::error::usage;
 use crate::fleet::{FleetPlacement, JobTarget};
 use crate::interrupt;
+use crate::plan::engines::EngineKind;
 use crate::plan::job::JobSpec;
 use crate::plan::parse::format_ns;
 use crate::plan::run_plan::StepKind;

@@ -12,10 +12,11 @@ use std::time::Instant;
 
 use crate::analysis::AnalysisOptions;
 use crate::campaign::setups::MediaFlags;
-use crate::dut::{self, RemoteEndpoint, Target, TargetOptions};
-use crate::engine::EngineKind;
+use crate::dut::{self, Target, TargetOptions};
 use crate::error::{usage, Interrupted};
 use crate::interrupt;
+use crate::plan::endpoint::RemoteEndpoint;
+use crate::plan::engines::EngineKind;
 use crate::plan::job::{JobSpec, StopCondition};
 use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
 use crate::results::output;
@@ -197,8 +198,8 @@ fn parse_options(
         return Err(usage("--size", "the scratch file needs at least 1m"));
     }
     if let Some(ep) = remote {
-        let Some(k) = crate::engine::engine_for_transport(ep.transport) else {
-            return Err(crate::dut::remote::no_initiator(ep).into());
+        let Some(k) = crate::plan::engines::engine_for_transport(ep.transport) else {
+            return Err(crate::plan::endpoint::no_initiator(ep).into());
         };
         if a.engine
             .as_deref()
@@ -388,7 +389,7 @@ pub fn run(
         return hosts::run_on_hosts(a, h, presenter);
     }
     a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
-    let remote = crate::dut::remote::endpoint_of(&a.dir)?;
+    let remote = crate::plan::endpoint::endpoint_of(&a.dir)?;
     let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;
     if remote.is_none() {
         check_local_dir(&a)?;

@@ -19,7 +19,7 @@ use std::io;
 use ffi::{IscsiContext, Lib, ScsiIovec, ScsiTaskHead};
 
 use super::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
-use crate::dut::remote::{RemoteEndpoint, RemoteResource};
+use crate::plan::endpoint::{RemoteEndpoint, RemoteResource};
 
 /// What a session found out about the logical unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::time::Instant;
 
 use super::codec::{self, ExportInfo, NbdError};
-use crate::dut::remote::{RemoteEndpoint, RemoteResource};
 use crate::engine::peer_wait::Bounded;
+use crate::plan::endpoint::{RemoteEndpoint, RemoteResource};
 
 /// How long connecting and each handshake read or write may take.
 pub use crate::engine::peer_wait::HANDSHAKE_TIMEOUT;

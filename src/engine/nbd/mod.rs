@@ -446,7 +446,7 @@ fn disconnect(sock: &TcpStream, how: Shutdown) {
 }
 
 /// Ask the server about the export (size, flags) without running anything.
-pub fn probe(ep: &crate::dut::RemoteEndpoint) -> io::Result<ExportInfo> {
+pub fn probe(ep: &crate::plan::endpoint::RemoteEndpoint) -> io::Result<ExportInfo> {
     let (sock, info) = handshake::connect(ep)?;
     disconnect(&sock, Shutdown::Both);
     Ok(info)

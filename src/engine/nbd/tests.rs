@@ -9,9 +9,9 @@ use std::net::{TcpListener, TcpStream};
 
 use super::codec;
 use super::NbdEngine;
-use crate::dut::remote::{RemoteEndpoint, RemoteResource, WireProtocol};
 use crate::engine::peer_wait::WaitLimits;
 use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
+use crate::plan::endpoint::{RemoteEndpoint, RemoteResource, WireProtocol};
 use crate::runner::buffers::BufferPool;
 
 /// One request as the server saw it.

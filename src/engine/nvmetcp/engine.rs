@@ -19,12 +19,12 @@ use std::net::Shutdown;
 use super::codec::{self, Cqe, DataHeader, Digests, Sqe};
 use super::handshake::{self, ControllerInfo, Params};
 use super::keep_alive::AdminKeeper;
-use crate::dut::remote::RemoteResource;
-use crate::dut::RemoteEndpoint;
 use crate::engine::peer_wait::Watch;
 use crate::engine::socket_pump::{self, SocketPump};
 use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use crate::measure::clock::mono_now_ns;
+use crate::plan::endpoint::RemoteEndpoint;
+use crate::plan::endpoint::RemoteResource;
 
 /// The keep-alive timeout each association asks for.
 pub const KATO_MS: u32 = 30_000;

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::dut::remote::endpoint_of;
-use crate::engine::EngineKind;
 use crate::error::usage;
+use crate::plan::endpoint::endpoint_of;
+use crate::plan::engines::EngineKind;
 use crate::testbed::command::which;
 use crate::testbed::process::ServerProcess;
 

@@ -99,7 +99,7 @@ fn hostile_clients_never_stop_the_target() {
     );
     // A real client is still served.
     let url = format!("nbd://{}/", t.addr);
-    let ep = crate::dut::remote::endpoint_of(Path::new(&url))
+    let ep = crate::plan::endpoint::endpoint_of(Path::new(&url))
         .unwrap()
         .unwrap();
     let (mut s, _): (TcpStream, _) = crate::engine::nbd::handshake::connect(&ep).unwrap();

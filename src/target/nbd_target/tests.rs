@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::dut::remote::endpoint_of;
 use crate::engine::nbd::handshake;
+use crate::plan::endpoint::endpoint_of;
 use crate::proto::nbd::{self as codec, ExportInfo};
 use crate::remote::breakdown::{self, read_reply, BreakdownSpec};
 

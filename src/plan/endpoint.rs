@@ -1,8 +1,9 @@
 //! Remote targets: `--target nbd://HOST:PORT/EXPORT`,
 //! `iscsi://HOST:PORT/IQN/LUN` and `nvme-tcp://HOST:PORT/NQN?nsid=N`, parsed
 //! into a typed `RemoteEndpoint`. A bad URL is a usage error naming
-//! `--target` (exit 2). Opening one is an engine's job (an initiator for its
-//! transport); iolab has none yet, so `dut::prepare` refuses remote targets.
+//! `--target` (exit 2). A description, here in plan/ beside the jobs, so
+//! that engines (an initiator for each transport opens one) and dut (which
+//! probes it before the run) both read it and neither imports the other.
 
 use std::fmt;
 

@@ -1,4 +1,8 @@
-//! The on-disk format of verified data. A written block is stamped in
+//! The content iolab puts on a target's blocks: random, incompressible
+//! bytes from a seed (`fill_random`; scratch files, write buffers, kv
+//! values) and the on-disk format of verified data, which the scratch
+//! file's layout and the runner's checks share (here in dut/, below the
+//! runner). A written block is stamped in
 //! units (4 KiB when its size is a multiple of 4 KiB, else 512 bytes, else
 //! the block itself), each unit opening with a 56-byte header: magic, the
 //! unit's offset, the writer's run id and sequence number, the write's
@@ -17,6 +21,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::measure::clock::mono_now_ns;
@@ -306,6 +312,11 @@ fn check_unit(
         ),
         _ => (len, Outcome::Good(write)),
     }
+}
+
+/// Fill with pseudo-random (incompressible) bytes from a seed.
+pub fn fill_random(buf: &mut [u8], seed: u64) {
+    SmallRng::seed_from_u64(seed).fill_bytes(buf);
 }
 
 #[cfg(test)]
