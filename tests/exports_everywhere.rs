@@ -4,26 +4,9 @@
 //! format or file is exit 2 naming `--export` before anything runs.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn iolab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .output()
-        .expect("run iolab")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn workdir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
+mod common;
+use common::{iolab, text, workdir};
 
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
