@@ -32,6 +32,15 @@ fn workload(p: &Point) -> String {
         .map_or_else(|| p.name.clone(), str::to_string)
 }
 
+/// The workload and its phase ("ycsb-a load", "ycsb-a run"): a load and a
+/// run of one workload are two bars and two rows, not one label twice.
+fn workload_phase(p: &Point) -> String {
+    match p.param(Param::Phase) {
+        Some(phase) => format!("{} {phase}", workload(p)),
+        None => workload(p),
+    }
+}
+
 fn engine(p: &Point) -> String {
     p.param(Param::Engine)
         .map(str::to_string)
@@ -189,7 +198,7 @@ fn intel_table(r: &Results) -> Option<Section> {
 fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
     let mut cats: Vec<String> = Vec::new();
     for p in plain {
-        let w = workload(p);
+        let w = workload_phase(p);
         if !cats.contains(&w) {
             cats.push(w);
         }
@@ -204,7 +213,7 @@ fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
                 .map(|w| {
                     plain
                         .iter()
-                        .filter(|p| &engine(p) == e && &workload(p) == w)
+                        .filter(|p| &engine(p) == e && &workload_phase(p) == w)
                         .map(|p| ops_per_s(p))
                         .next_back()
                         .unwrap_or(0.0)
@@ -222,7 +231,7 @@ fn throughput(plain: &[&Point], engines: &BTreeSet<String>) -> Section {
         .collect();
     for p in plain {
         table.rows.push(vec![
-            workload(p),
+            workload_phase(p),
             engine(p),
             format!("{:.0}", ops_per_s(p)),
             p.total.ops.to_string(),
@@ -489,5 +498,27 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>, depth: u
             out.insert(prefix.to_string(), b.to_string());
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workload's load and run phases were two rows labelled alike, and
+    /// the chart kept only the last of them: each phase is its own bar.
+    #[test]
+    fn each_phase_of_a_workload_is_its_own_throughput_row_and_bar() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/kv-ycsb-rocksdb.json");
+        let r = Results::read(&path).unwrap();
+        let plain = kv_points(&r);
+        let engines: BTreeSet<String> = plain.iter().map(|p| engine(p)).collect();
+        let s = throughput(&plain, &engines);
+        let labels: Vec<&str> = s.table.rows.iter().map(|row| row[0].as_str()).collect();
+        assert_eq!(
+            labels,
+            ["ycsb-a load", "ycsb-a run", "ycsb-c load", "ycsb-c run"]
+        );
     }
 }
