@@ -10,7 +10,6 @@ use std::path::PathBuf;
 
 use crate::report::fio_json::export::FioJsonExporter;
 use crate::report::{csv, fio_json, html, markdown, terminal};
-use crate::results::output::is_stream;
 use crate::results::{write_atomic, Results};
 use crate::session::Exporter;
 
@@ -98,15 +97,9 @@ impl Exporter for RenderedFile {
         if !last {
             return Ok(());
         }
-        let bytes = self.format.render(r, &self.source)?;
-        if is_stream(&self.path) {
-            use std::io::Write;
-            return Ok(std::fs::OpenOptions::new()
-                .write(true)
-                .open(&self.path)?
-                .write_all(&bytes)?);
-        }
-        write_atomic(&self.path, &bytes)
+        // write_atomic also writes a FIFO or character device, with its
+        // reader deadline and the stop signal's grace.
+        write_atomic(&self.path, &self.format.render(r, &self.source)?)
     }
 
     fn file(&self) -> Option<(&'static str, &std::path::Path)> {
