@@ -4,7 +4,11 @@ fn main() {
     let cli = match iolab::cli::Cli::try_parse_args(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
-            if let Some(msg) = negative_value(&e).or_else(|| foreign_spelling(&e)) {
+            let typed = || iolab::cli::typed_value_error(&e).map(|(f, why)| format!("{f}: {why}"));
+            if let Some(msg) = negative_value(&e)
+                .or_else(|| foreign_spelling(&e))
+                .or_else(typed)
+            {
                 eprintln!("iolab: error: {msg}");
                 std::process::exit(2);
             }

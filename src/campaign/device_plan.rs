@@ -23,7 +23,6 @@ use crate::plan::device_args::DeviceSettings;
 use crate::plan::engines::{EngineKind, Opens};
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::JobSpec;
-use crate::plan::parse::parse_size;
 use crate::session::Presenter;
 
 /// Default bytes of every scratch file and configuration of a media run.
@@ -81,7 +80,7 @@ pub fn plan(
     }
     let planned: Vec<JobSpec> = exps.into_iter().flat_map(|e| e.jobs).collect();
     let size_given = match &a.size {
-        Some(s) => Some(parse_size("--size", s)?).filter(|s| *s > 0),
+        Some(s) => Some(s.bytes()).filter(|s| *s > 0),
         None => None,
     };
     if a.size.is_some() && size_given.is_none() {

@@ -22,6 +22,7 @@ use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::{name_place, usage};
 use crate::kv::plan::KvPlan;
 use crate::kv::run::KvObserver;
+use crate::plan::units::Size;
 use crate::session::Presenter;
 use crate::testbed::media::MediaKind;
 
@@ -31,7 +32,7 @@ use crate::testbed::media::MediaKind;
 pub struct KvMediaSettings {
     /// The targets the command line names (`--target`s, else `--dir`).
     pub targets: Vec<PathBuf>,
-    pub size: Option<String>,
+    pub size: Option<Size>,
     pub db: Option<PathBuf>,
     pub destroy_data: Option<PathBuf>,
     pub keep: bool,
@@ -93,7 +94,7 @@ fn refuse_unsupported(a: &KvMediaSettings) -> anyhow::Result<()> {
 /// and values the largest part loads, at least 256 MiB.
 fn room(a: &KvMediaSettings, media: &MediaFlags, parts: &[PlannedPart]) -> anyhow::Result<u64> {
     let given = media_set::room_flag(
-        a.size.as_deref(),
+        a.size.as_ref(),
         media.make.is_some(),
         64 << 20,
         "a configuration needs at least 64m for its file system",

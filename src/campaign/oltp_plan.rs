@@ -19,6 +19,7 @@ use crate::error::usage;
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::run::OltpObserver;
 use crate::oltp::sql::connect::SqlEngine;
+use crate::plan::units::Size;
 use crate::session::Presenter;
 use crate::testbed::media::MediaKind;
 
@@ -34,7 +35,7 @@ pub use crate::campaign::oltp::OltpMediaPlan;
 #[derive(Debug, Clone)]
 pub struct OltpMediaSettings {
     pub target: Vec<PathBuf>,
-    pub size: Option<String>,
+    pub size: Option<Size>,
     pub keep: bool,
     pub db: Option<PathBuf>,
     /// `--server-url`.
@@ -62,7 +63,7 @@ fn refuse_unsupported(a: &OltpMediaSettings) -> anyhow::Result<()> {
 /// by default), at least 1 GiB.
 fn room(a: &OltpMediaSettings, media: &MediaFlags, plan: &OltpPlan) -> anyhow::Result<u64> {
     let given = crate::campaign::setups::room_flag(
-        a.size.as_deref(),
+        a.size.as_ref(),
         media.make.is_some(),
         256 << 20,
         "a configuration needs at least 256m for a loaded warehouse",

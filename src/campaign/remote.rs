@@ -25,6 +25,7 @@ use crate::interrupt;
 use crate::measure::peers::PeerSampling;
 use crate::plan::engines::EngineKind;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
+use crate::plan::units::Span;
 use crate::remote::breakdown::{self, BreakdownSpec};
 use crate::remote::faults::{self, Injection};
 use crate::remote::topology::Topology;
@@ -43,7 +44,7 @@ pub struct RemotePlan {
     pub rates: Vec<f64>,
     pub breakdown: usize,
     pub fabric_rate: Option<String>,
-    pub fabric_delay: Option<String>,
+    pub fabric_delay: Option<Span>,
     /// The database on each volume (`--db`), if any.
     pub db: Option<DbPlan>,
     /// Errors injected by the servers that can (`--inject-errors`).
@@ -145,7 +146,7 @@ fn start_results(
         target_addr: Some(topo.target_addr.to_string()),
         initiator_interface: Some(topo.initiator_iface.clone()),
         fabric_rate: Some(plan.fabric_rate.clone()),
-        fabric_delay: Some(plan.fabric_delay.clone()),
+        fabric_delay: Some(plan.fabric_delay.as_ref().map(|d| d.text().to_string())),
         db: Some(plan.db.as_ref().map(remote_db::describe)),
         initiators: Some(
             crate::testbed::kernel_modules::initiators()
@@ -329,7 +330,7 @@ impl TransportPasses<'_> {
         let stamps =
             (t.own() && plan.breakdown > 0).then(|| dir.join(format!("stamps-{label}.txt")));
         let own = OwnTargetOptions {
-            delay: plan.fabric_delay.clone(),
+            delay: plan.fabric_delay.as_ref().map(|d| d.text().to_string()),
             stamps: stamps.clone(),
             error_rate: plan.injected(t).map(|i| i.rate),
         };

@@ -14,7 +14,7 @@ use crate::error::usage;
 use crate::kv::dbbench::{Bench, DbBenchConfig};
 use crate::kv::engine::{EngineOptions, KvEngineKind};
 use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
-use crate::plan::parse::parse_size;
+use crate::plan::parse::format_size;
 use crate::remote::volume::{self, Volume};
 use crate::results::Point;
 use crate::servers::storage::Transport;
@@ -45,20 +45,16 @@ pub fn engine_options() -> EngineOptions {
 
 /// `--db` and its companions, checked; `None` when no database runs.
 pub fn plan(a: &RemoteSettings, volume_size: u64) -> anyhow::Result<Option<DbPlan>> {
-    let spec = a.db.trim();
+    let spec = a.db.text();
     if spec.is_empty() || spec == "none" {
         return Ok(None);
     }
-    let mut values = Vec::new();
-    for v in spec.split(',').map(str::trim).filter(|v| !v.is_empty()) {
-        let n = parse_size("--db", v)?;
-        if !(16..=1 << 20).contains(&n) {
-            return Err(usage(
-                "--db",
-                format!("value size {v} must be 16 bytes to 1 MiB"),
-            ));
-        }
-        values.push(n);
+    let values = a.db.bytes().to_vec();
+    if let Some(n) = values.iter().find(|n| !(16..=1 << 20).contains(*n)) {
+        return Err(usage(
+            "--db",
+            format!("value size {} must be 16 bytes to 1 MiB", format_size(*n)),
+        ));
     }
     if values.is_empty() {
         return Err(usage("--db", "give value sizes (e.g. 800,10k) or none"));
@@ -296,8 +292,17 @@ mod tests {
             ),
             (vec!["--db", "10k", "--db-num", "1000000"], "--db-num"),
         ] {
-            let e = plan(&args(&bad), 1 << 30).unwrap_err();
-            assert!(format!("{e:#}").contains(field), "{bad:?}: {e:#}");
+            // A value that is no size is refused by the flag's parser.
+            let mut v = vec!["remote", "-t", "/tmp"];
+            v.extend_from_slice(&bad);
+            let e = match Cli::try_parse_from(v) {
+                Err(e) => e.to_string(),
+                Ok(c) => {
+                    let a = crate::commands::remote_flags::remote_settings(&c.a);
+                    format!("{:#}", plan(&a, 1 << 30).unwrap_err())
+                }
+            };
+            assert!(e.contains(field), "{bad:?}: {e}");
         }
     }
 

@@ -25,7 +25,7 @@ use crate::fleet::target_host::{TargetHost, FLAG};
 use crate::fleet::{self, Fleet, FleetPlacement, HostSpec, JobTarget};
 use crate::interrupt;
 use crate::measure::peers::{PeerCpu, PeerStats};
-use crate::plan::parse::parse_duration_ns;
+use crate::plan::units::Span;
 use crate::results::ext::TargetHostCpu;
 use crate::results::{Point, Provenance, Results};
 use crate::runner::recorder::Live;
@@ -245,11 +245,7 @@ fn request(
         size: plan.size,
         address: hp.address.clone(),
         threads,
-        delay_ns: plan
-            .fabric_delay
-            .as_deref()
-            .map(|d| parse_duration_ns("--fabric-delay", d))
-            .transpose()?,
+        delay_ns: plan.fabric_delay.as_ref().map(Span::ns),
         check_only: false,
     })
 }
@@ -291,7 +287,7 @@ fn start_results(
             agent_pid: th.hello.pid,
             directory: a.target.display().to_string(),
         }),
-        fabric_delay: Some(plan.fabric_delay.clone()),
+        fabric_delay: Some(plan.fabric_delay.as_ref().map(|d| d.text().to_string())),
         transports: plan
             .transports
             .iter()

@@ -9,33 +9,34 @@ use crate::error::usage;
 use crate::fleet::HostsFlags;
 use crate::plan::engines::EngineKind;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
-use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
+use crate::plan::parse::format_ns;
 use crate::remote::faults;
 use crate::remote::topology;
 use crate::servers::storage::{Transport, TRANSPORT_NAMES};
 
 use super::remote::{jobs_on, RemotePlan};
 use super::remote_db;
+use crate::plan::units::{Percents, Size, Sizes, Span, TcRate};
 
 /// The flags of `iolab remote` as given (a plan file's settings applied).
 #[derive(Debug, Clone)]
 pub struct RemoteSettings {
     pub target: PathBuf,
-    pub size: String,
+    pub size: Size,
     pub transports: String,
     pub mixes: String,
     pub qd: String,
-    pub bs: String,
+    pub bs: Size,
     pub jobs: u32,
-    pub runtime: String,
-    pub ramp: String,
-    pub io_timeout: Option<String>,
-    pub rates: String,
+    pub runtime: Span,
+    pub ramp: Span,
+    pub io_timeout: Option<Span>,
+    pub rates: Percents,
     pub target_threads: String,
     pub breakdown: usize,
-    pub fabric_rate: Option<String>,
-    pub fabric_delay: Option<String>,
-    pub db: String,
+    pub fabric_rate: Option<TcRate>,
+    pub fabric_delay: Option<Span>,
+    pub db: Sizes,
     pub db_num: u64,
     pub db_ops: u64,
     pub db_read_percent: u8,
@@ -115,25 +116,6 @@ fn list<T>(
     Ok(v)
 }
 
-/// Whether `s` is a rate tc's tbf accepts: a positive number and one of
-/// tc's units (bits or bytes per second, SI or IEC), checked here so a bad
-/// one is refused before the namespaces are built.
-fn tc_rate(s: &str) -> bool {
-    const UNITS: [&str; 19] = [
-        "", "bit", "kbit", "mbit", "gbit", "tbit", "kibit", "mibit", "gibit", "tibit", "bps",
-        "kbps", "mbps", "gbps", "tbps", "kibps", "mibps", "gibps", "tibps",
-    ];
-    let lower = s.trim().to_ascii_lowercase();
-    let split = lower
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(lower.len());
-    let (number, unit) = lower.split_at(split);
-    number
-        .parse::<f64>()
-        .is_ok_and(|n| n > 0.0 && n.is_finite())
-        && UNITS.contains(&unit)
-}
-
 /// Check every argument before anything is set up.
 pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
     let threads = list(
@@ -184,49 +166,42 @@ pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
         |x| x.parse::<u32>().ok().filter(|q| (1..=1024).contains(q)),
         "a queue depth from 1 to 1024",
     )?;
-    let rates = if a.rates.trim() == "none" {
-        Vec::new()
-    } else {
-        list(
-            "--rates",
-            &a.rates,
-            |x| x.parse::<f64>().ok().filter(|r| *r > 0.0 && *r <= 200.0),
-            "a percentage of the closed-loop maximum (0 to 200), or none",
-        )?
-    };
+    let rates = a.rates.values().to_vec();
+    if a.rates.text() != "none" {
+        if let Some(r) = rates.iter().find(|r| !(**r > 0.0 && **r <= 200.0)) {
+            return Err(usage(
+                "--rates",
+                format!("'{r}' is not a percentage of the closed-loop maximum (0 to 200), or none"),
+            ));
+        }
+        if rates.is_empty() {
+            return Err(usage("--rates", "give at least one value"));
+        }
+    }
     if !rates.is_empty() && !mixes.contains(&100) {
         return Err(usage(
             "--rates",
             "the load-latency curve is relative to the read-only point: add 100 to --mixes, or give --rates none",
         ));
     }
-    let bs = parse_size("--bs", &a.bs)?;
-    if bs < 512 || bs % 512 != 0 || bs > 1 << 20 {
+    let bs = a.bs.bytes();
+    if bs < 512 || !bs.is_multiple_of(512) || bs > 1 << 20 {
         return Err(usage("--bs", "must be a multiple of 512 bytes up to 1 MiB"));
     }
     if !(1..=64).contains(&a.jobs) {
         return Err(usage("--jobs", "must be 1 to 64"));
     }
-    let runtime = parse_duration_ns("--runtime", &a.runtime)?;
+    let runtime = a.runtime.ns();
     if runtime < 100_000_000 {
         return Err(usage("--runtime", "give at least 100ms"));
     }
-    let ramp = parse_duration_ns("--ramp", &a.ramp)?;
-    let io_timeout_ns = crate::plan::device_args::parse_io_timeout(a.io_timeout.as_deref())?;
-    let size = parse_size("--size", &a.size)?;
+    let ramp = a.ramp.ns();
+    let io_timeout_ns = crate::plan::device_args::io_timeout(a.io_timeout.as_ref())?;
+    let size = a.size.bytes();
     if size < 16 << 20 {
         return Err(usage("--size", "the scratch file needs at least 16m"));
     }
-    if let Some(d) = &a.fabric_delay {
-        parse_duration_ns("--fabric-delay", d)?;
-    }
-    if let Some(rate) = &a.fabric_rate {
-        if !tc_rate(rate) {
-            return Err(usage(
-                "--fabric-rate",
-                format!("'{rate}' is not a rate (a number with a unit tc knows: 100mbit, 1gbit, 125mbps, ...)"),
-            ));
-        }
+    if a.fabric_rate.is_some() {
         let why = if a.loopback {
             Some("--loopback".to_string())
         } else {
@@ -272,7 +247,7 @@ pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
         size,
         rates,
         breakdown: a.breakdown,
-        fabric_rate: a.fabric_rate.clone(),
+        fabric_rate: a.fabric_rate.as_ref().map(|r| r.text().to_string()),
         fabric_delay: a.fabric_delay.clone(),
         db: remote_db::plan(a, size)?,
         inject,
@@ -338,23 +313,6 @@ pub fn print_plan(plan: &RemotePlan, a: &RemoteSettings) {
             if let Some(why) = plan.db_skipped(*t) {
                 println!("      no database on {}: {why}", t.label());
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tc_rate;
-
-    #[test]
-    fn rates_are_checked_as_tc_reads_them() {
-        for ok in ["1gbit", "100mbit", "125MBps", "1.5gbit", "8000", "10kibit"] {
-            assert!(tc_rate(ok), "{ok}");
-        }
-        for bad in [
-            "abc", "", "0mbit", "1 gbit", "1g", "mbit", "-5mbit", "1e3bit",
-        ] {
-            assert!(!tc_rate(bad), "{bad}");
         }
     }
 }

@@ -13,6 +13,7 @@ use super::given::{self as media_targets, GivenTarget};
 use super::pass::round_order;
 use crate::dut::Target;
 use crate::error::usage;
+use crate::plan::units::Size;
 use crate::results::sections::media::{
     DirectoryTarget, MediaConfig, MediaRecord, MediaTarget, PreparedTarget,
 };
@@ -84,7 +85,7 @@ pub fn refuse_one_database(db: bool, one: &str, keep: bool) -> anyhow::Result<()
 
 /// `--size` is the room of each configuration `--make` builds: refused
 /// without `--make`.
-pub fn refuse_size_without_make(size: Option<&str>, make: bool) -> anyhow::Result<()> {
+pub fn refuse_size_without_make(size: Option<&Size>, make: bool) -> anyhow::Result<()> {
     if size.is_some() && !make {
         return Err(usage(
             "--size",
@@ -97,7 +98,7 @@ pub fn refuse_size_without_make(size: Option<&str>, make: bool) -> anyhow::Resul
 /// `--size` of a database media run: refused without `--make`, at least
 /// `min` bytes (`why` says what needs them); `None` when not given.
 pub fn room_flag(
-    size: Option<&str>,
+    size: Option<&Size>,
     make: bool,
     min: u64,
     why: &str,
@@ -106,7 +107,7 @@ pub fn room_flag(
     let Some(s) = size else {
         return Ok(None);
     };
-    let v = crate::plan::parse::parse_size("--size", s)?;
+    let v = s.bytes();
     if v < min {
         return Err(usage("--size", why));
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::measure::tsc::ClockChoice;
+use crate::plan::units::{BsAxis, Count, Rates, Size, Span, Spans};
 
 /// `--clock`: auto, tsc or mono (clap prints the error naming the flag).
 fn parse_clock(s: &str) -> Result<ClockChoice, String> {
@@ -66,7 +67,7 @@ pub struct DeviceArgs {
     pub target: Vec<PathBuf>,
     /// Bytes to address (default 1g for a scratch file, else the whole file/device)
     #[arg(long, value_name = "SIZE", help_heading = "Target")]
-    pub size: Option<String>,
+    pub size: Option<Size>,
     /// Allow writing to an existing file that iolab did not create
     #[arg(long, help_heading = "Target")]
     pub overwrite: bool,
@@ -112,7 +113,7 @@ pub struct DeviceArgs {
         value_name = "SIZE",
         help_heading = "Workload"
     )]
-    pub bs: String,
+    pub bs: BsAxis,
     /// Requests in flight per job (async engines); list or range (1..4096 = powers of two, 1..64/8 = step 8)
     #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
     pub qd: String,
@@ -140,7 +141,7 @@ pub struct DeviceArgs {
     /// requests in flight are done (fio's thinktime: an application's
     /// processing time between I/Os), e.g. 100us
     #[arg(long, value_name = "TIME", help_heading = "Workload")]
-    pub thinktime: Option<String>,
+    pub thinktime: Option<Span>,
     /// Completions between pauses with --thinktime (fio's thinktime_blocks)
     #[arg(long, default_value = "1", value_name = "N", help_heading = "Workload")]
     pub thinktime_blocks: u32,
@@ -196,7 +197,7 @@ pub struct DeviceArgs {
     /// unanswered this long (default 30s, Linux's nvme io_timeout); the
     /// point then fails naming the server and the requests in flight
     #[arg(long, value_name = "DURATION", help_heading = "Engine")]
-    pub io_timeout: Option<String>,
+    pub io_timeout: Option<Span>,
 
     /// Measured time per job (default 10s unless --io-count/--io-bytes;
     /// --time is the same)
@@ -206,19 +207,19 @@ pub struct DeviceArgs {
         help_heading = "Duration",
         visible_alias = "time"
     )]
-    pub runtime: Option<String>,
+    pub runtime: Option<Span>,
     /// Stop after this many requests (all jobs together); k/m suffixes allowed
     #[arg(long, value_name = "N", help_heading = "Duration")]
-    pub io_count: Option<String>,
+    pub io_count: Option<Count>,
     /// Stop after this many bytes (all jobs together)
     #[arg(long, value_name = "SIZE", help_heading = "Duration")]
-    pub io_bytes: Option<String>,
+    pub io_bytes: Option<Size>,
     /// Total time shared evenly by every point of a sweep (instead of --runtime per point)
     #[arg(long, value_name = "DURATION", help_heading = "Duration")]
-    pub budget: Option<String>,
+    pub budget: Option<Span>,
     /// Warm-up time excluded from statistics
     #[arg(long, value_name = "DURATION", help_heading = "Duration")]
-    pub ramp: Option<String>,
+    pub ramp: Option<Span>,
 
     /// Run the experiments of a TOML plan file (see examples/*.toml); flags given too are defaults
     #[arg(long, value_name = "FILE", help_heading = "Workload")]
@@ -230,7 +231,7 @@ pub struct DeviceArgs {
 
     /// Open loop: issue at this total rate (IOPS, split across jobs); a list (1k,5k), range (1k..64k) or a ramp of the measured closed-loop maximum (10%..100%/10)
     #[arg(long, value_name = "IOPS", help_heading = "Load")]
-    pub rate: Option<String>,
+    pub rate: Option<Rates>,
     /// Open-loop arrivals: uniform (fixed gaps) or poisson (exponential gaps)
     #[arg(
         long,
@@ -249,7 +250,7 @@ pub struct DeviceArgs {
     pub knee_factor: f64,
     /// Find the largest QD (closed loop) or rate (with --rate) whose latency percentile meets this target
     #[arg(long, value_name = "DURATION", help_heading = "Load")]
-    pub latency_target: Option<String>,
+    pub latency_target: Option<Span>,
     /// Percentile for --latency-target
     #[arg(long, default_value = "99", value_name = "P", help_heading = "Load")]
     pub percentile: f64,
@@ -360,7 +361,7 @@ pub struct DeviceArgs {
 
     /// Fake engine service times (tests), e.g. 100us,200us
     #[arg(long, hide = true)]
-    pub fake_latency: Option<String>,
+    pub fake_latency: Option<Spans>,
     /// Fake engine parallel servers (tests)
     #[arg(long, hide = true, default_value = "1")]
     pub fake_servers: u32,

@@ -3,6 +3,7 @@
 use crate::kv::engine::{Compression, KvEngineKind, WtTable};
 use crate::kv::keys::KeyFormat;
 use crate::kv::value::CheckValues;
+use crate::plan::units::{Size, Span};
 use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -98,7 +99,7 @@ pub struct KvArgs {
     /// Stop each YCSB phase after this long even with operations left
     /// (YCSB's -p maxexecutiontime, in whole seconds; --time is the same)
     #[arg(long, value_name = "DURATION", visible_alias = "time")]
-    pub runtime: Option<String>,
+    pub runtime: Option<Span>,
 
     /// Client threads (YCSB threadcount; db_bench threads for fill/read benchmarks).
     #[arg(long, default_value_t = 1)]
@@ -141,7 +142,7 @@ pub struct KvArgs {
     /// Report the share of each operation kind at or under this latency
     /// (Intel's figure), next to the latency standard deviation
     #[arg(long, value_name = "DUR", default_value = "1ms")]
-    pub under: String,
+    pub under: Span,
 
     /// Seed of the key, operation and value generators (the same default in every verb)
     #[arg(long, default_value_t = 4207)]
@@ -203,7 +204,7 @@ pub struct EngineArgs {
 
     /// Block/page cache size.
     #[arg(long, default_value = "64m")]
-    pub cache_size: String,
+    pub cache_size: Size,
 
     /// Block compression (RocksDB: all; fjall: none, lz4).
     #[arg(long, default_value = "none", value_parser = compression())]
@@ -219,7 +220,7 @@ pub struct EngineArgs {
 
     /// Page size (SQLite).
     #[arg(long)]
-    pub page_size: Option<String>,
+    pub page_size: Option<Size>,
 
     /// No OS readahead on the database file (LMDB MDB_NORDAHEAD).
     #[arg(long)]
@@ -227,15 +228,15 @@ pub struct EngineArgs {
 
     /// LMDB map size (maximum database size).
     #[arg(long, default_value = "64g")]
-    pub map_size: String,
+    pub map_size: Size,
 
     /// RocksDB write buffer (memtable) / fjall memtable size.
     #[arg(long, default_value = "64m")]
-    pub write_buffer_size: String,
+    pub write_buffer_size: Size,
 
     /// RocksDB bytes_per_sync and wal_bytes_per_sync (0 = off).
     #[arg(long, default_value = "0")]
-    pub bytes_per_sync: String,
+    pub bytes_per_sync: Size,
 
     /// RocksDB enable_pipelined_write (db_bench turns it on by default).
     #[arg(long)]
@@ -252,7 +253,7 @@ pub struct EngineArgs {
     /// WiredTiger: time between checkpoints, in whole seconds (0: only at
     /// flushes and close; MongoDB checkpoints every 60s).
     #[arg(long, value_name = "DUR", default_value = "60s")]
-    pub checkpoint_interval: String,
+    pub checkpoint_interval: Span,
 
     /// WiredTiger: eviction threads, a fixed count 1-20 (4: MongoDB opens
     /// WiredTiger with threads_min=4,threads_max=4) or auto (WiredTiger's
@@ -327,7 +328,7 @@ pub struct PlaceArgs {
     /// builds (default: three times the keys and values the loads write,
     /// at least 256 MiB)
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Size>,
     /// The same as --target (its older name)
     #[arg(long, default_value = ".", hide = true)]
     pub dir: PathBuf,
@@ -349,7 +350,7 @@ pub struct PlaceArgs {
     /// Run in a memory cgroup limited to SIZE (root), so a larger database
     /// exercises the device.
     #[arg(long, value_name = "SIZE")]
-    pub memory_limit: Option<String>,
+    pub memory_limit: Option<Size>,
 
     /// Drop the page cache before each phase (root).
     #[arg(long)]

@@ -92,6 +92,21 @@ impl Cli {
     }
 }
 
+/// A flag's value its `plan::units` type refused, as (the flag, why): so
+/// it is printed as every usage error is (`--bs: ...`), not in clap's words.
+pub fn typed_value_error(e: &clap::Error) -> Option<(String, String)> {
+    use clap::error::{ContextKind, ContextValue};
+    if e.kind() != clap::error::ErrorKind::ValueValidation {
+        return None;
+    }
+    let why = std::error::Error::source(e)?.downcast_ref::<crate::plan::units::UnitError>()?;
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split([' ', '=']).next().unwrap_or(arg);
+    Some((flag.to_string(), why.to_string()))
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Characterize the storage under DIR within a time budget; writes results.json and report.html

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::media::MediaArgs;
 use super::server::ServerArgs;
+use crate::plan::units::Size;
 
 /// `--server-url` as oltp takes it: the shared flag's help lists kv's
 /// Redis, Cassandra and MongoDB URLs too, which oltp refuses.
@@ -58,7 +59,7 @@ pub struct OltpArgs {
     /// With --make: the room of each configuration (default: 256 MiB per
     /// warehouse plus the server's log, at least 1 GiB)
     #[arg(long, value_name = "SIZE", help_heading = "Media")]
-    pub size: Option<String>,
+    pub size: Option<Size>,
 
     #[command(flatten)]
     pub server: ServerArgs,

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::plan::units::{Percents, Size, Sizes, Span, TcRate};
 use clap::Args;
 
 #[derive(Debug, Args, Clone)]
@@ -40,7 +41,7 @@ pub struct RemoteArgs {
     pub plan: Option<PathBuf>,
     /// Size of the scratch file
     #[arg(long, value_name = "SIZE", default_value = "1G")]
-    pub size: String,
+    pub size: Size,
     /// Transports to compare: das, iolab (iolab's NBD target), nbdkit-file,
     /// nbdkit-memory, qemu-nbd, tgtd (iSCSI), nvme-tcp (iolab's NVMe/TCP
     /// target and initiator), nvme-tcp-kernel (the kernel's nvmet and
@@ -59,7 +60,7 @@ pub struct RemoteArgs {
     pub qd: String,
     /// Block size
     #[arg(long, value_name = "SIZE", default_value = "4k")]
-    pub bs: String,
+    pub bs: Size,
     /// Jobs (threads; over NBD one connection each)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub jobs: u32,
@@ -70,19 +71,19 @@ pub struct RemoteArgs {
         default_value = "3s",
         visible_alias = "time"
     )]
-    pub runtime: String,
+    pub runtime: Span,
     /// Unmeasured warm-up before each point
     #[arg(long, value_name = "TIME", default_value = "1s")]
-    pub ramp: String,
+    pub ramp: Span,
     /// Give up on a server that leaves a request unanswered this long
     /// (iolab's nbd and nvme-tcp initiators; default 30s)
     #[arg(long, value_name = "TIME")]
-    pub io_timeout: Option<String>,
+    pub io_timeout: Option<Span>,
     /// Open-loop rates of the load-latency curve, in percent of each
     /// transport's closed-loop maximum (its randread point at the deepest
     /// --qd); none to skip
     #[arg(long, value_name = "LIST", default_value = "10,30,50,70,90")]
-    pub rates: String,
+    pub rates: Percents,
     /// Reactor threads of iolab's own targets; one run of the iolab and
     /// nvme-tcp transports per value
     #[arg(long, value_name = "LIST", default_value = "1")]
@@ -99,16 +100,16 @@ pub struct RemoteArgs {
     pub breakdown: usize,
     /// Link bandwidth (tc tbf on both ends of the veth pair), e.g. 1gbit, 500mbit
     #[arg(long, value_name = "RATE")]
-    pub fabric_rate: Option<String>,
+    pub fabric_rate: Option<TcRate>,
     /// Round-trip delay added by iolab's own target (each reply held until
     /// its arrival plus TIME); other servers need netem, which is detected
     #[arg(long, value_name = "TIME")]
-    pub fabric_delay: Option<String>,
+    pub fabric_delay: Option<Span>,
     /// Database on the volume: RocksDB value sizes (e.g. 800,10k), one
     /// database each, on ext4 on a loop device over the local file (das) and
     /// over each NBD transport's export (through nbdfuse); none to skip
     #[arg(long, value_name = "SIZES", default_value = "none")]
-    pub db: String,
+    pub db: Sizes,
     /// Keys each database is loaded with (db_bench fillseq)
     #[arg(long, value_name = "N", default_value_t = 20_000)]
     pub db_num: u64,

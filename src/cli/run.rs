@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::plan::units::{Size, Span};
 use clap::Args;
 
 #[derive(Debug, Args, Clone)]
@@ -44,17 +45,17 @@ pub struct RunArgs {
     /// top); at least 0.5 s per job of the profile's core steps (2.5s quick,
     /// 4s standard, 6s full), else refused
     #[arg(long, default_value = "3m", value_name = "DURATION")]
-    pub budget: String,
+    pub budget: Span,
     /// Not a flag of `run` (its time is the total --budget); refused with a pointer
     #[arg(long, value_name = "DURATION", hide = true)]
-    pub runtime: Option<String>,
+    pub runtime: Option<Span>,
     /// Which experiments: quick, standard or full
     #[arg(long, default_value = "standard", value_name = "NAME")]
     pub profile: String,
     /// Size of the scratch file (default 1g; 256m on each target of a media
     /// run), or of the region of a remote export to use (default: all of it)
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Size>,
     /// I/O engine (default io_uring, falling back to aio, then psync, if it does not work here)
     #[arg(
         long,

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::plan::units::{Size, Span};
 use clap::Args;
 
 #[derive(Debug, Args, Clone)]
@@ -32,7 +33,7 @@ pub struct ServeArgs {
     pub target: PathBuf,
     /// Size of the scratch file (default 1G), or how much of a file or device to serve
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Size>,
     /// Let clients write to an existing file iolab did not create
     #[arg(long)]
     pub overwrite: bool,
@@ -72,10 +73,10 @@ pub struct ServeArgs {
     /// Largest request accepted (advertised to NBD clients as the maximum
     /// block size; NVMe/TCP's is 1 MiB, its MDTS)
     #[arg(long, value_name = "SIZE", default_value = "1M")]
-    pub max_block: String,
+    pub max_block: Size,
     /// Hold every reply until its arrival plus TIME (an emulated fabric's round trip)
     #[arg(long, value_name = "TIME")]
-    pub fabric_delay: Option<String>,
+    pub fabric_delay: Option<Span>,
     /// Append per-request stamps (arrival, device submit, device completion,
     /// reply send) of every connection to FILE when it closes
     #[arg(long, value_name = "FILE")]
@@ -85,10 +86,10 @@ pub struct ServeArgs {
     /// one byte taken by its socket): a client that does not read them, or
     /// reads them a trickle at a time, frees what it holds; at least 1s
     #[arg(long, value_name = "TIME", default_value = "30s")]
-    pub stall_timeout: String,
+    pub stall_timeout: Span,
     /// Stop after TIME (default: serve until Ctrl-C or SIGTERM; --runtime is the same)
     #[arg(long, value_name = "TIME", visible_alias = "runtime")]
-    pub time_limit: Option<String>,
+    pub time_limit: Option<Span>,
     /// Keep the scratch file at exit
     #[arg(long)]
     pub keep: bool,

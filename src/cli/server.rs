@@ -2,6 +2,7 @@
 //! (`kv` and `oltp` with a server engine): an existing server's URL, or the
 //! settings of the private server iolab starts with its data on the target.
 
+use crate::plan::units::Size;
 use clap::Args;
 
 #[derive(Debug, Clone, Default, Args)]
@@ -17,15 +18,15 @@ pub struct ServerArgs {
 
     /// Private PostgreSQL: shared_buffers (for example 128m, 1g)
     #[arg(long, value_name = "SIZE")]
-    pub shared_buffers: Option<String>,
+    pub shared_buffers: Option<Size>,
 
     /// Private PostgreSQL: max_wal_size (for example 1g)
     #[arg(long, value_name = "SIZE")]
-    pub max_wal_size: Option<String>,
+    pub max_wal_size: Option<Size>,
 
     /// Private MariaDB: innodb_buffer_pool_size (for example 256m)
     #[arg(long, value_name = "SIZE")]
-    pub buffer_pool: Option<String>,
+    pub buffer_pool: Option<Size>,
 
     /// Private MariaDB: innodb_flush_method
     #[arg(long, value_name = "METHOD", default_value = "O_DIRECT")]
@@ -42,7 +43,7 @@ pub struct ServerArgs {
     /// Private Cassandra: the JVM heap (-Xms and -Xmx; default 1g; its
     /// memtables take a quarter of it unless memtable_heap_space is set)
     #[arg(long, value_name = "SIZE")]
-    pub heap: Option<String>,
+    pub heap: Option<Size>,
 
     /// Private Cassandra: put the commit log in a directory of its own
     /// under DIR (another medium) instead of beside the data

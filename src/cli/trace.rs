@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::plan::units::{Size, Span};
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -25,7 +26,7 @@ pub struct TraceOpts {
     pub dir: PathBuf,
     /// Scratch file size
     #[arg(long, default_value = "512M")]
-    pub size: String,
+    pub size: Size,
     /// Engines, comma separated: psync, aio, io_uring, io_uring+sqpoll
     #[arg(
         long,
@@ -42,14 +43,14 @@ pub struct TraceOpts {
     pub jobs: u32,
     /// Block size
     #[arg(long, default_value = "4k")]
-    pub bs: String,
+    pub bs: Size,
     /// randread or randwrite
     #[arg(long, default_value = "randread")]
     pub rw: String,
     /// Measured time per configuration (traced; the same again untraced;
     /// --time is the same)
     #[arg(long, default_value = "3s", visible_alias = "time")]
-    pub runtime: String,
+    pub runtime: Span,
     /// I/O schedulers to compare, comma separated (e.g. none,mq-deadline,bfq,kyber);
     /// the original scheduler is restored afterwards
     #[arg(long)]

@@ -18,7 +18,7 @@ use crate::interrupt;
 use crate::plan::experiment::Mode;
 use crate::plan::fiojob::FioPlan;
 use crate::plan::job::JobSpec;
-use crate::plan::parse::parse_size;
+use crate::plan::units::Size;
 
 use crate::report::fio_log::{LogPlan, LogRequest};
 use crate::report::observer::Terminal;
@@ -252,11 +252,7 @@ fn record_fio_job(results: &mut Results, a: &DeviceArgs, plan: Option<&FioPlan>)
 
 /// `--size` (more than 0) and `--breakdown-buffer-kb` (at least 1), checked.
 fn size_and_buffer(a: &DeviceArgs) -> anyhow::Result<Option<u64>> {
-    let size = a
-        .size
-        .as_deref()
-        .map(|s| parse_size("--size", s))
-        .transpose()?;
+    let size = a.size.as_ref().map(Size::bytes);
     if size == Some(0) {
         return Err(usage("--size", "size must be greater than 0"));
     }

@@ -29,7 +29,7 @@ pub fn with_target_defaults(mut a: DeviceArgs, plan: Option<&FioPlan>) -> Device
         a.target.extend(plan.target.clone());
     }
     if a.size.is_none() {
-        a.size = plan.size.map(|s| s.to_string());
+        a.size = plan.size.map(crate::plan::units::Size::from_bytes);
     }
     a
 }

@@ -6,12 +6,12 @@
 
 use crate::cli::device::DeviceArgs;
 use crate::commands::device_fio;
-use crate::error::{usage, UsageError};
+use crate::error::{name_place, usage, UsageError};
 use crate::plan::device_args::{experiment_from_settings, DeviceSettings};
 use crate::plan::experiment::Experiment;
 use crate::plan::job::JobSpec;
-use crate::plan::parse::parse_duration_ns;
 use crate::plan::planfile;
+use crate::plan::units::Span;
 
 /// The settings the experiments are built from.
 pub fn settings(a: &DeviceArgs) -> DeviceSettings {
@@ -228,6 +228,9 @@ pub fn apply_flags<T: clap::Args + clap::FromArgMatches>(
 /// A plan-file value clap refused, as a usage error naming the flag.
 fn plan_value_error(e: clap::Error) -> anyhow::Error {
     use clap::error::{ContextKind, ContextValue};
+    if let Some((flag, why)) = crate::cli::typed_value_error(&e) {
+        return usage(flag, why);
+    }
     let text = |kind| match e.get(kind) {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,
@@ -260,20 +263,16 @@ pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> 
             ),
         ));
     }
-    let build = |e: &planfile::PlanSection, budget: Option<String>| {
+    let build = |e: &planfile::PlanSection, budget: Option<Span>| {
         let mut args = a.clone();
         args.plan = None;
-        apply_settings(&mut args, &plan_settings(e, &a.given))?;
+        let place = format!("{} [{}]", path.display(), e.name);
+        apply_settings(&mut args, &plan_settings(e, &a.given))
+            .map_err(|err| name_place(&place, err))?;
         if budget.is_some() {
             args.budget = budget;
         }
-        experiment_from_args(&args, &e.name).map_err(|err| match err.downcast::<UsageError>() {
-            Ok(u) => usage(
-                format!("{} [{}] {}", path.display(), e.name, u.field),
-                u.message,
-            ),
-            Err(other) => other,
-        })
+        experiment_from_args(&args, &e.name).map_err(|err| name_place(&place, err))
     };
     let exps = plan
         .experiments
@@ -282,25 +281,20 @@ pub fn experiments_from_args(a: &DeviceArgs) -> anyhow::Result<Vec<Experiment>> 
         .collect::<anyhow::Result<Vec<_>>>()?;
     // A --budget given on the command line is the whole plan's: each
     // experiment gets the share of its estimated points.
-    let Some(budget) = a
+    let Some(budget_ns) = a
         .budget
-        .as_deref()
+        .as_ref()
+        .map(Span::ns)
         .filter(|_| a.given.iter().any(|g| g == "budget"))
     else {
         return Ok(exps);
     };
-    let budget_ns = parse_duration_ns("--budget", budget)?;
     let points: Vec<usize> = exps.iter().map(|e| e.estimate().0.max(1)).collect();
     let total: usize = points.iter().sum();
     plan.experiments
         .iter()
         .zip(points)
-        .map(|(e, n)| {
-            build(
-                e,
-                Some(format!("{}ns", budget_ns * n as u64 / total as u64)),
-            )
-        })
+        .map(|(e, n)| build(e, Some(Span::from_ns(budget_ns * n as u64 / total as u64))))
         .collect()
 }
 
@@ -452,7 +446,7 @@ mod tests {
         };
         apply_settings(&mut a, &set(&[("bs", "8k"), ("steady_state", "true")])).unwrap();
         assert_eq!(
-            (a.rw.as_str(), a.qd.as_str(), a.bs.as_str()),
+            (a.rw.as_str(), a.qd.as_str(), a.bs.text()),
             ("read", "4", "8k")
         );
         assert!(a.buffered);

@@ -29,7 +29,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
         return media_run(args);
     }
     crate::campaign::setups::refuse_without_media(&super::media_flags(&args.media))?;
-    crate::campaign::setups::refuse_size_without_make(args.place.size.as_deref(), false)?;
+    crate::campaign::setups::refuse_size_without_make(args.place.size.as_ref(), false)?;
     let plan = super::kv_flags::plan(&args)?;
     crate::kv::instances::check(&plan, args.instances)?;
     let hosts = super::kv_hosts::refuse_what_hosts_cannot_run(&args, &plan)?;

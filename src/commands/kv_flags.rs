@@ -318,8 +318,11 @@ mod tests {
                 "--checkpoint-interval",
             ),
         ] {
-            let cli = Cli::try_parse_from(args).unwrap();
-            let e = plan(&cli.args).unwrap_err().to_string();
+            // A value that is no duration is refused by the flag's parser.
+            let e = match Cli::try_parse_from(args) {
+                Err(e) => e.to_string(),
+                Ok(cli) => plan(&cli.args).unwrap_err().to_string(),
+            };
             assert!(e.contains(field), "{args:?}: {e}");
         }
     }

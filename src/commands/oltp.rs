@@ -183,7 +183,7 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
         return crate::campaign::oltp_plan::run(&media, &flags, || plan(&args), &presenter);
     }
     media_set::refuse_without_media(&super::media_flags(&args.media))?;
-    media_set::refuse_size_without_make(args.size.as_deref(), false)?;
+    media_set::refuse_size_without_make(args.size.as_ref(), false)?;
     let plan = plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;

@@ -16,7 +16,7 @@ use crate::kv::plan::{BenchReads, KvPlace, KvPlan, KvServer, RawDevice, Step};
 use crate::kv::props::Props;
 use crate::kv::value::CheckValues;
 use crate::kv::ycsb::YcsbConfig;
-use crate::plan::parse::parse_size;
+use crate::plan::units::{Size, Span};
 use crate::servers::flags::{self as server_flags, ServerFlags};
 use anyhow::Result;
 use std::path::PathBuf;
@@ -44,14 +44,14 @@ pub struct KvSettings {
     pub props: Vec<String>,
     pub engine: KvEngineKind,
     pub phase: PhaseSel,
-    pub runtime: Option<String>,
+    pub runtime: Option<Span>,
     pub threads: usize,
     pub target_ops: Option<f64>,
     pub bench: BenchSettings,
     pub eng: EngineSettings,
     pub place: PlaceSettings,
     pub server: ServerFlags,
-    pub under: String,
+    pub under: Span,
     pub seed: u64,
     pub status_interval: Option<f64>,
     pub output: Option<PathBuf>,
@@ -109,19 +109,19 @@ impl KvSettings {
 pub struct EngineSettings {
     pub sync: bool,
     pub disable_wal: bool,
-    pub cache_size: String,
+    pub cache_size: Size,
     pub compression: Compression,
     pub direct_io: bool,
     pub mmap: bool,
-    pub page_size: Option<String>,
+    pub page_size: Option<Size>,
     pub no_readahead: bool,
-    pub map_size: String,
-    pub write_buffer_size: String,
-    pub bytes_per_sync: String,
+    pub map_size: Size,
+    pub write_buffer_size: Size,
+    pub bytes_per_sync: Size,
     pub pipelined_write: bool,
     pub background_jobs: u32,
     pub wt_table: WtTable,
-    pub checkpoint_interval: String,
+    pub checkpoint_interval: Span,
     pub wt_eviction_threads: String,
     #[serde(default)]
     pub cassandra_compaction: Option<String>,
@@ -147,12 +147,12 @@ pub struct BenchSettings {
 #[serde(deny_unknown_fields)]
 pub struct PlaceSettings {
     pub target: Vec<String>,
-    pub size: Option<String>,
+    pub size: Option<Size>,
     pub dir: PathBuf,
     pub db: Option<PathBuf>,
     pub destroy_data: Option<PathBuf>,
     pub keep: bool,
-    pub memory_limit: Option<String>,
+    pub memory_limit: Option<Size>,
     pub drop_caches: bool,
     pub flush_between: bool,
 }
@@ -184,12 +184,7 @@ pub fn plan(a: &KvSettings) -> Result<KvPlan> {
             dir: target_dir(a)?,
             db: a.place.db.clone(),
             keep: a.place.keep,
-            memory_limit: a
-                .place
-                .memory_limit
-                .as_deref()
-                .map(|s| parse_size("--memory-limit", s))
-                .transpose()?,
+            memory_limit: a.place.memory_limit.as_ref().map(Size::bytes),
             drop_caches: a.place.drop_caches,
             flush_between: a.place.flush_between,
         },
@@ -227,8 +222,8 @@ pub fn plan(a: &KvSettings) -> Result<KvPlan> {
 }
 
 /// `--under`: a positive latency.
-fn under(s: &str) -> Result<u64> {
-    let ns = crate::plan::parse::parse_duration_ns("--under", s)?;
+fn under(s: &Span) -> Result<u64> {
+    let ns = s.ns();
     if ns == 0 {
         return Err(usage(
             "--under",
@@ -294,13 +289,13 @@ pub fn engine_options(a: &KvSettings) -> Result<EngineOptions> {
     Ok(EngineOptions {
         sync: a.sync,
         wal: !a.disable_wal,
-        cache_size: parse_size("--cache-size", &a.cache_size)?,
+        cache_size: a.cache_size.bytes(),
         compression: a.compression,
         direct_io: a.direct_io,
         mmap: a.mmap,
         page_size: match &a.page_size {
             Some(s) => {
-                let v = parse_size("--page-size", s)?;
+                let v = s.bytes();
                 if !(512..=65536).contains(&v) || !v.is_power_of_two() {
                     return Err(usage(
                         "--page-size",
@@ -312,8 +307,8 @@ pub fn engine_options(a: &KvSettings) -> Result<EngineOptions> {
             None => None,
         },
         map_size: {
-            let v = parse_size("--map-size", &a.map_size)?;
-            if v < (1 << 20) || v % 4096 != 0 {
+            let v = a.map_size.bytes();
+            if v < (1 << 20) || !v.is_multiple_of(4096) {
                 return Err(usage(
                     "--map-size",
                     "must be a multiple of 4 KiB and at least 1 MiB (LMDB's map is in pages)",
@@ -321,10 +316,10 @@ pub fn engine_options(a: &KvSettings) -> Result<EngineOptions> {
             }
             v
         },
-        write_buffer_size: parse_size("--write-buffer-size", &a.write_buffer_size)?,
+        write_buffer_size: a.write_buffer_size.bytes(),
         background_jobs: a.background_jobs.max(1),
         readahead: !a.no_readahead,
-        bytes_per_sync: parse_size("--bytes-per-sync", &a.bytes_per_sync)?,
+        bytes_per_sync: a.bytes_per_sync.bytes(),
         pipelined_write: a.pipelined_write,
         wt_table: a.wt_table,
         checkpoint_interval_s: checkpoint_interval(&a.checkpoint_interval)?,
@@ -351,10 +346,10 @@ fn eviction_threads(s: &str) -> Result<Option<u32>> {
 }
 
 /// `--checkpoint-interval`: whole seconds, as WiredTiger takes them.
-fn checkpoint_interval(s: &str) -> Result<u32> {
+fn checkpoint_interval(s: &Span) -> Result<u32> {
     const FIELD: &str = "--checkpoint-interval";
-    let ns = crate::plan::parse::parse_duration_ns(FIELD, s)?;
-    if ns % 1_000_000_000 != 0 || ns > 100_000 * 1_000_000_000 {
+    let ns = s.ns();
+    if !ns.is_multiple_of(1_000_000_000) || ns > 100_000 * 1_000_000_000 {
         return Err(usage(
             FIELD,
             format!("'{s}' is not whole seconds from 0 to 100000 (WiredTiger's checkpoint wait)"),
@@ -461,8 +456,8 @@ fn user_props(a: &KvSettings) -> Result<Props> {
         p.set_arg(kv)?;
     }
     if let Some(r) = &a.runtime {
-        let ns = crate::plan::parse::parse_duration_ns("--runtime", r)?;
-        if ns < 1_000_000_000 || ns % 1_000_000_000 != 0 {
+        let ns = r.ns();
+        if ns < 1_000_000_000 || !ns.is_multiple_of(1_000_000_000) {
             return Err(crate::error::usage(
                 "--runtime",
                 format!("'{r}': whole seconds, at least 1s (YCSB's maxexecutiontime)"),

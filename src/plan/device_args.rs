@@ -12,10 +12,11 @@ use crate::plan::engines::FakeScript;
 use crate::plan::engines::{EngineKind, UringOptions};
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
-use crate::plan::parse::{parse_cpu_list, parse_duration_ns, parse_size};
+use crate::plan::parse::parse_cpu_list;
 use crate::plan::profile;
 use crate::plan::steady::{Criterion, SteadyMetric, SteadyOptions};
 use crate::plan::sweep::{self, Axes};
+use crate::plan::units::{BsAxis, Count, Rates, Size, Span, Spans};
 
 /// What `iolab device`'s flags (and a plan experiment's settings) say, as
 /// given: `cli::device::DeviceArgs` without its flag groups (media,
@@ -23,20 +24,20 @@ use crate::plan::sweep::{self, Axes};
 #[derive(Debug, Clone)]
 pub struct DeviceSettings {
     pub target: Vec<PathBuf>,
-    pub size: Option<String>,
+    pub size: Option<Size>,
     pub overwrite: bool,
     pub destroy_data: Vec<PathBuf>,
     pub keep: bool,
     pub rw: String,
     pub mix: String,
-    pub bs: String,
+    pub bs: BsAxis,
     pub qd: String,
     pub jobs: String,
     pub region: String,
     pub batch: Option<String>,
     pub fsync_every: u32,
     pub submit_batch: u32,
-    pub thinktime: Option<String>,
+    pub thinktime: Option<Span>,
     pub thinktime_blocks: u32,
     pub seed: u64,
     pub profile: Option<String>,
@@ -50,16 +51,16 @@ pub struct DeviceSettings {
     pub uring_sqpoll: bool,
     pub uring_iopoll: bool,
     pub cpus: Option<String>,
-    pub io_timeout: Option<String>,
-    pub runtime: Option<String>,
-    pub io_count: Option<String>,
-    pub io_bytes: Option<String>,
-    pub budget: Option<String>,
-    pub ramp: Option<String>,
-    pub rate: Option<String>,
+    pub io_timeout: Option<Span>,
+    pub runtime: Option<Span>,
+    pub io_count: Option<Count>,
+    pub io_bytes: Option<Size>,
+    pub budget: Option<Span>,
+    pub ramp: Option<Span>,
+    pub rate: Option<Rates>,
     pub arrival: String,
     pub knee_factor: f64,
-    pub latency_target: Option<String>,
+    pub latency_target: Option<Span>,
     pub percentile: f64,
     pub steady_state: Option<String>,
     pub steady_criterion: String,
@@ -71,7 +72,7 @@ pub struct DeviceSettings {
     pub verify: bool,
     pub continue_on_error: bool,
     pub log_dir: Option<PathBuf>,
-    pub fake_latency: Option<String>,
+    pub fake_latency: Option<Spans>,
     pub fake_servers: u32,
     pub plan: Option<PathBuf>,
     pub fio_job: Option<PathBuf>,
@@ -87,31 +88,11 @@ pub struct DeviceSettings {
     pub given: Vec<String>,
 }
 
-/// Parse a count with optional k/m/g suffix (powers of 1000 would surprise
-/// fio users less than 1024 here? fio uses 1024 for sizes; counts use 1000).
-fn parse_count(field: &str, s: &str) -> anyhow::Result<u64> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1_000),
-        Some('m') => (&t[..t.len() - 1], 1_000_000),
-        Some('g') => (&t[..t.len() - 1], 1_000_000_000),
-        _ => (t.as_str(), 1),
-    };
-    let n: u64 = num.parse().map_err(|_| {
-        usage(
-            field,
-            format!("'{s}' is not a count (examples: 1000, 10k, 2m)"),
-        )
-    })?;
-    n.checked_mul(mult)
-        .ok_or_else(|| usage(field, format!("'{s}' is too large")))
-}
-
 /// The sweep axes the flags describe (lists and ranges).
 pub fn axes_from_args(a: &DeviceSettings) -> anyhow::Result<Axes> {
     let allow_fake = a.fake_latency.is_some();
     Ok(Axes {
-        bs: sweep::parse_bs_axis("--bs", &a.bs)?,
+        bs: a.bs.splits().to_vec(),
         qd: sweep::parse_u32_axis("--qd", &a.qd, 1, 65_536)?,
         batch: match &a.batch {
             Some(b) => sweep::parse_u32_axis("--batch", b, 1, 65_536)?
@@ -145,21 +126,9 @@ fn remote_engine(a: &DeviceSettings) -> Option<EngineKind> {
 pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
     let axes = axes_from_args(a)?;
     let engine = axes.engine[0];
-    let runtime = a
-        .runtime
-        .as_deref()
-        .map(|r| parse_duration_ns("--runtime", r))
-        .transpose()?;
-    let io_count = a
-        .io_count
-        .as_deref()
-        .map(|c| parse_count("--io-count", c))
-        .transpose()?;
-    let io_bytes = a
-        .io_bytes
-        .as_deref()
-        .map(|b| parse_size("--io-bytes", b))
-        .transpose()?;
+    let runtime = a.runtime.as_ref().map(Span::ns);
+    let io_count = a.io_count.as_ref().map(Count::get);
+    let io_bytes = a.io_bytes.as_ref().map(Size::bytes);
     let default_runtime = if io_count.is_none() && io_bytes.is_none() {
         Some(10_000_000_000)
     } else {
@@ -177,12 +146,9 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
     };
     let fake = a
         .fake_latency
-        .as_deref()
+        .as_ref()
         .map(|l| -> anyhow::Result<FakeScript> {
-            let lat = l
-                .split(',')
-                .map(|x| parse_duration_ns("--fake-latency", x))
-                .collect::<anyhow::Result<Vec<_>>>()?;
+            let lat = l.ns().to_vec();
             if lat.contains(&0) {
                 return Err(usage("--fake-latency", "service times must be > 0"));
             }
@@ -219,12 +185,7 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
             io_count,
             io_bytes,
         },
-        ramp_ns: a
-            .ramp
-            .as_deref()
-            .map(|r| parse_duration_ns("--ramp", r))
-            .transpose()?
-            .unwrap_or(0),
+        ramp_ns: a.ramp.as_ref().map_or(0, Span::ns),
         seed: a.seed,
         fsync_every: a.fsync_every,
         submit_batch: a.submit_batch,
@@ -236,7 +197,7 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
         open_loop: None,
         think: think_time(a)?,
         hist_log: a.log_dir.is_some(),
-        io_timeout_ns: parse_io_timeout(a.io_timeout.as_deref())?,
+        io_timeout_ns: io_timeout(a.io_timeout.as_ref())?,
         continue_on_error: a.continue_on_error,
         large_blocks: None,
     };
@@ -266,11 +227,7 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
 /// One experiment from the settings.
 pub fn experiment_from_settings(a: &DeviceSettings, name: &str) -> anyhow::Result<Experiment> {
     let base = base_spec(a)?;
-    let budget = a
-        .budget
-        .as_deref()
-        .map(|b| parse_duration_ns("--budget", b))
-        .transpose()?;
+    let budget = a.budget.as_ref().map(Span::ns);
     if budget.is_some() && a.runtime.is_some() {
         return Err(usage(
             "--budget",
@@ -311,11 +268,7 @@ pub fn experiment_from_settings(a: &DeviceSettings, name: &str) -> anyhow::Resul
             format!("'{}' is not uniform or poisson", a.arrival),
         )
     })?;
-    let rates = a
-        .rate
-        .as_deref()
-        .map(|r| sweep::parse_rate_axis("--rate", r))
-        .transpose()?;
+    let rates = a.rate.as_ref().map(|r| r.axis().clone());
     if rates.is_some() {
         for j in &jobs {
             crate::plan::job::with_rate(j, 1000.0, arrival).validate()?;
@@ -325,7 +278,7 @@ pub fn experiment_from_settings(a: &DeviceSettings, name: &str) -> anyhow::Resul
         return Err(usage("--knee-factor", "the factor must be greater than 1"));
     }
     let mode = if let Some(t) = &a.latency_target {
-        let target_ns = parse_duration_ns("--latency-target", t)?;
+        let target_ns = t.ns();
         if !(a.percentile > 0.0 && a.percentile <= 100.0) {
             return Err(usage("--percentile", "give a percentile in (0, 100]"));
         }
@@ -407,10 +360,9 @@ pub fn experiment_from_settings(a: &DeviceSettings, name: &str) -> anyhow::Resul
 
 /// `--thinktime` and `--thinktime-blocks`.
 fn think_time(a: &DeviceSettings) -> anyhow::Result<Option<ThinkTime>> {
-    let Some(t) = a.thinktime.as_deref() else {
+    let Some(ns) = a.thinktime.as_ref().map(Span::ns) else {
         return Ok(None);
     };
-    let ns = parse_duration_ns("--thinktime", t)?;
     if a.thinktime_blocks == 0 {
         return Err(usage("--thinktime-blocks", "give 1 or more"));
     }
@@ -428,28 +380,15 @@ fn think_time(a: &DeviceSettings) -> anyhow::Result<Option<ThinkTime>> {
 }
 
 /// `--io-timeout` (of `device` and `remote`): a positive duration.
-pub fn parse_io_timeout(v: Option<&str>) -> anyhow::Result<Option<u64>> {
+pub fn io_timeout(v: Option<&Span>) -> anyhow::Result<Option<u64>> {
     let Some(t) = v else {
         return Ok(None);
     };
-    match parse_duration_ns("--io-timeout", t)? {
+    match t.ns() {
         0 => Err(usage(
             "--io-timeout",
             "give a duration above zero, e.g. 30s",
         )),
         ns => Ok(Some(ns)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_parse() {
-        assert_eq!(parse_count("--io-count", "10k").unwrap(), 10_000);
-        assert_eq!(parse_count("--io-count", "2M").unwrap(), 2_000_000);
-        assert!(parse_count("--io-count", "x").is_err());
-        assert!(parse_count("--io-count", "99999999999999999999g").is_err());
     }
 }

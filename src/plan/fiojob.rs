@@ -450,6 +450,17 @@ fn duration(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
     parse_duration_ns(k, s).map_err(|e| usage(k, format!("line {line}: {e}")))
 }
 
+/// A size option's value as fio writes it (`4k`, `4096`), in bytes: for
+/// readers of fio's own output (its JSON's job options).
+pub fn option_bytes(s: &str) -> Option<u64> {
+    parse_size("", s).ok()
+}
+
+/// A duration option's value as fio writes it (seconds by default), in ns.
+pub fn option_ns(s: &str) -> Option<u64> {
+    parse_duration_ns("", s).ok()
+}
+
 fn size(line: usize, k: &str, v: &Option<String>) -> anyhow::Result<u64> {
     let s = need(line, k, v)?;
     parse_size(k, s).map_err(|e| usage(k, format!("line {line}: {e}")))

@@ -15,3 +15,4 @@ pub mod profile;
 pub mod run_plan;
 pub mod steady;
 pub mod sweep;
+pub mod units;

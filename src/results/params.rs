@@ -92,6 +92,12 @@ impl Point {
         self.param(k).and_then(|v| v.trim().parse().ok())
     }
 
+    /// Parameter `k`, a size iolab recorded ("4k", "4096"), in bytes.
+    pub fn param_bytes(&self, k: Param) -> Option<u64> {
+        self.param(k)
+            .and_then(|v| crate::plan::parse::parse_size("", v).ok())
+    }
+
     pub fn has_param(&self, k: Param) -> bool {
         self.params.contains_key(k.key())
     }

@@ -3,7 +3,7 @@
 //! `ServerSettings`, checked (moved from commands/server_flags.rs).
 
 use crate::error::usage;
-use crate::plan::parse::parse_size;
+use crate::plan::units::Size;
 use crate::servers::settings::{Persistence, ServerSettings};
 
 /// The server flags as given (`cli::server::ServerArgs` documents each).
@@ -11,13 +11,13 @@ use crate::servers::settings::{Persistence, ServerSettings};
 #[serde(deny_unknown_fields)]
 pub struct ServerFlags {
     pub server_url: Option<String>,
-    pub shared_buffers: Option<String>,
-    pub max_wal_size: Option<String>,
-    pub buffer_pool: Option<String>,
+    pub shared_buffers: Option<Size>,
+    pub max_wal_size: Option<Size>,
+    pub buffer_pool: Option<Size>,
     pub flush_method: String,
     pub persistence: String,
     pub appendfsync: String,
-    pub heap: Option<String>,
+    pub heap: Option<Size>,
     pub commitlog_dir: Option<std::path::PathBuf>,
     pub server_set: Vec<String>,
 }
@@ -25,11 +25,11 @@ pub struct ServerFlags {
 /// The settings named on the command line, checked (exit 2 naming the
 /// flag).
 pub fn settings(a: &ServerFlags) -> anyhow::Result<ServerSettings> {
-    let size = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
+    let size = |flag: &str, v: &Option<Size>| -> anyhow::Result<Option<u64>> {
         match v {
             None => Ok(None),
             Some(s) => {
-                let n = parse_size(flag, s)?;
+                let n = s.bytes();
                 if n == 0 {
                     return Err(usage(flag, "must be more than 0"));
                 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::dut::{self, TargetOptions};
 use crate::error::usage;
 use crate::interrupt;
-use crate::plan::parse::{parse_duration_ns, parse_size};
+use crate::plan::units::{Size, Span};
 use crate::target::nbd_target::{self, TargetConfig};
 use crate::target::nvme_target::{self, NvmeTargetConfig};
 
@@ -17,7 +17,7 @@ use crate::target::nvme_target::{self, NvmeTargetConfig};
 #[derive(Debug, Clone)]
 pub struct ServeSettings {
     pub target: std::path::PathBuf,
-    pub size: Option<String>,
+    pub size: Option<Size>,
     pub overwrite: bool,
     pub destroy_data: Option<std::path::PathBuf>,
     pub read_only: bool,
@@ -26,11 +26,11 @@ pub struct ServeSettings {
     pub listen: Option<String>,
     pub allow_remote: bool,
     pub threads: usize,
-    pub max_block: String,
-    pub fabric_delay: Option<String>,
+    pub max_block: Size,
+    pub fabric_delay: Option<Span>,
     pub stamps: Option<std::path::PathBuf>,
-    pub stall_timeout: String,
-    pub time_limit: Option<String>,
+    pub stall_timeout: Span,
+    pub time_limit: Option<Span>,
     pub keep: bool,
     pub quiet: bool,
 }
@@ -95,8 +95,8 @@ pub fn config(args: &ServeSettings, backing: &std::path::Path) -> anyhow::Result
     if !(1..=64).contains(&args.threads) {
         return Err(usage("--threads", "must be 1 to 64"));
     }
-    let max_block = parse_size("--max-block", &args.max_block)?;
-    if !(4096..=(32 << 20)).contains(&max_block) || max_block % 4096 != 0 {
+    let max_block = args.max_block.bytes();
+    if !(4096..=(32 << 20)).contains(&max_block) || !max_block.is_multiple_of(4096) {
         return Err(usage(
             "--max-block",
             "must be a multiple of 4 KiB between 4 KiB and 32 MiB",
@@ -105,7 +105,7 @@ pub fn config(args: &ServeSettings, backing: &std::path::Path) -> anyhow::Result
     let delay = match &args.fabric_delay {
         None => None,
         Some(s) => {
-            let ns = parse_duration_ns("--fabric-delay", s)?;
+            let ns = s.ns();
             if ns > 10_000_000_000 {
                 return Err(usage("--fabric-delay", "must be at most 10 s"));
             }
@@ -128,8 +128,8 @@ pub fn config(args: &ServeSettings, backing: &std::path::Path) -> anyhow::Result
 
 /// `--stall-timeout`: a duration of at least a second (shorter would cut
 /// off clients that pause for a moment).
-fn stall_timeout(s: &str) -> anyhow::Result<Duration> {
-    let ns = parse_duration_ns("--stall-timeout", s)?;
+fn stall_timeout(s: &Span) -> anyhow::Result<Duration> {
+    let ns = s.ns();
     if ns < 1_000_000_000 {
         return Err(usage(
             "--stall-timeout",
@@ -144,7 +144,7 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
     let opts = TargetOptions {
         path: Some(args.target.clone()),
         size: match &args.size {
-            Some(s) => Some(parse_size("--size", s)?),
+            Some(s) => Some(s.bytes()),
             None if args.target.is_dir() => Some(dut::DEFAULT_SCRATCH_SIZE),
             None => None,
         },
@@ -161,10 +161,8 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
     check_exposure(addr, !args.read_only, args.allow_remote)?;
     let limit = args
         .time_limit
-        .as_deref()
-        .map(|t| parse_duration_ns("--time-limit", t))
-        .transpose()?
-        .map(Duration::from_nanos);
+        .as_ref()
+        .map(|t| Duration::from_nanos(t.ns()));
     // The port first: a port in use is bad input, found before a scratch
     // file is laid out. Clients wait in the backlog until the target is ready.
     let listener = bind(addr)?;
@@ -335,12 +333,22 @@ mod tests {
 
     #[test]
     fn the_stall_timeout_is_a_duration_of_at_least_a_second() {
-        assert_eq!(stall_timeout("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(stall_timeout("2m").unwrap(), Duration::from_secs(120));
-        for bad in ["0", "0s", "500ms", "soon", "-1s", ""] {
-            let e = stall_timeout(bad).unwrap_err();
+        let span = |s: &str| s.parse::<Span>().unwrap();
+        assert_eq!(
+            stall_timeout(&span("30s")).unwrap(),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            stall_timeout(&span("2m")).unwrap(),
+            Duration::from_secs(120)
+        );
+        for bad in ["0", "0s", "500ms"] {
+            let e = stall_timeout(&span(bad)).unwrap_err();
             assert_eq!(crate::error::exit_code(&e), 2, "{bad}");
             assert!(e.to_string().starts_with("--stall-timeout"), "{bad}: {e}");
+        }
+        for bad in ["soon", "-1s", ""] {
+            assert!(bad.parse::<Span>().is_err(), "{bad}");
         }
     }
 

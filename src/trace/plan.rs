@@ -14,7 +14,7 @@ use crate::error::usage;
 use crate::measure::sysfs::{DevNum, DiskInfo};
 use crate::plan::engines::{EngineKind, UringOptions};
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
-use crate::plan::parse::{parse_duration_ns, parse_size};
+use crate::plan::units::{Size, Span};
 use crate::results::target::TargetKind;
 use crate::testbed::mount::MountGuard;
 use crate::testbed::scheduler::SchedulerGuard;
@@ -30,13 +30,13 @@ use crate::trace::tracefs;
 #[derive(Debug, Clone)]
 pub struct TraceSettings {
     pub dir: PathBuf,
-    pub size: String,
+    pub size: Size,
     pub engine: String,
     pub qd: String,
     pub jobs: u32,
-    pub bs: String,
+    pub bs: Size,
     pub rw: String,
-    pub runtime: String,
+    pub runtime: Span,
     pub scheduler: Option<String>,
     pub overhead_pairs: u32,
     pub no_overhead: bool,
@@ -176,15 +176,15 @@ pub fn parse_plan(args: &TraceSettings) -> Result<Plan> {
     if args.max_ops == 0 {
         return Err(usage("--max-ops", "must be at least 1"));
     }
-    let size = parse_size("--size", &args.size)?;
+    let size = args.size.bytes();
     if size == 0 {
         return Err(usage("--size", "must be greater than 0"));
     }
-    let bs = parse_size("--bs", &args.bs)?;
-    if bs == 0 || bs % 512 != 0 || bs > (64 << 20) {
+    let bs = args.bs.bytes();
+    if bs == 0 || !bs.is_multiple_of(512) || bs > (64 << 20) {
         return Err(usage("--bs", "must be a multiple of 512 up to 64M"));
     }
-    let runtime_ns = parse_duration_ns("--runtime", &args.runtime)?;
+    let runtime_ns = args.runtime.ns();
     let write = match args.rw.as_str() {
         "randread" => false,
         "randwrite" => true,

@@ -18,7 +18,7 @@ use crate::interrupt;
 use crate::plan::endpoint::RemoteEndpoint;
 use crate::plan::engines::EngineKind;
 use crate::plan::job::{JobSpec, StopCondition};
-use crate::plan::parse::{format_ns, parse_duration_ns, parse_size};
+use crate::plan::parse::format_ns;
 use crate::results::output;
 use crate::results::{time, Provenance, Results};
 use crate::runner::job::{run_job, RunOptions};
@@ -35,6 +35,7 @@ pub use hosts::OnHosts;
 use steps::StepRunner;
 
 use crate::plan::run_plan as plan;
+use crate::plan::units::{Size, Span};
 pub use plan::{active_jobs, fit_budget, plan as plan_steps, RunStep};
 use plan::{StepKind, MIB};
 
@@ -45,10 +46,10 @@ pub struct RunSettings {
     pub dirs: Vec<PathBuf>,
     pub target: Vec<PathBuf>,
     pub overwrite: bool,
-    pub budget: String,
-    pub runtime: Option<String>,
+    pub budget: Span,
+    pub runtime: Option<Span>,
     pub profile: String,
-    pub size: Option<String>,
+    pub size: Option<Size>,
     pub engine: Option<String>,
     pub output: Option<PathBuf>,
     pub force: bool,
@@ -185,15 +186,11 @@ fn parse_options(
     a: &RunSettings,
     remote: Option<&RemoteEndpoint>,
 ) -> anyhow::Result<(u64, Option<u64>, Option<EngineKind>)> {
-    let budget_ns = parse_duration_ns("--budget", &a.budget)?;
+    let budget_ns = a.budget.ns();
     if budget_ns < 1_000_000_000 {
         return Err(usage("--budget", "give at least 1s"));
     }
-    let size = a
-        .size
-        .as_deref()
-        .map(|s| parse_size("--size", s))
-        .transpose()?;
+    let size = a.size.as_ref().map(Size::bytes);
     if size.is_some_and(|s| s < MIB) {
         return Err(usage("--size", "the scratch file needs at least 1m"));
     }

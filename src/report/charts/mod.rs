@@ -21,7 +21,6 @@ pub mod timeline;
 use crate::results::Param;
 use std::collections::BTreeMap;
 
-use crate::plan::parse::parse_size;
 use crate::results::{Point, Results};
 
 /// A table of strings (rendered as HTML, CSV, Markdown).
@@ -86,9 +85,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
 
 /// Single block size of a point, if it has one ("4k", "4096"; not splits).
 pub fn bs_of(p: &Point) -> Option<u64> {
-    p.param(Param::Bs)
-        .and_then(|b| parse_size("bs", b).ok())
-        .filter(|b| *b > 0)
+    p.param_bytes(Param::Bs).filter(|b| *b > 0)
 }
 
 pub fn param_u64(p: &Point, key: Param) -> Option<u64> {
@@ -200,9 +197,4 @@ pub fn label(p: &Point, keys: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Sort key for numeric-looking strings.
-pub fn num_key(s: &str) -> (u64, String) {
-    (parse_size("x", s).unwrap_or(u64::MAX), s.to_string())
 }

@@ -14,7 +14,8 @@ use serde_json::{json, Map, Value};
 
 use crate::measure::histogram::{LatStats, LatencyHistogram};
 use crate::measure::rusage::CpuStats;
-use crate::plan::parse::{format_size, parse_size};
+use crate::plan::fiojob::{option_bytes, option_ns};
+use crate::plan::parse::format_size;
 use crate::results::ext::FIO_CLAT_ONLY;
 use crate::results::{OpStats, Point, Provenance, Results, SeriesPoint, Totals};
 
@@ -118,7 +119,7 @@ fn norm_bssplit(split: &str) -> Option<String> {
         .filter(|e| !e.is_empty())
         .map(|e| {
             let (size, pct) = e.split_once('/')?;
-            let size = parse_size("bssplit", size).ok()?;
+            let size = option_bytes(size)?;
             Some(format!("{}:{}", format_size(size), pct.trim()))
         })
         .collect();
@@ -128,9 +129,9 @@ fn norm_bssplit(split: &str) -> Option<String> {
 fn norm_bs(bs: &str) -> String {
     // "4k", "4096", "4k-16k", "4k,8k" -> first read size, iolab style.
     let first = bs.split([',', '-', ':']).next().unwrap_or(bs);
-    parse_size("bs", first)
+    option_bytes(first)
         .map(format_size)
-        .unwrap_or_else(|_| bs.to_string())
+        .unwrap_or_else(|| bs.to_string())
 }
 
 /// Params in iolab's vocabulary, from global + job options.
@@ -325,7 +326,7 @@ fn job_point(job: &Value, global: &Map<String, Value>) -> Point {
         ramp_ns: opts
             .get("ramp_time")
             .and_then(|r| r.as_str())
-            .and_then(|r| crate::plan::parse::parse_duration_ns("ramp_time", r).ok())
+            .and_then(option_ns)
             .unwrap_or(0),
         direct: opt_str(&opts, "direct").as_deref() == Some("1"),
         ops,
