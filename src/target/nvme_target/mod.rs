@@ -12,8 +12,10 @@
 //! can be stamped (`target::stamps`, as the NBD target does) and every
 //! completion held back by a fabric delay.
 
-mod conn;
+mod nvmf;
+mod queue;
 mod reactor;
+mod tcp;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -191,7 +193,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
         negotiation_deadline_ns: cfg.negotiation_deadline.as_nanos() as u64,
     });
     let reactors = (0..cfg.threads.max(1))
-        .map(|_| reactor::Nvme::new(shared.clone()))
+        .map(|_| reactor::NvmeTcp::new(shared.clone()))
         .collect();
     let stopping = control.clone();
     let running = serving::start("nvme", &control, reactors, move |mut handoff| {
