@@ -23,7 +23,7 @@ use super::queue::{
 };
 use super::NvmeShared;
 use crate::proto::nvme::codec::{self, Cqe, Sqe};
-use crate::target::nvme_controller::Action;
+use crate::target::nvme_controller::{Action, IN_CAPSULE};
 use crate::target::serving::{self, file_entry, user_data, KIND_FILE};
 use crate::target::stamps::{self, TargetStamp};
 
@@ -31,7 +31,7 @@ type Io<F> = serving::Io<QueuePair<F>>;
 
 /// One reactor's NVMe target core over fabric `F`.
 pub struct Nvmf<F> {
-    pub(super) shared: Arc<NvmeShared>,
+    shared: Arc<NvmeShared>,
     /// (queue pair, slot) whose file operation the next submit carries.
     device_pending: Vec<(usize, usize)>,
     delayed: BinaryHeap<Reverse<(u64, usize, usize, i32)>>,
@@ -48,9 +48,24 @@ impl<F: Fabric> Nvmf<F> {
         }
     }
 
-    /// A new queue pair over `fabric` (before its Connect).
-    pub fn admit(&self, fabric: F) -> io::Result<QueuePair<F>> {
-        QueuePair::new(fabric)
+    /// A new queue pair over `fabric`, admitted at `now` (before its
+    /// Connect).
+    pub fn admit(&self, fabric: F, now: u64) -> io::Result<QueuePair<F>> {
+        const { assert!(F::IN_CAPSULE >= IN_CAPSULE) };
+        QueuePair::new(fabric, now)
+    }
+
+    /// Whether queue pair `c` is past its negotiation deadline at `now`
+    /// (its fabric ends it, saying why in its own terms).
+    pub fn overdue(&self, c: &QueuePair<F>, now: u64) -> bool {
+        c.negotiating() && now >= c.admitted_at + self.shared.negotiation_deadline_ns
+    }
+
+    /// The first negotiation deadline among the queue pairs, if any.
+    pub fn first_deadline(&self, io: &Io<F>) -> Option<u64> {
+        let deadline = self.shared.negotiation_deadline_ns;
+        let negotiating = io.conns.iter().flatten().filter(|c| c.negotiating());
+        negotiating.map(|c| c.admitted_at + deadline).min()
     }
 
     /// Whether queue pair `ci` can take a command now (an I/O queue needs a

@@ -33,6 +33,15 @@ pub(super) const SC_CONNECT_INVALID: (u8, u8) = (1, 0x82);
 pub trait Fabric {
     /// The largest transfer one command may move (the slot size).
     const MAX_TRANSFER: usize;
+    /// The most in-capsule data a command may carry; at least what the
+    /// controller's Identify says (IOCCSZ, `nvme_controller::IN_CAPSULE`).
+    const IN_CAPSULE: u32;
+    /// The fabric's own set-up of the queue pair is done (TCP: the
+    /// ICReq/ICResp exchange): Connect may come.
+    fn ready(&self) -> bool;
+    /// The queue pair takes no new commands and closes once what is in
+    /// flight is done.
+    fn closing(&self) -> bool;
     /// The host at the other end (stderr, the stamps file).
     fn peer(&self) -> SocketAddr;
     /// The address the host reached (the discovery log names it), if known.
@@ -83,6 +92,9 @@ pub(super) enum QueueRole {
 pub struct QueuePair<F> {
     pub(super) fabric: F,
     pub(super) queue: QueueRole,
+    /// When it was admitted: the fabric's set-up and the Connect must
+    /// come within the negotiation deadline.
+    pub(super) admitted_at: u64,
     /// The controller as of the I/O queue's Connect (I/O commands read it
     /// without a lock).
     pub(super) io_ctrl: Option<Controller>,
@@ -99,11 +111,12 @@ pub struct QueuePair<F> {
 }
 
 impl<F: Fabric> QueuePair<F> {
-    /// A new queue pair over `fabric`, before its Connect.
-    pub(super) fn new(fabric: F) -> io::Result<QueuePair<F>> {
+    /// A new queue pair over `fabric` admitted at `now`, before its Connect.
+    pub(super) fn new(fabric: F, now: u64) -> io::Result<QueuePair<F>> {
         Ok(QueuePair {
             fabric,
             queue: QueueRole::Unbound,
+            admitted_at: now,
             io_ctrl: None,
             slots: Vec::new(),
             free: Vec::new(),
@@ -114,6 +127,12 @@ impl<F: Fabric> QueuePair<F> {
             unsent: Vec::new(),
             stamps: Vec::new(),
         })
+    }
+
+    /// Before the fabric's set-up or the Connect is done, and not closing:
+    /// the negotiation deadline runs.
+    pub(super) fn negotiating(&self) -> bool {
+        (!self.fabric.ready() || self.queue == QueueRole::Unbound) && !self.fabric.closing()
     }
 
     /// A slot, with its buffer of the largest transfer, per queue entry.

@@ -119,7 +119,7 @@ impl Protocol for NvmeTcp {
     }
 
     fn adopt(&mut self, n: NvmeNewConnection, now: u64) -> io::Result<QueuePair<TcpQueue>> {
-        self.core.admit(TcpQueue::new(n, now))
+        self.core.admit(TcpQueue::new(n), now)
     }
 
     /// Parse what arrived, post the receive and the send a connection
@@ -129,8 +129,7 @@ impl Protocol for NvmeTcp {
             return Ok(());
         }
         let c = io.conn(ci);
-        let deadline = c.fabric.accepted_at + self.core.shared.negotiation_deadline_ns;
-        if tcp::negotiating(c) && !c.fabric.closing && now >= deadline {
+        if self.core.overdue(c, now) {
             c.fabric
                 .terminate(FES_PDU_SEQUENCE, "no ICReq and Connect within the deadline");
         }
@@ -181,16 +180,11 @@ impl Protocol for NvmeTcp {
     }
 
     fn before_submit(&mut self, io: &mut Io, now: u64) -> Option<u64> {
-        let delayed = self.core.submitting(io, now);
         // Wake for the next delayed completion or negotiation deadline.
-        let deadline = self.core.shared.negotiation_deadline_ns;
-        let first_deadline = io
-            .conns
-            .iter()
-            .flatten()
-            .filter(|c| tcp::negotiating(c) && !c.fabric.closing)
-            .map(|c| c.fabric.accepted_at + deadline)
-            .min();
-        delayed.into_iter().chain(first_deadline).min()
+        let delayed = self.core.submitting(io, now);
+        delayed
+            .into_iter()
+            .chain(self.core.first_deadline(io))
+            .min()
     }
 }

@@ -56,9 +56,6 @@ pub struct TcpQueue {
     /// Sized for the largest PDU of the connection's stage, grown as it
     /// goes (an idle connection holds a few hundred bytes).
     pub(super) inbox: Inbox,
-    /// When it was accepted: ICReq and Connect must come within the
-    /// negotiation deadline.
-    pub(super) accepted_at: u64,
     pub(super) closing: bool,
     pub(super) shut: bool,
     /// Encoded PDUs waiting for the next send, and the send in flight.
@@ -72,8 +69,8 @@ pub struct TcpQueue {
 }
 
 impl TcpQueue {
-    /// A connection accepted at `now`, before its ICReq.
-    pub(super) fn new(n: NvmeNewConnection, now: u64) -> TcpQueue {
+    /// A connection the acceptor handed over, before its ICReq.
+    pub(super) fn new(n: NvmeNewConnection) -> TcpQueue {
         TcpQueue {
             sock: n.sock,
             peer: n.peer,
@@ -82,7 +79,6 @@ impl TcpQueue {
             hpda: 0,
             ic_done: false,
             inbox: Inbox::new(2 * codec::IC_LEN),
-            accepted_at: now,
             closing: false,
             shut: false,
             tx: Vec::new(),
@@ -123,6 +119,15 @@ impl TcpQueue {
 
 impl Fabric for TcpQueue {
     const MAX_TRANSFER: usize = MAX_TRANSFER;
+    const IN_CAPSULE: u32 = IN_CAPSULE;
+
+    fn ready(&self) -> bool {
+        self.ic_done
+    }
+
+    fn closing(&self) -> bool {
+        self.closing
+    }
 
     fn peer(&self) -> SocketAddr {
         self.peer
@@ -175,15 +180,12 @@ pub(super) fn max_pdu(c: &QueuePair<TcpQueue>) -> usize {
     match (c.fabric.ic_done, c.queue) {
         (false, _) => codec::IC_LEN,
         (true, QueueRole::Unbound | QueueRole::Admin { .. }) => {
-            MAX_PDU_HEAD + IN_CAPSULE as usize + tail
+            MAX_PDU_HEAD + TcpQueue::IN_CAPSULE as usize + tail
         }
-        (true, QueueRole::Io { .. }) => MAX_PDU_HEAD + (MAX_H2C.max(IN_CAPSULE)) as usize + tail,
+        (true, QueueRole::Io { .. }) => {
+            MAX_PDU_HEAD + (MAX_H2C.max(TcpQueue::IN_CAPSULE)) as usize + tail
+        }
     }
-}
-
-/// Before the ICReq or the Connect (the negotiation deadline runs).
-pub(super) fn negotiating(c: &QueuePair<TcpQueue>) -> bool {
-    !c.fabric.ic_done || c.queue == QueueRole::Unbound
 }
 
 /// Handle every whole PDU connection `ci` received (stopping when a
