@@ -1,4 +1,4 @@
-//! The NVMe controller behind iolab's NVMe/TCP target, without I/O: one
+//! The NVMe controller behind iolab's NVMe target, without I/O: one
 //! subsystem with one namespace backed by a file of `size` bytes in blocks
 //! of `block_size`. It answers the Fabrics and admin commands (Connect,
 //! Property Get/Set with CC.EN -> CSTS.RDY and shutdown, Identify
@@ -7,8 +7,8 @@
 //! do, checked against the namespace (Read, Write, Flush). A discovery
 //! controller (Connect to the well-known discovery NQN) has no namespace
 //! and no I/O queues: it answers Identify Controller and the discovery log
-//! page (`Role::Discovery`). The transport (PDUs, sockets, io_uring) is
-//! the caller's.
+//! page (`Role::Discovery`). It knows no fabric: capsules, data transfer
+//! and I/O are the target core's and its fabric's (`nvme_target`).
 
 use std::sync::Arc;
 
@@ -49,12 +49,14 @@ pub enum Role {
 /// What one command asks of the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Send this completion; `data` first (C2HData) when there is any.
+    /// Send this completion; `data` first (the fabric pushes it to the
+    /// host: C2HData on TCP) when there is any.
     Reply { cqe: Cqe, data: Vec<u8> },
     /// Read `len` bytes at `offset` of the file, send them, then succeed.
     Read { cid: u16, offset: u64, len: u32 },
-    /// Write `len` bytes at `offset`: the in-capsule data, or the data to
-    /// be asked for with R2T when the capsule has none.
+    /// Write `len` bytes at `offset`: the in-capsule data, or the data the
+    /// fabric fetches from the host when the capsule has none (R2T and
+    /// H2CData on TCP).
     Write { cid: u16, offset: u64, len: u32 },
     /// Flush the file, then succeed.
     Flush { cid: u16 },

@@ -1,19 +1,27 @@
-//! iolab's own NVMe/TCP target (`iolab serve --protocol nvme-tcp`): one
+//! iolab's own NVMe target (`iolab serve --protocol nvme-tcp`): one
 //! subsystem with one namespace, backed by a file or block device opened
 //! with O_DIRECT (buffered where the filesystem refuses it), and the
-//! discovery subsystem that lists it, served to any host by N reactor
-//! threads of the serving substrate (`target::serving`), each with its own
-//! io_uring for sockets and file, running the NVMe/TCP protocol
-//! (`reactor.rs`). The acceptor hands each connection to
-//! the next reactor in turn; the ICReq/ICResp exchange and everything after
-//! it happen on the reactor. Controllers (`target::nvme_controller`) are
-//! made by an admin queue's Connect and found by I/O queues' Connects in a
-//! registry shared by the reactors (control path only). Every I/O command
-//! can be stamped (`target::stamps`, as the NBD target does) and every
-//! completion held back by a fabric delay.
+//! discovery subsystem that lists it. Split as SPDK's lib/nvmf is over
+//! its transports: the core, written once for every fabric, is
+//! `queue.rs` (the `Fabric` trait a transport implements and `QueuePair`,
+//! one queue pair's state) and `nvmf.rs` (the command state machine:
+//! controller checks, data fetched for writes, the file operation, data
+//! returned for reads, the completion; stamps (`target::stamps`), the
+//! fabric delay and the negotiation deadline); NVMe/TCP, the first
+//! fabric, is `tcp.rs` (ICReq/ICResp, PDU framing, R2T/H2CData/C2HData,
+//! digests) and `reactor.rs` (the core over TCP as a `Protocol` of the
+//! serving substrate, `target::serving`: N reactor threads, each with its
+//! own io_uring for sockets and file; the acceptor hands each connection
+//! to the next reactor in turn, and the ICReq/ICResp exchange and
+//! everything after it happen on the reactor). Controllers
+//! (`target::nvme_controller`, which knows no fabric) are made by an admin
+//! queue's Connect and found by I/O queues' Connects in a registry shared
+//! by the reactors (control path only).
 
-mod conn;
+mod nvmf;
+mod queue;
 mod reactor;
+mod tcp;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -191,7 +199,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
         negotiation_deadline_ns: cfg.negotiation_deadline.as_nanos() as u64,
     });
     let reactors = (0..cfg.threads.max(1))
-        .map(|_| reactor::Nvme::new(shared.clone()))
+        .map(|_| reactor::NvmeTcp::new(shared.clone()))
         .collect();
     let stopping = control.clone();
     let running = serving::start("nvme", &control, reactors, move |mut handoff| {

@@ -1,7 +1,8 @@
-//! The serving substrate of iolab's targets (NBD, NVMe/TCP), each protocol
-//! plugging in as SPDK's transports plug into its generic transport layer:
-//! a protocol (`reactor::Protocol`) decodes, executes and encodes on its
-//! connections; the substrate owns the sockets, threads, limits and stop.
+//! The TCP serving substrate of iolab's targets (NBD, and NVMe over its
+//! TCP fabric): a protocol (`reactor::Protocol`) decodes, executes and
+//! encodes on its connections; the substrate owns the sockets, threads,
+//! limits and stop. (NVMe's own fabric seam, under which TCP is one
+//! transport as in SPDK's lib/nvmf, is `nvme_target`'s `Fabric`.)
 //! `backing` (the file or device opened with O_DIRECT, slot memory),
 //! `ring` (a reactor's io_uring, its wake-up eventfd, user data),
 //! `inbox` (a connection's receive buffer), `limits` (the caps on
