@@ -42,6 +42,29 @@ fn assert_exact(p: &Point, rows: &[iolab::results::ext::HostRow]) {
     assert_eq!(counted, p.total.ops, "{}", p.name);
 }
 
+/// Issue 46: every host's row has every operation type of the phase
+/// (the load's inserts, the run's reads and updates) with its full
+/// percentiles, its own series, and the histograms the aggregate's are
+/// the sum of.
+fn assert_hosts_keep_their_own(p: &Point, rows: &[iolab::results::ext::HostRow]) {
+    for r in rows {
+        let ops: Vec<&String> = r.per_op.keys().collect();
+        assert_eq!(ops, p.ops.keys().collect::<Vec<_>>(), "{}: {}", p.name, r.host);
+        for (k, o) in &r.per_op {
+            let lat = o.lat.as_ref().expect("each operation type's latency");
+            assert!(lat.percentile(99.9).is_some(), "{} {k}", r.host);
+        }
+        assert!(!r.series.is_empty(), "{}: {} has its series", p.name, r.host);
+    }
+    for (key, merged) in &p.histograms {
+        let parts: u64 = rows
+            .iter()
+            .map(|r| LatencyHistogram::decode(&r.histograms[key]).unwrap().len())
+            .sum();
+        assert_eq!(LatencyHistogram::decode(merged).unwrap().len(), parts, "{key}");
+    }
+}
+
 const ROCKSDB: &[&str] = &["--engine", "rocksdb"];
 
 /// The lab's directory the hosts' databases go in (`--dir`).
@@ -99,6 +122,7 @@ fn assert_two_hosts_ran_ycsb_a(r: &Results) {
         assert!(h.lost.is_empty() && !p.is_interrupted());
         assert_exact(p, &h.per_host);
         assert!(p.extra.instances.is_none());
+        assert_hosts_keep_their_own(p, &h.per_host);
     }
     assert!(r.complete);
     let v = r.points[1]

@@ -83,16 +83,35 @@ pub fn points_table(r: &Results) -> Table {
     t.headers.push("point".into());
     t.headers.extend(keys.iter().cloned());
     t.headers.extend(COLUMNS.iter().map(|c| c.to_string()));
+    // Points measured on several hosts: the aggregate's rows say "all",
+    // each host's rows follow with its name (a column only then).
+    let hosts = r.points.iter().any(|p| p.extra.hosts.is_some());
+    if hosts {
+        t.headers.push("host".into());
+    }
     for p in &r.points {
         let params: Vec<String> = keys
             .iter()
             .map(|k| p.params.get(k).cloned().unwrap_or_default())
             .collect();
-        for (op, basis, first) in op_rows(p) {
-            let mut row = vec![p.name.clone()];
-            row.extend(params.iter().cloned());
-            row.extend(op_cells(p, op, basis, first));
-            t.rows.push(row);
+        let mut parts = vec![(p.clone(), hosts.then(|| "all".to_string()))];
+        if let Some(h) = &p.extra.hosts {
+            parts.extend(
+                h.per_host
+                    .iter()
+                    .map(|r| (r.as_point(p), Some(r.host.clone()))),
+            );
+        }
+        for (part, host) in &parts {
+            for (op, basis, first) in op_rows(part) {
+                let mut row = vec![p.name.clone()];
+                row.extend(params.iter().cloned());
+                row.extend(op_cells(part, op, basis, first));
+                if hosts {
+                    row.push(host.clone().unwrap_or_default());
+                }
+                t.rows.push(row);
+            }
         }
     }
     t
@@ -273,6 +292,36 @@ mod tests {
             ("4950.0", "10920.0")
         );
         assert_eq!(row["bytes"], "", "transactions count no bytes");
+    }
+
+    /// Issue 46: a point measured on several hosts has the aggregate's
+    /// rows ("all"), then each host's, every operation type on each.
+    #[test]
+    fn hosts_have_rows_of_their_own() {
+        let mut r = fixture("kv-ycsb-rocksdb.json");
+        let p = r
+            .points
+            .iter_mut()
+            .find(|p| p.name == "ycsb-a.run")
+            .unwrap();
+        crate::results::ext::on_hosts(p, &["h1", "h2"]);
+        let rows = rows(&r, "ycsb-a.run");
+        let of = |host: &str| -> Vec<&str> {
+            rows.iter()
+                .filter(|r| r["host"] == host)
+                .map(|r| r["op"].as_str())
+                .collect()
+        };
+        assert_eq!(of("all"), ["read", "update"]);
+        assert_eq!(of("h1"), ["read", "update"]);
+        assert_eq!(of("h2"), ["read", "update"]);
+        let h2 = rows
+            .iter()
+            .find(|r| r["host"] == "h2" && r["op"] == "update")
+            .unwrap();
+        assert!(!h2["lat_p99_ns"].is_empty(), "{h2:?}");
+        let plain = fixture("kv-ycsb-rocksdb.json");
+        assert!(!points_table(&plain).headers.iter().any(|h| h == "host"));
     }
 
     #[test]

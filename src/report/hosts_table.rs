@@ -1,83 +1,140 @@
-//! A point measured on several hosts (`--hosts`): one row per host beside
-//! the aggregate (operations, throughput in the point's figure, MiB/s, the
-//! main operation type's mean and p99 latency, the
-//! agent's CPU, when the host was released relative to the common start),
+//! A point measured on several hosts (`--hosts`): rows per host beside
+//! the aggregate's (operations, throughput in the point's figure, MiB/s,
+//! each operation type's mean, p50, p99 and p99.9 latency, the main type
+//! first, the agent's CPU, when the host was released relative to the
+//! common start),
 //! the start skew, and the hosts lost. Shared by the terminal, the
 //! Markdown and the HTML report.
 
 use crate::figures;
+use crate::measure::histogram::LatStats;
 use crate::plan::parse::format_ns;
-use crate::results::ext::HostsInfo;
+use crate::results::ext::{HostsInfo, RowLatency};
 use crate::results::Point;
 
 /// The table's header: throughput in the point's own figure (IOPS, ops/s),
-/// the latency of the main operation type, named in its column.
-pub const HEADER: [&str; 9] = [
+/// a row per operation type with its latency (the main type first).
+pub const HEADER: [&str; 11] = [
     "host",
     "ops",
     "throughput",
     "MiB/s",
     "latency of",
     "mean",
+    "p50",
     "p99",
+    "p99.9",
     "CPU %",
     "released",
 ];
 
-/// One row per host, then the aggregate, as cells of `HEADER`.
+/// One row per host and operation type, then the aggregate's, as cells
+/// of `HEADER`.
 pub fn rows(p: &Point, h: &HostsInfo) -> Vec<Vec<String>> {
     rows_of(p, h, "hosts")
 }
 
-/// `rows` of parts called `noun` (hosts, instances).
-fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
-    let lat = |ns: Option<f64>| ns.map(format_ns).unwrap_or_else(|| "-".into());
-    let tput = figures::throughput(p.family()).def();
-    let rate = |v: f64| tput.with_unit(v);
-    let op = p.main_op().unwrap_or("-").to_string();
-    let mut out: Vec<Vec<String>> = h
-        .per_host
+/// A host's (or the aggregate's) rows: its own cells on the first, its
+/// further operation types' latencies below with the same name.
+struct Part<'a> {
+    name: String,
+    ops: u64,
+    iops: f64,
+    mib_s: f64,
+    lat: Vec<(String, RowLatency)>,
+    cpu: f64,
+    released: &'a str,
+}
+
+fn part_rows(part: Part, rate: &dyn Fn(f64) -> String) -> Vec<Vec<String>> {
+    let ns = |v: Option<f64>| v.map(format_ns).unwrap_or_else(|| "-".into());
+    let pct = |v: Option<u64>| ns(v.map(|v| v as f64));
+    part.lat
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, (op, l))| {
+            let first = i == 0;
+            let own = |cell: String| if first { cell } else { String::new() };
             vec![
-                r.host.clone(),
-                r.ops.to_string(),
-                rate(r.iops),
-                format!("{:.1}", r.mib_s),
+                part.name.clone(),
+                own(part.ops.to_string()),
+                own(rate(part.iops)),
+                own(format!("{:.1}", part.mib_s)),
                 op.clone(),
-                lat(r.lat_mean_ns),
-                lat(r.lat_p99_ns.map(|v| v as f64)),
-                format!("{:.0}", r.cpu.usr_pct + r.cpu.sys_pct),
-                format!("{:+.0} us", r.start_offset_ns as f64 / 1e3),
+                ns(l.mean_ns),
+                pct(l.p50_ns),
+                pct(l.p99_ns),
+                pct(l.p999_ns),
+                own(format!("{:.0}", part.cpu)),
+                own(part.released.to_string()),
             ]
         })
+        .collect()
+}
+
+/// The aggregate's latencies: every operation type's, the main one first.
+fn aggregate_latencies(p: &Point, main: Option<&str>) -> Vec<(String, RowLatency)> {
+    let mut ops: Vec<(&String, &LatStats)> = p
+        .ops
+        .iter()
+        .filter_map(|(k, o)| Some((k, o.lat.as_ref()?)))
         .collect();
-    let main = p.main_lat();
-    out.push(vec![
-        format!("all {} {noun}", h.per_host.len()),
-        p.total.ops.to_string(),
-        rate(p.total.iops),
-        format!("{:.1}", p.total.mib_s),
-        op,
-        lat(main.map(|l| l.mean_ns)),
-        lat(main.and_then(|l| l.percentile(99.0)).map(|v| v as f64)),
-        format!("{:.0}", p.cpu.usr_pct + p.cpu.sys_pct),
-        format!("skew {:.0} us", h.start_skew_ns as f64 / 1e3),
-    ]);
+    ops.sort_by_key(|(k, _)| (Some(k.as_str()) != main, k.as_str()));
+    if ops.is_empty() {
+        let none = RowLatency {
+            mean_ns: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+        };
+        return vec![(main.unwrap_or("-").to_string(), none)];
+    }
+    ops.into_iter()
+        .map(|(k, l)| (k.clone(), RowLatency::of(l)))
+        .collect()
+}
+
+/// `rows` of parts called `noun` (hosts, instances).
+fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
+    let tput = figures::throughput(p.family()).def();
+    let rate = |v: f64| tput.with_unit(v);
+    let main = p.main_op();
+    let mut out = Vec::new();
+    for r in &h.per_host {
+        let released = format!("{:+.0} us", r.start_offset_ns as f64 / 1e3);
+        out.extend(part_rows(
+            Part {
+                name: r.host.clone(),
+                ops: r.ops,
+                iops: r.iops,
+                mib_s: r.mib_s,
+                lat: r.latencies(main),
+                cpu: r.cpu.usr_pct + r.cpu.sys_pct,
+                released: &released,
+            },
+            &rate,
+        ));
+    }
+    let skew = format!("skew {:.0} us", h.start_skew_ns as f64 / 1e3);
+    out.extend(part_rows(
+        Part {
+            name: format!("all {} {noun}", h.per_host.len()),
+            ops: p.total.ops,
+            iops: p.total.iops,
+            mib_s: p.total.mib_s,
+            lat: aggregate_latencies(p, main),
+            cpu: p.cpu.usr_pct + p.cpu.sys_pct,
+            released: &skew,
+        },
+        &rate,
+    ));
     // The target host measured (remote --target-host): its whole machine's CPU.
     if let Some(t) = &h.target_host {
-        let none = || "-".to_string();
-        out.push(vec![
-            format!("target {}", t.host),
-            none(),
-            none(),
-            none(),
-            none(),
-            none(),
-            none(),
-            format!("{:.0}", t.cpu.usr_pct + t.cpu.sys_pct),
-            format!("iowait {:.0}%", t.cpu.iowait_pct),
-        ]);
+        let mut row = vec!["-".to_string(); HEADER.len()];
+        row[0] = format!("target {}", t.host);
+        row[HEADER.len() - 2] = format!("{:.0}", t.cpu.usr_pct + t.cpu.sys_pct);
+        row[HEADER.len() - 1] = format!("iowait {:.0}%", t.cpu.iowait_pct);
+        out.push(row);
     }
     out
 }
@@ -167,6 +224,18 @@ mod tests {
             rows[0][HEADER.iter().position(|c| *c == "latency of").unwrap()],
             "read"
         );
-        assert!(rows[1][0].starts_with("all 1 hosts"));
+        // Issue 46: every operation type of the phase has its row, on the
+        // host as on the aggregate.
+        let of = HEADER.iter().position(|c| *c == "latency of").unwrap();
+        let ops = |name: &str| -> Vec<&str> {
+            rows.iter()
+                .filter(|r| r[0].starts_with(name))
+                .map(|r| r[of].as_str())
+                .collect()
+        };
+        assert_eq!(ops("h1"), ["read", "update"], "{rows:?}");
+        assert_eq!(ops("all 1 hosts"), ["read", "update"], "{rows:?}");
+        let p999 = HEADER.iter().position(|c| *c == "p99.9").unwrap();
+        assert_ne!(rows[1][p999], "-", "{:?}", rows[1]);
     }
 }

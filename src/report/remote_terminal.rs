@@ -1,7 +1,7 @@
 //! The end of `iolab remote` on the terminal: one line per workload and
 //! transport (IOPS and mean latency beside DAS, CPU per I/O on both
-//! sides), then the unloaded latency breakdown, and the database on each
-//! volume beside DAS (`--db`).
+//! sides), then the unloaded latency breakdown, each point's per-host
+//! table (`--hosts`), and the database on each volume beside DAS (`--db`).
 
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
@@ -42,9 +42,29 @@ pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
         o.push('\n');
     }
     o.push_str(&remote_table(r));
+    o.push_str(&hosts_tables(r));
     o.push_str(&db_table(r));
     for w in super::summary::warnings(r) {
         o.push_str(&format!("warning: {w}\n"));
+    }
+    o
+}
+
+/// The per-host table of every point measured on several hosts (`remote
+/// --hosts`), as `device` and `kv` print them; empty without.
+fn hosts_tables(r: &Results) -> String {
+    let mut o = String::new();
+    for p in &r.points {
+        if let Some(h) = &p.extra.hosts {
+            o.push_str(&format!(
+                "{}
+{}
+
+",
+                p.name,
+                super::hosts_table::terminal(p, h)
+            ));
+        }
     }
     o
 }
@@ -197,6 +217,25 @@ pub fn db_table(r: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 46: `remote --hosts` prints each point's per-host table, as
+    /// `device` and `kv` do.
+    #[test]
+    fn the_summary_has_the_per_host_tables() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/remote-nbd.json"
+        );
+        let mut r = Results::read(std::path::Path::new(path)).unwrap();
+        assert!(!remote_summary(&r, 1.0).contains("all 2 hosts"));
+        let p = &mut r.points[0];
+        crate::results::ext::on_hosts(p, &["h1", "h2"]);
+        let text = remote_summary(&r, 1.0);
+        assert!(
+            text.contains("all 2 hosts") && text.contains("h2"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_database_table_shows_every_volume_beside_das() {

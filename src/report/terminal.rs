@@ -304,7 +304,8 @@ fn point_rows(p: &Point) -> Vec<Vec<String>> {
     rows
 }
 
-/// All points, then run-level warnings.
+/// All points (with their per-host and per-instance tables), then
+/// run-level warnings.
 pub fn results_text(r: &Results) -> String {
     let mut out = String::new();
     for p in &r.points {
@@ -312,6 +313,14 @@ pub fn results_text(r: &Results) -> String {
         out.push('\n');
         if let Some(act) = &p.extra.act {
             out.push_str(&super::act_terminal::table(act));
+            out.push('\n');
+        }
+        if let Some(h) = &p.extra.hosts {
+            out.push_str(&super::hosts_table::terminal(p, h));
+            out.push('\n');
+        }
+        if let Some(i) = &p.extra.instances {
+            out.push_str(&super::hosts_table::instances_terminal(p, i));
             out.push('\n');
         }
     }
@@ -376,6 +385,20 @@ mod tests {
             .join("tests/fixtures/report")
             .join(name);
         Results::read(&path).unwrap()
+    }
+
+    /// Issue 46: `report --format text` has each point's per-host table,
+    /// as the terminal, Markdown and HTML have.
+    #[test]
+    fn text_has_the_per_host_tables() {
+        let mut r = fixture("kv-ycsb-rocksdb.json");
+        assert!(!results_text(&r).contains("all 2 hosts"));
+        for p in &mut r.points {
+            crate::results::ext::on_hosts(p, &["h1", "h2"]);
+        }
+        let text = results_text(&r);
+        assert!(text.contains("h2") && text.contains("p99.9"), "{text}");
+        assert!(text.matches("start skew").count() >= r.points.len());
     }
 
     /// Issue 44 items 2 and 5: run's table gave a mixed kv phase the reads'

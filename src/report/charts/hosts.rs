@@ -1,7 +1,8 @@
 //! Points measured on several hosts at once (`--hosts`): each host's IOPS
 //! per point, stacked so a bar's height is the aggregate, and a table of
 //! every host's row beside the aggregate, with the start skew; and the
-//! target host's disk bandwidth over time (`--target-host`).
+//! target host's disk bandwidth over time (`--target-host`); each host's
+//! throughput over time (`per_host_series`).
 
 use super::{Section, Table};
 use crate::figures::fmt;
@@ -81,6 +82,96 @@ pub fn per_host(r: &Results) -> Option<Section> {
             worst_skew as f64 / 1e3
         ),
         svgs: vec![chart],
+        table,
+    })
+}
+
+/// The points whose hosts kept their own series, at most this many
+/// charts (the table has every one).
+const MAX_SERIES_CHARTS: usize = 8;
+
+/// Each host's throughput second by second, one chart per point measured
+/// on several hosts (the hosts' series on the run's clock: each from its
+/// release, which is within the start skew of the common start), and a
+/// table of every interval; only when the hosts kept their series
+/// (results written since issue 46).
+pub fn per_host_series(r: &Results) -> Option<Section> {
+    let points: Vec<_> = r
+        .points
+        .iter()
+        .filter_map(|p| p.extra.hosts.as_ref().map(|h| (p, h)))
+        .filter(|(_, h)| h.per_host.iter().any(|row| !row.series.is_empty()))
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&[
+        "point",
+        "host",
+        "second",
+        "throughput",
+        "MiB/s",
+        "mean",
+        "p99",
+    ]);
+    let mut svgs = Vec::new();
+    for (p, h) in &points {
+        let tput = crate::figures::throughput(p.family()).def();
+        let mut series = Vec::new();
+        for (i, row) in h.per_host.iter().enumerate() {
+            let at = row.start_offset_ns as f64 / 1e9;
+            let mut pts = Vec::new();
+            for s in &row.series {
+                let x = at + s.t_s;
+                pts.push((
+                    x,
+                    s.iops,
+                    format!(
+                        "{} at {}: {}",
+                        row.host,
+                        fmt::secs(x),
+                        tput.with_unit(s.iops)
+                    ),
+                ));
+                table.rows.push(vec![
+                    p.name.clone(),
+                    row.host.clone(),
+                    fmt::secs(x),
+                    tput.with_unit(s.iops),
+                    format!("{:.1}", s.mib_s),
+                    crate::plan::parse::format_ns(s.mean_ns),
+                    s.p99_ns
+                        .map(|v| crate::plan::parse::format_ns(v as f64))
+                        .unwrap_or_else(|| "-".into()),
+                ]);
+            }
+            series.push(Series {
+                label: row.host.clone(),
+                points: pts,
+                dashed: false,
+                color: i,
+                line: true,
+            });
+        }
+        if svgs.len() < MAX_SERIES_CHARTS {
+            svgs.push(svg::line_chart(&LineChart {
+                title: format!("{}: {} per host over time", p.name, tput.name),
+                x: Axis::new("seconds since the common start", Scale::Linear, fmt::secs),
+                y: Axis::new(tput.name, Scale::Linear, fmt::count),
+                series,
+                shade: None,
+                marks: Vec::new(),
+                hlines: Vec::new(),
+            }));
+        }
+    }
+    Some(Section {
+        id: "hosts-series".into(),
+        title: "Hosts over time".into(),
+        note: format!(
+            "Each host's throughput per interval of its own measured phase, drawn from its release (within the start skew of the common start); a host that falls behind the others shows here before it shows in the aggregate. Charts for the first {MAX_SERIES_CHARTS} points measured on several hosts; the table has every interval of every host."
+        ),
+        svgs,
         table,
     })
 }
@@ -183,6 +274,26 @@ pub fn target_disk(r: &Results) -> Option<Section> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 46: each host's series is drawn and tabled, from its release.
+    #[test]
+    fn every_host_has_its_series() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/kv-ycsb-rocksdb.json"
+        );
+        let mut r = Results::read(std::path::Path::new(path)).unwrap();
+        assert!(per_host_series(&r).is_none());
+        for p in &mut r.points {
+            crate::results::ext::on_hosts(p, &["h1", "h2"]);
+        }
+        let s = per_host_series(&r).unwrap();
+        let intervals: usize = r.points.iter().map(|p| p.series.len()).sum();
+        assert_eq!(s.table.rows.len(), 2 * intervals);
+        assert!(s.table.rows.iter().any(|row| row[1] == "h2"));
+        assert!(!s.svgs.is_empty() && s.svgs.len() <= MAX_SERIES_CHARTS);
+        assert!(s.svgs[0].contains("h2"));
+    }
     use crate::results::ext::{HostsInfo, TargetDisk};
 
     fn with_target(disk: Option<TargetDisk>) -> Results {

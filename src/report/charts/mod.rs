@@ -62,6 +62,7 @@ pub fn sections(r: &Results) -> Vec<Section> {
     out.extend(device::load_latency(r));
     out.extend(act::act(r));
     out.extend(hosts::per_host(r));
+    out.extend(hosts::per_host_series(r));
     out.extend(hosts::target_disk(r));
     out.extend(latency::percentiles(r));
     out.extend(latency::cdf(r));

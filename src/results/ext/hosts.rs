@@ -3,10 +3,14 @@
 //! clock offset and release instant), the start skew between the hosts,
 //! and the hosts lost during the point. The aggregate is the point itself.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
+use crate::measure::histogram::LatStats;
 use crate::measure::procstat::SystemCpu;
 use crate::measure::rusage::CpuStats;
+use crate::results::{OpStats, SeriesPoint};
 
 /// agent clock = control clock + offset_ns (± uncertainty_ns).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -38,6 +42,20 @@ pub struct HostRow {
     /// instant, on the control side's clock (positive: late).
     pub start_offset_ns: i64,
     pub warnings: Vec<String>,
+    /// Every operation type on this host: counts, rates and latencies
+    /// with their full percentiles (from the same histograms the aggregate
+    /// adds up); files before issue 46 have only the main type's mean and
+    /// p99 above.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_op: BTreeMap<String, OpStats>,
+    /// This host's own time series (seconds since its release, which is
+    /// `start_offset_ns` from the common start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesPoint>,
+    /// This host's encoded HDR histograms ("read.lat", ...): what the
+    /// aggregate's were added from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<String, String>,
 }
 
 /// A host that went away after the start (its ssh died, its agent was
@@ -157,6 +175,81 @@ impl HostRow {
             clock,
             start_offset_ns,
             warnings: point.warnings.clone(),
+            per_op: point.ops.clone(),
+            series: point.series.clone(),
+            histograms: point.histograms.clone(),
+        }
+    }
+
+    /// This host's part of `aggregate` as a point of its own: its
+    /// operations, totals, CPU, series and histograms under the
+    /// aggregate's name and parameters (so every view reads its figures as
+    /// it reads any point's). Rows of files before issue 46 have no
+    /// operations of their own: only the totals and CPU.
+    pub fn as_point(&self, aggregate: &crate::results::Point) -> crate::results::Point {
+        let mut p = aggregate.clone();
+        p.ops = self.per_op.clone();
+        p.total = crate::results::Totals {
+            ops: self.ops,
+            bytes: self.bytes,
+            iops: self.iops,
+            mib_s: self.mib_s,
+        };
+        p.duration_ns = self.duration_ns;
+        p.cpu = self.cpu;
+        p.series = self.series.clone();
+        p.histograms = self.histograms.clone();
+        p.warnings = self.warnings.clone();
+        p.extra.hosts = None;
+        p.extra.instances = None;
+        p.extra.cpu = self.system_cpu;
+        p
+    }
+
+    /// The operation types with a latency, the main one first (`main`),
+    /// each with its latency; the older files' single main-type row when
+    /// the row has no `per_op`.
+    pub fn latencies(&self, main: Option<&str>) -> Vec<(String, RowLatency)> {
+        let with_lat: Vec<(&String, &LatStats)> = self
+            .per_op
+            .iter()
+            .filter_map(|(k, o)| Some((k, o.lat.as_ref()?)))
+            .collect();
+        if with_lat.is_empty() {
+            return vec![(
+                main.unwrap_or("-").to_string(),
+                RowLatency {
+                    mean_ns: self.lat_mean_ns,
+                    p50_ns: None,
+                    p99_ns: self.lat_p99_ns,
+                    p999_ns: None,
+                },
+            )];
+        }
+        let mut ops = with_lat;
+        ops.sort_by_key(|(k, _)| (Some(k.as_str()) != main, k.as_str()));
+        ops.into_iter()
+            .map(|(k, l)| (k.clone(), RowLatency::of(l)))
+            .collect()
+    }
+}
+
+/// The latency figures a per-host row shows (absent: not recorded).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowLatency {
+    pub mean_ns: Option<f64>,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub p999_ns: Option<u64>,
+}
+
+impl RowLatency {
+    pub fn of(l: &LatStats) -> RowLatency {
+        RowLatency {
+            mean_ns: Some(l.mean_ns),
+            p50_ns: l.percentile(50.0),
+            p99_ns: l.percentile(99.0),
+            p999_ns: l.percentile(99.9),
         }
     }
 }
@@ -167,9 +260,70 @@ impl HostsInfo {
     }
 }
 
+/// Tests of the views: `p` as if measured on `hosts`, each host's row
+/// the point itself, released 1 ms apart.
+#[cfg(test)]
+pub(crate) fn on_hosts(p: &mut crate::results::Point, hosts: &[&str]) {
+    let clock = ClockOffset {
+        offset_ns: 0,
+        uncertainty_ns: 0,
+        rtt_ns: 0,
+        probes: 0,
+    };
+    let per_host = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| HostRow::of(h, p, clock, i as i64 * 1_000_000))
+        .collect();
+    p.extra.hosts = Some(Box::new(HostsInfo {
+        per_host,
+        start_skew_ns: (hosts.len().max(1) as u64 - 1) * 1_000_000,
+        clock_uncertainty_ns: 0,
+        lost: Vec::new(),
+        target_host: None,
+    }));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 46: a host's row keeps every operation type with its full
+    /// percentiles, its series and histograms, and reads back as written;
+    /// as a point of its own it has the host's figures.
+    #[test]
+    fn a_host_row_keeps_every_operation_its_series_and_histograms() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/kv-ycsb-rocksdb.json");
+        let r = crate::results::Results::read(&path).unwrap();
+        let mut p = r
+            .points
+            .iter()
+            .find(|p| p.name == "ycsb-a.run")
+            .unwrap()
+            .clone();
+        on_hosts(&mut p, &["h1", "h2"]);
+        let row = &p.extra.hosts.as_ref().unwrap().per_host[1];
+        assert_eq!(row.per_op.keys().collect::<Vec<_>>(), ["read", "update"]);
+        assert!(row.per_op["update"]
+            .lat
+            .as_ref()
+            .unwrap()
+            .percentile(99.99)
+            .is_some());
+        assert_eq!(row.series, p.series);
+        assert_eq!(row.histograms, p.histograms);
+        let json = serde_json::to_string(row).unwrap();
+        assert_eq!(&serde_json::from_str::<HostRow>(&json).unwrap(), row);
+        let own = row.as_point(&p);
+        assert_eq!((own.total.ops, own.ops.len()), (row.ops, 2));
+        assert!(own.extra.hosts.is_none());
+        let lat = row.latencies(Some("read"));
+        assert_eq!(
+            lat.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            ["read", "update"]
+        );
+    }
 
     #[test]
     fn a_target_host_without_a_disk_series_loads_and_writes_as_before() {

@@ -25,8 +25,11 @@ pub mod lsm;
 pub mod oltp;
 pub mod trace;
 
+#[cfg(test)]
+pub(crate) use hosts::on_hosts;
 pub use hosts::{
-    ClockOffset, HostRow, HostsInfo, LostHost, TargetDisk, TargetHostCpu, MAX_DISK_SECONDS,
+    ClockOffset, HostRow, HostsInfo, LostHost, RowLatency, TargetDisk, TargetHostCpu,
+    MAX_DISK_SECONDS,
 };
 pub use kv::{KvPhaseInfo, LatencyShare, LoadStats};
 pub use oltp::{ConsistencyResult, OltpInfo, TxnCounts};
