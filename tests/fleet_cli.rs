@@ -128,6 +128,43 @@ fn a_sweep_runs_on_every_host_and_merges_exactly() {
     );
 }
 
+/// Issue 46: `--rate` is the point's whole offered load, shared evenly
+/// over the hosts (as `run --hosts` shares a share of the maximum): the
+/// point says the whole rate, each host offered its share, and the merged
+/// open-loop statistics count every host's requests from the intended start.
+#[test]
+fn a_rate_is_the_whole_load_shared_over_the_hosts() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let out = lab.dir.path().join("rate.json");
+    let o = device(&lab, &all_hosts(&lab), &["--engine", "null", "--qd", "4"])
+        .args(["--rate", "2000", "--runtime", "1s", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = load(&out);
+    assert_exact(&r);
+    let p = &r.points[0];
+    assert_eq!(p.params["rate"], "2000");
+    let h = p.extra.hosts.as_ref().unwrap();
+    assert_eq!(h.rate_per_host, Some(1000.0));
+    let ol = p
+        .extra
+        .open_loop
+        .as_ref()
+        .expect("the hosts' open loop, merged");
+    assert_eq!(ol.target_iops, 2000.0);
+    let intended = ol.lat_from_intended["read"].n;
+    assert_eq!(intended, p.ops["read"].ops, "every host's requests");
+    // Offered 1,000 a second each, the hosts did about that, not 2,000.
+    for row in &h.per_host {
+        assert!(row.iops < 1500.0, "{}: {} IOPS", row.host, row.iops);
+    }
+    leftover_check(&lab);
+}
+
 #[test]
 fn refused_logins_and_flags_are_exit_2_and_nothing_starts() {
     let Some(lab) = fleet_common::lab(2, &[1]) else {

@@ -49,19 +49,34 @@ fn assert_exact(p: &Point, rows: &[iolab::results::ext::HostRow]) {
 fn assert_hosts_keep_their_own(p: &Point, rows: &[iolab::results::ext::HostRow]) {
     for r in rows {
         let ops: Vec<&String> = r.per_op.keys().collect();
-        assert_eq!(ops, p.ops.keys().collect::<Vec<_>>(), "{}: {}", p.name, r.host);
+        assert_eq!(
+            ops,
+            p.ops.keys().collect::<Vec<_>>(),
+            "{}: {}",
+            p.name,
+            r.host
+        );
         for (k, o) in &r.per_op {
             let lat = o.lat.as_ref().expect("each operation type's latency");
             assert!(lat.percentile(99.9).is_some(), "{} {k}", r.host);
         }
-        assert!(!r.series.is_empty(), "{}: {} has its series", p.name, r.host);
+        assert!(
+            !r.series.is_empty(),
+            "{}: {} has its series",
+            p.name,
+            r.host
+        );
     }
     for (key, merged) in &p.histograms {
         let parts: u64 = rows
             .iter()
             .map(|r| LatencyHistogram::decode(&r.histograms[key]).unwrap().len())
             .sum();
-        assert_eq!(LatencyHistogram::decode(merged).unwrap().len(), parts, "{key}");
+        assert_eq!(
+            LatencyHistogram::decode(merged).unwrap().len(),
+            parts,
+            "{key}"
+        );
     }
 }
 

@@ -82,7 +82,8 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
         assert_eq!(p.total.ops, sum, "{}", p.name);
         assert!(h.lost.is_empty(), "{}", p.name);
     }
-    // Each host offers its share of the rate: the maximum is both hosts'.
+    // The rate is the whole load, a share of both hosts' maximum; each
+    // host offers its half of it (issue 46: one rule with device --hosts).
     let max = r
         .points
         .iter()
@@ -98,10 +99,16 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
     for p in rated {
         let pct = p.extra.rate_pct_of_max.unwrap();
         let rate = p.job.as_ref().unwrap().open_loop.unwrap().rate_iops;
-        let want = (pct / 100.0 * max / 2.0).max(1.0);
+        let want = (pct / 100.0 * max).max(1.0);
         assert!(
             (rate - want).abs() <= want * 1e-9,
             "{}: {rate} vs {want}",
+            p.name
+        );
+        let each = p.extra.hosts.as_ref().unwrap().rate_per_host.unwrap();
+        assert!(
+            (each - want / 2.0).abs() <= want * 1e-9,
+            "{}: {each}",
             p.name
         );
     }

@@ -57,6 +57,7 @@ impl FleetPass {
             start_skew_ns: self.start_skew_ns,
             clock_uncertainty_ns: self.clock_uncertainty_ns,
             lost: self.lost,
+            rate_per_host: None,
             target_host: None,
         }));
         p
@@ -100,6 +101,7 @@ pub fn instance_rows(hosts: &[HostPoint]) -> Option<Box<HostsInfo>> {
             .max()
             .unwrap_or(0),
         lost: Vec::new(),
+        rate_per_host: None,
         target_host: None,
     }))
 }

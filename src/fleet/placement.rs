@@ -2,7 +2,8 @@
 //! device run on every host at once, merged into one point whose
 //! `extra.hosts` keeps each host's row. A host lost during a job leaves a
 //! partial point naming it; then the run stops or goes on with the hosts
-//! left, as the user chose.
+//! left, as the user chose. An open-loop rate is the point's whole
+//! offered load, shared evenly over the hosts (`host_share`).
 
 use crate::results::sections::{HostRecord, HostsRecord};
 
@@ -72,9 +73,23 @@ impl FleetPlacement {
     }
 }
 
+/// The job each of `hosts` runs: an open-loop rate is the point's whole
+/// offered load, shared evenly over the hosts (as a rate is over a host's
+/// jobs), so `--rate`, a share of the closed-loop maximum and a searched
+/// rate mean the same on one host or many.
+pub fn host_share(job: &JobSpec, hosts: usize) -> JobSpec {
+    let mut share = job.clone();
+    if let Some(ol) = share.open_loop.as_mut() {
+        ol.rate_iops /= hosts.max(1) as f64;
+    }
+    share
+}
+
 impl HostPlacement for FleetPlacement {
     fn run(&mut self, job: &JobSpec, progress: &dyn Fn(f64, Live)) -> anyhow::Result<Point> {
-        let ran = self.fleet.run_pass_observed(job, &self.target, &|p| {
+        let hosts = self.fleet.agents().len();
+        let share = host_share(job, hosts);
+        let ran = self.fleet.run_pass_observed(&share, &self.target, &|p| {
             progress(
                 p.elapsed_s,
                 Live {
@@ -99,7 +114,14 @@ impl HostPlacement for FleetPlacement {
                 names.join(", ")
             ));
         }
-        Ok(pass.into_point())
+        let mut point = pass.into_point();
+        // The point is the whole's: its job and rate, each host's share beside.
+        if let (Some(ol), Some(h)) = (&share.open_loop, point.extra.hosts.as_mut()) {
+            h.rate_per_host = Some(ol.rate_iops);
+            point.job = Some(job.clone());
+            point.params = crate::runner::point::params_of(job);
+        }
+        Ok(point)
     }
 
     fn halted(&self) -> Option<String> {

@@ -394,6 +394,7 @@ pub fn merged(parts: &[(String, Point)], starts_ns: &[u64]) -> Option<Point> {
         start_skew_ns: skew,
         clock_uncertainty_ns: 0,
         lost: Vec::new(),
+        rate_per_host: None,
         target_host: None,
     }));
     Some(point)

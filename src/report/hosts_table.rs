@@ -215,6 +215,7 @@ mod tests {
             start_skew_ns: 0,
             clock_uncertainty_ns: 0,
             lost: Vec::new(),
+            rate_per_host: None,
             target_host: None,
         };
         let rows = rows(p, &h);

@@ -2,12 +2,15 @@
 //! fleet pass, the concurrent jobs of a fio job file's group): HDR
 //! histograms added bucket by bucket (never percentiles averaged),
 //! operations, bytes, IOPS and bandwidth summed (the parts measured the
-//! same window), per-second series added by index on the common start.
+//! same window), per-second series added by index on the common start,
+//! open-loop statistics summed with the latency from the intended start
+//! from the merged histograms.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::measure::histogram::LatencyHistogram;
 use crate::measure::rusage::CpuStats;
+use crate::results::ext::OpenLoopStats;
 use crate::results::{OpStats, Point, SeriesPoint, Totals, VerifyStats};
 
 /// Whose CPU the parts' `cpu` is.
@@ -143,6 +146,60 @@ fn merged_verify(points: &[&Point]) -> Option<VerifyStats> {
     })
 }
 
+/// The parts' open-loop statistics as one, when every part ran open loop:
+/// rates, counts and backlogs summed (the largest backlog the largest),
+/// the latency from the intended start from the merged `*.lat_intended`
+/// histograms; the issue delay, which has no histogram in the point, is
+/// the part's with the largest p99 (an upper bound of the whole's).
+fn merged_open_loop(
+    points: &[&Point],
+    hists: &BTreeMap<String, LatencyHistogram>,
+) -> Option<OpenLoopStats> {
+    let parts: Vec<&OpenLoopStats> = points
+        .iter()
+        .map(|p| p.extra.open_loop.as_ref())
+        .collect::<Option<_>>()?;
+    let first = parts.first()?;
+    let target_iops: f64 = parts.iter().map(|o| o.target_iops).sum();
+    let achieved_iops: f64 = parts.iter().map(|o| o.achieved_iops).sum();
+    let late: u64 = parts.iter().map(|o| o.late).sum();
+    let measured: u64 = parts.iter().map(|o| o.measured).sum();
+    let lat_from_intended = ["read", "write"]
+        .iter()
+        .filter_map(|k| {
+            let h = hists.get(&format!("{k}.lat_intended"))?;
+            Some((k.to_string(), h.stats()?))
+        })
+        .collect();
+    Some(OpenLoopStats {
+        target_iops,
+        achieved_iops,
+        achieved_fraction: if target_iops > 0.0 {
+            achieved_iops / target_iops
+        } else {
+            0.0
+        },
+        arrival: first.arrival.clone(),
+        jobs: parts.iter().map(|o| o.jobs).sum(),
+        late,
+        measured,
+        late_fraction: if measured > 0 {
+            late as f64 / measured as f64
+        } else {
+            0.0
+        },
+        late_threshold_ns: first.late_threshold_ns,
+        max_backlog: parts.iter().map(|o| o.max_backlog).max().unwrap_or(0),
+        final_backlog: parts.iter().map(|o| o.final_backlog).sum(),
+        issue_delay: parts
+            .iter()
+            .filter_map(|o| o.issue_delay.as_ref())
+            .max_by_key(|d| d.percentile(99.0).unwrap_or(d.max_ns))
+            .cloned(),
+        lat_from_intended,
+    })
+}
+
 /// The parts' points as one (`None` without parts): named and tagged as
 /// the first; warnings prefixed with `KIND LABEL:`.
 pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<Point> {
@@ -201,7 +258,10 @@ pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<
             })
             .collect(),
         histograms: hists.iter().map(|(k, h)| (k.clone(), h.encode())).collect(),
-        extra: Default::default(),
+        extra: crate::results::PointExt {
+            open_loop: merged_open_loop(&points, &hists),
+            ..Default::default()
+        },
     })
 }
 
@@ -232,6 +292,60 @@ mod tests {
         let m = merge_points(&[("a", &a), ("b", &b)], "host", CpuOf::Summed).unwrap();
         let v = m.verify.unwrap();
         assert_eq!((v.blocks_checked, v.mismatches), (20, 2));
+    }
+
+    /// Issue 46: open-loop parts merge into the whole's open loop (rates
+    /// and counts summed, the latency from the intended start from the
+    /// added histograms); a part without one leaves none.
+    #[test]
+    fn open_loop_parts_merge_into_the_whole() {
+        let part = |late: u64, lat_ns: u64| -> Point {
+            let mut h = LatencyHistogram::new();
+            for _ in 0..100 {
+                h.record(lat_ns);
+            }
+            let mut p: Point = serde_json::from_value(serde_json::json!({
+                "name": "p", "params": {}, "started_at": "t", "duration_ns": 1u64,
+                "ramp_ns": 0, "direct": true, "ops": {},
+                "total": {"ops": 100, "bytes": 1, "iops": 100.0, "mib_s": 1.0},
+                "cpu": crate::measure::rusage::CpuStats::default(),
+                "series": [], "warnings": [], "histograms": {},
+            }))
+            .unwrap();
+            p.histograms.insert("read.lat_intended".into(), h.encode());
+            p.extra.open_loop = Some(OpenLoopStats {
+                achieved_fraction: 1.0,
+                achieved_iops: 100.0,
+                arrival: "uniform".into(),
+                final_backlog: 1,
+                issue_delay: None,
+                jobs: 1,
+                lat_from_intended: BTreeMap::new(),
+                late,
+                late_fraction: late as f64 / 100.0,
+                late_threshold_ns: 1000,
+                max_backlog: late,
+                measured: 100,
+                target_iops: 100.0,
+            });
+            p
+        };
+        let (a, b) = (part(0, 1_000), part(10, 9_000));
+        let m = merge_points(&[("a", &a), ("b", &b)], "host", CpuOf::Summed).unwrap();
+        let o = m.extra.open_loop.unwrap();
+        assert_eq!((o.target_iops, o.achieved_iops, o.jobs), (200.0, 200.0, 2));
+        assert_eq!(
+            (o.late, o.measured, o.max_backlog, o.final_backlog),
+            (10, 200, 10, 2)
+        );
+        assert!((o.late_fraction - 0.05).abs() < 1e-12);
+        let lat = &o.lat_from_intended["read"];
+        assert_eq!(lat.n, 200);
+        assert!(lat.percentile(99.0).unwrap() >= 8_000, "{lat:?}");
+        let mut closed = part(0, 1_000);
+        closed.extra.open_loop = None;
+        let m = merge_points(&[("a", &a), ("c", &closed)], "host", CpuOf::Summed).unwrap();
+        assert!(m.extra.open_loop.is_none());
     }
 
     /// Issue 44 item 6: two hosts, one ending 30 us into a third second:

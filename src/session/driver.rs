@@ -136,11 +136,6 @@ impl<'a> Driver<'a> {
         self
     }
 
-    /// How many hosts each job runs on (`None`: on this machine).
-    pub fn placed_hosts(&self) -> Option<usize> {
-        self.hosts.as_ref().map(|h| h.hosts())
-    }
-
     /// Print a status line every `secs` seconds while a point runs.
     pub fn with_status_interval(mut self, secs: Option<f64>) -> Driver<'a> {
         self.status_every = secs;

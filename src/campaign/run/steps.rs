@@ -180,10 +180,10 @@ impl<'a> StepRunner<'a> {
                 );
                 return self.driver.save();
             };
-            // On hosts the maximum is all of them together; each offers its share.
-            let hosts = self.driver.placed_hosts().unwrap_or(1).max(1) as f64;
+            // On hosts the maximum is all of them together, and so is the
+            // rate: the placement shares it out (`fleet::placement::host_share`).
             if let Some(ol) = job.open_loop.as_mut() {
-                ol.rate_iops = (pct / 100.0 * max / hosts).max(1.0);
+                ol.rate_iops = (pct / 100.0 * max).max(1.0);
             }
             // A media run keeps the plan's name (the share of the maximum),
             // the same workload on every target whatever its maximum.

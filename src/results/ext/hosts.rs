@@ -75,6 +75,10 @@ pub struct HostsInfo {
     /// The largest clock uncertainty among the hosts (the skew is known to
     /// within twice it).
     pub clock_uncertainty_ns: u64,
+    /// An open-loop point's rate each host offered: the point's rate (its
+    /// whole offered load) shared evenly over the hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_host: Option<f64>,
     /// Hosts lost during the point: when any, the point is partial and its
     /// figures are the other hosts'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -280,6 +284,7 @@ pub(crate) fn on_hosts(p: &mut crate::results::Point, hosts: &[&str]) {
         start_skew_ns: (hosts.len().max(1) as u64 - 1) * 1_000_000,
         clock_uncertainty_ns: 0,
         lost: Vec::new(),
+        rate_per_host: None,
         target_host: None,
     }));
 }
