@@ -292,14 +292,14 @@ impl TransportPasses<'_> {
             ..Tags::default()
         };
         self.driver.set_peers(None);
-        for j in jobs_on(self.plan, EngineKind::IoUring, label) {
+        for j in jobs_on(self.plan, EngineKind::default_local(), label) {
             self.driver.run_point_on(self.local, &j, &tags)?;
         }
         load_latency(
             &mut self.driver,
             self.plan,
             self.local,
-            EngineKind::IoUring,
+            EngineKind::default_local(),
             &tags,
             1,
         )?;
@@ -308,7 +308,7 @@ impl TransportPasses<'_> {
             &mut self.driver,
             spec,
             self.local,
-            EngineKind::IoUring,
+            EngineKind::default_local(),
             label,
             true,
         );
