@@ -100,7 +100,7 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
     let mut place = KvPlace::scratch(dir.to_path_buf());
     place.flush_between = true;
     KvPlan {
-        engine: KvEngineKind::Rocksdb,
+        engine: KvEngineKind::reference(),
         options: engine_options(),
         steps: vec![
             Step::Bench(Bench::FillSeq, None),
@@ -134,7 +134,7 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
 pub fn describe(db: &DbPlan) -> RemoteDbRecord {
     let o = engine_options();
     RemoteDbRecord {
-        engine: KvEngineKind::Rocksdb.name().to_string(),
+        engine: KvEngineKind::reference().name().to_string(),
         workload: "readrandomwriterandom".into(),
         read_percent: db.read_percent,
         num: db.num,

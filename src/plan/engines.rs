@@ -128,7 +128,7 @@ impl EngineKind {
 
 /// The engines the CLI offers (`device --engine`, `run --engine`), in
 /// CLI order: every engine but the hidden ones.
-pub const CLI_NAMES: [&'static str; shown_count()] = {
+pub const CLI_NAMES: [&str; shown_count()] = {
     let mut names = [""; shown_count()];
     let (mut i, mut n) = (0, 0);
     while i < FACTS.len() {
@@ -143,7 +143,7 @@ pub const CLI_NAMES: [&'static str; shown_count()] = {
 
 /// `trace --engine`: the traced engines, in CLI order, and io_uring
 /// with its kernel polling thread.
-pub const TRACE_NAMES: [&'static str; traced_count() + 1] = {
+pub const TRACE_NAMES: [&str; traced_count() + 1] = {
     let mut names = ["io_uring+sqpoll"; traced_count() + 1];
     let (mut i, mut n) = (0, 0);
     while i < FACTS.len() {
