@@ -531,7 +531,7 @@ mod facts_tests {
         }
         assert_eq!(KvEngineKind::ALL.len(), FACTS.len());
         for s in ServerKind::ALL {
-            let k = KvEngineKind::parse(s.name()).expect(s.name());
+            let k = KvEngineKind::parse(s.name()).unwrap();
             assert_eq!(k.server(), Some(s));
         }
     }
