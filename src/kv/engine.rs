@@ -1,4 +1,6 @@
-//! The key-value engine interface every adapter implements, and its options.
+//! The key-value engine interface every adapter implements, and its options;
+//! the engines as a closed set (`KvEngineKind`, each one's facts in a row
+//! of `FACTS`) and the factory that opens them (`open`, `open_server`).
 //!
 //! An engine is opened once and shared by reference; each worker thread
 //! takes its own `KvSession` (its own connection, transactions and buffers),
@@ -530,7 +532,7 @@ mod facts_tests {
             );
         }
         assert_eq!(KvEngineKind::ALL.len(), FACTS.len());
-        for s in ServerKind::ALL {
+        for s in ServerKind::all() {
             let k = KvEngineKind::parse(s.name()).unwrap();
             assert_eq!(k.server(), Some(s));
         }

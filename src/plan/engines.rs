@@ -1,7 +1,9 @@
 //! The engines as a closed set, described: which engines there are
-//! (`EngineKind`), what each can do (`EngineCaps`, `Opens`), which one
-//! speaks a remote transport, and the options each owns (`EngineConfig`,
-//! `UringOptions`, the fake engine's `FakeScript`). Plain data, here in
+//! (`EngineKind`), each one's facts in one row of `FACTS` (names, aliases,
+//! fio names, what it can do: `EngineCaps`, `Opens`), which one speaks a
+//! remote transport, and the options each owns (`EngineConfig`,
+//! `UringOptions`, the fake engine's `FakeScript`). Callers ask these,
+//! never match variants (tests/house_closed_sets.rs). Plain data, here in
 //! plan/ beside the jobs that name them: the planner and the results read
 //! these facts without importing engine/, which implements them.
 

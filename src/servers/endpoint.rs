@@ -1,5 +1,6 @@
 //! Which database server, and how to reach it: the kinds iolab drives
-//! (PostgreSQL, MariaDB, Redis, Cassandra, MongoDB's wire protocol) and an
+//! (PostgreSQL, MariaDB, Redis, Cassandra, MongoDB's wire protocol; each
+//! one's facts in `ServerFacts`) and an
 //! `Endpoint` (host, port, user,
 //! password, database, or a unix socket) parsed from `--server-url` or
 //! handed back by a private instance iolab started. The one URL parser of
@@ -77,6 +78,11 @@ impl ServerKind {
                 starting_note: None,
             },
         }
+    }
+
+    /// Every server kind.
+    pub fn all() -> impl Iterator<Item = ServerKind> {
+        ServerKind::ALL.into_iter()
     }
 
     /// The server called `name` (`ServerKind::name`).

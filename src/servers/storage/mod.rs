@@ -10,7 +10,7 @@
 //! process and is set up by `campaign::kernel_path`. Where the server
 //! runs (a network namespace) is the caller's: `start` takes the address
 //! and a way to make the command there (`remote::servers::start` passes
-//! its topology's).
+//! its topology's). Each transport's facts are one `TransportFacts`.
 
 mod iolab;
 mod nbdkit;
