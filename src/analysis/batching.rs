@@ -134,7 +134,7 @@ mod tests {
                     pattern: Pattern::RandRead,
                     bs: vec![(bs, 100)],
                     batch: Some(k),
-                    engine: EngineKind::Null,
+                    engine: EngineKind::parse("null").unwrap(),
                     ..Default::default()
                 };
                 let par = k.min(8) as f64;

@@ -153,7 +153,7 @@ fn jobs_per_subject(
         .first()
         .copied()
         .filter(|e| !matches!(e.caps().opens, Opens::Remote(_)))
-        .unwrap_or(EngineKind::IoUring);
+        .unwrap_or(EngineKind::default_local());
     let mut all = Vec::new();
     for s in subjects {
         let mut jobs = Vec::new();
@@ -161,7 +161,7 @@ fn jobs_per_subject(
             let mut job = j.clone();
             job.engine = engine_for(a, s, j.engine, local)?;
             if job.engine != j.engine {
-                job.direct = j.direct && job.engine != EngineKind::Mmap;
+                job.direct = j.direct && job.engine.caps().direct_io;
                 job.validate().map_err(|e| match s {
                     Subject::Given(t) => media_targets::name_target(t, e),
                     Subject::Made(_) => e,

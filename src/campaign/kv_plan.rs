@@ -178,7 +178,7 @@ fn check(plan: &KvMediaPlan, force: bool) -> anyhow::Result<()> {
         for part in &plan.parts {
             let mut p = part.plan.clone();
             p.place.dir = t.path.clone();
-            if p.engine != crate::kv::engine::KvEngineKind::Null {
+            if p.engine.facts().stores_data {
                 crate::kv::run::check_space(&p)
                     .map_err(|e| crate::campaign::given::name_target(t, e))?;
             }

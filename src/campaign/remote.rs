@@ -23,6 +23,7 @@ use crate::dut::{self, Target, TargetOptions};
 use crate::error::usage;
 use crate::interrupt;
 use crate::measure::peers::PeerSampling;
+use crate::plan::endpoint::WireProtocol;
 use crate::plan::engines::EngineKind;
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
 use crate::plan::units::Span;
@@ -236,9 +237,9 @@ impl Workload for TransportPasses<'_> {
         if let Some(why) = t.unavailable() {
             self.driver
                 .warn(format!("transport {label} skipped: {why}"));
-        } else if t == Transport::Das {
+        } else if t.is_local() {
             self.das(&label)?;
-        } else if t == Transport::KernelNvme {
+        } else if t.is_kernel() {
             let params = transport_params(&label);
             let tags = Tags {
                 params: &params,
@@ -293,14 +294,14 @@ impl TransportPasses<'_> {
             ..Tags::default()
         };
         self.driver.set_peers(None);
-        for j in jobs_on(self.plan, EngineKind::IoUring, label) {
+        for j in jobs_on(self.plan, EngineKind::default_local(), label) {
             self.driver.run_point_on(self.local, &j, &tags)?;
         }
         load_latency(
             &mut self.driver,
             self.plan,
             self.local,
-            EngineKind::IoUring,
+            EngineKind::default_local(),
             &tags,
             1,
         )?;
@@ -309,14 +310,14 @@ impl TransportPasses<'_> {
             &mut self.driver,
             spec,
             self.local,
-            EngineKind::IoUring,
+            EngineKind::default_local(),
             label,
             true,
         );
         database(
             &mut self.driver,
             self.plan,
-            Transport::Das,
+            Transport::local(),
             label,
             Source::Local(&self.local.path),
             &self.a.target,
@@ -369,7 +370,7 @@ impl TransportPasses<'_> {
             }
             _ => unstamped_breakdown(driver, spec, &remote, t.engine(), label, false),
         }
-        let source = if matches!(t, Transport::IolabNvme { .. }) {
+        let source = if t.wire() == Some(WireProtocol::NvmeTcp) {
             Source::Nvme(&server.url)
         } else {
             Source::Nbd(&server.url)
@@ -393,7 +394,7 @@ fn kernel_transport(
     tags: &Tags<'_>,
     a: &RemoteSettings,
 ) -> anyhow::Result<()> {
-    let t = Transport::KernelNvme;
+    let t = Transport::kernel_nvme();
     let label = t.label();
     let k = match KernelPath::connect(topo, local, port_for(topo, index)?, a.seed) {
         Ok(k) => k,

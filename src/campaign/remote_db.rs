@@ -17,7 +17,7 @@ use crate::kv::plan::{BenchReads, KvPlace, KvPlan, Step};
 use crate::plan::parse::format_size;
 use crate::remote::volume::{self, Volume};
 use crate::results::Point;
-use crate::servers::storage::Transport;
+use crate::servers::storage::{DbVolume, Transport};
 use crate::session::{Driver, Tags};
 
 /// The database runs of a remote comparison.
@@ -96,7 +96,7 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
     let mut place = KvPlace::scratch(dir.to_path_buf());
     place.flush_between = true;
     KvPlan {
-        engine: KvEngineKind::Rocksdb,
+        engine: KvEngineKind::reference(),
         options: engine_options(),
         steps: vec![
             Step::Bench(Bench::FillSeq, None),
@@ -130,7 +130,7 @@ fn kv_plan(db: &DbPlan, dir: &Path, value: u64, seed: u64) -> KvPlan {
 pub fn describe(db: &DbPlan) -> RemoteDbRecord {
     let o = engine_options();
     RemoteDbRecord {
-        engine: KvEngineKind::Rocksdb.name().to_string(),
+        engine: KvEngineKind::reference().name().to_string(),
         workload: "readrandomwriterandom".into(),
         read_percent: db.read_percent,
         num: db.num,
@@ -151,24 +151,19 @@ pub fn describe(db: &DbPlan) -> RemoteDbRecord {
 
 /// Why transport `t` gets no database run here, if it gets none.
 pub fn skipped(t: Transport) -> Option<String> {
-    if t == Transport::Tgtd {
-        return Some(
-            "no block device for an iSCSI LUN on this kernel (no iscsi_tcp) and no user-space path to one".into(),
-        );
-    }
-    if matches!(t, Transport::IolabNvme { .. })
-        && crate::testbed::kernel_modules::module_state("nvme_tcp")
-            == crate::testbed::kernel_modules::ModuleState::Absent
-    {
-        return Some(
-            "no block device for an NVMe/TCP namespace on this kernel (no nvme_tcp module) and no user-space path to one".into(),
-        );
-    }
-    volume::unavailable(match t {
-        Transport::Das => volume::VolumeKind::Local,
-        Transport::KernelNvme | Transport::IolabNvme { .. } => volume::VolumeKind::Block,
-        _ => volume::VolumeKind::Nbd,
-    })
+    let kind = match t.facts().db_volume {
+        DbVolume::Unreachable(why) => return Some(why.into()),
+        DbVolume::Block(Some((module, why)))
+            if crate::testbed::kernel_modules::module_state(module)
+                == crate::testbed::kernel_modules::ModuleState::Absent =>
+        {
+            return Some(why.into())
+        }
+        DbVolume::Local => volume::VolumeKind::Local,
+        DbVolume::Block(_) => volume::VolumeKind::Block,
+        DbVolume::Nbd => volume::VolumeKind::Nbd,
+    };
+    volume::unavailable(kind)
 }
 
 /// Build the volume of transport `label` (DAS: the local file; otherwise

@@ -212,14 +212,7 @@ fn record_target_cpu(p: &mut Point, host: &str, over: CpuOver, window_ns: u64) {
 
 /// The name T's agent knows transport `t` by, if T serves it.
 fn served_name(t: Transport) -> Option<&'static str> {
-    Some(match t {
-        Transport::Iolab { .. } => "iolab",
-        Transport::IolabNvme { .. } => "nvme-tcp",
-        Transport::QemuNbd => "qemu-nbd",
-        Transport::NbdkitFile => "nbdkit-file",
-        Transport::NbdkitMemory => "nbdkit-memory",
-        _ => return None,
-    })
+    t.facts().served_as
 }
 
 /// The serve request of transport `t`.
@@ -235,10 +228,7 @@ fn request(
             format!("{} is not served on a target host", t.label()),
         )
     })?;
-    let threads = match t {
-        Transport::Iolab { threads } | Transport::IolabNvme { threads } => threads,
-        _ => 1,
-    };
+    let threads = t.threads().unwrap_or(1);
     Ok(ServeRequest {
         transport: name.into(),
         dir: a.target.display().to_string(),

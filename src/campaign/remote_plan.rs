@@ -280,7 +280,7 @@ pub fn print_plan(plan: &RemotePlan, a: &RemoteSettings) {
         "  {}",
         crate::testbed::kernel_modules::summary(&crate::testbed::kernel_modules::initiators())
     );
-    for j in jobs_on(plan, EngineKind::Nbd, "") {
+    for j in jobs_on(plan, EngineKind::served(), "") {
         println!(
             "      {:<40} {} + {} ramp",
             j.name.trim_end_matches("-nbd"),

@@ -95,7 +95,7 @@ impl OwnTarget {
             stamps: Some(stamps.clone()),
             ..Default::default()
         };
-        let t = Transport::Iolab { threads: 1 };
+        let t = Transport::own_nbd();
         let (server, remote) = serve(t, &topo, local, 0, &own, dir, seed)?;
         let sampling = PeerSampling {
             processes: vec![server.sampled()],
@@ -122,7 +122,7 @@ impl OwnTarget {
             note: Some(self.topo.note.clone()),
             target_addr: Some(self.topo.target_addr.to_string()),
             initiator_interface: Some(self.topo.initiator_iface.clone()),
-            transports: vec![named(Transport::Das), named(self.server.transport)],
+            transports: vec![named(Transport::local()), named(self.server.transport)],
             ..RemoteRecord::default()
         }
     }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 /// `--engine`: the kv engine names, listed in help and errors.
 fn engine_kind() -> impl clap::builder::TypedValueParser<Value = KvEngineKind> {
-    clap::builder::PossibleValuesParser::new(KvEngineKind::ALL.map(KvEngineKind::name))
+    clap::builder::PossibleValuesParser::new(KvEngineKind::all().map(KvEngineKind::name))
         .map(|s| KvEngineKind::parse(&s).expect("a possible value"))
 }
 

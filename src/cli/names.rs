@@ -28,13 +28,12 @@ impl TypedValueParser for NameList {
     }
 }
 
-/// `device --engine` and `run --engine`: every engine of the runner.
-pub const DEVICE_ENGINES: NameList = NameList(&[
-    "psync", "aio", "io_uring", "mmap", "null", "nbd", "iscsi", "nvme-tcp",
-]);
+/// `device --engine` and `run --engine`: every engine of the runner, from
+/// the engines' facts table.
+pub const DEVICE_ENGINES: NameList = NameList(&crate::plan::engines::CLI_NAMES);
 
-/// `trace --engine`.
-pub const TRACE_ENGINES: NameList = NameList(&["psync", "aio", "io_uring", "io_uring+sqpoll"]);
+/// `trace --engine`: the traced engines, from the engines' facts table.
+pub const TRACE_ENGINES: NameList = NameList(&crate::plan::engines::TRACE_NAMES);
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,6 @@ use super::kv_planfile::{self, KvPart};
 use crate::campaign::kv_plan::{self, KvMediaSettings, Part};
 use crate::cli::kv::KvArgs;
 use crate::error::Interrupted;
-use crate::kv::engine::KvEngineKind;
 use crate::kv::run::KvObserver;
 use crate::plan::planfile;
 use crate::report::kv_terminal::KvTerminal;
@@ -159,7 +158,7 @@ fn kv_parts(a: &mut KvArgs, notices: &mut Vec<String>) -> anyhow::Result<Vec<KvP
         super::device_flags::apply_media_table(&mut a.media, &path, &file, &a.given)?;
     }
     let parts = kv_planfile::parts(a, &path, &file)?;
-    let all_lmdb = parts.iter().all(|p| p.args.engine == KvEngineKind::Lmdb);
+    let all_lmdb = parts.iter().all(|p| p.args.engine.facts().raw_device);
     if !all_lmdb && !a.given.iter().any(|g| g == "make") {
         *notices = kv_plan::without_raw(&mut a.media.make, &path);
     }

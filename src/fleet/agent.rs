@@ -418,7 +418,7 @@ mod tests {
         };
         assert_eq!(h.build, build::current().unwrap());
         let job = JobSpec {
-            engine: EngineKind::Null,
+            engine: EngineKind::parse("null").unwrap(),
             stop: StopCondition {
                 runtime_ns: None,
                 io_count: Some(5000),

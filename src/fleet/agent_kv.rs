@@ -338,7 +338,7 @@ mod tests {
             property_files: vec![],
             property_texts: vec![],
             props: vec!["recordcount=10".into(), "operationcount=10".into()],
-            engine: KvEngineKind::Sqlite,
+            engine: KvEngineKind::parse("sqlite").unwrap(),
             phase: PhaseSel::Both,
             runtime: None,
             threads: 1,
@@ -481,7 +481,7 @@ mod tests {
         bad.settings.place.db = Some("/x".into());
         assert_eq!(field(&bad, &t), "--db");
         let mut bad = w.clone();
-        bad.settings.engine = KvEngineKind::Postgres;
+        bad.settings.engine = KvEngineKind::parse("postgres").unwrap();
         assert_eq!(field(&bad, &t), "--engine");
         // One server every host shares: each host its own namespace on it.
         let mut shared = bad.clone();

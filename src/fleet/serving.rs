@@ -19,6 +19,7 @@ use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
 use crate::measure::diskstats::{self, DiskCounters, DiskSampler};
 use crate::measure::procstat::CpuTicks;
+use crate::plan::endpoint::WireProtocol;
 use crate::results::ext::{TargetDisk, MAX_DISK_SECONDS};
 use crate::servers::storage::Transport;
 use crate::target::{nbd_target, nvme_target};
@@ -106,7 +107,7 @@ fn check(req: &ServeRequest) -> anyhow::Result<Checked> {
         return Err(usage("--target-threads", "must be 1 to 64"));
     }
     let transport = Transport::parse(&req.transport)
-        .filter(|t| SERVED.contains(&t.with_threads(1)))
+        .filter(|t| t.facts().served_as.is_some())
         .ok_or_else(|| {
             usage(
                 "--transports",
@@ -142,15 +143,6 @@ fn check(req: &ServeRequest) -> anyhow::Result<Checked> {
     })
 }
 
-/// The transports a target host serves (with one reactor thread).
-const SERVED: [Transport; 5] = [
-    Transport::Iolab { threads: 1 },
-    Transport::IolabNvme { threads: 1 },
-    Transport::QemuNbd,
-    Transport::NbdkitFile,
-    Transport::NbdkitMemory,
-];
-
 /// Serve `req`: checked first, then the scratch file, then the target on
 /// the one address (a server program of its own for qemu-nbd and nbdkit,
 /// in its own process group and the testbed's records).
@@ -165,8 +157,9 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(ServedExport, Serving)> {
     };
     let backing = dut::prepare(&opts, true, None, 1)?;
     let delay = req.delay_ns.map(Duration::from_nanos);
-    let (running, url) = match c.transport {
-        Transport::IolabNvme { threads } => {
+    let threads = c.transport.threads().unwrap_or(1);
+    let (running, url) = match (c.transport.own(), c.transport.wire()) {
+        (true, Some(WireProtocol::NvmeTcp)) => {
             let mut cfg = nvme_target::NvmeTargetConfig::new(&backing.path, c.addr);
             cfg.threads = threads;
             cfg.delay = delay;
@@ -175,7 +168,7 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(ServedExport, Serving)> {
             let url = t.url();
             (Running::Nvme(t), url)
         }
-        Transport::Iolab { threads } => {
+        (true, _) => {
             let mut cfg = nbd_target::TargetConfig::new(&backing.path, c.addr);
             cfg.threads = threads;
             cfg.delay = delay;
@@ -183,7 +176,8 @@ pub fn serve(req: &ServeRequest) -> anyhow::Result<(ServedExport, Serving)> {
             let url = format!("nbd://{}/", t.addr);
             (Running::Nbd(t), url)
         }
-        t => {
+        (false, _) => {
+            let t = c.transport;
             // The program binds the port itself: this one was free a moment ago.
             let port = listener.local_addr()?.port();
             drop(listener);

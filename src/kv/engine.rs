@@ -1,4 +1,6 @@
-//! The key-value engine interface every adapter implements, and its options.
+//! The key-value engine interface every adapter implements, and its options;
+//! the engines as a closed set (`KvEngineKind`, each one's facts in a row
+//! of `FACTS`) and the factory that opens them (`open`, `open_server`).
 //!
 //! An engine is opened once and shared by reference; each worker thread
 //! takes its own `KvSession` (its own connection, transactions and buffers),
@@ -6,6 +8,8 @@
 
 use anyhow::Result;
 use std::path::Path;
+
+use crate::servers::ServerKind;
 
 /// One worker's handle on an engine.
 pub trait KvSession {
@@ -135,55 +139,193 @@ pub enum KvEngineKind {
 }
 
 impl KvEngineKind {
-    pub const ALL: [KvEngineKind; 12] = [
-        KvEngineKind::Rocksdb,
-        KvEngineKind::Lmdb,
-        KvEngineKind::Sqlite,
-        KvEngineKind::Redb,
-        KvEngineKind::Fjall,
-        KvEngineKind::Wiredtiger,
-        KvEngineKind::Null,
-        KvEngineKind::Postgres,
-        KvEngineKind::Mariadb,
-        KvEngineKind::Redis,
-        KvEngineKind::Cassandra,
-        KvEngineKind::Mongodb,
-    ];
+    /// Every engine, in `--engine`'s order.
+    pub const ALL: [KvEngineKind; 12] = {
+        let mut all = [KvEngineKind::Null; FACTS.len()];
+        let mut i = 0;
+        while i < FACTS.len() {
+            all[i] = FACTS[i].kind;
+            i += 1;
+        }
+        all
+    };
+
+    /// Every engine, in `--engine`'s order.
+    pub fn all() -> impl Iterator<Item = KvEngineKind> {
+        FACTS.iter().map(|f| f.kind)
+    }
+
+    /// Its row of `FACTS`.
+    pub fn facts(self) -> &'static KvEngineFacts {
+        &ROWS[self as usize]
+    }
 
     pub fn parse(s: &str) -> Option<KvEngineKind> {
-        Self::ALL.into_iter().find(|k| k.name() == s)
+        FACTS.iter().find(|f| f.name == s).map(|f| f.kind)
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            KvEngineKind::Rocksdb => "rocksdb",
-            KvEngineKind::Lmdb => "lmdb",
-            KvEngineKind::Sqlite => "sqlite",
-            KvEngineKind::Redb => "redb",
-            KvEngineKind::Fjall => "fjall",
-            KvEngineKind::Wiredtiger => "wiredtiger",
-            KvEngineKind::Null => "null",
-            KvEngineKind::Postgres => "postgres",
-            KvEngineKind::Mariadb => "mariadb",
-            KvEngineKind::Redis => "redis",
-            KvEngineKind::Cassandra => "cassandra",
-            KvEngineKind::Mongodb => "mongodb",
-        }
+        self.facts().name
     }
 
-    /// The server behind a server engine; `None` for embedded engines.
-    pub fn server(self) -> Option<crate::servers::ServerKind> {
-        use crate::servers::ServerKind;
-        match self {
-            KvEngineKind::Postgres => Some(ServerKind::Postgres),
-            KvEngineKind::Mariadb => Some(ServerKind::Mariadb),
-            KvEngineKind::Redis => Some(ServerKind::Redis),
-            KvEngineKind::Cassandra => Some(ServerKind::Cassandra),
-            KvEngineKind::Mongodb => Some(ServerKind::Mongodb),
-            _ => None,
-        }
+    /// The server behind a server engine (named after it); `None` for
+    /// embedded engines.
+    pub fn server(self) -> Option<ServerKind> {
+        self.facts().server.then(|| {
+            ServerKind::parse(self.name()).expect("a server engine is named after its server")
+        })
+    }
+
+    /// The embedded engine of iolab's own steps (`iolab run`'s kv step,
+    /// `iolab remote`'s database): db_bench's.
+    pub const fn reference() -> KvEngineKind {
+        KvEngineKind::Rocksdb
     }
 }
+
+/// One kv engine's facts: everything iolab knows about it outside its
+/// adapter (kv/engines/) and the factory that opens it (`open`,
+/// `open_server`).
+#[derive(Debug, Clone, Copy)]
+pub struct KvEngineFacts {
+    pub kind: KvEngineKind,
+    /// Its name in `--engine`, plan files and results.
+    pub name: &'static str,
+    /// A server engine, named after its server (`ServerKind::name`).
+    pub server: bool,
+    /// Keeps what it is given (all but null): a load needs room and an
+    /// order of benchmarks that reads what was written.
+    pub stores_data: bool,
+    /// Compresses blocks (`--compression`).
+    pub compresses: bool,
+    /// Opens a raw block device as its data file (`--make raw`).
+    pub raw_device: bool,
+    /// With `--mmap`, the data file it maps whole (the map size is taken
+    /// on disk).
+    pub mapped_file: Option<&'static str>,
+    /// Takes WiredTiger's options and checks (`--wt-*`, its cache floor).
+    pub wiredtiger_options: bool,
+    /// What it keeps in memory (a `--memory-limit` below it warns).
+    pub memory: KvMemory,
+    /// What iolab makes on its server and drops at the end.
+    pub server_object: &'static str,
+    /// Its YCSB binding's properties it reads (not reported unused).
+    pub ycsb_props: &'static [&'static str],
+    /// Takes `--cassandra-compaction`.
+    pub compaction: bool,
+    /// Its private server takes the private-server flags (mongodb's is a
+    /// FerretDB, which takes none).
+    pub private_flags: bool,
+}
+
+/// What an engine keeps in memory, for `--memory-limit`.
+#[derive(Debug, Clone, Copy)]
+pub enum KvMemory {
+    /// In iolab's process: this many bytes of cache and memtables.
+    Embedded(fn(&EngineOptions) -> u64),
+    /// A private server in iolab's cgroup: its own memory, said so
+    /// (" (the InnoDB buffer pool)", or "").
+    Server(&'static str),
+}
+
+const EMBEDDED: KvEngineFacts = KvEngineFacts {
+    kind: KvEngineKind::Null,
+    name: "",
+    server: false,
+    stores_data: true,
+    compresses: false,
+    raw_device: false,
+    mapped_file: None,
+    wiredtiger_options: false,
+    memory: KvMemory::Embedded(|o| o.cache_size),
+    server_object: "table",
+    ycsb_props: &[],
+    compaction: false,
+    private_flags: true,
+};
+
+const fn embedded(kind: KvEngineKind, name: &'static str) -> KvEngineFacts {
+    KvEngineFacts {
+        kind,
+        name,
+        ..EMBEDDED
+    }
+}
+
+const fn server(kind: KvEngineKind, name: &'static str, memory: &'static str) -> KvEngineFacts {
+    KvEngineFacts {
+        server: true,
+        memory: KvMemory::Server(memory),
+        ..embedded(kind, name)
+    }
+}
+
+/// The kv engines' facts, one row per engine in declaration order.
+pub const FACTS: [KvEngineFacts; 12] = [
+    KvEngineFacts {
+        compresses: true,
+        memory: KvMemory::Embedded(|o| o.cache_size + 2 * o.write_buffer_size),
+        ..embedded(KvEngineKind::Rocksdb, "rocksdb")
+    },
+    KvEngineFacts {
+        raw_device: true,
+        mapped_file: Some("data.mdb"),
+        memory: KvMemory::Embedded(|_| 0),
+        ..embedded(KvEngineKind::Lmdb, "lmdb")
+    },
+    embedded(KvEngineKind::Sqlite, "sqlite"),
+    embedded(KvEngineKind::Redb, "redb"),
+    KvEngineFacts {
+        compresses: true,
+        memory: KvMemory::Embedded(|o| o.cache_size + o.write_buffer_size),
+        ..embedded(KvEngineKind::Fjall, "fjall")
+    },
+    KvEngineFacts {
+        wiredtiger_options: true,
+        ..embedded(KvEngineKind::Wiredtiger, "wiredtiger")
+    },
+    KvEngineFacts {
+        stores_data: false,
+        memory: KvMemory::Embedded(|_| 0),
+        ..embedded(KvEngineKind::Null, "null")
+    },
+    server(
+        KvEngineKind::Postgres,
+        "postgres",
+        " (shared_buffers and its processes)",
+    ),
+    server(
+        KvEngineKind::Mariadb,
+        "mariadb",
+        " (the InnoDB buffer pool)",
+    ),
+    KvEngineFacts {
+        server_object: "keys",
+        ..server(
+            KvEngineKind::Redis,
+            "redis",
+            " (every record: Redis keeps the whole dataset in memory)",
+        )
+    },
+    KvEngineFacts {
+        server_object: "keyspace",
+        ycsb_props: super::engines::cassandra::PROPS,
+        compaction: true,
+        ..server(
+            KvEngineKind::Cassandra,
+            "cassandra",
+            " (the JVM's heap and off-heap memory)",
+        )
+    },
+    KvEngineFacts {
+        server_object: "database",
+        private_flags: false,
+        ..server(KvEngineKind::Mongodb, "mongodb", "")
+    },
+];
+
+/// `FACTS` in a static, for `KvEngineKind::facts`'s `'static` borrow.
+static ROWS: [KvEngineFacts; 12] = FACTS;
 
 /// Block compression for engines that have it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,15 +479,18 @@ pub fn open_server(
     fields: usize,
     cql: super::engines::cassandra::CqlOptions,
 ) -> Result<Box<dyn KvEngine>> {
-    use crate::servers::ServerKind;
-    Ok(match server.kind() {
-        ServerKind::Postgres => Box::new(super::engines::pg::Pg::open(server, fields)?),
-        ServerKind::Mariadb => Box::new(super::engines::maria::Maria::open(server, fields)?),
-        ServerKind::Redis => Box::new(super::engines::redis::RedisKv::open(server, fields)?),
-        ServerKind::Cassandra => Box::new(super::engines::cassandra::CassandraKv::open(
+    let kind = KvEngineKind::parse(server.kind().name())
+        .filter(|k| k.facts().server)
+        .expect("every server has its kv engine");
+    Ok(match kind {
+        KvEngineKind::Postgres => Box::new(super::engines::pg::Pg::open(server, fields)?),
+        KvEngineKind::Mariadb => Box::new(super::engines::maria::Maria::open(server, fields)?),
+        KvEngineKind::Redis => Box::new(super::engines::redis::RedisKv::open(server, fields)?),
+        KvEngineKind::Cassandra => Box::new(super::engines::cassandra::CassandraKv::open(
             server, fields, cql,
         )?),
-        ServerKind::Mongodb => Box::new(super::engines::mongo::MongoKv::open(server, fields)?),
+        KvEngineKind::Mongodb => Box::new(super::engines::mongo::MongoKv::open(server, fields)?),
+        embedded => anyhow::bail!("{} is not a server engine", embedded.name()),
     })
 }
 
@@ -368,4 +513,28 @@ pub(crate) fn yes(b: bool) -> String {
 
 pub(crate) fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
+}
+
+#[cfg(test)]
+mod facts_tests {
+    use super::*;
+
+    /// `facts` indexes `FACTS` by discriminant, and a server engine is
+    /// named after its server.
+    #[test]
+    fn each_row_of_facts_is_its_variants() {
+        for (i, f) in FACTS.iter().enumerate() {
+            assert_eq!(f.kind as usize, i, "{}", f.name);
+            assert_eq!(KvEngineKind::parse(f.name), Some(f.kind));
+            assert_eq!(
+                f.kind.server().map(ServerKind::name),
+                f.server.then_some(f.name)
+            );
+        }
+        assert_eq!(KvEngineKind::ALL.len(), FACTS.len());
+        for s in ServerKind::all() {
+            let k = KvEngineKind::parse(s.name()).unwrap();
+            assert_eq!(k.server(), Some(s));
+        }
+    }
 }

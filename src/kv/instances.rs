@@ -84,7 +84,7 @@ pub fn check(plan: &KvPlan, n: usize) -> Result<()> {
 /// Refuse a load whose data, once per instance, does not fit in the
 /// directory (each instance's own run checks only its share).
 fn check_space(plan: &KvPlan, n: usize) -> Result<()> {
-    if n > 1 && plan.engine != super::engine::KvEngineKind::Null {
+    if n > 1 && plan.engine.facts().stores_data {
         return super::run::check_load_fits(plan, n);
     }
     Ok(())

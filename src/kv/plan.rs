@@ -173,10 +173,10 @@ impl KvPlan {
         if self.place.raw.is_some() {
             self.validate_raw("--engine")?;
         }
-        if self.engine == KvEngineKind::Wiredtiger {
+        if self.engine.facts().wiredtiger_options {
             self.validate_wiredtiger()?;
         }
-        let compresses = matches!(self.engine, KvEngineKind::Rocksdb | KvEngineKind::Fjall);
+        let compresses = self.engine.facts().compresses;
         if self.options.compression != Compression::None && !compresses {
             return Err(usage(
                 "--compression",
@@ -193,7 +193,7 @@ impl KvPlan {
     /// flag an engine that cannot go there is refused under (`--engine`
     /// for a device given as `--target`, `--make` for `--make raw`).
     pub fn validate_raw(&self, field: &str) -> Result<()> {
-        if self.engine != KvEngineKind::Lmdb {
+        if !self.engine.facts().raw_device {
             return Err(usage(
                 field,
                 format!(

@@ -6,7 +6,7 @@
 
 use super::chain::ChainStep;
 use super::dbbench::{Bench, DbBench};
-use super::engine::{self, EngineOptions, KvEngine, KvEngineKind};
+use super::engine::{self, EngineOptions, KvEngine, KvEngineKind, KvMemory};
 use super::lsm::{ChainStepRun, LsmState};
 use super::phase::{self, PhaseOutcome, PhaseSpec, Work};
 use super::plan::{KvPlan, Step};
@@ -191,12 +191,13 @@ pub(crate) fn check_load_fits(plan: &KvPlan, copies: usize) -> Result<()> {
     let Ok(free) = crate::dut::scratch::free_bytes(dir) else {
         return Ok(()); // an unusable directory is reported where it is used
     };
-    if plan.engine == KvEngineKind::Lmdb && plan.options.mmap && plan.place.raw.is_none() {
+    let mapped = plan.engine.facts().mapped_file;
+    if let (Some(file), true, None) = (mapped, plan.options.mmap, &plan.place.raw) {
         let existing = plan
             .place
             .db
             .as_ref()
-            .and_then(|d| std::fs::metadata(d.join("data.mdb")).ok())
+            .and_then(|d| std::fs::metadata(d.join(file)).ok())
             .map_or(0, |m| std::os::unix::fs::MetadataExt::blocks(&m) * 512);
         let map = plan.options.map_size.saturating_sub(existing);
         super::space::check_map_fits(dir, map, copies)?;
@@ -247,8 +248,8 @@ fn check_before_creating(plan: &KvPlan) -> Result<Option<Target>> {
         .and_then(|p| std::fs::read_dir(p).ok())
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);
-    plan.check_order(had_data || plan.engine == KvEngineKind::Null)?;
-    if plan.engine != KvEngineKind::Null && plan.server.url.is_none() {
+    plan.check_order(had_data || !plan.engine.facts().stores_data)?;
+    if plan.engine.facts().stores_data && plan.server.url.is_none() {
         check_space(plan)?;
     }
     Ok(None)
@@ -263,8 +264,9 @@ fn open_engine(
     obs: &dyn KvObserver,
 ) -> Result<(Option<Server>, Box<dyn KvEngine>)> {
     let dir = db.path.as_path();
-    if plan.engine == KvEngineKind::Cassandra && plan.server.url.is_none() {
-        obs.note(crate::servers::cassandra::STARTING);
+    let starting = plan.engine.server().and_then(|k| k.starting_note());
+    if let (Some(note), None) = (starting, &plan.server.url) {
+        obs.note(note);
     }
     let server = match plan.engine.server() {
         Some(kind) => Some(Server::start_or_connect(
@@ -472,12 +474,7 @@ fn cleanup(plan: &KvPlan, eng: &dyn KvEngine) -> Option<String> {
     let e = eng.cleanup().err()?;
     Some(format!(
         "could not drop iolab's {} on the server: {e:#}",
-        match plan.engine {
-            KvEngineKind::Redis => "keys",
-            KvEngineKind::Cassandra => "keyspace",
-            KvEngineKind::Mongodb => "database",
-            _ => "table",
-        }
+        plan.engine.facts().server_object
     ))
 }
 
@@ -762,30 +759,16 @@ fn machine_cpu_since(
 
 /// A warning when `--memory-limit` is below what the engine keeps in memory.
 fn memory_limit_warning(l: u64, kind: KvEngineKind, opts: &EngineOptions) -> Option<String> {
-    let needs = match kind {
-        KvEngineKind::Rocksdb => opts.cache_size + 2 * opts.write_buffer_size,
-        KvEngineKind::Fjall => opts.cache_size + opts.write_buffer_size,
-        KvEngineKind::Sqlite | KvEngineKind::Redb | KvEngineKind::Wiredtiger => opts.cache_size,
-        KvEngineKind::Lmdb | KvEngineKind::Null => 0,
+    let needs = match kind.facts().memory {
+        KvMemory::Embedded(needs) => needs(opts),
         // A private server runs in the cgroup with iolab: its own memory
         // (a JVM heap, shared buffers, Redis's whole dataset) counts against
         // the limit, and what is left is the page cache of its data.
-        KvEngineKind::Postgres
-        | KvEngineKind::Mariadb
-        | KvEngineKind::Redis
-        | KvEngineKind::Cassandra
-        | KvEngineKind::Mongodb => {
+        KvMemory::Server(what) => {
             return Some(format!(
-                "--memory-limit {}: the private {} server runs in iolab's memory cgroup, so its own memory{} counts against the limit and only the rest caches its data; above it the kernel kills the server (OOM)",
+                "--memory-limit {}: the private {} server runs in iolab's memory cgroup, so its own memory{what} counts against the limit and only the rest caches its data; above it the kernel kills the server (OOM)",
                 super::report::human(l),
                 kind.name(),
-                match kind {
-                    KvEngineKind::Cassandra => " (the JVM's heap and off-heap memory)",
-                    KvEngineKind::Redis => " (every record: Redis keeps the whole dataset in memory)",
-                    KvEngineKind::Postgres => " (shared_buffers and its processes)",
-                    KvEngineKind::Mariadb => " (the InnoDB buffer pool)",
-                    _ => "",
-                }
             ));
         }
     };

@@ -196,10 +196,11 @@ pub fn plan(a: &KvSettings) -> Result<KvPlan> {
         notices: Vec::new(),
     };
     plan.notices = crate::kv::props::unused_notices(&user);
-    if a.engine == crate::kv::engine::KvEngineKind::Cassandra {
-        // The cassandra-cql binding's properties this engine reads.
+    let props = a.engine.facts().ycsb_props;
+    if !props.is_empty() {
+        // The YCSB binding's properties this engine reads.
         plan.notices.retain(|n| {
-            !crate::kv::engines::cassandra::PROPS
+            !props
                 .iter()
                 .any(|p| n.starts_with(&format!("YCSB property {p}=")))
         });
@@ -242,7 +243,7 @@ fn server(a: &KvSettings, user: &Props) -> Result<KvServer> {
                 "sets up the private server iolab starts; with --server-url the server is yours to configure",
             ));
         }
-    } else if a.engine == crate::kv::engine::KvEngineKind::Mongodb {
+    } else if !a.engine.facts().private_flags {
         if let Some(flag) = server_flags::private_only(&a.server) {
             return Err(usage(
                 flag,
@@ -267,7 +268,7 @@ fn cassandra_compaction(a: &KvSettings) -> Result<Option<&'static str>> {
     let Some(s) = &a.eng.cassandra_compaction else {
         return Ok(None);
     };
-    if a.engine != crate::kv::engine::KvEngineKind::Cassandra {
+    if !a.engine.facts().compaction {
         return Err(usage(FIELD, "applies to --engine cassandra"));
     }
     crate::kv::engines::cassandra::parse_compaction(s)

@@ -35,7 +35,7 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_names_are_errors() {
-        for k in KvEngineKind::ALL {
+        for k in KvEngineKind::all() {
             let j = serde_json::to_string(&k).unwrap();
             assert_eq!(serde_json::from_str::<KvEngineKind>(&j).unwrap(), k);
         }

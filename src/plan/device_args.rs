@@ -179,7 +179,7 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
             sqpoll: a.uring_sqpoll,
             iopoll: a.uring_iopoll,
         },
-        direct: !a.buffered && engine != EngineKind::Mmap,
+        direct: !a.buffered && engine.caps().direct_io,
         stop: StopCondition {
             runtime_ns: runtime.or(default_runtime),
             io_count,
@@ -201,11 +201,11 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
         continue_on_error: a.continue_on_error,
         large_blocks: None,
     };
-    if axes.engine.contains(&EngineKind::Mmap) && a.direct {
+    if axes.engine.iter().any(|e| !e.caps().direct_io) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));
     }
     if a.uring_fixed_buffers || a.uring_fixed_files || a.uring_sqpoll || a.uring_iopoll {
-        if axes.engine.iter().any(|e| *e != EngineKind::IoUring) {
+        if axes.engine.iter().any(|e| !e.caps().uring_options) {
             return Err(usage(
                 "--uring-*",
                 format!(

@@ -1,7 +1,9 @@
 //! The engines as a closed set, described: which engines there are
-//! (`EngineKind`), what each can do (`EngineCaps`, `Opens`), which one
-//! speaks a remote transport, and the options each owns (`EngineConfig`,
-//! `UringOptions`, the fake engine's `FakeScript`). Plain data, here in
+//! (`EngineKind`), each one's facts in one row of `FACTS` (names, aliases,
+//! fio names, what it can do: `EngineCaps`, `Opens`), which one speaks a
+//! remote transport, and the options each owns (`EngineConfig`,
+//! `UringOptions`, the fake engine's `FakeScript`). Callers ask these,
+//! never match variants (tests/house_closed_sets.rs). Plain data, here in
 //! plan/ beside the jobs that name them: the planner and the results read
 //! these facts without importing engine/, which implements them.
 
@@ -30,107 +32,81 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Psync => "psync",
-            EngineKind::Aio => "aio",
-            EngineKind::IoUring => "io_uring",
-            EngineKind::Mmap => "mmap",
-            EngineKind::Null => "null",
-            EngineKind::Fake => "fake",
-            EngineKind::Nbd => "nbd",
-            EngineKind::Iscsi => "iscsi",
-            EngineKind::NvmeTcp => "nvme-tcp",
-        }
+    /// Everything iolab knows about this engine, from its row of `FACTS`.
+    pub fn facts(self) -> &'static EngineFacts {
+        &ROWS[self as usize]
     }
 
+    pub fn name(self) -> &'static str {
+        self.facts().name
+    }
+
+    /// The engine called `s`: its name or one of its aliases.
     pub fn parse(s: &str) -> Option<EngineKind> {
-        Some(match s {
-            "psync" | "sync" | "pvsync" => EngineKind::Psync,
-            "aio" | "libaio" => EngineKind::Aio,
-            "io_uring" | "uring" | "io-uring" => EngineKind::IoUring,
-            "mmap" => EngineKind::Mmap,
-            "null" => EngineKind::Null,
-            "fake" => EngineKind::Fake,
-            "nbd" => EngineKind::Nbd,
-            "iscsi" | "libiscsi" => EngineKind::Iscsi,
-            "nvme-tcp" | "nvme_tcp" | "nvmetcp" => EngineKind::NvmeTcp,
-            _ => return None,
-        })
+        FACTS
+            .iter()
+            .find(|f| f.name == s || f.aliases.contains(&s))
+            .map(|f| f.kind)
+    }
+
+    /// The engine a fio job file's `ioengine=` names, if iolab has it.
+    pub fn from_fio(s: &str) -> Option<EngineKind> {
+        FACTS
+            .iter()
+            .find(|f| f.fio_names.contains(&s))
+            .map(|f| f.kind)
     }
 
     /// Every engine, in CLI order.
-    pub const ALL: [EngineKind; 9] = [
-        EngineKind::Psync,
-        EngineKind::Aio,
-        EngineKind::IoUring,
-        EngineKind::Mmap,
-        EngineKind::Null,
-        EngineKind::Fake,
-        EngineKind::Nbd,
-        EngineKind::Iscsi,
-        EngineKind::NvmeTcp,
-    ];
+    pub const ALL: [EngineKind; 9] = {
+        let mut all = [EngineKind::Psync; FACTS.len()];
+        let mut i = 0;
+        while i < FACTS.len() {
+            all[i] = FACTS[i].kind;
+            i += 1;
+        }
+        all
+    };
+
+    /// The engine a local target runs on unless told otherwise.
+    pub const fn default_local() -> EngineKind {
+        EngineKind::IoUring
+    }
+
+    /// The local engines doing direct I/O on a descriptor, in order of
+    /// preference: the first that works on a target is the one a run uses.
+    pub const fn fallbacks() -> [EngineKind; 3] {
+        [EngineKind::IoUring, EngineKind::Aio, EngineKind::Psync]
+    }
+
+    /// The engine of a fio job file that names no `ioengine=` (fio's own
+    /// default, psync).
+    pub const fn fio_default() -> EngineKind {
+        EngineKind::Psync
+    }
+
+    /// The engine that reads iolab's own served target (`iolab serve`'s
+    /// NBD export) in the remote steps of a run.
+    pub const fn served() -> EngineKind {
+        EngineKind::Nbd
+    }
 
     /// What this engine can do; the planner and runner consult these flags
     /// instead of matching engine names.
     pub const fn caps(self) -> EngineCaps {
-        const LOCAL: EngineCaps = EngineCaps {
-            asynchronous: false,
-            opens: Opens::LocalFd,
-            direct_io: true,
-            stores_data: true,
-            batch: true,
-            open_loop: true,
-            fsync: true,
-            virtual_clock: false,
-            probes_features: false,
-        };
-        match self {
-            EngineKind::Psync => LOCAL,
-            EngineKind::Aio => EngineCaps {
-                asynchronous: true,
-                probes_features: true,
-                ..LOCAL
-            },
-            EngineKind::IoUring => EngineCaps {
-                asynchronous: true,
-                probes_features: true,
-                ..LOCAL
-            },
-            EngineKind::Mmap => EngineCaps {
-                direct_io: false,
-                ..LOCAL
-            },
-            EngineKind::Null => EngineCaps {
-                asynchronous: true,
-                opens: Opens::Nothing,
-                stores_data: false,
-                ..LOCAL
-            },
-            EngineKind::Fake => EngineCaps {
-                asynchronous: true,
-                opens: Opens::Nothing,
-                stores_data: false,
-                virtual_clock: true,
-                ..LOCAL
-            },
-            // O_DIRECT is the server's business: accepted as a no-op.
-            EngineKind::Nbd => EngineCaps {
-                asynchronous: true,
-                opens: Opens::Remote(WireProtocol::Nbd),
-                ..LOCAL
-            },
-            EngineKind::Iscsi => EngineCaps {
-                asynchronous: true,
-                opens: Opens::Remote(WireProtocol::Iscsi),
-                ..LOCAL
-            },
-            EngineKind::NvmeTcp => EngineCaps {
-                asynchronous: true,
-                opens: Opens::Remote(WireProtocol::NvmeTcp),
-                ..LOCAL
-            },
+        FACTS[self as usize].caps
+    }
+
+    /// How a point's requests were cached on this side, as reports say it:
+    /// a remote engine's requests reach no page cache here, whatever
+    /// `direct` says; an unknown engine goes by `direct`.
+    pub fn caching_label(engine: Option<EngineKind>, direct: bool) -> &'static str {
+        if engine.is_some_and(|e| matches!(e.caps().opens, Opens::Remote(_))) {
+            "user-space initiator, no page cache"
+        } else if direct {
+            "O_DIRECT"
+        } else {
+            "buffered"
         }
     }
 
@@ -150,6 +126,209 @@ impl EngineKind {
     pub fn needs_target(self) -> bool {
         self.caps().opens != Opens::Nothing
     }
+}
+
+/// The engines the CLI offers (`device --engine`, `run --engine`), in
+/// CLI order: every engine but the hidden ones.
+pub const CLI_NAMES: [&str; shown_count()] = {
+    let mut names = [""; shown_count()];
+    let (mut i, mut n) = (0, 0);
+    while i < FACTS.len() {
+        if !FACTS[i].hidden {
+            names[n] = FACTS[i].name;
+            n += 1;
+        }
+        i += 1;
+    }
+    names
+};
+
+/// `trace --engine`: the traced engines, in CLI order, and io_uring
+/// with its kernel polling thread.
+pub const TRACE_NAMES: [&str; traced_count() + 1] = {
+    let mut names = ["io_uring+sqpoll"; traced_count() + 1];
+    let (mut i, mut n) = (0, 0);
+    while i < FACTS.len() {
+        if FACTS[i].caps.traced {
+            names[n] = FACTS[i].name;
+            n += 1;
+        }
+        i += 1;
+    }
+    names
+};
+
+/// One engine's row of `FACTS`: every per-engine fact outside its
+/// implementation (engine/ opens it from `EngineConfig`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineFacts {
+    pub kind: EngineKind,
+    /// Its name in flags, results files and reports.
+    pub name: &'static str,
+    /// Other names `--engine` accepts for it.
+    pub aliases: &'static [&'static str],
+    /// The `ioengine=` values of a fio job file that mean it.
+    pub fio_names: &'static [&'static str],
+    /// Left out of the CLI's lists (the fake engine, for tests).
+    pub hidden: bool,
+    pub caps: EngineCaps,
+}
+
+const LOCAL: EngineCaps = EngineCaps {
+    asynchronous: false,
+    opens: Opens::LocalFd,
+    direct_io: true,
+    stores_data: true,
+    batch: true,
+    open_loop: true,
+    fsync: true,
+    virtual_clock: false,
+    probes_features: false,
+    traced: false,
+    uring_options: false,
+};
+
+/// An engine that connects to a remote endpoint of `wire`. O_DIRECT is the
+/// server's business: accepted as a no-op.
+const fn remote(wire: WireProtocol) -> EngineCaps {
+    EngineCaps {
+        asynchronous: true,
+        opens: Opens::Remote(wire),
+        ..LOCAL
+    }
+}
+
+/// An engine with no aliases, no fio name, shown in the CLI.
+const fn plain(kind: EngineKind, name: &'static str, caps: EngineCaps) -> EngineFacts {
+    EngineFacts {
+        kind,
+        name,
+        aliases: &[],
+        fio_names: &[],
+        hidden: false,
+        caps,
+    }
+}
+
+/// The engines' facts, one row per engine in declaration (and CLI) order.
+pub const FACTS: [EngineFacts; 9] = [
+    EngineFacts {
+        aliases: &["sync", "pvsync"],
+        fio_names: &["psync", "sync", "pvsync"],
+        ..plain(
+            EngineKind::Psync,
+            "psync",
+            EngineCaps {
+                traced: true,
+                ..LOCAL
+            },
+        )
+    },
+    EngineFacts {
+        aliases: &["libaio"],
+        fio_names: &["libaio"],
+        ..plain(
+            EngineKind::Aio,
+            "aio",
+            EngineCaps {
+                asynchronous: true,
+                probes_features: true,
+                traced: true,
+                ..LOCAL
+            },
+        )
+    },
+    EngineFacts {
+        aliases: &["uring", "io-uring"],
+        fio_names: &["io_uring"],
+        ..plain(
+            EngineKind::IoUring,
+            "io_uring",
+            EngineCaps {
+                asynchronous: true,
+                probes_features: true,
+                traced: true,
+                uring_options: true,
+                ..LOCAL
+            },
+        )
+    },
+    EngineFacts {
+        fio_names: &["mmap"],
+        ..plain(
+            EngineKind::Mmap,
+            "mmap",
+            EngineCaps {
+                direct_io: false,
+                ..LOCAL
+            },
+        )
+    },
+    EngineFacts {
+        fio_names: &["null"],
+        ..plain(
+            EngineKind::Null,
+            "null",
+            EngineCaps {
+                asynchronous: true,
+                opens: Opens::Nothing,
+                stores_data: false,
+                ..LOCAL
+            },
+        )
+    },
+    EngineFacts {
+        hidden: true,
+        ..plain(
+            EngineKind::Fake,
+            "fake",
+            EngineCaps {
+                asynchronous: true,
+                opens: Opens::Nothing,
+                stores_data: false,
+                virtual_clock: true,
+                ..LOCAL
+            },
+        )
+    },
+    plain(EngineKind::Nbd, "nbd", remote(WireProtocol::Nbd)),
+    EngineFacts {
+        aliases: &["libiscsi"],
+        ..plain(EngineKind::Iscsi, "iscsi", remote(WireProtocol::Iscsi))
+    },
+    EngineFacts {
+        aliases: &["nvme_tcp", "nvmetcp"],
+        ..plain(
+            EngineKind::NvmeTcp,
+            "nvme-tcp",
+            remote(WireProtocol::NvmeTcp),
+        )
+    },
+];
+
+/// `FACTS` in a static, for `EngineKind::facts`'s `'static` borrow.
+static ROWS: [EngineFacts; 9] = FACTS;
+
+const fn shown_count() -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < FACTS.len() {
+        if !FACTS[i].hidden {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+const fn traced_count() -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < FACTS.len() {
+        if FACTS[i].caps.traced {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
 }
 
 /// What an engine opens to do its I/O.
@@ -186,6 +365,10 @@ pub struct EngineCaps {
     pub virtual_clock: bool,
     /// Has optional features to probe before a run (`probe_features`).
     pub probes_features: bool,
+    /// Traced by `iolab trace` (block-layer events match its requests).
+    pub traced: bool,
+    /// Takes the `--uring-*` options (`UringOptions`).
+    pub uring_options: bool,
 }
 
 /// The engine that connects to targets of `transport`, if iolab has one.
@@ -231,13 +414,23 @@ impl EngineConfig {
 
     /// The default options of `kind`.
     pub fn default_for(kind: EngineKind) -> EngineConfig {
+        EngineConfig::with_options(kind, UringOptions::default(), None)
+    }
+
+    /// `kind` with the options it owns out of a job's flat fields: io_uring
+    /// takes `uring`, the fake engine `fake` (or the default script).
+    pub fn with_options(
+        kind: EngineKind,
+        uring: UringOptions,
+        fake: Option<FakeScript>,
+    ) -> EngineConfig {
         match kind {
             EngineKind::Psync => EngineConfig::Psync,
             EngineKind::Aio => EngineConfig::Aio,
-            EngineKind::IoUring => EngineConfig::IoUring(UringOptions::default()),
+            EngineKind::IoUring => EngineConfig::IoUring(uring),
             EngineKind::Mmap => EngineConfig::Mmap,
             EngineKind::Null => EngineConfig::Null,
-            EngineKind::Fake => EngineConfig::Fake(FakeScript::default()),
+            EngineKind::Fake => EngineConfig::Fake(fake.unwrap_or_default()),
             EngineKind::Nbd => EngineConfig::Nbd,
             EngineKind::Iscsi => EngineConfig::Iscsi,
             EngineKind::NvmeTcp => EngineConfig::NvmeTcp,
@@ -279,5 +472,28 @@ impl Default for FakeScript {
             servers: 1,
             submit_ns: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `facts` indexes `FACTS` by discriminant: row i is variant i.
+    #[test]
+    fn each_row_of_facts_is_its_variants() {
+        for (i, f) in FACTS.iter().enumerate() {
+            assert_eq!(f.kind as usize, i, "{}", f.name);
+            assert_eq!(EngineKind::parse(f.name), Some(f.kind));
+            for a in f.aliases {
+                assert_eq!(EngineKind::parse(a), Some(f.kind), "{a}");
+            }
+        }
+        assert_eq!(EngineKind::ALL.len(), FACTS.len());
+        assert_eq!(
+            CLI_NAMES,
+            ["psync", "aio", "io_uring", "mmap", "null", "nbd", "iscsi", "nvme-tcp"]
+        );
+        assert_eq!(TRACE_NAMES, ["psync", "aio", "io_uring", "io_uring+sqpoll"]);
     }
 }

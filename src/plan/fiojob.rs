@@ -562,7 +562,7 @@ impl Section {
         let spec = JobSpec {
             name: String::new(),
             pattern: Pattern::Read,
-            engine: EngineKind::Psync,
+            engine: EngineKind::fio_default(),
             direct: false,
             stop: StopCondition::default(),
             ..JobSpec::default()
@@ -790,18 +790,11 @@ fn bssplit(line: usize, s: &str) -> anyhow::Result<Vec<(u64, u32)>> {
 }
 
 fn ioengine(line: usize, s: &str) -> anyhow::Result<EngineKind> {
-    Ok(match s {
-        "libaio" => EngineKind::Aio,
-        "io_uring" => EngineKind::IoUring,
-        "psync" | "sync" | "pvsync" => EngineKind::Psync,
-        "mmap" => EngineKind::Mmap,
-        "null" => EngineKind::Null,
-        other => {
-            return Err(usage(
-                "ioengine",
-                format!("line {line}: engine '{other}' is not supported (libaio, io_uring, psync, sync, pvsync, mmap, null)"),
-            ))
-        }
+    EngineKind::from_fio(s).ok_or_else(|| {
+        usage(
+            "ioengine",
+            format!("line {line}: engine '{s}' is not supported (libaio, io_uring, psync, sync, pvsync, mmap, null)"),
+        )
     })
 }
 
@@ -871,7 +864,7 @@ fn finish(name: &str, mut spec: JobSpec, job: &FioJob, read: Parsed) -> anyhow::
         // fio ignores iodepth for synchronous engines too.
         spec.qd = 1;
     }
-    if spec.engine == EngineKind::Mmap {
+    if !spec.engine.caps().direct_io {
         spec.direct = false;
     }
     spec.size = job.size;

@@ -225,7 +225,7 @@ impl Default for JobSpec {
             jobs: 1,
             region: RegionMode::Shared,
             cpus: None,
-            engine: EngineKind::IoUring,
+            engine: EngineKind::default_local(),
             uring: UringOptions::default(),
             direct: true,
             stop: StopCondition {
@@ -257,11 +257,7 @@ impl JobSpec {
     /// results files) keeps `engine` and `uring` as flat fields; this is the
     /// typed view the runner dispatches on.
     pub fn engine_config(&self) -> EngineConfig {
-        match self.engine {
-            EngineKind::IoUring => EngineConfig::IoUring(self.uring),
-            EngineKind::Fake => EngineConfig::Fake(self.fake.clone().unwrap_or_default()),
-            kind => EngineConfig::default_for(kind),
-        }
+        EngineConfig::with_options(self.engine, self.uring, self.fake.clone())
     }
 
     pub fn min_bs(&self) -> u64 {
@@ -546,7 +542,7 @@ mod tests {
         };
         assert_eq!(field(&s), "--verify");
         s = JobSpec {
-            engine: EngineKind::Mmap,
+            engine: EngineKind::parse("mmap").unwrap(),
             ..Default::default()
         };
         assert_eq!(field(&s), "--engine");
@@ -562,7 +558,7 @@ mod tests {
         assert_eq!(s.default_name(), "randread-4k-qd32-io_uring");
         let s = JobSpec {
             qd: 32,
-            engine: EngineKind::Psync,
+            engine: EngineKind::parse("psync").unwrap(),
             ..Default::default()
         };
         assert_eq!(s.depth(), 1);

@@ -367,7 +367,7 @@ fn load_latency_step(base: &JobSpec, d: Depth) -> RunStep {
 /// file and over iolab's NBD target serving it.
 pub fn remote_step(base: &JobSpec) -> RunStep {
     let mut jobs = Vec::new();
-    for engine in [base.engine, crate::plan::engines::EngineKind::Nbd] {
+    for engine in [base.engine, crate::plan::engines::EngineKind::served()] {
         for qd in [1, LOADLAT_QD] {
             let mut j = job(
                 &JobSpec {
@@ -688,7 +688,7 @@ mod tests {
     #[test]
     fn sync_engines_use_workers_for_depth_and_skip_batching() {
         let base = JobSpec {
-            engine: EngineKind::Psync,
+            engine: EngineKind::parse("psync").unwrap(),
             ..JobSpec::default()
         };
         let steps = plan("standard", &base).unwrap();

@@ -228,7 +228,7 @@ pub fn parse_engine_axis(
     s.split(',')
         .map(|e| {
             EngineKind::parse(e.trim())
-                .filter(|k| *k != EngineKind::Fake || allow_fake)
+                .filter(|k| !k.facts().hidden || allow_fake)
                 .ok_or_else(|| {
                     usage(
                         field,
@@ -503,7 +503,7 @@ mod tests {
             jobs: vec![1],
             mix: vec![100, 50],
             rw: vec![Pattern::RandRead, Pattern::RandRw],
-            engine: vec![EngineKind::Null],
+            engine: vec![EngineKind::parse("null").unwrap()],
         };
         let jobs = expand(&base, &axes).unwrap();
         // randread: mix fixed -> (2 qd + 1 batch) x 2 bs = 6; randrw: x2 mixes = 12.

@@ -65,7 +65,7 @@ impl Injection {
 
 /// Whether `t`'s server can inject errors.
 pub fn can_inject(t: Transport) -> bool {
-    matches!(t, Transport::NbdkitFile | Transport::NbdkitMemory)
+    t.facts().injects_errors
 }
 
 /// `--inject-errors` checked against the transports: refused when none of
@@ -133,15 +133,32 @@ mod tests {
 
     #[test]
     fn only_nbdkit_transports_inject() {
-        let e = check(Some("1%"), &[Transport::Das, Transport::QemuNbd]).unwrap_err();
+        let e = check(
+            Some("1%"),
+            &[
+                Transport::parse("das").unwrap(),
+                Transport::parse("qemu-nbd").unwrap(),
+            ],
+        )
+        .unwrap_err();
         let e = format!("{e:#}");
         assert!(
             e.contains("--inject-errors") && e.contains(INJECTING),
             "{e}"
         );
-        let ok = check(Some("1%"), &[Transport::Das, Transport::NbdkitMemory]).unwrap();
+        let ok = check(
+            Some("1%"),
+            &[
+                Transport::parse("das").unwrap(),
+                Transport::parse("nbdkit-memory").unwrap(),
+            ],
+        )
+        .unwrap();
         assert_eq!(ok, Some(Injection { rate: 0.01 }));
-        assert_eq!(check(None, &[Transport::Das]).unwrap(), None);
+        assert_eq!(
+            check(None, &[Transport::parse("das").unwrap()]).unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! kind, CPU, device utilization) followed by its warnings.
 
 use crate::figures::fmt::format_count;
-use crate::plan::engines::{EngineKind, Opens};
+use crate::plan::engines::EngineKind;
 use crate::results::Param;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
@@ -45,13 +45,7 @@ fn mib_cell(p: &Point, op: Option<&String>) -> String {
 /// requests reach no page cache here, whatever `direct` says.
 fn caching(p: &Point) -> &'static str {
     let engine = p.param(Param::Engine).and_then(EngineKind::parse);
-    if engine.is_some_and(|e| matches!(e.caps().opens, Opens::Remote(_))) {
-        "user-space initiator, no page cache"
-    } else if p.direct {
-        "O_DIRECT"
-    } else {
-        "buffered"
-    }
+    EngineKind::caching_label(engine, p.direct)
 }
 
 /// The block of text printed for one point: its throughput in its kind's

@@ -899,7 +899,7 @@ mod tests {
     fn a_worker_panic_ends_the_job_with_its_message() {
         let spec = JobSpec {
             name: "panics".into(),
-            engine: EngineKind::Fake,
+            engine: EngineKind::parse("fake").unwrap(),
             fake: Some(FakeScript {
                 latencies_ns: Vec::new(),
                 servers: 1,

@@ -100,7 +100,7 @@ mod tests {
     fn null_job(name: &str, n: u64) -> JobSpec {
         JobSpec {
             name: name.into(),
-            engine: EngineKind::Null,
+            engine: EngineKind::parse("null").unwrap(),
             stop: StopCondition {
                 runtime_ns: None,
                 io_count: Some(n),
@@ -125,7 +125,7 @@ mod tests {
     fn a_job_that_cannot_start_does_not_hold_the_others() {
         let mut bad = null_job("bad", 10);
         // A file engine on no file fails before its workers are ready.
-        bad.engine = EngineKind::Psync;
+        bad.engine = EngineKind::parse("psync").unwrap();
         let jobs = [null_job("good", 2000), bad];
         let out = run_together(&jobs, &Target::none(1 << 20), &RunOptions::default());
         assert_eq!(out[0].as_ref().unwrap().point.total.ops, 2000);

@@ -411,7 +411,7 @@ mod tests {
 
     fn ep() -> Endpoint {
         Endpoint {
-            kind: ServerKind::Cassandra,
+            kind: ServerKind::parse("cassandra").unwrap(),
             host: "127.0.0.1".into(),
             port: 19042,
             user: String::new(),

@@ -1,5 +1,6 @@
 //! Which database server, and how to reach it: the kinds iolab drives
-//! (PostgreSQL, MariaDB, Redis, Cassandra, MongoDB's wire protocol) and an
+//! (PostgreSQL, MariaDB, Redis, Cassandra, MongoDB's wire protocol; each
+//! one's facts in `ServerFacts`) and an
 //! `Endpoint` (host, port, user,
 //! password, database, or a unix socket) parsed from `--server-url` or
 //! handed back by a private instance iolab started. The one URL parser of
@@ -30,51 +31,108 @@ impl ServerKind {
         ServerKind::Mongodb,
     ];
 
-    pub fn name(self) -> &'static str {
+    /// Everything iolab knows about this server outside the code that
+    /// launches it (`servers::private`) and the URL rules below.
+    pub fn facts(self) -> &'static ServerFacts {
         match self {
-            ServerKind::Postgres => "postgres",
-            ServerKind::Mariadb => "mariadb",
-            ServerKind::Redis => "redis",
-            ServerKind::Cassandra => "cassandra",
-            ServerKind::Mongodb => "mongodb",
+            ServerKind::Postgres => &ServerFacts {
+                name: "postgres",
+                program: "postgres",
+                default_port: 5432,
+                schemes: &["postgres", "postgresql"],
+                written_bytes: Some(super::postgres::written_bytes),
+                starting_note: None,
+            },
+            ServerKind::Mariadb => &ServerFacts {
+                name: "mariadb",
+                program: "mariadbd",
+                default_port: 3306,
+                schemes: &["mysql", "mariadb"],
+                written_bytes: Some(super::mariadb::written_bytes),
+                starting_note: None,
+            },
+            ServerKind::Redis => &ServerFacts {
+                name: "redis",
+                program: "redis-server",
+                default_port: 6379,
+                schemes: &["redis"],
+                written_bytes: None,
+                starting_note: None,
+            },
+            // A JVM running CassandraDaemon.
+            ServerKind::Cassandra => &ServerFacts {
+                name: "cassandra",
+                program: "cassandra",
+                default_port: 9042,
+                schemes: &["cassandra"],
+                written_bytes: None,
+                starting_note: Some(super::cassandra::STARTING),
+            },
+            // The private one: FerretDB (a user's MongoDB is never started).
+            ServerKind::Mongodb => &ServerFacts {
+                name: "mongodb",
+                program: "ferretdb",
+                default_port: 27017,
+                schemes: &["mongodb"],
+                written_bytes: None,
+                starting_note: None,
+            },
         }
+    }
+
+    /// Every server kind.
+    pub fn all() -> impl Iterator<Item = ServerKind> {
+        ServerKind::ALL.into_iter()
+    }
+
+    /// The server called `name` (`ServerKind::name`).
+    pub fn parse(name: &str) -> Option<ServerKind> {
+        ServerKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.facts().name
     }
 
     /// The server program (what its process is called; crash records name it).
     pub fn program(self) -> &'static str {
-        match self {
-            ServerKind::Postgres => "postgres",
-            ServerKind::Mariadb => "mariadbd",
-            ServerKind::Redis => "redis-server",
-            // A JVM running CassandraDaemon.
-            ServerKind::Cassandra => "cassandra",
-            // The private one: FerretDB (a user's MongoDB is never started).
-            ServerKind::Mongodb => "ferretdb",
-        }
+        self.facts().program
     }
 
     /// The port a URL without one means.
     pub fn default_port(self) -> u16 {
-        match self {
-            ServerKind::Postgres => 5432,
-            ServerKind::Mariadb => 3306,
-            ServerKind::Redis => 6379,
-            ServerKind::Cassandra => 9042,
-            ServerKind::Mongodb => 27017,
-        }
+        self.facts().default_port
+    }
+
+    /// What `iolab` says before starting a private one, if it is slow to start.
+    pub fn starting_note(self) -> Option<&'static str> {
+        self.facts().starting_note
     }
 
     /// The kind a URL scheme names.
     fn from_scheme(scheme: &str) -> Option<ServerKind> {
-        Some(match scheme {
-            "postgres" | "postgresql" => ServerKind::Postgres,
-            "mysql" | "mariadb" => ServerKind::Mariadb,
-            "redis" => ServerKind::Redis,
-            "cassandra" => ServerKind::Cassandra,
-            "mongodb" => ServerKind::Mongodb,
-            _ => return None,
-        })
+        ServerKind::ALL
+            .into_iter()
+            .find(|k| k.facts().schemes.contains(&scheme))
     }
+}
+
+/// One server's facts (`ServerKind::facts`).
+pub struct ServerFacts {
+    /// Its name in `--engine`, results and messages.
+    pub name: &'static str,
+    /// Its program (what its process is called; crash records name it).
+    pub program: &'static str,
+    /// The port a URL without one means.
+    pub default_port: u16,
+    /// The URL schemes that name it.
+    pub schemes: &'static [&'static str],
+    /// What it says it has written to storage since it started, if it can
+    /// be asked (PostgreSQL: WAL and data pages; MariaDB: InnoDB's data,
+    /// doublewrite and redo log).
+    pub written_bytes: Option<fn(&Endpoint) -> anyhow::Result<u64>>,
+    /// What `iolab` says before starting a private one (Cassandra's JVM).
+    pub starting_note: Option<&'static str>,
 }
 
 /// How to reach a server.

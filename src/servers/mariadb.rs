@@ -12,8 +12,8 @@ use std::time::Duration;
 use anyhow::Context;
 use mysql::prelude::Queryable;
 
-use super::endpoint::{Endpoint, ServerKind};
-use super::private::{find_program, private_file, Layout, RunAs};
+use super::endpoint::Endpoint;
+use super::private::{private_file, program_on_path, Layout, RunAs};
 use super::settings::ServerSettings;
 
 /// The variables reported in provenance.
@@ -67,8 +67,7 @@ pub(super) fn init_command(
         ),
         run_as,
     )?;
-    let prog = find_program(ServerKind::Mariadb, "mariadb-install-db")
-        .context("mariadb-install-db not found")?;
+    let prog = program_on_path("mariadb-install-db").context("mariadb-install-db not found")?;
     let mut cmd = Command::new(prog);
     cmd.arg("--no-defaults")
         .arg(format!("--datadir={}", layout.data.display()))
@@ -85,7 +84,7 @@ pub(super) fn server_command(
     ep: &Endpoint,
     s: &ServerSettings,
 ) -> anyhow::Result<Command> {
-    let prog = find_program(ServerKind::Mariadb, "mariadbd").context("mariadbd not found")?;
+    let prog = program_on_path("mariadbd").context("mariadbd not found")?;
     let mut cmd = Command::new(prog);
     cmd.arg("--no-defaults")
         .arg(format!("--datadir={}", layout.data.display()))

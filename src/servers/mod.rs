@@ -116,11 +116,7 @@ impl Server {
     /// window starts and just after it ends (`ServerSampler` does).
     pub fn written_bytes(&self) -> Option<u64> {
         let ep = self.endpoint();
-        match ep.kind {
-            ServerKind::Postgres => postgres::written_bytes(ep).ok(),
-            ServerKind::Mariadb => mariadb::written_bytes(ep).ok(),
-            ServerKind::Redis | ServerKind::Cassandra | ServerKind::Mongodb => None,
-        }
+        ep.kind.facts().written_bytes.and_then(|f| f(ep).ok())
     }
 
     pub fn info(&self) -> ServerInfo {

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::endpoint::{Endpoint, ServerKind};
-use super::private::{find_program, private_file, Layout, RunAs};
+use super::endpoint::Endpoint;
+use super::private::{postgres_program, private_file, Layout, RunAs};
 use super::settings::ServerSettings;
 
 /// The settings reported in provenance (besides those given with --server-set).
@@ -73,7 +73,7 @@ pub(super) fn init_command(
 ) -> anyhow::Result<Command> {
     let pwfile = layout.dir.join("pwfile");
     private_file(&pwfile, &format!("{password}\n"), run_as)?;
-    let initdb = find_program(ServerKind::Postgres, "initdb").context("initdb not found")?;
+    let initdb = postgres_program("initdb").context("initdb not found")?;
     let mut cmd = Command::new(initdb);
     cmd.arg("-D")
         .arg(&layout.data)
@@ -93,7 +93,7 @@ pub(super) fn server_command(
     ep: &Endpoint,
     s: &ServerSettings,
 ) -> anyhow::Result<Command> {
-    let postgres = find_program(ServerKind::Postgres, "postgres").context("postgres not found")?;
+    let postgres = postgres_program("postgres").context("postgres not found")?;
     let mut cmd = Command::new(postgres);
     cmd.arg("-D").arg(&layout.data);
     let mut set = |k: &str, v: String| {

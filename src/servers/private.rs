@@ -240,25 +240,34 @@ fn programs(kind: ServerKind) -> &'static [&'static str] {
 /// FerretDB's where `ferretdb::find` looks, the others on PATH or in the
 /// system directories.
 pub fn find_program(kind: ServerKind, program: &str) -> Option<PathBuf> {
-    if kind == ServerKind::Mongodb {
-        return ferretdb::find();
+    match kind {
+        ServerKind::Mongodb => ferretdb::find(),
+        ServerKind::Postgres => postgres_program(program),
+        _ => program_on_path(program),
     }
-    if kind == ServerKind::Postgres {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-            .ok()?
-            .flatten()
-            .map(|e| e.path().join("bin"))
-            .filter(|d| d.join(program).is_file())
-            .collect();
-        dirs.sort_by_key(|d| {
-            d.parent()
-                .and_then(|v| v.file_name())
-                .and_then(|v| v.to_str())
-                .and_then(|v| v.parse::<u32>().ok())
-                .unwrap_or(0)
-        });
-        return dirs.pop().map(|d| d.join(program));
-    }
+}
+
+/// A PostgreSQL program: in the newest /usr/lib/postgresql/VERSION/bin
+/// that has it (Debian's layout).
+pub(super) fn postgres_program(program: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|d| d.join(program).is_file())
+        .collect();
+    dirs.sort_by_key(|d| {
+        d.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    dirs.pop().map(|d| d.join(program))
+}
+
+/// A program on PATH or in the system's sbin and bin directories.
+pub(super) fn program_on_path(program: &str) -> Option<PathBuf> {
     crate::testbed::command::which(program).or_else(|| {
         ["/usr/sbin", "/usr/bin", "/sbin"]
             .iter()

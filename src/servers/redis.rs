@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::endpoint::{Endpoint, ServerKind};
-use super::private::{find_program, Layout};
+use super::endpoint::Endpoint;
+use super::private::{program_on_path, Layout};
 use super::settings::{Persistence, ServerSettings};
 
 /// The settings reported in provenance.
@@ -36,7 +36,7 @@ pub(super) fn server_command(
     ep: &Endpoint,
     s: &ServerSettings,
 ) -> anyhow::Result<Command> {
-    let prog = find_program(ServerKind::Redis, "redis-server").context("redis-server not found")?;
+    let prog = program_on_path("redis-server").context("redis-server not found")?;
     let mut cmd = Command::new(prog);
     let mut set = |k: &str, v: &str| {
         cmd.arg(format!("--{k}")).arg(v);

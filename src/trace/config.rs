@@ -13,7 +13,6 @@ use super::tracefs::Capabilities;
 use crate::dut::Target;
 use crate::engine::OpKind;
 use crate::interrupt;
-use crate::plan::engines::EngineKind;
 use crate::plan::job::JobSpec;
 pub use crate::results::ext::trace::ConfigResult;
 use crate::results::Point;
@@ -133,7 +132,7 @@ pub fn run_config(
         kdev: setup.kdev,
         irqs: setup.irqs.clone(),
         tids: Vec::new(),
-        uring: spec.engine == EngineKind::IoUring,
+        uring: spec.engine.caps().uring_options,
         syscalls: setup.syscalls,
         buffer_kb: setup.buffer_kb,
     };

@@ -85,8 +85,8 @@ fn parse_engines(spec: &str) -> Result<Vec<(EngineKind, bool)>> {
             None => (e.clone(), false),
         };
         match EngineKind::parse(&name) {
-            Some(k @ (EngineKind::Psync | EngineKind::Aio | EngineKind::IoUring)) => {
-                if sqpoll && k != EngineKind::IoUring {
+            Some(k) if k.caps().traced => {
+                if sqpoll && !k.caps().uring_options {
                     return Err(usage("--engine", "+sqpoll applies to io_uring only"));
                 }
                 engines.push((k, sqpoll));

@@ -7,7 +7,6 @@ use std::os::fd::AsRawFd;
 
 use crate::dut::Target;
 use crate::measure::sysfs::DevNum;
-use crate::plan::engines::EngineKind;
 use crate::plan::job::JobSpec;
 use crate::results::target::TargetKind;
 use crate::results::Point;
@@ -147,10 +146,7 @@ impl<'a> Tracer<'a> {
         if let Some(w) = &self.why_not {
             return Some(w.clone());
         }
-        if !matches!(
-            job.engine,
-            EngineKind::Psync | EngineKind::Aio | EngineKind::IoUring
-        ) {
+        if !job.engine.caps().traced {
             return Some(format!(
                 "the {} engine is not traced (psync, aio, io_uring are)",
                 job.engine.name()

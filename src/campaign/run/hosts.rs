@@ -61,7 +61,7 @@ pub(super) fn run_on_hosts(
     // Not probed on the hosts (a job that fails there loses the host): the
     // default engine, or --engine.
     let base = JobSpec {
-        engine: explicit.unwrap_or(EngineKind::IoUring),
+        engine: explicit.unwrap_or(EngineKind::default_local()),
         seed: a.seed,
         ..JobSpec::default()
     };

@@ -16,7 +16,7 @@ pub use crate::plan::run_plan::{KvTiming, WORKLOADS};
 use crate::results::Results;
 
 /// The embedded engine of the step.
-pub const ENGINE: KvEngineKind = KvEngineKind::Rocksdb;
+pub const ENGINE: KvEngineKind = KvEngineKind::reference();
 
 /// The step's plan: each workload's load of `timing.records` records,
 /// then its run for `timing.run_s` seconds (time-based, as YCSB's

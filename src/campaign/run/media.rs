@@ -129,7 +129,7 @@ pub fn run(
 ) -> anyhow::Result<()> {
     let m = check(&mut a, media_args, all)?;
     let mut base = JobSpec {
-        engine: m.explicit.unwrap_or(EngineKind::IoUring),
+        engine: m.explicit.unwrap_or(EngineKind::default_local()),
         seed: a.seed,
         ..JobSpec::default()
     };

@@ -214,7 +214,7 @@ fn parse_options(
         .as_deref()
         .map(|e| {
             EngineKind::parse(e)
-                .filter(|k| k.needs_file() && *k != EngineKind::Mmap)
+                .filter(|k| EngineKind::fallbacks().contains(k))
                 .ok_or_else(|| {
                     usage(
                         "--engine",
@@ -240,7 +240,7 @@ fn check_local_dir(a: &RunSettings) -> anyhow::Result<()> {
 /// The first engine that works on the target (io_uring may be disabled by
 /// sysctl, seccomp or an old kernel), with a warning for each that does not.
 fn choose_engine(target: &Target, warnings: &mut Vec<String>) -> anyhow::Result<EngineKind> {
-    for e in [EngineKind::IoUring, EngineKind::Aio, EngineKind::Psync] {
+    for e in EngineKind::fallbacks() {
         if engine_works(e, target) {
             return Ok(e);
         }
@@ -392,7 +392,7 @@ pub fn run(
         check_local_dir(&a)?;
     }
     let mut base = JobSpec {
-        engine: explicit.unwrap_or(EngineKind::IoUring),
+        engine: explicit.unwrap_or(EngineKind::default_local()),
         seed: a.seed,
         ..JobSpec::default()
     };

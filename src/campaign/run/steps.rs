@@ -271,7 +271,7 @@ impl<'a> StepRunner<'a> {
             }
         }
         let own = self.own.as_ref().expect("started");
-        let over_nbd = job.engine == EngineKind::Nbd;
+        let over_nbd = job.engine == EngineKind::served();
         let (target, transport) = if over_nbd {
             (&own.remote, "nbd-iolab")
         } else {

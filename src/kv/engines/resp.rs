@@ -306,7 +306,7 @@ mod tests {
             }
         });
         let ep = Endpoint {
-            kind: ServerKind::Redis,
+            kind: ServerKind::parse("redis").unwrap(),
             host: "127.0.0.1".into(),
             port,
             user: String::new(),

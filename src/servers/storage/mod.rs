@@ -10,7 +10,7 @@
 //! process and is set up by `campaign::kernel_path`. Where the server
 //! runs (a network namespace) is the caller's: `start` takes the address
 //! and a way to make the command there (`remote::servers::start` passes
-//! its topology's).
+//! its topology's). Each transport's facts are one `TransportFacts`.
 
 mod iolab;
 mod nbdkit;
@@ -26,7 +26,8 @@ use anyhow::Context;
 
 use crate::error::usage;
 use crate::plan::endpoint::endpoint_of;
-use crate::plan::engines::EngineKind;
+use crate::plan::endpoint::WireProtocol;
+use crate::plan::engines::{engine_for_transport, EngineKind};
 use crate::testbed::command::which;
 use crate::testbed::process::ServerProcess;
 
@@ -61,40 +62,243 @@ pub const NVME_NQN: &str = "nqn.2025-11.io.iolab:remote";
 /// The IQN of the target iolab configures in tgtd.
 pub const TGT_IQN: &str = "iqn.2025-11.io.iolab:remote";
 
+/// One transport's facts: everything iolab knows about it outside the
+/// command line that starts its server (`command_line`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportFacts {
+    /// The names `--transports` takes for it (the first is its own).
+    pub names: &'static [&'static str],
+    /// The label of its points with one reactor thread.
+    pub label: &'static str,
+    /// iolab's own target (stamps, fabric delay, reactor threads).
+    pub own: bool,
+    /// The protocol its initiator speaks; none for the local file and the
+    /// kernel's initiator (both read a local device).
+    pub wire: Option<WireProtocol>,
+    /// The program its server needs, if any.
+    pub program: Option<&'static str>,
+    /// The name a target host's agent serves it by (`iolab agent`), if it
+    /// serves it.
+    pub served_as: Option<&'static str>,
+    /// Its server can fail a share of requests (`--inject-errors`).
+    pub injects_errors: bool,
+    /// How each end caches: (the initiator's reads and writes, the
+    /// target's backing file).
+    pub caching: (&'static str, &'static str),
+    /// What the backing store is, for the results.
+    pub backing: &'static str,
+    /// What the database runs build their filesystem on.
+    pub db_volume: DbVolume,
+}
+
+/// What the database runs of `iolab remote` build their filesystem on
+/// over a transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbVolume {
+    /// The local file itself.
+    Local,
+    /// The NBD export (nbdfuse).
+    Nbd,
+    /// A kernel initiator's block device, needing this kernel module (and
+    /// saying this where it is absent), if the transport's own setup does
+    /// not load one.
+    Block(Option<(&'static str, &'static str)>),
+    /// None: why not.
+    Unreachable(&'static str),
+}
+
+const USER_SPACE: &str = "none (user-space initiator)";
+
+/// A served NBD transport's facts (the common case).
+const fn nbd_server(
+    name: &'static str,
+    label: &'static str,
+    program: &'static str,
+    caching: (&'static str, &'static str),
+    backing: &'static str,
+) -> TransportFacts {
+    TransportFacts {
+        names: &[],
+        label,
+        own: false,
+        wire: Some(WireProtocol::Nbd),
+        program: Some(program),
+        served_as: Some(name),
+        injects_errors: false,
+        caching,
+        backing,
+        db_volume: DbVolume::Nbd,
+    }
+}
+
+const DAS: TransportFacts = TransportFacts {
+    names: &["das", "local"],
+    label: "das",
+    wire: None,
+    program: None,
+    served_as: None,
+    caching: ("O_DIRECT", "-"),
+    backing: "the scratch file, O_DIRECT",
+    db_volume: DbVolume::Local,
+    ..nbd_server("", "", "", ("", ""), "")
+};
+const IOLAB: TransportFacts = TransportFacts {
+    names: &["iolab"],
+    own: true,
+    ..nbd_server(
+        "iolab",
+        "nbd-iolab",
+        "iolab",
+        (USER_SPACE, "O_DIRECT"),
+        "the scratch file, O_DIRECT, io_uring",
+    )
+};
+const IOLAB_NVME: TransportFacts = TransportFacts {
+    names: &["nvme-tcp", "iolab-nvme"],
+    label: "nvme-tcp-iolab",
+    own: true,
+    wire: Some(WireProtocol::NvmeTcp),
+    served_as: Some("nvme-tcp"),
+    backing: "the scratch file, O_DIRECT, io_uring (iolab's NVMe/TCP target)",
+    db_volume: DbVolume::Block(Some((
+        "nvme_tcp",
+        "no block device for an NVMe/TCP namespace on this kernel (no nvme_tcp module) and no user-space path to one",
+    ))),
+    ..IOLAB
+};
+const NBDKIT_FILE: TransportFacts = TransportFacts {
+    names: &["nbdkit-file"],
+    injects_errors: true,
+    ..nbd_server(
+        "nbdkit-file",
+        "nbd-nbdkit-file",
+        "nbdkit",
+        (USER_SPACE, "buffered (page cache)"),
+        "the scratch file, buffered (nbdkit file plugin)",
+    )
+};
+const NBDKIT_MEMORY: TransportFacts = TransportFacts {
+    names: &["nbdkit-memory"],
+    injects_errors: true,
+    ..nbd_server(
+        "nbdkit-memory",
+        "nbd-nbdkit-memory",
+        "nbdkit",
+        (USER_SPACE, "RAM"),
+        "RAM (nbdkit memory plugin): the protocol's cost alone",
+    )
+};
+const QEMU_NBD: TransportFacts = TransportFacts {
+    names: &["qemu-nbd"],
+    ..nbd_server(
+        "qemu-nbd",
+        "nbd-qemu",
+        "qemu-nbd",
+        (USER_SPACE, "O_DIRECT"),
+        "the scratch file, O_DIRECT (--cache=none), io_uring",
+    )
+};
+const TGTD: TransportFacts = TransportFacts {
+    names: &["tgtd", "iscsi"],
+    label: "iscsi-tgtd",
+    wire: Some(WireProtocol::Iscsi),
+    program: Some("tgtd"),
+    served_as: None,
+    caching: (USER_SPACE, "O_DIRECT"),
+    backing: "the scratch file, O_DIRECT (tgtd's aio backing store)",
+    db_volume: DbVolume::Unreachable(
+        "no block device for an iSCSI LUN on this kernel (no iscsi_tcp) and no user-space path to one",
+    ),
+    ..QEMU_NBD
+};
+const KERNEL_NVME: TransportFacts = TransportFacts {
+    names: &["nvme-tcp-kernel"],
+    label: "nvme-tcp-kernel",
+    program: None,
+    caching: ("O_DIRECT (/dev/nvmeXnY)", "O_DIRECT"),
+    backing: "the scratch file (nvmet's file namespace, O_DIRECT), read through /dev/nvmeXnY",
+    db_volume: DbVolume::Block(None),
+    ..DAS
+};
+
 impl Transport {
+    /// Every transport (own targets with one reactor thread), in
+    /// `TRANSPORT_NAMES` order.
+    pub const ALL: [Transport; 8] = [
+        Transport::Das,
+        Transport::Iolab { threads: 1 },
+        Transport::NbdkitFile,
+        Transport::NbdkitMemory,
+        Transport::QemuNbd,
+        Transport::Tgtd,
+        Transport::IolabNvme { threads: 1 },
+        Transport::KernelNvme,
+    ];
+
+    /// Its facts.
+    pub fn facts(&self) -> &'static TransportFacts {
+        match self {
+            Transport::Das => &DAS,
+            Transport::Iolab { .. } => &IOLAB,
+            Transport::IolabNvme { .. } => &IOLAB_NVME,
+            Transport::NbdkitFile => &NBDKIT_FILE,
+            Transport::NbdkitMemory => &NBDKIT_MEMORY,
+            Transport::QemuNbd => &QEMU_NBD,
+            Transport::Tgtd => &TGTD,
+            Transport::KernelNvme => &KERNEL_NVME,
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Transport> {
-        Some(match s {
-            "das" | "local" => Transport::Das,
-            "iolab" => Transport::Iolab { threads: 1 },
-            "nvme-tcp" | "iolab-nvme" => Transport::IolabNvme { threads: 1 },
-            "nbdkit-file" => Transport::NbdkitFile,
-            "nbdkit-memory" => Transport::NbdkitMemory,
-            "qemu-nbd" => Transport::QemuNbd,
-            "tgtd" | "iscsi" => Transport::Tgtd,
-            "nvme-tcp-kernel" => Transport::KernelNvme,
-            _ => return None,
-        })
+        Transport::ALL
+            .into_iter()
+            .find(|t| t.facts().names.contains(&s))
+    }
+
+    /// The direct-attached baseline: the scratch file itself, locally.
+    pub fn local() -> Transport {
+        Transport::Das
+    }
+
+    /// iolab's own NBD target with one reactor thread.
+    pub fn own_nbd() -> Transport {
+        Transport::Iolab { threads: 1 }
+    }
+
+    /// The kernel's NVMe/TCP target and initiator.
+    pub fn kernel_nvme() -> Transport {
+        Transport::KernelNvme
+    }
+
+    /// The direct-attached baseline.
+    pub fn is_local(&self) -> bool {
+        self.facts().db_volume == DbVolume::Local
+    }
+
+    /// Set up in the kernel (no server process; `campaign::kernel_path`).
+    pub fn is_kernel(&self) -> bool {
+        self.facts().program.is_none() && !self.is_local()
     }
 
     /// The label of its points (`transport` parameter).
     pub fn label(&self) -> String {
-        match self {
-            Transport::Das => "das".into(),
-            Transport::Iolab { threads: 1 } => "nbd-iolab".into(),
-            Transport::Iolab { threads } => format!("nbd-iolab-t{threads}"),
-            Transport::IolabNvme { threads: 1 } => "nvme-tcp-iolab".into(),
-            Transport::IolabNvme { threads } => format!("nvme-tcp-iolab-t{threads}"),
-            Transport::NbdkitFile => "nbd-nbdkit-file".into(),
-            Transport::NbdkitMemory => "nbd-nbdkit-memory".into(),
-            Transport::QemuNbd => "nbd-qemu".into(),
-            Transport::Tgtd => "iscsi-tgtd".into(),
-            Transport::KernelNvme => "nvme-tcp-kernel".into(),
+        match self.threads() {
+            Some(n) if n != 1 => format!("{}-t{n}", self.facts().label),
+            _ => self.facts().label.into(),
         }
     }
 
     /// iolab's own target (stamps, fabric delay, reactor threads).
     pub fn own(&self) -> bool {
-        matches!(self, Transport::Iolab { .. } | Transport::IolabNvme { .. })
+        self.facts().own
+    }
+
+    /// Its reactor threads (own targets only).
+    pub fn threads(&self) -> Option<usize> {
+        match self {
+            Transport::Iolab { threads } | Transport::IolabNvme { threads } => Some(*threads),
+            _ => None,
+        }
     }
 
     /// The same transport with `threads` reactor threads (own targets only).
@@ -106,25 +310,21 @@ impl Transport {
         }
     }
 
-    /// The engine that speaks its protocol.
+    /// The protocol its initiator speaks, if a user-space one.
+    pub fn wire(&self) -> Option<WireProtocol> {
+        self.facts().wire
+    }
+
+    /// The engine that speaks its protocol (a local one reads a local device).
     pub fn engine(&self) -> EngineKind {
-        match self {
-            Transport::Das | Transport::KernelNvme => EngineKind::IoUring,
-            Transport::Tgtd => EngineKind::Iscsi,
-            Transport::IolabNvme { .. } => EngineKind::NvmeTcp,
-            _ => EngineKind::Nbd,
-        }
+        self.wire()
+            .and_then(engine_for_transport)
+            .unwrap_or(EngineKind::default_local())
     }
 
     /// The program it needs, if any.
     pub fn program(&self) -> Option<&'static str> {
-        match self {
-            Transport::Das | Transport::KernelNvme => None,
-            Transport::Iolab { .. } | Transport::IolabNvme { .. } => Some("iolab"),
-            Transport::NbdkitFile | Transport::NbdkitMemory => Some("nbdkit"),
-            Transport::QemuNbd => Some("qemu-nbd"),
-            Transport::Tgtd => Some("tgtd"),
-        }
+        self.facts().program
     }
 
     /// Why it cannot run here (its server is not installed).
@@ -145,39 +345,16 @@ impl Transport {
         }
     }
 
-    /// What the backing store is, for the results.
     /// How each end caches: (the initiator's reads and writes, the
     /// target's backing file). A ratio against DAS (O_DIRECT) compares a
     /// device only where both are uncached.
     pub fn caching(&self) -> (&'static str, &'static str) {
-        const USER_SPACE: &str = "none (user-space initiator)";
-        match self {
-            Transport::Das => ("O_DIRECT", "-"),
-            Transport::Iolab { .. } | Transport::IolabNvme { .. } | Transport::QemuNbd => {
-                (USER_SPACE, "O_DIRECT")
-            }
-            Transport::Tgtd => (USER_SPACE, "O_DIRECT"),
-            Transport::NbdkitFile => (USER_SPACE, "buffered (page cache)"),
-            Transport::NbdkitMemory => (USER_SPACE, "RAM"),
-            Transport::KernelNvme => ("O_DIRECT (/dev/nvmeXnY)", "O_DIRECT"),
-        }
+        self.facts().caching
     }
 
+    /// What the backing store is, for the results.
     pub fn backing(&self) -> &'static str {
-        match self {
-            Transport::Das => "the scratch file, O_DIRECT",
-            Transport::Iolab { .. } => "the scratch file, O_DIRECT, io_uring",
-            Transport::IolabNvme { .. } => {
-                "the scratch file, O_DIRECT, io_uring (iolab's NVMe/TCP target)"
-            }
-            Transport::NbdkitFile => "the scratch file, buffered (nbdkit file plugin)",
-            Transport::NbdkitMemory => "RAM (nbdkit memory plugin): the protocol's cost alone",
-            Transport::QemuNbd => "the scratch file, O_DIRECT (--cache=none), io_uring",
-            Transport::Tgtd => "the scratch file, O_DIRECT (tgtd's aio backing store)",
-            Transport::KernelNvme => {
-                "the scratch file (nvmet's file namespace, O_DIRECT), read through /dev/nvmeXnY"
-            }
-        }
+        self.facts().backing
     }
 }
 
@@ -393,5 +570,35 @@ mod tests {
             &none
         )
         .is_err());
+    }
+
+    /// Every name of `TRANSPORT_NAMES` parses to the transport whose label
+    /// the points carry; threads show in own targets' labels only.
+    #[test]
+    fn names_parse_and_label() {
+        let labels: Vec<String> = TRANSPORT_NAMES
+            .split(", ")
+            .map(|n| Transport::parse(n).expect(n).label())
+            .collect();
+        assert_eq!(
+            labels.join(" "),
+            "das nbd-iolab nbd-nbdkit-file nbd-nbdkit-memory nbd-qemu iscsi-tgtd \
+             nvme-tcp-iolab nvme-tcp-kernel"
+        );
+        let t = Transport::parse("nvme-tcp").unwrap().with_threads(4);
+        assert_eq!(t.label(), "nvme-tcp-iolab-t4");
+        assert_eq!(
+            Transport::parse("qemu-nbd")
+                .unwrap()
+                .with_threads(4)
+                .label(),
+            "nbd-qemu"
+        );
+        assert_eq!(Transport::parse("iscsi").unwrap().engine().name(), "iscsi");
+        assert_eq!(
+            Transport::parse("local").unwrap().engine().name(),
+            "io_uring"
+        );
+        assert_eq!(Transport::ALL.len(), TRANSPORT_NAMES.split(", ").count());
     }
 }
