@@ -80,6 +80,7 @@ fn agents_say_hello_and_another_build_is_refused_naming_the_host() {
         build: other,
         hostname: "x".into(),
         pid: 1,
+        identity: None,
     });
     std::fs::write(lab.dir.path().join("hello.bin"), hello.encode().unwrap()).unwrap();
     let fake = lab.script(
@@ -537,4 +538,35 @@ fn an_agent_whose_control_side_goes_silent_exits() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("silent for 30 s"), "{err}");
+}
+
+/// One host under two names (its address, and root@ its address) was
+/// accepted and counted twice: only a literal duplicate was refused. Now
+/// the agents' identities (machine id, boot, network namespace) are
+/// compared after connecting: exit 2 naming both spellings, nothing left
+/// running; two namespaces of this one machine are still two hosts.
+#[test]
+fn one_host_under_two_names_is_refused_naming_both() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let a = &lab.hosts[0].addr;
+    let list = format!("{a},{},root@{a}", lab.hosts[1].addr);
+    let hosts = iolab::fleet::parse_hosts(&list, "--hosts").unwrap();
+    assert_eq!(hosts.len(), 3, "the list itself is accepted");
+    let err = Fleet::connect(&hosts, &lab.options())
+        .err()
+        .expect("one host named twice is refused");
+    let msg = format!("{err:#}");
+    assert_eq!(exit_code(&err), 2, "{msg}");
+    assert!(msg.contains("--hosts"), "{msg}");
+    assert!(
+        msg.contains(&format!("{a} and root@{a} are the same host")),
+        "{msg}"
+    );
+    assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
+    let mut fleet = Fleet::connect(&lab.specs(), &lab.options()).unwrap();
+    let pass = fleet.run_pass(&null_job(1), &no_dir()).unwrap();
+    fleet.close();
+    assert_eq!(pass.per_host.len(), 2);
 }

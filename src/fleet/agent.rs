@@ -180,6 +180,7 @@ pub fn serve_within(
         build: build::current()?,
         hostname: this_hostname(),
         pid: std::process::id(),
+        identity: proto::HostIdentity::current(),
     };
     send(&out, &Message::Hello(hello))?;
     let (tx, rx) = mpsc::channel();

@@ -145,6 +145,7 @@ pub(crate) fn connect_one(
             build: want.clone(),
             hostname: String::new(),
             pid: 0,
+            identity: None,
         },
         conn: Some(conn),
         child,
@@ -209,6 +210,30 @@ fn describe_failure(agent: &mut Agent, e: anyhow::Error) -> anyhow::Error {
     anyhow::anyhow!(msg)
 }
 
+/// Hosts named twice under different names (two addresses or users
+/// reaching one machine and network namespace, by what their agents
+/// report): one sentence per such pair.
+fn same_hosts(agents: &[Agent]) -> Vec<String> {
+    let mut seen: std::collections::HashMap<&super::proto::HostIdentity, &str> =
+        std::collections::HashMap::new();
+    let mut twice = Vec::new();
+    for a in agents {
+        let Some(id) = &a.hello.identity else {
+            continue;
+        };
+        match seen.get(id) {
+            Some(first) => twice.push(format!(
+                "{first} and {} are the same host ({id}): name it once",
+                a.name
+            )),
+            None => {
+                seen.insert(id, &a.name);
+            }
+        }
+    }
+    twice
+}
+
 /// Run `f` on every agent, at most MAX_CONNECTING at a time; the errors.
 fn par_each<T: Send>(
     items: &mut [T],
@@ -264,6 +289,11 @@ impl Fleet {
         if !failed.is_empty() {
             drop(fleet);
             return Err(usage("--hosts", failed.join("; ")));
+        }
+        let twice = same_hosts(&fleet.agents);
+        if !twice.is_empty() {
+            drop(fleet);
+            return Err(usage("--hosts", twice.join("; ")));
         }
         Ok(fleet)
     }
