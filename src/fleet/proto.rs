@@ -164,6 +164,11 @@ pub struct JobResult {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProgressReport {
+    /// Which second of the job it is, 1-based, on the common start (0:
+    /// nothing measured yet); the control side sums the hosts' reports of
+    /// one second.
+    #[serde(default)]
+    pub second: u64,
     pub elapsed_s: f64,
     pub iops: f64,
     pub mib_s: f64,
