@@ -22,8 +22,11 @@ use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
 use crate::plan::job::JobSpec;
 
-/// Hosts connected to (ssh started, hello awaited) at the same time.
+/// Hosts connected to (ssh started, hello awaited) at the same time, by
+/// default (`--connect-concurrency`).
 pub const MAX_CONNECTING: usize = 64;
+/// The most `--connect-concurrency` allows.
+pub const MOST_CONNECTING: usize = 1024;
 
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
@@ -37,6 +40,8 @@ pub struct FleetOptions {
     /// Silence from a running agent (no progress) that counts as a lost host.
     pub idle_timeout: Duration,
     pub clock_probes: u32,
+    /// Hosts connected to (and probed, and closed) at the same time.
+    pub connect_concurrency: usize,
 }
 
 impl Default for FleetOptions {
@@ -48,6 +53,7 @@ impl Default for FleetOptions {
             start_margin: Duration::from_millis(300),
             idle_timeout: Duration::from_secs(30),
             clock_probes: clock::PROBES,
+            connect_concurrency: MAX_CONNECTING,
         }
     }
 }
@@ -61,6 +67,10 @@ pub struct Agent {
     child: Child,
     /// Kept so a failure can quote ssh's reason.
     pub stderr: StderrTail,
+    /// From the start of the first ssh session to this host to its first
+    /// answer (the agent's hello, or with --deploy the cache check): ssh's
+    /// handshake, most of it its key exchange.
+    pub handshake: Duration,
 }
 
 impl Agent {
@@ -83,6 +93,8 @@ impl Agent {
 pub struct Fleet {
     agents: Vec<Agent>,
     opts: FleetOptions,
+    /// The hosts' shared ssh connections: ended after the agents are closed.
+    _control: ssh::ControlDir,
 }
 
 /// Raise the soft limit of open files to the hard one: each host holds three
@@ -113,6 +125,7 @@ pub(crate) fn connect_one(
         false => None,
     };
     let remote = ssh::agent_command(&opts.ssh, deployed.as_deref());
+    let t0 = Instant::now();
     let started = ssh::command(spec, &opts.ssh, &remote)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -150,6 +163,7 @@ pub(crate) fn connect_one(
         conn: Some(conn),
         child,
         stderr,
+        handshake: Duration::ZERO,
     };
     let hello = agent
         .conn()
@@ -158,6 +172,7 @@ pub(crate) fn connect_one(
     match checked {
         Ok(h) => {
             agent.hello = h;
+            agent.handshake = t0.elapsed();
             Ok(agent)
         }
         Err(e) => {
@@ -234,16 +249,17 @@ fn same_hosts(agents: &[Agent]) -> Vec<String> {
     twice
 }
 
-/// Run `f` on every agent, at most MAX_CONNECTING at a time; the errors.
+/// Run `f` on every agent, at most `limit` at a time; the errors.
 fn par_each<T: Send>(
     items: &mut [T],
+    limit: usize,
     f: impl Fn(&mut T) -> anyhow::Result<()> + Sync,
 ) -> Vec<anyhow::Error> {
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
     let errors = Mutex::new(Vec::new());
     std::thread::scope(|s| {
-        for _ in 0..slots.len().min(MAX_CONNECTING) {
+        for _ in 0..slots.len().min(limit.max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(slot) = slots.get(i) else { return };
@@ -267,10 +283,13 @@ impl Fleet {
         }
         raise_fd_limit();
         let want = build::of_executable(&opts.ssh.local_iolab)?;
+        let control = ssh::ControlDir::create(hosts, &opts.ssh)?;
+        let mut opts = opts.clone();
+        opts.ssh.control_dir = Some(control.path().to_path_buf());
         let mut slots: Vec<(HostSpec, Option<anyhow::Result<Agent>>)> =
             hosts.iter().map(|h| (h.clone(), None)).collect();
-        par_each(&mut slots, |(spec, out)| {
-            *out = Some(connect_one(spec, opts, &want));
+        par_each(&mut slots, opts.connect_concurrency, |(spec, out)| {
+            *out = Some(connect_one(spec, &opts, &want));
             Ok(())
         });
         let mut agents = Vec::new();
@@ -284,7 +303,8 @@ impl Fleet {
         }
         let fleet = Fleet {
             agents,
-            opts: opts.clone(),
+            opts,
+            _control: control,
         };
         if !failed.is_empty() {
             drop(fleet);
@@ -305,6 +325,13 @@ impl Fleet {
 
     pub fn agents(&self) -> &[Agent] {
         &self.agents
+    }
+
+    /// The median of the hosts' ssh handshakes (`Agent::handshake`).
+    pub fn median_handshake(&self) -> Duration {
+        let mut t: Vec<Duration> = self.agents.iter().map(|a| a.handshake).collect();
+        t.sort();
+        t.get(t.len() / 2).copied().unwrap_or_default()
     }
 
     /// Run `job` on every host with one common start and merge the points.
@@ -354,7 +381,7 @@ impl Fleet {
         let offsets: Vec<Mutex<Option<ClockOffset>>> =
             self.agents.iter().map(|_| Mutex::new(None)).collect();
         let mut indexed: Vec<(usize, &mut Agent)> = self.agents.iter_mut().enumerate().collect();
-        let errors = par_each(&mut indexed, |(i, a)| {
+        let errors = par_each(&mut indexed, self.opts.connect_concurrency, |(i, a)| {
             let o = clock::measure(a.conn(), probes, timeout)?;
             *offsets[*i].lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
             Ok(())
@@ -418,7 +445,7 @@ impl Fleet {
             .into_iter()
             .partition(|a| lost.iter().any(|l| l.host == a.name));
         self.agents = kept;
-        par_each(&mut gone, |a| {
+        par_each(&mut gone, self.opts.connect_concurrency, |a| {
             a.close();
             Ok(())
         });
@@ -448,7 +475,7 @@ impl Fleet {
     }
 
     fn close_all(&mut self) {
-        par_each(&mut self.agents, |a| {
+        par_each(&mut self.agents, self.opts.connect_concurrency, |a| {
             a.close();
             Ok(())
         });
