@@ -570,3 +570,54 @@ fn one_host_under_two_names_is_refused_naming_both() {
     fleet.close();
     assert_eq!(pass.per_host.len(), 2);
 }
+
+/// `--deploy` sent the whole 110-160 MB debug binary to every host on
+/// every run. Now a stripped copy goes, compressed, into a cache on the
+/// host named after its hash, once: a second run finds it there and sends
+/// nothing; the agent running it passes the build check.
+#[test]
+fn deploy_sends_a_stripped_copy_once_and_the_next_run_uses_the_cache() {
+    let Some(lab) = fleet_common::lab(1, &[]) else {
+        return;
+    };
+    let mut o = lab.options();
+    o.ssh.remote_iolab = "/nonexistent/iolab".into();
+    o.ssh.deploy = true;
+    let mut fleet = Fleet::connect(&lab.specs(), &o).unwrap();
+    let first = fleet.agents()[0].deployed.clone().expect("deployed");
+    let pass = fleet.run_pass(&null_job(1), &no_dir()).unwrap();
+    assert!(pass.aggregate.total.ops > 0);
+    let summary = fleet.deploy_summary().unwrap();
+    fleet.close();
+    let sent = first.sent.expect("the first run sends the copy");
+    let local = std::fs::metadata(env!("CARGO_BIN_EXE_iolab"))
+        .unwrap()
+        .len();
+    let cache = lab.dir.path().join("deploy-cache-");
+    assert!(
+        first.dir.starts_with(&cache.display().to_string()),
+        "{first:?}"
+    );
+    let copy = std::fs::metadata(format!("{}/iolab", first.dir))
+        .unwrap()
+        .len();
+    eprintln!("local {local} B, deployed {copy} B, {sent} B on the wire; {summary}");
+    let can_strip = ["/usr/bin/objcopy", "/usr/bin/strip"]
+        .iter()
+        .any(|t| std::path::Path::new(t).exists());
+    if can_strip {
+        assert!(copy < local, "stripped: {copy} < {local}");
+    }
+    assert!(sent <= copy, "compressed or as is: {sent} <= {copy}");
+    let mut fleet = Fleet::connect(&lab.specs(), &o).unwrap();
+    let second = fleet.agents()[0].deployed.clone().expect("deployed");
+    assert_eq!(second.sent, None, "the cached copy is used: {second:?}");
+    assert_eq!(second.dir, first.dir);
+    assert!(fleet
+        .deploy_summary()
+        .unwrap()
+        .contains("sent to 0 host(s)"));
+    fleet.run_pass(&null_job(1), &no_dir()).unwrap();
+    fleet.close();
+    assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
+}

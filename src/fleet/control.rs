@@ -12,6 +12,7 @@ use super::build::{self, BuildId};
 use super::clock::{self, ClockOffset};
 use super::collect;
 use super::conn::{host_error, unexpected, Conn};
+use super::deploy::{self, Deployed, Payload};
 use super::hosts::HostSpec;
 use super::merge::{self, FleetPass, HostPoint, LostHost};
 use super::proto::{
@@ -71,6 +72,9 @@ pub struct Agent {
     /// answer (the agent's hello, or with --deploy the cache check): ssh's
     /// handshake, most of it its key exchange.
     pub handshake: Duration,
+    /// With --deploy: where this build is on the host, and whether it was
+    /// sent this time.
+    pub deployed: Option<Deployed>,
 }
 
 impl Agent {
@@ -110,21 +114,33 @@ fn raise_fd_limit() {
     }
 }
 
-/// Start ssh and the agent on one host; wait for its hello and check it.
+/// What the hosts must run: with --deploy the payload (this build,
+/// stripped) and its identity, else this build's.
+pub(crate) fn wanted_build(opts: &FleetOptions) -> anyhow::Result<(Option<Payload>, BuildId)> {
+    if !opts.ssh.deploy {
+        return Ok((None, build::of_executable(&opts.ssh.local_iolab)?));
+    }
+    let p = Payload::prepare(&opts.ssh.local_iolab)?;
+    let b = p.build.clone();
+    Ok((Some(p), b))
+}
+
+/// Start ssh and the agent on one host (after deploying `payload` there,
+/// if given); wait for its hello and check it.
 pub(crate) fn connect_one(
     spec: &HostSpec,
     opts: &FleetOptions,
     want: &BuildId,
+    payload: Option<&Payload>,
 ) -> anyhow::Result<Agent> {
     let name = spec.to_string();
-    let deployed = match opts.ssh.deploy {
-        true => Some(
-            ssh::deploy(spec, &opts.ssh, &opts.ssh.local_iolab)
-                .map_err(|e| host_error(&name, format!("{e:#}")))?,
+    let deployed = match payload {
+        Some(p) => Some(
+            deploy::deploy(spec, &opts.ssh, p).map_err(|e| host_error(&name, format!("{e:#}")))?,
         ),
-        false => None,
+        None => None,
     };
-    let remote = ssh::agent_command(&opts.ssh, deployed.as_deref());
+    let remote = ssh::agent_command(&opts.ssh, deployed.as_ref().map(|d| d.dir.as_str()));
     let t0 = Instant::now();
     let started = ssh::command(spec, &opts.ssh, &remote)
         .stdin(Stdio::piped())
@@ -134,9 +150,6 @@ pub(crate) fn connect_one(
     let mut child = match started {
         Ok(c) => c,
         Err(e) => {
-            if let Some(d) = &deployed {
-                ssh::remove_deployed(spec, &opts.ssh, d);
-            }
             return Err(host_error(
                 &name,
                 format!("cannot start {}: {e}", opts.ssh.ssh.display()),
@@ -164,6 +177,7 @@ pub(crate) fn connect_one(
         child,
         stderr,
         handshake: Duration::ZERO,
+        deployed: None,
     };
     let hello = agent
         .conn()
@@ -172,16 +186,23 @@ pub(crate) fn connect_one(
     match checked {
         Ok(h) => {
             agent.hello = h;
-            agent.handshake = t0.elapsed();
+            agent.handshake = match &deployed {
+                Some(d) => d.handshake,
+                None => t0.elapsed(),
+            };
+            agent.deployed = deployed;
             Ok(agent)
         }
         Err(e) => {
             agent.close();
             let why = describe_failure(&mut agent, e);
-            if let Some(d) = &deployed {
-                ssh::remove_deployed(spec, &opts.ssh, d);
+            match deployed.filter(|d| d.sent.is_none()) {
+                Some(d) => Err(why.context(format!(
+                    "the copy cached in {}/iolab there is not this build: remove it and run again",
+                    d.dir
+                ))),
+                None => Err(why),
             }
-            Err(why)
         }
     }
 }
@@ -282,14 +303,14 @@ impl Fleet {
             return Err(usage("--hosts", "no hosts"));
         }
         raise_fd_limit();
-        let want = build::of_executable(&opts.ssh.local_iolab)?;
         let control = ssh::ControlDir::create(hosts, &opts.ssh)?;
+        let (payload, want) = wanted_build(opts)?;
         let mut opts = opts.clone();
         opts.ssh.control_dir = Some(control.path().to_path_buf());
         let mut slots: Vec<(HostSpec, Option<anyhow::Result<Agent>>)> =
             hosts.iter().map(|h| (h.clone(), None)).collect();
         par_each(&mut slots, opts.connect_concurrency, |(spec, out)| {
-            *out = Some(connect_one(spec, &opts, &want));
+            *out = Some(connect_one(spec, &opts, &want, payload.as_ref()));
             Ok(())
         });
         let mut agents = Vec::new();
@@ -325,6 +346,27 @@ impl Fleet {
 
     pub fn agents(&self) -> &[Agent] {
         &self.agents
+    }
+
+    /// With --deploy: what was sent where, and which hosts had this build
+    /// already.
+    pub fn deploy_summary(&self) -> Option<String> {
+        let d: Vec<&Deployed> = self
+            .agents
+            .iter()
+            .filter_map(|a| a.deployed.as_ref())
+            .collect();
+        let len = self.agents.first()?.hello.build.exe_len;
+        let sent: Vec<u64> = d.iter().filter_map(|d| d.sent).collect();
+        (!d.is_empty()).then(|| {
+            format!(
+                "this build ({:.1} MB stripped) sent to {} host(s), {:.1} MB on the wire; already in the cache of {}",
+                len as f64 / 1e6,
+                sent.len(),
+                sent.iter().sum::<u64>() as f64 / 1e6,
+                d.len() - sent.len()
+            )
+        })
     }
 
     /// The median of the hosts' ssh handshakes (`Agent::handshake`).

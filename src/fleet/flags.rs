@@ -67,6 +67,9 @@ impl HostsFlags {
             if let Some(h) = hint {
                 eprintln!("{h}");
             }
+            if let Some(d) = fleet.deploy_summary() {
+                eprintln!("iolab: --deploy: {d}");
+            }
         }
         Ok(fleet)
     }

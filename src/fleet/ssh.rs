@@ -1,9 +1,9 @@
 //! Reaching a host: the system's `ssh`, in batch mode (no password or
 //! passphrase prompt), with the user's own configuration, keys, agent and
 //! known_hosts; host keys are checked as ssh checks them (iolab never turns
-//! that off); `--ssh-config FILE` becomes `-F FILE`. `--deploy` copies this
-//! build into a fresh directory under the host's /tmp and the remote shell
-//! removes it when the agent exits, however it exits.
+//! that off); `--ssh-config FILE` becomes `-F FILE`. A run's sessions to
+//! one host share one connection (`ControlDir`). `--deploy` is
+//! `fleet::deploy`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -274,63 +274,8 @@ pub fn reap(child: &mut Child, limit: Duration) -> Option<std::process::ExitStat
     }
 }
 
-/// A directory name mktemp made on the host (nothing a shell would expand).
-fn plausible_remote_dir(d: &str) -> bool {
-    d.starts_with('/')
-        && d.contains("/iolab-fleet.")
-        && d.len() < 4096
-        && d.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
-}
-
-/// How long copying this build to a host may take (a login that never
-/// returns, such as an sshd ForceCommand, is given up after it).
-pub const DEPLOY_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Copy `local` to a new directory on `host`; the directory's path.
-pub fn deploy(host: &HostSpec, opts: &SshOptions, local: &Path) -> anyhow::Result<String> {
-    deploy_within(host, opts, local, DEPLOY_TIMEOUT)
-}
-
-fn deploy_within(
-    host: &HostSpec,
-    opts: &SshOptions,
-    local: &Path,
-    limit: Duration,
-) -> anyhow::Result<String> {
-    let script = r#"umask 077 && d=$(mktemp -d "${TMPDIR:-/tmp}/iolab-fleet.XXXXXXXX") && { cat > "$d/iolab" && chmod 700 "$d/iolab" && echo "$d"; } || { rm -rf "$d"; exit 1; }"#;
-    let file = std::fs::File::open(local)
-        .map_err(|e| anyhow::anyhow!("--deploy: reading {}: {e}", local.display()))?;
-    let mut child = command(host, opts, script)
-        .stdin(Stdio::from(file))
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("starting {}: {e}", opts.ssh.display()))?;
-    let (stdout, stderr) = (StderrTail::default(), StderrTail::default());
-    if let Some(o) = child.stdout.take() {
-        stdout.follow(o);
-    }
-    if let Some(e) = child.stderr.take() {
-        stderr.follow(e);
-    }
-    let status = wait_or_kill(&mut child, limit).map_err(|why| match why {
-        Ended::Stopped => anyhow::Error::new(crate::error::Interrupted)
-            .context("stopped by a signal while copying iolab to the host (--deploy)"),
-        Ended::TimedOut => anyhow::anyhow!(
-            "copying iolab there (--deploy) took longer than {} s; ssh and its session were ended",
-            limit.as_secs()
-        ),
-    })?;
-    let dir = stdout.text();
-    if !status.success() || !plausible_remote_dir(&dir) {
-        anyhow::bail!("copying iolab there failed ({status}): {}", stderr.text());
-    }
-    Ok(dir)
-}
-
 /// Why `wait_or_kill` ended a child.
-enum Ended {
+pub(crate) enum Ended {
     Stopped,
     TimedOut,
 }
@@ -338,7 +283,10 @@ enum Ended {
 /// Wait for `child` (an ssh in its own process group) at most `limit`,
 /// and no longer than the first stop signal: then kill its group, which
 /// ends the session on the host too, and reap it.
-fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<std::process::ExitStatus, Ended> {
+pub(crate) fn wait_or_kill(
+    child: &mut Child,
+    limit: Duration,
+) -> Result<std::process::ExitStatus, Ended> {
     let end = std::time::Instant::now() + limit;
     loop {
         if let Ok(Some(s)) = child.try_wait() {
@@ -360,28 +308,12 @@ fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<std::process::Exit
     }
 }
 
-/// What runs the agent on the host: the deployed copy, removed by the
-/// remote shell when the agent exits, or the host's own iolab.
+/// What runs the agent on the host: the deployed copy (in the host's
+/// deploy cache, `fleet::deploy`), or the host's own iolab.
 pub fn agent_command(opts: &SshOptions, deployed: Option<&str>) -> String {
     match deployed {
-        Some(d) => {
-            let d = shell_quote(d);
-            format!("{d}/iolab agent; rc=$?; rm -rf -- {d}; exit $rc")
-        }
+        Some(d) => format!("{}/iolab agent", shell_quote(d)),
         None => format!("{} agent", shell_quote(&opts.remote_iolab)),
-    }
-}
-
-/// Remove a deployed directory (when the agent never started there).
-pub fn remove_deployed(host: &HostSpec, opts: &SshOptions, dir: &str) {
-    let cmd = format!("rm -rf -- {}", shell_quote(dir));
-    if let Ok(mut child) = command(host, opts, &cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    {
-        reap(&mut child, Duration::from_secs(15));
     }
 }
 
@@ -412,45 +344,6 @@ mod tests {
         assert!(!a.iter().any(|x| x.contains("StrictHostKeyChecking")));
     }
 
-    /// A login that never returns (an sshd ForceCommand) was waited for
-    /// without a bound; now it is given up and its process group killed.
-    #[test]
-    fn a_deploy_whose_login_never_returns_is_given_up_and_killed() {
-        let dir = tempfile::tempdir().unwrap();
-        let ssh = dir.path().join("ssh");
-        let pidfile = dir.path().join("pid");
-        std::fs::write(
-            &ssh,
-            format!(
-                "#!/bin/sh\nsleep 600 &\necho $! > {}\nwait\n",
-                pidfile.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let opts = SshOptions {
-            ssh: ssh.clone(),
-            ..SshOptions::default()
-        };
-        let h = super::super::hosts::parse_host("h1", "--hosts").unwrap();
-        let t = std::time::Instant::now();
-        let e = deploy_within(&h, &opts, &ssh, Duration::from_secs(1)).unwrap_err();
-        assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
-        assert!(format!("{e:#}").contains("longer than 1 s"), "{e:#}");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: signal 0 only checks whether the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.contains(") Z "));
-        assert!(!alive, "the login's child {pid} still runs");
-    }
-
     /// The key-exchange hint: only for slow handshakes, only when the
     /// configuration chooses no KexAlgorithms, and once.
     #[test]
@@ -475,10 +368,7 @@ mod tests {
     #[test]
     fn quoting_and_remote_dirs() {
         assert_eq!(shell_quote("a'b"), r"'a'\''b'");
-        assert!(plausible_remote_dir("/tmp/iolab-fleet.AbC123"));
-        assert!(!plausible_remote_dir("/tmp/iolab-fleet.x; rm -rf /"));
-        assert!(!plausible_remote_dir("Welcome\n/tmp/iolab-fleet.x"));
-        let c = agent_command(&SshOptions::default(), Some("/tmp/iolab-fleet.x"));
-        assert!(c.contains("rm -rf -- '/tmp/iolab-fleet.x'"), "{c}");
+        let c = agent_command(&SshOptions::default(), Some("/root/.cache/iolab/deploy/ab"));
+        assert_eq!(c, "'/root/.cache/iolab/deploy/ab'/iolab agent");
     }
 }

@@ -6,10 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::build;
 use super::clock;
 use super::conn::unexpected;
-use super::control::{connect_one, Agent, FleetOptions};
+use super::control::{connect_one, wanted_build, Agent, FleetOptions};
 use super::hosts::HostSpec;
 use super::proto::{CpuOver, Message, ServeRequest, Serving};
 use crate::error::usage;
@@ -26,8 +25,9 @@ impl TargetHost {
     /// Start the agent on T and check its build: an unreachable T, a
     /// refused login or another build is exit 2 naming --target-host.
     pub fn connect(spec: &HostSpec, opts: &FleetOptions) -> anyhow::Result<TargetHost> {
-        let want = build::of_executable(&opts.ssh.local_iolab)?;
-        let agent = connect_one(spec, opts, &want).map_err(|e| usage(FLAG, format!("{e:#}")))?;
+        let (payload, want) = wanted_build(opts)?;
+        let agent = connect_one(spec, opts, &want, payload.as_ref())
+            .map_err(|e| usage(FLAG, format!("{e:#}")))?;
         Ok(TargetHost {
             agent,
             opts: opts.clone(),
