@@ -621,3 +621,39 @@ fn deploy_sends_a_stripped_copy_once_and_the_next_run_uses_the_cache() {
     fleet.close();
     assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
 }
+
+/// The progress line said "1s: 999 IOPS", "2s: 14.0k" with 16 hosts paced
+/// at 1,000 IOPS each: a second was told at its first host's report, the
+/// others' stale or zero. Now each second is told once, summing every
+/// host's report of it.
+#[test]
+fn each_progress_second_sums_every_hosts_report() {
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let paced = JobSpec {
+        open_loop: Some(iolab::plan::job::OpenLoop {
+            rate_iops: 1000.0,
+            arrival: Default::default(),
+        }),
+        ..null_job(4)
+    };
+    let mut fleet = Fleet::connect(&lab.specs(), &lab.options()).unwrap();
+    let told = std::sync::Mutex::new(Vec::new());
+    fleet
+        .run_pass_observed(&paced, &no_dir(), &|p| {
+            told.lock().unwrap().push((p.second, p.iops))
+        })
+        .unwrap();
+    fleet.close();
+    let told = told.into_inner().unwrap();
+    assert!(told.len() >= 2, "{told:?}");
+    assert!(
+        told.windows(2).all(|w| w[0].0 < w[1].0),
+        "once each: {told:?}"
+    );
+    assert!(
+        told.iter().all(|(_, iops)| *iops > 2500.0),
+        "every second sums the 3 hosts' 1,000: {told:?}"
+    );
+}

@@ -59,8 +59,8 @@ pub fn results(
                 Some(Err(e)) => Some(Err(e)),
             };
             if let Some(g) = got {
+                seconds.gone(i, g.is_ok());
                 out[i] = Some(g);
-                seconds.gone(i);
                 pending -= 1;
                 busy = true;
             }
@@ -85,10 +85,12 @@ pub const SECOND_WAIT: Duration = Duration::from_millis(1500);
 /// in order, summing every host still measuring that reported it, as soon
 /// as each of them has reported it (or a later second), or `wait` after
 /// its first report. A host that ended or was lost is no longer waited
-/// for; a report of a second already told, or of none yet (0), is dropped.
+/// for; a report of a second already told, or of none yet (0), is dropped;
+/// a host that skipped a second (a late tick) counts with its next one.
 pub struct Seconds {
     wait: Duration,
     live: Vec<bool>,
+    finished: Vec<bool>,
     /// The latest second each host reported.
     latest: Vec<u64>,
     /// Seconds not told yet: when first reported, and each host's report.
@@ -101,6 +103,7 @@ impl Seconds {
         Seconds {
             wait,
             live: vec![true; hosts],
+            finished: vec![false; hosts],
             latest: vec![0; hosts],
             open: BTreeMap::new(),
             told: 0,
@@ -121,10 +124,14 @@ impl Seconds {
         slot.1[i] = Some(p);
     }
 
-    /// Host `i` ended (its result came) or was lost: not waited for.
-    pub fn gone(&mut self, i: usize) {
+    /// Host `i` ended (`finished`: its result came) or was lost: not
+    /// waited for. The seconds a finished host did not report are past its
+    /// end: not told (their sum would lack it); a lost host's are told
+    /// without it.
+    pub fn gone(&mut self, i: usize, finished: bool) {
         if let Some(l) = self.live.get_mut(i) {
             *l = false;
+            self.finished[i] = finished;
         }
     }
 
@@ -142,12 +149,28 @@ impl Seconds {
             if !(waited || all_in) {
                 break;
             }
-            let (_, (_, reports)) = self.open.pop_first().expect("a first second");
+            let (_, (_, mut reports)) = self.open.pop_first().expect("a first second");
+            self.told = s;
+            let past_an_end = self
+                .finished
+                .iter()
+                .zip(&self.latest)
+                .any(|(f, latest)| *f && *latest < s);
+            if past_an_end {
+                continue;
+            }
+            // A host whose one-second tick came late skipped this second
+            // (it reported the one before and the one after): its next
+            // second's rates stand in.
+            for (i, r) in reports.iter_mut().enumerate() {
+                if r.is_none() && self.latest[i] > s {
+                    *r = self.open.values().find_map(|(_, later)| later[i]);
+                }
+            }
             let got: Vec<ProgressReport> = reports.into_iter().flatten().collect();
             let mut c = combined(&got);
             c.second = s;
             out.push(c);
-            self.told = s;
         }
         out
     }
@@ -258,10 +281,24 @@ mod tests {
         s.report(0, at(2, 10.0), t0 + wait);
         s.report(1, at(2, 20.0), t0 + wait);
         assert!(s.due(t0 + wait).is_empty());
-        s.gone(2);
+        s.gone(2, false);
         let two = s.due(t0 + wait);
         assert_eq!((two[0].second, two[0].iops), (2, 30.0));
         s.report(0, at(0, 99.0), t0 + wait);
+        assert!(s.due(t0 + wait * 4).is_empty());
+        // Host 0 skipped second 3: its second 4 stands in.
+        let mut k = Seconds::new(2, wait);
+        k.report(0, at(2, 10.0), t0);
+        k.report(1, at(2, 20.0), t0);
+        k.report(1, at(3, 20.0), t0);
+        k.report(0, at(4, 11.0), t0);
+        k.report(1, at(4, 20.0), t0);
+        let secs: Vec<(u64, f64)> = k.due(t0).iter().map(|p| (p.second, p.iops)).collect();
+        assert_eq!(secs, [(2, 30.0), (3, 31.0), (4, 31.0)]);
+        // A host that finished without reporting second 3: the second is
+        // past its end, not told short of it.
+        s.report(0, at(3, 10.0), t0 + wait);
+        s.gone(1, true);
         assert!(s.due(t0 + wait * 4).is_empty());
     }
 }
