@@ -447,3 +447,104 @@ fn several_hosts_drive_one_shared_nbd_target() {
     );
     leftover_check(&lab);
 }
+
+/// `--connect-concurrency` takes 1 to 1024 (exit 2 naming the flag
+/// otherwise, before any host is contacted), and only with --hosts.
+#[test]
+fn connect_concurrency_out_of_range_is_exit_2_naming_the_flag() {
+    for bad in ["0", "1025", "x", "-3", ""] {
+        let o = Command::new(IOLAB)
+            .args(["device", "--hosts", "192.0.2.1", "--engine", "null"])
+            .args(["--connect-concurrency", bad])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+        assert!(
+            text(&o).contains("--connect-concurrency"),
+            "{bad}: {}",
+            text(&o)
+        );
+    }
+    let o = Command::new(IOLAB)
+        .args(["device", "--engine", "null", "--connect-concurrency", "8"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--connect-concurrency"), "{}", text(&o));
+}
+
+/// Processes whose command line names `needle` (ssh masters of a run).
+fn processes_naming(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(needle)
+                .then(|| format!("{:?}: {cmd}", e.file_name()))
+        })
+        .collect()
+}
+
+/// The run's sessions to a host share one ssh connection (a control
+/// socket in a private directory); after the run, and after a Ctrl-C'd
+/// run, the connections are ended and the directory is gone.
+#[test]
+fn the_ssh_control_directory_is_gone_after_a_run_and_after_ctrl_c() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let tmp = lab.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let entries = || -> Vec<String> {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let o = device(&lab, &all_hosts(&lab), &["--engine", "null"])
+        .args(["--runtime", "1s", "--deploy", "--connect-concurrency", "1"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(entries().is_empty(), "{:?}", entries());
+    let needle = tmp.display().to_string();
+    assert!(
+        processes_naming(&needle).is_empty(),
+        "{:?}",
+        processes_naming(&needle)
+    );
+    let mut child = device(&lab, &all_hosts(&lab), &["--engine", "null"])
+        .args(["--runtime", "30s"])
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // A shared connection is up: a socket in the run's directory.
+    let end = Instant::now() + Duration::from_secs(30);
+    let sockets = || -> usize {
+        entries()
+            .iter()
+            .filter_map(|d| std::fs::read_dir(tmp.join(d)).ok())
+            .map(|d| d.count())
+            .sum()
+    };
+    while sockets() < 2 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(sockets(), 2, "one control socket per host: {:?}", entries());
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, libc::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(entries().is_empty(), "left: {:?}", entries());
+    assert!(
+        processes_naming(&needle).is_empty(),
+        "{:?}",
+        processes_naming(&needle)
+    );
+    leftover_check(&lab);
+}

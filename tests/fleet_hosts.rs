@@ -80,6 +80,7 @@ fn agents_say_hello_and_another_build_is_refused_naming_the_host() {
         build: other,
         hostname: "x".into(),
         pid: 1,
+        identity: None,
     });
     std::fs::write(lab.dir.path().join("hello.bin"), hello.encode().unwrap()).unwrap();
     let fake = lab.script(
@@ -537,4 +538,122 @@ fn an_agent_whose_control_side_goes_silent_exits() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("silent for 30 s"), "{err}");
+}
+
+/// One host under two names (its address, and root@ its address) was
+/// accepted and counted twice: only a literal duplicate was refused. Now
+/// the agents' identities (machine id, boot, network namespace) are
+/// compared after connecting: exit 2 naming both spellings, nothing left
+/// running; two namespaces of this one machine are still two hosts.
+#[test]
+fn one_host_under_two_names_is_refused_naming_both() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let a = &lab.hosts[0].addr;
+    let list = format!("{a},{},root@{a}", lab.hosts[1].addr);
+    let hosts = iolab::fleet::parse_hosts(&list, "--hosts").unwrap();
+    assert_eq!(hosts.len(), 3, "the list itself is accepted");
+    let err = Fleet::connect(&hosts, &lab.options())
+        .err()
+        .expect("one host named twice is refused");
+    let msg = format!("{err:#}");
+    assert_eq!(exit_code(&err), 2, "{msg}");
+    assert!(msg.contains("--hosts"), "{msg}");
+    assert!(
+        msg.contains(&format!("{a} and root@{a} are the same host")),
+        "{msg}"
+    );
+    assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
+    let mut fleet = Fleet::connect(&lab.specs(), &lab.options()).unwrap();
+    let pass = fleet.run_pass(&null_job(1), &no_dir()).unwrap();
+    fleet.close();
+    assert_eq!(pass.per_host.len(), 2);
+}
+
+/// `--deploy` sent the whole 110-160 MB debug binary to every host on
+/// every run. Now a stripped copy goes, compressed, into a cache on the
+/// host named after its hash, once: a second run finds it there and sends
+/// nothing; the agent running it passes the build check.
+#[test]
+fn deploy_sends_a_stripped_copy_once_and_the_next_run_uses_the_cache() {
+    let Some(lab) = fleet_common::lab(1, &[]) else {
+        return;
+    };
+    let mut o = lab.options();
+    o.ssh.remote_iolab = "/nonexistent/iolab".into();
+    o.ssh.deploy = true;
+    let mut fleet = Fleet::connect(&lab.specs(), &o).unwrap();
+    let first = fleet.agents()[0].deployed.clone().expect("deployed");
+    let pass = fleet.run_pass(&null_job(1), &no_dir()).unwrap();
+    assert!(pass.aggregate.total.ops > 0);
+    let summary = fleet.deploy_summary().unwrap();
+    fleet.close();
+    let sent = first.sent.expect("the first run sends the copy");
+    let local = std::fs::metadata(env!("CARGO_BIN_EXE_iolab"))
+        .unwrap()
+        .len();
+    let cache = lab.dir.path().join("deploy-cache-");
+    assert!(
+        first.dir.starts_with(&cache.display().to_string()),
+        "{first:?}"
+    );
+    let copy = std::fs::metadata(format!("{}/iolab", first.dir))
+        .unwrap()
+        .len();
+    eprintln!("local {local} B, deployed {copy} B, {sent} B on the wire; {summary}");
+    let can_strip = ["/usr/bin/objcopy", "/usr/bin/strip"]
+        .iter()
+        .any(|t| std::path::Path::new(t).exists());
+    if can_strip {
+        assert!(copy < local, "stripped: {copy} < {local}");
+    }
+    assert!(sent <= copy, "compressed or as is: {sent} <= {copy}");
+    let mut fleet = Fleet::connect(&lab.specs(), &o).unwrap();
+    let second = fleet.agents()[0].deployed.clone().expect("deployed");
+    assert_eq!(second.sent, None, "the cached copy is used: {second:?}");
+    assert_eq!(second.dir, first.dir);
+    assert!(fleet
+        .deploy_summary()
+        .unwrap()
+        .contains("sent to 0 host(s)"));
+    fleet.run_pass(&null_job(1), &no_dir()).unwrap();
+    fleet.close();
+    assert!(lab.wait_quiet(Duration::from_secs(15)).is_empty());
+}
+
+/// The progress line said "1s: 999 IOPS", "2s: 14.0k" with 16 hosts paced
+/// at 1,000 IOPS each: a second was told at its first host's report, the
+/// others' stale or zero. Now each second is told once, summing every
+/// host's report of it.
+#[test]
+fn each_progress_second_sums_every_hosts_report() {
+    let Some(lab) = fleet_common::lab(3, &[]) else {
+        return;
+    };
+    let paced = JobSpec {
+        open_loop: Some(iolab::plan::job::OpenLoop {
+            rate_iops: 1000.0,
+            arrival: Default::default(),
+        }),
+        ..null_job(4)
+    };
+    let mut fleet = Fleet::connect(&lab.specs(), &lab.options()).unwrap();
+    let told = std::sync::Mutex::new(Vec::new());
+    fleet
+        .run_pass_observed(&paced, &no_dir(), &|p| {
+            told.lock().unwrap().push((p.second, p.iops))
+        })
+        .unwrap();
+    fleet.close();
+    let told = told.into_inner().unwrap();
+    assert!(told.len() >= 2, "{told:?}");
+    assert!(
+        told.windows(2).all(|w| w[0].0 < w[1].0),
+        "once each: {told:?}"
+    );
+    assert!(
+        told.iter().all(|(_, iops)| *iops > 2500.0),
+        "every second sums the 3 hosts' 1,000: {told:?}"
+    );
 }

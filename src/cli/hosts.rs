@@ -60,6 +60,16 @@ pub struct HostsArgs {
         help_heading = "Hosts"
     )]
     pub on_host_loss: HostLossArg,
+    /// With --hosts: how many hosts are connected to (ssh started, the
+    /// agent's hello awaited) at the same time, 1 to 1024
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "64",
+        value_parser = clap::value_parser!(u32).range(1..=1024),
+        help_heading = "Hosts"
+    )]
+    pub connect_concurrency: u32,
 }
 
 impl HostsArgs {
@@ -71,6 +81,7 @@ impl HostsArgs {
             deploy,
             host_iolab,
             on_host_loss,
+            connect_concurrency,
         } = self.clone();
         HostsFlags {
             hosts,
@@ -78,6 +89,7 @@ impl HostsArgs {
             deploy,
             host_iolab,
             on_host_loss: on_host_loss.into(),
+            connect_concurrency,
         }
     }
 }

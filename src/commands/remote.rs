@@ -27,6 +27,7 @@ const COMMAND_LINE_ONLY: &[&str] = &[
     "deploy",
     "host_iolab",
     "on_host_loss",
+    "connect_concurrency",
     "target_host",
     "target_address",
 ];

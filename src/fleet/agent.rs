@@ -180,6 +180,7 @@ pub fn serve_within(
         build: build::current()?,
         hostname: this_hostname(),
         pid: std::process::id(),
+        identity: proto::HostIdentity::current(),
     };
     send(&out, &Message::Hello(hello))?;
     let (tx, rx) = mpsc::channel();
@@ -372,6 +373,7 @@ fn run(p: &DeviceWork, t: &Target, start_ns: u64, out: &Out) -> anyhow::Result<J
             second: 0,
         });
         let report = ProgressReport {
+            second: l.second,
             elapsed_s,
             iops: l.iops,
             mib_s: l.mib_s,

@@ -284,6 +284,7 @@ impl KvSlot {
                     );
                     let dt = (now.0 - last.0).max(1e-3);
                     let p = ProgressReport {
+                        second: now.0.round() as u64,
                         elapsed_s: now.0,
                         iops: now.1.saturating_sub(last.1) as f64 / dt,
                         ..ProgressReport::default()

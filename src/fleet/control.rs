@@ -12,6 +12,7 @@ use super::build::{self, BuildId};
 use super::clock::{self, ClockOffset};
 use super::collect;
 use super::conn::{host_error, unexpected, Conn};
+use super::deploy::{self, Deployed, Payload};
 use super::hosts::HostSpec;
 use super::merge::{self, FleetPass, HostPoint, LostHost};
 use super::proto::{
@@ -22,8 +23,11 @@ use crate::error::usage;
 use crate::measure::clock::mono_now_ns;
 use crate::plan::job::JobSpec;
 
-/// Hosts connected to (ssh started, hello awaited) at the same time.
+/// Hosts connected to (ssh started, hello awaited) at the same time, by
+/// default (`--connect-concurrency`).
 pub const MAX_CONNECTING: usize = 64;
+/// The most `--connect-concurrency` allows.
+pub const MOST_CONNECTING: usize = 1024;
 
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
@@ -37,6 +41,8 @@ pub struct FleetOptions {
     /// Silence from a running agent (no progress) that counts as a lost host.
     pub idle_timeout: Duration,
     pub clock_probes: u32,
+    /// Hosts connected to (and probed, and closed) at the same time.
+    pub connect_concurrency: usize,
 }
 
 impl Default for FleetOptions {
@@ -48,6 +54,7 @@ impl Default for FleetOptions {
             start_margin: Duration::from_millis(300),
             idle_timeout: Duration::from_secs(30),
             clock_probes: clock::PROBES,
+            connect_concurrency: MAX_CONNECTING,
         }
     }
 }
@@ -61,6 +68,13 @@ pub struct Agent {
     child: Child,
     /// Kept so a failure can quote ssh's reason.
     pub stderr: StderrTail,
+    /// From the start of the first ssh session to this host to its first
+    /// answer (the agent's hello, or with --deploy the cache check): ssh's
+    /// handshake, most of it its key exchange.
+    pub handshake: Duration,
+    /// With --deploy: where this build is on the host, and whether it was
+    /// sent this time.
+    pub deployed: Option<Deployed>,
 }
 
 impl Agent {
@@ -83,6 +97,8 @@ impl Agent {
 pub struct Fleet {
     agents: Vec<Agent>,
     opts: FleetOptions,
+    /// The hosts' shared ssh connections: ended after the agents are closed.
+    _control: ssh::ControlDir,
 }
 
 /// Raise the soft limit of open files to the hard one: each host holds three
@@ -98,21 +114,34 @@ fn raise_fd_limit() {
     }
 }
 
-/// Start ssh and the agent on one host; wait for its hello and check it.
+/// What the hosts must run: with --deploy the payload (this build,
+/// stripped) and its identity, else this build's.
+pub(crate) fn wanted_build(opts: &FleetOptions) -> anyhow::Result<(Option<Payload>, BuildId)> {
+    if !opts.ssh.deploy {
+        return Ok((None, build::of_executable(&opts.ssh.local_iolab)?));
+    }
+    let p = Payload::prepare(&opts.ssh.local_iolab)?;
+    let b = p.build.clone();
+    Ok((Some(p), b))
+}
+
+/// Start ssh and the agent on one host (after deploying `payload` there,
+/// if given); wait for its hello and check it.
 pub(crate) fn connect_one(
     spec: &HostSpec,
     opts: &FleetOptions,
     want: &BuildId,
+    payload: Option<&Payload>,
 ) -> anyhow::Result<Agent> {
     let name = spec.to_string();
-    let deployed = match opts.ssh.deploy {
-        true => Some(
-            ssh::deploy(spec, &opts.ssh, &opts.ssh.local_iolab)
-                .map_err(|e| host_error(&name, format!("{e:#}")))?,
+    let deployed = match payload {
+        Some(p) => Some(
+            deploy::deploy(spec, &opts.ssh, p).map_err(|e| host_error(&name, format!("{e:#}")))?,
         ),
-        false => None,
+        None => None,
     };
-    let remote = ssh::agent_command(&opts.ssh, deployed.as_deref());
+    let remote = ssh::agent_command(&opts.ssh, deployed.as_ref().map(|d| d.dir.as_str()));
+    let t0 = Instant::now();
     let started = ssh::command(spec, &opts.ssh, &remote)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -121,9 +150,6 @@ pub(crate) fn connect_one(
     let mut child = match started {
         Ok(c) => c,
         Err(e) => {
-            if let Some(d) = &deployed {
-                ssh::remove_deployed(spec, &opts.ssh, d);
-            }
             return Err(host_error(
                 &name,
                 format!("cannot start {}: {e}", opts.ssh.ssh.display()),
@@ -145,10 +171,13 @@ pub(crate) fn connect_one(
             build: want.clone(),
             hostname: String::new(),
             pid: 0,
+            identity: None,
         },
         conn: Some(conn),
         child,
         stderr,
+        handshake: Duration::ZERO,
+        deployed: None,
     };
     let hello = agent
         .conn()
@@ -157,15 +186,23 @@ pub(crate) fn connect_one(
     match checked {
         Ok(h) => {
             agent.hello = h;
+            agent.handshake = match &deployed {
+                Some(d) => d.handshake,
+                None => t0.elapsed(),
+            };
+            agent.deployed = deployed;
             Ok(agent)
         }
         Err(e) => {
             agent.close();
             let why = describe_failure(&mut agent, e);
-            if let Some(d) = &deployed {
-                ssh::remove_deployed(spec, &opts.ssh, d);
+            match deployed.filter(|d| d.sent.is_none()) {
+                Some(d) => Err(why.context(format!(
+                    "the copy cached in {}/iolab there is not this build: remove it and run again",
+                    d.dir
+                ))),
+                None => Err(why),
             }
-            Err(why)
         }
     }
 }
@@ -209,16 +246,41 @@ fn describe_failure(agent: &mut Agent, e: anyhow::Error) -> anyhow::Error {
     anyhow::anyhow!(msg)
 }
 
-/// Run `f` on every agent, at most MAX_CONNECTING at a time; the errors.
+/// Hosts named twice under different names (two addresses or users
+/// reaching one machine and network namespace, by what their agents
+/// report): one sentence per such pair.
+fn same_hosts(agents: &[Agent]) -> Vec<String> {
+    let mut seen: std::collections::HashMap<&super::proto::HostIdentity, &str> =
+        std::collections::HashMap::new();
+    let mut twice = Vec::new();
+    for a in agents {
+        let Some(id) = &a.hello.identity else {
+            continue;
+        };
+        match seen.get(id) {
+            Some(first) => twice.push(format!(
+                "{first} and {} are the same host ({id}): name it once",
+                a.name
+            )),
+            None => {
+                seen.insert(id, &a.name);
+            }
+        }
+    }
+    twice
+}
+
+/// Run `f` on every agent, at most `limit` at a time; the errors.
 fn par_each<T: Send>(
     items: &mut [T],
+    limit: usize,
     f: impl Fn(&mut T) -> anyhow::Result<()> + Sync,
 ) -> Vec<anyhow::Error> {
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
     let errors = Mutex::new(Vec::new());
     std::thread::scope(|s| {
-        for _ in 0..slots.len().min(MAX_CONNECTING) {
+        for _ in 0..slots.len().min(limit.max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(slot) = slots.get(i) else { return };
@@ -241,11 +303,14 @@ impl Fleet {
             return Err(usage("--hosts", "no hosts"));
         }
         raise_fd_limit();
-        let want = build::of_executable(&opts.ssh.local_iolab)?;
+        let control = ssh::ControlDir::create(hosts, &opts.ssh)?;
+        let (payload, want) = wanted_build(opts)?;
+        let mut opts = opts.clone();
+        opts.ssh.control_dir = Some(control.path().to_path_buf());
         let mut slots: Vec<(HostSpec, Option<anyhow::Result<Agent>>)> =
             hosts.iter().map(|h| (h.clone(), None)).collect();
-        par_each(&mut slots, |(spec, out)| {
-            *out = Some(connect_one(spec, opts, &want));
+        par_each(&mut slots, opts.connect_concurrency, |(spec, out)| {
+            *out = Some(connect_one(spec, &opts, &want, payload.as_ref()));
             Ok(())
         });
         let mut agents = Vec::new();
@@ -259,11 +324,17 @@ impl Fleet {
         }
         let fleet = Fleet {
             agents,
-            opts: opts.clone(),
+            opts,
+            _control: control,
         };
         if !failed.is_empty() {
             drop(fleet);
             return Err(usage("--hosts", failed.join("; ")));
+        }
+        let twice = same_hosts(&fleet.agents);
+        if !twice.is_empty() {
+            drop(fleet);
+            return Err(usage("--hosts", twice.join("; ")));
         }
         Ok(fleet)
     }
@@ -275,6 +346,34 @@ impl Fleet {
 
     pub fn agents(&self) -> &[Agent] {
         &self.agents
+    }
+
+    /// With --deploy: what was sent where, and which hosts had this build
+    /// already.
+    pub fn deploy_summary(&self) -> Option<String> {
+        let d: Vec<&Deployed> = self
+            .agents
+            .iter()
+            .filter_map(|a| a.deployed.as_ref())
+            .collect();
+        let len = self.agents.first()?.hello.build.exe_len;
+        let sent: Vec<u64> = d.iter().filter_map(|d| d.sent).collect();
+        (!d.is_empty()).then(|| {
+            format!(
+                "this build ({:.1} MB stripped) sent to {} host(s), {:.1} MB on the wire; already in the cache of {}",
+                len as f64 / 1e6,
+                sent.len(),
+                sent.iter().sum::<u64>() as f64 / 1e6,
+                d.len() - sent.len()
+            )
+        })
+    }
+
+    /// The median of the hosts' ssh handshakes (`Agent::handshake`).
+    pub fn median_handshake(&self) -> Duration {
+        let mut t: Vec<Duration> = self.agents.iter().map(|a| a.handshake).collect();
+        t.sort();
+        t.get(t.len() / 2).copied().unwrap_or_default()
     }
 
     /// Run `job` on every host with one common start and merge the points.
@@ -324,7 +423,7 @@ impl Fleet {
         let offsets: Vec<Mutex<Option<ClockOffset>>> =
             self.agents.iter().map(|_| Mutex::new(None)).collect();
         let mut indexed: Vec<(usize, &mut Agent)> = self.agents.iter_mut().enumerate().collect();
-        let errors = par_each(&mut indexed, |(i, a)| {
+        let errors = par_each(&mut indexed, self.opts.connect_concurrency, |(i, a)| {
             let o = clock::measure(a.conn(), probes, timeout)?;
             *offsets[*i].lock().unwrap_or_else(|e| e.into_inner()) = Some(o);
             Ok(())
@@ -388,7 +487,7 @@ impl Fleet {
             .into_iter()
             .partition(|a| lost.iter().any(|l| l.host == a.name));
         self.agents = kept;
-        par_each(&mut gone, |a| {
+        par_each(&mut gone, self.opts.connect_concurrency, |a| {
             a.close();
             Ok(())
         });
@@ -418,7 +517,7 @@ impl Fleet {
     }
 
     fn close_all(&mut self) {
-        par_each(&mut self.agents, |a| {
+        par_each(&mut self.agents, self.opts.connect_concurrency, |a| {
             a.close();
             Ok(())
         });

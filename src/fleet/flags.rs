@@ -15,6 +15,8 @@ pub struct HostsFlags {
     pub deploy: bool,
     pub host_iolab: String,
     pub on_host_loss: OnHostLoss,
+    /// Hosts connected to at the same time (`--connect-concurrency`).
+    pub connect_concurrency: u32,
 }
 
 impl Default for HostsFlags {
@@ -25,6 +27,7 @@ impl Default for HostsFlags {
             deploy: false,
             host_iolab: "iolab".into(),
             on_host_loss: OnHostLoss::Stop,
+            connect_concurrency: super::control::MAX_CONNECTING as u32,
         }
     }
 }
@@ -40,6 +43,10 @@ impl HostsFlags {
             ("--deploy", self.deploy),
             ("--host-iolab", self.host_iolab != "iolab"),
             ("--on-host-loss", self.on_host_loss != OnHostLoss::Stop),
+            (
+                "--connect-concurrency",
+                self.connect_concurrency as usize != super::control::MAX_CONNECTING,
+            ),
         ];
         match given.iter().find(|(_, g)| *g) {
             Some((flag, _)) => Err(usage(*flag, "applies only with --hosts")),
@@ -54,7 +61,17 @@ impl HostsFlags {
         if !quiet {
             eprintln!("iolab: connecting to {} host(s) over ssh ...", hosts.len());
         }
-        Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)
+        let fleet = Fleet::connect(hosts, &opts).map_err(crate::error::interrupted_or)?;
+        if !quiet {
+            let hint = super::ssh::kex_hint(fleet.median_handshake(), self.ssh_config.as_deref());
+            if let Some(h) = hint {
+                eprintln!("{h}");
+            }
+            if let Some(d) = fleet.deploy_summary() {
+                eprintln!("iolab: --deploy: {d}");
+            }
+        }
+        Ok(fleet)
     }
 
     /// How the control side reaches the hosts.
@@ -63,6 +80,14 @@ impl HostsFlags {
             return Err(usage(
                 "--ssh-config",
                 format!("{} is not a readable file", f.display()),
+            ));
+        }
+        let most = super::control::MOST_CONNECTING;
+        let n = self.connect_concurrency as usize;
+        if !(1..=most).contains(&n) {
+            return Err(usage(
+                "--connect-concurrency",
+                format!("{n}: from 1 to {most} hosts at a time"),
             ));
         }
         let local = std::env::current_exe()
@@ -75,6 +100,7 @@ impl HostsFlags {
                 local_iolab: local,
                 ..SshOptions::default()
             },
+            connect_concurrency: n,
             ..FleetOptions::default()
         })
     }

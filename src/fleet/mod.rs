@@ -13,6 +13,7 @@ pub mod clock;
 pub mod collect;
 pub mod conn;
 pub mod control;
+pub mod deploy;
 pub mod flags;
 pub mod hosts;
 pub mod merge;

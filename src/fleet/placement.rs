@@ -97,8 +97,8 @@ impl HostPlacement for FleetPlacement {
                     mib_s: p.mib_s,
                     mean_ns: p.mean_ns,
                     p99_ns: p.p99_ns,
-                    // The hosts' seconds are combined as they arrive.
-                    second: p.elapsed_s as u64,
+                    // Every host's report of this second, summed (collect::Seconds).
+                    second: p.second,
                 },
             )
         });

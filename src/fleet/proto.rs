@@ -53,6 +53,54 @@ pub struct Hello {
     pub build: BuildId,
     pub hostname: String,
     pub pid: u32,
+    /// Which machine, kernel boot and network namespace the agent runs in
+    /// (absent from an agent that cannot tell: it is not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<HostIdentity>,
+}
+
+/// What makes a host one host, whatever name reached it: the machine id
+/// (/etc/machine-id, else /var/lib/dbus/machine-id), the kernel's boot id
+/// (cloned machines share a machine id, never a boot) and the inode of the
+/// agent's network namespace (namespaces of one kernel are distinct hosts).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostIdentity {
+    pub machine_id: Option<String>,
+    pub boot_id: String,
+    pub net_ns: u64,
+}
+
+impl HostIdentity {
+    /// This process's identity (None: no boot id or network namespace to tell).
+    pub fn current() -> Option<HostIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let first_line = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty() && s.len() <= 128)
+        };
+        let machine_id =
+            first_line("/etc/machine-id").or_else(|| first_line("/var/lib/dbus/machine-id"));
+        Some(HostIdentity {
+            machine_id,
+            boot_id: first_line("/proc/sys/kernel/random/boot_id")?,
+            net_ns: std::fs::metadata("/proc/self/ns/net").ok()?.ino(),
+        })
+    }
+}
+
+impl std::fmt::Display for HostIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "machine id {}, boot {}, network namespace {}",
+            self.machine_id.as_deref().unwrap_or("unknown"),
+            self.boot_id,
+            self.net_ns
+        )
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -116,6 +164,11 @@ pub struct JobResult {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProgressReport {
+    /// Which second of the job it is, 1-based, on the common start (0:
+    /// nothing measured yet); the control side sums the hosts' reports of
+    /// one second.
+    #[serde(default)]
+    pub second: u64,
     pub elapsed_s: f64,
     pub iops: f64,
     pub mib_s: f64,

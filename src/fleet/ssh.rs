@@ -1,9 +1,9 @@
 //! Reaching a host: the system's `ssh`, in batch mode (no password or
 //! passphrase prompt), with the user's own configuration, keys, agent and
 //! known_hosts; host keys are checked as ssh checks them (iolab never turns
-//! that off); `--ssh-config FILE` becomes `-F FILE`. `--deploy` copies this
-//! build into a fresh directory under the host's /tmp and the remote shell
-//! removes it when the agent exits, however it exits.
+//! that off); `--ssh-config FILE` becomes `-F FILE`. A run's sessions to
+//! one host share one connection (`ControlDir`). `--deploy` is
+//! `fleet::deploy`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,6 +29,9 @@ pub struct SshOptions {
     pub local_iolab: PathBuf,
     /// The ssh client (tests may name another).
     pub ssh: PathBuf,
+    /// The directory of this run's ssh control sockets (`ControlDir`): one
+    /// ssh connection per host, shared by the run's sessions there.
+    pub control_dir: Option<PathBuf>,
 }
 
 impl Default for SshOptions {
@@ -40,6 +43,7 @@ impl Default for SshOptions {
             deploy: false,
             local_iolab: PathBuf::from("/proc/self/exe"),
             ssh: PathBuf::from("ssh"),
+            control_dir: None,
         }
     }
 }
@@ -51,6 +55,22 @@ pub fn shell_quote(s: &str) -> String {
 
 /// `ssh [options] -- HOST COMMAND` for one host.
 pub fn command(host: &HostSpec, opts: &SshOptions, remote: &str) -> Command {
+    let mut c = options(host, opts);
+    c.arg("--").arg(&host.host).arg(remote);
+    // Ctrl-C reaches iolab, which stops the agents in order; ssh is not
+    // killed under them by the terminal.
+    use std::os::unix::process::CommandExt;
+    c.process_group(0);
+    c
+}
+
+/// How long a host's shared connection outlives its last session (it is
+/// ended with `ssh -O exit` when the run ends; this bounds what a killed
+/// control side leaves).
+pub const CONTROL_PERSIST: &str = "15s";
+
+/// `ssh [options]` for one host, without the host and command.
+fn options(host: &HostSpec, opts: &SshOptions) -> Command {
     let mut c = Command::new(&opts.ssh);
     c.args(["-T", "-o", "BatchMode=yes"]);
     c.arg("-o")
@@ -66,12 +86,133 @@ pub fn command(host: &HostSpec, opts: &SshOptions, remote: &str) -> Command {
     if let Some(u) = &host.user {
         c.arg("-l").arg(u);
     }
-    c.arg("--").arg(&host.host).arg(remote);
-    // Ctrl-C reaches iolab, which stops the agents in order; ssh is not
-    // killed under them by the terminal.
-    use std::os::unix::process::CommandExt;
-    c.process_group(0);
+    if let Some(d) = &opts.control_dir {
+        c.args(["-o", "ControlMaster=auto", "-o"])
+            .arg(format!("ControlPath={}/%C", d.display()))
+            .arg("-o")
+            .arg(format!("ControlPersist={CONTROL_PERSIST}"));
+    }
     c
+}
+
+/// A private directory (mode 700) for a run's ssh control sockets,
+/// registered with the testbed (a second Ctrl-C or the next start after a
+/// SIGKILL removes it). When dropped, each host's shared connection is
+/// ended (`ssh -O exit`) and the directory removed.
+pub struct ControlDir {
+    path: PathBuf,
+    hosts: Vec<HostSpec>,
+    opts: SshOptions,
+}
+
+impl ControlDir {
+    /// A new directory for `hosts`, reached with `opts`.
+    pub fn create(hosts: &[HostSpec], opts: &SshOptions) -> anyhow::Result<ControlDir> {
+        // A socket's path is at most 107 bytes: the name ssh puts in (%C)
+        // is 40.
+        let mut under = std::env::temp_dir();
+        if under.as_os_str().len() > 48 {
+            under = PathBuf::from("/tmp");
+        }
+        let path = crate::testbed::create_with(|| {
+            let d = tempfile::Builder::new()
+                .prefix("iolab-ssh.")
+                .tempdir_in(&under)
+                .map_err(|e| anyhow::anyhow!("making a directory in {}: {e}", under.display()))?
+                .keep();
+            Ok((d.clone(), crate::testbed::Resource::Path(d)))
+        })?;
+        let opts = SshOptions {
+            control_dir: Some(path.clone()),
+            ..opts.clone()
+        };
+        Ok(ControlDir {
+            path,
+            hosts: hosts.to_vec(),
+            opts,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlDir {
+    fn drop(&mut self) {
+        let used = std::fs::read_dir(&self.path).is_ok_and(|mut d| d.next().is_some());
+        if used {
+            for hosts in self.hosts.chunks(64) {
+                let mut children: Vec<Child> = hosts
+                    .iter()
+                    .filter_map(|h| {
+                        options(h, &self.opts)
+                            .args(["-O", "exit", "--"])
+                            .arg(&h.host)
+                            .stdin(Stdio::null())
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .spawn()
+                            .ok()
+                    })
+                    .collect();
+                for c in &mut children {
+                    reap(c, Duration::from_secs(5));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.path);
+        crate::testbed::release_path(&self.path);
+    }
+}
+
+/// Whether the ssh configuration in use chooses `KexAlgorithms`: `FILE`
+/// (`--ssh-config`), else ~/.ssh/config, /etc/ssh/ssh_config and
+/// /etc/ssh/ssh_config.d/*.conf (other `Include`s are not followed).
+pub fn config_chooses_kex(config: Option<&Path>) -> bool {
+    let files: Vec<PathBuf> = match config {
+        Some(f) => vec![f.to_path_buf()],
+        None => {
+            let mut v: Vec<PathBuf> = std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".ssh/config"))
+                .into_iter()
+                .collect();
+            v.push("/etc/ssh/ssh_config".into());
+            if let Ok(d) = std::fs::read_dir("/etc/ssh/ssh_config.d") {
+                v.extend(d.filter_map(|e| e.ok()).map(|e| e.path()));
+            }
+            v
+        }
+    };
+    files.iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().any(|l| {
+                let l = l.trim_start().to_ascii_lowercase();
+                l.starts_with("kexalgorithms") && !l.starts_with('#')
+            })
+        })
+    })
+}
+
+/// A median handshake above this, with no `KexAlgorithms` chosen, earns
+/// the hint that a cheaper key exchange exists.
+pub const SLOW_HANDSHAKE: Duration = Duration::from_millis(50);
+
+/// The hint, once per process, when the hosts' median ssh handshake took
+/// longer than `SLOW_HANDSHAKE` and the configuration chooses no key
+/// exchange (OpenSSH's default post-quantum one costs ~50 ms of client CPU
+/// per host).
+pub fn kex_hint(median: Duration, config: Option<&Path>) -> Option<String> {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if median <= SLOW_HANDSHAKE || config_chooses_kex(config) || SAID.swap(true, Ordering::SeqCst) {
+        return None;
+    }
+    Some(format!(
+        "iolab: ssh took {} ms (median) to reach a host's agent; its default key exchange is \
+         the expensive part: curve25519-sha256 is much cheaper (KexAlgorithms curve25519-sha256 \
+         in the ssh config, or -o KexAlgorithms=curve25519-sha256)",
+        median.as_millis()
+    ))
 }
 
 /// The last few KiB of a child's stderr, read on a thread (ssh's own
@@ -133,63 +274,8 @@ pub fn reap(child: &mut Child, limit: Duration) -> Option<std::process::ExitStat
     }
 }
 
-/// A directory name mktemp made on the host (nothing a shell would expand).
-fn plausible_remote_dir(d: &str) -> bool {
-    d.starts_with('/')
-        && d.contains("/iolab-fleet.")
-        && d.len() < 4096
-        && d.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
-}
-
-/// How long copying this build to a host may take (a login that never
-/// returns, such as an sshd ForceCommand, is given up after it).
-pub const DEPLOY_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Copy `local` to a new directory on `host`; the directory's path.
-pub fn deploy(host: &HostSpec, opts: &SshOptions, local: &Path) -> anyhow::Result<String> {
-    deploy_within(host, opts, local, DEPLOY_TIMEOUT)
-}
-
-fn deploy_within(
-    host: &HostSpec,
-    opts: &SshOptions,
-    local: &Path,
-    limit: Duration,
-) -> anyhow::Result<String> {
-    let script = r#"umask 077 && d=$(mktemp -d "${TMPDIR:-/tmp}/iolab-fleet.XXXXXXXX") && { cat > "$d/iolab" && chmod 700 "$d/iolab" && echo "$d"; } || { rm -rf "$d"; exit 1; }"#;
-    let file = std::fs::File::open(local)
-        .map_err(|e| anyhow::anyhow!("--deploy: reading {}: {e}", local.display()))?;
-    let mut child = command(host, opts, script)
-        .stdin(Stdio::from(file))
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("starting {}: {e}", opts.ssh.display()))?;
-    let (stdout, stderr) = (StderrTail::default(), StderrTail::default());
-    if let Some(o) = child.stdout.take() {
-        stdout.follow(o);
-    }
-    if let Some(e) = child.stderr.take() {
-        stderr.follow(e);
-    }
-    let status = wait_or_kill(&mut child, limit).map_err(|why| match why {
-        Ended::Stopped => anyhow::Error::new(crate::error::Interrupted)
-            .context("stopped by a signal while copying iolab to the host (--deploy)"),
-        Ended::TimedOut => anyhow::anyhow!(
-            "copying iolab there (--deploy) took longer than {} s; ssh and its session were ended",
-            limit.as_secs()
-        ),
-    })?;
-    let dir = stdout.text();
-    if !status.success() || !plausible_remote_dir(&dir) {
-        anyhow::bail!("copying iolab there failed ({status}): {}", stderr.text());
-    }
-    Ok(dir)
-}
-
 /// Why `wait_or_kill` ended a child.
-enum Ended {
+pub(crate) enum Ended {
     Stopped,
     TimedOut,
 }
@@ -197,7 +283,10 @@ enum Ended {
 /// Wait for `child` (an ssh in its own process group) at most `limit`,
 /// and no longer than the first stop signal: then kill its group, which
 /// ends the session on the host too, and reap it.
-fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<std::process::ExitStatus, Ended> {
+pub(crate) fn wait_or_kill(
+    child: &mut Child,
+    limit: Duration,
+) -> Result<std::process::ExitStatus, Ended> {
     let end = std::time::Instant::now() + limit;
     loop {
         if let Ok(Some(s)) = child.try_wait() {
@@ -219,28 +308,12 @@ fn wait_or_kill(child: &mut Child, limit: Duration) -> Result<std::process::Exit
     }
 }
 
-/// What runs the agent on the host: the deployed copy, removed by the
-/// remote shell when the agent exits, or the host's own iolab.
+/// What runs the agent on the host: the deployed copy (in the host's
+/// deploy cache, `fleet::deploy`), or the host's own iolab.
 pub fn agent_command(opts: &SshOptions, deployed: Option<&str>) -> String {
     match deployed {
-        Some(d) => {
-            let d = shell_quote(d);
-            format!("{d}/iolab agent; rc=$?; rm -rf -- {d}; exit $rc")
-        }
+        Some(d) => format!("{}/iolab agent", shell_quote(d)),
         None => format!("{} agent", shell_quote(&opts.remote_iolab)),
-    }
-}
-
-/// Remove a deployed directory (when the agent never started there).
-pub fn remove_deployed(host: &HostSpec, opts: &SshOptions, dir: &str) {
-    let cmd = format!("rm -rf -- {}", shell_quote(dir));
-    if let Ok(mut child) = command(host, opts, &cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    {
-        reap(&mut child, Duration::from_secs(15));
     }
 }
 
@@ -271,52 +344,31 @@ mod tests {
         assert!(!a.iter().any(|x| x.contains("StrictHostKeyChecking")));
     }
 
-    /// A login that never returns (an sshd ForceCommand) was waited for
-    /// without a bound; now it is given up and its process group killed.
+    /// The key-exchange hint: only for slow handshakes, only when the
+    /// configuration chooses no KexAlgorithms, and once.
     #[test]
-    fn a_deploy_whose_login_never_returns_is_given_up_and_killed() {
+    fn the_kex_hint_is_said_once_when_the_handshake_is_slow_and_no_kex_is_chosen() {
         let dir = tempfile::tempdir().unwrap();
-        let ssh = dir.path().join("ssh");
-        let pidfile = dir.path().join("pid");
-        std::fs::write(
-            &ssh,
-            format!(
-                "#!/bin/sh\nsleep 600 &\necho $! > {}\nwait\n",
-                pidfile.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let opts = SshOptions {
-            ssh: ssh.clone(),
-            ..SshOptions::default()
-        };
-        let h = super::super::hosts::parse_host("h1", "--hosts").unwrap();
-        let t = std::time::Instant::now();
-        let e = deploy_within(&h, &opts, &ssh, Duration::from_secs(1)).unwrap_err();
-        assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
-        assert!(format!("{e:#}").contains("longer than 1 s"), "{e:#}");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: signal 0 only checks whether the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.contains(") Z "));
-        assert!(!alive, "the login's child {pid} still runs");
+        let (chosen, plain) = (dir.path().join("chosen"), dir.path().join("plain"));
+        std::fs::write(&chosen, "Host *\n  KexAlgorithms curve25519-sha256\n").unwrap();
+        std::fs::write(&plain, "Host *\n  # KexAlgorithms none\n  User root\n").unwrap();
+        assert!(config_chooses_kex(Some(&chosen)));
+        assert!(!config_chooses_kex(Some(&plain)));
+        let slow = Duration::from_millis(120);
+        assert!(kex_hint(Duration::from_millis(20), Some(&plain)).is_none());
+        assert!(kex_hint(slow, Some(&chosen)).is_none());
+        let h = kex_hint(slow, Some(&plain)).expect("a hint");
+        assert!(
+            h.contains("KexAlgorithms=curve25519-sha256") && h.contains("120 ms"),
+            "{h}"
+        );
+        assert!(kex_hint(slow, Some(&plain)).is_none(), "said once");
     }
 
     #[test]
     fn quoting_and_remote_dirs() {
         assert_eq!(shell_quote("a'b"), r"'a'\''b'");
-        assert!(plausible_remote_dir("/tmp/iolab-fleet.AbC123"));
-        assert!(!plausible_remote_dir("/tmp/iolab-fleet.x; rm -rf /"));
-        assert!(!plausible_remote_dir("Welcome\n/tmp/iolab-fleet.x"));
-        let c = agent_command(&SshOptions::default(), Some("/tmp/iolab-fleet.x"));
-        assert!(c.contains("rm -rf -- '/tmp/iolab-fleet.x'"), "{c}");
+        let c = agent_command(&SshOptions::default(), Some("/root/.cache/iolab/deploy/ab"));
+        assert_eq!(c, "'/root/.cache/iolab/deploy/ab'/iolab agent");
     }
 }

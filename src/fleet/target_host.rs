@@ -6,12 +6,12 @@
 
 use std::time::{Duration, Instant};
 
-use super::build;
 use super::clock;
 use super::conn::unexpected;
-use super::control::{connect_one, Agent, FleetOptions};
+use super::control::{connect_one, wanted_build, Agent, FleetOptions};
 use super::hosts::HostSpec;
 use super::proto::{CpuOver, Message, ServeRequest, Serving};
+use super::ssh;
 use crate::error::usage;
 
 /// The flag a target host is named by.
@@ -20,17 +20,24 @@ pub const FLAG: &str = "--target-host";
 pub struct TargetHost {
     agent: Agent,
     opts: FleetOptions,
+    /// T's shared ssh connection: ended after the agent is closed.
+    _control: ssh::ControlDir,
 }
 
 impl TargetHost {
     /// Start the agent on T and check its build: an unreachable T, a
     /// refused login or another build is exit 2 naming --target-host.
     pub fn connect(spec: &HostSpec, opts: &FleetOptions) -> anyhow::Result<TargetHost> {
-        let want = build::of_executable(&opts.ssh.local_iolab)?;
-        let agent = connect_one(spec, opts, &want).map_err(|e| usage(FLAG, format!("{e:#}")))?;
+        let control = ssh::ControlDir::create(std::slice::from_ref(spec), &opts.ssh)?;
+        let mut opts = opts.clone();
+        opts.ssh.control_dir = Some(control.path().to_path_buf());
+        let (payload, want) = wanted_build(&opts)?;
+        let agent = connect_one(spec, &opts, &want, payload.as_ref())
+            .map_err(|e| usage(FLAG, format!("{e:#}")))?;
         Ok(TargetHost {
             agent,
-            opts: opts.clone(),
+            opts,
+            _control: control,
         })
     }
 

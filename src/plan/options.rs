@@ -44,6 +44,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("deploy", FLAG),
     opt("host_iolab", FLAG),
     opt("on_host_loss", FLAG),
+    opt("connect_concurrency", FLAG),
     opt("rw", FLAG | PLAN | FIO),
     opt("mix", FLAG | PLAN | FIO),
     opt("bs", FLAG | PLAN | FIO),

@@ -257,10 +257,11 @@ fn start_host(d: &Path, refuse: bool) -> TestHost {
             "ListenAddress {inside}\nPort 22\nHostKey {hk}\nAuthorizedKeysFile {ak}\n\
              PidFile none\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
-             SetEnv IOLAB_STATE_DIR={st}\nMaxStartups 100\nSubsystem sftp internal-sftp\n",
+             SetEnv IOLAB_STATE_DIR={st} IOLAB_DEPLOY_CACHE={dc}\nMaxStartups 100\nSubsystem sftp internal-sftp\n",
             hk = d.join("host_key").display(),
             ak = d.join(keys).display(),
-            st = state.display()
+            st = state.display(),
+            dc = d.join(format!("deploy-cache-{i}")).display()
         ),
     )
     .unwrap();
