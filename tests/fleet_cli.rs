@@ -128,6 +128,82 @@ fn a_sweep_runs_on_every_host_and_merges_exactly() {
     );
 }
 
+/// Issue 46: a media run on hosts: two setups (a directory each on every
+/// host) in two rounds against a baseline, every pass on both hosts at
+/// once, merged exactly, compared by `analysis.media`; `--make` (built on
+/// this machine) is refused naming it.
+#[test]
+fn several_targets_run_on_every_host_in_rounds_with_a_baseline() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let (a, b) = (lab.dir.path().join("a"), lab.dir.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let out = lab.dir.path().join("media.json");
+    let o = device(
+        &lab,
+        &all_hosts(&lab),
+        &["--engine", "psync", "--rw", "randread"],
+    )
+    .args([
+        "--size",
+        "8m",
+        "--runtime",
+        "1s",
+        "--rounds",
+        "2",
+        "--baseline",
+        "fast",
+    ])
+    .arg("--target")
+    .arg(format!("fast={}", a.display()))
+    .arg("--target")
+    .arg(format!("slow={}", b.display()))
+    .arg("--json")
+    .arg(&out)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = load(&out);
+    assert_eq!(r.points.len(), 4, "2 setups x 2 rounds");
+    assert_exact(&r);
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().expect("each pass on the hosts");
+        assert_eq!(h.per_host.len(), 2, "{}", p.name);
+        assert!(h.per_host.iter().all(|x| x.ops > 0), "{h:?}");
+        seen.push((p.params["medium"].clone(), p.params["round"].clone()));
+    }
+    seen.sort();
+    let want: Vec<(String, String)> = [("fast", "1"), ("fast", "2"), ("slow", "1"), ("slow", "2")]
+        .iter()
+        .map(|(m, r)| (m.to_string(), r.to_string()))
+        .collect();
+    assert_eq!(seen, want);
+    let media = r.analysis.media.as_ref().expect("the setups compared");
+    assert!(format!("{media:?}").contains("slow"), "{media:?}");
+    assert_eq!(r.extra.hosts.as_ref().unwrap().hosts.len(), 2);
+    for d in [&a, &b] {
+        assert_eq!(
+            std::fs::read_dir(d).unwrap().count(),
+            0,
+            "{} left",
+            d.display()
+        );
+    }
+    leftover_check(&lab);
+    let o = device(
+        &lab,
+        &all_hosts(&lab),
+        &["--engine", "psync", "--make", "ext4"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--make"), "{}", text(&o));
+}
+
 /// Issue 46: `--rate` is the point's whole offered load, shared evenly
 /// over the hosts (as `run --hosts` shares a share of the maximum): the
 /// point says the whole rate, each host offered its share, and the merged

@@ -2,7 +2,9 @@
 //! targets or `--make`): build the configurations, prepare the given
 //! targets, measure every job on every target round by round through one
 //! session `Driver` (`run_rounds`: one pass per job), and print the
-//! comparison (`analysis.media`). Everything built or created is a guard,
+//! comparison (`analysis.media`). With `--hosts` the driver's placement
+//! runs every pass on every host at once, each setup a directory or
+//! export on all of them (`FleetPlacement::with_setups`). Everything built or created is a guard,
 //! dropped at the end, on an error and after Ctrl-C.
 
 use std::io::IsTerminal;
@@ -17,6 +19,7 @@ use crate::analysis::media::legacy_rows;
 use crate::analysis::AnalysisOptions;
 use crate::dut::{self, Target, TargetOptions};
 use crate::error::VerifyFailed;
+use crate::fleet::{FleetPlacement, JobTarget};
 use crate::interrupt;
 use crate::plan::job::JobSpec;
 use crate::results::{Provenance, Results};
@@ -75,15 +78,33 @@ impl DeviceMediaPlan {
     }
 }
 
-pub fn run(plan: &DeviceMediaPlan, presenter: &Presenter) -> anyhow::Result<()> {
+/// The run, on this machine or (`hosts`: connected, the setups given as
+/// directories or exports on every host) with every pass on all of them
+/// at once: the setups then are the hosts' (each prepares its own scratch
+/// file per pass), and nothing is built or prepared here.
+pub fn run(
+    plan: &DeviceMediaPlan,
+    presenter: &Presenter,
+    hosts: Option<FleetPlacement>,
+) -> anyhow::Result<()> {
     interrupt::install();
     let quiet = plan.quiet;
     let t0 = std::time::Instant::now();
     let mut overhead = Overhead::start();
-    let media = plan.set.build(plan.size, quiet)?;
-    let targets = prepare(plan, &media)?;
+    let (media, targets) = match &hosts {
+        None => {
+            let media = plan.set.build(plan.size, quiet)?;
+            let targets = prepare(plan, &media)?;
+            (media, targets)
+        }
+        Some(_) => {
+            let none = plan.set.subjects.iter().map(|_| Target::none(plan.size));
+            (Vec::new(), none.collect())
+        }
+    };
+    let hosts = hosts.map(|h| h.with_setups(host_setups(plan)));
     overhead.rounds_start();
-    let (mut results, tally) = measure(plan, &media, &targets, presenter)?;
+    let (mut results, tally) = measure(plan, &media, &targets, presenter, hosts)?;
     overhead.rounds_end();
     drop(targets);
     drop(media);
@@ -97,6 +118,47 @@ pub fn run(plan: &DeviceMediaPlan, presenter: &Presenter) -> anyhow::Result<()> 
     tally.exit(&results, "device", |mismatches| {
         VerifyFailed { mismatches }.into()
     })
+}
+
+/// Each setup's target on every host: its directory (a scratch file of
+/// `--size` in it, made by each host per pass) or the export they share.
+fn host_setups(plan: &DeviceMediaPlan) -> Vec<JobTarget> {
+    plan.set
+        .subjects
+        .iter()
+        .map(|s| JobTarget {
+            dir: match s {
+                Subject::Given(t) => Some(t.path.display().to_string()),
+                Subject::Made(_) => None,
+            },
+            size: Some(plan.size_given.unwrap_or(plan.size)),
+            overwrite: plan.overwrite,
+        })
+        .collect()
+}
+
+/// `extra.media`'s targets of a run on hosts: each setup as given (the
+/// hosts made their own scratch files in it).
+fn hosts_record(plan: &DeviceMediaPlan) -> crate::results::sections::media::MediaRecord {
+    use crate::results::sections::media::{MediaTarget, PreparedTarget};
+    let targets = plan
+        .set
+        .subjects
+        .iter()
+        .map(|s| {
+            MediaTarget::Prepared(PreparedTarget {
+                label: s.label(),
+                path: match s {
+                    Subject::Given(t) => t.path.display().to_string(),
+                    Subject::Made(_) => String::new(),
+                },
+                kind: "on every host".into(),
+                size_bytes: plan.size_given.unwrap_or(plan.size),
+                made: false,
+            })
+        })
+        .collect();
+    plan.set.record(targets, &[])
 }
 
 /// Every subject's target, in subject order: a built configuration's
@@ -173,14 +235,23 @@ fn measure(
     media: &[Medium],
     targets: &[Target],
     presenter: &Presenter,
+    hosts: Option<FleetPlacement>,
 ) -> anyhow::Result<(Results, super::Tally)> {
     let mut provenance = Provenance::collect(plan.seed);
-    provenance.target = Some(targets[0].info());
+    provenance.target = hosts.is_none().then(|| targets[0].info());
     provenance.plan = serde_json::to_value(&plan.jobs[0])?;
     let mut results = Results::new("device", provenance);
     results.warnings.extend(results.provenance.busy_warning());
-    results.warnings.extend(size_warning(plan, targets));
-    results.extra.media = Some(plan.set.record_targets(targets, media));
+    match &hosts {
+        None => {
+            results.warnings.extend(size_warning(plan, targets));
+            results.extra.media = Some(plan.set.record_targets(targets, media));
+        }
+        Some(h) => {
+            results.extra.hosts = Some(h.describe());
+            results.extra.media = Some(hosts_record(plan));
+        }
+    }
     let json = plan.json.clone().filter(|p| p.as_os_str() != "-");
     let sink = ResultsSink::new(results, json, AnalysisOptions::default());
     let observer = (presenter.progress)(plan.quiet);
@@ -195,6 +266,9 @@ fn measure(
         !plan.quiet && std::io::stderr().is_terminal(),
         (points, per_round * plan.set.rounds as f64),
     );
+    if let Some(h) = hosts {
+        driver = driver.with_hosts(Box::new(h));
+    }
     driver.save()?;
     let schedule = Schedule::of(&plan.set, Order::SetupMajor);
     let mut passes = DevicePasses {
@@ -236,6 +310,7 @@ impl Workload for DevicePasses<'_> {
             name: id.name(),
             ..self.plan.jobs[setup][part].clone()
         };
+        self.driver.select_setup(setup);
         self.driver
             .run_point_on(&self.targets[setup], &job, &tags)?;
         Ok(PassOutcome::done())

@@ -19,6 +19,7 @@ use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{MediaSet, Subject};
 use crate::dut;
 use crate::error::usage;
+use crate::fleet::FleetPlacement;
 use crate::plan::device_args::DeviceSettings;
 use crate::plan::engines::{EngineKind, Opens};
 use crate::plan::experiment::{Experiment, Mode};
@@ -205,6 +206,11 @@ fn check(plan: &DeviceMediaPlan, a: &DeviceSettings) -> anyhow::Result<()> {
         dut::check(&plan.options(i, t), plan.writes)
             .map_err(|e| media_targets::name_target(t, e))?;
     }
+    check_output(plan, a)
+}
+
+/// The results file is not one of the targets.
+fn check_output(plan: &DeviceMediaPlan, a: &DeviceSettings) -> anyhow::Result<()> {
     if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
         let paths: Vec<&Path> = plan.set.given().map(|(_, t)| t.path.as_path()).collect();
         crate::results::output::check(p, "--json", a.force, &paths)?;
@@ -214,20 +220,37 @@ fn check(plan: &DeviceMediaPlan, a: &DeviceSettings) -> anyhow::Result<()> {
 
 /// A media run of `iolab device`: planned, checked, listed (`--dry-run`)
 /// or run (`campaign::device::run`).
+/// `hosts`: connect the run's hosts (`--hosts`), called once everything
+/// is checked; the setups are then directories or exports on every host,
+/// checked there (nothing is built: `--make` is refused).
 pub fn run(
     a: &DeviceSettings,
     media: &MediaFlags,
     experiments: impl FnOnce() -> anyhow::Result<Vec<Experiment>>,
     presenter: &Presenter,
+    hosts: Option<HostsConnect<'_>>,
 ) -> anyhow::Result<()> {
     let plan = plan(a, media, experiments)?;
-    check(&plan, a)?;
+    if hosts.is_some() && plan.set.made().next().is_some() {
+        return Err(usage(
+            "--make",
+            "not with --hosts: the configurations are built on this machine (give each host's directories with --target)",
+        ));
+    }
+    match hosts {
+        None => check(&plan, a)?,
+        Some(_) => check_output(&plan, a)?,
+    }
     if a.dry_run {
         print_plan(&plan);
         return Ok(());
     }
-    crate::campaign::device::run(&plan, presenter)
+    let placement = hosts.map(|connect| connect()).transpose()?;
+    crate::campaign::device::run(&plan, presenter, placement)
 }
+
+/// Connects the hosts of a run (`--hosts`), once everything is checked.
+pub type HostsConnect<'a> = Box<dyn FnOnce() -> anyhow::Result<FleetPlacement> + 'a>;
 
 fn print_plan(plan: &DeviceMediaPlan) {
     plan.set.print("device", |s| match s {

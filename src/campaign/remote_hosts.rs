@@ -179,6 +179,9 @@ impl HostPlacement for StudyPlacement {
     fn hosts(&self) -> usize {
         self.fleet.hosts()
     }
+
+    /// The transports' exports are set per pass (`export`), not by setup.
+    fn select_setup(&mut self, _setup: usize) {}
 }
 
 /// T's CPU into the point: typed beside the hosts' rows (with the disk

@@ -30,12 +30,15 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     let a = super::device_flags::with_plan_media(a)?;
     // `--make`, or several `--target`: a media run.
     if crate::campaign::setups::is_media_run(&super::media_flags(&a.media), a.target.len()) {
-        if a.hosts.hosts.is_some() {
-            return Err(usage(
-                "--hosts",
-                "runs one target on every host: not with --make or several --target",
-            ));
-        }
+        let hosts = match &a.hosts.hosts {
+            Some(_) => device_hosts::refuse_what_hosts_cannot_run(&a, &experiments_from_args(&a)?)?,
+            None => None,
+        };
+        let connect = hosts.map(|h| -> crate::campaign::device_plan::HostsConnect<'_> {
+            let flags = a.hosts.flags();
+            let quiet = a.quiet;
+            Box::new(move || device_hosts::connect(&flags, &h, Default::default(), quiet))
+        });
         let settings = super::device_flags::settings(&a);
         let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
         let exports = exports::parse(a.export.as_deref(), a.force, &targets)?;
@@ -49,6 +52,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
             &media,
             || experiments_from_args(&a),
             &presenter,
+            connect,
         );
     }
     refuse_without_media(&a)?;

@@ -65,10 +65,25 @@ pub fn refuse_what_hosts_cannot_run(
              or give each host an export of its own",
         ));
     }
+    // Each target (a media run's `[LABEL=]PATH` too) is a directory on
+    // every host, or an export they share.
+    let path_of = |t: &PathBuf| -> PathBuf {
+        let text = t.to_string_lossy();
+        match text.split_once('=') {
+            Some((label, path)) if !label.contains('/') => PathBuf::from(path),
+            _ => t.clone(),
+        }
+    };
+    let is_remote = |t: &PathBuf| {
+        crate::plan::endpoint::endpoint_of(&path_of(t))
+            .ok()
+            .flatten()
+            .is_some()
+    };
     if let Some(t) = a
         .target
-        .first()
-        .filter(|t| !t.is_absolute() && remote.is_none())
+        .iter()
+        .find(|t| !path_of(t).is_absolute() && !is_remote(t))
     {
         return Err(usage(
             "--target",

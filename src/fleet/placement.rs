@@ -28,6 +28,8 @@ pub struct FleetPlacement {
     halted: Option<String>,
     /// The last pass's measured interval, control clock.
     last_window: Option<(u64, u64)>,
+    /// A campaign's setups on the hosts, each its target (`select_setup`).
+    setups: Vec<JobTarget>,
 }
 
 impl FleetPlacement {
@@ -38,7 +40,18 @@ impl FleetPlacement {
             on_loss,
             halted: None,
             last_window: None,
+            setups: Vec::new(),
         }
+    }
+
+    /// A campaign's setups: the target on every host of each, in setup
+    /// order (the first is the target until one is selected).
+    pub fn with_setups(mut self, setups: Vec<JobTarget>) -> FleetPlacement {
+        if let Some(first) = setups.first() {
+            self.target = first.clone();
+        }
+        self.setups = setups;
+        self
     }
 
     /// Run the next jobs against `target` (another export).
@@ -130,5 +143,11 @@ impl HostPlacement for FleetPlacement {
 
     fn hosts(&self) -> usize {
         self.fleet.agents().len()
+    }
+
+    fn select_setup(&mut self, setup: usize) {
+        if let Some(t) = self.setups.get(setup) {
+            self.target = t.clone();
+        }
     }
 }

@@ -33,7 +33,7 @@ pub const MAX_CONTROL: usize = 256 << 10;
 pub const MAX_SMALL: usize = 4 << 10;
 
 /// Where the agent runs the job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobTarget {
     /// A directory on the host for the scratch file (`None`: engines that
     /// open no file), or a remote export every host reaches

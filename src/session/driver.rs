@@ -136,6 +136,19 @@ impl<'a> Driver<'a> {
         self
     }
 
+    /// The next points run on setup `setup` of a campaign: on hosts, the
+    /// placement's target for it; on this machine the pass's own target.
+    pub fn select_setup(&mut self, setup: usize) {
+        if let Some(h) = self.hosts.as_mut() {
+            h.select_setup(setup);
+        }
+    }
+
+    /// Whether the points run on hosts (a placement), not this machine.
+    pub fn on_hosts(&self) -> bool {
+        self.hosts.is_some()
+    }
+
     /// Print a status line every `secs` seconds while a point runs.
     pub fn with_status_interval(mut self, secs: Option<f64>) -> Driver<'a> {
         self.status_every = secs;

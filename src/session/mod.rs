@@ -32,6 +32,9 @@ pub trait HostPlacement {
     fn halted(&self) -> Option<String>;
     /// The hosts, as the user named them (for status lines).
     fn hosts(&self) -> usize;
+    /// Run the next jobs on setup `setup` of a campaign (its target on
+    /// every host): a campaign's passes over several setups.
+    fn select_setup(&mut self, setup: usize);
 }
 
 /// Where a long run is, about once a second while a point is measured.
