@@ -113,7 +113,7 @@ run_iolab() {
   local extra=(--engine null)
   : > "$W/ssh_cpu"
   [ "$eng" = file ] && extra=(--engine psync --target "$W/files" --size 64m)
-  [ "$eng" = paced ] && extra=(--engine null --rate 1000)
+  [ "$eng" = paced ] && extra=(--engine null --rate $((1000 * HOSTS)))  # the whole load: 1,000 a second from each host
   PATH="$W/bin:$PATH" /usr/bin/time -f '%U %S' -o "$t" "$IOLAB" device --hosts "$LIST" --ssh-config "$W/ssh_config" \
     --host-iolab "$IOLAB" "${extra[@]}" --rw randread --bs 4k --qd 1 --runtime "${RUNTIME}s" \
     --quiet --json "$out" >/dev/null
