@@ -6,19 +6,9 @@
 //! stored data: results/params.rs (a size iolab recorded) and
 //! plan/fiojob.rs (fio's job options, from a job file or fio's JSON).
 
-use std::path::{Path, PathBuf};
+mod common;
 
-/// Every `.rs` file under `dir`.
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+use std::path::Path;
 
 /// The parsers of what users type as sizes, durations and rates.
 const PARSERS: [&str; 6] = [
@@ -59,8 +49,7 @@ fn calls(text: &str) -> Vec<String> {
 #[test]
 fn nothing_below_the_edge_parses_a_size_duration_or_rate() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&root, &mut files);
+    let files = common::rust_sources(&root);
     assert!(files.len() > 100, "the sources were found");
     let mut bad = Vec::new();
     for f in files {

@@ -4,19 +4,9 @@
 //! a table. This test reads the sources (tests included: a fixture built
 //! by string key is written, not read).
 
-use std::path::Path;
+mod common;
 
-/// Every `.rs` file under `dir`.
-fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+use std::path::Path;
 
 /// `params.get("…")` or `params\n.get("…")`, after joining lines.
 fn string_key_reads(text: &str) -> Vec<String> {
@@ -45,7 +35,7 @@ fn views_read_no_parameter_or_section_by_string_key() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     for dir in ["report", "analysis"] {
-        sources(&root.join(dir), &mut files);
+        files.extend(common::rust_sources(&root.join(dir)));
     }
     assert!(files.len() > 20, "the views' sources were found");
     let mut bad = Vec::new();

@@ -7,8 +7,8 @@
 //! Markdown and the HTML report.
 
 use crate::figures;
-use crate::measure::histogram::LatStats;
 use crate::plan::parse::format_ns;
+use crate::results::ext::hosts::op_latencies;
 use crate::results::ext::{HostsInfo, RowLatency};
 use crate::results::Point;
 
@@ -74,24 +74,11 @@ fn part_rows(part: Part, rate: &dyn Fn(f64) -> String) -> Vec<Vec<String>> {
 
 /// The aggregate's latencies: every operation type's, the main one first.
 fn aggregate_latencies(p: &Point, main: Option<&str>) -> Vec<(String, RowLatency)> {
-    let mut ops: Vec<(&String, &LatStats)> = p
-        .ops
-        .iter()
-        .filter_map(|(k, o)| Some((k, o.lat.as_ref()?)))
-        .collect();
-    ops.sort_by_key(|(k, _)| (Some(k.as_str()) != main, k.as_str()));
+    let ops = op_latencies(&p.ops, main);
     if ops.is_empty() {
-        let none = RowLatency {
-            mean_ns: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-        };
-        return vec![(main.unwrap_or("-").to_string(), none)];
+        return vec![(main.unwrap_or("-").to_string(), RowLatency::NONE)];
     }
-    ops.into_iter()
-        .map(|(k, l)| (k.clone(), RowLatency::of(l)))
-        .collect()
+    ops
 }
 
 /// `rows` of parts called `noun` (hosts, instances).

@@ -214,28 +214,35 @@ impl HostRow {
     /// each with its latency; the older files' single main-type row when
     /// the row has no `per_op`.
     pub fn latencies(&self, main: Option<&str>) -> Vec<(String, RowLatency)> {
-        let with_lat: Vec<(&String, &LatStats)> = self
-            .per_op
-            .iter()
-            .filter_map(|(k, o)| Some((k, o.lat.as_ref()?)))
-            .collect();
-        if with_lat.is_empty() {
-            return vec![(
-                main.unwrap_or("-").to_string(),
-                RowLatency {
-                    mean_ns: self.lat_mean_ns,
-                    p50_ns: None,
-                    p99_ns: self.lat_p99_ns,
-                    p999_ns: None,
-                },
-            )];
+        let ops = op_latencies(&self.per_op, main);
+        if !ops.is_empty() {
+            return ops;
         }
-        let mut ops = with_lat;
-        ops.sort_by_key(|(k, _)| (Some(k.as_str()) != main, k.as_str()));
-        ops.into_iter()
-            .map(|(k, l)| (k.clone(), RowLatency::of(l)))
-            .collect()
+        let older = RowLatency {
+            mean_ns: self.lat_mean_ns,
+            p99_ns: self.lat_p99_ns,
+            ..RowLatency::NONE
+        };
+        vec![(main.unwrap_or("-").to_string(), older)]
     }
+}
+
+/// The operation types of `ops` with a latency, the main one first
+/// (`main`), each with its row's latency figures; a host's row and the
+/// aggregate's (`Point::ops`) read them alike.
+pub fn op_latencies(
+    ops: &BTreeMap<String, OpStats>,
+    main: Option<&str>,
+) -> Vec<(String, RowLatency)> {
+    let mut with_lat: Vec<(&String, &LatStats)> = ops
+        .iter()
+        .filter_map(|(k, o)| Some((k, o.lat.as_ref()?)))
+        .collect();
+    with_lat.sort_by_key(|(k, _)| (Some(k.as_str()) != main, k.as_str()));
+    with_lat
+        .into_iter()
+        .map(|(k, l)| (k.clone(), RowLatency::of(l)))
+        .collect()
 }
 
 /// The latency figures a per-host row shows (absent: not recorded).
@@ -248,6 +255,14 @@ pub struct RowLatency {
 }
 
 impl RowLatency {
+    /// Nothing recorded.
+    pub const NONE: RowLatency = RowLatency {
+        mean_ns: None,
+        p50_ns: None,
+        p99_ns: None,
+        p999_ns: None,
+    };
+
     pub fn of(l: &LatStats) -> RowLatency {
         RowLatency {
             mean_ns: Some(l.mean_ns),
