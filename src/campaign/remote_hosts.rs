@@ -176,10 +176,6 @@ impl HostPlacement for StudyPlacement {
         self.fleet.halted()
     }
 
-    fn hosts(&self) -> usize {
-        self.fleet.hosts()
-    }
-
     /// The transports' exports are set per pass (`export`), not by setup.
     fn select_setup(&mut self, _setup: usize) {}
 }

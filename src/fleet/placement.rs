@@ -141,10 +141,6 @@ impl HostPlacement for FleetPlacement {
         self.halted.clone()
     }
 
-    fn hosts(&self) -> usize {
-        self.fleet.agents().len()
-    }
-
     fn select_setup(&mut self, setup: usize) {
         if let Some(t) = self.setups.get(setup) {
             self.target = t.clone();

@@ -144,11 +144,6 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Whether the points run on hosts (a placement), not this machine.
-    pub fn on_hosts(&self) -> bool {
-        self.hosts.is_some()
-    }
-
     /// Print a status line every `secs` seconds while a point runs.
     pub fn with_status_interval(mut self, secs: Option<f64>) -> Driver<'a> {
         self.status_every = secs;

@@ -30,8 +30,6 @@ pub trait HostPlacement {
     ) -> anyhow::Result<Point>;
     /// Why no further job may run (a host was lost and the run stops).
     fn halted(&self) -> Option<String>;
-    /// The hosts, as the user named them (for status lines).
-    fn hosts(&self) -> usize;
     /// Run the next jobs on setup `setup` of a campaign (its target on
     /// every host): a campaign's passes over several setups.
     fn select_setup(&mut self, setup: usize);
