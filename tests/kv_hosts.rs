@@ -202,6 +202,66 @@ fn kv_on_two_hosts_merges_every_phase_exactly_and_leaves_nothing() {
     );
 }
 
+/// Issue 46: a kv campaign on hosts, as on this machine: two setups (two
+/// directories on every host) in two rounds against a baseline, every
+/// pass on both hosts at once, each phase's point the hosts' exact merge
+/// named and tagged by its pass, the media comparison made, nothing left.
+#[test]
+fn a_kv_campaign_runs_its_setups_in_rounds_on_every_host() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let work = work_dir(&lab);
+    let (a, b) = (work.join("a"), work.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let out = lab.dir.path().join("campaign.json");
+    let o = kv(&lab, &all_hosts(&lab), ROCKSDB)
+        .arg("-t")
+        .arg(format!("A={}", a.display()))
+        .arg("-t")
+        .arg(format!("B={}", b.display()))
+        .args(["--rounds", "2", "--baseline", "B", "--json"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = Results::read(&out).unwrap();
+    let mut names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "A r1: ycsb-a.load",
+            "A r1: ycsb-a.run",
+            "A r2: ycsb-a.load",
+            "A r2: ycsb-a.run",
+            "B r1: ycsb-a.load",
+            "B r1: ycsb-a.run",
+            "B r2: ycsb-a.load",
+            "B r2: ycsb-a.run",
+        ]
+    );
+    for (p, per_host) in r.points.iter().zip([300, 400].into_iter().cycle()) {
+        let h = p.extra.hosts.as_ref().expect("the hosts' rows");
+        assert_eq!(h.per_host.len(), 2, "{}", p.name);
+        assert!(h.per_host.iter().all(|x| x.ops == per_host), "{h:?}");
+        assert_exact(p, &h.per_host);
+        let pass = p.pass.as_ref().expect("tagged with its pass");
+        assert_eq!(pass.baseline, pass.setup == "B", "{}", p.name);
+    }
+    assert_eq!(r.extra.hosts.as_ref().map(|h| h.hosts.len()), Some(2));
+    let media = r.extra.media.as_ref().expect("the setups");
+    assert_eq!(media.targets.as_ref().map(|t| t.len()), Some(2));
+    assert!(r.complete);
+    for d in [&a, &b] {
+        let left: Vec<_> = std::fs::read_dir(d).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    let quiet = lab.wait_quiet(Duration::from_secs(20));
+    assert!(quiet.is_empty(), "left on the hosts: {quiet:?}");
+}
+
 #[test]
 fn a_refused_login_is_exit_2_naming_the_host_and_nothing_starts() {
     let Some(lab) = fleet_common::lab(2, &[1]) else {
@@ -381,7 +441,11 @@ fn what_hosts_cannot_run_is_exit_2_naming_the_flag() {
             "--instances",
         ),
         (vec!["--make", "ext4", "-t", "/var/tmp"], "--make"),
-        (vec!["-t", "/var/tmp", "-t", "/tmp"], "--target"),
+        (vec!["-t", "relative", "-t", "/tmp"], "--target"),
+        (
+            vec!["-t", "/var/tmp", "-t", "/tmp", "--engine", "postgres"],
+            "--engine",
+        ),
         (vec!["-P", big], "-P"),
         (vec!["--db", db.to_str().unwrap()], "--db"),
         (vec!["--keep"], "--keep"),

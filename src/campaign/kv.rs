@@ -7,6 +7,9 @@
 //! WORKLOAD`, tagged with its pass and saved into the one results file as
 //! soon as it is measured (`Tagged`), so Ctrl-C or a crash keeps every
 //! point measured; `analysis.media` normalizes them to the baseline.
+//! With `--hosts` every pass runs on every host at once (`KvHosts`,
+//! `fleet::kv_run`): the setups are directories on all of them, and each
+//! phase's point is the hosts' exact merge with a row per host.
 
 use crate::results::sections::PassCgroup;
 use std::path::PathBuf;
@@ -19,9 +22,12 @@ use super::setups::{MediaSet, Subject};
 use super::sink::{drive, PassSink, Passes};
 use super::tagged::{pass_on_dir, Tagged};
 use crate::error::VerifyFailed;
+use crate::fleet::kv_run::KvOnHosts;
+use crate::fleet::{Fleet, JobTarget, OnHostLoss};
 use crate::kv::phase::PhaseOutcome;
 use crate::kv::plan::{KvPlan, RawDevice};
 use crate::kv::run::{KvObserver, Started};
+use crate::kv::settings::KvSettings;
 use crate::results::{Point, Provenance, Results};
 use crate::session::Presenter;
 use crate::testbed::media::MediaKind;
@@ -31,6 +37,8 @@ pub struct PlannedPart {
     /// Set when the run has several parts: workloads are `NAME/PHASE`.
     pub name: Option<String>,
     pub plan: KvPlan,
+    /// With `--hosts`: the settings every host builds this part's plan from.
+    pub on_hosts: Option<KvSettings>,
 }
 
 /// The checked settings of a kv media run.
@@ -46,7 +54,22 @@ pub struct KvMediaPlan {
     pub notices: Vec<String>,
 }
 
-pub fn run(plan: &KvMediaPlan, presenter: &Presenter<dyn KvObserver>) -> anyhow::Result<()> {
+/// A kv campaign's passes on hosts (`--hosts`): the connected fleet (each
+/// part's plan there: `PlannedPart::on_hosts`).
+pub struct KvHosts {
+    pub fleet: Fleet,
+    pub on_loss: OnHostLoss,
+    /// Why the passes left are not run (a host lost under `stop`).
+    pub halted: Option<String>,
+}
+
+/// The campaign, on this machine or (`hosts`) on every host at once; the
+/// hosts' databases are gone when it returns.
+pub fn run(
+    plan: &KvMediaPlan,
+    presenter: &Presenter<dyn KvObserver>,
+    mut hosts: Option<KvHosts>,
+) -> anyhow::Result<()> {
     for n in &plan.notices {
         eprintln!("iolab: {n}");
     }
@@ -55,8 +78,11 @@ pub fn run(plan: &KvMediaPlan, presenter: &Presenter<dyn KvObserver>) -> anyhow:
         room: plan.room,
         quiet: plan.quiet,
         output: plan.output.clone(),
+        hosts: hosts
+            .as_ref()
+            .map(|h| crate::fleet::placement::hosts_record(&h.fleet, None)),
     };
-    let (results, tally) = drive(
+    let ran = drive(
         passes,
         presenter,
         || start_results(plan),
@@ -67,10 +93,16 @@ pub fn run(plan: &KvMediaPlan, presenter: &Presenter<dyn KvObserver>) -> anyhow:
                 dirs,
                 sink,
                 term: (presenter.progress)(plan.quiet),
+                hosts: hosts.as_mut(),
             };
             run_rounds(&schedule, &mut w)
         },
-    )?;
+    );
+    // Bye to every host: each removes its databases before its agent ends.
+    if let Some(h) = hosts {
+        h.fleet.close();
+    }
+    let (results, tally) = ran?;
     tally.exit(&results, "kv", |mismatches| {
         VerifyFailed { mismatches }.into()
     })
@@ -102,6 +134,7 @@ struct KvPasses<'a> {
     dirs: &'a [PathBuf],
     sink: &'a PassSink,
     term: Box<dyn KvObserver>,
+    hosts: Option<&'a mut KvHosts>,
 }
 
 impl Workload for KvPasses<'_> {
@@ -110,6 +143,9 @@ impl Workload for KvPasses<'_> {
     }
 
     fn run_pass(&mut self, pass: &Pass, setup: usize, part: usize) -> anyhow::Result<PassOutcome> {
+        if self.hosts.is_some() {
+            return self.pass_on_hosts(pass, setup, part);
+        }
         let dir = &self.dirs[setup];
         let mut plan = self.plan.parts[part].plan.clone();
         plan.place.dir = dir.clone();
@@ -125,20 +161,73 @@ impl Workload for KvPasses<'_> {
             pass,
             (dir, self.plan.quiet),
             |obs| crate::kv::run::run(&plan, obs),
-            |kr| {
-                let outcome = PassOutcome::Ran {
-                    mismatches: kr.mismatches,
-                    interrupted: kr.results.interrupted,
-                };
-                merge(self.sink, pass, kr.results);
-                outcome
-            },
+            |kr| ran(self.sink, pass, kr),
         )
     }
 
     fn failed(&mut self, what: &str) {
         self.sink.failed(&*self.term, what);
     }
+}
+
+impl KvPasses<'_> {
+    /// Part `part` on every host at once, in setup `setup`'s directory on
+    /// each; a host lost under `--on-host-loss stop` leaves the passes
+    /// after this one not run.
+    fn pass_on_hosts(
+        &mut self,
+        pass: &Pass,
+        setup: usize,
+        part: usize,
+    ) -> anyhow::Result<PassOutcome> {
+        let h = self.hosts.as_mut().expect("on hosts");
+        if let Some(why) = &h.halted {
+            return Ok(PassOutcome::Failed(anyhow::anyhow!("{why}")));
+        }
+        let dir = &self.dirs[setup];
+        let mut plan = self.plan.parts[part].plan.clone();
+        plan.place.dir = dir.clone();
+        let Some(mut settings) = self.plan.parts[part].on_hosts.clone() else {
+            anyhow::bail!("part {part} has no settings for the hosts");
+        };
+        settings.place.dir = dir.clone();
+        let before = h.fleet.agents().len();
+        let on = KvOnHosts {
+            plan: &plan,
+            settings,
+            instances: 1,
+            target: JobTarget {
+                dir: Some(dir.display().to_string()),
+                size: None,
+                overwrite: false,
+            },
+            on_loss: h.on_loss,
+        };
+        let fleet = &mut h.fleet;
+        let outcome = pass_on_dir(
+            self.sink,
+            &*self.term,
+            pass,
+            (dir, self.plan.quiet),
+            |obs| crate::fleet::kv_run::run(fleet, &on, obs),
+            |kr| ran(self.sink, pass, kr),
+        );
+        let left = h.fleet.agents().len();
+        if left == 0 || (left < before && h.on_loss == OnHostLoss::Stop) {
+            h.halted = Some("not run: a host was lost (--on-host-loss stop)".into());
+        }
+        outcome
+    }
+}
+
+/// How a pass that ran went, its results merged into the run's.
+fn ran(sink: &PassSink, pass: &Pass, kr: crate::kv::run::KvRun) -> PassOutcome {
+    let outcome = PassOutcome::Ran {
+        mismatches: kr.mismatches,
+        interrupted: kr.results.interrupted,
+    };
+    merge(sink, pass, kr.results);
+    outcome
 }
 
 /// What a pass's own results add to the run's (`Pass::merge_into`), the
@@ -185,6 +274,12 @@ impl<O: KvObserver + ?Sized> KvObserver for Tagged<'_, O> {
     fn phase_done(&self, name: &str, outcome: &PhaseOutcome, point: &Point) {
         let workload = self.workload(name);
         self.inner.phase_done(&self.name(&workload), outcome, point);
+        self.save(point, self.workload(&point.name));
+    }
+
+    /// A phase on hosts: the hosts' merge is the pass's point.
+    fn merged_phase_done(&self, point: &Point) {
+        self.inner.merged_phase_done(point);
         self.save(point, self.workload(&point.name));
     }
 }

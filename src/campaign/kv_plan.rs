@@ -20,8 +20,10 @@ pub use crate::campaign::kv::{KvMediaPlan, PlannedPart};
 use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::{name_place, usage};
+use crate::fleet::{Fleet, OnHostLoss};
 use crate::kv::plan::KvPlan;
 use crate::kv::run::KvObserver;
+use crate::kv::settings::KvSettings;
 use crate::plan::units::Size;
 use crate::session::Presenter;
 use crate::testbed::media::MediaKind;
@@ -50,6 +52,15 @@ pub struct KvMediaSettings {
 pub struct Part<F: FnOnce() -> anyhow::Result<KvPlan>> {
     pub name: String,
     pub plan: F,
+    /// With `--hosts`: the settings the hosts build the part's plan from.
+    pub on_hosts: Option<KvSettings>,
+}
+
+/// A media run's hosts (`--hosts`), connected once everything is checked
+/// (`--dry-run` contacts none); every pass runs on all of them.
+pub struct KvHostsConnect<'c> {
+    pub connect: Box<dyn FnOnce() -> anyhow::Result<Fleet> + 'c>,
+    pub on_loss: OnHostLoss,
 }
 
 /// The smallest room of a configuration (`--size` default's floor).
@@ -155,6 +166,7 @@ pub fn plan<F: FnOnce() -> anyhow::Result<KvPlan>>(
         planned.push(PlannedPart {
             name: several.then_some(p.name),
             plan,
+            on_hosts: p.on_hosts,
         });
     }
     Ok(KvMediaPlan {
@@ -168,12 +180,47 @@ pub fn plan<F: FnOnce() -> anyhow::Result<KvPlan>>(
     })
 }
 
+/// On hosts: every target a directory on each of them (an absolute path),
+/// no configuration built here, no database server (a private server per
+/// host is not supported yet).
+fn check_on_hosts(plan: &KvMediaPlan) -> anyhow::Result<()> {
+    if plan.set.made().next().is_some() {
+        return Err(usage(
+            "--make",
+            "not with --hosts: the configurations are built on this machine (give each host's directories with --target)",
+        ));
+    }
+    if let Some((_, t)) = plan.set.given().find(|(_, t)| !t.path.is_absolute()) {
+        return Err(usage(
+            "--target",
+            format!(
+                "with --hosts a target is a directory on every host, given as an absolute path (not {})",
+                t.path.display()
+            ),
+        ));
+    }
+    if let Some(p) = plan.parts.iter().find(|p| p.plan.engine.server().is_some()) {
+        return Err(usage(
+            "--engine",
+            format!(
+                "not with --hosts: {} is a database server (a private server on every host is not supported yet); use an embedded engine",
+                p.plan.engine.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Every check on the machine, nothing created: the configurations can
 /// be built, every given target is a writable directory with room for
-/// the load, the results file is not inside a target's database.
-fn check(plan: &KvMediaPlan, force: bool) -> anyhow::Result<()> {
+/// the load, the results file is not inside a target's database. On
+/// hosts (`on_hosts`) the targets are theirs: `check_on_hosts`.
+fn check(plan: &KvMediaPlan, force: bool, on_hosts: bool) -> anyhow::Result<()> {
+    if on_hosts {
+        check_on_hosts(plan)?;
+    }
     plan.set.check_made()?;
-    for (_, t) in plan.set.given() {
+    for (_, t) in plan.set.given().filter(|_| !on_hosts) {
         media_set::check_writable_dir(t, "a database")?;
         for part in &plan.parts {
             let mut p = part.plan.clone();
@@ -193,21 +240,29 @@ fn check(plan: &KvMediaPlan, force: bool) -> anyhow::Result<()> {
 }
 
 /// A media run of `iolab kv`: planned, checked, listed (`--dry-run`) or
-/// run (`campaign::kv::run`).
+/// run (`campaign::kv::run`), here or on every host of `hosts`.
 pub fn run<F: FnOnce() -> anyhow::Result<KvPlan>>(
     args: &KvMediaSettings,
     media: &MediaFlags,
-    notices: Vec<String>,
-    parts: Vec<Part<F>>,
+    (notices, parts): (Vec<String>, Vec<Part<F>>),
     presenter: &Presenter<dyn KvObserver>,
+    hosts: Option<KvHostsConnect>,
 ) -> anyhow::Result<()> {
     let plan = plan(args, media, notices, parts)?;
-    check(&plan, args.force)?;
+    check(&plan, args.force, hosts.is_some())?;
     if args.dry_run {
         print_plan(&plan);
         return Ok(());
     }
-    crate::campaign::kv::run(&plan, presenter)
+    let hosts = match hosts {
+        Some(h) => Some(crate::campaign::kv::KvHosts {
+            fleet: (h.connect)()?,
+            on_loss: h.on_loss,
+            halted: None,
+        }),
+        None => None,
+    };
+    crate::campaign::kv::run(&plan, presenter, hosts)
 }
 
 fn print_plan(plan: &KvMediaPlan) {

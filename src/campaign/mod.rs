@@ -20,7 +20,6 @@ pub mod driver;
 pub mod given;
 pub mod kernel_path;
 pub mod kv;
-pub mod kv_hosts;
 pub mod kv_plan;
 pub mod oltp;
 pub mod oltp_plan;

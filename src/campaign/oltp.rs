@@ -37,6 +37,7 @@ pub struct OltpMediaPlan {
 
 pub fn run(m: &OltpMediaPlan, presenter: &Presenter<dyn OltpObserver>) -> anyhow::Result<()> {
     let passes = Passes {
+        hosts: None,
         set: &m.set,
         room: m.room,
         quiet: m.quiet,

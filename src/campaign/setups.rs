@@ -326,15 +326,21 @@ impl MediaSet {
 
     /// `extra.media` of a run on directories (`directories`): each
     /// target's label, path, file system and its mount options (none for
-    /// `raw`'s block device, a kv run's LMDB data file).
-    pub fn record_directories(&self, dirs: &[PathBuf], media: &[Medium]) -> MediaRecord {
+    /// `raw`'s block device, a kv run's LMDB data file; none but the label
+    /// and path unless the directories are `here`, on this machine).
+    pub fn record_directories(
+        &self,
+        dirs: &[PathBuf],
+        media: &[Medium],
+        here: bool,
+    ) -> MediaRecord {
         let targets = self
             .subjects
             .iter()
             .zip(dirs)
             .map(|(s, d)| {
                 let raw = matches!(s, Subject::Made(MediaKind::Raw));
-                let fs = (!raw)
+                let fs = (!raw && here)
                     .then(|| crate::measure::sysfs::fs_of_path(d))
                     .flatten();
                 MediaTarget::Directory(DirectoryTarget {

@@ -84,6 +84,9 @@ pub struct Passes<'a> {
     pub room: u64,
     pub quiet: bool,
     pub output: Option<PathBuf>,
+    /// The hosts every pass runs on (`--hosts`): the directories are
+    /// theirs, so no file system of this machine is recorded for them.
+    pub hosts: Option<crate::results::sections::HostsRecord>,
 }
 
 /// Build the configurations, start the results (`start`: the verb's
@@ -107,7 +110,8 @@ pub fn drive<O: ?Sized>(
     let mut results = start();
     let busy = results.provenance.busy_warning();
     results.warnings.splice(0..0, busy);
-    results.extra.media = Some(p.set.record_directories(&dirs, &media));
+    results.extra.media = Some(p.set.record_directories(&dirs, &media, p.hosts.is_none()));
+    results.extra.hosts = p.hosts;
     let mut sink = ResultsSink::new(results, p.output.clone(), AnalysisOptions::default());
     sink.save()?;
     let sink = PassSink::new(sink);

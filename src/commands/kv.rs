@@ -1,16 +1,21 @@
 //! `iolab kv`: database workloads. Arguments -> `KvPlan` (kv_flags, `kv::settings`) ->
 //! `kv::run::run` with the terminal observer -> exit code. Several
 //! targets, `--make` or a `--plan` file: a media run (its parts read here,
-//! planned and run by `campaign::kv_plan`).
+//! planned and run by `campaign::kv_plan`). With `--hosts` the same plan
+//! or campaign runs on every host at once (`fleet::kv_run`): what cannot
+//! run there is refused here, naming the flag, before any host is contacted.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::exports;
 use super::kv_planfile::{self, KvPart};
-use crate::campaign::kv_plan::{self, KvMediaSettings, Part};
+use crate::campaign::kv_plan::{self, KvHostsConnect, KvMediaSettings, Part};
 use crate::cli::kv::KvArgs;
-use crate::error::Interrupted;
-use crate::kv::run::KvObserver;
+use crate::error::{usage, Interrupted};
+use crate::fleet::{self, JobTarget};
+use crate::kv::plan::KvPlan;
+use crate::kv::run::{KvObserver, KvRun};
+use crate::kv::settings::KvSettings;
 use crate::plan::planfile;
 use crate::report::kv_terminal::KvTerminal;
 use crate::results::output;
@@ -18,20 +23,23 @@ use crate::results::output;
 pub fn run(args: KvArgs) -> anyhow::Result<()> {
     let args = super::kv_flags::misplaced(args)?;
     args.hosts.flags().check()?;
+    let hosts = hosts_of(&args)?;
     if args.plan.is_some()
         || crate::campaign::setups::is_media_run(
             &super::media_flags(&args.media),
             args.place.target.len(),
         )
     {
-        super::kv_hosts::refuse_media(&args)?;
-        return media_run(args);
+        return media_run(args, hosts);
     }
     crate::campaign::setups::refuse_without_media(&super::media_flags(&args.media))?;
     crate::campaign::setups::refuse_size_without_make(args.place.size.as_ref(), false)?;
     let plan = super::kv_flags::plan(&args)?;
     crate::kv::instances::check(&plan, args.instances)?;
-    let hosts = super::kv_hosts::refuse_what_hosts_cannot_run(&args, &plan)?;
+    if hosts.is_some() {
+        refuse_server_on_hosts(&args, &plan)?;
+        host_dir(&plan.place.dir)?;
+    }
     if let Some(raw) = plan.place.raw.as_ref().filter(|_| hosts.is_none()) {
         // The same device checks as the run (--dry-run included).
         crate::kv::raw::check(&plan, raw)?;
@@ -66,7 +74,7 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
     }
     let term = KvTerminal::new(args.quiet);
     let done = match (&hosts, args.instances) {
-        (Some(h), _) => super::kv_hosts::run(&args, &plan, h, &term)?,
+        (Some(h), _) => run_on_hosts(&args, &plan, h, &term)?,
         (None, 1) => crate::kv::run::run(&plan, &term)?,
         (None, n) => crate::kv::instances::run(&plan, n, &term, &crate::kv::instances::AtOnce)?,
     };
@@ -86,9 +94,112 @@ pub fn run(args: KvArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The hosts (`--hosts`), with what a run on them cannot do refused
+/// naming the flag; `None` without --hosts.
+fn hosts_of(a: &KvArgs) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
+    let Some(list) = &a.hosts.hosts else {
+        return Ok(None);
+    };
+    let hosts = fleet::parse_hosts(list, "--hosts")?;
+    let local_only = [
+        (
+            "--db",
+            a.place.db.is_some(),
+            "names a database directory of this machine; each host makes its own in --dir",
+        ),
+        (
+            "--keep",
+            a.place.keep,
+            "the hosts' databases are removed at the end",
+        ),
+        (
+            "--destroy-data",
+            a.place.destroy_data.is_some(),
+            "names a device of this machine",
+        ),
+    ];
+    if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
+        return Err(usage(*flag, format!("not with --hosts: {why}")));
+    }
+    Ok(Some(hosts))
+}
+
+/// A database server on hosts: only one every host shares (--server-url).
+fn refuse_server_on_hosts(a: &KvArgs, plan: &KvPlan) -> anyhow::Result<()> {
+    if plan.engine.server().is_some() && a.server.server_url.is_none() {
+        return Err(usage(
+            "--engine",
+            format!(
+                "not with --hosts: {} is a database server (a private server on every host is not supported yet); use an embedded engine, or --server-url for one server every host shares",
+                plan.engine.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The directory on every host: `dir` (--dir or the one --target),
+/// absolute; /var/tmp when neither was given.
+fn host_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    if dir == Path::new(".") {
+        return Ok(PathBuf::from("/var/tmp"));
+    }
+    if !dir.is_absolute() {
+        return Err(usage(
+            "--dir",
+            format!(
+                "with --hosts the directory is one on every host, given as an absolute path (not {})",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// What every host builds its plan from: the flags as given, with
+/// nothing of this machine's (its results file, property files read here).
+fn settings_on_hosts(a: &KvArgs, dir: PathBuf) -> anyhow::Result<KvSettings> {
+    let mut settings = super::kv_flags::kv_settings(a);
+    settings.output = None;
+    settings.status_interval = None;
+    settings.place.target.clear();
+    settings.place.dir = dir;
+    settings.inline_property_files()?;
+    Ok(settings)
+}
+
+/// Connect to every host (exit 2 naming each host that cannot be reached
+/// or runs another build; nothing is left running anywhere then), run the
+/// plan's phases there and close the fleet (every host's databases removed).
+fn run_on_hosts(
+    a: &KvArgs,
+    plan: &KvPlan,
+    hosts: &[fleet::HostSpec],
+    obs: &dyn KvObserver,
+) -> anyhow::Result<KvRun> {
+    let dir = host_dir(&plan.place.dir)?;
+    let settings = settings_on_hosts(a, dir.clone())?;
+    let mut f = a.hosts.flags().connect(hosts, a.quiet)?;
+    let on = fleet::kv_run::KvOnHosts {
+        plan,
+        settings,
+        instances: a.instances,
+        target: JobTarget {
+            dir: Some(dir.display().to_string()),
+            size: None,
+            overwrite: false,
+        },
+        on_loss: a.hosts.on_host_loss.into(),
+    };
+    let ran = fleet::kv_run::run(&mut f, &on, obs);
+    f.close();
+    ran
+}
+
 /// A media run: the parts (the command line, or `--plan`'s `[[kv]]`
-/// tables with its `[media]` table applied), then `campaign::kv_plan`.
-fn media_run(args: KvArgs) -> anyhow::Result<()> {
+/// tables with its `[media]` table applied), then `campaign::kv_plan`,
+/// on every host of `hosts` if given.
+fn media_run(args: KvArgs, hosts: Option<Vec<fleet::HostSpec>>) -> anyhow::Result<()> {
     if args.instances != 1 {
         return Err(crate::error::usage(
             "--instances",
@@ -113,11 +224,18 @@ fn media_run(args: KvArgs) -> anyhow::Result<()> {
     };
     let parts = parts
         .into_iter()
-        .map(|p| Part {
-            name: p.name,
-            plan: move || super::kv_flags::plan(&p.args),
+        .map(|p| {
+            let on_hosts = match hosts {
+                Some(_) => Some(settings_on_hosts(&p.args, p.args.place.dir.clone())?),
+                None => None,
+            };
+            Ok(Part {
+                name: p.name,
+                plan: move || super::kv_flags::plan(&p.args),
+                on_hosts,
+            })
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     let targets = target_values(&a);
     let inputs: Vec<&std::path::Path> = targets.iter().map(|t| t.as_path()).collect();
     let exports = super::exports::parse(a.export.as_deref(), a.force, &inputs)?;
@@ -126,7 +244,12 @@ fn media_run(args: KvArgs) -> anyhow::Result<()> {
         Box::new(KvTerminal::new(quiet)) as Box<dyn KvObserver>
     });
     let flags = super::media_flags(&a.media);
-    kv_plan::run(&settings, &flags, notices, parts, &presenter)
+    let (quiet, host_flags) = (a.quiet, a.hosts.flags());
+    let hosts = hosts.map(|h| KvHostsConnect {
+        on_loss: host_flags.on_host_loss,
+        connect: Box::new(move || host_flags.connect(&h, quiet)),
+    });
+    kv_plan::run(&settings, &flags, (notices, parts), &presenter, hosts)
 }
 
 /// The targets the command line names: `--target`s, else `--dir` (the

@@ -9,7 +9,6 @@ pub mod device_hosts;
 pub mod exports;
 pub mod kv;
 pub mod kv_flags;
-pub mod kv_hosts;
 pub mod kv_planfile;
 pub mod oltp;
 pub mod remote;

@@ -16,6 +16,7 @@ pub mod control;
 pub mod deploy;
 pub mod flags;
 pub mod hosts;
+pub mod kv_run;
 pub mod merge;
 pub mod placement;
 pub mod proto;

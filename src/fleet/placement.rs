@@ -68,21 +68,26 @@ impl FleetPlacement {
     /// The hosts for the results' provenance: as named, their host name,
     /// the agent's pid and build.
     pub fn describe(&self) -> HostsRecord {
-        let hosts = self
-            .fleet
-            .agents()
-            .iter()
-            .map(|a| HostRecord {
-                host: a.name.clone(),
-                hostname: a.hello.hostname.clone(),
-                agent_pid: a.hello.pid,
-                build: Some(a.hello.build.to_string()),
-            })
-            .collect();
-        HostsRecord {
-            hosts,
-            target: serde_json::to_value(&self.target).ok(),
-        }
+        hosts_record(&self.fleet, Some(&self.target))
+    }
+}
+
+/// A fleet's hosts for the results' provenance: as named, their host name,
+/// the agent's pid and build, and the jobs' `target` on each.
+pub fn hosts_record(fleet: &Fleet, target: Option<&JobTarget>) -> HostsRecord {
+    let hosts = fleet
+        .agents()
+        .iter()
+        .map(|a| HostRecord {
+            host: a.name.clone(),
+            hostname: a.hello.hostname.clone(),
+            agent_pid: a.hello.pid,
+            build: Some(a.hello.build.to_string()),
+        })
+        .collect();
+    HostsRecord {
+        hosts,
+        target: target.and_then(|t| serde_json::to_value(t).ok()),
     }
 }
 

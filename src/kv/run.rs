@@ -56,7 +56,7 @@ pub trait KvObserver: Observer {
         interrupt::stop_requested()
     }
     /// The exact merge of a phase run on several instances or hosts at once
-    /// (`kv::instances`, `campaign::kv_hosts`).
+    /// (`kv::instances`, `fleet::kv_run`).
     fn merged_phase_done(&self, _point: &Point) {}
     /// A db_bench chain step (`waitforcompaction`, `flush`, `compact`)
     /// finished, leaving the LSM in `after` (engines that have one).

@@ -1,15 +1,19 @@
-//! `iolab kv --hosts`: a kv plan on every host at once (`fleet`). Each
-//! phase is prepared on every host (which keeps its databases from one
-//! phase to the next of the run, in a scratch directory it removes at the
-//! end), started at one common instant and merged exactly into one point:
-//! the hosts' rows in `extra.hosts` and, with `--instances`, every host's
-//! instances in `extra.instances`. The results are saved after every phase.
+//! A kv plan on every host of a connected fleet at once: `kv::run::run`'s
+//! counterpart for `kv --hosts`, alone or as a campaign's pass. Each phase
+//! is prepared on every host (which keeps its databases from one phase to
+//! the next of the plan, in a scratch directory it removes when the next
+//! plan starts at phase 0 or the fleet closes), started at one common
+//! instant and merged exactly into one point: the hosts' rows in
+//! `extra.hosts` and, with `--instances`, every host's instances in
+//! `extra.instances`. Each point goes to the observer
+//! (`merged_phase_done`) and, with the plan's `output`, into its results
+//! file, saved after every phase.
 
 use serde_json::json;
 
+use super::proto::{AgentWork, KvWork};
+use super::{Fleet, JobTarget, OnHostLoss};
 use crate::analysis::AnalysisOptions;
-use crate::fleet::proto::{AgentWork, KvWork};
-use crate::fleet::{Fleet, JobTarget, OnHostLoss};
 use crate::interrupt;
 use crate::kv::plan::KvPlan;
 use crate::kv::run::{phase_name, KvObserver, KvRun};
@@ -18,11 +22,11 @@ use crate::results::{Provenance, Results};
 use crate::session::sink::ResultsSink;
 use crate::session::Progress;
 
-/// A kv run on the hosts of a connected fleet.
-pub struct KvHostsPlan<'a> {
+/// A kv plan on the hosts of a connected fleet.
+pub struct KvOnHosts<'a> {
     /// This side's copy of the plan: its phases, seed and results file.
     pub plan: &'a KvPlan,
-    /// What every host builds its plan from.
+    /// What every host builds its plan from (its directory: `target`'s).
     pub settings: KvSettings,
     pub instances: usize,
     /// The directory on every host.
@@ -30,7 +34,7 @@ pub struct KvHostsPlan<'a> {
     pub on_loss: OnHostLoss,
 }
 
-fn provenance(fleet: &Fleet, p: &KvHostsPlan) -> Provenance {
+fn provenance(fleet: &Fleet, p: &KvOnHosts) -> Provenance {
     let mut prov = Provenance::collect(p.plan.seed);
     let hosts: Vec<_> = fleet
         .agents()
@@ -51,12 +55,12 @@ fn provenance(fleet: &Fleet, p: &KvHostsPlan) -> Provenance {
     prov
 }
 
-/// Run every phase of the plan on the fleet; the fleet is closed (every
-/// host's databases removed) before this returns.
-pub fn run(mut fleet: Fleet, p: &KvHostsPlan, obs: &dyn KvObserver) -> anyhow::Result<KvRun> {
+/// Run every phase of the plan on the fleet. The hosts keep the plan's
+/// databases until the next plan or `Fleet::close`.
+pub fn run(fleet: &mut Fleet, p: &KvOnHosts, obs: &dyn KvObserver) -> anyhow::Result<KvRun> {
     interrupt::install();
     let mut sink = ResultsSink::new(
-        Results::new("kv", provenance(&fleet, p)),
+        Results::new("kv", provenance(fleet, p)),
         p.plan.output.clone(),
         AnalysisOptions::default(),
     );
@@ -122,8 +126,6 @@ pub fn run(mut fleet: Fleet, p: &KvHostsPlan, obs: &dyn KvObserver) -> anyhow::R
             lost_any.join(", ")
         ));
     }
-    // Bye to every host: each removes its databases before its agent ends.
-    fleet.close();
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
     sink.save_last()?;
     outcome?;
