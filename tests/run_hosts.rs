@@ -128,6 +128,55 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
     leftovers(&lab, &work);
 }
 
+/// Issue 46: a media run on hosts as on this machine: two directories on
+/// every host in two rounds against a baseline, every job on both hosts
+/// at once per pass (each point tagged by its pass, the hosts' exact
+/// merge), the media comparison in the results, nothing left.
+#[test]
+fn a_media_run_runs_every_setup_in_rounds_on_every_host() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let work = lab.dir.path().join("work");
+    let (a, b) = (work.join("a"), work.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let out = lab.dir.path().join("media-out");
+    let o = run_on(
+        &lab,
+        &all_hosts(&lab),
+        &["--engine", "psync", "--size", "8m", "--budget", "24s"],
+    )
+    .arg(format!("A={}", a.display()))
+    .arg(format!("B={}", b.display()))
+    .args(["--rounds", "2", "--baseline", "B", "-o"])
+    .arg(&out)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = load(&out.join("results.json"));
+    assert_eq!(r.extra.hosts.as_ref().unwrap().hosts.len(), 2);
+    let media = r.extra.media.as_ref().expect("the setups");
+    assert_eq!(media.targets.as_ref().map(|t| t.len()), Some(2));
+    let mut passes = std::collections::BTreeSet::new();
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().expect("a hosts section");
+        assert_eq!(h.per_host.len(), 2, "{}", p.name);
+        let sum: u64 = h.per_host.iter().map(|x| x.ops).sum();
+        assert_eq!(p.total.ops, sum, "{}", p.name);
+        let pass = p.pass.as_ref().expect("tagged with its pass");
+        assert_eq!(pass.baseline, pass.setup == "B", "{}", p.name);
+        passes.insert((pass.setup.clone(), pass.round));
+    }
+    let want: Vec<(String, u32)> = ["A", "B"]
+        .iter()
+        .flat_map(|s| [(s.to_string(), 1), (s.to_string(), 2)])
+        .collect();
+    assert_eq!(passes.into_iter().collect::<Vec<_>>(), want);
+    leftovers(&lab, &a);
+    leftovers(&lab, &b);
+}
+
 #[test]
 fn a_dry_run_names_the_hosts_and_the_dropped_steps_without_connecting() {
     // Hosts that do not exist: a dry run does not contact them.
@@ -164,8 +213,7 @@ fn what_cannot_run_on_hosts_and_the_hosts_flags_alone_are_exit_2_naming_the_flag
             vec!["/var/tmp", "--hosts", "h1", "--make", "ext4"],
             "--make",
         ),
-        (vec!["/var/tmp", "/tmp", "--hosts", "h1"], "DIR"),
-        (vec!["/var/tmp", "-t", "/tmp", "--hosts", "h1"], "--target"),
+        (vec!["/var/tmp", "relative", "--hosts", "h1"], "DIR"),
         (vec!["relative", "--hosts", "h1"], "DIR"),
         (vec!["nbd://10.0.0.1/x", "--hosts", "h1"], "DIR"),
         (

@@ -15,7 +15,6 @@ pub mod remote;
 pub mod remote_flags;
 pub mod report;
 pub mod run;
-pub mod run_hosts;
 pub mod serve;
 pub mod server_flags;
 pub mod sysinfo;

@@ -14,6 +14,9 @@
 //! load-latency step's rates are relative to each target's own
 //! closed-loop maximum of the same round. The stack breakdown and
 //! `--remote` are not part of a media run (`iolab trace`, `iolab remote`).
+//! With `--hosts` every target is a directory on every host and every job
+//! runs on all of them at once (the driver's `FleetPlacement`, its setup
+//! selected per pass); the database step is dropped there.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,7 +24,8 @@ use std::time::Instant;
 use super::steps::StepRunner;
 use super::{
     budgeted_plan, check_local_dir, check_outputs, choose_engine, driver, finish, kv,
-    parse_options, plan_jobs, print_plan, start_results, RunSettings,
+    on_hosts_results, parse_options, plan_jobs, print_plan, start_results, steps_not_on_hosts,
+    OnHosts, RunSettings,
 };
 use crate::campaign::device::target_on;
 use crate::campaign::setups::MediaFlags;
@@ -29,6 +33,7 @@ use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::campaign::{run_rounds, Order, Overhead, Pass, PassOutcome, Schedule, Workload};
 use crate::dut::{self, Target, TargetOptions};
 use crate::error::usage;
+use crate::fleet::JobTarget;
 use crate::interrupt;
 use crate::plan::engines::EngineKind;
 use crate::plan::job::JobSpec;
@@ -52,8 +57,35 @@ struct RunMedia {
     explicit: Option<EngineKind>,
 }
 
-/// The flags, the targets and the budget, checked before anything is made.
-fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Result<RunMedia> {
+/// On hosts: every target a directory on each of them (an absolute path),
+/// no configuration built here.
+fn check_on_hosts(set: &MediaSet) -> anyhow::Result<()> {
+    if set.made().next().is_some() {
+        return Err(usage(
+            "--make",
+            "not with --hosts: the configurations are built on this machine (give each host's directories as DIRs)",
+        ));
+    }
+    if let Some((_, t)) = set.given().find(|(_, t)| !t.path.is_absolute()) {
+        return Err(usage(
+            "DIR",
+            format!(
+                "with --hosts DIR is a directory on every host, given as an absolute path (not {})",
+                t.path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The flags, the targets and the budget, checked before anything is made
+/// (on hosts, `on_hosts`, the targets are theirs: `check_on_hosts`).
+fn check(
+    a: &mut RunSettings,
+    media: &MediaFlags,
+    all: &[PathBuf],
+    on_hosts: bool,
+) -> anyhow::Result<RunMedia> {
     let set = MediaSet::parse(media, all)?;
     if a.remote {
         return Err(usage(
@@ -61,7 +93,10 @@ fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Re
             "is not combined with several targets or --make (iolab remote compares transports)",
         ));
     }
-    for (_, t) in set.given() {
+    if on_hosts {
+        check_on_hosts(&set)?;
+    }
+    for (_, t) in set.given().filter(|_| !on_hosts) {
         media_set::check_writable_dir(t, "iolab run")?;
     }
     set.check_made()?;
@@ -71,7 +106,9 @@ fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Re
         .map(|(_, t)| t.path.clone())
         .unwrap_or_else(|| set.make_in.clone());
     let (budget_ns, size, explicit) = parse_options(a, None)?;
-    check_local_dir(a)?;
+    if !on_hosts {
+        check_local_dir(a)?;
+    }
     let passes = (set.subjects.len() * set.rounds as usize) as u64;
     let pass_ns = budget_ns / passes;
     if pass_ns < 1_000_000_000 {
@@ -83,7 +120,7 @@ fn check(a: &mut RunSettings, media: &MediaFlags, all: &[PathBuf]) -> anyhow::Re
         ));
     }
     let scratch = size.unwrap_or(DEFAULT_SIZE);
-    for (_, t) in set.given() {
+    for (_, t) in set.given().filter(|_| !on_hosts) {
         let opts = TargetOptions {
             path: Some(t.path.clone()),
             size: Some(scratch),
@@ -107,33 +144,39 @@ impl RunMedia {
     }
 }
 
-/// Steps that a media run does not take, and why.
-fn not_in_a_media_run() -> Vec<(StepKind, String)> {
-    vec![
-        (
-            StepKind::Trace,
-            "not in a media run (iolab trace traces one target)".into(),
-        ),
-        (
-            StepKind::Remote,
-            "not in a media run (iolab remote compares transports)".into(),
-        ),
-    ]
+/// Steps that a media run does not take, and why (`on_hosts`: nor the
+/// database step).
+fn not_in_a_media_run(on_hosts: bool) -> Vec<(StepKind, String)> {
+    let hosts = steps_not_on_hosts().into_iter().filter(|_| on_hosts);
+    hosts
+        .chain([
+            (
+                StepKind::Trace,
+                "not in a media run (iolab trace traces one target)".into(),
+            ),
+            (
+                StepKind::Remote,
+                "not in a media run (iolab remote compares transports)".into(),
+            ),
+        ])
+        .collect()
 }
 
+/// The media run, here or with every job on every host of `hosts`.
 pub fn run(
     mut a: RunSettings,
     media_args: &MediaFlags,
     all: &[PathBuf],
     presenter: &Presenter,
+    hosts: Option<OnHosts>,
 ) -> anyhow::Result<()> {
-    let m = check(&mut a, media_args, all)?;
+    let m = check(&mut a, media_args, all, hosts.is_some())?;
     let mut base = JobSpec {
         engine: m.explicit.unwrap_or(EngineKind::default_local()),
         seed: a.seed,
         ..JobSpec::default()
     };
-    let why_not = not_in_a_media_run();
+    let why_not = not_in_a_media_run(hosts.is_some());
     let mut steps = budgeted_plan(&a.profile, &base, (m.pass_ns, m.passes()), &why_not, false)?;
     if a.dry_run {
         print_targets(&m);
@@ -145,8 +188,14 @@ pub fn run(
         print_plan(&steps, &header);
         return Ok(());
     }
+    // On hosts the directories are theirs: the results go here.
+    let base_dir = if hosts.is_some() {
+        Path::new(".")
+    } else {
+        a.dir.as_path()
+    };
     let dir = a.output.clone().unwrap_or_else(|| {
-        a.dir.join(format!(
+        base_dir.join(format!(
             "iolab-{}",
             time::compact(std::time::SystemTime::now())
         ))
@@ -154,26 +203,58 @@ pub fn run(
     check_outputs(&dir, a.force)?;
     interrupt::install();
     let mut overhead = Overhead::start();
-    let media = m.set.build(room(&m, &steps, a.seed)?, a.quiet)?;
-    let targets = prepare(&a, &m, &media)?;
-    let mut warnings = Vec::new();
-    if m.explicit.is_none() {
-        let e = choose_engine(&targets[0], &mut warnings)?;
-        if e != base.engine {
-            base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, (m.pass_ns, m.passes()), &why_not, false)?;
+    let placed = match hosts {
+        None => {
+            let media = m.set.build(room(&m, &steps, a.seed)?, a.quiet)?;
+            let targets = prepare(&a, &m, &media)?;
+            let mut warnings = Vec::new();
+            if m.explicit.is_none() {
+                let e = choose_engine(&targets[0], &mut warnings)?;
+                if e != base.engine {
+                    base.engine = e;
+                    let share = (m.pass_ns, m.passes());
+                    steps = budgeted_plan(&a.profile, &base, share, &why_not, false)?;
+                }
+            }
+            PlacedMedia {
+                dirs: kv_dirs(&m.set, &media),
+                media,
+                targets,
+                warnings,
+                hosts: None,
+            }
         }
-    }
+        Some(h) => {
+            let setups = host_setups(&m);
+            let placement = (h.connect)(setups[0].clone())?.with_setups(setups);
+            let none = m.set.subjects.iter().map(|_| Target::none(m.scratch));
+            PlacedMedia {
+                dirs: vec![None; m.set.subjects.len()],
+                media: Vec::new(),
+                targets: none.collect(),
+                warnings: Vec::new(),
+                hosts: Some(placement),
+            }
+        }
+    };
     std::fs::create_dir_all(&dir)
         .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
     let jobs = plan_jobs(&steps);
-    let mut results = start_results(&targets[0], a.seed, &jobs, &steps, warnings)?;
-    results.extra.media = Some(m.set.record_targets(&targets, &media));
+    let targets = &placed.targets;
+    let mut results = start_results(&targets[0], a.seed, &jobs, &steps, placed.warnings)?;
+    results.extra.media = Some(match &placed.hosts {
+        None => m.set.record_targets(targets, &placed.media),
+        Some(p) => {
+            on_hosts_results(&mut results, &steps, p);
+            let dirs: Vec<PathBuf> = m.set.given().map(|(_, t)| t.path.clone()).collect();
+            m.set.record_directories(&dirs, &[], false)
+        }
+    });
     let json_path = dir.join("results.json");
     let observer = (presenter.progress)(a.quiet);
     let observer = &*observer;
     let passes = m.set.subjects.len() * m.set.rounds as usize;
-    let driver = driver(
+    let mut driver = driver(
         &a,
         &targets[0],
         results,
@@ -182,6 +263,9 @@ pub fn run(
         &jobs,
         passes,
     )?;
+    if let Some(p) = placed.hosts {
+        driver = driver.with_hosts(Box::new(p));
+    }
     let mut runner = StepRunner::new(&a, &targets[0], steps, m.budget_ns, driver, dir.clone());
     runner.record_plan();
     runner.driver.save()?;
@@ -191,19 +275,43 @@ pub fn run(
     let mut passes = RunPasses {
         runner: &mut runner,
         jobs: &jobs,
-        targets: &targets,
-        dirs: kv_dirs(&m.set, &media),
+        targets,
+        dirs: placed.dirs,
     };
     let ran = run_rounds(&schedule, &mut passes);
     overhead.rounds_end();
     ran?;
     runner.record_plan();
     let mut results = runner.driver.finish()?.results;
-    drop(targets);
-    drop(media);
+    drop(placed.targets);
+    drop(placed.media);
     overhead.save_into(&mut results);
     results.write_atomic(&json_path)?;
     finish(results, &json_path, &dir, a.quiet, t0, presenter)
+}
+
+/// The setups of a media run, placed: here (configurations built, each
+/// target prepared) or on the hosts (each makes its scratch files).
+struct PlacedMedia {
+    media: Vec<Medium>,
+    targets: Vec<Target>,
+    /// Each setup's database directory (none on `raw`, nor on hosts).
+    dirs: Vec<Option<PathBuf>>,
+    warnings: Vec<String>,
+    hosts: Option<crate::fleet::FleetPlacement>,
+}
+
+/// Each setup's target on every host: a scratch file of the run's size
+/// in its directory.
+fn host_setups(m: &RunMedia) -> Vec<JobTarget> {
+    m.set
+        .given()
+        .map(|(_, t)| JobTarget {
+            dir: Some(t.path.display().to_string()),
+            size: Some(m.scratch),
+            overwrite: false,
+        })
+        .collect()
 }
 
 /// `run`'s plan as a campaign workload: one pass is one job of the plan
@@ -224,6 +332,7 @@ impl Workload for RunPasses<'_, '_> {
         let (step_id, kind, job) = &self.jobs[part];
         self.runner
             .switch(&self.targets[setup], self.dirs[setup].clone(), pass.clone());
+        self.runner.driver.select_setup(setup);
         self.runner.run_job_unless_skipped(step_id, *kind, job)?;
         Ok(PassOutcome::done())
     }

@@ -4,7 +4,11 @@
 //! budget over its jobs, runs them on one scratch file, keeps
 //! `results.json` current after every point and ends with `report.html`
 //! and a terminal summary. (Moved from commands/run/; the command line
-//! comes as `RunSettings` from commands/run.rs.)
+//! comes as `RunSettings` from commands/run.rs.) With `--hosts` the same
+//! plan's device jobs run on every host at once through the driver's
+//! placement (`FleetPlacement`), one merged point per job with each
+//! host's row; the steps that only run on this machine (trace, database,
+//! remote) are dropped with the reason the plan and the results say.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -14,6 +18,7 @@ use crate::analysis::AnalysisOptions;
 use crate::campaign::setups::MediaFlags;
 use crate::dut::{self, Target, TargetOptions};
 use crate::error::{usage, Interrupted};
+use crate::fleet::{FleetPlacement, JobTarget};
 use crate::interrupt;
 use crate::plan::endpoint::RemoteEndpoint;
 use crate::plan::engines::EngineKind;
@@ -26,12 +31,10 @@ use crate::session::Presenter;
 use crate::session::{Driver, ResultsSink};
 
 pub mod breakdown;
-mod hosts;
 pub mod kv;
 pub mod media;
 mod steps;
 
-pub use hosts::OnHosts;
 use steps::StepRunner;
 
 use crate::plan::run_plan as plan;
@@ -359,8 +362,9 @@ fn job_ns(j: &JobSpec) -> u64 {
 }
 
 /// `iolab run`: on one target (or a remote export), over several
-/// (`media`: `--make`, several targets), or with its device jobs on
-/// several hosts at once (`hosts`: the caller refused what cannot run there).
+/// (`media`: `--make`, several targets), and either on this machine or
+/// with its device jobs on several hosts at once (`hosts`: the caller
+/// refused what cannot run there; `--dry-run` contacts none).
 pub fn run(
     mut a: RunSettings,
     media: &MediaFlags,
@@ -375,34 +379,44 @@ pub fn run(
     }
     let all: Vec<PathBuf> = a.dirs.iter().chain(&a.target).cloned().collect();
     if crate::campaign::setups::is_media_run(media, all.len()) {
-        return media::run(a, media, &all, presenter);
+        return media::run(a, media, &all, presenter, hosts);
     }
     crate::campaign::setups::refuse_without_media(media)?;
-    if let Some(h) = hosts {
-        a.dir = all
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| PathBuf::from("/var/tmp"));
-        return hosts::run_on_hosts(a, h, presenter);
-    }
-    a.dir = all.into_iter().next().unwrap_or_else(|| PathBuf::from("."));
-    let remote = crate::plan::endpoint::endpoint_of(&a.dir)?;
+    let default_dir = if hosts.is_some() { "/var/tmp" } else { "." };
+    a.dir = all
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| PathBuf::from(default_dir));
+    // On hosts DIR is theirs (commands/run.rs refused an export there).
+    let remote = match hosts {
+        Some(_) => None,
+        None => crate::plan::endpoint::endpoint_of(&a.dir)?,
+    };
     let (budget_ns, size, explicit) = parse_options(&a, remote.as_ref())?;
-    if remote.is_none() {
+    if remote.is_none() && hosts.is_none() {
         check_local_dir(&a)?;
     }
-    let mut base = JobSpec {
+    let base = JobSpec {
         engine: explicit.unwrap_or(EngineKind::default_local()),
         seed: a.seed,
         ..JobSpec::default()
     };
-    let why_not = steps_that_cannot_run(remote.as_ref());
-    let mut steps = budgeted_plan(&a.profile, &base, (budget_ns, 1), &why_not, a.remote)?;
-    let dir = out_dir(&a, remote.is_some());
+    let why_not = match hosts {
+        Some(_) => steps_not_on_hosts(),
+        None => steps_that_cannot_run(remote.as_ref()),
+    };
+    let steps = budgeted_plan(&a.profile, &base, (budget_ns, 1), &why_not, a.remote)?;
+    // The results go to this machine's directory: DIR's unless DIR is an
+    // export or the hosts'.
+    let dir = out_dir(&a, remote.is_some() || hosts.is_some());
     check_outputs(&dir, a.force)?;
     if a.dry_run {
+        let on = hosts
+            .as_ref()
+            .map(|h| format!(" on {} host(s) ({})", h.names.len(), h.names.join(", ")))
+            .unwrap_or_default();
         let header = format!(
-            "iolab run on {} with a budget of {}:",
+            "iolab run on {}{on} with a budget of {}:",
             a.dir.display(),
             format_ns(budget_ns as f64)
         );
@@ -410,15 +424,53 @@ pub fn run(
         return Ok(());
     }
     interrupt::install();
-    let topts = if remote.is_some() {
+    let plan = OnePlan {
+        base,
+        steps,
+        why_not,
+        budget_ns,
+        size,
+        explicit,
+    };
+    let placed = match hosts {
+        None => place_here(&a, remote.is_some(), plan)?,
+        Some(h) => place_on_hosts(&a, h, plan)?,
+    };
+    run_placed(&a, placed, &dir, presenter)
+}
+
+/// The plan of a run on one target, before its target is placed.
+struct OnePlan {
+    base: JobSpec,
+    steps: Vec<RunStep>,
+    why_not: Vec<(StepKind, String)>,
+    budget_ns: u64,
+    size: Option<u64>,
+    explicit: Option<EngineKind>,
+}
+
+/// A run's plan with its target: prepared here, or on every host of the
+/// placement (each host makes its own scratch file in DIR).
+struct Placed {
+    target: Target,
+    steps: Vec<RunStep>,
+    budget_ns: u64,
+    warnings: Vec<String>,
+    hosts: Option<FleetPlacement>,
+}
+
+/// The target prepared on this machine (a scratch file in DIR, or the
+/// export), the engine chosen by trying them on it unless given.
+fn place_here(a: &RunSettings, remote: bool, mut p: OnePlan) -> anyhow::Result<Placed> {
+    let topts = if remote {
         TargetOptions {
             path: Some(a.dir.clone()),
-            size,
+            size: p.size,
             overwrite: a.overwrite,
             ..Default::default()
         }
     } else {
-        let scratch_size = size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
+        let scratch_size = p.size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
         if !a.quiet {
             eprintln!(
                 "iolab: preparing a {} MiB scratch file in {}...",
@@ -434,22 +486,74 @@ pub fn run(
     };
     let target = dut::prepare(&topts, true, None, a.seed)?;
     let mut warnings = Vec::new();
-    if explicit.is_none() {
+    if p.explicit.is_none() {
         let e = choose_engine(&target, &mut warnings)?;
-        if e != base.engine {
-            base.engine = e;
-            steps = budgeted_plan(&a.profile, &base, (budget_ns, 1), &why_not, a.remote)?;
+        if e != p.base.engine {
+            p.base.engine = e;
+            let budget = (p.budget_ns, 1);
+            p.steps = budgeted_plan(&a.profile, &p.base, budget, &p.why_not, a.remote)?;
         }
     }
-    std::fs::create_dir_all(&dir)
+    Ok(Placed {
+        target,
+        steps: p.steps,
+        budget_ns: p.budget_ns,
+        warnings,
+        hosts: None,
+    })
+}
+
+/// Every host connected, each making its scratch file in DIR (the
+/// default engine or `--engine`: not probed there, where a job that
+/// fails loses the host).
+fn place_on_hosts(a: &RunSettings, hosts: OnHosts, p: OnePlan) -> anyhow::Result<Placed> {
+    let scratch_size = p.size.unwrap_or(dut::DEFAULT_SCRATCH_SIZE);
+    let placement = (hosts.connect)(JobTarget {
+        dir: Some(a.dir.display().to_string()),
+        size: Some(scratch_size),
+        overwrite: false,
+    })?;
+    Ok(Placed {
+        target: Target::none(scratch_size),
+        steps: p.steps,
+        budget_ns: p.budget_ns,
+        warnings: Vec::new(),
+        hosts: Some(placement),
+    })
+}
+
+/// Every job of the plan through one driver, on the placed target; the
+/// report and the summary. On hosts a point partial or failed (a host
+/// lost) makes the exit 1.
+fn run_placed(
+    a: &RunSettings,
+    placed: Placed,
+    dir: &Path,
+    presenter: &Presenter,
+) -> anyhow::Result<()> {
+    let Placed {
+        target,
+        steps,
+        budget_ns,
+        warnings,
+        hosts,
+    } = placed;
+    std::fs::create_dir_all(dir)
         .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
     let jobs = plan_jobs(&steps);
-    let results = start_results(&target, a.seed, &jobs, &steps, warnings)?;
+    let mut results = start_results(&target, a.seed, &jobs, &steps, warnings)?;
+    let on_hosts = hosts.is_some();
+    if let Some(p) = &hosts {
+        on_hosts_results(&mut results, &steps, p);
+    }
     let json_path = dir.join("results.json");
     let observer = (presenter.progress)(a.quiet);
     let observer = &*observer;
-    let driver = driver(&a, &target, results, &json_path, observer, &jobs, 1)?;
-    let mut runner = StepRunner::new(&a, &target, steps, budget_ns, driver, dir.clone());
+    let mut driver = driver(a, &target, results, &json_path, observer, &jobs, 1)?;
+    if let Some(p) = hosts {
+        driver = driver.with_hosts(Box::new(p));
+    }
+    let mut runner = StepRunner::new(a, &target, steps, budget_ns, driver, dir.to_path_buf());
     runner.record_plan();
     runner.driver.save()?;
     let t0 = Instant::now();
@@ -457,9 +561,62 @@ pub fn run(
     runner.finish_remote();
     ran?;
     runner.record_plan();
+    // On hosts the fleet goes with the driver: every agent says bye and
+    // removes its scratch file.
     let outcome = runner.driver.finish()?;
     drop(target);
-    finish(outcome.results, &json_path, &dir, a.quiet, t0, presenter)
+    let failures = outcome.failures;
+    finish(outcome.results, &json_path, dir, a.quiet, t0, presenter)?;
+    if on_hosts && failures > 0 {
+        anyhow::bail!(
+            "{failures} point(s) partial or failed (see the warnings in {})",
+            json_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A run on hosts' results: no target of this machine, the hosts, and the
+/// database step's skip said (`start_results` leaves out the quick
+/// profile's own; on hosts it is always said).
+fn on_hosts_results(results: &mut Results, steps: &[RunStep], p: &FleetPlacement) {
+    results.provenance.target = None;
+    for s in steps.iter().filter(|s| s.kind == StepKind::Kv) {
+        if let Some(why) = &s.skipped {
+            results
+                .warnings
+                .push(format!("step '{}' skipped: {why}", s.title));
+        }
+    }
+    results.extra.hosts = Some(p.describe());
+}
+
+/// Where a run's device jobs go with `--hosts`.
+pub struct OnHosts<'c> {
+    /// The hosts as the user named them (for the plan).
+    pub names: Vec<String>,
+    /// Connect to every host, the jobs' target on each (exit 2 naming each
+    /// host that cannot be reached; nothing left anywhere then).
+    pub connect: Box<dyn FnOnce(JobTarget) -> anyhow::Result<FleetPlacement> + 'c>,
+}
+
+/// The steps that cannot run on hosts, and why.
+pub(super) fn steps_not_on_hosts() -> Vec<(StepKind, String)> {
+    let not = "not on --hosts:";
+    vec![
+        (
+            StepKind::Trace,
+            format!("{not} tracing reads this machine's block layer"),
+        ),
+        (
+            StepKind::Kv,
+            format!("{not} the database step runs in a directory of this machine"),
+        ),
+        (
+            StepKind::Remote,
+            format!("{not} the remote step serves this machine's scratch file"),
+        ),
+    ]
 }
 
 /// Mark the end, write the other formats into `dir` (report.html) and the
