@@ -4,23 +4,27 @@
 //! closed-loop maximum, the unloaded breakdown over iolab's own target,
 //! and the database on the volume (`remote_db`), through one session
 //! `Driver` sampling the server's CPU and the link with every point.
+//! Across hosts (`--hosts`, `--target-host T`) the same passes run with
+//! every point on all hosts at once against the export T serves for the
+//! transport (`Where::Hosts`: the driver's `TargetHostPlacement` keeps
+//! T's whole CPU over each point's window); DAS, the breakdown and the
+//! database are this machine's and not part of it.
 
-use crate::results::sections::{RemoteRecord, RemoteTransport};
-use crate::session::Presenter;
-use std::io::IsTerminal;
+use crate::results::sections::RemoteTransport;
+use std::cell::RefCell;
 use std::path::Path;
-use std::time::Instant;
+use std::rc::Rc;
 
 use serde_json::json;
 
 use super::kernel_path::KernelPath;
 use super::remote_db::{self, DbPlan, Source};
-use super::remote_plan::RemoteSettings;
+use super::remote_plan::{HostsPlan, RemoteSettings};
 use super::transport::{port_for, record_breakdown, serve};
 use super::{run_rounds, Order, Pass, PassOutcome, Placement, Schedule, Workload};
-use crate::analysis::AnalysisOptions;
-use crate::dut::{self, Target, TargetOptions};
-use crate::error::usage;
+use crate::dut::Target;
+use crate::fleet::target_host::TargetHost;
+use crate::fleet::JobTarget;
 use crate::interrupt;
 use crate::measure::peers::PeerSampling;
 use crate::plan::endpoint::WireProtocol;
@@ -30,9 +34,9 @@ use crate::plan::units::Span;
 use crate::remote::breakdown::{self, BreakdownSpec};
 use crate::remote::faults::{self, Injection};
 use crate::remote::topology::Topology;
-use crate::results::{Provenance, Results};
+use crate::results::Results;
 use crate::servers::storage::{OwnTargetOptions, Transport};
-use crate::session::{Driver, ResultsSink, Tags};
+use crate::session::{Driver, Tags};
 
 /// The checked settings of a run.
 #[derive(Debug, Clone)]
@@ -124,78 +128,46 @@ pub fn transport_record(t: Transport) -> RemoteTransport {
     }
 }
 
-/// The results before the first point: provenance, plan and the topology.
-fn start_results(
-    a: &RemoteSettings,
-    plan: &RemotePlan,
-    topo: &Topology,
-    local: &Target,
-) -> Results {
-    let mut provenance = Provenance::collect(a.seed);
-    provenance.target = Some(local.info());
-    provenance.plan = serde_json::to_value(&plan.jobs).unwrap_or_default();
-    let mut results = Results::new("remote", provenance);
-    results.warnings.extend(results.provenance.busy_warning());
-    if let Some(note) = &topo.note {
-        results.warnings.push(format!(
-            "initiator and targets share loopback, not two hosts on a link: {note}"
-        ));
-    }
-    results.extra.remote = Some(Box::new(RemoteRecord {
-        topology: topo.kind.to_string(),
-        note: Some(topo.note.clone()),
-        target_addr: Some(topo.target_addr.to_string()),
-        initiator_interface: Some(topo.initiator_iface.clone()),
-        fabric_rate: Some(plan.fabric_rate.clone()),
-        fabric_delay: Some(plan.fabric_delay.as_ref().map(|d| d.text().to_string())),
-        db: Some(plan.db.as_ref().map(remote_db::describe)),
-        initiators: Some(
-            crate::testbed::kernel_modules::initiators()
-                .iter()
-                .map(|i| i.record())
-                .collect(),
-        ),
-        transports: plan
-            .transports
-            .iter()
-            .map(|t| RemoteTransport {
-                injected_errors: plan.injected(*t).map(|i| i.describe()),
-                ..transport_record(*t)
-            })
-            .collect(),
-        ..RemoteRecord::default()
-    }));
-    results
+/// Where a remote run's initiators and exports are.
+#[derive(Clone, Copy)]
+pub enum Where<'a> {
+    /// This machine: the initiator in the topology's namespace, each
+    /// transport's server over the local scratch file.
+    Here {
+        topo: &'a Topology,
+        local: &'a Target,
+    },
+    /// Every host at once against the export the target host serves for
+    /// each transport.
+    Hosts(&'a AcrossHosts<'a>),
 }
 
-pub fn run_transports(
-    a: &RemoteSettings,
-    plan: &RemotePlan,
-    topo: &mut Topology,
-    local: &Target,
-    dir: &Path,
-    presenter: &Presenter,
+/// A run across hosts: the plan, the target host and the export the
+/// driver's placement runs the next points against.
+pub struct AcrossHosts<'a> {
+    pub(super) hp: &'a HostsPlan,
+    pub(super) t: Rc<RefCell<TargetHost>>,
+    pub(super) export: Rc<RefCell<JobTarget>>,
+    /// The driver's target: the hosts open the export, not this machine.
+    pub(super) none: Target,
+}
+
+/// Every transport's pass through `driver`, the transports the setups of
+/// one round.
+pub(super) fn run_transports<'a>(
+    a: &'a RemoteSettings,
+    plan: &'a RemotePlan,
+    place: Where<'a>,
+    dir: &'a Path,
+    driver: Driver<'a>,
 ) -> anyhow::Result<Results> {
-    let results = start_results(a, plan, topo, local);
-    let sink = ResultsSink::new(
-        results,
-        Some(dir.join("results.json")),
-        AnalysisOptions::default(),
-    );
-    let observer = (presenter.progress)(a.quiet);
-    let observer = &*observer;
-    let driver = Driver::new(
-        local,
-        sink,
-        observer,
-        None,
-        !a.quiet && std::io::stderr().is_terminal(),
-        plan.estimate(plan.transports.len()),
-    );
-    let netem_missing = plan
-        .fabric_delay
-        .as_ref()
-        .and_then(|_| topo.netem_missing());
+    let netem_missing = match place {
+        Where::Here { topo, .. } => plan
+            .fabric_delay
+            .as_ref()
+            .and_then(|_| topo.netem_missing()),
+        Where::Hosts(_) => None,
+    };
     // The transports are the setups of one round, DAS the baseline; the
     // points keep remote's own tags (`transport`), not a media pass's.
     let schedule = Schedule {
@@ -208,8 +180,7 @@ pub fn run_transports(
     let mut passes = TransportPasses {
         a,
         plan,
-        topo,
-        local,
+        place,
         dir,
         driver,
         netem_missing,
@@ -223,8 +194,7 @@ pub fn run_transports(
 struct TransportPasses<'a> {
     a: &'a RemoteSettings,
     plan: &'a RemotePlan,
-    topo: &'a Topology,
-    local: &'a Target,
+    place: Where<'a>,
     dir: &'a Path,
     driver: Driver<'a>,
     netem_missing: Option<String>,
@@ -234,32 +204,31 @@ impl Workload for TransportPasses<'_> {
     fn run_pass(&mut self, _pass: &Pass, i: usize, _part: usize) -> anyhow::Result<PassOutcome> {
         let t = self.plan.transports[i];
         let label = t.label();
+        let (topo, local) = match self.place {
+            Where::Here { topo, local } => (topo, local),
+            Where::Hosts(h) => {
+                self.on_target_host(t, h, &label)?;
+                return Ok(PassOutcome::done());
+            }
+        };
         if let Some(why) = t.unavailable() {
             self.driver
                 .warn(format!("transport {label} skipped: {why}"));
         } else if t.is_local() {
-            self.das(&label)?;
+            self.das(&label, local)?;
         } else if t.is_kernel() {
             let params = transport_params(&label);
             let tags = Tags {
                 params: &params,
                 ..Tags::default()
             };
-            kernel_transport(
-                &mut self.driver,
-                self.plan,
-                self.topo,
-                self.local,
-                i,
-                &tags,
-                self.a,
-            )?;
+            kernel_transport(&mut self.driver, self.plan, (topo, local), i, &tags, self.a)?;
         } else if let (Some(why), false) = (&self.netem_missing, t.own()) {
             self.driver.warn(format!(
                 "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
             ));
         } else {
-            self.served(t, i, &label)?;
+            self.served(t, i, &label, (topo, local))?;
         }
         Ok(PassOutcome::done())
     }
@@ -286,8 +255,47 @@ fn injected_extra(plan: &RemotePlan, t: Transport) -> Vec<(&'static str, serde_j
 }
 
 impl TransportPasses<'_> {
+    /// Transport `t`'s export served on the target host, and its jobs and
+    /// load-latency curve on every host at once against it.
+    fn on_target_host(&mut self, t: Transport, h: &AcrossHosts, label: &str) -> anyhow::Result<()> {
+        let served =
+            h.t.borrow_mut()
+                .serve(super::remote_run::request(t, self.a, h.hp, self.plan)?)
+                .map_err(crate::error::interrupted_or)?;
+        if !self.a.quiet {
+            eprintln!(
+                "iolab: {label}: {} on {} ({})",
+                served.url, h.hp.target, served.backing
+            );
+        }
+        *h.export.borrow_mut() = JobTarget {
+            dir: Some(served.url.clone()),
+            size: Some(self.plan.size),
+            overwrite: true,
+        };
+        let params = transport_params(label);
+        let extra = [("export", json!(served.url))];
+        let tags = Tags {
+            params: &params,
+            extra: &extra,
+            ..Tags::default()
+        };
+        for j in jobs_on(self.plan, t.engine(), label) {
+            self.driver.run_point_on(&h.none, &j, &tags)?;
+        }
+        let hosts = h.hp.hosts.len();
+        load_latency(
+            &mut self.driver,
+            self.plan,
+            &h.none,
+            t.engine(),
+            &tags,
+            hosts,
+        )
+    }
+
     /// The jobs on the local scratch file.
-    fn das(&mut self, label: &str) -> anyhow::Result<()> {
+    fn das(&mut self, label: &str, local: &Target) -> anyhow::Result<()> {
         let params = transport_params(label);
         let tags = Tags {
             params: &params,
@@ -295,21 +303,21 @@ impl TransportPasses<'_> {
         };
         self.driver.set_peers(None);
         for j in jobs_on(self.plan, EngineKind::default_local(), label) {
-            self.driver.run_point_on(self.local, &j, &tags)?;
+            self.driver.run_point_on(local, &j, &tags)?;
         }
         load_latency(
             &mut self.driver,
             self.plan,
-            self.local,
+            local,
             EngineKind::default_local(),
             &tags,
             1,
         )?;
-        let spec = breakdown_spec(self.plan, self.local.size, self.a.seed);
+        let spec = breakdown_spec(self.plan, local.size, self.a.seed);
         unstamped_breakdown(
             &mut self.driver,
             spec,
-            self.local,
+            local,
             EngineKind::default_local(),
             label,
             true,
@@ -319,14 +327,20 @@ impl TransportPasses<'_> {
             self.plan,
             Transport::local(),
             label,
-            Source::Local(&self.local.path),
+            Source::Local(&local.path),
             &self.a.target,
             self.a.seed,
         )
     }
 
     /// The jobs over a transport's server, its breakdown and database.
-    fn served(&mut self, t: Transport, i: usize, label: &str) -> anyhow::Result<()> {
+    fn served(
+        &mut self,
+        t: Transport,
+        i: usize,
+        label: &str,
+        (topo, local): (&Topology, &Target),
+    ) -> anyhow::Result<()> {
         let (plan, dir, seed) = (self.plan, self.dir, self.a.seed);
         let stamps =
             (t.own() && plan.breakdown > 0).then(|| dir.join(format!("stamps-{label}.txt")));
@@ -335,7 +349,7 @@ impl TransportPasses<'_> {
             stamps: stamps.clone(),
             error_rate: plan.injected(t).map(|i| i.rate),
         };
-        let (server, remote) = match serve(t, self.topo, self.local, i, &own, dir, seed) {
+        let (server, remote) = match serve(t, topo, local, i, &own, dir, seed) {
             Ok(x) => x,
             Err(e) => {
                 self.driver
@@ -346,7 +360,7 @@ impl TransportPasses<'_> {
         let driver = &mut self.driver;
         driver.set_peers(Some(PeerSampling {
             processes: vec![server.sampled()],
-            interface: Some(self.topo.initiator_iface.clone()),
+            interface: Some(topo.initiator_iface.clone()),
         }));
         let params = transport_params(label);
         let extra = injected_extra(plan, t);
@@ -360,7 +374,7 @@ impl TransportPasses<'_> {
         }
         load_latency(driver, plan, &remote, t.engine(), &tags, 1)?;
         driver.set_peers(None);
-        let spec = breakdown_spec(plan, self.local.size, seed);
+        let spec = breakdown_spec(plan, local.size, seed);
         match (&stamps, spec) {
             (Some(stamps), Some(spec)) if remote.remote.is_some() => {
                 match breakdown::measure(&remote, &spec, stamps) {
@@ -388,8 +402,7 @@ impl TransportPasses<'_> {
 fn kernel_transport(
     driver: &mut Driver,
     plan: &RemotePlan,
-    topo: &Topology,
-    local: &Target,
+    (topo, local): (&Topology, &Target),
     index: usize,
     tags: &Tags<'_>,
     a: &RemoteSettings,
@@ -539,66 +552,4 @@ pub(super) fn load_latency(
         driver.run_point_on(target, &j, &tags)?;
     }
     Ok(())
-}
-
-/// `iolab remote` on this machine: the plan printed (`--dry-run`), or the
-/// scratch file laid out, every transport served and measured in the
-/// topology, the results and report written.
-pub fn run_or_print(
-    a: &RemoteSettings,
-    plan: &RemotePlan,
-    presenter: &Presenter,
-) -> anyhow::Result<()> {
-    if !a.target.is_dir() {
-        return Err(usage(
-            "--target",
-            format!("{} is not a directory", a.target.display()),
-        ));
-    }
-    if a.dry_run {
-        super::remote_plan::print_plan(plan, a);
-        return Ok(());
-    }
-    interrupt::install();
-    let dir = a.output_dir();
-    let mut topo = Topology::choose(a.loopback)?;
-    if let Some(rate) = &plan.fabric_rate {
-        topo.limit_rate(rate)
-            .map_err(|e| usage("--fabric-rate", format!("{e:#}")))?;
-    }
-    if !a.quiet {
-        eprintln!(
-            "iolab: preparing a {} MiB scratch file in {}...",
-            plan.size >> 20,
-            a.target.display()
-        );
-    }
-    let local = dut::prepare(
-        &TargetOptions {
-            path: Some(a.target.clone()),
-            size: Some(plan.size),
-            ..Default::default()
-        },
-        true,
-        None,
-        a.seed,
-    )?;
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| usage("--output", format!("cannot create {}: {e}", dir.display())))?;
-    topo.enter_initiator()?;
-    let t0 = Instant::now();
-    let results = run_transports(a, plan, &mut topo, &local, &dir, presenter);
-    topo.leave_initiator();
-    drop(topo);
-    drop(local);
-    let results = results?;
-    a.write_json(&results)?;
-    super::run::finish(
-        results,
-        &dir.join("results.json"),
-        &dir,
-        a.quiet || a.json_to_stdout(),
-        t0,
-        presenter,
-    )
 }

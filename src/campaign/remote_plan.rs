@@ -1,12 +1,13 @@
 //! `iolab remote`'s flags as given (`cli::remote::RemoteArgs` documents
 //! each; commands/remote_flags.rs copies them) and their checks: every
-//! argument checked before anything is set up, into a `RemotePlan`; the
-//! plan in words for `--dry-run`.
+//! argument checked before anything is set up, into a `RemotePlan` (and,
+//! across hosts, a `HostsPlan`); the plan in words for `--dry-run`.
 
 use std::path::PathBuf;
 
 use crate::error::usage;
-use crate::fleet::HostsFlags;
+use crate::fleet::target_host::FLAG;
+use crate::fleet::{self, HostSpec, HostsFlags};
 use crate::plan::engines::EngineKind;
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::format_ns;
@@ -315,4 +316,122 @@ pub fn print_plan(plan: &RemotePlan, a: &RemoteSettings) {
             }
         }
     }
+}
+
+/// The transports a target host serves when --transports is left alone.
+pub const DEFAULT_TRANSPORTS: &str = "iolab,nvme-tcp";
+/// `--transports`' default on one machine.
+const LOCAL_DEFAULT: &str = "das,iolab,qemu-nbd,nbdkit-file";
+
+/// The hosts and the target host of a run across hosts (`--hosts`,
+/// `--target-host`), checked.
+pub struct HostsPlan {
+    pub hosts: Vec<HostSpec>,
+    pub target: HostSpec,
+    pub address: Option<String>,
+    pub opts: fleet::FleetOptions,
+    /// Steps of a local run that are skipped here, said in the results.
+    pub skipped: Vec<String>,
+}
+
+/// Before the plan: across hosts the default transports are the ones a
+/// target host serves (this machine's defaults include das and servers T
+/// may not have).
+pub fn defaults(a: &mut RemoteSettings) {
+    if a.hosts.hosts.is_some() && a.transports == LOCAL_DEFAULT {
+        a.transports = DEFAULT_TRANSPORTS.into();
+    }
+}
+
+/// The flags of a run across hosts, checked against the rest; `None`
+/// without --hosts. Everything is refused before anything is started.
+pub fn check_hosts(a: &RemoteSettings, plan: &RemotePlan) -> anyhow::Result<Option<HostsPlan>> {
+    a.hosts.check()?;
+    if a.target_address.is_some() && a.target_host.is_none() {
+        return Err(usage("--target-address", "applies only with --target-host"));
+    }
+    let (list, t) = match (&a.hosts.hosts, &a.target_host) {
+        (None, None) => return Ok(None),
+        (None, Some(_)) => return Err(usage(FLAG, "applies only with --hosts")),
+        (Some(_), None) => {
+            return Err(usage(
+                "--hosts",
+                "remote on several hosts needs --target-host, the storage server they share \
+                 (this machine's targets run in namespaces the hosts cannot reach)",
+            ))
+        }
+        (Some(l), Some(t)) => (l, t),
+    };
+    let hosts = fleet::parse_hosts(list, "--hosts")?;
+    let target = fleet::hosts::parse_host(t, FLAG)?;
+    if hosts.iter().any(|h| h.to_string() == target.to_string()) {
+        return Err(usage(FLAG, format!("{t} is also in --hosts")));
+    }
+    if let Some(tr) = plan
+        .transports
+        .iter()
+        .find(|t| t.facts().served_as.is_none())
+    {
+        return Err(usage(
+            "--transports",
+            format!(
+                "{} is not served on a target host (iolab, nvme-tcp, qemu-nbd, nbdkit-file and nbdkit-memory are)",
+                tr.label()
+            ),
+        ));
+    }
+    if !a.target.is_absolute() {
+        return Err(usage(
+            "--target",
+            format!(
+                "with --target-host, a directory on that host given as an absolute path (not {})",
+                a.target.display()
+            ),
+        ));
+    }
+    let given = |f: &str| a.given.iter().any(|g| g == f);
+    let refused = [
+        (
+            "--db",
+            plan.db.is_some(),
+            "the database runs on this machine's kernel over the volume",
+        ),
+        (
+            "--breakdown-requests",
+            given("breakdown") && plan.breakdown > 0,
+            "the unloaded breakdown is one initiator's, on this machine",
+        ),
+        (
+            "--fabric-rate",
+            plan.fabric_rate.is_some(),
+            "it shapes this machine's namespaces' link",
+        ),
+        (
+            "--loopback",
+            a.loopback,
+            "the hosts reach the target host over their network",
+        ),
+        (
+            "--inject-errors",
+            plan.inject.is_some(),
+            "nbdkit's error filter is not set up on a target host yet",
+        ),
+    ];
+    if let Some((flag, _, why)) = refused.iter().find(|(_, on, _)| *on) {
+        return Err(usage(*flag, format!("not with --hosts: {why}")));
+    }
+    let mut skipped = Vec::new();
+    if plan.breakdown > 0 {
+        skipped.push(
+            "the unloaded latency breakdown is skipped across hosts (one initiator's, on this machine)"
+                .to_string(),
+        );
+    }
+    Ok(Some(HostsPlan {
+        hosts,
+        target,
+        address: a.target_address.clone(),
+        opts: a.hosts.options()?,
+        skipped,
+    }))
 }

@@ -7,7 +7,6 @@
 
 use std::path::Path;
 
-use crate::campaign::remote_hosts;
 use crate::campaign::remote_plan::plan;
 use crate::cli::remote::RemoteArgs;
 use crate::error::usage;
@@ -64,14 +63,12 @@ pub fn run(mut a: RemoteArgs) -> anyhow::Result<()> {
         apply_plan_file(&mut a, &p)?;
     }
     let mut s = super::remote_flags::remote_settings(&a);
-    remote_hosts::defaults(&mut s);
+    crate::campaign::remote_plan::defaults(&mut s);
     let plan = plan(&s)?;
     s.check_outputs()?;
     let exports = super::exports::parse(a.export.as_deref(), a.force, &[])?;
     let presenter =
         super::exports::presenter(exports, crate::report::remote_terminal::remote_summary);
-    if let Some(hp) = remote_hosts::check(&s, &plan)? {
-        return remote_hosts::run_or_print(&s, &plan, &hp, &presenter);
-    }
-    crate::campaign::remote::run_or_print(&s, &plan, &presenter)
+    let hosts = crate::campaign::remote_plan::check_hosts(&s, &plan)?;
+    crate::campaign::remote_run::run_or_print(&s, &plan, hosts, &presenter)
 }
