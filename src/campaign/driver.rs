@@ -2,7 +2,11 @@
 //! of the workload on each setup in each round) in interleaved order,
 //! with the tally of how the passes went and the exit status it makes.
 //! What a pass does is the workload's (`Workload::run_pass`); where the
-//! configurations come from and where results go is the caller's.
+//! configurations come from and where results go is the caller's. Where
+//! a pass's clients run is the workload's placement, not the loop's: this
+//! machine, or every host of `--hosts` at once (the session driver's
+//! `HostPlacement` for device jobs, `fleet::kv_run` for a kv plan), so
+//! rounds, baseline, interrupt and teardown are the same either way.
 
 use super::pass::{round_order, Pass};
 use super::setups::MediaSet;
@@ -18,15 +22,6 @@ pub enum Order {
     /// One part on every setup, then the next part (`run`: each job is
     /// measured on every target minutes apart).
     PartMajor,
-}
-
-/// Where a pass's clients (the threads that issue the requests) run.
-/// Only on this machine today; the place a `hosts` dimension plugs in
-/// (several initiator hosts over ssh, each running its share of a pass).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Placement {
-    #[default]
-    Local,
 }
 
 /// How one pass went.
@@ -67,14 +62,12 @@ pub trait Workload {
 }
 
 /// What the driver needs to know of the campaign: the setups' labels in
-/// run order, the baseline's, the rounds, the order within a round and
-/// where the clients run.
+/// run order, the baseline's, the rounds and the order within a round.
 pub struct Schedule {
     pub setups: Vec<String>,
     pub baseline: String,
     pub rounds: u32,
     pub order: Order,
-    pub placement: Placement,
 }
 
 impl Schedule {
@@ -85,7 +78,6 @@ impl Schedule {
             baseline: set.baseline.clone(),
             rounds: set.rounds,
             order,
-            placement: Placement::Local,
         }
     }
 
@@ -155,7 +147,6 @@ pub fn passes_of_round(setups: usize, parts: usize, r: u32, order: Order) -> Vec
 
 /// Run every pass of the campaign until the end or a stop.
 pub fn run_rounds(s: &Schedule, w: &mut dyn Workload) -> anyhow::Result<Tally> {
-    let Placement::Local = s.placement;
     let parts = w.parts();
     let mut tally = Tally::default();
     for r in 0..s.rounds {
@@ -255,7 +246,6 @@ mod tests {
             baseline: "a".into(),
             rounds: 2,
             order: Order::SetupMajor,
-            placement: Placement::Local,
         }
     }
 

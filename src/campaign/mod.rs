@@ -35,7 +35,7 @@ pub mod sink;
 pub mod tagged;
 pub mod transport;
 
-pub use driver::{run_rounds, Order, PassOutcome, Placement, Schedule, Tally, Workload};
+pub use driver::{run_rounds, Order, PassOutcome, Schedule, Tally, Workload};
 pub use overhead::Overhead;
 pub use pass::{round_order, Pass};
 pub use setups::{MediaSet, Subject};

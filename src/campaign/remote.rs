@@ -21,7 +21,7 @@ use super::kernel_path::KernelPath;
 use super::remote_db::{self, DbPlan, Source};
 use super::remote_plan::{HostsPlan, RemoteSettings};
 use super::transport::{port_for, record_breakdown, serve};
-use super::{run_rounds, Order, Pass, PassOutcome, Placement, Schedule, Workload};
+use super::{run_rounds, Order, Pass, PassOutcome, Schedule, Workload};
 use crate::dut::Target;
 use crate::fleet::target_host::TargetHost;
 use crate::fleet::JobTarget;
@@ -175,7 +175,6 @@ pub(super) fn run_transports<'a>(
         baseline: crate::analysis::remote::BASELINE.into(),
         rounds: 1,
         order: Order::SetupMajor,
-        placement: Placement::Local,
     };
     let mut passes = TransportPasses {
         a,
