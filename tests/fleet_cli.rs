@@ -130,8 +130,8 @@ fn a_sweep_runs_on_every_host_and_merges_exactly() {
 
 /// Issue 46: a media run on hosts: two setups (a directory each on every
 /// host) in two rounds against a baseline, every pass on both hosts at
-/// once, merged exactly, compared by `analysis.media`; `--make` (built on
-/// this machine) is refused naming it.
+/// once, merged exactly, compared by `analysis.media`; then `--make`
+/// built on every host (`made_on_every_host`).
 #[test]
 fn several_targets_run_on_every_host_in_rounds_with_a_baseline() {
     let Some(lab) = fleet_common::lab(2, &[]) else {
@@ -193,15 +193,67 @@ fn several_targets_run_on_every_host_in_rounds_with_a_baseline() {
         );
     }
     leftover_check(&lab);
+    made_on_every_host(&lab, &a);
+}
+
+/// Issue 46: `--make` on hosts: every host builds the configuration in
+/// `--make-in` (its own directory) and each pass runs on all of them at
+/// once, beside a given directory; every host's configuration is gone at
+/// the end. What hosts cannot build is refused naming the flag.
+fn made_on_every_host(lab: &Lab, given: &std::path::Path) {
+    let make_in = lab.dir.path().join("make-in");
+    std::fs::create_dir_all(&make_in).unwrap();
+    let out = lab.dir.path().join("made.json");
     let o = device(
-        &lab,
-        &all_hosts(&lab),
-        &["--engine", "psync", "--make", "ext4"],
+        lab,
+        &all_hosts(lab),
+        &["--engine", "psync", "--rw", "randread"],
     )
+    .args(["--size", "8m", "--runtime", "1s", "--make", "tmpfs"])
+    .arg("--make-in")
+    .arg(&make_in)
+    .arg("--target")
+    .arg(format!("disk={}", given.display()))
+    .arg("--json")
+    .arg(&out)
     .output()
     .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--make"), "{}", text(&o));
+    assert!(o.status.success(), "{}", text(&o));
+    let r = load(&out);
+    assert_exact(&r);
+    let media: Vec<&str> = r
+        .points
+        .iter()
+        .map(|p| p.params["medium"].as_str())
+        .collect();
+    assert_eq!(media, ["disk", "tmpfs"], "one pass each");
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().expect("each pass on the hosts");
+        assert!(
+            h.per_host.len() == 2 && h.per_host.iter().all(|x| x.ops > 0),
+            "{h:?}"
+        );
+    }
+    leftover_check(lab);
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let dir = make_in.display().to_string();
+    assert!(!mounts.contains(&dir), "still mounted under {dir}");
+    assert_eq!(
+        std::fs::read_dir(&make_in).unwrap().count(),
+        0,
+        "left in --make-in"
+    );
+    for (args, flag) in [
+        (vec!["--make", "raw"], "--make"),
+        (
+            vec!["--make", "tmpfs", "--make-in", "relative"],
+            "--make-in",
+        ),
+    ] {
+        let o = device(lab, &all_hosts(lab), &args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(flag), "{args:?}: {}", text(&o));
+    }
 }
 
 /// Issue 46: `--rate` is the point's whole offered load, shared evenly
@@ -260,7 +312,6 @@ fn refused_logins_and_flags_are_exit_2_and_nothing_starts() {
     for (args, field) in [
         (vec!["--breakdown"], "--breakdown"),
         (vec!["--target", "relative/dir"], "--target"),
-        (vec!["--make", "ext4"], "--hosts"),
     ] {
         let o = device(&lab, &lab.hosts[0].addr, &args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));

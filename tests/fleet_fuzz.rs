@@ -64,6 +64,7 @@ fn valid_frames() -> Vec<Vec<u8>> {
                 dir: Some("/tmp".into()),
                 size: Some(1 << 20),
                 overwrite: false,
+                ..JobTarget::default()
             },
         ))),
         Message::Result(Box::new(JobResult {

@@ -37,6 +37,7 @@ fn no_dir() -> JobTarget {
         dir: None,
         size: None,
         overwrite: false,
+        ..JobTarget::default()
     }
 }
 
@@ -62,6 +63,7 @@ fn agents_say_hello_and_another_build_is_refused_naming_the_host() {
         dir: Some("/nonexistent/iolab-fleet-test".into()),
         size: None,
         overwrite: false,
+        ..JobTarget::default()
     };
     let err = fleet.run_pass(&file_job, &nowhere).unwrap_err();
     let msg = format!("{err:#}");
@@ -171,6 +173,7 @@ fn a_null_job_on_three_hosts_starts_once_and_merges_exactly() {
         dir: Some(dir.path().display().to_string()),
         size: Some(4 << 20),
         overwrite: false,
+        ..JobTarget::default()
     };
     let files_pass = fleet.run_pass(&file_job, &in_dir).unwrap();
     fleet.close();
@@ -268,6 +271,7 @@ fn running_file_job(
             dir: Some(dir.display().to_string()),
             size: Some(8 << 20),
             overwrite: false,
+            ..JobTarget::default()
         },
     ))))
     .unwrap();

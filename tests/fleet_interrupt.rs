@@ -34,6 +34,7 @@ fn a_stop_during_a_pass_ends_every_agent_with_its_partial_point() {
         dir: None,
         size: None,
         overwrite: false,
+        ..JobTarget::default()
     };
     let pass = fleet.run_pass(&job, &target).unwrap();
     stopper.join().unwrap();

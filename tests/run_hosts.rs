@@ -128,8 +128,9 @@ fn device_steps_run_on_every_host_merged_and_the_others_are_dropped() {
     leftovers(&lab, &work);
 }
 
-/// Issue 46: a media run on hosts as on this machine: two directories on
-/// every host in two rounds against a baseline, every job on both hosts
+/// Issue 46: a media run on hosts as on this machine: a directory on every
+/// host and a tmpfs every host builds (`--make`) in two rounds against a
+/// baseline, every job on both hosts
 /// at once per pass (each point tagged by its pass, the hosts' exact
 /// merge), the media comparison in the results, nothing left.
 #[test]
@@ -142,14 +143,16 @@ fn a_media_run_runs_every_setup_in_rounds_on_every_host() {
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
     let out = lab.dir.path().join("media-out");
+    // B is a tmpfs every host builds in b (`--make` on hosts).
     let o = run_on(
         &lab,
         &all_hosts(&lab),
         &["--engine", "psync", "--size", "8m", "--budget", "24s"],
     )
     .arg(format!("A={}", a.display()))
-    .arg(format!("B={}", b.display()))
-    .args(["--rounds", "2", "--baseline", "B", "-o"])
+    .args(["--make", "tmpfs", "--make-in"])
+    .arg(&b)
+    .args(["--rounds", "2", "--baseline", "tmpfs", "-o"])
     .arg(&out)
     .output()
     .unwrap();
@@ -165,16 +168,18 @@ fn a_media_run_runs_every_setup_in_rounds_on_every_host() {
         let sum: u64 = h.per_host.iter().map(|x| x.ops).sum();
         assert_eq!(p.total.ops, sum, "{}", p.name);
         let pass = p.pass.as_ref().expect("tagged with its pass");
-        assert_eq!(pass.baseline, pass.setup == "B", "{}", p.name);
+        assert_eq!(pass.baseline, pass.setup == "tmpfs", "{}", p.name);
         passes.insert((pass.setup.clone(), pass.round));
     }
-    let want: Vec<(String, u32)> = ["A", "B"]
+    let want: Vec<(String, u32)> = ["A", "tmpfs"]
         .iter()
         .flat_map(|s| [(s.to_string(), 1), (s.to_string(), 2)])
         .collect();
     assert_eq!(passes.into_iter().collect::<Vec<_>>(), want);
     leftovers(&lab, &a);
     leftovers(&lab, &b);
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains(&b.display().to_string()), "a tmpfs left");
 }
 
 #[test]
@@ -209,10 +214,7 @@ fn a_dry_run_names_the_hosts_and_the_dropped_steps_without_connecting() {
 fn what_cannot_run_on_hosts_and_the_hosts_flags_alone_are_exit_2_naming_the_flag() {
     for (args, flag) in [
         (vec!["/var/tmp", "--hosts", "h1", "--remote"], "--remote"),
-        (
-            vec!["/var/tmp", "--hosts", "h1", "--make", "ext4"],
-            "--make",
-        ),
+        (vec!["/var/tmp", "--hosts", "h1", "--make", "raw"], "--make"),
         (vec!["/var/tmp", "relative", "--hosts", "h1"], "DIR"),
         (vec!["relative", "--hosts", "h1"], "DIR"),
         (vec!["nbd://10.0.0.1/x", "--hosts", "h1"], "DIR"),

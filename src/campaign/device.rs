@@ -102,7 +102,13 @@ pub fn run(
             (Vec::new(), none.collect())
         }
     };
-    let hosts = hosts.map(|h| h.with_setups(host_setups(plan)));
+    let hosts = match hosts {
+        Some(mut h) => {
+            h.make(&plan.set.make_requests(plan.size))?;
+            Some(h.with_setups(host_setups(plan)))
+        }
+        None => None,
+    };
     overhead.rounds_start();
     let (mut results, tally) = measure(plan, &media, &targets, presenter, hosts)?;
     overhead.rounds_end();
@@ -121,7 +127,8 @@ pub fn run(
 }
 
 /// Each setup's target on every host: its directory (a scratch file of
-/// `--size` in it, made by each host per pass) or the export they share.
+/// `--size` in it, made by each host per pass), the configuration each
+/// host built, or the export they share.
 fn host_setups(plan: &DeviceMediaPlan) -> Vec<JobTarget> {
     plan.set
         .subjects
@@ -131,6 +138,10 @@ fn host_setups(plan: &DeviceMediaPlan) -> Vec<JobTarget> {
                 Subject::Given(t) => Some(t.path.display().to_string()),
                 Subject::Made(_) => None,
             },
+            made: match s {
+                Subject::Made(k) => Some(k.name()),
+                Subject::Given(_) => None,
+            },
             size: Some(plan.size_given.unwrap_or(plan.size)),
             overwrite: plan.overwrite,
         })
@@ -138,7 +149,7 @@ fn host_setups(plan: &DeviceMediaPlan) -> Vec<JobTarget> {
 }
 
 /// `extra.media`'s targets of a run on hosts: each setup as given (the
-/// hosts made their own scratch files in it).
+/// hosts made their own scratch files in it) or built on every host.
 fn hosts_record(plan: &DeviceMediaPlan) -> crate::results::sections::media::MediaRecord {
     use crate::results::sections::media::{MediaTarget, PreparedTarget};
     let targets = plan
@@ -150,11 +161,11 @@ fn hosts_record(plan: &DeviceMediaPlan) -> crate::results::sections::media::Medi
                 label: s.label(),
                 path: match s {
                     Subject::Given(t) => t.path.display().to_string(),
-                    Subject::Made(_) => String::new(),
+                    Subject::Made(_) => plan.set.make_in.display().to_string(),
                 },
                 kind: "on every host".into(),
                 size_bytes: plan.size_given.unwrap_or(plan.size),
-                made: false,
+                made: matches!(s, Subject::Made(_)),
             })
         })
         .collect();

@@ -222,7 +222,7 @@ fn check_output(plan: &DeviceMediaPlan, a: &DeviceSettings) -> anyhow::Result<()
 /// or run (`campaign::device::run`).
 /// `hosts`: connect the run's hosts (`--hosts`), called once everything
 /// is checked; the setups are then directories or exports on every host,
-/// checked there (nothing is built: `--make` is refused).
+/// checked there, and the configurations are built on every host.
 pub fn run(
     a: &DeviceSettings,
     media: &MediaFlags,
@@ -231,12 +231,6 @@ pub fn run(
     hosts: Option<HostsConnect<'_>>,
 ) -> anyhow::Result<()> {
     let plan = plan(a, media, experiments)?;
-    if hosts.is_some() && plan.set.made().next().is_some() {
-        return Err(usage(
-            "--make",
-            "not with --hosts: the configurations are built on this machine (give each host's directories with --target)",
-        ));
-    }
     match hosts {
         None => check(&plan, a)?,
         Some(_) => check_output(&plan, a)?,

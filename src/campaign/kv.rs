@@ -73,6 +73,9 @@ pub fn run(
     for n in &plan.notices {
         eprintln!("iolab: {n}");
     }
+    if let Some(h) = hosts.as_mut() {
+        h.fleet.make(&plan.set.make_requests(plan.room))?;
+    }
     let passes = Passes {
         set: &plan.set,
         room: plan.room,
@@ -196,10 +199,15 @@ impl KvPasses<'_> {
             plan: &plan,
             settings,
             instances: 1,
-            target: JobTarget {
-                dir: Some(dir.display().to_string()),
-                size: None,
-                overwrite: false,
+            target: match &self.plan.set.subjects[setup] {
+                Subject::Made(k) => JobTarget {
+                    made: Some(k.name()),
+                    ..JobTarget::default()
+                },
+                Subject::Given(_) => JobTarget {
+                    dir: Some(dir.display().to_string()),
+                    ..JobTarget::default()
+                },
             },
             on_loss: h.on_loss,
         };

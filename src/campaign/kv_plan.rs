@@ -180,16 +180,10 @@ pub fn plan<F: FnOnce() -> anyhow::Result<KvPlan>>(
     })
 }
 
-/// On hosts: every target a directory on each of them (an absolute path),
-/// no configuration built here, no database server (a private server per
-/// host is not supported yet).
+/// On hosts: every target a directory on each of them (an absolute path;
+/// the configurations are built there), no database server (a private
+/// server per host is not supported yet).
 fn check_on_hosts(plan: &KvMediaPlan) -> anyhow::Result<()> {
-    if plan.set.made().next().is_some() {
-        return Err(usage(
-            "--make",
-            "not with --hosts: the configurations are built on this machine (give each host's directories with --target)",
-        ));
-    }
     if let Some((_, t)) = plan.set.given().find(|(_, t)| !t.path.is_absolute()) {
         return Err(usage(
             "--target",
@@ -219,7 +213,9 @@ fn check(plan: &KvMediaPlan, force: bool, on_hosts: bool) -> anyhow::Result<()> 
     if on_hosts {
         check_on_hosts(plan)?;
     }
-    plan.set.check_made()?;
+    if !on_hosts {
+        plan.set.check_made()?;
+    }
     for (_, t) in plan.set.given().filter(|_| !on_hosts) {
         media_set::check_writable_dir(t, "a database")?;
         for part in &plan.parts {

@@ -271,6 +271,7 @@ impl TransportPasses<'_> {
             dir: Some(served.url.clone()),
             size: Some(self.plan.size),
             overwrite: true,
+            ..JobTarget::default()
         };
         let params = transport_params(label);
         let extra = [("export", json!(served.url))];

@@ -180,6 +180,7 @@ fn run_across_hosts(
         dir: None,
         size: None,
         overwrite: true,
+        ..JobTarget::default()
     };
     let across = AcrossHosts {
         hp,

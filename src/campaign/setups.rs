@@ -37,7 +37,6 @@ impl Subject {
     }
 }
 
-/// The checked targets of a media run.
 /// The media flags as given (`cli::media::MediaFlags` documents each; the
 /// commands copy them): the configurations to build, where, the rounds and
 /// the baseline.
@@ -47,8 +46,13 @@ pub struct MediaFlags {
     pub make_in: Option<PathBuf>,
     pub rounds: u32,
     pub baseline: Option<String>,
+    /// The run is on `--hosts`: the configurations are built on every host,
+    /// `--make-in` (an absolute path, /var/tmp by default) is a directory
+    /// there, and `raw` is not built.
+    pub on_hosts: bool,
 }
 
+/// The checked targets of a media run.
 #[derive(Debug, Clone)]
 pub struct MediaSet {
     /// In run order: the given targets, then the configurations.
@@ -166,6 +170,9 @@ fn split_targets(m: &MediaFlags, targets: &[PathBuf]) -> anyhow::Result<(PathBuf
         }
         return Ok((PathBuf::new(), targets.to_vec()));
     }
+    if m.on_hosts {
+        return on_hosts_make_in(m, targets);
+    }
     let (dir, field, own) = match (&m.make_in, targets) {
         (Some(d), ts) => (d.clone(), "--make-in", ts.to_vec()),
         (None, []) => (PathBuf::from("."), "--target", Vec::new()),
@@ -189,7 +196,49 @@ fn split_targets(m: &MediaFlags, targets: &[PathBuf]) -> anyhow::Result<(PathBuf
     Ok((dir, own))
 }
 
+/// Where the hosts build the configurations: `--make-in`, an absolute
+/// path on every host (/var/tmp by default; not checked here, each host
+/// checks its own); every target given is one of its own.
+fn on_hosts_make_in(
+    m: &MediaFlags,
+    targets: &[PathBuf],
+) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
+    let dir = m
+        .make_in
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/var/tmp"));
+    if !dir.is_absolute() {
+        return Err(usage(
+            "--make-in",
+            format!(
+                "with --hosts, the directory on every host the configurations are built in, given as an absolute path (not {})",
+                dir.display()
+            ),
+        ));
+    }
+    if made_kinds(m)?.contains(&MediaKind::Raw) {
+        return Err(usage(
+            "--make",
+            "raw is not built on hosts (its jobs run on the bare loop device, not in a directory)",
+        ));
+    }
+    Ok((dir, targets.to_vec()))
+}
+
 impl MediaSet {
+    /// What every host builds (`--make` on hosts): each configuration by
+    /// its label, in `make_in`, with room for `room` bytes.
+    pub fn make_requests(&self, room: u64) -> Vec<crate::fleet::proto::MakeRequest> {
+        self.made()
+            .map(|k| crate::fleet::proto::MakeRequest {
+                label: k.name(),
+                kind: k.name(),
+                make_in: self.make_in.display().to_string(),
+                room,
+            })
+            .collect()
+    }
+
     /// Parse the media flags and the targets given, label every target,
     /// check the rounds and the baseline. Nothing is created or checked
     /// on the machine yet (`check_made`, and each verb's target rules).
@@ -324,6 +373,19 @@ impl MediaSet {
             .collect()
     }
 
+    /// Each subject's directory as a run on hosts names it: a given one's
+    /// path, a configuration's `make_in/NAME` (each host's own file system
+    /// is where its agent built it: `agent_media`).
+    pub fn host_directories(&self) -> Vec<PathBuf> {
+        self.subjects
+            .iter()
+            .map(|s| match s {
+                Subject::Given(t) => t.path.clone(),
+                Subject::Made(k) => self.make_in.join(k.name()),
+            })
+            .collect()
+    }
+
     /// `extra.media` of a run on directories (`directories`): each
     /// target's label, path, file system and its mount options (none for
     /// `raw`'s block device, a kv run's LMDB data file; none but the label
@@ -444,6 +506,30 @@ mod tests {
             make_in: None,
             rounds,
             baseline: baseline.map(str::to_string),
+            on_hosts: false,
+        }
+    }
+
+    #[test]
+    fn on_hosts_the_configurations_are_built_in_a_directory_of_theirs() {
+        let on_hosts = |make: &str, make_in: Option<&str>| MediaFlags {
+            on_hosts: true,
+            make_in: make_in.map(PathBuf::from),
+            ..media(Some(make), 1, None)
+        };
+        // Not a directory here: each host checks its own.
+        let set = MediaSet::parse(&on_hosts("tmpfs", Some("/no/such/dir/here")), &[]).unwrap();
+        assert_eq!(set.make_in, PathBuf::from("/no/such/dir/here"));
+        let set = MediaSet::parse(&on_hosts("tmpfs,ext4", None), &[]).unwrap();
+        assert_eq!(set.make_in, PathBuf::from("/var/tmp"));
+        let reqs = set.make_requests(1 << 30);
+        assert_eq!(reqs.len(), 2);
+        assert_eq!((reqs[1].label.as_str(), reqs[1].room), ("ext4", 1 << 30));
+        assert_eq!(set.host_directories()[0], PathBuf::from("/var/tmp/tmpfs"));
+        for (make, make_in, flag) in [("raw", None, "--make"), ("tmpfs", Some("rel"), "--make-in")]
+        {
+            let e = MediaSet::parse(&on_hosts(make, make_in), &[]).unwrap_err();
+            assert!(format!("{e:#}").contains(flag), "{make}: {e:#}");
         }
     }
 

@@ -105,8 +105,15 @@ pub fn drive<O: ?Sized>(
     interrupt::install();
     let t0 = std::time::Instant::now();
     let mut overhead = Overhead::start();
-    let media = p.set.build(p.room, p.quiet)?;
-    let dirs = p.set.directories(&media);
+    // On hosts the configurations are theirs (built before the rounds).
+    let (media, dirs) = match &p.hosts {
+        None => {
+            let media = p.set.build(p.room, p.quiet)?;
+            let dirs = p.set.directories(&media);
+            (media, dirs)
+        }
+        Some(_) => (Vec::new(), p.set.host_directories()),
+    };
     let mut results = start();
     let busy = results.provenance.busy_warning();
     results.warnings.splice(0..0, busy);

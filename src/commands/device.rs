@@ -46,7 +46,8 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         let presenter = exports::media_presenter(exports, |quiet| {
             Box::new(Terminal::progress_only(quiet)) as Box<dyn Observer>
         });
-        let media = super::media_flags(&a.media);
+        let mut media = super::media_flags(&a.media);
+        media.on_hosts = connect.is_some();
         return crate::campaign::device_plan::run(
             &settings,
             &media,

@@ -111,6 +111,7 @@ pub fn job_target(a: &DeviceArgs, needs_target: bool, size: Option<u64>) -> JobT
                 .to_string()
         }),
         size,
+        ..JobTarget::default()
     }
 }
 

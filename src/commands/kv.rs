@@ -188,6 +188,7 @@ fn run_on_hosts(
             dir: Some(dir.display().to_string()),
             size: None,
             overwrite: false,
+            ..JobTarget::default()
         },
         on_loss: a.hosts.on_host_loss.into(),
     };
@@ -243,7 +244,8 @@ fn media_run(args: KvArgs, hosts: Option<Vec<fleet::HostSpec>>) -> anyhow::Resul
     let presenter = super::exports::media_presenter(exports, |quiet| {
         Box::new(KvTerminal::new(quiet)) as Box<dyn KvObserver>
     });
-    let flags = super::media_flags(&a.media);
+    let mut flags = super::media_flags(&a.media);
+    flags.on_hosts = hosts.is_some();
     let (quiet, host_flags) = (a.quiet, a.hosts.flags());
     let hosts = hosts.map(|h| KvHostsConnect {
         on_loss: host_flags.on_host_loss,

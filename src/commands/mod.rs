@@ -38,6 +38,7 @@ pub fn media_flags(m: &MediaArgs) -> MediaFlags {
         make_in,
         rounds,
         baseline,
+        on_hosts: false,
     }
 }
 

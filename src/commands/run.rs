@@ -59,7 +59,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         .collect();
     let exports = super::exports::parse(export.as_deref(), settings.force, &inputs)?;
     let presenter = super::exports::presenter(exports, crate::report::terminal::run_summary);
-    run_campaign::run(settings, &super::media_flags(&media), hosts, &presenter)
+    let mut media = super::media_flags(&media);
+    media.on_hosts = hosts.is_some();
+    run_campaign::run(settings, &media, hosts, &presenter)
 }
 
 /// The hosts, with what a run on them cannot do refused naming the flag;

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::agent_kv::KvSlot;
+use super::agent_media::HostMedia;
 use super::build;
 use super::proto::{
     self, AgentError, AgentWork, ClockReply, Hello, JobResult, JobTarget, Message, ProgressReport,
@@ -195,6 +196,9 @@ pub fn serve_within(
     std::thread::Builder::new()
         .name("agent-silence".into())
         .spawn(move || silence_watchdog(silence, watch_heard, watch_tx, watch_flag))?;
+    // Declared first, dropped last: the jobs' files and databases live in
+    // the configurations' file systems.
+    let mut media = HostMedia::default();
     let mut target: Option<(DeviceWork, Target)> = None;
     let mut kv = KvSlot::default();
     // Serving an export and sampling the CPU, as a target host.
@@ -219,9 +223,20 @@ pub fn serve_within(
                     .unwrap_or_else(|e| Message::Error(agent_error(&e)));
                 send(&out, &reply)?;
             }
+            Event::Msg(Message::Make(req)) => {
+                // A configuration outlives jobs: nothing runs on it yet.
+                send(&out, &media.make(req))?;
+            }
             Event::Msg(Message::Prepare(p)) => {
                 interrupt::reset();
-                let p = *p;
+                let mut p = *p;
+                p.target = match media.resolve(&p.target) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        send(&out, &Message::Error(agent_error(&e)))?;
+                        continue;
+                    }
+                };
                 let job = match p.work {
                     AgentWork::Kv(w) => {
                         (target, armed) = (None, false);
@@ -432,6 +447,7 @@ mod tests {
             dir: None,
             size: None,
             overwrite: false,
+            ..JobTarget::default()
         };
         write_message(
             &mut w,

@@ -324,6 +324,7 @@ mod tests {
             dir: Some(dir.display().to_string()),
             size: None,
             overwrite: false,
+            ..JobTarget::default()
         };
         let w = KvWork {
             settings: settings(),

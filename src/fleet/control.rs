@@ -348,6 +348,30 @@ impl Fleet {
         &self.agents
     }
 
+    /// Build every configuration of `reqs` on every host, at most the
+    /// connect concurrency at a time (`agent_media`); they stay until the
+    /// fleet closes. Any host that cannot is an error naming it (the
+    /// configurations built elsewhere go when the fleet does).
+    pub fn make(&mut self, reqs: &[super::proto::MakeRequest]) -> anyhow::Result<()> {
+        let timeout = self.opts.prepare_timeout;
+        let errors = par_each(&mut self.agents, self.opts.connect_concurrency, |a| {
+            for r in reqs {
+                let name = a.name.clone();
+                let conn = a.conn();
+                conn.send(&Message::Make(r.clone()))?;
+                match conn.recv_until_stopped(Instant::now() + timeout)? {
+                    Message::Made { label, .. } if label == r.label => {}
+                    other => return Err(super::conn::unexpected(&name, other, "made")),
+                }
+            }
+            Ok(())
+        });
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// With --deploy: what was sent where, and which hosts had this build
     /// already.
     pub fn deploy_summary(&self) -> Option<String> {

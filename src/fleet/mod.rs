@@ -8,6 +8,7 @@
 
 pub mod agent;
 mod agent_kv;
+mod agent_media;
 pub mod build;
 pub mod clock;
 pub mod collect;

@@ -54,6 +54,14 @@ impl FleetPlacement {
         self
     }
 
+    /// Build the configurations of `reqs` on every host (`Fleet::make`).
+    pub fn make(&mut self, reqs: &[super::proto::MakeRequest]) -> anyhow::Result<()> {
+        if reqs.is_empty() {
+            return Ok(());
+        }
+        self.fleet.make(reqs)
+    }
+
     /// Run the next jobs against `target` (another export).
     pub fn set_target(&mut self, target: JobTarget) {
         self.target = target;

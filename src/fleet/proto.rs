@@ -17,7 +17,7 @@ use crate::results::Point;
 use super::build::BuildId;
 
 /// Bumped whenever a message changes shape.
-pub const PROTOCOL_VERSION: u8 = 5;
+pub const PROTOCOL_VERSION: u8 = 6;
 /// How often the control side tells every agent it is there.
 pub const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// Silence from the control side after which an agent tears down and
@@ -44,6 +44,23 @@ pub struct JobTarget {
     /// Writes to a remote export were allowed (`--overwrite`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub overwrite: bool,
+    /// The configuration of this label the host built (`Make`): the
+    /// scratch file (or database) goes in its file system, not in `dir`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made: Option<String>,
+}
+
+/// control -> agent: build a configuration (`--make`: a file system on a
+/// loop device, a stripe, tmpfs) under `make_in` with room for `room`
+/// bytes, known by `label` until the agent ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MakeRequest {
+    pub label: String,
+    /// As `--make` names it (`ext4`, `xfs`, `stripe:2`, `tmpfs`).
+    pub kind: String,
+    pub make_in: String,
+    pub room: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -287,6 +304,13 @@ pub enum Message {
         to_ns: u64,
     },
     CpuOver(CpuOver),
+    /// control -> agent: build a configuration.
+    Make(MakeRequest),
+    /// agent -> control: built; where its file system is on the host.
+    Made {
+        label: String,
+        target: String,
+    },
 }
 
 /// Kinds on the wire; the numbers never change meaning within a version.
@@ -310,6 +334,9 @@ enum Kind {
     Serving = 21,
     CpuWindow = 22,
     CpuOver = 23,
+    // 30 onwards: configurations built on the hosts (`--make`).
+    Make = 30,
+    Made = 31,
 }
 
 impl Kind {
@@ -317,7 +344,7 @@ impl Kind {
         use Kind::*;
         [
             Hello, Prepare, Ready, ClockProbe, ClockReply, StartAt, Progress, Result, Error, Stop,
-            Bye, KeepAlive, Serve, Serving, CpuWindow, CpuOver,
+            Bye, KeepAlive, Serve, Serving, CpuWindow, CpuOver, Make, Made,
         ]
         .into_iter()
         .find(|k| *k as u8 == b)
@@ -332,6 +359,8 @@ impl Kind {
             | Kind::Ready
             | Kind::Serve
             | Kind::Serving
+            | Kind::Make
+            | Kind::Made
             // With an hour of a disk's seconds at most.
             | Kind::CpuOver => MAX_CONTROL,
             _ => MAX_SMALL,
@@ -382,6 +411,8 @@ fn kind_name(k: Kind) -> &'static str {
         Kind::Serving => "serving",
         Kind::CpuWindow => "cpu-window",
         Kind::CpuOver => "cpu-over",
+        Kind::Make => "make",
+        Kind::Made => "made",
     }
 }
 
@@ -409,6 +440,12 @@ struct WindowBody {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Empty {}
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MadeBody {
+    label: String,
+    target: String,
+}
 
 impl Message {
     fn kind(&self) -> Kind {
@@ -429,6 +466,8 @@ impl Message {
             Message::Serving(_) => Kind::Serving,
             Message::CpuWindow { .. } => Kind::CpuWindow,
             Message::CpuOver(_) => Kind::CpuOver,
+            Message::Make(_) => Kind::Make,
+            Message::Made { .. } => Kind::Made,
         }
     }
 
@@ -460,6 +499,11 @@ impl Message {
                 to_ns: *to_ns,
             }),
             Message::CpuOver(c) => serde_json::to_vec(c),
+            Message::Make(r) => serde_json::to_vec(r),
+            Message::Made { label, target } => serde_json::to_vec(&MadeBody {
+                label: label.clone(),
+                target: target.clone(),
+            }),
         }
     }
 
@@ -539,6 +583,14 @@ impl Message {
                     });
                 }
                 Message::CpuOver(c)
+            }
+            Kind::Make => Message::Make(serde_json::from_slice(body).map_err(bad)?),
+            Kind::Made => {
+                let b: MadeBody = serde_json::from_slice(body).map_err(bad)?;
+                Message::Made {
+                    label: b.label,
+                    target: b.target,
+                }
             }
         };
         if let Message::Result(r) = &m {

@@ -57,15 +57,9 @@ struct RunMedia {
     explicit: Option<EngineKind>,
 }
 
-/// On hosts: every target a directory on each of them (an absolute path),
-/// no configuration built here.
+/// On hosts: every target a directory on each of them (an absolute path;
+/// the configurations are built there).
 fn check_on_hosts(set: &MediaSet) -> anyhow::Result<()> {
-    if set.made().next().is_some() {
-        return Err(usage(
-            "--make",
-            "not with --hosts: the configurations are built on this machine (give each host's directories as DIRs)",
-        ));
-    }
     if let Some((_, t)) = set.given().find(|(_, t)| !t.path.is_absolute()) {
         return Err(usage(
             "DIR",
@@ -99,7 +93,9 @@ fn check(
     for (_, t) in set.given().filter(|_| !on_hosts) {
         media_set::check_writable_dir(t, "iolab run")?;
     }
-    set.check_made()?;
+    if !on_hosts {
+        set.check_made()?;
+    }
     a.dir = set
         .given()
         .next()
@@ -226,7 +222,9 @@ pub fn run(
         }
         Some(h) => {
             let setups = host_setups(&m);
-            let placement = (h.connect)(setups[0].clone())?.with_setups(setups);
+            let mut placement = (h.connect)(setups[0].clone())?;
+            placement.make(&m.set.make_requests(m.scratch))?;
+            let placement = placement.with_setups(setups);
             let none = m.set.subjects.iter().map(|_| Target::none(m.scratch));
             PlacedMedia {
                 dirs: vec![None; m.set.subjects.len()],
@@ -246,8 +244,8 @@ pub fn run(
         None => m.set.record_targets(targets, &placed.media),
         Some(p) => {
             on_hosts_results(&mut results, &steps, p);
-            let dirs: Vec<PathBuf> = m.set.given().map(|(_, t)| t.path.clone()).collect();
-            m.set.record_directories(&dirs, &[], false)
+            m.set
+                .record_directories(&m.set.host_directories(), &[], false)
         }
     });
     let json_path = dir.join("results.json");
@@ -302,12 +300,20 @@ struct PlacedMedia {
 }
 
 /// Each setup's target on every host: a scratch file of the run's size
-/// in its directory.
+/// in its directory, or in the configuration each host built.
 fn host_setups(m: &RunMedia) -> Vec<JobTarget> {
     m.set
-        .given()
-        .map(|(_, t)| JobTarget {
-            dir: Some(t.path.display().to_string()),
+        .subjects
+        .iter()
+        .map(|s| JobTarget {
+            dir: match s {
+                Subject::Given(t) => Some(t.path.display().to_string()),
+                Subject::Made(_) => None,
+            },
+            made: match s {
+                Subject::Made(k) => Some(k.name()),
+                Subject::Given(_) => None,
+            },
             size: Some(m.scratch),
             overwrite: false,
         })

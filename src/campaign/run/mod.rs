@@ -512,6 +512,7 @@ fn place_on_hosts(a: &RunSettings, hosts: OnHosts, p: OnePlan) -> anyhow::Result
         dir: Some(a.dir.display().to_string()),
         size: Some(scratch_size),
         overwrite: false,
+        ..JobTarget::default()
     })?;
     Ok(Placed {
         target: Target::none(scratch_size),
