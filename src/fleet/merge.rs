@@ -215,4 +215,62 @@ mod tests {
     fn nothing_to_merge() {
         assert!(merge(&[]).is_none());
     }
+
+    /// The control side's cost of N hosts' points, on paper and measured:
+    /// one real point (a 4 s random 70/30 read/write job on the null
+    /// engine, its histograms and per-second series) as every host's,
+    /// merged; the merge's CPU per host and the sizes of a host's row.
+    /// `IOLAB_MERGE_HOSTS=1000 cargo test --lib -- --ignored --nocapture
+    /// measure_the_merge_of_many_hosts` (docs/fleet.md, "Scale").
+    #[test]
+    #[ignore]
+    fn measure_the_merge_of_many_hosts() {
+        let n: usize = std::env::var("IOLAB_MERGE_HOSTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000);
+        let job = crate::plan::job::JobSpec {
+            engine: crate::plan::engines::EngineKind::Null,
+            pattern: crate::plan::job::Pattern::RandRw,
+            mix: 70,
+            qd: 4,
+            stop: crate::plan::job::StopCondition {
+                runtime_ns: Some(4_000_000_000),
+                io_count: None,
+                io_bytes: None,
+            },
+            ..Default::default()
+        };
+        let target = crate::dut::Target::none(1 << 30);
+        let p = crate::runner::job::run_job(&job, &target, &Default::default())
+            .unwrap()
+            .point;
+        let hosts: Vec<HostPoint> = (0..n)
+            .map(|i| host(&format!("host-{i:04}"), p.clone(), i as i64))
+            .collect();
+        let thread_cpu_ns = || {
+            // SAFETY: clock_gettime fills a local timespec.
+            let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let cpu0 = thread_cpu_ns();
+        let t0 = std::time::Instant::now();
+        let pass = merge(&hosts).unwrap();
+        let wall = t0.elapsed();
+        let cpu = thread_cpu_ns() - cpu0;
+        let row = serde_json::to_vec(&pass.per_host[0]).unwrap().len();
+        let hist: usize = pass.per_host[0].histograms.values().map(|h| h.len()).sum();
+        let series = serde_json::to_vec(&pass.per_host[0].series).unwrap().len();
+        let point = serde_json::to_vec(&pass.into_point()).unwrap().len();
+        println!(
+            "{n} hosts: merge {:.1} ms wall, {:.1} ms CPU ({:.1} us per host); a host's row {row} B \
+             (histograms {hist} B over {} kinds, series {series} B over {} s); the point with every row {point} B",
+            wall.as_secs_f64() * 1e3,
+            cpu as f64 / 1e6,
+            cpu as f64 / 1e3 / n as f64,
+            p.histograms.len(),
+            p.series.len(),
+        );
+    }
 }
