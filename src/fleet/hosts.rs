@@ -104,8 +104,27 @@ pub fn parse_host(entry: &str, field: &str) -> anyhow::Result<HostSpec> {
 }
 
 /// Parse a host list: `a,b,c` or `@FILE`. Duplicates and an empty list are
-/// errors naming `field`.
+/// errors naming `field`. A groups file (`@FILE.toml`, `fleet::groups`) of
+/// one group that changes nothing is its hosts; host groups with their own
+/// jobs are refused here (the verbs that run them read
+/// `groups::parse_host_groups`).
 pub fn parse_hosts(list: &str, field: &str) -> anyhow::Result<Vec<HostSpec>> {
+    let groups = super::groups::parse_host_groups(list, field)?;
+    if !groups.is_plain() {
+        return Err(usage(
+            field,
+            format!(
+                "host groups are for device runs yet: {} names {} group(s) or a group's own job; give one group without rw, bs, iodepth, numjobs, rate, size or target",
+                list.trim_start_matches('@'),
+                groups.groups.len()
+            ),
+        ));
+    }
+    Ok(groups.hosts())
+}
+
+/// Parse a plain host list: `a,b,c` or `@FILE` with one per line.
+pub(super) fn parse_host_list(list: &str, field: &str) -> anyhow::Result<Vec<HostSpec>> {
     let text;
     let entries: Vec<&str> = if let Some(file) = list.strip_prefix('@') {
         text = crate::input::read_text(Path::new(file), field, Some(1 << 20))?;
@@ -191,5 +210,26 @@ mod tests {
         assert_eq!(hs[1].port, Some(2200));
         std::fs::write(&f, "# nothing\n").unwrap();
         assert!(parse_hosts(&format!("@{}", f.display()), "--hosts").is_err());
+    }
+
+    #[test]
+    fn a_groups_file_is_its_hosts_only_when_it_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.toml");
+        std::fs::write(&f, "[[group]]\nname = \"all\"\nhosts = [\"a\", \"b\"]\n").unwrap();
+        let list = format!("@{}", f.display());
+        assert_eq!(parse_hosts(&list, "--hosts").unwrap().len(), 2);
+        std::fs::write(
+            &f,
+            "[[group]]\nname = \"all\"\nhosts = [\"a\"]\nrw = \"read\"\n",
+        )
+        .unwrap();
+        let e = parse_hosts(&list, "--hosts").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("--hosts") && e.contains("host groups are for device runs yet"),
+            "{e}"
+        );
     }
 }
