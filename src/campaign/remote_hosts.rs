@@ -266,6 +266,7 @@ fn start_results(
     results.extra.hosts = Some(HostsRecord {
         hosts,
         target: None,
+        groups: None,
     });
     results.extra.remote = Some(Box::new(RemoteRecord {
         topology: "hosts".into(),

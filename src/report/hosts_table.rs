@@ -204,6 +204,7 @@ mod tests {
             lost: Vec::new(),
             rate_per_host: None,
             target_host: None,
+            groups: Vec::new(),
         };
         let rows = rows(p, &h);
         assert_eq!(HEADER[2], "throughput");
