@@ -163,6 +163,7 @@ fn two_groups_run_their_own_jobs_targets_and_rates_and_merge_exactly() {
     // The views: the hosts' table (text) and the CSV carry the group rows
     // and each host's group.
     let shown = report(&out, "text");
+    println!("{shown}");
     let writer = format!("{} [writers]", lab.hosts[2].addr);
     for want in ["group readers", "group writers", writer.as_str()] {
         assert!(shown.contains(want), "{want}: {shown}");
