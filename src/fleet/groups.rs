@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::hosts::{parse_host, parse_host_list, HostSpec};
 use super::proto::JobTarget;
 use crate::error::usage;
+use crate::plan::engines::{engine_for_transport, EngineKind, Opens};
 use crate::plan::job::{JobSpec, OpenLoop, Pattern};
 use crate::plan::units::{BsAxis, Count, Size};
 
@@ -202,6 +203,9 @@ impl GroupJob {
         if let Some(n) = &self.numjobs {
             j.jobs = n.get().min(u32::MAX as u64) as u32;
         }
+        if let Some(t) = &self.target {
+            j.engine = engine_for_target(j.engine, t);
+        }
         if let Some(r) = &self.rate {
             j.open_loop = Some(OpenLoop {
                 rate_iops: r.get() as f64 / group_hosts.max(1) as f64,
@@ -222,6 +226,24 @@ impl GroupJob {
             size: self.size.as_ref().map(Size::bytes).or(base.size),
             overwrite: base.overwrite,
         }
+    }
+}
+
+/// The engine a job of `engine` uses on a group's `target`: the engine
+/// of the export's transport on an export (as `device --target URL`
+/// chooses it), a local engine on a directory when the command line's
+/// target was an export; as given otherwise (and for engines that open
+/// nothing).
+fn engine_for_target(engine: EngineKind, target: &str) -> EngineKind {
+    let export = crate::plan::endpoint::endpoint_of(std::path::Path::new(target))
+        .ok()
+        .flatten();
+    match (engine.caps().opens, export) {
+        (Opens::Nothing, _) => engine,
+        (Opens::Remote(t), Some(e)) if t == e.transport => engine,
+        (_, Some(e)) => engine_for_transport(e.transport).unwrap_or(engine),
+        (Opens::Remote(_), None) => EngineKind::default_local(),
+        (Opens::LocalFd, None) => engine,
     }
 }
 
@@ -495,6 +517,25 @@ numjobs = 2
         let t = g.groups[0].job.target(&base_t);
         assert_eq!((t.dir.as_deref(), t.size), (Some("/data"), Some(1 << 30)));
         assert_eq!(g.groups[1].job.target(&base_t), base_t);
+        // A group's export is reached by its transport's engine, a
+        // group's directory (after an export on the command line) by a
+        // local one; an engine that opens nothing stays.
+        assert_eq!(
+            engine_for_target(EngineKind::Psync, "nbd://10.0.0.9:10809/"),
+            EngineKind::Nbd
+        );
+        assert_eq!(
+            engine_for_target(EngineKind::Nbd, "/data"),
+            EngineKind::default_local()
+        );
+        assert_eq!(
+            engine_for_target(EngineKind::Psync, "/data"),
+            EngineKind::Psync
+        );
+        assert_eq!(
+            engine_for_target(EngineKind::Null, "nbd://h/"),
+            EngineKind::Null
+        );
         let none = JobTarget {
             dir: None,
             ..base_t
