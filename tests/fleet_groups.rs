@@ -99,15 +99,18 @@ fn assert_groups_exact(p: &Point) {
     }
 }
 
+/// `iolab report` of `out` in `format`, read from a file beside it.
 fn report(out: &Path, format: &str) -> String {
+    let page = out.with_extension(format);
     let o = Command::new(IOLAB)
         .arg("report")
         .arg(out)
-        .args(["--format", format])
+        .args(["--format", format, "-o"])
+        .arg(&page)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    std::fs::read_to_string(&page).unwrap()
 }
 
 #[test]
@@ -168,11 +171,13 @@ fn two_groups_run_their_own_jobs_targets_and_rates_and_merge_exactly() {
     for want in ["group readers", "group writers", writer.as_str()] {
         assert!(shown.contains(want), "{want}: {shown}");
     }
-    let csv = report(&out, "csv");
-    assert!(
-        csv.contains("group writers") && csv.contains(&writer),
-        "{csv}"
-    );
+    for format in ["csv", "markdown", "html"] {
+        let page = report(&out, format);
+        assert!(
+            page.contains("group writers") && page.contains(&writer),
+            "{format}: {page}"
+        );
+    }
 
     // Rates: the readers' 2,000 shared over their two hosts; the writers
     // keep the command line's rate, shared over every host (600 / 3).
