@@ -177,6 +177,16 @@ impl HostGroups {
         Ok(())
     }
 
+    /// Each host's group, by the host's name (as `HostSpec` displays it):
+    /// the index of its group in `groups`.
+    pub fn index(&self) -> std::collections::HashMap<String, usize> {
+        self.groups
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| g.hosts.iter().map(move |h| (h.to_string(), i)))
+            .collect()
+    }
+
     /// The group of the host named `host` (as `HostSpec` displays it).
     pub fn group_of(&self, host: &str) -> Option<&HostGroup> {
         self.groups
@@ -480,6 +490,8 @@ numjobs = 2
         assert_eq!(g.hosts().len(), 3);
         assert_eq!(g.group_of("h2").unwrap().name.as_deref(), Some("writers"));
         assert!(g.group_of("h9").is_none());
+        assert_eq!(g.index()["root@10.0.0.2:22"], 0);
+        assert_eq!(g.index()["h2"], 1);
         // Serialized as text, read back the same.
         let json = serde_json::to_string(&r.job).unwrap();
         assert!(json.contains("\"iodepth\":\"32\""), "{json}");

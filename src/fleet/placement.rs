@@ -19,6 +19,13 @@ use crate::results::Point;
 use crate::runner::recorder::Live;
 use crate::session::HostPlacement;
 
+/// What one host runs in a pass under host groups.
+struct HostJob {
+    job: JobSpec,
+    target: JobTarget,
+    group: Option<String>,
+}
+
 /// What follows a host lost during a point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnHostLoss {
@@ -58,29 +65,29 @@ impl FleetPlacement {
         self
     }
 
-    /// Each live host's job and target under the groups: the group's
-    /// overrides, its rate shared over the group's hosts still here.
-    fn group_jobs(
-        &self,
-        groups: &HostGroups,
-        job: &JobSpec,
-    ) -> HashMap<String, (JobSpec, JobTarget)> {
+    /// Each live host's job and target and group under the groups: the
+    /// group's overrides, its rate shared over the group's hosts still here.
+    fn group_jobs(&self, groups: &HostGroups, job: &JobSpec) -> HashMap<String, HostJob> {
         let names = self.fleet.hosts();
-        let live_in = |g: &super::groups::HostGroup| {
-            names
-                .iter()
-                .filter(|n| groups.group_of(n).is_some_and(|o| o.name == g.name))
-                .count()
-        };
+        let index = groups.index();
+        let mut live = vec![0; groups.groups.len()];
+        for i in names.iter().filter_map(|n| index.get(n)) {
+            live[*i] += 1;
+        }
         names
             .iter()
             .map(|n| {
-                let ran = match groups.group_of(n) {
-                    Some(g) => (
-                        g.job.apply(job, live_in(g), names.len()),
-                        g.job.target(&self.target),
-                    ),
-                    None => (host_share(job, names.len()), self.target.clone()),
+                let ran = match index.get(n).map(|i| (*i, &groups.groups[*i])) {
+                    Some((i, g)) => HostJob {
+                        job: g.job.apply(job, live[i], names.len()),
+                        target: g.job.target(&self.target),
+                        group: g.name.clone(),
+                    },
+                    None => HostJob {
+                        job: host_share(job, names.len()),
+                        target: self.target.clone(),
+                        group: None,
+                    },
                 };
                 (n.clone(), ran)
             })
@@ -160,23 +167,23 @@ impl HostPlacement for FleetPlacement {
             )
         };
         let by_host = self.groups.as_ref().map(|g| self.group_jobs(g, job));
-        let ran = match (&by_host, &self.groups) {
-            (Some(by_host), Some(groups)) => {
+        let ran = match &by_host {
+            Some(by_host) => {
                 let prepare = |h: &str| match by_host.get(h) {
-                    Some((j, t)) => (AgentWork::Device(Box::new(j.clone())), t.clone()),
+                    Some(r) => (AgentWork::Device(Box::new(r.job.clone())), r.target.clone()),
                     None => (
                         AgentWork::Device(Box::new(share.clone())),
                         self.target.clone(),
                     ),
                 };
-                let group = |h: &str| groups.group_of(h).and_then(|g| g.name.clone());
+                let group = |h: &str| by_host.get(h).and_then(|r| r.group.clone());
                 let each = HostWork {
                     prepare: &prepare,
                     group: &group,
                 };
                 self.fleet.run_each_observed(&each, &observe)
             }
-            _ => self.fleet.run_pass_observed(&share, &self.target, &observe),
+            None => self.fleet.run_pass_observed(&share, &self.target, &observe),
         };
         if self.fleet.agents().is_empty() {
             self.halted = Some("every host was lost".into());
@@ -203,7 +210,7 @@ impl HostPlacement for FleetPlacement {
             for r in &mut h.per_host {
                 r.offered_rate = by_host
                     .get(&r.host)
-                    .and_then(|(j, _)| j.open_loop)
+                    .and_then(|r| r.job.open_loop)
                     .map(|o| o.rate_iops);
             }
             point.job = Some(job.clone());
