@@ -103,28 +103,9 @@ pub fn parse_host(entry: &str, field: &str) -> anyhow::Result<HostSpec> {
     })
 }
 
-/// Parse a host list: `a,b,c` or `@FILE`. Duplicates and an empty list are
-/// errors naming `field`. A groups file (`@FILE.toml`, `fleet::groups`) of
-/// one group that changes nothing is its hosts; host groups with their own
-/// jobs are refused here (the verbs that run them read
-/// `groups::parse_host_groups`).
-pub fn parse_hosts(list: &str, field: &str) -> anyhow::Result<Vec<HostSpec>> {
-    let groups = super::groups::parse_host_groups(list, field)?;
-    if !groups.is_plain() {
-        return Err(usage(
-            field,
-            format!(
-                "host groups are for device runs yet: {} names {} group(s) or a group's own job; give one group without rw, bs, iodepth, numjobs, rate, size or target",
-                list.trim_start_matches('@'),
-                groups.groups.len()
-            ),
-        ));
-    }
-    Ok(groups.hosts())
-}
-
 /// Parse a plain host list: `a,b,c` or `@FILE` with one per line.
-pub(super) fn parse_host_list(list: &str, field: &str) -> anyhow::Result<Vec<HostSpec>> {
+/// Duplicates and an empty list are errors naming `field`.
+pub fn parse_host_list(list: &str, field: &str) -> anyhow::Result<Vec<HostSpec>> {
     let text;
     let entries: Vec<&str> = if let Some(file) = list.strip_prefix('@') {
         text = crate::input::read_text(Path::new(file), field, Some(1 << 20))?;
@@ -199,37 +180,16 @@ mod tests {
 
     #[test]
     fn lists_and_files() {
-        assert_eq!(parse_hosts("a, b,c:23", "--hosts").unwrap().len(), 3);
-        assert!(parse_hosts("a,,b", "--hosts").is_err());
-        assert!(parse_hosts("a,a", "--hosts").is_err());
+        assert_eq!(parse_host_list("a, b,c:23", "--hosts").unwrap().len(), 3);
+        assert!(parse_host_list("a,,b", "--hosts").is_err());
+        assert!(parse_host_list("a,a", "--hosts").is_err());
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("hosts");
         std::fs::write(&f, "# fleet\nu@a\n\nb:2200 # second\n").unwrap();
-        let hs = parse_hosts(&format!("@{}", f.display()), "--hosts").unwrap();
+        let hs = parse_host_list(&format!("@{}", f.display()), "--hosts").unwrap();
         assert_eq!(hs.len(), 2);
         assert_eq!(hs[1].port, Some(2200));
         std::fs::write(&f, "# nothing\n").unwrap();
-        assert!(parse_hosts(&format!("@{}", f.display()), "--hosts").is_err());
-    }
-
-    #[test]
-    fn a_groups_file_is_its_hosts_only_when_it_changes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("g.toml");
-        std::fs::write(&f, "[[group]]\nname = \"all\"\nhosts = [\"a\", \"b\"]\n").unwrap();
-        let list = format!("@{}", f.display());
-        assert_eq!(parse_hosts(&list, "--hosts").unwrap().len(), 2);
-        std::fs::write(
-            &f,
-            "[[group]]\nname = \"all\"\nhosts = [\"a\"]\nrw = \"read\"\n",
-        )
-        .unwrap();
-        let e = parse_hosts(&list, "--hosts").unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), 2);
-        let e = format!("{e:#}");
-        assert!(
-            e.contains("--hosts") && e.contains("host groups are for device runs yet"),
-            "{e}"
-        );
+        assert!(parse_host_list(&format!("@{}", f.display()), "--hosts").is_err());
     }
 }
