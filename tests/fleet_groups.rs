@@ -296,6 +296,26 @@ fn bad_groups_files_and_other_verbs_are_exit_2_naming_the_field() {
             "{args:?}: {err}"
         );
     }
+    // Two hosts of a group verifying on one export they share: refused
+    // naming --verify, as without groups.
+    let shared = g(
+        "shared.toml",
+        &two.replace(
+            "rw = \"randread\"",
+            "rw = \"randrw\"\ntarget = \"nbd://127.0.0.1:10809/\"",
+        ),
+    );
+    let o = Command::new(IOLAB)
+        .args(["device", "--rw", "randrw", "--verify", "--overwrite"])
+        .args(["--target", "/var/tmp", "--hosts", &shared])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--verify") && err.contains("shared export"),
+        "{err}"
+    );
     // A dry run of device says each group's job and contacts nobody.
     let o = Command::new(IOLAB)
         .args([

@@ -23,7 +23,6 @@ pub fn refuse_what_hosts_cannot_run(
     };
     let groups = fleet::parse_host_groups(list, "--hosts")?;
     check_groups(a, exps, &groups)?;
-    let hosts = groups.hosts();
     let local_only = [
         (
             "--breakdown",
@@ -54,14 +53,12 @@ pub fn refuse_what_hosts_cannot_run(
     if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
         return Err(usage(*flag, format!("not with --hosts: it {why}")));
     }
-    let remote = a
-        .target
-        .first()
-        .map(|t| crate::plan::endpoint::endpoint_of(t))
-        .transpose()?
-        .flatten();
+    if let Some(t) = a.target.first() {
+        crate::plan::endpoint::endpoint_of(t)?;
+    }
+    let base = a.target.first().map(|t| t.display().to_string());
     let verifies = exps.iter().flat_map(|e| &e.jobs).any(|j| j.verify);
-    if remote.is_some() && hosts.len() > 1 && verifies {
+    if verifies && groups.share_an_export(base.as_deref()) {
         return Err(usage(
             "--verify",
             "not with several --hosts on one shared export: each host stamps and checks the blocks it writes, \

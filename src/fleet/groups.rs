@@ -173,6 +173,22 @@ impl HostGroups {
         Ok(())
     }
 
+    /// Several hosts use one remote export (the command line's target
+    /// `base`, or a group's): they would overwrite each other's blocks.
+    pub fn share_an_export(&self, base: Option<&str>) -> bool {
+        let mut users: std::collections::HashMap<&str, usize> = Default::default();
+        for g in &self.groups {
+            let Some(t) = g.job.target.as_deref().or(base) else {
+                continue;
+            };
+            let export = crate::plan::endpoint::endpoint_of(std::path::Path::new(t));
+            if export.is_ok_and(|e| e.is_some()) {
+                *users.entry(t).or_default() += g.hosts.len();
+            }
+        }
+        users.values().any(|n| *n > 1)
+    }
+
     /// Each host's group, by the host's name (as `HostSpec` displays it):
     /// the index of its group in `groups`.
     pub fn index(&self) -> std::collections::HashMap<String, usize> {
@@ -330,6 +346,20 @@ numjobs = 2
             ..base_t
         };
         assert_eq!(g.groups[0].job.target(&none).dir, None);
+    }
+
+    #[test]
+    fn hosts_sharing_an_export_are_found_in_any_group() {
+        let g = parse_groups_text("g.toml", TWO).unwrap();
+        assert!(!g.share_an_export(Some("/var/tmp")));
+        // The writers' one host on the command line's export: alone there.
+        assert!(!g.share_an_export(Some("nbd://10.0.0.9/")));
+        let both = TWO.replace("target = \"/data\"", "target = \"nbd://10.0.0.9/\"");
+        let g = parse_groups_text("g.toml", &both).unwrap();
+        assert!(g.share_an_export(None), "the readers' two hosts");
+        let plain = crate::fleet::parse_host_groups("a,b", "--hosts").unwrap();
+        assert!(plain.share_an_export(Some("nbd://10.0.0.9/")));
+        assert!(!plain.share_an_export(Some("/data")));
     }
 
     #[test]
