@@ -50,7 +50,10 @@ fn parse_clock(s: &str) -> Result<ClockChoice, String> {
   iolab device -t ssd=/mnt/ssd -t nvme=/mnt/nvme -t ram=/dev/shm --rounds 3 --profile quick
       the same jobs on several targets of your own, interleaved by rounds, normalized to the first
   iolab device --hosts web1,web2,db@10.0.0.7:2222 --target /var/tmp --rw randread --qd 1,32
-      every job on three hosts at once over ssh, one start, histograms merged exactly (docs/fleet.md)")]
+      every job on three hosts at once over ssh, one start, histograms merged exactly (docs/fleet.md)
+  iolab device --hosts @groups.toml --target /var/tmp --rw randread --qd 8 --runtime 30s
+      host groups: each [[group]] of the file runs its own rw, bs, iodepth, numjobs, rate, size or target,
+      with a merged row per group (docs/fleet.md#host-groups)")]
 pub struct DeviceArgs {
     /// Directory (a scratch file is created in it), existing file, block
     /// device, or remote export (nbd://HOST[:PORT]/[EXPORT],

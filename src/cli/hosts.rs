@@ -32,7 +32,13 @@ pub struct HostsArgs {
     /// Run every job on these hosts at once, over ssh, merged into one
     /// point per job: [user@]host[:port], comma-separated, or @FILE with
     /// one per line. Each host runs `iolab agent` (the same build; see
-    /// --deploy); --target is then a directory on every host
+    /// --deploy); --target is then a directory on every host.
+    /// `device --hosts @FILE.toml` gives host groups, each with its own
+    /// job (keys rw, bs, iodepth, numjobs, rate: the group's whole IOPS,
+    /// size, target; what a group leaves out is the command line's), and
+    /// a merged row per group beside the hosts', e.g.
+    /// `[[group]] name = "readers" hosts = ["h0", "h1"] rw = "randread" iodepth = 32`
+    /// then `[[group]] name = "writers" hosts = ["h2"] rw = "randwrite"`
     #[arg(long, value_name = "LIST", help_heading = "Hosts")]
     pub hosts: Option<String>,
     /// With --hosts: ssh's configuration file (`ssh -F FILE`)

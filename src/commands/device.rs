@@ -37,7 +37,7 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
         let connect = hosts.map(|h| -> crate::campaign::device_plan::HostsConnect<'_> {
             let flags = a.hosts.flags();
             let quiet = a.quiet;
-            Box::new(move || device_hosts::connect(&flags, &h, Default::default(), quiet))
+            Box::new(move || device_hosts::connect_groups(&flags, &h, Default::default(), quiet))
         });
         let settings = super::device_flags::settings(&a);
         let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
@@ -114,15 +114,9 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         jobs.iter().any(|j| j.writes()) || exps.iter().any(|e| e.precondition.is_some() || e.purge);
     if a.dry_run {
         // Every check of the real run, nothing created.
-        let target = match hosts {
+        let target = match &hosts {
             None => dut::check_and_describe(&topts, writes)?,
-            Some(_) => format!(
-                "{} on every host",
-                a.target
-                    .first()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| ".".into())
-            ),
+            Some(g) => device_hosts::dry_run_target(&a, g),
         };
         dry_run(&exps, &target);
         return Ok(());
@@ -135,7 +129,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let (placement, target) = match &hosts {
         Some(h) => {
             let jt = device_hosts::job_target(&a, needs_target, size);
-            let p = device_hosts::connect(&a.hosts.flags(), h, jt, quiet)?;
+            let p = device_hosts::connect_groups(&a.hosts.flags(), h, jt, quiet)?;
             (Some(p), dut::Target::none(size.unwrap_or(0)))
         }
         None => {

@@ -7,19 +7,22 @@ use std::path::PathBuf;
 
 use crate::cli::device::DeviceArgs;
 use crate::error::usage;
-use crate::fleet::{self, FleetPlacement, HostsFlags, JobTarget};
+use crate::fleet::{self, FleetPlacement, HostGroups, HostsFlags, JobTarget};
 use crate::plan::experiment::Experiment;
 
-/// The hosts' flags checked against the rest of the run; `None` without --hosts.
+/// The hosts' flags checked against the rest of the run; `None` without
+/// --hosts. The hosts come in groups (`--hosts @FILE.toml`; a plain list
+/// is one group), each group's job checked as the command line's is.
 pub fn refuse_what_hosts_cannot_run(
     a: &DeviceArgs,
     exps: &[Experiment],
-) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
+) -> anyhow::Result<Option<HostGroups>> {
     a.hosts.flags().check()?;
     let Some(list) = &a.hosts.hosts else {
         return Ok(None);
     };
-    let hosts = fleet::parse_hosts(list, "--hosts")?;
+    let groups = fleet::parse_host_groups(list, "--hosts")?;
+    check_groups(a, exps, &groups)?;
     let local_only = [
         (
             "--breakdown",
@@ -50,14 +53,12 @@ pub fn refuse_what_hosts_cannot_run(
     if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
         return Err(usage(*flag, format!("not with --hosts: it {why}")));
     }
-    let remote = a
-        .target
-        .first()
-        .map(|t| crate::plan::endpoint::endpoint_of(t))
-        .transpose()?
-        .flatten();
+    if let Some(t) = a.target.first() {
+        crate::plan::endpoint::endpoint_of(t)?;
+    }
+    let base = a.target.first().map(|t| t.display().to_string());
     let verifies = exps.iter().flat_map(|e| &e.jobs).any(|j| j.verify);
-    if remote.is_some() && hosts.len() > 1 && verifies {
+    if verifies && groups.share_an_export(base.as_deref()) {
         return Err(usage(
             "--verify",
             "not with several --hosts on one shared export: each host stamps and checks the blocks it writes, \
@@ -93,7 +94,45 @@ pub fn refuse_what_hosts_cannot_run(
             ),
         ));
     }
-    Ok(Some(hosts))
+    Ok(Some(groups))
+}
+
+/// Each group's job, for every job of the run, is valid (errors name the
+/// group); a media run's targets are its setups, not a group's.
+fn check_groups(a: &DeviceArgs, exps: &[Experiment], groups: &HostGroups) -> anyhow::Result<()> {
+    let media =
+        crate::campaign::setups::is_media_run(&super::media_flags(&a.media), a.target.len());
+    if let Some(g) = groups
+        .groups
+        .iter()
+        .find(|g| media && g.job.target.is_some())
+    {
+        return Err(usage(
+            format!(
+                "{}: group {}.target",
+                groups.file.as_deref().unwrap_or("--hosts"),
+                g.name.as_deref().unwrap_or("-")
+            ),
+            "not in a media run: its targets (--target, --make) are every host's setups",
+        ));
+    }
+    groups.check_jobs(exps.iter().flat_map(|e| &e.jobs))
+}
+
+/// A dry run's target on the hosts: the directory on every host, and each
+/// host group's job.
+pub fn dry_run_target(a: &DeviceArgs, groups: &HostGroups) -> String {
+    let mut t = format!(
+        "{} on every host",
+        a.target
+            .first()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| ".".into())
+    );
+    if !groups.is_plain() {
+        t.push_str(&format!("; {}", groups.summary().join("; ")));
+    }
+    t
 }
 
 /// Where each job runs on the hosts: a scratch file of `size` in the
@@ -126,4 +165,14 @@ pub fn connect(
 ) -> anyhow::Result<FleetPlacement> {
     let f = flags.connect(hosts, quiet)?;
     Ok(FleetPlacement::new(f, target, flags.on_host_loss))
+}
+
+/// `connect` to the groups' hosts, each to run its group's job.
+pub fn connect_groups(
+    flags: &HostsFlags,
+    groups: &HostGroups,
+    target: JobTarget,
+    quiet: bool,
+) -> anyhow::Result<FleetPlacement> {
+    Ok(connect(flags, &groups.hosts(), target, quiet)?.with_groups(groups.clone()))
 }

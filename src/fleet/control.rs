@@ -29,6 +29,14 @@ pub const MAX_CONNECTING: usize = 64;
 /// The most `--connect-concurrency` allows.
 pub const MOST_CONNECTING: usize = 1024;
 
+/// What each host runs in a pass, by its name: its work and target, and
+/// the host group its row belongs to (`None`: no group, as for every host
+/// of a plain list).
+pub struct HostWork<'a> {
+    pub prepare: &'a dyn Fn(&str) -> (AgentWork, JobTarget),
+    pub group: &'a dyn Fn(&str) -> Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
     pub ssh: SshOptions,
@@ -427,11 +435,25 @@ impl Fleet {
         target: &JobTarget,
         progress: &dyn Fn(ProgressReport),
     ) -> anyhow::Result<FleetPass> {
-        let prepare = Message::Prepare(Box::new(Prepare {
-            work: work.clone(),
-            target: target.clone(),
-        }));
+        let each = |_: &str| (work.clone(), target.clone());
+        let host_work = HostWork {
+            prepare: &each,
+            group: &|_| None,
+        };
+        self.run_each_observed(&host_work, progress)
+    }
+
+    /// `run_work_observed` with each host's own work and target (host
+    /// groups): the hosts' rows say their group, and the pass has a row
+    /// per group (`merge::group_rows`).
+    pub fn run_each_observed(
+        &mut self,
+        each: &HostWork,
+        progress: &dyn Fn(ProgressReport),
+    ) -> anyhow::Result<FleetPass> {
         for a in &mut self.agents {
+            let (work, target) = (each.prepare)(&a.name);
+            let prepare = Message::Prepare(Box::new(Prepare { work, target }));
             a.conn().send(&prepare)?;
         }
         let prep_deadline = Instant::now() + self.opts.prepare_timeout;
@@ -494,6 +516,10 @@ impl Fleet {
             anyhow::bail!("every host was lost during the point: {}", all.join("; "));
         };
         pass.aggregate.extra.instances = merge::instance_rows(&points);
+        for r in &mut pass.per_host {
+            r.group = (each.group)(&r.host);
+        }
+        pass.groups = merge::group_rows(&points, each.group);
         for l in &lost {
             pass.aggregate.warnings.push(format!(
                 "host {} was lost during the point ({}): the point is partial, its figures are the other hosts'",

@@ -103,9 +103,9 @@ pub fn parse_host(entry: &str, field: &str) -> anyhow::Result<HostSpec> {
     })
 }
 
-/// Parse a host list: `a,b,c` or `@FILE`. Duplicates and an empty list are
-/// errors naming `field`.
-pub fn parse_hosts(list: &str, field: &str) -> anyhow::Result<Vec<HostSpec>> {
+/// Parse a plain host list: `a,b,c` or `@FILE` with one per line.
+/// Duplicates and an empty list are errors naming `field`.
+pub fn parse_host_list(list: &str, field: &str) -> anyhow::Result<Vec<HostSpec>> {
     let text;
     let entries: Vec<&str> = if let Some(file) = list.strip_prefix('@') {
         text = crate::input::read_text(Path::new(file), field, Some(1 << 20))?;
@@ -180,16 +180,16 @@ mod tests {
 
     #[test]
     fn lists_and_files() {
-        assert_eq!(parse_hosts("a, b,c:23", "--hosts").unwrap().len(), 3);
-        assert!(parse_hosts("a,,b", "--hosts").is_err());
-        assert!(parse_hosts("a,a", "--hosts").is_err());
+        assert_eq!(parse_host_list("a, b,c:23", "--hosts").unwrap().len(), 3);
+        assert!(parse_host_list("a,,b", "--hosts").is_err());
+        assert!(parse_host_list("a,a", "--hosts").is_err());
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("hosts");
         std::fs::write(&f, "# fleet\nu@a\n\nb:2200 # second\n").unwrap();
-        let hs = parse_hosts(&format!("@{}", f.display()), "--hosts").unwrap();
+        let hs = parse_host_list(&format!("@{}", f.display()), "--hosts").unwrap();
         assert_eq!(hs.len(), 2);
         assert_eq!(hs[1].port, Some(2200));
         std::fs::write(&f, "# nothing\n").unwrap();
-        assert!(parse_hosts(&format!("@{}", f.display()), "--hosts").is_err());
+        assert!(parse_host_list(&format!("@{}", f.display()), "--hosts").is_err());
     }
 }

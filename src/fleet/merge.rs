@@ -22,6 +22,9 @@ pub struct FleetPass {
     /// figures are the other hosts'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<LostHost>,
+    /// One row per host group (`group_rows`), none without groups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<HostRow>,
     /// The common start instant, control clock (for windows on other clocks).
     #[serde(skip)]
     pub start_ns: u64,
@@ -59,6 +62,7 @@ impl FleetPass {
             lost: self.lost,
             rate_per_host: None,
             target_host: None,
+            groups: self.groups,
         }));
         p
     }
@@ -103,6 +107,7 @@ pub fn instance_rows(hosts: &[HostPoint]) -> Option<Box<HostsInfo>> {
         lost: Vec::new(),
         rate_per_host: None,
         target_host: None,
+        groups: Vec::new(),
     }))
 }
 
@@ -122,8 +127,43 @@ pub fn merge(hosts: &[HostPoint]) -> Option<FleetPass> {
             .max()
             .unwrap_or(0),
         lost: Vec::new(),
+        groups: Vec::new(),
         start_ns: 0,
     })
+}
+
+/// One row per host group (`group_of` names a host's group; hosts of
+/// none are in no row), in the order the groups' first hosts come: the
+/// group's hosts' points merged exactly as the aggregate is
+/// (`merge_points`), named `group NAME`, released when its first host
+/// was, its clock the least certain of its hosts'.
+pub fn group_rows(hosts: &[HostPoint], group_of: &dyn Fn(&str) -> Option<String>) -> Vec<HostRow> {
+    let mut names: Vec<String> = Vec::new();
+    for g in hosts.iter().filter_map(|h| group_of(&h.host)) {
+        if !names.contains(&g) {
+            names.push(g);
+        }
+    }
+    names
+        .iter()
+        .filter_map(|g| {
+            let members: Vec<&HostPoint> = hosts
+                .iter()
+                .filter(|h| group_of(&h.host).as_ref() == Some(g))
+                .collect();
+            let parts: Vec<(&str, &Point)> = members
+                .iter()
+                .map(|h| (h.host.as_str(), &h.point))
+                .collect();
+            let merged = merge_points(&parts, "host", CpuOf::Summed)?;
+            let clock = members
+                .iter()
+                .map(|h| h.clock)
+                .max_by_key(|c| c.uncertainty_ns)?;
+            let start = members.iter().map(|h| h.start_offset_ns).min()?;
+            Some(HostRow::of(&format!("group {g}"), &merged, clock, start))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -209,6 +249,34 @@ mod tests {
         let (from, to) = pass.measured_window(10_000);
         assert_eq!(from, 1_000_000 - 50 + 10_000);
         assert_eq!(to, 1_000_000 + 150 + 10_000 + 1_000_000_000);
+    }
+
+    /// Host groups: a group's row is its hosts' points merged exactly
+    /// (ops summed, histograms added), beside the aggregate of all.
+    #[test]
+    fn a_group_row_merges_its_hosts_exactly() {
+        let hosts = [
+            host("a", point(&[100, 200], 1), 0),
+            host("b", point(&[300, 400, 500], 1), 20),
+            host("c", point(&[1_000_000], 1), 10),
+        ];
+        let group_of = |h: &str| Some(if h == "c" { "writers" } else { "readers" }.to_string());
+        let rows = group_rows(&hosts, &group_of);
+        assert_eq!(
+            rows.iter().map(|r| r.host.as_str()).collect::<Vec<_>>(),
+            ["group readers", "group writers"]
+        );
+        assert_eq!((rows[0].ops, rows[1].ops), (5, 1));
+        let h = LatencyHistogram::decode(&rows[0].histograms["read.lat"]).unwrap();
+        assert_eq!(h.len(), 5);
+        assert_eq!(rows[0].start_offset_ns, 0);
+        assert_eq!(rows[0].per_op["read"].ops, 5);
+        let all = merge(&hosts).unwrap();
+        assert_eq!(
+            all.aggregate.total.ops,
+            rows.iter().map(|r| r.ops).sum::<u64>()
+        );
+        assert!(group_rows(&hosts, &|_| None).is_empty());
     }
 
     #[test]

@@ -3,16 +3,28 @@
 //! `extra.hosts` keeps each host's row. A host lost during a job leaves a
 //! partial point naming it; then the run stops or goes on with the hosts
 //! left, as the user chose. An open-loop rate is the point's whole
-//! offered load, shared evenly over the hosts (`host_share`).
+//! offered load, shared evenly over the hosts (`host_share`). With host
+//! groups (`--hosts @FILE.toml`) each host runs its group's job and
+//! target, a group's rate shared over its hosts (`fleet::groups`).
 
 use crate::results::sections::{HostRecord, HostsRecord};
 
-use super::control::Fleet;
-use super::proto::JobTarget;
+use std::collections::HashMap;
+
+use super::control::{Fleet, HostWork};
+use super::groups::HostGroups;
+use super::proto::{AgentWork, JobTarget};
 use crate::plan::job::JobSpec;
 use crate::results::Point;
 use crate::runner::recorder::Live;
 use crate::session::HostPlacement;
+
+/// What one host runs in a pass under host groups.
+struct HostJob {
+    job: JobSpec,
+    target: JobTarget,
+    group: Option<String>,
+}
 
 /// What follows a host lost during a point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +42,8 @@ pub struct FleetPlacement {
     last_window: Option<(u64, u64)>,
     /// A campaign's setups on the hosts, each its target (`select_setup`).
     setups: Vec<JobTarget>,
+    /// Host groups with their own jobs (`None`: every host runs the job).
+    groups: Option<HostGroups>,
 }
 
 impl FleetPlacement {
@@ -41,7 +55,43 @@ impl FleetPlacement {
             halted: None,
             last_window: None,
             setups: Vec::new(),
+            groups: None,
         }
+    }
+
+    /// Run each host's group's job and target (a plain list changes nothing).
+    pub fn with_groups(mut self, groups: HostGroups) -> FleetPlacement {
+        self.groups = Some(groups).filter(|g| !g.is_plain());
+        self
+    }
+
+    /// Each live host's job and target and group under the groups: the
+    /// group's overrides, its rate shared over the group's hosts still here.
+    fn group_jobs(&self, groups: &HostGroups, job: &JobSpec) -> HashMap<String, HostJob> {
+        let names = self.fleet.hosts();
+        let index = groups.index();
+        let mut live = vec![0; groups.groups.len()];
+        for i in names.iter().filter_map(|n| index.get(n)) {
+            live[*i] += 1;
+        }
+        names
+            .iter()
+            .map(|n| {
+                let ran = match index.get(n).map(|i| (*i, &groups.groups[*i])) {
+                    Some((i, g)) => HostJob {
+                        job: g.job.apply(job, live[i], names.len()),
+                        target: g.job.target(&self.target),
+                        group: g.name.clone(),
+                    },
+                    None => HostJob {
+                        job: host_share(job, names.len()),
+                        target: self.target.clone(),
+                        group: None,
+                    },
+                };
+                (n.clone(), ran)
+            })
+            .collect()
     }
 
     /// A campaign's setups: the target on every host of each, in setup
@@ -76,7 +126,9 @@ impl FleetPlacement {
     /// The hosts for the results' provenance: as named, their host name,
     /// the agent's pid and build.
     pub fn describe(&self) -> HostsRecord {
-        hosts_record(&self.fleet, Some(&self.target))
+        let mut record = hosts_record(&self.fleet, Some(&self.target));
+        record.groups = self.groups.as_ref().map(HostGroups::record);
+        record
     }
 }
 
@@ -96,6 +148,7 @@ pub fn hosts_record(fleet: &Fleet, target: Option<&JobTarget>) -> HostsRecord {
     HostsRecord {
         hosts,
         target: target.and_then(|t| serde_json::to_value(t).ok()),
+        groups: None,
     }
 }
 
@@ -115,7 +168,7 @@ impl HostPlacement for FleetPlacement {
     fn run(&mut self, job: &JobSpec, progress: &dyn Fn(f64, Live)) -> anyhow::Result<Point> {
         let hosts = self.fleet.agents().len();
         let share = host_share(job, hosts);
-        let ran = self.fleet.run_pass_observed(&share, &self.target, &|p| {
+        let observe = |p: super::proto::ProgressReport| {
             progress(
                 p.elapsed_s,
                 Live {
@@ -127,7 +180,26 @@ impl HostPlacement for FleetPlacement {
                     second: p.second,
                 },
             )
-        });
+        };
+        let by_host = self.groups.as_ref().map(|g| self.group_jobs(g, job));
+        let ran = match &by_host {
+            Some(by_host) => {
+                let prepare = |h: &str| match by_host.get(h) {
+                    Some(r) => (AgentWork::Device(Box::new(r.job.clone())), r.target.clone()),
+                    None => (
+                        AgentWork::Device(Box::new(share.clone())),
+                        self.target.clone(),
+                    ),
+                };
+                let group = |h: &str| by_host.get(h).and_then(|r| r.group.clone());
+                let each = HostWork {
+                    prepare: &prepare,
+                    group: &group,
+                };
+                self.fleet.run_each_observed(&each, &observe)
+            }
+            None => self.fleet.run_pass_observed(&share, &self.target, &observe),
+        };
         if self.fleet.agents().is_empty() {
             self.halted = Some("every host was lost".into());
         }
@@ -142,8 +214,20 @@ impl HostPlacement for FleetPlacement {
         }
         let mut point = pass.into_point();
         // The point is the whole's: its job and rate, each host's share beside.
-        if let (Some(ol), Some(h)) = (&share.open_loop, point.extra.hosts.as_mut()) {
+        if let (Some(ol), Some(h), None) = (&share.open_loop, point.extra.hosts.as_mut(), &by_host)
+        {
             h.rate_per_host = Some(ol.rate_iops);
+            point.job = Some(job.clone());
+            point.params = crate::runner::point::params_of(job);
+        }
+        // With groups: the command line's job, each host's offered rate in its row.
+        if let (Some(by_host), Some(h)) = (&by_host, point.extra.hosts.as_mut()) {
+            for r in &mut h.per_host {
+                r.offered_rate = by_host
+                    .get(&r.host)
+                    .and_then(|r| r.job.open_loop)
+                    .map(|o| o.rate_iops);
+            }
             point.job = Some(job.clone());
             point.params = crate::runner::point::params_of(job);
         }

@@ -396,6 +396,7 @@ pub fn merged(parts: &[(String, Point)], starts_ns: &[u64]) -> Option<Point> {
         lost: Vec::new(),
         rate_per_host: None,
         target_host: None,
+        groups: Vec::new(),
     }));
     Some(point)
 }

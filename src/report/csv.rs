@@ -84,7 +84,9 @@ pub fn points_table(r: &Results) -> Table {
     t.headers.extend(keys.iter().cloned());
     t.headers.extend(COLUMNS.iter().map(|c| c.to_string()));
     // Points measured on several hosts: the aggregate's rows say "all",
-    // each host's rows follow with its name (a column only then).
+    // each host's rows follow with its name (and group: `h0 [readers]`),
+    // then each host group's (`group readers`), as in the hosts' table (a
+    // column only then).
     let hosts = r.points.iter().any(|p| p.extra.hosts.is_some());
     if hosts {
         t.headers.push("host".into());
@@ -99,7 +101,8 @@ pub fn points_table(r: &Results) -> Table {
             parts.extend(
                 h.per_host
                     .iter()
-                    .map(|r| (r.as_point(p), Some(r.host.clone()))),
+                    .chain(&h.groups)
+                    .map(|r| (r.as_point(p), Some(r.label()))),
             );
         }
         for (part, host) in &parts {

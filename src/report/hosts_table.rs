@@ -2,7 +2,8 @@
 //! the aggregate's (operations, throughput in the point's figure, MiB/s,
 //! each operation type's mean, p50, p99 and p99.9 latency, the main type
 //! first, the agent's CPU, when the host was released relative to the
-//! common start),
+//! common start), each host's group and each host group's merged row
+//! (`--hosts @FILE.toml`),
 //! the start skew, and the hosts lost. Shared by the terminal, the
 //! Markdown and the HTML report.
 
@@ -87,11 +88,12 @@ fn rows_of(p: &Point, h: &HostsInfo, noun: &str) -> Vec<Vec<String>> {
     let rate = |v: f64| tput.with_unit(v);
     let main = p.main_op();
     let mut out = Vec::new();
-    for r in &h.per_host {
+    // Each host (with its group), then each host group's merged row.
+    for r in h.per_host.iter().chain(&h.groups) {
         let released = format!("{:+.0} us", r.start_offset_ns as f64 / 1e3);
         out.extend(part_rows(
             Part {
-                name: r.host.clone(),
+                name: r.label(),
                 ops: r.ops,
                 iops: r.iops,
                 mib_s: r.mib_s,
@@ -204,6 +206,7 @@ mod tests {
             lost: Vec::new(),
             rate_per_host: None,
             target_host: None,
+            groups: Vec::new(),
         };
         let rows = rows(p, &h);
         assert_eq!(HEADER[2], "throughput");
@@ -225,5 +228,56 @@ mod tests {
         assert_eq!(ops("all 1 hosts"), ["read", "update"], "{rows:?}");
         let p999 = HEADER.iter().position(|c| *c == "p99.9").unwrap();
         assert_ne!(rows[1][p999], "-", "{:?}", rows[1]);
+    }
+
+    /// Host groups: each host's row names its group, each group has its
+    /// row (`group NAME`) before the aggregate's, in the terminal's table
+    /// (the report's Markdown and HTML read the same rows) and in the CSV.
+    #[test]
+    fn host_groups_have_their_rows_and_each_host_says_its_group() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/kv-ycsb-rocksdb.json");
+        let mut r = crate::results::Results::read(&path).unwrap();
+        r.points.truncate(1);
+        let p = &mut r.points[0];
+        crate::results::ext::hosts::on_hosts(p, &["h1", "h2", "h3"]);
+        let h = p.extra.hosts.as_mut().unwrap();
+        for (row, g) in h.per_host.iter_mut().zip(["readers", "readers", "writers"]) {
+            row.group = Some(g.into());
+        }
+        let mut g = h.per_host[0].clone();
+        g.host = "group readers".into();
+        g.group = None;
+        h.groups = vec![g];
+        let (p, h) = (&r.points[0], r.points[0].extra.hosts.as_ref().unwrap());
+        let names: Vec<String> = rows(p, h)
+            .into_iter()
+            .map(|r| r[0].clone())
+            .filter(|n| !n.is_empty())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "all 3 hosts",
+                "group readers",
+                "h1 [readers]",
+                "h2 [readers]",
+                "h3 [writers]"
+            ]
+        );
+        let text = terminal(p, h);
+        assert!(
+            text.contains("group readers") && text.contains("h3 [writers]"),
+            "{text}"
+        );
+        let csv = crate::report::csv::points_table(&r);
+        let host = csv.headers.iter().position(|c| c == "host").unwrap();
+        let in_csv: std::collections::BTreeSet<&str> =
+            csv.rows.iter().map(|r| r[host].as_str()).collect();
+        for n in ["all", "group readers", "h1 [readers]", "h3 [writers]"] {
+            assert!(in_csv.contains(n), "{n}: {in_csv:?}");
+        }
     }
 }

@@ -316,6 +316,7 @@ mod tests {
                     disk: disk.clone(),
                     no_disk: disk.is_none().then(|| "tmpfs".into()),
                 }),
+                groups: Vec::new(),
             }));
         }
         r

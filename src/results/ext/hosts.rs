@@ -56,6 +56,14 @@ pub struct HostRow {
     /// aggregate's were added from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub histograms: BTreeMap<String, String>,
+    /// The host group this row's host ran in (`--hosts @FILE.toml`; none
+    /// for a plain host list and for the group rows themselves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The open-loop rate this host offered, when host groups give hosts
+    /// different rates (else `HostsInfo::rate_per_host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rate: Option<f64>,
 }
 
 /// A host that went away after the start (its ssh died, its agent was
@@ -87,6 +95,10 @@ pub struct HostsInfo {
     /// its whole CPU over the point's window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_host: Option<TargetHostCpu>,
+    /// One row per host group (`--hosts @FILE.toml`), named `group NAME`:
+    /// its hosts' points merged exactly, as the aggregate is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<HostRow>,
 }
 
 /// The target host's whole CPU (usr, sys, iowait, idle, steal; percent of
@@ -182,6 +194,17 @@ impl HostRow {
             per_op: point.ops.clone(),
             series: point.series.clone(),
             histograms: point.histograms.clone(),
+            group: None,
+            offered_rate: None,
+        }
+    }
+
+    /// The row's name in the views: the host, with its group when it ran
+    /// in one (`h0 [readers]`).
+    pub fn label(&self) -> String {
+        match &self.group {
+            Some(g) => format!("{} [{g}]", self.host),
+            None => self.host.clone(),
         }
     }
 
@@ -301,6 +324,7 @@ pub(crate) fn on_hosts(p: &mut crate::results::Point, hosts: &[&str]) {
         lost: Vec::new(),
         rate_per_host: None,
         target_host: None,
+        groups: Vec::new(),
     }));
 }
 

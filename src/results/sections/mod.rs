@@ -175,6 +175,10 @@ pub struct HostsRecord {
     /// Where the agents ran the jobs (device and run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Value>,
+    /// Host groups (`--hosts @FILE.toml`): each group's name, hosts and
+    /// what it changes in the command line's job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Value>,
 }
 
 /// One host: as named on the command line, its host name, the agent.
