@@ -8,6 +8,7 @@
 
 pub mod consistency;
 pub mod driver;
+pub mod gate;
 pub mod load;
 pub mod plan;
 pub mod point;
@@ -15,5 +16,6 @@ pub mod probe;
 pub mod rand;
 pub mod run;
 pub mod schema;
+pub mod settings;
 pub mod sql;
 pub mod txn;

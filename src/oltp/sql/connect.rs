@@ -12,8 +12,9 @@ use crate::error::usage;
 use crate::servers::{Endpoint, Server, ServerKind};
 use anyhow::Result;
 
-/// The engine of a plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The engine of a plan (serialized as its name, for a fleet's hosts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SqlEngine {
     Sqlite,
     Postgres,
