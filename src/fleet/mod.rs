@@ -8,6 +8,7 @@
 
 pub mod agent;
 mod agent_kv;
+mod agent_oltp;
 pub mod build;
 pub mod clock;
 pub mod collect;
@@ -18,6 +19,7 @@ pub mod flags;
 pub mod hosts;
 pub mod kv_run;
 pub mod merge;
+pub mod oltp_run;
 pub mod placement;
 pub mod proto;
 pub mod serving;
