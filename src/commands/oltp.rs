@@ -1,15 +1,22 @@
 //! `iolab oltp`: arguments -> `OltpPlan` -> `oltp::run::run` with the
 //! terminal observer -> exit code (2 bad input, 3 a consistency condition
-//! failed, 130 interrupted).
+//! failed, 130 interrupted). With `--hosts` the same plan runs on every
+//! host at once (`fleet::oltp_run`): what cannot run there is refused here,
+//! naming the flag, before any host is contacted.
+
+use std::path::PathBuf;
 
 use super::exports;
 use crate::campaign::setups as media_set;
 use crate::cli::oltp::OltpArgs;
 use crate::error::{usage, Interrupted};
+use crate::fleet::{self, JobTarget};
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::run::OltpObserver;
+use crate::oltp::settings::OltpSettings;
 use crate::oltp::sql::connect::SqlEngine;
 use crate::plan::parse::parse_duration_ns;
+use crate::plan::units::Span;
 use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::output;
 use crate::servers::ServerSettings;
@@ -161,6 +168,10 @@ fn settings_text(p: &OltpPlan) -> String {
 }
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
+    args.hosts.flags().check()?;
+    if let Some(hosts) = hosts_of(&args)? {
+        return run_on_hosts(&args, &hosts);
+    }
     if media_set::is_media_run(&super::media_flags(&args.media), args.target.len()) {
         let media = crate::campaign::oltp_plan::OltpMediaSettings {
             target: args.target.clone(),
@@ -199,6 +210,148 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
         println!("\nresults: {}", out.display());
     }
     exports::write_all(&exports, &done.results, args.quiet)?;
+    done.checked()?;
+    if done.results.interrupted {
+        return Err(Interrupted.into());
+    }
+    Ok(())
+}
+
+/// The hosts (`--hosts`), with what a run on them cannot do refused
+/// naming the flag; `None` without --hosts.
+fn hosts_of(a: &OltpArgs) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
+    let Some(list) = &a.hosts.hosts else {
+        return Ok(None);
+    };
+    let hosts = fleet::parse_hosts(list, "--hosts")?;
+    let m = &a.media;
+    let local_only = [
+        (
+            "--db",
+            a.db.is_some(),
+            "names a database of this machine; each host loads its own in --target",
+        ),
+        (
+            "--keep",
+            a.keep,
+            "the hosts' databases are removed at the end",
+        ),
+        (
+            "--make",
+            m.make.is_some() || m.make_in.is_some(),
+            "configurations are built on this machine",
+        ),
+        (
+            "--target",
+            a.target.len() > 1,
+            "a media run on hosts is not supported yet: one directory on every host",
+        ),
+        (
+            "--rounds",
+            m.rounds != 1,
+            "a media run on hosts is not supported yet",
+        ),
+        (
+            "--baseline",
+            m.baseline.is_some(),
+            "a media run on hosts is not supported yet",
+        ),
+        (
+            "--size",
+            a.size.is_some(),
+            "applies to --make, which hosts do not run",
+        ),
+    ];
+    if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
+        return Err(usage(*flag, format!("not with --hosts: {why}")));
+    }
+    if a.engine != "sqlite" && a.server.server_url.is_none() {
+        return Err(usage(
+            "--engine",
+            format!(
+                "not with --hosts: {} would be a private server on every host (not supported yet); use sqlite, or --server-url for one server every host shares",
+                a.engine
+            ),
+        ));
+    }
+    Ok(Some(hosts))
+}
+
+/// The directory on every host: the one --target, absolute; /var/tmp
+/// when none was given.
+fn host_dir(a: &OltpArgs) -> anyhow::Result<PathBuf> {
+    let Some(dir) = a.target.first() else {
+        return Ok(PathBuf::from("/var/tmp"));
+    };
+    if !dir.is_absolute() {
+        return Err(usage(
+            "--target",
+            format!(
+                "with --hosts the directory is one on every host, given as an absolute path (not {})",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir.clone())
+}
+
+/// What every host builds its plan from: the plan's settings with the
+/// durations as typed (the flags' text).
+fn settings_on_hosts(a: &OltpArgs, plan: &OltpPlan) -> anyhow::Result<OltpSettings> {
+    let span = |flag: &str, text: &str| -> anyhow::Result<Span> {
+        text.parse::<Span>().map_err(|e| usage(flag, e.0))
+    };
+    Ok(OltpSettings::of(
+        plan,
+        span("--runtime", &a.time)?,
+        span("--ramp", &a.ramp)?,
+        a.loader_threads,
+    ))
+}
+
+/// `oltp --hosts`: checked here, then connect to every host (exit 2
+/// naming each host that cannot be reached or runs another build), run
+/// the load and the points there and close the fleet (every host's
+/// database removed).
+fn run_on_hosts(a: &OltpArgs, hosts: &[fleet::HostSpec]) -> anyhow::Result<()> {
+    let dir = host_dir(a)?;
+    let mut plan = plan(a)?;
+    plan.target = dir.clone();
+    let settings = settings_on_hosts(a, &plan)?;
+    if let Some(out) = &plan.output {
+        output::check(out, "--output", a.force, &[])?;
+    }
+    let exports = exports::parse(a.export.as_deref(), a.force, &[])?;
+    let exports = exports::with_source(exports, plan.output.as_deref());
+    if a.dry_run {
+        print!("{}", describe(&plan));
+        let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        println!(
+            "hosts: {} (each loads and runs its own database in {}; not contacted now)",
+            names.join(", "),
+            dir.display()
+        );
+        return Ok(());
+    }
+    let term = OltpTerminal::new(a.quiet);
+    let mut f = a.hosts.flags().connect(hosts, a.quiet)?;
+    let on = fleet::oltp_run::OltpOnHosts {
+        plan: &plan,
+        settings,
+        target: JobTarget {
+            dir: Some(dir.display().to_string()),
+            size: None,
+            overwrite: false,
+        },
+        on_loss: a.hosts.on_host_loss.into(),
+    };
+    let ran = fleet::oltp_run::run(&mut f, &on, &term);
+    f.close();
+    let done = ran?;
+    if let (Some(out), false) = (&plan.output, a.quiet) {
+        println!("\nresults: {}", out.display());
+    }
+    exports::write_all(&exports, &done.results, a.quiet)?;
     done.checked()?;
     if done.results.interrupted {
         return Err(Interrupted.into());
