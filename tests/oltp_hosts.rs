@@ -2,8 +2,9 @@
 //! sshd (tests/fleet_common): SQLite on two hosts at once, each loading its
 //! own warehouse, every users count's point merged exactly (transactions,
 //! NOPM and histograms added, the hosts' rows beside it), the consistency
-//! conditions checked on every host; no database and no process left on
-//! any host, after a lost host and after Ctrl-C too; what a run on hosts
+//! conditions checked on every host; PostgreSQL shared by the hosts, each
+//! in a schema of its own; no database and no process left on any host,
+//! after a lost host and after Ctrl-C too; what a run on hosts
 //! cannot do is exit 2 naming the flag. Needs root, ip netns and sshd for
 //! the hosts; skips otherwise.
 
@@ -119,6 +120,165 @@ fn oltp_on_two_hosts_merges_every_point_exactly_and_leaves_nothing() {
         assert!(oltp.consistency.iter().all(|c| c.checked >= 2));
     }
     assert_eq!(r.provenance.plan["hosts"].as_array().unwrap().len(), 2);
+    assert_nothing_left(&lab, &work);
+}
+
+/// A PostgreSQL server in the lab's shared namespace, run as the
+/// `postgres` user with trust authentication (every host reaches it at
+/// `url`), stopped at the end; `None` when PostgreSQL is not installed.
+struct SharedPostgres {
+    target: fleet_common::SharedTarget,
+    server: std::process::Child,
+    _data: tempfile::TempDir,
+    url: String,
+}
+
+impl SharedPostgres {
+    fn start(lab: &Lab) -> Option<SharedPostgres> {
+        let found = Command::new("sh")
+            .args([
+                "-c",
+                "command -v initdb && command -v postgres && command -v psql && id postgres",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            eprintln!(
+                "skipping: PostgreSQL (initdb, postgres, psql, a postgres user) is not installed"
+            );
+            return None;
+        }
+        let data = tempfile::tempdir().unwrap();
+        let as_postgres = [
+            "setpriv",
+            "--reuid=postgres",
+            "--regid=postgres",
+            "--clear-groups",
+        ];
+        let o = Command::new("chown")
+            .args(["postgres:postgres"])
+            .arg(data.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let pgdata = data.path().join("data");
+        let o = Command::new(as_postgres[0])
+            .args(&as_postgres[1..])
+            .args(["initdb", "-U", "bench", "--auth=trust", "-D"])
+            .arg(&pgdata)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "initdb: {}", text(&o));
+        let hba = pgdata.join("pg_hba.conf");
+        let mut conf = std::fs::read_to_string(&hba).unwrap();
+        conf.push_str("\nhost all all 0.0.0.0/0 trust\n");
+        std::fs::write(&hba, conf).unwrap();
+        let target = lab.shared_target();
+        let server = target
+            .command(as_postgres[0])
+            .args(&as_postgres[1..])
+            .arg("postgres")
+            .arg("-D")
+            .arg(&pgdata)
+            .args(["-c", &format!("listen_addresses={}", target.addr)])
+            .args([
+                "-c",
+                "port=5432",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "fsync=off",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("postgres://bench@{}:5432/postgres", target.addr);
+        let pg = SharedPostgres {
+            target,
+            server,
+            _data: data,
+            url,
+        };
+        let end = Instant::now() + Duration::from_secs(30);
+        while pg.sql("SELECT 1") != "1" {
+            assert!(Instant::now() < end, "postgres did not start");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Some(pg)
+    }
+
+    /// One query's result, unaligned.
+    fn sql(&self, q: &str) -> String {
+        let o = self
+            .target
+            .command("psql")
+            .args([
+                "-h",
+                &self.target.addr,
+                "-U",
+                "bench",
+                "-d",
+                "postgres",
+                "-tAc",
+                q,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+}
+
+impl Drop for SharedPostgres {
+    fn drop(&mut self) {
+        // SAFETY: our own child (the server: ip netns exec and setpriv exec it).
+        unsafe { libc::kill(self.server.id() as i32, libc::SIGTERM) };
+        let _ = self.server.wait();
+    }
+}
+
+/// Two hosts against one PostgreSQL (`--server-url`, TPC-C's many
+/// clients on one server): each host loads and runs its own warehouse in
+/// a schema of its own, merged as with SQLite; nothing is left on the
+/// server, in the URL's database or in a schema.
+#[test]
+fn hosts_share_one_postgres_each_in_a_schema_of_its_own() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let Some(pg) = SharedPostgres::start(&lab) else {
+        return;
+    };
+    let work = work_dir(&lab);
+    let out = lab.dir.path().join("pg.json");
+    let args = [
+        "--engine",
+        "postgres",
+        "--server-url",
+        &pg.url,
+        "--users",
+        "1",
+        "--runtime",
+        "2s",
+        "-o",
+    ];
+    let o = oltp(&lab, &work, &args).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = Results::read(&out).unwrap();
+    assert_eq!(r.points.len(), 1);
+    let p = &r.points[0];
+    assert_exact(p);
+    let oltp = p.extra.oltp.as_ref().unwrap();
+    assert_eq!(oltp.warehouses, 2);
+    assert!(
+        oltp.consistency.iter().all(|c| c.passed),
+        "{:?}",
+        oltp.consistency
+    );
+    let left = pg.sql("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'iolab%'");
+    assert_eq!(left, "0", "a host's schema was left on the server");
+    let tables = pg.sql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'");
+    assert_eq!(tables, "0", "a host loaded into the URL's database");
     assert_nothing_left(&lab, &work);
 }
 

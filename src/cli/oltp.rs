@@ -44,8 +44,9 @@ normalized to --baseline (docs/media.md).
 --hosts runs the load and every point on every host at once over ssh
 (docs/fleet.md): each host its own SQLite database in a scratch directory
 of --target (an absolute directory on every host, /var/tmp by default),
-or one server every host shares (--server-url); one merged point per
-users count, NOPM summed, each host's row beside it."
+or one server every host shares (--server-url: each host loads into a
+schema or database of its own, iolab_PID_HOST, dropped at the end); one
+merged point per users count, NOPM summed, each host's row beside it."
 )]
 pub struct OltpArgs {
     /// Database engine: sqlite (embedded, in --target), postgres or mariadb

@@ -96,7 +96,8 @@ pub struct OltpSlot {
 }
 
 /// The plan the settings describe, as this host runs it: in the target
-/// directory, with no private database server.
+/// directory, with no private database server (on a shared one, in a
+/// namespace of this host's own).
 fn plan_of(w: &OltpWork, target: &JobTarget) -> anyhow::Result<OltpPlan> {
     let s = &w.settings;
     if s.engine.server_kind().is_some() && s.server_url.is_none() {
@@ -116,7 +117,11 @@ fn plan_of(w: &OltpWork, target: &JobTarget) -> anyhow::Result<OltpPlan> {
             format!("{dir} is not a directory on this host"),
         ));
     }
-    let plan = s.plan(path)?;
+    let mut plan = s.plan(path)?;
+    // The hosts share the server: each loads into a namespace of its own.
+    if plan.server_url.is_some() {
+        plan.namespace = Some(crate::kv::engines::server_ns::process_namespace());
+    }
     if w.point as usize >= plan.users.len() {
         return Err(usage(
             "point",

@@ -10,6 +10,7 @@ pub mod consistency;
 pub mod driver;
 pub mod gate;
 pub mod load;
+pub mod namespace;
 pub mod plan;
 pub mod point;
 pub mod probe;

@@ -314,6 +314,11 @@ pub fn run_gated(plan: &OltpPlan, obs: &dyn OltpObserver, gate: &dyn PointGate) 
     let server_info = server.as_ref().map(Server::info);
     let pl = place(plan)?;
     let db = connect::for_plan(plan.engine, server.as_ref(), &pl.file)?;
+    // Dropped after every connection: a shared server's namespace.
+    let (db, namespace) = match &plan.namespace {
+        Some(n) => super::namespace::make(db, n)?,
+        None => (db, None),
+    };
     let mut conn = db.open_checked(false)?;
     let version = conn.version();
     obs.started(&OltpStarted {
@@ -386,6 +391,7 @@ pub fn run_gated(plan: &OltpPlan, obs: &dyn OltpObserver, gate: &dyn PointGate) 
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
     sink.save_last()?;
     drop(conn);
+    drop(namespace);
     drop(pl);
     drop(server);
     outcome?;
@@ -519,6 +525,7 @@ fn provenance(
         "engine": plan.engine.name(),
         "endpoint": db.describe(),
         "private_server": server.is_some_and(Server::is_private),
+        "namespace": plan.namespace,
         "warehouses": plan.warehouses,
         "users": plan.users,
         "ramp_s": plan.ramp_s,
