@@ -4,7 +4,8 @@
 //! NOPM and histograms added, the hosts' rows beside it), the consistency
 //! conditions checked on every host; PostgreSQL shared by the hosts, each
 //! in a schema of its own; no database and no process left on any host,
-//! after a lost host and after Ctrl-C too; what a run on hosts
+//! after a lost host and after Ctrl-C too; a media run (two directories
+//! in rounds) on the hosts; what a run on hosts
 //! cannot do is exit 2 naming the flag. Needs root, ip netns and sshd for
 //! the hosts; skips otherwise.
 
@@ -22,13 +23,18 @@ const IOLAB: &str = env!("CARGO_BIN_EXE_iolab");
 
 /// `oltp` on every host of the lab: one warehouse each, SQLite in `work`.
 fn oltp(lab: &Lab, work: &Path, extra: &[&str]) -> Command {
+    let mut c = oltp_on(lab);
+    c.arg("-t").arg(work).args(extra);
+    c
+}
+
+/// `oltp` on every host of the lab, one warehouse each, no target yet.
+fn oltp_on(lab: &Lab) -> Command {
     let mut c = Command::new(IOLAB);
     c.args(["oltp", "--hosts", &all_hosts(lab), "--ssh-config"])
         .arg(&lab.ssh_config)
         .args(["--host-iolab", IOLAB, "--quiet", "-w", "1", "--ramp", "0s"])
-        .args(["--loader-threads", "2", "-t"])
-        .arg(work)
-        .args(extra);
+        .args(["--loader-threads", "2"]);
     c
 }
 
@@ -121,6 +127,72 @@ fn oltp_on_two_hosts_merges_every_point_exactly_and_leaves_nothing() {
     }
     assert_eq!(r.provenance.plan["hosts"].as_array().unwrap().len(), 2);
     assert_nothing_left(&lab, &work);
+}
+
+/// A media run on hosts, as on this machine: two directories on every
+/// host in two rounds against a baseline, every pass on both hosts at
+/// once (each host loading a fresh database per pass), each point the
+/// hosts' exact merge tagged by its pass, nothing left.
+#[test]
+fn an_oltp_campaign_runs_its_setups_in_rounds_on_every_host() {
+    let Some(lab) = fleet_common::lab(2, &[]) else {
+        return;
+    };
+    let work = work_dir(&lab);
+    let (a, b) = (work.join("a"), work.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let out = lab.dir.path().join("campaign.json");
+    let o = oltp_on(&lab)
+        .arg("-t")
+        .arg(format!("A={}", a.display()))
+        .arg("-t")
+        .arg(format!("B={}", b.display()))
+        .args([
+            "--rounds",
+            "2",
+            "--baseline",
+            "B",
+            "--users",
+            "1",
+            "--runtime",
+            "1s",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = Results::read(&out).unwrap();
+    let mut names: Vec<&str> = r.points.iter().map(|p| p.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "A r1: oltp.users1",
+            "A r2: oltp.users1",
+            "B r1: oltp.users1",
+            "B r2: oltp.users1"
+        ]
+    );
+    for p in &r.points {
+        let h = p.extra.hosts.as_ref().expect("the hosts' rows");
+        assert_eq!(h.per_host.len(), 2, "{}", p.name);
+        assert_exact(p);
+        assert_eq!(p.extra.oltp.as_ref().map(|o| o.warehouses), Some(2));
+        let pass = p.pass.as_ref().expect("tagged with its pass");
+        assert_eq!(pass.baseline, pass.setup == "B", "{}", p.name);
+    }
+    assert_eq!(r.extra.hosts.as_ref().map(|h| h.hosts.len()), Some(2));
+    let media = r.extra.media.as_ref().expect("the setups");
+    assert_eq!(media.targets.as_ref().map(|t| t.len()), Some(2));
+    assert!(r.complete);
+    for d in [&a, &b] {
+        let left: Vec<_> = std::fs::read_dir(d).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    let quiet = lab.wait_quiet(Duration::from_secs(30));
+    assert!(quiet.is_empty(), "left on the hosts: {quiet:?}");
 }
 
 /// A PostgreSQL server in the lab's shared namespace, run as the
@@ -382,8 +454,22 @@ fn what_oltp_hosts_cannot_run_is_exit_2_naming_the_flag() {
         (vec!["--db", db], "--db"),
         (vec!["--keep"], "--keep"),
         (vec!["--make", "tmpfs", "-t", "/var/tmp"], "--make"),
-        (vec!["-t", "/var/tmp", "-t", "/tmp"], "--target"),
+        (vec!["-t", "/var/tmp", "-t", "rel"], "--target"),
+        (
+            vec![
+                "-t",
+                "/var/tmp",
+                "-t",
+                "/tmp",
+                "--engine",
+                "postgres",
+                "--server-url",
+                "postgres://u@10.0.0.9/db",
+            ],
+            "--server-url",
+        ),
         (vec!["--rounds", "2"], "--rounds"),
+        (vec!["--size", "1g"], "--size"),
         (vec!["-t", "relative/dir"], "--target"),
     ] {
         let o = Command::new(IOLAB)

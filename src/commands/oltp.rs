@@ -169,32 +169,15 @@ fn settings_text(p: &OltpPlan) -> String {
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
     args.hosts.flags().check()?;
-    if let Some(hosts) = hosts_of(&args)? {
-        return run_on_hosts(&args, &hosts);
-    }
+    let hosts = hosts_of(&args)?;
     if media_set::is_media_run(&super::media_flags(&args.media), args.target.len()) {
-        let media = crate::campaign::oltp_plan::OltpMediaSettings {
-            target: args.target.clone(),
-            size: args.size.clone(),
-            keep: args.keep,
-            db: args.db.clone(),
-            server_url: args.server.server_url.clone(),
-            output: args.output.clone(),
-            force: args.force,
-            quiet: args.quiet,
-            dry_run: args.dry_run,
-        };
-        let targets: Vec<&std::path::Path> = args.target.iter().map(|t| t.as_path()).collect();
-        let exports = exports::parse(args.export.as_deref(), args.force, &targets)?;
-        let exports = exports::with_source(exports, args.output.as_deref());
-        let presenter = exports::media_presenter(exports, |quiet| {
-            Box::new(OltpTerminal::new(quiet)) as Box<dyn OltpObserver>
-        });
-        let flags = super::media_flags(&args.media);
-        return crate::campaign::oltp_plan::run(&media, &flags, || plan(&args), &presenter);
+        return media_run(&args, hosts);
     }
     media_set::refuse_without_media(&super::media_flags(&args.media))?;
     media_set::refuse_size_without_make(args.size.as_ref(), false)?;
+    if let Some(hosts) = hosts {
+        return run_on_hosts(&args, &hosts);
+    }
     let plan = plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;
@@ -240,21 +223,6 @@ fn hosts_of(a: &OltpArgs) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
             "--make",
             m.make.is_some() || m.make_in.is_some(),
             "configurations are built on this machine",
-        ),
-        (
-            "--target",
-            a.target.len() > 1,
-            "a media run on hosts is not supported yet: one directory on every host",
-        ),
-        (
-            "--rounds",
-            m.rounds != 1,
-            "a media run on hosts is not supported yet",
-        ),
-        (
-            "--baseline",
-            m.baseline.is_some(),
-            "a media run on hosts is not supported yet",
         ),
         (
             "--size",
@@ -357,4 +325,40 @@ fn run_on_hosts(a: &OltpArgs, hosts: &[fleet::HostSpec]) -> anyhow::Result<()> {
         return Err(Interrupted.into());
     }
     Ok(())
+}
+
+/// A media run (several targets, `--make`): `campaign::oltp_plan`, on
+/// every host of `hosts` if given (each target a directory on all of
+/// them).
+fn media_run(args: &OltpArgs, hosts: Option<Vec<fleet::HostSpec>>) -> anyhow::Result<()> {
+    let media = crate::campaign::oltp_plan::OltpMediaSettings {
+        target: args.target.clone(),
+        size: args.size.clone(),
+        keep: args.keep,
+        db: args.db.clone(),
+        server_url: args.server.server_url.clone(),
+        output: args.output.clone(),
+        force: args.force,
+        quiet: args.quiet,
+        dry_run: args.dry_run,
+    };
+    let targets: Vec<&std::path::Path> = args.target.iter().map(|t| t.as_path()).collect();
+    let exports = exports::parse(args.export.as_deref(), args.force, &targets)?;
+    let exports = exports::with_source(exports, args.output.as_deref());
+    let presenter = exports::media_presenter(exports, |quiet| {
+        Box::new(OltpTerminal::new(quiet)) as Box<dyn OltpObserver>
+    });
+    let flags = super::media_flags(&args.media);
+    let hosts = match hosts {
+        Some(h) => {
+            let (quiet, host_flags) = (args.quiet, args.hosts.flags());
+            Some(crate::campaign::oltp_plan::OltpHostsConnect {
+                settings: settings_on_hosts(args, &plan(args)?)?,
+                on_loss: host_flags.on_host_loss,
+                connect: Box::new(move || host_flags.connect(&h, quiet)),
+            })
+        }
+        None => None,
+    };
+    crate::campaign::oltp_plan::run(&media, &flags, || plan(args), &presenter, hosts)
 }
