@@ -32,6 +32,7 @@ Examples:
   iolab oltp --engine postgres -t disk=/mnt/test --make tmpfs --make-in /mnt/test --rounds 2 --users 4 --runtime 30s
   iolab oltp --hosts h1,h2,h3 -t /data -w 2 --users 1,4 --runtime 60s -o sqlite-3-hosts.json
   iolab oltp --engine postgres --server-url postgres://tpcc@db1:5432/tpcc --hosts h1,h2 --users 8
+  iolab oltp --hosts h1,h2 -t nvme=/mnt/nvme -t sata=/mnt/sata --rounds 3 --baseline sata --users 4
   iolab report pg-nvme.json
 
 postgres and mariadb start a private server with its data under --target
@@ -46,7 +47,9 @@ normalized to --baseline (docs/media.md).
 of --target (an absolute directory on every host, /var/tmp by default),
 or one server every host shares (--server-url: each host loads into a
 schema or database of its own, iolab_PID_HOST, dropped at the end); one
-merged point per users count, NOPM summed, each host's row beside it."
+merged point per users count, NOPM summed, each host's row beside it;
+several -t (directories on every host) with --rounds and --baseline: a
+media run on the hosts."
 )]
 pub struct OltpArgs {
     /// Database engine: sqlite (embedded, in --target), postgres or mariadb
