@@ -21,6 +21,9 @@ use crate::results::{Provenance, Results};
 use crate::session::sink::ResultsSink;
 use crate::session::Progress;
 
+/// How long a host's prepare may take, per warehouse of its load.
+const LOAD_ALLOWANCE: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// An oltp plan on the hosts of a connected fleet.
 pub struct OltpOnHosts<'a> {
     /// This side's copy of the plan: its points, seed and results file.
@@ -69,6 +72,9 @@ pub fn run(fleet: &mut Fleet, p: &OltpOnHosts, obs: &dyn OltpObserver) -> anyhow
         p.plan.output.clone(),
         AnalysisOptions::default(),
     );
+    // The first point's prepare is the hosts' load: 10 minutes and 10
+    // more per warehouse before a host counts as not ready.
+    fleet.set_prepare_timeout(LOAD_ALLOWANCE * (1 + p.plan.warehouses));
     let mut outcome = Ok(());
     let mut lost_any: Vec<String> = Vec::new();
     let mut failures = 0;
