@@ -294,10 +294,13 @@ fn run_on_hosts(a: &OltpArgs, hosts: &[fleet::HostSpec]) -> anyhow::Result<()> {
     if a.dry_run {
         print!("{}", describe(&plan));
         let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        let own = match plan.server_url {
+            Some(_) => "in a namespace iolab_PID_HOST of its own on the server".to_string(),
+            None => format!("in {}", dir.display()),
+        };
         println!(
-            "hosts: {} (each loads and runs its own database in {}; not contacted now)",
+            "hosts: {} (each loads and runs its own database {own}; not contacted now)",
             names.join(", "),
-            dir.display()
         );
         return Ok(());
     }

@@ -267,6 +267,7 @@ pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<
                     .iter()
                     .map(|(l, p)| (*l, p.extra.oltp.as_deref()))
                     .collect::<Vec<_>>(),
+                kind,
                 &hists,
             )
             .map(Box::new),

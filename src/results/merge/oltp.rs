@@ -9,10 +9,12 @@ use std::collections::BTreeMap;
 use crate::measure::histogram::LatencyHistogram;
 use crate::results::ext::oltp::{ConsistencyResult, OltpInfo, TxnCounts};
 
-/// The parts' sections (`(label, info)`) as one, when every part has
-/// one; `histograms` are the merged point's (`KIND.lat`).
+/// The parts' sections (`(label, info)`, parts of `kind`: `host`) as one,
+/// when every part has one; `histograms` are the merged point's
+/// (`KIND.lat`).
 pub fn merge(
     parts: &[(&str, Option<&OltpInfo>)],
+    kind: &str,
     histograms: &BTreeMap<String, LatencyHistogram>,
 ) -> Option<OltpInfo> {
     let parts: Vec<(&str, &OltpInfo)> = parts
@@ -65,10 +67,10 @@ pub fn merge(
         transactions,
         new_orders_per_s,
         delivery_skipped: parts.iter().map(|(_, i)| i.delivery_skipped).sum(),
-        consistency: consistency(parts),
+        consistency: consistency(parts, kind),
         errors: parts
             .iter()
-            .flat_map(|(h, i)| i.errors.iter().map(move |e| format!("host {h}: {e}")))
+            .flat_map(|(h, i)| i.errors.iter().map(move |e| format!("{kind} {h}: {e}")))
             .take(16)
             .collect(),
     })
@@ -76,7 +78,7 @@ pub fn merge(
 
 /// One verdict per condition: checked and violations summed, passed on
 /// every host, the first violation named with its host.
-fn consistency(parts: &[(&str, &OltpInfo)]) -> Vec<ConsistencyResult> {
+fn consistency(parts: &[(&str, &OltpInfo)], kind: &str) -> Vec<ConsistencyResult> {
     let mut out: Vec<ConsistencyResult> = Vec::new();
     for (host, info) in parts {
         for c in &info.consistency {
@@ -101,7 +103,7 @@ fn consistency(parts: &[(&str, &OltpInfo)]) -> Vec<ConsistencyResult> {
                 o.first_violation = c
                     .first_violation
                     .as_ref()
-                    .map(|v| format!("host {host}: {v}"));
+                    .map(|v| format!("{kind} {host}: {v}"));
             }
         }
     }
@@ -149,7 +151,7 @@ mod tests {
             h.record(v);
         }
         let hists = BTreeMap::from([("new_order.lat".to_string(), h)]);
-        let m = merge(&[("a", Some(&a)), ("b", Some(&b))], &hists).unwrap();
+        let m = merge(&[("a", Some(&a)), ("b", Some(&b))], "host", &hists).unwrap();
         assert_eq!((m.warehouses, m.users, m.nopm, m.tpm), (2, 4, 40.0, 80.0));
         assert_eq!(m.efficiency_pct, 20.0);
         assert_eq!(m.transactions["new_order"].commits, 40);
@@ -159,6 +161,6 @@ mod tests {
         assert_eq!((c.passed, c.checked, c.violations), (false, 2, 1));
         assert_eq!(c.first_violation.as_deref(), Some("host b: w 1"));
         assert_eq!(m.consistency_failures(), 1);
-        assert!(merge(&[("a", Some(&a)), ("c", None)], &hists).is_none());
+        assert!(merge(&[("a", Some(&a)), ("c", None)], "host", &hists).is_none());
     }
 }
