@@ -89,6 +89,20 @@ pub fn run(fleet: &mut Fleet, p: &OltpOnHosts, obs: &dyn OltpObserver) -> anyhow
         }));
         let hosts = fleet.agents().len();
         obs.point_started(users * hosts);
+        if i == 0 {
+            // The first prepare is every host's load, silent until it ends.
+            let label = format!(
+                "loading {} warehouse(s) on each of {hosts} host(s)",
+                p.plan.warehouses
+            );
+            obs.progress(&Progress {
+                label: &label,
+                elapsed_s: 0.0,
+                expected_s: None,
+                eta_s: None,
+                live: None,
+            });
+        }
         let ran = fleet.run_work_observed(&work, &p.target, &|r| {
             let label = format!(
                 "{users} user(s) on each of {hosts} host(s): {:.0} txn/s",
