@@ -4,7 +4,11 @@
 //! database or private server each pass, removed when the pass ends).
 //! Each point is named `LABEL rN: oltp.usersU`, tagged with its pass and
 //! saved into the one results file as soon as it is measured (`Tagged`);
-//! each pass's load goes into `extra.oltp_loads`.
+//! each pass's load goes into `extra.oltp_loads`. With `--hosts` every
+//! pass runs on every host at once (`OltpHosts`, `fleet::oltp_run`): the
+//! setups are directories on all of them, each host loads its own
+//! database per pass, and each point is the hosts' exact merge with a row
+//! per host.
 
 use crate::results::sections::PassLoad;
 use std::path::{Path, PathBuf};
@@ -16,10 +20,13 @@ use super::pass::Pass;
 use super::setups::MediaSet;
 use super::sink::{drive, PassSink, Passes};
 use super::tagged::{pass_on_dir, Tagged};
+use crate::fleet::oltp_run::OltpOnHosts;
+use crate::fleet::{Fleet, JobTarget, OnHostLoss};
 use crate::oltp::load::LoadInfo;
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::point::OltpInfo;
-use crate::oltp::run::{consistency_error, OltpObserver, OltpStarted};
+use crate::oltp::run::{consistency_error, OltpObserver, OltpRun, OltpStarted};
+use crate::oltp::settings::OltpSettings;
 use crate::oltp::sql::connect::SqlEngine;
 use crate::results::{Point, Provenance, Results};
 use crate::session::Presenter;
@@ -35,15 +42,33 @@ pub struct OltpMediaPlan {
     pub quiet: bool,
 }
 
-pub fn run(m: &OltpMediaPlan, presenter: &Presenter<dyn OltpObserver>) -> anyhow::Result<()> {
+/// An oltp campaign's passes on hosts (`--hosts`): the connected fleet
+/// and what every host builds its plan from.
+pub struct OltpHosts {
+    pub fleet: Fleet,
+    pub settings: OltpSettings,
+    pub on_loss: OnHostLoss,
+    /// Why the passes left are not run (a host lost under `stop`).
+    pub halted: Option<String>,
+}
+
+/// The campaign, on this machine or (`hosts`) on every host at once; the
+/// hosts' databases are gone when it returns.
+pub fn run(
+    m: &OltpMediaPlan,
+    presenter: &Presenter<dyn OltpObserver>,
+    mut hosts: Option<OltpHosts>,
+) -> anyhow::Result<()> {
     let passes = Passes {
-        hosts: None,
+        hosts: hosts
+            .as_ref()
+            .map(|h| crate::fleet::placement::hosts_record(&h.fleet, None)),
         set: &m.set,
         room: m.room,
         quiet: m.quiet,
         output: m.output.clone(),
     };
-    let (results, tally) = drive(
+    let ran = drive(
         passes,
         presenter,
         || start_results(m),
@@ -54,10 +79,16 @@ pub fn run(m: &OltpMediaPlan, presenter: &Presenter<dyn OltpObserver>) -> anyhow
                 dirs,
                 sink,
                 term: (presenter.progress)(m.quiet),
+                hosts: hosts.as_mut(),
             };
             run_rounds(&schedule, &mut w)
         },
-    )?;
+    );
+    // Bye to every host: each removes its database before its agent ends.
+    if let Some(h) = hosts {
+        h.fleet.close();
+    }
+    let (results, tally) = ran?;
     tally.exit(&results, "oltp", consistency_error)
 }
 
@@ -88,10 +119,14 @@ struct OltpPasses<'a> {
     dirs: &'a [PathBuf],
     sink: &'a PassSink,
     term: Box<dyn OltpObserver>,
+    hosts: Option<&'a mut OltpHosts>,
 }
 
 impl Workload for OltpPasses<'_> {
     fn run_pass(&mut self, pass: &Pass, setup: usize, _part: usize) -> anyhow::Result<PassOutcome> {
+        if self.hosts.is_some() {
+            return self.pass_on_hosts(pass, setup);
+        }
         let dir = &self.dirs[setup];
         let mut plan = self.m.plan.clone();
         plan.target = dir.clone();
@@ -101,20 +136,64 @@ impl Workload for OltpPasses<'_> {
             pass,
             (dir, self.m.quiet),
             |obs| crate::oltp::run::run(&plan, obs),
-            |run| {
-                let outcome = PassOutcome::Ran {
-                    mismatches: run.consistency_failures,
-                    interrupted: run.results.interrupted,
-                };
-                merge(self.sink, pass, run.results);
-                outcome
-            },
+            |run| ran(self.sink, pass, run),
         )
     }
 
     fn failed(&mut self, what: &str) {
         self.sink.failed(&*self.term, what);
     }
+}
+
+impl OltpPasses<'_> {
+    /// The plan on every host at once, in setup `setup`'s directory on
+    /// each; a host lost under `--on-host-loss stop` leaves the passes
+    /// after this one not run.
+    fn pass_on_hosts(&mut self, pass: &Pass, setup: usize) -> anyhow::Result<PassOutcome> {
+        let h = self.hosts.as_mut().expect("on hosts");
+        if let Some(why) = &h.halted {
+            return Ok(PassOutcome::Failed(anyhow::anyhow!("{why}")));
+        }
+        let dir = &self.dirs[setup];
+        let mut plan = self.m.plan.clone();
+        plan.target = dir.clone();
+        let before = h.fleet.agents().len();
+        let on = OltpOnHosts {
+            plan: &plan,
+            settings: h.settings.clone(),
+            target: JobTarget {
+                dir: Some(dir.display().to_string()),
+                size: None,
+                overwrite: false,
+                ..JobTarget::default()
+            },
+            on_loss: h.on_loss,
+        };
+        let fleet = &mut h.fleet;
+        let outcome = pass_on_dir(
+            self.sink,
+            &*self.term,
+            pass,
+            (dir, self.m.quiet),
+            |obs| crate::fleet::oltp_run::run(fleet, &on, obs),
+            |run| ran(self.sink, pass, run),
+        );
+        let left = h.fleet.agents().len();
+        if left == 0 || (left < before && h.on_loss == OnHostLoss::Stop) {
+            h.halted = Some("not run: a host was lost (--on-host-loss stop)".into());
+        }
+        outcome
+    }
+}
+
+/// How a pass that ran went, its results merged into the run's.
+fn ran(sink: &PassSink, pass: &Pass, run: OltpRun) -> PassOutcome {
+    let outcome = PassOutcome::Ran {
+        mismatches: run.consistency_failures,
+        interrupted: run.results.interrupted,
+    };
+    merge(sink, pass, run.results);
+    outcome
 }
 
 /// What a pass's own results add to the run's (`Pass::merge_into`), its

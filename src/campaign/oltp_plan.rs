@@ -9,15 +9,19 @@
 //! in the target, or a private server with its data there), so `--db`,
 //! `--keep` and `--server-url` do not apply, and `--size` is the room of
 //! each configuration. Everything is checked here, before anything is
-//! built (moved from commands/oltp_media.rs); `campaign::oltp` runs it.
+//! built (moved from commands/oltp_media.rs); `campaign::oltp` runs it,
+//! here or on every host of `--hosts` (each target a directory on every
+//! host, SQLite only).
 
 use std::path::PathBuf;
 
 use crate::campaign::setups::MediaFlags;
 use crate::campaign::setups::{self as media_set, MediaSet, Subject};
 use crate::error::usage;
+use crate::fleet::{Fleet, OnHostLoss};
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::run::OltpObserver;
+use crate::oltp::settings::OltpSettings;
 use crate::oltp::sql::connect::SqlEngine;
 use crate::plan::units::Size;
 use crate::session::Presenter;
@@ -44,6 +48,15 @@ pub struct OltpMediaSettings {
     pub force: bool,
     pub quiet: bool,
     pub dry_run: bool,
+}
+
+/// A media run's hosts (`--hosts`), connected once everything is checked
+/// (`--dry-run` contacts none); every pass runs on all of them.
+pub struct OltpHostsConnect<'c> {
+    pub connect: Box<dyn FnOnce() -> anyhow::Result<Fleet> + 'c>,
+    /// What every host builds its plan from.
+    pub settings: OltpSettings,
+    pub on_loss: OnHostLoss,
 }
 
 /// The flags that have no meaning when every pass loads its own database.
@@ -105,12 +118,47 @@ pub fn plan(
     })
 }
 
+/// On hosts: every target a directory on each of them (an absolute path),
+/// no configuration built here, no database server (a private server per
+/// host is not supported yet).
+fn check_on_hosts(m: &OltpMediaPlan) -> anyhow::Result<()> {
+    if m.set.made().next().is_some() {
+        return Err(usage(
+            "--make",
+            "not with --hosts: the configurations are built on this machine (give each host's directories with --target)",
+        ));
+    }
+    if let Some((_, t)) = m.set.given().find(|(_, t)| !t.path.is_absolute()) {
+        return Err(usage(
+            "--target",
+            format!(
+                "with --hosts a target is a directory on every host, given as an absolute path (not {})",
+                t.path.display()
+            ),
+        ));
+    }
+    if m.plan.engine != SqlEngine::Sqlite {
+        return Err(usage(
+            "--engine",
+            format!(
+                "not with --hosts and several targets: {} would be a private server on every host (not supported yet); use sqlite",
+                m.plan.engine.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Every check on the machine, nothing created: the configurations can be
 /// built, every given target is a writable directory, the results file is
-/// not inside a target.
-fn check(m: &OltpMediaPlan, force: bool) -> anyhow::Result<()> {
+/// not inside a target. On hosts (`on_hosts`) the targets are theirs:
+/// `check_on_hosts`.
+fn check(m: &OltpMediaPlan, force: bool, on_hosts: bool) -> anyhow::Result<()> {
+    if on_hosts {
+        check_on_hosts(m)?;
+    }
     m.set.check_made()?;
-    for (_, t) in m.set.given() {
+    for (_, t) in m.set.given().filter(|_| !on_hosts) {
         media_set::check_writable_dir(t, "a database")?;
     }
     if let Some(out) = &m.output {
@@ -121,20 +169,30 @@ fn check(m: &OltpMediaPlan, force: bool) -> anyhow::Result<()> {
 }
 
 /// A media run of `iolab oltp`: planned, checked, listed (`--dry-run`) or
-/// run (`campaign::oltp::run`).
+/// run (`campaign::oltp::run`), here or on every host of `hosts`.
 pub fn run(
     args: &OltpMediaSettings,
     media: &MediaFlags,
     oltp_plan: impl FnOnce() -> anyhow::Result<OltpPlan>,
     presenter: &Presenter<dyn OltpObserver>,
+    hosts: Option<OltpHostsConnect>,
 ) -> anyhow::Result<()> {
     let m = plan(args, media, oltp_plan)?;
-    check(&m, args.force)?;
+    check(&m, args.force, hosts.is_some())?;
     if args.dry_run {
         print_plan(&m);
         return Ok(());
     }
-    crate::campaign::oltp::run(&m, presenter)
+    let hosts = match hosts {
+        Some(h) => Some(crate::campaign::oltp::OltpHosts {
+            fleet: (h.connect)()?,
+            settings: h.settings,
+            on_loss: h.on_loss,
+            halted: None,
+        }),
+        None => None,
+    };
+    crate::campaign::oltp::run(&m, presenter, hosts)
 }
 
 fn print_plan(m: &OltpMediaPlan) {

@@ -30,6 +30,9 @@ Examples:
   iolab oltp --engine mariadb --server-url 'mysql://root@localhost/tpcc?socket=/run/mysqld/mysqld.sock'
   iolab oltp --engine postgres -t sata=/mnt/sata -t nvme=/mnt/nvme --rounds 3 -w 4 --users 8 -o pg-media.json
   iolab oltp --engine postgres -t disk=/mnt/test --make tmpfs --make-in /mnt/test --rounds 2 --users 4 --runtime 30s
+  iolab oltp --hosts h1,h2,h3 -t /data -w 2 --users 1,4 --runtime 60s -o sqlite-3-hosts.json
+  iolab oltp --engine postgres --server-url postgres://tpcc@db1:5432/tpcc --hosts h1,h2 --users 8
+  iolab oltp --hosts h1,h2 -t nvme=/mnt/nvme -t sata=/mnt/sata --rounds 3 --baseline sata --users 4
   iolab report pg-nvme.json
 
 postgres and mariadb start a private server with its data under --target
@@ -37,7 +40,16 @@ postgres and mariadb start a private server with its data under --target
 --server-url uses a running server instead (its tables are dropped and
 loaded anew, nothing else is touched). Several --target (or --make) run
 the same load and points on each, interleaved by rounds, one results file
-normalized to --baseline (docs/media.md)."
+normalized to --baseline (docs/media.md).
+
+--hosts runs the load and every point on every host at once over ssh
+(docs/fleet.md): each host its own SQLite database in a scratch directory
+of --target (an absolute directory on every host, /var/tmp by default),
+or one server every host shares (--server-url: each host loads into a
+schema or database of its own, iolab_PID_HOST, dropped at the end); one
+merged point per users count, NOPM summed, each host's row beside it;
+several -t (directories on every host) with --rounds and --baseline: a
+media run on the hosts."
 )]
 pub struct OltpArgs {
     /// Database engine: sqlite (embedded, in --target), postgres or mariadb
@@ -134,4 +146,8 @@ pub struct OltpArgs {
     /// Skip the consistency conditions after each point
     #[arg(long)]
     pub no_check: bool,
+
+    /// Several hosts at once (docs/fleet.md).
+    #[command(flatten)]
+    pub hosts: crate::cli::hosts::HostsArgs,
 }

@@ -1,15 +1,22 @@
 //! `iolab oltp`: arguments -> `OltpPlan` -> `oltp::run::run` with the
 //! terminal observer -> exit code (2 bad input, 3 a consistency condition
-//! failed, 130 interrupted).
+//! failed, 130 interrupted). With `--hosts` the same plan runs on every
+//! host at once (`fleet::oltp_run`): what cannot run there is refused here,
+//! naming the flag, before any host is contacted.
+
+use std::path::PathBuf;
 
 use super::exports;
 use crate::campaign::setups as media_set;
 use crate::cli::oltp::OltpArgs;
 use crate::error::{usage, Interrupted};
+use crate::fleet::{self, JobTarget};
 use crate::oltp::plan::OltpPlan;
 use crate::oltp::run::OltpObserver;
+use crate::oltp::settings::OltpSettings;
 use crate::oltp::sql::connect::SqlEngine;
 use crate::plan::parse::parse_duration_ns;
+use crate::plan::units::Span;
 use crate::report::oltp_terminal::OltpTerminal;
 use crate::results::output;
 use crate::servers::ServerSettings;
@@ -161,29 +168,16 @@ fn settings_text(p: &OltpPlan) -> String {
 }
 
 pub fn run(args: OltpArgs) -> anyhow::Result<()> {
+    args.hosts.flags().check()?;
+    let hosts = hosts_of(&args)?;
     if media_set::is_media_run(&super::media_flags(&args.media), args.target.len()) {
-        let media = crate::campaign::oltp_plan::OltpMediaSettings {
-            target: args.target.clone(),
-            size: args.size.clone(),
-            keep: args.keep,
-            db: args.db.clone(),
-            server_url: args.server.server_url.clone(),
-            output: args.output.clone(),
-            force: args.force,
-            quiet: args.quiet,
-            dry_run: args.dry_run,
-        };
-        let targets: Vec<&std::path::Path> = args.target.iter().map(|t| t.as_path()).collect();
-        let exports = exports::parse(args.export.as_deref(), args.force, &targets)?;
-        let exports = exports::with_source(exports, args.output.as_deref());
-        let presenter = exports::media_presenter(exports, |quiet| {
-            Box::new(OltpTerminal::new(quiet)) as Box<dyn OltpObserver>
-        });
-        let flags = super::media_flags(&args.media);
-        return crate::campaign::oltp_plan::run(&media, &flags, || plan(&args), &presenter);
+        return media_run(&args, hosts);
     }
     media_set::refuse_without_media(&super::media_flags(&args.media))?;
     media_set::refuse_size_without_make(args.size.as_ref(), false)?;
+    if let Some(hosts) = hosts {
+        return run_on_hosts(&args, &hosts);
+    }
     let plan = plan(&args)?;
     if let Some(out) = &plan.output {
         output::check(out, "--output", args.force, &[])?;
@@ -204,4 +198,171 @@ pub fn run(args: OltpArgs) -> anyhow::Result<()> {
         return Err(Interrupted.into());
     }
     Ok(())
+}
+
+/// The hosts (`--hosts`), with what a run on them cannot do refused
+/// naming the flag; `None` without --hosts.
+fn hosts_of(a: &OltpArgs) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
+    let Some(list) = &a.hosts.hosts else {
+        return Ok(None);
+    };
+    let hosts = fleet::parse_hosts(list, "--hosts")?;
+    let m = &a.media;
+    let local_only = [
+        (
+            "--db",
+            a.db.is_some(),
+            "names a database of this machine; each host loads its own in --target",
+        ),
+        (
+            "--keep",
+            a.keep,
+            "the hosts' databases are removed at the end",
+        ),
+        (
+            "--make",
+            m.make.is_some() || m.make_in.is_some(),
+            "configurations are built on this machine",
+        ),
+        (
+            "--size",
+            a.size.is_some(),
+            "applies to --make, which hosts do not run",
+        ),
+    ];
+    if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
+        return Err(usage(*flag, format!("not with --hosts: {why}")));
+    }
+    if a.engine != "sqlite" && a.server.server_url.is_none() {
+        return Err(usage(
+            "--engine",
+            format!(
+                "not with --hosts: {} would be a private server on every host (not supported yet); use sqlite, or --server-url for one server every host shares",
+                a.engine
+            ),
+        ));
+    }
+    Ok(Some(hosts))
+}
+
+/// The directory on every host: the one --target, absolute; /var/tmp
+/// when none was given.
+fn host_dir(a: &OltpArgs) -> anyhow::Result<PathBuf> {
+    let Some(dir) = a.target.first() else {
+        return Ok(PathBuf::from("/var/tmp"));
+    };
+    if !dir.is_absolute() {
+        return Err(usage(
+            "--target",
+            format!(
+                "with --hosts the directory is one on every host, given as an absolute path (not {})",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir.clone())
+}
+
+/// What every host builds its plan from: the plan's settings with the
+/// durations as typed (the flags' text).
+fn settings_on_hosts(a: &OltpArgs, plan: &OltpPlan) -> anyhow::Result<OltpSettings> {
+    let span = |flag: &str, text: &str| -> anyhow::Result<Span> {
+        text.parse::<Span>().map_err(|e| usage(flag, e.0))
+    };
+    Ok(OltpSettings::of(
+        plan,
+        span("--runtime", &a.time)?,
+        span("--ramp", &a.ramp)?,
+        a.loader_threads,
+    ))
+}
+
+/// `oltp --hosts`: checked here, then connect to every host (exit 2
+/// naming each host that cannot be reached or runs another build), run
+/// the load and the points there and close the fleet (every host's
+/// database removed).
+fn run_on_hosts(a: &OltpArgs, hosts: &[fleet::HostSpec]) -> anyhow::Result<()> {
+    let dir = host_dir(a)?;
+    let mut plan = plan(a)?;
+    plan.target = dir.clone();
+    let settings = settings_on_hosts(a, &plan)?;
+    if let Some(out) = &plan.output {
+        output::check(out, "--output", a.force, &[])?;
+    }
+    let exports = exports::parse(a.export.as_deref(), a.force, &[])?;
+    let exports = exports::with_source(exports, plan.output.as_deref());
+    if a.dry_run {
+        print!("{}", describe(&plan));
+        let names: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        let own = match plan.server_url {
+            Some(_) => "in a namespace iolab_PID_HOST of its own on the server".to_string(),
+            None => format!("in {}", dir.display()),
+        };
+        println!(
+            "hosts: {} (each loads and runs its own database {own}; not contacted now)",
+            names.join(", "),
+        );
+        return Ok(());
+    }
+    let term = OltpTerminal::new(a.quiet);
+    let mut f = a.hosts.flags().connect(hosts, a.quiet)?;
+    let on = fleet::oltp_run::OltpOnHosts {
+        plan: &plan,
+        settings,
+        target: JobTarget {
+            dir: Some(dir.display().to_string()),
+            size: None,
+            overwrite: false,
+            ..JobTarget::default()
+        },
+        on_loss: a.hosts.on_host_loss.into(),
+    };
+    let ran = fleet::oltp_run::run(&mut f, &on, &term);
+    f.close();
+    let done = ran?;
+    if let (Some(out), false) = (&plan.output, a.quiet) {
+        println!("\nresults: {}", out.display());
+    }
+    exports::write_all(&exports, &done.results, a.quiet)?;
+    done.checked()?;
+    if done.results.interrupted {
+        return Err(Interrupted.into());
+    }
+    Ok(())
+}
+
+/// A media run (several targets, `--make`): `campaign::oltp_plan`, on
+/// every host of `hosts` if given (each target a directory on all of
+/// them).
+fn media_run(args: &OltpArgs, hosts: Option<Vec<fleet::HostSpec>>) -> anyhow::Result<()> {
+    let media = crate::campaign::oltp_plan::OltpMediaSettings {
+        target: args.target.clone(),
+        size: args.size.clone(),
+        keep: args.keep,
+        db: args.db.clone(),
+        server_url: args.server.server_url.clone(),
+        output: args.output.clone(),
+        force: args.force,
+        quiet: args.quiet,
+        dry_run: args.dry_run,
+    };
+    let targets: Vec<&std::path::Path> = args.target.iter().map(|t| t.as_path()).collect();
+    let exports = exports::parse(args.export.as_deref(), args.force, &targets)?;
+    let exports = exports::with_source(exports, args.output.as_deref());
+    let presenter = exports::media_presenter(exports, |quiet| {
+        Box::new(OltpTerminal::new(quiet)) as Box<dyn OltpObserver>
+    });
+    let flags = super::media_flags(&args.media);
+    let hosts = match hosts {
+        Some(h) => {
+            let (quiet, host_flags) = (args.quiet, args.hosts.flags());
+            Some(crate::campaign::oltp_plan::OltpHostsConnect {
+                settings: settings_on_hosts(args, &plan(args)?)?,
+                on_loss: host_flags.on_host_loss,
+                connect: Box::new(move || host_flags.connect(&h, quiet)),
+            })
+        }
+        None => None,
+    };
+    crate::campaign::oltp_plan::run(&media, &flags, || plan(args), &presenter, hosts)
 }

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use super::agent_kv::KvSlot;
 use super::agent_media::HostMedia;
+use super::agent_oltp::OltpSlot;
 use super::build;
 use super::proto::{
     self, AgentError, AgentWork, ClockReply, Hello, JobResult, JobTarget, Message, ProgressReport,
@@ -201,6 +202,7 @@ pub fn serve_within(
     let mut media = HostMedia::default();
     let mut target: Option<(DeviceWork, Target)> = None;
     let mut kv = KvSlot::default();
+    let mut oltp = OltpSlot::default();
     // Serving an export and sampling the CPU, as a target host.
     let mut side = TargetSide::default();
     // A prepare arms one start; the target may outlive it (`reusable`).
@@ -209,12 +211,14 @@ pub fn serve_within(
         match next(&rx) {
             Event::Ended(why) => {
                 kv.end();
+                oltp.end();
                 drop(target);
                 drop(side);
                 anyhow::bail!("{why}; the agent tore down and exits");
             }
             Event::Msg(Message::Bye) => {
                 kv.end();
+                oltp.end();
                 return Ok(());
             }
             Event::Msg(m @ (Message::Serve(_) | Message::CpuWindow { .. })) => {
@@ -240,12 +244,20 @@ pub fn serve_within(
                 let job = match p.work {
                     AgentWork::Kv(w) => {
                         (target, armed) = (None, false);
+                        oltp.end();
                         send(&out, &kv.prepare(*w, &p.target))?;
+                        continue;
+                    }
+                    AgentWork::Oltp(w) => {
+                        (target, armed) = (None, false);
+                        kv.end();
+                        send(&out, &oltp.prepare(*w, &p.target))?;
                         continue;
                     }
                     AgentWork::Device(job) => *job,
                 };
                 kv.end();
+                oltp.end();
                 let p = Box::new(DeviceWork {
                     job,
                     target: p.target,
@@ -266,6 +278,9 @@ pub fn serve_within(
             }
             Event::Msg(Message::StartAt { agent_ns }) if kv.armed() => {
                 send(&out, &kv.run(agent_ns, &out))?;
+            }
+            Event::Msg(Message::StartAt { agent_ns }) if oltp.armed() => {
+                send(&out, &oltp.run(agent_ns, &out))?;
             }
             Event::Msg(Message::StartAt { agent_ns }) => {
                 let Some((p, t)) = target.as_ref().filter(|_| armed) else {

@@ -561,6 +561,12 @@ impl Fleet {
         Ok(start)
     }
 
+    /// Let a prepare take up to `t` (an oltp load before the first point:
+    /// a host that dies meanwhile is noticed by ssh's keep-alives).
+    pub fn set_prepare_timeout(&mut self, t: Duration) {
+        self.opts.prepare_timeout = t;
+    }
+
     /// Say bye to every agent and wait for its ssh to end.
     pub fn close(mut self) {
         self.close_all();

@@ -9,6 +9,7 @@
 pub mod agent;
 mod agent_kv;
 mod agent_media;
+mod agent_oltp;
 pub mod build;
 pub mod clock;
 pub mod collect;
@@ -21,6 +22,7 @@ pub mod groups_file;
 pub mod hosts;
 pub mod kv_run;
 pub mod merge;
+pub mod oltp_run;
 pub mod placement;
 pub mod proto;
 pub mod serving;

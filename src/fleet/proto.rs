@@ -11,6 +11,7 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::kv::settings::KvSettings;
+use crate::oltp::settings::OltpSettings;
 use crate::plan::job::JobSpec;
 use crate::results::Point;
 
@@ -136,6 +137,9 @@ pub enum AgentWork {
     /// One phase of a kv plan; the host keeps its databases from one phase
     /// to the next of the same plan.
     Kv(Box<KvWork>),
+    /// One point of an oltp plan; the host loads its database before the
+    /// first and keeps it from one point to the next of the same plan.
+    Oltp(Box<OltpWork>),
 }
 
 /// Phase `phase` (counted from 0; db_bench chain steps are not phases) of
@@ -148,6 +152,16 @@ pub struct KvWork {
     pub settings: KvSettings,
     pub instances: u32,
     pub phase: u32,
+}
+
+/// Point `point` (the index of its users count, from 0) of the oltp plan
+/// `settings` describe, its database in a scratch directory of the target
+/// directory. The host builds and checks the plan from the settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OltpWork {
+    pub settings: OltpSettings,
+    pub point: u32,
 }
 
 impl Prepare {

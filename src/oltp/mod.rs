@@ -8,12 +8,15 @@
 
 pub mod consistency;
 pub mod driver;
+pub mod gate;
 pub mod load;
+pub mod namespace;
 pub mod plan;
 pub mod point;
 pub mod probe;
 pub mod rand;
 pub mod run;
 pub mod schema;
+pub mod settings;
 pub mod sql;
 pub mod txn;

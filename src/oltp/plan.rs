@@ -30,6 +30,11 @@ pub struct OltpPlan {
     pub server_url: Option<String>,
     /// The private server's settings (ignored with `server_url`).
     pub settings: ServerSettings,
+    /// Load into a namespace of iolab's own on `server_url` (a PostgreSQL
+    /// schema, a MariaDB database) made for the run and dropped at its
+    /// end, not the URL's database: a host of `oltp --hosts` sharing the
+    /// server with the others.
+    pub namespace: Option<String>,
     /// Reuse this loaded SQLite database (skip the load; kept).
     pub db: Option<PathBuf>,
     /// Keep the scratch directory and its database.
@@ -58,6 +63,7 @@ impl OltpPlan {
             target,
             server_url: None,
             settings: ServerSettings::default(),
+            namespace: None,
             db: None,
             keep: false,
             warehouses: 1,
@@ -116,6 +122,19 @@ impl OltpPlan {
                 "--keep",
                 "--keep keeps SQLite's scratch database; a private server and its data are always removed",
             ));
+        }
+        let plain = |n: &str| {
+            !n.is_empty()
+                && n.len() <= 63
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if let Some(n) = self.namespace.as_deref() {
+            if self.server_url.is_none() || !plain(n) {
+                return Err(usage(
+                    "--server-url",
+                    format!("namespace {n}: a plain name on a server named by --server-url"),
+                ));
+            }
         }
         if let (Some(url), Some(kind)) = (&self.server_url, self.engine.server_kind()) {
             crate::servers::Endpoint::parse(url)?.check_kind(kind)?;

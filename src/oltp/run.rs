@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::driver::{self, DriverSpec};
+use super::gate::PointGate;
 use super::load::{self, LoadInfo};
 use super::plan::OltpPlan;
 use super::point::{self, OltpInfo, PointSetup};
@@ -45,6 +46,9 @@ pub trait OltpObserver: Observer {
     fn point_started(&self, _users: usize) {}
     /// A point finished and is saved.
     fn oltp_point_done(&self, _p: &Point, _info: &OltpInfo) {}
+    /// The running point's transactions and new orders so far (about
+    /// once a second, ramp included).
+    fn point_progress(&self, _txns: u64, _new_orders: u64) {}
 }
 
 impl OltpObserver for crate::session::Silent {}
@@ -297,6 +301,12 @@ fn server_for(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<Option<Server>>
 
 /// Run `plan`, reporting to `obs`.
 pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
+    run_gated(plan, obs, &super::gate::Now)
+}
+
+/// `run`, each point started when `gate` says (a fleet's common instant
+/// on a host of `oltp --hosts`).
+pub fn run_gated(plan: &OltpPlan, obs: &dyn OltpObserver, gate: &dyn PointGate) -> Result<OltpRun> {
     plan.validate()?;
     interrupt::install();
     // Dropped last: the server stops after every connection has closed.
@@ -304,6 +314,11 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     let server_info = server.as_ref().map(Server::info);
     let pl = place(plan)?;
     let db = connect::for_plan(plan.engine, server.as_ref(), &pl.file)?;
+    // Dropped after every connection: a shared server's namespace.
+    let (db, namespace) = match &plan.namespace {
+        Some(n) => super::namespace::make(db, n)?,
+        None => (db, None),
+    };
     let mut conn = db.open_checked(false)?;
     let version = conn.version();
     obs.started(&OltpStarted {
@@ -342,11 +357,12 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     let mut failures = 0;
     let constants = NuConstants::for_run(NuConstants::for_load(plan.seed), plan.seed);
     let outcome = (|| -> Result<()> {
-        for &users in &plan.users {
+        for (i, &users) in plan.users.iter().enumerate() {
             if interrupt::stop_requested() {
                 sink.results.interrupted = true;
                 break;
             }
+            gate.ready(i, users)?;
             let p = run_point(&ph, conn.as_mut(), users, constants)?;
             let interrupted = p.is_interrupted();
             failures += p
@@ -356,6 +372,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
                 .map_or(0, |o| o.consistency_failures());
             sink.push(p)?;
             let p = sink.results.points.last().expect("just pushed");
+            gate.done(i, p);
             if let Some(o) = &p.extra.oltp {
                 obs.oltp_point_done(p, o);
             }
@@ -374,6 +391,7 @@ pub fn run(plan: &OltpPlan, obs: &dyn OltpObserver) -> Result<OltpRun> {
     sink.results.complete = outcome.is_ok() && !sink.results.interrupted;
     sink.save_last()?;
     drop(conn);
+    drop(namespace);
     drop(pl);
     drop(server);
     outcome?;
@@ -409,6 +427,7 @@ fn run_point(
     // This point and the ones after it (users counts run in order).
     let left = plan.users.len() - plan.users.iter().position(|&u| u == users).unwrap_or(0);
     let tick = |elapsed_s: f64, ramp: bool, txns: u64, new_orders: u64| {
+        obs.point_progress(txns, new_orders);
         let label = if ramp {
             format!("{users} user(s): ramp")
         } else {
@@ -506,6 +525,7 @@ fn provenance(
         "engine": plan.engine.name(),
         "endpoint": db.describe(),
         "private_server": server.is_some_and(Server::is_private),
+        "namespace": plan.namespace,
         "warehouses": plan.warehouses,
         "users": plan.users,
         "ramp_s": plan.ramp_s,

@@ -311,6 +311,9 @@ impl OltpObserver for OltpTerminal {
         }
         println!("{}", headline(info));
         println!("{}", transaction_table(p, info));
+        if let Some(h) = &p.extra.hosts {
+            println!("{}", crate::report::hosts_table::terminal(p, h));
+        }
         print!("{}", consistency_lines(info));
         if let Some(s) = &p.extra.server {
             println!("{}", server_line(s));

@@ -4,7 +4,9 @@
 //! operations, bytes, IOPS and bandwidth summed (the parts measured the
 //! same window), per-second series added by index on the common start,
 //! open-loop statistics summed with the latency from the intended start
-//! from the merged histograms.
+//! from the merged histograms, oltp sections summed (`oltp`).
+
+mod oltp;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -260,6 +262,15 @@ pub fn merge_points(parts: &[(&str, &Point)], kind: &str, cpu: CpuOf) -> Option<
         histograms: hists.iter().map(|(k, h)| (k.clone(), h.encode())).collect(),
         extra: crate::results::PointExt {
             open_loop: merged_open_loop(&points, &hists),
+            oltp: oltp::merge(
+                &parts
+                    .iter()
+                    .map(|(l, p)| (*l, p.extra.oltp.as_deref()))
+                    .collect::<Vec<_>>(),
+                kind,
+                &hists,
+            )
+            .map(Box::new),
             ..Default::default()
         },
     })

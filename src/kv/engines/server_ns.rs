@@ -40,6 +40,12 @@ pub fn owned_namespace(server: &Server) -> Option<String> {
     (!server.is_private()).then(|| namespace(std::process::id(), HOST_TAG.get()))
 }
 
+/// This process's namespace on a shared server: `iolab_<pid>`, with the
+/// host's name on a host of `--hosts` (what `oltp --hosts` loads into).
+pub fn process_namespace() -> String {
+    namespace(std::process::id(), HOST_TAG.get())
+}
+
 fn namespace(pid: u32, host: Option<&String>) -> String {
     match host {
         Some(h) => format!("iolab_{pid}_{h}"),

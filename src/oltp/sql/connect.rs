@@ -12,8 +12,9 @@ use crate::error::usage;
 use crate::servers::{Endpoint, Server, ServerKind};
 use anyhow::Result;
 
-/// The engine of a plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The engine of a plan (serialized as its name, for a fleet's hosts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SqlEngine {
     Sqlite,
     Postgres,
@@ -53,8 +54,15 @@ impl SqlEngine {
 /// How to connect to the database of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DbConnect {
-    Sqlite { path: PathBuf },
-    Postgres(Endpoint),
+    Sqlite {
+        path: PathBuf,
+    },
+    /// A PostgreSQL database; `schema` first on the search path (iolab's
+    /// own namespace on a server the hosts of `--hosts` share).
+    Postgres {
+        ep: Endpoint,
+        schema: Option<String>,
+    },
     Mariadb(Endpoint),
 }
 
@@ -62,7 +70,7 @@ impl DbConnect {
     pub fn engine(&self) -> SqlEngine {
         match self {
             DbConnect::Sqlite { .. } => SqlEngine::Sqlite,
-            DbConnect::Postgres(_) => SqlEngine::Postgres,
+            DbConnect::Postgres { .. } => SqlEngine::Postgres,
             DbConnect::Mariadb(_) => SqlEngine::Mariadb,
         }
     }
@@ -70,7 +78,10 @@ impl DbConnect {
     /// The database of a server endpoint (Redis has no SQL: refused).
     pub fn server(ep: &Endpoint) -> Result<DbConnect> {
         match ep.kind {
-            ServerKind::Postgres => Ok(DbConnect::Postgres(ep.clone())),
+            ServerKind::Postgres => Ok(DbConnect::Postgres {
+                ep: ep.clone(),
+                schema: None,
+            }),
             ServerKind::Mariadb => Ok(DbConnect::Mariadb(ep.clone())),
             ServerKind::Redis | ServerKind::Mongodb => Err(usage(
                 "--server-url",
@@ -90,7 +101,7 @@ impl DbConnect {
     pub fn describe(&self) -> String {
         match self {
             DbConnect::Sqlite { path } => path.display().to_string(),
-            DbConnect::Postgres(e) | DbConnect::Mariadb(e) => e.display_url(),
+            DbConnect::Postgres { ep: e, .. } | DbConnect::Mariadb(e) => e.display_url(),
         }
     }
 
@@ -99,7 +110,9 @@ impl DbConnect {
     pub fn open(&self, loading: bool) -> DbResult<Box<dyn SqlConn>> {
         Ok(match self {
             DbConnect::Sqlite { path } => Box::new(super::sqlite::SqliteConn::open(path, loading)?),
-            DbConnect::Postgres(e) => Box::new(super::postgres::PgConn::open(e)?),
+            DbConnect::Postgres { ep, schema } => {
+                Box::new(super::postgres::PgConn::open(ep, schema.as_deref())?)
+            }
             DbConnect::Mariadb(e) => Box::new(super::mariadb::MariaConn::open(e)?),
         })
     }
@@ -149,7 +162,9 @@ mod tests {
         let c = DbConnect::server(&ep).unwrap();
         assert_eq!(c.engine(), SqlEngine::Postgres);
         assert_eq!(c.describe(), "postgres://bob:***@127.0.0.1:5433/tpcc");
-        let DbConnect::Postgres(e) = &c else { panic!() };
+        let DbConnect::Postgres { ep: e, .. } = &c else {
+            panic!()
+        };
         assert_eq!(e.password, "p@ss");
         let ep = Endpoint::parse("mysql://root@localhost/db?socket=/tmp/m.sock").unwrap();
         let c = DbConnect::server(&ep).unwrap();

@@ -38,11 +38,14 @@ fn err(e: postgres::Error) -> DbError {
 }
 
 impl PgConn {
-    pub fn open(e: &Endpoint) -> DbResult<PgConn> {
-        let c = crate::servers::postgres::config(e, &e.database)
-            .application_name("iolab-oltp")
-            .connect(NoTls)
-            .map_err(err)?;
+    /// A connection to `e`'s database, `schema` first on its search path.
+    pub fn open(e: &Endpoint, schema: Option<&str>) -> DbResult<PgConn> {
+        let mut cfg = crate::servers::postgres::config(e, &e.database);
+        cfg.application_name("iolab-oltp");
+        if let Some(s) = schema {
+            cfg.options(&format!("-c search_path={s}"));
+        }
+        let c = cfg.connect(NoTls).map_err(err)?;
         Ok(PgConn {
             c,
             stmts: HashMap::new(),
