@@ -132,8 +132,9 @@ fn oltp_on_two_hosts_merges_every_point_exactly_and_leaves_nothing() {
     assert_nothing_left(&lab, &work);
 }
 
-/// A media run on hosts, as on this machine: two directories on every
-/// host in two rounds against a baseline, every pass on both hosts at
+/// A media run on hosts, as on this machine: a directory on every host
+/// and a tmpfs every host builds (`--make`) in two rounds against a
+/// baseline, every pass on both hosts at
 /// once (each host loading a fresh database per pass), each point the
 /// hosts' exact merge tagged by its pass, nothing left.
 #[test]
@@ -146,16 +147,17 @@ fn an_oltp_campaign_runs_its_setups_in_rounds_on_every_host() {
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
     let out = lab.dir.path().join("campaign.json");
+    // The second setup is a tmpfs every host builds in b (`--make`).
     let o = oltp_on(&lab)
         .arg("-t")
         .arg(format!("A={}", a.display()))
-        .arg("-t")
-        .arg(format!("B={}", b.display()))
+        .args(["--make", "tmpfs", "--make-in"])
+        .arg(&b)
         .args([
             "--rounds",
             "2",
             "--baseline",
-            "B",
+            "tmpfs",
             "--users",
             "1",
             "--runtime",
@@ -174,8 +176,8 @@ fn an_oltp_campaign_runs_its_setups_in_rounds_on_every_host() {
         [
             "A r1: oltp.users1",
             "A r2: oltp.users1",
-            "B r1: oltp.users1",
-            "B r2: oltp.users1"
+            "tmpfs r1: oltp.users1",
+            "tmpfs r2: oltp.users1"
         ]
     );
     for p in &r.points {
@@ -184,9 +186,11 @@ fn an_oltp_campaign_runs_its_setups_in_rounds_on_every_host() {
         assert_exact(p);
         assert_eq!(p.extra.oltp.as_ref().map(|o| o.warehouses), Some(2));
         let pass = p.pass.as_ref().expect("tagged with its pass");
-        assert_eq!(pass.baseline, pass.setup == "B", "{}", p.name);
+        assert_eq!(pass.baseline, pass.setup == "tmpfs", "{}", p.name);
     }
     assert_eq!(r.extra.hosts.as_ref().map(|h| h.hosts.len()), Some(2));
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains(&b.display().to_string()), "a tmpfs left");
     let media = r.extra.media.as_ref().expect("the setups");
     assert_eq!(media.targets.as_ref().map(|t| t.len()), Some(2));
     assert!(r.complete);
@@ -457,7 +461,7 @@ fn what_oltp_hosts_cannot_run_is_exit_2_naming_the_flag() {
         (vec!["--engine", "mariadb", "-t", "/var/tmp"], "--engine"),
         (vec!["--db", db], "--db"),
         (vec!["--keep"], "--keep"),
-        (vec!["--make", "tmpfs", "-t", "/var/tmp"], "--make"),
+        (vec!["--make", "raw", "-t", "/var/tmp"], "--make"),
         (vec!["-t", "/var/tmp", "-t", "rel"], "--target"),
         (
             vec![

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::driver::{run_rounds, Order, PassOutcome, Schedule, Workload};
 use super::pass::Pass;
-use super::setups::MediaSet;
+use super::setups::{MediaSet, Subject};
 use super::sink::{drive, PassSink, Passes};
 use super::tagged::{pass_on_dir, Tagged};
 use crate::fleet::oltp_run::OltpOnHosts;
@@ -59,6 +59,9 @@ pub fn run(
     presenter: &Presenter<dyn OltpObserver>,
     mut hosts: Option<OltpHosts>,
 ) -> anyhow::Result<()> {
+    if let Some(h) = hosts.as_mut() {
+        h.fleet.make(&m.set.make_requests(m.room))?;
+    }
     let passes = Passes {
         hosts: hosts
             .as_ref()
@@ -161,11 +164,15 @@ impl OltpPasses<'_> {
         let on = OltpOnHosts {
             plan: &plan,
             settings: h.settings.clone(),
-            target: JobTarget {
-                dir: Some(dir.display().to_string()),
-                size: None,
-                overwrite: false,
-                ..JobTarget::default()
+            target: match &self.m.set.subjects[setup] {
+                Subject::Made(k) => JobTarget {
+                    made: Some(k.name()),
+                    ..JobTarget::default()
+                },
+                Subject::Given(_) => JobTarget {
+                    dir: Some(dir.display().to_string()),
+                    ..JobTarget::default()
+                },
             },
             on_loss: h.on_loss,
         };

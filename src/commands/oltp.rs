@@ -207,7 +207,6 @@ fn hosts_of(a: &OltpArgs) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
         return Ok(None);
     };
     let hosts = fleet::parse_hosts(list, "--hosts")?;
-    let m = &a.media;
     let local_only = [
         (
             "--db",
@@ -218,16 +217,6 @@ fn hosts_of(a: &OltpArgs) -> anyhow::Result<Option<Vec<fleet::HostSpec>>> {
             "--keep",
             a.keep,
             "the hosts' databases are removed at the end",
-        ),
-        (
-            "--make",
-            m.make.is_some() || m.make_in.is_some(),
-            "configurations are built on this machine",
-        ),
-        (
-            "--size",
-            a.size.is_some(),
-            "applies to --make, which hosts do not run",
         ),
     ];
     if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
@@ -352,7 +341,8 @@ fn media_run(args: &OltpArgs, hosts: Option<Vec<fleet::HostSpec>>) -> anyhow::Re
     let presenter = exports::media_presenter(exports, |quiet| {
         Box::new(OltpTerminal::new(quiet)) as Box<dyn OltpObserver>
     });
-    let flags = super::media_flags(&args.media);
+    let mut flags = super::media_flags(&args.media);
+    flags.on_hosts = hosts.is_some();
     let hosts = match hosts {
         Some(h) => {
             let (quiet, host_flags) = (args.quiet, args.hosts.flags());
