@@ -3,6 +3,9 @@
 //! open-loop rates, latency-target searches, steady-state rounds) with the
 //! terminal as observer -> exit code. fio job files and fio JSON export are
 //! in `device_fio`, the per-point stack breakdown in `trace::point_tracer`.
+//! With `--hosts` the same driver runs every job on every host at once
+//! (its placement, `fleet::FleetPlacement`, groups from `--hosts
+//! @FILE.toml`); what the hosts cannot run is refused here first.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -10,12 +13,13 @@ use std::path::{Path, PathBuf};
 use super::device_flags::{dry_run, experiments_from_args};
 use crate::analysis::AnalysisOptions;
 use crate::cli::device::DeviceArgs;
+use crate::commands::device_fio;
 use crate::commands::exports::{self, ExportFile};
-use crate::commands::{device_fio, device_hosts};
 use crate::dut::{self, TargetOptions};
 use crate::error::{usage, Interrupted, VerifyFailed};
+use crate::fleet::{self, FleetPlacement, HostGroups, HostsFlags, JobTarget};
 use crate::interrupt;
-use crate::plan::experiment::Mode;
+use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::fiojob::FioPlan;
 use crate::plan::job::JobSpec;
 use crate::plan::units::Size;
@@ -31,13 +35,13 @@ pub fn run(a: DeviceArgs) -> anyhow::Result<()> {
     // `--make`, or several `--target`: a media run.
     if crate::campaign::setups::is_media_run(&super::media_flags(&a.media), a.target.len()) {
         let hosts = match &a.hosts.hosts {
-            Some(_) => device_hosts::refuse_what_hosts_cannot_run(&a, &experiments_from_args(&a)?)?,
+            Some(_) => refuse_what_hosts_cannot_run(&a, &experiments_from_args(&a)?)?,
             None => None,
         };
         let connect = hosts.map(|h| -> crate::campaign::device_plan::HostsConnect<'_> {
             let flags = a.hosts.flags();
             let quiet = a.quiet;
-            Box::new(move || device_hosts::connect_groups(&flags, &h, Default::default(), quiet))
+            Box::new(move || connect_groups(&flags, &h, Default::default(), quiet))
         });
         let settings = super::device_flags::settings(&a);
         let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
@@ -83,7 +87,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         .transpose()?;
     let a = device_fio::with_target_defaults(a, fio_plan.as_ref());
     let exps = experiments_from_args(&a)?;
-    let hosts = device_hosts::refuse_what_hosts_cannot_run(&a, &exps)?;
+    let hosts = refuse_what_hosts_cannot_run(&a, &exps)?;
     let targets: Vec<&Path> = a.target.iter().map(PathBuf::as_path).collect();
     if let Some(p) = a.json.as_deref().filter(|p| p.as_os_str() != "-") {
         output::check(p, "--json", a.force, &targets)?;
@@ -116,7 +120,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         // Every check of the real run, nothing created.
         let target = match &hosts {
             None => dut::check_and_describe(&topts, writes)?,
-            Some(g) => device_hosts::dry_run_target(&a, g),
+            Some(g) => dry_run_target(&a, g),
         };
         dry_run(&exps, &target);
         return Ok(());
@@ -128,8 +132,8 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     run_warnings.extend(provenance.busy_warning());
     let (placement, target) = match &hosts {
         Some(h) => {
-            let jt = device_hosts::job_target(&a, needs_target, size);
-            let p = device_hosts::connect_groups(&a.hosts.flags(), h, jt, quiet)?;
+            let jt = job_target(&a, needs_target, size);
+            let p = connect_groups(&a.hosts.flags(), h, jt, quiet)?;
             (Some(p), dut::Target::none(size.unwrap_or(0)))
         }
         None => {
@@ -320,4 +324,175 @@ fn exit_status(results: &Results, failures: usize) -> anyhow::Result<()> {
         anyhow::bail!("{failures} point(s) failed (see the warnings in the results)");
     }
     Ok(())
+}
+
+// On hosts (`--hosts`): what a run on several hosts accepts (one directory
+// on every host; no local-only steps), checked before anything is set up
+// anywhere, and the hosts connected as the driver's placement.
+
+/// The hosts' flags checked against the rest of the run; `None` without
+/// --hosts. The hosts come in groups (`--hosts @FILE.toml`; a plain list
+/// is one group), each group's job checked as the command line's is.
+pub fn refuse_what_hosts_cannot_run(
+    a: &DeviceArgs,
+    exps: &[Experiment],
+) -> anyhow::Result<Option<HostGroups>> {
+    a.hosts.flags().check()?;
+    let Some(list) = &a.hosts.hosts else {
+        return Ok(None);
+    };
+    let groups = fleet::parse_host_groups(list, "--hosts")?;
+    check_groups(a, exps, &groups)?;
+    let local_only = [
+        (
+            "--breakdown",
+            a.breakdown,
+            "traces this machine's block layer",
+        ),
+        (
+            "--destroy-data",
+            !a.destroy_data.is_empty(),
+            "names a device of this machine; on hosts iolab makes a scratch file in --target",
+        ),
+        (
+            "--fio-job",
+            a.fio_job.is_some(),
+            "reads its target from the job file",
+        ),
+        (
+            "--precondition",
+            exps.iter().any(|e| e.precondition.is_some()),
+            "each host's scratch file is its own",
+        ),
+        (
+            "--purge",
+            exps.iter().any(|e| e.purge),
+            "each host's scratch file is its own",
+        ),
+    ];
+    if let Some((flag, _, why)) = local_only.iter().find(|(_, given, _)| *given) {
+        return Err(usage(*flag, format!("not with --hosts: it {why}")));
+    }
+    if let Some(t) = a.target.first() {
+        crate::plan::endpoint::endpoint_of(t)?;
+    }
+    let base = a.target.first().map(|t| t.display().to_string());
+    let verifies = exps.iter().flat_map(|e| &e.jobs).any(|j| j.verify);
+    if verifies && groups.share_an_export(base.as_deref()) {
+        return Err(usage(
+            "--verify",
+            "not with several --hosts on one shared export: each host stamps and checks the blocks it writes, \
+             and the others overwrite them (thousands of false mismatches); verify from one host, \
+             or give each host an export of its own",
+        ));
+    }
+    // Each target (a media run's `[LABEL=]PATH` too) is a directory on
+    // every host, or an export they share.
+    let path_of = |t: &PathBuf| -> PathBuf {
+        let text = t.to_string_lossy();
+        match text.split_once('=') {
+            Some((label, path)) if !label.contains('/') => PathBuf::from(path),
+            _ => t.clone(),
+        }
+    };
+    let is_remote = |t: &PathBuf| {
+        crate::plan::endpoint::endpoint_of(&path_of(t))
+            .ok()
+            .flatten()
+            .is_some()
+    };
+    if let Some(t) = a
+        .target
+        .iter()
+        .find(|t| !path_of(t).is_absolute() && !is_remote(t))
+    {
+        return Err(usage(
+            "--target",
+            format!(
+                "with --hosts the target is a directory on every host, given as an absolute path, or a remote export they share (not {})",
+                t.display()
+            ),
+        ));
+    }
+    Ok(Some(groups))
+}
+
+/// Each group's job, for every job of the run, is valid (errors name the
+/// group); a media run's targets are its setups, not a group's.
+fn check_groups(a: &DeviceArgs, exps: &[Experiment], groups: &HostGroups) -> anyhow::Result<()> {
+    let media =
+        crate::campaign::setups::is_media_run(&super::media_flags(&a.media), a.target.len());
+    if let Some(g) = groups
+        .groups
+        .iter()
+        .find(|g| media && g.job.target.is_some())
+    {
+        return Err(usage(
+            format!(
+                "{}: group {}.target",
+                groups.file.as_deref().unwrap_or("--hosts"),
+                g.name.as_deref().unwrap_or("-")
+            ),
+            "not in a media run: its targets (--target, --make) are every host's setups",
+        ));
+    }
+    groups.check_jobs(exps.iter().flat_map(|e| &e.jobs))
+}
+
+/// A dry run's target on the hosts: the directory on every host, and each
+/// host group's job.
+pub fn dry_run_target(a: &DeviceArgs, groups: &HostGroups) -> String {
+    let mut t = format!(
+        "{} on every host",
+        a.target
+            .first()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| ".".into())
+    );
+    if !groups.is_plain() {
+        t.push_str(&format!("; {}", groups.summary().join("; ")));
+    }
+    t
+}
+
+/// Where each job runs on the hosts: a scratch file of `size` in the
+/// directory `--target`, or the remote export `--target` every host
+/// reaches (none for engines that open no file).
+pub fn job_target(a: &DeviceArgs, needs_target: bool, size: Option<u64>) -> JobTarget {
+    JobTarget {
+        overwrite: a.overwrite,
+        dir: needs_target.then(|| {
+            a.target
+                .first()
+                .cloned()
+                .unwrap_or_else(|| PathBuf::from("/var/tmp"))
+                .display()
+                .to_string()
+        }),
+        size,
+        ..JobTarget::default()
+    }
+}
+
+/// Connect to every host (exit 2 naming each host that cannot be reached
+/// or runs another build; nothing is left running anywhere then); also
+/// `run --hosts`'.
+pub fn connect(
+    flags: &HostsFlags,
+    hosts: &[fleet::HostSpec],
+    target: JobTarget,
+    quiet: bool,
+) -> anyhow::Result<FleetPlacement> {
+    let f = flags.connect(hosts, quiet)?;
+    Ok(FleetPlacement::new(f, target, flags.on_host_loss))
+}
+
+/// `connect` to the groups' hosts, each to run its group's job.
+pub fn connect_groups(
+    flags: &HostsFlags,
+    groups: &HostGroups,
+    target: JobTarget,
+    quiet: bool,
+) -> anyhow::Result<FleetPlacement> {
+    Ok(connect(flags, &groups.hosts(), target, quiet)?.with_groups(groups.clone()))
 }

@@ -5,7 +5,6 @@ pub mod compare;
 pub mod device;
 pub mod device_fio;
 pub mod device_flags;
-pub mod device_hosts;
 pub mod exports;
 pub mod kv;
 pub mod kv_flags;
