@@ -6,58 +6,26 @@
 //! phase to the next and are removed when the plan ends, the control side
 //! says bye or goes away.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use super::agent::{agent_error, protocol_error, send, wait_until, Out};
-use super::proto::{JobResult, JobTarget, KvWork, Message, ProgressReport};
+use super::agent_steps::{LiveCount, StepGate, StepSlot, StepThread, StepWork};
+use super::proto::{JobTarget, KvWork};
 use crate::error::usage;
-use crate::interrupt;
 use crate::kv::instances::{self, PhaseGate};
 use crate::kv::plan::KvPlan;
-use crate::measure::clock::mono_now_ns;
 use crate::results::Point;
 
-/// What the control side tells the plan's thread at a phase's gate.
-enum GateCmd {
-    Start(u64),
-    Abort,
-}
-
-/// What the plan's thread tells the agent.
-enum KvEvent {
-    Ready { index: usize, name: String },
-    Done { point: Box<Point>, started_ns: u64 },
-    Finished(Result<(), String>),
-}
-
-/// The gate of the plan's thread: it says it is ready and waits for the
-/// instant (or an abort).
-struct AgentGate {
-    events: Sender<KvEvent>,
-    cmds: Mutex<Receiver<GateCmd>>,
-    released: AtomicU64,
+/// The kv side of the plan thread's gate.
+struct KvGate<'a> {
+    gate: &'a StepGate,
+    /// One instance: the point is the host's, without an instances section.
     single: bool,
 }
 
-impl PhaseGate for AgentGate {
+impl PhaseGate for KvGate<'_> {
     fn ready(&self, index: usize, name: &str) -> anyhow::Result<()> {
-        let name = name.to_string();
-        self.events
-            .send(KvEvent::Ready { index, name })
-            .map_err(|_| anyhow::anyhow!("the agent stopped"))?;
-        let cmd = self.cmds.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        match cmd {
-            Ok(GateCmd::Start(at)) => {
-                wait_until(at);
-                self.released.store(mono_now_ns(), Ordering::SeqCst);
-                Ok(())
-            }
-            _ => anyhow::bail!("stopped before the phase (the control side ended the run)"),
-        }
+        self.gate.ready(index, name.to_string())
     }
 
     fn owns_stop(&self) -> bool {
@@ -69,41 +37,47 @@ impl PhaseGate for AgentGate {
         if self.single {
             point.extra.instances = None;
         }
-        let _ = self.events.send(KvEvent::Done {
-            point: Box::new(point),
-            started_ns: self.released.load(Ordering::SeqCst),
-        });
+        self.gate.done(point);
     }
 }
 
-/// The phase's operations so far, from the plan's thread, for the
-/// progress messages.
-#[derive(Default)]
-struct LiveOps(AtomicU64);
+/// The phase's operations so far, for the progress messages.
+struct LiveOps(Arc<LiveCount>);
 
 impl crate::session::Observer for LiveOps {}
 
 impl crate::kv::run::KvObserver for LiveOps {
     fn phase_progress(&self, done: u64) {
-        self.0.store(done, Ordering::SeqCst);
+        self.0 .0.store(done, Ordering::SeqCst);
     }
 }
 
-/// A kv plan running on this host.
-struct KvHost {
-    work: KvWork,
-    cmds: Sender<GateCmd>,
-    events: Receiver<KvEvent>,
-    thread: Option<JoinHandle<()>>,
-    db: String,
-    live: Arc<LiveOps>,
-}
+/// The agent's kv plan, if one runs.
+pub type KvSlot = StepSlot<KvWork>;
 
-/// The agent's kv plan, if one runs; `armed` after a ready phase.
-#[derive(Default)]
-pub struct KvSlot {
-    host: Option<KvHost>,
-    armed: bool,
+impl StepWork for KvWork {
+    const WHAT: &'static str = "phase";
+
+    fn step(&self) -> u32 {
+        self.phase
+    }
+
+    fn same_plan(&self, running: &Self) -> bool {
+        serde_json::to_value(&self.settings).ok() == serde_json::to_value(&running.settings).ok()
+            && self.instances == running.instances
+    }
+
+    fn start(&self, target: &JobTarget) -> anyhow::Result<StepThread> {
+        let plan = plan_of(self, target)?;
+        let n = self.instances as usize;
+        StepThread::spawn("agent-kv", Self::WHAT, move |gate, live| {
+            let gate = KvGate {
+                gate,
+                single: n == 1,
+            };
+            instances::run(&plan, n, &LiveOps(live.clone()), &gate).map(|_| ())
+        })
+    }
 }
 
 /// The plan the settings describe, as this host runs it: in the target
@@ -150,174 +124,16 @@ fn plan_of(w: &KvWork, target: &JobTarget) -> anyhow::Result<KvPlan> {
     Ok(plan)
 }
 
-impl KvHost {
-    fn start(w: KvWork, target: &JobTarget) -> anyhow::Result<KvHost> {
-        let plan = plan_of(&w, target)?;
-        let (cmd_tx, cmd_rx) = mpsc::channel();
-        let (ev_tx, ev_rx) = mpsc::channel();
-        let n = w.instances as usize;
-        let live = Arc::new(LiveOps::default());
-        let shown = live.clone();
-        let thread = std::thread::Builder::new()
-            .name("agent-kv".into())
-            .spawn(move || {
-                let gate = AgentGate {
-                    events: ev_tx.clone(),
-                    cmds: Mutex::new(cmd_rx),
-                    released: AtomicU64::new(0),
-                    single: n == 1,
-                };
-                let r = instances::run(&plan, n, shown.as_ref(), &gate);
-                let _ = ev_tx.send(KvEvent::Finished(
-                    r.map(|_| ()).map_err(|e| format!("{e:#}")),
-                ));
-            })?;
-        Ok(KvHost {
-            db: target.dir.clone().unwrap_or_default(),
-            work: w,
-            cmds: cmd_tx,
-            events: ev_rx,
-            thread: Some(thread),
-            live,
-        })
-    }
-
-    /// Wait for the plan's thread to reach phase `phase`.
-    fn ready(&mut self, phase: u32) -> anyhow::Result<String> {
-        match self.events.recv() {
-            Ok(KvEvent::Ready { index, name }) if index == phase as usize => Ok(name),
-            Ok(KvEvent::Ready { index, name }) => anyhow::bail!(
-                "the plan is at phase {index} ({name}), the control side asked for {phase}"
-            ),
-            Ok(KvEvent::Finished(Err(e))) => anyhow::bail!("{e}"),
-            Ok(_) | Err(_) => anyhow::bail!("the kv plan ended before phase {phase}"),
-        }
-    }
-
-    fn end(mut self) {
-        let _ = self.cmds.send(GateCmd::Abort);
-        let Some(t) = self.thread.take() else { return };
-        if t.is_finished() {
-            let _ = t.join();
-            return;
-        }
-        interrupt::request_stop();
-        let _ = t.join();
-        // The stop was the plan's; a prepare after it starts afresh.
-        interrupt::reset();
-    }
-}
-
-/// However `serve` returns, the plan's databases go before the process does.
-impl Drop for KvSlot {
-    fn drop(&mut self) {
-        self.end();
-    }
-}
-
-impl KvSlot {
-    /// Set up (or go on with) the plan and wait until its phase is ready:
-    /// ready, or an error.
-    pub fn prepare(&mut self, w: KvWork, target: &JobTarget) -> Message {
-        self.armed = false;
-        let same = self.host.as_ref().is_some_and(|h| {
-            w.phase > 0
-                && serde_json::to_value(&h.work.settings).ok()
-                    == serde_json::to_value(&w.settings).ok()
-                && h.work.instances == w.instances
-                && h.db == target.dir.clone().unwrap_or_default()
-        });
-        if !same {
-            self.end();
-            if w.phase > 0 {
-                let why = format!("kv phase {} before phase 0 of its plan", w.phase);
-                return Message::Error(protocol_error(&why));
-            }
-            match KvHost::start(w.clone(), target) {
-                Ok(h) => self.host = Some(h),
-                Err(e) => return Message::Error(agent_error(&e)),
-            }
-        }
-        let host = self.host.as_mut().expect("started above");
-        match host.ready(w.phase) {
-            Ok(name) => {
-                self.armed = true;
-                Message::Ready {
-                    target: format!("{name} in {}", host.db),
-                }
-            }
-            Err(e) => {
-                self.end();
-                Message::Error(agent_error(&e))
-            }
-        }
-    }
-
-    pub fn armed(&self) -> bool {
-        self.armed && self.host.is_some()
-    }
-
-    /// Release the phase at `at` and wait for its point, with a progress
-    /// message every second (the control side counts silence as a loss).
-    pub fn run(&mut self, at: u64, out: &Out) -> Message {
-        self.armed = false;
-        let Some(host) = self.host.as_mut() else {
-            return Message::Error(protocol_error("start-at before prepare"));
-        };
-        host.live.0.store(0, Ordering::SeqCst);
-        let _ = host.cmds.send(GateCmd::Start(at));
-        let t0 = Instant::now();
-        let mut last = (0.0, 0u64);
-        loop {
-            match host.events.recv_timeout(Duration::from_secs(1)) {
-                Ok(KvEvent::Done { point, started_ns }) => {
-                    return Message::Result(Box::new(JobResult {
-                        point: *point,
-                        started_ns,
-                    }))
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    // Before the start instant nothing has run: zeros.
-                    let now = (
-                        t0.elapsed().as_secs_f64(),
-                        host.live.0.load(Ordering::SeqCst),
-                    );
-                    let dt = (now.0 - last.0).max(1e-3);
-                    let p = ProgressReport {
-                        second: now.0.round() as u64,
-                        elapsed_s: now.0,
-                        iops: now.1.saturating_sub(last.1) as f64 / dt,
-                        ..ProgressReport::default()
-                    };
-                    last = now;
-                    let _ = send(out, &Message::Progress(p));
-                }
-                Ok(KvEvent::Finished(Err(e))) => {
-                    self.end();
-                    return Message::Error(agent_error(&anyhow::anyhow!(e)));
-                }
-                Ok(_) | Err(RecvTimeoutError::Disconnected) => {
-                    self.end();
-                    return Message::Error(protocol_error("the kv plan ended during a phase"));
-                }
-            }
-        }
-    }
-
-    /// Stop the plan (if one runs) and wait for its databases to be removed.
-    pub fn end(&mut self) {
-        self.armed = false;
-        if let Some(h) = self.host.take() {
-            h.end();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::agent::Out;
+    use crate::fleet::proto::Message;
     use crate::kv::engine::KvEngineKind;
     use crate::kv::settings::{BenchSettings, EngineSettings, KvSettings, PhaseSel, PlaceSettings};
+    use crate::measure::clock::mono_now_ns;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
 
     fn work(dir: &std::path::Path) -> (KvWork, JobTarget) {
         let target = JobTarget {
@@ -458,7 +274,7 @@ mod tests {
             r.point.errors
         );
         // After the last phase the plan ends by itself and removes them.
-        let h = slot.host.as_ref().unwrap().thread.as_ref().unwrap();
+        let h = slot.thread().unwrap();
         let end = Instant::now() + Duration::from_secs(60);
         while !h.is_finished() {
             assert!(Instant::now() < end, "the plan did not end");

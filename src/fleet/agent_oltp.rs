@@ -6,93 +6,61 @@
 //! one point to the next and is removed when the plan ends, the control
 //! side says bye or goes away.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use super::agent::{agent_error, protocol_error, send, wait_until, Out};
-use super::proto::{JobResult, JobTarget, Message, OltpWork, ProgressReport};
+use super::agent_steps::{LiveCount, StepGate, StepSlot, StepThread, StepWork};
+use super::proto::{JobTarget, OltpWork};
 use crate::error::usage;
-use crate::interrupt;
-use crate::measure::clock::mono_now_ns;
 use crate::oltp::gate::PointGate;
 use crate::oltp::plan::OltpPlan;
 use crate::results::Point;
 
-/// What the control side tells the plan's thread at a point's gate.
-enum GateCmd {
-    Start(u64),
-    Abort,
-}
+/// The oltp side of the plan thread's gate.
+struct OltpGate<'a>(&'a StepGate);
 
-/// What the plan's thread tells the agent.
-enum OltpEvent {
-    Ready { index: usize, users: usize },
-    Done { point: Box<Point>, started_ns: u64 },
-    Finished(Result<(), String>),
-}
-
-/// The gate of the plan's thread: it says it is ready and waits for the
-/// instant (or an abort).
-struct AgentGate {
-    events: Sender<OltpEvent>,
-    cmds: Mutex<Receiver<GateCmd>>,
-    released: AtomicU64,
-}
-
-impl PointGate for AgentGate {
+impl PointGate for OltpGate<'_> {
     fn ready(&self, index: usize, users: usize) -> anyhow::Result<()> {
-        self.events
-            .send(OltpEvent::Ready { index, users })
-            .map_err(|_| anyhow::anyhow!("the agent stopped"))?;
-        let cmd = self.cmds.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        match cmd {
-            Ok(GateCmd::Start(at)) => {
-                wait_until(at);
-                self.released.store(mono_now_ns(), Ordering::SeqCst);
-                Ok(())
-            }
-            _ => anyhow::bail!("stopped before the point (the control side ended the run)"),
-        }
+        self.0.ready(index, format!("oltp.users{users}"))
     }
 
     fn done(&self, _index: usize, point: &Point) {
-        let _ = self.events.send(OltpEvent::Done {
-            point: Box::new(point.clone()),
-            started_ns: self.released.load(Ordering::SeqCst),
-        });
+        self.0.done(point.clone());
     }
 }
 
 /// The point's transactions so far, for the progress messages.
-#[derive(Default)]
-struct LiveTxns(AtomicU64);
+struct LiveTxns(Arc<LiveCount>);
 
 impl crate::session::Observer for LiveTxns {}
 
 impl crate::oltp::run::OltpObserver for LiveTxns {
     fn point_progress(&self, txns: u64, _new_orders: u64) {
-        self.0.store(txns, Ordering::SeqCst);
+        self.0 .0.store(txns, Ordering::SeqCst);
     }
 }
 
-/// An oltp plan running on this host.
-struct OltpHost {
-    work: OltpWork,
-    cmds: Sender<GateCmd>,
-    events: Receiver<OltpEvent>,
-    thread: Option<JoinHandle<()>>,
-    dir: String,
-    live: Arc<LiveTxns>,
-}
+/// The agent's oltp plan, if one runs.
+pub type OltpSlot = StepSlot<OltpWork>;
 
-/// The agent's oltp plan, if one runs; `armed` after a ready point.
-#[derive(Default)]
-pub struct OltpSlot {
-    host: Option<OltpHost>,
-    armed: bool,
+impl StepWork for OltpWork {
+    const WHAT: &'static str = "point";
+
+    fn step(&self) -> u32 {
+        self.point
+    }
+
+    fn same_plan(&self, running: &Self) -> bool {
+        self.settings == running.settings
+    }
+
+    fn start(&self, target: &JobTarget) -> anyhow::Result<StepThread> {
+        let plan = plan_of(self, target)?;
+        StepThread::spawn("agent-oltp", Self::WHAT, move |gate, live| {
+            let obs = LiveTxns(live.clone());
+            crate::oltp::run::run_gated(&plan, &obs, &OltpGate(gate)).map(|_| ())
+        })
+    }
 }
 
 /// The plan the settings describe, as this host runs it: in the target
@@ -131,169 +99,15 @@ fn plan_of(w: &OltpWork, target: &JobTarget) -> anyhow::Result<OltpPlan> {
     Ok(plan)
 }
 
-impl OltpHost {
-    fn start(w: OltpWork, target: &JobTarget) -> anyhow::Result<OltpHost> {
-        let plan = plan_of(&w, target)?;
-        let (cmd_tx, cmd_rx) = mpsc::channel();
-        let (ev_tx, ev_rx) = mpsc::channel();
-        let live = Arc::new(LiveTxns::default());
-        let shown = live.clone();
-        let thread = std::thread::Builder::new()
-            .name("agent-oltp".into())
-            .spawn(move || {
-                let gate = AgentGate {
-                    events: ev_tx.clone(),
-                    cmds: Mutex::new(cmd_rx),
-                    released: AtomicU64::new(0),
-                };
-                let r = crate::oltp::run::run_gated(&plan, shown.as_ref(), &gate);
-                let _ = ev_tx.send(OltpEvent::Finished(
-                    r.map(|_| ()).map_err(|e| format!("{e:#}")),
-                ));
-            })?;
-        Ok(OltpHost {
-            dir: target.dir.clone().unwrap_or_default(),
-            work: w,
-            cmds: cmd_tx,
-            events: ev_rx,
-            thread: Some(thread),
-            live,
-        })
-    }
-
-    /// Wait for the plan's thread to reach point `point` (the first after
-    /// the load).
-    fn ready(&mut self, point: u32) -> anyhow::Result<usize> {
-        match self.events.recv() {
-            Ok(OltpEvent::Ready { index, users }) if index == point as usize => Ok(users),
-            Ok(OltpEvent::Ready { index, .. }) => {
-                anyhow::bail!("the plan is at point {index}, the control side asked for {point}")
-            }
-            Ok(OltpEvent::Finished(Err(e))) => anyhow::bail!("{e}"),
-            Ok(_) | Err(_) => anyhow::bail!("the oltp plan ended before point {point}"),
-        }
-    }
-
-    fn end(mut self) {
-        let _ = self.cmds.send(GateCmd::Abort);
-        let Some(t) = self.thread.take() else { return };
-        if t.is_finished() {
-            let _ = t.join();
-            return;
-        }
-        interrupt::request_stop();
-        let _ = t.join();
-        // The stop was the plan's; a prepare after it starts afresh.
-        interrupt::reset();
-    }
-}
-
-/// However `serve` returns, the plan's database goes before the process does.
-impl Drop for OltpSlot {
-    fn drop(&mut self) {
-        self.end();
-    }
-}
-
-impl OltpSlot {
-    /// Set up (or go on with) the plan and wait until its point is ready
-    /// (after the load, for the first): ready, or an error.
-    pub fn prepare(&mut self, w: OltpWork, target: &JobTarget) -> Message {
-        self.armed = false;
-        let same = self.host.as_ref().is_some_and(|h| {
-            w.point > 0
-                && h.work.settings == w.settings
-                && h.dir == target.dir.clone().unwrap_or_default()
-        });
-        if !same {
-            self.end();
-            if w.point > 0 {
-                let why = format!("oltp point {} before point 0 of its plan", w.point);
-                return Message::Error(protocol_error(&why));
-            }
-            match OltpHost::start(w.clone(), target) {
-                Ok(h) => self.host = Some(h),
-                Err(e) => return Message::Error(agent_error(&e)),
-            }
-        }
-        let host = self.host.as_mut().expect("started above");
-        match host.ready(w.point) {
-            Ok(users) => {
-                self.armed = true;
-                Message::Ready {
-                    target: format!("oltp.users{users} in {}", host.dir),
-                }
-            }
-            Err(e) => {
-                self.end();
-                Message::Error(agent_error(&e))
-            }
-        }
-    }
-
-    pub fn armed(&self) -> bool {
-        self.armed && self.host.is_some()
-    }
-
-    /// Release the point at `at` and wait for it, with a progress message
-    /// every second (the control side counts silence as a loss).
-    pub fn run(&mut self, at: u64, out: &Out) -> Message {
-        self.armed = false;
-        let Some(host) = self.host.as_mut() else {
-            return Message::Error(protocol_error("start-at before prepare"));
-        };
-        host.live.0.store(0, Ordering::SeqCst);
-        let _ = host.cmds.send(GateCmd::Start(at));
-        let t0 = Instant::now();
-        let mut last = (0.0, 0u64);
-        loop {
-            match host.events.recv_timeout(Duration::from_secs(1)) {
-                Ok(OltpEvent::Done { point, started_ns }) => {
-                    return Message::Result(Box::new(JobResult {
-                        point: *point,
-                        started_ns,
-                    }))
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    let now = (
-                        t0.elapsed().as_secs_f64(),
-                        host.live.0.load(Ordering::SeqCst),
-                    );
-                    let dt = (now.0 - last.0).max(1e-3);
-                    let p = ProgressReport {
-                        second: now.0.round() as u64,
-                        elapsed_s: now.0,
-                        iops: now.1.saturating_sub(last.1) as f64 / dt,
-                        ..ProgressReport::default()
-                    };
-                    last = now;
-                    let _ = send(out, &Message::Progress(p));
-                }
-                Ok(OltpEvent::Finished(Err(e))) => {
-                    self.end();
-                    return Message::Error(agent_error(&anyhow::anyhow!(e)));
-                }
-                Ok(_) | Err(RecvTimeoutError::Disconnected) => {
-                    self.end();
-                    return Message::Error(protocol_error("the oltp plan ended during a point"));
-                }
-            }
-        }
-    }
-
-    /// Stop the plan (if one runs) and wait for its database to be removed.
-    pub fn end(&mut self) {
-        self.armed = false;
-        if let Some(h) = self.host.take() {
-            h.end();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::agent::Out;
+    use crate::fleet::proto::Message;
+    use crate::measure::clock::mono_now_ns;
     use crate::oltp::settings::OltpSettings;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
 
     fn work(dir: &std::path::Path) -> (OltpWork, JobTarget) {
         let mut plan = OltpPlan::new(dir.to_path_buf());
@@ -346,7 +160,7 @@ mod tests {
             assert!(oltp.consistency.iter().all(|c| c.passed), "{oltp:?}");
         }
         // After the last point the plan ends by itself and removes it.
-        let h = slot.host.as_ref().unwrap().thread.as_ref().unwrap();
+        let h = slot.thread().unwrap();
         let end = Instant::now() + Duration::from_secs(60);
         while !h.is_finished() {
             assert!(Instant::now() < end, "the plan did not end");

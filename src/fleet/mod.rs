@@ -10,6 +10,7 @@ pub mod agent;
 mod agent_kv;
 mod agent_media;
 mod agent_oltp;
+mod agent_steps;
 pub mod build;
 pub mod clock;
 pub mod collect;
