@@ -298,7 +298,7 @@ mod tests {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1000);
         let job = crate::plan::job::JobSpec {
-            engine: crate::plan::engines::EngineKind::Null,
+            engine: crate::plan::engines::EngineKind::parse("null").unwrap(),
             pattern: crate::plan::job::Pattern::RandRw,
             mix: 70,
             qd: 4,
