@@ -228,7 +228,13 @@ fn three_rocksdb_fills_at_once_end_cleanly() {
                     stderr.contains(&full) && stderr.contains("is full"),
                     "fill {i}: {stderr}"
                 );
-                assert_eq!(point_names(&out), ["ycsb-d.load"], "fill {i}");
+                // Stopped in its run phase (its load saved), or in its load
+                // when the other two took the room first (the three race).
+                let names = point_names(&out);
+                assert!(
+                    names.is_empty() || names == ["ycsb-d.load"],
+                    "fill {i}: {names:?}"
+                );
             }
             // Started after the others took the room: its load is refused.
             Some(2) => assert!(stderr.contains(" free"), "fill {i}: {stderr}"),
