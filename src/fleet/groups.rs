@@ -274,23 +274,7 @@ fn engine_for_target(engine: EngineKind, target: &str) -> EngineKind {
 mod tests {
     use super::*;
     use crate::fleet::groups_file::parse_groups_text;
-
-    const TWO: &str = r#"
-[[group]]
-name = "readers"
-hosts = ["h0", "root@10.0.0.2:22"]
-rw = "randread"
-bs = "4k"
-iodepth = 32
-rate = "10k"
-target = "/data"
-size = "1g"
-[[group]]
-name = "writers"
-hosts = ["h2"]
-rw = "randwrite"
-numjobs = 2
-"#;
+    use crate::fleet::groups_file::tests::TWO;
 
     #[test]
     fn the_overrides_make_each_group_s_job_and_target() {

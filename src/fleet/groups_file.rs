@@ -224,7 +224,7 @@ fn check_job(job: &GroupJob, field: &dyn Fn(&str) -> String) -> anyhow::Result<(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::job::Pattern;
 
@@ -234,7 +234,8 @@ mod tests {
         format!("{e:#}")
     }
 
-    const TWO: &str = r#"
+    /// Two groups with every override between them (also groups.rs's).
+    pub(crate) const TWO: &str = r#"
 [[group]]
 name = "readers"
 hosts = ["h0", "root@10.0.0.2:22"]
