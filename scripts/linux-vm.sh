@@ -18,9 +18,9 @@ set -euo pipefail
 CACHE=${IOLAB_VM_CACHE:-/var/cache/iolab-vm}
 NQN=nqn.2025-11.io.iolab:linux
 LIMIT=${LIMIT:-300}
-MODS="crc32c_generic crct10dif_common crct10dif_generic crc-t10dif crc64 crc64_rocksoft_generic crc64-rocksoft t10-pi configfs nvmet nvmet-tcp nvme-core nvme-fabrics nvme-tcp crc16 mbcache jbd2 ext4 nbd e1000"
+MODS="crc32c_generic crct10dif_common crct10dif_generic crc-t10dif crc64 crc64_rocksoft_generic crc64-rocksoft t10-pi configfs nvmet nvmet-tcp nvme-core nvme-fabrics nvme-tcp crc16 mbcache jbd2 ext4 nbd e1000 crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe nvme-rdma nvmet-rdma veth"
 # Bumped whenever the initramfs changes, so a cached one is rebuilt.
-VERSION=5
+VERSION=8
 
 prepare() {
   [ -s "$CACHE/initrd.gz" ] && [ -s "$CACHE/vmlinuz" ] && [ "$(cat "$CACHE/version" 2>/dev/null)" = "$VERSION" ] && return 0

@@ -1,11 +1,12 @@
 //! The kernel's initiators where the kernel has them: iolab itself runs
 //! inside Debian's Linux under qemu (`scripts/linux-vm.sh exec`).
-//! `iolab remote --transports nvme-tcp-kernel` sets up nvmet through configfs, connects
-//! the kernel's initiator through /dev/nvme-fabrics, runs the jobs on
-//! /dev/nvmeXnY next to DAS and a RocksDB on ext4 on it, and takes
-//! everything down; then a run killed
-//! with SIGKILL while connected leaves its subsystem, port and controller,
-//! and the next iolab start removes them. And `iolab remote --transports
+//! `iolab remote --transports nvme-tcp-kernel,nvme-rdma-kernel` sets up
+//! nvmet through configfs (over RDMA on a soft-RoCE link iolab makes),
+//! connects the kernel's initiator through /dev/nvme-fabrics, runs the
+//! jobs on /dev/nvmeXnY next to DAS and a RocksDB on ext4 on it, and
+//! takes everything down; then a run over RDMA killed with SIGKILL while
+//! connected leaves its link, subsystem, port and controller, and the next
+//! iolab start removes them. And `iolab remote --transports
 //! iolab --db` puts the database of an NBD transport on /dev/nbdN through
 //! the kernel's NBD client (iolab's handshake, then the socket handed to
 //! the kernel), and `--transports nvme-tcp --db` the database of iolab's
@@ -20,13 +21,14 @@ use common::vm::{self, field};
 
 const SCRIPT: &str = r#"
 cd /tmp
+export PATH=/usr/bin:$PATH
 R="--size 64m --loopback --mixes 100,0 --qd 1,4 --rates none --breakdown 0 --ramp 0 --quiet"
-/iolab remote -t /tmp $R --transports das,nvme-tcp-kernel --runtime 500ms --db 4k --db-num 300 --db-ops 300 -o /tmp/out
+/iolab remote -t /tmp $R --transports das,nvme-tcp-kernel,nvme-rdma-kernel --runtime 500ms --db 4k --db-num 300 --db-ops 300 -o /tmp/out
 echo "IOLAB-EXIT $?"
 echo IOLAB-RESULTS-BEGIN; cat /tmp/out/results.json; echo IOLAB-RESULTS-END
-left() { echo "$1 subsystems=[$(ls /sys/kernel/config/nvmet/subsystems)] ports=[$(ls /sys/kernel/config/nvmet/ports)] controllers=[$(ls /sys/class/nvme)]"; }
+left() { echo "$1 rdma=[$(ls /sys/class/infiniband) $(ls /sys/class/net | grep iorx)] subsystems=[$(ls /sys/kernel/config/nvmet/subsystems)] ports=[$(ls /sys/kernel/config/nvmet/ports)] controllers=[$(ls /sys/class/nvme)]"; }
 left IOLAB-LEFT
-/iolab remote -t /tmp $R --transports nvme-tcp-kernel --runtime 30s -o /tmp/killed &
+/iolab remote -t /tmp $R --transports nvme-rdma-kernel --runtime 30s -o /tmp/killed &
 pid=$!
 i=0; while [ ! -e /sys/class/nvme/nvme0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 sleep 1
@@ -45,11 +47,39 @@ echo IOLAB-NVME-BEGIN; cat /tmp/nvme/results.json; echo IOLAB-NVME-END
 left IOLAB-NVME-LEFT
 "#;
 
-fn kernel_db(points: &[serde_json::Value]) -> Vec<&serde_json::Value> {
-    points
-        .iter()
-        .filter(|p| p["params"]["transport"] == "nvme-tcp-kernel" && p["params"]["role"] == "db")
-        .collect()
+/// The jobs (4 points through the engine on /dev/nvmeXnY) and the
+/// database (fillseq and readrandomwriterandom on ext4 on it) of kernel
+/// path `label`, and its description in `extra.remote.KEY`.
+fn kernel_path(r: &serde_json::Value, label: &str, key: &str) {
+    let points = r["points"].as_array().unwrap();
+    let of = |db: bool| -> Vec<&serde_json::Value> {
+        points
+            .iter()
+            .filter(|p| p["params"]["transport"] == label && (p["params"]["role"] == "db") == db)
+            .collect()
+    };
+    let jobs = of(false);
+    assert_eq!(jobs.len(), 4, "{label}: {}", r["warnings"]);
+    for p in &jobs {
+        assert!(p["total"]["iops"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(p["job"]["engine"], "io_uring");
+    }
+    assert_eq!(
+        of(true).len(),
+        2,
+        "{label}: fillseq and readrandomwriterandom: {}",
+        r["warnings"]
+    );
+    let volume = &r["extra"]["remote"]["db"]["volumes"][label];
+    assert!(
+        volume.as_str().is_some_and(|v| v.contains("/dev/nvme")),
+        "{volume}"
+    );
+    let path = &r["extra"]["remote"][key];
+    assert!(
+        path.as_str().is_some_and(|s| s.contains("/dev/nvme")),
+        "{path}"
+    );
 }
 
 #[test]
@@ -58,40 +88,30 @@ fn the_kernel_path_runs_and_leaves_nothing() {
         eprintln!("SKIP: {why}");
         return;
     }
-    let console = vm::run_script(SCRIPT, &["mkfs.ext4"], Duration::from_secs(400));
+    let console = vm::run_script(
+        SCRIPT,
+        &["mkfs.ext4", "ip", "rdma"],
+        Duration::from_secs(400),
+    );
     assert_eq!(field(&console, "IOLAB-EXIT"), "IOLAB-EXIT 0", "{console}");
     let json = vm::between(&console, "IOLAB-RESULTS-BEGIN", "IOLAB-RESULTS-END")
         .unwrap_or_else(|| panic!("{console}"));
     let r: serde_json::Value = serde_json::from_str(json).unwrap();
-    let points = r["points"].as_array().unwrap();
-    let kernel: Vec<_> = points
-        .iter()
-        .filter(|p| p["params"]["transport"] == "nvme-tcp-kernel" && p["params"]["role"] != "db")
-        .collect();
-    assert_eq!(kernel.len(), 4, "{}", r["warnings"]);
-    for p in &kernel {
-        assert!(p["total"]["iops"].as_f64().unwrap() > 0.0, "{p}");
-        assert_eq!(p["job"]["engine"], "io_uring");
-    }
-    // The database on ext4 straight on the kernel's namespace.
-    let db: Vec<_> = kernel_db(points);
-    assert_eq!(
-        db.len(),
-        2,
-        "fillseq and readrandomwriterandom: {}",
+    kernel_path(&r, "nvme-tcp-kernel", "nvme_tcp_kernel");
+    // Over RDMA: soft-RoCE on iolab's own veth, said to be no NIC's numbers.
+    kernel_path(&r, "nvme-rdma-kernel", "nvme_rdma_kernel");
+    let rdma = r["extra"]["remote"]["nvme_rdma_kernel"].as_str().unwrap();
+    assert!(rdma.contains("soft-RoCE iorxe"), "{rdma}");
+    let soft = r["extra"]["remote"]["soft_rdma"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(soft.contains("software RDMA"), "{}", r["extra"]["remote"]);
+    assert!(
+        r["warnings"].to_string().contains("software RDMA"),
+        "{}",
         r["warnings"]
     );
-    let volume = &r["extra"]["remote"]["db"]["volumes"]["nvme-tcp-kernel"];
-    assert!(
-        volume.as_str().is_some_and(|v| v.contains("/dev/nvme")),
-        "{volume}"
-    );
-    let path = &r["extra"]["remote"]["nvme_tcp_kernel"];
-    assert!(
-        path.as_str().is_some_and(|s| s.contains("/dev/nvme")),
-        "{path}"
-    );
-    let empty = "subsystems=[] ports=[] controllers=[]";
+    let empty = "rdma=[ ] subsystems=[] ports=[] controllers=[]";
     assert!(field(&console, "IOLAB-LEFT").ends_with(empty), "{console}");
     assert!(
         !field(&console, "IOLAB-KILLED").ends_with(empty),
@@ -100,7 +120,8 @@ fn the_kernel_path_runs_and_leaves_nothing() {
     assert!(field(&console, "IOLAB-SWEPT").ends_with(empty), "{console}");
     assert!(
         console.contains("removed nvmet subsystem")
-            && console.contains("removed NVMe/TCP controller"),
+            && console.contains("removed NVMe-oF controller")
+            && console.contains("removed soft-RoCE link"),
         "{console}"
     );
     database_on(

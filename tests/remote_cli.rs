@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{free_port, have, iolab, text, workdir};
+use iolab::testbed::nvme_kernel::NvmeTrtype;
 
 /// Namespaces work here (root and iproute2): the path CI takes.
 fn namespaces_work() -> bool {
@@ -970,7 +971,7 @@ fn the_kernel_nvme_tcp_path_is_detected_and_explained() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    let why = iolab::testbed::kernel_modules::nvme_tcp_kernel_unavailable().unwrap();
+    let why = iolab::testbed::kernel_modules::nvme_kernel_unavailable(NvmeTrtype::Tcp).unwrap();
     let line = out
         .lines()
         .find(|l| l.trim_start().starts_with("nvme-tcp-kernel"))
@@ -979,6 +980,50 @@ fn the_kernel_nvme_tcp_path_is_detected_and_explained() {
     if !std::path::Path::new("/sys/module/nvmet").exists() {
         assert!(why.contains("nvmet"), "{why}");
     }
+}
+
+/// `--transports nvme-rdma-kernel` on a kernel without RDMA (this
+/// machine: no modules at all): a dry run says it is skipped and why, a
+/// run exits 2 naming the transport and what is missing, before anything
+/// is set up (no scratch file, no namespace).
+#[test]
+fn the_kernel_nvme_rdma_path_is_detected_and_refused() {
+    let Some(why) = iolab::testbed::kernel_modules::nvme_kernel_unavailable(NvmeTrtype::Rdma)
+    else {
+        eprintln!("SKIP: this kernel has NVMe over RDMA (tests/kernel_paths_vm.rs runs it)");
+        return;
+    };
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let base = ["remote", "-t", d, "--transports", "das,nvme-rdma-kernel"];
+    let o = iolab(&[&base[..], &["--dry-run"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("nvme-rdma-kernel"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.ends_with(&format!("skipped: {why}")), "{line}");
+    assert!(line.contains("soft-RoCE"), "{line}");
+    let o = iolab(&[&base[..], &["--size", "16m", "--quiet"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--transports")
+            && err.contains(&format!("nvme-rdma-kernel cannot run here: {why}")),
+        "{err}"
+    );
+    if !std::path::Path::new("/sys/module/rdma_rxe").exists() && !why.contains("root") {
+        assert!(
+            why.contains("rdma_rxe") && why.contains("nvmet_rdma"),
+            "{why}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing made"
+    );
 }
 
 /// A rate tc cannot read and a transport named twice are refused with

@@ -1,8 +1,11 @@
-//! `iolab remote --transports nvme-tcp-kernel`: the kernel's own NVMe/TCP
-//! target (nvmet, set up through configfs on the target host, its
-//! namespace the scratch file) and initiator (connected from the initiator
-//! host through /dev/nvme-fabrics), and the namespace's block device as
-//! the target of the same jobs as every other transport. Everything is a
+//! `iolab remote --transports nvme-tcp-kernel,nvme-rdma-kernel`: the
+//! kernel's own NVMe-oF target (nvmet, set up through configfs on the
+//! target host, its namespace the scratch file) and initiator (connected
+//! from the initiator host through /dev/nvme-fabrics), and the namespace's
+//! block device as the target of the same jobs as every other transport.
+//! Over RDMA both ends use the initial network namespace (nvmet-rdma and
+//! nvme-rdma know no other) and a soft-RoCE link iolab makes
+//! (`testbed::soft_roce`) instead of the topology's. Everything is a
 //! registered resource, taken down on drop, on a second Ctrl-C, and at the
 //! next start after a SIGKILL (`testbed::nvme_kernel`).
 
@@ -12,40 +15,48 @@ use std::time::Duration;
 use crate::dut::{self, Target, TargetOptions};
 use crate::engine::nvmetcp::engine::host_identity;
 use crate::remote::topology::Topology;
-use crate::testbed::nvme_kernel::{KernelController, KernelTarget};
+use crate::testbed::nvme_kernel::{KernelController, KernelTarget, NvmeTrtype};
+use crate::testbed::soft_roce::SoftRoce;
 
 /// How long the kernel may take to show the namespace after connecting.
 const NAMESPACE_LIMIT: Duration = Duration::from_secs(10);
 
 /// The kernel path, set up. Field order is drop order: the job target,
-/// then the initiator's controller, then nvmet's subsystem and port.
+/// then the initiator's controller, then nvmet's subsystem and port, then
+/// the soft-RoCE link under them.
 pub struct KernelPath {
     pub target: Target,
     controller: KernelController,
     nvmet: KernelTarget,
+    link: Option<SoftRoce>,
 }
 
 impl KernelPath {
-    /// nvmet serving `local`'s file on the target host's `port`, the
-    /// kernel's initiator connected to it from here (the initiator host).
+    /// nvmet serving `local`'s file over `trtype` on the target host's
+    /// `port` (over RDMA: on a soft-RoCE link of its own), the kernel's
+    /// initiator connected to it from here (the initiator host).
     pub fn connect(
+        trtype: NvmeTrtype,
         topo: &Topology,
         local: &Target,
         port: u16,
         seed: u64,
     ) -> anyhow::Result<KernelPath> {
-        if let Some(why) = crate::testbed::kernel_modules::nvme_tcp_kernel_unavailable_modules() {
+        if let Some(why) = crate::testbed::kernel_modules::nvme_kernel_unavailable_modules(trtype) {
             anyhow::bail!("{why}");
         }
-        let nvmet = KernelTarget::create(&local.path, topo.target_addr, port, topo.target_netns())?;
+        let (link, addr, netns) = match trtype {
+            NvmeTrtype::Tcp => (None, topo.target_addr, topo.target_netns()),
+            NvmeTrtype::Rdma => {
+                let link = SoftRoce::create()?;
+                let addr = link.addr.into();
+                (Some(link), addr, None)
+            }
+        };
+        let nvmet = KernelTarget::create(trtype, &local.path, addr, port, netns)?;
         let (_, hostnqn) = host_identity();
-        let controller = KernelController::connect(
-            topo.target_addr,
-            port,
-            &nvmet.nqn,
-            &hostnqn,
-            NAMESPACE_LIMIT,
-        )?;
+        let controller =
+            KernelController::connect(trtype, addr, port, &nvmet.nqn, &hostnqn, NAMESPACE_LIMIT)?;
         let target = dut::prepare(
             &TargetOptions {
                 path: Some(controller.device.clone()),
@@ -60,6 +71,7 @@ impl KernelPath {
             target,
             controller,
             nvmet,
+            link,
         })
     }
 
@@ -68,10 +80,19 @@ impl KernelPath {
         &self.controller.device
     }
 
+    /// The soft-RoCE link under an RDMA path, in words.
+    pub fn soft_rdma(&self) -> Option<String> {
+        self.link.as_ref().map(SoftRoce::describe)
+    }
+
     /// What the results say about the path.
     pub fn describe(&self) -> String {
+        let over = self
+            .soft_rdma()
+            .map(|l| format!(" over {l}"))
+            .unwrap_or_default();
         format!(
-            "nvmet subsystem {} ({}) -> kernel initiator {} ({})",
+            "nvmet subsystem {} ({}) -> kernel initiator {} ({}){over}",
             self.nvmet.nqn,
             if self.nvmet.direct {
                 "O_DIRECT"

@@ -37,6 +37,7 @@ use crate::remote::topology::Topology;
 use crate::results::Results;
 use crate::servers::storage::{OwnTargetOptions, Transport};
 use crate::session::{Driver, Tags};
+use crate::testbed::nvme_kernel::NvmeTrtype;
 
 /// The checked settings of a run.
 #[derive(Debug, Clone)]
@@ -221,7 +222,15 @@ impl Workload for TransportPasses<'_> {
                 params: &params,
                 ..Tags::default()
             };
-            kernel_transport(&mut self.driver, self.plan, (topo, local), i, &tags, self.a)?;
+            kernel_transport(
+                &mut self.driver,
+                self.plan,
+                t,
+                (topo, local),
+                i,
+                &tags,
+                self.a,
+            )?;
         } else if let (Some(why), false) = (&self.netem_missing, t.own()) {
             self.driver.warn(format!(
                 "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
@@ -396,29 +405,32 @@ impl TransportPasses<'_> {
     }
 }
 
-/// The kernel's NVMe/TCP (`nvme-tcp-kernel`, the `index`th transport):
-/// nvmet and the kernel's initiator set up, the jobs and the database on
-/// the namespace's block device, everything taken down.
+/// The kernel's NVMe/TCP or NVMe over RDMA (`nvme-tcp-kernel`,
+/// `nvme-rdma-kernel`: `t`, the `index`th transport): nvmet and the
+/// kernel's initiator set up, the jobs and the database on the namespace's
+/// block device, everything taken down.
+#[allow(clippy::too_many_arguments)]
 fn kernel_transport(
     driver: &mut Driver,
     plan: &RemotePlan,
+    t: Transport,
     (topo, local): (&Topology, &Target),
     index: usize,
     tags: &Tags<'_>,
     a: &RemoteSettings,
 ) -> anyhow::Result<()> {
-    let t = Transport::kernel_nvme();
     let label = t.label();
-    let k = match KernelPath::connect(topo, local, port_for(topo, index)?, a.seed) {
+    let Some(trtype) = t.kernel_trtype() else {
+        anyhow::bail!("{label} is not a kernel path");
+    };
+    let k = match KernelPath::connect(trtype, topo, local, port_for(topo, index)?, a.seed) {
         Ok(k) => k,
         Err(e) => {
             driver.warn(format!("transport {label} skipped: {e:#}"));
             return Ok(());
         }
     };
-    if let Some(r) = driver.results_mut().extra.remote.as_mut() {
-        r.nvme_tcp_kernel = Some(k.describe());
-    }
+    record_kernel_path(driver, &k, trtype, &label);
     driver.set_peers(Some(PeerSampling {
         processes: Vec::new(),
         interface: Some(topo.initiator_iface.clone()),
@@ -440,6 +452,27 @@ fn kernel_transport(
         &a.target,
         a.seed,
     )
+}
+
+/// What the results say of a kernel path as connected; over soft-RoCE
+/// also that its numbers are not a NIC's (a warning and
+/// `extra.remote.soft_rdma`).
+fn record_kernel_path(driver: &mut Driver, k: &KernelPath, trtype: NvmeTrtype, label: &str) {
+    let soft = k.soft_rdma().map(|link| {
+        format!(
+            "{label} ran over {link}: software RDMA does the NIC's work on the CPU, so its latency and CPU cost are not a RoCE NIC's (the protocol's path is real: nvme-rdma, the RDMA stack, nvmet-rdma); on real hardware connect nvme-rdma over the RNIC with nvme-cli and run `iolab device` on /dev/nvmeXnY"
+        )
+    });
+    if let Some(r) = driver.results_mut().extra.remote.as_mut() {
+        match trtype {
+            NvmeTrtype::Tcp => r.nvme_tcp_kernel = Some(k.describe()),
+            NvmeTrtype::Rdma => r.nvme_rdma_kernel = Some(k.describe()),
+        }
+        r.soft_rdma = soft.clone().or(r.soft_rdma.take());
+    }
+    if let Some(why) = soft {
+        driver.warn(why);
+    }
 }
 
 /// The breakdown's job (`--breakdown-requests N`; none with 0 or after a

@@ -146,6 +146,18 @@ pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
             ));
         }
     }
+    if !a.dry_run && a.target_host.is_none() {
+        if let Some((t, why)) = given
+            .iter()
+            .filter(|t| t.is_kernel())
+            .find_map(|t| t.unavailable().map(|why| (t, why)))
+        {
+            return Err(usage(
+                "--transports",
+                format!("{} cannot run here: {why}", t.label()),
+            ));
+        }
+    }
     for t in given {
         if t.own() {
             transports.extend(threads.iter().map(|&n| t.with_threads(n)))

@@ -17,7 +17,7 @@ use crate::testbed;
 use crate::testbed::loopdev::LoopDevice;
 use crate::testbed::mount::Mountpoint;
 use crate::testbed::nbd_kernel::{self, KernelNbd};
-use crate::testbed::nvme_kernel::KernelController;
+use crate::testbed::nvme_kernel::{KernelController, NvmeTrtype};
 use crate::testbed::process::ServerProcess;
 use crate::testbed::scratch_dir::ScratchDir;
 
@@ -172,7 +172,8 @@ impl Volume {
             .map_err(|_| anyhow::anyhow!("{url}: the kernel's initiator needs an IP address"))?;
         let base = ScratchDir::create(scratch, "volume")?;
         let (_, hostnqn) = crate::engine::nvmetcp::engine::host_identity();
-        let c = KernelController::connect(addr, ep.port, nqn, &hostnqn, STEP_LIMIT)?;
+        let c =
+            KernelController::connect(NvmeTrtype::Tcp, addr, ep.port, nqn, &hostnqn, STEP_LIMIT)?;
         let device = c.device.clone();
         let layers = Layers {
             loopdev: None,

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::nvme_kernel::NvmeTrtype;
+
 /// A kernel module's state on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -99,14 +101,12 @@ pub fn initiators() -> Vec<Initiator> {
         .collect()
 }
 
-/// The modules the kernel's NVMe/TCP path needs: initiator and target.
-pub const NVME_TCP_KERNEL_MODULES: [&str; 4] = ["nvme_tcp", "nvme_fabrics", "nvmet", "nvmet_tcp"];
-
-/// Why the kernel's NVMe/TCP initiator and target (`nvme-tcp-kernel`)
-/// cannot run here: the modules this kernel lacks, by name, or what else
-/// it lacks (root, configfs, /dev/nvme-fabrics).
-pub fn nvme_tcp_kernel_unavailable() -> Option<String> {
-    if let Some(why) = nvme_tcp_kernel_unavailable_modules() {
+/// Why the kernel's NVMe-oF initiator and target over `trtype`
+/// (`nvme-tcp-kernel`, `nvme-rdma-kernel`) cannot run here: the modules
+/// this kernel lacks, by name, or what else it lacks (root, configfs,
+/// /dev/nvme-fabrics, the `rdma` tool soft-RoCE is made with).
+pub fn nvme_kernel_unavailable(trtype: NvmeTrtype) -> Option<String> {
+    if let Some(why) = nvme_kernel_unavailable_modules(trtype) {
         return Some(why);
     }
     // SAFETY: geteuid has no preconditions.
@@ -116,21 +116,35 @@ pub fn nvme_tcp_kernel_unavailable() -> Option<String> {
     if !Path::new("/sys/kernel/config").is_dir() {
         return Some("configfs is not available (/sys/kernel/config is missing)".into());
     }
+    if trtype == NvmeTrtype::Rdma && super::command::which("rdma").is_none() {
+        return Some(
+            "the rdma tool (iproute2) is not installed: soft-RoCE is made with `rdma link add`"
+                .into(),
+        );
+    }
     None
 }
 
-/// The modules `nvme-tcp-kernel` needs that this kernel lacks, in words.
-pub fn nvme_tcp_kernel_unavailable_modules() -> Option<String> {
-    let missing: Vec<&str> = NVME_TCP_KERNEL_MODULES
-        .into_iter()
+/// The modules the kernel's NVMe-oF path over `trtype` needs that this
+/// kernel lacks, in words.
+pub fn nvme_kernel_unavailable_modules(trtype: NvmeTrtype) -> Option<String> {
+    let needed = trtype.modules();
+    let missing: Vec<&str> = needed
+        .iter()
+        .copied()
         .filter(|m| module_state(m) == ModuleState::Absent)
         .collect();
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let what = match trtype {
+        NvmeTrtype::Tcp => "the kernel's NVMe/TCP target and initiator",
+        NvmeTrtype::Rdma => "the kernel's NVMe over RDMA (soft-RoCE) target and initiator",
+    };
     (!missing.is_empty()).then(|| {
         format!(
-            "this kernel ({}) lacks the modules {} (neither loaded nor in its modules.dep); the kernel's NVMe/TCP target and initiator need nvme_tcp, nvme_fabrics, nvmet and nvmet_tcp",
+            "this kernel ({}) lacks the modules {} (neither loaded nor in its modules.dep); {what} need {}",
             release.trim(),
             missing.join(", "),
+            needed.join(", "),
         )
     })
 }
@@ -178,14 +192,20 @@ mod tests {
     }
 
     #[test]
-    fn the_kernel_nvme_tcp_path_names_what_is_missing() {
-        let why = nvme_tcp_kernel_unavailable_modules().unwrap_or_default();
+    fn the_kernel_nvme_paths_name_what_is_missing() {
+        for trtype in [NvmeTrtype::Tcp, NvmeTrtype::Rdma] {
+            names_what_is_missing(trtype);
+        }
+    }
+
+    fn names_what_is_missing(trtype: NvmeTrtype) {
+        let why = nvme_kernel_unavailable_modules(trtype).unwrap_or_default();
         let named: Vec<&str> = why
             .split_once("lacks the modules ")
             .and_then(|(_, rest)| rest.split_once(" (neither"))
             .map(|(list, _)| list.split(", ").collect())
             .unwrap_or_default();
-        for m in NVME_TCP_KERNEL_MODULES {
+        for m in trtype.modules() {
             let absent = module_state(m) == ModuleState::Absent;
             assert_eq!(absent, named.contains(&m), "{m}: {why}");
         }

@@ -1,7 +1,7 @@
 //! Everything iolab sets up on the machine and must take down again:
 //! scratch files, scratch database directories, tracefs instances and the
 //! tracefs mount, memory cgroups, I/O scheduler switches, network
-//! namespaces, servers, loop devices and mounts (each owned by a guard that
+//! namespaces, soft-RoCE links, servers, loop devices and mounts (each owned by a guard that
 //! takes it down on drop: `cgroup`, `mount`, `scheduler`, `netns`,
 //! `process`, `loopdev`, and
 //! the path guards in `dut::scratch` and `kv::run`). Every live resource is
@@ -22,6 +22,7 @@ pub mod process;
 pub mod records;
 pub mod scheduler;
 pub mod scratch_dir;
+pub mod soft_roce;
 pub mod tracefs_share;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +63,9 @@ pub enum Resource {
     NbdDevice { device: PathBuf },
     /// The kernel's NVMe host controller `name` connected to iolab's `nqn`.
     NvmeController { name: String, nqn: String },
+    /// A soft-RoCE link: iolab's veth pair (`veth` its first end) with an
+    /// rdma_rxe device on it (`soft_roce`).
+    RdmaLink { veth: String },
     /// A server iolab started (its own process group), named by pid, start
     /// time and program so a reused pid is never signalled.
     Process {
@@ -129,6 +133,7 @@ impl Resource {
             Resource::NbdDevice { device } => nbd_kernel::detach(device),
             Resource::NvmeTarget { subsystem, port } => nvme_kernel::remove_target(subsystem, port),
             Resource::NvmeController { name, nqn } => nvme_kernel::disconnect(name, nqn),
+            Resource::RdmaLink { veth } => soft_roce::remove(veth),
             Resource::Process {
                 pid,
                 start_time,
@@ -164,8 +169,9 @@ impl Resource {
                 format!("nvmet subsystem {}", subsystem.display())
             }
             Resource::NvmeController { name, nqn } => {
-                format!("NVMe/TCP controller {name} (connected to {nqn})")
+                format!("NVMe-oF controller {name} (connected to {nqn})")
             }
+            Resource::RdmaLink { veth } => format!("soft-RoCE link on veth {veth}"),
             Resource::Process { pid, program, .. } => format!("{program} (pid {pid})"),
             Resource::SpawningProcess { tag, program } => {
                 format!("{program} started with {}={tag}", process::SPAWN_TAG_VAR)

@@ -1,10 +1,11 @@
-//! The kernel's NVMe/TCP target and initiator, as iolab sets them up for
-//! `iolab remote --transports nvme-tcp-kernel` and takes them down again
-//! (also after a second Ctrl-C, and at the next start after a SIGKILL):
+//! The kernel's NVMe-oF target and initiator over TCP or RDMA
+//! (`NvmeTrtype`), as iolab sets them up for `iolab remote --transports
+//! nvme-tcp-kernel,nvme-rdma-kernel` and takes them down again (also after
+//! a second Ctrl-C, and at the next start after a SIGKILL):
 //!
 //! - `KernelTarget`: an nvmet subsystem (its NQN iolab's, one per process)
-//!   with namespace 1 on a file, open to any host, and a TCP port linking
-//!   it, made through configfs. The link is made by a thread inside the
+//!   with namespace 1 on a file, open to any host, and a TCP or RDMA port
+//!   linking it, made through configfs. The link is made by a thread inside the
 //!   target's network namespace, because nvmet-tcp opens its listening
 //!   socket in the namespace of whoever links the port.
 //! - `KernelController`: the kernel's initiator connected to it by writing
@@ -46,6 +47,50 @@ pub fn plausible_nqn(nqn: &str) -> bool {
         .is_some_and(|rest| !rest.is_empty())
 }
 
+/// The kernel's NVMe-oF transport types iolab sets up (configfs'
+/// `addr_trtype`, /dev/nvme-fabrics' `transport=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NvmeTrtype {
+    Tcp,
+    Rdma,
+}
+
+impl NvmeTrtype {
+    /// The name configfs and /dev/nvme-fabrics take.
+    pub fn name(self) -> &'static str {
+        match self {
+            NvmeTrtype::Tcp => "tcp",
+            NvmeTrtype::Rdma => "rdma",
+        }
+    }
+
+    /// The target's modules (nvmet and its transport).
+    fn target_modules(self) -> [&'static str; 2] {
+        match self {
+            NvmeTrtype::Tcp => ["nvmet", "nvmet_tcp"],
+            NvmeTrtype::Rdma => ["nvmet", "nvmet_rdma"],
+        }
+    }
+
+    /// The initiator's modules.
+    fn host_modules(self) -> [&'static str; 2] {
+        match self {
+            NvmeTrtype::Tcp => ["nvme_fabrics", "nvme_tcp"],
+            NvmeTrtype::Rdma => ["nvme_fabrics", "nvme_rdma"],
+        }
+    }
+
+    /// Every module the path needs (the RDMA stack and soft-RoCE too).
+    pub fn modules(self) -> Vec<&'static str> {
+        let mut all = self.host_modules().to_vec();
+        all.extend(self.target_modules());
+        if self == NvmeTrtype::Rdma {
+            all.extend(["ib_core", "rdma_cm", "rdma_rxe"]);
+        }
+        all
+    }
+}
+
 /// Load `modules` with modprobe where they are not loaded yet.
 pub fn load_modules(modules: &[&str]) -> anyhow::Result<()> {
     for m in modules {
@@ -84,15 +129,16 @@ pub struct KernelTarget {
 
 impl KernelTarget {
     /// Serve `backing` as namespace 1 of this process's subsystem on
-    /// `addr`:`port`; `target_netns` is the namespace file the port listens
-    /// in (None: the caller's).
+    /// `addr`:`port` over `trtype`; `target_netns` is the namespace file
+    /// the port listens in (None: the caller's).
     pub fn create(
+        trtype: NvmeTrtype,
         backing: &Path,
         addr: IpAddr,
         port: u16,
         target_netns: Option<PathBuf>,
     ) -> anyhow::Result<KernelTarget> {
-        load_modules(&["nvmet", "nvmet_tcp"])?;
+        load_modules(&trtype.target_modules())?;
         if !Path::new(NVMET).is_dir() {
             bail!("{NVMET} is missing: configfs is not mounted at /sys/kernel/config (mount -t configfs none /sys/kernel/config)");
         }
@@ -124,7 +170,7 @@ impl KernelTarget {
         write_attr(&ns.join("enable"), "1")?;
         std::fs::create_dir(&port_dir)
             .with_context(|| format!("cannot create {}", port_dir.display()))?;
-        write_attr(&port_dir.join("addr_trtype"), "tcp")?;
+        write_attr(&port_dir.join("addr_trtype"), trtype.name())?;
         let family = if addr.is_ipv6() { "ipv6" } else { "ipv4" };
         write_attr(&port_dir.join("addr_adrfam"), family)?;
         write_attr(&port_dir.join("addr_traddr"), &addr.to_string())?;
@@ -133,8 +179,9 @@ impl KernelTarget {
         in_namespace(target_netns, || {
             std::os::unix::fs::symlink(&subsystem, &link).with_context(|| {
                 format!(
-                    "cannot link {} (nvmet-tcp could not listen on {addr}:{port})",
-                    link.display()
+                    "cannot link {} (nvmet-{} could not listen on {addr}:{port})",
+                    link.display(),
+                    trtype.name()
                 )
             })
         })?;
@@ -200,18 +247,22 @@ pub struct KernelController {
 }
 
 impl KernelController {
-    /// Connect to `nqn` at `addr`:`port` (from the calling thread's network
-    /// namespace) and wait, `timeout` at most, for its namespace 1.
+    /// Connect to `nqn` at `addr`:`port` over `trtype` (from the calling
+    /// thread's network namespace) and wait, `timeout` at most, for its
+    /// namespace 1.
     pub fn connect(
+        trtype: NvmeTrtype,
         addr: IpAddr,
         port: u16,
         nqn: &str,
         hostnqn: &str,
         timeout: Duration,
     ) -> anyhow::Result<KernelController> {
-        load_modules(&["nvme_fabrics", "nvme_tcp"])?;
-        let options =
-            format!("transport=tcp,traddr={addr},trsvcid={port},nqn={nqn},hostnqn={hostnqn}");
+        load_modules(&trtype.host_modules())?;
+        let options = format!(
+            "transport={},traddr={addr},trsvcid={port},nqn={nqn},hostnqn={hostnqn}",
+            trtype.name()
+        );
         let (name, resource) = super::create_with(|| {
             let mut f = std::fs::OpenOptions::new()
                 .read(true)

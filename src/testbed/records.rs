@@ -97,6 +97,7 @@ pub fn plausible(res: &Resource) -> bool {
                     .strip_prefix("nvme")
                     .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         }
+        Resource::RdmaLink { veth } => super::soft_roce::plausible_veth(veth),
         Resource::Process { program, .. } => super::process::SERVERS.contains(&program.as_str()),
         Resource::SpawningProcess { tag, program } => {
             super::process::SERVERS.contains(&program.as_str())

@@ -53,6 +53,13 @@ pub struct RemoteRecord {
     /// `nvme-tcp-kernel`: the kernel's path as connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvme_tcp_kernel: Option<String>,
+    /// `nvme-rdma-kernel`: the kernel's path over RDMA as connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_rdma_kernel: Option<String>,
+    /// Set when a transport ran over software RDMA (soft-RoCE): what its
+    /// numbers can and cannot show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_rdma: Option<String>,
     /// The unloaded breakdown of each transport, by label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<BTreeMap<String, StampBreakdown>>,

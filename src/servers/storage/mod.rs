@@ -6,8 +6,9 @@
 //! memory plugin (RAM, the protocol's own cost; `nbdkit`), qemu-nbd
 //! (O_DIRECT through --cache=none, io_uring; `qemu_nbd`), tgtd (iSCSI;
 //! `tgtd`). `das` is the same file used locally: the baseline;
-//! `nvme-tcp-kernel` (the kernel's nvmet and nvme-tcp) has no server
-//! process and is set up by `campaign::kernel_path`. Where the server
+//! `nvme-tcp-kernel` and `nvme-rdma-kernel` (the kernel's nvmet and
+//! nvme-tcp or nvme-rdma, over soft-RoCE) have no server process and are
+//! set up by `campaign::kernel_path`. Where the server
 //! runs (a network namespace) is the caller's: `start` takes the address
 //! and a way to make the command there (`remote::servers::start` passes
 //! its topology's). Each transport's facts are one `TransportFacts`.
@@ -29,6 +30,7 @@ use crate::plan::endpoint::endpoint_of;
 use crate::plan::endpoint::WireProtocol;
 use crate::plan::engines::{engine_for_transport, EngineKind};
 use crate::testbed::command::which;
+use crate::testbed::nvme_kernel::NvmeTrtype;
 use crate::testbed::process::ServerProcess;
 
 /// One way to reach the storage under test.
@@ -51,10 +53,13 @@ pub enum Transport {
     Tgtd,
     /// The kernel's NVMe/TCP target (nvmet) and initiator (nvme-tcp).
     KernelNvme,
+    /// The kernel's NVMe over RDMA target (nvmet-rdma) and initiator
+    /// (nvme-rdma) over soft-RoCE.
+    KernelNvmeRdma,
 }
 
 pub const TRANSPORT_NAMES: &str =
-    "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, nvme-tcp, nvme-tcp-kernel";
+    "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, nvme-tcp, nvme-tcp-kernel, nvme-rdma-kernel";
 
 /// The subsystem NQN of iolab's NVMe/TCP target in `iolab remote`.
 pub const NVME_NQN: &str = "nqn.2025-11.io.iolab:remote";
@@ -89,6 +94,9 @@ pub struct TransportFacts {
     pub backing: &'static str,
     /// What the database runs build their filesystem on.
     pub db_volume: DbVolume,
+    /// The kernel's NVMe-oF target and initiator over this transport type
+    /// (`campaign::kernel_path`), none for the others.
+    pub kernel: Option<NvmeTrtype>,
 }
 
 /// What the database runs of `iolab remote` build their filesystem on
@@ -128,6 +136,7 @@ const fn nbd_server(
         caching,
         backing,
         db_volume: DbVolume::Nbd,
+        kernel: None,
     }
 }
 
@@ -218,13 +227,21 @@ const KERNEL_NVME: TransportFacts = TransportFacts {
     caching: ("O_DIRECT (/dev/nvmeXnY)", "O_DIRECT"),
     backing: "the scratch file (nvmet's file namespace, O_DIRECT), read through /dev/nvmeXnY",
     db_volume: DbVolume::Block(None),
+    kernel: Some(NvmeTrtype::Tcp),
     ..DAS
+};
+const KERNEL_NVME_RDMA: TransportFacts = TransportFacts {
+    names: &["nvme-rdma-kernel"],
+    label: "nvme-rdma-kernel",
+    backing: "the scratch file (nvmet's file namespace, O_DIRECT), read through /dev/nvmeXnY over soft-RoCE (rdma_rxe)",
+    kernel: Some(NvmeTrtype::Rdma),
+    ..KERNEL_NVME
 };
 
 impl Transport {
     /// Every transport (own targets with one reactor thread), in
     /// `TRANSPORT_NAMES` order.
-    pub const ALL: [Transport; 8] = [
+    pub const ALL: [Transport; 9] = [
         Transport::Das,
         Transport::Iolab { threads: 1 },
         Transport::NbdkitFile,
@@ -233,6 +250,7 @@ impl Transport {
         Transport::Tgtd,
         Transport::IolabNvme { threads: 1 },
         Transport::KernelNvme,
+        Transport::KernelNvmeRdma,
     ];
 
     /// Its facts.
@@ -246,6 +264,7 @@ impl Transport {
             Transport::QemuNbd => &QEMU_NBD,
             Transport::Tgtd => &TGTD,
             Transport::KernelNvme => &KERNEL_NVME,
+            Transport::KernelNvmeRdma => &KERNEL_NVME_RDMA,
         }
     }
 
@@ -265,11 +284,6 @@ impl Transport {
         Transport::Iolab { threads: 1 }
     }
 
-    /// The kernel's NVMe/TCP target and initiator.
-    pub fn kernel_nvme() -> Transport {
-        Transport::KernelNvme
-    }
-
     /// The direct-attached baseline.
     pub fn is_local(&self) -> bool {
         self.facts().db_volume == DbVolume::Local
@@ -277,7 +291,12 @@ impl Transport {
 
     /// Set up in the kernel (no server process; `campaign::kernel_path`).
     pub fn is_kernel(&self) -> bool {
-        self.facts().program.is_none() && !self.is_local()
+        self.facts().kernel.is_some()
+    }
+
+    /// The kernel's NVMe-oF transport type, for a kernel path.
+    pub fn kernel_trtype(&self) -> Option<NvmeTrtype> {
+        self.facts().kernel
     }
 
     /// The label of its points (`transport` parameter).
@@ -329,8 +348,8 @@ impl Transport {
 
     /// Why it cannot run here (its server is not installed).
     pub fn unavailable(&self) -> Option<String> {
-        if *self == Transport::KernelNvme {
-            return crate::testbed::kernel_modules::nvme_tcp_kernel_unavailable();
+        if let Some(trtype) = self.kernel_trtype() {
+            return crate::testbed::kernel_modules::nvme_kernel_unavailable(trtype);
         }
         if *self == Transport::Tgtd {
             if let Some(why) = crate::engine::iscsi::unavailable() {
@@ -455,7 +474,9 @@ fn command_line(
 ) -> anyhow::Result<(String, Vec<String>)> {
     Ok(match t {
         Transport::Das => unreachable!("no server"),
-        Transport::KernelNvme => anyhow::bail!("nvme-tcp-kernel has no server process"),
+        Transport::KernelNvme | Transport::KernelNvmeRdma => {
+            anyhow::bail!("{} has no server process", t.label())
+        }
         Transport::Iolab { threads } => {
             iolab::command_line(false, threads, addr, port, backing, own)?
         }
@@ -583,7 +604,7 @@ mod tests {
         assert_eq!(
             labels.join(" "),
             "das nbd-iolab nbd-nbdkit-file nbd-nbdkit-memory nbd-qemu iscsi-tgtd \
-             nvme-tcp-iolab nvme-tcp-kernel"
+             nvme-tcp-iolab nvme-tcp-kernel nvme-rdma-kernel"
         );
         let t = Transport::parse("nvme-tcp").unwrap().with_threads(4);
         assert_eq!(t.label(), "nvme-tcp-iolab-t4");

@@ -1,0 +1,162 @@
+//! A soft-RoCE link for the kernel's NVMe over RDMA (`nvme-rdma-kernel`):
+//! a veth pair iolab makes in the initial network namespace (nvmet-rdma
+//! and nvme-rdma only use that one), an address on each end, and an
+//! rdma_rxe device on the first end (`rdma link add`). The target listens
+//! on that end's address and the kernel's initiator connects to it; rxe
+//! carries the traffic as RoCEv2 in UDP over the pair. Nothing reaches a
+//! real interface: the pair is iolab's and goes with it (deleting the veth
+//! unregisters the rxe device), as a registered resource (`Resource::RdmaLink`),
+//! also after a second Ctrl-C and at the next start after a SIGKILL.
+//! Soft-RoCE runs the NIC's work on the CPU: it shows the protocol's path,
+//! not a real NIC's latency.
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::command::bounded;
+use super::Resource;
+
+/// Interfaces iolab makes for its links: `iorx<pid>a` and `iorx<pid>b`.
+const PREFIX: &str = "iorx";
+
+/// A name iolab gives the veth end its rxe device sits on.
+pub fn plausible_veth(name: &str) -> bool {
+    name.strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix('a'))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        && name.len() <= 15
+}
+
+/// The rxe device iolab names after its veth end (`iorxe<pid>`).
+fn rxe_name(veth: &str) -> String {
+    veth.trim_end_matches('a').replacen(PREFIX, "iorxe", 1)
+}
+
+/// The /30 of this process's link: 10.211.X.0 with X from the pid.
+fn addresses(pid: u32) -> (Ipv4Addr, Ipv4Addr) {
+    let block = (pid % 16_000) * 4;
+    let (hi, lo) = ((block >> 8) as u8, (block & 0xff) as u8);
+    (
+        Ipv4Addr::new(10, 211 + hi / 64, hi % 64, lo + 1),
+        Ipv4Addr::new(10, 211 + hi / 64, hi % 64, lo + 2),
+    )
+}
+
+/// The link, taken down on drop.
+pub struct SoftRoce {
+    /// The rxe device (`iorxe<pid>`).
+    pub device: String,
+    /// The veth end it sits on.
+    pub netdev: String,
+    /// The address the target listens on (and the initiator reaches).
+    pub addr: Ipv4Addr,
+    resource: Resource,
+}
+
+impl SoftRoce {
+    /// Make this process's veth pair, its addresses and the rxe device.
+    pub fn create() -> anyhow::Result<SoftRoce> {
+        super::nvme_kernel::load_modules(&["rdma_rxe"])?;
+        let pid = std::process::id();
+        let netdev = format!("{PREFIX}{pid}a");
+        let peer = format!("{PREFIX}{pid}b");
+        let device = rxe_name(&netdev);
+        let (addr, peer_addr) = addresses(pid);
+        let resource = Resource::RdmaLink {
+            veth: netdev.clone(),
+        };
+        super::create(resource.clone(), || {
+            ip(&[
+                "link", "add", &netdev, "type", "veth", "peer", "name", &peer,
+            ])
+        })?;
+        let link = SoftRoce {
+            device,
+            netdev,
+            addr,
+            resource,
+        };
+        ip(&["addr", "add", &format!("{addr}/30"), "dev", &link.netdev])?;
+        ip(&["addr", "add", &format!("{peer_addr}/30"), "dev", &peer])?;
+        ip(&["link", "set", &link.netdev, "up"])?;
+        ip(&["link", "set", &peer, "up"])?;
+        let args = [
+            "link",
+            "add",
+            &link.device,
+            "type",
+            "rxe",
+            "netdev",
+            &link.netdev,
+        ];
+        run("rdma", &args).context("cannot add the soft-RoCE device (rdma_rxe)")?;
+        Ok(link)
+    }
+
+    /// What the results say about it.
+    pub fn describe(&self) -> String {
+        format!(
+            "soft-RoCE {} (rdma_rxe) on iolab's veth {} at {}",
+            self.device, self.netdev, self.addr
+        )
+    }
+}
+
+impl Drop for SoftRoce {
+    fn drop(&mut self) {
+        let _ = self.resource.undo();
+        super::release(&self.resource);
+    }
+}
+
+/// Run `program` found on PATH by its full path (a busybox `timeout`
+/// would run its own `ip` applet, which knows no veth, for a bare name).
+fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
+    let path = super::command::which(program)
+        .with_context(|| format!("{program} is not installed (iproute2)"))?;
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    bounded(&path.to_string_lossy(), &args, Duration::from_secs(20)).map(|_| ())
+}
+
+fn ip(args: &[&str]) -> anyhow::Result<()> {
+    run("ip", args)
+}
+
+/// Take a link down: its rxe device, then the veth pair (best effort;
+/// never an interface iolab would not have named).
+pub fn remove(veth: &str) {
+    if !plausible_veth(veth) {
+        return;
+    }
+    let device = rxe_name(veth);
+    if Path::new("/sys/class/infiniband").join(&device).exists() {
+        let _ = run("rdma", &["link", "delete", &device]);
+    }
+    if Path::new("/sys/class/net").join(veth).exists() {
+        let _ = ip(&["link", "del", veth]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_addresses_are_iolabs_and_fit() {
+        for pid in [1, 4242, 4_194_304] {
+            let veth = format!("{PREFIX}{pid}a");
+            assert!(plausible_veth(&veth), "{veth}");
+            assert_eq!(rxe_name(&veth), format!("iorxe{pid}"));
+            let (a, b) = addresses(pid);
+            assert_eq!(u32::from(b), u32::from(a) + 1, "{a} {b}");
+            assert_eq!(u32::from(a) & 3, 1, "{a}: the first host of a /30");
+            assert_eq!(a.octets()[0], 10);
+        }
+        for bad in ["eth0", "iorxa", "iorx12b", "iorx1x2a", "iorx12345678901a"] {
+            assert!(!plausible_veth(bad), "{bad}");
+        }
+    }
+}
