@@ -45,7 +45,8 @@ pub struct RemoteArgs {
     /// Transports to compare: das, iolab (iolab's NBD target), nbdkit-file,
     /// nbdkit-memory, qemu-nbd, tgtd (iSCSI), nvme-tcp (iolab's NVMe/TCP
     /// target and initiator), nvme-tcp-kernel (the kernel's nvmet and
-    /// nvme-tcp, where the kernel has them)
+    /// nvme-tcp, where the kernel has them), nvme-rdma-kernel (the
+    /// kernel's nvmet-rdma and nvme-rdma on a soft-RoCE link iolab makes)
     #[arg(
         long,
         value_name = "LIST",
