@@ -147,6 +147,9 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         }
     };
     provenance.target = placement.is_none().then(|| target.info());
+    if let (Some(n), Some(d)) = (&mut provenance.numa, &target.disk) {
+        n.device = crate::measure::numa::device(Path::new("/"), &d.disk);
+    }
     provenance.plan = if a.plan.is_some() || exps.len() > 1 || exps[0].mode != Mode::Plain {
         serde_json::to_value(&exps)?
     } else {

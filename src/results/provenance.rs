@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::numa::NumaInfo;
 use crate::measure::overhead::TimerCost;
 use crate::results::target::FeatureProbe;
 use crate::results::target::TargetInfo;
@@ -36,6 +37,9 @@ pub struct Provenance {
     /// Versions of external engines and tools used (rocksdb, sqlite, fio ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, String>,
+    /// NUMA nodes, the target device's node, hardware queues and IRQs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<NumaInfo>,
 }
 
 fn read(path: &str) -> String {
@@ -135,6 +139,7 @@ impl Provenance {
             clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
             timer: crate::measure::overhead::measure(),
             seed,
+            numa: crate::measure::numa::collect(std::path::Path::new("/"), None),
             ..Provenance::minimal()
         }
     }
@@ -223,6 +228,9 @@ impl Provenance {
                 ));
             }
         }
+        if let Some(n) = &self.numa {
+            rows.extend(numa_rows(n));
+        }
         for f in &self.engine_features {
             rows.push((
                 format!("feature {}", f.feature),
@@ -234,6 +242,58 @@ impl Provenance {
         }
         rows
     }
+}
+
+/// The NUMA lines of `rows`: each node, the device's node, queues and IRQs.
+fn numa_rows(n: &NumaInfo) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = n
+        .nodes
+        .iter()
+        .map(|node| {
+            (
+                format!("numa node{}", node.node),
+                format!(
+                    "cpus {} memory {:.1} GiB",
+                    node.cpus,
+                    node.memory_bytes as f64 / (1u64 << 30) as f64
+                ),
+            )
+        })
+        .collect();
+    if let Some(d) = &n.device {
+        let queues: Vec<String> = d
+            .queues
+            .iter()
+            .map(|q| format!("{}:[{}]", q.queue, q.cpus))
+            .collect();
+        let irqs: Vec<String> = d
+            .irqs
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {} -> {} (effective {})",
+                    i.irq,
+                    i.name,
+                    i.affinity,
+                    i.effective.as_deref().unwrap_or("?")
+                )
+            })
+            .collect();
+        rows.push((
+            "numa device".into(),
+            format!(
+                "{} on node {} queues {} irqs {}",
+                d.disk,
+                d.node,
+                queues.join(" "),
+                irqs.join(", ")
+            ),
+        ));
+    }
+    if let Some(e) = &n.emulated {
+        rows.push(("numa note".into(), e.clone()));
+    }
+    rows
 }
 
 #[cfg(test)]
