@@ -78,6 +78,13 @@ pub struct WorkerPlacement {
     pub mem_node: Option<u32>,
 }
 
+/// A point's placement: where each worker ran and where its buffers
+/// were (`Point.extra.placement`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PointPlacement {
+    pub workers: Vec<WorkerPlacement>,
+}
+
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(p).ok().map(|s| s.trim().to_string())
 }

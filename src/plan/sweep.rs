@@ -5,8 +5,80 @@
 
 use crate::error::usage;
 use crate::plan::engines::EngineKind;
-use crate::plan::job::{JobSpec, Pattern};
+use std::path::Path;
+
+use crate::measure::{numa, sysfs};
+use crate::plan::job::{JobSpec, Pattern, PlacementSide};
 use crate::plan::parse::{parse_bs_split, parse_size};
+
+/// A built-in sweep of `--sweep`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepKind {
+    /// Each job on the device's NUMA node and off it.
+    Placement,
+}
+
+impl SweepKind {
+    pub fn parse(s: &str) -> Option<SweepKind> {
+        match s.trim() {
+            "placement" => Some(SweepKind::Placement),
+            _ => None,
+        }
+    }
+}
+
+/// The NUMA node of the disk under `target` (a file, directory or block
+/// device; a file not made yet is looked up by its directory), if the
+/// device reports one.
+pub fn device_node(target: &Path, root: &Path) -> Option<u32> {
+    let at = std::iter::successors(Some(target), |p| p.parent())
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("."));
+    let (_, disk) = sysfs::device_names(sysfs::devnum_of_path(at)?)?;
+    u32::try_from(numa::device(root, &disk)?.node).ok()
+}
+
+/// `--sweep placement`: every job twice, its workers and buffers on
+/// `device_node` (the device's node; node 0 when it reports none) and on
+/// the next other node, tagged `placement=on-node|off-node`.
+pub fn placement(
+    jobs: Vec<JobSpec>,
+    device_node: Option<u32>,
+    root: &Path,
+) -> anyhow::Result<Vec<JobSpec>> {
+    if jobs
+        .iter()
+        .any(|j| j.cpus.is_some() || j.numa_node.is_some() || j.mem_node.is_some())
+    {
+        return Err(usage(
+            "--sweep",
+            "placement decides where workers and memory go: drop --cpus, --numa-node and --mem-node",
+        ));
+    }
+    let ids = numa::node_ids(root);
+    if ids.len() < 2 {
+        return Err(usage(
+            "--sweep",
+            "placement compares a job on the device's NUMA node with one off it, and this machine has one NUMA node",
+        ));
+    }
+    let on = device_node.filter(|n| ids.contains(n)).unwrap_or(ids[0]);
+    let off = *ids.iter().find(|&&n| n != on).unwrap_or(&ids[0]);
+    let mut out = Vec::with_capacity(jobs.len() * 2);
+    for j in jobs {
+        for (side, node) in [(PlacementSide::OnNode, on), (PlacementSide::OffNode, off)] {
+            let mut p = j.clone();
+            p.numa_node = Some(node);
+            p.mem_node = Some(node);
+            p.placement = Some(side);
+            if !p.name.is_empty() {
+                p.name = format!("{}-{}", j.name, side.name());
+            }
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
 
 /// Refuse plans larger than this (a typo like `1..4g` would never finish).
 pub const MAX_POINTS: usize = 100_000;

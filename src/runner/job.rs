@@ -16,6 +16,7 @@ use crate::engine::{self, Engine, EngineSetup, EngineTarget};
 use crate::error::{usage, UsageError, WorkerError};
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
+use crate::measure::numa::{self, PointPlacement, WorkerPlacement};
 use crate::measure::peers::{PeerSampling, PeerSecond, PeerSeries, PeerSnapshot};
 use crate::measure::procstat::CpuTicks;
 use crate::measure::rusage::RusageSnapshot;
@@ -167,6 +168,8 @@ struct WorkerResult {
     rec: Recorder,
     log: Option<RequestLog>,
     error: Option<WorkerError>,
+    /// Where the worker ran and its buffers were, read at its end.
+    placement: Option<WorkerPlacement>,
 }
 
 /// Runs the worker loop (closed or open) on whatever engine dispatch built:
@@ -391,6 +394,9 @@ struct JobCtx<'a, C: Clock> {
     stop: AtomicBool,
     /// One slot per worker for the progress line (empty: no progress asked).
     live: Vec<std::sync::Arc<LiveSlot>>,
+    /// The CPUs workers are pinned to in turn (`--cpus`, or the CPUs of
+    /// `--numa-node`'s node).
+    cpus: Option<Vec<usize>>,
 }
 
 impl<C: Clock> JobCtx<'_, C> {
@@ -483,11 +489,19 @@ impl<C: Clock> JobCtx<'_, C> {
             waits_left: 2,
         };
         let spec = self.spec;
-        if let Some(cpus) = &spec.cpus {
+        if let Some(cpus) = &self.cpus {
             pin_to_cpu(cpus[i % cpus.len()]);
         }
         let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let state = self.worker_state(i, seed);
+        // Before the buffers are allocated and first touched.
+        let bound = match spec.buffer_node() {
+            Some(n) => numa::bind_memory_to(n).map_err(|source| WorkerError::Setup {
+                what: "the memory policy of --mem-node (set_mempolicy)",
+                source,
+            }),
+            None => Ok(()),
+        };
+        let state = bound.and_then(|()| self.worker_state(i, seed));
         let mut rec = Recorder::new(0, self.expected_s.map(|s| s as usize + 2).unwrap_or(60));
         rec.live = self.live.get(i).cloned();
         if spec.hist_log {
@@ -505,6 +519,7 @@ impl<C: Clock> JobCtx<'_, C> {
                     rec,
                     log,
                     error: Some(e),
+                    placement: None,
                 };
             }
         };
@@ -561,6 +576,7 @@ impl<C: Clock> JobCtx<'_, C> {
             rec,
             log,
             error: outcome.err(),
+            placement: numa::worker_placement(i as u32, pool.base()),
         }
     }
 }
@@ -644,6 +660,7 @@ fn supervise<C: Clock>(
                 rec: Recorder::new(0, 1),
                 log: None,
                 error: Some(WorkerError::panicked(payload.as_ref())),
+                placement: None,
             })
         })
         .collect();
@@ -723,6 +740,7 @@ pub fn run_job_with_clock<C: Clock>(
             Some(_) => (0..n).map(|_| Default::default()).collect(),
             None => Vec::new(),
         },
+        cpus: worker_cpus(spec)?,
     };
     let started_at = time::now_rfc3339();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -766,7 +784,9 @@ pub fn run_job_with_clock<C: Clock>(
     let measure_start = results.first().map(|r| r.rec.measure_start).unwrap_or(0);
     merged.start_at(measure_start);
     let mut logs = Vec::new();
+    let mut placed = Vec::new();
     for r in results {
+        placed.extend(r.placement);
         errors.extend(r.error);
         merged.merge(&r.rec);
         logs.extend(r.log);
@@ -796,6 +816,9 @@ pub fn run_job_with_clock<C: Clock>(
         let read_lag = read_lag.map(Duration::from_nanos);
         let act = act_table::section(&point, load, &streams, read_lag);
         point.extra.act = Some(Box::new(act));
+    }
+    if !placed.is_empty() {
+        point.extra.placement = Some(PointPlacement { workers: placed });
     }
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
@@ -858,6 +881,21 @@ fn sleep_unless_done<T>(handles: &[std::thread::ScopedJoinHandle<'_, T>], d: Dur
                 .min(until.saturating_duration_since(std::time::Instant::now())),
         );
     }
+}
+
+/// The CPUs workers are pinned to: `--cpus`, or `--numa-node`'s CPUs.
+fn worker_cpus(spec: &JobSpec) -> anyhow::Result<Option<Vec<usize>>> {
+    let Some(node) = spec.numa_node else {
+        return Ok(spec.cpus.clone());
+    };
+    let cpus = numa::node_cpus(std::path::Path::new("/"), node);
+    if cpus.is_empty() {
+        return Err(usage(
+            "--numa-node",
+            format!("node {node} has no CPUs to run workers on"),
+        ));
+    }
+    Ok(Some(cpus))
 }
 
 fn pin_to_cpu(cpu: usize) {
