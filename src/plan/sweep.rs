@@ -637,3 +637,56 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod placement_tests {
+    use super::*;
+    use crate::error::UsageError;
+
+    fn nodes(root: &Path, n: u32) {
+        for i in 0..n {
+            let d = root.join(format!("sys/devices/system/node/node{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cpulist"), format!("{i}\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn each_job_on_the_device_node_and_off_it() {
+        let t = tempfile::tempdir().unwrap();
+        nodes(t.path(), 2);
+        let jobs = placement(vec![JobSpec::default()], Some(1), t.path()).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].placement, Some(PlacementSide::OnNode));
+        assert_eq!((jobs[0].numa_node, jobs[0].mem_node), (Some(1), Some(1)));
+        assert_eq!(jobs[1].placement, Some(PlacementSide::OffNode));
+        assert_eq!((jobs[1].numa_node, jobs[1].mem_node), (Some(0), Some(0)));
+        // A device without a node: the lowest node is taken as its node.
+        let jobs = placement(vec![JobSpec::default()], None, t.path()).unwrap();
+        assert_eq!((jobs[0].numa_node, jobs[1].numa_node), (Some(0), Some(1)));
+    }
+
+    #[test]
+    fn one_node_cannot_sweep_placement() {
+        let t = tempfile::tempdir().unwrap();
+        nodes(t.path(), 1);
+        let e = placement(vec![JobSpec::default()], None, t.path()).unwrap_err();
+        let e = e.downcast::<UsageError>().unwrap();
+        assert_eq!(e.field, "--sweep");
+        assert!(
+            e.to_string().contains("this machine has one NUMA node"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_node_that_does_not_exist_names_the_flag_and_the_nodes() {
+        let t = tempfile::tempdir().unwrap();
+        nodes(t.path(), 2);
+        crate::plan::job::check_node("--mem-node", Some(1), t.path()).unwrap();
+        let e = crate::plan::job::check_node("--mem-node", Some(4), t.path()).unwrap_err();
+        let e = e.downcast::<UsageError>().unwrap();
+        assert_eq!(e.field, "--mem-node");
+        assert!(e.to_string().contains("NUMA nodes 0, 1"), "{e}");
+    }
+}
