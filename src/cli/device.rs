@@ -211,8 +211,8 @@ pub struct DeviceArgs {
         help_heading = "Engine"
     )]
     pub numa_node: Option<u32>,
-    /// Bind each worker's buffer memory to NUMA node N (set_mempolicy
-    /// MPOL_BIND before the buffers are first touched)
+    /// Bind each worker's buffer memory to NUMA node N (mbind MPOL_BIND
+    /// before the buffers are first touched)
     #[arg(long, value_name = "N", help_heading = "Engine")]
     pub mem_node: Option<u32>,
     /// A built-in sweep: placement (each job on the device's NUMA node and

@@ -2,8 +2,8 @@
 //! distances), a disk's node, its blk-mq hardware queues and its IRQs with
 //! their affinities, read from sysfs and procfs under a root path (tests
 //! point it at a fake tree); and where a worker thread ran and where its
-//! buffer lives (getcpu(2), get_mempolicy(2)), and the memory binding a
-//! worker asks for (set_mempolicy(2)), as raw syscalls.
+//! buffer lives (getcpu(2), get_mempolicy(2)), and the binding of a
+//! worker's buffers to a node (mbind(2)), as raw syscalls.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -331,9 +331,10 @@ const MPOL_BIND: libc::c_int = 2;
 const MPOL_F_NODE: libc::c_ulong = 1;
 const MPOL_F_ADDR: libc::c_ulong = 2;
 
-/// Bind the calling thread's future allocations to `node`
-/// (set_mempolicy(MPOL_BIND)).
-pub fn bind_memory_to(node: u32) -> std::io::Result<()> {
+/// Bind the pages of `[addr, addr + len)` to `node` (mbind(2) with
+/// MPOL_BIND), before they are first touched; `addr` is page-aligned
+/// memory of a mapping the caller owns.
+pub fn bind_range(addr: *mut u8, len: usize, node: u32) -> std::io::Result<()> {
     let mut mask = [0 as libc::c_ulong; 16];
     let bits = 8 * std::mem::size_of::<libc::c_ulong>();
     let n = node as usize;
@@ -341,13 +342,17 @@ pub fn bind_memory_to(node: u32) -> std::io::Result<()> {
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     }
     mask[n / bits] |= 1 << (n % bits);
-    // SAFETY: the mask outlives the call; maxnode counts its bits.
+    // SAFETY: the mask outlives the call; maxnode counts its bits; the
+    // range is the caller's own mapping.
     let r = unsafe {
         libc::syscall(
-            libc::SYS_set_mempolicy,
+            libc::SYS_mbind,
+            addr,
+            len as libc::c_ulong,
             MPOL_BIND,
             mask.as_ptr(),
             (mask.len() * bits) as libc::c_ulong,
+            0 as libc::c_uint,
         )
     };
     match r {

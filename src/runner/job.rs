@@ -460,13 +460,14 @@ impl<C: Clock> JobCtx<'_, C> {
     fn worker_state(&self, i: usize, seed: u64) -> Result<(BufferPool, RequestGen), WorkerError> {
         let spec = self.spec;
         let (region_start, region_len) = self.regions[i];
-        let pool =
-            BufferPool::new(self.depth as usize, spec.max_bs() as usize, seed).map_err(|e| {
-                WorkerError::Prepare {
-                    what: "cannot allocate the buffer pool",
-                    source: e,
-                }
-            })?;
+        // Bound to --mem-node's (or --numa-node's) node before its first touch.
+        let (slots, slot_len) = (self.depth as usize, spec.max_bs() as usize);
+        let pool = BufferPool::on_node(slots, slot_len, seed, spec.buffer_node()).map_err(|e| {
+            WorkerError::Prepare {
+                what: "cannot allocate the buffer pool",
+                source: e,
+            }
+        })?;
         let gen = RequestGen::new(&PatternSpec {
             read_pct: spec.read_percent(),
             random: spec.pattern.is_random(),
@@ -493,15 +494,7 @@ impl<C: Clock> JobCtx<'_, C> {
             pin_to_cpu(cpus[i % cpus.len()]);
         }
         let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        // Before the buffers are allocated and first touched.
-        let bound = match spec.buffer_node() {
-            Some(n) => numa::bind_memory_to(n).map_err(|source| WorkerError::Setup {
-                what: "the memory policy of --mem-node (set_mempolicy)",
-                source,
-            }),
-            None => Ok(()),
-        };
-        let state = bound.and_then(|()| self.worker_state(i, seed));
+        let state = self.worker_state(i, seed);
         let mut rec = Recorder::new(0, self.expected_s.map(|s| s as usize + 2).unwrap_or(60));
         rec.live = self.live.get(i).cloned();
         if spec.hist_log {
