@@ -334,7 +334,7 @@ const MPOL_F_ADDR: libc::c_ulong = 2;
 /// Bind the pages of `[addr, addr + len)` to `node` (mbind(2) with
 /// MPOL_BIND), before they are first touched; `addr` is page-aligned
 /// memory of a mapping the caller owns.
-pub fn bind_range(addr: *mut u8, len: usize, node: u32) -> std::io::Result<()> {
+pub fn bind_range(addr: usize, len: usize, node: u32) -> std::io::Result<()> {
     let mut mask = [0 as libc::c_ulong; 16];
     let bits = 8 * std::mem::size_of::<libc::c_ulong>();
     let n = node as usize;
@@ -377,7 +377,7 @@ pub fn current_cpu() -> Option<(u32, u32)> {
 }
 
 /// The node of the page at `addr` (get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR)).
-pub fn node_of_address(addr: *const u8) -> Option<u32> {
+pub fn node_of_address(addr: usize) -> Option<u32> {
     let mut node: libc::c_int = -1;
     // SAFETY: `node` is a valid out-pointer; no mask is asked for.
     let r = unsafe {
@@ -394,7 +394,7 @@ pub fn node_of_address(addr: *const u8) -> Option<u32> {
 }
 
 /// Where the calling worker is now and where `buffer` lives.
-pub fn worker_placement(worker: u32, buffer: *const u8) -> Option<WorkerPlacement> {
+pub fn worker_placement(worker: u32, buffer: usize) -> Option<WorkerPlacement> {
     let (cpu, cpu_node) = current_cpu()?;
     Some(WorkerPlacement {
         worker,
@@ -563,7 +563,7 @@ mod tests {
     #[test]
     fn this_thread_has_a_cpu_and_its_buffer_a_node() {
         let buf = vec![1u8; 8192];
-        let p = worker_placement(0, buf.as_ptr()).unwrap();
+        let p = worker_placement(0, buf.as_ptr() as usize).unwrap();
         assert!(p.mem_node.is_some(), "{p:?}");
     }
 }

@@ -505,9 +505,14 @@ impl JobSpec {
             if cpus.is_empty() {
                 return Err(usage("--cpus", "empty CPU list"));
             }
-            if self.numa_node.is_some() {
-                return Err(usage("--numa-node", "give --cpus or --numa-node, not both"));
-            }
+        }
+        self.validate_numa()
+    }
+
+    /// `--numa-node` and `--mem-node`: nodes that exist, not with `--cpus`.
+    fn validate_numa(&self) -> anyhow::Result<()> {
+        if self.cpus.is_some() && self.numa_node.is_some() {
+            return Err(usage("--numa-node", "give --cpus or --numa-node, not both"));
         }
         let root = std::path::Path::new("/");
         check_node("--numa-node", self.numa_node, root)?;

@@ -112,7 +112,7 @@ fn map_on_node(len: usize, node: u32) -> anyhow::Result<*mut u8> {
         );
     }
     let p = p.cast::<u8>();
-    if let Err(e) = crate::measure::numa::bind_range(p, len, node) {
+    if let Err(e) = crate::measure::numa::bind_range(p as usize, len, node) {
         // SAFETY: the mapping made above, unused.
         unsafe { libc::munmap(p.cast(), len) };
         anyhow::bail!("cannot bind the I/O buffers to NUMA node {node} (mbind): {e}");

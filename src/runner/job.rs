@@ -569,7 +569,7 @@ impl<C: Clock> JobCtx<'_, C> {
             rec,
             log,
             error: outcome.err(),
-            placement: numa::worker_placement(i as u32, pool.base()),
+            placement: numa::worker_placement(i as u32, pool.base() as usize),
         }
     }
 }
@@ -810,9 +810,7 @@ pub fn run_job_with_clock<C: Clock>(
         let act = act_table::section(&point, load, &streams, read_lag);
         point.extra.act = Some(Box::new(act));
     }
-    if !placed.is_empty() {
-        point.extra.placement = Some(PointPlacement { workers: placed });
-    }
+    point.extra.placement = (!placed.is_empty()).then_some(PointPlacement { workers: placed });
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
         point.extra.cpu = Some(system);
