@@ -309,4 +309,28 @@ mod tests {
         assert_eq!(p.seed, 7);
         assert!(p.rows().iter().any(|(k, _)| k == "kernel"));
     }
+
+    /// A file without `numa` writes back without it; one with it keeps it.
+    #[test]
+    fn the_numa_section_is_optional_and_round_trips() {
+        let old = Provenance::minimal();
+        let v = serde_json::to_value(&old).unwrap();
+        assert!(v.get("numa").is_none());
+        let t = tempfile::tempdir().unwrap();
+        let node = t.path().join("sys/devices/system/node/node0");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("cpulist"), "0-1\n").unwrap();
+        let p = Provenance {
+            numa: crate::measure::numa::collect(t.path(), None),
+            ..old
+        };
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains(r#""cpus":"0-1""#), "{text}");
+        let back: Provenance = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+        assert!(back
+            .rows()
+            .iter()
+            .any(|(k, v)| k == "numa node0" && v.contains("0-1")));
+    }
 }
