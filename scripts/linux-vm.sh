@@ -13,7 +13,8 @@
 #                                    page cache and prints "IOLAB-MD5 <sum>" (or "IOLAB-FAIL <why>"), then powers off
 #   scripts/linux-vm.sh exec CPIO    boot with CPIO (uncompressed, appended to the initramfs in CPIO.initrd)
 #                                    and run its /iolab-run.sh; its output goes to stdout; powers off after it
-# The cache is $IOLAB_VM_CACHE (default /var/cache/iolab-vm).
+# The cache is $IOLAB_VM_CACHE (default /var/cache/iolab-vm). SMP (default 1)
+# is the guest's CPU count; QEMU_EXTRA, more qemu arguments (e.g. -numa nodes).
 set -euo pipefail
 CACHE=${IOLAB_VM_CACHE:-/var/cache/iolab-vm}
 NQN=nqn.2025-11.io.iolab:linux
@@ -100,7 +101,8 @@ INIT
 # qemu with the kernel, the initramfs (and more appended) and the command line.
 boot() {
   local initrd=$1 append=$2; shift 2
-  exec qemu-system-x86_64 -accel tcg -cpu max -m 1536 -smp 1 -nographic -no-reboot \
+  # shellcheck disable=SC2086 # QEMU_EXTRA is split into arguments.
+  exec qemu-system-x86_64 -accel tcg -cpu max -m 1536 -smp "${SMP:-1}" ${QEMU_EXTRA:-} -nographic -no-reboot \
     -kernel "$CACHE/vmlinuz" -initrd "$initrd" \
     -append "console=ttyS0 quiet iolab_limit=$LIMIT $append" "$@"
 }
@@ -129,5 +131,5 @@ case "${1:-}" in
     cat "$CPIO" >> "$CPIO.initrd"
     boot "$CPIO.initrd" "iolab_mode=exec" -netdev "user,id=n0" -device e1000,netdev=n0
     ;;
-  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@ pub mod intel;
 pub mod kv_size;
 pub mod loadlat;
 pub mod media;
+pub mod placement;
 pub mod remote;
 pub mod search;
 pub mod steady;
@@ -77,6 +78,7 @@ pub fn analyze(points: &[Point], opts: &AnalysisOptions) -> Analysis {
         random_vs_sequential: compare::random_vs_sequential(&measured),
         load_latency: loadlat::analyze(points, opts.knee_factor),
         media: media::analyze(&measured),
+        placement: placement::analyze(&measured),
         latency_target: search::analyze(points),
         steady_state: steady::analyze(points),
         remote: remote::analyze(&measured),

@@ -6,7 +6,13 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::measure::tsc::ClockChoice;
+use crate::plan::sweep::SweepKind;
 use crate::plan::units::{BsAxis, Count, Rates, Size, Span, Spans};
+
+/// `--sweep`: placement (clap prints the error naming the flag).
+fn parse_sweep(s: &str) -> Result<SweepKind, String> {
+    SweepKind::parse(s).ok_or_else(|| format!("'{s}' is not a sweep: placement"))
+}
 
 /// `--clock`: auto, tsc or mono (clap prints the error naming the flag).
 fn parse_clock(s: &str) -> Result<ClockChoice, String> {
@@ -196,6 +202,23 @@ pub struct DeviceArgs {
     /// Pin job i to CPU list[i % len], e.g. 0,2-3
     #[arg(long, value_name = "LIST", help_heading = "Engine")]
     pub cpus: Option<String>,
+    /// Pin the workers to NUMA node N's CPUs and, unless --mem-node is
+    /// given, bind their buffers to node N's memory
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "cpus",
+        help_heading = "Engine"
+    )]
+    pub numa_node: Option<u32>,
+    /// Bind each worker's buffer memory to NUMA node N (mbind MPOL_BIND
+    /// before the buffers are first touched)
+    #[arg(long, value_name = "N", help_heading = "Engine")]
+    pub mem_node: Option<u32>,
+    /// A built-in sweep: placement (each job on the device's NUMA node and
+    /// off it, workers and memory together; the off/on ratio in the analysis)
+    #[arg(long, value_name = "placement", value_parser = parse_sweep, help_heading = "Workload")]
+    pub sweep: Option<SweepKind>,
     /// nbd and nvme-tcp: give up on a server that leaves a request
     /// unanswered this long (default 30s, Linux's nvme io_timeout); the
     /// point then fails naming the server and the requests in flight

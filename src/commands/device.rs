@@ -147,6 +147,10 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
         }
     };
     provenance.target = placement.is_none().then(|| target.info());
+    if let (Some(n), Some(d)) = (&mut provenance.numa, &target.disk) {
+        n.device = crate::measure::numa::device(Path::new("/"), &d.disk);
+    }
+    let emulated = numa_warnings(&provenance, &jobs, &mut run_warnings);
     provenance.plan = if a.plan.is_some() || exps.len() > 1 || exps[0].mode != Mode::Plain {
         serde_json::to_value(&exps)?
     } else {
@@ -155,6 +159,7 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     let tracer = breakdown_tracer(&a, &target, quiet, &mut run_warnings);
     let mut results = Results::new("device", provenance);
     results.warnings = run_warnings;
+    results.extra.numa_emulated = emulated;
     if let Some(p) = &placement {
         results.extra.hosts = Some(p.describe());
     }
@@ -217,6 +222,30 @@ fn run_on_one_target(a: DeviceArgs) -> anyhow::Result<()> {
     }
     drop(target);
     exit_status(&results, failures)
+}
+
+/// Warnings of jobs placed on NUMA nodes (`--numa-node`, `--mem-node`,
+/// `--sweep placement`): nodes that cannot show a real penalty (returned,
+/// for `extra.numa_emulated`), a device that reports no node.
+fn numa_warnings(
+    provenance: &Provenance,
+    jobs: &[&JobSpec],
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    let placed = jobs
+        .iter()
+        .any(|j| j.numa_node.is_some() || j.mem_node.is_some());
+    let numa = provenance.numa.as_ref().filter(|_| placed)?;
+    if jobs.iter().any(|j| j.placement.is_some()) && numa.device.as_ref().is_none_or(|d| d.node < 0)
+    {
+        warnings.push(
+            "--sweep placement: the device reports no NUMA node; the lowest node was taken as its node"
+                .into(),
+        );
+    }
+    let why = numa.emulated.clone()?;
+    warnings.push(format!("NUMA placement: {why}"));
+    Some(why)
 }
 
 /// `--breakdown`'s tracer on `target`, its status said; when tracing is

@@ -44,6 +44,9 @@ pub fn settings(a: &DeviceArgs) -> DeviceSettings {
         uring_sqpoll,
         uring_iopoll,
         cpus,
+        numa_node,
+        mem_node,
+        sweep,
         io_timeout,
         runtime,
         io_count,
@@ -111,6 +114,9 @@ pub fn settings(a: &DeviceArgs) -> DeviceSettings {
         uring_sqpoll,
         uring_iopoll,
         cpus,
+        numa_node,
+        mem_node,
+        sweep,
         io_timeout,
         runtime,
         io_count,
@@ -407,7 +413,7 @@ mod tests {
                 .unwrap()
         };
         for o in DEVICE_OPTIONS.iter().filter(|o| o.sources & PLAN != 0) {
-            let applies = ["true", "1", "1.5", "x"].iter().any(|v| {
+            let applies = ["true", "1", "1.5", "x", "placement"].iter().any(|v| {
                 let one = std::collections::BTreeMap::from([(o.key.to_string(), v.to_string())]);
                 apply_settings(&mut base(), &one).is_ok()
             });

@@ -43,6 +43,14 @@ pub fn run(a: SysinfoArgs) -> anyhow::Result<()> {
         disk: devnum.and_then(sysfs::disk_info),
         export: None,
     });
+    let disk = p
+        .target
+        .as_ref()
+        .and_then(|t| t.disk.as_ref())
+        .map(|d| d.disk.clone());
+    if let (Some(n), Some(d)) = (&mut p.numa, disk) {
+        n.device = crate::measure::numa::device(std::path::Path::new("/"), &d);
+    }
     if let Some(out) = out {
         crate::results::write_atomic(out, serde_json::to_string_pretty(&p)?.as_bytes())?;
     } else if a.output.is_some() {

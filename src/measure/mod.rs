@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod diskstats;
 pub mod histogram;
+pub mod numa;
 pub mod overhead;
 pub mod peers;
 pub mod probe;

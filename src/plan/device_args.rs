@@ -15,7 +15,7 @@ use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
 use crate::plan::parse::parse_cpu_list;
 use crate::plan::profile;
 use crate::plan::steady::{Criterion, SteadyMetric, SteadyOptions};
-use crate::plan::sweep::{self, Axes};
+use crate::plan::sweep::{self, Axes, SweepKind};
 use crate::plan::units::{BsAxis, Count, Rates, Size, Span, Spans};
 
 /// What `iolab device`'s flags (and a plan experiment's settings) say, as
@@ -51,6 +51,9 @@ pub struct DeviceSettings {
     pub uring_sqpoll: bool,
     pub uring_iopoll: bool,
     pub cpus: Option<String>,
+    pub numa_node: Option<u32>,
+    pub mem_node: Option<u32>,
+    pub sweep: Option<SweepKind>,
     pub io_timeout: Option<Span>,
     pub runtime: Option<Span>,
     pub io_count: Option<Count>,
@@ -200,6 +203,9 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
         io_timeout_ns: io_timeout(a.io_timeout.as_ref())?,
         continue_on_error: a.continue_on_error,
         large_blocks: None,
+        numa_node: a.numa_node,
+        mem_node: a.mem_node,
+        placement: None,
     };
     if axes.engine.iter().any(|e| !e.caps().direct_io) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));
@@ -256,6 +262,15 @@ pub fn experiment_from_settings(a: &DeviceSettings, name: &str) -> anyhow::Resul
         }
         None => sweep::expand(&base, &axes_from_args(a)?)?,
     };
+    if a.sweep == Some(SweepKind::Placement) {
+        let root = std::path::Path::new("/");
+        let target = a
+            .target
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("."));
+        jobs = sweep::placement(jobs, sweep::device_node(&target, root), root)?;
+    }
     for j in &mut jobs {
         if j.name.is_empty() {
             j.name = j.default_name();

@@ -53,7 +53,7 @@ pub struct FioGroup {
     pub reports: Vec<Vec<usize>>,
 }
 
-const SUPPORTED: [&str; 52] = [
+const SUPPORTED: [&str; 54] = [
     "continue_on_error",
     "rw",
     "readwrite",
@@ -96,6 +96,8 @@ const SUPPORTED: [&str; 52] = [
     "registerfiles",
     "sqthread_poll",
     "cpus_allowed",
+    "numa_cpu_nodes",
+    "numa_mem_policy",
     "verify",
     "do_verify",
     "verify_fatal",
@@ -485,6 +487,25 @@ fn engine_region_or_log_option(
             spec.cpus = Some(
                 crate::plan::parse::parse_cpu_list("cpus_allowed", need(line, k, v)?)
                     .map_err(|e| usage("cpus_allowed", format!("line {line}: {e}")))?,
+            )
+        }
+        // One node only: iolab pins workers to one node's CPUs.
+        "numa_cpu_nodes" => {
+            let v = need(line, k, v)?;
+            spec.numa_node = Some(v.trim().parse().map_err(|_| {
+                usage(k, format!("line {line}: '{v}' is not one node number (iolab pins to one node)"))
+            })?)
+        }
+        // bind:N only (iolab's --mem-node).
+        "numa_mem_policy" => {
+            let v = need(line, k, v)?;
+            spec.mem_node = Some(
+                v.trim()
+                    .strip_prefix("bind:")
+                    .and_then(|n| n.trim().parse().ok())
+                    .ok_or_else(|| {
+                        usage(k, format!("line {line}: '{v}' is not bind:N (iolab binds to one node)"))
+                    })?,
             )
         }
         // Any of fio's checksums: iolab's own stamped blocks (--verify),
@@ -909,6 +930,16 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn numa_cpu_nodes_and_a_bind_policy_are_the_numa_flags() {
+        let plan =
+            parse_fio_job("[j]\nrw=read\nnuma_cpu_nodes=0\nnuma_mem_policy=bind:0\n").unwrap();
+        assert_eq!(plan[0].numa_node, Some(0));
+        assert_eq!(plan[0].mem_node, Some(0));
+        let e = parse_fio_job("[j]\nrw=read\nnuma_mem_policy=interleave:0-1\n").unwrap_err();
+        assert!(format!("{e:#}").contains("numa_mem_policy"), "{e:#}");
+    }
 
     fn refusal(text: &str) -> String {
         fio_plan(text, true).unwrap_err().to_string()

@@ -188,6 +188,35 @@ pub struct JobSpec {
     /// (`--profile act`; `runner::large_blocks`), recorded apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub large_blocks: Option<super::act::LargeBlockLoad>,
+    /// Pin the workers to this NUMA node's CPUs (`--numa-node`); their
+    /// buffers are bound to it too unless `mem_node` says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    /// Bind each worker's buffer memory to this node (`--mem-node`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_node: Option<u32>,
+    /// A placement sweep's side: on the device's node or off it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementSide>,
+}
+
+/// A `--sweep placement` point: workers and memory on the device's node,
+/// or on another node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlacementSide {
+    #[serde(rename = "on-node")]
+    OnNode,
+    #[serde(rename = "off-node")]
+    OffNode,
+}
+
+impl PlacementSide {
+    pub const fn name(self) -> &'static str {
+        match self {
+            PlacementSide::OnNode => "on-node",
+            PlacementSide::OffNode => "off-node",
+        }
+    }
 }
 
 /// fio's `thinktime`: after every `blocks` completions the worker lets its
@@ -248,6 +277,9 @@ impl Default for JobSpec {
             io_timeout_ns: None,
             continue_on_error: false,
             large_blocks: None,
+            numa_node: None,
+            mem_node: None,
+            placement: None,
         }
     }
 }
@@ -316,7 +348,15 @@ impl JobSpec {
             n.push_str(&format!("-rate{:.0}", ol.rate_iops));
         }
         n.push_str(&format!("-{}", self.engine.name()));
+        if let Some(p) = self.placement {
+            n.push_str(&format!("-{}", p.name()));
+        }
         n
+    }
+
+    /// The node whose memory the workers' buffers are bound to.
+    pub fn buffer_node(&self) -> Option<u32> {
+        self.mem_node.or(self.numa_node)
     }
 
     /// Checks that need no target. Errors name the flag.
@@ -466,8 +506,43 @@ impl JobSpec {
                 return Err(usage("--cpus", "empty CPU list"));
             }
         }
+        self.validate_numa()
+    }
+
+    /// `--numa-node` and `--mem-node`: nodes that exist, not with `--cpus`.
+    fn validate_numa(&self) -> anyhow::Result<()> {
+        if self.cpus.is_some() && self.numa_node.is_some() {
+            return Err(usage("--numa-node", "give --cpus or --numa-node, not both"));
+        }
+        let root = std::path::Path::new("/");
+        check_node("--numa-node", self.numa_node, root)?;
+        check_node("--mem-node", self.mem_node, root)?;
         Ok(())
     }
+}
+
+/// `node` (of `flag`) exists under `root`'s sysfs, or a usage error that
+/// says which nodes do.
+pub fn check_node(flag: &str, node: Option<u32>, root: &std::path::Path) -> anyhow::Result<()> {
+    let Some(n) = node else {
+        return Ok(());
+    };
+    let ids = crate::measure::numa::node_ids(root);
+    if ids.contains(&n) {
+        return Ok(());
+    }
+    let have = match ids.len() {
+        0 => "this machine shows no NUMA nodes (no /sys/devices/system/node)".to_string(),
+        1 => format!("this machine has one NUMA node, node {}", ids[0]),
+        _ => format!(
+            "this machine has NUMA nodes {}",
+            ids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Err(usage(flag, format!("node {n} does not exist: {have}")))
 }
 
 /// `j` at a fixed open-loop rate, named after it.

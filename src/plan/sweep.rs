@@ -5,8 +5,80 @@
 
 use crate::error::usage;
 use crate::plan::engines::EngineKind;
-use crate::plan::job::{JobSpec, Pattern};
+use std::path::Path;
+
+use crate::measure::{numa, sysfs};
+use crate::plan::job::{JobSpec, Pattern, PlacementSide};
 use crate::plan::parse::{parse_bs_split, parse_size};
+
+/// A built-in sweep of `--sweep`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepKind {
+    /// Each job on the device's NUMA node and off it.
+    Placement,
+}
+
+impl SweepKind {
+    pub fn parse(s: &str) -> Option<SweepKind> {
+        match s.trim() {
+            "placement" => Some(SweepKind::Placement),
+            _ => None,
+        }
+    }
+}
+
+/// The NUMA node of the disk under `target` (a file, directory or block
+/// device; a file not made yet is looked up by its directory), if the
+/// device reports one.
+pub fn device_node(target: &Path, root: &Path) -> Option<u32> {
+    let at = std::iter::successors(Some(target), |p| p.parent())
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("."));
+    let (_, disk) = sysfs::device_names(sysfs::devnum_of_path(at)?)?;
+    u32::try_from(numa::device(root, &disk)?.node).ok()
+}
+
+/// `--sweep placement`: every job twice, its workers and buffers on
+/// `device_node` (the device's node; node 0 when it reports none) and on
+/// the next other node, tagged `placement=on-node|off-node`.
+pub fn placement(
+    jobs: Vec<JobSpec>,
+    device_node: Option<u32>,
+    root: &Path,
+) -> anyhow::Result<Vec<JobSpec>> {
+    if jobs
+        .iter()
+        .any(|j| j.cpus.is_some() || j.numa_node.is_some() || j.mem_node.is_some())
+    {
+        return Err(usage(
+            "--sweep",
+            "placement decides where workers and memory go: drop --cpus, --numa-node and --mem-node",
+        ));
+    }
+    let ids = numa::node_ids(root);
+    if ids.len() < 2 {
+        return Err(usage(
+            "--sweep",
+            "placement compares a job on the device's NUMA node with one off it, and this machine has one NUMA node",
+        ));
+    }
+    let on = device_node.filter(|n| ids.contains(n)).unwrap_or(ids[0]);
+    let off = *ids.iter().find(|&&n| n != on).unwrap_or(&ids[0]);
+    let mut out = Vec::with_capacity(jobs.len() * 2);
+    for j in jobs {
+        for (side, node) in [(PlacementSide::OnNode, on), (PlacementSide::OffNode, off)] {
+            let mut p = j.clone();
+            p.numa_node = Some(node);
+            p.mem_node = Some(node);
+            p.placement = Some(side);
+            if !p.name.is_empty() {
+                p.name = format!("{}-{}", j.name, side.name());
+            }
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
 
 /// Refuse plans larger than this (a typo like `1..4g` would never finish).
 pub const MAX_POINTS: usize = 100_000;
@@ -563,5 +635,58 @@ mod tests {
             let jobs = expand(&base, &axes).unwrap();
             proptest::prop_assert_eq!(jobs.len(), nb * nq * nj);
         }
+    }
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use super::*;
+    use crate::error::UsageError;
+
+    fn nodes(root: &Path, n: u32) {
+        for i in 0..n {
+            let d = root.join(format!("sys/devices/system/node/node{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cpulist"), format!("{i}\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn each_job_on_the_device_node_and_off_it() {
+        let t = tempfile::tempdir().unwrap();
+        nodes(t.path(), 2);
+        let jobs = placement(vec![JobSpec::default()], Some(1), t.path()).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].placement, Some(PlacementSide::OnNode));
+        assert_eq!((jobs[0].numa_node, jobs[0].mem_node), (Some(1), Some(1)));
+        assert_eq!(jobs[1].placement, Some(PlacementSide::OffNode));
+        assert_eq!((jobs[1].numa_node, jobs[1].mem_node), (Some(0), Some(0)));
+        // A device without a node: the lowest node is taken as its node.
+        let jobs = placement(vec![JobSpec::default()], None, t.path()).unwrap();
+        assert_eq!((jobs[0].numa_node, jobs[1].numa_node), (Some(0), Some(1)));
+    }
+
+    #[test]
+    fn one_node_cannot_sweep_placement() {
+        let t = tempfile::tempdir().unwrap();
+        nodes(t.path(), 1);
+        let e = placement(vec![JobSpec::default()], None, t.path()).unwrap_err();
+        let e = e.downcast::<UsageError>().unwrap();
+        assert_eq!(e.field, "--sweep");
+        assert!(
+            e.to_string().contains("this machine has one NUMA node"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_node_that_does_not_exist_names_the_flag_and_the_nodes() {
+        let t = tempfile::tempdir().unwrap();
+        nodes(t.path(), 2);
+        crate::plan::job::check_node("--mem-node", Some(1), t.path()).unwrap();
+        let e = crate::plan::job::check_node("--mem-node", Some(4), t.path()).unwrap_err();
+        let e = e.downcast::<UsageError>().unwrap();
+        assert_eq!(e.field, "--mem-node");
+        assert!(e.to_string().contains("NUMA nodes 0, 1"), "{e}");
     }
 }

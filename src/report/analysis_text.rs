@@ -2,6 +2,7 @@
 //! batching parallelism, load-latency knee, latency-target answers and
 //! steady-state verdicts.
 
+use crate::analysis::placement::PlacementPenalty;
 use crate::analysis::types::{BatchingGroup, LatencyTargetGroup, LoadLatencyGroup, SteadyGroup};
 use crate::analysis::Analysis;
 use crate::plan::parse::{format_ns, format_size};
@@ -14,7 +15,23 @@ pub fn analysis_lines(a: &Analysis) -> Vec<String> {
     out.extend(a.load_latency.iter().map(load_latency_line));
     out.extend(a.latency_target.iter().map(latency_target_line));
     out.extend(a.steady_state.iter().map(steady_line));
+    out.extend(a.placement.iter().map(placement_line));
     out
+}
+
+/// `--sweep placement`: the off-node/on-node ratios of one job.
+fn placement_line(g: &PlacementPenalty) -> String {
+    let r = |v: Option<f64>| v.map_or("?".to_string(), |x| format!("{x:.3}"));
+    let n = |v: Option<u32>| v.map_or("?".to_string(), |x| x.to_string());
+    format!(
+        "placement [{}]: off-node (node {}) / on-node (node {}): IOPS {}, mean latency {}, p99 latency {}",
+        g.group,
+        n(g.off_node),
+        n(g.on_node),
+        r(g.iops_off_over_on),
+        r(g.mean_lat_off_over_on),
+        r(g.p99_lat_off_over_on)
+    )
 }
 
 /// A number as the JSON has it ("99.0", "null").

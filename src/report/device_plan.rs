@@ -62,6 +62,12 @@ fn limits_text(j: &JobSpec) -> String {
     if let Some(n) = j.stop.io_count {
         out.push(format!("io_count={n} (all workers)"));
     }
+    if let Some(n) = j.numa_node {
+        out.push(format!("numa_node={n}"));
+    }
+    if let Some(n) = j.buffer_node() {
+        out.push(format!("mem_node={n}"));
+    }
     if let Some(b) = j.stop.io_bytes {
         out.push(format!("io_bytes={} (all workers)", format_size(b)));
     }

@@ -48,6 +48,8 @@ pub enum Param {
     Threads,
     /// kv: the YCSB workload or db_bench benchmark (kv points only).
     Workload,
+    /// `--sweep placement`: "on-node" or "off-node".
+    Placement,
 }
 
 impl Param {
@@ -77,6 +79,7 @@ impl Param {
             Param::Readers => "readers",
             Param::Threads => "threads",
             Param::Workload => "workload",
+            Param::Placement => "placement",
         }
     }
 }

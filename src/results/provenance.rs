@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::numa::NumaInfo;
 use crate::measure::overhead::TimerCost;
 use crate::results::target::FeatureProbe;
 use crate::results::target::TargetInfo;
@@ -36,6 +37,9 @@ pub struct Provenance {
     /// Versions of external engines and tools used (rocksdb, sqlite, fio ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, String>,
+    /// NUMA nodes, the target device's node, hardware queues and IRQs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<NumaInfo>,
 }
 
 fn read(path: &str) -> String {
@@ -135,6 +139,7 @@ impl Provenance {
             clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
             timer: crate::measure::overhead::measure(),
             seed,
+            numa: crate::measure::numa::collect(std::path::Path::new("/"), None),
             ..Provenance::minimal()
         }
     }
@@ -223,6 +228,9 @@ impl Provenance {
                 ));
             }
         }
+        if let Some(n) = &self.numa {
+            rows.extend(numa_rows(n));
+        }
         for f in &self.engine_features {
             rows.push((
                 format!("feature {}", f.feature),
@@ -234,6 +242,58 @@ impl Provenance {
         }
         rows
     }
+}
+
+/// The NUMA lines of `rows`: each node, the device's node, queues and IRQs.
+fn numa_rows(n: &NumaInfo) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = n
+        .nodes
+        .iter()
+        .map(|node| {
+            (
+                format!("numa node{}", node.node),
+                format!(
+                    "cpus {} memory {:.1} GiB",
+                    node.cpus,
+                    node.memory_bytes as f64 / (1u64 << 30) as f64
+                ),
+            )
+        })
+        .collect();
+    if let Some(d) = &n.device {
+        let queues: Vec<String> = d
+            .queues
+            .iter()
+            .map(|q| format!("{}:[{}]", q.queue, q.cpus))
+            .collect();
+        let irqs: Vec<String> = d
+            .irqs
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {} -> {} (effective {})",
+                    i.irq,
+                    i.name,
+                    i.affinity,
+                    i.effective.as_deref().unwrap_or("?")
+                )
+            })
+            .collect();
+        rows.push((
+            "numa device".into(),
+            format!(
+                "{} on node {} queues {} irqs {}",
+                d.disk,
+                d.node,
+                queues.join(" "),
+                irqs.join(", ")
+            ),
+        ));
+    }
+    if let Some(e) = &n.emulated {
+        rows.push(("numa note".into(), e.clone()));
+    }
+    rows
 }
 
 #[cfg(test)]
@@ -248,5 +308,29 @@ mod tests {
         assert!(p.kernel.starts_with("Linux"));
         assert_eq!(p.seed, 7);
         assert!(p.rows().iter().any(|(k, _)| k == "kernel"));
+    }
+
+    /// A file without `numa` writes back without it; one with it keeps it.
+    #[test]
+    fn the_numa_section_is_optional_and_round_trips() {
+        let old = Provenance::minimal();
+        let v = serde_json::to_value(&old).unwrap();
+        assert!(v.get("numa").is_none());
+        let t = tempfile::tempdir().unwrap();
+        let node = t.path().join("sys/devices/system/node/node0");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("cpulist"), "0-1\n").unwrap();
+        let p = Provenance {
+            numa: crate::measure::numa::collect(t.path(), None),
+            ..old
+        };
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains(r#""cpus":"0-1""#), "{text}");
+        let back: Provenance = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+        assert!(back
+            .rows()
+            .iter()
+            .any(|(k, v)| k == "numa node0" && v.contains("0-1")));
     }
 }

@@ -1,6 +1,8 @@
 //! The worker's I/O buffer pool: one allocation aligned to 4096 bytes (what
 //! O_DIRECT needs), a slot of `max_bs` bytes per in-flight request, filled
-//! with incompressible random bytes before timing starts.
+//! with incompressible random bytes before timing starts. With a memory
+//! node (`--mem-node`, `--numa-node`) the pool is its own mapping, bound
+//! to the node (mbind) before its first touch.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
@@ -13,18 +15,36 @@ pub struct BufferPool {
     layout: Layout,
     slot_len: usize,
     slots: usize,
+    /// An anonymous mapping of its own (bound to a node), not the heap's.
+    mapped: bool,
 }
 
 impl BufferPool {
     pub fn new(slots: usize, slot_len: usize, seed: u64) -> anyhow::Result<BufferPool> {
+        BufferPool::on_node(slots, slot_len, seed, None)
+    }
+
+    /// A pool whose pages are bound to `node` (None: the heap, wherever
+    /// the kernel puts it).
+    pub fn on_node(
+        slots: usize,
+        slot_len: usize,
+        seed: u64,
+        node: Option<u32>,
+    ) -> anyhow::Result<BufferPool> {
         let slot_len = slot_len.div_ceil(ALIGN) * ALIGN;
         let total = slots
             .max(1)
             .checked_mul(slot_len)
             .ok_or_else(|| anyhow::anyhow!("buffer pool too large"))?;
         let layout = Layout::from_size_align(total, ALIGN)?;
-        // SAFETY: layout has non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = match node {
+            None => {
+                // SAFETY: layout has non-zero size.
+                unsafe { alloc_zeroed(layout) }
+            }
+            Some(n) => map_on_node(total, n)?,
+        };
         if ptr.is_null() {
             anyhow::bail!("cannot allocate {} MiB of I/O buffers", total >> 20);
         }
@@ -33,6 +53,7 @@ impl BufferPool {
             layout,
             slot_len,
             slots,
+            mapped: node.is_some(),
         };
         fill_random(pool.as_mut_slice(), seed);
         Ok(pool)
@@ -70,8 +91,42 @@ impl BufferPool {
     }
 }
 
+/// An anonymous mapping of `len` bytes bound to `node`, not yet touched.
+fn map_on_node(len: usize, node: u32) -> anyhow::Result<*mut u8> {
+    // SAFETY: a fresh private anonymous mapping; checked below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        anyhow::bail!(
+            "cannot map {} KiB of I/O buffers: {}",
+            len >> 10,
+            std::io::Error::last_os_error()
+        );
+    }
+    let p = p.cast::<u8>();
+    if let Err(e) = crate::measure::numa::bind_range(p as usize, len, node) {
+        // SAFETY: the mapping made above, unused.
+        unsafe { libc::munmap(p.cast(), len) };
+        anyhow::bail!("cannot bind the I/O buffers to NUMA node {node} (mbind): {e}");
+    }
+    Ok(p)
+}
+
 impl Drop for BufferPool {
     fn drop(&mut self) {
+        if self.mapped {
+            // SAFETY: mapped in `on_node` with this length.
+            unsafe { libc::munmap(self.ptr.cast(), self.layout.size()) };
+            return;
+        }
         // SAFETY: allocated in `new` with this layout.
         unsafe { dealloc(self.ptr, self.layout) }
     }

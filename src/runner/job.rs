@@ -16,6 +16,7 @@ use crate::engine::{self, Engine, EngineSetup, EngineTarget};
 use crate::error::{usage, UsageError, WorkerError};
 use crate::measure::clock::{Clock, MonoClock, VirtualClock};
 use crate::measure::diskstats::{DeviceStats, DiskSampler};
+use crate::measure::numa::{self, PointPlacement, WorkerPlacement};
 use crate::measure::peers::{PeerSampling, PeerSecond, PeerSeries, PeerSnapshot};
 use crate::measure::procstat::CpuTicks;
 use crate::measure::rusage::RusageSnapshot;
@@ -167,6 +168,8 @@ struct WorkerResult {
     rec: Recorder,
     log: Option<RequestLog>,
     error: Option<WorkerError>,
+    /// Where the worker ran and its buffers were, read at its end.
+    placement: Option<WorkerPlacement>,
 }
 
 /// Runs the worker loop (closed or open) on whatever engine dispatch built:
@@ -391,6 +394,9 @@ struct JobCtx<'a, C: Clock> {
     stop: AtomicBool,
     /// One slot per worker for the progress line (empty: no progress asked).
     live: Vec<std::sync::Arc<LiveSlot>>,
+    /// The CPUs workers are pinned to in turn (`--cpus`, or the CPUs of
+    /// `--numa-node`'s node).
+    cpus: Option<Vec<usize>>,
 }
 
 impl<C: Clock> JobCtx<'_, C> {
@@ -454,13 +460,14 @@ impl<C: Clock> JobCtx<'_, C> {
     fn worker_state(&self, i: usize, seed: u64) -> Result<(BufferPool, RequestGen), WorkerError> {
         let spec = self.spec;
         let (region_start, region_len) = self.regions[i];
-        let pool =
-            BufferPool::new(self.depth as usize, spec.max_bs() as usize, seed).map_err(|e| {
-                WorkerError::Prepare {
-                    what: "cannot allocate the buffer pool",
-                    source: e,
-                }
-            })?;
+        // Bound to --mem-node's (or --numa-node's) node before its first touch.
+        let (slots, slot_len) = (self.depth as usize, spec.max_bs() as usize);
+        let pool = BufferPool::on_node(slots, slot_len, seed, spec.buffer_node()).map_err(|e| {
+            WorkerError::Prepare {
+                what: "cannot allocate the buffer pool",
+                source: e,
+            }
+        })?;
         let gen = RequestGen::new(&PatternSpec {
             read_pct: spec.read_percent(),
             random: spec.pattern.is_random(),
@@ -483,7 +490,7 @@ impl<C: Clock> JobCtx<'_, C> {
             waits_left: 2,
         };
         let spec = self.spec;
-        if let Some(cpus) = &spec.cpus {
+        if let Some(cpus) = &self.cpus {
             pin_to_cpu(cpus[i % cpus.len()]);
         }
         let seed = spec.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -505,6 +512,7 @@ impl<C: Clock> JobCtx<'_, C> {
                     rec,
                     log,
                     error: Some(e),
+                    placement: None,
                 };
             }
         };
@@ -561,6 +569,7 @@ impl<C: Clock> JobCtx<'_, C> {
             rec,
             log,
             error: outcome.err(),
+            placement: numa::worker_placement(i as u32, pool.base() as usize),
         }
     }
 }
@@ -644,6 +653,7 @@ fn supervise<C: Clock>(
                 rec: Recorder::new(0, 1),
                 log: None,
                 error: Some(WorkerError::panicked(payload.as_ref())),
+                placement: None,
             })
         })
         .collect();
@@ -723,6 +733,7 @@ pub fn run_job_with_clock<C: Clock>(
             Some(_) => (0..n).map(|_| Default::default()).collect(),
             None => Vec::new(),
         },
+        cpus: worker_cpus(spec)?,
     };
     let started_at = time::now_rfc3339();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -766,7 +777,9 @@ pub fn run_job_with_clock<C: Clock>(
     let measure_start = results.first().map(|r| r.rec.measure_start).unwrap_or(0);
     merged.start_at(measure_start);
     let mut logs = Vec::new();
+    let mut placed = Vec::new();
     for r in results {
+        placed.extend(r.placement);
         errors.extend(r.error);
         merged.merge(&r.rec);
         logs.extend(r.log);
@@ -797,6 +810,7 @@ pub fn run_job_with_clock<C: Clock>(
         let act = act_table::section(&point, load, &streams, read_lag);
         point.extra.act = Some(Box::new(act));
     }
+    point.extra.placement = (!placed.is_empty()).then_some(PointPlacement { workers: placed });
     if let Some(system) = system {
         // The whole machine's CPU, incl. iowait (the report stacks it with usr/sys).
         point.extra.cpu = Some(system);
@@ -858,6 +872,21 @@ fn sleep_unless_done<T>(handles: &[std::thread::ScopedJoinHandle<'_, T>], d: Dur
                 .min(until.saturating_duration_since(std::time::Instant::now())),
         );
     }
+}
+
+/// The CPUs workers are pinned to: `--cpus`, or `--numa-node`'s CPUs.
+fn worker_cpus(spec: &JobSpec) -> anyhow::Result<Option<Vec<usize>>> {
+    let Some(node) = spec.numa_node else {
+        return Ok(spec.cpus.clone());
+    };
+    let cpus = numa::node_cpus(std::path::Path::new("/"), node);
+    if cpus.is_empty() {
+        return Err(usage(
+            "--numa-node",
+            format!("node {node} has no CPUs to run workers on"),
+        ));
+    }
+    Ok(Some(cpus))
 }
 
 fn pin_to_cpu(cpu: usize) {

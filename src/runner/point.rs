@@ -26,6 +26,9 @@ pub fn params_of(spec: &JobSpec) -> BTreeMap<String, String> {
     if let Some(k) = spec.batch {
         p.insert("batch".into(), k.to_string());
     }
+    if let Some(side) = spec.placement {
+        p.insert("placement".into(), side.name().into());
+    }
     if let Some(ol) = &spec.open_loop {
         p.insert("rate".into(), format!("{:.0}", ol.rate_iops));
         p.insert("arrival".into(), ol.arrival.name().into());

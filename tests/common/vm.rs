@@ -47,10 +47,16 @@ impl Drop for Vm {
 
 /// Start the VM in `mode` with `args`, its console on a pipe.
 pub fn spawn(mode: &str, args: &[&str], limit_s: u32) -> Vm {
+    spawn_with(mode, args, limit_s, &[])
+}
+
+/// `spawn` with more environment for the script (`SMP`, `QEMU_EXTRA`).
+pub fn spawn_with(mode: &str, args: &[&str], limit_s: u32, env: &[(&str, &str)]) -> Vm {
     let child = Command::new("bash")
         .arg(script())
         .arg(mode)
         .args(args)
+        .envs(env.iter().copied())
         .env("LIMIT", limit_s.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -62,7 +68,12 @@ pub fn spawn(mode: &str, args: &[&str], limit_s: u32) -> Vm {
 
 /// Run the VM in `mode` to its power-off (killed after `limit`); its console.
 pub fn run_to_end(mode: &str, args: &[&str], limit: Duration) -> String {
-    let mut vm = spawn(mode, args, limit.as_secs() as u32);
+    run_to_end_with(mode, args, limit, &[])
+}
+
+/// `run_to_end` with more environment for the script.
+pub fn run_to_end_with(mode: &str, args: &[&str], limit: Duration, env: &[(&str, &str)]) -> String {
+    let mut vm = spawn_with(mode, args, limit.as_secs() as u32, env);
     let mut out = vm.0.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut s = Vec::new();
@@ -151,9 +162,19 @@ pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> Option<&'a str> 
 /// binary and `programs`), killed after `limit`; its console. The archive
 /// is built in a directory removed after.
 pub fn run_script(script: &str, programs: &[&str], limit: Duration) -> String {
+    run_script_with(script, programs, limit, &[])
+}
+
+/// `run_script` with more environment for linux-vm.sh (`SMP`, `QEMU_EXTRA`).
+pub fn run_script_with(
+    script: &str,
+    programs: &[&str],
+    limit: Duration,
+    env: &[(&str, &str)],
+) -> String {
     let dir = super::workdir();
     let archive = iolab_archive(dir.path(), script, programs);
-    run_to_end("exec", &[archive.to_str().unwrap()], limit)
+    run_to_end_with("exec", &[archive.to_str().unwrap()], limit, env)
 }
 
 /// The first console line holding `tag`, from the tag on.

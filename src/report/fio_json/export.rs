@@ -239,6 +239,12 @@ fn fio_job(p: &Point, i: usize) -> Value {
         jo["iodepth_batch_submit"] = json!(k);
         jo["iodepth_batch_complete_min"] = json!(k);
     }
+    if let Some(n) = p.job.as_ref().and_then(|j| j.numa_node) {
+        jo["numa_cpu_nodes"] = json!(n.to_string());
+    }
+    if let Some(n) = p.job.as_ref().and_then(|j| j.buffer_node()) {
+        jo["numa_mem_policy"] = json!(format!("bind:{n}"));
+    }
     let fs = p.ops.get("fsync");
     json!({
         "jobname": p.name,

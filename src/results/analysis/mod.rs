@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod media;
+pub mod placement;
 pub mod remote;
 pub mod steady;
 
@@ -29,6 +30,9 @@ pub struct Analysis {
     pub media: Option<media::MediaAnalysis>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peaks: Option<Peaks>,
+    /// `--sweep placement`: off-node over on-node per job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<placement::PlacementPenalty>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub random_vs_sequential: Vec<RandomVsSequential>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -77,6 +81,7 @@ impl From<Analysis> for BTreeMap<String, serde_json::Value> {
         );
         put("media", a.media.is_none(), json(&a.media));
         put("peaks", a.peaks.is_none(), json(&a.peaks));
+        put("placement", a.placement.is_empty(), json(&a.placement));
         put(
             "random_vs_sequential",
             a.random_vs_sequential.is_empty(),

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::analysis::steady::{Criterion, SteadyMetric};
 use crate::measure::histogram::LatStats;
+use crate::measure::numa::PointPlacement;
 use crate::measure::peers::PeerStats;
 use crate::measure::procstat::SystemCpu;
 
@@ -83,6 +84,8 @@ pub struct PointExt {
     /// Several instances of one workload at once (`kv --instances`): each
     /// instance's row, in the hosts' shape (its `host` names the instance).
     pub instances: Option<Box<HostsInfo>>,
+    /// Where each worker ran (CPU and its node) and its buffers' node.
+    pub placement: Option<PointPlacement>,
     /// Keys not typed here (older or newer files), kept as read.
     pub other: BTreeMap<String, Value>,
 }
@@ -122,6 +125,7 @@ impl PointExt {
             "act" => self.act.is_some(),
             "hosts" => self.hosts.is_some(),
             "instances" => self.instances.is_some(),
+            "placement" => self.placement.is_some(),
             _ => false,
         };
         typed || self.other.contains_key(key)
@@ -181,6 +185,7 @@ impl From<PointExt> for BTreeMap<String, Value> {
         put("act", e.act.as_ref().map(|v| json(v)));
         put("hosts", e.hosts.as_ref().map(|v| json(v)));
         put("instances", e.instances.as_ref().map(|v| json(v)));
+        put("placement", e.placement.as_ref().map(|v| json(v)));
         m
     }
 }
@@ -207,6 +212,7 @@ impl From<BTreeMap<String, Value>> for PointExt {
             act: take(&mut m, "act"),
             hosts: take(&mut m, "hosts"),
             instances: take(&mut m, "instances"),
+            placement: take(&mut m, "placement"),
             other: m,
         }
     }

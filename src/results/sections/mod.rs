@@ -51,6 +51,10 @@ pub struct RunExt {
     pub memory_cgroups: Option<Vec<PassCgroup>>,
     /// Points a sweep did not measure, and why.
     pub skipped_points: Option<Vec<SkippedPoint>>,
+    /// Why an on-node/off-node difference measured here cannot be a real
+    /// NUMA penalty (`--sweep placement`, `--numa-node`, `--mem-node` on a
+    /// guest or emulated nodes).
+    pub numa_emulated: Option<String>,
     /// Keys not typed here (older or newer files, other verbs' sections),
     /// kept as read.
     pub other: BTreeMap<String, Value>,
@@ -123,6 +127,7 @@ impl From<RunExt> for BTreeMap<String, Value> {
         );
         put("memory_cgroups", e.memory_cgroups.as_ref().map(|v| json(v)));
         put("skipped_points", e.skipped_points.as_ref().map(|v| json(v)));
+        put("numa_emulated", e.numa_emulated.map(Value::String));
         m
     }
 }
@@ -144,6 +149,7 @@ impl From<BTreeMap<String, Value>> for RunExt {
             memory_cgroup_peak_bytes: take(&mut m, "memory_cgroup_peak_bytes"),
             memory_cgroups: take(&mut m, "memory_cgroups"),
             skipped_points: take(&mut m, "skipped_points"),
+            numa_emulated: take(&mut m, "numa_emulated"),
             other: m,
         }
     }
