@@ -58,6 +58,9 @@ pub fn with_engine<C: Clock, U: EngineUser>(
         EngineConfig::NvmeTcp => {
             user.run(NvmeTcpEngine::new(setup).map_err(setup_err("NVMe/TCP"))?)
         }
+        EngineConfig::NvmeRdma => user.run(
+            super::nvmerdma::engine::NvmeRdmaEngine::new(setup).map_err(setup_err("NVMe/RDMA"))?,
+        ),
         EngineConfig::Fake(script) => {
             let Some(vc) = as_virtual(clock) else {
                 return Err(WorkerError::Prepare {

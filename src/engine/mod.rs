@@ -19,11 +19,13 @@
 
 pub mod aio;
 pub mod dispatch;
+pub mod dlopen;
 pub mod fake;
 pub mod iscsi;
 pub mod mmap;
 pub mod nbd;
 pub mod null;
+pub mod nvmerdma;
 pub mod nvmetcp;
 pub mod peer_wait;
 pub mod psync;
@@ -122,31 +124,40 @@ pub fn probe_remote(ep: &RemoteEndpoint) -> io::Result<crate::results::target::R
                 ),
             })
         }
-        WireProtocol::NvmeTcp => {
-            let i = nvmetcp::engine::probe(ep)?;
-            let max = nvmetcp::engine::max_transfer(&i).min(32 << 20) as u32;
-            Ok(crate::results::target::RemoteExport {
-                size_bytes: i.ns.bytes(),
-                read_only: false,
-                multi_conn: true,
-                min_block: i.ns.block_size,
-                max_block: max,
-                // The engine's queue holds --qd requests, a flush and one free entry.
-                max_depth: Some((i.cap.mqes as u32 + 1).saturating_sub(2)),
-                detail: format!(
-                    "NVMe namespace of {} blocks of {} bytes; controller {} {} (firmware {}), {} I/O queues of up to {} entries, {} bytes of in-capsule data{}",
-                    i.ns.nsze,
-                    i.ns.block_size,
-                    i.id.model,
-                    i.id.serial,
-                    i.id.firmware,
-                    i.io_queues,
-                    i.cap.mqes as u32 + 1,
-                    i.id.in_capsule_data(),
-                    if i.id.vwc { ", volatile write cache" } else { "" }
-                ),
-            })
-        }
+        WireProtocol::NvmeTcp => Ok(nvme_export(&nvmetcp::engine::probe(ep)?, "")),
+        WireProtocol::NvmeRdma => Ok(nvme_export(
+            &nvmerdma::engine::probe(ep)?,
+            ", over RDMA (iolab's initiator, rdma-core's verbs)",
+        )),
+    }
+}
+
+/// What a remote NVMe namespace is, from its controller's answers.
+fn nvme_export(
+    i: &nvmetcp::handshake::ControllerInfo,
+    over: &str,
+) -> crate::results::target::RemoteExport {
+    let max = nvmetcp::engine::max_transfer(i).min(32 << 20) as u32;
+    crate::results::target::RemoteExport {
+        size_bytes: i.ns.bytes(),
+        read_only: false,
+        multi_conn: true,
+        min_block: i.ns.block_size,
+        max_block: max,
+        // The engine's queue holds --qd requests, a flush and one free entry.
+        max_depth: Some((i.cap.mqes as u32 + 1).saturating_sub(2)),
+        detail: format!(
+            "NVMe namespace of {} blocks of {} bytes; controller {} {} (firmware {}), {} I/O queues of up to {} entries, {} bytes of in-capsule data{}{over}",
+            i.ns.nsze,
+            i.ns.block_size,
+            i.id.model,
+            i.id.serial,
+            i.id.firmware,
+            i.io_queues,
+            i.cap.mqes as u32 + 1,
+            i.id.in_capsule_data(),
+            if i.id.vwc { ", volatile write cache" } else { "" }
+        ),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Remote targets: `--target nbd://HOST:PORT/EXPORT`,
-//! `iscsi://HOST:PORT/IQN/LUN` and `nvme-tcp://HOST:PORT/NQN?nsid=N`, parsed
+//! `iscsi://HOST:PORT/IQN/LUN`, `nvme-tcp://HOST:PORT/NQN?nsid=N` and
+//! `nvme-rdma://HOST:PORT/NQN?nsid=N`, parsed
 //! into a typed `RemoteEndpoint`. A bad URL is a usage error naming
 //! `--target` (exit 2). A description, here in plan/ beside the jobs, so
 //! that engines (an initiator for each transport opens one) and dut (which
@@ -18,13 +19,15 @@ pub enum WireProtocol {
     Nbd,
     Iscsi,
     NvmeTcp,
+    NvmeRdma,
 }
 
 impl WireProtocol {
-    pub const ALL: [WireProtocol; 3] = [
+    pub const ALL: [WireProtocol; 4] = [
         WireProtocol::Nbd,
         WireProtocol::Iscsi,
         WireProtocol::NvmeTcp,
+        WireProtocol::NvmeRdma,
     ];
 
     /// The URL scheme, e.g. `nvme-tcp`.
@@ -33,6 +36,7 @@ impl WireProtocol {
             WireProtocol::Nbd => "nbd",
             WireProtocol::Iscsi => "iscsi",
             WireProtocol::NvmeTcp => "nvme-tcp",
+            WireProtocol::NvmeRdma => "nvme-rdma",
         }
     }
 
@@ -41,7 +45,7 @@ impl WireProtocol {
         match self {
             WireProtocol::Nbd => 10809,
             WireProtocol::Iscsi => 3260,
-            WireProtocol::NvmeTcp => 4420,
+            WireProtocol::NvmeTcp | WireProtocol::NvmeRdma => 4420,
         }
     }
 
@@ -53,6 +57,7 @@ impl WireProtocol {
             WireProtocol::NvmeTcp => {
                 "nvme-tcp://HOST[:PORT]/NQN[?nsid=N&hdr_digest=1&data_digest=1]"
             }
+            WireProtocol::NvmeRdma => "nvme-rdma://HOST[:PORT]/NQN[?nsid=N]",
         }
     }
 
@@ -151,7 +156,7 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
         return Err(bad(
             url,
             format!(
-                "unknown scheme {scheme:?}; remote targets are nbd://, iscsi:// or nvme-tcp://"
+                "unknown scheme {scheme:?}; remote targets are nbd://, iscsi://, nvme-tcp:// or nvme-rdma://"
             ),
         ));
     };
@@ -162,7 +167,8 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
         Some((p, q)) => (p, Some(q)),
         None => (path, None),
     };
-    if query.is_some() && transport != WireProtocol::NvmeTcp {
+    let nvme = matches!(transport, WireProtocol::NvmeTcp | WireProtocol::NvmeRdma);
+    if query.is_some() && !nvme {
         return Err(bad(
             url,
             format!("no query string is allowed; expected {form}"),
@@ -187,14 +193,31 @@ pub fn parse(url: &str) -> anyhow::Result<RemoteEndpoint> {
                 lun,
             }
         }
-        WireProtocol::NvmeTcp => {
+        WireProtocol::NvmeTcp | WireProtocol::NvmeRdma => {
             if path.is_empty() || path.contains('/') {
                 return Err(bad(
                     url,
                     format!("needs one subsystem NQN; expected {form}"),
                 ));
             }
-            nvme_namespace(path, query).map_err(|why| bad(url, why))?
+            let ns = nvme_namespace(path, query).map_err(|why| bad(url, why))?;
+            let digest = matches!(
+                ns,
+                RemoteResource::NvmeNamespace {
+                    hdr_digest: true,
+                    ..
+                } | RemoteResource::NvmeNamespace {
+                    data_digest: true,
+                    ..
+                }
+            );
+            if digest && transport == WireProtocol::NvmeRdma {
+                return Err(bad(
+                    url,
+                    format!("digests are NVMe/TCP's: NVMe over RDMA has none; expected {form}"),
+                ));
+            }
+            ns
         }
     };
     Ok(RemoteEndpoint {

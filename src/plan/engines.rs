@@ -29,6 +29,9 @@ pub enum EngineKind {
     /// iolab's NVMe/TCP initiator (`nvme-tcp://` targets).
     #[serde(rename = "nvme-tcp", alias = "nvme_tcp")]
     NvmeTcp,
+    /// iolab's NVMe over RDMA initiator (`nvme-rdma://` targets).
+    #[serde(rename = "nvme-rdma", alias = "nvme_rdma")]
+    NvmeRdma,
 }
 
 impl EngineKind {
@@ -58,7 +61,7 @@ impl EngineKind {
     }
 
     /// Every engine, in CLI order.
-    pub const ALL: [EngineKind; 9] = {
+    pub const ALL: [EngineKind; 10] = {
         let mut all = [EngineKind::Psync; FACTS.len()];
         let mut i = 0;
         while i < FACTS.len() {
@@ -211,7 +214,7 @@ const fn plain(kind: EngineKind, name: &'static str, caps: EngineCaps) -> Engine
 }
 
 /// The engines' facts, one row per engine in declaration (and CLI) order.
-pub const FACTS: [EngineFacts; 9] = [
+pub const FACTS: [EngineFacts; 10] = [
     EngineFacts {
         aliases: &["sync", "pvsync"],
         fio_names: &["psync", "sync", "pvsync"],
@@ -304,10 +307,18 @@ pub const FACTS: [EngineFacts; 9] = [
             remote(WireProtocol::NvmeTcp),
         )
     },
+    EngineFacts {
+        aliases: &["nvme_rdma", "nvmerdma"],
+        ..plain(
+            EngineKind::NvmeRdma,
+            "nvme-rdma",
+            remote(WireProtocol::NvmeRdma),
+        )
+    },
 ];
 
 /// `FACTS` in a static, for `EngineKind::facts`'s `'static` borrow.
-static ROWS: [EngineFacts; 9] = FACTS;
+static ROWS: [EngineFacts; 10] = FACTS;
 
 const fn shown_count() -> usize {
     let (mut i, mut n) = (0, 0);
@@ -391,6 +402,7 @@ pub enum EngineConfig {
     Nbd,
     Iscsi,
     NvmeTcp,
+    NvmeRdma,
 }
 
 impl EngineConfig {
@@ -405,6 +417,7 @@ impl EngineConfig {
             EngineConfig::Nbd => EngineKind::Nbd,
             EngineConfig::Iscsi => EngineKind::Iscsi,
             EngineConfig::NvmeTcp => EngineKind::NvmeTcp,
+            EngineConfig::NvmeRdma => EngineKind::NvmeRdma,
         }
     }
 
@@ -434,6 +447,7 @@ impl EngineConfig {
             EngineKind::Nbd => EngineConfig::Nbd,
             EngineKind::Iscsi => EngineConfig::Iscsi,
             EngineKind::NvmeTcp => EngineConfig::NvmeTcp,
+            EngineKind::NvmeRdma => EngineConfig::NvmeRdma,
         }
     }
 }
@@ -492,7 +506,17 @@ mod tests {
         assert_eq!(EngineKind::ALL.len(), FACTS.len());
         assert_eq!(
             CLI_NAMES,
-            ["psync", "aio", "io_uring", "mmap", "null", "nbd", "iscsi", "nvme-tcp"]
+            [
+                "psync",
+                "aio",
+                "io_uring",
+                "mmap",
+                "null",
+                "nbd",
+                "iscsi",
+                "nvme-tcp",
+                "nvme-rdma"
+            ]
         );
         assert_eq!(TRACE_NAMES, ["psync", "aio", "io_uring", "io_uring+sqpoll"]);
     }

@@ -100,10 +100,11 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 /// An uncompressed cpio archive in `dir` holding the iolab binary
-/// (stripped) as /iolab, `programs` (found on PATH) in /usr/bin, the
-/// shared libraries of all of them at their paths, and `script` as
-/// /iolab-run.sh.
-pub fn iolab_archive(dir: &Path, script: &str, programs: &[&str]) -> PathBuf {
+/// (stripped) as /iolab, `programs` (found on PATH) in /usr/bin, `files`
+/// (absolute paths: libraries iolab loads with dlopen, their
+/// configuration) at their own paths, the shared libraries of all of them
+/// at their paths, and `script` as /iolab-run.sh.
+pub fn iolab_archive(dir: &Path, script: &str, programs: &[&str], files: &[&str]) -> PathBuf {
     let root = dir.join("root");
     std::fs::create_dir_all(root.join("usr/bin")).unwrap();
     let exe = env!("CARGO_BIN_EXE_iolab");
@@ -117,6 +118,14 @@ pub fn iolab_archive(dir: &Path, script: &str, programs: &[&str]) -> PathBuf {
         let path = String::from_utf8_lossy(&which.stdout).trim().to_string();
         std::fs::copy(&path, root.join("usr/bin").join(p)).unwrap();
         copy_libraries(&root, Path::new(&path));
+    }
+    for f in files {
+        let dest = root.join(f.trim_start_matches('/'));
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(f, &dest).unwrap_or_else(|e| panic!("{f}: {e}"));
+        if f.contains(".so") {
+            copy_libraries(&root, Path::new(f));
+        }
     }
     std::fs::write(root.join("iolab-run.sh"), script).unwrap();
     let archive = dir.join("extra.cpio");
@@ -172,8 +181,19 @@ pub fn run_script_with(
     limit: Duration,
     env: &[(&str, &str)],
 ) -> String {
+    run_script_carrying(script, programs, &[], limit, env)
+}
+
+/// `run_script_with` with `files` in the archive too (see `iolab_archive`).
+pub fn run_script_carrying(
+    script: &str,
+    programs: &[&str],
+    files: &[&str],
+    limit: Duration,
+    env: &[(&str, &str)],
+) -> String {
     let dir = super::workdir();
-    let archive = iolab_archive(dir.path(), script, programs);
+    let archive = iolab_archive(dir.path(), script, programs, files);
     run_to_end_with("exec", &[archive.to_str().unwrap()], limit, env)
 }
 

@@ -134,20 +134,14 @@ pub fn lib() -> Result<&'static Lib, String> {
 }
 
 fn load() -> Result<Lib, String> {
-    let names: [&CStr; 2] = [c"libiscsi.so.7", c"libiscsi.so"];
-    // SAFETY: dlopen with NUL-terminated names; the handle is never closed.
-    let handle = names
-        .iter()
-        .map(|n| unsafe { libc::dlopen(n.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) })
-        .find(|h| !h.is_null())
-        .ok_or_else(|| {
-            "libiscsi is not installed (Debian: libiscsi7; scripts/install-deps.sh installs it)"
-                .to_string()
-        })?;
+    let handle = super::super::dlopen::open(
+        &[c"libiscsi.so.7", c"libiscsi.so"],
+        "libiscsi is not installed (Debian: libiscsi7; scripts/install-deps.sh installs it)",
+    )?;
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: the field's type is the symbol's C signature.
-            unsafe { symbol(handle, concat!($name, "\0"))? }
+            unsafe { super::super::dlopen::symbol(handle, concat!($name, "\0"), "libiscsi")? }
         };
     }
     Ok(Lib {
@@ -171,21 +165,6 @@ fn load() -> Result<Lib, String> {
         free_scsi_task: sym!("scsi_free_scsi_task"),
         datain_unmarshall: sym!("scsi_datain_unmarshall"),
     })
-}
-
-/// The symbol `name` (NUL-terminated) of `handle` as a function pointer `T`.
-///
-/// # Safety
-/// `T` must be the function pointer type of the symbol's C signature.
-unsafe fn symbol<T>(handle: *mut c_void, name: &str) -> Result<T, String> {
-    // SAFETY: a library handle and a NUL-terminated name.
-    let p = unsafe { libc::dlsym(handle, name.as_ptr().cast()) };
-    if p.is_null() {
-        return Err(format!("libiscsi lacks {}", name.trim_end_matches('\0')));
-    }
-    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: a non-null code address of the signature `T` names (caller's promise).
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
 }
 
 /// The context's last error message.

@@ -282,34 +282,85 @@ impl Queue {
         }
         Ok(())
     }
-
-    fn connect(&mut self, p: &Params, qid: u16, sqsize: u16, cntlid: u16) -> anyhow::Result<u16> {
-        let cid = self.next_cid();
-        let kato = if qid == 0 { p.kato_ms } else { 0 };
-        let data = codec::connect_data(p.hostid, cntlid, &p.subnqn, &p.hostnqn)?;
-        let cqe = self
-            .command(
-                &Sqe::connect(cid, qid, sqsize, kato),
-                &data,
-                &mut Vec::new(),
-            )
-            .with_context(|| format!("Connect of queue {qid} to {}", p.subnqn))?;
-        Ok(cqe.result as u16)
-    }
-
-    fn property(&mut self, offset: u32, eight: bool) -> anyhow::Result<u64> {
-        let cid = self.next_cid();
-        Ok(self
-            .command(&Sqe::property_get(cid, offset, eight), &[], &mut Vec::new())?
-            .result)
-    }
 }
 
 /// Connect the admin queue, enable the controller and learn the namespace.
 pub fn connect_admin(addr: &str, p: &Params) -> anyhow::Result<(Queue, ControllerInfo)> {
     let mut q = Queue::open(addr, p.digests)?;
-    let cntlid = q.connect(p, 0, 31, 0xFFFF)?;
-    let cap = Cap::parse(q.property(codec::PROP_CAP, true)?);
+    let info = bring_up(&mut q, addr, p)?;
+    Ok((q, info))
+}
+
+/// A queue of any fabric the control path can run commands on.
+pub trait HostQueue {
+    /// A command identifier for the control path (the engines use slots).
+    fn next_cid(&mut self) -> u16;
+    /// Run `sqe` to its completion: `out` is the data it sends, `into`
+    /// receives what it brings back; a failed status is an error naming it.
+    fn command(&mut self, sqe: &Sqe, out: &[u8], into: &mut Vec<u8>) -> anyhow::Result<Cqe>;
+    /// Whether a stop signal ends a wait at once.
+    fn honour_stop(&self) -> bool;
+    /// How long each command may take, and whether a stop signal ends a
+    /// wait (the keep-alive thread's shutdown must run after one).
+    fn set_control(&mut self, step: Duration, honour_stop: bool);
+}
+
+impl HostQueue for Queue {
+    fn next_cid(&mut self) -> u16 {
+        Queue::next_cid(self)
+    }
+
+    fn command(&mut self, sqe: &Sqe, out: &[u8], into: &mut Vec<u8>) -> anyhow::Result<Cqe> {
+        Queue::command(self, sqe, out, into)
+    }
+
+    fn honour_stop(&self) -> bool {
+        self.honour_stop
+    }
+
+    fn set_control(&mut self, step: Duration, honour_stop: bool) {
+        self.step_timeout = step;
+        self.honour_stop = honour_stop;
+    }
+}
+
+/// Fabrics Connect of queue `qid` (`sqsize` entries, 0's based) to
+/// controller `cntlid` (0xFFFF: a new one, on the admin queue); the
+/// controller's ID.
+pub fn fabrics_connect<Q: HostQueue>(
+    q: &mut Q,
+    p: &Params,
+    qid: u16,
+    sqsize: u16,
+    cntlid: u16,
+) -> anyhow::Result<u16> {
+    let cid = q.next_cid();
+    let kato = if qid == 0 { p.kato_ms } else { 0 };
+    let data = codec::connect_data(p.hostid, cntlid, &p.subnqn, &p.hostnqn)?;
+    let cqe = q
+        .command(
+            &Sqe::connect(cid, qid, sqsize, kato),
+            &data,
+            &mut Vec::new(),
+        )
+        .with_context(|| format!("Connect of queue {qid} to {}", p.subnqn))?;
+    Ok(cqe.result as u16)
+}
+
+fn property<Q: HostQueue>(q: &mut Q, offset: u32, eight: bool) -> anyhow::Result<u64> {
+    let cid = q.next_cid();
+    Ok(
+        q.command(&Sqe::property_get(cid, offset, eight), &[], &mut Vec::new())?
+            .result,
+    )
+}
+
+/// On a freshly opened admin queue of any fabric: Connect, CAP, enable
+/// the controller, Identify it, check the namespace is active and
+/// Identify it, ask for queues.
+pub fn bring_up<Q: HostQueue>(q: &mut Q, addr: &str, p: &Params) -> anyhow::Result<ControllerInfo> {
+    let cntlid = fabrics_connect(q, p, 0, 31, 0xFFFF)?;
+    let cap = Cap::parse(property(q, codec::PROP_CAP, true)?);
     if !cap.nvm {
         bail!("{addr}: the controller does not support the NVM command set");
     }
@@ -322,14 +373,14 @@ pub fn connect_admin(addr: &str, p: &Params) -> anyhow::Result<(Queue, Controlle
     .context("enabling the controller (CC.EN)")?;
     let until = Instant::now() + Duration::from_millis(500 * cap.timeout.max(1) as u64);
     loop {
-        let csts = q.property(codec::PROP_CSTS, false)? as u32;
+        let csts = property(q, codec::PROP_CSTS, false)? as u32;
         if csts & identify::CSTS_CFS != 0 {
             bail!("{addr}: controller fatal status after enabling");
         }
         if csts & identify::CSTS_RDY != 0 {
             break;
         }
-        if q.honour_stop && crate::interrupt::stop_requested() {
+        if q.honour_stop() && crate::interrupt::stop_requested() {
             bail!("{addr}: stopped by a signal while waiting for the controller to be ready");
         }
         if Instant::now() > until {
@@ -340,23 +391,19 @@ pub fn connect_admin(addr: &str, p: &Params) -> anyhow::Result<(Queue, Controlle
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut page = Vec::new();
-    let cid = q.next_cid();
-    q.command(
-        &Sqe::identify(cid, codec::CNS_CONTROLLER, 0),
-        &[],
-        &mut page,
-    )
-    .context("Identify Controller")?;
-    let id = ControllerId::parse(&page)?;
-    let mut page = Vec::new();
-    let cid = q.next_cid();
-    q.command(
-        &Sqe::identify(cid, codec::CNS_ACTIVE_NAMESPACES, 0),
-        &[],
-        &mut page,
-    )
-    .context("Identify, active namespace list")?;
+    let mut identify = |cns: u8, nsid: u32, what: &str| -> anyhow::Result<Vec<u8>> {
+        let mut page = Vec::new();
+        let cid = q.next_cid();
+        q.command(&Sqe::identify(cid, cns, nsid), &[], &mut page)
+            .with_context(|| what.to_string())?;
+        Ok(page)
+    };
+    let id = ControllerId::parse(&identify(codec::CNS_CONTROLLER, 0, "Identify Controller")?)?;
+    let page = identify(
+        codec::CNS_ACTIVE_NAMESPACES,
+        0,
+        "Identify, active namespace list",
+    )?;
     let active = identify::parse_active_namespaces(&page);
     if !active.contains(&p.nsid) {
         bail!(
@@ -366,31 +413,21 @@ pub fn connect_admin(addr: &str, p: &Params) -> anyhow::Result<(Queue, Controlle
             active
         );
     }
-    let mut page = Vec::new();
-    let cid = q.next_cid();
-    q.command(
-        &Sqe::identify(cid, codec::CNS_NAMESPACE, p.nsid),
-        &[],
-        &mut page,
-    )
-    .with_context(|| format!("Identify Namespace {}", p.nsid))?;
-    let ns = NamespaceId::parse(&page)?;
+    let what = format!("Identify Namespace {}", p.nsid);
+    let ns = NamespaceId::parse(&identify(codec::CNS_NAMESPACE, p.nsid, &what)?)?;
     let cid = q.next_cid();
     let granted = q
         .command(&Sqe::set_num_queues(cid, 64), &[], &mut Vec::new())
         .context("Set Features, Number of Queues")?
         .result;
     let io_queues = ((granted & 0xFFFF).min(granted >> 16 & 0xFFFF) + 1) as u16;
-    Ok((
-        q,
-        ControllerInfo {
-            cntlid,
-            cap,
-            id,
-            ns,
-            io_queues,
-        },
-    ))
+    Ok(ControllerInfo {
+        cntlid,
+        cap,
+        id,
+        ns,
+        io_queues,
+    })
 }
 
 /// Connect I/O queue `qid` of controller `info` (its size capped by MQES).
@@ -408,7 +445,7 @@ pub fn connect_io(
     }
     let mut q = Queue::open(addr, p.digests)?;
     let entries = p.queue_size.min(info.cap.mqes.saturating_add(1)).max(2);
-    q.connect(p, qid, entries - 1, info.cntlid)?;
+    fabrics_connect(&mut q, p, qid, entries - 1, info.cntlid)?;
     Ok(q)
 }
 

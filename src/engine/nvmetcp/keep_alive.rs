@@ -1,4 +1,5 @@
-//! The admin queue of an NVMe/TCP engine's association, owned by a thread
+//! The admin queue of an NVMe-oF engine's association (TCP or RDMA: any
+//! `HostQueue`), owned by a thread
 //! of its own off the hot path: Keep Alive every half keep-alive timeout
 //! (KATO) so the controller keeps the association, and at the end the
 //! clean shutdown (CC.SHN, then CSTS.SHST) before the socket closes, as
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 
 use super::codec::{self, Sqe};
-use super::handshake::Queue;
+use super::handshake::HostQueue;
 use super::identify::{CC_SHUTDOWN, CSTS_SHUTDOWN_DONE};
 
 /// How long one admin command may take before the thread gives up on it.
@@ -26,7 +27,10 @@ pub struct AdminKeeper {
 impl AdminKeeper {
     /// Take over `admin`; `kato_ms` is the timeout its Connect asked for
     /// (0: no Keep Alive is needed).
-    pub fn start(admin: Queue, kato_ms: u32) -> std::io::Result<AdminKeeper> {
+    pub fn start<Q: HostQueue + Send + 'static>(
+        admin: Q,
+        kato_ms: u32,
+    ) -> std::io::Result<AdminKeeper> {
         let (tx, rx) = mpsc::channel::<()>();
         let every = (kato_ms > 0).then(|| Duration::from_millis(kato_ms as u64 / 2));
         let thread = std::thread::Builder::new()
@@ -52,10 +56,9 @@ impl Drop for AdminKeeper {
     }
 }
 
-fn keep(mut admin: Queue, every: Option<Duration>, stop: mpsc::Receiver<()>) {
-    admin.step_timeout = COMMAND_TIMEOUT;
+fn keep<Q: HostQueue>(mut admin: Q, every: Option<Duration>, stop: mpsc::Receiver<()>) {
     // The shutdown at the end must run after a Ctrl-C too.
-    admin.honour_stop = false;
+    admin.set_control(COMMAND_TIMEOUT, false);
     loop {
         let waited = match every {
             Some(d) => stop.recv_timeout(d),
@@ -78,7 +81,7 @@ fn keep(mut admin: Queue, every: Option<Duration>, stop: mpsc::Receiver<()>) {
 }
 
 /// Normal shutdown: CC.SHN, then wait (at most a second) for CSTS.SHST.
-pub fn shutdown(admin: &mut Queue) -> anyhow::Result<()> {
+pub fn shutdown<Q: HostQueue>(admin: &mut Q) -> anyhow::Result<()> {
     let cid = admin.next_cid();
     let shn = Sqe::property_set(cid, codec::PROP_CC, false, CC_SHUTDOWN as u64);
     admin.command(&shn, &[], &mut Vec::new())?;

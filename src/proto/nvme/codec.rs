@@ -77,6 +77,11 @@ const SQE_FLAGS_SGL: u8 = 0x40;
 /// offset, or transport data (sent in H2CData after R2T, or C2HData).
 pub const SGL_IN_CAPSULE: u8 = 0x01;
 pub const SGL_TRANSPORT: u8 = 0x5A;
+/// A keyed data block (NVMe over RDMA): the host's address and the memory
+/// key the controller reads or writes it with (RDMA READ/WRITE).
+pub const SGL_KEYED: u8 = 0x40;
+/// The most a keyed data block describes (its length has 24 bits).
+pub const KEYED_MAX: u32 = (1 << 24) - 1;
 
 /// A malformed or unexpected PDU, or a value that cannot be encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -545,6 +550,30 @@ impl Sqe {
     /// The SGL descriptor: (type, length).
     pub fn sgl_desc(&self) -> (u8, u32) {
         (self.0[39], le32(&self.0, 32))
+    }
+
+    /// The bytes the command moves, as its unkeyed SGL descriptor says.
+    pub fn transfer_len(&self) -> u32 {
+        self.sgl_desc().1
+    }
+
+    /// The same command with its data at `addr` in the host's memory,
+    /// reached with `key` (NVMe over RDMA's keyed SGL data block; a
+    /// command without data gets the null descriptor: length 0, key 0).
+    pub fn keyed(mut self, addr: u64, len: u32, key: u32) -> Sqe {
+        let len = len.min(KEYED_MAX);
+        let (addr, key) = if len == 0 { (0, 0) } else { (addr, key) };
+        self.0[24..32].copy_from_slice(&addr.to_le_bytes());
+        self.0[32..35].copy_from_slice(&len.to_le_bytes()[..3]);
+        self.0[35..39].copy_from_slice(&key.to_le_bytes());
+        self.0[39] = SGL_KEYED;
+        self
+    }
+
+    /// A keyed SGL data block's (address, length, key).
+    pub fn keyed_desc(&self) -> (u64, u32, u32) {
+        let len = u32::from_le_bytes([self.0[32], self.0[33], self.0[34], 0]);
+        (le64(&self.0, 24), len, le32(&self.0, 35))
     }
 
     /// Fabrics Connect for queue `qid` (0: admin) of `sqsize` entries

@@ -314,3 +314,15 @@ fn termination_requests_say_why() {
         "header digest error (status 0x03, information 0)"
     );
 }
+
+#[test]
+fn a_keyed_sgl_holds_address_length_and_key() {
+    let s = Sqe::read(7, 1, 8, 8, 4096);
+    assert_eq!(s.transfer_len(), 4096);
+    let k = s.keyed(0x1122_3344_5566_7788, 4096, 0xdead_beef);
+    assert_eq!(k.sgl_desc().0, SGL_KEYED);
+    assert_eq!(k.keyed_desc(), (0x1122_3344_5566_7788, 4096, 0xdead_beef));
+    assert_eq!(k.lba_range(), (8, 8), "the command's dwords are kept");
+    let none = Sqe::keep_alive(1).keyed(0x1000, 0, 5);
+    assert_eq!(none.keyed_desc(), (0, 0, 0));
+}
