@@ -339,6 +339,7 @@ mod tests {
                         | EngineKind::Nbd
                         | EngineKind::Iscsi
                         | EngineKind::NvmeTcp
+                        | EngineKind::NvmeRdma
                 ),
                 "{k:?}"
             );
@@ -363,6 +364,10 @@ mod tests {
         assert_eq!(
             engine_for_transport(WireProtocol::NvmeTcp),
             Some(EngineKind::NvmeTcp)
+        );
+        assert_eq!(
+            engine_for_transport(WireProtocol::NvmeRdma),
+            Some(EngineKind::NvmeRdma)
         );
     }
 
