@@ -17,6 +17,7 @@ PACKAGES=(
   chromium                            # headless check of the HTML report (tests)
   qemu-system-x86 busybox-static cpio # a full Linux kernel under qemu: Linux's NVMe/TCP target (tests)
   nvme-cli                            # `nvme discover` against iolab's discovery controller, in that kernel (tests)
+  libibverbs1 librdmacm1 ibverbs-providers iproute2   # rdma-core for the nvme-rdma engine (dlopen; soft-RoCE's provider); `rdma link` for soft-RoCE
   postgresql mariadb-server           # database servers iolab starts privately (kv --engine postgres|mariadb, oltp)
   redis-server redis-tools            # Redis (kv --engine redis); redis-benchmark as a peer (bench)
   openjdk-17-jre-headless maven       # Cassandra (kv --engine cassandra): its JVM; mvn fetches its jars from Maven Central
