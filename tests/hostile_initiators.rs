@@ -35,6 +35,7 @@ fn endpoint(transport: WireProtocol, port: u16) -> RemoteEndpoint {
             nsid: 1,
             hdr_digest: false,
             data_digest: false,
+            keep_alive_tmo: None,
         },
     };
     RemoteEndpoint {

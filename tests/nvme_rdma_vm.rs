@@ -36,6 +36,8 @@ echo "IOLAB-RW-EXIT $?"
 echo IOLAB-RW-BEGIN; cat /tmp/rw.json; echo IOLAB-RW-END
 /iolab device --target $U --size 8m --rw randread --bs 64k --qd 4 --runtime 300ms --quiet -o /tmp/big.json
 echo "IOLAB-BIG-EXIT $?"
+/iolab device --target "$U?keep_alive_tmo=1" --size 8m --rw randread --qd 1 --io-count 3 --thinktime 2500ms --quiet -o /tmp/ka.json
+echo "IOLAB-KA-EXIT $?"
 echo "IOLAB-CTRLS [$(ls /sys/kernel/config/nvmet/subsystems/NQN/allowed_hosts) $(dmesg | grep -c 'creating nvm controller')]"
 "#;
 
@@ -96,6 +98,14 @@ fn iolabs_initiator_reads_and_writes_linux_nvmet_rdma() {
     assert_eq!(
         field(&console, "IOLAB-BIG-EXIT"),
         "IOLAB-BIG-EXIT 0",
+        "{console}"
+    );
+    // A 1 s keep-alive timeout over idle gaps of 2.5 s: the admin queue's
+    // thread keeps the association (without it nvmet's timer expires and
+    // the next read waits out --io-timeout: seen, exit 1).
+    assert_eq!(
+        field(&console, "IOLAB-KA-EXIT"),
+        "IOLAB-KA-EXIT 0",
         "{console}"
     );
 }

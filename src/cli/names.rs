@@ -48,7 +48,9 @@ mod tests {
         clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "iolab", &mut out);
         let script = String::from_utf8(out).unwrap();
         assert!(
-            script.contains("compgen -W \"psync aio io_uring mmap null nbd iscsi nvme-tcp nvme-rdma\""),
+            script.contains(
+                "compgen -W \"psync aio io_uring mmap null nbd iscsi nvme-tcp nvme-rdma\""
+            ),
             "device --engine"
         );
         assert!(script.contains("compgen -W \"psync aio io_uring io_uring+sqpoll\""));

@@ -55,9 +55,9 @@ impl WireProtocol {
             WireProtocol::Nbd => "nbd://HOST[:PORT]/[EXPORT]",
             WireProtocol::Iscsi => "iscsi://HOST[:PORT]/IQN/LUN",
             WireProtocol::NvmeTcp => {
-                "nvme-tcp://HOST[:PORT]/NQN[?nsid=N&hdr_digest=1&data_digest=1]"
+                "nvme-tcp://HOST[:PORT]/NQN[?nsid=N&hdr_digest=1&data_digest=1&keep_alive_tmo=S]"
             }
-            WireProtocol::NvmeRdma => "nvme-rdma://HOST[:PORT]/NQN[?nsid=N]",
+            WireProtocol::NvmeRdma => "nvme-rdma://HOST[:PORT]/NQN[?nsid=N&keep_alive_tmo=S]",
         }
     }
 
@@ -84,6 +84,10 @@ pub enum RemoteResource {
         hdr_digest: bool,
         #[serde(default)]
         data_digest: bool,
+        /// The keep-alive timeout asked for, in seconds (nvme-cli's
+        /// `--keep-alive-tmo`; None: iolab's 30 s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        keep_alive_tmo: Option<u32>,
     },
 }
 
@@ -113,8 +117,12 @@ impl fmt::Display for RemoteEndpoint {
                 nsid,
                 hdr_digest,
                 data_digest,
+                keep_alive_tmo,
             } => {
                 write!(f, "{nqn}?nsid={nsid}")?;
+                if let Some(s) = keep_alive_tmo {
+                    write!(f, "&keep_alive_tmo={s}")?;
+                }
                 if *hdr_digest {
                     write!(f, "&hdr_digest=1")?;
                 }
@@ -262,10 +270,12 @@ fn parse_authority(a: &str, t: WireProtocol) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-/// The namespace of an `nvme-tcp://` URL: `nsid=N` (default 1),
-/// `hdr_digest=0|1`, `data_digest=0|1` (the kernel's option names).
+/// The namespace of an `nvme-tcp://` or `nvme-rdma://` URL: `nsid=N`
+/// (default 1), `hdr_digest=0|1`, `data_digest=0|1`, `keep_alive_tmo=S`
+/// (1 to 3600 seconds; the kernel's and nvme-cli's option names).
 fn nvme_namespace(nqn: &str, query: Option<&str>) -> Result<RemoteResource, String> {
     let (mut nsid, mut hdr_digest, mut data_digest) = (1, false, false);
+    let mut keep_alive_tmo = None;
     let flag = |k: &str, v: &str| match v {
         "1" | "on" | "true" => Ok(true),
         "0" | "off" | "false" => Ok(false),
@@ -279,9 +289,13 @@ fn nvme_namespace(nqn: &str, query: Option<&str>) -> Result<RemoteResource, Stri
             },
             Some(("hdr_digest", v)) => hdr_digest = flag("hdr_digest", v)?,
             Some(("data_digest", v)) => data_digest = flag("data_digest", v)?,
+            Some(("keep_alive_tmo", v)) => match v.parse::<u32>() {
+                Ok(s) if (1..=3600).contains(&s) => keep_alive_tmo = Some(s),
+                _ => return Err(format!("keep_alive_tmo {v:?} is not 1 to 3600 seconds")),
+            },
             _ => {
                 return Err(format!(
-                    "unknown option {kv:?}; allowed are nsid=N, hdr_digest=0|1 and data_digest=0|1"
+                    "unknown option {kv:?}; allowed are nsid=N, hdr_digest=0|1, data_digest=0|1 and keep_alive_tmo=SECONDS"
                 ))
             }
         }
@@ -291,6 +305,7 @@ fn nvme_namespace(nqn: &str, query: Option<&str>) -> Result<RemoteResource, Stri
         nsid,
         hdr_digest,
         data_digest,
+        keep_alive_tmo,
     })
 }
 
@@ -347,6 +362,7 @@ mod tests {
                 nsid: 3,
                 hdr_digest: false,
                 data_digest: false,
+                keep_alive_tmo: None,
             }
         );
         assert_eq!(
@@ -371,6 +387,7 @@ mod tests {
                 nsid: 1,
                 hdr_digest: false,
                 data_digest: false,
+                keep_alive_tmo: None,
             }
         );
         let e = parse("nvme-tcp://h/nqn.x?hdr_digest=1&data_digest=1&nsid=2").unwrap();
@@ -381,12 +398,20 @@ mod tests {
                 nsid: 2,
                 hdr_digest: true,
                 data_digest: true,
+                keep_alive_tmo: None,
             }
         );
         assert_eq!(
             e.to_string(),
             "nvme-tcp://h:4420/nqn.x?nsid=2&hdr_digest=1&data_digest=1"
         );
+        let e = parse("nvme-rdma://h/nqn.x?keep_alive_tmo=5").unwrap();
+        assert_eq!(e.transport, WireProtocol::NvmeRdma);
+        assert_eq!(
+            e.to_string(),
+            "nvme-rdma://h:4420/nqn.x?nsid=1&keep_alive_tmo=5"
+        );
+        assert_eq!(parse(&e.to_string()).unwrap(), e, "read back as written");
     }
 
     #[test]
@@ -403,6 +428,9 @@ mod tests {
             "iscsi://h:3260/iqn.x",
             "iscsi://h:3260//1",
             "iscsi://h:3260/iqn.x/lun",
+            "nvme-rdma://h/nqn.x?hdr_digest=1",
+            "nvme-tcp://h/nqn.x?keep_alive_tmo=0",
+            "nvme-tcp://h/nqn.x?keep_alive_tmo=abc",
             "nvme-tcp://h:4420/",
             "nvme-tcp://h:4420/a/b",
             "nvme-tcp://h:4420/nqn.x?nsid=0",

@@ -22,7 +22,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use super::queue::{RdmaQueue, Shape};
 use super::verbs::{self, Wc};
 use crate::engine::nvmetcp::codec::{self, Cqe, Sqe};
-use crate::engine::nvmetcp::engine::{host_identity, max_transfer, KATO_MS};
+use crate::engine::nvmetcp::engine::{host_identity, kato_ms, max_transfer};
 use crate::engine::nvmetcp::handshake::{self, ControllerInfo, Params};
 use crate::engine::nvmetcp::keep_alive::AdminKeeper;
 use crate::engine::peer_wait::{Watch, HANDSHAKE_TIMEOUT};
@@ -69,7 +69,13 @@ fn setup_error(ep: &RemoteEndpoint, e: anyhow::Error) -> io::Error {
 
 /// The address and connection parameters of an `nvme-rdma://` endpoint.
 pub fn params_of(ep: &RemoteEndpoint, queue_size: u16) -> io::Result<(SocketAddr, Params)> {
-    let RemoteResource::NvmeNamespace { nqn, nsid, .. } = &ep.resource else {
+    let RemoteResource::NvmeNamespace {
+        nqn,
+        nsid,
+        keep_alive_tmo,
+        ..
+    } = &ep.resource
+    else {
         return Err(invalid(
             "the nvme-rdma engine needs an nvme-rdma:// target".into(),
         ));
@@ -89,7 +95,7 @@ pub fn params_of(ep: &RemoteEndpoint, queue_size: u16) -> io::Result<(SocketAddr
             nsid: *nsid,
             digests: Default::default(),
             queue_size,
-            kato_ms: KATO_MS,
+            kato_ms: kato_ms(*keep_alive_tmo),
         },
     ))
 }

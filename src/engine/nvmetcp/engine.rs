@@ -103,6 +103,7 @@ pub fn params_of(ep: &RemoteEndpoint, queue_size: u16) -> io::Result<(String, Pa
         nsid,
         hdr_digest,
         data_digest,
+        keep_alive_tmo,
     } = &ep.resource
     else {
         return Err(invalid(
@@ -127,9 +128,15 @@ pub fn params_of(ep: &RemoteEndpoint, queue_size: u16) -> io::Result<(String, Pa
                 data: *data_digest,
             },
             queue_size,
-            kato_ms: KATO_MS,
+            kato_ms: kato_ms(*keep_alive_tmo),
         },
     ))
+}
+
+/// The keep-alive timeout an endpoint asks for, in ms (`KATO_MS` unless
+/// its URL's `keep_alive_tmo` says).
+pub fn kato_ms(keep_alive_tmo: Option<u32>) -> u32 {
+    keep_alive_tmo.map_or(KATO_MS, |s| s.saturating_mul(1000))
 }
 
 fn invalid(msg: String) -> io::Error {
