@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::usage;
 use crate::plan::engines::FakeScript;
-use crate::plan::engines::{EngineConfig, EngineKind, UringOptions};
+use crate::plan::engines::{EngineConfig, EngineKind, NetOptions, UringOptions};
 use crate::plan::parse::format_size;
 
 /// The smallest block `--verify` can stamp: a stamp header (56 bytes,
@@ -143,6 +143,10 @@ pub struct JobSpec {
     pub cpus: Option<Vec<usize>>,
     pub engine: EngineKind,
     pub uring: UringOptions,
+    /// The network initiators' options (`--poll`); left out of results
+    /// files when they are the defaults.
+    #[serde(default, skip_serializing_if = "NetOptions::is_default")]
+    pub net: NetOptions,
     pub direct: bool,
     pub stop: StopCondition,
     pub ramp_ns: u64,
@@ -227,6 +231,7 @@ impl Default for JobSpec {
             cpus: None,
             engine: EngineKind::default_local(),
             uring: UringOptions::default(),
+            net: NetOptions::default(),
             direct: true,
             stop: StopCondition {
                 runtime_ns: Some(10_000_000_000),
@@ -257,7 +262,7 @@ impl JobSpec {
     /// results files) keeps `engine` and `uring` as flat fields; this is the
     /// typed view the runner dispatches on.
     pub fn engine_config(&self) -> EngineConfig {
-        EngineConfig::with_options(self.engine, self.uring, self.fake.clone())
+        EngineConfig::with_options(self.engine, self.uring, self.net, self.fake.clone())
     }
 
     pub fn min_bs(&self) -> u64 {
