@@ -28,14 +28,14 @@ use crate::fleet::JobTarget;
 use crate::interrupt;
 use crate::measure::peers::PeerSampling;
 use crate::plan::endpoint::WireProtocol;
-use crate::plan::engines::EngineKind;
+use crate::plan::engines::{EngineConfig, EngineKind};
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
 use crate::plan::units::Span;
 use crate::remote::breakdown::{self, BreakdownSpec};
 use crate::remote::faults::{self, Injection};
 use crate::remote::topology::Topology;
 use crate::results::Results;
-use crate::servers::storage::{OwnTargetOptions, Transport};
+use crate::servers::storage::{OwnTargetOptions, StorageServer, Transport};
 use crate::session::{Driver, Tags};
 
 /// The checked settings of a run.
@@ -93,14 +93,16 @@ impl RemotePlan {
     }
 }
 
-/// The plan's jobs on one engine, named after the transport `label` (the
-/// same job runs on every transport; the name tells the points apart).
-pub fn jobs_on(plan: &RemotePlan, engine: EngineKind, label: &str) -> Vec<JobSpec> {
+/// The plan's jobs on one engine with its network options (`--poll`),
+/// named after the transport `label` (the same job runs on every
+/// transport; the name tells the points apart).
+pub fn jobs_on(plan: &RemotePlan, engine: &EngineConfig, label: &str) -> Vec<JobSpec> {
     plan.jobs
         .iter()
         .map(|j| {
             let mut j = JobSpec {
-                engine,
+                engine: engine.kind(),
+                net: engine.net(),
                 ..j.clone()
             };
             j.name = point_name(label, &j);
@@ -237,6 +239,25 @@ impl Workload for TransportPasses<'_> {
     }
 }
 
+/// The extra of a polling transport's points: `polling`, what polled
+/// (the target's reactors' CPUs and SO_BUSY_POLL, as the server said at
+/// its start; the initiator's `--poll` is the job's `net.poll`).
+fn polling_extra(server: &StorageServer) -> Option<(&'static str, serde_json::Value)> {
+    if !server.transport.polls() {
+        return None;
+    }
+    let said = server.polling();
+    Some((
+        "polling",
+        json!({
+            "target": "busy-poll",
+            "initiator": "busy-poll",
+            "target_cpus": said.as_ref().map(|s| s.0.clone()),
+            "target_so_busy_poll": said.map(|s| s.1),
+        }),
+    ))
+}
+
 /// The params of a transport's points.
 fn transport_params(label: &str) -> [(&'static str, String); 1] {
     [("transport", label.to_string())]
@@ -280,7 +301,7 @@ impl TransportPasses<'_> {
             extra: &extra,
             ..Tags::default()
         };
-        for j in jobs_on(self.plan, t.engine(), label) {
+        for j in jobs_on(self.plan, &t.initiator(), label) {
             self.driver.run_point_on(&h.none, &j, &tags)?;
         }
         let hosts = h.hp.hosts.len();
@@ -288,7 +309,7 @@ impl TransportPasses<'_> {
             &mut self.driver,
             self.plan,
             &h.none,
-            t.engine(),
+            &t.initiator(),
             &tags,
             hosts,
         )
@@ -302,17 +323,11 @@ impl TransportPasses<'_> {
             ..Tags::default()
         };
         self.driver.set_peers(None);
-        for j in jobs_on(self.plan, EngineKind::default_local(), label) {
+        let das = EngineConfig::default_for(EngineKind::default_local());
+        for j in jobs_on(self.plan, &das, label) {
             self.driver.run_point_on(local, &j, &tags)?;
         }
-        load_latency(
-            &mut self.driver,
-            self.plan,
-            local,
-            EngineKind::default_local(),
-            &tags,
-            1,
-        )?;
+        load_latency(&mut self.driver, self.plan, local, &das, &tags, 1)?;
         let spec = breakdown_spec(self.plan, local.size, self.a.seed);
         unstamped_breakdown(
             &mut self.driver,
@@ -363,16 +378,17 @@ impl TransportPasses<'_> {
             interface: Some(topo.initiator_iface.clone()),
         }));
         let params = transport_params(label);
-        let extra = injected_extra(plan, t);
+        let mut extra = injected_extra(plan, t);
+        extra.extend(polling_extra(&server));
         let tags = Tags {
             params: &params,
             extra: &extra,
             ..Tags::default()
         };
-        for j in jobs_on(plan, t.engine(), label) {
+        for j in jobs_on(plan, &t.initiator(), label) {
             driver.run_point_on(&remote, &j, &tags)?;
         }
-        load_latency(driver, plan, &remote, t.engine(), &tags, 1)?;
+        load_latency(driver, plan, &remote, &t.initiator(), &tags, 1)?;
         driver.set_peers(None);
         let spec = breakdown_spec(plan, local.size, seed);
         match (&stamps, spec) {
@@ -423,10 +439,10 @@ fn kernel_transport(
         processes: Vec::new(),
         interface: Some(topo.initiator_iface.clone()),
     }));
-    for j in jobs_on(plan, t.engine(), &label) {
+    for j in jobs_on(plan, &t.initiator(), &label) {
         driver.run_point_on(&k.target, &j, tags)?;
     }
-    load_latency(driver, plan, &k.target, t.engine(), tags, 1)?;
+    load_latency(driver, plan, &k.target, &t.initiator(), tags, 1)?;
     driver.set_peers(None);
     let spec = breakdown_spec(plan, local.size, a.seed);
     unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
@@ -505,7 +521,7 @@ pub(super) fn load_latency(
     driver: &mut Driver,
     plan: &RemotePlan,
     target: &Target,
-    engine: EngineKind,
+    engine: &EngineConfig,
     tags: &Tags<'_>,
     hosts: usize,
 ) -> anyhow::Result<()> {
