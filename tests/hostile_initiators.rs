@@ -17,6 +17,7 @@ use iolab::engine::nvmetcp::engine::NvmeTcpEngine;
 use iolab::engine::peer_wait::WaitLimits;
 use iolab::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use iolab::plan::endpoint::{RemoteEndpoint, RemoteResource, WireProtocol};
+use iolab::plan::engines::NetOptions;
 use iolab::runner::buffers::BufferPool;
 
 use common::{text, workdir};
@@ -180,6 +181,78 @@ fn nvme_a_controller_that_stalls_on_io_fails_the_requests_at_the_io_timeout() {
         msg.contains(&format!("nvme-tcp://127.0.0.1:{}/", srv.port))
             && msg.contains("2 commands in flight"),
         "{msg}"
+    );
+}
+
+/// `--poll`: the initiators spin instead of sleeping, and a stalled peer
+/// still ends the requests at the I/O timeout, naming it.
+#[test]
+fn polling_initiators_fail_a_stalled_peers_requests_at_the_io_timeout() {
+    let poll = NetOptions { poll: true };
+    let srv = nbd::serve(nbd::Play::Stall, 4);
+    let pool = BufferPool::new(DEPTH, BS, 1).unwrap();
+    let t = Instant::now();
+    let mut e = NbdEngine::with_options(
+        &setup(WireProtocol::Nbd, srv.port, &pool, short_limits()),
+        poll,
+    )
+    .unwrap();
+    let err = drive(&mut e, &pool, 4).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("nbd://127.0.0.1:{}/", srv.port)) && msg.contains("--io-timeout"),
+        "{msg}"
+    );
+    let srv = nvme::serve(nvme::Play::StallIo, 4);
+    let mut e = NvmeTcpEngine::with_options(
+        &setup(WireProtocol::NvmeTcp, srv.port, &pool, short_limits()),
+        poll,
+    )
+    .unwrap();
+    let err = drive(&mut e, &pool, 4).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("nvme-tcp://127.0.0.1:{}/", srv.port)),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "ended after {} s",
+        secs(t)
+    );
+}
+
+#[test]
+fn nbd_a_stalled_server_ends_a_polling_point_at_the_io_timeout() {
+    let srv = nbd::serve(nbd::Play::Stall, 4);
+    let url = format!("nbd://127.0.0.1:{}/", srv.port);
+    let dir = workdir();
+    let json = dir.path().join("r.json");
+    let child = device(
+        &[
+            "--target",
+            &url,
+            "--rw",
+            "randread",
+            "--qd",
+            "4",
+            "--runtime",
+            "5m",
+            "--io-timeout",
+            "1s",
+            "--poll",
+        ],
+        &json,
+    );
+    // The I/O timeout, with room for a busy machine.
+    let o = ended_within(child, Duration::from_secs(1 + 30));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let reason = failure_reason(&json);
+    assert!(
+        reason.contains(&url) && reason.contains("--io-timeout"),
+        "{reason}"
     );
 }
 

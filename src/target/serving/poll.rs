@@ -170,4 +170,21 @@ mod tests {
         assert!(e.contains("CPU 100000"), "{e}");
         assert!(PollPlan::new(1, Some(vec![])).is_err());
     }
+
+    /// Sockets accepted from a listener that took SO_BUSY_POLL have it too.
+    #[test]
+    fn accepted_sockets_inherit_the_listeners_busy_poll() {
+        use std::os::fd::AsRawFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let said = busy_poll_on_listener(&l, true).unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (a, _) = l.accept().unwrap();
+        if said == format!("{BUSY_POLL_US} us") {
+            assert_eq!(busy_poll_of(a.as_raw_fd()), Some(BUSY_POLL_US));
+        } else {
+            assert!(said.starts_with("refused"), "{said}");
+        }
+        assert_eq!(busy_poll_on_listener(&l, false), None);
+        drop(c);
+    }
 }
