@@ -385,6 +385,20 @@ fn remote_compares_sleeping_and_polling_in_one_run() {
                 !cpus.is_empty() && cpus.split(',').all(|c| c.parse::<usize>().is_ok()),
                 "{t}: {pol}"
             );
+            // The initiator spins on CPUs the target's reactors do not.
+            if let Some(ini) = pol["initiator_cpus"].as_str() {
+                let pinned: Vec<String> = p["job"]["cpus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect();
+                assert_eq!(pinned.join(","), ini, "{t}: {}", p["job"]);
+                assert!(
+                    cpus.split(',').all(|c| !pinned.iter().any(|x| x == c)),
+                    "{t}: {pol}"
+                );
+            }
             assert!(
                 p["extra"]["peers"]["processes"][0]["role"] == t.as_str(),
                 "{t}: {}",

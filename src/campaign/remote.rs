@@ -239,23 +239,51 @@ impl Workload for TransportPasses<'_> {
     }
 }
 
-/// The extra of a polling transport's points: `polling`, what polled
-/// (the target's reactors' CPUs and SO_BUSY_POLL, as the server said at
-/// its start; the initiator's `--poll` is the job's `net.poll`).
-fn polling_extra(server: &StorageServer) -> Option<(&'static str, serde_json::Value)> {
-    if !server.transport.polls() {
-        return None;
+/// What polled on a polling transport: the target's reactors' CPUs and
+/// SO_BUSY_POLL's outcome (as the server said them at its start), and the
+/// CPUs the initiator is pinned to (the others this process may use, so
+/// the two spinners never share one; `None` when none is left).
+struct Polled {
+    target_cpus: Option<String>,
+    so_busy_poll: Option<String>,
+    initiator_cpus: Option<Vec<usize>>,
+}
+
+impl Polled {
+    fn of(server: &StorageServer) -> Option<Polled> {
+        if !server.transport.polls() {
+            return None;
+        }
+        let said = server.polling();
+        let taken: Vec<usize> = said
+            .as_ref()
+            .map(|(c, _)| c.split(',').filter_map(|c| c.parse().ok()).collect())
+            .unwrap_or_default();
+        let left: Vec<usize> = crate::target::serving::allowed_cpus()
+            .into_iter()
+            .filter(|c| !taken.contains(c))
+            .collect();
+        Some(Polled {
+            target_cpus: said.as_ref().map(|s| s.0.clone()),
+            so_busy_poll: said.map(|s| s.1),
+            initiator_cpus: (!left.is_empty()).then_some(left),
+        })
     }
-    let said = server.polling();
-    Some((
-        "polling",
-        json!({
-            "target": "busy-poll",
-            "initiator": "busy-poll",
-            "target_cpus": said.as_ref().map(|s| s.0.clone()),
-            "target_so_busy_poll": said.map(|s| s.1),
-        }),
-    ))
+
+    /// `extra.polling` of the transport's points (the initiator's `--poll`
+    /// is also the job's `net.poll`).
+    fn extra(&self) -> (&'static str, serde_json::Value) {
+        (
+            "polling",
+            json!({
+                "target": "busy-poll",
+                "initiator": "busy-poll",
+                "target_cpus": self.target_cpus,
+                "target_so_busy_poll": self.so_busy_poll,
+                "initiator_cpus": self.initiator_cpus.as_deref().map(crate::target::serving::cpu_list),
+            }),
+        )
+    }
 }
 
 /// The params of a transport's points.
@@ -309,7 +337,7 @@ impl TransportPasses<'_> {
             &mut self.driver,
             self.plan,
             &h.none,
-            &t.initiator(),
+            LoadLatency::on(&t.initiator()),
             &tags,
             hosts,
         )
@@ -327,7 +355,14 @@ impl TransportPasses<'_> {
         for j in jobs_on(self.plan, &das, label) {
             self.driver.run_point_on(local, &j, &tags)?;
         }
-        load_latency(&mut self.driver, self.plan, local, &das, &tags, 1)?;
+        load_latency(
+            &mut self.driver,
+            self.plan,
+            local,
+            LoadLatency::on(&das),
+            &tags,
+            1,
+        )?;
         let spec = breakdown_spec(self.plan, local.size, self.a.seed);
         unstamped_breakdown(
             &mut self.driver,
@@ -379,16 +414,23 @@ impl TransportPasses<'_> {
         }));
         let params = transport_params(label);
         let mut extra = injected_extra(plan, t);
-        extra.extend(polling_extra(&server));
+        let polled = Polled::of(&server);
+        extra.extend(polled.as_ref().map(Polled::extra));
+        let pin = polled.and_then(|p| p.initiator_cpus);
         let tags = Tags {
             params: &params,
             extra: &extra,
             ..Tags::default()
         };
-        for j in jobs_on(plan, &t.initiator(), label) {
+        for mut j in jobs_on(plan, &t.initiator(), label) {
+            j.cpus = pin.clone().or(j.cpus);
             driver.run_point_on(&remote, &j, &tags)?;
         }
-        load_latency(driver, plan, &remote, &t.initiator(), &tags, 1)?;
+        let ll = LoadLatency {
+            engine: &t.initiator(),
+            pin: pin.as_deref(),
+        };
+        load_latency(driver, plan, &remote, ll, &tags, 1)?;
         driver.set_peers(None);
         let spec = breakdown_spec(plan, local.size, seed);
         match (&stamps, spec) {
@@ -442,7 +484,14 @@ fn kernel_transport(
     for j in jobs_on(plan, &t.initiator(), &label) {
         driver.run_point_on(&k.target, &j, tags)?;
     }
-    load_latency(driver, plan, &k.target, &t.initiator(), tags, 1)?;
+    load_latency(
+        driver,
+        plan,
+        &k.target,
+        LoadLatency::on(&t.initiator()),
+        tags,
+        1,
+    )?;
     driver.set_peers(None);
     let spec = breakdown_spec(plan, local.size, a.seed);
     unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
@@ -512,6 +561,20 @@ fn database(
     remote_db::run_on(driver, db, label, source, dir, seed)
 }
 
+/// What the load-latency points run on: the engine with its options, and
+/// the CPUs the initiator is pinned to (a polling transport's).
+#[derive(Clone, Copy)]
+pub(super) struct LoadLatency<'a> {
+    pub engine: &'a EngineConfig,
+    pub pin: Option<&'a [usize]>,
+}
+
+impl<'a> LoadLatency<'a> {
+    pub fn on(engine: &'a EngineConfig) -> LoadLatency<'a> {
+        LoadLatency { engine, pin: None }
+    }
+}
+
 /// The load-latency curve of one transport: open-loop Poisson arrivals at
 /// each rate, a percentage of the transport's read-only point at the
 /// deepest queue (marked as the closed-loop maximum), capped at that depth.
@@ -521,7 +584,7 @@ pub(super) fn load_latency(
     driver: &mut Driver,
     plan: &RemotePlan,
     target: &Target,
-    engine: &EngineConfig,
+    on: LoadLatency<'_>,
     tags: &Tags<'_>,
     hosts: usize,
 ) -> anyhow::Result<()> {
@@ -533,7 +596,7 @@ pub(super) fn load_latency(
         .iter()
         .find(|(k, _)| *k == "transport")
         .map_or("", |(_, v)| v.as_str());
-    let jobs = jobs_on(plan, engine, label);
+    let jobs = jobs_on(plan, on.engine, label);
     let Some(base) = jobs
         .iter()
         .filter(|j| j.pattern == Pattern::RandRead)
@@ -554,6 +617,9 @@ pub(super) fn load_latency(
     let max_iops = max.total.iops;
     for &pct in &plan.rates {
         let mut j = base.clone();
+        if let Some(pin) = on.pin {
+            j.cpus = Some(pin.to_vec());
+        }
         j.open_loop = Some(OpenLoop {
             rate_iops: (pct / 100.0 * max_iops / hosts.max(1) as f64).max(1.0),
             arrival: Arrival::Poisson,
