@@ -11,7 +11,7 @@ use clap::Args;
   iolab device --target nbd://127.0.0.1/ --rw randread --qd 32    (in another terminal) measure it
   iolab serve -t disk.img --read-only --threads 2    an existing image, read-only, two reactors
   iolab serve -t /var/tmp --time-limit 10m        stop after ten minutes
-  iolab serve -t /var/tmp --poll --poll-cpus 1   a busy-polling reactor on CPU 1 (100% of it, always)
+  iolab serve -t /var/tmp --poll                 a busy-polling reactor, pinned (100% of its CPU, always)
   iolab serve -t /var/tmp --fabric-delay 100us --stamps stamps.txt
                                                  every reply held 100 us after arrival; per-request stamps
   iolab serve -t /var/tmp --protocol nvme-tcp --listen 127.0.0.1:4420
