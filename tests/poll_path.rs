@@ -419,9 +419,22 @@ fn remote_compares_sleeping_and_polling_in_one_run() {
         assert!(seen.iter().any(|s| s == t), "no point of {t}: {seen:?}");
     }
     let rows = r["analysis"]["remote"].as_array().unwrap();
+    for t in ["nbd-iolab-poll", "nvme-tcp-iolab-poll"] {
+        let row = rows
+            .iter()
+            .find(|row| row["transport"] == t)
+            .unwrap_or_else(|| panic!("no row of {t}: {rows:?}"));
+        // Beside DAS's point of the same workload.
+        assert_eq!(row["workload"], "randread-4k-qd1", "{row}");
+        assert!(row["iops_vs_das"].as_f64().is_some(), "{row}");
+    }
+    let named = points
+        .iter()
+        .find(|p| p["params"]["transport"] == "nbd-iolab-poll")
+        .unwrap();
     assert!(
-        rows.iter()
-            .any(|row| row["transport"] == "nvme-tcp-iolab-poll"),
-        "the comparison has the polling rows: {rows:?}"
+        named["name"].as_str().unwrap().ends_with("-nbd+poll"),
+        "{}",
+        named["name"]
     );
 }

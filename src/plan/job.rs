@@ -320,8 +320,15 @@ impl JobSpec {
         if let Some(ol) = &self.open_loop {
             n.push_str(&format!("-rate{:.0}", ol.rate_iops));
         }
-        n.push_str(&format!("-{}", self.engine.name()));
+        n.push_str(&format!("-{}", self.engine_label()));
         n
+    }
+
+    /// The engine as a point's default name ends: its name, with "+poll"
+    /// when it busy-polls (`--poll`).
+    pub fn engine_label(&self) -> String {
+        let poll = if self.net.poll { "+poll" } else { "" };
+        format!("{}{poll}", self.engine.name())
     }
 
     /// Checks that need no target. Errors name the flag.
@@ -561,6 +568,12 @@ mod tests {
         };
         assert_eq!(s.depth(), 32);
         assert_eq!(s.default_name(), "randread-4k-qd32-io_uring");
+        let polled = JobSpec {
+            engine: EngineKind::Nbd,
+            net: NetOptions { poll: true },
+            ..s.clone()
+        };
+        assert_eq!(polled.default_name(), "randread-4k-qd32-nbd+poll");
         let s = JobSpec {
             qd: 32,
             engine: EngineKind::parse("psync").unwrap(),

@@ -4,7 +4,8 @@
 //! The substrate owns the ring, the connection table, the stop (every
 //! connection told to close, the loop ending when none is left) and the
 //! stall cut-off (a connection whose replies have not had a byte taken
-//! for the stall timeout is ended).
+//! for the stall timeout is ended). A polling target's reactor (`--poll`,
+//! `Control::poll`) runs the same loop without ever waiting in its ring.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};

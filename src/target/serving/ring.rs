@@ -1,6 +1,7 @@
 //! A reactor's io_uring: the user data that says what a completion is
 //! for (kind, connection, slot), the eventfd that wakes the ring, and the
-//! wait that sleeps until a completion, a delayed reply or the next tick.
+//! wait that sleeps until a completion, a delayed reply or the next tick
+//! (or, polling, only submits and peeks).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
