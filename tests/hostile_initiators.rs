@@ -204,6 +204,16 @@ fn polling_initiators_fail_a_stalled_peers_requests_at_the_io_timeout() {
         msg.contains(&format!("nbd://127.0.0.1:{}/", srv.port)) && msg.contains("--io-timeout"),
         "{msg}"
     );
+    // The run's end bounds a polling wait too.
+    let srv = nbd::serve(nbd::Play::Stall, 4);
+    let ending = WaitLimits {
+        io_timeout_ns: u64::MAX,
+        end_by_ns: iolab::measure::clock::mono_now_ns() + 300_000_000,
+    };
+    let mut e =
+        NbdEngine::with_options(&setup(WireProtocol::Nbd, srv.port, &pool, ending), poll).unwrap();
+    let err = drive(&mut e, &pool, 4).unwrap_err().to_string();
+    assert!(err.contains("after the end of the run"), "{err}");
     let srv = nvme::serve(nvme::Play::StallIo, 4);
     let mut e = NvmeTcpEngine::with_options(
         &setup(WireProtocol::NvmeTcp, srv.port, &pool, short_limits()),
@@ -393,28 +403,37 @@ fn nbd_a_stalled_server_ends_the_point_after_the_runtime() {
 
 #[test]
 fn nbd_the_first_sigterm_stops_a_stalled_run() {
+    first_sigterm_stops_a_stalled_run(&[]);
+}
+
+/// The same with `--poll`: the spinning wait still reads the stop.
+#[test]
+fn nbd_the_first_sigterm_stops_a_stalled_polling_run() {
+    first_sigterm_stops_a_stalled_run(&["--poll"]);
+}
+
+fn first_sigterm_stops_a_stalled_run(extra: &[&str]) {
     let srv = nbd::serve(nbd::Play::Stall, 4);
     let url = format!("nbd://127.0.0.1:{}/", srv.port);
     let dir = workdir();
     let json = dir.path().join("r.json");
-    let child = device(
-        &[
-            "--target",
-            &url,
-            "--rw",
-            "randread",
-            "--runtime",
-            "5m",
-            "--io-timeout",
-            "5m",
-        ],
-        &json,
-    );
+    let mut args = vec![
+        "--target",
+        &url,
+        "--rw",
+        "randread",
+        "--runtime",
+        "5m",
+        "--io-timeout",
+        "5m",
+    ];
+    args.extend_from_slice(extra);
+    let child = device(&args, &json);
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let o = ended_within(child, Duration::from_secs(30));
-    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(130), "{extra:?}: {}", text(&o));
     assert!(!text(&o).contains("panicked"), "{}", text(&o));
 }
 
