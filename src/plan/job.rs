@@ -569,7 +569,7 @@ mod tests {
         assert_eq!(s.depth(), 32);
         assert_eq!(s.default_name(), "randread-4k-qd32-io_uring");
         let polled = JobSpec {
-            engine: EngineKind::Nbd,
+            engine: EngineKind::parse("nbd").unwrap(),
             net: NetOptions { poll: true },
             ..s.clone()
         };
