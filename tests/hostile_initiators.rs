@@ -17,6 +17,7 @@ use iolab::engine::nvmetcp::engine::NvmeTcpEngine;
 use iolab::engine::peer_wait::WaitLimits;
 use iolab::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use iolab::plan::endpoint::{RemoteEndpoint, RemoteResource, WireProtocol};
+use iolab::plan::engines::NetOptions;
 use iolab::runner::buffers::BufferPool;
 
 use common::{text, workdir};
@@ -184,6 +185,88 @@ fn nvme_a_controller_that_stalls_on_io_fails_the_requests_at_the_io_timeout() {
     );
 }
 
+/// `--poll`: the initiators spin instead of sleeping, and a stalled peer
+/// still ends the requests at the I/O timeout, naming it.
+#[test]
+fn polling_initiators_fail_a_stalled_peers_requests_at_the_io_timeout() {
+    let poll = NetOptions { poll: true };
+    let srv = nbd::serve(nbd::Play::Stall, 4);
+    let pool = BufferPool::new(DEPTH, BS, 1).unwrap();
+    let t = Instant::now();
+    let mut e = NbdEngine::with_options(
+        &setup(WireProtocol::Nbd, srv.port, &pool, short_limits()),
+        poll,
+    )
+    .unwrap();
+    let err = drive(&mut e, &pool, 4).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("nbd://127.0.0.1:{}/", srv.port)) && msg.contains("--io-timeout"),
+        "{msg}"
+    );
+    // The run's end bounds a polling wait too.
+    let srv = nbd::serve(nbd::Play::Stall, 4);
+    let ending = WaitLimits {
+        io_timeout_ns: u64::MAX,
+        end_by_ns: iolab::measure::clock::mono_now_ns() + 300_000_000,
+    };
+    let mut e =
+        NbdEngine::with_options(&setup(WireProtocol::Nbd, srv.port, &pool, ending), poll).unwrap();
+    let err = drive(&mut e, &pool, 4).unwrap_err().to_string();
+    assert!(err.contains("after the end of the run"), "{err}");
+    let srv = nvme::serve(nvme::Play::StallIo, 4);
+    let mut e = NvmeTcpEngine::with_options(
+        &setup(WireProtocol::NvmeTcp, srv.port, &pool, short_limits()),
+        poll,
+    )
+    .unwrap();
+    let err = drive(&mut e, &pool, 4).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("nvme-tcp://127.0.0.1:{}/", srv.port)),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "ended after {} s",
+        secs(t)
+    );
+}
+
+#[test]
+fn nbd_a_stalled_server_ends_a_polling_point_at_the_io_timeout() {
+    let srv = nbd::serve(nbd::Play::Stall, 4);
+    let url = format!("nbd://127.0.0.1:{}/", srv.port);
+    let dir = workdir();
+    let json = dir.path().join("r.json");
+    let child = device(
+        &[
+            "--target",
+            &url,
+            "--rw",
+            "randread",
+            "--qd",
+            "4",
+            "--runtime",
+            "5m",
+            "--io-timeout",
+            "1s",
+            "--poll",
+        ],
+        &json,
+    );
+    // The I/O timeout, with room for a busy machine.
+    let o = ended_within(child, Duration::from_secs(1 + 30));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let reason = failure_reason(&json);
+    assert!(
+        reason.contains(&url) && reason.contains("--io-timeout"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn nbd_an_export_no_offset_can_address_is_refused() {
     let srv = nbd::serve(nbd::Play::Export((1 << 63) + 12345), 2);
@@ -321,28 +404,37 @@ fn nbd_a_stalled_server_ends_the_point_after_the_runtime() {
 
 #[test]
 fn nbd_the_first_sigterm_stops_a_stalled_run() {
+    first_sigterm_stops_a_stalled_run(&[]);
+}
+
+/// The same with `--poll`: the spinning wait still reads the stop.
+#[test]
+fn nbd_the_first_sigterm_stops_a_stalled_polling_run() {
+    first_sigterm_stops_a_stalled_run(&["--poll"]);
+}
+
+fn first_sigterm_stops_a_stalled_run(extra: &[&str]) {
     let srv = nbd::serve(nbd::Play::Stall, 4);
     let url = format!("nbd://127.0.0.1:{}/", srv.port);
     let dir = workdir();
     let json = dir.path().join("r.json");
-    let child = device(
-        &[
-            "--target",
-            &url,
-            "--rw",
-            "randread",
-            "--runtime",
-            "5m",
-            "--io-timeout",
-            "5m",
-        ],
-        &json,
-    );
+    let mut args = vec![
+        "--target",
+        &url,
+        "--rw",
+        "randread",
+        "--runtime",
+        "5m",
+        "--io-timeout",
+        "5m",
+    ];
+    args.extend_from_slice(extra);
+    let child = device(&args, &json);
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let o = ended_within(child, Duration::from_secs(30));
-    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(130), "{extra:?}: {}", text(&o));
     assert!(!text(&o).contains("panicked"), "{}", text(&o));
 }
 

@@ -22,7 +22,7 @@ pub fn analyze(points: &[&Point]) -> Vec<RemoteRow> {
             let job = p.job.as_ref().filter(|j| j.open_loop.is_none())?;
             let workload = job
                 .default_name()
-                .strip_suffix(&format!("-{}", job.engine.name()))?
+                .strip_suffix(&format!("-{}", job.engine_label()))?
                 .to_string();
             let ops = p.total.ops.max(1) as f64;
             let target_cpu = p.extra.peers.as_ref().and_then(|peers| {

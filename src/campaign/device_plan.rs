@@ -181,7 +181,7 @@ fn jobs_per_subject(
         .iter()
         .map(|j| {
             let default = j.default_name();
-            match default.strip_suffix(&format!("-{}", j.engine.name())) {
+            match default.strip_suffix(&format!("-{}", j.engine_label())) {
                 Some(w) if engines_vary && j.name == default => w.to_string(),
                 _ => j.name.clone(),
             }

@@ -28,14 +28,14 @@ use crate::fleet::JobTarget;
 use crate::interrupt;
 use crate::measure::peers::PeerSampling;
 use crate::plan::endpoint::WireProtocol;
-use crate::plan::engines::EngineKind;
+use crate::plan::engines::{EngineConfig, EngineKind};
 use crate::plan::job::{Arrival, JobSpec, OpenLoop, Pattern};
 use crate::plan::units::Span;
 use crate::remote::breakdown::{self, BreakdownSpec};
 use crate::remote::faults::{self, Injection};
 use crate::remote::topology::Topology;
 use crate::results::Results;
-use crate::servers::storage::{OwnTargetOptions, Transport};
+use crate::servers::storage::{OwnTargetOptions, StorageServer, Transport};
 use crate::session::{Driver, Tags};
 use crate::testbed::nvme_kernel::NvmeTrtype;
 
@@ -94,14 +94,16 @@ impl RemotePlan {
     }
 }
 
-/// The plan's jobs on one engine, named after the transport `label` (the
-/// same job runs on every transport; the name tells the points apart).
-pub fn jobs_on(plan: &RemotePlan, engine: EngineKind, label: &str) -> Vec<JobSpec> {
+/// The plan's jobs on one engine with its network options (`--poll`),
+/// named after the transport `label` (the same job runs on every
+/// transport; the name tells the points apart).
+pub fn jobs_on(plan: &RemotePlan, engine: &EngineConfig, label: &str) -> Vec<JobSpec> {
     plan.jobs
         .iter()
         .map(|j| {
             let mut j = JobSpec {
-                engine,
+                engine: engine.kind(),
+                net: engine.net(),
                 ..j.clone()
             };
             j.name = point_name(label, &j);
@@ -246,6 +248,53 @@ impl Workload for TransportPasses<'_> {
     }
 }
 
+/// What polled on a polling transport: the target's reactors' CPUs and
+/// SO_BUSY_POLL's outcome (as the server said them at its start), and the
+/// CPUs the initiator is pinned to (the others this process may use, so
+/// the two spinners never share one; `None` when none is left).
+struct Polled {
+    target_cpus: Option<String>,
+    so_busy_poll: Option<String>,
+    initiator_cpus: Option<Vec<usize>>,
+}
+
+impl Polled {
+    fn of(server: &StorageServer) -> Option<Polled> {
+        if !server.transport.polls() {
+            return None;
+        }
+        let said = server.polling();
+        let taken: Vec<usize> = said
+            .as_ref()
+            .map(|(c, _)| c.split(',').filter_map(|c| c.parse().ok()).collect())
+            .unwrap_or_default();
+        let left: Vec<usize> = crate::target::serving::allowed_cpus()
+            .into_iter()
+            .filter(|c| !taken.contains(c))
+            .collect();
+        Some(Polled {
+            target_cpus: said.as_ref().map(|s| s.0.clone()),
+            so_busy_poll: said.map(|s| s.1),
+            initiator_cpus: (!left.is_empty()).then_some(left),
+        })
+    }
+
+    /// `extra.polling` of the transport's points (the initiator's `--poll`
+    /// is also the job's `net.poll`).
+    fn extra(&self) -> (&'static str, serde_json::Value) {
+        (
+            "polling",
+            json!({
+                "target": "busy-poll",
+                "initiator": "busy-poll",
+                "target_cpus": self.target_cpus,
+                "target_so_busy_poll": self.so_busy_poll,
+                "initiator_cpus": self.initiator_cpus.as_deref().map(crate::target::serving::cpu_list),
+            }),
+        )
+    }
+}
+
 /// The params of a transport's points.
 fn transport_params(label: &str) -> [(&'static str, String); 1] {
     [("transport", label.to_string())]
@@ -289,7 +338,7 @@ impl TransportPasses<'_> {
             extra: &extra,
             ..Tags::default()
         };
-        for j in jobs_on(self.plan, t.engine(), label) {
+        for j in jobs_on(self.plan, &t.initiator(), label) {
             self.driver.run_point_on(&h.none, &j, &tags)?;
         }
         let hosts = h.hp.hosts.len();
@@ -297,7 +346,7 @@ impl TransportPasses<'_> {
             &mut self.driver,
             self.plan,
             &h.none,
-            t.engine(),
+            LoadLatency::on(&t.initiator()),
             &tags,
             hosts,
         )
@@ -311,14 +360,15 @@ impl TransportPasses<'_> {
             ..Tags::default()
         };
         self.driver.set_peers(None);
-        for j in jobs_on(self.plan, EngineKind::default_local(), label) {
+        let das = EngineConfig::default_for(EngineKind::default_local());
+        for j in jobs_on(self.plan, &das, label) {
             self.driver.run_point_on(local, &j, &tags)?;
         }
         load_latency(
             &mut self.driver,
             self.plan,
             local,
-            EngineKind::default_local(),
+            LoadLatency::on(&das),
             &tags,
             1,
         )?;
@@ -372,16 +422,24 @@ impl TransportPasses<'_> {
             interface: Some(topo.initiator_iface.clone()),
         }));
         let params = transport_params(label);
-        let extra = injected_extra(plan, t);
+        let mut extra = injected_extra(plan, t);
+        let polled = Polled::of(&server);
+        extra.extend(polled.as_ref().map(Polled::extra));
+        let pin = polled.and_then(|p| p.initiator_cpus);
         let tags = Tags {
             params: &params,
             extra: &extra,
             ..Tags::default()
         };
-        for j in jobs_on(plan, t.engine(), label) {
+        for mut j in jobs_on(plan, &t.initiator(), label) {
+            j.cpus = pin.clone().or(j.cpus);
             driver.run_point_on(&remote, &j, &tags)?;
         }
-        load_latency(driver, plan, &remote, t.engine(), &tags, 1)?;
+        let ll = LoadLatency {
+            engine: &t.initiator(),
+            pin: pin.as_deref(),
+        };
+        load_latency(driver, plan, &remote, ll, &tags, 1)?;
         driver.set_peers(None);
         let spec = breakdown_spec(plan, local.size, seed);
         match (&stamps, spec) {
@@ -435,10 +493,17 @@ fn kernel_transport(
         processes: Vec::new(),
         interface: Some(topo.initiator_iface.clone()),
     }));
-    for j in jobs_on(plan, t.engine(), &label) {
+    for j in jobs_on(plan, &t.initiator(), &label) {
         driver.run_point_on(&k.target, &j, tags)?;
     }
-    load_latency(driver, plan, &k.target, t.engine(), tags, 1)?;
+    load_latency(
+        driver,
+        plan,
+        &k.target,
+        LoadLatency::on(&t.initiator()),
+        tags,
+        1,
+    )?;
     driver.set_peers(None);
     let spec = breakdown_spec(plan, local.size, a.seed);
     unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
@@ -529,6 +594,20 @@ fn database(
     remote_db::run_on(driver, db, label, source, dir, seed)
 }
 
+/// What the load-latency points run on: the engine with its options, and
+/// the CPUs the initiator is pinned to (a polling transport's).
+#[derive(Clone, Copy)]
+pub(super) struct LoadLatency<'a> {
+    pub engine: &'a EngineConfig,
+    pub pin: Option<&'a [usize]>,
+}
+
+impl<'a> LoadLatency<'a> {
+    pub fn on(engine: &'a EngineConfig) -> LoadLatency<'a> {
+        LoadLatency { engine, pin: None }
+    }
+}
+
 /// The load-latency curve of one transport: open-loop Poisson arrivals at
 /// each rate, a percentage of the transport's read-only point at the
 /// deepest queue (marked as the closed-loop maximum), capped at that depth.
@@ -538,7 +617,7 @@ pub(super) fn load_latency(
     driver: &mut Driver,
     plan: &RemotePlan,
     target: &Target,
-    engine: EngineKind,
+    on: LoadLatency<'_>,
     tags: &Tags<'_>,
     hosts: usize,
 ) -> anyhow::Result<()> {
@@ -550,7 +629,7 @@ pub(super) fn load_latency(
         .iter()
         .find(|(k, _)| *k == "transport")
         .map_or("", |(_, v)| v.as_str());
-    let jobs = jobs_on(plan, engine, label);
+    let jobs = jobs_on(plan, on.engine, label);
     let Some(base) = jobs
         .iter()
         .filter(|j| j.pattern == Pattern::RandRead)
@@ -571,6 +650,9 @@ pub(super) fn load_latency(
     let max_iops = max.total.iops;
     for &pct in &plan.rates {
         let mut j = base.clone();
+        if let Some(pin) = on.pin {
+            j.cpus = Some(pin.to_vec());
+        }
         j.open_loop = Some(OpenLoop {
             rate_iops: (pct / 100.0 * max_iops / hosts.max(1) as f64).max(1.0),
             arrival: Arrival::Poisson,

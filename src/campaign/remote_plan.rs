@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::error::usage;
 use crate::fleet::target_host::FLAG;
 use crate::fleet::{self, HostSpec, HostsFlags};
-use crate::plan::engines::EngineKind;
+use crate::plan::engines::{EngineConfig, EngineKind};
 use crate::plan::job::{JobSpec, Pattern, StopCondition};
 use crate::plan::parse::format_ns;
 use crate::remote::faults;
@@ -293,7 +293,7 @@ pub fn print_plan(plan: &RemotePlan, a: &RemoteSettings) {
         "  {}",
         crate::testbed::kernel_modules::summary(&crate::testbed::kernel_modules::initiators())
     );
-    for j in jobs_on(plan, EngineKind::served(), "") {
+    for j in jobs_on(plan, &EngineConfig::default_for(EngineKind::served()), "") {
         println!(
             "      {:<40} {} + {} ramp",
             j.name.trim_end_matches("-nbd"),

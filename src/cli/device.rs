@@ -199,6 +199,11 @@ pub struct DeviceArgs {
     /// io_uring: completion polling (needs a device with poll queues)
     #[arg(long, help_heading = "Engine")]
     pub uring_iopoll: bool,
+    /// nbd and nvme-tcp: busy-poll the socket for replies (non-blocking
+    /// receives in a spin, 100% of a CPU per job) instead of sleeping until
+    /// they arrive; SO_BUSY_POLL where the kernel allows it (fio: hipri)
+    #[arg(long, help_heading = "Engine")]
+    pub poll: bool,
     /// Pin job i to CPU list[i % len], e.g. 0,2-3
     #[arg(long, value_name = "LIST", help_heading = "Engine")]
     pub cpus: Option<String>,

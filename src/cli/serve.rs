@@ -11,6 +11,7 @@ use clap::Args;
   iolab device --target nbd://127.0.0.1/ --rw randread --qd 32    (in another terminal) measure it
   iolab serve -t disk.img --read-only --threads 2    an existing image, read-only, two reactors
   iolab serve -t /var/tmp --time-limit 10m        stop after ten minutes
+  iolab serve -t /var/tmp --poll                 a busy-polling reactor, pinned (100% of its CPU, always)
   iolab serve -t /var/tmp --fabric-delay 100us --stamps stamps.txt
                                                  every reply held 100 us after arrival; per-request stamps
   iolab serve -t /var/tmp --protocol nvme-tcp --listen 127.0.0.1:4420
@@ -87,6 +88,16 @@ pub struct ServeArgs {
     /// reads them a trickle at a time, frees what it holds; at least 1s
     #[arg(long, value_name = "TIME", default_value = "30s")]
     pub stall_timeout: Span,
+    /// Busy-poll (SPDK's model): each reactor is pinned to a CPU of its
+    /// own and spins on its ring and sockets without ever sleeping, taking
+    /// 100% of that CPU even while idle; SO_BUSY_POLL is set on the
+    /// sockets where the kernel allows it
+    #[arg(long)]
+    pub poll: bool,
+    /// With --poll: the CPUs of the reactors, e.g. 2,3 (reactor i on the
+    /// i-th, in turn; default: CPU i of those this process may use)
+    #[arg(long, value_name = "LIST", requires = "poll")]
+    pub poll_cpus: Option<String>,
     /// Stop after TIME (default: serve until Ctrl-C or SIGTERM; --runtime is the same)
     #[arg(long, value_name = "TIME", visible_alias = "runtime")]
     pub time_limit: Option<Span>,

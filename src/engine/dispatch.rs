@@ -53,10 +53,12 @@ pub fn with_engine<C: Clock, U: EngineUser>(
             })?;
             user.run(e)
         }
-        EngineConfig::Nbd => user.run(NbdEngine::new(setup).map_err(setup_err("NBD"))?),
+        EngineConfig::Nbd(net) => {
+            user.run(NbdEngine::with_options(setup, *net).map_err(setup_err("NBD"))?)
+        }
         EngineConfig::Iscsi => user.run(IscsiEngine::new(setup).map_err(setup_err("iSCSI"))?),
-        EngineConfig::NvmeTcp => {
-            user.run(NvmeTcpEngine::new(setup).map_err(setup_err("NVMe/TCP"))?)
+        EngineConfig::NvmeTcp(net) => {
+            user.run(NvmeTcpEngine::with_options(setup, *net).map_err(setup_err("NVMe/TCP"))?)
         }
         EngineConfig::NvmeRdma => user.run(
             super::nvmerdma::engine::NvmeRdmaEngine::new(setup).map_err(setup_err("NVMe/RDMA"))?,

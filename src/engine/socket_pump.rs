@@ -8,7 +8,9 @@
 //! one clock read per receive that returns data (`rx_at`, the time a reply
 //! arrived, for the request stamps). Every wait on the peer is cut into
 //! slices of at most `peer_wait::WAKE_NS`, between which `peer_wait`'s
-//! limits are checked (I/O timeout, the run's end, a stop signal).
+//! limits are checked (I/O timeout, the run's end, a stop signal). With
+//! `--poll` a wait never sleeps: it spins on non-blocking receives for
+//! its slice (`spin`), the limits checked between slices as before.
 
 use std::io;
 use std::net::TcpStream;
@@ -29,6 +31,8 @@ pub struct SocketPump {
     pub rx_at: u64,
     /// How long waits on the peer may last.
     pub watch: Watch,
+    /// Spin on non-blocking receives instead of sleeping (`--poll`).
+    polling: bool,
 }
 
 impl SocketPump {
@@ -44,7 +48,37 @@ impl SocketPump {
             rx_end: 0,
             rx_at: 0,
             watch: Watch::default(),
+            polling: false,
         }
+    }
+
+    /// Busy-poll from now on (`--poll`): every wait spins on non-blocking
+    /// receives (and sends) for its slice instead of sleeping; the socket
+    /// asks the kernel to busy-poll its device queue too (SO_BUSY_POLL),
+    /// which may be refused (above net.core.busy_read it needs
+    /// CAP_NET_ADMIN): whether it took.
+    pub fn set_polling(&mut self, on: bool) -> bool {
+        self.polling = on;
+        if !on {
+            return false;
+        }
+        let v: libc::c_int = BUSY_POLL_US;
+        // SAFETY: a live socket and an int of the size given.
+        let r = unsafe {
+            libc::setsockopt(
+                self.sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_BUSY_POLL,
+                std::ptr::addr_of!(v).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        r == 0
+    }
+
+    /// Whether waits spin (`--poll`).
+    pub fn polling(&self) -> bool {
+        self.polling
     }
 
     pub fn socket(&self) -> &TcpStream {
@@ -156,6 +190,9 @@ impl SocketPump {
     /// pending, and move bytes; `timeout_ns` < 0 waits without limit.
     /// False on timeout.
     pub fn wait(&mut self, timeout_ns: i64) -> io::Result<bool> {
+        if self.polling {
+            return self.spin(timeout_ns);
+        }
         let sending = self.tx_sent < self.tx.len();
         if !sending && timeout_ns < 0 {
             return Ok(self.receive(true)? > 0);
@@ -196,6 +233,33 @@ impl SocketPump {
         Ok(true)
     }
 }
+
+impl SocketPump {
+    /// `wait` without sleeping: non-blocking sends and receives in a spin
+    /// until bytes arrive (true) or `timeout_ns` passed (false; < 0: one
+    /// `WAKE_NS` slice, so the caller's limits are still checked). One
+    /// clock read per empty turn.
+    fn spin(&mut self, timeout_ns: i64) -> io::Result<bool> {
+        let slice = if timeout_ns < 0 { WAKE_NS } else { timeout_ns } as u64;
+        let start = mono_now_ns();
+        loop {
+            if self.tx_sent < self.tx.len() {
+                self.send_some()?;
+            }
+            if self.receive(false)? > 0 {
+                return Ok(true);
+            }
+            if mono_now_ns().saturating_sub(start) >= slice {
+                return Ok(false);
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// How long the socket busy-polls its device queue with `--poll`
+/// (SO_BUSY_POLL, us; the serving side's value too).
+pub const BUSY_POLL_US: libc::c_int = 50;
 
 /// A pipelined engine on a `SocketPump` (the nbd and nvme-tcp engines):
 /// what the shared `reap`, `reap_timeout` and `wait` need of it.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use crate::error::usage;
 use crate::measure::tsc::ClockChoice;
 use crate::plan::engines::FakeScript;
-use crate::plan::engines::{EngineKind, UringOptions};
+use crate::plan::engines::{EngineKind, NetOptions, UringOptions};
 use crate::plan::experiment::{Experiment, Mode};
 use crate::plan::job::{Arrival, JobSpec, RegionMode, StopCondition, ThinkTime};
 use crate::plan::parse::parse_cpu_list;
@@ -50,6 +50,7 @@ pub struct DeviceSettings {
     pub uring_fixed_files: bool,
     pub uring_sqpoll: bool,
     pub uring_iopoll: bool,
+    pub poll: bool,
     pub cpus: Option<String>,
     pub numa_node: Option<u32>,
     pub mem_node: Option<u32>,
@@ -182,6 +183,7 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
             sqpoll: a.uring_sqpoll,
             iopoll: a.uring_iopoll,
         },
+        net: NetOptions { poll: a.poll },
         direct: !a.buffered && engine.caps().direct_io,
         stop: StopCondition {
             runtime_ns: runtime.or(default_runtime),
@@ -209,6 +211,18 @@ pub fn base_spec(a: &DeviceSettings) -> anyhow::Result<JobSpec> {
     };
     if axes.engine.iter().any(|e| !e.caps().direct_io) && a.direct {
         return Err(usage("--direct", "mmap always goes through the page cache"));
+    }
+    if a.poll {
+        if let Some(e) = axes.engine.iter().find(|e| !e.caps().net_options) {
+            return Err(usage(
+                "--poll",
+                format!(
+                    "busy-polling is an option of the nbd and nvme-tcp engines (an nbd:// or \
+                     nvme-tcp:// target), not of {}",
+                    e.name()
+                ),
+            ));
+        }
     }
     if a.uring_fixed_buffers || a.uring_fixed_files || a.uring_sqpoll || a.uring_iopoll {
         if axes.engine.iter().any(|e| !e.caps().uring_options) {

@@ -189,6 +189,7 @@ const LOCAL: EngineCaps = EngineCaps {
     probes_features: false,
     traced: false,
     uring_options: false,
+    net_options: false,
 };
 
 /// An engine that connects to a remote endpoint of `wire`. O_DIRECT is the
@@ -198,6 +199,15 @@ const fn remote(wire: WireProtocol) -> EngineCaps {
         asynchronous: true,
         opens: Opens::Remote(wire),
         ..LOCAL
+    }
+}
+
+/// A remote engine of iolab's own on a `SocketPump` (nbd, nvme-tcp): it
+/// takes the network options (`NetOptions`: `--poll`).
+const fn pumped(wire: WireProtocol) -> EngineCaps {
+    EngineCaps {
+        net_options: true,
+        ..remote(wire)
     }
 }
 
@@ -294,7 +304,7 @@ pub const FACTS: [EngineFacts; 10] = [
             },
         )
     },
-    plain(EngineKind::Nbd, "nbd", remote(WireProtocol::Nbd)),
+    plain(EngineKind::Nbd, "nbd", pumped(WireProtocol::Nbd)),
     EngineFacts {
         aliases: &["libiscsi"],
         ..plain(EngineKind::Iscsi, "iscsi", remote(WireProtocol::Iscsi))
@@ -304,7 +314,7 @@ pub const FACTS: [EngineFacts; 10] = [
         ..plain(
             EngineKind::NvmeTcp,
             "nvme-tcp",
-            remote(WireProtocol::NvmeTcp),
+            pumped(WireProtocol::NvmeTcp),
         )
     },
     EngineFacts {
@@ -380,6 +390,8 @@ pub struct EngineCaps {
     pub traced: bool,
     /// Takes the `--uring-*` options (`UringOptions`).
     pub uring_options: bool,
+    /// Takes the network options (`NetOptions`: `--poll`).
+    pub net_options: bool,
 }
 
 /// The engine that connects to targets of `transport`, if iolab has one.
@@ -399,9 +411,9 @@ pub enum EngineConfig {
     Mmap,
     Null,
     Fake(FakeScript),
-    Nbd,
+    Nbd(NetOptions),
     Iscsi,
-    NvmeTcp,
+    NvmeTcp(NetOptions),
     NvmeRdma,
 }
 
@@ -414,9 +426,9 @@ impl EngineConfig {
             EngineConfig::Mmap => EngineKind::Mmap,
             EngineConfig::Null => EngineKind::Null,
             EngineConfig::Fake(_) => EngineKind::Fake,
-            EngineConfig::Nbd => EngineKind::Nbd,
+            EngineConfig::Nbd(_) => EngineKind::Nbd,
             EngineConfig::Iscsi => EngineKind::Iscsi,
-            EngineConfig::NvmeTcp => EngineKind::NvmeTcp,
+            EngineConfig::NvmeTcp(_) => EngineKind::NvmeTcp,
             EngineConfig::NvmeRdma => EngineKind::NvmeRdma,
         }
     }
@@ -425,16 +437,27 @@ impl EngineConfig {
         self.kind().caps()
     }
 
+    /// The network options it runs with (the defaults for an engine
+    /// that takes none).
+    pub fn net(&self) -> NetOptions {
+        match self {
+            EngineConfig::Nbd(n) | EngineConfig::NvmeTcp(n) => *n,
+            _ => NetOptions::default(),
+        }
+    }
+
     /// The default options of `kind`.
     pub fn default_for(kind: EngineKind) -> EngineConfig {
-        EngineConfig::with_options(kind, UringOptions::default(), None)
+        EngineConfig::with_options(kind, UringOptions::default(), NetOptions::default(), None)
     }
 
     /// `kind` with the options it owns out of a job's flat fields: io_uring
-    /// takes `uring`, the fake engine `fake` (or the default script).
+    /// takes `uring`, nbd and nvme-tcp `net`, the fake engine `fake` (or
+    /// the default script).
     pub fn with_options(
         kind: EngineKind,
         uring: UringOptions,
+        net: NetOptions,
         fake: Option<FakeScript>,
     ) -> EngineConfig {
         match kind {
@@ -444,9 +467,9 @@ impl EngineConfig {
             EngineKind::Mmap => EngineConfig::Mmap,
             EngineKind::Null => EngineConfig::Null,
             EngineKind::Fake => EngineConfig::Fake(fake.unwrap_or_default()),
-            EngineKind::Nbd => EngineConfig::Nbd,
+            EngineKind::Nbd => EngineConfig::Nbd(net),
             EngineKind::Iscsi => EngineConfig::Iscsi,
-            EngineKind::NvmeTcp => EngineConfig::NvmeTcp,
+            EngineKind::NvmeTcp => EngineConfig::NvmeTcp(net),
             EngineKind::NvmeRdma => EngineConfig::NvmeRdma,
         }
     }
@@ -463,6 +486,25 @@ pub struct UringOptions {
     pub sqpoll: bool,
     /// Completion polling (needs O_DIRECT and a device with poll queues).
     pub iopoll: bool,
+}
+
+/// The options of iolab's network initiators (nbd, nvme-tcp; ignored by
+/// other engines).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetOptions {
+    /// Busy-poll the socket for replies (non-blocking receives in a spin)
+    /// instead of sleeping in poll(2) or a blocking receive, with
+    /// SO_BUSY_POLL on the socket where the kernel allows it (`--poll`;
+    /// fio's `hipri` on its io_uring engine, SPDK's polled initiator).
+    #[serde(default)]
+    pub poll: bool,
+}
+
+impl NetOptions {
+    /// The defaults (what a results file leaves out).
+    pub fn is_default(&self) -> bool {
+        *self == NetOptions::default()
+    }
 }
 
 /// What the fake device does: service times in ns, cycled, and parallelism.

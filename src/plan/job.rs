@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::usage;
 use crate::plan::engines::FakeScript;
-use crate::plan::engines::{EngineConfig, EngineKind, UringOptions};
+use crate::plan::engines::{EngineConfig, EngineKind, NetOptions, UringOptions};
 use crate::plan::parse::format_size;
 
 /// The smallest block `--verify` can stamp: a stamp header (56 bytes,
@@ -143,6 +143,10 @@ pub struct JobSpec {
     pub cpus: Option<Vec<usize>>,
     pub engine: EngineKind,
     pub uring: UringOptions,
+    /// The network initiators' options (`--poll`); left out of results
+    /// files when they are the defaults.
+    #[serde(default, skip_serializing_if = "NetOptions::is_default")]
+    pub net: NetOptions,
     pub direct: bool,
     pub stop: StopCondition,
     pub ramp_ns: u64,
@@ -256,6 +260,7 @@ impl Default for JobSpec {
             cpus: None,
             engine: EngineKind::default_local(),
             uring: UringOptions::default(),
+            net: NetOptions::default(),
             direct: true,
             stop: StopCondition {
                 runtime_ns: Some(10_000_000_000),
@@ -289,7 +294,7 @@ impl JobSpec {
     /// results files) keeps `engine` and `uring` as flat fields; this is the
     /// typed view the runner dispatches on.
     pub fn engine_config(&self) -> EngineConfig {
-        EngineConfig::with_options(self.engine, self.uring, self.fake.clone())
+        EngineConfig::with_options(self.engine, self.uring, self.net, self.fake.clone())
     }
 
     pub fn min_bs(&self) -> u64 {
@@ -347,11 +352,18 @@ impl JobSpec {
         if let Some(ol) = &self.open_loop {
             n.push_str(&format!("-rate{:.0}", ol.rate_iops));
         }
-        n.push_str(&format!("-{}", self.engine.name()));
+        n.push_str(&format!("-{}", self.engine_label()));
         if let Some(p) = self.placement {
             n.push_str(&format!("-{}", p.name()));
         }
         n
+    }
+
+    /// The engine as a point's default name ends: its name, with "+poll"
+    /// when it busy-polls (`--poll`).
+    pub fn engine_label(&self) -> String {
+        let poll = if self.net.poll { "+poll" } else { "" };
+        format!("{}{poll}", self.engine.name())
     }
 
     /// The node whose memory the workers' buffers are bound to.
@@ -631,6 +643,12 @@ mod tests {
         };
         assert_eq!(s.depth(), 32);
         assert_eq!(s.default_name(), "randread-4k-qd32-io_uring");
+        let polled = JobSpec {
+            engine: EngineKind::parse("nbd").unwrap(),
+            net: NetOptions { poll: true },
+            ..s.clone()
+        };
+        assert_eq!(polled.default_name(), "randread-4k-qd32-nbd+poll");
         let s = JobSpec {
             qd: 32,
             engine: EngineKind::parse("psync").unwrap(),

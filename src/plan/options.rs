@@ -67,6 +67,7 @@ pub const DEVICE_OPTIONS: &[DeviceOption] = &[
     opt("uring_fixed_files", FLAG | PLAN | FIO),
     opt("uring_sqpoll", FLAG | PLAN | FIO),
     opt("uring_iopoll", FLAG | PLAN | FIO),
+    opt("poll", FLAG | PLAN),
     opt("cpus", FLAG | PLAN),
     opt("numa_node", FLAG | PLAN),
     opt("mem_node", FLAG | PLAN),

@@ -8,9 +8,11 @@ use std::time::Duration;
 use crate::dut::{self, TargetOptions};
 use crate::error::usage;
 use crate::interrupt;
+use crate::plan::parse::parse_cpu_list;
 use crate::plan::units::{Size, Span};
 use crate::target::nbd_target::{self, TargetConfig};
 use crate::target::nvme_target::{self, NvmeTargetConfig};
+use crate::target::serving::PollPlan;
 
 /// The settings of `iolab serve`, as given (`cli::serve::ServeSettings`
 /// documents each); checked by `run` before anything is made.
@@ -30,6 +32,8 @@ pub struct ServeSettings {
     pub fabric_delay: Option<Span>,
     pub stamps: Option<std::path::PathBuf>,
     pub stall_timeout: Span,
+    pub poll: bool,
+    pub poll_cpus: Option<String>,
     pub time_limit: Option<Span>,
     pub keep: bool,
     pub quiet: bool,
@@ -86,6 +90,7 @@ pub fn nvme_config(
     cfg.delay = nbd.delay;
     cfg.stamps = nbd.stamps;
     cfg.stall_timeout = nbd.stall_timeout;
+    cfg.poll = nbd.poll;
     Ok(cfg)
 }
 
@@ -123,8 +128,40 @@ pub fn config(args: &ServeSettings, backing: &std::path::Path) -> anyhow::Result
     cfg.delay = delay;
     cfg.stamps = args.stamps.clone();
     cfg.stall_timeout = stall_timeout;
+    cfg.poll = poll_plan(args)?;
     Ok(cfg)
 }
+
+/// `--poll` and `--poll-cpus`: the reactors' CPUs, each one allowed here.
+fn poll_plan(args: &ServeSettings) -> anyhow::Result<Option<PollPlan>> {
+    if !args.poll {
+        if args.poll_cpus.is_some() {
+            return Err(usage("--poll-cpus", "applies with --poll"));
+        }
+        return Ok(None);
+    }
+    let given = args
+        .poll_cpus
+        .as_deref()
+        .map(|c| parse_cpu_list("--poll-cpus", c))
+        .transpose()?;
+    PollPlan::new(args.threads, given)
+        .map(Some)
+        .map_err(|e| usage("--poll-cpus", e))
+}
+
+/// What a polling target says at its start (stdout, one line; `iolab
+/// remote` reads it back from the server's log): its reactors' CPUs and
+/// SO_BUSY_POLL's outcome.
+pub fn polling_line(plan: &PollPlan, threads: usize, busy_poll: &str) -> String {
+    format!(
+        "{POLLING_PREFIX}{}; SO_BUSY_POLL {busy_poll}",
+        plan.describe(threads)
+    )
+}
+
+/// The start of `polling_line`.
+pub const POLLING_PREFIX: &str = "iolab serve: polling (never sleeping) on CPUs ";
 
 /// `--stall-timeout`: a duration of at least a second (shorter would cut
 /// off clients that pause for a moment).
@@ -196,6 +233,9 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
                 reactors(cfg.threads),
             );
             eprintln!("{}", no_authentication("NBD", target.addr, cfg.read_only));
+            if let (Some(p), Some(b)) = (&cfg.poll, &target.busy_poll) {
+                println!("{}", polling_line(p, cfg.threads, b));
+            }
             Box::new(move || target.stop())
         }
         ServedProtocol::NvmeTcp => {
@@ -211,6 +251,9 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
                 reactors(cfg.threads),
             );
             eprintln!("{}", no_authentication("NVMe/TCP", target.addr, false));
+            if let (Some(p), Some(b)) = (&cfg.poll, &target.busy_poll) {
+                println!("{}", polling_line(p, cfg.threads, b));
+            }
             Box::new(move || target.stop())
         }
     };

@@ -21,6 +21,7 @@ use std::os::fd::AsRawFd;
 
 use super::peer_wait::Watch;
 use super::socket_pump::{self, SocketPump};
+use crate::plan::engines::NetOptions;
 
 use codec::{ExportInfo, ReplyHeader};
 
@@ -59,6 +60,11 @@ pub struct NbdEngine {
 impl NbdEngine {
     /// Connect to the endpoint of `setup` and negotiate the export.
     pub fn new(setup: &EngineSetup) -> io::Result<NbdEngine> {
+        NbdEngine::with_options(setup, NetOptions::default())
+    }
+
+    /// `new`, with the engine's own options (`--poll`).
+    pub fn with_options(setup: &EngineSetup, net: NetOptions) -> io::Result<NbdEngine> {
         let EngineTarget::Remote {
             endpoint,
             writable,
@@ -96,6 +102,7 @@ impl NbdEngine {
             MIN_RX.max(2 * reply_max),
         );
         pump.watch = Watch::new(*limits);
+        pump.set_polling(net.poll);
         Ok(NbdEngine {
             pump,
             peer: endpoint.to_string(),

@@ -25,6 +25,7 @@ use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, Op
 use crate::measure::clock::mono_now_ns;
 use crate::plan::endpoint::RemoteEndpoint;
 use crate::plan::endpoint::RemoteResource;
+use crate::plan::engines::NetOptions;
 
 /// The keep-alive timeout each association asks for.
 pub const KATO_MS: u32 = 30_000;
@@ -163,6 +164,11 @@ pub fn max_transfer(info: &ControllerInfo) -> u64 {
 impl NvmeTcpEngine {
     /// Make the association: admin queue, controller enabled, I/O queue.
     pub fn new(setup: &EngineSetup) -> io::Result<NvmeTcpEngine> {
+        NvmeTcpEngine::with_options(setup, NetOptions::default())
+    }
+
+    /// `new`, with the engine's own options (`--poll`).
+    pub fn with_options(setup: &EngineSetup, net: NetOptions) -> io::Result<NvmeTcpEngine> {
         let EngineTarget::Remote {
             endpoint, limits, ..
         } = &setup.target
@@ -206,6 +212,7 @@ impl NvmeTcpEngine {
             MIN_RX.max(2 * pdu_max),
         );
         pump.watch = Watch::new(*limits);
+        pump.set_polling(net.poll);
         Ok(NvmeTcpEngine {
             pump,
             peer: endpoint.to_string(),

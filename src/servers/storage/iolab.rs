@@ -8,10 +8,11 @@ use anyhow::Context;
 
 use super::{OwnTargetOptions, NVME_NQN};
 
-/// `iolab serve` on `backing` at `addr`:`port` with `threads` reactors.
+/// `iolab serve` on `backing` at `addr`:`port` with `threads` reactors,
+/// busy-polling with `poll`.
 pub(super) fn command_line(
     nvme: bool,
-    threads: usize,
+    (threads, poll): (usize, bool),
     addr: IpAddr,
     port: u16,
     backing: &Path,
@@ -34,6 +35,9 @@ pub(super) fn command_line(
         v.push("--allow-remote".into());
     }
     v.extend(["--threads".into(), threads.to_string()]);
+    if poll {
+        v.push("--poll".into());
+    }
     if let Some(d) = &own.delay {
         v.extend(["--fabric-delay".into(), d.clone()]);
     }
@@ -41,4 +45,35 @@ pub(super) fn command_line(
         v.extend(["--stamps".into(), st.display().to_string()]);
     }
     Ok((exe.display().to_string(), v))
+}
+
+/// (CPUs, SO_BUSY_POLL's outcome) from a polling `iolab serve`'s log: its
+/// `target::serve::polling_line`.
+pub(super) fn polling_said(log: &str) -> Option<(String, String)> {
+    let line = log
+        .lines()
+        .find_map(|l| l.strip_prefix(crate::target::serve::POLLING_PREFIX))?;
+    let (cpus, busy) = line.split_once("; SO_BUSY_POLL ")?;
+    Some((cpus.to_string(), busy.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::serve::polling_line;
+    use crate::target::serving::PollPlan;
+
+    #[test]
+    fn the_polling_line_reads_back() {
+        let plan = PollPlan { cpus: vec![3, 5] };
+        let log = format!(
+            "iolab serve: nbd://x/ serving\n{}\n",
+            polling_line(&plan, 2, "50 us")
+        );
+        assert_eq!(
+            polling_said(&log),
+            Some(("3,5".to_string(), "50 us".to_string()))
+        );
+        assert_eq!(polling_said("iolab serve: nbd://x/ serving\n"), None);
+    }
 }

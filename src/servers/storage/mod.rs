@@ -28,7 +28,9 @@ use anyhow::Context;
 use crate::error::usage;
 use crate::plan::endpoint::endpoint_of;
 use crate::plan::endpoint::WireProtocol;
-use crate::plan::engines::{engine_for_transport, EngineKind};
+use crate::plan::engines::{
+    engine_for_transport, EngineConfig, EngineKind, NetOptions, UringOptions,
+};
 use crate::testbed::command::which;
 use crate::testbed::nvme_kernel::NvmeTrtype;
 use crate::testbed::process::ServerProcess;
@@ -38,13 +40,17 @@ use crate::testbed::process::ServerProcess;
 pub enum Transport {
     /// Direct-attached: the file itself, locally.
     Das,
-    /// iolab's own NBD target with this many reactor threads.
+    /// iolab's own NBD target with this many reactor threads; `poll`:
+    /// they and the initiator busy-poll (`serve --poll`, `device --poll`).
     Iolab {
         threads: usize,
+        poll: bool,
     },
-    /// iolab's own NVMe/TCP target with this many reactor threads.
+    /// iolab's own NVMe/TCP target with this many reactor threads; `poll`
+    /// as for `Iolab`.
     IolabNvme {
         threads: usize,
+        poll: bool,
     },
     NbdkitFile,
     NbdkitMemory,
@@ -58,8 +64,8 @@ pub enum Transport {
     KernelNvmeRdma,
 }
 
-pub const TRANSPORT_NAMES: &str =
-    "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, nvme-tcp, nvme-tcp-kernel, nvme-rdma-kernel";
+pub const TRANSPORT_NAMES: &str = "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, \
+     nvme-tcp, nvme-tcp-kernel, nvme-rdma-kernel, iolab-poll, nvme-tcp-poll";
 
 /// The subsystem NQN of iolab's NVMe/TCP target in `iolab remote`.
 pub const NVME_NQN: &str = "nqn.2025-11.io.iolab:remote";
@@ -97,6 +103,9 @@ pub struct TransportFacts {
     /// The kernel's NVMe-oF target and initiator over this transport type
     /// (`campaign::kernel_path`), none for the others.
     pub kernel: Option<NvmeTrtype>,
+    /// Both ends busy-poll: the target's reactors, pinned (`serve
+    /// --poll`), and the initiator (`--poll`).
+    pub polls: bool,
 }
 
 /// What the database runs of `iolab remote` build their filesystem on
@@ -137,6 +146,7 @@ const fn nbd_server(
         backing,
         db_volume: DbVolume::Nbd,
         kernel: None,
+        polls: false,
     }
 }
 
@@ -174,6 +184,22 @@ const IOLAB_NVME: TransportFacts = TransportFacts {
         "no block device for an NVMe/TCP namespace on this kernel (no nvme_tcp module) and no user-space path to one",
     ))),
     ..IOLAB
+};
+const IOLAB_POLL: TransportFacts = TransportFacts {
+    names: &["iolab-poll", "nbd-poll"],
+    label: "nbd-iolab-poll",
+    served_as: None,
+    backing: "the scratch file, O_DIRECT, io_uring; reactors and initiator busy-poll",
+    polls: true,
+    ..IOLAB
+};
+const IOLAB_NVME_POLL: TransportFacts = TransportFacts {
+    names: &["nvme-tcp-poll", "iolab-nvme-poll"],
+    label: "nvme-tcp-iolab-poll",
+    served_as: None,
+    backing: "the scratch file, O_DIRECT, io_uring (iolab's NVMe/TCP target); reactors and initiator busy-poll",
+    polls: true,
+    ..IOLAB_NVME
 };
 const NBDKIT_FILE: TransportFacts = TransportFacts {
     names: &["nbdkit-file"],
@@ -241,24 +267,40 @@ const KERNEL_NVME_RDMA: TransportFacts = TransportFacts {
 impl Transport {
     /// Every transport (own targets with one reactor thread), in
     /// `TRANSPORT_NAMES` order.
-    pub const ALL: [Transport; 9] = [
+    pub const ALL: [Transport; 11] = [
         Transport::Das,
-        Transport::Iolab { threads: 1 },
+        Transport::Iolab {
+            threads: 1,
+            poll: false,
+        },
         Transport::NbdkitFile,
         Transport::NbdkitMemory,
         Transport::QemuNbd,
         Transport::Tgtd,
-        Transport::IolabNvme { threads: 1 },
+        Transport::IolabNvme {
+            threads: 1,
+            poll: false,
+        },
         Transport::KernelNvme,
         Transport::KernelNvmeRdma,
+        Transport::Iolab {
+            threads: 1,
+            poll: true,
+        },
+        Transport::IolabNvme {
+            threads: 1,
+            poll: true,
+        },
     ];
 
     /// Its facts.
     pub fn facts(&self) -> &'static TransportFacts {
         match self {
             Transport::Das => &DAS,
-            Transport::Iolab { .. } => &IOLAB,
-            Transport::IolabNvme { .. } => &IOLAB_NVME,
+            Transport::Iolab { poll: false, .. } => &IOLAB,
+            Transport::Iolab { poll: true, .. } => &IOLAB_POLL,
+            Transport::IolabNvme { poll: false, .. } => &IOLAB_NVME,
+            Transport::IolabNvme { poll: true, .. } => &IOLAB_NVME_POLL,
             Transport::NbdkitFile => &NBDKIT_FILE,
             Transport::NbdkitMemory => &NBDKIT_MEMORY,
             Transport::QemuNbd => &QEMU_NBD,
@@ -281,7 +323,10 @@ impl Transport {
 
     /// iolab's own NBD target with one reactor thread.
     pub fn own_nbd() -> Transport {
-        Transport::Iolab { threads: 1 }
+        Transport::Iolab {
+            threads: 1,
+            poll: false,
+        }
     }
 
     /// The direct-attached baseline.
@@ -315,7 +360,9 @@ impl Transport {
     /// Its reactor threads (own targets only).
     pub fn threads(&self) -> Option<usize> {
         match self {
-            Transport::Iolab { threads } | Transport::IolabNvme { threads } => Some(*threads),
+            Transport::Iolab { threads, .. } | Transport::IolabNvme { threads, .. } => {
+                Some(*threads)
+            }
             _ => None,
         }
     }
@@ -323,8 +370,14 @@ impl Transport {
     /// The same transport with `threads` reactor threads (own targets only).
     pub fn with_threads(&self, threads: usize) -> Transport {
         match self {
-            Transport::Iolab { .. } => Transport::Iolab { threads },
-            Transport::IolabNvme { .. } => Transport::IolabNvme { threads },
+            Transport::Iolab { poll, .. } => Transport::Iolab {
+                threads,
+                poll: *poll,
+            },
+            Transport::IolabNvme { poll, .. } => Transport::IolabNvme {
+                threads,
+                poll: *poll,
+            },
             t => *t,
         }
     }
@@ -339,6 +392,18 @@ impl Transport {
         self.wire()
             .and_then(engine_for_transport)
             .unwrap_or(EngineKind::default_local())
+    }
+
+    /// Both ends busy-poll (the target's reactors and the initiator).
+    pub fn polls(&self) -> bool {
+        self.facts().polls
+    }
+
+    /// Its engine with the options this transport runs it with (`--poll`
+    /// where both ends busy-poll).
+    pub fn initiator(&self) -> EngineConfig {
+        let net = NetOptions { poll: self.polls() };
+        EngineConfig::with_options(self.engine(), UringOptions::default(), net, None)
     }
 
     /// The program it needs, if any.
@@ -400,6 +465,22 @@ impl StorageServer {
     /// (role, pid) for the peer sampling.
     pub fn sampled(&self) -> (String, u32) {
         (self.transport.label(), self.process.pid)
+    }
+
+    /// A polling target's reactors' CPUs and SO_BUSY_POLL's outcome, as
+    /// its start said them in its log (a second at most for the line).
+    pub fn polling(&self) -> Option<(String, String)> {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(p) = iolab::polling_said(&log) {
+                return Some(p);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -477,11 +558,11 @@ fn command_line(
         Transport::KernelNvme | Transport::KernelNvmeRdma => {
             anyhow::bail!("{} has no server process", t.label())
         }
-        Transport::Iolab { threads } => {
-            iolab::command_line(false, threads, addr, port, backing, own)?
+        Transport::Iolab { threads, poll } => {
+            iolab::command_line(false, (threads, poll), addr, port, backing, own)?
         }
-        Transport::IolabNvme { threads } => {
-            iolab::command_line(true, threads, addr, port, backing, own)?
+        Transport::IolabNvme { threads, poll } => {
+            iolab::command_line(true, (threads, poll), addr, port, backing, own)?
         }
         Transport::NbdkitFile => {
             nbdkit::command_line(addr, port, nbdkit::Plugin::File(backing), own.error_rate)
@@ -542,13 +623,25 @@ mod tests {
             error_rate: None,
         };
         assert_eq!(
-            args(Transport::IolabNvme { threads: 2 }, &own).join(" "),
+            args(
+                Transport::IolabNvme {
+                    threads: 2,
+                    poll: false
+                },
+                &own
+            )
+            .join(" "),
             "serve --protocol nvme-tcp --nqn nqn.2025-11.io.iolab:remote -t /s/f --overwrite \
              --listen 10.0.0.2:10809 --allow-remote --threads 2 --fabric-delay 100us --stamps /s/st"
         );
         assert_eq!(
-            args(Transport::Iolab { threads: 1 }, &none).join(" "),
+            args(Transport::own_nbd(), &none).join(" "),
             "serve -t /s/f --overwrite --listen 10.0.0.2:10809 --allow-remote --threads 1"
+        );
+        assert_eq!(
+            args(Transport::parse("nvme-tcp-poll").unwrap(), &none).join(" "),
+            "serve --protocol nvme-tcp --nqn nqn.2025-11.io.iolab:remote -t /s/f --overwrite \
+             --listen 10.0.0.2:10809 --allow-remote --threads 1 --poll"
         );
         assert_eq!(
             args(Transport::NbdkitFile, &none).join(" "),
@@ -604,8 +697,15 @@ mod tests {
         assert_eq!(
             labels.join(" "),
             "das nbd-iolab nbd-nbdkit-file nbd-nbdkit-memory nbd-qemu iscsi-tgtd \
-             nvme-tcp-iolab nvme-tcp-kernel nvme-rdma-kernel"
+             nvme-tcp-iolab nvme-tcp-kernel nvme-rdma-kernel nbd-iolab-poll nvme-tcp-iolab-poll"
         );
+        let p = Transport::parse("nvme-tcp-poll").unwrap().with_threads(2);
+        assert_eq!(p.label(), "nvme-tcp-iolab-poll-t2");
+        assert!(p.polls() && p.own());
+        assert_eq!(p.initiator().kind().name(), "nvme-tcp");
+        assert!(p.initiator().net().poll);
+        assert!(!Transport::parse("nvme-tcp").unwrap().initiator().net().poll);
+        assert!(!Transport::parse("iolab").unwrap().polls());
         let t = Transport::parse("nvme-tcp").unwrap().with_threads(4);
         assert_eq!(t.label(), "nvme-tcp-iolab-t4");
         assert_eq!(

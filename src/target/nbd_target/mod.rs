@@ -45,6 +45,8 @@ pub struct TargetConfig {
     /// How long a connection's replies may wait with not one byte taken
     /// by its socket before it is closed (a client that does not read).
     pub stall_timeout: Duration,
+    /// Busy-polling reactors on these CPUs (`--poll`); `None`: sleeping.
+    pub poll: Option<serving::PollPlan>,
 }
 
 /// Handshakes under way at once at most, by default.
@@ -68,6 +70,7 @@ impl TargetConfig {
             max_negotiating: MAX_NEGOTIATING,
             negotiation_deadline: NEGOTIATION_DEADLINE,
             stall_timeout: STALL_TIMEOUT,
+            poll: None,
         }
     }
 }
@@ -94,6 +97,9 @@ pub struct NbdTarget {
     pub addr: SocketAddr,
     pub export: Export,
     pub direct: bool,
+    /// Polling: SO_BUSY_POLL's outcome on the listening socket (which
+    /// accepted ones inherit), "50 us" or why not; `None`: not polling.
+    pub busy_poll: Option<String>,
     running: serving::Running,
 }
 
@@ -124,7 +130,8 @@ pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Nbd
     }
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
-    let control = serving::Control::new(cfg.stall_timeout);
+    let busy_poll = serving::busy_poll_on_listener(&listener, cfg.poll.is_some());
+    let control = serving::Control::polling(cfg.stall_timeout, cfg.poll.clone());
     let shared = Arc::new(NbdShared {
         file,
         export: export.clone(),
@@ -145,6 +152,7 @@ pub fn start_on(cfg: &TargetConfig, listener: TcpListener) -> anyhow::Result<Nbd
         addr,
         export,
         direct,
+        busy_poll,
         running,
     })
 }

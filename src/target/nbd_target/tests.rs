@@ -524,3 +524,56 @@ fn a_stop_waits_for_a_client_that_never_reads_only_until_the_stall_timeout() {
     let ended = stopped.recv_timeout(Duration::from_secs(30));
     assert_eq!(ended, Ok(true), "the stop did not end within 30 s");
 }
+
+/// `--poll`: two busy-polling reactors pinned to CPUs serve pipelined
+/// writes read back, SO_BUSY_POLL's outcome is recorded, the reactors run
+/// on the CPUs named, and the stop flag ends the target with a client
+/// still connected and idle.
+#[test]
+fn a_polling_target_serves_and_stops_on_the_stop_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.threads = 2;
+    let plan = serving::PollPlan::new(2, None).unwrap();
+    cfg.poll = Some(plan.clone());
+    let t = serve(cfg);
+    assert!(t.busy_poll.is_some(), "polling records SO_BUSY_POLL");
+    let mut clients: Vec<TcpStream> = (0..2).map(|_| connect(&t).0).collect();
+    for (i, s) in clients.iter_mut().enumerate() {
+        for k in 0..8 {
+            write_and_read_back(s, (i as u64 * 100) + k * 2);
+        }
+    }
+    // Each reactor thread runs on its CPU.
+    let mut pinned = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let task = task.unwrap().path();
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if let Some(i) = comm.trim().strip_prefix("nbd-reactor-") {
+            let status = std::fs::read_to_string(task.join("status")).unwrap();
+            let allowed = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .unwrap()
+                .trim()
+                .to_string();
+            pinned.push((i.parse::<usize>().unwrap(), allowed));
+        }
+    }
+    // (Tests running at once may own reactors of the same name.)
+    for i in 0..2 {
+        let cpu = plan.cpu_of(i).to_string();
+        assert!(
+            pinned.iter().any(|(r, a)| *r == i && *a == cpu),
+            "reactor {i} on CPU {cpu}: {pinned:?}"
+        );
+    }
+    let t0 = std::time::Instant::now();
+    t.stop().unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "the stop took {:?}",
+        t0.elapsed()
+    );
+    drop(clients);
+}

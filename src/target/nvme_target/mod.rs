@@ -55,6 +55,8 @@ pub struct NvmeTargetConfig {
     /// How long a connection's PDUs may wait with not one byte taken by
     /// its socket before it is closed (a host that does not read).
     pub stall_timeout: Duration,
+    /// Busy-polling reactors on these CPUs (`--poll`); `None`: sleeping.
+    pub poll: Option<serving::PollPlan>,
 }
 
 impl NvmeTargetConfig {
@@ -68,6 +70,7 @@ impl NvmeTargetConfig {
             stamps: None,
             negotiation_deadline: super::nbd_target::NEGOTIATION_DEADLINE,
             stall_timeout: super::nbd_target::STALL_TIMEOUT,
+            poll: None,
         }
     }
 }
@@ -156,6 +159,9 @@ pub struct NvmeTcpTarget {
     pub size: u64,
     pub block_size: u32,
     pub direct: bool,
+    /// Polling: SO_BUSY_POLL's outcome on the listening socket, as
+    /// `NbdTarget::busy_poll`.
+    pub busy_poll: Option<String>,
     subnqn: String,
     running: serving::Running,
 }
@@ -186,7 +192,8 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
         .map_err(|e| anyhow::anyhow!("--nqn: {e}"))?;
     let addr = listener.local_addr()?;
     listener.set_nonblocking(true)?;
-    let control = serving::Control::new(cfg.stall_timeout);
+    let busy_poll = serving::busy_poll_on_listener(&listener, cfg.poll.is_some());
+    let control = serving::Control::polling(cfg.stall_timeout, cfg.poll.clone());
     let shared = Arc::new(NvmeShared {
         file,
         subnqn: cfg.subnqn.clone(),
@@ -218,6 +225,7 @@ pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result
         size,
         block_size,
         direct,
+        busy_poll,
         subnqn: cfg.subnqn.clone(),
         running,
     })

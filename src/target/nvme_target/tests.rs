@@ -443,3 +443,20 @@ fn discovery_lists_the_subsystem_as_nvme_cli_reads_it() {
     let (_admin, info) = connect_admin(&format!("{}:{}", e.traddr, e.trsvcid), &named).unwrap();
     assert_eq!(info.id.cntrltype, 1);
 }
+
+/// `--poll`: data round-trips through a busy-polling reactor, and the
+/// stop flag ends it.
+#[test]
+fn a_polling_target_round_trips_and_stops() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let file = dir.path().join("disk");
+    std::fs::write(&file, vec![0u8; 8 << 20]).unwrap();
+    let mut cfg = NvmeTargetConfig::new(&file, "127.0.0.1:0".parse().unwrap());
+    cfg.poll = Some(serving::PollPlan::new(1, None).unwrap());
+    let t = start(&cfg).unwrap();
+    assert!(t.busy_poll.is_some());
+    round_trip(&t.addr.to_string(), Digests::default());
+    let t0 = std::time::Instant::now();
+    t.stop().unwrap();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30));
+}

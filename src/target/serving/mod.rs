@@ -7,12 +7,14 @@
 //! `ring` (a reactor's io_uring, its wake-up eventfd, user data),
 //! `inbox` (a connection's receive buffer), `limits` (the caps on
 //! connections, in total and per peer), `reactor` (the loop, the
-//! connection table, the stall cut-off), `target` (the reactor threads,
+//! connection table, the stall cut-off), `poll` (`--poll`: reactors
+//! pinned and busy-polling, SO_BUSY_POLL), `target` (the reactor threads,
 //! the acceptor and its handoff, `Running`: stop and Drop).
 
 mod backing;
 mod inbox;
 mod limits;
+mod poll;
 mod reactor;
 mod ring;
 mod target;
@@ -20,6 +22,10 @@ mod target;
 pub use backing::{backing_size, file_entry, open_backing, FileOp, SlotMemory};
 pub use inbox::Inbox;
 pub use limits::{ConnLimits, ConnPermit, MAX_CONNECTIONS, MAX_PER_PEER};
+pub use poll::{
+    allowed_cpus, busy_poll_of, busy_poll_on_listener, busy_poll_outcome, cpu_list, set_busy_poll,
+    PollPlan, BUSY_POLL_US,
+};
 pub use reactor::{Connection, Io, Protocol};
 pub use ring::{split, user_data, Ring, KIND_FILE, KIND_RECV, KIND_SEND};
 pub use target::{accept_loop, start, Control, Handoff, Port, Running};

@@ -4,7 +4,8 @@
 //! The substrate owns the ring, the connection table, the stop (every
 //! connection told to close, the loop ending when none is left) and the
 //! stall cut-off (a connection whose replies have not had a byte taken
-//! for the stall timeout is ended).
+//! for the stall timeout is ended). A polling target's reactor (`--poll`,
+//! `Control::poll`) runs the same loop without ever waiting in its ring.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -12,6 +13,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
+use super::poll::set_busy_poll;
 use super::ring::{split, Ring, KIND_WAKE};
 use super::target::Control;
 use crate::measure::clock::mono_now_ns;
@@ -105,9 +107,11 @@ impl<P: Protocol> Reactor<P> {
         incoming: Receiver<P::Handed>,
         wake_fd: RawFd,
     ) -> io::Result<Reactor<P>> {
+        let mut ring = Ring::new(proto.ring_entries(), wake_fd)?;
+        ring.set_polling(control.poll.is_some());
         Ok(Reactor {
             io: Io {
-                ring: Ring::new(proto.ring_entries(), wake_fd)?,
+                ring,
                 conns: Vec::new(),
             },
             proto,
@@ -119,6 +123,11 @@ impl<P: Protocol> Reactor<P> {
     fn adopt(&mut self, now: u64) -> io::Result<()> {
         while let Ok(h) = self.incoming.try_recv() {
             let mut c = self.proto.adopt(h, now)?;
+            if self.control.poll.is_some() {
+                // Inherited from the listener where it took; a refusal
+                // was said at the start.
+                let _ = set_busy_poll(c.socket().0.as_raw_fd());
+            }
             if self.control.stopping() {
                 c.close_soon();
             }

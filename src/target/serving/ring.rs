@@ -1,6 +1,7 @@
 //! A reactor's io_uring: the user data that says what a completion is
 //! for (kind, connection, slot), the eventfd that wakes the ring, and the
-//! wait that sleeps until a completion, a delayed reply or the next tick.
+//! wait that sleeps until a completion, a delayed reply or the next tick
+//! (or, polling, only submits and peeks).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -57,6 +58,8 @@ pub struct Ring {
     cqes: Vec<(u64, i32)>,
     /// The kernel takes a timeout in the ring's wait (IORING_FEAT_EXT_ARG).
     timed_waits: bool,
+    /// Never wait: submit and peek at the completions (`--poll`).
+    polling: bool,
 }
 
 impl Ring {
@@ -70,7 +73,13 @@ impl Ring {
             wake_fd,
             wake_buf: 0,
             cqes: Vec::with_capacity(entries as usize * 2),
+            polling: false,
         })
+    }
+
+    /// Busy-poll from now on: `submit_and_wait` only submits and peeks.
+    pub fn set_polling(&mut self, polling: bool) {
+        self.polling = polling;
     }
 
     /// Queue `e`, submitting first when the submission queue is full.
@@ -104,9 +113,12 @@ impl Ring {
 
     /// Submit and wait for a completion, or (with a delayed reply `due`)
     /// only until shortly before it, and never past `tick`; then collect
-    /// the completions.
+    /// the completions. A polling ring never waits: it submits (the
+    /// system call also runs the ring's pending completion work) and
+    /// takes what has completed.
     pub fn submit_and_wait(&mut self, now: u64, due: Option<u64>, tick: u64) -> io::Result<usize> {
         let sleep = match due {
+            _ if self.polling => 0,
             Some(d) if d <= now + SPIN_NS => 0,
             Some(d) => (d - now - SPIN_NS).min(tick.saturating_sub(now)),
             None => tick.saturating_sub(now),

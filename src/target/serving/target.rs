@@ -16,6 +16,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::limits::{ConnLimits, ConnPermit};
+use super::poll::{pin_to, PollPlan};
 use super::reactor::{stall_timeout_ns, Protocol, Reactor};
 use super::ring::{wake, waker};
 
@@ -24,13 +25,22 @@ pub struct Control {
     stop: AtomicBool,
     /// How long a connection's replies may make no send progress.
     pub stall_timeout_ns: u64,
+    /// Busy-polling reactors, each pinned to its CPU (`--poll`); `None`:
+    /// reactors sleep in their ring until something happens.
+    pub poll: Option<PollPlan>,
 }
 
 impl Control {
     pub fn new(stall_timeout: Duration) -> Arc<Control> {
+        Control::polling(stall_timeout, None)
+    }
+
+    /// A target whose reactors busy-poll on `poll`'s CPUs (when given).
+    pub fn polling(stall_timeout: Duration, poll: Option<PollPlan>) -> Arc<Control> {
         Arc::new(Control {
             stop: AtomicBool::new(false),
             stall_timeout_ns: stall_timeout_ns(stall_timeout),
+            poll,
         })
     }
 
@@ -138,10 +148,21 @@ pub fn start<P: Protocol>(
             wake_fd: waker.as_raw_fd(),
         });
         running.wakers.push(waker);
+        let cpu = control.poll.as_ref().map(|p| p.cpu_of(i));
         running.handles.push(
             std::thread::Builder::new()
                 .name(format!("{name}-reactor-{i}"))
-                .spawn(move || r.run())?,
+                .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        pin_to(cpu).map_err(|e| {
+                            io::Error::new(
+                                e.kind(),
+                                format!("cannot pin reactor {i} to CPU {cpu}: {e}"),
+                            )
+                        })?;
+                    }
+                    r.run()
+                })?,
         );
     }
     let handoff = Handoff { ports, next: 0 };
