@@ -103,3 +103,34 @@ fn workers_and_memory_go_to_the_nodes_asked_and_the_sweep_compares_them() {
     );
     says_emulated(&b);
 }
+
+/// The figures for docs/benchmarks.md (not a check): in the two-node
+/// guest, buffered 4 KiB reads of a tmpfs file (its pages on node 0) with
+/// the worker and its buffers on node 0, the worker on node 0 and its
+/// buffers on node 1, and the placement sweep, three rounds interleaved.
+/// `cargo test --test numa_vm -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn measure_placement_in_the_guest() {
+    if let Some(why) = vm::unavailable() {
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    let script = r#"
+cd /tmp
+R="--target /tmp --size 64m --runtime 2s --ramp 0 --engine psync --buffered --rw randread --quiet"
+for round in 1 2 3; do
+  for m in 0 1; do
+    /iolab device $R --numa-node 0 --mem-node $m --json /tmp/m$m.json
+    echo "IOLAB-ROUND $round mem-node $m $(grep -o '"iops": *[0-9.]*' /tmp/m$m.json | head -1)"
+  done
+  /iolab device ${R% --quiet} --sweep placement --json /tmp/s.json > /tmp/s.out 2>&1
+  echo "IOLAB-ROUND $round $(grep '^placement \[' /tmp/s.out)"
+done
+"#;
+    let env = [("SMP", "2"), ("QEMU_EXTRA", NUMA)];
+    let console = vm::run_script_with(script, &[], Duration::from_secs(400), &env);
+    for l in console.lines().filter(|l| l.contains("IOLAB-ROUND")) {
+        println!("{l}");
+    }
+}
