@@ -1024,6 +1024,42 @@ fn the_kernel_nvme_rdma_path_is_detected_and_refused() {
         0,
         "nothing made"
     );
+    // Beside a transport that runs it is skipped with the same words (a
+    // study's plan names every transport: examples/nvmeof-remote.toml).
+    let out = dir.path().join("out");
+    let o = iolab(&[
+        "remote",
+        "-t",
+        d,
+        "--transports",
+        "das,iolab,nvme-rdma-kernel",
+        "--loopback",
+        "--size",
+        "16m",
+        "--mixes",
+        "100",
+        "--qd",
+        "1",
+        "--rates",
+        "none",
+        "--breakdown",
+        "0",
+        "--runtime",
+        "100ms",
+        "--ramp",
+        "0",
+        "--quiet",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let warned = r["warnings"].to_string();
+    assert!(
+        warned.contains(&format!("transport nvme-rdma-kernel skipped: {why}")),
+        "{warned}"
+    );
 }
 
 /// A rate tc cannot read and a transport named twice are refused with

@@ -146,17 +146,22 @@ pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
             ));
         }
     }
-    if !a.dry_run && a.target_host.is_none() {
-        if let Some((t, why)) = given
-            .iter()
-            .filter(|t| t.is_kernel())
-            .find_map(|t| t.unavailable().map(|why| (t, why)))
-        {
-            return Err(usage(
-                "--transports",
-                format!("{} cannot run here: {why}", t.label()),
-            ));
-        }
+    // Remote transports that are all kernel paths this kernel lacks leave
+    // nothing to compare: refused, naming them. Beside one that runs, they
+    // are skipped with a warning (a study's plan names every transport).
+    let remote: Vec<&Transport> = given.iter().filter(|t| !t.is_local()).collect();
+    let missing: Vec<(&Transport, String)> = remote
+        .iter()
+        .filter(|t| t.is_kernel())
+        .filter_map(|t| t.unavailable().map(|why| (*t, why)))
+        .collect();
+    if !a.dry_run && a.target_host.is_none() && !remote.is_empty() && missing.len() == remote.len()
+    {
+        let (t, why) = &missing[0];
+        return Err(usage(
+            "--transports",
+            format!("{} cannot run here: {why}", t.label()),
+        ));
     }
     for t in given {
         if t.own() {
