@@ -117,6 +117,25 @@ fn list<T>(
     Ok(v)
 }
 
+/// Remote transports that are all kernel paths this kernel lacks leave
+/// nothing to compare: refused, naming them. Beside one that runs, they
+/// are skipped with a warning (a study's plan names every transport).
+fn check_kernel_paths(given: &[Transport]) -> anyhow::Result<()> {
+    let remote: Vec<&Transport> = given.iter().filter(|t| !t.is_local()).collect();
+    let missing: Vec<(&Transport, String)> = remote
+        .iter()
+        .filter(|t| t.is_kernel())
+        .filter_map(|t| t.unavailable().map(|why| (*t, why)))
+        .collect();
+    match missing.first() {
+        Some((t, why)) if missing.len() == remote.len() => Err(usage(
+            "--transports",
+            format!("{} cannot run here: {why}", t.label()),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Check every argument before anything is set up.
 pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
     let threads = list(
@@ -146,22 +165,8 @@ pub fn plan(a: &RemoteSettings) -> anyhow::Result<RemotePlan> {
             ));
         }
     }
-    // Remote transports that are all kernel paths this kernel lacks leave
-    // nothing to compare: refused, naming them. Beside one that runs, they
-    // are skipped with a warning (a study's plan names every transport).
-    let remote: Vec<&Transport> = given.iter().filter(|t| !t.is_local()).collect();
-    let missing: Vec<(&Transport, String)> = remote
-        .iter()
-        .filter(|t| t.is_kernel())
-        .filter_map(|t| t.unavailable().map(|why| (*t, why)))
-        .collect();
-    if !a.dry_run && a.target_host.is_none() && !remote.is_empty() && missing.len() == remote.len()
-    {
-        let (t, why) = &missing[0];
-        return Err(usage(
-            "--transports",
-            format!("{} cannot run here: {why}", t.label()),
-        ));
+    if !a.dry_run && a.target_host.is_none() {
+        check_kernel_paths(&given)?;
     }
     for t in given {
         if t.own() {
