@@ -21,7 +21,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 use super::queue::{RdmaQueue, Shape};
 use super::verbs::{self, Wc};
-use crate::engine::nvmetcp::codec::{self, Cqe, Sqe};
+use crate::engine::nvmetcp::codec::{self, Cqe, Sqe, CQE_LEN};
 use crate::engine::nvmetcp::engine::{host_identity, kato_ms, max_transfer};
 use crate::engine::nvmetcp::handshake::{self, ControllerInfo, Params};
 use crate::engine::nvmetcp::keep_alive::AdminKeeper;
@@ -230,11 +230,19 @@ impl NvmeRdmaEngine {
         if !recv {
             return Ok(0);
         }
-        let cqe = self.q.completion(i);
+        // A message shorter than a completion would leave an older one's
+        // bytes in the buffer: refused before it is read.
+        let whole = w.byte_len as usize >= CQE_LEN;
+        let cqe = self.q.completion(i).filter(|_| whole);
         self.q
             .post_receive(i)
             .map_err(|e| self.lost(io::Error::other(format!("{e:#}"))))?;
-        let cqe = cqe.ok_or_else(|| bad("a malformed completion".into()))?;
+        let cqe = cqe.ok_or_else(|| {
+            bad(format!(
+                "a {} byte message where a completion was due",
+                w.byte_len
+            ))
+        })?;
         let s = cqe.cid as usize;
         if s >= self.slots.len() || !self.slots[s].busy {
             return Err(bad(format!(
