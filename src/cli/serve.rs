@@ -1,4 +1,4 @@
-//! Arguments of `iolab serve` (iolab's own NBD and NVMe/TCP targets).
+//! Arguments of `iolab serve` (iolab's own NBD, NVMe/TCP and NVMe/RDMA targets).
 
 use std::path::PathBuf;
 
@@ -20,6 +20,11 @@ use clap::Args;
   nvme discover -t tcp -a 127.0.0.1 -s 4420       the NVMe/TCP subsystem, from its discovery controller
   nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2025-11.io.iolab:target
                                                  Linux's initiator: the namespace as /dev/nvmeXnY
+  iolab serve -t /var/tmp --protocol nvme-rdma --listen 10.0.0.1:4420 --allow-remote
+                                                 NVMe over RDMA on the RDMA device (RoCE NIC or
+                                                 soft-RoCE link) that has 10.0.0.1: one reactor
+  nvme connect -t rdma -a 10.0.0.1 -s 4420 -n nqn.2025-11.io.iolab:target
+                                                 Linux's nvme-rdma initiator
 
 The target serves until Ctrl-C (or SIGTERM), then finishes what is in flight,
 writes the stamps of every open connection, removes its scratch file and
@@ -44,8 +49,9 @@ pub struct ServeArgs {
     /// Serve read-only (clients' writes fail with EPERM)
     #[arg(long)]
     pub read_only: bool,
-    /// Protocol: nbd, or nvme-tcp (one subsystem, namespace 1, and the
-    /// discovery subsystem listing it)
+    /// Protocol: nbd, nvme-tcp (one subsystem, namespace 1, and the
+    /// discovery subsystem listing it), or nvme-rdma (the same over an
+    /// RDMA device's address; 128 KiB transfers at most)
     #[arg(long, value_name = "PROTOCOL", default_value = "nbd")]
     pub protocol: String,
     /// Subsystem NQN of the NVMe/TCP target

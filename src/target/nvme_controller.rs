@@ -70,6 +70,9 @@ pub struct Controller {
     pub role: Role,
     size: u64,
     block_size: u32,
+    /// Largest transfer: 2^mdts pages of 4 KiB (MDTS unless the fabric
+    /// asks for less, `with_mdts`).
+    mdts: u8,
     cc: u32,
     csts: u32,
 }
@@ -99,9 +102,16 @@ impl Controller {
             role: Role::Nvm,
             size: size / block_size as u64 * block_size as u64,
             block_size,
+            mdts: MDTS,
             cc: 0,
             csts: 0,
         }
+    }
+
+    /// The same controller with transfers of at most 2^`mdts` pages.
+    pub fn with_mdts(mut self, mdts: u8) -> Controller {
+        self.mdts = mdts.min(MDTS);
+        self
     }
 
     /// A discovery controller whose log page is `log`.
@@ -139,7 +149,7 @@ impl Controller {
             serial: format!("iolab-{}", self.cntlid),
             model: "iolab NVMe/TCP target".into(),
             firmware: env!("CARGO_PKG_VERSION").chars().take(8).collect(),
-            mdts: if discovery { 0 } else { MDTS },
+            mdts: if discovery { 0 } else { self.mdts },
             cntlid: self.cntlid,
             ver: 0x0001_0400,
             cntrltype: if discovery {
@@ -155,7 +165,9 @@ impl Controller {
             nn: u32::from(!discovery),
             oncs: 0,
             vwc: !discovery,
-            sgls: 1 | 1 << 20,
+            // SGLs; keyed SGL data blocks (NVMe over RDMA; Linux's nvme-rdma
+            // refuses a controller without); SGL offsets (in-capsule data).
+            sgls: 1 | 1 << 2 | 1 << 20,
             subnqn: self.subnqn.clone(),
             // Linux hosts check these of discovery controllers too.
             ioccsz: (64 + IN_CAPSULE) / 16,
@@ -369,7 +381,7 @@ impl Controller {
                 else {
                     return fail(cid, 0, SC_LBA_RANGE);
                 };
-                if sgl_len as u64 != len || len > (4096u64 << MDTS) {
+                if sgl_len as u64 != len || len > (4096u64 << self.mdts) {
                     return fail(cid, 0, SC_INVALID_FIELD);
                 }
                 let len = len as u32;

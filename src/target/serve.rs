@@ -45,15 +45,17 @@ pub struct ServeSettings {
 enum ServedProtocol {
     Nbd,
     NvmeTcp,
+    NvmeRdma,
 }
 
 fn protocol(args: &ServeSettings) -> anyhow::Result<ServedProtocol> {
     match args.protocol.as_str() {
         "nbd" => Ok(ServedProtocol::Nbd),
         "nvme-tcp" | "nvme_tcp" | "nvmetcp" => Ok(ServedProtocol::NvmeTcp),
+        "nvme-rdma" | "nvme_rdma" | "nvmerdma" => Ok(ServedProtocol::NvmeRdma),
         p => Err(usage(
             "--protocol",
-            format!("'{p}' is not a protocol iolab serves (nbd or nvme-tcp)"),
+            format!("'{p}' is not a protocol iolab serves (nbd, nvme-tcp or nvme-rdma)"),
         )),
     }
 }
@@ -194,12 +196,13 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
     let addr = match proto {
         ServedProtocol::Nbd => config(&args, &args.target)?.listen,
         ServedProtocol::NvmeTcp => nvme_config(&args, &args.target)?.listen,
+        ServedProtocol::NvmeRdma => rdma_config(&args, &args.target)?.listen,
     };
     check_exposure(addr, !args.read_only, args.allow_remote)?;
-    let limit = args
-        .time_limit
-        .as_ref()
-        .map(|t| Duration::from_nanos(t.ns()));
+    if proto == ServedProtocol::NvmeRdma {
+        return serve_rdma(&args, opts, addr, limit_of(&args));
+    }
+    let limit = limit_of(&args);
     // The port first: a port in use is bad input, found before a scratch
     // file is laid out. Clients wait in the backlog until the target is ready.
     let listener = bind(addr)?;
@@ -256,7 +259,24 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
             }
             Box::new(move || target.stop())
         }
+        ServedProtocol::NvmeRdma => unreachable!("served by serve_rdma"),
     };
+    serve_until_stopped(limit, stop, backing)
+}
+
+fn limit_of(args: &ServeSettings) -> Option<Duration> {
+    args.time_limit
+        .as_ref()
+        .map(|t| Duration::from_nanos(t.ns()))
+}
+
+/// Serve until a signal or the time limit, then stop the target and
+/// remove the scratch file; 130 after a signal.
+fn serve_until_stopped(
+    limit: Option<Duration>,
+    stop: Box<dyn FnOnce() -> anyhow::Result<()>>,
+    backing: dut::Target,
+) -> anyhow::Result<()> {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let started = std::time::Instant::now();
@@ -271,6 +291,52 @@ pub fn run(args: ServeSettings) -> anyhow::Result<()> {
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// The checked settings of an NVMe/RDMA target: NVMe/TCP's, one reactor.
+pub fn rdma_config(
+    args: &ServeSettings,
+    backing: &std::path::Path,
+) -> anyhow::Result<NvmeTargetConfig> {
+    if args.threads != 1 {
+        return Err(usage(
+            "--threads",
+            "iolab's NVMe/RDMA target runs one reactor (give 1, or leave it out)",
+        ));
+    }
+    nvme_config(args, backing)
+}
+
+/// `serve --protocol nvme-rdma`: the RDMA device checked and the address
+/// bound before the scratch file is laid out.
+fn serve_rdma(
+    args: &ServeSettings,
+    opts: TargetOptions,
+    addr: SocketAddr,
+    limit: Option<Duration>,
+) -> anyhow::Result<()> {
+    if let Some(why) = crate::engine::nvmerdma::verbs::unavailable() {
+        return Err(usage(
+            "--protocol",
+            format!("nvme-rdma cannot run here: {why}"),
+        ));
+    }
+    let listener =
+        nvme_target::listen_rdma(addr).map_err(|e| usage("--listen", format!("{e:#}")))?;
+    let backing = dut::prepare(&opts, true, None, 1)?;
+    let cfg = rdma_config(args, &backing.path)?;
+    let target = nvme_target::start_rdma_on(&cfg, listener)?;
+    println!(
+        "iolab serve: {} serving {} ({} bytes in blocks of {}, {}, one reactor{})",
+        target.url(),
+        backing.path.display(),
+        target.size,
+        target.block_size,
+        direct_io(target.direct),
+        if cfg.poll.is_some() { ", polling" } else { "" },
+    );
+    eprintln!("{}", no_authentication("NVMe/RDMA", target.addr, false));
+    serve_until_stopped(limit, Box::new(move || target.stop()), backing)
 }
 
 /// Bind and listen on `addr`; any failure is the address's fault (in use,

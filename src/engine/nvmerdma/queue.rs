@@ -23,34 +23,33 @@ use super::verbs::{
 };
 use crate::engine::nvmetcp::handshake::HostQueue;
 use crate::proto::nvme::codec::{self, Cqe, Sqe, CQE_LEN, SQE_LEN};
+use crate::proto::nvme::rdma_cm::{self, CmRequest};
 
-/// The NVMe-oF RDMA CM request's and reject's record format.
-const CM_FMT_1_0: u16 = 0;
 /// Work request IDs: the kind in the top bits, the slot or buffer below.
 pub const WR_SEND: u64 = 1 << 62;
 pub const WR_RECV: u64 = 2 << 62;
 const WR_KIND: u64 = 3 << 62;
 
-/// A page-aligned allocation.
-struct Region {
-    ptr: *mut u8,
-    len: usize,
+/// A page-aligned, zeroed allocation (memory to register).
+pub struct RdmaMemory {
+    pub ptr: *mut u8,
+    pub len: usize,
 }
 
-impl Region {
-    fn new(len: usize) -> anyhow::Result<Region> {
+impl RdmaMemory {
+    pub fn new(len: usize) -> anyhow::Result<RdmaMemory> {
         let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096)?;
         // SAFETY: a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         anyhow::ensure!(!ptr.is_null(), "cannot allocate {len} bytes");
-        Ok(Region {
+        Ok(RdmaMemory {
             ptr,
             len: len.max(4096),
         })
     }
 }
 
-impl Drop for Region {
+impl Drop for RdmaMemory {
     fn drop(&mut self) {
         let layout = std::alloc::Layout::from_size_align(self.len, 4096).expect("made before");
         // SAFETY: allocated with this layout in `new`.
@@ -100,7 +99,7 @@ pub struct RdmaQueue {
     /// The runner's buffer pool, registered: requests' data moves straight
     /// between it and the controller.
     pool_mr: *mut Mr,
-    mem: Region,
+    mem: RdmaMemory,
     pub shape: Shape,
     connected: bool,
     next_cid: u16,
@@ -135,7 +134,7 @@ impl RdmaQueue {
             qp: std::ptr::null_mut(),
             mr: std::ptr::null_mut(),
             pool_mr: std::ptr::null_mut(),
-            mem: Region::new(shape.len())?,
+            mem: RdmaMemory::new(shape.len())?,
             shape,
             connected: false,
             next_cid: 0,
@@ -273,11 +272,13 @@ impl RdmaQueue {
 
     /// The CM connect with the NVMe-oF RDMA CM request as private data.
     fn connect(&mut self, addr: SocketAddr, qid: u16) -> anyhow::Result<()> {
-        let mut req = [0u8; 32];
-        req[0..2].copy_from_slice(&CM_FMT_1_0.to_le_bytes());
-        req[2..4].copy_from_slice(&qid.to_le_bytes());
-        req[4..6].copy_from_slice(&(self.shape.receives as u16).to_le_bytes());
-        req[6..8].copy_from_slice(&(self.shape.slots as u16 - 1).to_le_bytes());
+        let req = CmRequest {
+            qid,
+            hrqsize: self.shape.receives as u16,
+            hsqsize: self.shape.slots as u16 - 1,
+            cntlid: 0,
+        }
+        .encode();
         let mut param = ConnParam {
             private_data: req.as_ptr().cast(),
             private_data_len: req.len() as u8,
@@ -318,7 +319,7 @@ impl RdmaQueue {
                 }
                 let why = match (event, rej) {
                     (verbs::EVENT_REJECTED, Some(sts)) => {
-                        format!("rejected by the controller (NVMe-oF RDMA CM status {sts:#x})")
+                        format!("rejected by the controller: {}", rdma_cm::reject_text(sts))
                     }
                     _ => format!("CM event {event} (status {status}) instead"),
                 };
@@ -454,12 +455,11 @@ fn reject_status(ev: &CmEvent) -> Option<u16> {
         return None;
     }
     // SAFETY: private_data_len bytes are readable until the event is acked.
-    let b = unsafe { std::slice::from_raw_parts(p, 4) };
-    Some(u16::from_le_bytes([b[2], b[3]]))
+    rdma_cm::parse_reject(unsafe { std::slice::from_raw_parts(p, rdma_cm::REJ_LEN) })
 }
 
 /// `addr` as a `sockaddr_in` or `sockaddr_in6` in a `sockaddr_storage`.
-fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, usize) {
+pub fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, usize) {
     // SAFETY: all-zero is a valid sockaddr_storage.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     match addr {

@@ -80,6 +80,9 @@ pub const SGL_TRANSPORT: u8 = 0x5A;
 /// A keyed data block (NVMe over RDMA): the host's address and the memory
 /// key the controller reads or writes it with (RDMA READ/WRITE).
 pub const SGL_KEYED: u8 = 0x40;
+/// The descriptor type (high nibble) of a keyed SGL data block, whatever
+/// its subtype (Linux hosts ask for invalidation: 0x4F).
+pub const SGL_KEYED_KIND: u8 = 0x4;
 /// The most a keyed data block describes (its length has 24 bits).
 pub const KEYED_MAX: u32 = (1 << 24) - 1;
 
@@ -547,9 +550,13 @@ impl Sqe {
         le32(&self.0, 4 * n)
     }
 
-    /// The SGL descriptor: (type, length).
+    /// The SGL descriptor: (type, length; a keyed data block's length is
+    /// its three bytes, the fourth being its key's first).
     pub fn sgl_desc(&self) -> (u8, u32) {
-        (self.0[39], le32(&self.0, 32))
+        match self.0[39] >> 4 {
+            SGL_KEYED_KIND => (self.0[39], self.keyed_desc().1),
+            _ => (self.0[39], le32(&self.0, 32)),
+        }
     }
 
     /// The bytes the command moves, as its unkeyed SGL descriptor says.

@@ -22,6 +22,9 @@ pub const CNTRLTYPE_DISCOVERY: u8 = 2;
 /// Transport type: TCP; address families: IPv4, IPv6; subsystem type: an
 /// NVM subsystem (not a referral to another discovery service).
 pub const TRTYPE_TCP: u8 = 3;
+/// Transport type: RDMA, whose entries say in their transport specific
+/// address subtype (TSAS) a reliable connected queue pair and the RDMA CM.
+pub const TRTYPE_RDMA: u8 = 1;
 pub const ADRFAM_IPV4: u8 = 1;
 pub const ADRFAM_IPV6: u8 = 2;
 pub const SUBTYPE_NVME: u8 = 2;
@@ -87,6 +90,10 @@ impl Entry {
                 return err(format!("discovery entry field {field:?} over {len} bytes"));
             }
             b[at..at + field.len()].copy_from_slice(field.as_bytes());
+        }
+        if self.trtype == TRTYPE_RDMA {
+            // RDMA_QPTYPE connected, RDMA_PRTYPE not specified, RDMA_CMS RDMA CM.
+            b[768..771].copy_from_slice(&[1, 0, 1]);
         }
         Ok(b)
     }

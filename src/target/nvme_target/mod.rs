@@ -20,8 +20,12 @@
 
 mod nvmf;
 mod queue;
+mod rdma;
+mod rdma_driver;
 mod reactor;
 mod tcp;
+
+pub use rdma_driver::{listen_rdma, start_rdma, start_rdma_on, NvmeRdmaTarget, RdmaListener};
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -88,6 +92,8 @@ pub struct NvmeShared {
     stamps: Option<PathBuf>,
     controllers: Mutex<Registry>,
     negotiation_deadline_ns: u64,
+    /// The transport the discovery log names (TCP or RDMA).
+    trtype: u8,
 }
 
 /// The live controllers by controller ID, and their connected I/O queues
@@ -101,16 +107,49 @@ struct Registry {
 }
 
 impl NvmeShared {
+    /// The backing store opened and sized, the NQN checked: what every
+    /// reactor of a target listening on `listen` over `trtype` reads;
+    /// whether the store is opened with O_DIRECT.
+    fn open(
+        cfg: &NvmeTargetConfig,
+        listen: SocketAddr,
+        trtype: u8,
+    ) -> anyhow::Result<(Arc<NvmeShared>, bool)> {
+        let (file, direct) = open_backing(&cfg.backing, false)?;
+        let raw = backing_size(&file)
+            .with_context(|| format!("cannot size {}", cfg.backing.display()))?;
+        let block_size: u32 = if direct { 4096 } else { 512 };
+        let size = raw / block_size as u64 * block_size as u64;
+        if size == 0 {
+            anyhow::bail!("{} is empty: nothing to serve", cfg.backing.display());
+        }
+        crate::proto::nvme::codec::connect_data([0; 16], 0, &cfg.subnqn, "nqn.x")
+            .map_err(|e| anyhow::anyhow!("--nqn: {e}"))?;
+        let shared = NvmeShared {
+            file,
+            subnqn: cfg.subnqn.clone(),
+            listen,
+            size,
+            block_size,
+            delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),
+            stamps: cfg.stamps.clone(),
+            controllers: Mutex::new(Registry::default()),
+            negotiation_deadline_ns: cfg.negotiation_deadline.as_nanos() as u64,
+            trtype,
+        };
+        Ok((Arc::new(shared), direct))
+    }
+
     /// A new controller for an admin queue's Connect naming `subnqn`
     /// over a connection to `local`: a discovery controller for the
     /// discovery NQN, else the subsystem's (the Connect is checked after).
-    fn new_controller(&self, subnqn: &str, local: SocketAddr) -> Controller {
+    fn new_controller(&self, subnqn: &str, local: SocketAddr, mdts: u8) -> Controller {
         let mut r = self.controllers.lock().expect("registry");
         r.next = if r.next >= 0xFFEF { 1 } else { r.next + 1 };
         if subnqn == DISCOVERY_NQN {
             return Controller::discovery(r.next, Arc::new(self.discovery_log(local)));
         }
-        Controller::new(&self.subnqn, r.next, self.size, self.block_size)
+        Controller::new(&self.subnqn, r.next, self.size, self.block_size).with_mdts(mdts)
     }
 
     /// The discovery log: the one subsystem at the listening address (the
@@ -121,7 +160,9 @@ impl NvmeShared {
         if at.ip().is_unspecified() {
             at.set_ip(local.ip());
         }
-        discovery::encode_log(1, &[discovery::Entry::tcp(&self.subnqn, at)])
+        let mut entry = discovery::Entry::tcp(&self.subnqn, at);
+        entry.trtype = self.trtype;
+        discovery::encode_log(1, &[entry])
             .expect("an NQN checked at start and an IP address fit their fields")
     }
 
@@ -180,31 +221,12 @@ pub fn start(cfg: &NvmeTargetConfig) -> anyhow::Result<NvmeTcpTarget> {
 /// caller, so a port in use is found before anything is prepared;
 /// connections wait in its backlog until now).
 pub fn start_on(cfg: &NvmeTargetConfig, listener: TcpListener) -> anyhow::Result<NvmeTcpTarget> {
-    let (file, direct) = open_backing(&cfg.backing, false)?;
-    let raw =
-        backing_size(&file).with_context(|| format!("cannot size {}", cfg.backing.display()))?;
-    let block_size: u32 = if direct { 4096 } else { 512 };
-    let size = raw / block_size as u64 * block_size as u64;
-    if size == 0 {
-        anyhow::bail!("{} is empty: nothing to serve", cfg.backing.display());
-    }
-    crate::proto::nvme::codec::connect_data([0; 16], 0, &cfg.subnqn, "nqn.x")
-        .map_err(|e| anyhow::anyhow!("--nqn: {e}"))?;
     let addr = listener.local_addr()?;
+    let (shared, direct) = NvmeShared::open(cfg, addr, discovery::TRTYPE_TCP)?;
+    let (size, block_size) = (shared.size, shared.block_size);
     listener.set_nonblocking(true)?;
     let busy_poll = serving::busy_poll_on_listener(&listener, cfg.poll.is_some());
     let control = serving::Control::polling(cfg.stall_timeout, cfg.poll.clone());
-    let shared = Arc::new(NvmeShared {
-        file,
-        subnqn: cfg.subnqn.clone(),
-        listen: addr,
-        size,
-        block_size,
-        delay_ns: cfg.delay.map(|d| d.as_nanos() as u64),
-        stamps: cfg.stamps.clone(),
-        controllers: Mutex::new(Registry::default()),
-        negotiation_deadline_ns: cfg.negotiation_deadline.as_nanos() as u64,
-    });
     let reactors = (0..cfg.threads.max(1))
         .map(|_| reactor::NvmeTcp::new(shared.clone()))
         .collect();

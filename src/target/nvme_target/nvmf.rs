@@ -150,7 +150,9 @@ impl<F: Fabric> Nvmf<F> {
                 .map(|(_, _, nqn, _)| nqn)
                 .unwrap_or_default();
             let local = c.fabric.local_addr().unwrap_or(self.shared.listen);
-            let mut ctrl = self.shared.new_controller(&subnqn, local);
+            let mut ctrl = self
+                .shared
+                .new_controller(&subnqn, local, mdts_of(F::MAX_TRANSFER));
             let action = ctrl.admin(sqe, data);
             let cntlid = ctrl.cntlid;
             if let Action::Reply { cqe, .. } = &action {
@@ -364,4 +366,9 @@ impl<F: Fabric> Nvmf<F> {
         self.device_pending.clear();
         self.delayed.peek().map(|Reverse((due, ..))| *due)
     }
+}
+
+/// The MDTS that says `max` bytes (pages of 4 KiB, a power of two).
+const fn mdts_of(max: usize) -> u8 {
+    (max / 4096).trailing_zeros() as u8
 }

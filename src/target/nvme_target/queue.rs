@@ -25,7 +25,7 @@ pub(super) const SC_READ_ERROR: (u8, u8) = (2, 0x81);
 pub(super) const SC_CONNECT_INVALID: (u8, u8) = (1, 0x82);
 
 /// What the NVMe target core needs of a fabric's queue pair (NVMe/TCP's
-/// is `tcp::TcpQueue`; an RDMA queue pair would be another). The fabric
+/// is `tcp::TcpQueue`, NVMe over RDMA's `rdma::RdmaQp`). The fabric
 /// receives capsules and data on its own and hands them to the core
 /// (`nvmf::Nvmf::capsule`, `Nvmf::data_fetched`); the core calls back here
 /// to move data and completions. Every call is on the reactor's thread;
@@ -51,7 +51,7 @@ pub trait Fabric {
     fn in_capsule(&self, at: usize, len: usize) -> &[u8];
     /// Ask the host for all `len` bytes of write `cid` into `into` (slot
     /// `tag`'s memory): TCP sends an R2T and copies the H2CData that
-    /// follows, RDMA would post an RDMA READ into it. Either way the
+    /// follows, RDMA posts an RDMA READ into it. Either way the
     /// fabric calls `Nvmf::data_fetched` once all of it is there.
     fn fetch_data(&mut self, cid: u16, tag: u16, len: u32, into: &mut [u8]);
     /// Push command `cid`'s data to the host ahead of its completion (TCP:
@@ -59,6 +59,12 @@ pub trait Fabric {
     fn send_data(&mut self, cid: u16, data: &[u8]);
     /// Send a completion (TCP: a CapsuleResp PDU; RDMA: a SEND).
     fn send_completion(&mut self, cqe: &Cqe);
+    /// The queue pair's slot memory is now `len` bytes at `base` (an I/O
+    /// queue's Connect): a fabric whose hardware moves the data itself
+    /// (RDMA) registers it here.
+    fn slot_memory(&mut self, _base: *mut u8, _len: usize) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// One command in flight on an I/O queue.
@@ -138,6 +144,8 @@ impl<F: Fabric> QueuePair<F> {
     /// A slot, with its buffer of the largest transfer, per queue entry.
     pub(super) fn take_slots(&mut self, entries: usize) -> io::Result<()> {
         self.memory = SlotMemory::new(entries, F::MAX_TRANSFER)?;
+        let (base, len) = self.memory.span();
+        self.fabric.slot_memory(base, len)?;
         self.slots = vec![Slot::default(); entries];
         self.free = (0..entries).rev().collect();
         Ok(())

@@ -75,6 +75,11 @@ impl SlotMemory {
         })
     }
 
+    /// The whole mapping: (start, length).
+    pub fn span(&self) -> (*mut u8, usize) {
+        (self.base, self.len)
+    }
+
     pub fn slot_ptr(&self, slot: usize) -> *mut u8 {
         assert!(slot * self.slot_len < self.len);
         // SAFETY: inside the mapping (checked above).

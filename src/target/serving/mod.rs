@@ -23,8 +23,8 @@ pub use backing::{backing_size, file_entry, open_backing, FileOp, SlotMemory};
 pub use inbox::Inbox;
 pub use limits::{ConnLimits, ConnPermit, MAX_CONNECTIONS, MAX_PER_PEER};
 pub use poll::{
-    allowed_cpus, busy_poll_of, busy_poll_on_listener, busy_poll_outcome, cpu_list, set_busy_poll,
-    PollPlan, BUSY_POLL_US,
+    allowed_cpus, busy_poll_of, busy_poll_on_listener, busy_poll_outcome, cpu_list, pin_to,
+    set_busy_poll, PollPlan, BUSY_POLL_US,
 };
 pub use reactor::{Connection, Io, Protocol};
 pub use ring::{split, user_data, Ring, KIND_FILE, KIND_RECV, KIND_SEND};

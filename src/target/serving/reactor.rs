@@ -55,7 +55,8 @@ impl<C> Io<C> {
         self.conns[ci].take().expect("live connection")
     }
 
-    fn place(&mut self, c: C) {
+    /// Put connection `c` in the first free slot of the table.
+    pub fn place(&mut self, c: C) {
         let c = Box::new(c);
         match self.conns.iter().position(Option::is_none) {
             Some(i) => self.conns[i] = Some(c),

@@ -1,0 +1,162 @@
+//! iolab's NVMe target over RDMA (`iolab serve --protocol nvme-rdma`)
+//! inside Debian's kernel under qemu, on a soft-RoCE device on the
+//! guest's interface: iolab's own initiator (`nvme-rdma://`) writes, then
+//! reads and writes verified at depth 8 on two associations with flushes,
+//! and 64 KiB reads, and a target holding its completions 10 s ends the
+//! requests at the engine's 1 s I/O timeout; Linux's nvme-rdma initiator connects to it
+//! (/dev/nvme-fabrics), and iolab runs verified random reads and writes
+//! on the /dev/nvmeXnY it makes; the target stops on SIGINT (130) with
+//! every association's stamps written. On this machine (no RDMA device)
+//! `serve --protocol nvme-rdma` says so and exits 2. Functional only
+//! (emulated CPU): no timings.
+
+mod common;
+
+use std::time::Duration;
+
+use common::vm::{self, field};
+
+const NQN: &str = "nqn.2025-11.io.iolab:rdma-target";
+
+const SCRIPT: &str = r#"
+cd /tmp
+export PATH=/usr/bin:$PATH
+rdma link add rxe0 type rxe netdev eth0 || echo "IOLAB-FAIL rxe"
+A=10.0.2.15
+/iolab serve -t /tmp --size 64m --protocol nvme-rdma --listen $A:4420 --allow-remote --nqn NQN --stamps /tmp/stamps.txt > /tmp/serve.out 2> /tmp/serve.err &
+spid=$!
+i=0; while ! grep -q serving /tmp/serve.out && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+echo "IOLAB-SERVING $(cat /tmp/serve.out)"
+U=nvme-rdma://$A:4420/NQN
+C="--size 8m --qd 8 --fsync-every 50 --verify --overwrite --quiet"
+/iolab device --target $U $C --rw write --bs 4k --io-count 2048 -o /tmp/w.json
+echo "IOLAB-W-EXIT $?"
+/iolab device --target $U $C --rw randrw --bs 4k --jobs 2 --io-count 1500 -o /tmp/rw.json
+echo "IOLAB-RW-EXIT $?"
+echo IOLAB-RW-BEGIN; cat /tmp/rw.json; echo IOLAB-RW-END
+/iolab device --target $U --size 8m --rw randread --bs 64k --qd 4 --runtime 300ms --quiet -o /tmp/big.json
+echo "IOLAB-BIG-EXIT $?"
+/iolab serve -t /tmp --size 16m --protocol nvme-rdma --listen $A:4421 --allow-remote --nqn NQN --fabric-delay 10s > /tmp/slow.out 2>&1 &
+slow=$!
+i=0; while ! grep -q serving /tmp/slow.out && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+/iolab device --target nvme-rdma://$A:4421/NQN --size 8m --rw randread --qd 2 --io-count 4 --io-timeout 1s --quiet -o /tmp/slow.json 2> /tmp/slow.err
+echo "IOLAB-SLOW-EXIT $?"
+echo "IOLAB-SLOW-ERR $(tr '\n' ' ' < /tmp/slow.err)"
+kill -INT $slow
+echo "transport=rdma,traddr=$A,trsvcid=4420,nqn=NQN" > /dev/nvme-fabrics || echo "IOLAB-FAIL connect"
+i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+/iolab device --target /dev/nvme0n1 --destroy-data /dev/nvme0n1 --size 8m --qd 8 --verify --rw randrw --bs 4k --jobs 2 --io-count 1500 --quiet -o /tmp/k.json
+echo "IOLAB-K-EXIT $?"
+echo IOLAB-K-BEGIN; cat /tmp/k.json; echo IOLAB-K-END
+dd if=/dev/nvme0n1 of=/dev/null bs=128k count=16 iflag=direct 2>/dev/null
+echo "IOLAB-DD-EXIT $?"
+echo 1 > /sys/class/nvme/nvme0/delete_controller
+kill -INT $spid; wait $spid
+echo "IOLAB-SERVE-EXIT $?"
+echo "IOLAB-STAMPS [$(cat /tmp/stamps.txt | wc -l)]"
+cat /tmp/serve.err
+"#;
+
+/// rdma-core's libraries and the soft-RoCE provider (opened with dlopen).
+const RDMA_FILES: [&str; 4] = [
+    "/usr/lib/x86_64-linux-gnu/libibverbs.so.1",
+    "/usr/lib/x86_64-linux-gnu/librdmacm.so.1",
+    "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so",
+    "/etc/libibverbs.d/rxe.driver",
+];
+
+fn verified(console: &str, begin: &str, end: &str, engine: &str) {
+    let json = vm::between(console, begin, end).unwrap_or_else(|| panic!("{console}"));
+    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let p = &r["points"][0];
+    assert_eq!(p["job"]["engine"], engine);
+    assert_eq!(p["verify"]["mismatches"], 0, "{}", p["verify"]);
+    assert!(
+        p["verify"]["blocks_checked"].as_u64().unwrap() > 100,
+        "{}",
+        p["verify"]
+    );
+}
+
+#[test]
+fn iolabs_rdma_target_serves_iolab_and_linux_nvme_rdma() {
+    if let Some(why) = vm::unavailable() {
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    if let Some(f) = RDMA_FILES
+        .iter()
+        .find(|f| !std::path::Path::new(f).exists())
+    {
+        eprintln!("SKIP: {f} is missing (scripts/install-deps.sh installs rdma-core)");
+        return;
+    }
+    let script = SCRIPT.replace("NQN", NQN);
+    let console = vm::run_script_carrying(
+        &script,
+        &["rdma"],
+        &RDMA_FILES,
+        Duration::from_secs(300),
+        &[],
+    );
+    assert!(!console.contains("IOLAB-FAIL"), "{console}");
+    assert!(
+        field(&console, "IOLAB-SERVING").contains(&format!("nvme-rdma://10.0.2.15:4420/{NQN}")),
+        "{console}"
+    );
+    for (key, want) in [
+        ("IOLAB-W-EXIT", "0"),
+        ("IOLAB-RW-EXIT", "0"),
+        ("IOLAB-BIG-EXIT", "0"),
+        ("IOLAB-K-EXIT", "0"),
+        ("IOLAB-DD-EXIT", "0"),
+        ("IOLAB-SERVE-EXIT", "130"),
+    ] {
+        assert_eq!(field(&console, key), format!("{key} {want}"), "{console}");
+    }
+    // A target that holds every completion 10 s: the requests fail at
+    // the engine's 1 s I/O timeout, said.
+    assert_eq!(
+        field(&console, "IOLAB-SLOW-EXIT"),
+        "IOLAB-SLOW-EXIT 1",
+        "{console}"
+    );
+    assert!(
+        field(&console, "IOLAB-SLOW-ERR").contains("--io-timeout"),
+        "{console}"
+    );
+    verified(&console, "IOLAB-RW-BEGIN", "IOLAB-RW-END", "nvme-rdma");
+    verified(&console, "IOLAB-K-BEGIN", "IOLAB-K-END", "io_uring");
+    let stamps = field(&console, "IOLAB-STAMPS");
+    let n: u64 = stamps
+        .trim_start_matches("IOLAB-STAMPS [")
+        .trim_end_matches(']')
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{console}"));
+    assert!(n > 1000, "{console}");
+}
+
+/// Here, with no RDMA device: `serve --protocol nvme-rdma` names the
+/// flag and what is missing, exit 2, before anything is laid out.
+#[test]
+fn without_an_rdma_device_serve_says_so() {
+    let Some(why) = iolab::engine::nvmerdma::verbs::unavailable() else {
+        eprintln!("SKIP: this machine has an RDMA device");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let o = common::iolab(&[
+        "serve",
+        "-t",
+        dir.path().to_str().unwrap(),
+        "--protocol",
+        "nvme-rdma",
+        "--time-limit",
+        "1s",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    let t = common::text(&o);
+    assert!(t.contains("--protocol") && t.contains(&why), "{t}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{t}");
+}
