@@ -409,6 +409,12 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
             }
         }
         "serve" => {
+            // NVMe over RDMA needs an RDMA device (tests/nvme_rdma_target_vm.rs
+            // runs it in a guest with soft-RoCE): here it only parses.
+            let rdma = value_after(&w, "--protocol").is_some_and(|p| p == "nvme-rdma");
+            if rdma && iolab::engine::nvmerdma::verbs::unavailable().is_some() {
+                return None;
+            }
             // An image the example names is made; the server stops by itself.
             if let Some(t) = value_after(&w, "-t") {
                 let p = dir.join(t);
