@@ -9,6 +9,7 @@ use comfy_table::{CellAlignment, Table};
 use super::remote_errors;
 use crate::figures::fmt::format_count;
 use crate::plan::parse::format_ns;
+use crate::results::sections::remote::STAGES;
 use crate::results::Results;
 
 pub fn remote_summary(r: &Results, elapsed_s: f64) -> String {
@@ -150,8 +151,13 @@ pub fn remote_table(r: &Results) -> String {
             b.requests,
             format_ns(b.latency_ns),
             stages.join(" + "),
-            b.initiator_scope()
+            b.covers(0).unwrap_or(b.initiator_scope())
         ));
+        for (i, name) in STAGES.iter().enumerate().skip(1) {
+            if let Some(c) = b.covers(i) {
+                o.push_str(&format!("  {name}: {c}\n"));
+            }
+        }
     }
     o
 }

@@ -156,6 +156,7 @@ pub fn join(ini: &[InitiatorStamp], tgt: &[TargetStamp], skip: usize) -> Option<
         latency_ns: sum[5] / n,
         point_mean_ns: None,
         engine_stamps: Some(true),
+        path: None,
     })
 }
 

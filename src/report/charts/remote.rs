@@ -234,10 +234,10 @@ pub fn breakdown(r: &Results) -> Option<Section> {
                 name.to_string(),
                 fmt::ns(v),
                 format!("{:.1}%", 100.0 * v / b.latency_ns.max(1.0)),
-                if name == STAGES[0] {
-                    b.initiator_scope().to_string()
-                } else {
-                    String::new()
+                match b.covers(stage_index(name)) {
+                    Some(c) => c.to_string(),
+                    None if name == STAGES[0] => b.initiator_scope().to_string(),
+                    None => String::new(),
                 },
             ]);
         }

@@ -176,6 +176,25 @@ pub struct StampBreakdown {
     /// files written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_stamps: Option<bool>,
+    /// The path the requests took, where it names the layers each stage
+    /// covers as the NVMe-oF study's figure does (`covers`); absent over
+    /// TCP to iolab's targets, another server, or the local disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<StagePath>,
+}
+
+/// A path through NVMe over Fabrics whose stages are named by layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StagePath {
+    /// iolab's nvme-rdma engine to iolab's NVMe target over RDMA: the
+    /// engine's and the target's stamps.
+    IolabRdma,
+    /// The kernel's nvme-rdma initiator to nvmet-rdma: the block layer's,
+    /// the nvme driver's and nvmet's tracepoints.
+    KernelRdma,
+    /// The kernel's nvme-tcp initiator to nvmet-tcp, traced as KernelRdma.
+    KernelTcp,
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -221,6 +240,44 @@ impl StampBreakdown {
         }
     }
 
+    /// The layers stage `i` (of `STAGES`) covers on this breakdown's path,
+    /// host first, in the NVMe-oF study's words; `None` where the stage's
+    /// name says it (and for the initiator stage: `initiator_scope`).
+    pub fn covers(&self, i: usize) -> Option<&'static str> {
+        use StagePath::*;
+        Some(match (self.path?, i) {
+            (KernelRdma | KernelTcp, 0) => {
+                "host: user space, the system call and the block layer (to block_rq_issue), and the completion (nvme_complete_rq to reaped)"
+            }
+            (IolabRdma, 1) => {
+                "host: nvme-rdma (iolab's engine posts the command, ibv_post_send), the RDMA stack and the wire; target: its completion queue polled"
+            }
+            (KernelRdma, 1) => {
+                "host: nvme-rdma (nvme_setup_cmd on), the RDMA stack and the wire; target: the RDMA stack and nvmet-rdma's receive (to nvmet_req_init)"
+            }
+            (KernelTcp, 1) => {
+                "host: nvme-tcp (nvme_setup_cmd on), TCP and the wire; target: TCP and nvmet-tcp's receive (to nvmet_req_init)"
+            }
+            (IolabRdma, 2) => {
+                "target: iolab's NVMe core (command to file submit, file completion to the completion's post)"
+            }
+            (KernelRdma | KernelTcp, 2) => {
+                "target: nvmet and its backing file's I/O (nvmet_req_init to nvmet_req_complete)"
+            }
+            (IolabRdma, 3) => "target: the block layer and the device (the file's io_uring I/O)",
+            (IolabRdma, 4) => {
+                "target: the data's RDMA WRITE and the completion's SEND, the RDMA stack and the wire; host: nvme-rdma's completion queue polled"
+            }
+            (KernelRdma, 4) => {
+                "target: nvmet-rdma's RDMA WRITE and SEND, the RDMA stack and the wire; host: nvme-rdma's completion (to nvme_complete_rq)"
+            }
+            (KernelTcp, 4) => {
+                "target: nvmet-tcp's send, TCP and the wire; host: nvme-tcp's receive (to nvme_complete_rq)"
+            }
+            _ => return None,
+        })
+    }
+
     /// The stages this breakdown measured: over iolab's own target the five
     /// stamped ones; over another target the initiator and the rest; on
     /// the local disk (DAS, the reference) the initiator and the device.
@@ -233,5 +290,39 @@ impl StampBreakdown {
         } else {
             all[..5].to_vec()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The study's figure names the layers: host block layer, nvme-rdma,
+    /// the RDMA stack; target nvmet-rdma and its block layer. A breakdown
+    /// over RDMA says them per stage, and keeps its path through JSON.
+    #[test]
+    fn an_rdma_breakdown_names_the_studys_layers_per_stage() {
+        let b = StampBreakdown {
+            path: Some(StagePath::KernelRdma),
+            ..StampBreakdown::default()
+        };
+        assert!(b.covers(0).unwrap().contains("block layer"));
+        assert!(
+            b.covers(1).unwrap().contains("nvme-rdma")
+                && b.covers(1).unwrap().contains("RDMA stack")
+        );
+        assert!(b.covers(2).unwrap().contains("nvmet"));
+        assert!(b.covers(4).unwrap().contains("nvmet-rdma"));
+        let own = StampBreakdown {
+            path: Some(StagePath::IolabRdma),
+            ..b
+        };
+        assert!(own.covers(3).unwrap().contains("block layer"));
+        assert_eq!(StampBreakdown::default().covers(1), None);
+        let json = serde_json::to_string(&b).unwrap();
+        assert!(json.contains("\"path\":\"kernel-rdma\""), "{json}");
+        assert_eq!(serde_json::from_str::<StampBreakdown>(&json).unwrap(), b);
+        let old = serde_json::to_string(&StampBreakdown::default()).unwrap();
+        assert!(!old.contains("path"), "{old}");
     }
 }
