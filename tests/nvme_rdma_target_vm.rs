@@ -6,7 +6,9 @@
 //! requests at the engine's 1 s I/O timeout; Linux's nvme-rdma initiator connects to it
 //! (/dev/nvme-fabrics), and iolab runs verified random reads and writes
 //! on the /dev/nvmeXnY it makes; the target stops on SIGINT (130) with
-//! every association's stamps written. On this machine (no RDMA device)
+//! every association's stamps written; and `iolab remote --transports
+//! das,nvme-rdma` runs the jobs and the breakdown over it on a soft-RoCE
+//! link of its own. On this machine (no RDMA device)
 //! `serve --protocol nvme-rdma` says so and exits 2. Functional only
 //! (emulated CPU): no timings.
 
@@ -55,6 +57,12 @@ kill -INT $spid; wait $spid
 echo "IOLAB-SERVE-EXIT $?"
 echo "IOLAB-STAMPS [$(cat /tmp/stamps.txt | wc -l)]"
 cat /tmp/serve.err
+R="--size 64m --mixes 100,0 --qd 1,4 --rates none --breakdown 200 --ramp 0 --runtime 300ms --quiet"
+/iolab remote -t /tmp $R --transports das,nvme-rdma -o /tmp/rr 2> /tmp/rr.err
+echo "IOLAB-REMOTE-EXIT $?"; cat /tmp/rr.err
+echo IOLAB-REMOTE-BEGIN; cat /tmp/rr/results.json; echo IOLAB-REMOTE-END
+i=0; while ls /sys/class/net | grep -q iorx && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+echo "IOLAB-REMOTE-LEFT [$(ls /sys/class/infiniband | grep iorx) $(ls /sys/class/net | grep iorx)]"
 "#;
 
 /// rdma-core's libraries and the soft-RoCE provider (opened with dlopen).
@@ -94,7 +102,7 @@ fn iolabs_rdma_target_serves_iolab_and_linux_nvme_rdma() {
     let script = SCRIPT.replace("NQN", NQN);
     let console = vm::run_script_carrying(
         &script,
-        &["rdma"],
+        &["rdma", "ip"],
         &RDMA_FILES,
         Duration::from_secs(300),
         &[],
@@ -127,6 +135,7 @@ fn iolabs_rdma_target_serves_iolab_and_linux_nvme_rdma() {
     );
     verified(&console, "IOLAB-RW-BEGIN", "IOLAB-RW-END", "nvme-rdma");
     verified(&console, "IOLAB-K-BEGIN", "IOLAB-K-END", "io_uring");
+    remote_over_rdma(&console);
     let stamps = field(&console, "IOLAB-STAMPS");
     let n: u64 = stamps
         .trim_start_matches("IOLAB-STAMPS [")
@@ -135,6 +144,72 @@ fn iolabs_rdma_target_serves_iolab_and_linux_nvme_rdma() {
         .parse()
         .unwrap_or_else(|_| panic!("{console}"));
     assert!(n > 1000, "{console}");
+}
+
+/// `iolab remote --transports das,nvme-rdma` (iolab's target and engine
+/// over a soft-RoCE link it makes, in the initial namespace beside the
+/// topology's): the jobs ran, the breakdown names the RDMA stages with
+/// every one measured and summing to the latency, the results say the
+/// link is software, and the link is gone after.
+fn remote_over_rdma(console: &str) {
+    assert_eq!(
+        field(console, "IOLAB-REMOTE-EXIT"),
+        "IOLAB-REMOTE-EXIT 0",
+        "{console}"
+    );
+    let json = vm::between(console, "IOLAB-REMOTE-BEGIN", "IOLAB-REMOTE-END")
+        .unwrap_or_else(|| panic!("{console}"));
+    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let points = r["points"].as_array().unwrap();
+    let over = |label: &str| {
+        points
+            .iter()
+            .filter(|p| {
+                p["params"]["transport"] == label && p["total"]["iops"].as_f64() > Some(0.0)
+            })
+            .count()
+    };
+    assert_eq!(over("nvme-rdma-iolab"), 4, "{}", r["warnings"]);
+    assert!(over("das") >= 4, "{}", r["warnings"]);
+    let b = &r["extra"]["remote"]["breakdown"]["nvme-rdma-iolab"];
+    assert_eq!(
+        b["path"], "iolab-rdma",
+        "{} {}",
+        r["warnings"], r["extra"]["remote"]
+    );
+    let stage = |k: &str| b[k].as_f64().unwrap_or(0.0);
+    for k in [
+        "initiator_ns",
+        "fabric_out_ns",
+        "target_ns",
+        "device_ns",
+        "fabric_back_ns",
+    ] {
+        assert!(stage(k) > 0.0, "{k}: {b}");
+    }
+    let sum: f64 = [
+        "initiator_ns",
+        "fabric_out_ns",
+        "target_ns",
+        "device_ns",
+        "fabric_back_ns",
+    ]
+    .iter()
+    .map(|k| stage(k))
+    .sum();
+    assert!(
+        (sum - stage("latency_ns")).abs() <= 0.01 * stage("latency_ns"),
+        "{b}"
+    );
+    let soft = r["extra"]["remote"]["soft_rdma"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(soft.contains("software RDMA"), "{}", r["extra"]["remote"]);
+    assert_eq!(
+        field(console, "IOLAB-REMOTE-LEFT"),
+        "IOLAB-REMOTE-LEFT [ ]",
+        "{console}"
+    );
 }
 
 /// Here, with no RDMA device: `serve --protocol nvme-rdma` names the

@@ -1179,3 +1179,40 @@ fn output_and_json_are_checked_before_anything_also_in_a_dry_run() {
         std::fs::read(out.path().join("results.json")).unwrap()
     );
 }
+
+/// `--transports nvme-rdma` (iolab's NVMe target over RDMA and its
+/// nvme-rdma engine, on a soft-RoCE link) where no link can be made (this
+/// kernel has no rdma_rxe, or not root): said in the dry run, exit 2 when
+/// it is the only remote transport, nothing made. tests/nvme_rdma_target_vm.rs
+/// runs it in a guest that has soft-RoCE.
+#[test]
+fn iolabs_rdma_transport_is_detected_and_refused() {
+    let Some(why) = iolab::testbed::soft_roce::unavailable() else {
+        eprintln!("SKIP: soft-RoCE can be made here");
+        return;
+    };
+    let dir = workdir();
+    let d = dir.path().to_str().unwrap();
+    let base = ["remote", "-t", d, "--transports", "das,nvme-rdma"];
+    let o = iolab(&[&base[..], &["--dry-run"]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("nvme-rdma-iolab"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.ends_with(&format!("skipped: {why}")), "{line}");
+    let o = iolab(&[&base[..], &["--size", "16m", "--quiet"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--transports")
+            && err.contains(&format!("nvme-rdma-iolab cannot run here: {why}")),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing made"
+    );
+}

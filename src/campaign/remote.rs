@@ -10,6 +10,7 @@
 //! T's whole CPU over each point's window); DAS, the breakdown and the
 //! database are this machine's and not part of it.
 
+use crate::results::sections::remote::StagePath;
 use crate::results::sections::RemoteTransport;
 use std::cell::RefCell;
 use std::path::Path;
@@ -224,19 +225,20 @@ impl Workload for TransportPasses<'_> {
                 params: &params,
                 ..Tags::default()
             };
-            kernel_transport(
-                &mut self.driver,
-                self.plan,
-                t,
-                (topo, local),
-                i,
-                &tags,
-                self.a,
-            )?;
+            let driver = &mut self.driver;
+            let (plan, a) = (self.plan, self.a);
+            let mut run = || kernel_transport(driver, plan, t, (topo, local), i, &tags, a);
+            if t.is_rdma() {
+                topo.at_home(run)??;
+            } else {
+                run()?;
+            }
         } else if let (Some(why), false) = (&self.netem_missing, t.own()) {
             self.driver.warn(format!(
                 "transport {label} skipped: --fabric-delay needs netem for servers other than iolab's own ({why})"
             ));
+        } else if t.is_rdma() {
+            topo.at_home(|| self.served(t, i, &label, (topo, local)))??;
         } else {
             self.served(t, i, &label, (topo, local))?;
         }
@@ -417,9 +419,15 @@ impl TransportPasses<'_> {
             }
         };
         let driver = &mut self.driver;
+        // Over RDMA the traffic crosses the soft-RoCE link, not the topology's.
+        let link = server.link.as_ref().map(|l| l.netdev.clone());
+        if let Some(l) = &server.link {
+            let on_real_hardware = "run `iolab serve --protocol nvme-rdma --listen ADDR:PORT --allow-remote` on the target host with ADDR the RNIC's, and `iolab device --target nvme-rdma://ADDR:PORT/NQN` on the initiator";
+            record_soft_rdma(driver, label, &l.describe(), on_real_hardware);
+        }
         driver.set_peers(Some(PeerSampling {
             processes: vec![server.sampled()],
-            interface: Some(topo.initiator_iface.clone()),
+            interface: Some(link.unwrap_or(topo.initiator_iface.clone())),
         }));
         let params = transport_params(label);
         let mut extra = injected_extra(plan, t);
@@ -445,7 +453,12 @@ impl TransportPasses<'_> {
         match (&stamps, spec) {
             (Some(stamps), Some(spec)) if remote.remote.is_some() => {
                 match breakdown::measure(&remote, &spec, stamps) {
-                    Ok(b) => record_breakdown(driver.results_mut(), label, &b),
+                    Ok(mut b) => {
+                        if t.is_rdma() {
+                            b.path = Some(StagePath::IolabRdma);
+                        }
+                        record_breakdown(driver.results_mut(), label, &b)
+                    }
                     Err(e) => driver.warn(format!("breakdown over {label}: {e:#}")),
                 }
             }
@@ -523,21 +536,29 @@ fn kernel_transport(
 /// also that its numbers are not a NIC's (a warning and
 /// `extra.remote.soft_rdma`).
 fn record_kernel_path(driver: &mut Driver, k: &KernelPath, trtype: NvmeTrtype, label: &str) {
-    let soft = k.soft_rdma().map(|link| {
-        format!(
-            "{label} ran over {link}: software RDMA does the NIC's work on the CPU, so its latency and CPU cost are not a RoCE NIC's (the protocol's path is real: nvme-rdma, the RDMA stack, nvmet-rdma); on real hardware connect nvme-rdma over the RNIC with nvme-cli and run `iolab device` on /dev/nvmeXnY"
-        )
-    });
     if let Some(r) = driver.results_mut().extra.remote.as_mut() {
         match trtype {
             NvmeTrtype::Tcp => r.nvme_tcp_kernel = Some(k.describe()),
             NvmeTrtype::Rdma => r.nvme_rdma_kernel = Some(k.describe()),
         }
-        r.soft_rdma = soft.clone().or(r.soft_rdma.take());
     }
-    if let Some(why) = soft {
-        driver.warn(why);
+    let on_real_hardware =
+        "connect nvme-rdma over the RNIC with nvme-cli and run `iolab device` on /dev/nvmeXnY";
+    if let Some(link) = k.soft_rdma() {
+        record_soft_rdma(driver, label, &link, on_real_hardware);
     }
+}
+
+/// A transport ran over soft-RoCE: `extra.remote.soft_rdma` and a warning
+/// that its numbers are not a NIC's, with what to run on real hardware.
+fn record_soft_rdma(driver: &mut Driver, label: &str, link: &str, on_real_hardware: &str) {
+    let why = format!(
+        "{label} ran over {link}: software RDMA does the NIC's work on the CPU, so its latency and CPU cost are not a RoCE NIC's (the protocol's path is real: the NVMe over RDMA initiator, the RDMA stack, the target); on real hardware {on_real_hardware}"
+    );
+    if let Some(r) = driver.results_mut().extra.remote.as_mut() {
+        r.soft_rdma = Some(why.clone());
+    }
+    driver.warn(why);
 }
 
 /// The breakdown's job (`--breakdown-requests N`; none with 0 or after a

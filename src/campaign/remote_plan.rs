@@ -117,14 +117,15 @@ fn list<T>(
     Ok(v)
 }
 
-/// Remote transports that are all kernel paths this kernel lacks leave
-/// nothing to compare: refused, naming them. Beside one that runs, they
-/// are skipped with a warning (a study's plan names every transport).
+/// Remote transports that are all kernel paths or RDMA transports this
+/// kernel cannot run leave nothing to compare: refused, naming them.
+/// Beside one that runs, they are skipped with a warning (a study's plan
+/// names every transport).
 fn check_kernel_paths(given: &[Transport]) -> anyhow::Result<()> {
     let remote: Vec<&Transport> = given.iter().filter(|t| !t.is_local()).collect();
     let missing: Vec<(&Transport, String)> = remote
         .iter()
-        .filter(|t| t.is_kernel())
+        .filter(|t| t.is_kernel() || t.is_rdma())
         .filter_map(|t| t.unavailable().map(|why| (*t, why)))
         .collect();
     match missing.first() {

@@ -170,6 +170,22 @@ impl Topology {
         setns(&f).with_context(|| format!("cannot enter namespace {}", ns.name))
     }
 
+    /// Run `f` in the namespace the thread was in before `enter_initiator`
+    /// (RDMA transports: nvmet-rdma, nvme-rdma and soft-RoCE links live in
+    /// the initial namespace), then back in the initiator's. Threads `f`
+    /// starts stay where they were started.
+    pub fn at_home<T>(&self, f: impl FnOnce() -> T) -> anyhow::Result<T> {
+        let (Some(home), Some(ns)) = (&self.home, &self.initiator_ns) else {
+            return Ok(f());
+        };
+        setns(home).context("cannot return to the initial network namespace")?;
+        let out = f();
+        let back = File::open(netns::path_of(&ns.name))
+            .and_then(|ini| setns(&ini))
+            .with_context(|| format!("cannot re-enter namespace {}", ns.name));
+        back.map(|_| out)
+    }
+
     /// Back to the namespace the thread was in.
     pub fn leave_initiator(&mut self) {
         if let Some(home) = self.home.take() {

@@ -1,4 +1,4 @@
-//! A soft-RoCE link for the kernel's NVMe over RDMA (`nvme-rdma-kernel`):
+//! A soft-RoCE link for NVMe over RDMA (`nvme-rdma-kernel`, `nvme-rdma`):
 //! a veth pair iolab makes in the initial network namespace (nvmet-rdma
 //! and nvme-rdma only use that one), an address on each end, and an
 //! rdma_rxe device on the first end (`rdma link add`). The target listens
@@ -6,7 +6,9 @@
 //! carries the traffic as RoCEv2 in UDP over the pair. Nothing reaches a
 //! real interface: the pair is iolab's and goes with it (deleting the veth
 //! unregisters the rxe device), as a registered resource (`Resource::RdmaLink`),
-//! also after a second Ctrl-C and at the next start after a SIGKILL.
+//! also after a second Ctrl-C and at the next start after a SIGKILL. A
+//! link iolab's own RDMA initiator used goes once iolab has exited (the
+//! kernel keeps an rxe device while a process holds a verbs context on it).
 //! Soft-RoCE runs the NIC's work on the CPU: it shows the protocol's path,
 //! not a real NIC's latency.
 
@@ -45,6 +47,39 @@ fn addresses(pid: u32) -> (Ipv4Addr, Ipv4Addr) {
     )
 }
 
+/// The modules a link needs: rdma_rxe, veth, and the user-space verbs'
+/// and connection manager's devices (iolab's own RDMA initiator and target).
+const MODULES: [&str; 4] = ["rdma_rxe", "veth", "ib_uverbs", "rdma_ucm"];
+
+/// Why no link can be made here, if not: modules, root, the rdma tool.
+pub fn unavailable() -> Option<String> {
+    use super::kernel_modules::{module_state, ModuleState};
+    let missing: Vec<&str> = MODULES
+        .into_iter()
+        .filter(|m| module_state(m) == ModuleState::Absent)
+        .collect();
+    if !missing.is_empty() {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        return Some(format!(
+            "this kernel ({}) lacks the modules {} (neither loaded nor in its modules.dep); a soft-RoCE link needs {}",
+            release.trim(),
+            missing.join(", "),
+            MODULES.join(", ")
+        ));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("making a soft-RoCE link (a veth pair, `rdma link add`) needs root".into());
+    }
+    if super::command::which("rdma").is_none() {
+        return Some(
+            "the rdma tool (iproute2) is not installed: soft-RoCE is made with `rdma link add`"
+                .into(),
+        );
+    }
+    None
+}
+
 /// The link, taken down on drop.
 pub struct SoftRoce {
     /// The rxe device (`iorxe<pid>`).
@@ -59,7 +94,7 @@ pub struct SoftRoce {
 impl SoftRoce {
     /// Make this process's veth pair, its addresses and the rxe device.
     pub fn create() -> anyhow::Result<SoftRoce> {
-        super::nvme_kernel::load_modules(&["rdma_rxe"])?;
+        super::nvme_kernel::load_modules(&MODULES)?;
         let pid = std::process::id();
         let netdev = format!("{PREFIX}{pid}a");
         let peer = format!("{PREFIX}{pid}b");
@@ -107,9 +142,58 @@ impl SoftRoce {
 
 impl Drop for SoftRoce {
     fn drop(&mut self) {
+        // rdma_rxe unregisters a device only once no process holds a verbs
+        // context on it, and librdmacm keeps the one iolab's own RDMA
+        // initiator used open until exit: deleting it now would wait for
+        // ever. A reaper deletes it once iolab is gone; the record stays,
+        // so the next start sweeps it should the reaper not.
+        if holds_user_verbs() && reap_after_exit(&self.device, &self.netdev) {
+            return;
+        }
         let _ = self.resource.undo();
         super::release(&self.resource);
     }
+}
+
+/// Whether this process has a verbs device open (/dev/infiniband/uverbsN).
+fn holds_user_verbs() -> bool {
+    std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .any(|t| t.to_string_lossy().starts_with("/dev/infiniband/uverbs"))
+}
+
+/// Start a detached shell that deletes `device` and `veth` once this
+/// process holds no verbs device (it has exited); whether it started.
+fn reap_after_exit(device: &str, veth: &str) -> bool {
+    use std::os::unix::process::CommandExt;
+    let (Some(rdma), Some(ip)) = (super::command::which("rdma"), super::command::which("ip"))
+    else {
+        return false;
+    };
+    let pid = std::process::id();
+    let script = format!(
+        "while ls -l /proc/{pid}/fd 2>/dev/null | grep -q /dev/infiniband/; do sleep 0.2; done; \
+         {} link delete {device}; {} link del {veth}",
+        rdma.display(),
+        ip.display()
+    );
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe: the reaper leaves iolab's
+    // session, so a Ctrl-C to iolab's terminal does not end it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn().is_ok()
 }
 
 /// Run `program` found on PATH by its full path (a busybox `timeout`

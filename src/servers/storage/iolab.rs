@@ -1,5 +1,6 @@
 //! iolab's own targets as `iolab remote` starts them: `iolab serve` (NBD,
-//! or NVMe/TCP with the subsystem `NVME_NQN`) on the scratch file.
+//! or NVMe/TCP or NVMe/RDMA with the subsystem `NVME_NQN`) on the scratch
+//! file.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -8,10 +9,11 @@ use anyhow::Context;
 
 use super::{OwnTargetOptions, NVME_NQN};
 
-/// `iolab serve` on `backing` at `addr`:`port` with `threads` reactors,
-/// busy-polling with `poll`.
+/// `iolab serve` over `protocol` (NBD when `None`; NVMe/TCP or NVMe/RDMA
+/// with the subsystem `NVME_NQN`) on `backing` at `addr`:`port` with
+/// `threads` reactors, busy-polling with `poll`.
 pub(super) fn command_line(
-    nvme: bool,
+    protocol: Option<&str>,
     (threads, poll): (usize, bool),
     addr: IpAddr,
     port: u16,
@@ -20,8 +22,8 @@ pub(super) fn command_line(
 ) -> anyhow::Result<(String, Vec<String>)> {
     let exe = std::env::current_exe().context("cannot find iolab's own executable")?;
     let mut v: Vec<String> = vec!["serve".into()];
-    if nvme {
-        v.extend(["--protocol", "nvme-tcp", "--nqn", NVME_NQN].map(String::from));
+    if let Some(p) = protocol {
+        v.extend(["--protocol", p, "--nqn", NVME_NQN].map(String::from));
     }
     v.extend([
         "-t".into(),

@@ -62,10 +62,13 @@ pub enum Transport {
     /// The kernel's NVMe over RDMA target (nvmet-rdma) and initiator
     /// (nvme-rdma) over soft-RoCE.
     KernelNvmeRdma,
+    /// iolab's own NVMe target over RDMA and its nvme-rdma engine, over
+    /// soft-RoCE (or the RDMA device the machine has).
+    IolabNvmeRdma,
 }
 
 pub const TRANSPORT_NAMES: &str = "das, iolab, nbdkit-file, nbdkit-memory, qemu-nbd, tgtd, \
-     nvme-tcp, nvme-tcp-kernel, nvme-rdma-kernel, iolab-poll, nvme-tcp-poll";
+     nvme-tcp, nvme-tcp-kernel, nvme-rdma-kernel, iolab-poll, nvme-tcp-poll, nvme-rdma";
 
 /// The subsystem NQN of iolab's NVMe/TCP target in `iolab remote`.
 pub const NVME_NQN: &str = "nqn.2025-11.io.iolab:remote";
@@ -106,6 +109,9 @@ pub struct TransportFacts {
     /// Both ends busy-poll: the target's reactors, pinned (`serve
     /// --poll`), and the initiator (`--poll`).
     pub polls: bool,
+    /// It runs over RDMA: a soft-RoCE link iolab makes (`testbed::soft_roce`)
+    /// in the initial network namespace, not the topology's.
+    pub rdma: bool,
 }
 
 /// What the database runs of `iolab remote` build their filesystem on
@@ -147,6 +153,7 @@ const fn nbd_server(
         db_volume: DbVolume::Nbd,
         kernel: None,
         polls: false,
+        rdma: false,
     }
 }
 
@@ -261,13 +268,26 @@ const KERNEL_NVME_RDMA: TransportFacts = TransportFacts {
     label: "nvme-rdma-kernel",
     backing: "the scratch file (nvmet's file namespace, O_DIRECT), read through /dev/nvmeXnY over soft-RoCE (rdma_rxe)",
     kernel: Some(NvmeTrtype::Rdma),
+    rdma: true,
     ..KERNEL_NVME
+};
+const IOLAB_NVME_RDMA: TransportFacts = TransportFacts {
+    names: &["nvme-rdma", "iolab-nvme-rdma"],
+    label: "nvme-rdma-iolab",
+    wire: Some(WireProtocol::NvmeRdma),
+    served_as: None,
+    backing: "the scratch file, O_DIRECT, io_uring (iolab's NVMe target over RDMA, soft-RoCE)",
+    db_volume: DbVolume::Unreachable(
+        "the database runs on a block device and iolab's NVMe/RDMA initiator has none (nvme-rdma-kernel runs it on the kernel initiator's)",
+    ),
+    rdma: true,
+    ..IOLAB_NVME
 };
 
 impl Transport {
     /// Every transport (own targets with one reactor thread), in
     /// `TRANSPORT_NAMES` order.
-    pub const ALL: [Transport; 11] = [
+    pub const ALL: [Transport; 12] = [
         Transport::Das,
         Transport::Iolab {
             threads: 1,
@@ -291,6 +311,7 @@ impl Transport {
             threads: 1,
             poll: true,
         },
+        Transport::IolabNvmeRdma,
     ];
 
     /// Its facts.
@@ -307,6 +328,7 @@ impl Transport {
             Transport::Tgtd => &TGTD,
             Transport::KernelNvme => &KERNEL_NVME,
             Transport::KernelNvmeRdma => &KERNEL_NVME_RDMA,
+            Transport::IolabNvmeRdma => &IOLAB_NVME_RDMA,
         }
     }
 
@@ -411,10 +433,20 @@ impl Transport {
         self.facts().program
     }
 
+    /// It runs over RDMA (on a soft-RoCE link iolab makes).
+    pub fn is_rdma(&self) -> bool {
+        self.facts().rdma
+    }
+
     /// Why it cannot run here (its server is not installed).
     pub fn unavailable(&self) -> Option<String> {
         if let Some(trtype) = self.kernel_trtype() {
             return crate::testbed::kernel_modules::nvme_kernel_unavailable(trtype);
+        }
+        if self.is_rdma() {
+            // iolab's own RDMA ends need rdma-core's libraries too.
+            return crate::testbed::soft_roce::unavailable()
+                .or_else(|| crate::engine::nvmerdma::verbs::verbs().err());
         }
         if *self == Transport::Tgtd {
             if let Some(why) = crate::engine::iscsi::unavailable() {
@@ -459,6 +491,9 @@ pub struct StorageServer {
     pub log: PathBuf,
     /// tgtd's control port, to take its target down before stopping it.
     tgt_control: Option<u32>,
+    /// The soft-RoCE link an RDMA transport's server listens on (dropped
+    /// after the server).
+    pub link: Option<crate::testbed::soft_roce::SoftRoce>,
 }
 
 impl StorageServer {
@@ -518,6 +553,7 @@ pub fn start(
     let url = match transport {
         Transport::Tgtd => format!("iscsi://{host}:{port}/{TGT_IQN}/1"),
         Transport::IolabNvme { .. } => format!("nvme-tcp://{host}:{port}/{NVME_NQN}"),
+        Transport::IolabNvmeRdma => format!("nvme-rdma://{host}:{port}/{NVME_NQN}"),
         _ => format!("nbd://{host}:{port}/"),
     };
     let mut server = StorageServer {
@@ -526,6 +562,7 @@ pub fn start(
         process,
         log,
         tgt_control: None,
+        link: None,
     };
     if transport == Transport::Tgtd {
         let port = tgtd::control_port();
@@ -559,10 +596,13 @@ fn command_line(
             anyhow::bail!("{} has no server process", t.label())
         }
         Transport::Iolab { threads, poll } => {
-            iolab::command_line(false, (threads, poll), addr, port, backing, own)?
+            iolab::command_line(None, (threads, poll), addr, port, backing, own)?
         }
         Transport::IolabNvme { threads, poll } => {
-            iolab::command_line(true, (threads, poll), addr, port, backing, own)?
+            iolab::command_line(Some("nvme-tcp"), (threads, poll), addr, port, backing, own)?
+        }
+        Transport::IolabNvmeRdma => {
+            iolab::command_line(Some("nvme-rdma"), (1, false), addr, port, backing, own)?
         }
         Transport::NbdkitFile => {
             nbdkit::command_line(addr, port, nbdkit::Plugin::File(backing), own.error_rate)

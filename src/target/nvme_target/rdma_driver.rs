@@ -284,6 +284,7 @@ impl Reactor {
             if stopping && self.io.conns.iter().all(Option::is_none) {
                 return Ok(());
             }
+            let now = mono_now_ns();
             let busy = self.io.conns.iter().flatten().any(|c| c.busy > 0);
             if worked || busy {
                 self.last_work = now;
@@ -420,6 +421,9 @@ impl Reactor {
         let mut wc = [Wc::default(); 32];
         // SAFETY: the queue pair's live CQ.
         let n = unsafe { verbs::poll_cq(c.fabric.cq, &mut wc) };
+        // What completed arrived by now (the stamps' arrival, not before
+        // the host sent it).
+        let now = if n > 0 { mono_now_ns() } else { now };
         if n < 0 {
             c.fabric.fail(&format!("ibv_poll_cq failed ({n})"));
         }
