@@ -519,7 +519,22 @@ fn kernel_transport(
     )?;
     driver.set_peers(None);
     let spec = breakdown_spec(plan, local.size, a.seed);
-    unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
+    // Traced through the host's block and nvme tracepoints and nvmet's
+    // where the kernel has them; else (or failing) the initiator's alone.
+    use crate::trace::fabric_breakdown;
+    let traced = spec.map(|spec| match fabric_breakdown::kernel_trace_unavailable() {
+        Some(why) => Err(why),
+        None => fabric_breakdown::measure_traced_kernel(&k.target, &spec, t.engine(), trtype)
+            .map_err(|e| format!("{e:#}")),
+    });
+    match traced {
+        Some(Ok(b)) => record_breakdown(driver.results_mut(), &label, &b),
+        Some(Err(why)) => {
+            driver.warn(format!("breakdown over {label}: {why}: unstamped"));
+            unstamped_breakdown(driver, spec, &k.target, t.engine(), &label, false);
+        }
+        None => {}
+    }
     let device = k.device().to_path_buf();
     database(
         driver,

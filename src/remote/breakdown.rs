@@ -4,8 +4,9 @@
 //! (due, taken by the engine, reply received, reaped), joined with the
 //! stamps iolab's target wrote for the same connection (`target::stamps`).
 //! The requests broken down are the engine's own, so the stages sum to the
-//! latency the job measures. `read_reply` reads one reply for tests that
-//! speak NBD by hand.
+//! latency the job measures. Over the kernel's own NVMe-oF path the same
+//! job runs traced (`trace::fabric_breakdown`). `read_reply` reads one
+//! reply for tests that speak NBD by hand.
 
 use std::io::{self, Read};
 use std::path::Path;
@@ -106,7 +107,7 @@ fn job(spec: &BreakdownSpec, engine: EngineKind) -> JobSpec {
 }
 
 /// The breakdown's job run on `engine` with every request logged.
-fn logged_run(
+pub fn logged_run(
     target: &Target,
     spec: &BreakdownSpec,
     engine: EngineKind,

@@ -144,6 +144,16 @@ impl Field {
         self.read_i64(rec).map(|v| v as u64)
     }
 
+    /// The first 8 bytes of a byte array field as a little-endian integer
+    /// (an NVMe command's SLBA in cdw10 and cdw11, as the wire lays it out).
+    pub fn read_le_u64_head(&self, rec: &[u8]) -> Option<u64> {
+        if self.size < 8 {
+            return None;
+        }
+        let b = rec.get(self.offset..self.offset + 8)?;
+        Some(u64::from_le_bytes(b.try_into().ok()?))
+    }
+
     /// A fixed char array or a `__data_loc char[]` string, up to its NUL.
     pub fn read_str<'a>(&self, rec: &'a [u8]) -> Option<&'a str> {
         let bytes = if self.data_loc {

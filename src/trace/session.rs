@@ -105,7 +105,17 @@ pub fn traced<R>(
     spec: &TraceSpec,
     job: impl FnOnce() -> Result<R>,
 ) -> Result<(R, Capture)> {
-    let inst = Instance::create(caps, spec.buffer_kb, &spec.events())?;
+    traced_events(caps, &spec.events(), spec.buffer_kb, job)
+}
+
+/// `traced` with the events given one by one (e.g. the NVMe-oF ones).
+pub fn traced_events<R>(
+    caps: &Capabilities,
+    events: &[EventSpec],
+    buffer_kb: u32,
+    job: impl FnOnce() -> Result<R>,
+) -> Result<(R, Capture)> {
+    let inst = Instance::create(caps, buffer_kb, events)?;
     let readers = Readers::start(&inst, std::time::Duration::from_millis(25))?;
     inst.start()?;
     let r = job();

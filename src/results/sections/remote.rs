@@ -247,22 +247,22 @@ impl StampBreakdown {
         use StagePath::*;
         Some(match (self.path?, i) {
             (KernelRdma | KernelTcp, 0) => {
-                "host: user space, the system call and the block layer (to block_rq_issue), and the completion (nvme_complete_rq to reaped)"
+                "host: user space, the system call, the block layer and the nvme driver's command setup (to block_rq_issue; nvme_setup_cmd comes just before it), and the completion (nvme_complete_rq to reaped)"
             }
             (IolabRdma, 1) => {
                 "host: nvme-rdma (iolab's engine posts the command, ibv_post_send), the RDMA stack and the wire; target: its completion queue polled"
             }
             (KernelRdma, 1) => {
-                "host: nvme-rdma (nvme_setup_cmd on), the RDMA stack and the wire; target: the RDMA stack and nvmet-rdma's receive (to nvmet_req_init)"
+                "host: nvme-rdma from block_rq_issue (mapping the data, posting the command), the RDMA stack and the wire; target: the RDMA stack and nvmet-rdma's receive (to nvmet_req_init)"
             }
             (KernelTcp, 1) => {
-                "host: nvme-tcp (nvme_setup_cmd on), TCP and the wire; target: TCP and nvmet-tcp's receive (to nvmet_req_init)"
+                "host: nvme-tcp from block_rq_issue (the command PDU sent from the submitting context or its io_work), TCP and the wire; target: TCP and nvmet-tcp's receive (to nvmet_req_init)"
             }
             (IolabRdma, 2) => {
                 "target: iolab's NVMe core (command to file submit, file completion to the completion's post)"
             }
             (KernelRdma | KernelTcp, 2) => {
-                "target: nvmet and its backing file's I/O (nvmet_req_init to nvmet_req_complete)"
+                "target: nvmet and its backing file's I/O, block layer and device included (nvmet_req_init to nvmet_req_complete; the file backend has no tracepoint, so no device stage of its own)"
             }
             (IolabRdma, 3) => "target: the block layer and the device (the file's io_uring I/O)",
             (IolabRdma, 4) => {
