@@ -377,10 +377,12 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
             if has(&w, "--fabric-rate") && !is_root() {
                 return None;
             }
-            // The kernel's NVMe-oF paths: a run on a kernel without them
-            // exits 2 naming the transport (tests/remote_cli.rs); the VM
-            // test runs them. Here they are planned only.
-            let kernel = value_after(&w, "--transports").is_some_and(|t| t.contains("-kernel"));
+            // The kernel's NVMe-oF paths and iolab's RDMA transport: a run
+            // on a kernel without them exits 2 naming the transport
+            // (tests/remote_cli.rs); the VM tests run them. Here they are
+            // planned only.
+            let kernel = value_after(&w, "--transports")
+                .is_some_and(|t| t.contains("-kernel") || t.split(',').any(|x| x == "nvme-rdma"));
             if kernel && !has(&w, "--dry-run") {
                 w.push("--dry-run".into());
             }

@@ -1,5 +1,5 @@
 //! A soft-RoCE link for NVMe over RDMA (`nvme-rdma-kernel`, `nvme-rdma`):
-//! a veth pair iolab makes in the initial network namespace (nvmet-rdma
+//! a veth pair iolab makes (`iorx<pid><seq>a`/`b`, one per link) in the initial network namespace (nvmet-rdma
 //! and nvme-rdma only use that one), an address on each end, and an
 //! rdma_rxe device on the first end (`rdma link add`). The target listens
 //! on that end's address and the kernel's initiator connects to it; rxe
@@ -37,9 +37,9 @@ fn rxe_name(veth: &str) -> String {
     veth.trim_end_matches('a').replacen(PREFIX, "iorxe", 1)
 }
 
-/// The /30 of this process's link: 10.211.X.0 with X from the pid.
-fn addresses(pid: u32) -> (Ipv4Addr, Ipv4Addr) {
-    let block = (pid % 16_000) * 4;
+/// The /30 of this process's `seq`th link in 10.211.0.0/14, from the pid.
+fn addresses(pid: u32, seq: u32) -> (Ipv4Addr, Ipv4Addr) {
+    let block = ((pid % 640) * 100 + seq % 100) * 4;
     let (hi, lo) = ((block >> 8) as u8, (block & 0xff) as u8);
     (
         Ipv4Addr::new(10, 211 + hi / 64, hi % 64, lo + 1),
@@ -96,10 +96,14 @@ impl SoftRoce {
     pub fn create() -> anyhow::Result<SoftRoce> {
         super::nvme_kernel::load_modules(&MODULES)?;
         let pid = std::process::id();
-        let netdev = format!("{PREFIX}{pid}a");
-        let peer = format!("{PREFIX}{pid}b");
+        // A link per call: one a run's own initiator used outlives its
+        // pass until iolab exits, beside the next one.
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 100;
+        let netdev = format!("{PREFIX}{pid}{seq:02}a");
+        let peer = format!("{PREFIX}{pid}{seq:02}b");
         let device = rxe_name(&netdev);
-        let (addr, peer_addr) = addresses(pid);
+        let (addr, peer_addr) = addresses(pid, seq);
         let resource = Resource::RdmaLink {
             veth: netdev.clone(),
         };
@@ -231,13 +235,18 @@ mod tests {
     #[test]
     fn names_and_addresses_are_iolabs_and_fit() {
         for pid in [1, 4242, 4_194_304] {
-            let veth = format!("{PREFIX}{pid}a");
+            let veth = format!("{PREFIX}{pid}07a");
             assert!(plausible_veth(&veth), "{veth}");
-            assert_eq!(rxe_name(&veth), format!("iorxe{pid}"));
-            let (a, b) = addresses(pid);
+            assert_eq!(rxe_name(&veth), format!("iorxe{pid}07"));
+            let (a, b) = addresses(pid, 7);
             assert_eq!(u32::from(b), u32::from(a) + 1, "{a} {b}");
             assert_eq!(u32::from(a) & 3, 1, "{a}: the first host of a /30");
             assert_eq!(a.octets()[0], 10);
+            assert!(
+                (211..=214).contains(&a.octets()[1]),
+                "{a}: in 10.211.0.0/14"
+            );
+            assert_ne!(addresses(pid, 8).0, a, "a second link of the process");
         }
         for bad in ["eth0", "iorxa", "iorx12b", "iorx1x2a", "iorx12345678901a"] {
             assert!(!plausible_veth(bad), "{bad}");

@@ -289,7 +289,8 @@ impl NvmeRdmaEngine {
     fn spin(&mut self, want: usize, until_ns: u64, out: &mut Vec<Completion>) -> io::Result<usize> {
         let mut got = 0;
         loop {
-            got += self.drain(out)?;
+            let drained = self.drain(out)?;
+            got += drained;
             if got >= want || self.in_flight == 0 {
                 return Ok(got);
             }
@@ -303,7 +304,14 @@ impl NvmeRdmaEngine {
                     .check(now, oldest)
                     .map_err(|g| self.lost(g.error()))?;
             }
-            std::hint::spin_loop();
+            if drained == 0 {
+                // Nothing came: let a target or the RDMA stack's work on
+                // this CPU run (soft-RoCE's is the kernel's; on a shared
+                // CPU a pure spin starves it for a whole time slice).
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
 }

@@ -295,6 +295,11 @@ impl Reactor {
                 .chain(self.core.first_deadline(&self.io))
                 .min();
             let napping = !self.poll && now.saturating_sub(self.last_work) > IDLE_SPIN_NS;
+            if !worked && !self.poll && !napping {
+                // Polling without a core of its own (not --poll): let the
+                // host or the RDMA stack's work on this CPU run.
+                std::thread::yield_now();
+            }
             self.io.ring.set_polling(!napping);
             let n = self.io.ring.submit_and_wait(now, due, now + NAP_NS)?;
             let now = mono_now_ns();
