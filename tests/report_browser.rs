@@ -406,10 +406,22 @@ fn is_browser_service(request_line: &str) -> bool {
     .any(|d| host == *d || host.ends_with(&format!(".{d}")))
 }
 
+/// Chromium, or `None` after saying why `test` skips.
+fn chromium_for(test: &str) -> Option<PathBuf> {
+    let bin = chromium();
+    if bin.is_none() {
+        eprintln!("SKIP {test}: chromium is not installed (apt-get install chromium)");
+    }
+    bin
+}
+
+// The reports are checked by four tests that libtest runs side by side
+// (each page in a directory, browser profile and proxy of its own: nothing
+// is shared but the screenshot directory, where the names differ).
+
 #[test]
-fn report_in_headless_chromium() {
-    let Some(bin) = chromium() else {
-        eprintln!("SKIP report_in_headless_chromium: chromium is not installed (apt-get install chromium)");
+fn run_fio_and_trace_reports_in_headless_chromium() {
+    let Some(bin) = chromium_for("run_fio_and_trace_reports_in_headless_chromium") else {
         return;
     };
     check_report(
@@ -447,22 +459,17 @@ fn report_in_headless_chromium() {
     );
     check_report(
         &bin,
-        "remote-nbd.json",
-        "remote-nbd.png",
-        &[
-            "id=\"remote\"",
-            "id=\"remote-cpu\"",
-            "id=\"remote-breakdown\"",
-            "id=\"remote-db\"",
-            "id=\"load-latency\"",
-        ],
-    );
-    check_report(
-        &bin,
         "run-all-steps.json",
         "run-all-steps.png",
         &["id=\"load-latency\""],
     );
+}
+
+#[test]
+fn device_reports_in_headless_chromium() {
+    let Some(bin) = chromium_for("device_reports_in_headless_chromium") else {
+        return;
+    };
     check_report(
         &bin,
         "device-loadlat.json",
@@ -476,13 +483,20 @@ fn report_in_headless_chromium() {
         &["id=\"steady-state\""],
     );
     check_report(&bin, "device-snia-iops.json", "device-snia-iops.png", &[]);
-    // A sweep with batching, and a kv run.
+    // A sweep with batching.
     check_report(
         &bin,
         "device-batching.json",
         "device-batching.png",
         &["Batching speedup vs batch size k", "id=\"percentiles\""],
     );
+}
+
+#[test]
+fn kv_and_remote_reports_in_headless_chromium() {
+    let Some(bin) = chromium_for("kv_and_remote_reports_in_headless_chromium") else {
+        return;
+    };
     check_report(
         &bin,
         "kv-ycsb-rocksdb.json",
@@ -499,24 +513,53 @@ fn report_in_headless_chromium() {
             "Machine CPU over time",
         ],
     );
+    // One load of the remote page for its sections and its legends
+    // (`check_remote_legends`).
+    let dom = check_report(
+        &bin,
+        "remote-nbd.json",
+        "remote-nbd.png",
+        &[
+            "id=\"remote\"",
+            "id=\"remote-cpu\"",
+            "id=\"remote-breakdown\"",
+            "id=\"remote-db\"",
+            "id=\"load-latency\"",
+            "Load-latency p95, every transport",
+        ],
+    );
+    check_remote_legends(&dom);
+}
+
+#[test]
+fn oltp_and_media_reports_in_headless_chromium() {
+    let Some(bin) = chromium_for("oltp_and_media_reports_in_headless_chromium") else {
+        return;
+    };
     check_media(&bin);
-    check_timelines(&bin);
-    check_legends(&bin);
+    // One load of the oltp page for its timelines and its legends.
+    let dom = check_report(
+        &bin,
+        "oltp-postgres.json",
+        "oltp-postgres.png",
+        &[
+            "id=\"oltp-tps\"",
+            "id=\"oltp-nopm\"",
+            "id=\"oltp-server\"",
+            "Machine CPU over time",
+            "Disk bandwidth over time",
+        ],
+    );
+    check_timelines(&dom);
+    check_oltp_legends(&dom);
 }
 
 /// The legends a reader compares by (issue 31 item 17): in the oltp
-/// report every series has a colour of its own and every user count a
-/// legend entry in full; in the remote report every transport is named in the p95
-/// load-latency chart and the breakdown's categories start with DAS.
-fn check_legends(bin: &Path) {
-    let dom = check_report(
-        bin,
-        "oltp-postgres.json",
-        "oltp-legends.png",
-        &["id=\"oltp-tps\"", "id=\"oltp-nopm\""],
-    );
+/// report (`dom`, rendered) every series has a colour of its own and every
+/// user count a legend entry in full.
+fn check_oltp_legends(dom: &str) {
     for id in ["oltp-tps", "oltp-nopm"] {
-        let chart = section(&dom, id);
+        let chart = section(dom, id);
         // A legend entry is a line of its colour, then its text (the DOM
         // writes the line as `<line ...></line>`, the source as `<line .../>`).
         let pieces: Vec<&str> = chart.split("<text").collect();
@@ -541,20 +584,19 @@ fn check_legends(bin: &Path) {
             "{id}: colours repeat {colours:?}"
         );
     }
-    let tps = section(&dom, "oltp-tps");
+    let tps = section(dom, "oltp-tps");
     for users in ["1 users", "2 users"] {
         assert!(
             tps.contains(&format!("<title>{users}</title>")),
             "no legend entry for {users}"
         );
     }
-    let dom = check_report(
-        bin,
-        "remote-nbd.json",
-        "remote-legends.png",
-        &["Load-latency p95, every transport"],
-    );
-    let study = section(&dom, "remote-study");
+}
+
+/// In the remote report (`dom`, rendered) every transport is named in the
+/// p95 load-latency chart and the breakdown's categories start with DAS.
+fn check_remote_legends(dom: &str) {
+    let study = section(dom, "remote-study");
     let p95 = study.split_once("Load-latency p95").unwrap().1;
     for t in ["das", "nbd-iolab", "nvme-tcp-iolab", "nbd-nbdkit-memory"] {
         assert!(
@@ -565,10 +607,10 @@ fn check_legends(bin: &Path) {
 }
 
 /// The timelines of a real oltp run on a private PostgreSQL (the load and
-/// two points): in the browser's DOM each timeline section has a chart
+/// two points): in the browser's DOM (`dom`, that page rendered) each timeline section has a chart
 /// per phase of at least 3 intervals, the CPU chart with its four machine lines and the server's,
 /// and every second of the phase drawn on every line.
-fn check_timelines(bin: &Path) {
+fn check_timelines(dom: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report");
     let results: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("oltp-postgres.json")).unwrap())
@@ -580,17 +622,6 @@ fn check_timelines(bin: &Path) {
     for p in results["points"].as_array().unwrap() {
         seconds.push(p["extra"]["timeline"]["t_s"].as_array().unwrap().len());
     }
-    let dom = check_report(
-        bin,
-        "oltp-postgres.json",
-        "oltp-postgres.png",
-        &[
-            "id=\"oltp-nopm\"",
-            "id=\"oltp-server\"",
-            "Machine CPU over time",
-            "Disk bandwidth over time",
-        ],
-    );
     // A phase of fewer than 3 intervals has no chart, only table rows.
     seconds.retain(|&n| n >= 3);
     for (id, lines) in [
@@ -599,7 +630,7 @@ fn check_timelines(bin: &Path) {
         ("timeline-iops", 2),
         ("timeline-client", 1),
     ] {
-        let charts: Vec<&str> = section(&dom, id).split("<svg").skip(1).collect();
+        let charts: Vec<&str> = section(dom, id).split("<svg").skip(1).collect();
         assert_eq!(
             charts.len(),
             seconds.len(),
@@ -610,7 +641,7 @@ fn check_timelines(bin: &Path) {
             assert_eq!(c.matches("class=\"pt\"").count(), n * lines, "{id}");
         }
     }
-    let cpu = section(&dom, "timeline-cpu");
+    let cpu = section(dom, "timeline-cpu");
     for line in ["user", "system", "iowait", "idle", "server usr+sys"] {
         assert!(
             cpu.contains(&format!("class=\"series\" data-label=\"{line}\"")),
