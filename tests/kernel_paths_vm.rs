@@ -4,7 +4,9 @@
 //! nvmet through configfs (over RDMA on a soft-RoCE link iolab makes),
 //! connects the kernel's initiator through /dev/nvme-fabrics, runs the
 //! jobs on /dev/nvmeXnY next to DAS and a RocksDB on ext4 on it, and
-//! takes everything down; then a run over RDMA killed with SIGKILL while
+//! takes everything down, its unloaded breakdown traced by layer (the
+//! host's block and nvme tracepoints and nvmet's: every stage but the
+//! device's taken, summing to the latency); then a run over RDMA killed with SIGKILL while
 //! connected leaves its link, subsystem, port and controller, and the next
 //! iolab start removes them. And `iolab remote --transports
 //! iolab --db` puts the database of an NBD transport on /dev/nbdN through
@@ -22,13 +24,14 @@ use common::vm::{self, field};
 const SCRIPT: &str = r#"
 cd /tmp
 export PATH=/usr/bin:$PATH
-R="--size 64m --loopback --mixes 100,0 --qd 1,4 --rates none --breakdown 0 --ramp 0 --quiet"
-/iolab remote -t /tmp $R --transports das,nvme-tcp-kernel,nvme-rdma-kernel --runtime 500ms --db 4k --db-num 300 --db-ops 300 -o /tmp/out
+[ -d /sys/kernel/tracing/instances ] || mount -t tracefs nodev /sys/kernel/tracing
+R="--size 64m --loopback --mixes 100,0 --qd 1,4 --rates none --ramp 0 --quiet"
+/iolab remote -t /tmp $R --breakdown 200 --transports das,nvme-tcp-kernel,nvme-rdma-kernel --runtime 500ms --db 4k --db-num 300 --db-ops 300 -o /tmp/out
 echo "IOLAB-EXIT $?"
 echo IOLAB-RESULTS-BEGIN; cat /tmp/out/results.json; echo IOLAB-RESULTS-END
 left() { echo "$1 rdma=[$(ls /sys/class/infiniband) $(ls /sys/class/net | grep iorx)] subsystems=[$(ls /sys/kernel/config/nvmet/subsystems)] ports=[$(ls /sys/kernel/config/nvmet/ports)] controllers=[$(ls /sys/class/nvme)]"; }
 left IOLAB-LEFT
-/iolab remote -t /tmp $R --transports nvme-rdma-kernel --runtime 30s -o /tmp/killed &
+/iolab remote -t /tmp $R --breakdown 0 --transports nvme-rdma-kernel --runtime 30s -o /tmp/killed &
 pid=$!
 i=0; while [ ! -e /sys/class/nvme/nvme0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 sleep 1
@@ -37,11 +40,11 @@ left IOLAB-KILLED
 /iolab remote -t /tmp --transports das --dry-run > /dev/null 2>/tmp/sweep
 cat /tmp/sweep
 left IOLAB-SWEPT
-/iolab remote -t /tmp $R --transports iolab --runtime 200ms --db 4k --db-num 300 --db-ops 300 -o /tmp/nbd
+/iolab remote -t /tmp $R --breakdown 0 --transports iolab --runtime 200ms --db 4k --db-num 300 --db-ops 300 -o /tmp/nbd
 echo "IOLAB-NBD-EXIT $?"
 echo IOLAB-NBD-BEGIN; cat /tmp/nbd/results.json; echo IOLAB-NBD-END
 echo "IOLAB-NBD-LEFT [$(cat /sys/block/nbd*/pid 2>/dev/null)]"
-/iolab remote -t /tmp $R --transports nvme-tcp --runtime 200ms --db 4k --db-num 300 --db-ops 300 -o /tmp/nvme
+/iolab remote -t /tmp $R --breakdown 0 --transports nvme-tcp --runtime 200ms --db 4k --db-num 300 --db-ops 300 -o /tmp/nvme
 echo "IOLAB-NVME-EXIT $?"
 echo IOLAB-NVME-BEGIN; cat /tmp/nvme/results.json; echo IOLAB-NVME-END
 left IOLAB-NVME-LEFT
@@ -82,6 +85,43 @@ fn kernel_path(r: &serde_json::Value, label: &str, key: &str) {
     );
 }
 
+/// The breakdown over kernel path `label`: traced, by layer (`path`),
+/// every stage but the device's taken, the stages summing to the latency.
+fn traced(r: &serde_json::Value, label: &str, path: &str) {
+    let b = &r["extra"]["remote"]["breakdown"][label];
+    eprintln!("{label} breakdown: {b}");
+    assert_eq!(b["path"], path, "{b}\n{}", r["warnings"]);
+    let ns = |k: &str| b[k].as_f64().unwrap_or(0.0);
+    for stage in [
+        "initiator_ns",
+        "fabric_out_ns",
+        "target_ns",
+        "fabric_back_ns",
+    ] {
+        assert!(ns(stage) > 0.0, "{stage}: {b}");
+    }
+    assert_eq!(ns("device_ns"), 0.0, "{b}");
+    assert!(b.get("unstamped_ns").is_none(), "{b}");
+    let sum: f64 = [
+        "initiator_ns",
+        "fabric_out_ns",
+        "target_ns",
+        "device_ns",
+        "fabric_back_ns",
+    ]
+    .iter()
+    .map(|k| ns(k))
+    .sum();
+    let latency = ns("latency_ns");
+    assert!(
+        latency > 0.0 && (sum - latency).abs() <= latency * 0.01,
+        "stages sum to {sum}, latency {latency}: {b}"
+    );
+    // 200 requests, 20 of warm-up; at least half of the rest followed.
+    let joined = b["requests"].as_u64().unwrap();
+    assert!((90..=180).contains(&joined), "{b}");
+}
+
 #[test]
 fn the_kernel_path_runs_and_leaves_nothing() {
     if let Some(why) = vm::unavailable() {
@@ -98,6 +138,17 @@ fn the_kernel_path_runs_and_leaves_nothing() {
         .unwrap_or_else(|| panic!("{console}"));
     let r: serde_json::Value = serde_json::from_str(json).unwrap();
     kernel_path(&r, "nvme-tcp-kernel", "nvme_tcp_kernel");
+    // The breakdown by layer, traced (block, nvme and nvmet tracepoints).
+    assert!(
+        !r["warnings"].to_string().contains("unstamped"),
+        "{}",
+        r["warnings"]
+    );
+    traced(&r, "nvme-rdma-kernel", "kernel-rdma");
+    traced(&r, "nvme-tcp-kernel", "kernel-tcp");
+    let das = &r["extra"]["remote"]["breakdown"]["das"];
+    assert!(das["device_ns"].as_f64().unwrap_or(0.0) > 0.0, "{das}");
+    assert!(das.get("path").is_none(), "{das}");
     // Over RDMA: soft-RoCE on iolab's own veth, said to be no NIC's numbers.
     kernel_path(&r, "nvme-rdma-kernel", "nvme_rdma_kernel");
     let rdma = r["extra"]["remote"]["nvme_rdma_kernel"].as_str().unwrap();

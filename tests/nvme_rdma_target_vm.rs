@@ -1,6 +1,9 @@
-//! iolab's NVMe target over RDMA (`iolab serve --protocol nvme-rdma`)
-//! inside Debian's kernel under qemu, on a soft-RoCE device on the
-//! guest's interface: iolab's own initiator (`nvme-rdma://`) writes, then
+//! NVMe over RDMA inside Debian's kernel under qemu, on a soft-RoCE device
+//! on the guest's interface. First iolab's initiator (`nvme-rdma://`)
+//! against Linux's nvmet-rdma: a write pass, verified random reads and
+//! writes at depth 8 on two associations with flushes, 64 KiB reads, a 1 s
+//! keep-alive timeout over 2.5 s idle gaps. Then iolab's NVMe target over
+//! RDMA (`iolab serve --protocol nvme-rdma`): iolab's own initiator (`nvme-rdma://`) writes, then
 //! reads and writes verified at depth 8 on two associations with flushes,
 //! and 64 KiB reads, and a target holding its completions 10 s ends the
 //! requests at the engine's 1 s I/O timeout; Linux's nvme-rdma initiator connects to it
@@ -19,17 +22,40 @@ use std::time::Duration;
 use common::vm::{self, field};
 
 const NQN: &str = "nqn.2025-11.io.iolab:rdma-target";
+/// The subsystem Linux's nvmet-rdma serves to iolab's initiator.
+const KERNEL_NQN: &str = "nqn.2025-11.io.iolab:rdma";
 
 const SCRIPT: &str = r#"
 cd /tmp
 export PATH=/usr/bin:$PATH
 rdma link add rxe0 type rxe netdev eth0 || echo "IOLAB-FAIL rxe"
+dd if=/dev/zero of=/tmp/kdisk bs=1M count=64 2>/dev/null
+S=/sys/kernel/config/nvmet/subsystems/KNQN
+P=/sys/kernel/config/nvmet/ports/1
+mkdir $S; echo 1 > $S/attr_allow_any_host; mkdir $S/namespaces/1
+echo -n /tmp/kdisk > $S/namespaces/1/device_path; echo 1 > $S/namespaces/1/buffered_io
+echo 1 > $S/namespaces/1/enable
+mkdir $P; echo rdma > $P/addr_trtype; echo ipv4 > $P/addr_adrfam
+echo 10.0.2.15 > $P/addr_traddr; echo 4420 > $P/addr_trsvcid
+ln -s $S $P/subsystems/KNQN || echo "IOLAB-FAIL port"
+U=nvme-rdma://10.0.2.15:4420/KNQN
+C="--size 8m --qd 8 --fsync-every 50 --verify --overwrite --quiet"
+/iolab device --target $U $C --rw write --bs 4k --io-count 2048 -o /tmp/kw.json
+echo "IOLAB-NVMET-W-EXIT $?"
+/iolab device --target $U $C --rw randrw --bs 4k --jobs 2 --io-count 1500 -o /tmp/krw.json
+echo "IOLAB-NVMET-RW-EXIT $?"
+echo IOLAB-NVMET-RW-BEGIN; cat /tmp/krw.json; echo IOLAB-NVMET-RW-END
+/iolab device --target $U --size 8m --rw randread --bs 64k --qd 4 --runtime 300ms --quiet -o /tmp/kbig.json
+echo "IOLAB-NVMET-BIG-EXIT $?"
+/iolab device --target "$U?keep_alive_tmo=1" --size 8m --rw randread --qd 1 --io-count 3 --thinktime 2500ms --quiet -o /tmp/kka.json
+echo "IOLAB-NVMET-KA-EXIT $?"
+echo "IOLAB-NVMET-CTRLS [$(ls /sys/kernel/config/nvmet/subsystems/KNQN/allowed_hosts) $(dmesg | grep -c 'creating nvm controller')]"
 A=10.0.2.15
-/iolab serve -t /tmp --size 64m --protocol nvme-rdma --listen $A:4420 --allow-remote --nqn NQN --stamps /tmp/stamps.txt > /tmp/serve.out 2> /tmp/serve.err &
+/iolab serve -t /tmp --size 64m --protocol nvme-rdma --listen $A:4430 --allow-remote --nqn NQN --stamps /tmp/stamps.txt > /tmp/serve.out 2> /tmp/serve.err &
 spid=$!
 i=0; while ! grep -q serving /tmp/serve.out && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 echo "IOLAB-SERVING $(cat /tmp/serve.out)"
-U=nvme-rdma://$A:4420/NQN
+U=nvme-rdma://$A:4430/NQN
 C="--size 8m --qd 8 --fsync-every 50 --verify --overwrite --quiet"
 /iolab device --target $U $C --rw write --bs 4k --io-count 2048 -o /tmp/w.json
 echo "IOLAB-W-EXIT $?"
@@ -38,14 +64,14 @@ echo "IOLAB-RW-EXIT $?"
 echo IOLAB-RW-BEGIN; cat /tmp/rw.json; echo IOLAB-RW-END
 /iolab device --target $U --size 8m --rw randread --bs 64k --qd 4 --runtime 300ms --quiet -o /tmp/big.json
 echo "IOLAB-BIG-EXIT $?"
-/iolab serve -t /tmp --size 16m --protocol nvme-rdma --listen $A:4421 --allow-remote --nqn NQN --fabric-delay 10s > /tmp/slow.out 2>&1 &
+/iolab serve -t /tmp --size 16m --protocol nvme-rdma --listen $A:4431 --allow-remote --nqn NQN --fabric-delay 10s > /tmp/slow.out 2>&1 &
 slow=$!
 i=0; while ! grep -q serving /tmp/slow.out && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
-/iolab device --target nvme-rdma://$A:4421/NQN --size 8m --rw randread --qd 2 --io-count 4 --io-timeout 1s --quiet -o /tmp/slow.json 2> /tmp/slow.err
+/iolab device --target nvme-rdma://$A:4431/NQN --size 8m --rw randread --qd 2 --io-count 4 --io-timeout 1s --quiet -o /tmp/slow.json 2> /tmp/slow.err
 echo "IOLAB-SLOW-EXIT $?"
 echo "IOLAB-SLOW-ERR $(tr '\n' ' ' < /tmp/slow.err)"
 kill -INT $slow
-echo "transport=rdma,traddr=$A,trsvcid=4420,nqn=NQN" > /dev/nvme-fabrics || echo "IOLAB-FAIL connect"
+echo "transport=rdma,traddr=$A,trsvcid=4430,nqn=NQN" > /dev/nvme-fabrics || echo "IOLAB-FAIL connect"
 i=0; while [ ! -b /dev/nvme0n1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
 /iolab device --target /dev/nvme0n1 --destroy-data /dev/nvme0n1 --size 8m --qd 8 --verify --rw randrw --bs 4k --jobs 2 --io-count 1500 --quiet -o /tmp/k.json
 echo "IOLAB-K-EXIT $?"
@@ -99,7 +125,7 @@ fn iolabs_rdma_target_serves_iolab_and_linux_nvme_rdma() {
         eprintln!("SKIP: {f} is missing (scripts/install-deps.sh installs rdma-core)");
         return;
     }
-    let script = SCRIPT.replace("NQN", NQN);
+    let script = SCRIPT.replace("KNQN", KERNEL_NQN).replace("NQN", NQN);
     let console = vm::run_script_carrying(
         &script,
         &["rdma", "ip"],
@@ -108,8 +134,9 @@ fn iolabs_rdma_target_serves_iolab_and_linux_nvme_rdma() {
         &[],
     );
     assert!(!console.contains("IOLAB-FAIL"), "{console}");
+    initiator_against_nvmet(&console);
     assert!(
-        field(&console, "IOLAB-SERVING").contains(&format!("nvme-rdma://10.0.2.15:4420/{NQN}")),
+        field(&console, "IOLAB-SERVING").contains(&format!("nvme-rdma://10.0.2.15:4430/{NQN}")),
         "{console}"
     );
     for (key, want) in [
@@ -144,6 +171,49 @@ fn iolabs_rdma_target_serves_iolab_and_linux_nvme_rdma() {
         .parse()
         .unwrap_or_else(|_| panic!("{console}"));
     assert!(n > 1000, "{console}");
+}
+
+/// iolab's initiator against Linux's nvmet-rdma (in the same guest, before
+/// iolab's target): a write pass, verified random reads and writes at depth
+/// 8 on two associations with flushes, 64 KiB reads, and a 1 s keep-alive
+/// timeout over 2.5 s idle gaps.
+fn initiator_against_nvmet(console: &str) {
+    assert_eq!(
+        field(console, "IOLAB-NVMET-W-EXIT"),
+        "IOLAB-NVMET-W-EXIT 0",
+        "{console}"
+    );
+    assert_eq!(
+        field(console, "IOLAB-NVMET-RW-EXIT"),
+        "IOLAB-NVMET-RW-EXIT 0",
+        "{console}"
+    );
+    let json = vm::between(console, "IOLAB-NVMET-RW-BEGIN", "IOLAB-NVMET-RW-END")
+        .unwrap_or_else(|| panic!("{console}"));
+    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let p = &r["points"][0];
+    assert_eq!(p["job"]["engine"], "nvme-rdma");
+    assert_eq!(p["verify"]["mismatches"], 0, "{}", p["verify"]);
+    assert!(
+        p["verify"]["blocks_checked"].as_u64().unwrap() > 100,
+        "{}",
+        p["verify"]
+    );
+    let export = r["provenance"]["target"].to_string();
+    assert!(export.contains("over RDMA"), "{export}");
+    assert_eq!(
+        field(console, "IOLAB-NVMET-BIG-EXIT"),
+        "IOLAB-NVMET-BIG-EXIT 0",
+        "{console}"
+    );
+    // A 1 s keep-alive timeout over idle gaps of 2.5 s: the admin queue's
+    // thread keeps the association (without it nvmet's timer expires and
+    // the next read waits out --io-timeout: seen, exit 1).
+    assert_eq!(
+        field(console, "IOLAB-NVMET-KA-EXIT"),
+        "IOLAB-NVMET-KA-EXIT 0",
+        "{console}"
+    );
 }
 
 /// `iolab remote --transports das,nvme-rdma` (iolab's target and engine

@@ -275,12 +275,12 @@ impl Reactor {
             }
             let mut worked = self.cm_events(now, stopping)?;
             self.core.release_due(&mut self.io, now);
+            self.replies_posted(now);
             for ci in 0..self.io.conns.len() {
                 if self.io.conns[ci].is_some() {
                     worked |= self.progress(ci, now)?;
                 }
             }
-            self.replies_posted();
             if stopping && self.io.conns.iter().all(Option::is_none) {
                 return Ok(());
             }
@@ -311,14 +311,15 @@ impl Reactor {
                 }
                 self.last_work = now;
             }
-            self.replies_posted();
+            self.replies_posted(now);
         }
     }
 
     /// The completions the core encoded since the last call were posted
-    /// (their SENDs are on the queue pairs): their stamps' reply time.
-    fn replies_posted(&mut self) {
-        let now = mono_now_ns();
+    /// (their SENDs are on the queue pairs): their stamps' reply time is
+    /// `now`, the time taken before the events that made them (never
+    /// after the host could have received them).
+    fn replies_posted(&mut self, now: u64) {
         for c in self.io.conns.iter_mut().flatten() {
             if !c.unsent.is_empty() {
                 c.replies_sent(now);
@@ -435,7 +436,12 @@ impl Reactor {
         for w in &wc[..n.max(0) as usize] {
             self.work_completion(ci, w, now)?;
         }
-        let c = self.io.conn(ci);
+        let Some(c) = self.io.conns[ci].as_mut() else {
+            return Ok(n > 0);
+        };
+        if !c.unsent.is_empty() {
+            c.replies_sent(now);
+        }
         if c.fabric.closing {
             c.drop_awaited_writes();
             if c.busy == 0 && c.fabric.outstanding == 0 {
