@@ -102,16 +102,7 @@ fn traced(r: &serde_json::Value, label: &str, path: &str) {
     }
     assert_eq!(ns("device_ns"), 0.0, "{b}");
     assert!(b.get("unstamped_ns").is_none(), "{b}");
-    let sum: f64 = [
-        "initiator_ns",
-        "fabric_out_ns",
-        "target_ns",
-        "device_ns",
-        "fabric_back_ns",
-    ]
-    .iter()
-    .map(|k| ns(k))
-    .sum();
+    let sum = common::stamped_sum(b);
     let latency = ns("latency_ns");
     assert!(
         latency > 0.0 && (sum - latency).abs() <= latency * 0.01,

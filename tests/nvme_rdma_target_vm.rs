@@ -248,25 +248,10 @@ fn remote_over_rdma(console: &str) {
         r["warnings"], r["extra"]["remote"]
     );
     let stage = |k: &str| b[k].as_f64().unwrap_or(0.0);
-    for k in [
-        "initiator_ns",
-        "fabric_out_ns",
-        "target_ns",
-        "device_ns",
-        "fabric_back_ns",
-    ] {
+    for k in common::STAMPED_STAGES {
         assert!(stage(k) > 0.0, "{k}: {b}");
     }
-    let sum: f64 = [
-        "initiator_ns",
-        "fabric_out_ns",
-        "target_ns",
-        "device_ns",
-        "fabric_back_ns",
-    ]
-    .iter()
-    .map(|k| stage(k))
-    .sum();
+    let sum = common::stamped_sum(b);
     assert!(
         (sum - stage("latency_ns")).abs() <= 0.01 * stage("latency_ns"),
         "{b}"

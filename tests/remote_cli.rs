@@ -311,16 +311,7 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     for own in ["nbd-iolab", "nvme-tcp-iolab"] {
         let b = &r["extra"]["remote"]["breakdown"][own];
         assert_eq!(b["requests"], 270, "{own}: {b} {}", r["warnings"]);
-        let sum: f64 = [
-            "initiator_ns",
-            "fabric_out_ns",
-            "target_ns",
-            "device_ns",
-            "fabric_back_ns",
-        ]
-        .iter()
-        .map(|k| b[k].as_f64().unwrap())
-        .sum();
+        let sum = common::stamped_sum(b);
         let lat = b["latency_ns"].as_f64().unwrap();
         assert!(
             (sum - lat).abs() < 1.0 && b["device_ns"].as_f64().unwrap() > 0.0,

@@ -314,3 +314,21 @@ pub fn server_installed(kind: iolab::servers::ServerKind) -> bool {
     }
     ok
 }
+
+/// The five stamped stages of a remote breakdown, in a request's order
+/// (`extra.remote.breakdown.<label>`).
+pub const STAMPED_STAGES: [&str; 5] = [
+    "initiator_ns",
+    "fabric_out_ns",
+    "target_ns",
+    "device_ns",
+    "fabric_back_ns",
+];
+
+/// The sum of a breakdown's stamped stages, in nanoseconds (absent: 0).
+pub fn stamped_sum(b: &serde_json::Value) -> f64 {
+    STAMPED_STAGES
+        .iter()
+        .map(|k| b[*k].as_f64().unwrap_or(0.0))
+        .sum()
+}

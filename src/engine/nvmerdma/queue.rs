@@ -408,14 +408,7 @@ impl RdmaQueue {
             length: SQE_LEN as u32,
             lkey: self.lkey(),
         };
-        let mut wr = SendWr {
-            wr_id: WR_SEND | slot as u64,
-            sg_list: &mut sge,
-            num_sge: 1,
-            opcode: verbs::WR_SEND,
-            send_flags: verbs::SEND_SIGNALED,
-            ..SendWr::default()
-        };
+        let mut wr = SendWr::one(WR_SEND | slot as u64, &mut sge, verbs::WR_SEND, true);
         // SAFETY: a live QP; the command buffer is in the registered region.
         let rc = unsafe { verbs::post_send(self.qp, &mut wr) };
         if rc != 0 {

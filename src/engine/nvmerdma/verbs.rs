@@ -58,6 +58,28 @@ impl Default for SendWr {
     }
 }
 
+impl SendWr {
+    /// One work request of `opcode` over the one `sge`; `signaled`: its
+    /// completion is reported (an unsignaled one only if it fails).
+    pub fn one(wr_id: u64, sge: &mut Sge, opcode: u32, signaled: bool) -> SendWr {
+        SendWr {
+            wr_id,
+            sg_list: sge,
+            num_sge: 1,
+            opcode,
+            send_flags: if signaled { SEND_SIGNALED } else { 0 },
+            ..SendWr::default()
+        }
+    }
+
+    /// The same, reaching `remote_addr` with `rkey` (RDMA READ and WRITE).
+    pub fn at(mut self, remote_addr: u64, rkey: u32) -> SendWr {
+        self.remote_addr = remote_addr;
+        self.rkey = rkey;
+        self
+    }
+}
+
 /// `struct ibv_recv_wr`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]

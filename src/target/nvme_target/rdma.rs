@@ -304,16 +304,8 @@ impl RdmaQp {
     /// RDMA READ of command `r`'s keyed SGL into `local`.
     fn post_read(&mut self, r: usize, mut local: Sge) -> io::Result<()> {
         let c = self.cmds[r];
-        let mut wr = SendWr {
-            wr_id: WR_READ | r as u64,
-            sg_list: &mut local,
-            num_sge: 1,
-            opcode: verbs::WR_RDMA_READ,
-            send_flags: verbs::SEND_SIGNALED,
-            remote_addr: c.remote_addr,
-            rkey: c.rkey,
-            ..SendWr::default()
-        };
+        let mut wr = SendWr::one(WR_READ | r as u64, &mut local, verbs::WR_RDMA_READ, true)
+            .at(c.remote_addr, c.rkey);
         self.post(&mut wr)
     }
 
@@ -434,15 +426,8 @@ impl Fabric for RdmaQp {
         };
         // Unsignaled: the completion's SEND after it is signaled, and an
         // RC queue pair completes them in order.
-        let mut wr = SendWr {
-            wr_id: WR_WRITE | r as u64,
-            sg_list: &mut local,
-            num_sge: 1,
-            opcode: verbs::WR_RDMA_WRITE,
-            remote_addr: c.remote_addr,
-            rkey: c.rkey,
-            ..SendWr::default()
-        };
+        let mut wr = SendWr::one(WR_WRITE | r as u64, &mut local, verbs::WR_RDMA_WRITE, false)
+            .at(c.remote_addr, c.rkey);
         if let Err(e) = self.post(&mut wr) {
             self.fail(&format!("ibv_post_send (RDMA WRITE): {e}"));
         }
@@ -459,14 +444,7 @@ impl Fabric for RdmaQp {
             length: CQE_LEN as u32,
             lkey: self.lkey(),
         };
-        let mut wr = SendWr {
-            wr_id: WR_SEND | r as u64,
-            sg_list: &mut sge,
-            num_sge: 1,
-            opcode: verbs::WR_SEND,
-            send_flags: verbs::SEND_SIGNALED,
-            ..SendWr::default()
-        };
+        let mut wr = SendWr::one(WR_SEND | r as u64, &mut sge, verbs::WR_SEND, true);
         if let Err(e) = self.post(&mut wr) {
             self.free.push(r);
             self.fail(&format!("ibv_post_send (SEND): {e}"));
