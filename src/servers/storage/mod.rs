@@ -737,7 +737,8 @@ mod tests {
         assert_eq!(
             labels.join(" "),
             "das nbd-iolab nbd-nbdkit-file nbd-nbdkit-memory nbd-qemu iscsi-tgtd \
-             nvme-tcp-iolab nvme-tcp-kernel nvme-rdma-kernel nbd-iolab-poll nvme-tcp-iolab-poll"
+             nvme-tcp-iolab nvme-tcp-kernel nvme-rdma-kernel nbd-iolab-poll nvme-tcp-iolab-poll \
+             nvme-rdma-iolab"
         );
         let p = Transport::parse("nvme-tcp-poll").unwrap().with_threads(2);
         assert_eq!(p.label(), "nvme-tcp-iolab-poll-t2");
