@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use super::verbs::{
-    self, CmEvent, CmIdHead, ConnParam, Mr, QpCap, QpInitAttr, RecvWr, SendWr, Sge, Verbs, Wc,
+    self, CmEvent, CmIdHead, ConnParam, Mr, QpCap, QpInitAttr, SendWr, Sge, Verbs, Wc,
 };
 use crate::engine::nvmetcp::handshake::HostQueue;
 use crate::proto::nvme::codec::{self, Cqe, Sqe, CQE_LEN, SQE_LEN};
@@ -371,23 +371,14 @@ impl RdmaQueue {
 
     /// Post receive buffer `i` for a completion.
     pub fn post_receive(&mut self, i: usize) -> anyhow::Result<()> {
-        let mut sge = Sge {
+        let sge = Sge {
             addr: self.base() + self.shape.cqe_at(i) as u64,
             length: CQE_LEN as u32,
             lkey: self.lkey(),
         };
-        let mut wr = RecvWr {
-            wr_id: WR_RECV | i as u64,
-            next: std::ptr::null_mut(),
-            sg_list: &mut sge,
-            num_sge: 1,
-        };
         // SAFETY: a live QP; the buffer is in the registered region.
-        let rc = unsafe { verbs::post_recv(self.qp, &mut wr) };
-        if rc != 0 {
-            bail!("ibv_post_recv: {}", std::io::Error::from_raw_os_error(rc));
-        }
-        Ok(())
+        unsafe { verbs::post_one_recv(self.qp, WR_RECV | i as u64, sge) }
+            .map_err(|e| anyhow::anyhow!("ibv_post_recv: {e}"))
     }
 
     /// SEND `sqe` from slot `slot`'s command buffer, its data described by

@@ -374,6 +374,25 @@ pub unsafe fn post_recv(qp: *mut c_void, wr: *mut RecvWr) -> c_int {
     }
 }
 
+/// Post one receive of `sge` named `wr_id` (`ibv_post_recv` of a
+/// one-element chain).
+///
+/// # Safety
+/// As `post_send`: `qp` is live and `sge` lies in registered memory.
+pub unsafe fn post_one_recv(qp: *mut c_void, wr_id: u64, mut sge: Sge) -> std::io::Result<()> {
+    let mut wr = RecvWr {
+        wr_id,
+        next: std::ptr::null_mut(),
+        sg_list: &mut sge,
+        num_sge: 1,
+    };
+    // SAFETY: the caller's promise.
+    match unsafe { post_recv(qp, &mut wr) } {
+        0 => Ok(()),
+        rc => Err(std::io::Error::from_raw_os_error(rc)),
+    }
+}
+
 /// `ibv_poll_cq`: completions into `wc`, how many (negative on error).
 ///
 /// # Safety

@@ -19,9 +19,7 @@ use std::net::SocketAddr;
 use super::queue::Fabric;
 use super::MAX_TRANSFER as TCP_MAX_TRANSFER;
 use crate::engine::nvmerdma::queue::RdmaMemory;
-use crate::engine::nvmerdma::verbs::{
-    self, CmIdHead, Mr, QpCap, QpInitAttr, RecvWr, SendWr, Sge, Verbs,
-};
+use crate::engine::nvmerdma::verbs::{self, CmIdHead, Mr, QpCap, QpInitAttr, SendWr, Sge, Verbs};
 use crate::proto::nvme::codec::{self, Cqe, Sqe, CQE_LEN, SQE_LEN};
 use crate::proto::nvme::rdma_cm;
 use crate::target::nvme_controller::IN_CAPSULE;
@@ -234,22 +232,13 @@ impl RdmaQp {
 
     /// Post receive buffer `i` for the next command.
     pub fn post_receive(&mut self, i: usize) -> io::Result<()> {
-        let mut sge = Sge {
+        let sge = Sge {
             addr: self.addr(self.recv_at(i)),
             length: RECV_LEN as u32,
             lkey: self.lkey(),
         };
-        let mut wr = RecvWr {
-            wr_id: WR_RECV | i as u64,
-            next: std::ptr::null_mut(),
-            sg_list: &mut sge,
-            num_sge: 1,
-        };
         // SAFETY: a live QP; the buffer is in the registered region.
-        match unsafe { verbs::post_recv(self.qp, &mut wr) } {
-            0 => Ok(()),
-            rc => Err(io::Error::from_raw_os_error(rc)),
-        }
+        unsafe { verbs::post_one_recv(self.qp, WR_RECV | i as u64, sge) }
     }
 
     /// The command that arrived in receive buffer `i` (`len` bytes) and
