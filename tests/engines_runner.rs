@@ -33,11 +33,14 @@ fn pass<E: Engine>(
     ops: u64,
 ) -> Recorder {
     let clock = MonoClock;
+    // Measured from now: from 0 (boot) the recorder would first fill a
+    // per-second interval for every second of the machine's uptime.
+    let start = iolab::measure::clock::mono_now_ns();
     let spec = LoopSpec {
         depth,
         batch: false,
         sync_engine: sync,
-        measure_start: 0,
+        measure_start: start,
         deadline: u64::MAX,
         max_ops: ops,
         max_bytes: u64::MAX,
@@ -60,7 +63,7 @@ fn pass<E: Engine>(
         cover: false,
     })
     .expect("pattern");
-    let mut rec = Recorder::new(0, 4);
+    let mut rec = Recorder::new(start, 4);
     let stop = std::sync::atomic::AtomicBool::new(false);
     worker::run(engine, &clock, &spec, &mut gen, pool, &mut rec, None, &stop).expect("worker run");
     rec
