@@ -5,7 +5,7 @@
 //! flushes; the open loop; a --qd
 //! deeper than the controller's queues refused before the run (exit 2,
 //! naming --qd); the probe's facts in provenance. Linux's own target and
-//! initiator are in tests/nvmetcp_linux.rs.
+//! initiator are in tests/linux_vm/nvmet_tcp.rs.
 
 mod common;
 

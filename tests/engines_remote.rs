@@ -2,7 +2,7 @@
 //! a bad URL is refused naming `--target` (exit 2), and an NVMe/TCP
 //! controller that is not there is refused the same way, before anything is
 //! measured (tests/engines_nbd.rs, tests/engines_iscsi.rs and
-//! tests/nvmetcp_linux.rs run real servers).
+//! tests/linux_vm/nvmet_tcp.rs run real servers).
 
 mod common;
 use common::{iolab, text};

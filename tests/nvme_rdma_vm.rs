@@ -2,7 +2,7 @@
 //! through dlopen) on this machine, which has no RDMA device: the engine
 //! says so and exits. Against Linux's nvmet-rdma and iolab's own target,
 //! inside Debian's kernel under qemu with soft-RoCE, it runs in
-//! tests/nvme_rdma_target_vm.rs (one guest for both).
+//! tests/linux_vm/nvme_rdma_target.rs (one guest for both).
 
 mod common;
 

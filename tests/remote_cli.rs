@@ -981,7 +981,7 @@ fn the_kernel_nvme_tcp_path_is_detected_and_explained() {
 fn the_kernel_nvme_rdma_path_is_detected_and_refused() {
     let Some(why) = iolab::testbed::kernel_modules::nvme_kernel_unavailable(NvmeTrtype::Rdma)
     else {
-        eprintln!("SKIP: this kernel has NVMe over RDMA (tests/kernel_paths_vm.rs runs it)");
+        eprintln!("SKIP: this kernel has NVMe over RDMA (tests/linux_vm/kernel_paths.rs runs it)");
         return;
     };
     let dir = workdir();
@@ -1174,7 +1174,7 @@ fn output_and_json_are_checked_before_anything_also_in_a_dry_run() {
 /// `--transports nvme-rdma` (iolab's NVMe target over RDMA and its
 /// nvme-rdma engine, on a soft-RoCE link) where no link can be made (this
 /// kernel has no rdma_rxe, or not root): said in the dry run, exit 2 when
-/// it is the only remote transport, nothing made. tests/nvme_rdma_target_vm.rs
+/// it is the only remote transport, nothing made. tests/linux_vm/nvme_rdma_target.rs
 /// runs it in a guest that has soft-RoCE.
 #[test]
 fn iolabs_rdma_transport_is_detected_and_refused() {

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 use common::have;
 use iolab::engine::nvmetcp::codec::{self, Digests, Sqe};

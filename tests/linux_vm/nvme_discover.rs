@@ -6,7 +6,7 @@
 //! kernel, then connects to the subsystem it lists and reads its
 //! namespace. Functional only (emulated CPU): no timings.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

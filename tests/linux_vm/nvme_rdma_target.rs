@@ -15,7 +15,7 @@
 //! `serve --protocol nvme-rdma` says so and exits 2. Functional only
 //! (emulated CPU): no timings.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

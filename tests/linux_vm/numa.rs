@@ -7,7 +7,7 @@
 //! nodes cannot show a real penalty. One boot. Functional only (emulated
 //! CPU): no timings.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -108,7 +108,7 @@ fn workers_and_memory_go_to_the_nodes_asked_and_the_sweep_compares_them() {
 /// guest, buffered 4 KiB reads of a tmpfs file (its pages on node 0) with
 /// the worker and its buffers on node 0, the worker on node 0 and its
 /// buffers on node 1, and the placement sweep, three rounds interleaved.
-/// `cargo test --test numa_vm -- --ignored --nocapture`.
+/// `cargo test --test linux_vm -- --ignored --nocapture numa::`.
 #[test]
 #[ignore]
 fn measure_placement_in_the_guest() {

@@ -15,7 +15,7 @@
 //! NVMe/TCP target on the kernel initiator's /dev/nvmeXnY. Functional
 //! only (emulated CPU): no timings.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
