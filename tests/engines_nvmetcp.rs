@@ -127,7 +127,7 @@ fn verified_passes_with_and_without_digests() {
             export["detail"]
                 .as_str()
                 .unwrap()
-                .contains("iolab NVMe/TCP target"),
+                .contains("iolab NVMe-oF target"),
             "{export}"
         );
     }

@@ -147,7 +147,8 @@ impl Controller {
         ControllerId {
             vid: 0,
             serial: format!("iolab-{}", self.cntlid),
-            model: "iolab NVMe/TCP target".into(),
+            // The same over TCP and RDMA: one controller, two fabrics.
+            model: "iolab NVMe-oF target".into(),
             firmware: env!("CARGO_PKG_VERSION").chars().take(8).collect(),
             mdts: if discovery { 0 } else { self.mdts },
             cntlid: self.cntlid,

@@ -274,7 +274,7 @@ mod tests {
         ControllerId {
             vid: 0,
             serial: "iolab-1".into(),
-            model: "iolab NVMe/TCP target".into(),
+            model: "iolab NVMe-oF target".into(),
             firmware: "0.1.0".into(),
             mdts: 5,
             cntlid: 1,
