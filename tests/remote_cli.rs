@@ -273,7 +273,10 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
         let peers = &p["extra"]["peers"];
         let cpu = &peers["processes"][0];
         assert_eq!(cpu["role"], t);
-        assert!(cpu["us_per_io"].as_f64().unwrap() > 0.0, "{t}: {peers}");
+        // CPU time comes in clock ticks (10 ms): a 300 ms point on a busy
+        // machine may cost its target less than one (seen under CI's load).
+        let us = cpu["us_per_io"].as_f64().unwrap();
+        assert!(us.is_finite() && us >= 0.0, "{t}: {peers}");
         let net = &peers["net"];
         assert!(net["tx_packets"].as_u64().unwrap() > 0, "{t}: {peers}");
         // Reads bring the data back; writes send it out.
@@ -306,7 +309,11 @@ fn das_and_nbd_targets_side_by_side_with_both_sides_measured() {
     }
     for row in rows.iter().filter(|x| x["transport"] != "das") {
         assert!(row["iops_vs_das"].as_f64().unwrap() > 0.0, "{row}");
-        assert!(row["target_cpu_us_per_io"].as_f64().unwrap() > 0.0, "{row}");
+        // In clock ticks, as above: zero is a possible measure.
+        assert!(
+            row["target_cpu_us_per_io"].as_f64().unwrap() >= 0.0,
+            "{row}"
+        );
     }
     for own in ["nbd-iolab", "nvme-tcp-iolab"] {
         let b = &r["extra"]["remote"]["breakdown"][own];
@@ -925,11 +932,13 @@ fn run_remote_adds_the_step_and_the_breakdown() {
         "{}",
         r["warnings"]
     );
+    // The target's CPU was sampled (in clock ticks: zero is possible on a
+    // busy machine over a short point).
     assert!(
         remote[3]["extra"]["peers"]["processes"][0]["us_per_io"]
             .as_f64()
             .unwrap()
-            > 0.0
+            >= 0.0
     );
     assert!(
         r["extra"]["remote"]["breakdown"]["nbd-iolab"]["requests"]
