@@ -167,6 +167,20 @@ pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> Option<&'a str> 
     Some(&console[start..start + len])
 }
 
+/// The results a guest script printed between `IOLAB-{tag}-BEGIN` and
+/// `IOLAB-{tag}-END`, after checking its `IOLAB-{tag}-EXIT` line says 0.
+pub fn tagged_results(console: &str, tag: &str) -> serde_json::Value {
+    let exit = format!("IOLAB-{tag}-EXIT");
+    assert_eq!(field(console, &exit), format!("{exit} 0"), "{console}");
+    let json = between(
+        console,
+        &format!("IOLAB-{tag}-BEGIN"),
+        &format!("IOLAB-{tag}-END"),
+    )
+    .unwrap_or_else(|| panic!("no {tag} results in the console:\n{console}"));
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {console}"))
+}
+
 /// Run `script` as /iolab-run.sh in the guest (`exec` mode, with the iolab
 /// binary and `programs`), killed after `limit`; its console. The archive
 /// is built in a directory removed after.

@@ -194,15 +194,7 @@ fn the_kernel_path_runs_and_leaves_nothing() {
 /// The run tagged `tag` put transport `label`'s database (fillseq and
 /// readrandomwriterandom) on a `device` through `client`.
 fn database_on(console: &str, tag: &str, label: &str, device: &str, client: &str) {
-    let exit = field(console, &format!("IOLAB-{tag}-EXIT"));
-    assert!(exit.ends_with(" 0"), "{exit}: {console}");
-    let json = vm::between(
-        console,
-        &format!("IOLAB-{tag}-BEGIN"),
-        &format!("IOLAB-{tag}-END"),
-    )
-    .unwrap_or_else(|| panic!("{console}"));
-    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let r = vm::tagged_results(console, tag);
     let db = &r["extra"]["remote"]["db"];
     let volume = db["volumes"][label].as_str().unwrap_or_default();
     assert!(

@@ -29,18 +29,6 @@ echo IOLAB-B-BEGIN; cat /tmp/b.json; echo IOLAB-B-END
 const NUMA: &str = "-numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1 \
      -object memory-backend-ram,id=m0,size=768M -object memory-backend-ram,id=m1,size=768M";
 
-fn results(console: &str, tag: &str) -> serde_json::Value {
-    let exit = field(console, &format!("IOLAB-{tag}-EXIT"));
-    assert!(exit.ends_with(" 0"), "{exit}: {console}");
-    let json = vm::between(
-        console,
-        &format!("IOLAB-{tag}-BEGIN"),
-        &format!("IOLAB-{tag}-END"),
-    )
-    .unwrap_or_else(|| panic!("{console}"));
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {console}"))
-}
-
 /// The warning and `extra.numa_emulated` of a run on emulated nodes.
 fn says_emulated(r: &serde_json::Value) {
     let warned = r["warnings"]
@@ -66,7 +54,7 @@ fn workers_and_memory_go_to_the_nodes_asked_and_the_sweep_compares_them() {
         "the guest has two nodes: {console}"
     );
 
-    let a = results(&console, "A");
+    let a = vm::tagged_results(&console, "A");
     let nodes = a["provenance"]["numa"]["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2, "{}", a["provenance"]["numa"]);
     assert_eq!(nodes[1]["cpus"], "1");
@@ -81,7 +69,7 @@ fn workers_and_memory_go_to_the_nodes_asked_and_the_sweep_compares_them() {
     }
     says_emulated(&a);
 
-    let b = results(&console, "B");
+    let b = vm::tagged_results(&console, "B");
     let points = b["points"].as_array().unwrap();
     assert_eq!(points.len(), 2, "{}", b["warnings"]);
     for (p, side, node) in [(&points[0], "on-node", 0), (&points[1], "off-node", 1)] {

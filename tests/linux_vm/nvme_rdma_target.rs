@@ -183,14 +183,7 @@ fn initiator_against_nvmet(console: &str) {
         "IOLAB-NVMET-W-EXIT 0",
         "{console}"
     );
-    assert_eq!(
-        field(console, "IOLAB-NVMET-RW-EXIT"),
-        "IOLAB-NVMET-RW-EXIT 0",
-        "{console}"
-    );
-    let json = vm::between(console, "IOLAB-NVMET-RW-BEGIN", "IOLAB-NVMET-RW-END")
-        .unwrap_or_else(|| panic!("{console}"));
-    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let r = vm::tagged_results(console, "NVMET-RW");
     let p = &r["points"][0];
     assert_eq!(p["job"]["engine"], "nvme-rdma");
     assert_eq!(p["verify"]["mismatches"], 0, "{}", p["verify"]);
@@ -222,14 +215,7 @@ fn initiator_against_nvmet(console: &str) {
 /// every one measured and summing to the latency, the results say the
 /// link is software, and the link is gone after.
 fn remote_over_rdma(console: &str) {
-    assert_eq!(
-        field(console, "IOLAB-REMOTE-EXIT"),
-        "IOLAB-REMOTE-EXIT 0",
-        "{console}"
-    );
-    let json = vm::between(console, "IOLAB-REMOTE-BEGIN", "IOLAB-REMOTE-END")
-        .unwrap_or_else(|| panic!("{console}"));
-    let r: serde_json::Value = serde_json::from_str(json).unwrap();
+    let r = vm::tagged_results(console, "REMOTE");
     let points = r["points"].as_array().unwrap();
     let over = |label: &str| {
         points
