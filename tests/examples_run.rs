@@ -702,28 +702,11 @@ fn every_readme_docs_and_help_example_parses_and_runs() {
     let servers = tempfile::tempdir_in("/var/tmp").unwrap();
     // An example repeated on several pages runs once (its later copies parse).
     let seen = std::sync::Mutex::new(std::collections::HashSet::new());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let outcomes: Vec<PageOutcome> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..PAGES_AT_ONCE)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((page, list)) = examples.get(i) else {
-                            return mine;
-                        };
-                        let t0 = std::time::Instant::now();
-                        mine.push(run_page(list, servers.path(), &seen));
-                        eprintln!("{:6.1}s  page {page}", t0.elapsed().as_secs_f64());
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
+    let outcomes = common::each_at_once(&examples, PAGES_AT_ONCE, |(page, list)| {
+        let t0 = std::time::Instant::now();
+        let outcome = run_page(list, servers.path(), &seen);
+        eprintln!("{:6.1}s  page {page}", t0.elapsed().as_secs_f64());
+        outcome
     });
     let failures: Vec<String> = outcomes.iter().flat_map(|o| o.failures.clone()).collect();
     let ran: usize = outcomes.iter().map(|o| o.ran).sum();

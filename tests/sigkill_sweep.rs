@@ -250,28 +250,22 @@ fn a_sigkill_at_a_random_moment_then_one_next_start_leaves_nothing() {
             (verb, delays)
         })
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failures = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..VERBS_AT_ONCE {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((verb, delays)) = plan.get(i) else {
-                    return;
-                };
-                for &delay in delays {
-                    let (left, said) = trial(verb, delay);
-                    if !left.is_empty() {
-                        failures.lock().unwrap().push(format!(
-                            "{} killed after {delay:?}: {left:?}\nthe next start said: {said}",
-                            verb.name
-                        ));
-                    }
-                }
-            });
+    let failures: Vec<String> = common::each_at_once(&plan, VERBS_AT_ONCE, |(verb, delays)| {
+        let mut failed = Vec::new();
+        for &delay in delays {
+            let (left, said) = trial(verb, delay);
+            if !left.is_empty() {
+                failed.push(format!(
+                    "{} killed after {delay:?}: {left:?}\nthe next start said: {said}",
+                    verb.name
+                ));
+            }
         }
-    });
-    let failures = failures.into_inner().unwrap();
+        failed
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     assert!(
         failures.is_empty(),
         "left behind (IOLAB_INTERRUPT_SEED={}):\n{}",
