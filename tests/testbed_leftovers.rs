@@ -331,3 +331,55 @@ fn a_record_left_unrenamed_by_a_killed_run_is_swept() {
         .collect();
     assert!(left.is_empty(), "{left:?}: {said}");
 }
+
+/// The sweeper of the claims above was itself a server of the dead run (an
+/// `iolab serve` of a SIGKILLed `iolab remote`), still alive when the next
+/// start passed its claims and stopped by that start: the start takes the
+/// claims in a second pass instead of leaving them to a start that may
+/// never come (the scratch file and the netns stayed in the sigkill sweep).
+#[test]
+fn claims_of_a_sweeper_the_next_start_stopped_are_taken_in_the_same_start() {
+    use std::os::unix::process::CommandExt;
+    let (dir, state) = (workdir(), workdir());
+    let tag = format!("{}-78", u32::MAX - 1);
+    let mut sweeper = Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .env("IOLAB_SPAWN_TAG", &tag)
+        .spawn()
+        .unwrap();
+    plant_dead_record(
+        state.path(),
+        serde_json::json!({"spawning_process": {"tag": tag, "program": "iolab"}}),
+    );
+    let file = dir.path().join("iolab-scratch-4194300-0.dat");
+    std::fs::write(&file, b"x").unwrap();
+    let rec = serde_json::json!({"pid": u32::MAX - 1, "start_time": 1, "resource": {"path": file}});
+    let claimed = state.path().join(format!("9-1.sweeping-{}", sweeper.id()));
+    std::fs::write(&claimed, rec.to_string()).unwrap();
+    let said = common::next_start(state.path());
+    let _ = sweeper.kill();
+    let _ = sweeper.wait();
+    assert!(!file.exists(), "the scratch file stayed: {said}");
+    assert!(common::files_in(state.path()).is_empty(), "{said}");
+}
+
+/// A server iolab started (tagged in its environment) does not sweep: its
+/// parent did, and its own sweep could be cut short when it is stopped.
+#[test]
+fn a_server_iolab_started_leaves_the_sweep_to_others() {
+    let (dir, state) = (workdir(), workdir());
+    let file = dir.path().join("iolab-scratch-4194299-0.dat");
+    std::fs::write(&file, b"x").unwrap();
+    plant_dead_record(state.path(), serde_json::json!({"path": file}));
+    let out = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .arg("sysinfo")
+        .env("IOLAB_STATE_DIR", state.path())
+        .env("IOLAB_SPAWN_TAG", format!("{}-79", std::process::id()))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(file.exists(), "a spawned server swept");
+    let said = common::next_start(state.path());
+    assert!(!file.exists(), "the next start left it: {said}");
+}

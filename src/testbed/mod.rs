@@ -362,45 +362,71 @@ pub fn teardown_all() {
 /// Remove what iolab processes that no longer run left behind; one line
 /// per resource removed or left in place (with why), for the terminal. A
 /// record whose resource stays is kept, so the next start tries again.
+///
+/// A server iolab started (`iolab serve` under `remote`, tagged in its
+/// environment) does not sweep: its parent swept before it, and a sweep it
+/// began when its parent was SIGKILLed would be cut short when the next
+/// start stops it, leaving its claims behind that start. Stopping a
+/// process may end such a sweeper, so a pass that undid something is
+/// followed by one more, which takes what the sweeper had claimed.
 pub fn sweep_stale() -> Vec<String> {
-    let mut said = Vec::new();
+    if std::env::var_os(process::SPAWN_TAG_VAR).is_some() {
+        return Vec::new();
+    }
     // A set-up command of the dead run (mkfs, mount) may hold a device for
     // a moment longer: retry what stays, within one bound for the sweep.
     let patience = std::time::Instant::now() + std::time::Duration::from_secs(3);
-    for claim in records::sweep() {
-        let what = claim.resource.describe();
-        let pid = claim.pid;
-        let mut undone = claim.resource.undo();
-        while undone.is_err() && std::time::Instant::now() < patience {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            // Gone now, after the first try began taking it down.
-            undone = claim.resource.undo().map(|u| match u {
-                Undone::AlreadyGone => Undone::Removed,
-                u => u,
-            });
+    let mut said = Vec::new();
+    for _pass in 0..2 {
+        let mut undid = false;
+        for claim in records::sweep() {
+            let (removed, line) = undo_claim(claim, patience);
+            undid |= removed;
+            // A claim kept in the first pass fails the same way in the second.
+            said.extend(line.filter(|l| !said.contains(l)));
         }
-        match undone {
-            Ok(undone) => {
-                claim.forget();
-                match undone {
-                    Undone::Removed => said.push(format!(
-                        "removed {what} left by iolab process {pid}, which no longer runs"
-                    )),
-                    Undone::Deferred => said.push(format!(
-                        "{what} left by iolab process {pid} detaches itself when its last user closes it"
-                    )),
-                    Undone::AlreadyGone => {}
-                }
-            }
-            Err(why) => {
-                claim.keep();
-                said.push(format!(
-                    "could not remove {what} left by iolab process {pid}: {why} (its record stays; the next start tries again)"
-                ));
-            }
+        if !undid {
+            break;
         }
     }
     said
+}
+
+/// Take down the resource of one claim (retrying until `patience`):
+/// whether it was taken down, and the line for the terminal, if any.
+fn undo_claim(claim: records::Claim, patience: std::time::Instant) -> (bool, Option<String>) {
+    let what = claim.resource.describe();
+    let pid = claim.pid;
+    let mut undone = claim.resource.undo();
+    while undone.is_err() && std::time::Instant::now() < patience {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Gone now, after the first try began taking it down.
+        undone = claim.resource.undo().map(|u| match u {
+            Undone::AlreadyGone => Undone::Removed,
+            u => u,
+        });
+    }
+    match undone {
+        Ok(undone) => {
+            claim.forget();
+            let line = match undone {
+                Undone::Removed => Some(format!(
+                    "removed {what} left by iolab process {pid}, which no longer runs"
+                )),
+                Undone::Deferred => Some(format!(
+                    "{what} left by iolab process {pid} detaches itself when its last user closes it"
+                )),
+                Undone::AlreadyGone => None,
+            };
+            (undone != Undone::AlreadyGone, line)
+        }
+        Err(why) => {
+            claim.keep();
+            (false, Some(format!(
+                "could not remove {what} left by iolab process {pid}: {why} (its record stays; the next start tries again)"
+            )))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::records::start_time as process_start_time;
+use super::records::{runs, start_time as process_start_time};
 use super::{Resource, Undone};
 
 /// The environment variable that tags a server iolab starts:
@@ -116,8 +116,7 @@ pub fn grace(program: &str) -> Duration {
 /// Stop the process group of `pid` if `pid` is still the process iolab
 /// started (same start time): SIGTERM, then SIGKILL after its `grace`.
 pub fn stop(pid: u32, start_time: u64, program: &str) {
-    let ours =
-        || pid > 1 && process_start_time(pid) == Some(start_time) && is_zombie(pid) != Some(true);
+    let ours = || pid > 1 && process_start_time(pid) == Some(start_time) && runs(pid);
     if !SERVERS.contains(&program) || !ours() {
         return;
     }
@@ -179,12 +178,6 @@ fn find_tagged(tag: &str) -> Option<u32> {
                 && std::fs::read(format!("/proc/{pid}/environ"))
                     .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
         })
-}
-
-fn is_zombie(pid: u32) -> Option<bool> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    Some(rest.split_whitespace().next()? == "Z")
 }
 
 #[cfg(test)]

@@ -120,6 +120,18 @@ pub fn start_time(pid: u32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Whether process `pid` still runs: it exists and is not a zombie (a
+/// killed sweeper its parent has not reaped yet left its claims for good).
+pub fn runs(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    state.is_some_and(|s| s != "Z")
+}
+
 /// Write the record of `res`; its path, or `None` if records cannot be kept.
 pub fn write(res: &Resource) -> Option<PathBuf> {
     let dir = state_dir()?;
@@ -191,9 +203,7 @@ fn recover_unrenamed(dir: &Path) {
         else {
             continue;
         };
-        let dead = writer
-            .parse::<u32>()
-            .is_ok_and(|pid| start_time(pid).is_none());
+        let dead = writer.parse::<u32>().is_ok_and(|pid| !runs(pid));
         if !dead || !record.ends_with(".json") {
             continue;
         }
@@ -224,7 +234,7 @@ pub fn sweep() -> Vec<Claim> {
         let abandoned = ext
             .strip_prefix("sweeping-")
             .and_then(|pid| pid.parse::<u32>().ok())
-            .is_some_and(|pid| pid != me && start_time(pid).is_none());
+            .is_some_and(|pid| pid != me && !runs(pid));
         if ext != "json" && !abandoned {
             continue;
         }
