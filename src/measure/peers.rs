@@ -1,6 +1,8 @@
 //! Counters of the other side of a remote job, sampled by the job's main
 //! thread at the same instants as its own CPU: the CPU time of the target's
-//! processes (utime and stime of every thread, from /proc/PID/stat) and the
+//! processes (utime and stime of every thread, from /proc/PID/stat, in
+//! clock ticks; the nanoseconds each thread ran, from
+//! /proc/PID/task/TID/schedstat, for CPU per I/O) and the
 //! bytes and packets of the network interface the job's traffic crosses
 //! (from /proc/thread-self/net/dev, so the interface is looked up in the
 //! network namespace of the thread that samples, the initiator's).
@@ -24,7 +26,10 @@ pub struct PeerCpu {
     /// Percent of one CPU.
     pub usr_pct: f64,
     pub sys_pct: f64,
-    /// CPU microseconds (user + system) per I/O of the job.
+    /// CPU microseconds (user + system) per I/O of the job: from the
+    /// nanoseconds the scheduler counted when no thread ended between the
+    /// samples (a clock tick, 10 ms, is coarser than a short point's CPU),
+    /// else from the ticks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub us_per_io: Option<f64>,
 }
@@ -107,6 +112,8 @@ impl PeerSeries {
 pub struct PeerSnapshot {
     /// (utime, stime) ticks per process, None once a process is gone.
     cpu: Vec<Option<(u64, u64)>>,
+    /// (thread id, nanoseconds on a CPU) of every thread, per process.
+    run_ns: Vec<Vec<(u32, u64)>>,
     net: Option<NetStats>,
 }
 
@@ -117,6 +124,11 @@ impl PeerSampling {
                 .processes
                 .iter()
                 .map(|(_, pid)| process_ticks(*pid))
+                .collect(),
+            run_ns: self
+                .processes
+                .iter()
+                .map(|(_, pid)| thread_run_ns(*pid))
                 .collect(),
             net: self.interface.as_deref().and_then(net_counters),
         }
@@ -129,16 +141,18 @@ impl PeerSampling {
         let processes = self
             .processes
             .iter()
-            .zip(a.cpu.iter().zip(&b.cpu))
-            .filter_map(|((role, pid), (x, y))| {
-                let ((u0, s0), (u1, s1)) = ((*x)?, (*y)?);
+            .enumerate()
+            .filter_map(|(i, (role, pid))| {
+                let ((u0, s0), (u1, s1)) = ((*a.cpu.get(i)?)?, (*b.cpu.get(i)?)?);
                 let (usr, sys) = ((u1 - u0) as f64 / hz, (s1 - s0) as f64 / hz);
+                let ran_s = ran_between(a.run_ns.get(i)?, b.run_ns.get(i)?)
+                    .map_or(usr + sys, |ns| ns as f64 / 1e9);
                 Some(PeerCpu {
                     role: role.clone(),
                     pid: *pid,
                     usr_pct: 100.0 * usr / secs.max(1e-9),
                     sys_pct: 100.0 * sys / secs.max(1e-9),
-                    us_per_io: (ops > 0).then(|| (usr + sys) * 1e6 / ops as f64),
+                    us_per_io: (ops > 0).then(|| ran_s * 1e6 / ops as f64),
                 })
             })
             .collect();
@@ -174,6 +188,45 @@ fn clock_ticks_per_second() -> f64 {
 pub fn process_ticks(pid: u32) -> Option<(u64, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat_times(&text)
+}
+
+/// (thread id, nanoseconds on a CPU) of every thread of `pid`, by thread
+/// id; empty when the process is gone or the kernel keeps no schedstat.
+pub fn thread_run_ns(pid: u32) -> Vec<(u32, u64)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(u32, u64)> = tasks
+        .flatten()
+        .filter_map(|t| {
+            let tid = t.file_name().to_str()?.parse().ok()?;
+            let text = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+            Some((tid, text.split_whitespace().next()?.parse().ok()?))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Nanoseconds the threads ran between two samples (each sorted by thread
+/// id): a thread that began meanwhile counts whole. `None` when a thread
+/// ended meanwhile (its last run is lost with it) or nothing was read.
+pub fn ran_between(a: &[(u32, u64)], b: &[(u32, u64)]) -> Option<u64> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let mut sum = 0u64;
+    let mut before = a.iter().peekable();
+    for &(tid, ns) in b {
+        if before.next_if(|(t, _)| *t < tid).is_some() {
+            return None; // a thread of the first sample ended
+        }
+        match before.next_if(|(t, _)| *t == tid) {
+            Some(&(_, was)) => sum += ns.saturating_sub(was),
+            None => sum += ns,
+        }
+    }
+    before.peek().is_none().then_some(sum)
 }
 
 /// Fields 14 and 15 of /proc/PID/stat (after the command, which may hold
@@ -223,6 +276,23 @@ mod tests {
         let me = std::process::id();
         assert!(process_ticks(me).is_some());
         assert_eq!(process_ticks(u32::MAX), None);
+    }
+
+    #[test]
+    fn run_time_between_samples_counts_new_threads_and_gives_up_on_ended_ones() {
+        assert_eq!(
+            ran_between(&[(10, 100), (11, 50)], &[(10, 130), (11, 55)]),
+            Some(35)
+        );
+        // Thread 12 began after the first sample: all its time is inside.
+        assert_eq!(ran_between(&[(10, 100)], &[(10, 130), (12, 7)]), Some(37));
+        // Thread 11 ended: its last run is unknown.
+        assert_eq!(ran_between(&[(10, 100), (11, 50)], &[(10, 130)]), None);
+        assert_eq!(ran_between(&[(9, 1), (10, 100)], &[(10, 130)]), None);
+        assert_eq!(ran_between(&[], &[(10, 130)]), None);
+        let me = thread_run_ns(std::process::id());
+        assert!(!me.is_empty() && me.iter().any(|&(_, ns)| ns > 0));
+        assert!(thread_run_ns(u32::MAX).is_empty());
     }
 
     #[test]
