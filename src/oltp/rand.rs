@@ -108,17 +108,19 @@ impl TpccRng {
     /// Random alphanumeric string of length lo..=hi (an a-string).
     pub fn astring(&mut self, lo: usize, hi: usize) -> String {
         let n = self.r.random_range(lo..=hi);
-        (0..n)
-            .map(|_| ALNUM[self.r.random_range(0..ALNUM.len())] as char)
-            .collect()
+        let bytes = (0..n)
+            .map(|_| ALNUM[self.r.random_range(0..ALNUM.len())])
+            .collect();
+        String::from_utf8(bytes).expect("ASCII")
     }
 
     /// Random digit string of length lo..=hi (an n-string).
     pub fn nstring(&mut self, lo: usize, hi: usize) -> String {
         let n = self.r.random_range(lo..=hi);
-        (0..n)
-            .map(|_| (b'0' + self.r.random_range(0..10u8)) as char)
-            .collect()
+        let bytes = (0..n)
+            .map(|_| b'0' + self.r.random_range(0..10u8))
+            .collect();
+        String::from_utf8(bytes).expect("ASCII")
     }
 
     /// A zip code: 4 random digits then "11111".
