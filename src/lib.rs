@@ -17,6 +17,7 @@ pub mod interrupt;
 pub mod kv;
 pub mod lock;
 pub mod measure;
+pub mod native;
 pub mod oltp;
 pub mod plan;
 pub mod proto;

@@ -418,7 +418,7 @@ fn scaled(words: &[String], dir: &Path, servers: &Path) -> Option<Vec<String>> {
             // NVMe over RDMA needs an RDMA device (tests/linux_vm/nvme_rdma_target.rs
             // runs it in a guest with soft-RoCE): here it only parses.
             let rdma = value_after(&w, "--protocol").is_some_and(|p| p == "nvme-rdma");
-            if rdma && iolab::engine::nvmerdma::verbs::unavailable().is_some() {
+            if rdma && iolab::native::verbs::unavailable().is_some() {
                 return None;
             }
             // An image the example names is made; the server stops by itself.

@@ -12,7 +12,7 @@ const NQN: &str = "nqn.2025-11.io.iolab:rdma";
 /// what is missing and the run exits with an error before any I/O.
 #[test]
 fn without_an_rdma_device_the_engine_says_so() {
-    let Some(why) = iolab::engine::nvmerdma::verbs::unavailable() else {
+    let Some(why) = iolab::native::verbs::unavailable() else {
         eprintln!("SKIP: this machine has an RDMA device");
         return;
     };

@@ -19,7 +19,6 @@
 
 pub mod aio;
 pub mod dispatch;
-pub mod dlopen;
 pub mod fake;
 pub mod iscsi;
 pub mod mmap;

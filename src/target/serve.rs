@@ -315,7 +315,7 @@ fn serve_rdma(
     addr: SocketAddr,
     limit: Option<Duration>,
 ) -> anyhow::Result<()> {
-    if let Some(why) = crate::engine::nvmerdma::verbs::unavailable() {
+    if let Some(why) = crate::native::verbs::unavailable() {
         return Err(usage(
             "--protocol",
             format!("nvme-rdma cannot run here: {why}"),

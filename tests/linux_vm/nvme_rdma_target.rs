@@ -257,7 +257,7 @@ fn remote_over_rdma(console: &str) {
 /// flag and what is missing, exit 2, before anything is laid out.
 #[test]
 fn without_an_rdma_device_serve_says_so() {
-    let Some(why) = iolab::engine::nvmerdma::verbs::unavailable() else {
+    let Some(why) = iolab::native::verbs::unavailable() else {
         eprintln!("SKIP: this machine has an RDMA device");
         return;
     };

@@ -134,14 +134,14 @@ pub fn lib() -> Result<&'static Lib, String> {
 }
 
 fn load() -> Result<Lib, String> {
-    let handle = super::super::dlopen::open(
+    let handle = crate::native::dlopen::open(
         &[c"libiscsi.so.7", c"libiscsi.so"],
         "libiscsi is not installed (Debian: libiscsi7; scripts/install-deps.sh installs it)",
     )?;
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: the field's type is the symbol's C signature.
-            unsafe { super::super::dlopen::symbol(handle, concat!($name, "\0"), "libiscsi")? }
+            unsafe { crate::native::dlopen::symbol(handle, concat!($name, "\0"), "libiscsi")? }
         };
     }
     Ok(Lib {

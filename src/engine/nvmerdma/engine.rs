@@ -20,7 +20,6 @@ use std::mem::ManuallyDrop;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use super::queue::{RdmaQueue, Shape};
-use super::verbs::{self, Wc};
 use crate::engine::nvmetcp::codec::{self, Cqe, Sqe, CQE_LEN};
 use crate::engine::nvmetcp::engine::{host_identity, kato_ms, max_transfer};
 use crate::engine::nvmetcp::handshake::{self, ControllerInfo, Params};
@@ -28,6 +27,7 @@ use crate::engine::nvmetcp::keep_alive::AdminKeeper;
 use crate::engine::peer_wait::{Watch, HANDSHAKE_TIMEOUT};
 use crate::engine::{Completion, Engine, EngineSetup, EngineTarget, IoRequest, OpKind};
 use crate::measure::clock::mono_now_ns;
+use crate::native::verbs::{self, Wc};
 use crate::plan::endpoint::{RemoteEndpoint, RemoteResource};
 
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,11 +1,10 @@
 //! iolab's NVMe over RDMA initiator (`nvme-rdma://`): rdma-core's verbs and
-//! connection manager loaded at run time (`verbs`), one queue pair with its
+//! connection manager loaded at run time (`native::verbs`), one queue pair with its
 //! registered memory (`queue`), the control path shared with NVMe/TCP
 //! (`nvmetcp::handshake::bring_up` over `RdmaQueue`).
 
 pub mod engine;
 pub mod queue;
-pub mod verbs;
 
 use std::net::SocketAddr;
 use std::time::Duration;

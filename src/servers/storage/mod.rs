@@ -446,7 +446,7 @@ impl Transport {
         if self.is_rdma() {
             // iolab's own RDMA ends need rdma-core's libraries too.
             return crate::testbed::soft_roce::unavailable()
-                .or_else(|| crate::engine::nvmerdma::verbs::verbs().err());
+                .or_else(|| crate::native::verbs::verbs().err());
         }
         if *self == Transport::Tgtd {
             if let Some(why) = crate::engine::iscsi::unavailable() {

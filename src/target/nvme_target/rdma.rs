@@ -18,8 +18,8 @@ use std::net::SocketAddr;
 
 use super::queue::Fabric;
 use super::MAX_TRANSFER as TCP_MAX_TRANSFER;
-use crate::engine::nvmerdma::queue::RdmaMemory;
-use crate::engine::nvmerdma::verbs::{self, CmIdHead, Mr, QpCap, QpInitAttr, SendWr, Sge, Verbs};
+use crate::native::rdma_memory::RdmaMemory;
+use crate::native::verbs::{self, CmIdHead, Mr, QpCap, QpInitAttr, SendWr, Sge, Verbs};
 use crate::proto::nvme::codec::{self, Cqe, Sqe, CQE_LEN, SQE_LEN};
 use crate::proto::nvme::rdma_cm;
 use crate::target::nvme_controller::IN_CAPSULE;

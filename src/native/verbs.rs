@@ -1,7 +1,7 @@
 //! libibverbs and librdmacm (rdma-core, Debian's libibverbs1 and
 //! librdmacm1), loaded at run time with dlopen so a machine without them
-//! builds and runs iolab and the nvme-rdma engine says what is missing.
-//! Only what the engine calls is declared, with the layouts of rdma-core
+//! builds and runs iolab and the nvme-rdma engine and RDMA target say what
+//! is missing. Only what they call is declared, with the layouts of rdma-core
 //! 44's public headers (infiniband/verbs.h, rdma/rdma_cma.h; checked
 //! against offsetof by `tests::layouts_match_rdma_core`). `ibv_post_send`,
 //! `ibv_post_recv` and `ibv_poll_cq` are inline functions in the headers,
@@ -11,7 +11,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use super::super::dlopen;
+use super::dlopen;
 
 /// `struct ibv_sge`.
 #[repr(C)]
