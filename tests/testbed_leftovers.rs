@@ -275,24 +275,32 @@ fn claims_of_a_sweep_that_died_are_taken_again() {
     );
 }
 
+/// A process standing for `program`, a server a dead run spawned (tagged
+/// `tag` in its environment, in a process group of its own), and the dead
+/// run's record naming it.
+fn spawned_server_of_a_dead_run(state: &Path, tag: &str, program: &str) -> Child {
+    use std::os::unix::process::CommandExt;
+    let server = Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .env("IOLAB_SPAWN_TAG", tag)
+        .spawn()
+        .unwrap();
+    plant_dead_record(
+        state,
+        serde_json::json!({"spawning_process": {"tag": tag, "program": program}}),
+    );
+    server
+}
+
 /// A server spawned just before a SIGKILL of iolab, before its pid was
 /// recorded: only the record written before the spawn names it (by the tag
 /// in its environment). The next start finds and stops it, and says so.
 #[test]
 fn a_server_started_just_before_a_sigkill_is_stopped_at_next_start() {
-    use std::os::unix::process::CommandExt;
     let state = workdir();
     let tag = format!("{}-77", u32::MAX - 1);
-    let mut server = Command::new("sleep")
-        .arg("60")
-        .process_group(0)
-        .env("IOLAB_SPAWN_TAG", &tag)
-        .spawn()
-        .unwrap();
-    plant_dead_record(
-        state.path(),
-        serde_json::json!({"spawning_process": {"tag": tag, "program": "nbdkit"}}),
-    );
+    let mut server = spawned_server_of_a_dead_run(state.path(), &tag, "nbdkit");
     let said = common::next_start(state.path());
     let stopped = (0..200).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -339,19 +347,9 @@ fn a_record_left_unrenamed_by_a_killed_run_is_swept() {
 /// never come (the scratch file and the netns stayed in the sigkill sweep).
 #[test]
 fn claims_of_a_sweeper_the_next_start_stopped_are_taken_in_the_same_start() {
-    use std::os::unix::process::CommandExt;
     let (dir, state) = (workdir(), workdir());
     let tag = format!("{}-78", u32::MAX - 1);
-    let mut sweeper = Command::new("sleep")
-        .arg("60")
-        .process_group(0)
-        .env("IOLAB_SPAWN_TAG", &tag)
-        .spawn()
-        .unwrap();
-    plant_dead_record(
-        state.path(),
-        serde_json::json!({"spawning_process": {"tag": tag, "program": "iolab"}}),
-    );
+    let mut sweeper = spawned_server_of_a_dead_run(state.path(), &tag, "iolab");
     let file = dir.path().join("iolab-scratch-4194300-0.dat");
     std::fs::write(&file, b"x").unwrap();
     let rec = serde_json::json!({"pid": u32::MAX - 1, "start_time": 1, "resource": {"path": file}});
