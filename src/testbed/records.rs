@@ -114,22 +114,24 @@ fn writable(d: &Path) -> bool {
 
 /// Start time of `pid`, or `None` if it does not run.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces: count after its ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    stat_after_command(pid)?
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }
 
 /// Whether process `pid` still runs: it exists and is not a zombie (a
 /// killed sweeper its parent has not reaped yet left its claims for good).
 pub fn runs(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next());
-    state.is_some_and(|s| s != "Z")
+    stat_after_command(pid).is_some_and(|rest| rest.split_whitespace().next() != Some("Z"))
+}
+
+/// /proc/PID/stat from field 3 (the state) on: the command name (field 2)
+/// may hold spaces and parentheses, so it is cut at its last ')'.
+fn stat_after_command(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat[stat.rfind(')')? + 1..].to_string())
 }
 
 /// Write the record of `res`; its path, or `None` if records cannot be kept.
