@@ -86,7 +86,7 @@ impl PeerSeries {
 
     /// Sample now (`t` since the measured phase began) and keep the delta.
     pub fn tick(&mut self, sampling: &PeerSampling, t: std::time::Duration) {
-        let now = sampling.sample();
+        let now = sampling.sample_ticks();
         let wall = (t - self.last_t).as_nanos() as u64;
         let d = sampling.between(&self.last, &now, wall, 0);
         let net = d.net.unwrap_or_default();
@@ -118,18 +118,28 @@ pub struct PeerSnapshot {
 }
 
 impl PeerSampling {
+    /// Every counter, the threads' run time included (a point's ends).
     pub fn sample(&self) -> PeerSnapshot {
+        PeerSnapshot {
+            run_ns: self
+                .processes
+                .iter()
+                .map(|(_, pid)| thread_run_ns(*pid))
+                .collect(),
+            ..self.sample_ticks()
+        }
+    }
+
+    /// The counters without the threads' run time: the per-second series
+    /// has no CPU per I/O, so it reads no schedstat file.
+    fn sample_ticks(&self) -> PeerSnapshot {
         PeerSnapshot {
             cpu: self
                 .processes
                 .iter()
                 .map(|(_, pid)| process_ticks(*pid))
                 .collect(),
-            run_ns: self
-                .processes
-                .iter()
-                .map(|(_, pid)| thread_run_ns(*pid))
-                .collect(),
+            run_ns: Vec::new(),
             net: self.interface.as_deref().and_then(net_counters),
         }
     }
@@ -145,14 +155,16 @@ impl PeerSampling {
             .filter_map(|(i, (role, pid))| {
                 let ((u0, s0), (u1, s1)) = ((*a.cpu.get(i)?)?, (*b.cpu.get(i)?)?);
                 let (usr, sys) = ((u1 - u0) as f64 / hz, (s1 - s0) as f64 / hz);
-                let ran_s = ran_between(a.run_ns.get(i)?, b.run_ns.get(i)?)
-                    .map_or(usr + sys, |ns| ns as f64 / 1e9);
+                let ran_s = || {
+                    let ns = ran_between(a.run_ns.get(i)?, b.run_ns.get(i)?)?;
+                    Some(ns as f64 / 1e9)
+                };
                 Some(PeerCpu {
                     role: role.clone(),
                     pid: *pid,
                     usr_pct: 100.0 * usr / secs.max(1e-9),
                     sys_pct: 100.0 * sys / secs.max(1e-9),
-                    us_per_io: (ops > 0).then(|| ran_s * 1e6 / ops as f64),
+                    us_per_io: (ops > 0).then(|| ran_s().unwrap_or(usr + sys) * 1e6 / ops as f64),
                 })
             })
             .collect();
